@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * The shm transport: peers are lcores of one process, or processes of one
+ * DPDK multi-process group (primary and secondaries map every memzone at the
+ * same virtual address, so a peer's address is usable as is).
+ *
+ * It behaves as a NIC that executes each WRITE at the doorbell, in posting
+ * order:
+ *   - a WRITE of one aligned 8-byte word (a ring pointer) is a release store,
+ *     so the peer's acquire load of the pointer also sees every earlier WRITE;
+ *   - any other WRITE is a memcpy, followed by a release fence so that the
+ *     next WR of the chain is not observed before it;
+ *   - a signaled WR leaves a completion in the queue's completion ring.
+ *
+ * Modes (open argument mode=):
+ *   loadstore  (default) also advertises RB2_XPORT_CAP_LOADSTORE: RB² then
+ *              writes slots straight into the peer's ring, and posts only the
+ *              pointer WRITEs.
+ *   copy       the faithful "NIC copy" mode: every slot goes through a
+ *              WRITE, as on RDMA, so the algorithm itself can be measured.
+ */
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_memcpy.h>
+#include <rte_memory.h>
+#include <rte_memzone.h>
+#include <rte_pause.h>
+
+#include <rb2_xport_driver.h>
+
+#define SHM_DEFAULT_CQ_DEPTH 1024
+#define SHM_DEFAULT_SQ_DEPTH 4096
+#define SHM_MAX_INLINE 1024
+
+enum shm_mode { SHM_LOADSTORE, SHM_COPY };
+
+struct shm_priv {
+	enum shm_mode mode;
+};
+
+/* Per-queue state: the completion ring of signaled WRs. Single-threaded:
+ * only the queue's own lcore posts and polls. */
+struct shm_qp {
+	uint32_t cq_mask;
+	uint32_t cq_head; /* next completion to hand out */
+	uint32_t cq_tail; /* next free entry */
+	struct rb2_xport_wc cq[];
+};
+
+static uint32_t
+name_key(const char *name)
+{
+	uint32_t h = 2166136261u; /* FNV-1a: a key that identifies the zone */
+
+	for (; *name; name++)
+		h = (h ^ (uint8_t)*name) * 16777619u;
+	return h;
+}
+
+static int
+shm_open(struct rb2_xport *xp, const char *args)
+{
+	static const char *const keys[] = {"mode", NULL};
+	struct shm_priv *priv;
+	char mode[16];
+	int ret;
+
+	ret = rb2_xport_args_check("shm", args, keys);
+	if (ret < 0)
+		return ret;
+	priv = rte_zmalloc("shm_priv", sizeof(*priv), 0);
+	if (priv == NULL)
+		return -ENOMEM;
+	priv->mode = SHM_LOADSTORE;
+	ret = rb2_xport_arg(args, "mode", mode, sizeof(mode));
+	if (ret > 0 && strcmp(mode, "copy") == 0) {
+		priv->mode = SHM_COPY;
+	} else if (ret != 0 && (ret < 0 || strcmp(mode, "loadstore") != 0)) {
+		RB2_XPORT_LOG(ERR, "shm: bad mode '%s': use mode=loadstore or mode=copy",
+			      ret > 0 ? mode : "(too long)");
+		rte_free(priv);
+		return -EINVAL;
+	}
+	xp->priv = priv;
+	xp->caps = RB2_XPORT_CAP_MULTIPROC | RB2_XPORT_CAP_READ;
+	if (priv->mode == SHM_LOADSTORE)
+		xp->caps |= RB2_XPORT_CAP_LOADSTORE;
+	/* Shared memory lives wherever the opening lcore runs. */
+	xp->socket_id = (int)rte_socket_id();
+	if (xp->socket_id < 0 || (unsigned int)xp->socket_id >= RTE_MAX_NUMA_NODES)
+		xp->socket_id = 0;
+	return 0;
+}
+
+static void
+shm_close(struct rb2_xport *xp)
+{
+	rte_free(xp->priv);
+	xp->priv = NULL;
+}
+
+static int
+shm_mr_alloc(struct rb2_xport *xp __rte_unused, const char *name, size_t len,
+	     int socket, struct rb2_xport_mr *mr)
+{
+	const struct rte_memzone *mz;
+
+	mz = rte_memzone_reserve_aligned(name, len, socket, 0,
+					 RTE_CACHE_LINE_SIZE);
+	if (mz == NULL && rte_errno == ENOMEM && socket != SOCKET_ID_ANY) {
+		RB2_XPORT_LOG(WARNING, "shm: no %zu bytes on socket %d for '%s', trying any socket",
+			      len, socket, name);
+		mz = rte_memzone_reserve_aligned(name, len, SOCKET_ID_ANY, 0,
+						 RTE_CACHE_LINE_SIZE);
+	}
+	if (mz == NULL) {
+		int err = rte_errno;
+		RB2_XPORT_LOG(ERR, "shm: cannot reserve %zu bytes for '%s': %s%s",
+			      len, name, rte_strerror(err),
+			      err == ENOMEM ? " (give the EAL more memory: -m MB, or reserve hugepages)" : "");
+		return err == EEXIST ? -EEXIST : -ENOMEM;
+	}
+	memset(mz->addr, 0, len);
+	mr->addr = mz->addr;
+	mr->len = len;
+	mr->lkey = mr->rkey = name_key(name);
+	mr->socket_id = mz->socket_id;
+	mr->mz = mz;
+	return 0;
+}
+
+static void
+shm_mr_free(struct rb2_xport *xp __rte_unused, struct rb2_xport_mr *mr)
+{
+	rte_memzone_free(mr->mz);
+}
+
+/*
+ * The doorbell: execute the chain now, in order.
+ * Cost: the copies themselves; the pointer WRITE is one release store.
+ */
+static int
+shm_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs,
+	 unsigned int n)
+{
+	struct shm_qp *s = qp->drv;
+	unsigned int i, signaled = 0;
+
+	for (i = 0; i < n; i++)
+		signaled += (wrs[i].flags & RB2_WR_SIGNALED) != 0;
+	if (unlikely(signaled > s->cq_mask + 1 - (s->cq_tail - s->cq_head)))
+		return -ENOSPC; /* completion ring full: poll first */
+
+	for (i = 0; i < n; i++) {
+		const struct rb2_xport_wr *wr = &wrs[i];
+
+		switch (wr->opcode) {
+		case RB2_WR_WRITE:
+			if (wr->len == sizeof(uint64_t) &&
+			    (wr->remote & (sizeof(uint64_t) - 1)) == 0) {
+				/* Release: every earlier WRITE of this queue
+				 * before the pointer; pairs with the peer's
+				 * acquire load of the pointer. */
+				atomic_store_explicit(
+					(_Atomic uint64_t *)(uintptr_t)wr->remote,
+					*(const uint64_t *)wr->local,
+					memory_order_release);
+			} else {
+				rte_memcpy((void *)(uintptr_t)wr->remote,
+					   wr->local, wr->len);
+				/* Release fence: this WRITE before any later
+				 * one of the chain (front-to-back order). */
+				atomic_thread_fence(memory_order_release);
+			}
+			break;
+		case RB2_WR_READ:
+			/* Acquire: pairs with the release store the peer made
+			 * of what we read. */
+			if (wr->len == sizeof(uint64_t) &&
+			    (wr->remote & (sizeof(uint64_t) - 1)) == 0) {
+				*(uint64_t *)wr->local = atomic_load_explicit(
+					(_Atomic uint64_t *)(uintptr_t)wr->remote,
+					memory_order_acquire);
+			} else {
+				atomic_thread_fence(memory_order_acquire);
+				rte_memcpy(wr->local,
+					   (const void *)(uintptr_t)wr->remote,
+					   wr->len);
+			}
+			break;
+		default:
+			return i == 0 ? -ENOTSUP : -EIO;
+		}
+		if (wr->flags & RB2_WR_SIGNALED) {
+			struct rb2_xport_wc *wc =
+				&s->cq[s->cq_tail++ & s->cq_mask];
+			wc->wr_id = wr->wr_id;
+			wc->status = RB2_WC_SUCCESS;
+			wc->opcode = wr->opcode;
+			wc->imm = 0;
+			wc->byte_len = wr->len;
+		}
+	}
+	return 0;
+}
+
+static int
+shm_poll(struct rb2_xport_qp *qp, struct rb2_xport_wc *wcs, unsigned int n)
+{
+	struct shm_qp *s = qp->drv;
+	unsigned int i = 0;
+
+	while (i < n && s->cq_head != s->cq_tail)
+		wcs[i++] = s->cq[s->cq_head++ & s->cq_mask];
+	return (int)i;
+}
+
+static int
+shm_qp_create(struct rb2_xport *xp __rte_unused, struct rb2_xport_qp *qp,
+	      const struct rb2_xport_qp_attr *attr)
+{
+	uint32_t depth = attr->cq_depth ? attr->cq_depth : SHM_DEFAULT_CQ_DEPTH;
+	struct shm_qp *s;
+
+	if (attr->max_inline > SHM_MAX_INLINE) {
+		RB2_XPORT_LOG(ERR, "shm: max_inline %u exceeds %u",
+			      attr->max_inline, SHM_MAX_INLINE);
+		return -EINVAL;
+	}
+	depth = rte_align32pow2(depth);
+	s = rte_zmalloc_socket("shm_qp", sizeof(*s) + depth * sizeof(s->cq[0]),
+			       RTE_CACHE_LINE_SIZE,
+			       attr->lcore_id == LCORE_ID_ANY ? SOCKET_ID_ANY :
+			       (int)rte_lcore_to_socket_id(attr->lcore_id));
+	if (s == NULL)
+		return -ENOMEM;
+	s->cq_mask = depth - 1;
+	qp->drv = s;
+	qp->cq_depth = depth;
+	qp->sq_depth = attr->sq_depth ? attr->sq_depth : SHM_DEFAULT_SQ_DEPTH;
+	qp->max_inline = SHM_MAX_INLINE;
+	return 0;
+}
+
+static void
+shm_qp_destroy(struct rb2_xport_qp *qp)
+{
+	rte_free(qp->drv);
+	qp->drv = NULL;
+}
+
+static void
+shm_set_connected(struct rb2_xport_qp *qp)
+{
+	qp->post = shm_post;
+	qp->poll = shm_poll;
+	qp->connected = 1;
+}
+
+static int
+shm_qp_connect_local(struct rb2_xport_qp *a, struct rb2_xport_qp *b)
+{
+	shm_set_connected(a);
+	shm_set_connected(b);
+	return 0;
+}
+
+/*
+ * Rendezvous by name: a memzone "rb2rv.<peer>" with one blob per role. The
+ * passive side creates it; the active side looks it up. Each writes its blob
+ * and raises its flag (release), then waits for the other's (acquire). The
+ * second side to finish reading frees the zone.
+ */
+#define RV_MAGIC 0x52423252u /* "RB2R" */
+
+struct shm_rv {
+	_Atomic uint32_t magic;
+	_Atomic uint32_t ready[2];
+	_Atomic uint32_t done;
+	uint32_t len[2];
+	int32_t pid[2];
+	uint8_t blob[2][RB2_XPORT_BLOB_MAX];
+};
+
+static int
+deadline_passed(uint64_t deadline)
+{
+	return rte_get_timer_cycles() > deadline;
+}
+
+static void
+rv_release(const struct rte_memzone *mz)
+{
+	struct shm_rv *rv = mz->addr;
+
+	/* Last user: clear the magic so a reused zone never looks ready. */
+	if (atomic_fetch_add_explicit(&rv->done, 1, memory_order_acq_rel) == 1) {
+		atomic_store_explicit(&rv->magic, 0, memory_order_relaxed);
+		rte_memzone_free(mz);
+	}
+}
+
+static int
+shm_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
+		enum rb2_xport_role role, const void *blob, size_t len,
+		void *peer_blob, size_t peer_cap, unsigned int timeout_ms)
+{
+	char zname[RTE_MEMZONE_NAMESIZE];
+	const struct rte_memzone *mz = NULL;
+	uint64_t deadline = rte_get_timer_cycles() +
+		rte_get_timer_hz() * timeout_ms / 1000;
+	struct shm_rv *rv;
+	int other = !role;
+	size_t plen;
+
+	if (snprintf(zname, sizeof(zname), "rb2rv.%s", peer) >=
+	    (int)sizeof(zname)) {
+		RB2_XPORT_LOG(ERR, "shm: rendezvous name '%s' too long (at most %zu characters)",
+			      peer, sizeof(zname) - 7);
+		return -ENAMETOOLONG;
+	}
+	if (role == RB2_XPORT_PASSIVE) {
+		mz = rte_memzone_reserve(zname, sizeof(*rv), SOCKET_ID_ANY, 0);
+		if (mz == NULL) {
+			if (rte_errno == EEXIST) {
+				RB2_XPORT_LOG(ERR, "shm: '%s' already has a waiting passive side (two receivers with one name?)",
+					      peer);
+				return -EADDRINUSE;
+			}
+			return -ENOMEM;
+		}
+		rv = mz->addr;
+		memset(rv, 0, sizeof(*rv));
+		/* Release: the zeroed zone before the magic; pairs with the
+		 * active side's acquire load of magic. */
+		atomic_store_explicit(&rv->magic, RV_MAGIC, memory_order_release);
+	} else {
+		while ((mz = rte_memzone_lookup(zname)) == NULL ||
+		       atomic_load_explicit(&((struct shm_rv *)mz->addr)->magic,
+					    memory_order_acquire) != RV_MAGIC) {
+			if (deadline_passed(deadline)) {
+				RB2_XPORT_LOG(ERR, "shm: no peer waiting on '%s' after %u ms (start the receiving side, or check the --file-prefix of both processes)",
+					      peer, timeout_ms);
+				return -ETIMEDOUT;
+			}
+			rte_delay_us_sleep(100);
+		}
+		rv = mz->addr;
+	}
+
+	memcpy(rv->blob[role], blob, len);
+	rv->len[role] = (uint32_t)len;
+	rv->pid[role] = (int32_t)getpid();
+	/* Release: our blob before our flag; pairs with the acquire below on
+	 * the other side. */
+	atomic_store_explicit(&rv->ready[role], 1, memory_order_release);
+
+	while (!atomic_load_explicit(&rv->ready[other], memory_order_acquire)) {
+		if (deadline_passed(deadline)) {
+			RB2_XPORT_LOG(ERR, "shm: no peer joined '%s' within %u ms (start the other side, or check the --file-prefix of both processes)",
+				      peer, timeout_ms);
+			/* Nobody else will ever release it: withdraw. */
+			atomic_store_explicit(&rv->magic, 0,
+					      memory_order_relaxed);
+			rte_memzone_free(mz);
+			return -ETIMEDOUT;
+		}
+		rte_delay_us_sleep(100);
+	}
+	plen = rv->len[other];
+	if (plen > peer_cap) {
+		rv_release(mz);
+		return -EMSGSIZE;
+	}
+	memcpy(peer_blob, rv->blob[other], plen);
+	rv_release(mz);
+	shm_set_connected(qp);
+	return (int)plen;
+}
+
+static void *
+shm_peer_ptr(struct rb2_xport_qp *qp __rte_unused, uint64_t remote,
+	     uint32_t rkey __rte_unused, size_t len)
+{
+	void *p = (void *)(uintptr_t)remote;
+
+	/* The address must be DPDK memory mapped in this process. */
+	if (rte_mem_virt2memseg_list(p) == NULL ||
+	    rte_mem_virt2memseg_list(RTE_PTR_ADD(p, len - 1)) == NULL)
+		return NULL;
+	return p;
+}
+
+static const char *
+shm_wc_status_str(int status)
+{
+	return status == RB2_WC_SUCCESS ? "success" : "shm error";
+}
+
+static const struct rb2_xport_ops shm_ops = {
+	.open = shm_open,
+	.close = shm_close,
+	.mr_alloc = shm_mr_alloc,
+	.mr_free = shm_mr_free,
+	.qp_create = shm_qp_create,
+	.qp_destroy = shm_qp_destroy,
+	.qp_connect_local = shm_qp_connect_local,
+	.qp_exchange = shm_qp_exchange,
+	.peer_ptr = shm_peer_ptr,
+	.wc_status_str = shm_wc_status_str,
+};
+
+RB2_XPORT_REGISTER(shm, shm_ops);

@@ -1,0 +1,777 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/* RB² channel: creation, connection, and the out-of-line halves of the
+ * sender's and receiver's algorithms (pointer advancement, slot transmission,
+ * lazy and idle push). The per-message fast path is inline in rb2_chan.h. */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_string_fns.h>
+
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_malloc.h>
+#include <rte_spinlock.h>
+
+#include "rb2_chan.h"
+#include "rb2_chan_private.h"
+
+RTE_LOG_REGISTER(rb2_chan_logtype, rb2.chan, INFO);
+
+/* Every half of this process, for telemetry and name checks. */
+struct rb2_chan_list rb2_chan_list = {
+	.lock = RTE_SPINLOCK_INITIALIZER,
+	.tx = TAILQ_HEAD_INITIALIZER(rb2_chan_list.tx),
+	.rx = TAILQ_HEAD_INITIALIZER(rb2_chan_list.rx),
+};
+
+#define WRID_TAIL 1
+#define WRID_HEAD 2
+#define TAIL_SYNC_SPINS 1000000 /* polls before a flush gives up on a CQE */
+
+void
+rb2_chan_params_init(struct rb2_chan_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->slots = 1024;
+	p->slot_size = 64;
+	p->alpha = 32;
+	p->beta = 16;
+	p->gamma = 32;
+	p->head_sync = RB2_HEAD_LAZY_PUSH;
+	p->tail_sync = RB2_TAIL_WRITE_TWICE;
+	p->socket_id = SOCKET_ID_ANY;
+	p->lcore_id = LCORE_ID_ANY;
+}
+
+uint32_t
+rb2_chan_max_msg(const struct rb2_chan_params *p)
+{
+	return (uint32_t)((uint64_t)(p->slots / 2) * p->slot_size);
+}
+
+#define WHY(...) do { if (why) snprintf(why, len, __VA_ARGS__); } while (0)
+
+int
+rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
+{
+	if (p == NULL) {
+		WHY("no parameters");
+		return -EINVAL;
+	}
+	if (p->slots < 2 || p->slots > (1u << 24) || !rte_is_power_of_2(p->slots)) {
+		WHY("invalid slots=%u: need a power of two in [2, 2^24]", p->slots);
+		return -EINVAL;
+	}
+	if (p->slot_size == 0 || p->slot_size % RTE_CACHE_LINE_SIZE != 0) {
+		WHY("invalid slot_size=%u: need a non-zero multiple of %d (cache-line slots)",
+		    p->slot_size, RTE_CACHE_LINE_SIZE);
+		return -EINVAL;
+	}
+	if ((uint64_t)(p->slots / 2) * p->slot_size >= RB2_LEN_SKIP) {
+		WHY("invalid slot_size=%u with slots=%u: the largest message (slots/2 * slot_size) must stay below 4 GiB",
+		    p->slot_size, p->slots);
+		return -EINVAL;
+	}
+	if (p->alpha < 1 || p->alpha >= p->slots) {
+		WHY("invalid alpha=%u: need 1 <= beta <= alpha < slots (slots=%u)",
+		    p->alpha, p->slots);
+		return -EINVAL;
+	}
+	if (p->beta < 1 || p->beta > p->alpha) {
+		WHY("invalid beta=%u: need 1 <= beta <= alpha (alpha=%u)",
+		    p->beta, p->alpha);
+		return -EINVAL;
+	}
+	if (p->gamma < 1 || p->gamma >= p->slots) {
+		WHY("invalid gamma=%u: need 1 <= gamma < slots (slots=%u)",
+		    p->gamma, p->slots);
+		return -EINVAL;
+	}
+	if (p->head_sync != RB2_HEAD_LAZY_PUSH) {
+		WHY("head_sync=%d: only lazy push (0) is implemented in this release",
+		    (int)p->head_sync);
+		return p->head_sync == RB2_HEAD_LAZY_PULL ? -ENOTSUP : -EINVAL;
+	}
+	if (p->tail_sync != RB2_TAIL_WRITE_TWICE) {
+		WHY("tail_sync=%d: only write-twice (0) is implemented in this release",
+		    (int)p->tail_sync);
+		return (p->tail_sync == RB2_TAIL_WRITE_IMM ||
+			p->tail_sync == RB2_TAIL_POLL_MSG) ? -ENOTSUP : -EINVAL;
+	}
+	if (p->lcore_id != LCORE_ID_ANY && p->lcore_id >= RTE_MAX_LCORE) {
+		WHY("invalid lcore_id=%u", p->lcore_id);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+size_t
+rb2_region_size(uint32_t slots, uint32_t slot_size, int with_ring)
+{
+	size_t lens_end = RB2_REGION_LENS_OFF + (size_t)slots * sizeof(uint32_t);
+
+	if (!with_ring)
+		return RB2_REGION_LENS_OFF;
+	return RTE_ALIGN_CEIL(lens_end, RTE_CACHE_LINE_SIZE) +
+		(size_t)slots * slot_size;
+}
+
+size_t
+rb2_region_slots_off(uint32_t slots)
+{
+	return RTE_ALIGN_CEIL(RB2_REGION_LENS_OFF + (size_t)slots * sizeof(uint32_t),
+			      RTE_CACHE_LINE_SIZE);
+}
+
+/* Common part of creating a half: validate, name, memory, queue. */
+static int
+half_init(const char *name, struct rb2_xport *xp,
+	  const struct rb2_chan_params *in, struct rb2_chan_params *p,
+	  const char *side, char zone_tag, int with_ring,
+	  struct rb2_xport_mr *mr, struct rb2_xport_qp **qp)
+{
+	char why[160], zname[RTE_MEMZONE_NAMESIZE];
+	struct rb2_xport_qp_attr attr;
+	unsigned int lcore;
+	int ret, socket;
+
+	if (name == NULL || xp == NULL || in == NULL)
+		return -EINVAL;
+	if (strlen(name) == 0 || strlen(name) >= RB2_CHAN_NAMESIZE) {
+		RB2_CHAN_LOG(ERR, "channel name '%s' must have 1 to %d characters",
+			     name, RB2_CHAN_NAMESIZE - 1);
+		return -ENAMETOOLONG;
+	}
+	ret = rb2_chan_params_check(in, why, sizeof(why));
+	if (ret < 0) {
+		RB2_CHAN_LOG(ERR, "channel '%s': %s", name, why);
+		return ret;
+	}
+	*p = *in;
+	lcore = p->lcore_id == LCORE_ID_ANY ? rte_lcore_id() : p->lcore_id;
+	socket = p->socket_id == SOCKET_ID_ANY ? rb2_xport_socket(xp) : p->socket_id;
+	if (lcore != LCORE_ID_ANY && socket != SOCKET_ID_ANY &&
+	    (int)rte_lcore_to_socket_id(lcore) != socket)
+		RB2_CHAN_LOG(WARNING, "channel '%s' %s: lcore %u is on socket %u but the ring memory is on socket %d (the transport's); every access crosses the interconnect; pin the %s to an lcore of socket %d",
+			     name, side, lcore, rte_lcore_to_socket_id(lcore),
+			     socket, side, socket);
+
+	snprintf(zname, sizeof(zname), "rb2%c.%s", zone_tag, name);
+	ret = rb2_xport_mr_alloc(xp, zname,
+				 rb2_region_size(p->slots, p->slot_size, with_ring),
+				 socket, mr);
+	if (ret < 0) {
+		if (ret == -EEXIST)
+			RB2_CHAN_LOG(ERR, "channel '%s' already has a %s in this process group", name, side);
+		return ret;
+	}
+	memset(&attr, 0, sizeof(attr));
+	attr.lcore_id = lcore;
+	/* Worst chain: 2 ranges x (lens + slots) + one pointer WRITE. */
+	attr.sq_depth = 2 * (p->slots / p->beta + 1) * 5;
+	attr.cq_depth = 64;
+	*qp = rb2_xport_qp_create(xp, &attr);
+	if (*qp == NULL) {
+		ret = -rte_errno;
+		RB2_CHAN_LOG(ERR, "channel '%s' %s: cannot create a %s queue: %s",
+			     name, side, rb2_xport_name(xp), rte_strerror(rte_errno));
+		rb2_xport_mr_free(xp, mr);
+		return ret;
+	}
+	return 0;
+}
+
+static void
+fill_desc(struct rb2_chan_desc *d, const struct rb2_chan_params *p, int role,
+	  const struct rb2_xport_mr *mr)
+{
+	memset(d, 0, sizeof(*d));
+	d->magic = RB2_DESC_MAGIC;
+	d->version = RB2_DESC_VERSION;
+	d->role = (uint8_t)role;
+	d->policy = (uint8_t)(p->head_sync | (p->tail_sync << 4));
+	d->slots = p->slots;
+	d->slot_size = p->slot_size;
+	d->alpha = p->alpha;
+	d->beta = p->beta;
+	d->gamma = p->gamma;
+	d->rkey = mr->rkey;
+	d->addr = (uint64_t)(uintptr_t)mr->addr;
+	d->len = mr->len;
+}
+
+struct rb2_tx *
+rb2_tx_create(const char *name, struct rb2_xport *xp,
+	      const struct rb2_chan_params *in)
+{
+	struct rb2_chan_params p;
+	struct rb2_xport_mr mr;
+	struct rb2_xport_qp *qp;
+	struct rb2_tx *tx;
+	int loadstore = xp != NULL &&
+		(rb2_xport_caps(xp) & RB2_XPORT_CAP_LOADSTORE) != 0;
+	int ret;
+
+	ret = half_init(name, xp, in, &p, "sender", 's', !loadstore, &mr, &qp);
+	if (ret < 0) {
+		rte_errno = -ret;
+		return NULL;
+	}
+	tx = rte_zmalloc_socket("rb2_tx", sizeof(*tx), RTE_CACHE_LINE_SIZE,
+				mr.socket_id);
+	if (tx == NULL) {
+		rb2_xport_qp_destroy(qp);
+		rb2_xport_mr_free(xp, &mr);
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	tx->p = p;
+	tx->xp = xp;
+	tx->qp = qp;
+	tx->mr = mr;
+	tx->loadstore = (uint32_t)loadstore;
+	tx->mask = p.slots - 1;
+	tx->slot_size = p.slot_size;
+	tx->max_len = rb2_chan_max_msg(&p);
+	tx->alpha = p.alpha;
+	tx->beta = p.beta;
+	tx->limit = 0; /* nothing may be reserved until connected */
+	tx->err = -ENOTCONN;
+	tx->local_head = RTE_PTR_ADD(mr.addr, RB2_REGION_PTR_OFF);
+	tx->tail_shadow = RTE_PTR_ADD(mr.addr, RB2_REGION_SHADOW_OFF);
+	if (!loadstore) {
+		tx->lens = RTE_PTR_ADD(mr.addr, RB2_REGION_LENS_OFF);
+		tx->slots = RTE_PTR_ADD(mr.addr, rb2_region_slots_off(p.slots));
+	}
+	strlcpy(tx->name, name, sizeof(tx->name));
+	rte_spinlock_lock(&rb2_chan_list.lock);
+	TAILQ_INSERT_TAIL(&rb2_chan_list.tx, tx, next);
+	rte_spinlock_unlock(&rb2_chan_list.lock);
+	return tx;
+}
+
+struct rb2_rx *
+rb2_rx_create(const char *name, struct rb2_xport *xp,
+	      const struct rb2_chan_params *in)
+{
+	struct rb2_chan_params p;
+	struct rb2_xport_mr mr;
+	struct rb2_xport_qp *qp;
+	struct rb2_rx *rx;
+	int ret;
+
+	ret = half_init(name, xp, in, &p, "receiver", 'r', 1, &mr, &qp);
+	if (ret < 0) {
+		rte_errno = -ret;
+		return NULL;
+	}
+	rx = rte_zmalloc_socket("rb2_rx", sizeof(*rx), RTE_CACHE_LINE_SIZE,
+				mr.socket_id);
+	if (rx == NULL) {
+		rb2_xport_qp_destroy(qp);
+		rb2_xport_mr_free(xp, &mr);
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	rx->p = p;
+	rx->xp = xp;
+	rx->qp = qp;
+	rx->mr = mr;
+	rx->mask = p.slots - 1;
+	rx->slot_size = p.slot_size;
+	rx->gamma = p.gamma;
+	rx->max_len = rb2_chan_max_msg(&p);
+	rx->err = -ENOTCONN;
+	rx->local_tail = RTE_PTR_ADD(mr.addr, RB2_REGION_PTR_OFF);
+	rx->head_shadow = RTE_PTR_ADD(mr.addr, RB2_REGION_SHADOW_OFF);
+	rx->lens = RTE_PTR_ADD(mr.addr, RB2_REGION_LENS_OFF);
+	rx->slots = RTE_PTR_ADD(mr.addr, rb2_region_slots_off(p.slots));
+	strlcpy(rx->name, name, sizeof(rx->name));
+	rte_spinlock_lock(&rb2_chan_list.lock);
+	TAILQ_INSERT_TAIL(&rb2_chan_list.rx, rx, next);
+	rte_spinlock_unlock(&rb2_chan_list.lock);
+	return rx;
+}
+
+#define WHYD(...) do { if (why) snprintf(why, whylen, __VA_ARGS__); } while (0)
+
+int
+rb2_chan_desc_check(const void *blob, size_t len, int role,
+		    const struct rb2_chan_params *p, char *why, size_t whylen)
+{
+	struct rb2_chan_desc d;
+	size_t need;
+
+	if (len != sizeof(d)) {
+		WHYD("descriptor of %zu bytes, expected %zu (%s)", len, sizeof(d),
+		     len < sizeof(d) ? "short" : "oversized");
+		return -EPROTO;
+	}
+	memcpy(&d, blob, sizeof(d));
+	if (d.magic != RB2_DESC_MAGIC) {
+		WHYD("bad magic 0x%08x (not an rb2 channel peer?)", d.magic);
+		return -EPROTO;
+	}
+	if (d.version != RB2_DESC_VERSION) {
+		WHYD("descriptor version %u, this build speaks %u", d.version,
+		     RB2_DESC_VERSION);
+		return -EPROTO;
+	}
+	if (d.role != role) {
+		WHYD("peer is a %s, expected a %s", d.role ? "sender" : "receiver",
+		     role ? "sender" : "receiver");
+		return -EPROTO;
+	}
+	if (d.slots != p->slots || d.slot_size != p->slot_size) {
+		WHYD("peer ring is %u x %u B, ours is %u x %u B: both halves need the same slots and slot_size",
+		     d.slots, d.slot_size, p->slots, p->slot_size);
+		return -EPROTO;
+	}
+	if (d.policy != (uint8_t)(p->head_sync | (p->tail_sync << 4))) {
+		WHYD("peer sync policy 0x%02x differs from ours 0x%02x", d.policy,
+		     (unsigned int)(p->head_sync | (p->tail_sync << 4)));
+		return -EPROTO;
+	}
+	if (d.alpha < 1 || d.alpha >= d.slots || d.beta < 1 || d.beta > d.alpha ||
+	    d.gamma < 1 || d.gamma >= d.slots) {
+		WHYD("peer thresholds alpha=%u beta=%u gamma=%u are invalid for %u slots",
+		     d.alpha, d.beta, d.gamma, d.slots);
+		return -EPROTO;
+	}
+	need = rb2_region_size(d.slots, d.slot_size, role == 0);
+	if (d.addr == 0 || d.addr % RTE_CACHE_LINE_SIZE != 0 || d.len < need) {
+		WHYD("peer region 0x%" PRIx64 "+%" PRIu64 " is misaligned or smaller than the %zu bytes its ring needs",
+		     d.addr, d.len, need);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* Both halves know their peer: derive remote addresses and go live. */
+static int
+tx_attach(struct rb2_tx *tx, const struct rb2_chan_desc *peer)
+{
+	tx->peer = *peer;
+	if (tx->loadstore) {
+		void *base = rb2_xport_peer_ptr(tx->qp, peer->addr, peer->rkey,
+						peer->len);
+		if (base == NULL) {
+			RB2_CHAN_LOG(ERR, "channel '%s': cannot map the receiver's ring for load/store",
+				     tx->name);
+			return -EFAULT;
+		}
+		tx->lens = RTE_PTR_ADD(base, RB2_REGION_LENS_OFF);
+		tx->slots = RTE_PTR_ADD(base, rb2_region_slots_off(peer->slots));
+	}
+	tx->head_seen = atomic_load_explicit(tx->local_head, memory_order_acquire);
+	tx->limit = tx->head_seen + tx->mask; /* capacity N - 1 */
+	tx->err = 0;
+	return 0;
+}
+
+static void
+rx_attach(struct rb2_rx *rx, const struct rb2_chan_desc *peer)
+{
+	rx->peer = *peer;
+	rx->err = 0;
+}
+
+int
+rb2_chan_pair(struct rb2_tx *tx, struct rb2_rx *rx)
+{
+	struct rb2_chan_desc dt, dr;
+	char why[160];
+	int ret;
+
+	if (tx == NULL || rx == NULL || tx->xp != rx->xp)
+		return -EINVAL;
+	fill_desc(&dt, &tx->p, 1, &tx->mr);
+	fill_desc(&dr, &rx->p, 0, &rx->mr);
+	if (rb2_chan_desc_check(&dr, sizeof(dr), 0, &tx->p, why, sizeof(why)) < 0 ||
+	    rb2_chan_desc_check(&dt, sizeof(dt), 1, &rx->p, why, sizeof(why)) < 0) {
+		RB2_CHAN_LOG(ERR, "cannot pair '%s' with '%s': %s", tx->name,
+			     rx->name, why);
+		return -EINVAL;
+	}
+	ret = rb2_xport_qp_connect_local(tx->qp, rx->qp);
+	if (ret < 0)
+		return ret;
+	ret = tx_attach(tx, &dr);
+	if (ret < 0)
+		return ret;
+	rx_attach(rx, &dt);
+	return 0;
+}
+
+static int
+half_connect(const char *name, struct rb2_xport_qp *qp,
+	     const struct rb2_chan_params *p, const struct rb2_xport_mr *mr,
+	     int role, const char *peer, unsigned int timeout_ms,
+	     struct rb2_chan_desc *out)
+{
+	struct rb2_chan_desc mine;
+	uint8_t blob[RB2_XPORT_BLOB_MAX];
+	char why[160];
+	int n;
+
+	fill_desc(&mine, p, role, mr);
+	n = rb2_xport_qp_exchange(qp, peer,
+				  role ? RB2_XPORT_ACTIVE : RB2_XPORT_PASSIVE,
+				  &mine, sizeof(mine), blob, sizeof(blob),
+				  timeout_ms);
+	if (n < 0) {
+		RB2_CHAN_LOG(ERR, "channel '%s': connecting to '%s' failed: %s",
+			     name, peer, rte_strerror(-n));
+		return n;
+	}
+	if (rb2_chan_desc_check(blob, (size_t)n, !role, p, why, sizeof(why)) < 0) {
+		RB2_CHAN_LOG(ERR, "channel '%s': refusing peer '%s': %s", name,
+			     peer, why);
+		return -ECONNREFUSED;
+	}
+	memcpy(out, blob, sizeof(*out));
+	return 0;
+}
+
+int
+rb2_tx_connect(struct rb2_tx *tx, const char *peer, unsigned int timeout_ms)
+{
+	struct rb2_chan_desc d;
+	int ret;
+
+	if (tx == NULL || peer == NULL)
+		return -EINVAL;
+	ret = half_connect(tx->name, tx->qp, &tx->p, &tx->mr, 1, peer,
+			   timeout_ms, &d);
+	return ret < 0 ? ret : tx_attach(tx, &d);
+}
+
+int
+rb2_rx_connect(struct rb2_rx *rx, const char *peer, unsigned int timeout_ms)
+{
+	struct rb2_chan_desc d;
+	int ret;
+
+	if (rx == NULL || peer == NULL)
+		return -EINVAL;
+	ret = half_connect(rx->name, rx->qp, &rx->p, &rx->mr, 0, peer,
+			   timeout_ms, &d);
+	if (ret == 0)
+		rx_attach(rx, &d);
+	return ret;
+}
+
+void
+rb2_tx_destroy(struct rb2_tx *tx)
+{
+	if (tx == NULL)
+		return;
+	if (tx->err == 0)
+		rb2_tx_flush(tx);
+	rte_spinlock_lock(&rb2_chan_list.lock);
+	TAILQ_REMOVE(&rb2_chan_list.tx, tx, next);
+	rte_spinlock_unlock(&rb2_chan_list.lock);
+	rb2_xport_qp_destroy(tx->qp);
+	rb2_xport_mr_free(tx->xp, &tx->mr);
+	rte_free(tx);
+}
+
+void
+rb2_rx_destroy(struct rb2_rx *rx)
+{
+	if (rx == NULL)
+		return;
+	rte_spinlock_lock(&rb2_chan_list.lock);
+	TAILQ_REMOVE(&rb2_chan_list.rx, rx, next);
+	rte_spinlock_unlock(&rb2_chan_list.lock);
+	rb2_xport_qp_destroy(rx->qp);
+	rb2_xport_mr_free(rx->xp, &rx->mr);
+	rte_free(rx);
+}
+
+/* ---- sender slow path ---------------------------------------------------- */
+
+static void
+tx_fail(struct rb2_tx *tx, int err, const char *what)
+{
+	if (tx->err == 0)
+		RB2_CHAN_LOG(ERR, "channel '%s' sender failed: %s: %s; committed messages past the last published tail (%" PRIu64 " slots) are not delivered",
+			     tx->name, what, rte_strerror(-err),
+			     tx->tail - tx->pub_tail);
+	tx->err = err;
+	tx->limit = 0; /* every reserve now takes the slow path and fails */
+}
+
+/* Reap completions of tail WRITEs; a failed one fails the channel. */
+static void
+tx_reap(struct rb2_tx *tx)
+{
+	struct rb2_xport_wc wc[8];
+	int n;
+
+	while (tx->tail_inflight > 0 &&
+	       (n = rb2_xport_poll(tx->qp, wc, RTE_DIM(wc))) != 0) {
+		if (n < 0) {
+			tx_fail(tx, n, "polling completions");
+			return;
+		}
+		for (int i = 0; i < n; i++) {
+			if (wc[i].status != RB2_WC_SUCCESS) {
+				char what[96];
+				snprintf(what, sizeof(what), "tail WRITE completed with '%s'",
+					 rb2_xport_wc_status_str(tx->xp, wc[i].status));
+				tx_fail(tx, -EIO, what);
+			}
+			if (wc[i].wr_id == WRID_TAIL && tx->tail_inflight > 0)
+				tx->tail_inflight--;
+		}
+	}
+}
+
+/* One contiguous range of slots [a, a+k): its lens entries, then its slots. */
+static unsigned int
+range_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w, uint32_t a, uint32_t k)
+{
+	const struct rb2_chan_desc *pd = &tx->peer;
+	uint64_t peer_lens = pd->addr + RB2_REGION_LENS_OFF;
+	uint64_t peer_slots = pd->addr + rb2_region_slots_off(pd->slots);
+	uint32_t llen = k * (uint32_t)sizeof(uint32_t);
+
+	w[0] = (struct rb2_xport_wr){
+		.local = &tx->lens[a], .remote = peer_lens + (uint64_t)a * 4,
+		.len = llen, .lkey = tx->mr.lkey, .rkey = pd->rkey,
+		.opcode = RB2_WR_WRITE,
+		.flags = llen <= tx->qp->max_inline ? RB2_WR_INLINE : 0,
+	};
+	w[1] = (struct rb2_xport_wr){
+		.local = tx->slots + (size_t)a * tx->slot_size,
+		.remote = peer_slots + (uint64_t)a * tx->slot_size,
+		.len = k * tx->slot_size, .lkey = tx->mr.lkey, .rkey = pd->rkey,
+		.opcode = RB2_WR_WRITE,
+		.flags = k * tx->slot_size <= tx->qp->max_inline ? RB2_WR_INLINE : 0,
+	};
+	return 2;
+}
+
+/* WRs that move [esc_tail, tail) to the same slots of RB_R (none in
+ * load/store mode: the slots are there already). Advances esc_tail. */
+static unsigned int
+transmit_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w)
+{
+	uint64_t from = tx->esc_tail, cnt = tx->tail - from;
+	uint32_t a = (uint32_t)from & tx->mask;
+	uint32_t first = (uint32_t)RTE_MIN(cnt, (uint64_t)(tx->mask + 1 - a));
+	unsigned int n = 0;
+
+	tx->esc_tail = tx->tail;
+	if (cnt == 0 || tx->loadstore)
+		return 0;
+	n += range_wrs(tx, w, a, first);
+	if (cnt > first)
+		n += range_wrs(tx, w + n, 0, (uint32_t)(cnt - first));
+	RB2_STAT_ADD(&tx->stats, slot_writes, n / 2);
+	return n;
+}
+
+/* Append the tail WRITE (the only signaled WR) to a chain. */
+static unsigned int
+tail_wr(struct rb2_tx *tx, struct rb2_xport_wr *w)
+{
+	*tx->tail_shadow = tx->tail;
+	w[0] = (struct rb2_xport_wr){
+		.wr_id = WRID_TAIL,
+		.local = tx->tail_shadow,
+		.remote = tx->peer.addr + RB2_REGION_PTR_OFF,
+		.len = sizeof(uint64_t), .lkey = tx->mr.lkey, .rkey = tx->peer.rkey,
+		.opcode = RB2_WR_WRITE,
+		.flags = RB2_WR_SIGNALED |
+			(tx->qp->max_inline >= sizeof(uint64_t) ? RB2_WR_INLINE : 0),
+	};
+	tx->pub_tail = tx->tail;
+	tx->tail_inflight++;
+	RB2_STAT_ADD(&tx->stats, tail_writes, 1);
+	return 1;
+}
+
+static void
+tx_post(struct rb2_tx *tx, struct rb2_xport_wr *w, unsigned int n)
+{
+	int ret;
+
+	if (n == 0)
+		return;
+	ret = rb2_xport_post(tx->qp, w, n);
+	if (unlikely(ret == -ENOSPC)) {
+		/* Send or completion queue full: reap, then once more. */
+		tx_reap(tx);
+		ret = rb2_xport_post(tx->qp, w, n);
+	}
+	if (unlikely(ret < 0))
+		tx_fail(tx, ret, "posting WRITEs");
+}
+
+void
+__rb2_tx_transmit(struct rb2_tx *tx)
+{
+	struct rb2_xport_wr w[4];
+
+	tx_post(tx, w, transmit_wrs(tx, w));
+}
+
+void
+__rb2_tx_advance(struct rb2_tx *tx)
+{
+	struct rb2_xport_wr w[5];
+	unsigned int n = transmit_wrs(tx, w);
+
+	tx->synced_tail = tx->tail;
+	tx_reap(tx);
+	/* Elastic threshold: WRITE the tail only once the previous tail WRITE
+	 * has completed; otherwise the network is busy, keep batching. */
+	if (tx->tail_inflight == 0)
+		n += tail_wr(tx, w + n);
+	else
+		RB2_STAT_ADD(&tx->stats, deferred_tail_syncs, 1);
+	tx_post(tx, w, n); /* one doorbell: slots, then tail */
+}
+
+int
+__rb2_tx_flush(struct rb2_tx *tx)
+{
+	struct rb2_xport_wr w[5];
+	unsigned int n;
+
+	if (tx->err != 0)
+		return tx->err;
+	n = transmit_wrs(tx, w);
+	tx->synced_tail = tx->tail;
+	tx_reap(tx);
+	n += tail_wr(tx, w + n);
+	tx_post(tx, w, n);
+	RB2_STAT_ADD(&tx->stats, flushes, 1);
+	return tx->err;
+}
+
+int
+__rb2_tx_make_room(struct rb2_tx *tx, uint64_t need)
+{
+	uint64_t h;
+
+	if (tx->err != 0)
+		return tx->err;
+	/* Acquire: pairs with the receiver's head WRITE (a release store on
+	 * shm), so its reads of the freed slots are done before we reuse them. */
+	h = atomic_load_explicit(tx->local_head, memory_order_acquire);
+	tx->head_seen = h;
+	tx->limit = h + tx->mask;
+	if (tx->tail + need <= tx->limit)
+		return 0;
+
+	tx_reap(tx);
+	/* Liveness: if the receiver has consumed everything we published, only
+	 * a tail WRITE can free room; so can a tail deferred by the elastic
+	 * threshold once its predecessor has completed. */
+	if (tx->tail != tx->pub_tail &&
+	    (h == tx->pub_tail ||
+	     (tx->tail_inflight == 0 && tx->pub_tail != tx->synced_tail)))
+		__rb2_tx_flush(tx);
+	RB2_STAT_ADD(&tx->stats, full_events, 1);
+	return tx->err != 0 ? tx->err : -ENOBUFS;
+}
+
+/* ---- receiver slow path -------------------------------------------------- */
+
+void
+__rb2_rx_push(struct rb2_rx *rx)
+{
+	struct rb2_xport_wr w = {
+		.wr_id = WRID_HEAD,
+		.local = rx->head_shadow,
+		.remote = rx->peer.addr + RB2_REGION_PTR_OFF,
+		.len = sizeof(uint64_t), .lkey = rx->mr.lkey, .rkey = rx->peer.rkey,
+		.opcode = RB2_WR_WRITE,
+		.flags = rx->qp->max_inline >= sizeof(uint64_t) ? RB2_WR_INLINE : 0,
+	};
+	int ret;
+
+	if (rx->err != 0)
+		return;
+	*rx->head_shadow = rx->head;
+	ret = rb2_xport_post(rx->qp, &w, 1);
+	if (unlikely(ret < 0)) {
+		RB2_CHAN_LOG(ERR, "channel '%s' receiver failed: posting the head WRITE: %s",
+			     rx->name, rte_strerror(-ret));
+		rx->err = ret;
+		return;
+	}
+	rx->synced_head = rx->head;
+	RB2_STAT_ADD(&rx->stats, head_pushes, 1);
+}
+
+int
+__rb2_rx_idle(struct rb2_rx *rx)
+{
+	RB2_STAT_ADD(&rx->stats, empty_events, 1);
+	/* Idle push: the ring is drained, so the sender may be blocked on a
+	 * stale local_head; give it all the room back now. */
+	if (rx->head != rx->synced_head) {
+		__rb2_rx_push(rx);
+		RB2_STAT_ADD(&rx->stats, idle_pushes, 1);
+	}
+	return rx->err == -ENOTCONN ? 0 : rx->err;
+}
+
+int
+__rb2_rx_corrupt(struct rb2_rx *rx, uint64_t pos, uint32_t len)
+{
+	if (rx->err == 0)
+		RB2_CHAN_LOG(ERR, "channel '%s' receiver: slot %" PRIu64 " holds length %u, which runs past the published tail %" PRIu64 " or the %u-byte limit: the peer wrote a corrupt ring",
+			     rx->name, pos & rx->mask, len, rx->tail_seen & rx->mask,
+			     rx->max_len);
+	rx->err = -EPROTO;
+	return -EPROTO;
+}
+
+/* ---- introspection ------------------------------------------------------- */
+
+void
+rb2_tx_pointers(const struct rb2_tx *tx, struct rb2_tx_ptrs *p)
+{
+	p->tail = tx->tail;
+	p->synced_tail = tx->synced_tail;
+	p->esc_tail = tx->esc_tail;
+	p->local_head = atomic_load_explicit(tx->local_head, memory_order_acquire);
+}
+
+void
+rb2_rx_pointers(const struct rb2_rx *rx, struct rb2_rx_ptrs *p)
+{
+	p->head = rx->head;
+	p->synced_head = rx->synced_head;
+	p->local_tail = atomic_load_explicit(rx->local_tail, memory_order_acquire);
+}
+
+#define COPY_STAT(n, d) \
+	atomic_store_explicit(&st->n, atomic_load_explicit(&src->n, memory_order_relaxed), \
+			      memory_order_relaxed);
+
+void
+rb2_tx_stats_get(const struct rb2_tx *tx, struct rb2_tx_stats *st)
+{
+	const struct rb2_tx_stats *src = &tx->stats;
+	RB2_TX_STATS(COPY_STAT)
+}
+
+void
+rb2_rx_stats_get(const struct rb2_rx *rx, struct rb2_rx_stats *st)
+{
+	const struct rb2_rx_stats *src = &rx->stats;
+	RB2_RX_STATS(COPY_STAT)
+}

@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef RB2_CHAN_H
+#define RB2_CHAN_H
+
+/**
+ * @file
+ * RB² channel: a single-producer, single-consumer distributed ring buffer
+ * (Sun et al., "RB²: Narrow the Gap between RDMA Abstraction and Performance
+ * via a Middle Layer"). The sender and receiver halves may sit on two lcores,
+ * two processes, or two hosts; they talk only through a transport.
+ *
+ * @code
+ * struct rb2_chan_params p;
+ * rb2_chan_params_init(&p);                 // alpha=32 beta=16 gamma=32
+ * struct rb2_xport *xp = rb2_xport_open("shm", NULL);
+ * struct rb2_tx *tx = rb2_tx_create("c0", xp, &p);
+ * struct rb2_rx *rx = rb2_rx_create("c0", xp, &p);
+ * rb2_chan_pair(tx, rx);                    // or rb2_{tx,rx}_connect()
+ *
+ * void *slot;                               // sender: zero copy
+ * if (rb2_tx_reserve(tx, 40, &slot) == 0) {
+ *	fill(slot);
+ *	rb2_tx_commit(tx, 40);
+ * }
+ * rb2_tx_flush(tx);                          // when idle
+ *
+ * struct rb2_msg m[32];                      // receiver: in place
+ * int n = rb2_rx_peek_burst(rx, m, 32);
+ * for (int i = 0; i < n; i++)
+ *	use(m[i].data, m[i].len);
+ * if (n > 0)
+ *	rb2_rx_release_burst(rx, m, n);
+ * @endcode
+ *
+ * Liveness: a committed message becomes visible at the next pointer
+ * advancement (every alpha slots) or at rb2_tx_flush(). Call rb2_tx_flush()
+ * whenever the sending loop is idle; it costs one compare when nothing is
+ * pending.
+ */
+
+#include <errno.h>
+#include <string.h>
+
+#include <rb2_chan_core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Fill @p p with the paper's configuration: N=1024, S=64, α=32, β=16, γ=32. */
+void rb2_chan_params_init(struct rb2_chan_params *p);
+
+/**
+ * Check channel parameters.
+ *
+ * @param why
+ *   If not NULL, receives a message naming the bad parameter and the rule.
+ * @return
+ *   0, -EINVAL (a parameter out of range), -ENOTSUP (a sync policy that this
+ *   build does not implement).
+ */
+int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
+			  size_t len);
+
+/** @return the largest message a channel with @p p carries: N/2 * S. */
+uint32_t rb2_chan_max_msg(const struct rb2_chan_params *p);
+
+/**
+ * Create the sender's half: allocates and registers RB_S on the socket the
+ * transport names, and the lcore's queue.
+ *
+ * @param name
+ *   Channel name, at most RB2_CHAN_NAMESIZE - 1 characters, unique per
+ *   process group; both halves use the same.
+ * @return
+ *   The half, or NULL with rte_errno: EINVAL (bad parameters; the log names
+ *   the parameter), ENOTSUP, ENAMETOOLONG, EEXIST, ENOMEM.
+ */
+struct rb2_tx *rb2_tx_create(const char *name, struct rb2_xport *xp,
+			     const struct rb2_chan_params *p);
+
+/** Create the receiver's half: allocates and registers RB_R. As rb2_tx_create(). */
+struct rb2_rx *rb2_rx_create(const char *name, struct rb2_xport *xp,
+			     const struct rb2_chan_params *p);
+
+/**
+ * Connect two halves created in this process on one transport.
+ *
+ * @return 0, or -EINVAL (different transports or parameters), -EISCONN.
+ */
+int rb2_chan_pair(struct rb2_tx *tx, struct rb2_rx *rx);
+
+/**
+ * Connect the sender to its receiver through the transport's rendezvous
+ * (shm: another lcore or process using the same @p peer name; verbs:
+ * "ip:port"). Blocks up to @p timeout_ms.
+ *
+ * @return 0, or -ETIMEDOUT, -ECONNREFUSED (the peer's descriptor is invalid;
+ *   the log says why), -EISCONN.
+ */
+int rb2_tx_connect(struct rb2_tx *tx, const char *peer, unsigned int timeout_ms);
+
+/** Connect the receiver (the passive side). As rb2_tx_connect(). */
+int rb2_rx_connect(struct rb2_rx *rx, const char *peer, unsigned int timeout_ms);
+
+/** Destroy a half (flushing a sender first). */
+void rb2_tx_destroy(struct rb2_tx *tx);
+/** Destroy a half. */
+void rb2_rx_destroy(struct rb2_rx *rx);
+
+/**
+ * Check a peer's connection descriptor against local parameters.
+ *
+ * @param role
+ *   The role the peer must have: 0 (receiver) or 1 (sender).
+ * @param why
+ *   If not NULL, receives the reason for a refusal.
+ * @return 0, or -EPROTO (malformed: short, oversized, bad magic or version,
+ *   inconsistent with @p p).
+ */
+int rb2_chan_desc_check(const void *blob, size_t len, int role,
+			const struct rb2_chan_params *p, char *why, size_t whylen);
+
+/** Pointer snapshot of a sender (free-running; mask with N - 1 for slots). */
+struct rb2_tx_ptrs {
+	uint64_t tail, synced_tail, esc_tail, local_head;
+};
+/** Pointer snapshot of a receiver. */
+struct rb2_rx_ptrs {
+	uint64_t head, synced_head, local_tail;
+};
+/** Read the sender's four pointers (local_head as the receiver last wrote it). */
+void rb2_tx_pointers(const struct rb2_tx *tx, struct rb2_tx_ptrs *ptrs);
+/** Read the receiver's three pointers (local_tail as the sender last wrote it). */
+void rb2_rx_pointers(const struct rb2_rx *rx, struct rb2_rx_ptrs *ptrs);
+
+/** Copy a sender's counters. */
+void rb2_tx_stats_get(const struct rb2_tx *tx, struct rb2_tx_stats *st);
+/** Copy a receiver's counters. */
+void rb2_rx_stats_get(const struct rb2_rx *rx, struct rb2_rx_stats *st);
+
+/** @return the largest message this sender accepts. */
+static inline uint32_t
+rb2_tx_max_msg(const struct rb2_tx *tx)
+{
+	return tx->max_len;
+}
+
+/**
+ * Reserve room for one message of @p len bytes (zero copy). Write the payload
+ * at @p *slot, then call rb2_tx_commit(). Reserving again without a commit
+ * returns the same room.
+ *
+ * @param[out] slot
+ *   64-byte aligned, @p len contiguous bytes (never split at the wrap).
+ * @return
+ *   0; -ENOBUFS (full: retry later, nothing was taken); -EMSGSIZE (@p len
+ *   exceeds rb2_tx_max_msg()); or the error that failed the channel
+ *   (-EIO, -ECONNRESET).
+ */
+static inline int
+rb2_tx_reserve(struct rb2_tx *tx, uint32_t len, void **slot)
+{
+	uint64_t t = tx->tail;
+	uint32_t pos = (uint32_t)t & tx->mask;
+	uint32_t need, skip = 0;
+
+	if (unlikely(len > tx->max_len))
+		return -EMSGSIZE;
+	need = __rb2_nslots(len, tx->slot_size);
+	/* A message never wraps: pad to slot 0 with a skip marker. */
+	if (unlikely(pos + need > tx->mask + 1))
+		skip = tx->mask + 1 - pos;
+	if (unlikely(t + skip + need > tx->limit)) {
+		int ret = __rb2_tx_make_room(tx, skip + need);
+		if (ret < 0)
+			return ret;
+	}
+	tx->resv_skip = skip;
+	*slot = tx->slots + (size_t)((pos + skip) & tx->mask) * tx->slot_size;
+	return 0;
+}
+
+/**
+ * Commit the reserved message with its final length (at most the reserved
+ * one). The message becomes visible to the receiver at the next pointer
+ * advancement or flush.
+ */
+static inline void
+rb2_tx_commit(struct rb2_tx *tx, uint32_t len)
+{
+	uint64_t t = tx->tail;
+
+	if (unlikely(tx->resv_skip != 0)) {
+		tx->lens[t & tx->mask] = RB2_LEN_SKIP;
+		t += tx->resv_skip;
+		tx->resv_skip = 0;
+	}
+	tx->lens[t & tx->mask] = len;
+	t += __rb2_nslots(len, tx->slot_size);
+	tx->tail = t;
+	RB2_STAT_ADD(&tx->stats, messages, 1);
+	RB2_STAT_ADD(&tx->stats, bytes, len);
+
+	if (unlikely(t - tx->synced_tail >= tx->alpha))
+		__rb2_tx_advance(tx);      /* pointer advancement */
+	else if (unlikely(t - tx->esc_tail >= tx->beta))
+		__rb2_tx_transmit(tx);     /* slot transmission */
+}
+
+/**
+ * Copy one message in (reserve + copy + commit).
+ *
+ * @return 0, -ENOBUFS, -EMSGSIZE, or the channel's error.
+ */
+static inline int
+rb2_tx_send(struct rb2_tx *tx, const void *buf, uint32_t len)
+{
+	void *slot = NULL;
+	int ret = rb2_tx_reserve(tx, len, &slot);
+
+	if (ret < 0)
+		return ret;
+	memcpy(slot, buf, len);
+	rb2_tx_commit(tx, len);
+	return 0;
+}
+
+/**
+ * Transmit every committed slot and WRITE the tail, overriding the batching
+ * thresholds. Call when the sending loop is idle: with nothing pending it is
+ * one compare.
+ *
+ * @return 0, or the error that failed the channel.
+ */
+int __rb2_tx_flush(struct rb2_tx *tx);
+static inline int
+rb2_tx_flush(struct rb2_tx *tx)
+{
+	if (likely(tx->tail == tx->pub_tail && tx->err == 0))
+		return 0;
+	return __rb2_tx_flush(tx);
+}
+
+/**
+ * Look at up to @p n messages in place, oldest first, without releasing them.
+ * Peeking again returns the same messages.
+ *
+ * @return
+ *   The number of views written (0: empty), or, once the ring is drained,
+ *   the negative errno value that failed the channel.
+ */
+static inline int
+rb2_rx_peek_burst(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
+{
+	uint64_t h = rx->head;
+	uint64_t t = rx->tail_seen;
+	unsigned int i = 0;
+
+	if (h == t) {
+		/* Acquire: pairs with the sender's release store (shm) or
+		 * ordered WRITE (verbs) of local_tail after the slots. */
+		t = atomic_load_explicit(rx->local_tail, memory_order_acquire);
+		rx->tail_seen = t;
+		if (h == t)
+			return __rb2_rx_idle(rx);
+	}
+	while (i < n && h != t) {
+		uint32_t pos = (uint32_t)h & rx->mask;
+		uint32_t len = rx->lens[pos];
+		uint64_t end;
+
+		if (unlikely(len == RB2_LEN_SKIP)) {
+			h += rx->mask + 1 - pos;
+			continue;
+		}
+		end = h + __rb2_nslots(len, rx->slot_size);
+		/* A length that runs past the published tail is corrupt. */
+		if (unlikely(end > t || len > rx->max_len))
+			return i > 0 ? (int)i : __rb2_rx_corrupt(rx, h, len);
+		msgs[i].data = (void *)(uintptr_t)(rx->slots +
+						   (size_t)pos * rx->slot_size);
+		msgs[i].len = len;
+		msgs[i].next = end;
+		i++;
+		h = end;
+	}
+	return (int)i;
+}
+
+/**
+ * Release the first @p n messages of the last peek (the receiver's head
+ * advances past them; their slots return to the sender at the next push).
+ *
+ * @param msgs
+ *   The views of the last rb2_rx_peek_burst(), @p n at most its count.
+ */
+static inline void
+rb2_rx_release_burst(struct rb2_rx *rx, const struct rb2_msg *msgs,
+		     unsigned int n)
+{
+	uint64_t bytes = 0;
+
+	if (n == 0)
+		return;
+	for (unsigned int i = 0; i < n; i++)
+		bytes += msgs[i].len;
+	rx->head = msgs[n - 1].next;
+	RB2_STAT_ADD(&rx->stats, messages, n);
+	RB2_STAT_ADD(&rx->stats, bytes, bytes);
+	if (unlikely(rx->head - rx->synced_head >= rx->gamma))
+		__rb2_rx_push(rx);          /* lazy push */
+}
+
+/** Callback for rb2_rx_read_burst(): the message at @p data, in place. */
+typedef void (*rb2_rx_cb_t)(void *arg, const void *data, uint32_t len);
+
+/**
+ * Hand up to @p n messages to @p cb in place, then release them.
+ *
+ * @return The number handled, or a negative errno as rb2_rx_peek_burst().
+ */
+static inline int
+rb2_rx_read_burst(struct rb2_rx *rx, rb2_rx_cb_t cb, void *arg, unsigned int n)
+{
+	struct rb2_msg m[32];
+	int total = 0;
+
+	while ((unsigned int)total < n) {
+		unsigned int want = RTE_MIN(n - (unsigned int)total, 32u);
+		int got = rb2_rx_peek_burst(rx, m, want);
+
+		if (got <= 0)
+			return total > 0 ? total : got;
+		for (int i = 0; i < got; i++)
+			cb(arg, m[i].data, m[i].len);
+		rb2_rx_release_burst(rx, m, (unsigned int)got);
+		total += got;
+		if ((unsigned int)got < want)
+			break;
+	}
+	return total;
+}
+
+/**
+ * Copy one message out.
+ *
+ * @return
+ *   Its length; -EAGAIN (empty); -EMSGSIZE (larger than @p cap: the message
+ *   stays in the ring); or the channel's error once drained.
+ */
+static inline int
+rb2_rx_recv(struct rb2_rx *rx, void *buf, uint32_t cap)
+{
+	struct rb2_msg m = {0};
+	int n = rb2_rx_peek_burst(rx, &m, 1);
+
+	if (n <= 0)
+		return n == 0 ? -EAGAIN : n;
+	if (m.len > cap)
+		return -EMSGSIZE;
+	memcpy(buf, m.data, m.len);
+	rb2_rx_release_burst(rx, &m, 1);
+	return (int)m.len;
+}
+
+/** Log type of the channel library. */
+extern int rb2_chan_logtype;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RB2_CHAN_H */

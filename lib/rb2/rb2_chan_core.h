@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef RB2_CHAN_CORE_H
+#define RB2_CHAN_CORE_H
+
+/**
+ * @file
+ * RB² channel: memory layout, pointer state and the inline fast path.
+ *
+ * @internal Included by rb2_chan.h; do not include directly.
+ *
+ * Memory (the paper's Fig. 2). Both halves own one registered region of the
+ * same shape; the sender's mirror RB_S is left out in load/store mode, where
+ * the sender stores straight into RB_R.
+ *
+ * @verbatim
+ *   region (64-byte lines)
+ *   +0    [ptr line   ] written by the PEER: RB_R: local_tail  RB_S: local_head
+ *   +64   [shadow line] source of our own pointer WRITE to the peer
+ *   +128  [lens[0..N) ] u32 per slot: length of the message starting there,
+ *                       RB2_LEN_SKIP for wrap padding, unused inside a message
+ *   +L    [slot 0 ][slot 1 ] ... [slot N-1]   S bytes each, S % 64 == 0
+ *
+ *   Sender (four pointers, free-running u64, masked at slot access):
+ *
+ *     local_head      esc_tail         tail
+ *        |  in flight   |  committed,    |     free      |
+ *        v  or unread   v  untransmitted v               v
+ *   RB_S ...[#########][##########][....][...............]...
+ *                     ^
+ *                 synced_tail (last pointer advancement)
+ *
+ *   Receiver (three pointers):
+ *
+ *        synced_head   head            local_tail
+ *            |  read,    |   readable    |
+ *            v  unpushed v               v
+ *   RB_R ...[::::::::::][###############][ sent, not yet visible ]...
+ * @endverbatim
+ *
+ * Sender (Algorithm 1 WRITEMSG, with the errata fixed): a message of k slots
+ * is committed at tail (a wrap first skips to slot 0, so a message is always
+ * contiguous). Then:
+ *  - tail - synced_tail >= alpha: pointer advancement. Transmit
+ *    [esc_tail, tail), esc_tail = synced_tail = tail; if the previous tail
+ *    WRITE has completed, WRITE tail into the receiver's local_tail (the only
+ *    signaled WR), behind the same doorbell; else defer it (elastic
+ *    threshold).
+ *  - else tail - esc_tail >= beta: slot transmission of [esc_tail, tail).
+ *  - full when tail - local_head == N - 1 (the paper's "(tail+1)%N == head").
+ *
+ * Receiver (READMSG): reads [head, local_tail) in place; release advances
+ * head; every gamma released slots, head is WRITTEN into the sender's
+ * local_head (lazy push). When it finds the ring drained with head !=
+ * synced_head it pushes at once (idle push).
+ */
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_common.h>
+#include <rte_prefetch.h>
+
+#include <rb2_xport.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Longest channel name (memzones are named "rb2r.<name>"). */
+#define RB2_CHAN_NAMESIZE 24
+
+/** lens[] value of a slot padded away at the wrap point. */
+#define RB2_LEN_SKIP UINT32_MAX
+
+/** Region layout offsets. */
+#define RB2_REGION_PTR_OFF 0
+#define RB2_REGION_SHADOW_OFF RTE_CACHE_LINE_SIZE
+#define RB2_REGION_LENS_OFF (2 * RTE_CACHE_LINE_SIZE)
+
+/** Head synchronisation policies (§IV-A). */
+enum rb2_head_sync {
+	RB2_HEAD_LAZY_PUSH = 0, /**< receiver WRITEs head every gamma (default) */
+	RB2_HEAD_LAZY_PULL = 1, /**< sender READs head when short of room */
+};
+
+/** Tail synchronisation policies (§IV-A). */
+enum rb2_tail_sync {
+	RB2_TAIL_WRITE_TWICE = 0, /**< data WRITE, then tail WRITE (default) */
+	RB2_TAIL_WRITE_IMM = 1,   /**< WRITE_WITH_IMM, receiver polls its CQ */
+	RB2_TAIL_POLL_MSG = 2,    /**< FaRM-style marker at the message end */
+};
+
+/** Channel parameters. rb2_chan_params_init() fills the paper's defaults. */
+struct rb2_chan_params {
+	uint32_t slots;     /**< N: power of two, 2..2^24 */
+	uint32_t slot_size; /**< S: bytes, a multiple of 64 */
+	uint32_t alpha;     /**< pointer advancement threshold, slots */
+	uint32_t beta;      /**< slot transmission threshold, slots */
+	uint32_t gamma;     /**< lazy push threshold, slots */
+	enum rb2_head_sync head_sync;
+	enum rb2_tail_sync tail_sync;
+	int socket_id;        /**< memory socket; SOCKET_ID_ANY: the transport's */
+	unsigned int lcore_id; /**< lcore using this half; LCORE_ID_ANY: caller */
+};
+
+/**
+ * Connection descriptor: the opaque blob a half sends its peer. 48 bytes, so
+ * it fits rdma_cm's private data. Host byte order (both peers are x86_64).
+ */
+struct rb2_chan_desc {
+	uint32_t magic;     /**< RB2_DESC_MAGIC */
+	uint16_t version;   /**< RB2_DESC_VERSION */
+	uint8_t role;       /**< 0: receiver's region, 1: sender's */
+	uint8_t policy;     /**< head_sync | tail_sync << 4 */
+	uint32_t slots;
+	uint32_t slot_size;
+	uint32_t alpha;
+	uint32_t beta;
+	uint32_t gamma;
+	uint32_t rkey;      /**< key of the region */
+	uint64_t addr;      /**< region base in the owner's address space */
+	uint64_t len;       /**< region length */
+};
+
+#define RB2_DESC_MAGIC 0x44324252u /* "RB2D" */
+#define RB2_DESC_VERSION 1
+
+/** Counters, declared once (X-macro) for the struct, names and telemetry. */
+#define RB2_TX_STATS(X)                                                        \
+	X(messages, "messages committed")                                      \
+	X(bytes, "payload bytes committed")                                    \
+	X(slot_writes, "data WRITEs posted (slot transmissions)")              \
+	X(tail_writes, "tail WRITEs posted (pointer advancements)")            \
+	X(deferred_tail_syncs, "tail syncs deferred by the elastic threshold") \
+	X(flushes, "explicit or idle flushes that sent something")             \
+	X(full_events, "reservations refused: ring full")
+
+#define RB2_RX_STATS(X)                                       \
+	X(messages, "messages released")                      \
+	X(bytes, "payload bytes released")                    \
+	X(head_pushes, "head WRITEs posted (lazy or idle push)") \
+	X(idle_pushes, "of which pushed because the ring drained") \
+	X(empty_events, "polls that found the ring empty")
+
+#define RB2_STAT_FIELD(n, d) _Atomic uint64_t n;
+/** Sender counters. Written only by the sender's lcore. */
+struct rb2_tx_stats { RB2_TX_STATS(RB2_STAT_FIELD) };
+/** Receiver counters. Written only by the receiver's lcore. */
+struct rb2_rx_stats { RB2_RX_STATS(RB2_STAT_FIELD) };
+#undef RB2_STAT_FIELD
+
+/**
+ * Add to a single-writer counter. A relaxed load and store (no lock prefix):
+ * telemetry may read it concurrently and sees a whole value.
+ */
+#define RB2_STAT_ADD(s, f, v)                                            \
+	atomic_store_explicit(&(s)->f,                                   \
+		atomic_load_explicit(&(s)->f, memory_order_relaxed) + (v), \
+		memory_order_relaxed)
+
+/** The sender's half of a channel. Use from one lcore only. */
+struct rb2_tx {
+	/* Line 0: what reserve/commit read on every message. */
+	uint8_t *slots;    /**< where payload goes: RB_S, or RB_R (load/store) */
+	uint32_t *lens;    /**< lens[] of the same ring */
+	uint64_t limit;    /**< tail may reach this: local_head + N - 1; 0 = failed */
+	uint32_t mask;     /**< N - 1 */
+	uint32_t slot_size;
+	uint32_t max_len;  /**< largest message: N/2 slots */
+	uint32_t alpha;
+	uint32_t beta;
+	uint32_t resv_skip; /**< slots the pending reservation skips at the wrap */
+
+	/* Each pointer in its own cache line (§IV-C). */
+	uint64_t tail __rte_cache_aligned;        /**< next slot to write */
+	uint64_t synced_tail __rte_cache_aligned; /**< tail at last advancement */
+	uint64_t esc_tail __rte_cache_aligned;    /**< first untransmitted slot */
+	struct rb2_tx_stats stats __rte_cache_aligned;
+
+	/* Slow path. */
+	_Atomic uint64_t *local_head; /**< in RB_S, written by the receiver */
+	uint64_t *tail_shadow;        /**< source of the tail WRITE */
+	uint64_t head_seen;           /**< local_head at the last refresh */
+	uint64_t pub_tail;            /**< last tail value WRITTEN to the peer */
+	uint32_t tail_inflight;       /**< signaled tail WRITEs not completed */
+	uint32_t loadstore;           /**< 1: slots go straight into RB_R */
+	int err;                      /**< 0, or the -errno that failed it */
+	struct rb2_xport *xp;
+	struct rb2_xport_qp *qp;
+	struct rb2_xport_mr mr;       /**< RB_S */
+	struct rb2_chan_desc peer;    /**< the receiver's descriptor */
+	struct rb2_chan_params p;
+	char name[RB2_CHAN_NAMESIZE];
+	TAILQ_ENTRY(rb2_tx) next;
+} __rte_cache_aligned;
+
+/** The receiver's half of a channel. Use from one lcore only. */
+struct rb2_rx {
+	/* Line 0: what peek/release read on every burst. */
+	const uint8_t *slots;         /**< RB_R slots */
+	const uint32_t *lens;         /**< RB_R lens[] */
+	_Atomic uint64_t *local_tail; /**< in RB_R, written by the sender */
+	uint64_t tail_seen;           /**< local_tail at the last refresh */
+	uint32_t mask;
+	uint32_t slot_size;
+	uint32_t gamma;
+	uint32_t max_len;
+
+	uint64_t head __rte_cache_aligned;        /**< next slot to read */
+	uint64_t synced_head __rte_cache_aligned; /**< head at the last push */
+	struct rb2_rx_stats stats __rte_cache_aligned;
+
+	/* Slow path. */
+	uint64_t *head_shadow;        /**< source of the head WRITE */
+	int err;                      /**< 0, or the -errno that failed it */
+	struct rb2_xport *xp;
+	struct rb2_xport_qp *qp;
+	struct rb2_xport_mr mr;       /**< RB_R */
+	struct rb2_chan_desc peer;    /**< the sender's descriptor */
+	struct rb2_chan_params p;
+	char name[RB2_CHAN_NAMESIZE];
+	TAILQ_ENTRY(rb2_rx) next;
+} __rte_cache_aligned;
+
+static_assert(offsetof(struct rb2_tx, tail) % RTE_CACHE_LINE_SIZE == 0 &&
+	      offsetof(struct rb2_tx, synced_tail) - offsetof(struct rb2_tx, tail) >= RTE_CACHE_LINE_SIZE &&
+	      offsetof(struct rb2_tx, esc_tail) - offsetof(struct rb2_tx, synced_tail) >= RTE_CACHE_LINE_SIZE,
+	      "sender pointers must sit in their own cache lines");
+static_assert(offsetof(struct rb2_rx, head) % RTE_CACHE_LINE_SIZE == 0 &&
+	      offsetof(struct rb2_rx, synced_head) - offsetof(struct rb2_rx, head) >= RTE_CACHE_LINE_SIZE,
+	      "receiver pointers must sit in their own cache lines");
+static_assert(sizeof(struct rb2_chan_desc) == 48, "descriptor is wire format");
+
+/** A message read in place: valid until released. */
+struct rb2_msg {
+	void *data;     /**< first byte, 64-byte aligned */
+	uint32_t len;   /**< bytes */
+	uint32_t pad;
+	uint64_t next;  /**< @internal head after this message */
+};
+
+/* Out-of-line slow paths, called from the inline fast path. */
+int __rb2_tx_make_room(struct rb2_tx *tx, uint64_t need);
+void __rb2_tx_advance(struct rb2_tx *tx);
+void __rb2_tx_transmit(struct rb2_tx *tx);
+int __rb2_rx_idle(struct rb2_rx *rx);
+int __rb2_rx_corrupt(struct rb2_rx *rx, uint64_t pos, uint32_t len);
+void __rb2_rx_push(struct rb2_rx *rx);
+
+/** @internal Slots a message of @p len bytes occupies. */
+static inline uint32_t
+__rb2_nslots(uint32_t len, uint32_t slot_size)
+{
+	return likely(len <= slot_size) ? 1 : (len + slot_size - 1) / slot_size;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RB2_CHAN_CORE_H */

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * Channel stats in DPDK telemetry, readable while an app runs:
+ *   dpdk-telemetry.py -f <file-prefix>
+ *   --> /rb2/channels
+ *   --> /rb2/channel,<name>
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_common.h>
+#include <rte_telemetry.h>
+
+#include "rb2_chan_private.h"
+
+static int
+tel_channels(const char *cmd __rte_unused, const char *params __rte_unused,
+	     struct rte_tel_data *d)
+{
+	struct rb2_tx *tx;
+	struct rb2_rx *rx;
+
+	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+	rte_spinlock_lock(&rb2_chan_list.lock);
+	TAILQ_FOREACH(tx, &rb2_chan_list.tx, next)
+		rte_tel_data_add_array_string(d, tx->name);
+	/* A receiver whose sender lives in this process is listed once. */
+	TAILQ_FOREACH(rx, &rb2_chan_list.rx, next) {
+		int dup = 0;
+		TAILQ_FOREACH(tx, &rb2_chan_list.tx, next)
+			dup |= strcmp(tx->name, rx->name) == 0;
+		if (!dup)
+			rte_tel_data_add_array_string(d, rx->name);
+	}
+	rte_spinlock_unlock(&rb2_chan_list.lock);
+	return 0;
+}
+
+#define TEL_STAT(n, desc) \
+	rte_tel_data_add_dict_u64(c, #n, atomic_load_explicit(&s->n, memory_order_relaxed));
+
+static void
+add_params(struct rte_tel_data *d, const struct rb2_chan_params *p,
+	   struct rb2_xport *xp)
+{
+	rte_tel_data_add_dict_string(d, "transport", rb2_xport_name(xp));
+	rte_tel_data_add_dict_u64(d, "slots", p->slots);
+	rte_tel_data_add_dict_u64(d, "slot_size", p->slot_size);
+	rte_tel_data_add_dict_u64(d, "alpha", p->alpha);
+	rte_tel_data_add_dict_u64(d, "beta", p->beta);
+	rte_tel_data_add_dict_u64(d, "gamma", p->gamma);
+}
+
+static int
+tel_channel(const char *cmd __rte_unused, const char *params,
+	    struct rte_tel_data *d)
+{
+	struct rb2_tx *tx;
+	struct rb2_rx *rx;
+	int found = 0;
+
+	if (params == NULL || params[0] == '\0')
+		return -1;
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_string(d, "name", params);
+	rte_spinlock_lock(&rb2_chan_list.lock);
+	TAILQ_FOREACH(tx, &rb2_chan_list.tx, next) {
+		const struct rb2_tx_stats *s = &tx->stats;
+		struct rte_tel_data *c;
+
+		if (strcmp(tx->name, params) != 0 || (c = rte_tel_data_alloc()) == NULL)
+			continue;
+		if (!found)
+			add_params(d, &tx->p, tx->xp);
+		found = 1;
+		rte_tel_data_start_dict(c);
+		RB2_TX_STATS(TEL_STAT)
+		rte_tel_data_add_dict_u64(c, "tail", tx->tail);
+		rte_tel_data_add_dict_u64(c, "pub_tail", tx->pub_tail);
+		rte_tel_data_add_dict_u64(c, "load_store", tx->loadstore);
+		rte_tel_data_add_dict_container(d, "tx", c, 0);
+	}
+	TAILQ_FOREACH(rx, &rb2_chan_list.rx, next) {
+		const struct rb2_rx_stats *s = &rx->stats;
+		struct rte_tel_data *c;
+
+		if (strcmp(rx->name, params) != 0 || (c = rte_tel_data_alloc()) == NULL)
+			continue;
+		if (!found)
+			add_params(d, &rx->p, rx->xp);
+		found = 1;
+		rte_tel_data_start_dict(c);
+		RB2_RX_STATS(TEL_STAT)
+		rte_tel_data_add_dict_u64(c, "head", rx->head);
+		rte_tel_data_add_dict_container(d, "rx", c, 0);
+	}
+	rte_spinlock_unlock(&rb2_chan_list.lock);
+	return found ? 0 : -1;
+}
+
+RTE_INIT(rb2_chan_telemetry_init)
+{
+	rte_telemetry_register_cmd("/rb2/channels", tel_channels,
+		"Lists the RB2 channels of this process. Takes no parameters");
+	rte_telemetry_register_cmd("/rb2/channel", tel_channel,
+		"Returns a channel's parameters and its sender and receiver counters. Parameters: channel name");
+}

@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/* Transport layer: driver registry and the slow-path wrappers. */
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+
+#include "rb2_xport_driver.h"
+
+RTE_LOG_REGISTER(rb2_xport_logtype, rb2.xport, INFO);
+
+#define MAX_DRIVERS 16
+static struct rb2_xport_driver *drivers[MAX_DRIVERS];
+static unsigned int n_drivers;
+
+/* The -ENOTSUP table every driver is overlaid on. */
+static int
+dummy_open(struct rb2_xport *xp __rte_unused, const char *args __rte_unused)
+{
+	return 0;
+}
+static void dummy_close(struct rb2_xport *xp __rte_unused) {}
+static int
+dummy_mr_alloc(struct rb2_xport *xp __rte_unused, const char *n __rte_unused,
+	       size_t l __rte_unused, int s __rte_unused,
+	       struct rb2_xport_mr *mr __rte_unused)
+{
+	return -ENOTSUP;
+}
+static void
+dummy_mr_free(struct rb2_xport *xp __rte_unused,
+	      struct rb2_xport_mr *mr __rte_unused) {}
+static int
+dummy_qp_create(struct rb2_xport *xp __rte_unused,
+		struct rb2_xport_qp *qp __rte_unused,
+		const struct rb2_xport_qp_attr *a __rte_unused)
+{
+	return -ENOTSUP;
+}
+static void dummy_qp_destroy(struct rb2_xport_qp *qp __rte_unused) {}
+static int
+dummy_qp_connect_local(struct rb2_xport_qp *a __rte_unused,
+		       struct rb2_xport_qp *b __rte_unused)
+{
+	return -ENOTSUP;
+}
+static int
+dummy_qp_exchange(struct rb2_xport_qp *qp __rte_unused,
+		  const char *peer __rte_unused,
+		  enum rb2_xport_role role __rte_unused,
+		  const void *blob __rte_unused, size_t len __rte_unused,
+		  void *pb __rte_unused, size_t pc __rte_unused,
+		  unsigned int t __rte_unused)
+{
+	return -ENOTSUP;
+}
+static void *
+dummy_peer_ptr(struct rb2_xport_qp *qp __rte_unused, uint64_t r __rte_unused,
+	       uint32_t k __rte_unused, size_t l __rte_unused)
+{
+	return NULL;
+}
+static const char *
+dummy_wc_status_str(int status)
+{
+	return status == RB2_WC_SUCCESS ? "success" : "error";
+}
+
+static const struct rb2_xport_ops dummy_ops = {
+	.open = dummy_open,
+	.close = dummy_close,
+	.mr_alloc = dummy_mr_alloc,
+	.mr_free = dummy_mr_free,
+	.qp_create = dummy_qp_create,
+	.qp_destroy = dummy_qp_destroy,
+	.qp_connect_local = dummy_qp_connect_local,
+	.qp_exchange = dummy_qp_exchange,
+	.peer_ptr = dummy_peer_ptr,
+	.wc_status_str = dummy_wc_status_str,
+};
+
+#define OVERLAY(f) (drv->full.f = drv->ops->f ? drv->ops->f : dummy_ops.f)
+
+void
+rb2_xport_driver_register(struct rb2_xport_driver *drv)
+{
+	if (n_drivers == MAX_DRIVERS) {
+		RB2_XPORT_LOG(ERR, "driver table full, %s not registered",
+			      drv->name);
+		return;
+	}
+	OVERLAY(open);
+	OVERLAY(close);
+	OVERLAY(mr_alloc);
+	OVERLAY(mr_free);
+	OVERLAY(qp_create);
+	OVERLAY(qp_destroy);
+	OVERLAY(qp_connect_local);
+	OVERLAY(qp_exchange);
+	OVERLAY(peer_ptr);
+	OVERLAY(wc_status_str);
+	drivers[n_drivers++] = drv;
+}
+
+unsigned int
+rb2_xport_drivers(const char **names, unsigned int n)
+{
+	for (unsigned int i = 0; i < n_drivers && i < n; i++)
+		names[i] = drivers[i]->name;
+	return n_drivers;
+}
+
+static const struct rb2_xport_driver *
+find_driver(const char *name)
+{
+	for (unsigned int i = 0; i < n_drivers; i++)
+		if (strcmp(drivers[i]->name, name) == 0)
+			return drivers[i];
+	return NULL;
+}
+
+struct rb2_xport *
+rb2_xport_open(const char *name, const char *args)
+{
+	const struct rb2_xport_driver *drv = find_driver(name);
+	struct rb2_xport *xp;
+	int ret;
+
+	if (drv == NULL) {
+		char list[128] = "";
+		for (unsigned int i = 0; i < n_drivers; i++) {
+			strncat(list, i ? ", " : "", sizeof(list) - strlen(list) - 1);
+			strncat(list, drivers[i]->name,
+				sizeof(list) - strlen(list) - 1);
+		}
+		RB2_XPORT_LOG(ERR,
+			      "no transport named '%s' (built-in: %s); a driver switched off at build time is listed by 'meson configure'",
+			      name, list);
+		rte_errno = ENOENT;
+		return NULL;
+	}
+	xp = rte_zmalloc("rb2_xport", sizeof(*xp), 0);
+	if (xp == NULL) {
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	xp->drv = drv;
+	xp->ops = &drv->full;
+	xp->socket_id = SOCKET_ID_ANY;
+	ret = xp->ops->open(xp, args ? args : "");
+	if (ret < 0) {
+		rte_free(xp);
+		rte_errno = -ret;
+		return NULL;
+	}
+	return xp;
+}
+
+struct rb2_xport *
+rb2_xport_open_spec(const char *spec)
+{
+	char name[32];
+	const char *comma = strchr(spec, ',');
+	size_t n = comma ? (size_t)(comma - spec) : strlen(spec);
+
+	if (n == 0 || n >= sizeof(name)) {
+		RB2_XPORT_LOG(ERR, "bad transport spec '%s': expected NAME[,key=value...]",
+			      spec);
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	memcpy(name, spec, n);
+	name[n] = '\0';
+	return rb2_xport_open(name, comma ? comma + 1 : "");
+}
+
+void
+rb2_xport_close(struct rb2_xport *xp)
+{
+	if (xp == NULL)
+		return;
+	xp->ops->close(xp);
+	rte_free(xp);
+}
+
+const char *
+rb2_xport_name(const struct rb2_xport *xp)
+{
+	return xp->drv->name;
+}
+
+uint32_t
+rb2_xport_caps(const struct rb2_xport *xp)
+{
+	return xp->caps;
+}
+
+int
+rb2_xport_socket(const struct rb2_xport *xp)
+{
+	return xp->socket_id;
+}
+
+int
+rb2_xport_mr_alloc(struct rb2_xport *xp, const char *name, size_t len,
+		   int socket_id, struct rb2_xport_mr *mr)
+{
+	if (name == NULL || len == 0 || mr == NULL ||
+	    strlen(name) >= RTE_MEMZONE_NAMESIZE) {
+		RB2_XPORT_LOG(ERR, "mr_alloc: bad name or length (name '%s', %zu bytes; names are at most %d characters)",
+			      name ? name : "(null)", len,
+			      RTE_MEMZONE_NAMESIZE - 1);
+		return -EINVAL;
+	}
+	memset(mr, 0, sizeof(*mr));
+	if (socket_id == SOCKET_ID_ANY)
+		socket_id = xp->socket_id;
+	return xp->ops->mr_alloc(xp, name, len, socket_id, mr);
+}
+
+void
+rb2_xport_mr_free(struct rb2_xport *xp, struct rb2_xport_mr *mr)
+{
+	if (mr == NULL || mr->addr == NULL)
+		return;
+	xp->ops->mr_free(xp, mr);
+	memset(mr, 0, sizeof(*mr));
+}
+
+/* A queue that is not connected refuses to post. */
+static int
+unconnected_post(struct rb2_xport_qp *qp __rte_unused,
+		 const struct rb2_xport_wr *wrs __rte_unused,
+		 unsigned int n __rte_unused)
+{
+	return -ENOTCONN;
+}
+
+static int
+unconnected_poll(struct rb2_xport_qp *qp __rte_unused,
+		 struct rb2_xport_wc *wcs __rte_unused,
+		 unsigned int n __rte_unused)
+{
+	return 0;
+}
+
+struct rb2_xport_qp *
+rb2_xport_qp_create(struct rb2_xport *xp, const struct rb2_xport_qp_attr *attr)
+{
+	struct rb2_xport_qp *qp;
+	int socket, ret;
+
+	if (attr == NULL || (attr->lcore_id != LCORE_ID_ANY &&
+			     attr->lcore_id >= RTE_MAX_LCORE)) {
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	socket = attr->lcore_id == LCORE_ID_ANY ? xp->socket_id :
+		(int)rte_lcore_to_socket_id(attr->lcore_id);
+	qp = rte_zmalloc_socket("rb2_xport_qp", sizeof(*qp),
+				RTE_CACHE_LINE_SIZE, socket);
+	if (qp == NULL) {
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	qp->xp = xp;
+	qp->lcore_id = attr->lcore_id;
+	qp->post = unconnected_post;
+	qp->poll = unconnected_poll;
+	ret = xp->ops->qp_create(xp, qp, attr);
+	if (ret < 0) {
+		rte_free(qp);
+		rte_errno = -ret;
+		return NULL;
+	}
+	return qp;
+}
+
+void
+rb2_xport_qp_destroy(struct rb2_xport_qp *qp)
+{
+	if (qp == NULL)
+		return;
+	qp->xp->ops->qp_destroy(qp);
+	rte_free(qp);
+}
+
+int
+rb2_xport_qp_connect_local(struct rb2_xport_qp *a, struct rb2_xport_qp *b)
+{
+	if (a == NULL || b == NULL || a == b || a->xp != b->xp)
+		return -EINVAL;
+	if (a->connected || b->connected)
+		return -EISCONN;
+	return a->xp->ops->qp_connect_local(a, b);
+}
+
+int
+rb2_xport_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
+		      enum rb2_xport_role role, const void *blob, size_t len,
+		      void *peer_blob, size_t peer_cap, unsigned int timeout_ms)
+{
+	if (qp == NULL || peer == NULL || peer[0] == '\0' || blob == NULL ||
+	    peer_blob == NULL)
+		return -EINVAL;
+	if (len > RB2_XPORT_BLOB_MAX)
+		return -EMSGSIZE;
+	if (qp->connected)
+		return -EISCONN;
+	return qp->xp->ops->qp_exchange(qp, peer, role, blob, len, peer_blob,
+					peer_cap, timeout_ms);
+}
+
+void *
+rb2_xport_peer_ptr(struct rb2_xport_qp *qp, uint64_t remote, uint32_t rkey,
+		   size_t len)
+{
+	if (!(qp->xp->caps & RB2_XPORT_CAP_LOADSTORE) || !qp->connected)
+		return NULL;
+	return qp->xp->ops->peer_ptr(qp, remote, rkey, len);
+}
+
+const char *
+rb2_xport_wc_status_str(const struct rb2_xport *xp, int status)
+{
+	return xp->ops->wc_status_str(status);
+}
+
+int
+rb2_xport_arg(const char *args, const char *key, char *val, size_t len)
+{
+	size_t klen = strlen(key);
+	const char *p = args;
+
+	while (p != NULL && *p != '\0') {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+
+		if (n > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
+			size_t vlen = n - klen - 1;
+			if (vlen >= len)
+				return -E2BIG;
+			memcpy(val, p + klen + 1, vlen);
+			val[vlen] = '\0';
+			return 1;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return 0;
+}
+
+int
+rb2_xport_args_check(const char *drv, const char *args,
+		     const char *const *keys)
+{
+	const char *p = args;
+
+	while (p != NULL && *p != '\0') {
+		const char *end = strchr(p, ',');
+		const char *eq = strchr(p, '=');
+		size_t n = (eq && (!end || eq < end)) ? (size_t)(eq - p) : 0;
+		int ok = 0;
+
+		for (unsigned int i = 0; n && keys[i] != NULL; i++)
+			if (strlen(keys[i]) == n && strncmp(p, keys[i], n) == 0)
+				ok = 1;
+		if (!ok) {
+			char valid[128] = "";
+			for (unsigned int i = 0; keys[i] != NULL; i++) {
+				strncat(valid, i ? ", " : "",
+					sizeof(valid) - strlen(valid) - 1);
+				strncat(valid, keys[i],
+					sizeof(valid) - strlen(valid) - 1);
+			}
+			RB2_XPORT_LOG(ERR, "%s: bad argument '%.*s': expected key=value with key one of: %s",
+				      drv, end ? (int)(end - p) : (int)strlen(p),
+				      p, valid);
+			return -EINVAL;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return 0;
+}

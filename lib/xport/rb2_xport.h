@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef RB2_XPORT_H
+#define RB2_XPORT_H
+
+/**
+ * @file
+ * The transport API: what RB² needs from a NIC.
+ *
+ * A transport ("shm", "verbs", ...) registers memory that a peer can WRITE,
+ * connects one queue per lcore per peer by exchanging an opaque blob, posts
+ * chains of one-sided WRITEs (signaled or inline per entry) behind one
+ * doorbell, and polls completions.
+ *
+ * @code
+ * struct rb2_xport *xp = rb2_xport_open("shm", "mode=copy");
+ * struct rb2_xport_mr mr;
+ * rb2_xport_mr_alloc(xp, "ring0", 1 << 20, SOCKET_ID_ANY, &mr);
+ * struct rb2_xport_qp_attr attr = { .lcore_id = rte_lcore_id() };
+ * struct rb2_xport_qp *qp = rb2_xport_qp_create(xp, &attr);
+ * rb2_xport_qp_exchange(qp, "ring0", RB2_XPORT_ACTIVE, &desc, sizeof(desc),
+ *                       &peer, sizeof(peer), 5000);
+ * struct rb2_xport_wr wr[2] = { ...data..., ...pointer, RB2_WR_SIGNALED... };
+ * rb2_xport_post(qp, wr, 2);                 // one doorbell
+ * struct rb2_xport_wc wc;
+ * while (rb2_xport_poll(qp, &wc, 1) == 0) ;  // the pointer WRITE completed
+ * @endcode
+ *
+ * Error convention: constructors return NULL and set rte_errno; integer
+ * functions return 0 (or a count) on success and a negative errno value.
+ */
+
+#include <rb2_xport_core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Open a transport.
+ *
+ * @param name
+ *   Driver name ("shm", "verbs").
+ * @param args
+ *   Driver arguments, "key=value,key=value" (NULL or "" for defaults).
+ *   shm: mode=loadstore|copy. verbs: dev=NAME,port=N,gid=N.
+ * @return
+ *   The transport, or NULL with rte_errno: ENOENT (no such driver),
+ *   EINVAL (bad arguments), ENODEV (no device), ENOMEM.
+ */
+struct rb2_xport *rb2_xport_open(const char *name, const char *args);
+
+/**
+ * Open a transport from one spec string "name[,key=value...]", the form
+ * apps take on their command line (--transport shm,mode=copy).
+ *
+ * @return As rb2_xport_open().
+ */
+struct rb2_xport *rb2_xport_open_spec(const char *spec);
+
+/** Close a transport. Its queues and regions must be freed first. */
+void rb2_xport_close(struct rb2_xport *xp);
+
+/** @return the driver name of a transport. */
+const char *rb2_xport_name(const struct rb2_xport *xp);
+
+/** @return the RB2_XPORT_CAP_* flags of a transport. */
+uint32_t rb2_xport_caps(const struct rb2_xport *xp);
+
+/**
+ * @return the NUMA socket the transport's memory belongs on (the device's
+ * node for verbs; the caller's socket for shm), or SOCKET_ID_ANY.
+ */
+int rb2_xport_socket(const struct rb2_xport *xp);
+
+/**
+ * Allocate memory on a socket and register it with the transport.
+ *
+ * @param name
+ *   Unique name (at most RTE_MEMZONE_NAMESIZE - 1 bytes); other processes
+ *   of a DPDK multi-process group can find the memory by it.
+ * @param len
+ *   Bytes; the memory is zeroed and cache-line aligned.
+ * @param socket_id
+ *   NUMA socket, or SOCKET_ID_ANY for the transport's own.
+ * @param[out] mr
+ *   The registered region.
+ * @return
+ *   0, or -EEXIST (name in use), -ENOMEM, -EINVAL.
+ */
+int rb2_xport_mr_alloc(struct rb2_xport *xp, const char *name, size_t len,
+		       int socket_id, struct rb2_xport_mr *mr);
+
+/** Deregister and free a region from rb2_xport_mr_alloc(). */
+void rb2_xport_mr_free(struct rb2_xport *xp, struct rb2_xport_mr *mr);
+
+/**
+ * Create a queue for one lcore.
+ *
+ * @return The queue, or NULL with rte_errno set (EINVAL, ENOMEM, ENOTSUP).
+ */
+struct rb2_xport_qp *rb2_xport_qp_create(struct rb2_xport *xp,
+					 const struct rb2_xport_qp_attr *attr);
+
+/** Destroy a queue (disconnecting it first if needed). */
+void rb2_xport_qp_destroy(struct rb2_xport_qp *qp);
+
+/**
+ * Connect two queues of this process to each other (a loopback pair), as an
+ * in-process channel does. Both must come from the same transport.
+ *
+ * @return 0, or -EINVAL, -EISCONN, -ENOTSUP.
+ */
+int rb2_xport_qp_connect_local(struct rb2_xport_qp *a, struct rb2_xport_qp *b);
+
+/**
+ * Connect a queue to a peer found by @p peer, exchanging blobs with it.
+ * Blocks until the peer has answered or @p timeout_ms passed.
+ *
+ * @param peer
+ *   Driver-specific rendezvous: shm: a name both sides use (the peer may be
+ *   another lcore or another process of the group); verbs: "ip:port".
+ * @param role
+ *   RB2_XPORT_PASSIVE (waits / listens) or RB2_XPORT_ACTIVE (connects).
+ * @param blob, len
+ *   Local blob, at most RB2_XPORT_BLOB_MAX bytes.
+ * @param[out] peer_blob, peer_cap
+ *   Buffer receiving the peer's blob.
+ * @return
+ *   The peer blob's length, or -ETIMEDOUT, -ECONNREFUSED, -EMSGSIZE
+ *   (a blob too large), -EADDRINUSE (two passive sides), -ENOTSUP.
+ */
+int rb2_xport_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
+			  enum rb2_xport_role role, const void *blob, size_t len,
+			  void *peer_blob, size_t peer_cap, unsigned int timeout_ms);
+
+/**
+ * Map a peer address for direct stores (transports with
+ * RB2_XPORT_CAP_LOADSTORE only).
+ *
+ * @return A local pointer to @p len bytes at @p remote, or NULL.
+ */
+void *rb2_xport_peer_ptr(struct rb2_xport_qp *qp, uint64_t remote,
+			 uint32_t rkey, size_t len);
+
+/**
+ * Post a chain of work requests behind one doorbell. They execute in array
+ * order; the receiver observes a WRITE only after every earlier WRITE of the
+ * chain (and of earlier chains) on this queue.
+ *
+ * @return
+ *   0, or -ENOSPC (send queue full: poll completions first), -ENOTCONN,
+ *   -EINVAL, or a driver error; nothing of the chain is posted then.
+ */
+static inline int
+rb2_xport_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs,
+	       unsigned int n)
+{
+	return qp->post(qp, wrs, n);
+}
+
+/**
+ * Poll up to @p n completions.
+ *
+ * @return
+ *   The number of completions written to @p wcs (0 if none), or a negative
+ *   errno value if the queue failed. A completion with a non-zero status
+ *   reports a failed WR; rb2_xport_wc_status_str() names it.
+ */
+static inline int
+rb2_xport_poll(struct rb2_xport_qp *qp, struct rb2_xport_wc *wcs,
+	       unsigned int n)
+{
+	return qp->poll(qp, wcs, n);
+}
+
+/** @return a readable name for a completion status of this transport. */
+const char *rb2_xport_wc_status_str(const struct rb2_xport *xp, int status);
+
+/**
+ * List the registered drivers.
+ *
+ * @param names
+ *   Filled with up to @p n driver names.
+ * @return The number of registered drivers.
+ */
+unsigned int rb2_xport_drivers(const char **names, unsigned int n);
+
+/** Log type of the transport layer (for rte_log_set_level()). */
+extern int rb2_xport_logtype;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RB2_XPORT_H */

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef RB2_XPORT_DRIVER_H
+#define RB2_XPORT_DRIVER_H
+
+/**
+ * @file
+ * Interface between the transport layer and its drivers.
+ *
+ * A driver fills a const ops table and registers it with
+ * RB2_XPORT_REGISTER(), a constructor, so the same code works linked in or
+ * dlopen()ed:
+ *
+ * @code
+ * static const struct rb2_xport_ops null_ops = {
+ *	.open = null_open,
+ *	.qp_create = null_qp_create,
+ * };
+ * RB2_XPORT_REGISTER(null, null_ops);
+ * @endcode
+ *
+ * Entries left NULL fall back to a default that returns -ENOTSUP (as
+ * rdma-core's verbs_dummy_ops), so call sites never test for NULL.
+ */
+
+#include <rte_common.h>
+#include <rte_log.h>
+
+#include <rb2_xport.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Control operations of a driver. The fast path is per queue (post/poll). */
+struct rb2_xport_ops {
+	/** Parse @p args, probe the device, fill xp->caps/socket_id/priv. */
+	int (*open)(struct rb2_xport *xp, const char *args);
+	/** Release what open() took. */
+	void (*close)(struct rb2_xport *xp);
+	/** Allocate @p len bytes (zeroed) on @p socket and register them. */
+	int (*mr_alloc)(struct rb2_xport *xp, const char *name, size_t len,
+			int socket, struct rb2_xport_mr *mr);
+	/** Deregister and free. */
+	void (*mr_free)(struct rb2_xport *xp, struct rb2_xport_mr *mr);
+	/** Initialise a queue: set qp->post, qp->poll, qp->drv, depths. */
+	int (*qp_create)(struct rb2_xport *xp, struct rb2_xport_qp *qp,
+			 const struct rb2_xport_qp_attr *attr);
+	/** Tear a queue down. */
+	void (*qp_destroy)(struct rb2_xport_qp *qp);
+	/** Connect two queues of this process to each other. */
+	int (*qp_connect_local)(struct rb2_xport_qp *a, struct rb2_xport_qp *b);
+	/** Rendezvous with a peer and connect; returns the peer blob length. */
+	int (*qp_exchange)(struct rb2_xport_qp *qp, const char *peer,
+			   enum rb2_xport_role role, const void *blob, size_t len,
+			   void *peer_blob, size_t peer_cap,
+			   unsigned int timeout_ms);
+	/** Map a peer address (load/store transports). */
+	void *(*peer_ptr)(struct rb2_xport_qp *qp, uint64_t remote,
+			  uint32_t rkey, size_t len);
+	/** Name a completion status. */
+	const char *(*wc_status_str)(int status);
+};
+
+/** A registered driver. */
+struct rb2_xport_driver {
+	const char *name;                /**< "shm", "verbs" */
+	const struct rb2_xport_ops *ops; /**< as the driver wrote it */
+	struct rb2_xport_ops full;       /**< overlaid on the -ENOTSUP table */
+};
+
+/** An open transport (the driver's view). */
+struct rb2_xport {
+	const struct rb2_xport_driver *drv;
+	const struct rb2_xport_ops *ops; /**< == &drv->full, never NULL entries */
+	uint32_t caps;                   /**< RB2_XPORT_CAP_* */
+	int socket_id;                   /**< NUMA socket of the device */
+	void *priv;                      /**< driver private */
+};
+
+/** Register a driver (called from a constructor; see RB2_XPORT_REGISTER). */
+void rb2_xport_driver_register(struct rb2_xport_driver *drv);
+
+/** Declare and register a driver named @p nm with the ops table @p o. */
+#define RB2_XPORT_REGISTER(nm, o)					\
+	static struct rb2_xport_driver rb2_xport_drv_##nm = {		\
+		.name = RTE_STR(nm),					\
+		.ops = &(o),						\
+	};								\
+	RTE_INIT(rb2_xport_drv_init_##nm)				\
+	{								\
+		rb2_xport_driver_register(&rb2_xport_drv_##nm);		\
+	}
+
+/**
+ * Find the value of @p key in "k=v,k=v" @p args.
+ *
+ * @return 1 and the value in @p val (NUL-terminated) if present, 0 if not,
+ * -E2BIG if it does not fit @p len.
+ */
+int rb2_xport_arg(const char *args, const char *key, char *val, size_t len);
+
+/**
+ * Check that every key in @p args is one of @p keys (NULL-terminated).
+ *
+ * @return 0, or -EINVAL after logging the unknown key and the valid ones.
+ */
+int rb2_xport_args_check(const char *drv, const char *args,
+			 const char *const *keys);
+
+/** Log from the transport layer and its drivers; no newline in @p fmt. */
+#define RB2_XPORT_LOG(level, fmt, ...)					\
+	rte_log(RTE_LOG_##level, rb2_xport_logtype, "rb2_xport: " fmt "\n",	\
+		##__VA_ARGS__)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RB2_XPORT_DRIVER_H */

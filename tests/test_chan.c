@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/* RB² channel: the paper's worked example, parameter and descriptor checks,
+ * full and oversized refusals, and the liveness rules. Single lcore. */
+
+#include "rb2_test.h"
+
+static struct rb2_xport *xp;
+static struct rb2_tx *tx;
+static struct rb2_rx *rx;
+
+static void
+setup(void)
+{
+	rb2_test_eal_init();
+}
+
+static void
+teardown(void)
+{
+	rb2_tx_destroy(tx);
+	rb2_rx_destroy(rx);
+	rb2_xport_close(xp);
+	tx = NULL;
+	rx = NULL;
+	xp = NULL;
+	rb2_test_eal_fini();
+}
+
+TestSuite(rb2_chan, .init = setup, .fini = teardown, .timeout = 60);
+
+static void
+open_pair(const char *spec, const struct rb2_chan_params *p)
+{
+	xp = rb2_xport_open_spec(spec);
+	cr_assert_not_null(xp, "open %s: %s", spec, rte_strerror(rte_errno));
+	tx = rb2_tx_create("t", xp, p);
+	cr_assert_not_null(tx, "tx_create: %s", rte_strerror(rte_errno));
+	rx = rb2_rx_create("t", xp, p);
+	cr_assert_not_null(rx, "rx_create: %s", rte_strerror(rte_errno));
+	cr_assert_eq(rb2_chan_pair(tx, rx), 0);
+}
+
+static void
+write_msg(uint64_t seq)
+{
+	uint8_t b[40];
+
+	rb2_test_fill(b, sizeof(b), seq);
+	cr_assert_eq(rb2_tx_send(tx, b, sizeof(b)), 0, "send %" PRIu64, seq);
+}
+
+static void
+read_msg(uint64_t seq)
+{
+	uint8_t b[64];
+
+	cr_assert_eq(rb2_rx_recv(rx, b, sizeof(b)), 40, "recv %" PRIu64, seq);
+	cr_assert(rb2_test_check(b, 40, seq), "payload of %" PRIu64, seq);
+}
+
+/* Masked pointers, as the paper draws them. */
+static void
+expect(const char *step, uint64_t tail, uint64_t synced_tail, uint64_t esc_tail,
+       uint64_t local_head, uint64_t head, uint64_t synced_head,
+       uint64_t local_tail)
+{
+	struct rb2_tx_ptrs t;
+	struct rb2_rx_ptrs r;
+
+	rb2_tx_pointers(tx, &t);
+	rb2_rx_pointers(rx, &r);
+	cr_expect_eq(t.tail % 8, tail, "%s: tail %" PRIu64, step, t.tail % 8);
+	cr_expect_eq(t.synced_tail % 8, synced_tail, "%s: synced_tail %" PRIu64, step, t.synced_tail % 8);
+	cr_expect_eq(t.esc_tail % 8, esc_tail, "%s: esc_tail %" PRIu64, step, t.esc_tail % 8);
+	cr_expect_eq(t.local_head % 8, local_head, "%s: local_head %" PRIu64, step, t.local_head % 8);
+	cr_expect_eq(r.head % 8, head, "%s: head %" PRIu64, step, r.head % 8);
+	cr_expect_eq(r.synced_head % 8, synced_head, "%s: synced_head %" PRIu64, step, r.synced_head % 8);
+	cr_expect_eq(r.local_tail % 8, local_tail, "%s: local_tail %" PRIu64, step, r.local_tail % 8);
+}
+
+/* Is slot @i of RB_R holding message @seq yet (copy mode: only once sent)? */
+static int
+rb_r_holds(unsigned int i, uint64_t seq)
+{
+	return rb2_test_check(rx->slots + (size_t)i * rx->slot_size, 40, seq);
+}
+
+/*
+ * §IV-B, Fig. 4: N=8, α=4, β=2, γ=2. From the state of Fig. 4(a) (one
+ * message committed but not transmitted, one read but not pushed), write one
+ * message, read two, write two, checking all seven pointers after each step.
+ * The NIC-copy mode makes the "sent but not readable" slots observable.
+ */
+Test(rb2_chan, paper_example_fig4_pointers_after_each_step)
+{
+	struct rb2_chan_params p;
+	struct rb2_tx_stats st;
+
+	rb2_chan_params_init(&p);
+	p.slots = 8;
+	p.alpha = 4;
+	p.beta = 2;
+	p.gamma = 2;
+	open_pair("shm,mode=copy", &p);
+
+	/* Reach Fig. 4(a): write 4 (slot transmission at 2, pointer
+	 * advancement at 4), read 1, write 1. */
+	for (uint64_t s = 0; s < 4; s++)
+		write_msg(s);
+	read_msg(0);
+	write_msg(4);
+	expect("fig4a", 5, 4, 4, 0, 1, 0, 4);
+	cr_expect(!rb_r_holds(4, 4), "slot 4 must not be transmitted yet");
+
+	/* (a)->(b): write one; tail - esc_tail = 2 >= β: slot transmission
+	 * of slots 4 and 5, which the receiver cannot read yet. */
+	write_msg(5);
+	expect("fig4b", 6, 4, 6, 0, 1, 0, 4);
+	cr_expect(rb_r_holds(4, 4) && rb_r_holds(5, 5), "slots 4,5 transmitted");
+
+	/* (b)->(c): read two; the first makes head - synced_head = 2 >= γ
+	 * (lazy push), the second only advances head. */
+	read_msg(1);
+	expect("fig4c.1", 6, 4, 6, 2, 2, 2, 4);
+	read_msg(2);
+	expect("fig4c", 6, 4, 6, 2, 3, 2, 4);
+
+	/* (c)->(d): write two; tail - synced_tail = 4 >= α: pointer
+	 * advancement sends slots 6,7 and moves local_tail by four. */
+	write_msg(6);
+	expect("fig4d.1", 7, 4, 6, 2, 3, 2, 4);
+	write_msg(7);
+	expect("fig4d", 0, 0, 0, 2, 3, 2, 0);
+
+	rb2_tx_stats_get(tx, &st);
+	cr_expect_eq(st.tail_writes, 2, "two pointer advancements");
+	cr_expect_eq(st.slot_writes, 4, "slot transmissions: 2 of (a), (b), 2 of (d)");
+	cr_expect_eq(st.deferred_tail_syncs, 0);
+
+	/* Everything written is then read, once, in order. */
+	for (uint64_t s = 3; s < 8; s++)
+		read_msg(s);
+	cr_expect_eq(rb2_rx_recv(rx, (uint8_t[64]){0}, 64), -EAGAIN);
+}
+
+Test(rb2_chan, invalid_parameters_are_named)
+{
+	static const struct {
+		const char *name;
+		uint32_t slots, slot_size, alpha, beta, gamma;
+	} bad[] = {
+		{"slots", 0, 64, 1, 1, 1},
+		{"slots", 1000, 64, 1, 1, 1},
+		{"slots", 1u << 25, 64, 1, 1, 1},
+		{"slot_size", 8, 0, 1, 1, 1},
+		{"slot_size", 8, 100, 1, 1, 1},
+		{"slot_size", 1u << 24, 1u << 20, 1, 1, 1},
+		{"alpha", 8, 64, 0, 1, 1},
+		{"alpha", 8, 64, 8, 1, 1},
+		{"beta", 8, 64, 4, 0, 1},
+		{"beta", 8, 64, 4, 5, 1},
+		{"gamma", 8, 64, 4, 2, 0},
+		{"gamma", 8, 64, 4, 2, 8},
+	};
+	struct rb2_chan_params p;
+	char why[160];
+
+	xp = rb2_xport_open("shm", NULL);
+	cr_assert_not_null(xp);
+	for (unsigned int i = 0; i < RTE_DIM(bad); i++) {
+		rb2_chan_params_init(&p);
+		p.slots = bad[i].slots;
+		p.slot_size = bad[i].slot_size;
+		p.alpha = bad[i].alpha;
+		p.beta = bad[i].beta;
+		p.gamma = bad[i].gamma;
+		why[0] = '\0';
+		cr_expect_eq(rb2_chan_params_check(&p, why, sizeof(why)), -EINVAL,
+			     "case %u", i);
+		cr_expect(strstr(why, bad[i].name) != NULL,
+			  "case %u: '%s' does not name %s", i, why, bad[i].name);
+		cr_expect_null(rb2_tx_create("bad", xp, &p), "case %u", i);
+		cr_expect_eq(rte_errno, EINVAL, "case %u: rte_errno %d", i, rte_errno);
+	}
+	/* The edges are valid: β = α = N - 1, γ = N - 1, and latency mode. */
+	rb2_chan_params_init(&p);
+	p.slots = 8; p.alpha = 7; p.beta = 7; p.gamma = 7;
+	cr_expect_eq(rb2_chan_params_check(&p, NULL, 0), 0);
+	p.alpha = p.beta = p.gamma = 1;
+	cr_expect_eq(rb2_chan_params_check(&p, NULL, 0), 0);
+	/* Policies of the evaluation issue are refused, not ignored. */
+	p.tail_sync = RB2_TAIL_WRITE_IMM;
+	cr_expect_eq(rb2_chan_params_check(&p, why, sizeof(why)), -ENOTSUP);
+	cr_expect(strstr(why, "tail_sync") != NULL, "%s", why);
+}
+
+Test(rb2_chan, oversized_message_refused_not_truncated)
+{
+	struct rb2_chan_params p;
+	static uint8_t big[64 * 9];
+	void *slot;
+
+	rb2_chan_params_init(&p);
+	p.slots = 16; /* max message: 8 slots of 64 B */
+	p.alpha = 4; p.beta = 2; p.gamma = 2;
+	open_pair("shm", &p);
+	cr_assert_eq(rb2_tx_max_msg(tx), 512);
+	cr_expect_eq(rb2_tx_reserve(tx, 513, &slot), -EMSGSIZE);
+	cr_expect_eq(rb2_tx_send(tx, big, sizeof(big)), -EMSGSIZE);
+	rb2_test_fill(big, 512, 7);
+	cr_expect_eq(rb2_tx_send(tx, big, 512), 0);
+	cr_expect_eq(rb2_tx_flush(tx), 0);
+	/* A receive buffer too small leaves the message in the ring. */
+	cr_expect_eq(rb2_rx_recv(rx, big, 100), -EMSGSIZE);
+	memset(big, 0, sizeof(big));
+	cr_expect_eq(rb2_rx_recv(rx, big, sizeof(big)), 512);
+	cr_expect(rb2_test_check(big, 512, 7));
+}
+
+static void
+full_ring_refuses_and_loses_nothing(const char *spec)
+{
+	struct rb2_chan_params p;
+	struct rb2_tx_stats st;
+	uint8_t b[128];
+	uint64_t sent = 0, got = 0;
+
+	rb2_chan_params_init(&p);
+	p.slots = 32; p.alpha = 8; p.beta = 4; p.gamma = 8;
+	open_pair(spec, &p);
+	for (int round = 0; round < 50; round++) {
+		int ret;
+		/* Fill until refused; a refused message is retried later. */
+		for (;;) {
+			uint32_t len = 1 + (uint32_t)((sent * 37) % 120);
+			rb2_test_fill(b, len, sent);
+			ret = rb2_tx_send(tx, b, len);
+			if (ret == -ENOBUFS)
+				break;
+			cr_assert_eq(ret, 0);
+			sent++;
+		}
+		cr_assert_eq(rb2_tx_flush(tx), 0);
+		/* Drain it all: every accepted message, in order, once. */
+		while ((ret = rb2_rx_recv(rx, b, sizeof(b))) > 0) {
+			cr_assert_eq(ret, 1 + (int)((got * 37) % 120));
+			cr_assert(rb2_test_check(b, (uint32_t)ret, got), "msg %" PRIu64, got);
+			got++;
+		}
+		cr_assert_eq(ret, -EAGAIN);
+		cr_assert_eq(got, sent, "round %d: sent %" PRIu64 " got %" PRIu64,
+			     round, sent, got);
+	}
+	rb2_tx_stats_get(tx, &st);
+	cr_expect_geq(st.full_events, 50);
+	cr_expect_eq(st.messages, sent);
+}
+
+Test(rb2_chan, full_ring_refuses_and_loses_nothing_loadstore)
+{
+	full_ring_refuses_and_loses_nothing("shm,mode=loadstore");
+}
+
+Test(rb2_chan, full_ring_refuses_and_loses_nothing_copy)
+{
+	full_ring_refuses_and_loses_nothing("shm,mode=copy");
+}
+
+/* Liveness: with α=32 one message is not visible until flushed. */
+Test(rb2_chan, single_message_alpha32_arrives_once_flushed)
+{
+	struct rb2_chan_params p;
+	struct rb2_msg m[4];
+
+	rb2_chan_params_init(&p); /* α=32 β=16 γ=32 */
+	open_pair("shm,mode=copy", &p);
+	write_msg(0);
+	cr_expect_eq(rb2_rx_peek_burst(rx, m, 4), 0, "batched, not yet visible");
+	/* An idle sender loop calls flush; with nothing pending it is free. */
+	cr_expect_eq(rb2_tx_flush(tx), 0);
+	cr_assert_eq(rb2_rx_peek_burst(rx, m, 4), 1);
+	cr_expect_eq(m[0].len, 40);
+	cr_expect(rb2_test_check(m[0].data, 40, 0));
+	rb2_rx_release_burst(rx, m, 1);
+	cr_expect_eq(rb2_tx_flush(tx), 0);
+	cr_expect_eq(rb2_rx_peek_burst(rx, m, 4), 0, "delivered once");
+}
+
+/* Liveness: γ larger than the traffic a ring holds. The receiver releases
+ * fewer than γ slots, yet the sender needs them back: only the idle push
+ * (on finding the ring drained) frees them. Without it this test hangs. */
+Test(rb2_chan, sender_never_stalls_when_gamma_exceeds_traffic)
+{
+	struct rb2_chan_params p;
+	struct rb2_rx_stats rs;
+	static uint8_t b[256];
+	uint64_t seq = 0;
+
+	rb2_chan_params_init(&p);
+	p.slots = 8; p.alpha = 7; p.beta = 1; p.gamma = 7;
+	open_pair("shm,mode=copy", &p);
+	for (int i = 0; i < 1000; i++) {
+		int ret;
+		/* A 4-slot message needs 4 of the 7 usable slots. */
+		rb2_test_fill(b, 256, seq);
+		ret = rb2_tx_send(tx, b, 256);
+		if (ret == -ENOBUFS) {
+			/* Receiver's turn: it drains, then polls once more. */
+			cr_assert_eq(rb2_rx_recv(rx, b, 256), -EAGAIN,
+				     "iteration %d: receiver has nothing yet", i);
+			cr_assert_eq(rb2_tx_send(tx, b, 256), 0,
+				     "iteration %d: sender still stalled", i);
+		} else {
+			cr_assert_eq(ret, 0);
+		}
+		cr_assert_eq(rb2_tx_flush(tx), 0);
+		cr_assert_eq(rb2_rx_recv(rx, b, 256), 256);
+		cr_assert(rb2_test_check(b, 256, seq));
+		seq++;
+	}
+	rb2_rx_stats_get(rx, &rs);
+	cr_expect_gt(rs.idle_pushes, 0, "the idle push did the work");
+}
+
+/* The wrap point: multi-slot messages never split; the reader gets one
+ * contiguous pointer, and the skipped slots are reclaimed. */
+Test(rb2_chan, wrap_multislot_message_stays_contiguous)
+{
+	struct rb2_chan_params p;
+	struct rb2_msg m;
+	void *slot;
+
+	rb2_chan_params_init(&p);
+	p.slots = 8; p.alpha = 1; p.beta = 1; p.gamma = 1;
+	open_pair("shm,mode=copy", &p);
+	for (uint64_t s = 0; s < 5; s++)
+		write_msg(s);
+	for (uint64_t s = 0; s < 5; s++)
+		read_msg(s);
+	/* tail at slot 5: a 4-slot message cannot fit in slots 5..7. */
+	cr_assert_eq(rb2_tx_reserve(tx, 200, &slot), 0);
+	cr_expect_eq(slot, tx->slots, "placed at slot 0 of the mirror");
+	rb2_test_fill(slot, 200, 99);
+	rb2_tx_commit(tx, 200);
+	cr_assert_eq(rb2_rx_peek_burst(rx, &m, 1), 1);
+	cr_expect_eq(m.data, (void *)rx->slots, "read at slot 0");
+	cr_expect_eq(m.len, 200);
+	cr_expect(rb2_test_check(m.data, 200, 99));
+	rb2_rx_release_burst(rx, &m, 1);
+	cr_expect_eq(rx->head, 12, "3 skipped + 4 used slots");
+}
+
+Test(rb2_chan, descriptor_validation_refuses_malformed_peers)
+{
+	struct rb2_chan_params p;
+	struct rb2_chan_desc d;
+	uint8_t blob[64];
+	char why[160];
+
+	rb2_chan_params_init(&p);
+	open_pair("shm", &p);
+	d = rx->peer; /* the sender's descriptor, as the receiver got it */
+	cr_assert_eq(rb2_chan_desc_check(&d, sizeof(d), 1, &p, why, sizeof(why)), 0, "%s", why);
+	cr_expect_eq(rb2_chan_desc_check(&d, sizeof(d) - 1, 1, &p, why, sizeof(why)), -EPROTO);
+	cr_expect(strstr(why, "short") != NULL, "%s", why);
+	memcpy(blob, &d, sizeof(d));
+	cr_expect_eq(rb2_chan_desc_check(blob, sizeof(blob), 1, &p, why, sizeof(why)), -EPROTO);
+	cr_expect(strstr(why, "oversized") != NULL, "%s", why);
+	cr_expect_eq(rb2_chan_desc_check(&d, sizeof(d), 0, &p, why, sizeof(why)), -EPROTO);
+	cr_expect(strstr(why, "receiver") != NULL, "%s", why);
+	d.magic ^= 1;
+	cr_expect_eq(rb2_chan_desc_check(&d, sizeof(d), 1, &p, why, sizeof(why)), -EPROTO);
+	cr_expect(strstr(why, "magic") != NULL, "%s", why);
+	d = rx->peer;
+	d.slots = p.slots * 2;
+	cr_expect_eq(rb2_chan_desc_check(&d, sizeof(d), 1, &p, why, sizeof(why)), -EPROTO);
+	d = rx->peer;
+	d.beta = d.alpha + 1;
+	cr_expect_eq(rb2_chan_desc_check(&d, sizeof(d), 1, &p, why, sizeof(why)), -EPROTO);
+	cr_expect(strstr(why, "beta") != NULL, "%s", why);
+	d = rx->peer;
+	d.len = 64;
+	cr_expect_eq(rb2_chan_desc_check(&d, sizeof(d), 1, &p, why, sizeof(why)), -EPROTO);
+}
+
+Test(rb2_chan, unconnected_half_refuses)
+{
+	struct rb2_chan_params p;
+	void *slot;
+
+	rb2_chan_params_init(&p);
+	xp = rb2_xport_open("shm", NULL);
+	tx = rb2_tx_create("u", xp, &p);
+	cr_assert_not_null(tx);
+	cr_expect_eq(rb2_tx_reserve(tx, 8, &slot), -ENOTCONN);
+	cr_expect_null(rb2_tx_create("u", xp, &p), "name taken");
+	cr_expect_eq(rte_errno, EEXIST);
+}

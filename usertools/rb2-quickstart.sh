@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rb2 authors
+#
+# One-command set-up for a fresh Debian 12 machine (as root):
+#   usertools/rb2-quickstart.sh main   install, build, run the main job
+#   usertools/rb2-quickstart.sh test   install, build (also ASan+UBSan), run every test
+# Both are idempotent: packages already present are not touched, an existing
+# build directory is reused.
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cmd=${1:-}
+build=${RB2_BUILD:-$top/build}
+build_asan=${RB2_BUILD_ASAN:-$top/build-asan}
+hugemem=${RB2_HUGEMEM:-1G}
+
+PKGS=(meson ninja-build pkg-config gcc python3
+      libdpdk-dev dpdk dpdk-dev
+      libibverbs-dev librdmacm-dev libnuma-dev libpcap-dev
+      libcriterion-dev)
+
+usage() {
+	cat <<EOF
+usage: $0 main|test
+
+  main   install missing packages, reserve hugepages, build, and run the
+         main job: rb2-perf over the shm transport (streaming throughput,
+         RB2 side by side with DPDK rte_ring, then ping-pong latency)
+  test   install missing packages, reserve hugepages, build a release and
+         an ASan+UBSan tree, and run every test suite in both
+
+environment: RB2_BUILD, RB2_BUILD_ASAN (build dirs), RB2_HUGEMEM (default 1G),
+             CI=true (adds -Werror)
+EOF
+}
+
+log() { printf '== %s\n' "$*"; }
+
+install_packages() {
+	local missing=() p
+	for p in "${PKGS[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && { log "packages: all present"; return; }
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "error: missing packages: ${missing[*]}; run this script as root, or: sudo apt-get install ${missing[*]}" >&2
+		exit 1
+	fi
+	log "installing: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get -o DPkg::Lock::Timeout=300 update -q
+	apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# Sets EAL_MEM to the EAL memory arguments this machine supports.
+setup_hugepages() {
+	EAL_MEM="--no-huge -m 1024"
+	HUGE=0
+	if [ "$(id -u)" -eq 0 ]; then
+		mkdir -p /dev/hugepages
+		mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages 2>/dev/null || true
+		dpdk-hugepages.py -p 2M --setup "$hugemem" >/dev/null 2>&1 || true
+	fi
+	local free
+	free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
+	if [ "${free:-0}" -ge 256 ] && mountpoint -q /dev/hugepages; then
+		EAL_MEM="-m 512"
+		HUGE=1
+		log "hugepages: $free x 2 MiB free on /dev/hugepages"
+	else
+		log "hugepages: none reserved, running with --no-huge (to enable: as root, dpdk-hugepages.py -p 2M --setup 1G)"
+	fi
+}
+
+configure_build() {
+	local dir=$1; shift
+	local werror=()
+	[ "${CI:-}" = "true" ] && werror=(-Dwerror=true)
+	if [ ! -f "$dir/build.ninja" ]; then
+		log "configuring $dir"
+		meson setup "$dir" "$top" "${werror[@]}" "$@"
+	else
+		meson configure "$dir" "${werror[@]}" "$@" >/dev/null
+	fi
+	log "building $dir"
+	ninja -C "$dir"
+}
+
+case "$cmd" in
+main)
+	install_packages
+	setup_hugepages
+	configure_build "$build"
+	log "main job: rb2-perf over shm, RB2 vs rte_ring, then latency"
+	"$build/apps/rb2-perf/rb2-perf" -l 0-1 --no-pci $EAL_MEM --file-prefix rb2-main \
+		--log-level=lib.eal:warning -- \
+		--mode bw --transport shm --size 64 --compare --rounds 5 --count 4000000 \
+		--json "$build/rb2-perf-bw.json"
+	"$build/apps/rb2-perf/rb2-perf" -l 0-1 --no-pci $EAL_MEM --file-prefix rb2-main \
+		--log-level=lib.eal:warning -- \
+		--mode lat --transport shm --size 64 --count 200000 \
+		--json "$build/rb2-perf-lat.json"
+	log "JSON: $build/rb2-perf-bw.json $build/rb2-perf-lat.json"
+	;;
+test)
+	install_packages
+	setup_hugepages
+	export RB2_HUGEPAGES=$HUGE
+	configure_build "$build"
+	configure_build "$build_asan" -Db_sanitize=address,undefined -Dbuildtype=debug \
+		-Db_lundef=false
+	log "tests: release build"
+	meson test -C "$build" --print-errorlogs --num-processes 1 --suite rb2
+	log "tests: ASan+UBSan build"
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		meson test -C "$build_asan" --print-errorlogs --num-processes 1 --suite rb2 \
+		--timeout-multiplier 4
+	;;
+-h|--help|help)
+	usage
+	;;
+*)
+	usage >&2
+	exit 2
+	;;
+esac

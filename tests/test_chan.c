@@ -201,7 +201,7 @@ Test(rb2_chan, oversized_message_refused_not_truncated)
 {
 	struct rb2_chan_params p;
 	static uint8_t big[64 * 9];
-	void *slot;
+	void *slot = NULL;
 
 	rb2_chan_params_init(&p);
 	p.slots = 16; /* max message: 8 slots of 64 B */
@@ -330,8 +330,8 @@ Test(rb2_chan, sender_never_stalls_when_gamma_exceeds_traffic)
 Test(rb2_chan, wrap_multislot_message_stays_contiguous)
 {
 	struct rb2_chan_params p;
-	struct rb2_msg m;
-	void *slot;
+	struct rb2_msg m = {0};
+	void *slot = NULL;
 
 	rb2_chan_params_init(&p);
 	p.slots = 8; p.alpha = 1; p.beta = 1; p.gamma = 1;
@@ -389,7 +389,7 @@ Test(rb2_chan, descriptor_validation_refuses_malformed_peers)
 Test(rb2_chan, unconnected_half_refuses)
 {
 	struct rb2_chan_params p;
-	void *slot;
+	void *slot = NULL;
 
 	rb2_chan_params_init(&p);
 	xp = rb2_xport_open("shm", NULL);

@@ -179,7 +179,11 @@ rb2_tx_reserve(struct rb2_tx *tx, uint32_t len, void **slot)
 		if (ret < 0)
 			return ret;
 	}
-	tx->resv_skip = skip;
+	/* Stores are the sender's scarce resource: every store, even an L1
+	 * hit, holds a store-buffer entry behind the slot store that misses,
+	 * so fewer of those misses overlap. Write only what changes. */
+	if (unlikely(skip != tx->resv_skip))
+		tx->resv_skip = skip;
 	*slot = tx->slots + (size_t)((pos + skip) & tx->mask) * tx->slot_size;
 	return 0;
 }
@@ -199,11 +203,87 @@ rb2_tx_commit(struct rb2_tx *tx, uint32_t len)
 		t += tx->resv_skip;
 		tx->resv_skip = 0;
 	}
-	tx->lens[t & tx->mask] = len;
+	/* lens[] is the sender's private mirror; steady traffic finds the
+	 * same length there from the previous lap and stores nothing. The
+	 * message and byte counters are taken from it at transmission. */
+	if (unlikely(tx->lens[t & tx->mask] != len))
+		tx->lens[t & tx->mask] = len;
 	t += __rb2_nslots(len, tx->slot_size);
 	tx->tail = t;
-	RB2_STAT_ADD(&tx->stats, messages, 1);
-	RB2_STAT_ADD(&tx->stats, bytes, len);
+
+	if (unlikely(t - tx->synced_tail >= tx->alpha))
+		__rb2_tx_advance(tx);      /* pointer advancement */
+	else if (unlikely(t - tx->esc_tail >= tx->beta))
+		__rb2_tx_transmit(tx);     /* slot transmission */
+}
+
+/**
+ * Reserve room for up to @p n messages of @p len bytes each, laid out
+ * contiguously (zero copy, the burst form of rb2_tx_reserve()): message i
+ * starts at @p *first + i * rb2_tx_stride(tx, len). A burst stops short at
+ * the end of the ring, so that it never wraps; the next call starts at slot 0.
+ *
+ * @param[out] first
+ *   64-byte aligned start of the first message.
+ * @return
+ *   The number of messages reserved (1..n); -ENOBUFS when not even one fits;
+ *   -EMSGSIZE; or the channel's error. Commit with rb2_tx_commit_burst().
+ */
+static inline int
+rb2_tx_reserve_burst(struct rb2_tx *tx, uint32_t len, unsigned int n,
+		     void **first)
+{
+	uint64_t t = tx->tail;
+	uint32_t pos = (uint32_t)t & tx->mask;
+	uint32_t need, skip = 0, fit;
+	uint64_t room;
+
+	if (unlikely(len > tx->max_len))
+		return -EMSGSIZE;
+	need = __rb2_nslots(len, tx->slot_size);
+	if (unlikely(pos + need > tx->mask + 1))
+		skip = tx->mask + 1 - pos;
+	if (unlikely(t + skip + need > tx->limit)) {
+		int ret = __rb2_tx_make_room(tx, skip + need);
+		if (ret < 0)
+			return ret;
+	}
+	if (unlikely(skip != tx->resv_skip))
+		tx->resv_skip = skip;
+	pos = (pos + skip) & tx->mask;
+	room = tx->limit - t - skip;                  /* slots free */
+	fit = (tx->mask + 1 - pos) / need;           /* before the wrap */
+	n = (unsigned int)RTE_MIN((uint64_t)n, RTE_MIN((uint64_t)fit, room / need));
+	*first = tx->slots + (size_t)pos * tx->slot_size;
+	return (int)n;
+}
+
+/** @return the distance between consecutive messages of a reserved burst. */
+static inline size_t
+rb2_tx_stride(const struct rb2_tx *tx, uint32_t len)
+{
+	return (size_t)__rb2_nslots(len, tx->slot_size) * tx->slot_size;
+}
+
+/**
+ * Commit @p n messages of @p len bytes reserved by rb2_tx_reserve_burst()
+ * (@p n at most the count it returned).
+ */
+static inline void
+rb2_tx_commit_burst(struct rb2_tx *tx, uint32_t len, unsigned int n)
+{
+	uint32_t need = __rb2_nslots(len, tx->slot_size);
+	uint64_t t = tx->tail;
+
+	if (unlikely(tx->resv_skip != 0)) {
+		tx->lens[t & tx->mask] = RB2_LEN_SKIP;
+		t += tx->resv_skip;
+		tx->resv_skip = 0;
+	}
+	for (unsigned int i = 0; i < n; i++, t += need)
+		if (unlikely(tx->lens[t & tx->mask] != len))
+			tx->lens[t & tx->mask] = len;
+	tx->tail = t;
 
 	if (unlikely(t - tx->synced_tail >= tx->alpha))
 		__rb2_tx_advance(tx);      /* pointer advancement */
@@ -267,6 +347,11 @@ rb2_rx_peek_burst(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 		rx->tail_seen = t;
 		if (h == t)
 			return __rb2_rx_idle(rx);
+		/* Fetch every lens[] line of the new window at once: walking
+		 * them one by one would add a cross-core round trip per 16
+		 * messages to the critical path (measured ~2x at 64 B). */
+		for (uint64_t l = h & ~(uint64_t)15; l < t && l < h + n; l += 16)
+			rte_prefetch0(&rx->lens[(uint32_t)l & rx->mask]);
 	}
 	while (i < n && h != t) {
 		uint32_t pos = (uint32_t)h & rx->mask;
@@ -283,6 +368,7 @@ rb2_rx_peek_burst(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 			return i > 0 ? (int)i : __rb2_rx_corrupt(rx, h, len);
 		msgs[i].data = (void *)(uintptr_t)(rx->slots +
 						   (size_t)pos * rx->slot_size);
+		rte_prefetch0(msgs[i].data); /* overlap the slots' misses */
 		msgs[i].len = len;
 		msgs[i].next = end;
 		i++;

@@ -133,8 +133,8 @@ struct rb2_chan_desc {
 
 /** Counters, declared once (X-macro) for the struct, names and telemetry. */
 #define RB2_TX_STATS(X)                                                        \
-	X(messages, "messages committed")                                      \
-	X(bytes, "payload bytes committed")                                    \
+	X(messages, "messages transmitted (counted per slot transmission)")   \
+	X(bytes, "payload bytes transmitted")                                  \
 	X(slot_writes, "data WRITEs posted (slot transmissions)")              \
 	X(tail_writes, "tail WRITEs posted (pointer advancements)")            \
 	X(deferred_tail_syncs, "tail syncs deferred by the elastic threshold") \

@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * rb2-perf: the first benchmark a user reaches for, in the manner of
+ * perftest's ib_write_bw / ib_write_lat.
+ *
+ *   rb2-perf [EAL args] -- --mode bw --size 64 --compare
+ *   rb2-perf [EAL args] -- --mode lat --size 64
+ */
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+
+#include "perf.h"
+
+static void
+usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+"usage: %s [EAL args] -- [options]\n"
+"\n"
+"Measures an RB2 channel between two lcores (EAL args must give two, e.g. -l 0-1).\n"
+"\n"
+"  --mode bw|lat        bw: streaming throughput (default); lat: ping-pong round trip\n"
+"  --transport SPEC     transport and its arguments (default shm):\n"
+"                         shm[,mode=loadstore|copy]\n"
+"  --size BYTES         message size, >= 8 (default 64)\n"
+"  --count N            bw: messages per round (default 10000000);\n"
+"                       lat: measured round trips (default 100000)\n"
+"  --duration SEC       bw: run each round for SEC seconds instead of --count\n"
+"  --warmup N           lat: warm-up round trips first (default count/10)\n"
+"  --rounds R           bw: rounds per variant, interleaved (default 5, max %d)\n"
+"  --burst B            receiver burst and rte_ring burst (default 32, max 256)\n"
+"  --slots N            ring slots, a power of two (default 1024)\n"
+"  --slot-size S        slot bytes, a multiple of 64 (default: size rounded up to 64)\n"
+"  --alpha A            pointer advancement threshold (bw default 32, lat 1)\n"
+"  --beta B             slot transmission threshold (bw default 16, lat 1)\n"
+"  --gamma G            lazy push threshold (bw default 32, lat 1)\n"
+"  --compare            bw: add DPDK rte_ring (element copy and zero-copy APIs),\n"
+"                       and on shm both of its modes, rounds interleaved\n"
+"  --json FILE          write every figure to FILE as JSON\n"
+"  --help               this text\n"
+"\n"
+"example: %s -l 0-1 --no-pci --no-huge -- --mode bw --size 64 --compare\n",
+		prog, PERF_MAX_ROUNDS, prog);
+}
+
+static int
+parse_u64(const char *opt, const char *arg, uint64_t min, uint64_t max,
+	  uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(arg, &end, 0);
+	if (errno != 0 || end == arg || *end != '\0' || arg[0] == '-' ||
+	    v < min || v > max) {
+		fprintf(stderr, "rb2-perf: invalid --%s '%s': expected an integer in [%" PRIu64
+			", %" PRIu64 "]\n", opt, arg, min, max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int
+parse_args(int argc, char **argv, struct perf_opts *o)
+{
+	static const struct option longopts[] = {
+		{"mode", required_argument, NULL, 'm'},
+		{"transport", required_argument, NULL, 't'},
+		{"size", required_argument, NULL, 's'},
+		{"count", required_argument, NULL, 'n'},
+		{"duration", required_argument, NULL, 'D'},
+		{"warmup", required_argument, NULL, 'w'},
+		{"rounds", required_argument, NULL, 'r'},
+		{"burst", required_argument, NULL, 'b'},
+		{"slots", required_argument, NULL, 'N'},
+		{"slot-size", required_argument, NULL, 'S'},
+		{"alpha", required_argument, NULL, 'A'},
+		{"beta", required_argument, NULL, 'B'},
+		{"gamma", required_argument, NULL, 'G'},
+		{"compare", no_argument, NULL, 'c'},
+		{"json", required_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int have_count = 0, have_warmup = 0, have_slot_size = 0;
+	int have_a = 0, have_b = 0, have_g = 0, opt;
+	uint64_t v;
+	char why[160];
+
+	memset(o, 0, sizeof(*o));
+	o->mode = MODE_BW;
+	strcpy(o->transport, "shm");
+	o->size = 64;
+	o->rounds = 5;
+	o->burst = 32;
+	rb2_chan_params_init(&o->chan);
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'm':
+			if (strcmp(optarg, "bw") == 0) {
+				o->mode = MODE_BW;
+			} else if (strcmp(optarg, "lat") == 0) {
+				o->mode = MODE_LAT;
+			} else {
+				fprintf(stderr, "rb2-perf: invalid --mode '%s': use bw or lat\n", optarg);
+				return -1;
+			}
+			break;
+		case 't':
+			if (strlen(optarg) >= sizeof(o->transport)) {
+				fprintf(stderr, "rb2-perf: --transport spec too long\n");
+				return -1;
+			}
+			strcpy(o->transport, optarg);
+			break;
+		case 's':
+			if (parse_u64("size", optarg, 8, 1u << 30, &v) < 0)
+				return -1;
+			o->size = (uint32_t)v;
+			break;
+		case 'n':
+			if (parse_u64("count", optarg, 1, UINT64_MAX / 2, &o->count) < 0)
+				return -1;
+			have_count = 1;
+			break;
+		case 'D': {
+			char *end;
+			o->duration = strtod(optarg, &end);
+			if (end == optarg || *end != '\0' || !(o->duration > 0 && o->duration <= 3600)) {
+				fprintf(stderr, "rb2-perf: invalid --duration '%s': seconds in (0, 3600]\n", optarg);
+				return -1;
+			}
+			break;
+		}
+		case 'w':
+			if (parse_u64("warmup", optarg, 0, UINT64_MAX / 2, &o->warmup) < 0)
+				return -1;
+			have_warmup = 1;
+			break;
+		case 'r':
+			if (parse_u64("rounds", optarg, 1, PERF_MAX_ROUNDS, &v) < 0)
+				return -1;
+			o->rounds = (unsigned int)v;
+			break;
+		case 'b':
+			if (parse_u64("burst", optarg, 1, 256, &v) < 0)
+				return -1;
+			o->burst = (unsigned int)v;
+			break;
+		case 'N':
+			if (parse_u64("slots", optarg, 2, 1u << 24, &v) < 0)
+				return -1;
+			o->chan.slots = (uint32_t)v;
+			break;
+		case 'S':
+			if (parse_u64("slot-size", optarg, 64, 1u << 30, &v) < 0)
+				return -1;
+			o->chan.slot_size = (uint32_t)v;
+			have_slot_size = 1;
+			break;
+		case 'A':
+			if (parse_u64("alpha", optarg, 0, UINT32_MAX, &v) < 0)
+				return -1;
+			o->chan.alpha = (uint32_t)v;
+			have_a = 1;
+			break;
+		case 'B':
+			if (parse_u64("beta", optarg, 0, UINT32_MAX, &v) < 0)
+				return -1;
+			o->chan.beta = (uint32_t)v;
+			have_b = 1;
+			break;
+		case 'G':
+			if (parse_u64("gamma", optarg, 0, UINT32_MAX, &v) < 0)
+				return -1;
+			o->chan.gamma = (uint32_t)v;
+			have_g = 1;
+			break;
+		case 'c':
+			o->compare = 1;
+			break;
+		case 'j':
+			o->json = optarg;
+			break;
+		case 'h':
+			usage(stdout, argv[0]);
+			exit(EXIT_SUCCESS);
+		default:
+			fprintf(stderr, "rb2-perf: see --help\n");
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rb2-perf: unexpected argument '%s' (EAL args go before --, app args after)\n",
+			argv[optind]);
+		return -1;
+	}
+	if (!have_count)
+		o->count = o->mode == MODE_BW ? 10000000 : 100000;
+	if (!have_warmup)
+		o->warmup = o->count / 10;
+	if (o->mode == MODE_LAT) {
+		/* Latency mode: no batching unless asked for. */
+		if (!have_a)
+			o->chan.alpha = 1;
+		if (!have_b)
+			o->chan.beta = RTE_MIN(o->chan.alpha, 1u);
+		if (!have_g)
+			o->chan.gamma = 1;
+	} else if (have_a && !have_b && o->chan.beta > o->chan.alpha) {
+		o->chan.beta = o->chan.alpha; /* keep the default beta valid */
+	}
+	if (!have_slot_size)
+		o->chan.slot_size = RTE_ALIGN_CEIL(o->size, 64);
+	if (rb2_chan_params_check(&o->chan, why, sizeof(why)) < 0) {
+		fprintf(stderr, "rb2-perf: %s\n", why);
+		return -1;
+	}
+	if (o->size > rb2_chan_max_msg(&o->chan)) {
+		fprintf(stderr, "rb2-perf: --size %u exceeds the channel's largest message, %u B (slots/2 x slot-size); raise --slots or --slot-size\n",
+			o->size, rb2_chan_max_msg(&o->chan));
+		return -1;
+	}
+	if (o->compare && o->mode != MODE_BW) {
+		fprintf(stderr, "rb2-perf: --compare applies to --mode bw\n");
+		return -1;
+	}
+	return 0;
+}
+
+void
+perf_json_begin(FILE *f, const struct perf_opts *o)
+{
+	fprintf(f, "{\"tool\": \"rb2-perf\", \"version\": \"%s\", \"time\": %lld, "
+		"\"mode\": \"%s\", \"transport\": \"%s\", \"size\": %u, \"slots\": %u, "
+		"\"slot_size\": %u, \"alpha\": %u, \"beta\": %u, \"gamma\": %u, "
+		"\"burst\": %u, \"count\": %" PRIu64 ", \"duration\": %g, "
+		"\"tsc_hz\": %" PRIu64 "",
+		RB2_VERSION, (long long)time(NULL),
+		o->mode == MODE_BW ? "bw" : "lat", o->transport, o->size,
+		o->chan.slots, o->chan.slot_size, o->chan.alpha, o->chan.beta,
+		o->chan.gamma, o->burst, o->count, o->duration, rte_get_tsc_hz());
+}
+
+void
+perf_json_lat(FILE *f, const char *key, const struct perf_lat *l, int last)
+{
+	fprintf(f, "\"%s\": {\"avg_ns\": %.1f, \"p50_ns\": %.1f, \"p99_ns\": %.1f, "
+		"\"p99_9_ns\": %.1f, \"min_ns\": %.1f, \"max_ns\": %.1f}%s",
+		key, l->avg, l->p50, l->p99, l->p999, l->min, l->max, last ? "" : ", ");
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double
+perf_median(double *v, unsigned int n)
+{
+	if (n == 0)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double
+perf_percentile(uint64_t *sorted, uint64_t n, double pct)
+{
+	uint64_t i = (uint64_t)(pct / 100.0 * (double)n);
+
+	return (double)sorted[i >= n ? n - 1 : i];
+}
+
+int
+main(int argc, char **argv)
+{
+	struct perf_opts o;
+	FILE *json = NULL;
+	int ret;
+
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			int before_dd = 1;
+			for (int j = 1; j < i; j++)
+				before_dd &= strcmp(argv[j], "--") != 0;
+			if (!before_dd) {
+				usage(stdout, argv[0]);
+				return EXIT_SUCCESS;
+			}
+		}
+
+	ret = rte_eal_init(argc, argv);
+	if (ret < 0) {
+		fprintf(stderr, "rb2-perf: EAL initialisation failed: %s (check the EAL args before --; without hugepages add --no-huge)\n",
+			rte_strerror(rte_errno));
+		return EXIT_FAILURE;
+	}
+	argv[ret] = argv[0];
+	if (parse_args(argc - ret, argv + ret, &o) < 0) {
+		rte_eal_cleanup();
+		return 2;
+	}
+	o.tx_lcore = rte_get_main_lcore();
+	o.rx_lcore = rte_get_next_lcore(o.tx_lcore, 1, 0);
+	if (rte_lcore_count() < 2 || o.rx_lcore >= RTE_MAX_LCORE) {
+		fprintf(stderr, "rb2-perf: needs two lcores, one per half of the channel; EAL has %u (use -l 0-1)\n",
+			rte_lcore_count());
+		rte_eal_cleanup();
+		return 2;
+	}
+	if (o.json != NULL && (json = fopen(o.json, "w")) == NULL) {
+		fprintf(stderr, "rb2-perf: cannot write --json %s: %s\n", o.json, strerror(errno));
+		rte_eal_cleanup();
+		return 2;
+	}
+	ret = o.mode == MODE_BW ? perf_bw_run(&o, json) : perf_lat_run(&o, json);
+	if (json != NULL)
+		fclose(json);
+	rte_eal_cleanup();
+	return ret == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef RB2_PERF_H
+#define RB2_PERF_H
+
+/* rb2-perf: shared types of the option parser, the streaming (bw) and
+ * ping-pong (lat) benchmarks, and the report writers. */
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_common.h>
+
+#include <rb2_chan.h>
+
+#define PERF_MAX_VARIANTS 6
+#define PERF_MAX_ROUNDS 101
+
+enum perf_mode { MODE_BW, MODE_LAT };
+
+struct perf_opts {
+	enum perf_mode mode;
+	char transport[64];     /* transport spec, e.g. "shm,mode=copy" */
+	uint32_t size;          /* message bytes */
+	uint64_t count;         /* messages per round (bw) / measured round trips (lat) */
+	double duration;        /* seconds per round (bw); 0: use count */
+	uint64_t warmup;        /* lat: warm-up round trips */
+	unsigned int rounds;    /* bw: rounds per variant, interleaved */
+	unsigned int burst;     /* receiver burst, rte_ring burst */
+	struct rb2_chan_params chan;
+	int compare;            /* add rte_ring (and both shm modes) */
+	const char *json;       /* JSON output file, or NULL */
+	unsigned int tx_lcore, rx_lcore;
+};
+
+/* One benchmarked implementation in bw mode. */
+struct perf_variant {
+	const char *name;       /* "rb2-shm-loadstore", "ring-zc", ... */
+	const char *desc;
+	double mps[PERF_MAX_ROUNDS]; /* million messages/s per round */
+	unsigned int n;
+	double median;
+	uint64_t errors;        /* lost, duplicated, reordered or corrupt */
+	/* rb2 variants only: the channel and its counters after the run. */
+	struct rb2_xport *xp;
+	struct rb2_tx *tx;
+	struct rb2_rx *rx;
+	struct rte_ring *ring;
+	int kind;               /* VAR_RB2, VAR_RING_ELEM, VAR_RING_ZC */
+};
+
+enum { VAR_RB2, VAR_RING_ELEM, VAR_RING_ZC };
+
+/* Latency results, nanoseconds. */
+struct perf_lat {
+	double avg, p50, p99, p999, min, max;
+};
+
+/* perf_bw.c */
+int perf_bw_run(const struct perf_opts *o, FILE *json);
+/* perf_lat.c */
+int perf_lat_run(const struct perf_opts *o, FILE *json);
+
+/* Payload: every 8-byte word holds the sequence number (the tail bytes of a
+ * size that is not a multiple of 8 too), so a reader checks the first and the
+ * last word and so touches the first and the last cache line. */
+static inline void
+perf_fill(void *buf, uint32_t size, uint64_t seq)
+{
+	uint64_t *w = buf;
+	uint32_t i, words = size / 8;
+
+	for (i = 0; i < words; i++)
+		w[i] = seq;
+	if (size % 8)
+		memcpy((uint8_t *)buf + size - 8, &seq, 8);
+}
+
+static inline int
+perf_check(const void *buf, uint32_t size, uint64_t seq)
+{
+	uint64_t first, last;
+
+	memcpy(&first, buf, 8);
+	memcpy(&last, (const uint8_t *)buf + size - 8, 8);
+	return first == seq && last == seq;
+}
+
+/* Small JSON helpers (numbers and strings only). */
+void perf_json_begin(FILE *f, const struct perf_opts *o);
+void perf_json_lat(FILE *f, const char *key, const struct perf_lat *l, int last);
+double perf_median(double *v, unsigned int n);
+double perf_percentile(uint64_t *sorted, uint64_t n, double pct);
+
+#endif /* RB2_PERF_H */

@@ -1,0 +1,501 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * Streaming throughput: one sender lcore, one receiver lcore, RB² next to
+ * DPDK's rte_ring (element copy API and zero-copy API) for the same message
+ * size and burst. Rounds of the variants are interleaved (A B C A B C ...)
+ * and medians reported: on a machine whose vCPUs wander between near and far
+ * host cores only ratios measured side by side mean anything.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_pause.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+#include <rte_ring_peek_zc.h>
+
+#include "perf.h"
+
+/* What the two lcores of one round share. Each side's writes sit in a cache
+ * line of their own, away from the sender's stack, so that the receiver's
+ * polling of @total never steals a line the sender is writing. */
+struct round_ctl {
+	struct perf_variant *v;
+	const struct perf_opts *o;
+	_Atomic int go;             /* start */
+	_Atomic uint64_t total;     /* messages that will be sent */
+	/* Written by the receiver. */
+	_Atomic int rx_ready __rte_cache_aligned; /* waiting at the start line */
+	uint64_t t_start, t_end;    /* receiver's TSC at go and at the last message */
+	uint64_t got, errors;
+	int fail;                   /* a channel error (negative errno) */
+} __rte_cache_aligned;
+
+static struct round_ctl round_ctl;
+
+static uint32_t
+ring_esize(uint32_t size)
+{
+	return RTE_ALIGN_CEIL(size, 4); /* rte_ring elements are 4-byte multiples */
+}
+
+/* ---- receivers (worker lcore) -------------------------------------------- */
+
+static void
+recv_rb2(struct round_ctl *c)
+{
+	const uint32_t size = c->o->size;
+	unsigned int burst = c->o->burst;
+	struct rb2_rx *rx = c->v->rx;
+	struct rb2_msg m[256];
+	uint64_t got = 0, total = atomic_load(&c->total), errors = 0;
+
+	while (got < total) {
+		int n = rb2_rx_peek_burst(rx, m, burst);
+
+		if (unlikely(n <= 0)) {
+			if (n < 0) {
+				c->fail = n;
+				break;
+			}
+			total = atomic_load_explicit(&c->total, memory_order_acquire);
+			continue;
+		}
+		for (int i = 0; i < n; i++)
+			errors += m[i].len != size ||
+				!perf_check(m[i].data, size, got + (uint64_t)i);
+		rb2_rx_release_burst(rx, m, (unsigned int)n);
+		got += (uint64_t)n;
+	}
+	c->got = got;
+	c->errors = errors;
+}
+
+static void
+recv_ring_elem(struct round_ctl *c)
+{
+	const uint32_t size = c->o->size, esize = ring_esize(size);
+	unsigned int burst = c->o->burst;
+	struct rte_ring *r = c->v->ring;
+	uint8_t *buf = rte_malloc(NULL, (size_t)burst * esize, RTE_CACHE_LINE_SIZE);
+	uint64_t got = 0, total = atomic_load(&c->total), errors = 0;
+
+	while (buf != NULL && got < total) {
+		unsigned int n = rte_ring_sc_dequeue_burst_elem(r, buf, esize, burst, NULL);
+
+		if (unlikely(n == 0)) {
+			total = atomic_load_explicit(&c->total, memory_order_acquire);
+			continue;
+		}
+		for (unsigned int i = 0; i < n; i++)
+			errors += !perf_check(buf + (size_t)i * esize, size, got + i);
+		got += n;
+	}
+	rte_free(buf);
+	c->got = got;
+	c->errors = errors;
+}
+
+static void
+recv_ring_zc(struct round_ctl *c)
+{
+	const uint32_t size = c->o->size, esize = ring_esize(size);
+	unsigned int burst = c->o->burst;
+	struct rte_ring *r = c->v->ring;
+	uint64_t got = 0, total = atomic_load(&c->total), errors = 0;
+	struct rte_ring_zc_data zcd;
+
+	while (got < total) {
+		unsigned int n = rte_ring_dequeue_zc_burst_elem_start(r, esize, burst,
+								      &zcd, NULL);
+		if (unlikely(n == 0)) {
+			total = atomic_load_explicit(&c->total, memory_order_acquire);
+			continue;
+		}
+		for (unsigned int i = 0; i < zcd.n1; i++)
+			errors += !perf_check((uint8_t *)zcd.ptr1 + (size_t)i * esize,
+					      size, got + i);
+		for (unsigned int i = zcd.n1; i < n; i++)
+			errors += !perf_check((uint8_t *)zcd.ptr2 +
+					      (size_t)(i - zcd.n1) * esize, size, got + i);
+		rte_ring_dequeue_zc_elem_finish(r, n);
+		got += n;
+	}
+	c->got = got;
+	c->errors = errors;
+}
+
+static int
+receiver_main(void *arg)
+{
+	struct round_ctl *c = arg;
+
+	atomic_store_explicit(&c->rx_ready, 1, memory_order_release);
+	while (!atomic_load_explicit(&c->go, memory_order_acquire))
+		rte_pause();
+	c->t_start = rte_rdtsc();
+	switch (c->v->kind) {
+	case VAR_RB2: recv_rb2(c); break;
+	case VAR_RING_ELEM: recv_ring_elem(c); break;
+	default: recv_ring_zc(c); break;
+	}
+	c->t_end = rte_rdtsc();
+	return 0;
+}
+
+/* ---- senders (main lcore) ------------------------------------------------ */
+
+/* A sender stops at @count, or at @deadline (TSC, 0: none), checked every
+ * 1024 messages. Returns the number sent. */
+#define PAST(deadline, seq) \
+	((deadline) != 0 && ((seq) & 1023) == 0 && rte_rdtsc() > (deadline))
+
+static uint64_t
+send_rb2(struct round_ctl *c, uint64_t count, uint64_t deadline)
+{
+	const uint32_t size = c->o->size;
+	struct rb2_tx *tx = c->v->tx;
+	uint64_t seq = 0;
+
+	const size_t stride = rb2_tx_stride(tx, size);
+	const unsigned int burst = c->o->burst;
+
+	while (seq < count) {
+		unsigned int k = (unsigned int)RTE_MIN((uint64_t)burst, count - seq);
+		uint8_t *first;
+		int n = rb2_tx_reserve_burst(tx, size, k, (void **)&first);
+
+		if (unlikely(n < 0)) {
+			if (n != -ENOBUFS) {
+				c->fail = n;
+				break;
+			}
+			rte_pause();
+			continue;
+		}
+		for (int i = 0; i < n; i++)
+			perf_fill(first + (size_t)i * stride, size, seq + (uint64_t)i);
+		rb2_tx_commit_burst(tx, size, (unsigned int)n);
+		seq += (uint64_t)n;
+		if (deadline != 0 && rte_rdtsc() > deadline)
+			break;
+	}
+	rb2_tx_flush(tx);
+	return seq;
+}
+
+static uint64_t
+send_ring_elem(struct round_ctl *c, uint64_t count, uint64_t deadline)
+{
+	const uint32_t size = c->o->size, esize = ring_esize(size);
+	unsigned int burst = c->o->burst;
+	struct rte_ring *r = c->v->ring;
+	uint8_t *buf = rte_malloc(NULL, (size_t)burst * esize, RTE_CACHE_LINE_SIZE);
+	uint64_t seq = 0;
+
+	while (buf != NULL && seq < count) {
+		unsigned int k = (unsigned int)RTE_MIN((uint64_t)burst, count - seq);
+		unsigned int sent = 0;
+
+		for (unsigned int i = 0; i < k; i++)
+			perf_fill(buf + (size_t)i * esize, size, seq + i);
+		while (sent < k) {
+			unsigned int n = rte_ring_sp_enqueue_burst_elem(r,
+					buf + (size_t)sent * esize, esize, k - sent, NULL);
+			if (n == 0)
+				rte_pause();
+			sent += n;
+		}
+		seq += k;
+		if (deadline != 0 && rte_rdtsc() > deadline)
+			break;
+	}
+	rte_free(buf);
+	return seq;
+}
+
+static uint64_t
+send_ring_zc(struct round_ctl *c, uint64_t count, uint64_t deadline)
+{
+	const uint32_t size = c->o->size, esize = ring_esize(size);
+	unsigned int burst = c->o->burst;
+	struct rte_ring *r = c->v->ring;
+	struct rte_ring_zc_data zcd;
+	uint64_t seq = 0;
+
+	while (seq < count) {
+		unsigned int k = (unsigned int)RTE_MIN((uint64_t)burst, count - seq);
+		unsigned int n = rte_ring_enqueue_zc_burst_elem_start(r, esize, k,
+								      &zcd, NULL);
+		if (unlikely(n == 0)) {
+			rte_pause();
+			continue;
+		}
+		for (unsigned int i = 0; i < zcd.n1; i++)
+			perf_fill((uint8_t *)zcd.ptr1 + (size_t)i * esize, size, seq + i);
+		for (unsigned int i = zcd.n1; i < n; i++)
+			perf_fill((uint8_t *)zcd.ptr2 + (size_t)(i - zcd.n1) * esize,
+				  size, seq + i);
+		rte_ring_enqueue_zc_elem_finish(r, n);
+		seq += n;
+		if (deadline != 0 && rte_rdtsc() > deadline)
+			break;
+	}
+	return seq;
+}
+
+/* One round of one variant; returns million messages per second. */
+static double
+run_round(struct perf_variant *v, const struct perf_opts *o, uint64_t count,
+	  double duration)
+{
+	struct round_ctl *cp = &round_ctl;
+	uint64_t deadline = 0, sent;
+	int ret;
+#define c (*cp)
+
+	memset(&c, 0, sizeof(c));
+	c.v = v;
+	c.o = o;
+	c.total = duration > 0 ? UINT64_MAX : count;
+	ret = rte_eal_remote_launch(receiver_main, &c, o->rx_lcore);
+	if (ret != 0) {
+		fprintf(stderr, "rb2-perf: cannot launch the receiver on lcore %u: %s\n",
+			o->rx_lcore, strerror(-ret));
+		exit(EXIT_FAILURE);
+	}
+	while (!atomic_load_explicit(&c.rx_ready, memory_order_acquire))
+		rte_pause();
+	if (duration > 0) {
+		deadline = rte_rdtsc() + (uint64_t)(duration * (double)rte_get_tsc_hz());
+		count = UINT64_MAX;
+	}
+	atomic_store_explicit(&c.go, 1, memory_order_release);
+	switch (v->kind) {
+	case VAR_RB2: sent = send_rb2(&c, count, deadline); break;
+	case VAR_RING_ELEM: sent = send_ring_elem(&c, count, deadline); break;
+	default: sent = send_ring_zc(&c, count, deadline); break;
+	}
+	/* Release: the final count after every message; pairs with the
+	 * receiver's acquire load when it runs dry. */
+	atomic_store_explicit(&c.total, sent, memory_order_release);
+	rte_eal_wait_lcore(o->rx_lcore);
+
+	if (c.fail != 0) {
+		fprintf(stderr, "rb2-perf: %s failed: %s\n", v->name, strerror(-c.fail));
+		exit(EXIT_FAILURE);
+	}
+	v->errors += c.errors + (c.got != sent ? 1 : 0);
+	if (c.got != sent)
+		fprintf(stderr, "rb2-perf: %s: sent %" PRIu64 " but received %" PRIu64 "\n",
+			v->name, sent, c.got);
+	return (double)c.got / ((double)(c.t_end - c.t_start) /
+				(double)rte_get_tsc_hz()) / 1e6;
+#undef c
+}
+
+/* ---- set-up ---------------------------------------------------------------- */
+
+static int
+variant_open_rb2(struct perf_variant *v, const struct perf_opts *o,
+		 const char *spec, const char *chan)
+{
+	struct rb2_chan_params p = o->chan;
+
+	v->kind = VAR_RB2;
+	v->xp = rb2_xport_open_spec(spec);
+	if (v->xp == NULL) {
+		fprintf(stderr, "rb2-perf: cannot open transport '%s': %s\n", spec,
+			rte_strerror(rte_errno));
+		return -1;
+	}
+	p.lcore_id = o->tx_lcore;
+	v->tx = rb2_tx_create(chan, v->xp, &p);
+	p.lcore_id = o->rx_lcore;
+	v->rx = rb2_rx_create(chan, v->xp, &p);
+	if (v->tx == NULL || v->rx == NULL || rb2_chan_pair(v->tx, v->rx) != 0) {
+		fprintf(stderr, "rb2-perf: cannot set up channel '%s' on %s: %s\n",
+			chan, spec, rte_strerror(rte_errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+variant_open_ring(struct perf_variant *v, const struct perf_opts *o, int kind,
+		  const char *name)
+{
+	v->kind = kind;
+	v->ring = rte_ring_create_elem(name, ring_esize(o->size), o->chan.slots,
+				       (int)rte_socket_id(),
+				       RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (v->ring == NULL) {
+		fprintf(stderr, "rb2-perf: rte_ring_create_elem(%u x %u B): %s\n",
+			o->chan.slots, ring_esize(o->size), rte_strerror(rte_errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void
+variant_close(struct perf_variant *v)
+{
+	rb2_tx_destroy(v->tx);
+	rb2_rx_destroy(v->rx);
+	rb2_xport_close(v->xp);
+	rte_ring_free(v->ring);
+}
+
+static void
+json_tx_stats(FILE *f, const struct perf_variant *v)
+{
+	struct rb2_tx_stats t;
+	struct rb2_rx_stats r;
+
+	rb2_tx_stats_get(v->tx, &t);
+	rb2_rx_stats_get(v->rx, &r);
+	fprintf(f, ", \"stats\": {\"tx\": {");
+#define J(n, d) fprintf(f, "\"%s\": %" PRIu64 ", ", #n, (uint64_t)t.n);
+	RB2_TX_STATS(J)
+#undef J
+	fprintf(f, "\"_\": 0}, \"rx\": {");
+#define J(n, d) fprintf(f, "\"%s\": %" PRIu64 ", ", #n, (uint64_t)r.n);
+	RB2_RX_STATS(J)
+#undef J
+	fprintf(f, "\"_\": 0}}");
+}
+
+int
+perf_bw_run(const struct perf_opts *o, FILE *json)
+{
+	struct perf_variant vars[PERF_MAX_VARIANTS];
+	unsigned int nv = 0, i, r;
+	int is_shm = strncmp(o->transport, "shm", 3) == 0 &&
+		(o->transport[3] == '\0' || o->transport[3] == ',');
+	int rc = 0;
+
+	memset(vars, 0, sizeof(vars));
+	if (o->compare && is_shm) {
+		vars[nv].name = "rb2-shm-loadstore";
+		vars[nv].desc = "RB2 over shm, load/store (slots stored in the peer ring)";
+		if (variant_open_rb2(&vars[nv++], o, "shm,mode=loadstore", "perf-ls") < 0)
+			return -1;
+		vars[nv].name = "rb2-shm-copy";
+		vars[nv].desc = "RB2 over shm, NIC-copy (every slot through a WRITE)";
+		if (variant_open_rb2(&vars[nv++], o, "shm,mode=copy", "perf-copy") < 0)
+			return -1;
+	} else {
+		vars[nv].name = "rb2";
+		vars[nv].desc = o->transport;
+		if (variant_open_rb2(&vars[nv++], o, o->transport, "perf") < 0)
+			return -1;
+	}
+	if (o->compare) {
+		vars[nv].name = "ring-elem";
+		vars[nv].desc = "rte_ring SP/SC, element copy API (enqueue/dequeue_burst_elem)";
+		if (variant_open_ring(&vars[nv++], o, VAR_RING_ELEM, "perf-ring-elem") < 0)
+			return -1;
+		vars[nv].name = "ring-zc";
+		vars[nv].desc = "rte_ring SP/SC, zero-copy API (enqueue/dequeue_zc_burst_elem_start/finish)";
+		if (variant_open_ring(&vars[nv++], o, VAR_RING_ZC, "perf-ring-zc") < 0)
+			return -1;
+	}
+
+	printf("rb2-perf bw: %u B messages, %u slots x %u B, alpha=%u beta=%u gamma=%u, burst %u, %u rounds of %s\n",
+	       o->size, o->chan.slots, o->chan.slot_size, o->chan.alpha,
+	       o->chan.beta, o->chan.gamma, o->burst, o->rounds,
+	       o->duration > 0 ? "a fixed duration" : "a fixed count");
+	/* Warm-up: caches, TLBs, page faults; not recorded. */
+	for (i = 0; i < nv; i++)
+		run_round(&vars[i], o, RTE_MAX(o->count / 10, (uint64_t)1000), 0);
+	for (r = 0; r < o->rounds; r++) {
+		for (i = 0; i < nv; i++) {
+			struct perf_variant *v = &vars[i];
+			v->mps[v->n++] = run_round(v, o, o->count, o->duration);
+		}
+		printf("  round %u/%u:", r + 1, o->rounds);
+		for (i = 0; i < nv; i++)
+			printf(" %s %.2f", vars[i].name, vars[i].mps[vars[i].n - 1]);
+		printf(" Mmsg/s\n");
+		fflush(stdout);
+	}
+
+	printf("\n%-20s %12s %10s %8s  %s\n", "variant", "Mmsg/s(med)", "Gbit/s",
+	       "errors", "what");
+	for (i = 0; i < nv; i++) {
+		double mps[PERF_MAX_ROUNDS];
+		memcpy(mps, vars[i].mps, sizeof(mps));
+		vars[i].median = perf_median(mps, vars[i].n);
+		printf("%-20s %12.2f %10.2f %8" PRIu64 "  %s\n", vars[i].name,
+		       vars[i].median, vars[i].median * o->size * 8 / 1e3,
+		       vars[i].errors, vars[i].desc);
+		if (vars[i].errors != 0)
+			rc = -1;
+	}
+	if (nv > 1) {
+		printf("\nratios of medians (side by side, same run):\n");
+		for (i = 0; i < nv; i++)
+			for (unsigned int j = 0; j < nv; j++)
+				if (vars[i].kind == VAR_RB2 && vars[j].kind != VAR_RB2)
+					printf("  %-18s / %-10s = %.2fx\n", vars[i].name,
+					       vars[j].name, vars[i].median / vars[j].median);
+	}
+	for (i = 0; i < nv; i++) {
+		if (vars[i].kind != VAR_RB2)
+			continue;
+		struct rb2_tx_stats t;
+		struct rb2_rx_stats rs;
+		rb2_tx_stats_get(vars[i].tx, &t);
+		rb2_rx_stats_get(vars[i].rx, &rs);
+		printf("\n%s channel counters: %" PRIu64 " messages, %" PRIu64
+		       " slot WRITEs, %" PRIu64 " tail WRITEs, %" PRIu64
+		       " deferred tail syncs, %" PRIu64 " head pushes (%" PRIu64
+		       " idle), %" PRIu64 " full, %" PRIu64 " empty\n",
+		       vars[i].name, (uint64_t)t.messages, (uint64_t)t.slot_writes,
+		       (uint64_t)t.tail_writes, (uint64_t)t.deferred_tail_syncs,
+		       (uint64_t)rs.head_pushes, (uint64_t)rs.idle_pushes,
+		       (uint64_t)t.full_events, (uint64_t)rs.empty_events);
+	}
+
+	if (json != NULL) {
+		perf_json_begin(json, o);
+		fprintf(json, ", \"rounds\": %u, \"variants\": [", o->rounds);
+		for (i = 0; i < nv; i++) {
+			const struct perf_variant *v = &vars[i];
+			fprintf(json, "%s{\"name\": \"%s\", \"desc\": \"%s\", \"median_mmsg_s\": %.4f, \"median_gbit_s\": %.4f, \"errors\": %" PRIu64 ", \"rounds_mmsg_s\": [",
+				i ? ", " : "", v->name, v->desc, v->median,
+				v->median * o->size * 8 / 1e3, v->errors);
+			for (r = 0; r < v->n; r++)
+				fprintf(json, "%s%.4f", r ? ", " : "", v->mps[r]);
+			fprintf(json, "]");
+			if (v->kind == VAR_RB2)
+				json_tx_stats(json, v);
+			fprintf(json, "}");
+		}
+		fprintf(json, "], \"ratios\": {");
+		int first = 1;
+		for (i = 0; i < nv; i++)
+			for (unsigned int j = 0; j < nv; j++)
+				if (vars[i].kind == VAR_RB2 && vars[j].kind != VAR_RB2) {
+					fprintf(json, "%s\"%s/%s\": %.4f", first ? "" : ", ",
+						vars[i].name, vars[j].name,
+						vars[i].median / vars[j].median);
+					first = 0;
+				}
+		fprintf(json, "}}\n");
+	}
+	for (i = 0; i < nv; i++)
+		variant_close(&vars[i]);
+	return rc;
+}

@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * Ping-pong latency: the main lcore sends a message on channel "lat-ping",
+ * the worker echoes it on "lat-pong"; the round trip is timed with the TSC
+ * after warm-up rounds. In the same run, a raw ping-pong of one cache line
+ * (one store, one spinning load each way) gives the floor the machine allows.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_pause.h>
+
+#include "perf.h"
+
+struct lat_ctl {
+	const struct perf_opts *o;
+	struct rb2_rx *ping_rx;
+	struct rb2_tx *pong_tx;
+	uint64_t rounds;
+	int fail;
+	/* Raw ping-pong lines, each alone in its cache line. */
+	_Atomic uint64_t ping __rte_cache_aligned;
+	_Atomic uint64_t pong __rte_cache_aligned;
+};
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Busy-wait for one message; returns 1 with the view, or 0 on error. */
+static int
+wait_msg(struct rb2_rx *rx, struct rb2_msg *m, int *fail)
+{
+	int n;
+
+	while ((n = rb2_rx_peek_burst(rx, m, 1)) == 0)
+		;
+	if (n < 0) {
+		*fail = n;
+		return 0;
+	}
+	return 1;
+}
+
+static int
+send_msg(struct rb2_tx *tx, uint32_t size, uint64_t seq, int *fail)
+{
+	void *slot;
+	int ret;
+
+	while ((ret = rb2_tx_reserve(tx, size, &slot)) == -ENOBUFS)
+		rte_pause();
+	if (ret < 0) {
+		*fail = ret;
+		return 0;
+	}
+	perf_fill(slot, size, seq);
+	rb2_tx_commit(tx, size);
+	/* With alpha > 1 the message would wait for more: send it now. */
+	return rb2_tx_flush(tx) == 0;
+}
+
+static int
+echo_main(void *arg)
+{
+	struct lat_ctl *c = arg;
+	const uint32_t size = c->o->size;
+	struct rb2_msg m = {0};
+
+	for (uint64_t i = 0; i < c->rounds; i++) {
+		if (!wait_msg(c->ping_rx, &m, &c->fail))
+			return 0;
+		if (!send_msg(c->pong_tx, size, i, &c->fail))
+			return 0;
+		rb2_rx_release_burst(c->ping_rx, &m, 1);
+	}
+	/* The raw cache-line ping-pong, same count. */
+	for (uint64_t i = 1; i <= c->rounds; i++) {
+		while (atomic_load_explicit(&c->ping, memory_order_acquire) != i)
+			rte_pause();
+		atomic_store_explicit(&c->pong, i, memory_order_release);
+	}
+	return 0;
+}
+
+static void
+summarize(uint64_t *cyc, uint64_t n, struct perf_lat *l)
+{
+	double ns = 1e9 / (double)rte_get_tsc_hz();
+	double sum = 0;
+
+	qsort(cyc, n, sizeof(*cyc), cmp_u64);
+	for (uint64_t i = 0; i < n; i++)
+		sum += (double)cyc[i];
+	l->avg = sum / (double)n * ns;
+	l->min = (double)cyc[0] * ns;
+	l->max = (double)cyc[n - 1] * ns;
+	l->p50 = perf_percentile(cyc, n, 50) * ns;
+	l->p99 = perf_percentile(cyc, n, 99) * ns;
+	l->p999 = perf_percentile(cyc, n, 99.9) * ns;
+}
+
+static struct rb2_tx *
+make_tx(struct rb2_xport *xp, const struct perf_opts *o, const char *name,
+	unsigned int lcore)
+{
+	struct rb2_chan_params p = o->chan;
+
+	p.lcore_id = lcore;
+	return rb2_tx_create(name, xp, &p);
+}
+
+static struct rb2_rx *
+make_rx(struct rb2_xport *xp, const struct perf_opts *o, const char *name,
+	unsigned int lcore)
+{
+	struct rb2_chan_params p = o->chan;
+
+	p.lcore_id = lcore;
+	return rb2_rx_create(name, xp, &p);
+}
+
+int
+perf_lat_run(const struct perf_opts *o, FILE *json)
+{
+	uint64_t total = o->warmup + o->count, errors = 0;
+	struct rb2_xport *xp = rb2_xport_open_spec(o->transport);
+	struct rb2_tx *ping_tx, *pong_tx;
+	struct rb2_rx *ping_rx, *pong_rx;
+	struct perf_lat rb2, raw;
+	struct lat_ctl *c;
+	uint64_t *cyc;
+	struct rb2_msg m = {0};
+	int fail = 0;
+
+	if (xp == NULL) {
+		fprintf(stderr, "rb2-perf: cannot open transport '%s': %s\n",
+			o->transport, rte_strerror(rte_errno));
+		return -1;
+	}
+	ping_tx = make_tx(xp, o, "lat-ping", o->tx_lcore);
+	ping_rx = make_rx(xp, o, "lat-ping", o->rx_lcore);
+	pong_tx = make_tx(xp, o, "lat-pong", o->rx_lcore);
+	pong_rx = make_rx(xp, o, "lat-pong", o->tx_lcore);
+	if (ping_tx == NULL || ping_rx == NULL || pong_tx == NULL || pong_rx == NULL ||
+	    rb2_chan_pair(ping_tx, ping_rx) != 0 || rb2_chan_pair(pong_tx, pong_rx) != 0) {
+		fprintf(stderr, "rb2-perf: cannot set up the ping-pong channels: %s\n",
+			rte_strerror(rte_errno));
+		return -1;
+	}
+	c = rte_zmalloc(NULL, sizeof(*c), RTE_CACHE_LINE_SIZE);
+	cyc = malloc(sizeof(*cyc) * (o->count + 1));
+	if (c == NULL || cyc == NULL) {
+		fprintf(stderr, "rb2-perf: out of memory for %" PRIu64 " samples\n", o->count);
+		return -1;
+	}
+	c->o = o;
+	c->ping_rx = ping_rx;
+	c->pong_tx = pong_tx;
+	c->rounds = total;
+
+	printf("rb2-perf lat: %u B ping-pong over %s, alpha=%u beta=%u gamma=%u, %" PRIu64
+	       " warm-up + %" PRIu64 " measured round trips\n",
+	       o->size, o->transport, o->chan.alpha, o->chan.beta, o->chan.gamma,
+	       o->warmup, o->count);
+	if (rte_eal_remote_launch(echo_main, c, o->rx_lcore) != 0) {
+		fprintf(stderr, "rb2-perf: cannot launch the echo lcore %u\n", o->rx_lcore);
+		return -1;
+	}
+	for (uint64_t i = 0; i < total && fail == 0; i++) {
+		uint64_t t0 = rte_rdtsc();
+
+		if (!send_msg(ping_tx, o->size, i, &fail) || !wait_msg(pong_rx, &m, &fail))
+			break;
+		if (i >= o->warmup)
+			cyc[i - o->warmup] = rte_rdtsc() - t0;
+		errors += m.len != o->size || !perf_check(m.data, o->size, i);
+		rb2_rx_release_burst(pong_rx, &m, 1);
+	}
+	if (fail != 0) {
+		fprintf(stderr, "rb2-perf: channel failed: %s\n", strerror(-fail));
+		return -1;
+	}
+	summarize(cyc, o->count, &rb2);
+
+	for (uint64_t i = 1; i <= total; i++) {
+		uint64_t t0 = rte_rdtsc();
+
+		atomic_store_explicit(&c->ping, i, memory_order_release);
+		while (atomic_load_explicit(&c->pong, memory_order_acquire) != i)
+			rte_pause();
+		if (i > o->warmup)
+			cyc[i - 1 - o->warmup] = rte_rdtsc() - t0;
+	}
+	rte_eal_wait_lcore(o->rx_lcore);
+	if (c->fail != 0) {
+		fprintf(stderr, "rb2-perf: echo side failed: %s\n", strerror(-c->fail));
+		return -1;
+	}
+	summarize(cyc, o->count, &raw);
+
+	printf("\n%-22s %9s %9s %9s %9s %9s %9s   (ns, round trip)\n", "", "avg",
+	       "p50", "p99", "p99.9", "min", "max");
+	printf("%-22s %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f\n", "rb2", rb2.avg,
+	       rb2.p50, rb2.p99, rb2.p999, rb2.min, rb2.max);
+	printf("%-22s %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f\n", "raw cache-line",
+	       raw.avg, raw.p50, raw.p99, raw.p999, raw.min, raw.max);
+	printf("\np50 rb2 / raw cache line = %.2fx, errors %" PRIu64 "\n",
+	       rb2.p50 / raw.p50, errors);
+
+	if (json != NULL) {
+		perf_json_begin(json, o);
+		fprintf(json, ", \"warmup\": %" PRIu64 ", \"errors\": %" PRIu64 ", ",
+			o->warmup, errors);
+		perf_json_lat(json, "rb2", &rb2, 0);
+		perf_json_lat(json, "raw_cacheline", &raw, 0);
+		fprintf(json, "\"ratio_p50_rb2_raw\": %.4f}\n", rb2.p50 / raw.p50);
+	}
+	free(cyc);
+	rte_free(c);
+	rb2_tx_destroy(ping_tx);
+	rb2_rx_destroy(ping_rx);
+	rb2_tx_destroy(pong_tx);
+	rb2_rx_destroy(pong_rx);
+	rb2_xport_close(xp);
+	return errors == 0 ? 0 : -1;
+}

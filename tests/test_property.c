@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * Property tests: random N, S, α, β, γ and message sizes, across the wrap
+ * point, on both shm modes, through every send and receive API. Every message
+ * must arrive exactly once, in order, with its payload intact.
+ *
+ * The default suite moves >= 10 million messages. RB2_TEST_SCALE=N multiplies
+ * the counts (the "long" suite runs with 10).
+ */
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include <rte_launch.h>
+#include <rte_pause.h>
+
+#include "rb2_test.h"
+
+TestSuite(rb2_property, .init = rb2_test_eal_init, .fini = rb2_test_eal_fini,
+	  .timeout = 900);
+
+static uint64_t
+scale(void)
+{
+	const char *s = getenv("RB2_TEST_SCALE");
+
+	return s != NULL && atoi(s) > 0 ? (uint64_t)atoi(s) : 1;
+}
+
+struct prop_cfg {
+	struct rb2_chan_params p;
+	uint64_t seed;
+	uint32_t max_len;   /* largest message this run sends */
+};
+
+static void
+random_cfg(uint64_t seed, struct prop_cfg *c)
+{
+	uint64_t r = seed * 0x9e3779b97f4a7c15ull + 1;
+	uint32_t n;
+
+	rb2_chan_params_init(&c->p);
+	c->seed = seed;
+	n = 1u << (1 + rb2_test_rand(&r) % 10);            /* 2 .. 1024 */
+	c->p.slots = n;
+	c->p.slot_size = 64 * (uint32_t)(1 + rb2_test_rand(&r) % 4);
+	c->p.alpha = 1 + (uint32_t)(rb2_test_rand(&r) % (n - 1));
+	c->p.beta = 1 + (uint32_t)(rb2_test_rand(&r) % c->p.alpha);
+	c->p.gamma = 1 + (uint32_t)(rb2_test_rand(&r) % (n - 1));
+	c->max_len = RTE_MIN(rb2_chan_max_msg(&c->p), 4096u);
+}
+
+/* Length of message @seq: mostly within one slot, some multi-slot, a few
+ * up to the channel's limit; zero-length messages included. */
+static uint32_t
+len_of(const struct prop_cfg *c, uint64_t seq)
+{
+	uint64_t r = (seq + 1) * 0xd1b54a32d192ed03ull ^ c->seed;
+	uint64_t k = rb2_test_rand(&r);
+	uint32_t s = c->p.slot_size;
+
+	switch (k % 10) {
+	case 0:
+		return (uint32_t)((k >> 8) % (c->max_len + 1));
+	case 1:
+	case 2:
+		return (uint32_t)((k >> 8) % RTE_MIN(2 * s + 1, c->max_len + 1));
+	default:
+		return (uint32_t)((k >> 8) % RTE_MIN(s + 1, c->max_len + 1));
+	}
+}
+
+struct rx_state {
+	const struct prop_cfg *c;
+	uint64_t next;     /* next expected sequence number */
+	uint64_t bad;
+};
+
+static void
+check_one(struct rx_state *st, const void *data, uint32_t len)
+{
+	uint32_t want = len_of(st->c, st->next);
+
+	if (len != want || !rb2_test_check(data, len, st->next)) {
+		if (st->bad++ == 0)
+			cr_log_error("seed %" PRIu64 ": message %" PRIu64 " has len %u (want %u) or a bad payload",
+				     st->c->seed, st->next, len, want);
+	}
+	st->next++;
+}
+
+static void
+rx_cb(void *arg, const void *data, uint32_t len)
+{
+	check_one(arg, data, len);
+}
+
+/* Receive with one of the three APIs; returns the count or a negative errno. */
+static int
+receive_some(struct rb2_rx *rx, struct rx_state *st, unsigned int api,
+	     unsigned int max)
+{
+	static uint8_t buf[64 * 1024];
+	struct rb2_msg m[64];
+	int n, got = 0;
+
+	switch (api % 3) {
+	case 0:
+		n = rb2_rx_peek_burst(rx, m, RTE_MIN(max, 64u));
+		if (n <= 0)
+			return n;
+		for (int i = 0; i < n; i++)
+			check_one(st, m[i].data, m[i].len);
+		rb2_rx_release_burst(rx, m, (unsigned int)n);
+		return n;
+	case 1:
+		return rb2_rx_read_burst(rx, rx_cb, st, max);
+	default:
+		while ((unsigned int)got < max) {
+			n = rb2_rx_recv(rx, buf, sizeof(buf));
+			if (n < 0)
+				return got > 0 ? got : (n == -EAGAIN ? 0 : n);
+			check_one(st, buf, (uint32_t)n);
+			got++;
+		}
+		return got;
+	}
+}
+
+/* Send message @seq with one of the APIs; 0, -ENOBUFS or an error. */
+static int
+send_one(struct rb2_tx *tx, const struct prop_cfg *c, uint64_t seq,
+	 unsigned int api)
+{
+	static uint8_t buf[64 * 1024];
+	uint32_t len = len_of(c, seq);
+	void *slot;
+	int ret;
+
+	if (api % 2 == 0) {
+		rb2_test_fill(buf, len, seq);
+		return rb2_tx_send(tx, buf, len);
+	}
+	ret = rb2_tx_reserve(tx, len, &slot);
+	if (ret < 0)
+		return ret;
+	rb2_test_fill(slot, len, seq);
+	rb2_tx_commit(tx, len);
+	return 0;
+}
+
+/* Send a run of messages of equal length with the burst API. */
+static int
+send_burst(struct rb2_tx *tx, const struct prop_cfg *c, uint64_t seq,
+	   unsigned int max)
+{
+	uint32_t len = len_of(c, seq);
+	unsigned int k = 1;
+	uint8_t *first;
+	int n;
+
+	while (k < max && len_of(c, seq + k) == len)
+		k++;
+	n = rb2_tx_reserve_burst(tx, len, k, (void **)&first);
+	if (n <= 0)
+		return n == 0 ? -ENOBUFS : n;
+	for (int i = 0; i < n; i++)
+		rb2_test_fill(first + (size_t)i * rb2_tx_stride(tx, len), len,
+			      seq + (uint64_t)i);
+	rb2_tx_commit_burst(tx, len, (unsigned int)n);
+	return n;
+}
+
+/* One lcore plays both halves in a random interleaving. */
+static void
+run_single(uint64_t seed, const char *spec, uint64_t msgs)
+{
+	struct prop_cfg c;
+	struct rb2_xport *xp = rb2_xport_open_spec(spec);
+	struct rb2_tx *tx;
+	struct rb2_rx *rx;
+	struct rx_state st = {.c = &c};
+	uint64_t sent = 0, r = seed ^ 0x5555, idle = 0;
+	char name[16];
+
+	random_cfg(seed, &c);
+	snprintf(name, sizeof(name), "p%" PRIu64, seed);
+	cr_assert_not_null(xp);
+	tx = rb2_tx_create(name, xp, &c.p);
+	rx = rb2_rx_create(name, xp, &c.p);
+	cr_assert(tx != NULL && rx != NULL, "seed %" PRIu64, seed);
+	cr_assert_eq(rb2_chan_pair(tx, rx), 0);
+
+	while (st.next < msgs && st.bad == 0) {
+		uint64_t k = rb2_test_rand(&r);
+		uint64_t before = st.next + sent;
+
+		if (k % 8 < 4) {
+			unsigned int want = 1 + (unsigned int)((k >> 8) % 64);
+			for (unsigned int i = 0; i < want && sent < msgs; i++) {
+				int ret = (k >> 16) % 3 == 2 ?
+					send_burst(tx, &c, sent, (unsigned int)RTE_MIN(msgs - sent, 16u)) :
+					send_one(tx, &c, sent, (unsigned int)(k >> 20));
+				if (ret == -ENOBUFS)
+					break;
+				cr_assert_geq(ret, 0, "seed %" PRIu64 ": send: %d", seed, ret);
+				sent += ret > 0 ? (uint64_t)ret : 1;
+			}
+		} else if (k % 8 == 4) {
+			cr_assert_eq(rb2_tx_flush(tx), 0);
+		} else {
+			int n = receive_some(rx, &st, (unsigned int)(k >> 8),
+					     1 + (unsigned int)((k >> 12) % 64));
+			cr_assert_geq(n, 0, "seed %" PRIu64 ": receive: %d", seed, n);
+		}
+		/* Liveness: without flushes the sender must still progress
+		 * (stall flush, idle push); a few hundred idle steps is a hang. */
+		idle = st.next + sent == before ? idle + 1 : 0;
+		if (idle > 200) {
+			cr_assert_eq(rb2_tx_flush(tx), 0);
+			idle = 0;
+		}
+	}
+	cr_assert_eq(st.bad, 0, "seed %" PRIu64 " (%s): %" PRIu64 " bad messages",
+		     seed, spec, st.bad);
+	cr_assert_eq(st.next, msgs);
+	cr_assert_eq(rb2_tx_flush(tx), 0);
+	cr_assert_eq(receive_some(rx, &st, 0, 64), 0, "nothing beyond what was sent");
+	rb2_tx_destroy(tx);
+	rb2_rx_destroy(rx);
+	rb2_xport_close(xp);
+}
+
+Test(rb2_property, random_configs_exactly_once_in_order_10M)
+{
+	const uint64_t per = 125000 * scale();
+	uint64_t total = 0;
+
+	/* 40 configurations x 2 modes x 125 k = 10 M messages. */
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		run_single(seed, "shm,mode=copy", per);
+		run_single(seed + 1000, "shm,mode=loadstore", per);
+		total += 2 * per;
+	}
+	cr_log_info("%" PRIu64 " messages delivered exactly once, in order", total);
+	cr_assert_geq(total, 10000000 * scale());
+}
+
+/* ---- two lcores: real concurrency ------------------------------------- */
+
+struct conc {
+	struct prop_cfg c;
+	struct rb2_tx *tx;
+	uint64_t msgs;
+	int err;
+};
+
+static int
+sender_lcore(void *arg)
+{
+	struct conc *k = arg;
+	uint64_t sent = 0, r = k->c.seed;
+
+	while (sent < k->msgs) {
+		int ret = send_one(k->tx, &k->c, sent, (unsigned int)rb2_test_rand(&r));
+
+		if (ret == -ENOBUFS) {
+			rb2_tx_flush(k->tx); /* idle: publish what we have */
+			rte_pause();
+			continue;
+		}
+		if (ret < 0) {
+			k->err = ret;
+			return 0;
+		}
+		sent++;
+	}
+	k->err = rb2_tx_flush(k->tx);
+	return 0;
+}
+
+static void
+run_concurrent(uint64_t seed, const char *spec, uint64_t msgs)
+{
+	struct conc k = {.msgs = msgs};
+	struct rx_state st = {.c = &k.c};
+	struct rb2_xport *xp = rb2_xport_open_spec(spec);
+	unsigned int worker = rte_get_next_lcore(rte_lcore_id(), 1, 0);
+	struct rb2_rx *rx;
+	uint64_t r = seed;
+	char name[16];
+
+	random_cfg(seed, &k.c);
+	k.c.p.lcore_id = worker;
+	snprintf(name, sizeof(name), "c%" PRIu64, seed);
+	k.tx = rb2_tx_create(name, xp, &k.c.p);
+	k.c.p.lcore_id = rte_lcore_id();
+	rx = rb2_rx_create(name, xp, &k.c.p);
+	cr_assert(k.tx != NULL && rx != NULL);
+	cr_assert_eq(rb2_chan_pair(k.tx, rx), 0);
+	cr_assert_eq(rte_eal_remote_launch(sender_lcore, &k, worker), 0);
+	while (st.next < msgs && st.bad == 0) {
+		int n = receive_some(rx, &st, (unsigned int)rb2_test_rand(&r), 32);
+		cr_assert_geq(n, 0);
+	}
+	rte_eal_wait_lcore(worker);
+	cr_assert_eq(k.err, 0, "sender: %d", k.err);
+	cr_assert_eq(st.bad, 0, "seed %" PRIu64 " (%s): %" PRIu64 " bad", seed, spec, st.bad);
+	cr_assert_eq(receive_some(rx, &st, 0, 64), 0, "no duplicates");
+	rb2_tx_destroy(k.tx);
+	rb2_rx_destroy(rx);
+	rb2_xport_close(xp);
+}
+
+Test(rb2_property, two_lcores_random_configs_exactly_once_in_order)
+{
+	cr_assert_geq(rte_lcore_count(), 2);
+	for (uint64_t seed = 1; seed <= 6; seed++) {
+		run_concurrent(seed + 500, "shm,mode=copy", 300000 * scale());
+		run_concurrent(seed + 600, "shm,mode=loadstore", 300000 * scale());
+	}
+}

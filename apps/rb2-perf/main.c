@@ -297,16 +297,19 @@ main(int argc, char **argv)
 	FILE *json = NULL;
 	int ret;
 
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			int before_dd = 1;
-			for (int j = 1; j < i; j++)
-				before_dd &= strcmp(argv[j], "--") != 0;
-			if (!before_dd) {
-				usage(stdout, argv[0]);
-				return EXIT_SUCCESS;
-			}
+	/* "--help" after "--", or with no "--" at all, is ours; before "--"
+	 * it is the EAL's own. */
+	for (int i = 1, seen_dd = 0; i < argc; i++) {
+		int has_dd = seen_dd;
+		for (int j = i + 1; !has_dd && j < argc; j++)
+			has_dd = strcmp(argv[j], "--") == 0;
+		seen_dd |= strcmp(argv[i], "--") == 0;
+		if ((strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) &&
+		    (seen_dd || !has_dd)) {
+			usage(stdout, argv[0]);
+			return EXIT_SUCCESS;
 		}
+	}
 
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {

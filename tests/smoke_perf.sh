@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rb2 authors
+#
+# End-to-end smoke test of rb2-perf on the shm transport, in the manner of
+# DPDK's devtools/test-null.sh: run each mode for real, check the JSON
+# figures and counters, and check that bad arguments give clear errors.
+set -euo pipefail
+perf=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+eal=(-l 0-1 --no-pci --no-huge -m 512 --log-level lib.eal:error)
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$perf" --help | grep -q -- '--mode bw|lat' || fail "--help"
+
+expect_error() { # expected-text args...
+	local want=$1; shift
+	local out rc=0
+	out=$("$perf" "${eal[@]}" --file-prefix "smk$$e" -- "$@" 2>&1) || rc=$?
+	[ "$rc" -ne 0 ] || fail "'$*' should fail"
+	grep -q -- "$want" <<<"$out" || fail "'$*' should name '$want', said: $out"
+}
+expect_error "invalid alpha=0" --alpha 0
+expect_error "invalid beta=40" --alpha 32 --beta 40
+expect_error "invalid gamma=1024" --gamma 1024
+expect_error "invalid --mode" --mode fast
+expect_error "invalid --size" --size 4
+expect_error "largest message" --size 1000 --slot-size 64 --slots 16 --alpha 8 --beta 4 --gamma 8
+expect_error "no transport named" --transport nosuch
+expect_error "bad mode" --transport shm,mode=dma
+expect_error "unexpected argument" stray
+
+"$perf" "${eal[@]}" --file-prefix "smk$$a" -- --mode bw --size 64 --compare \
+	--count 200000 --rounds 3 --json "$tmp/bw.json" > "$tmp/bw.txt"
+python3 - "$tmp/bw.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = [v["name"] for v in d["variants"]]
+assert names == ["rb2-shm-loadstore", "rb2-shm-copy", "ring-elem", "ring-zc"], names
+for v in d["variants"]:
+    assert v["errors"] == 0, v
+    assert len(v["rounds_mmsg_s"]) == 3 and v["median_mmsg_s"] > 0, v
+for v in d["variants"][:2]:
+    tx, rx = v["stats"]["tx"], v["stats"]["rx"]
+    # 3 rounds + 1 warm-up of 200000 (warm-up: count/10 = 20000)
+    assert tx["messages"] == 620000 and rx["messages"] == 620000, (tx, rx)
+    assert tx["tail_writes"] > 0 and rx["head_pushes"] > 0, (tx, rx)
+assert d["variants"][1]["stats"]["tx"]["slot_writes"] > 0
+assert d["variants"][0]["stats"]["tx"]["slot_writes"] == 0  # load/store
+for k in ("rb2-shm-loadstore/ring-zc", "rb2-shm-loadstore/ring-elem"):
+    assert d["ratios"][k] > 0, d["ratios"]
+PY
+grep -q "ratios of medians" "$tmp/bw.txt" || fail "bw table"
+
+"$perf" "${eal[@]}" --file-prefix "smk$$b" -- --mode bw --size 1000 \
+	--transport shm,mode=copy --duration 0.2 --rounds 2 --json "$tmp/bwd.json" >/dev/null
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); v=d['variants'][0]; assert v['errors']==0 and v['median_mmsg_s']>0, v" "$tmp/bwd.json"
+
+"$perf" "${eal[@]}" --file-prefix "smk$$c" -- --mode lat --size 64 \
+	--count 20000 --json "$tmp/lat.json" > "$tmp/lat.txt"
+python3 - "$tmp/lat.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["errors"] == 0 and d["alpha"] == 1 and d["beta"] == 1 and d["gamma"] == 1, d
+for k in ("rb2", "raw_cacheline"):
+    l = d[k]
+    assert 0 < l["min_ns"] <= l["p50_ns"] <= l["p99_ns"] <= l["p99_9_ns"] <= l["max_ns"], l
+PY
+echo "smoke_perf: ok"

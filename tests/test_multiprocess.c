@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * Cross-process: a DPDK primary (the receiver) starts a secondary of itself
+ * (the sender); they find the channel by name in shared hugepage memzones and
+ * exchange 1 million messages, exactly once and in order, in each shm mode.
+ *
+ * DPDK multi-process needs hugepages. Without them this test skips (exit 77)
+ * and says how to reserve them; where they can be reserved (CI runs as root
+ * and the README's test command reserves them) it runs.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+
+#include <rb2_chan.h>
+#include <rb2_xport.h>
+
+#define SKIP 77
+#define MSGS 1000000ull
+
+extern char **environ;
+
+static uint64_t
+len_of(uint64_t seq)
+{
+	return 9 + (seq * 2654435761u) % 200; /* 9..208 B: 1 to 2 slots of 128 */
+}
+
+static int
+hugepages_usable(char *why, size_t len)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long free_pages = 0;
+
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		sscanf(line, "HugePages_Free: %ld", &free_pages);
+	if (f != NULL)
+		fclose(f);
+	if (free_pages < 128) {
+		snprintf(why, len, "%ld free hugepages (need 128 x 2 MiB); as root: dpdk-hugepages.py -p 2M --setup 1G",
+			 free_pages);
+		return 0;
+	}
+	return 1;
+}
+
+static int
+run_sender(const char *spec, const char *name)
+{
+	struct rb2_xport *xp = rb2_xport_open_spec(spec);
+	struct rb2_chan_params p;
+	struct rb2_tx *tx;
+	uint64_t seq = 0;
+	int ret;
+
+	rb2_chan_params_init(&p);
+	p.slot_size = 128;
+	tx = xp ? rb2_tx_create(name, xp, &p) : NULL;
+	if (tx == NULL || (ret = rb2_tx_connect(tx, name, 20000)) != 0) {
+		fprintf(stderr, "secondary: cannot connect '%s': %s\n", name,
+			rte_strerror(rte_errno));
+		return 1;
+	}
+	while (seq < MSGS) {
+		void *slot;
+		uint32_t len = (uint32_t)len_of(seq);
+
+		ret = rb2_tx_reserve(tx, len, &slot);
+		if (ret == -ENOBUFS)
+			continue;
+		if (ret < 0) {
+			fprintf(stderr, "secondary: reserve: %s\n", strerror(-ret));
+			return 1;
+		}
+		memset(slot, (int)(seq & 0xff), len);
+		memcpy(slot, &seq, 8);
+		rb2_tx_commit(tx, len);
+		seq++;
+	}
+	rb2_tx_flush(tx);
+	/* The receiver's region outlives us; wait until it has everything. */
+	while (atomic_load_explicit(tx->local_head, memory_order_acquire) != tx->tail)
+		;
+	rb2_tx_destroy(tx);
+	rb2_xport_close(xp);
+	return 0;
+}
+
+static int
+run_receiver(const char *self, const char *prefix, const char *spec,
+	     const char *name)
+{
+	struct rb2_xport *xp = rb2_xport_open_spec(spec);
+	struct rb2_chan_params p;
+	struct rb2_rx *rx;
+	struct rb2_msg m[32];
+	uint64_t got = 0, bad = 0;
+	char *args[] = {(char *)self, "--secondary", (char *)prefix, (char *)spec,
+			(char *)name, NULL};
+	pid_t pid;
+	int status;
+
+	rb2_chan_params_init(&p);
+	p.slot_size = 128;
+	rx = xp ? rb2_rx_create(name, xp, &p) : NULL;
+	if (rx == NULL) {
+		fprintf(stderr, "primary: rx_create: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	if (posix_spawn(&pid, self, NULL, NULL, args, environ) != 0) {
+		perror("posix_spawn");
+		return 1;
+	}
+	if (rb2_rx_connect(rx, name, 20000) != 0) {
+		waitpid(pid, &status, 0);
+		return 1;
+	}
+	while (got < MSGS) {
+		int n = rb2_rx_peek_burst(rx, m, 32);
+
+		if (n < 0)
+			break;
+		for (int i = 0; i < n; i++, got++) {
+			uint64_t seq;
+			const uint8_t *d = m[i].data;
+			memcpy(&seq, d, 8);
+			bad += seq != got || m[i].len != len_of(got) ||
+				d[m[i].len - 1] != (uint8_t)(got & 0xff);
+		}
+		if (n > 0)
+			rb2_rx_release_burst(rx, m, (unsigned int)n);
+	}
+	/* Keep polling so the idle push hands the last slots back. */
+	for (int i = 0; i < 1000 && waitpid(pid, &status, WNOHANG) == 0; i++) {
+		rb2_rx_peek_burst(rx, m, 32);
+		usleep(1000);
+	}
+	if (waitpid(pid, &status, 0) == pid && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+		fprintf(stderr, "primary: the secondary failed (status %d)\n", status);
+		bad++;
+	}
+	printf("%s: %" PRIu64 " messages across processes, %" PRIu64 " bad\n", spec, got, bad);
+	rb2_rx_destroy(rx);
+	rb2_xport_close(xp);
+	return got == MSGS && bad == 0 ? 0 : 1;
+}
+
+static int
+eal_init(const char *prefix, int secondary, const char *lcores)
+{
+	char *argv[] = {"rb2-test-mp", "-l", (char *)lcores, "--no-pci", "-m", "256",
+			"--file-prefix", (char *)prefix, "--log-level", "lib.eal:error",
+			secondary ? "--proc-type=secondary" : "--proc-type=primary", NULL};
+
+	if (secondary) /* -m is the primary's to give */
+		argv[4] = "--log-level", argv[5] = "rb2.*:info";
+	return rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const char *const specs[] = {"shm,mode=loadstore", "shm,mode=copy"};
+	char prefix[32], why[160], self[4096];
+	ssize_t n;
+	int rc = 0;
+
+	if (argc == 5 && strcmp(argv[1], "--secondary") == 0) {
+		if (eal_init(argv[2], 1, "1") < 0) {
+			fprintf(stderr, "secondary: EAL: %s\n", rte_strerror(rte_errno));
+			return 1;
+		}
+		rc = run_sender(argv[3], argv[4]);
+		rte_eal_cleanup();
+		return rc;
+	}
+	if (!hugepages_usable(why, sizeof(why))) {
+		printf("SKIP: DPDK multi-process needs hugepages: %s\n", why);
+		return SKIP;
+	}
+	snprintf(prefix, sizeof(prefix), "rb2mp%d", (int)getpid());
+	if (eal_init(prefix, 0, "0") < 0) {
+		printf("SKIP: EAL with hugepages failed (%s); multi-process cannot run here\n",
+		       rte_strerror(rte_errno));
+		return SKIP;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return 1;
+	self[n] = '\0';
+	for (unsigned int i = 0; i < 2; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "mp%u", i);
+		rc |= run_receiver(self, prefix, specs[i], name);
+	}
+	rte_eal_cleanup();
+	return rc;
+}

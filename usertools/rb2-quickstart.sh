@@ -111,12 +111,24 @@ test)
 	configure_build "$build"
 	configure_build "$build_asan" -Db_sanitize=address,undefined -Dbuildtype=debug \
 		-Db_lundef=false
+	rc=0
 	log "tests: release build"
-	meson test -C "$build" --print-errorlogs --num-processes 1 --suite rb2
+	meson test -C "$build" --print-errorlogs --num-processes 1 --suite rb2 || rc=1
 	log "tests: ASan+UBSan build"
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C "$build_asan" --print-errorlogs --num-processes 1 --suite rb2 \
-		--timeout-multiplier 4
+		--timeout-multiplier 4 || rc=1
+	# One closing line over both builds, from meson's own logs.
+	python3 - "$build/meson-logs/testlog.json" "$build_asan/meson-logs/testlog.json" <<'PY'
+import json, sys
+n = {"OK": 0, "FAIL": 0, "SKIP": 0}
+for path in sys.argv[1:]:
+    for line in open(path):
+        r = json.loads(line)["result"]
+        n["OK" if r == "OK" else "SKIP" if r == "SKIP" else "FAIL"] += 1
+print(f"{n['OK']} passed, {n['FAIL']} failed, {n['SKIP']} skipped")
+PY
+	exit $rc
 	;;
 -h|--help|help)
 	usage

@@ -367,6 +367,8 @@ tx_attach(struct rb2_tx *tx, const struct rb2_chan_desc *peer)
 			return -EFAULT;
 		}
 		tx->slots = RTE_PTR_ADD(base, rb2_region_slots_off(peer->slots));
+		tx->peer_lens = RTE_PTR_ADD(base, RB2_REGION_LENS_OFF);
+		tx->peer_tail = RTE_PTR_ADD(base, RB2_REGION_PTR_OFF);
 	}
 	tx->head_seen = atomic_load_explicit(tx->local_head, memory_order_acquire);
 	tx->limit = tx->head_seen + tx->mask; /* capacity N - 1 */
@@ -378,6 +380,10 @@ static void
 rx_attach(struct rb2_rx *rx, const struct rb2_chan_desc *peer)
 {
 	rx->peer = *peer;
+	rx->peer_head = NULL;
+	if (rb2_xport_caps(rx->xp) & RB2_XPORT_CAP_LOADSTORE)
+		rx->peer_head = rb2_xport_peer_ptr(rx->qp, peer->addr + RB2_REGION_PTR_OFF,
+						   peer->rkey, sizeof(uint64_t));
 	rx->err = 0;
 }
 
@@ -533,8 +539,7 @@ tx_reap(struct rb2_tx *tx)
 	}
 }
 
-/* One contiguous range of slots [a, a+k): its lens entries, then its slots
- * (in load/store mode the slots are in RB_R already: lens only). */
+/* One contiguous range of slots [a, a+k): its lens entries, then its slots. */
 static unsigned int
 range_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w, uint32_t a, uint32_t k)
 {
@@ -549,8 +554,6 @@ range_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w, uint32_t a, uint32_t k)
 		.opcode = RB2_WR_WRITE,
 		.flags = llen <= tx->qp->max_inline ? RB2_WR_INLINE : 0,
 	};
-	if (tx->loadstore)
-		return 1;
 	w[1] = (struct rb2_xport_wr){
 		.local = tx->slots + (size_t)a * tx->slot_size,
 		.remote = peer_slots + (uint64_t)a * tx->slot_size,
@@ -601,8 +604,7 @@ transmit_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w)
 	n += range_wrs(tx, w, a, first);
 	if (cnt > first)
 		n += range_wrs(tx, w + n, 0, (uint32_t)(cnt - first));
-	if (!tx->loadstore)
-		RB2_STAT_ADD(&tx->stats, slot_writes, n / 2);
+	RB2_STAT_ADD(&tx->stats, slot_writes, n / 2);
 	return n;
 }
 
@@ -643,9 +645,42 @@ tx_post(struct rb2_tx *tx, struct rb2_xport_wr *w, unsigned int n)
 		tx_fail(tx, ret, "posting WRITEs");
 }
 
+/*
+ * Load/store transports: the slots are in RB_R already; copy the lens[]
+ * entries of [esc_tail, tail) and, if @publish, store the tail. Same order as
+ * the WR chain (lens, then tail), without building WRs or completions.
+ */
+static void
+ls_publish(struct rb2_tx *tx, int publish)
+{
+	uint64_t from = tx->esc_tail, cnt = tx->tail - from;
+	uint32_t a = (uint32_t)from & tx->mask;
+	uint32_t first = (uint32_t)RTE_MIN(cnt, (uint64_t)(tx->mask + 1 - a));
+
+	if (cnt != 0) {
+		count_range(tx, from, tx->tail);
+		memcpy(&tx->peer_lens[a], &tx->lens[a], first * sizeof(uint32_t));
+		if (cnt > first)
+			memcpy(tx->peer_lens, tx->lens,
+			       (size_t)(cnt - first) * sizeof(uint32_t));
+		tx->esc_tail = tx->tail;
+	}
+	if (publish && tx->pub_tail != tx->tail) {
+		/* Release: the slots and lens[] before the tail; pairs with
+		 * the acquire load of local_tail in rb2_rx_peek_burst(). */
+		atomic_store_explicit(tx->peer_tail, tx->tail, memory_order_release);
+		tx->pub_tail = tx->tail;
+		RB2_STAT_ADD(&tx->stats, tail_writes, 1);
+	}
+}
+
 void
 __rb2_tx_transmit(struct rb2_tx *tx)
 {
+	if (tx->loadstore) {
+		ls_publish(tx, 0);
+		return;
+	}
 	struct rb2_xport_wr w[4];
 
 	tx_post(tx, w, transmit_wrs(tx, w));
@@ -655,7 +690,16 @@ void
 __rb2_tx_advance(struct rb2_tx *tx)
 {
 	struct rb2_xport_wr w[5];
-	unsigned int n = transmit_wrs(tx, w);
+	unsigned int n;
+
+	if (tx->loadstore) {
+		/* A store completes at once: the elastic threshold never
+		 * defers here. */
+		ls_publish(tx, 1);
+		tx->synced_tail = tx->tail;
+		return;
+	}
+	n = transmit_wrs(tx, w);
 
 	tx->synced_tail = tx->tail;
 	tx_reap(tx);
@@ -676,12 +720,17 @@ __rb2_tx_flush(struct rb2_tx *tx)
 
 	if (tx->err != 0)
 		return tx->err;
+	RB2_STAT_ADD(&tx->stats, flushes, 1);
+	if (tx->loadstore) {
+		ls_publish(tx, 1);
+		tx->synced_tail = tx->tail;
+		return 0;
+	}
 	n = transmit_wrs(tx, w);
 	tx->synced_tail = tx->tail;
 	tx_reap(tx);
 	n += tail_wr(tx, w + n);
 	tx_post(tx, w, n);
-	RB2_STAT_ADD(&tx->stats, flushes, 1);
 	return tx->err;
 }
 
@@ -729,6 +778,14 @@ __rb2_rx_push(struct rb2_rx *rx)
 
 	if (rx->err != 0)
 		return;
+	if (rx->peer_head != NULL) {
+		/* Release: our reads of the freed slots before the head;
+		 * pairs with the acquire load in __rb2_tx_make_room(). */
+		atomic_store_explicit(rx->peer_head, rx->head, memory_order_release);
+		rx->synced_head = rx->head;
+		RB2_STAT_ADD(&rx->stats, head_pushes, 1);
+		return;
+	}
 	*rx->head_shadow = rx->head;
 	ret = rb2_xport_post(rx->qp, &w, 1);
 	if (unlikely(ret < 0)) {

@@ -370,7 +370,7 @@ rb2_rx_peek_burst(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 						   (size_t)pos * rx->slot_size);
 		rte_prefetch0(msgs[i].data); /* overlap the slots' misses */
 		msgs[i].len = len;
-		msgs[i].next = end;
+		msgs[i].next_lo = (uint32_t)end;
 		i++;
 		h = end;
 	}
@@ -394,7 +394,9 @@ rb2_rx_release_burst(struct rb2_rx *rx, const struct rb2_msg *msgs,
 		return;
 	for (unsigned int i = 0; i < n; i++)
 		bytes += msgs[i].len;
-	rx->head = msgs[n - 1].next;
+	/* A burst spans less than one ring (< 2^24 slots): the low 32 bits of
+	 * the next head pin down the whole 64-bit value. */
+	rx->head += (uint32_t)(msgs[n - 1].next_lo - (uint32_t)rx->head);
 	RB2_STAT_ADD(&rx->stats, messages, n);
 	RB2_STAT_ADD(&rx->stats, bytes, bytes);
 	if (unlikely(rx->head - rx->synced_head >= rx->gamma))

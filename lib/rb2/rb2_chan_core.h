@@ -190,6 +190,10 @@ struct rb2_tx {
 	uint64_t pub_tail;            /**< last tail value WRITTEN to the peer */
 	uint32_t tail_inflight;       /**< signaled tail WRITEs not completed */
 	uint32_t loadstore;           /**< 1: slots go straight into RB_R */
+	/* Load/store transports: the receiver's lens[] and local_tail, mapped,
+	 * so publishing is a memcpy and a release store, not a WR chain. */
+	uint32_t *peer_lens;
+	_Atomic uint64_t *peer_tail;
 	int err;                      /**< 0, or the -errno that failed it */
 	struct rb2_xport *xp;
 	struct rb2_xport_qp *qp;
@@ -218,6 +222,7 @@ struct rb2_rx {
 
 	/* Slow path. */
 	uint64_t *head_shadow;        /**< source of the head WRITE */
+	_Atomic uint64_t *peer_head;  /**< sender's local_head, mapped (load/store) */
 	int err;                      /**< 0, or the -errno that failed it */
 	struct rb2_xport *xp;
 	struct rb2_xport_qp *qp;
@@ -237,12 +242,11 @@ static_assert(offsetof(struct rb2_rx, head) % RTE_CACHE_LINE_SIZE == 0 &&
 	      "receiver pointers must sit in their own cache lines");
 static_assert(sizeof(struct rb2_chan_desc) == 48, "descriptor is wire format");
 
-/** A message read in place: valid until released. */
+/** A message read in place: valid until released. 16 bytes, 4 per line. */
 struct rb2_msg {
-	void *data;     /**< first byte, 64-byte aligned */
-	uint32_t len;   /**< bytes */
-	uint32_t pad;
-	uint64_t next;  /**< @internal head after this message */
+	void *data;       /**< first byte, 64-byte aligned */
+	uint32_t len;     /**< bytes */
+	uint32_t next_lo; /**< @internal low 32 bits of the head after it */
 };
 
 /* Out-of-line slow paths, called from the inline fast path. */

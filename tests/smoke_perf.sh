@@ -30,6 +30,7 @@ expect_error "largest message" --size 1000 --slot-size 64 --slots 16 --alpha 8 -
 expect_error "no transport named" --transport nosuch
 expect_error "bad mode" --transport shm,mode=dma
 expect_error "unexpected argument" stray
+expect_error "invalid msg_size" --fixed --size 100 --slot-size 64
 
 "$perf" "${eal[@]}" --file-prefix "smk$$a" -- --mode bw --size 64 --compare \
 	--count 200000 --rounds 3 --json "$tmp/bw.json" > "$tmp/bw.txt"
@@ -37,18 +38,19 @@ python3 - "$tmp/bw.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 names = [v["name"] for v in d["variants"]]
-assert names == ["rb2-shm-loadstore", "rb2-shm-copy", "ring-elem", "ring-zc"], names
+assert names == ["rb2-shm-loadstore", "rb2-shm-ls-fixed", "rb2-shm-copy",
+                 "rb2-shm-copy-fixed", "ring-elem", "ring-zc"], names
 for v in d["variants"]:
     assert v["errors"] == 0, v
     assert len(v["rounds_mmsg_s"]) == 3 and v["median_mmsg_s"] > 0, v
-for v in d["variants"][:2]:
+for v in d["variants"][:4]:
     tx, rx = v["stats"]["tx"], v["stats"]["rx"]
     # 3 rounds + 1 warm-up of 200000 (warm-up: count/10 = 20000)
     assert tx["messages"] == 620000 and rx["messages"] == 620000, (tx, rx)
     assert tx["tail_writes"] > 0 and rx["head_pushes"] > 0, (tx, rx)
-assert d["variants"][1]["stats"]["tx"]["slot_writes"] > 0
+assert d["variants"][2]["stats"]["tx"]["slot_writes"] > 0  # copy
 assert d["variants"][0]["stats"]["tx"]["slot_writes"] == 0  # load/store
-for k in ("rb2-shm-loadstore/ring-zc", "rb2-shm-loadstore/ring-elem"):
+for k in ("rb2-shm-loadstore/ring-zc", "rb2-shm-ls-fixed/ring-zc", "rb2-shm-loadstore/ring-elem"):
     assert d["ratios"][k] > 0, d["ratios"]
 PY
 grep -q "ratios of medians" "$tmp/bw.txt" || fail "bw table"

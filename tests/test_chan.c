@@ -399,3 +399,43 @@ Test(rb2_chan, unconnected_half_refuses)
 	cr_expect_null(rb2_tx_create("u", xp, &p), "name taken");
 	cr_expect_eq(rte_errno, EEXIST);
 }
+
+/* A fixed-size channel: every message is msg_size bytes, and no length ever
+ * crosses the link (the receiver's lens[] area stays untouched). */
+Test(rb2_chan, fixed_size_channel_carries_no_lengths)
+{
+	struct rb2_chan_params p;
+	struct rb2_msg m[8];
+	const uint32_t *rb_r_lens;
+	char why[160];
+	void *slot = NULL;
+
+	rb2_chan_params_init(&p);
+	p.slots = 64; p.alpha = 8; p.beta = 4; p.gamma = 8;
+	p.msg_size = 65;
+	cr_expect_eq(rb2_chan_params_check(&p, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "msg_size") != NULL, "%s", why);
+	p.msg_size = 40;
+	open_pair("shm,mode=copy", &p);
+	cr_expect_eq(rb2_tx_max_msg(tx), 40);
+	cr_expect_eq(rb2_tx_reserve(tx, 41, &slot), -EMSGSIZE);
+	for (uint64_t s = 0; s < 200; s++) {
+		write_msg(s);
+		if (s % 3 == 2) {
+			cr_assert_eq(rb2_tx_flush(tx), 0);
+			for (uint64_t r = s - 2; r <= s; r++)
+				read_msg(r);
+		}
+	}
+	rb2_rx_release_burst(rx, m, (unsigned int)rb2_rx_peek_burst(rx, m, 8));
+	rb_r_lens = (const uint32_t *)((const uint8_t *)rx->mr.addr + RB2_REGION_LENS_OFF);
+	for (uint32_t i = 0; i < p.slots; i++)
+		cr_assert_eq(rb_r_lens[i], 0, "lens[%u] was written", i);
+
+	/* Both halves must agree on it. */
+	struct rb2_chan_desc d = rx->peer;
+	struct rb2_chan_params q = p;
+	q.msg_size = 0;
+	cr_expect_eq(rb2_chan_desc_check(&d, sizeof(d), 1, &q, why, sizeof(why)), -EPROTO);
+	cr_expect(strstr(why, "msg_size") != NULL, "%s", why);
+}

@@ -50,6 +50,9 @@ random_cfg(uint64_t seed, struct prop_cfg *c)
 	c->p.alpha = 1 + (uint32_t)(rb2_test_rand(&r) % (n - 1));
 	c->p.beta = 1 + (uint32_t)(rb2_test_rand(&r) % c->p.alpha);
 	c->p.gamma = 1 + (uint32_t)(rb2_test_rand(&r) % (n - 1));
+	/* One configuration in four is a fixed-size channel. */
+	if (rb2_test_rand(&r) % 4 == 0)
+		c->p.msg_size = 1 + (uint32_t)(rb2_test_rand(&r) % c->p.slot_size);
 	c->max_len = RTE_MIN(rb2_chan_max_msg(&c->p), 4096u);
 }
 
@@ -62,6 +65,8 @@ len_of(const struct prop_cfg *c, uint64_t seq)
 	uint64_t k = rb2_test_rand(&r);
 	uint32_t s = c->p.slot_size;
 
+	if (c->p.msg_size != 0)
+		return c->p.msg_size;
 	switch (k % 10) {
 	case 0:
 		return (uint32_t)((k >> 8) % (c->max_len + 1));

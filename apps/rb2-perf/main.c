@@ -45,8 +45,11 @@ usage(FILE *f, const char *prog)
 "  --alpha A            pointer advancement threshold (bw default 32, lat 1)\n"
 "  --beta B             slot transmission threshold (bw default 16, lat 1)\n"
 "  --gamma G            lazy push threshold (bw default 32, lat 1)\n"
+"  --fixed              fixed-size channel: every message is --size bytes, one\n"
+"                       slot each, and no length crosses the link\n"
 "  --compare            bw: add DPDK rte_ring (element copy and zero-copy APIs),\n"
-"                       and on shm both of its modes, rounds interleaved\n"
+"                       and on shm both of its modes, each also fixed-size,\n"
+"                       rounds interleaved\n"
 "  --json FILE          write every figure to FILE as JSON\n"
 "  --help               this text\n"
 "\n"
@@ -91,6 +94,7 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		{"beta", required_argument, NULL, 'B'},
 		{"gamma", required_argument, NULL, 'G'},
 		{"compare", no_argument, NULL, 'c'},
+		{"fixed", no_argument, NULL, 'F'},
 		{"json", required_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -194,6 +198,9 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		case 'c':
 			o->compare = 1;
 			break;
+		case 'F':
+			o->fixed = 1;
+			break;
 		case 'j':
 			o->json = optarg;
 			break;
@@ -227,6 +234,8 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 	}
 	if (!have_slot_size)
 		o->chan.slot_size = RTE_ALIGN_CEIL(o->size, 64);
+	if (o->fixed)
+		o->chan.msg_size = o->size;
 	if (rb2_chan_params_check(&o->chan, why, sizeof(why)) < 0) {
 		fprintf(stderr, "rb2-perf: %s\n", why);
 		return -1;
@@ -249,12 +258,13 @@ perf_json_begin(FILE *f, const struct perf_opts *o)
 	fprintf(f, "{\"tool\": \"rb2-perf\", \"version\": \"%s\", \"time\": %lld, "
 		"\"mode\": \"%s\", \"transport\": \"%s\", \"size\": %u, \"slots\": %u, "
 		"\"slot_size\": %u, \"alpha\": %u, \"beta\": %u, \"gamma\": %u, "
-		"\"burst\": %u, \"count\": %" PRIu64 ", \"duration\": %g, "
+		"\"msg_size\": %u, \"burst\": %u, \"count\": %" PRIu64 ", \"duration\": %g, "
 		"\"tsc_hz\": %" PRIu64 "",
 		RB2_VERSION, (long long)time(NULL),
 		o->mode == MODE_BW ? "bw" : "lat", o->transport, o->size,
 		o->chan.slots, o->chan.slot_size, o->chan.alpha, o->chan.beta,
-		o->chan.gamma, o->burst, o->count, o->duration, rte_get_tsc_hz());
+		o->chan.gamma, o->chan.msg_size, o->burst, o->count, o->duration,
+		rte_get_tsc_hz());
 }
 
 void

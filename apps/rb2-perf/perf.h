@@ -32,6 +32,7 @@ struct perf_opts {
 	unsigned int burst;     /* receiver burst, rte_ring burst */
 	struct rb2_chan_params chan;
 	int compare;            /* add rte_ring (and both shm modes) */
+	int fixed;              /* fixed-size channels (msg_size = size) */
 	const char *json;       /* JSON output file, or NULL */
 	unsigned int tx_lcore, rx_lcore;
 };

@@ -309,9 +309,12 @@ run_round(struct perf_variant *v, const struct perf_opts *o, uint64_t count,
 
 static int
 variant_open_rb2(struct perf_variant *v, const struct perf_opts *o,
-		 const char *spec, const char *chan)
+		 const char *spec, const char *chan, int fixed)
 {
 	struct rb2_chan_params p = o->chan;
+
+	if (fixed)
+		p.msg_size = o->size;
 
 	v->kind = VAR_RB2;
 	v->xp = rb2_xport_open_spec(spec);
@@ -387,18 +390,32 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 
 	memset(vars, 0, sizeof(vars));
 	if (o->compare && is_shm) {
-		vars[nv].name = "rb2-shm-loadstore";
-		vars[nv].desc = "RB2 over shm, load/store (slots stored in the peer ring)";
-		if (variant_open_rb2(&vars[nv++], o, "shm,mode=loadstore", "perf-ls") < 0)
-			return -1;
-		vars[nv].name = "rb2-shm-copy";
-		vars[nv].desc = "RB2 over shm, NIC-copy (every slot through a WRITE)";
-		if (variant_open_rb2(&vars[nv++], o, "shm,mode=copy", "perf-copy") < 0)
-			return -1;
+		/* Both shm modes; each also as a fixed-size channel (lengths
+		 * never travel, as rte_ring's fixed elements) unless --fixed
+		 * already made every channel fixed. */
+		int both = o->chan.msg_size == 0 && o->size <= o->chan.slot_size;
+		static const struct {
+			const char *name, *spec, *chan, *desc;
+			int fixed;
+		} rb2v[] = {
+			{"rb2-shm-loadstore", "shm,mode=loadstore", "perf-ls", "RB2 over shm, load/store (payload stored in the peer ring)", 0},
+			{"rb2-shm-ls-fixed", "shm,mode=loadstore", "perf-lsf", "the same, fixed-size channel (no lengths on the link)", 1},
+			{"rb2-shm-copy", "shm,mode=copy", "perf-copy", "RB2 over shm, NIC-copy (every slot through a WRITE)", 0},
+			{"rb2-shm-copy-fixed", "shm,mode=copy", "perf-copyf", "the same, fixed-size channel", 1},
+		};
+		for (i = 0; i < RTE_DIM(rb2v); i++) {
+			if (rb2v[i].fixed && !both)
+				continue;
+			vars[nv].name = rb2v[i].name;
+			vars[nv].desc = rb2v[i].desc;
+			if (variant_open_rb2(&vars[nv++], o, rb2v[i].spec,
+					     rb2v[i].chan, rb2v[i].fixed) < 0)
+				return -1;
+		}
 	} else {
 		vars[nv].name = "rb2";
 		vars[nv].desc = o->transport;
-		if (variant_open_rb2(&vars[nv++], o, o->transport, "perf") < 0)
+		if (variant_open_rb2(&vars[nv++], o, o->transport, "perf", 0) < 0)
 			return -1;
 	}
 	if (o->compare) {
@@ -412,8 +429,9 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 			return -1;
 	}
 
-	printf("rb2-perf bw: %u B messages, %u slots x %u B, alpha=%u beta=%u gamma=%u, burst %u, %u rounds of %s\n",
-	       o->size, o->chan.slots, o->chan.slot_size, o->chan.alpha,
+	printf("rb2-perf bw: %u B %s messages, %u slots x %u B, alpha=%u beta=%u gamma=%u, burst %u, %u rounds of %s\n",
+	       o->size, o->chan.msg_size ? "fixed-size" : "variable-length",
+	       o->chan.slots, o->chan.slot_size, o->chan.alpha,
 	       o->chan.beta, o->chan.gamma, o->burst, o->rounds,
 	       o->duration > 0 ? "a fixed duration" : "a fixed count");
 	/* Warm-up: caches, TLBs, page faults; not recorded. */

@@ -53,6 +53,8 @@ rb2_chan_params_init(struct rb2_chan_params *p)
 uint32_t
 rb2_chan_max_msg(const struct rb2_chan_params *p)
 {
+	if (p->msg_size != 0)
+		return p->msg_size;
 	return (uint32_t)((uint64_t)(p->slots / 2) * p->slot_size);
 }
 
@@ -92,6 +94,11 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 	if (p->gamma < 1 || p->gamma >= p->slots) {
 		WHY("invalid gamma=%u: need 1 <= gamma < slots (slots=%u)",
 		    p->gamma, p->slots);
+		return -EINVAL;
+	}
+	if (p->msg_size > p->slot_size) {
+		WHY("invalid msg_size=%u: a fixed-size channel holds one message per slot (msg_size <= slot_size=%u; 0 for variable-length messages)",
+		    p->msg_size, p->slot_size);
 		return -EINVAL;
 	}
 	if (p->head_sync != RB2_HEAD_LAZY_PUSH) {
@@ -200,6 +207,7 @@ fill_desc(struct rb2_chan_desc *d, const struct rb2_chan_params *p, int role,
 	d->rkey = mr->rkey;
 	d->addr = (uint64_t)(uintptr_t)mr->addr;
 	d->len = mr->len;
+	d->msg_size = p->msg_size;
 }
 
 struct rb2_tx *
@@ -237,6 +245,7 @@ rb2_tx_create(const char *name, struct rb2_xport *xp,
 	tx->max_len = rb2_chan_max_msg(&p);
 	tx->alpha = p.alpha;
 	tx->beta = p.beta;
+	tx->msg_size = p.msg_size;
 	tx->limit = 0; /* nothing may be reserved until connected */
 	tx->err = -ENOTCONN;
 	tx->local_head = RTE_PTR_ADD(mr.addr, RB2_REGION_PTR_OFF);
@@ -247,6 +256,10 @@ rb2_tx_create(const char *name, struct rb2_xport *xp,
 	 * receiver's prefetcher pulls the line the sender is filling), which
 	 * measured 4x slower at 64 B. */
 	tx->lens = RTE_PTR_ADD(mr.addr, RB2_REGION_LENS_OFF);
+	/* Fixed size: the mirror holds msg_size everywhere, so commits never
+	 * store into it, and transmission leaves it out. */
+	for (uint32_t i = 0; p.msg_size != 0 && i < p.slots; i++)
+		tx->lens[i] = p.msg_size;
 	if (!loadstore)
 		tx->slots = RTE_PTR_ADD(mr.addr, rb2_region_slots_off(p.slots));
 	strlcpy(tx->name, name, sizeof(tx->name));
@@ -292,6 +305,22 @@ rb2_rx_create(const char *name, struct rb2_xport *xp,
 	rx->head_shadow = RTE_PTR_ADD(mr.addr, RB2_REGION_SHADOW_OFF);
 	rx->lens = RTE_PTR_ADD(mr.addr, RB2_REGION_LENS_OFF);
 	rx->slots = RTE_PTR_ADD(mr.addr, rb2_region_slots_off(p.slots));
+	if (p.msg_size != 0) {
+		/* Fixed size: lengths are known, read from local memory. */
+		rx->own_lens = rte_malloc_socket("rb2_rx_lens",
+						 (size_t)p.slots * sizeof(uint32_t),
+						 RTE_CACHE_LINE_SIZE, mr.socket_id);
+		if (rx->own_lens == NULL) {
+			rb2_xport_qp_destroy(qp);
+			rb2_xport_mr_free(xp, &mr);
+			rte_free(rx);
+			rte_errno = ENOMEM;
+			return NULL;
+		}
+		for (uint32_t i = 0; i < p.slots; i++)
+			rx->own_lens[i] = p.msg_size;
+		rx->lens = rx->own_lens;
+	}
 	strlcpy(rx->name, name, sizeof(rx->name));
 	rte_spinlock_lock(&rb2_chan_list.lock);
 	TAILQ_INSERT_TAIL(&rb2_chan_list.rx, rx, next);
@@ -331,6 +360,11 @@ rb2_chan_desc_check(const void *blob, size_t len, int role,
 	if (d.slots != p->slots || d.slot_size != p->slot_size) {
 		WHYD("peer ring is %u x %u B, ours is %u x %u B: both halves need the same slots and slot_size",
 		     d.slots, d.slot_size, p->slots, p->slot_size);
+		return -EPROTO;
+	}
+	if (d.msg_size != p->msg_size || d.reserved != 0) {
+		WHYD("peer msg_size=%u differs from ours (%u): both halves of a fixed-size channel need the same, or 0",
+		     d.msg_size, p->msg_size);
 		return -EPROTO;
 	}
 	if (d.policy != (uint8_t)(p->head_sync | (p->tail_sync << 4))) {
@@ -497,6 +531,7 @@ rb2_rx_destroy(struct rb2_rx *rx)
 	rte_spinlock_unlock(&rb2_chan_list.lock);
 	rb2_xport_qp_destroy(rx->qp);
 	rb2_xport_mr_free(rx->xp, &rx->mr);
+	rte_free(rx->own_lens);
 	rte_free(rx);
 }
 
@@ -539,7 +574,8 @@ tx_reap(struct rb2_tx *tx)
 	}
 }
 
-/* One contiguous range of slots [a, a+k): its lens entries, then its slots. */
+/* One contiguous range of slots [a, a+k): its lens entries (unless the
+ * channel is fixed-size), then its slots. */
 static unsigned int
 range_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w, uint32_t a, uint32_t k)
 {
@@ -547,21 +583,24 @@ range_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w, uint32_t a, uint32_t k)
 	uint64_t peer_lens = pd->addr + RB2_REGION_LENS_OFF;
 	uint64_t peer_slots = pd->addr + rb2_region_slots_off(pd->slots);
 	uint32_t llen = k * (uint32_t)sizeof(uint32_t);
+	unsigned int n = 0;
 
-	w[0] = (struct rb2_xport_wr){
+	if (tx->p.msg_size == 0)
+		w[n++] = (struct rb2_xport_wr){
 		.local = &tx->lens[a], .remote = peer_lens + (uint64_t)a * 4,
 		.len = llen, .lkey = tx->mr.lkey, .rkey = pd->rkey,
 		.opcode = RB2_WR_WRITE,
 		.flags = llen <= tx->qp->max_inline ? RB2_WR_INLINE : 0,
 	};
-	w[1] = (struct rb2_xport_wr){
+	w[n++] = (struct rb2_xport_wr){
 		.local = tx->slots + (size_t)a * tx->slot_size,
 		.remote = peer_slots + (uint64_t)a * tx->slot_size,
 		.len = k * tx->slot_size, .lkey = tx->mr.lkey, .rkey = pd->rkey,
 		.opcode = RB2_WR_WRITE,
 		.flags = k * tx->slot_size <= tx->qp->max_inline ? RB2_WR_INLINE : 0,
 	};
-	return 2;
+	RB2_STAT_ADD(&tx->stats, slot_writes, 1);
+	return n;
 }
 
 /* Count the messages and bytes of [from, to) from the lens[] mirror (kept
@@ -571,6 +610,11 @@ count_range(struct rb2_tx *tx, uint64_t from, uint64_t to)
 {
 	uint64_t msgs = 0, bytes = 0;
 
+	if (tx->msg_size != 0) { /* one slot per message, all the same size */
+		RB2_STAT_ADD(&tx->stats, messages, to - from);
+		RB2_STAT_ADD(&tx->stats, bytes, (to - from) * tx->msg_size);
+		return;
+	}
 	while (from < to) {
 		uint32_t pos = (uint32_t)from & tx->mask;
 		uint32_t len = tx->lens[pos];
@@ -604,7 +648,6 @@ transmit_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w)
 	n += range_wrs(tx, w, a, first);
 	if (cnt > first)
 		n += range_wrs(tx, w + n, 0, (uint32_t)(cnt - first));
-	RB2_STAT_ADD(&tx->stats, slot_writes, n / 2);
 	return n;
 }
 
@@ -659,10 +702,13 @@ ls_publish(struct rb2_tx *tx, int publish)
 
 	if (cnt != 0) {
 		count_range(tx, from, tx->tail);
-		memcpy(&tx->peer_lens[a], &tx->lens[a], first * sizeof(uint32_t));
-		if (cnt > first)
-			memcpy(tx->peer_lens, tx->lens,
-			       (size_t)(cnt - first) * sizeof(uint32_t));
+		if (tx->p.msg_size == 0) {
+			memcpy(&tx->peer_lens[a], &tx->lens[a],
+			       first * sizeof(uint32_t));
+			if (cnt > first)
+				memcpy(tx->peer_lens, tx->lens,
+				       (size_t)(cnt - first) * sizeof(uint32_t));
+		}
 		tx->esc_tail = tx->tail;
 	}
 	if (publish && tx->pub_tail != tx->tail) {

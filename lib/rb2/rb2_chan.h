@@ -252,8 +252,12 @@ rb2_tx_reserve_burst(struct rb2_tx *tx, uint32_t len, unsigned int n,
 		tx->resv_skip = skip;
 	pos = (pos + skip) & tx->mask;
 	room = tx->limit - t - skip;                  /* slots free */
-	fit = (tx->mask + 1 - pos) / need;           /* before the wrap */
-	n = (unsigned int)RTE_MIN((uint64_t)n, RTE_MIN((uint64_t)fit, room / need));
+	fit = tx->mask + 1 - pos;                    /* slots before the wrap */
+	if (unlikely(need > 1)) {                    /* no divide for 1 slot */
+		fit /= need;
+		room /= need;
+	}
+	n = (unsigned int)RTE_MIN((uint64_t)n, RTE_MIN((uint64_t)fit, room));
 	*first = tx->slots + (size_t)pos * tx->slot_size;
 	return (int)n;
 }
@@ -280,7 +284,9 @@ rb2_tx_commit_burst(struct rb2_tx *tx, uint32_t len, unsigned int n)
 		t += tx->resv_skip;
 		tx->resv_skip = 0;
 	}
-	for (unsigned int i = 0; i < n; i++, t += need)
+	if (tx->msg_size != 0) /* fixed size: the mirror already holds it */
+		t += (uint64_t)n * need;
+	for (unsigned int i = 0; tx->msg_size == 0 && i < n; i++, t += need)
 		if (unlikely(tx->lens[t & tx->mask] != len))
 			tx->lens[t & tx->mask] = len;
 	tx->tail = t;
@@ -370,6 +376,8 @@ rb2_rx_peek_burst(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 		}
 		msgs[i].data = (void *)(uintptr_t)(rx->slots +
 						   (size_t)pos * rx->slot_size);
+		/* Start the payload's miss now, not when the caller reads. */
+		rte_prefetch0(msgs[i].data);
 		msgs[i].len = len;
 		msgs[i].next_lo = (uint32_t)end;
 		i++;

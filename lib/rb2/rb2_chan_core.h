@@ -103,6 +103,13 @@ struct rb2_chan_params {
 	uint32_t alpha;     /**< pointer advancement threshold, slots */
 	uint32_t beta;      /**< slot transmission threshold, slots */
 	uint32_t gamma;     /**< lazy push threshold, slots */
+	/**
+	 * 0: messages of any length up to N/2 slots (lengths travel in
+	 * lens[]). Otherwise a fixed-size channel: every message is msg_size
+	 * bytes, at most one slot, both halves know it and no length ever
+	 * crosses the link (the paper's setting: slot size = message size).
+	 */
+	uint32_t msg_size;
 	enum rb2_head_sync head_sync;
 	enum rb2_tail_sync tail_sync;
 	int socket_id;        /**< memory socket; SOCKET_ID_ANY: the transport's */
@@ -110,7 +117,7 @@ struct rb2_chan_params {
 };
 
 /**
- * Connection descriptor: the opaque blob a half sends its peer. 48 bytes, so
+ * Connection descriptor: the opaque blob a half sends its peer. 56 bytes, so
  * it fits rdma_cm's private data. Host byte order (both peers are x86_64).
  */
 struct rb2_chan_desc {
@@ -126,6 +133,8 @@ struct rb2_chan_desc {
 	uint32_t rkey;      /**< key of the region */
 	uint64_t addr;      /**< region base in the owner's address space */
 	uint64_t len;       /**< region length */
+	uint32_t msg_size;  /**< 0, or the fixed message size */
+	uint32_t reserved;  /**< 0 */
 };
 
 #define RB2_DESC_MAGIC 0x44324252u /* "RB2D" */
@@ -176,6 +185,7 @@ struct rb2_tx {
 	uint32_t alpha;
 	uint32_t beta;
 	uint32_t resv_skip; /**< slots the pending reservation skips at the wrap */
+	uint32_t msg_size; /**< 0, or the fixed message size */
 
 	/* Each pointer in its own cache line (§IV-C). */
 	uint64_t tail __rte_cache_aligned;        /**< next slot to write */
@@ -222,6 +232,7 @@ struct rb2_rx {
 
 	/* Slow path. */
 	uint64_t *head_shadow;        /**< source of the head WRITE */
+	uint32_t *own_lens;           /**< fixed-size channel: lens[] kept locally */
 	_Atomic uint64_t *peer_head;  /**< sender's local_head, mapped (load/store) */
 	int err;                      /**< 0, or the -errno that failed it */
 	struct rb2_xport *xp;
@@ -240,7 +251,7 @@ static_assert(offsetof(struct rb2_tx, tail) % RTE_CACHE_LINE_SIZE == 0 &&
 static_assert(offsetof(struct rb2_rx, head) % RTE_CACHE_LINE_SIZE == 0 &&
 	      offsetof(struct rb2_rx, synced_head) - offsetof(struct rb2_rx, head) >= RTE_CACHE_LINE_SIZE,
 	      "receiver pointers must sit in their own cache lines");
-static_assert(sizeof(struct rb2_chan_desc) == 48, "descriptor is wire format");
+static_assert(sizeof(struct rb2_chan_desc) == 56, "descriptor is wire format");
 
 /** A message read in place: valid until released. 16 bytes, 4 per line. */
 struct rb2_msg {

@@ -191,7 +191,8 @@ rb2_tx_reserve(struct rb2_tx *tx, uint32_t len, void **slot)
 /**
  * Commit the reserved message with its final length (at most the reserved
  * one). The message becomes visible to the receiver at the next pointer
- * advancement or flush.
+ * advancement or flush. In a fixed-size channel the receiver always sees
+ * msg_size bytes.
  */
 static inline void
 rb2_tx_commit(struct rb2_tx *tx, uint32_t len)

@@ -159,12 +159,21 @@ run_receiver(const char *self, const char *prefix, const char *spec,
 	return got == MSGS && bad == 0 ? 0 : 1;
 }
 
+/*
+ * A secondary must map the primary's memory at the same addresses. Left to
+ * chance, the primary's range sometimes collides with what ASLR (or ASan's
+ * shadow memory) gave the secondary; --base-virtaddr puts it where neither
+ * maps anything (ASan leaves [0x10007fff8000, 0x7fffffffffff) to the app).
+ */
+#define BASE_VIRTADDR "--base-virtaddr=0x200000000000"
+
 static int
 eal_init(const char *prefix, int secondary, const char *lcores)
 {
 	char *argv[] = {"rb2-test-mp", "-l", (char *)lcores, "--no-pci", "-m", "256",
 			"--file-prefix", (char *)prefix, "--log-level", "lib.eal:error",
-			secondary ? "--proc-type=secondary" : "--proc-type=primary", NULL};
+			secondary ? "--proc-type=secondary" : "--proc-type=primary",
+			BASE_VIRTADDR, NULL};
 
 	if (secondary) /* -m is the primary's to give */
 		argv[4] = "--log-level", argv[5] = "rb2.*:info";

@@ -162,30 +162,15 @@ rb2_tx_max_msg(const struct rb2_tx *tx)
  *   (-EIO, -ECONNRESET).
  */
 static inline int
+rb2_tx_reserve_burst(struct rb2_tx *tx, uint32_t len, unsigned int n,
+		     void **first);
+
+static inline int
 rb2_tx_reserve(struct rb2_tx *tx, uint32_t len, void **slot)
 {
-	uint64_t t = tx->tail;
-	uint32_t pos = (uint32_t)t & tx->mask;
-	uint32_t need, skip = 0;
+	int n = rb2_tx_reserve_burst(tx, len, 1, slot);
 
-	if (unlikely(len > tx->max_len))
-		return -EMSGSIZE;
-	need = __rb2_nslots(len, tx->slot_size);
-	/* A message never wraps: pad to slot 0 with a skip marker. */
-	if (unlikely(pos + need > tx->mask + 1))
-		skip = tx->mask + 1 - pos;
-	if (unlikely(t + skip + need > tx->limit)) {
-		int ret = __rb2_tx_make_room(tx, skip + need);
-		if (ret < 0)
-			return ret;
-	}
-	/* Stores are the sender's scarce resource: every store, even an L1
-	 * hit, holds a store-buffer entry behind the slot store that misses,
-	 * so fewer of those misses overlap. Write only what changes. */
-	if (unlikely(skip != tx->resv_skip))
-		tx->resv_skip = skip;
-	*slot = tx->slots + (size_t)((pos + skip) & tx->mask) * tx->slot_size;
-	return 0;
+	return n < 0 ? n : 0;
 }
 
 /**
@@ -195,27 +180,12 @@ rb2_tx_reserve(struct rb2_tx *tx, uint32_t len, void **slot)
  * msg_size bytes.
  */
 static inline void
+rb2_tx_commit_burst(struct rb2_tx *tx, uint32_t len, unsigned int n);
+
+static inline void
 rb2_tx_commit(struct rb2_tx *tx, uint32_t len)
 {
-	uint64_t t = tx->tail;
-
-	if (unlikely(tx->resv_skip != 0)) {
-		tx->lens[t & tx->mask] = RB2_LEN_SKIP;
-		t += tx->resv_skip;
-		tx->resv_skip = 0;
-	}
-	/* lens[] is the sender's private mirror; steady traffic finds the
-	 * same length there from the previous lap and stores nothing. The
-	 * message and byte counters are taken from it at transmission. */
-	if (unlikely(tx->lens[t & tx->mask] != len))
-		tx->lens[t & tx->mask] = len;
-	t += __rb2_nslots(len, tx->slot_size);
-	tx->tail = t;
-
-	if (unlikely(t - tx->synced_tail >= tx->alpha))
-		__rb2_tx_advance(tx);      /* pointer advancement */
-	else if (unlikely(t - tx->esc_tail >= tx->beta))
-		__rb2_tx_transmit(tx);     /* slot transmission */
+	rb2_tx_commit_burst(tx, len, 1);
 }
 
 /**
@@ -249,6 +219,9 @@ rb2_tx_reserve_burst(struct rb2_tx *tx, uint32_t len, unsigned int n,
 		if (ret < 0)
 			return ret;
 	}
+	/* Stores are the sender's scarce resource: every store, even an L1
+	 * hit, holds a store-buffer entry behind the slot store that misses,
+	 * so fewer of those misses overlap. Write only what changes. */
 	if (unlikely(skip != tx->resv_skip))
 		tx->resv_skip = skip;
 	pos = (pos + skip) & tx->mask;
@@ -285,7 +258,11 @@ rb2_tx_commit_burst(struct rb2_tx *tx, uint32_t len, unsigned int n)
 		t += tx->resv_skip;
 		tx->resv_skip = 0;
 	}
-	if (tx->msg_size != 0) /* fixed size: the mirror already holds it */
+	/* lens[] is the sender's private mirror: steady traffic finds the
+	 * same length there from the previous lap and stores nothing; a
+	 * fixed-size channel holds msg_size there from the start. The
+	 * message and byte counters are taken from it at transmission. */
+	if (tx->msg_size != 0)
 		t += (uint64_t)n * need;
 	for (unsigned int i = 0; tx->msg_size == 0 && i < n; i++, t += need)
 		if (unlikely(tx->lens[t & tx->mask] != len))

@@ -113,6 +113,12 @@ Test(rb2_xport, shm_chain_executes_in_order_and_signals_selectively)
 	cr_expect_eq(rb2_xport_post(a, wr, 2), -ENOSPC);
 	cr_expect_eq(*(uint64_t *)dst.addr, 42, "nothing of a refused chain ran");
 	cr_expect_eq(rb2_xport_poll(a, wc, 8), 4);
+	/* An opcode the transport lacks refuses the chain before any of it. */
+	wr[2] = (struct rb2_xport_wr){.local = &v, .remote = (uintptr_t)dst.addr,
+		.len = 8, .opcode = RB2_WR_WRITE_IMM};
+	v = 9;
+	cr_expect_eq(rb2_xport_post(a, &wr[1], 2), -ENOTSUP);
+	cr_expect_eq(*(uint64_t *)dst.addr, 42, "the WRITE before it did not run");
 	/* READ. */
 	wr[2] = (struct rb2_xport_wr){.local = &v, .remote = (uintptr_t)dst.addr,
 		.len = 8, .opcode = RB2_WR_READ};

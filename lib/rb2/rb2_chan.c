@@ -33,7 +33,6 @@ struct rb2_chan_list rb2_chan_list = {
 
 #define WRID_TAIL 1
 #define WRID_HEAD 2
-#define TAIL_SYNC_SPINS 1000000 /* polls before a flush gives up on a CQE */
 
 void
 rb2_chan_params_init(struct rb2_chan_params *p)
@@ -404,8 +403,9 @@ tx_attach(struct rb2_tx *tx, const struct rb2_chan_desc *peer)
 		tx->peer_lens = RTE_PTR_ADD(base, RB2_REGION_LENS_OFF);
 		tx->peer_tail = RTE_PTR_ADD(base, RB2_REGION_PTR_OFF);
 	}
-	tx->head_seen = atomic_load_explicit(tx->local_head, memory_order_acquire);
-	tx->limit = tx->head_seen + tx->mask; /* capacity N - 1 */
+	/* Capacity N - 1: full when tail - local_head == N - 1. */
+	tx->limit = atomic_load_explicit(tx->local_head, memory_order_acquire) +
+		tx->mask;
 	tx->err = 0;
 	return 0;
 }
@@ -790,7 +790,6 @@ __rb2_tx_make_room(struct rb2_tx *tx, uint64_t need)
 	/* Acquire: pairs with the receiver's head WRITE (a release store on
 	 * shm), so its reads of the freed slots are done before we reuse them. */
 	h = atomic_load_explicit(tx->local_head, memory_order_acquire);
-	tx->head_seen = h;
 	tx->limit = h + tx->mask;
 	if (tx->tail + need <= tx->limit)
 		return 0;

@@ -65,7 +65,7 @@ void rb2_chan_params_init(struct rb2_chan_params *p);
 int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
 			  size_t len);
 
-/** @return the largest message a channel with @p p carries: N/2 * S. */
+/** @return the largest message a channel with @p p carries: msg_size if set, else N/2 * S. */
 uint32_t rb2_chan_max_msg(const struct rb2_chan_params *p);
 
 /**
@@ -147,45 +147,6 @@ static inline uint32_t
 rb2_tx_max_msg(const struct rb2_tx *tx)
 {
 	return tx->max_len;
-}
-
-/**
- * Reserve room for one message of @p len bytes (zero copy). Write the payload
- * at @p *slot, then call rb2_tx_commit(). Reserving again without a commit
- * returns the same room.
- *
- * @param[out] slot
- *   64-byte aligned, @p len contiguous bytes (never split at the wrap).
- * @return
- *   0; -ENOBUFS (full: retry later, nothing was taken); -EMSGSIZE (@p len
- *   exceeds rb2_tx_max_msg()); or the error that failed the channel
- *   (-EIO, -ECONNRESET).
- */
-static inline int
-rb2_tx_reserve_burst(struct rb2_tx *tx, uint32_t len, unsigned int n,
-		     void **first);
-
-static inline int
-rb2_tx_reserve(struct rb2_tx *tx, uint32_t len, void **slot)
-{
-	int n = rb2_tx_reserve_burst(tx, len, 1, slot);
-
-	return n < 0 ? n : 0;
-}
-
-/**
- * Commit the reserved message with its final length (at most the reserved
- * one). The message becomes visible to the receiver at the next pointer
- * advancement or flush. In a fixed-size channel the receiver always sees
- * msg_size bytes.
- */
-static inline void
-rb2_tx_commit_burst(struct rb2_tx *tx, uint32_t len, unsigned int n);
-
-static inline void
-rb2_tx_commit(struct rb2_tx *tx, uint32_t len)
-{
-	rb2_tx_commit_burst(tx, len, 1);
 }
 
 /**
@@ -276,6 +237,38 @@ rb2_tx_commit_burst(struct rb2_tx *tx, uint32_t len, unsigned int n)
 }
 
 /**
+ * Reserve room for one message of @p len bytes (zero copy). Write the payload
+ * at @p *slot, then call rb2_tx_commit(). Reserving again without a commit
+ * returns the same room.
+ *
+ * @param[out] slot
+ *   64-byte aligned, @p len contiguous bytes (never split at the wrap).
+ * @return
+ *   0; -ENOBUFS (full: retry later, nothing was taken); -EMSGSIZE (@p len
+ *   exceeds rb2_tx_max_msg()); or the error that failed the channel
+ *   (-EIO, -ECONNRESET).
+ */
+static inline int
+rb2_tx_reserve(struct rb2_tx *tx, uint32_t len, void **slot)
+{
+	int n = rb2_tx_reserve_burst(tx, len, 1, slot);
+
+	return n < 0 ? n : 0;
+}
+
+/**
+ * Commit the reserved message with its final length (at most the reserved
+ * one). The message becomes visible to the receiver at the next pointer
+ * advancement or flush. In a fixed-size channel the receiver always sees
+ * msg_size bytes.
+ */
+static inline void
+rb2_tx_commit(struct rb2_tx *tx, uint32_t len)
+{
+	rb2_tx_commit_burst(tx, len, 1);
+}
+
+/**
  * Copy one message in (reserve + copy + commit).
  *
  * @return 0, -ENOBUFS, -EMSGSIZE, or the channel's error.
@@ -300,7 +293,6 @@ rb2_tx_send(struct rb2_tx *tx, const void *buf, uint32_t len)
  *
  * @return 0, or the error that failed the channel.
  */
-int __rb2_tx_flush(struct rb2_tx *tx);
 static inline int
 rb2_tx_flush(struct rb2_tx *tx)
 {

@@ -196,7 +196,6 @@ struct rb2_tx {
 	/* Slow path. */
 	_Atomic uint64_t *local_head; /**< in RB_S, written by the receiver */
 	uint64_t *tail_shadow;        /**< source of the tail WRITE */
-	uint64_t head_seen;           /**< local_head at the last refresh */
 	uint64_t pub_tail;            /**< last tail value WRITTEN to the peer */
 	uint32_t tail_inflight;       /**< signaled tail WRITEs not completed */
 	uint32_t loadstore;           /**< 1: slots go straight into RB_R */
@@ -264,6 +263,7 @@ struct rb2_msg {
 int __rb2_tx_make_room(struct rb2_tx *tx, uint64_t need);
 void __rb2_tx_advance(struct rb2_tx *tx);
 void __rb2_tx_transmit(struct rb2_tx *tx);
+int __rb2_tx_flush(struct rb2_tx *tx);
 int __rb2_rx_idle(struct rb2_rx *rx);
 int __rb2_rx_corrupt(struct rb2_rx *rx, uint64_t pos, uint32_t len);
 void __rb2_rx_push(struct rb2_rx *rx);

@@ -157,8 +157,13 @@ shm_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs,
 	struct shm_qp *s = qp->drv;
 	unsigned int i, signaled = 0;
 
-	for (i = 0; i < n; i++)
+	/* Refuse the whole chain before running any of it. */
+	for (i = 0; i < n; i++) {
+		if (unlikely(wrs[i].opcode != RB2_WR_WRITE &&
+			     wrs[i].opcode != RB2_WR_READ))
+			return -ENOTSUP;
 		signaled += (wrs[i].flags & RB2_WR_SIGNALED) != 0;
+	}
 	if (unlikely(signaled > s->cq_mask + 1 - (s->cq_tail - s->cq_head)))
 		return -ENOSPC; /* completion ring full: poll first */
 
@@ -199,8 +204,8 @@ shm_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs,
 					   wr->len);
 			}
 			break;
-		default:
-			return i == 0 ? -ENOTSUP : -EIO;
+		default: /* refused above */
+			break;
 		}
 		if (wr->flags & RB2_WR_SIGNALED) {
 			struct rb2_xport_wc *wc =

@@ -299,6 +299,7 @@ rb2_rx_create(const char *name, struct rb2_xport *xp,
 	rx->slot_size = p.slot_size;
 	rx->gamma = p.gamma;
 	rx->max_len = rb2_chan_max_msg(&p);
+	rx->msg_size = p.msg_size;
 	rx->err = -ENOTCONN;
 	rx->local_tail = RTE_PTR_ADD(mr.addr, RB2_REGION_PTR_OFF);
 	rx->head_shadow = RTE_PTR_ADD(mr.addr, RB2_REGION_SHADOW_OFF);

@@ -75,6 +75,9 @@ extern "C" {
 /** Longest channel name (memzones are named "rb2r.<name>"). */
 #define RB2_CHAN_NAMESIZE 24
 
+/** Messages a single reservation prefetches ahead (see rb2_tx_reserve_burst()). */
+#define RB2_TX_PREFETCH_AHEAD 8
+
 /** lens[] value of a slot padded away at the wrap point. */
 #define RB2_LEN_SKIP UINT32_MAX
 
@@ -224,6 +227,7 @@ struct rb2_rx {
 	uint32_t slot_size;
 	uint32_t gamma;
 	uint32_t max_len;
+	uint32_t msg_size;            /**< 0, or the fixed message size */
 
 	uint64_t head __rte_cache_aligned;        /**< next slot to read */
 	uint64_t synced_head __rte_cache_aligned; /**< head at the last push */
@@ -267,6 +271,15 @@ int __rb2_tx_flush(struct rb2_tx *tx);
 int __rb2_rx_idle(struct rb2_rx *rx);
 int __rb2_rx_corrupt(struct rb2_rx *rx, uint64_t pos, uint32_t len);
 void __rb2_rx_push(struct rb2_rx *rx);
+
+/** @internal Prefetch a line for writing (rte_prefetch0_write() is still
+ * experimental in DPDK 22.11, and public headers must not need
+ * ALLOW_EXPERIMENTAL_API). */
+static inline void
+__rb2_prefetch_w(const void *p)
+{
+	__builtin_prefetch(p, 1, 3);
+}
 
 /** @internal Slots a message of @p len bytes occupies. */
 static inline uint32_t

@@ -175,7 +175,9 @@ half_init(const char *name, struct rb2_xport *xp,
 	}
 	memset(&attr, 0, sizeof(attr));
 	attr.lcore_id = lcore;
-	/* Worst chain: 2 ranges x (lens + slots) + one pointer WRITE. */
+	/* A hint: a ring's worth of transmissions (one per beta slots, each
+	 * at most 2 ranges x (lens + slots)) plus their tail WRITEs, twice
+	 * over. shm ignores it; a NIC driver sizes its queue from it. */
 	attr.sq_depth = 2 * (p->slots / p->beta + 1) * 5;
 	attr.cq_depth = 64;
 	*qp = rb2_xport_qp_create(xp, &attr);

@@ -370,7 +370,12 @@ Test(rb2_chan, descriptor_validation_refuses_malformed_peers)
 	cr_assert_eq(rb2_chan_desc_check(&d, sizeof(d), 1, &p, why, sizeof(why)), 0, "%s", why);
 	cr_expect_eq(rb2_chan_desc_check(&d, sizeof(d) - 1, 1, &p, why, sizeof(why)), -EPROTO);
 	cr_expect(strstr(why, "short") != NULL, "%s", why);
+	/* Zero padding (rdma_cm pads private data) is accepted; anything
+	 * else past the descriptor makes it oversized. */
+	memset(blob, 0, sizeof(blob));
 	memcpy(blob, &d, sizeof(d));
+	cr_expect_eq(rb2_chan_desc_check(blob, sizeof(blob), 1, &p, why, sizeof(why)), 0, "%s", why);
+	blob[sizeof(blob) - 1] = 1;
 	cr_expect_eq(rb2_chan_desc_check(blob, sizeof(blob), 1, &p, why, sizeof(why)), -EPROTO);
 	cr_expect(strstr(why, "oversized") != NULL, "%s", why);
 	cr_expect_eq(rb2_chan_desc_check(&d, sizeof(d), 0, &p, why, sizeof(why)), -EPROTO);

@@ -18,7 +18,8 @@ hugemem=${RB2_HUGEMEM:-1G}
 PKGS=(meson ninja-build pkg-config gcc python3
       libdpdk-dev dpdk dpdk-dev
       libibverbs-dev librdmacm-dev libnuma-dev libpcap-dev
-      libcriterion-dev)
+      libcriterion-dev
+      qemu-system-x86 debootstrap busybox-static)
 
 usage() {
 	cat <<EOF
@@ -28,7 +29,8 @@ usage: $0 main|test
          main job: rb2-perf over the shm transport (streaming throughput,
          RB2 side by side with DPDK rte_ring, then ping-pong latency)
   test   install missing packages, reserve hugepages, build a release and
-         an ASan+UBSan tree, and run every test suite in both
+         an ASan+UBSan tree, run every test suite in both, and the verbs
+         suite on Soft-RoCE inside a QEMU guest (tests/verbs-vm/run.sh)
 
 environment: RB2_BUILD, RB2_BUILD_ASAN (build dirs), RB2_HUGEMEM (default 1G),
              CI=true (adds -Werror)
@@ -113,10 +115,12 @@ test)
 		-Db_lundef=false
 	rc=0
 	log "tests: release build"
-	meson test -C "$build" --print-errorlogs --num-processes 1 --suite rb2 || rc=1
+	meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit || rc=1
+	log "tests: verbs transport on Soft-RoCE in a QEMU guest"
+	meson test -C "$build" --print-errorlogs --num-processes 1 --suite verbs-vm || rc=1
 	log "tests: ASan+UBSan build"
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		meson test -C "$build_asan" --print-errorlogs --num-processes 1 --suite rb2 \
+		meson test -C "$build_asan" --print-errorlogs --num-processes 1 --suite unit \
 		--timeout-multiplier 4 || rc=1
 	# One closing line over both builds, from meson's own logs.
 	python3 - "$build/meson-logs/testlog.json" "$build_asan/meson-logs/testlog.json" <<'PY'

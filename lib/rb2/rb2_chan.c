@@ -13,6 +13,7 @@
 
 #include <rte_string_fns.h>
 
+#include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
@@ -33,6 +34,8 @@ struct rb2_chan_list rb2_chan_list = {
 
 #define WRID_TAIL 1
 #define WRID_HEAD 2
+#define RB2_POST_SPINS 10000000u /* reaps before a full queue is an error */
+#define STATUS_CHECK_US 1000     /* idle halves ask after their peer this often */
 
 void
 rb2_chan_params_init(struct rb2_chan_params *p)
@@ -175,10 +178,11 @@ half_init(const char *name, struct rb2_xport *xp,
 	}
 	memset(&attr, 0, sizeof(attr));
 	attr.lcore_id = lcore;
-	/* A hint: a ring's worth of transmissions (one per beta slots, each
-	 * at most 2 ranges x (lens + slots)) plus their tail WRITEs, twice
-	 * over. shm ignores it; a NIC driver sizes its queue from it. */
-	attr.sq_depth = 2 * (p->slots / p->beta + 1) * 5;
+	/* A hint: eight pointer-advancement periods of chains (alpha/beta + 1
+	 * transmissions of at most 2 ranges x (lens + slots), and a tail).
+	 * A fuller queue is reaped (see tx_post()); drivers clamp to their
+	 * device's limits. */
+	attr.sq_depth = RTE_MAX(64u, 8 * (4 * (p->alpha / p->beta + 1) + 1));
 	attr.cq_depth = 64;
 	*qp = rb2_xport_qp_create(xp, &attr);
 	if (*qp == NULL) {
@@ -339,9 +343,15 @@ rb2_chan_desc_check(const void *blob, size_t len, int role,
 	struct rb2_chan_desc d;
 	size_t need;
 
-	if (len != sizeof(d)) {
+	/* Transports may pad (rdma_cm does, to 56 or 196 bytes): zeros past
+	 * the descriptor are padding, anything else makes it oversized. */
+	int trailing = 0;
+
+	for (size_t i = sizeof(d); i < len; i++)
+		trailing |= ((const uint8_t *)blob)[i] != 0;
+	if (len < sizeof(d) || trailing) {
 		WHYD("descriptor of %zu bytes, expected %zu (%s)", len, sizeof(d),
-		     len < sizeof(d) ? "short" : "oversized");
+		     len < sizeof(d) ? "short" : "oversized: data past its end");
 		return -EPROTO;
 	}
 	memcpy(&d, blob, sizeof(d));
@@ -540,6 +550,8 @@ rb2_rx_destroy(struct rb2_rx *rx)
 
 /* ---- sender slow path ---------------------------------------------------- */
 
+static int peer_gone(struct rb2_xport_qp *qp, uint64_t *next_check);
+
 static void
 tx_fail(struct rb2_tx *tx, int err, const char *what)
 {
@@ -558,8 +570,9 @@ tx_reap(struct rb2_tx *tx)
 	struct rb2_xport_wc wc[8];
 	int n;
 
-	while (tx->tail_inflight > 0 &&
-	       (n = rb2_xport_poll(tx->qp, wc, RTE_DIM(wc))) != 0) {
+	/* Also the driver's own completions (a NIC recycles its send queue
+	 * through them), so poll even with no tail WRITE in flight. */
+	while ((n = rb2_xport_poll(tx->qp, wc, RTE_DIM(wc))) != 0) {
 		if (n < 0) {
 			tx_fail(tx, n, "polling completions");
 			return;
@@ -682,8 +695,10 @@ tx_post(struct rb2_tx *tx, struct rb2_xport_wr *w, unsigned int n)
 	if (n == 0)
 		return;
 	ret = rb2_xport_post(tx->qp, w, n);
-	if (unlikely(ret == -ENOSPC)) {
-		/* Send or completion queue full: reap, then once more. */
+	/* Send or completion queue full: reap until it takes the chain. A NIC
+	 * completes in microseconds; a bound turns a wedged one into an error. */
+	for (uint32_t spins = 0; unlikely(ret == -ENOSPC) && tx->err == 0 &&
+	     spins < RB2_POST_SPINS; spins++) {
 		tx_reap(tx);
 		ret = rb2_xport_post(tx->qp, w, n);
 	}
@@ -798,6 +813,11 @@ __rb2_tx_make_room(struct rb2_tx *tx, uint64_t need)
 		return 0;
 
 	tx_reap(tx);
+	if (tx->err == 0) {
+		int gone = peer_gone(tx->qp, &tx->next_check);
+		if (gone < 0)
+			tx_fail(tx, gone, "the receiver is gone");
+	}
 	/* Liveness: if the receiver has consumed everything we published, only
 	 * a tail WRITE can free room; so can a tail deferred by the elastic
 	 * threshold once its predecessor has completed. */
@@ -836,6 +856,18 @@ __rb2_rx_push(struct rb2_rx *rx)
 	}
 	*rx->head_shadow = rx->head;
 	ret = rb2_xport_post(rx->qp, &w, 1);
+	for (uint32_t spins = 0; unlikely(ret == -ENOSPC) && spins < RB2_POST_SPINS;
+	     spins++) {
+		/* Only the driver's forced-signal completions come back here;
+		 * reaping them frees the send queue. */
+		struct rb2_xport_wc wc[8];
+		int got = rb2_xport_poll(rx->qp, wc, RTE_DIM(wc));
+
+		for (int i = 0; i < got; i++)
+			if (wc[i].status != RB2_WC_SUCCESS)
+				got = -EIO;
+		ret = got < 0 ? got : rb2_xport_post(rx->qp, &w, 1);
+	}
 	if (unlikely(ret < 0)) {
 		RB2_CHAN_LOG(ERR, "channel '%s' receiver failed: posting the head WRITE: %s",
 			     rx->name, rte_strerror(-ret));
@@ -846,10 +878,31 @@ __rb2_rx_push(struct rb2_rx *rx)
 	RB2_STAT_ADD(&rx->stats, head_pushes, 1);
 }
 
+/* Ask the transport after the peer, at most every STATUS_CHECK_US. */
+static int
+peer_gone(struct rb2_xport_qp *qp, uint64_t *next_check)
+{
+	uint64_t now = rte_get_timer_cycles();
+	int ret;
+
+	if (now < *next_check)
+		return 0;
+	*next_check = now + rte_get_timer_hz() / (1000000 / STATUS_CHECK_US);
+	ret = rb2_xport_qp_status(qp);
+	return ret == -ENOTCONN ? 0 : ret;
+}
+
 int
 __rb2_rx_idle(struct rb2_rx *rx)
 {
+	int gone;
+
 	RB2_STAT_ADD(&rx->stats, empty_events, 1);
+	if (rx->err == 0 && (gone = peer_gone(rx->qp, &rx->next_check)) < 0) {
+		RB2_CHAN_LOG(ERR, "channel '%s' receiver: the sender is gone (%s); everything it published was delivered",
+			     rx->name, rte_strerror(-gone));
+		rx->err = gone;
+	}
 	/* Idle push: the ring is drained, so the sender may be blocked on a
 	 * stale local_head; give it all the room back now. */
 	if (rx->head != rx->synced_head) {

@@ -329,9 +329,12 @@ rb2_rx_peek_burst(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 		/* Acquire: pairs with the sender's release store (shm) or
 		 * ordered WRITE (verbs) of local_tail after the slots. */
 		t = atomic_load_explicit(rx->local_tail, memory_order_acquire);
-		rx->tail_seen = t;
-		if (h == t)
+		/* Nothing new, or a tail read behind what we hold: an 8-byte
+		 * WRITE may be seen torn (byte-wise DMA, as rxe under QEMU
+		 * does), and a torn read never runs ahead of the new value. */
+		if (unlikely((int64_t)(t - h) <= 0))
 			return __rb2_rx_idle(rx);
+		rx->tail_seen = t;
 	}
 	if (rx->msg_size != 0) {
 		/* Fixed size: one slot per message, lengths known. */
@@ -355,16 +358,21 @@ rb2_rx_peek_burst(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 		 * skip marker (> any slot size) and multi-slot messages take
 		 * the branch. */
 		if (unlikely(len > rx->slot_size)) {
+			if (unlikely(len != RB2_LEN_SKIP && len > rx->max_len))
+				return i > 0 ? (int)i : __rb2_rx_corrupt(rx, h, len);
+			end = len == RB2_LEN_SKIP ? h + rx->mask + 1 - pos + 1 :
+				h + __rb2_nslots(len, rx->slot_size);
+			/* A message (or a skip and the message after it) past
+			 * the tail was cut by a torn tail read: it is not
+			 * published yet; refresh the tail on the next call. */
+			if (unlikely(end > t)) {
+				rx->tail_seen = h;
+				return (int)i;
+			}
 			if (len == RB2_LEN_SKIP) {
 				h += rx->mask + 1 - pos;
-				if (unlikely(h >= t)) /* a skip is never last */
-					return i > 0 ? (int)i : __rb2_rx_corrupt(rx, h, len);
 				continue;
 			}
-			end = h + __rb2_nslots(len, rx->slot_size);
-			/* A length that runs past the published tail is corrupt. */
-			if (unlikely(end > t || len > rx->max_len))
-				return i > 0 ? (int)i : __rb2_rx_corrupt(rx, h, len);
 		}
 		msgs[i].data = (void *)(uintptr_t)(rx->slots +
 						   (size_t)pos * rx->slot_size);

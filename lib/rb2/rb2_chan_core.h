@@ -201,6 +201,7 @@ struct rb2_tx {
 	uint64_t *tail_shadow;        /**< source of the tail WRITE */
 	uint64_t pub_tail;            /**< last tail value WRITTEN to the peer */
 	uint32_t tail_inflight;       /**< signaled tail WRITEs not completed */
+	uint64_t next_check;          /**< TSC of the next peer check */
 	uint32_t loadstore;           /**< 1: slots go straight into RB_R */
 	/* Load/store transports: the receiver's lens[] and local_tail, mapped,
 	 * so publishing is a memcpy and a release store, not a WR chain. */
@@ -238,6 +239,7 @@ struct rb2_rx {
 	uint32_t *own_lens;           /**< fixed-size channel: lens[] kept locally */
 	_Atomic uint64_t *peer_head;  /**< sender's local_head, mapped (load/store) */
 	int err;                      /**< 0, or the -errno that failed it */
+	uint64_t next_check;          /**< TSC of the next peer check */
 	struct rb2_xport *xp;
 	struct rb2_xport_qp *qp;
 	struct rb2_xport_mr mr;       /**< RB_R */

@@ -67,6 +67,11 @@ dummy_peer_ptr(struct rb2_xport_qp *qp __rte_unused, uint64_t r __rte_unused,
 {
 	return NULL;
 }
+static int
+dummy_qp_status(struct rb2_xport_qp *qp __rte_unused)
+{
+	return 0;
+}
 static const char *
 dummy_wc_status_str(int status)
 {
@@ -83,6 +88,7 @@ static const struct rb2_xport_ops dummy_ops = {
 	.qp_connect_local = dummy_qp_connect_local,
 	.qp_exchange = dummy_qp_exchange,
 	.peer_ptr = dummy_peer_ptr,
+	.qp_status = dummy_qp_status,
 	.wc_status_str = dummy_wc_status_str,
 };
 
@@ -105,6 +111,7 @@ rb2_xport_driver_register(struct rb2_xport_driver *drv)
 	OVERLAY(qp_connect_local);
 	OVERLAY(qp_exchange);
 	OVERLAY(peer_ptr);
+	OVERLAY(qp_status);
 	OVERLAY(wc_status_str);
 	drivers[n_drivers++] = drv;
 }
@@ -325,6 +332,12 @@ rb2_xport_peer_ptr(struct rb2_xport_qp *qp, uint64_t remote, uint32_t rkey,
 	if (!(qp->xp->caps & RB2_XPORT_CAP_LOADSTORE) || !qp->connected)
 		return NULL;
 	return qp->xp->ops->peer_ptr(qp, remote, rkey, len);
+}
+
+int
+rb2_xport_qp_status(struct rb2_xport_qp *qp)
+{
+	return qp->connected ? qp->xp->ops->qp_status(qp) : -ENOTCONN;
 }
 
 const char *

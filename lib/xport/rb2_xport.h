@@ -176,6 +176,14 @@ rb2_xport_poll(struct rb2_xport_qp *qp, struct rb2_xport_wc *wcs,
 	return qp->poll(qp, wcs, n);
 }
 
+/**
+ * Is the peer of a connected queue still there? Slow path: call it from idle
+ * loops, not per message (verbs reads its connection events).
+ *
+ * @return 0, or -ECONNRESET (peer gone), -EIO (the queue failed), -ENOTCONN.
+ */
+int rb2_xport_qp_status(struct rb2_xport_qp *qp);
+
 /** @return a readable name for a completion status of this transport. */
 const char *rb2_xport_wc_status_str(const struct rb2_xport *xp, int status);
 

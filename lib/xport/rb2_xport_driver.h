@@ -60,6 +60,8 @@ struct rb2_xport_ops {
 	/** Map a peer address (load/store transports). */
 	void *(*peer_ptr)(struct rb2_xport_qp *qp, uint64_t remote,
 			  uint32_t rkey, size_t len);
+	/** 0 while the peer is there; -ECONNRESET (or the failure) once not. */
+	int (*qp_status)(struct rb2_xport_qp *qp);
 	/** Name a completion status. */
 	const char *(*wc_status_str)(int status);
 };

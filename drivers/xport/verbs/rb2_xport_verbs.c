@@ -1,0 +1,703 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * The verbs transport, on rdma-core: one RC QP per lcore per peer, connected
+ * with librdmacm; WR chains linked and posted with one ibv_post_send (one
+ * doorbell); IBV_SEND_INLINE when the payload fits max_inline_data; only the
+ * WRs the caller asks for are signaled, plus one every sq_depth/2 so the
+ * send queue recycles (those completions are swallowed here).
+ *
+ * Open arguments: dev=NAME (default: the first device with an active port),
+ * port=N (default 1), gid=N (default: the IPv4-mapped RoCE GID).
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_memzone.h>
+
+#include <rb2_xport_driver.h>
+
+#include "rb2_xport_verbs.h"
+
+#define VERBS_MAX_CHAIN 16     /* WRs in one doorbell */
+#define VERBS_INTERNAL_WRID (1ull << 63) /* forced-signal completions */
+#define VERBS_CM_TIMEOUT_MS 2000
+
+struct verbs_dev {
+	struct ibv_context **list;  /* rdma_get_devices(), for rdma_free_devices() */
+	struct ibv_context *ctx;    /* the chosen device (shared with rdma_cm) */
+	struct ibv_pd *pd;
+	struct ibv_device_attr attr;
+	uint8_t port;
+	int gid_index;
+	int numa_node;
+};
+
+/* Per-queue state. Only the owning lcore posts and polls. */
+struct verbs_qp {
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct rdma_cm_id *id;        /* connected id */
+	struct rdma_cm_id *listen_id; /* passive side, until accepted */
+	struct rdma_event_channel *ec;
+	struct rb2_verbs_sq sq;       /* send-queue accounting */
+	int failed;                   /* -errno once the QP is unusable */
+	struct ibv_send_wr wr[VERBS_MAX_CHAIN];
+	struct ibv_sge sge[VERBS_MAX_CHAIN];
+};
+
+/* ---- pure helpers (unit-tested without a device) -------------------------- */
+
+uint32_t
+rb2_verbs_sq_depth(uint32_t want, uint32_t max_qp_wr)
+{
+	uint32_t d = want < 16 ? 16 : want;
+
+	if (max_qp_wr != 0 && d > max_qp_wr)
+		d = max_qp_wr;
+	return d;
+}
+
+int
+rb2_verbs_sq_init(struct rb2_verbs_sq *sq, uint32_t depth)
+{
+	uint32_t ring = rte_align32pow2(depth + 1);
+
+	memset(sq, 0, sizeof(*sq));
+	sq->retire = calloc(ring, sizeof(*sq->retire));
+	if (sq->retire == NULL)
+		return -ENOMEM;
+	sq->mask = ring - 1;
+	sq->depth = depth;
+	sq->free = depth;
+	sq->signal_every = depth / 2 > 0 ? depth / 2 : 1;
+	return 0;
+}
+
+void
+rb2_verbs_sq_fini(struct rb2_verbs_sq *sq)
+{
+	free(sq->retire);
+	sq->retire = NULL;
+}
+
+int
+rb2_verbs_sq_plan(struct rb2_verbs_sq *sq, const struct rb2_xport_wr *wrs,
+		  unsigned int n, uint32_t max_inline, uint32_t *flags)
+{
+	uint32_t unsig = sq->unsignaled;
+
+	if (n > sq->free)
+		return -ENOSPC;
+	for (unsigned int i = 0; i < n; i++) {
+		uint32_t f = 0;
+
+		if ((wrs[i].flags & RB2_WR_INLINE) && wrs[i].len <= max_inline &&
+		    wrs[i].opcode != RB2_WR_READ)
+			f |= RB2_VERBS_F_INLINE;
+		unsig++;
+		if (wrs[i].flags & RB2_WR_SIGNALED) {
+			f |= RB2_VERBS_F_SIGNALED;
+		} else if (unsig >= sq->signal_every) {
+			/* The unsignaled-WR rule: a signaled WR at least every
+			 * sq_depth/2, or the SQ never gets its entries back. */
+			f |= RB2_VERBS_F_SIGNALED | RB2_VERBS_F_INTERNAL;
+		}
+		if (f & RB2_VERBS_F_SIGNALED)
+			unsig = 0;
+		flags[i] = f;
+	}
+	return 0;
+}
+
+void
+rb2_verbs_sq_posted(struct rb2_verbs_sq *sq, const uint32_t *flags,
+		    unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		sq->free--;
+		sq->unsignaled++;
+		if (flags[i] & RB2_VERBS_F_SIGNALED) {
+			/* This completion retires it and the unsignaled ones
+			 * before it. */
+			sq->retire[sq->r_tail++ & sq->mask] = sq->unsignaled;
+			sq->unsignaled = 0;
+		}
+	}
+}
+
+void
+rb2_verbs_sq_completed(struct rb2_verbs_sq *sq)
+{
+	if (sq->r_head != sq->r_tail)
+		sq->free += sq->retire[sq->r_head++ & sq->mask];
+}
+
+/* ---- device ------------------------------------------------------------------ */
+
+static int
+port_active(struct ibv_context *ctx, uint8_t port)
+{
+	struct ibv_port_attr pa;
+
+	return ibv_query_port(ctx, port, &pa) == 0 && pa.state == IBV_PORT_ACTIVE;
+}
+
+/* The IPv4-mapped RoCE v2 GID (::ffff:a.b.c.d), or -1. */
+static int
+ipv4_gid_index(struct ibv_context *ctx, uint8_t port)
+{
+	struct ibv_port_attr pa;
+
+	if (ibv_query_port(ctx, port, &pa) != 0)
+		return -1;
+	for (int i = 0; i < pa.gid_tbl_len; i++) {
+		union ibv_gid gid;
+		static const uint8_t v4map[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+		if (ibv_query_gid(ctx, port, i, &gid) == 0 &&
+		    memcmp(gid.raw, v4map, sizeof(v4map)) == 0)
+			return i;
+	}
+	return -1;
+}
+
+static int
+sysfs_numa_node(struct ibv_context *ctx)
+{
+	char path[IBV_SYSFS_PATH_MAX + 32];
+	FILE *f;
+	int node = -1;
+
+	snprintf(path, sizeof(path), "%s/device/numa_node", ctx->device->ibdev_path);
+	f = fopen(path, "r");
+	if (f != NULL) {
+		if (fscanf(f, "%d", &node) != 1)
+			node = -1;
+		fclose(f);
+	}
+	return node;
+}
+
+static int
+verbs_open(struct rb2_xport *xp, const char *args)
+{
+	static const char *const keys[] = {"dev", "port", "gid", NULL};
+	char dev[64] = "", val[16];
+	struct verbs_dev *d;
+	int n = 0, ret;
+
+	ret = rb2_xport_args_check("verbs", args, keys);
+	if (ret < 0)
+		return ret;
+	d = rte_zmalloc("verbs_dev", sizeof(*d), 0);
+	if (d == NULL)
+		return -ENOMEM;
+	d->port = 1;
+	d->gid_index = -1;
+	if (rb2_xport_arg(args, "dev", dev, sizeof(dev)) < 0 ||
+	    (rb2_xport_arg(args, "port", val, sizeof(val)) > 0 &&
+	     (d->port = (uint8_t)atoi(val)) == 0) ||
+	    (rb2_xport_arg(args, "gid", val, sizeof(val)) > 0 &&
+	     (d->gid_index = atoi(val)) < 0)) {
+		RB2_XPORT_LOG(ERR, "verbs: bad arguments '%s': expected dev=NAME,port=N (>= 1),gid=N", args);
+		rte_free(d);
+		return -EINVAL;
+	}
+	d->list = rdma_get_devices(&n);
+	for (int i = 0; d->list != NULL && i < n && d->ctx == NULL; i++) {
+		const char *name = ibv_get_device_name(d->list[i]->device);
+
+		if (dev[0] != '\0' ? strcmp(name, dev) == 0 :
+		    port_active(d->list[i], d->port))
+			d->ctx = d->list[i];
+	}
+	if (d->ctx == NULL) {
+		RB2_XPORT_LOG(ERR, "verbs: no RDMA device %s%s%s (rdma_get_devices: %d device%s); use --transport shm, or load rdma_rxe: modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0",
+			      dev[0] ? "named " : "with an active port ",
+			      dev[0] ? dev : "", dev[0] ? "" : "", n, n == 1 ? "" : "s");
+		if (d->list != NULL)
+			rdma_free_devices(d->list);
+		rte_free(d);
+		return -ENODEV;
+	}
+	if (ibv_query_device(d->ctx, &d->attr) != 0 ||
+	    (d->pd = ibv_alloc_pd(d->ctx)) == NULL) {
+		RB2_XPORT_LOG(ERR, "verbs: cannot query %s or allocate its PD: %s",
+			      ibv_get_device_name(d->ctx->device), strerror(errno));
+		rdma_free_devices(d->list);
+		rte_free(d);
+		return -ENODEV;
+	}
+	if (d->gid_index < 0)
+		d->gid_index = ipv4_gid_index(d->ctx, d->port);
+	d->numa_node = sysfs_numa_node(d->ctx);
+	xp->priv = d;
+	xp->caps = RB2_XPORT_CAP_REMOTE | RB2_XPORT_CAP_READ | RB2_XPORT_CAP_IMM;
+	xp->socket_id = d->numa_node >= 0 ? d->numa_node : (int)rte_socket_id();
+	RB2_XPORT_LOG(INFO, "verbs: %s port %u gid %d, NUMA node %d, max_qp_wr %d",
+		      ibv_get_device_name(d->ctx->device), d->port, d->gid_index,
+		      d->numa_node, d->attr.max_qp_wr);
+	return 0;
+}
+
+static void
+verbs_close(struct rb2_xport *xp)
+{
+	struct verbs_dev *d = xp->priv;
+
+	if (d == NULL)
+		return;
+	ibv_dealloc_pd(d->pd);
+	rdma_free_devices(d->list);
+	rte_free(d);
+	xp->priv = NULL;
+}
+
+static int
+verbs_mr_alloc(struct rb2_xport *xp, const char *name, size_t len, int socket,
+	       struct rb2_xport_mr *mr)
+{
+	struct verbs_dev *d = xp->priv;
+	const struct rte_memzone *mz;
+	struct ibv_mr *ibmr;
+
+	mz = rte_memzone_reserve_aligned(name, len, socket, 0, RTE_CACHE_LINE_SIZE);
+	if (mz == NULL && socket != SOCKET_ID_ANY)
+		mz = rte_memzone_reserve_aligned(name, len, SOCKET_ID_ANY, 0,
+						 RTE_CACHE_LINE_SIZE);
+	if (mz == NULL)
+		return rte_errno == EEXIST ? -EEXIST : -ENOMEM;
+	memset(mz->addr, 0, len);
+	ibmr = ibv_reg_mr(d->pd, mz->addr, len, IBV_ACCESS_LOCAL_WRITE |
+			  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (ibmr == NULL) {
+		RB2_XPORT_LOG(ERR, "verbs: ibv_reg_mr of %zu bytes for '%s': %s (raise the memlock limit: ulimit -l unlimited)",
+			      len, name, strerror(errno));
+		rte_memzone_free(mz);
+		return -errno;
+	}
+	mr->addr = mz->addr;
+	mr->len = len;
+	mr->lkey = ibmr->lkey;
+	mr->rkey = ibmr->rkey;
+	mr->socket_id = mz->socket_id;
+	mr->mz = mz;
+	mr->drv = ibmr;
+	return 0;
+}
+
+static void
+verbs_mr_free(struct rb2_xport *xp __rte_unused, struct rb2_xport_mr *mr)
+{
+	ibv_dereg_mr(mr->drv);
+	rte_memzone_free(mr->mz);
+}
+
+/* ---- fast path -------------------------------------------------------------- */
+
+static int
+verbs_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs,
+	   unsigned int n)
+{
+	static const enum ibv_wr_opcode op[] = {
+		[RB2_WR_WRITE] = IBV_WR_RDMA_WRITE,
+		[RB2_WR_WRITE_IMM] = IBV_WR_RDMA_WRITE_WITH_IMM,
+		[RB2_WR_READ] = IBV_WR_RDMA_READ,
+	};
+	struct verbs_qp *v = qp->drv;
+	uint32_t flags[VERBS_MAX_CHAIN];
+	struct ibv_send_wr *bad;
+	int ret;
+
+	if (unlikely(v->failed))
+		return v->failed;
+	if (unlikely(n == 0 || n > VERBS_MAX_CHAIN))
+		return n == 0 ? 0 : -EINVAL;
+	ret = rb2_verbs_sq_plan(&v->sq, wrs, n, qp->max_inline, flags);
+	if (unlikely(ret < 0))
+		return ret;
+	for (unsigned int i = 0; i < n; i++) {
+		struct ibv_send_wr *w = &v->wr[i];
+
+		if (unlikely(wrs[i].opcode > RB2_WR_READ))
+			return -ENOTSUP;
+		v->sge[i] = (struct ibv_sge){
+			.addr = (uintptr_t)wrs[i].local,
+			.length = wrs[i].len,
+			.lkey = wrs[i].lkey,
+		};
+		w->wr_id = (flags[i] & RB2_VERBS_F_INTERNAL) ?
+			VERBS_INTERNAL_WRID : wrs[i].wr_id;
+		w->next = i + 1 < n ? &v->wr[i + 1] : NULL;
+		w->sg_list = &v->sge[i];
+		w->num_sge = 1;
+		w->opcode = op[wrs[i].opcode];
+		w->send_flags = ((flags[i] & RB2_VERBS_F_SIGNALED) ? IBV_SEND_SIGNALED : 0) |
+			((flags[i] & RB2_VERBS_F_INLINE) ? IBV_SEND_INLINE : 0);
+		w->imm_data = htonl(wrs[i].imm);
+		w->wr.rdma.remote_addr = wrs[i].remote;
+		w->wr.rdma.rkey = wrs[i].rkey;
+	}
+	/* One doorbell for the whole chain. */
+	ret = ibv_post_send(v->qp, v->wr, &bad);
+	if (unlikely(ret != 0)) {
+		RB2_XPORT_LOG(ERR, "verbs: ibv_post_send: %s", strerror(ret));
+		return -ret;
+	}
+	rb2_verbs_sq_posted(&v->sq, flags, n);
+	return 0;
+}
+
+static int
+verbs_poll(struct rb2_xport_qp *qp, struct rb2_xport_wc *wcs, unsigned int n)
+{
+	struct verbs_qp *v = qp->drv;
+	struct ibv_wc wc[16];
+	unsigned int out = 0;
+	int got;
+
+	while (out < n) {
+		got = ibv_poll_cq(v->cq, (int)RTE_MIN(n - out, (unsigned int)RTE_DIM(wc)), wc);
+		if (got <= 0) {
+			if (got < 0)
+				return v->failed = -EIO;
+			break;
+		}
+		for (int i = 0; i < got; i++) {
+			if (wc[i].opcode & IBV_WC_RECV) {
+				wcs[out++] = (struct rb2_xport_wc){
+					.wr_id = wc[i].wr_id, .status = wc[i].status,
+					.opcode = RB2_WC_RECV_IMM,
+					.imm = ntohl(wc[i].imm_data),
+					.byte_len = wc[i].byte_len,
+				};
+				continue;
+			}
+			rb2_verbs_sq_completed(&v->sq);
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				RB2_XPORT_LOG(ERR, "verbs: completion error: %s (vendor error 0x%x)",
+					      ibv_wc_status_str(wc[i].status), wc[i].vendor_err);
+				v->failed = -EIO;
+			} else if (wc[i].wr_id == VERBS_INTERNAL_WRID) {
+				continue; /* a forced signal: SQ bookkeeping only */
+			}
+			wcs[out++] = (struct rb2_xport_wc){
+				.wr_id = wc[i].wr_id, .status = wc[i].status,
+				.opcode = wc[i].opcode == IBV_WC_RDMA_READ ?
+					RB2_WR_READ : RB2_WR_WRITE,
+				.byte_len = wc[i].byte_len,
+			};
+		}
+		if ((unsigned int)got < RTE_DIM(wc))
+			break;
+	}
+	return (int)out;
+}
+
+/* ---- control path ----------------------------------------------------------- */
+
+static int
+verbs_qp_create(struct rb2_xport *xp, struct rb2_xport_qp *qp,
+		const struct rb2_xport_qp_attr *attr)
+{
+	struct verbs_dev *d = xp->priv;
+	struct verbs_qp *v;
+	uint32_t dev_max = (uint32_t)RTE_MIN(d->attr.max_qp_wr, d->attr.max_cqe - 1);
+	uint32_t depth = rb2_verbs_sq_depth(attr->sq_depth ? attr->sq_depth : 256,
+					    dev_max);
+	int ret;
+
+	v = rte_zmalloc_socket("verbs_qp", sizeof(*v), RTE_CACHE_LINE_SIZE,
+			       xp->socket_id);
+	if (v == NULL)
+		return -ENOMEM;
+	ret = rb2_verbs_sq_init(&v->sq, depth);
+	if (ret < 0) {
+		rte_free(v);
+		return ret;
+	}
+	/* Every send WR may complete; receives of WRITE_WITH_IMM too. */
+	v->cq = ibv_create_cq(d->ctx, (int)(depth + attr->recv_depth + 1), NULL, NULL, 0);
+	if (v->cq == NULL) {
+		RB2_XPORT_LOG(ERR, "verbs: ibv_create_cq(%u): %s", depth, strerror(errno));
+		rb2_verbs_sq_fini(&v->sq);
+		rte_free(v);
+		return -ENOMEM;
+	}
+	qp->drv = v;
+	qp->sq_depth = depth;
+	qp->cq_depth = depth;
+	qp->max_inline = attr->max_inline ? attr->max_inline : 64;
+	return 0;
+}
+
+static void
+verbs_qp_destroy(struct rb2_xport_qp *qp)
+{
+	struct verbs_qp *v = qp->drv;
+
+	if (v == NULL)
+		return;
+	if (v->id != NULL) {
+		rdma_disconnect(v->id); /* both sides must, on RoCE */
+		rdma_destroy_qp(v->id);
+		rdma_destroy_id(v->id);
+	}
+	if (v->listen_id != NULL)
+		rdma_destroy_id(v->listen_id);
+	if (v->ec != NULL)
+		rdma_destroy_event_channel(v->ec);
+	ibv_destroy_cq(v->cq);
+	rb2_verbs_sq_fini(&v->sq);
+	rte_free(v);
+	qp->drv = NULL;
+}
+
+/* Wait for one CM event of type @want; returns it (to be acked) or NULL. */
+static struct rdma_cm_event *
+cm_wait(struct rdma_event_channel *ec, enum rdma_cm_event_type want,
+	unsigned int timeout_ms, int *err)
+{
+	struct pollfd pfd = {.fd = ec->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	if (poll(&pfd, 1, (int)timeout_ms) <= 0) {
+		*err = -ETIMEDOUT;
+		return NULL;
+	}
+	if (rdma_get_cm_event(ec, &ev) != 0) {
+		*err = -errno;
+		return NULL;
+	}
+	if (ev->event != want) {
+		RB2_XPORT_LOG(ERR, "verbs: expected %s, got %s (status %d)",
+			      rdma_event_str(want), rdma_event_str(ev->event), ev->status);
+		*err = ev->event == RDMA_CM_EVENT_REJECTED ? -ECONNREFUSED :
+			ev->event == RDMA_CM_EVENT_UNREACHABLE ? -EHOSTUNREACH : -ECONNABORTED;
+		rdma_ack_cm_event(ev);
+		return NULL;
+	}
+	return ev;
+}
+
+static int
+parse_peer(const char *peer, struct addrinfo **ai, int passive)
+{
+	char host[128], *colon;
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM,
+				 .ai_flags = passive ? AI_PASSIVE : 0};
+
+	if (strlen(peer) >= sizeof(host))
+		return -EINVAL;
+	strcpy(host, peer);
+	colon = strrchr(host, ':');
+	if (colon == NULL) {
+		RB2_XPORT_LOG(ERR, "verbs: peer '%s': expected ip:port", peer);
+		return -EINVAL;
+	}
+	*colon = '\0';
+	if (getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, ai) != 0) {
+		RB2_XPORT_LOG(ERR, "verbs: cannot resolve '%s'", peer);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int
+make_qp(struct rb2_xport_qp *qp, struct verbs_qp *v, struct rdma_cm_id *id)
+{
+	struct verbs_dev *d = qp->xp->priv;
+	struct ibv_qp_init_attr ia = {
+		.send_cq = v->cq, .recv_cq = v->cq,
+		.cap = {.max_send_wr = v->sq.depth, .max_recv_wr = 1,
+			.max_send_sge = 1, .max_recv_sge = 1,
+			.max_inline_data = qp->max_inline},
+		.qp_type = IBV_QPT_RC, .sq_sig_all = 0,
+	};
+
+	if (id->verbs != d->ctx) {
+		RB2_XPORT_LOG(ERR, "verbs: the peer is reached through %s, not the opened %s (pick the device with dev=)",
+			      ibv_get_device_name(id->verbs->device),
+			      ibv_get_device_name(d->ctx->device));
+		return -ENODEV;
+	}
+	if (rdma_create_qp(id, d->pd, &ia) != 0) {
+		RB2_XPORT_LOG(ERR, "verbs: rdma_create_qp(send %u, inline %u): %s",
+			      v->sq.depth, qp->max_inline, strerror(errno));
+		return -errno;
+	}
+	v->qp = id->qp;
+	qp->max_inline = ia.cap.max_inline_data;
+	return 0;
+}
+
+static void
+set_connected(struct rb2_xport_qp *qp, struct verbs_qp *v, struct rdma_cm_id *id)
+{
+	int fl = fcntl(v->ec->fd, F_GETFL);
+
+	v->id = id;
+	/* Later CM events (DISCONNECTED) are read without blocking. */
+	fcntl(v->ec->fd, F_SETFL, fl | O_NONBLOCK);
+	qp->post = verbs_post;
+	qp->poll = verbs_poll;
+	qp->connected = 1;
+}
+
+static int
+verbs_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
+		  enum rb2_xport_role role, const void *blob, size_t len,
+		  void *peer_blob, size_t peer_cap, unsigned int timeout_ms)
+{
+	struct verbs_qp *v = qp->drv;
+	struct rdma_conn_param cp = {
+		.private_data = blob, .private_data_len = (uint8_t)len,
+		.responder_resources = 1, .initiator_depth = 1,
+		.retry_count = 7, .rnr_retry_count = 7,
+	};
+	struct rdma_cm_event *ev = NULL;
+	struct rdma_cm_id *id = NULL;
+	struct addrinfo *ai = NULL;
+	int err = 0;
+	size_t plen;
+
+	if (len > 56) /* rdma_cm's RC private data */
+		return -EMSGSIZE;
+	if (parse_peer(peer, &ai, role == RB2_XPORT_PASSIVE) < 0)
+		return -EINVAL;
+	v->ec = rdma_create_event_channel();
+	if (v->ec == NULL || rdma_create_id(v->ec, &id, NULL, RDMA_PS_TCP) != 0) {
+		freeaddrinfo(ai);
+		return -errno;
+	}
+	if (role == RB2_XPORT_PASSIVE) {
+		v->listen_id = id;
+		if (rdma_bind_addr(id, ai->ai_addr) != 0 || rdma_listen(id, 1) != 0) {
+			RB2_XPORT_LOG(ERR, "verbs: cannot listen on %s: %s", peer, strerror(errno));
+			err = -errno;
+			goto out;
+		}
+		ev = cm_wait(v->ec, RDMA_CM_EVENT_CONNECT_REQUEST, timeout_ms, &err);
+		if (ev == NULL)
+			goto out;
+		id = ev->id;
+		plen = ev->param.conn.private_data_len;
+		if (plen > peer_cap)
+			plen = peer_cap;
+		memcpy(peer_blob, ev->param.conn.private_data, plen);
+		rdma_ack_cm_event(ev);
+		if ((err = make_qp(qp, v, id)) < 0 || rdma_accept(id, &cp) != 0) {
+			rdma_reject(id, NULL, 0);
+			rdma_destroy_id(id);
+			err = err < 0 ? err : -errno;
+			goto out;
+		}
+		ev = cm_wait(v->ec, RDMA_CM_EVENT_ESTABLISHED, timeout_ms, &err);
+		if (ev == NULL) {
+			rdma_destroy_qp(id);
+			rdma_destroy_id(id);
+			goto out;
+		}
+		rdma_ack_cm_event(ev);
+		rdma_destroy_id(v->listen_id);
+		v->listen_id = NULL;
+	} else {
+		if (rdma_resolve_addr(id, NULL, ai->ai_addr, VERBS_CM_TIMEOUT_MS) != 0 ||
+		    (ev = cm_wait(v->ec, RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms, &err)) == NULL)
+			goto fail_active;
+		rdma_ack_cm_event(ev);
+		if (rdma_resolve_route(id, VERBS_CM_TIMEOUT_MS) != 0 ||
+		    (ev = cm_wait(v->ec, RDMA_CM_EVENT_ROUTE_RESOLVED, timeout_ms, &err)) == NULL)
+			goto fail_active;
+		rdma_ack_cm_event(ev);
+		if ((err = make_qp(qp, v, id)) < 0)
+			goto fail_active;
+		if (rdma_connect(id, &cp) != 0 ||
+		    (ev = cm_wait(v->ec, RDMA_CM_EVENT_ESTABLISHED, timeout_ms, &err)) == NULL) {
+			rdma_destroy_qp(id);
+			goto fail_active;
+		}
+		plen = ev->param.conn.private_data_len;
+		if (plen > peer_cap)
+			plen = peer_cap;
+		memcpy(peer_blob, ev->param.conn.private_data, plen);
+		rdma_ack_cm_event(ev);
+	}
+	freeaddrinfo(ai);
+	set_connected(qp, v, id);
+	/* rdma_cm pads private data: the caller checks the blob's own size. */
+	return (int)plen;
+
+fail_active:
+	if (err == 0)
+		err = errno ? -errno : -ECONNREFUSED;
+	RB2_XPORT_LOG(ERR, "verbs: connecting to %s failed: %s", peer, strerror(-err));
+	rdma_destroy_id(id);
+	id = NULL;
+out:
+	freeaddrinfo(ai);
+	if (v->listen_id != NULL) {
+		rdma_destroy_id(v->listen_id);
+		v->listen_id = NULL;
+	}
+	rdma_destroy_event_channel(v->ec);
+	v->ec = NULL;
+	return err != 0 ? err : -ECONNABORTED;
+}
+
+static int
+verbs_qp_status(struct rb2_xport_qp *qp)
+{
+	struct verbs_qp *v = qp->drv;
+	struct rdma_cm_event *ev;
+
+	if (v->failed)
+		return v->failed;
+	if (v->ec != NULL && rdma_get_cm_event(v->ec, &ev) == 0) {
+		if (ev->event == RDMA_CM_EVENT_DISCONNECTED ||
+		    ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL ||
+		    ev->event == RDMA_CM_EVENT_TIMEWAIT_EXIT) {
+			RB2_XPORT_LOG(ERR, "verbs: peer gone: %s", rdma_event_str(ev->event));
+			v->failed = -ECONNRESET;
+		}
+		rdma_ack_cm_event(ev);
+	}
+	return v->failed;
+}
+
+static const char *
+verbs_wc_status_str(int status)
+{
+	return ibv_wc_status_str((enum ibv_wc_status)status);
+}
+
+static const struct rb2_xport_ops verbs_ops = {
+	.open = verbs_open,
+	.close = verbs_close,
+	.mr_alloc = verbs_mr_alloc,
+	.mr_free = verbs_mr_free,
+	.qp_create = verbs_qp_create,
+	.qp_destroy = verbs_qp_destroy,
+	.qp_exchange = verbs_qp_exchange,
+	.qp_status = verbs_qp_status,
+	.wc_status_str = verbs_wc_status_str,
+};
+
+RB2_XPORT_REGISTER(verbs, verbs_ops);

@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * Integration tests of the verbs transport, one process per side, run by
+ * tests/verbs-vm/suite.sh inside the Soft-RoCE guest:
+ *
+ *   test_verbs [EAL args] -- server|client stream|elastic|lat|kill|baddesc IP:PORT [COUNT]
+ *
+ * stream   COUNT messages of 8..200 B (1 to 4 slots of 64 B, across the wrap
+ *          of a 256-slot ring) under alpha=32 beta=16 gamma=32: exactly once,
+ *          in order, intact. The client prints its counters (elastic deferrals).
+ * elastic  the same with 4096 slots and alpha=2 beta=1: the sender must defer
+ *          tail syncs (elastic threshold), which the harness checks.
+ * lat      COUNT ping-pong round trips with alpha=beta=gamma=1.
+ * kill     the client streams until the harness kills it; the server must get
+ *          an error, not hang, and report how long it took.
+ * baddesc  the client sends a malformed descriptor; the server must refuse it.
+ *
+ * Exit 0 on success, 1 on failure, 77 when there is no RDMA device.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+
+#include <rb2_chan.h>
+#include <rb2_xport.h>
+
+static int big_messages; /* elastic test: 4000 B, several packets each */
+
+static uint32_t
+len_of(uint64_t seq)
+{
+	if (big_messages)
+		return 4000;
+	return 9 + (uint32_t)((seq * 2654435761u) % 192); /* 9..200: past the seq */
+}
+
+static void
+fill(uint8_t *p, uint32_t len, uint64_t seq)
+{
+	memset(p, (int)(seq & 0xff), len);
+	memcpy(p, &seq, 8);
+}
+
+static int
+check(const uint8_t *p, uint32_t len, uint64_t seq)
+{
+	uint64_t s;
+
+	memcpy(&s, p, 8);
+	return s == seq && len == len_of(seq) && p[len - 1] == (uint8_t)(seq & 0xff) &&
+		p[8 + (len - 8) / 2] == (uint8_t)(seq & 0xff);
+}
+
+enum { P_STREAM, P_LATENCY, P_ELASTIC };
+
+static void
+params(struct rb2_chan_params *p, int kind)
+{
+	rb2_chan_params_init(p);
+	p->slots = 256;
+	p->alpha = 32;
+	p->beta = 16;
+	p->gamma = 32;
+	if (kind == P_LATENCY) {
+		p->alpha = p->beta = p->gamma = 1;
+	} else if (kind == P_ELASTIC) {
+		/* Under load: 4000 B messages (four packets each at rxe's MTU),
+		 * room to spare, and a pointer advancement every 2 messages, so
+		 * one comes due while the last tail WRITE is still in flight. */
+		p->slots = 1024;
+		p->slot_size = 4096;
+		p->alpha = 2;
+		p->beta = 1;
+		big_messages = 1;
+	}
+}
+
+static double
+now_s(void)
+{
+	return (double)rte_get_timer_cycles() / (double)rte_get_timer_hz();
+}
+
+/* Connect a sender, retrying while the listener is not up yet. */
+static int
+tx_connect_retry(struct rb2_tx *tx, const char *addr)
+{
+	int ret = -1;
+
+	for (int i = 0; i < 100 && ret != 0; i++) {
+		ret = rb2_tx_connect(tx, addr, 5000);
+		if (ret != 0)
+			usleep(100000);
+	}
+	return ret;
+}
+
+static int
+stream_server(struct rb2_xport *xp, const char *addr, uint64_t count, int kind)
+{
+	struct rb2_chan_params p;
+	struct rb2_rx *rx;
+	struct rb2_msg m[32];
+	struct rb2_rx_stats st;
+	uint64_t got = 0, bad = 0;
+	double t0;
+
+	params(&p, kind);
+	rx = rb2_rx_create("vs", xp, &p);
+	if (rx == NULL || rb2_rx_connect(rx, addr, 60000) != 0)
+		return 1;
+	t0 = now_s();
+	while (got < count) {
+		int n = rb2_rx_peek_burst(rx, m, 32);
+
+		if (n < 0) {
+			printf("stream: receiver failed after %" PRIu64 " messages: %s\n",
+			       got, strerror(-n));
+			return 1;
+		}
+		for (int i = 0; i < n; i++, got++) {
+			if (!check(m[i].data, m[i].len, got) && bad++ < 5) {
+				uint64_t s;
+				const uint8_t *d = m[i].data;
+				memcpy(&s, d, 8);
+				printf("stream: bad message %" PRIu64 ": len %u (want %u), seq %" PRIu64 ", last byte %u, slot %u, head %" PRIu64 "\n",
+				       got, m[i].len, len_of(got), s, d[m[i].len - 1],
+				       (unsigned)(((const uint8_t *)m[i].data - rx->slots) / 64), rx->head);
+			}
+		}
+		if (n > 0)
+			rb2_rx_release_burst(rx, m, (unsigned int)n);
+	}
+	rb2_rx_stats_get(rx, &st);
+	printf("stream: %" PRIu64 " messages received exactly once and in order, %" PRIu64
+	       " bad, %.0f msg/s, %" PRIu64 " head pushes\n",
+	       got, bad, (double)got / (now_s() - t0), (uint64_t)st.head_pushes);
+	/* Keep the channel up until the sender has seen everything released. */
+	for (int i = 0; i < 2000; i++) {
+		rb2_rx_peek_burst(rx, m, 1);
+		usleep(1000);
+	}
+	rb2_rx_destroy(rx);
+	return bad == 0 ? 0 : 1;
+}
+
+static int
+stream_client(struct rb2_xport *xp, const char *addr, uint64_t count, int forever,
+	      int kind)
+{
+	struct rb2_chan_params p;
+	struct rb2_tx_stats st;
+	struct rb2_tx *tx;
+	uint64_t seq = 0;
+
+	params(&p, kind);
+	tx = rb2_tx_create("vs", xp, &p);
+	if (tx == NULL || tx_connect_retry(tx, addr) != 0)
+		return 1;
+	while (forever || seq < count) {
+		void *slot;
+		uint32_t len = len_of(seq);
+		int ret = rb2_tx_reserve(tx, len, &slot);
+
+		if (ret == -ENOBUFS)
+			continue;
+		if (ret < 0) {
+			printf("stream: sender failed at %" PRIu64 ": %s\n", seq, strerror(-ret));
+			return forever ? 0 : 1;
+		}
+		fill(slot, len, seq);
+		rb2_tx_commit(tx, len);
+		seq++;
+	}
+	rb2_tx_flush(tx);
+	/* Wait until the receiver has released everything. */
+	for (double t = now_s(); atomic_load(tx->local_head) != tx->tail &&
+	     now_s() - t < 30;) {
+		void *slot;
+		(void)rb2_tx_reserve(tx, 8, &slot); /* polls completions and the peer */
+	}
+	rb2_tx_stats_get(tx, &st);
+	printf("stream: sender: %" PRIu64 " messages, %" PRIu64 " slot WRITEs, %" PRIu64
+	       " tail WRITEs, %" PRIu64 " deferred tail syncs (elastic threshold), %" PRIu64 " full\n",
+	       (uint64_t)st.messages, (uint64_t)st.slot_writes, (uint64_t)st.tail_writes,
+	       (uint64_t)st.deferred_tail_syncs, (uint64_t)st.full_events);
+	rb2_tx_destroy(tx);
+	return 0;
+}
+
+/* Ping-pong: the client sends on port P, the server answers on port P+1. */
+static int
+latency(struct rb2_xport *xp, const char *addr, int server, uint64_t count)
+{
+	char back[128], host[96];
+	struct rb2_chan_params p;
+	struct rb2_tx *tx;
+	struct rb2_rx *rx;
+	struct rb2_msg m = {0};
+	const char *colon = strrchr(addr, ':');
+	double t0 = 0;
+
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
+	snprintf(back, sizeof(back), "%s:%d", host, atoi(colon + 1) + 1);
+	params(&p, P_LATENCY);
+	tx = rb2_tx_create(server ? "lb" : "lf", xp, &p);
+	rx = rb2_rx_create(server ? "lf" : "lb", xp, &p);
+	if (tx == NULL || rx == NULL)
+		return 1;
+	if (server ? rb2_rx_connect(rx, addr, 60000) != 0 || tx_connect_retry(tx, back) != 0 :
+		     tx_connect_retry(tx, addr) != 0 || rb2_rx_connect(rx, back, 60000) != 0)
+		return 1;
+	t0 = now_s();
+	for (uint64_t i = 0; i < count; i++) {
+		uint8_t msg[64];
+		int n;
+
+		if (!server) {
+			fill(msg, 64, i);
+			while (rb2_tx_send(tx, msg, 64) == -ENOBUFS)
+				;
+		}
+		while ((n = rb2_rx_peek_burst(rx, &m, 1)) == 0)
+			;
+		uint64_t s = UINT64_MAX;
+		if (n > 0)
+			memcpy(&s, m.data, 8);
+		if (n < 0 || m.len != 64 || s != i) {
+			printf("lat: round %" PRIu64 " failed (%d): got seq %" PRIu64 ", len %u\n",
+			       i, n, s, m.len);
+			return 1;
+		}
+		if (server)
+			while (rb2_tx_send(tx, m.data, 64) == -ENOBUFS)
+				;
+		rb2_rx_release_burst(rx, &m, 1);
+	}
+	if (!server)
+		printf("lat: %" PRIu64 " round trips, average %.1f us (alpha=beta=gamma=1)\n",
+		       count, (now_s() - t0) / (double)count * 1e6);
+	sleep(1);
+	rb2_tx_destroy(tx);
+	rb2_rx_destroy(rx);
+	return 0;
+}
+
+/* The client is killed mid-stream by the harness: the server must fail. */
+static int
+kill_server(struct rb2_xport *xp, const char *addr)
+{
+	struct rb2_chan_params p;
+	struct rb2_rx *rx;
+	struct rb2_msg m[32];
+	uint64_t got = 0;
+	double last = 0;
+	int n;
+
+	params(&p, P_STREAM);
+	rx = rb2_rx_create("vs", xp, &p);
+	if (rx == NULL || rb2_rx_connect(rx, addr, 60000) != 0)
+		return 1;
+	last = now_s();
+	while ((n = rb2_rx_peek_burst(rx, m, 32)) >= 0) {
+		if (n > 0) {
+			got += (uint64_t)n;
+			last = now_s();
+			rb2_rx_release_burst(rx, m, (unsigned int)n);
+		} else if (now_s() - last > 30) {
+			printf("kill: no error 30 s after the last message: a hang\n");
+			return 1;
+		}
+	}
+	printf("kill: receiver reported '%s' %.3f s after its last message (%" PRIu64 " received)\n",
+	       strerror(-n), now_s() - last, got);
+	rb2_rx_destroy(rx);
+	return n == -ECONNRESET || n == -EIO ? 0 : 1;
+}
+
+static int
+baddesc(struct rb2_xport *xp, const char *addr, int server)
+{
+	struct rb2_chan_params p;
+
+	params(&p, P_STREAM);
+	if (server) {
+		struct rb2_rx *rx = rb2_rx_create("vs", xp, &p);
+		int ret = rx ? rb2_rx_connect(rx, addr, 60000) : -1;
+
+		printf("baddesc: the receiver's connect returned %d (%s)\n", ret,
+		       ret < 0 ? strerror(-ret) : "accepted!");
+		rb2_rx_destroy(rx);
+		return ret == -ECONNREFUSED ? 0 : 1;
+	} else {
+		/* Not a channel: a queue that speaks garbage as its descriptor. */
+		struct rb2_xport_qp_attr attr = {.lcore_id = rte_lcore_id()};
+		struct rb2_xport_qp *qp = rb2_xport_qp_create(xp, &attr);
+		uint8_t junk[40], peer[RB2_XPORT_BLOB_MAX];
+		int ret = -1;
+
+		memset(junk, 0x5a, sizeof(junk));
+		for (int i = 0; qp != NULL && i < 100 && ret < 0; i++) {
+			ret = rb2_xport_qp_exchange(qp, addr, RB2_XPORT_ACTIVE, junk,
+						    sizeof(junk), peer, sizeof(peer), 5000);
+			if (ret < 0) {
+				rb2_xport_qp_destroy(qp);
+				usleep(100000);
+				qp = rb2_xport_qp_create(xp, &attr);
+			}
+		}
+		sleep(2);
+		rb2_xport_qp_destroy(qp);
+		return 0;
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct rb2_xport *xp;
+	const char *role, *test, *addr;
+	uint64_t count;
+	int ret = rte_eal_init(argc, argv), server;
+
+	if (ret < 0) {
+		fprintf(stderr, "EAL: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	argc -= ret;
+	argv += ret;
+	if (argc < 4) {
+		fprintf(stderr, "usage: test_verbs [EAL] -- server|client stream|lat|kill|baddesc IP:PORT [COUNT]\n");
+		return 2;
+	}
+	role = argv[1];
+	test = argv[2];
+	addr = argv[3];
+	count = argc > 4 ? strtoull(argv[4], NULL, 0) : 1000000;
+	server = strcmp(role, "server") == 0;
+	/* RB2_TEST_XPORT runs the same tests on another transport (shm across
+	 * processes, with hugepages), to tell a channel bug from a driver one. */
+	xp = getenv("RB2_TEST_XPORT") ? rb2_xport_open_spec(getenv("RB2_TEST_XPORT")) :
+		rb2_xport_open("verbs", getenv("RB2_VERBS_ARGS"));
+	if (xp == NULL) {
+		printf("SKIP: no RDMA device (%s); run the verbs suite through tests/verbs-vm/run.sh\n",
+		       rte_strerror(rte_errno));
+		return 77;
+	}
+	if (strcmp(test, "stream") == 0 || strcmp(test, "elastic") == 0) {
+		int kind = test[0] == 'e' ? P_ELASTIC : P_STREAM;
+		ret = server ? stream_server(xp, addr, count, kind) :
+			stream_client(xp, addr, count, 0, kind);
+	}
+	else if (strcmp(test, "lat") == 0)
+		ret = latency(xp, addr, server, count);
+	else if (strcmp(test, "kill") == 0)
+		ret = server ? kill_server(xp, addr) : stream_client(xp, addr, 0, 1, P_STREAM);
+	else if (strcmp(test, "baddesc") == 0)
+		ret = baddesc(xp, addr, server);
+	else
+		ret = 2;
+	rb2_xport_close(xp);
+	rte_eal_cleanup();
+	return ret;
+}

@@ -1,0 +1,41 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rb2 authors
+#
+# Runs inside the verbs-vm guest as PID 1 (see run.sh): brings up Soft-RoCE on
+# a dummy netdev (nothing leaves the guest), runs the verbs suite and the
+# perftest comparison against the project's build, writes the status for the
+# host, and powers off.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+build=$(sed -n 's/.*rb2.build=\([^ ]*\).*/\1/p' /proc/cmdline)
+what=$(sed -n 's/.*rb2.what=\([^ ]*\).*/\1/p' /proc/cmdline)
+out=$(sed -n 's/.*rb2.out=\([^ ]*\).*/\1/p' /proc/cmdline)
+status_file=$out/status
+ip=169.254.77.1
+rc=1
+
+finish() {
+	echo "$rc" > "$status_file"
+	sync
+	echo 1 > /proc/sys/kernel/sysrq
+	echo o > /proc/sysrq-trigger
+	sleep 10 # the power-off is asynchronous; PID 1 must not exit first
+	exit "$rc"
+}
+trap finish EXIT
+
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+ulimit -l unlimited
+ip link set lo up
+modprobe dummy && ip link add d0 type dummy && ip addr add $ip/24 dev d0 && ip link set d0 up
+modprobe rdma_rxe && rdma link add rxe0 type rxe netdev d0 || { echo "guest: no rxe0"; exit 1; }
+ibv_devinfo -d rxe0 | grep -E "hca_id|state|active_mtu"
+
+export RB2_VERBS_IP=$ip
+export RB2_BUILD=$build
+cd "$build" || exit 1
+case "$what" in
+suite) bash /rb2/tests/verbs-vm/suite.sh; rc=$? ;;
+*) echo "guest: unknown rb2.what=$what"; rc=2 ;;
+esac

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rb2 authors
+#
+# Runs the verbs transport for real: Soft-RoCE (rdma_rxe) inside a QEMU guest
+# (TCG; this host's kernel has no RDMA). Builds, or reuses, a cached guest in
+# BUILD/verbs-vm: a Debian rootfs with rdma-core and perftest, the kernel's
+# uncompressed vmlinux, and a busybox initramfs that mounts the rootfs and the
+# project over 9p. The guest runs tests/verbs-vm/guest.sh against BUILD.
+#
+#   tests/verbs-vm/run.sh BUILD [suite|perf]   (default: suite)
+#
+# Exits with the guest's status; 77 (skip) only when QEMU or debootstrap are
+# missing, saying so.
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=$(cd "${1:?usage: run.sh BUILD [suite|perf]}" && pwd)
+what=${2:-suite}
+cache=$build/verbs-vm
+mirror=${RB2_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+timeout_s=${RB2_VM_TIMEOUT:-1200}
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "SKIP: building the guest (debootstrap) and sharing its root over 9p need root"
+	exit 77
+fi
+for tool in qemu-system-x86_64 debootstrap busybox python3 meson ninja; do
+	if ! command -v "$tool" >/dev/null; then
+		echo "SKIP: $tool not found (apt-get install qemu-system-x86 debootstrap busybox-static)"
+		exit 77
+	fi
+done
+case "$build" in
+"$top"/*) rel=${build#"$top"/} ;;
+*) echo "error: BUILD must be inside the project tree ($top), which the guest mounts" >&2; exit 2 ;;
+esac
+mkdir -p "$cache"
+
+# 1. Guest rootfs (cached): rdma-core, perftest, the kernel and its modules,
+#    and the run-time libraries of the host-built binaries.
+if [ ! -f "$cache/rootfs/.rb2-ok" ]; then
+	echo "verbs-vm: building the guest rootfs (debootstrap, about a minute)"
+	rm -rf "$cache/rootfs.tmp"
+	debootstrap --variant=minbase \
+		--include=rdma-core,ibverbs-utils,ibverbs-providers,perftest,rdmacm-utils,iproute2,kmod,linux-image-amd64,libnuma1,libbsd0,librte-ring23,librte-eal23,librte-telemetry23,librte-kvargs23,libcriterion3,procps \
+		bookworm "$cache/rootfs.tmp" "$mirror" > "$cache/debootstrap.log" 2>&1 ||
+		{ echo "error: debootstrap failed, see $cache/debootstrap.log" >&2; exit 1; }
+	mkdir -p "$cache/rootfs.tmp/rb2"
+	touch "$cache/rootfs.tmp/.rb2-ok"
+	rm -rf "$cache/rootfs"
+	mv "$cache/rootfs.tmp" "$cache/rootfs"
+fi
+rootfs=$cache/rootfs
+kver=$(basename "$(ls -d "$rootfs"/lib/modules/* | head -1)")
+
+# 2. The uncompressed kernel (boots in about half the time under TCG).
+if [ ! -f "$cache/vmlinux" ]; then
+	python3 - "$rootfs/boot/vmlinuz-$kver" "$cache/vmlinux" <<'PY'
+import lzma, sys
+data = open(sys.argv[1], "rb").read()
+at = data.find(b"\xfd7zXZ\x00")
+if at < 0:
+    sys.exit("no XZ payload in " + sys.argv[1])
+out = lzma.LZMADecompressor().decompress(data[at:])
+if out[:4] != b"\x7fELF":
+    sys.exit("the payload is not an ELF vmlinux")
+open(sys.argv[2], "wb").write(out)
+PY
+fi
+
+# 3. initramfs: busybox, the virtio and 9p modules, and an init that mounts
+#    the rootfs and the project and switch-roots into the guest script.
+if [ ! -f "$cache/initramfs.cpio" ] || [ "$0" -nt "$cache/initramfs.cpio" ]; then
+	ird=$cache/initramfs.d
+	rm -rf "$ird"
+	mkdir -p "$ird"/{bin,proc,sys,dev,newroot,mods}
+	cp "$(command -v busybox)" "$ird/bin/busybox"
+	mods="kernel/drivers/virtio/virtio.ko kernel/drivers/virtio/virtio_ring.ko
+	      kernel/drivers/virtio/virtio_pci_legacy_dev.ko kernel/drivers/virtio/virtio_pci_modern_dev.ko
+	      kernel/drivers/virtio/virtio_pci.ko kernel/fs/netfs/netfs.ko kernel/fs/fscache/fscache.ko
+	      kernel/net/9p/9pnet.ko kernel/net/9p/9pnet_virtio.ko kernel/fs/9p/9p.ko"
+	: > "$ird/mods/order"
+	for m in $mods; do
+		cp "$rootfs/lib/modules/$kver/$m" "$ird/mods/"
+		basename "$m" >> "$ird/mods/order"
+	done
+	cat > "$ird/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox mkdir -p /sbin /usr/bin /usr/sbin
+/bin/busybox --install -s
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+for m in $(cat /mods/order); do insmod /mods/$m || echo "init: insmod $m failed"; done
+o=trans=virtio,version=9p2000.L,msize=262144,cache=loose
+mount -t 9p -o $o root /newroot || { echo "init: cannot mount the rootfs"; poweroff -f; }
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 rb2 /newroot/rb2 ||
+	{ echo "init: cannot mount the project"; poweroff -f; }
+for d in proc sys dev; do mount --move /$d /newroot/$d; done
+script=$(sed -n 's/.*rb2.script=\([^ ]*\).*/\1/p' /newroot/proc/cmdline)
+exec switch_root /newroot /bin/bash "$script"
+INIT
+	chmod +x "$ird/init"
+	(cd "$ird" && find . | busybox cpio -o -H newc > "$cache/initramfs.cpio" 2>/dev/null)
+fi
+
+# 4. A build the guest's CPU can run: TCG emulates neither AVX-512 nor the
+#    host's -march=native, so the guest gets its own x86-64-v2 tree.
+vmbuild=$cache/build
+if [ ! -f "$vmbuild/build.ninja" ]; then
+	meson setup "$vmbuild" "$top" -Dcpu_instruction_set=x86-64-v2 \
+		-Dbuildtype=release > "$cache/meson-setup.log" 2>&1 ||
+		{ echo "error: configuring the guest build failed, see $cache/meson-setup.log" >&2; exit 1; }
+fi
+ninja -C "$vmbuild" > "$cache/ninja.log" 2>&1 ||
+	{ echo "error: the guest build failed, see $cache/ninja.log" >&2; exit 1; }
+
+# 5. Boot. The guest writes its status to $cache/status before powering off.
+rm -f "$cache/status"
+echo "verbs-vm: booting the guest (QEMU TCG, $what)"
+set +e
+timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 3G -smp 2 \
+	-kernel "$cache/vmlinux" -initrd "$cache/initramfs.cpio" \
+	-append "console=ttyS0 panic=-1 quiet loglevel=3 rb2.script=/rb2/tests/verbs-vm/guest.sh rb2.build=/rb2/$rel/verbs-vm/build rb2.out=/rb2/$rel/verbs-vm rb2.what=$what" \
+	-virtfs local,path="$rootfs",mount_tag=root,security_model=none,id=root \
+	-virtfs local,path="$top",mount_tag=rb2,security_model=none,id=rb2 \
+	-nographic -monitor none -no-reboot -nic none
+qrc=$?
+set -e
+if [ ! -f "$cache/status" ]; then
+	echo "error: the guest ended without a status (qemu exit $qrc${qrc:+; 124 is the ${timeout_s}s timeout})" >&2
+	exit 1
+fi
+status=$(cat "$cache/status")
+echo "verbs-vm: guest status $status"
+exit "$status"

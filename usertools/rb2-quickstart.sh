@@ -114,10 +114,9 @@ test)
 	configure_build "$build_asan" -Db_sanitize=address,undefined -Dbuildtype=debug \
 		-Db_lundef=false
 	rc=0
-	log "tests: release build"
-	meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit || rc=1
-	log "tests: verbs transport on Soft-RoCE in a QEMU guest"
-	meson test -C "$build" --print-errorlogs --num-processes 1 --suite verbs-vm || rc=1
+	log "tests: release build, then the verbs transport on Soft-RoCE in a QEMU guest"
+	meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit \
+		--suite verbs-vm || rc=1
 	log "tests: ASan+UBSan build"
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C "$build_asan" --print-errorlogs --num-processes 1 --suite unit \

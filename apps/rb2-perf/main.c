@@ -50,6 +50,11 @@ usage(FILE *f, const char *prog)
 "  --compare            bw: add DPDK rte_ring (element copy and zero-copy APIs),\n"
 "                       and on shm both of its modes, each also fixed-size,\n"
 "                       rounds interleaved\n"
+"  --server             two processes (perftest style): this one receives (bw) or\n"
+"                       echoes (lat); needs a transport with a rendezvous (verbs)\n"
+"  --client HOST        the other process: sends (bw) or pings (lat) to HOST\n"
+"  --peer HOST          lat --server: the client's host (for the reply channel)\n"
+"  --port N             rendezvous port (default 18515; lat also uses N+1)\n"
 "  --json FILE          write every figure to FILE as JSON\n"
 "  --help               this text\n"
 "\n"
@@ -95,6 +100,10 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		{"gamma", required_argument, NULL, 'G'},
 		{"compare", no_argument, NULL, 'c'},
 		{"fixed", no_argument, NULL, 'F'},
+		{"server", no_argument, NULL, 'R'},
+		{"client", required_argument, NULL, 'C'},
+		{"peer", required_argument, NULL, 'P'},
+		{"port", required_argument, NULL, 'O'},
 		{"json", required_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -110,6 +119,7 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 	o->size = 64;
 	o->rounds = 5;
 	o->burst = 32;
+	o->port = 18515;
 	rb2_chan_params_init(&o->chan);
 
 	optind = 1;
@@ -201,6 +211,20 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		case 'F':
 			o->fixed = 1;
 			break;
+		case 'R':
+			o->server = 1;
+			break;
+		case 'C':
+			o->client = optarg;
+			break;
+		case 'P':
+			o->peer = optarg;
+			break;
+		case 'O':
+			if (parse_u64("port", optarg, 1, 65534, &v) < 0)
+				return -1;
+			o->port = (unsigned int)v;
+			break;
 		case 'j':
 			o->json = optarg;
 			break;
@@ -243,6 +267,19 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 	if (o->size > rb2_chan_max_msg(&o->chan)) {
 		fprintf(stderr, "rb2-perf: --size %u exceeds the channel's largest message, %u B (slots/2 x slot-size); raise --slots or --slot-size\n",
 			o->size, rb2_chan_max_msg(&o->chan));
+		return -1;
+	}
+	if (o->server && o->client != NULL) {
+		fprintf(stderr, "rb2-perf: --server and --client are the two sides; give one\n");
+		return -1;
+	}
+	if (o->server && o->mode == MODE_LAT && o->peer == NULL &&
+	    strncmp(o->transport, "shm", 3) != 0) {
+		fprintf(stderr, "rb2-perf: lat --server needs --peer HOST (the client) for the reply channel\n");
+		return -1;
+	}
+	if ((o->server || o->client) && o->compare) {
+		fprintf(stderr, "rb2-perf: --compare runs in one process; drop --server/--client\n");
 		return -1;
 	}
 	if (o->compare && o->mode != MODE_BW) {
@@ -334,6 +371,21 @@ main(int argc, char **argv)
 	}
 	o.tx_lcore = rte_get_main_lcore();
 	o.rx_lcore = rte_get_next_lcore(o.tx_lcore, 1, 0);
+	if (o.server || o.client != NULL) {
+		/* One side per process, on the main lcore. */
+		o.rx_lcore = o.tx_lcore;
+		o.chan.lcore_id = o.tx_lcore;
+		if (o.json != NULL && (json = fopen(o.json, "w")) == NULL) {
+			fprintf(stderr, "rb2-perf: cannot write --json %s: %s\n", o.json, strerror(errno));
+			rte_eal_cleanup();
+			return 2;
+		}
+		ret = perf_remote_run(&o, json);
+		if (json != NULL)
+			fclose(json);
+		rte_eal_cleanup();
+		return ret == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	}
 	if (rte_lcore_count() < 2 || o.rx_lcore >= RTE_MAX_LCORE) {
 		fprintf(stderr, "rb2-perf: needs two lcores, one per half of the channel; EAL has %u (use -l 0-1)\n",
 			rte_lcore_count());

@@ -35,6 +35,11 @@ struct perf_opts {
 	int fixed;              /* fixed-size channels (msg_size = size) */
 	const char *json;       /* JSON output file, or NULL */
 	unsigned int tx_lcore, rx_lcore;
+	/* Two-process runs (perftest style). */
+	int server;             /* --server */
+	const char *client;     /* --client HOST */
+	const char *peer;       /* --peer HOST: the client, for the lat server */
+	unsigned int port;      /* --port (lat also uses port + 1) */
 };
 
 /* One benchmarked implementation in bw mode. */
@@ -64,6 +69,9 @@ struct perf_lat {
 int perf_bw_run(const struct perf_opts *o, FILE *json);
 /* perf_lat.c */
 int perf_lat_run(const struct perf_opts *o, FILE *json);
+void perf_lat_summarize(uint64_t *cyc, uint64_t n, struct perf_lat *l);
+/* perf_remote.c */
+int perf_remote_run(const struct perf_opts *o, FILE *json);
 
 /* Payload: every 8-byte word holds the sequence number (the tail bytes of a
  * size that is not a multiple of 8 too), so a reader checks the first and the

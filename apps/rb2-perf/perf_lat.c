@@ -98,8 +98,8 @@ echo_main(void *arg)
 	return 0;
 }
 
-static void
-summarize(uint64_t *cyc, uint64_t n, struct perf_lat *l)
+void
+perf_lat_summarize(uint64_t *cyc, uint64_t n, struct perf_lat *l)
 {
 	double ns = 1e9 / (double)rte_get_tsc_hz();
 	double sum = 0;
@@ -196,7 +196,7 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 		fprintf(stderr, "rb2-perf: channel failed: %s\n", strerror(-fail));
 		return -1;
 	}
-	summarize(cyc, o->count, &rb2);
+	perf_lat_summarize(cyc, o->count, &rb2);
 
 	for (uint64_t i = 1; i <= total; i++) {
 		uint64_t t0 = rte_rdtsc();
@@ -212,7 +212,7 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 		fprintf(stderr, "rb2-perf: echo side failed: %s\n", strerror(-c->fail));
 		return -1;
 	}
-	summarize(cyc, o->count, &raw);
+	perf_lat_summarize(cyc, o->count, &raw);
 
 	printf("\n%-22s %9s %9s %9s %9s %9s %9s   (ns, round trip)\n", "", "avg",
 	       "p50", "p99", "p99.9", "min", "max");

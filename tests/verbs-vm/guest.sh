@@ -10,7 +10,8 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 build=$(sed -n 's/.*rb2.build=\([^ ]*\).*/\1/p' /proc/cmdline)
 what=$(sed -n 's/.*rb2.what=\([^ ]*\).*/\1/p' /proc/cmdline)
 out=$(sed -n 's/.*rb2.out=\([^ ]*\).*/\1/p' /proc/cmdline)
-status_file=$out/status
+role=$(sed -n 's/.*rb2.role=\([^ ]*\).*/\1/p' /proc/cmdline)
+status_file=$out/status$role
 ip=169.254.77.1
 rc=1
 
@@ -28,8 +29,19 @@ mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 ulimit -l unlimited
 ip link set lo up
-modprobe dummy && ip link add d0 type dummy && ip addr add $ip/24 dev d0 && ip link set d0 up
-modprobe rdma_rxe && rdma link add rxe0 type rxe netdev d0 || { echo "guest: no rxe0"; exit 1; }
+if [ "$what" = two ]; then
+	# Two guests on one virtual wire: A is .1 (servers), B is .2 (clients).
+	modprobe virtio_net
+	for i in $(seq 50); do [ -e /sys/class/net/eth0 ] && break; sleep 0.1; done
+	me=169.254.77.1 peer=169.254.77.1
+	[ "$role" = -b ] && me=169.254.77.2
+	ip addr add $me/24 dev eth0 && ip link set eth0 up
+	dev=eth0
+else
+	modprobe dummy && ip link add d0 type dummy && ip addr add $ip/24 dev d0 && ip link set d0 up
+	dev=d0
+fi
+modprobe rdma_rxe && rdma link add rxe0 type rxe netdev $dev || { echo "guest: no rxe0"; exit 1; }
 ibv_devinfo -d rxe0 | grep -E "hca_id|state|active_mtu"
 
 export RB2_VERBS_IP=$ip
@@ -37,5 +49,7 @@ export RB2_BUILD=$build
 cd "$build" || exit 1
 case "$what" in
 suite) bash /rb2/tests/verbs-vm/suite.sh; rc=$? ;;
+two) RB2_ROLE=$role RB2_PEER_IP=$peer bash /rb2/tests/verbs-vm/suite-two.sh; rc=$? ;;
+perf) RB2_OUT=$out bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
 *) echo "guest: unknown rb2.what=$what"; rc=2 ;;
 esac

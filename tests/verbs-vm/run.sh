@@ -8,7 +8,13 @@
 # uncompressed vmlinux, and a busybox initramfs that mounts the rootfs and the
 # project over 9p. The guest runs tests/verbs-vm/guest.sh against BUILD.
 #
-#   tests/verbs-vm/run.sh BUILD [suite|perf]   (default: suite)
+#   tests/verbs-vm/run.sh BUILD [suite|two|perf]   (default: suite)
+#
+# suite: one guest, two processes over rxe0 on a dummy netdev.
+# two:   two guests joined by a QEMU socket netdev (TCP on the host's
+#        loopback), real RoCEv2 frames between them: the same channel tests
+#        across the link, where the elastic threshold must defer.
+# perf:  rb2-perf and perftest side by side in one guest boot.
 #
 # Exits with the guest's status; 77 (skip) only when QEMU or debootstrap are
 # missing, saying so.
@@ -116,22 +122,42 @@ fi
 ninja -C "$vmbuild" > "$cache/ninja.log" 2>&1 ||
 	{ echo "error: the guest build failed, see $cache/ninja.log" >&2; exit 1; }
 
-# 5. Boot. The guest writes its status to $cache/status before powering off.
-rm -f "$cache/status"
-echo "verbs-vm: booting the guest (QEMU TCG, $what)"
+# 5. Boot. Each guest writes its status to $cache/status[-ROLE] and powers off.
+boot() { # ROLE NETDEV-ARGS...
+	local role=$1; shift
+	timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 3G -smp 2 \
+		-kernel "$cache/vmlinux" -initrd "$cache/initramfs.cpio" \
+		-append "console=ttyS0 panic=-1 quiet loglevel=3 rb2.script=/rb2/tests/verbs-vm/guest.sh rb2.build=/rb2/$rel/verbs-vm/build rb2.out=/rb2/$rel/verbs-vm rb2.what=$what rb2.role=$role" \
+		-virtfs local,path="$rootfs",mount_tag=root,security_model=none,id=root \
+		-virtfs local,path="$top",mount_tag=rb2,security_model=none,id=rb2 \
+		-nographic -monitor none -no-reboot "$@"
+}
+
+guest_status() { # ROLE
+	if [ ! -f "$cache/status$1" ]; then
+		echo "error: guest${1:+ ${1#-}} ended without a status" >&2
+		return 1
+	fi
+	echo "verbs-vm: guest${1:+ ${1#-}} status $(cat "$cache/status$1")"
+	return "$(cat "$cache/status$1")"
+}
+
+rm -f "$cache"/status*
+echo "verbs-vm: booting (QEMU TCG, $what)"
 set +e
-timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 3G -smp 2 \
-	-kernel "$cache/vmlinux" -initrd "$cache/initramfs.cpio" \
-	-append "console=ttyS0 panic=-1 quiet loglevel=3 rb2.script=/rb2/tests/verbs-vm/guest.sh rb2.build=/rb2/$rel/verbs-vm/build rb2.out=/rb2/$rel/verbs-vm rb2.what=$what" \
-	-virtfs local,path="$rootfs",mount_tag=root,security_model=none,id=root \
-	-virtfs local,path="$top",mount_tag=rb2,security_model=none,id=rb2 \
-	-nographic -monitor none -no-reboot -nic none
-qrc=$?
-set -e
-if [ ! -f "$cache/status" ]; then
-	echo "error: the guest ended without a status (qemu exit $qrc${qrc:+; 124 is the ${timeout_s}s timeout})" >&2
-	exit 1
+if [ "$what" = two ]; then
+	port=$((20000 + $$ % 20000))
+	boot -a -nic none -netdev socket,id=n0,listen=127.0.0.1:$port \
+		-device virtio-net-pci,netdev=n0,mac=52:54:00:b2:00:01 > "$cache/guest-a.log" 2>&1 &
+	apid=$!
+	sleep 1
+	boot -b -nic none -netdev socket,id=n0,connect=127.0.0.1:$port \
+		-device virtio-net-pci,netdev=n0,mac=52:54:00:b2:00:02 > "$cache/guest-b.log" 2>&1
+	wait $apid
+	grep -hE "^(PASS|FAIL|INFO|stream|kill|lat|two)" "$cache/guest-a.log" "$cache/guest-b.log"
+	guest_status -a; ra=$?
+	guest_status -b; rb=$?
+	exit $(( ra != 0 || rb != 0 ))
 fi
-status=$(cat "$cache/status")
-echo "verbs-vm: guest status $status"
-exit "$status"
+boot "" -nic none
+guest_status ""

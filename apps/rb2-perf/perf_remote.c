@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * Two-process runs, perftest style: `--server` on one side, `--client HOST`
+ * on the other (verbs: two hosts or one; shm: two processes of a group).
+ *
+ * bw:  the client streams --rounds x --count messages as fast as it can;
+ *      the server times each round from its first message to its last and
+ *      reports the median (the figures are the receiver's, as ib_write_bw's).
+ * lat: the client pings, the server echoes; channel "ping" on --port,
+ *      "pong" on --port + 1; the client reports the round trips.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+
+#include "perf.h"
+
+#define CONNECT_TRIES 300 /* x 100 ms: the other side may start later */
+
+static struct rb2_tx *
+open_tx(struct rb2_xport *xp, const struct perf_opts *o, const char *name,
+	const char *peer)
+{
+	struct rb2_tx *tx = rb2_tx_create(name, xp, &o->chan);
+	int ret = -1;
+
+	/* The receiver may not be listening yet: retry for a while. */
+	for (int i = 0; tx != NULL && i < CONNECT_TRIES && ret != 0; i++) {
+		ret = rb2_tx_connect(tx, peer, 2000);
+		if (ret != 0)
+			usleep(100000);
+	}
+	if (tx == NULL || ret != 0) {
+		fprintf(stderr, "rb2-perf: cannot connect the sender to %s\n", peer);
+		rb2_tx_destroy(tx);
+		return NULL;
+	}
+	return tx;
+}
+
+static struct rb2_rx *
+open_rx(struct rb2_xport *xp, const struct perf_opts *o, const char *name,
+	const char *peer)
+{
+	struct rb2_rx *rx = rb2_rx_create(name, xp, &o->chan);
+
+	if (rx == NULL || rb2_rx_connect(rx, peer, 120000) != 0) {
+		fprintf(stderr, "rb2-perf: no sender connected on %s\n", peer);
+		rb2_rx_destroy(rx);
+		return NULL;
+	}
+	return rx;
+}
+
+/* Rendezvous of a channel: a host transport listens on every address and
+ * connects to the client's HOST; a same-host one (shm) meets by name. */
+static void
+addr(char *buf, size_t len, const struct perf_opts *o, struct rb2_xport *xp,
+     int port_off)
+{
+	unsigned int port = o->port + (unsigned int)port_off;
+
+	if (!(rb2_xport_caps(xp) & RB2_XPORT_CAP_REMOTE))
+		snprintf(buf, len, "perf%u", port);
+	else
+		snprintf(buf, len, "%s:%u", o->server ? "0.0.0.0" : o->client, port);
+}
+
+static int
+bw_server(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
+{
+	struct perf_variant v = {.name = "rb2", .desc = o->transport};
+	struct rb2_msg m[256];
+	char where[96];
+	struct rb2_rx *rx;
+	uint64_t got = 0, total = (uint64_t)o->rounds * o->count, t0 = 0;
+	unsigned int r = 0;
+
+	addr(where, sizeof(where), o, xp, 0);
+	rx = open_rx(xp, o, "perf", where);
+	if (rx == NULL)
+		return -1;
+	while (got < total) {
+		int n = rb2_rx_peek_burst(rx, m, o->burst);
+
+		if (n <= 0) {
+			if (n < 0) {
+				fprintf(stderr, "rb2-perf: receiver failed after %" PRIu64 " messages: %s\n",
+					got, strerror(-n));
+				return -1;
+			}
+			continue;
+		}
+		if (t0 == 0)
+			t0 = rte_rdtsc();
+		for (int i = 0; i < n; i++)
+			v.errors += m[i].len != o->size ||
+				!perf_check(m[i].data, o->size, got + (uint64_t)i);
+		rb2_rx_release_burst(rx, m, (unsigned int)n);
+		got += (uint64_t)n;
+		if (got >= (uint64_t)(r + 1) * o->count) {
+			uint64_t t1 = rte_rdtsc();
+			v.mps[v.n++] = (double)o->count /
+				((double)(t1 - t0) / (double)rte_get_tsc_hz()) / 1e6;
+			t0 = t1;
+			r++;
+		}
+	}
+	{
+		double mps[PERF_MAX_ROUNDS];
+		memcpy(mps, v.mps, sizeof(mps));
+		v.median = perf_median(mps, v.n);
+	}
+	printf("rb2-perf bw server: %u B messages over %s, %u rounds of %" PRIu64 "\n",
+	       o->size, o->transport, o->rounds, o->count);
+	printf("%-10s %12s %10s %8s\n", "", "Mmsg/s(med)", "Gbit/s", "errors");
+	printf("%-10s %12.4f %10.4f %8" PRIu64 "\n", "rb2", v.median,
+	       v.median * o->size * 8 / 1e3, v.errors);
+	if (json != NULL) {
+		perf_json_begin(json, o);
+		fprintf(json, ", \"role\": \"server\", \"rounds\": %u, \"median_mmsg_s\": %.6f, "
+			"\"median_gbit_s\": %.6f, \"errors\": %" PRIu64 ", \"rounds_mmsg_s\": [",
+			o->rounds, v.median, v.median * o->size * 8 / 1e3, v.errors);
+		for (unsigned int i = 0; i < v.n; i++)
+			fprintf(json, "%s%.6f", i ? ", " : "", v.mps[i]);
+		fprintf(json, "]}\n");
+	}
+	/* Let the sender see its last slots released before we go. */
+	for (int i = 0; i < 1000; i++) {
+		rb2_rx_peek_burst(rx, m, 1);
+		usleep(1000);
+	}
+	rb2_rx_destroy(rx);
+	return v.errors == 0 ? 0 : -1;
+}
+
+static int
+bw_client(struct rb2_xport *xp, const struct perf_opts *o)
+{
+	uint64_t total = (uint64_t)o->rounds * o->count, seq = 0;
+	char where[96];
+	struct rb2_tx *tx;
+	size_t stride;
+
+	addr(where, sizeof(where), o, xp, 0);
+	tx = open_tx(xp, o, "perf", where);
+	if (tx == NULL)
+		return -1;
+	stride = rb2_tx_stride(tx, o->size);
+	while (seq < total) {
+		unsigned int k = (unsigned int)RTE_MIN((uint64_t)o->burst, total - seq);
+		uint8_t *first;
+		int n = rb2_tx_reserve_burst(tx, o->size, k, (void **)&first);
+
+		if (n == -ENOBUFS)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "rb2-perf: sender failed: %s\n", strerror(-n));
+			return -1;
+		}
+		for (int i = 0; i < n; i++)
+			perf_fill(first + (size_t)i * stride, o->size, seq + (uint64_t)i);
+		rb2_tx_commit_burst(tx, o->size, (unsigned int)n);
+		seq += (uint64_t)n;
+	}
+	rb2_tx_flush(tx);
+	for (uint64_t t = rte_get_timer_cycles();
+	     atomic_load(tx->local_head) != tx->tail &&
+	     rte_get_timer_cycles() - t < 30 * rte_get_timer_hz();) {
+		void *slot;
+		(void)rb2_tx_reserve(tx, o->size, &slot); /* reap, see the peer */
+	}
+	printf("rb2-perf bw client: sent %" PRIu64 " messages of %u B\n", seq, o->size);
+	rb2_tx_destroy(tx);
+	return 0;
+}
+
+static int
+lat_pair(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
+{
+	char ping[96], pong[96];
+	struct rb2_tx *tx;
+	struct rb2_rx *rx;
+	struct rb2_msg m = {0};
+	uint64_t total = o->warmup + o->count, *cyc = NULL, errors = 0;
+
+	addr(ping, sizeof(ping), o, xp, 0);
+	addr(pong, sizeof(pong), o, xp, 1);
+	int remote = (rb2_xport_caps(xp) & RB2_XPORT_CAP_REMOTE) != 0;
+	if (o->server) {
+		rx = open_rx(xp, o, "ping", ping);
+		if (remote)
+			snprintf(pong, sizeof(pong), "%s:%u", o->peer, o->port + 1);
+		tx = rx ? open_tx(xp, o, "pong", pong) : NULL;
+	} else {
+		tx = open_tx(xp, o, "ping", ping);
+		if (remote)
+			snprintf(pong, sizeof(pong), "0.0.0.0:%u", o->port + 1);
+		rx = tx ? open_rx(xp, o, "pong", pong) : NULL;
+	}
+	if (tx == NULL || rx == NULL)
+		return -1;
+	if (!o->server && (cyc = malloc(sizeof(*cyc) * (o->count + 1))) == NULL)
+		return -1;
+	for (uint64_t i = 0; i < total; i++) {
+		uint64_t t0 = rte_rdtsc();
+		void *slot = NULL;
+		int n;
+
+		if (!o->server) {
+			while (rb2_tx_reserve(tx, o->size, &slot) == -ENOBUFS)
+				;
+			perf_fill(slot, o->size, i);
+			rb2_tx_commit(tx, o->size);
+			rb2_tx_flush(tx);
+		}
+		while ((n = rb2_rx_peek_burst(rx, &m, 1)) == 0)
+			;
+		if (n < 0) {
+			fprintf(stderr, "rb2-perf: channel failed at round %" PRIu64 ": %s\n",
+				i, strerror(-n));
+			return -1;
+		}
+		errors += m.len != o->size || !perf_check(m.data, o->size, i);
+		if (o->server) {
+			while (rb2_tx_reserve(tx, o->size, &slot) == -ENOBUFS)
+				;
+			memcpy(slot, m.data, o->size);
+			rb2_tx_commit(tx, o->size);
+			rb2_tx_flush(tx);
+		} else if (i >= o->warmup) {
+			cyc[i - o->warmup] = rte_rdtsc() - t0;
+		}
+		rb2_rx_release_burst(rx, &m, 1);
+	}
+	if (!o->server) {
+		struct perf_lat l;
+
+		perf_lat_summarize(cyc, o->count, &l);
+		printf("rb2-perf lat client: %u B over %s, %" PRIu64 " warm-up + %" PRIu64 " round trips\n",
+		       o->size, o->transport, o->warmup, o->count);
+		printf("%-6s %9s %9s %9s %9s %9s %9s   (us, round trip)\n", "", "avg", "p50",
+		       "p99", "p99.9", "min", "max");
+		printf("%-6s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", "rb2", l.avg / 1e3,
+		       l.p50 / 1e3, l.p99 / 1e3, l.p999 / 1e3, l.min / 1e3, l.max / 1e3);
+		if (json != NULL) {
+			perf_json_begin(json, o);
+			fprintf(json, ", \"role\": \"client\", \"warmup\": %" PRIu64 ", \"errors\": %" PRIu64 ", ",
+				o->warmup, errors);
+			perf_json_lat(json, "rb2", &l, 1);
+			fprintf(json, "}\n");
+		}
+		free(cyc);
+	}
+	sleep(1);
+	rb2_tx_destroy(tx);
+	rb2_rx_destroy(rx);
+	return errors == 0 ? 0 : -1;
+}
+
+int
+perf_remote_run(const struct perf_opts *o, FILE *json)
+{
+	struct rb2_xport *xp = rb2_xport_open_spec(o->transport);
+	int ret;
+
+	if (xp == NULL) {
+		fprintf(stderr, "rb2-perf: cannot open transport '%s': %s\n", o->transport,
+			rte_strerror(rte_errno));
+		return -1;
+	}
+	if (o->mode == MODE_LAT)
+		ret = lat_pair(xp, o, json);
+	else
+		ret = o->server ? bw_server(xp, o, json) : bw_client(xp, o);
+	rb2_xport_close(xp);
+	return ret;
+}

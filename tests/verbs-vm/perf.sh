@@ -1,0 +1,77 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rb2 authors
+#
+# rb2-perf over rxe0 next to perftest (ib_write_bw, ib_write_lat), same
+# message sizes, same guest boot (run by guest.sh, what=perf). Prints a
+# side-by-side table, writes it to $RB2_OUT/perf.md, exits non-zero if any
+# run fails.
+set -u
+ip=$RB2_VERBS_IP
+perf=$RB2_BUILD/apps/rb2-perf/rb2-perf
+out=$RB2_OUT/perf.md
+# Server on lcore 0, client on lcore 1: two pollers on one vCPU would measure
+# the scheduler's time slice.
+eal() { echo "-l $2 --no-pci --no-huge -m 1024 --file-prefix p$1 --log-level lib.eal:error"; }
+port=19000
+failed=0
+
+# perftest: server in the background, client prints the figures.
+pt() { # TOOL SIZE ITERS
+	port=$((port + 10))
+	$1 -d rxe0 -x 1 -s $2 -n $3 -p $port > /tmp/pt.s 2>&1 &
+	sleep 1
+	$1 -d rxe0 -x 1 -s $2 -n $3 -p $port $ip > /tmp/pt.c 2>&1 || failed=1
+	wait
+	awk -v s=$2 '$1 == s && NF >= 5 {print; exit}' /tmp/pt.c
+}
+
+# rb2-perf: --server (receiver / echo) and --client (sender / pinger).
+rb() { # MODE SIZE COUNT EXTRA...
+	local mode=$1 size=$2 count=$3; shift 3
+	port=$((port + 10))
+	local sargs=(--server) ; [ "$mode" = lat ] && sargs+=(--peer $ip)
+	"$perf" $(eal s$port 0) -- --transport verbs,dev=rxe0 --mode $mode --size $size \
+		--count $count --port $port "${sargs[@]}" "$@" --json /tmp/rb.s.json > /tmp/rb.s 2>&1 &
+	sleep 1
+	"$perf" $(eal c$port 1) -- --transport verbs,dev=rxe0 --mode $mode --size $size \
+		--count $count --port $port --client $ip "$@" --json /tmp/rb.c.json > /tmp/rb.c 2>&1 || failed=1
+	wait $! || failed=1
+}
+# One number out of rb2-perf's one-line JSON (the guest has no python).
+jnum() { sed -n "s/.*\"$2\": \([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
+
+{
+echo "# rb2-perf over rxe0 next to perftest (one QEMU TCG guest, Soft-RoCE)"
+echo
+echo "TCG makes every absolute figure meaningless; the ratios, measured in this boot, count."
+echo
+echo "| size | ib_write_bw Mmsg/s | rb2 Mmsg/s (var.) | ratio | rb2 Mmsg/s (fixed) | ratio |"
+echo "|---|---|---|---|---|---|"
+for size in 64 65536; do
+	n=20000; c=40000; slots=1024; ss=64
+	[ $size = 65536 ] && n=2000 c=2000 slots=128 ss=65536
+	l=$(pt ib_write_bw $size $n); ib=$(echo "$l" | awk '{print $5}')
+	rb bw $size $c --rounds 3 --slots $slots --slot-size $ss
+	v=$(jnum /tmp/rb.s.json median_mmsg_s)
+	rb bw $size $c --rounds 3 --slots $slots --slot-size $ss --fixed
+	f=$(jnum /tmp/rb.s.json median_mmsg_s)
+	awk -v s=$size -v ib="${ib:-0}" -v v="${v:-0}" -v f="${f:-0}" 'BEGIN {
+		rv = "n/a"; rf = "n/a"
+		if (ib > 0) { rv = sprintf("%.2fx", v / ib); rf = sprintf("%.2fx", f / ib) }
+		printf "| %d B | %.4f | %.4f | %s | %.4f | %s |\n", s, ib, v, rv, f, rf }'
+done
+echo
+echo "| 64 B round trip | avg us | p50 us | p99.9 us |"
+echo "|---|---|---|---|"
+l=$(pt ib_write_lat 64 5000)
+echo "$l" | awk '{printf "| ib_write_lat (one way, x2) | %.2f | %.2f | %.2f |\n", 2*$6, 2*$5, 2*$9}'
+for fixed in "" --fixed; do
+	rb lat 64 5000 --warmup 500 $fixed
+	awk -v a="$(jnum /tmp/rb.c.json avg_ns)" -v p="$(jnum /tmp/rb.c.json p50_ns)" \
+		-v t="$(jnum /tmp/rb.c.json p99_9_ns)" -v f="$fixed" \
+		'BEGIN { printf "| rb2-perf lat %s(alpha=beta=gamma=1) | %.2f | %.2f | %.2f |\n", f ? "--fixed " : "", a / 1e3, p / 1e3, t / 1e3 }'
+done
+} | tee "$out"
+[ $failed -eq 0 ] || { echo "perf: a run failed"; cat /tmp/rb.s /tmp/rb.c /tmp/pt.s /tmp/pt.c | grep -v TELEM | tail -20; }
+exit $failed

@@ -249,7 +249,9 @@ verbs_open(struct rb2_xport *xp, const char *args)
 		d->gid_index = ipv4_gid_index(d->ctx, d->port);
 	d->numa_node = sysfs_numa_node(d->ctx);
 	xp->priv = d;
-	xp->caps = RB2_XPORT_CAP_REMOTE | RB2_XPORT_CAP_READ | RB2_XPORT_CAP_IMM;
+	/* No RB2_XPORT_CAP_IMM yet: receiving WRITE_WITH_IMM needs posted
+	 * receives, which come with the CQ-polling sync policy. */
+	xp->caps = RB2_XPORT_CAP_REMOTE | RB2_XPORT_CAP_READ;
 	xp->socket_id = d->numa_node >= 0 ? d->numa_node : (int)rte_socket_id();
 	RB2_XPORT_LOG(INFO, "verbs: %s port %u gid %d, NUMA node %d, max_qp_wr %d",
 		      ibv_get_device_name(d->ctx->device), d->port, d->gid_index,

@@ -19,6 +19,10 @@
  * baddesc  the client sends a malformed descriptor; the server must refuse it.
  *
  * Exit 0 on success, 1 on failure, 77 when there is no RDMA device.
+ *
+ * RB2_TEST_XPORT=SPEC runs the same tests over another transport, e.g.
+ * "shm,mode=copy" between a DPDK primary and secondary (the address is then a
+ * rendezvous name): it tells a channel bug from a driver bug.
  */
 
 #include <errno.h>

@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/* Trace reading: libpcap for the container, our own parser for the frames. */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pcap/pcap.h>
+
+#include "rb2_trace.h"
+
+struct rb2_trace {
+	pcap_t *pcap;
+	int linktype;
+	int nano;                /* timestamps in ns */
+	uint64_t seq;
+	struct rb2_trace_stats st;
+	char err[PCAP_ERRBUF_SIZE + 64];
+};
+
+/* Link types we know, with their DLT_ numbers (some differ from LINKTYPE_). */
+#define LT_NULL 0
+#define LT_EN10MB 1
+#define LT_RAW_A 12
+#define LT_RAW_B 14
+#define LT_LOOP 108
+#define LT_LINUX_SLL 113
+#define LT_RAW 101
+#define LT_IPV4 228
+#define LT_IPV6 229
+#define LT_LINUX_SLL2 276
+
+static int
+known_linktype(int lt)
+{
+	switch (lt) {
+	case LT_NULL: case LT_EN10MB: case LT_RAW_A: case LT_RAW_B: case LT_LOOP:
+	case LT_LINUX_SLL: case LT_RAW: case LT_IPV4: case LT_IPV6: case LT_LINUX_SLL2:
+		return 1;
+	}
+	return 0;
+}
+
+static uint16_t
+be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t
+le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+		(uint32_t)p[3] << 24;
+}
+
+/* 64-bit FNV-1a, twice with different seeds: a 128-bit IPv6 flow digest. */
+static uint64_t
+fnv(const uint8_t *p, size_t n, uint64_t h)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+static void
+ports(const uint8_t *l4, uint32_t avail, uint8_t proto, struct rb2_rec *r)
+{
+	/* TCP, UDP, SCTP, DCCP, UDP-Lite: ports are the first four bytes. */
+	if (proto != 6 && proto != 17 && proto != 132 && proto != 33 && proto != 136)
+		return;
+	if (avail < 4) {
+		r->flags |= RB2_REC_F_TRUNC;
+		return;
+	}
+	r->sport = be16(l4);
+	r->dport = be16(l4 + 2);
+}
+
+static void
+parse_ipv4(const uint8_t *p, uint32_t len, struct rb2_rec *r)
+{
+	uint32_t ihl;
+	uint16_t frag;
+
+	if (len < 20 || (p[0] >> 4) != 4 || (ihl = (uint32_t)(p[0] & 15) * 4) < 20) {
+		r->kind = RB2_REC_MALFORMED;
+		return;
+	}
+	r->kind = RB2_REC_IPV4;
+	r->proto = p[9];
+	memcpy(&r->src, p + 12, 4);
+	memcpy(&r->dst, p + 16, 4);
+	frag = be16(p + 6);
+	if ((frag & 0x1fff) != 0) { /* a non-first fragment carries no ports */
+		r->flags |= RB2_REC_F_FRAG;
+		return;
+	}
+	if (len < ihl) {
+		r->flags |= RB2_REC_F_TRUNC;
+		return;
+	}
+	ports(p + ihl, len - ihl, r->proto, r);
+}
+
+static void
+parse_ipv6(const uint8_t *p, uint32_t len, struct rb2_rec *r)
+{
+	uint8_t nh, tuple[40];
+	uint32_t off = 40;
+	uint64_t h1, h2;
+
+	if (len < 40 || (p[0] >> 4) != 6) {
+		r->kind = RB2_REC_MALFORMED;
+		return;
+	}
+	r->kind = RB2_REC_IPV6;
+	nh = p[6];
+	/* Walk the extension headers to the upper layer. */
+	for (int hops = 0; hops < 8; hops++) {
+		if (nh == 0 || nh == 43 || nh == 60) { /* hop-by-hop, routing, dest */
+			if (len < off + 8) {
+				r->flags |= RB2_REC_F_TRUNC;
+				break;
+			}
+			nh = p[off];
+			off += 8 + (uint32_t)p[off + 1] * 8;
+		} else if (nh == 44) { /* fragment */
+			if (len < off + 8) {
+				r->flags |= RB2_REC_F_TRUNC;
+				break;
+			}
+			if ((be16(p + off + 2) & 0xfff8) != 0)
+				r->flags |= RB2_REC_F_FRAG;
+			nh = p[off];
+			off += 8;
+		} else {
+			break;
+		}
+	}
+	r->proto = nh;
+	if (!(r->flags & (RB2_REC_F_FRAG | RB2_REC_F_TRUNC))) {
+		if (len < off)
+			r->flags |= RB2_REC_F_TRUNC;
+		else
+			ports(p + off, len - off, nh, r);
+	}
+	/* The key: a 128-bit digest of (src, dst, proto, sport, dport). */
+	memcpy(tuple, p + 8, 32);
+	tuple[32] = nh;
+	memcpy(tuple + 33, &r->sport, 2);
+	memcpy(tuple + 35, &r->dport, 2);
+	h1 = fnv(tuple, 37, 14695981039346656037ull);
+	h2 = fnv(tuple, 37, 0x84222325cbf29ce4ull);
+	r->src = (uint32_t)h1;
+	r->dst = (uint32_t)(h1 >> 32);
+	r->sport = (uint16_t)h2;
+	r->dport = (uint16_t)(h2 >> 16);
+	r->x = (uint32_t)(h2 >> 32);
+}
+
+/* An IP packet at @p: v4 or v6 by its version nibble. */
+static void
+parse_ip(const uint8_t *p, uint32_t len, struct rb2_rec *r)
+{
+	if (len < 1) {
+		r->kind = RB2_REC_MALFORMED;
+		return;
+	}
+	switch (p[0] >> 4) {
+	case 4: parse_ipv4(p, len, r); break;
+	case 6: parse_ipv6(p, len, r); break;
+	default: r->kind = RB2_REC_NONIP; break;
+	}
+}
+
+/* By ethertype: IPv4, IPv6, else not IP. */
+static void
+parse_ethertype(uint16_t et, const uint8_t *p, uint32_t len, struct rb2_rec *r)
+{
+	if (et == 0x0800)
+		parse_ipv4(p, len, r);
+	else if (et == 0x86dd)
+		parse_ipv6(p, len, r);
+	else
+		r->kind = RB2_REC_NONIP;
+}
+
+int
+rb2_trace_parse(int lt, const uint8_t *p, uint32_t caplen, uint32_t wire_len,
+		struct rb2_rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->wire_len = wire_len;
+	switch (lt) {
+	case LT_RAW: case LT_RAW_A: case LT_RAW_B: case LT_IPV4: case LT_IPV6:
+		parse_ip(p, caplen, r);
+		return 0;
+	case LT_EN10MB: {
+		uint32_t off = 12;
+		uint16_t et;
+
+		if (caplen < 14) {
+			r->kind = RB2_REC_MALFORMED;
+			return 0;
+		}
+		et = be16(p + off);
+		/* 802.1Q / 802.1ad / QinQ tags, stacked. */
+		while ((et == 0x8100 || et == 0x88a8 || et == 0x9100) && caplen >= off + 6) {
+			off += 4;
+			et = be16(p + off);
+		}
+		if (et == 0x8100 || et == 0x88a8 || et == 0x9100) {
+			r->kind = RB2_REC_MALFORMED; /* tags cut short */
+			return 0;
+		}
+		parse_ethertype(et, p + off + 2, caplen - off - 2, r);
+		return 0;
+	}
+	case LT_LINUX_SLL:
+		if (caplen < 16) {
+			r->kind = RB2_REC_MALFORMED;
+			return 0;
+		}
+		parse_ethertype(be16(p + 14), p + 16, caplen - 16, r);
+		return 0;
+	case LT_LINUX_SLL2:
+		if (caplen < 20) {
+			r->kind = RB2_REC_MALFORMED;
+			return 0;
+		}
+		parse_ethertype(be16(p), p + 20, caplen - 20, r);
+		return 0;
+	case LT_NULL: case LT_LOOP: {
+		uint32_t af;
+
+		if (caplen < 4) {
+			r->kind = RB2_REC_MALFORMED;
+			return 0;
+		}
+		/* NULL is in the writer's byte order, LOOP in network order;
+		 * both forms are accepted. AF_INET is 2 everywhere; AF_INET6
+		 * is 10, 24, 28 or 30 depending on the OS. */
+		af = le32(p);
+		if (af > 0xffff)
+			af = (uint32_t)be16(p + 2) | (uint32_t)be16(p) << 16;
+		if (af == 2)
+			parse_ipv4(p + 4, caplen - 4, r);
+		else if (af == 10 || af == 24 || af == 28 || af == 30)
+			parse_ipv6(p + 4, caplen - 4, r);
+		else
+			r->kind = RB2_REC_NONIP;
+		return 0;
+	}
+	default:
+		return -ENOTSUP;
+	}
+}
+
+void
+rb2_trace_count(struct rb2_trace_stats *st, const struct rb2_rec *r)
+{
+	st->packets++;
+	st->bytes += r->wire_len;
+	switch (r->kind) {
+	case RB2_REC_IPV4: st->ipv4++; break;
+	case RB2_REC_IPV6: st->ipv6++; break;
+	case RB2_REC_NONIP: st->nonip++; break;
+	default: st->malformed++; break;
+	}
+	st->fragments += (r->flags & RB2_REC_F_FRAG) != 0;
+	st->truncated += (r->flags & RB2_REC_F_TRUNC) != 0;
+}
+
+struct rb2_trace *
+rb2_trace_open(const char *path, char *err, size_t errlen)
+{
+	char perr[PCAP_ERRBUF_SIZE] = "";
+	struct rb2_trace *t;
+	pcap_t *p;
+
+	p = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, perr);
+	if (p == NULL) {
+		snprintf(err, errlen, "%s: cannot read it as pcap or pcapng: %s", path,
+			 perr[0] ? perr : "unknown error");
+		return NULL;
+	}
+	if (!known_linktype(pcap_datalink(p))) {
+		snprintf(err, errlen, "%s: link type %d (%s) is not supported: use RAW, Ethernet, Linux SLL or NULL/LOOP",
+			 path, pcap_datalink(p),
+			 pcap_datalink_val_to_name(pcap_datalink(p)) ?
+			 pcap_datalink_val_to_name(pcap_datalink(p)) : "unknown");
+		pcap_close(p);
+		return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (t == NULL) {
+		snprintf(err, errlen, "out of memory");
+		pcap_close(p);
+		return NULL;
+	}
+	t->pcap = p;
+	t->linktype = pcap_datalink(p);
+	t->nano = pcap_get_tstamp_precision(p) == PCAP_TSTAMP_PRECISION_NANO;
+	return t;
+}
+
+int
+rb2_trace_next(struct rb2_trace *t, struct rb2_rec *rec)
+{
+	struct pcap_pkthdr *h;
+	const u_char *data;
+	int ret = pcap_next_ex(t->pcap, &h, &data);
+
+	if (ret == PCAP_ERROR_BREAK)
+		return 0;
+	if (ret != 1) {
+		snprintf(t->err, sizeof(t->err), "after %llu packets: %s",
+			 (unsigned long long)t->seq, pcap_geterr(t->pcap));
+		return -EBADMSG;
+	}
+	rb2_trace_parse(t->linktype, data, h->caplen, h->len, rec);
+	rec->ts_ns = (uint64_t)h->ts.tv_sec * 1000000000ull +
+		(uint64_t)h->ts.tv_usec * (t->nano ? 1 : 1000);
+	rec->seq = t->seq++;
+	rb2_trace_count(&t->st, rec);
+	return 1;
+}
+
+const char *
+rb2_trace_error(const struct rb2_trace *t)
+{
+	return t->err;
+}
+
+int
+rb2_trace_linktype(const struct rb2_trace *t)
+{
+	return t->linktype;
+}
+
+void
+rb2_trace_stats_get(const struct rb2_trace *t, struct rb2_trace_stats *st)
+{
+	*st = t->st;
+}
+
+void
+rb2_trace_close(struct rb2_trace *t)
+{
+	if (t == NULL)
+		return;
+	pcap_close(t->pcap);
+	free(t);
+}

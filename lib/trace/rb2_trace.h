@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef RB2_TRACE_H
+#define RB2_TRACE_H
+
+/**
+ * @file
+ * Packet traces as the measurement NF sees them: one fixed 40-byte record per
+ * packet (the paper's Case#1: flow key, timestamp, sequence and size).
+ *
+ * @code
+ * char err[256];
+ * struct rb2_trace *t = rb2_trace_open("caida.pcap", err, sizeof(err));
+ * struct rb2_rec r;
+ * while (rb2_trace_next(t, &r) == 1)
+ *	use(&r);
+ * struct rb2_trace_stats st;
+ * rb2_trace_stats_get(t, &st);    // every packet: by kind, fragments, truncated
+ * rb2_trace_close(t);
+ * @endcode
+ *
+ * Record layout (little-endian host, 8-byte aligned):
+ *
+ * @verbatim
+ *   0         4         8    10   12 13 14   16        20        24        32       40
+ *   +---------+---------+----+----+--+--+----+---------+---------+---------+--------+
+ *   |  src    |  dst    |sprt|dprt|pr|kd|flgs|    x    |wire_len |  ts_ns  |  seq   |
+ *   +---------+---------+----+----+--+--+----+---------+---------+---------+--------+
+ *   IPv4: src/dst are the addresses (network order), x = 0.
+ *   IPv6: src, dst, sport|dport and x hold a 128-bit digest of the 5-tuple, with
+ *         kind = IPv6: its flows never fold into IPv4 keys.
+ *   Non-IP and malformed packets get a record of their own kind (key zero), so
+ *   the NF counts every packet of a trace.
+ * @endverbatim
+ *
+ * Reading uses libpcap: pcap and pcapng, microsecond and nanosecond
+ * timestamps, link types RAW, Ethernet (with 802.1Q/802.1ad tags), Linux SLL
+ * and SLL2, NULL and LOOP. Captures truncated to 40-96 bytes (CAIDA) keep
+ * their key when the transport ports were captured, else are flagged.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Record kinds. */
+enum rb2_rec_kind {
+	RB2_REC_IPV4 = 1,
+	RB2_REC_IPV6 = 2,
+	RB2_REC_NONIP = 3,     /**< a frame that carries no IP packet */
+	RB2_REC_MALFORMED = 4, /**< IP, but a header is inconsistent or cut short */
+};
+
+/** Record flags. */
+#define RB2_REC_F_FRAG (1u << 0)  /**< a non-first fragment: no ports */
+#define RB2_REC_F_TRUNC (1u << 1) /**< the capture stops before the ports */
+
+/** One packet: 40 bytes. */
+struct rb2_rec {
+	uint32_t src;      /**< IPv4 source (network order) / digest word 0 */
+	uint32_t dst;      /**< IPv4 destination / digest word 1 */
+	uint16_t sport;    /**< source port (host order) / digest */
+	uint16_t dport;    /**< destination port / digest */
+	uint8_t proto;     /**< IP protocol (IPv6: the upper-layer header) */
+	uint8_t kind;      /**< enum rb2_rec_kind */
+	uint16_t flags;    /**< RB2_REC_F_* */
+	uint32_t x;        /**< IPv6 digest word 3; 0 for IPv4 */
+	uint32_t wire_len; /**< the packet's length on the wire */
+	uint64_t ts_ns;    /**< capture timestamp, ns since the epoch */
+	uint64_t seq;      /**< 0-based position in the trace */
+};
+
+_Static_assert(sizeof(struct rb2_rec) == 40, "the record is 40 bytes");
+
+/** What a reader has seen. */
+struct rb2_trace_stats {
+	uint64_t packets;   /**< records produced */
+	uint64_t bytes;     /**< sum of wire lengths */
+	uint64_t ipv4, ipv6, nonip, malformed; /**< by kind */
+	uint64_t fragments; /**< non-first fragments (no ports) */
+	uint64_t truncated; /**< captured without their ports */
+};
+
+struct rb2_trace;
+
+/**
+ * Open a pcap or pcapng file (nanosecond timestamps are kept as such).
+ *
+ * @return The reader, or NULL with the reason in @p err (missing, empty,
+ *   not a capture, an unsupported link type).
+ */
+struct rb2_trace *rb2_trace_open(const char *path, char *err, size_t errlen);
+
+/**
+ * Read the next packet as a record.
+ *
+ * @return 1, 0 at the end, or -EBADMSG if the file is truncated or corrupt
+ *   mid-way (rb2_trace_error() says where; the records so far stand).
+ */
+int rb2_trace_next(struct rb2_trace *t, struct rb2_rec *rec);
+
+/** @return the reason of the last -EBADMSG, or "". */
+const char *rb2_trace_error(const struct rb2_trace *t);
+
+/** @return the file's link type (a DLT_* value). */
+int rb2_trace_linktype(const struct rb2_trace *t);
+
+/** Copy the reader's counters. */
+void rb2_trace_stats_get(const struct rb2_trace *t, struct rb2_trace_stats *st);
+
+/** Close a reader. */
+void rb2_trace_close(struct rb2_trace *t);
+
+/**
+ * Parse one captured frame (pure: used by the reader, tests and fuzzers).
+ *
+ * @param linktype A DLT_* value.
+ * @param pkt, caplen The captured bytes.
+ * @param wire_len The length on the wire.
+ * @param[out] rec Key, kind, flags, wire_len (ts_ns and seq are the caller's).
+ * @return 0, or -ENOTSUP for a link type it does not know.
+ */
+int rb2_trace_parse(int linktype, const uint8_t *pkt, uint32_t caplen,
+		    uint32_t wire_len, struct rb2_rec *rec);
+
+/** Add a record to counters (as the reader does). */
+void rb2_trace_count(struct rb2_trace_stats *st, const struct rb2_rec *rec);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RB2_TRACE_H */

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/* lib/trace: the frame parser on hand-built packets of every link type, and
+ * the reader against rb2-tracegen's own ground truth, plus truncated, empty
+ * and nanosecond files. RB2_TRACEGEN is the generator's path (set by meson). */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+
+#include <rb2_trace.h>
+
+static const uint8_t ipv4_tcp[] = {
+	0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+	0x30, 0x39, 0x01, 0xbb, /* ports 12345 -> 443 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0x50, 0, 0, 0, 0, 0, 0, 0,
+};
+
+static void
+expect_v4(const struct rb2_rec *r, uint16_t flags)
+{
+	cr_expect_eq(r->kind, RB2_REC_IPV4);
+	cr_expect_eq(r->proto, 6);
+	cr_expect_eq(ntohl(r->src), 0x0a000001);
+	cr_expect_eq(ntohl(r->dst), 0x0a000002);
+	cr_expect_eq(r->flags, flags);
+	if (!flags) {
+		cr_expect_eq(r->sport, 12345);
+		cr_expect_eq(r->dport, 443);
+	}
+}
+
+Test(rb2_trace, raw_ipv4_tcp_key)
+{
+	struct rb2_rec r;
+
+	cr_assert_eq(rb2_trace_parse(101, ipv4_tcp, sizeof(ipv4_tcp), 1500, &r), 0);
+	expect_v4(&r, 0);
+	cr_expect_eq(r.wire_len, 1500);
+	cr_expect_eq(r.x, 0);
+}
+
+Test(rb2_trace, ethernet_with_stacked_vlan_tags)
+{
+	uint8_t f[14 + 8 + sizeof(ipv4_tcp)] = {0};
+	struct rb2_rec r;
+
+	f[12] = 0x88; f[13] = 0xa8; /* 802.1ad */
+	f[16] = 0x81; f[17] = 0x00; /* 802.1Q */
+	f[20] = 0x08; f[21] = 0x00;
+	memcpy(f + 22, ipv4_tcp, sizeof(ipv4_tcp));
+	cr_assert_eq(rb2_trace_parse(1, f, sizeof(f), sizeof(f), &r), 0);
+	expect_v4(&r, 0);
+	f[20] = 0x08; f[21] = 0x06; /* ARP */
+	rb2_trace_parse(1, f, sizeof(f), sizeof(f), &r);
+	cr_expect_eq(r.kind, RB2_REC_NONIP);
+	rb2_trace_parse(1, f, 18, 60, &r); /* tags cut short */
+	cr_expect_eq(r.kind, RB2_REC_MALFORMED);
+}
+
+Test(rb2_trace, linux_sll_and_null_loop)
+{
+	uint8_t sll[16 + sizeof(ipv4_tcp)] = {0}, nul[4 + sizeof(ipv4_tcp)];
+	struct rb2_rec r;
+
+	sll[14] = 0x08;
+	memcpy(sll + 16, ipv4_tcp, sizeof(ipv4_tcp));
+	rb2_trace_parse(113, sll, sizeof(sll), sizeof(sll), &r);
+	expect_v4(&r, 0);
+	/* NULL in the writer's (little-endian) order, LOOP in network order. */
+	memcpy(nul + 4, ipv4_tcp, sizeof(ipv4_tcp));
+	nul[0] = 2; nul[1] = nul[2] = nul[3] = 0;
+	rb2_trace_parse(0, nul, sizeof(nul), sizeof(nul), &r);
+	expect_v4(&r, 0);
+	nul[0] = nul[1] = nul[2] = 0; nul[3] = 2;
+	rb2_trace_parse(108, nul, sizeof(nul), sizeof(nul), &r);
+	expect_v4(&r, 0);
+}
+
+Test(rb2_trace, ipv6_extension_headers_own_kind_and_digest)
+{
+	uint8_t p[40 + 8 + 8] = {0}, q[sizeof(p)];
+	struct rb2_rec a, b;
+
+	p[0] = 0x60;
+	p[6] = 0;    /* hop-by-hop first */
+	p[8] = 0x20; /* src 2000:: */
+	p[24] = 0x20; p[39] = 1;
+	p[40] = 17;  /* then UDP */
+	p[48] = 0x04; p[49] = 0xd2; p[50] = 0x00; p[51] = 0x35; /* 1234 -> 53 */
+	rb2_trace_parse(101, p, sizeof(p), 200, &a);
+	cr_expect_eq(a.kind, RB2_REC_IPV6);
+	cr_expect_eq(a.proto, 17);
+	cr_expect_eq(a.flags, 0);
+	memcpy(q, p, sizeof(p));
+	q[51] = 0x36; /* another port: another flow */
+	rb2_trace_parse(101, q, sizeof(q), 200, &b);
+	cr_expect(memcmp(&a, &b, 20) != 0, "distinct flows, distinct keys");
+	rb2_trace_parse(101, p, 44, 200, &b); /* cut inside the extension */
+	cr_expect_eq(b.kind, RB2_REC_IPV6);
+	cr_expect_eq(b.flags, RB2_REC_F_TRUNC);
+}
+
+Test(rb2_trace, fragments_truncation_and_malformed_are_flagged)
+{
+	uint8_t p[sizeof(ipv4_tcp)];
+	struct rb2_rec r;
+
+	memcpy(p, ipv4_tcp, sizeof(p));
+	p[6] = 0x00; p[7] = 0x10; /* fragment offset 16: no ports */
+	rb2_trace_parse(101, p, sizeof(p), 1500, &r);
+	expect_v4(&r, RB2_REC_F_FRAG);
+	rb2_trace_parse(101, ipv4_tcp, 22, 1500, &r); /* snapped inside the ports */
+	expect_v4(&r, RB2_REC_F_TRUNC);
+	memcpy(p, ipv4_tcp, sizeof(p));
+	p[0] = 0x43; /* IHL 3 words */
+	rb2_trace_parse(101, p, sizeof(p), 1500, &r);
+	cr_expect_eq(r.kind, RB2_REC_MALFORMED);
+	rb2_trace_parse(101, ipv4_tcp, 10, 1500, &r);
+	cr_expect_eq(r.kind, RB2_REC_MALFORMED);
+	cr_expect_eq(rb2_trace_parse(147, ipv4_tcp, 10, 10, &r), -ENOTSUP);
+}
+
+/* ---- files ----------------------------------------------------------------- */
+
+static void
+gen(const char *out, const char *expect, const char *extra)
+{
+	const char *tg = getenv("RB2_TRACEGEN");
+	char cmd[1024];
+
+	cr_assert_not_null(tg, "RB2_TRACEGEN is not set");
+	snprintf(cmd, sizeof(cmd), "%s -o %s --expect %s %s > /dev/null", tg, out, expect, extra);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+static uint64_t
+jnum(const char *json, const char *key)
+{
+	char k[64];
+	const char *p;
+
+	snprintf(k, sizeof(k), "\"%s\": ", key);
+	p = strstr(json, k);
+	cr_assert_not_null(p, "%s missing", key);
+	return strtoull(p + strlen(k), NULL, 10);
+}
+
+Test(rb2_trace, reader_matches_the_generators_ground_truth)
+{
+	char pcap[] = "/tmp/rb2tXXXXXX", json[512], exp[64], err[256];
+	struct rb2_trace_stats st;
+	struct rb2_rec r;
+	uint64_t seq = 0, last_ts = 0, n = 0;
+	struct rb2_trace *t;
+	FILE *f;
+
+	close(mkstemp(pcap));
+	snprintf(exp, sizeof(exp), "%s.json", pcap);
+	gen(pcap, exp, "--packets 300000 --flows 20000 --ipv6 0.2 --nonip 0.02 --snaplen 40 --seed 3");
+	f = fopen(exp, "r");
+	cr_assert_not_null(f);
+	json[fread(json, 1, sizeof(json) - 1, f)] = '\0';
+	fclose(f);
+	t = rb2_trace_open(pcap, err, sizeof(err));
+	cr_assert_not_null(t, "%s", err);
+	while (rb2_trace_next(t, &r) == 1) {
+		cr_assert_eq(r.seq, seq++);
+		cr_assert_geq(r.ts_ns, last_ts, "timestamps in order");
+		last_ts = r.ts_ns;
+		n++;
+	}
+	rb2_trace_stats_get(t, &st);
+	cr_expect_eq(n, jnum(json, "packets"));
+	cr_expect_eq(st.packets, jnum(json, "packets"));
+	cr_expect_eq(st.bytes, jnum(json, "bytes"));
+	cr_expect_eq(st.ipv4, jnum(json, "ipv4"));
+	cr_expect_eq(st.ipv6, jnum(json, "ipv6"));
+	cr_expect_eq(st.nonip, jnum(json, "nonip"));
+	cr_expect_eq(st.malformed, 0);
+	/* A 40-byte snap keeps IPv4 ports (20 + 4) but cuts IPv6 (40 + 4). */
+	cr_expect_eq(st.truncated, st.ipv6);
+	rb2_trace_close(t);
+	unlink(pcap);
+	unlink(exp);
+}
+
+Test(rb2_trace, nanosecond_timestamps_are_kept)
+{
+	char pcap[] = "/tmp/rb2tXXXXXX", exp[64], err[256];
+	struct rb2_trace *t;
+	struct rb2_rec r;
+	int sub_us = 0;
+
+	close(mkstemp(pcap));
+	snprintf(exp, sizeof(exp), "%s.json", pcap);
+	gen(pcap, exp, "--packets 1000 --duration 0.0001 --nano");
+	t = rb2_trace_open(pcap, err, sizeof(err));
+	cr_assert_not_null(t, "%s", err);
+	while (rb2_trace_next(t, &r) == 1)
+		sub_us |= r.ts_ns % 1000 != 0;
+	cr_expect(sub_us, "100 ns apart: the nanoseconds survive");
+	rb2_trace_close(t);
+	unlink(pcap);
+	unlink(exp);
+}
+
+Test(rb2_trace, truncated_corrupt_and_empty_files_give_clear_errors)
+{
+	char pcap[] = "/tmp/rb2tXXXXXX", exp[64], err[256];
+	struct rb2_trace *t;
+	struct rb2_rec r;
+	uint64_t n = 0;
+	long size;
+	int ret;
+	FILE *f;
+
+	close(mkstemp(pcap));
+	snprintf(exp, sizeof(exp), "%s.json", pcap);
+	gen(pcap, exp, "--packets 1000");
+	f = fopen(pcap, "r+");
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	cr_assert_eq(ftruncate(fileno(f), size - 10), 0); /* cut the last record */
+	fclose(f);
+	t = rb2_trace_open(pcap, err, sizeof(err));
+	cr_assert_not_null(t, "%s", err);
+	while ((ret = rb2_trace_next(t, &r)) == 1)
+		n++;
+	cr_expect_eq(ret, -EBADMSG, "a cut record is an error, not an end");
+	cr_expect_eq(n, 999);
+	cr_expect(strstr(rb2_trace_error(t), "999") != NULL, "%s", rb2_trace_error(t));
+	rb2_trace_close(t);
+
+	f = fopen(pcap, "w"); /* empty */
+	fclose(f);
+	cr_expect_null(rb2_trace_open(pcap, err, sizeof(err)));
+	cr_expect(strstr(err, pcap) != NULL, "%s", err);
+	f = fopen(pcap, "w");
+	fputs("this is not a capture file at all, not even close\n", f);
+	fclose(f);
+	cr_expect_null(rb2_trace_open(pcap, err, sizeof(err)));
+	cr_expect(strstr(err, "pcap") != NULL, "%s", err);
+	cr_expect_null(rb2_trace_open("/nonexistent/x.pcap", err, sizeof(err)));
+	unlink(pcap);
+	unlink(exp);
+}

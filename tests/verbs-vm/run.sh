@@ -45,15 +45,16 @@ mkdir -p "$cache"
 
 # 1. Guest rootfs (cached): rdma-core, perftest, the kernel and its modules,
 #    and the run-time libraries of the host-built binaries.
-if [ ! -f "$cache/rootfs/.rb2-ok" ]; then
+#    The marker holds the package list: a changed list rebuilds the guest.
+pkgs=rdma-core,ibverbs-utils,ibverbs-providers,perftest,rdmacm-utils,iproute2,kmod,linux-image-amd64,libnuma1,libbsd0,libpcap0.8,librte-ring23,librte-eal23,librte-telemetry23,librte-kvargs23,libcriterion3,procps
+if [ "$(cat "$cache/rootfs/.rb2-ok" 2>/dev/null)" != "$pkgs" ]; then
 	echo "verbs-vm: building the guest rootfs (debootstrap, about a minute)"
 	rm -rf "$cache/rootfs.tmp"
-	debootstrap --variant=minbase \
-		--include=rdma-core,ibverbs-utils,ibverbs-providers,perftest,rdmacm-utils,iproute2,kmod,linux-image-amd64,libnuma1,libbsd0,librte-ring23,librte-eal23,librte-telemetry23,librte-kvargs23,libcriterion3,procps \
+	debootstrap --variant=minbase --include="$pkgs" \
 		bookworm "$cache/rootfs.tmp" "$mirror" > "$cache/debootstrap.log" 2>&1 ||
 		{ echo "error: debootstrap failed, see $cache/debootstrap.log" >&2; exit 1; }
 	mkdir -p "$cache/rootfs.tmp/rb2"
-	touch "$cache/rootfs.tmp/.rb2-ok"
+	echo "$pkgs" > "$cache/rootfs.tmp/.rb2-ok"
 	rm -rf "$cache/rootfs"
 	mv "$cache/rootfs.tmp" "$cache/rootfs"
 fi

@@ -10,19 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <criterion/criterion.h>
-
 #include <rb2_flowtab.h>
 
-static uint64_t s = 12345;
+#include "rb2_test.h"
+
+static uint64_t seed = 12345;
 
 static uint64_t
 rnd(void)
 {
-	s ^= s >> 12;
-	s ^= s << 25;
-	s ^= s >> 27;
-	return s * 2685821657736338717ull;
+	return rb2_test_rand(&seed);
 }
 
 /* n records over @flows flows (skewed), with IPv6, non-IP and malformed. */

@@ -12,6 +12,7 @@
 
 #define CM_ROWS 4
 #define BURST 32
+#define unlikely_full(x) __builtin_expect(!!(x), 0)
 
 struct rb2_flowtab {
 	struct rb2_flow *slots;
@@ -133,26 +134,29 @@ cm_col(uint64_t h, unsigned int row, uint32_t width)
 }
 
 void
-rb2_flowtab_add_burst(struct rb2_flowtab *ft, const struct rb2_rec *recs,
-		      unsigned int n)
+rb2_flowtab_add_ptrs(struct rb2_flowtab *ft, const struct rb2_rec *const *recs,
+		     unsigned int n)
 {
 	uint64_t keys[BURST][3], hs[BURST];
+	struct rb2_nf_totals *t = &ft->tot;
 
 	for (unsigned int b = 0; b < n; b += BURST) {
 		unsigned int m = n - b < BURST ? n - b : BURST;
+		int full = 0;
 
-		/* Grow before the burst, so that no slot pointer goes stale. */
+		/* Grow before the burst, so that no slot pointer goes stale. If
+		 * it cannot, go on while there is room; past that, count the
+		 * records as lost, never drop them silently. */
 		if (ft->count + m > ft->grow_at && grow(ft) < 0)
-			return;
+			full = ft->count + m >= ft->mask;
 		/* Hash all, and start every bucket's miss at once. */
 		for (unsigned int i = 0; i < m; i++) {
-			key_of(&recs[b + i], keys[i]);
+			key_of(recs[b + i], keys[i]);
 			hs[i] = hash_of(keys[i]);
 			__builtin_prefetch(&ft->slots[hs[i] & ft->mask], 1, 3);
 		}
 		for (unsigned int i = 0; i < m; i++) {
-			const struct rb2_rec *r = &recs[b + i];
-			struct rb2_nf_totals *t = &ft->tot;
+			const struct rb2_rec *r = recs[b + i];
 			struct rb2_flow *f;
 
 			if (t->packets == 0 || r->ts_ns < t->first_ns)
@@ -166,6 +170,10 @@ rb2_flowtab_add_burst(struct rb2_flowtab *ft, const struct rb2_rec *recs,
 			case RB2_REC_IPV6: t->ipv6++; break;
 			case RB2_REC_NONIP: t->nonip++; continue;
 			default: t->malformed++; continue;
+			}
+			if (unlikely_full(full)) {
+				t->lost++;
+				continue;
 			}
 			f = probe(ft->slots, ft->mask, hs[i], keys[i]);
 			if (f->hash == 0) {
@@ -183,6 +191,21 @@ rb2_flowtab_add_burst(struct rb2_flowtab *ft, const struct rb2_rec *recs,
 				ft->cm[(size_t)row * ft->cm_width +
 				       cm_col(hs[i], row, ft->cm_width)]++;
 		}
+	}
+}
+
+void
+rb2_flowtab_add_burst(struct rb2_flowtab *ft, const struct rb2_rec *recs,
+		      unsigned int n)
+{
+	const struct rb2_rec *p[BURST];
+
+	for (unsigned int b = 0; b < n; b += BURST) {
+		unsigned int m = n - b < BURST ? n - b : BURST;
+
+		for (unsigned int i = 0; i < m; i++)
+			p[i] = &recs[b + i];
+		rb2_flowtab_add_ptrs(ft, p, m);
 	}
 }
 

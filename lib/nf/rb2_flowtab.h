@@ -46,6 +46,7 @@ struct rb2_nf_totals {
 	uint64_t packets, bytes;
 	uint64_t ipv4, ipv6, nonip, malformed;
 	uint64_t first_ns, last_ns;
+	uint64_t lost;  /**< in packets, but in no flow: the table could not grow */
 };
 
 struct rb2_flowtab;
@@ -61,6 +62,11 @@ void rb2_flowtab_free(struct rb2_flowtab *ft);
 /** Account @p n records (IP kinds become flows; every kind is in the totals). */
 void rb2_flowtab_add_burst(struct rb2_flowtab *ft, const struct rb2_rec *recs,
 			   unsigned int n);
+
+/** As rb2_flowtab_add_burst(), for records scattered in memory (in place in
+ * the messages that carried them). */
+void rb2_flowtab_add_ptrs(struct rb2_flowtab *ft, const struct rb2_rec *const *recs,
+			  unsigned int n);
 
 /** @return the number of flows. */
 uint64_t rb2_flowtab_count(const struct rb2_flowtab *ft);

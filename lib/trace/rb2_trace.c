@@ -331,6 +331,15 @@ rb2_trace_next(struct rb2_trace *t, struct rb2_rec *rec)
 	return 1;
 }
 
+uint64_t
+rb2_trace_offset(const struct rb2_trace *t)
+{
+	FILE *f = pcap_file(t->pcap);
+	long off = f != NULL ? ftell(f) : -1;
+
+	return off < 0 ? 0 : (uint64_t)off;
+}
+
 const char *
 rb2_trace_error(const struct rb2_trace *t)
 {

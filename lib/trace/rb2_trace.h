@@ -113,6 +113,9 @@ int rb2_trace_linktype(const struct rb2_trace *t);
 /** Copy the reader's counters. */
 void rb2_trace_stats_get(const struct rb2_trace *t, struct rb2_trace_stats *st);
 
+/** @return bytes of the file consumed so far (for progress bars). */
+uint64_t rb2_trace_offset(const struct rb2_trace *t);
+
 /** Close a reader. */
 void rb2_trace_close(struct rb2_trace *t);
 

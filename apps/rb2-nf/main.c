@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * rb2-nf: runs a pipeline of stages on lcores, by default the measurement NF
+ * (the paper's Case#1): replay a trace on one lcore, an RB² channel over
+ * shm, measure on the other.
+ *
+ *   rb2-nf [EAL args] -- [--config FILE] --trace FILE [--plugin PATH]...
+ *          [--top K] [--json FILE] [--csv FILE] [--pps N | --multiplier X]
+ *          [--loop N] [--proc NAME] ...
+ */
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+
+#include <rb2_pipeline.h>
+
+#include "nf_default_config.h"
+
+/* Options that become configuration variables: --NAME VALUE -> ${NAME}. */
+static struct rb2_cfg_var vars[] = {
+	{ .name = "trace" }, { .name = "top" }, { .name = "json" }, { .name = "csv" },
+	{ .name = "pps" }, { .name = "multiplier" }, { .name = "loop" },
+	{ .name = "cm_width" }, { .name = "interval_ms" }, { .name = "batch" },
+	{ .name = "flows" }, { .name = "transport" },
+};
+
+static struct rb2_pipeline *running;
+
+static void
+usage(FILE *o, const char *prog)
+{
+	fprintf(o,
+"usage: %s [EAL args] -- [options]\n"
+"\n"
+"Runs a pipeline of stages on lcores linked by RB2 channels; by default the\n"
+"measurement NF: replay (lcore 0) -> RB2 channel over shm -> measure (lcore 1).\n"
+"\n"
+"  --config FILE      the pipeline (INI; default: the built-in config/nf-default.ini)\n"
+"  --proc NAME        run the stages with proc = NAME (default: main); split\n"
+"                     pipelines run one rb2-nf per proc, same --file-prefix\n"
+"  --plugin PATH      load stages from a shared object (repeatable)\n"
+"  --list-stages      list the stage types and exit\n"
+"  --stats-json FILE  per-stage statistics as JSON\n"
+"\n"
+"Variables of the configuration (${name} in a value):\n"
+"  --trace FILE       the pcap/pcapng to replay (rb2-tracegen makes one)\n"
+"  --pps N            pace at N records/s      --multiplier X  capture timing x X\n"
+"  --loop N           replay N times (0: until stopped)\n"
+"  --batch K          records per message (default 1)\n"
+"  --top K            heavy hitters shown (default 10)\n"
+"  --json FILE        measure's results with every flow, as JSON\n"
+"  --csv FILE         every flow as CSV\n"
+"  --cm-width W       add a count-min sketch of width W (4 rows)\n"
+"  --interval-ms T    rate interval in trace time (default 1000)\n"
+"  --flows N          expected flows (sizes the table; default 1M)\n"
+"  --transport SPEC   the link's transport (default shm)\n"
+"\n"
+"Ctrl-C (SIGINT) or SIGTERM stops the sources and drains the pipeline; a\n"
+"second one aborts. Example:\n"
+"  rb2-tracegen -o t.pcap --packets 1000000 --flows 50000\n"
+"  %s -l 0-1 --no-pci --no-huge -m 1024 -- --trace t.pcap --top 5\n",
+		prog, prog);
+}
+
+static void
+on_signal(int sig)
+{
+	static const char drain[] = "\nrb2-nf: stopping: draining the pipeline (again to abort)\n";
+	static const char abort_msg[] = "\nrb2-nf: aborting\n";
+	static int count;
+
+	(void)sig;
+	if (running == NULL)
+		_exit(130);
+	rb2_pipeline_stop(running);
+	if (count++ == 0) {
+		if (write(STDERR_FILENO, drain, sizeof(drain) - 1) < 0)
+			return;
+	} else if (write(STDERR_FILENO, abort_msg, sizeof(abort_msg) - 1) < 0) {
+		return;
+	}
+}
+
+static int
+set_var(const char *name, const char *value)
+{
+	for (unsigned int i = 0; i < RTE_DIM(vars); i++)
+		if (strcmp(vars[i].name, name) == 0) {
+			vars[i].value = value;
+			return 0;
+		}
+	return -1;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "proc", required_argument, NULL, 'p' },
+		{ "plugin", required_argument, NULL, 'P' },
+		{ "list-stages", no_argument, NULL, 'L' },
+		{ "stats-json", required_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "trace", required_argument, NULL, 'v' },
+		{ "pps", required_argument, NULL, 'v' },
+		{ "multiplier", required_argument, NULL, 'v' },
+		{ "loop", required_argument, NULL, 'v' },
+		{ "batch", required_argument, NULL, 'v' },
+		{ "top", required_argument, NULL, 'v' },
+		{ "json", required_argument, NULL, 'v' },
+		{ "csv", required_argument, NULL, 'v' },
+		{ "cm-width", required_argument, NULL, 'v' },
+		{ "interval-ms", required_argument, NULL, 'v' },
+		{ "flows", required_argument, NULL, 'v' },
+		{ "transport", required_argument, NULL, 'v' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct rb2_pipeline_opts o = { .vars = vars, .nvars = RTE_DIM(vars) };
+	const char *config = NULL, *stats_json = NULL, *plugins[16];
+	unsigned int nplugins = 0;
+	int list = 0, opt, idx, ret;
+	char err[768];
+
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout, argv[0]);
+			return 0;
+		}
+	ret = rte_eal_init(argc, argv);
+	if (ret < 0) {
+		fprintf(stderr, "rb2-nf: EAL initialization failed (%s): check the EAL arguments "
+			"before '--' (rb2-nf --help)\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	argc -= ret;
+	argv += ret;
+	while ((opt = getopt_long(argc, argv, "h", lo, &idx)) != -1) {
+		switch (opt) {
+		case 'c': config = optarg; break;
+		case 'p': o.proc = optarg; break;
+		case 'P':
+			if (nplugins == RTE_DIM(plugins)) {
+				fprintf(stderr, "rb2-nf: at most %zu --plugin\n", RTE_DIM(plugins));
+				return 1;
+			}
+			plugins[nplugins++] = optarg;
+			break;
+		case 'L': list = 1; break;
+		case 'S': stats_json = optarg; break;
+		case 'h': usage(stdout, "rb2-nf"); return 0;
+		case 'v': {
+			char name[32];
+
+			snprintf(name, sizeof(name), "%s", lo[idx].name);
+			for (char *c = name; *c; c++)
+				if (*c == '-')
+					*c = '_';
+			set_var(name, optarg);
+			break;
+		}
+		default:
+			fprintf(stderr, "rb2-nf: see rb2-nf --help (EAL arguments go before '--')\n");
+			return 1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rb2-nf: unexpected argument '%s' (EAL arguments go before '--')\n",
+			argv[optind]);
+		return 1;
+	}
+	if (rb2_stage_registry_check(err, sizeof(err)) != 0) {
+		fprintf(stderr, "rb2-nf: %s\n", err);
+		return 1;
+	}
+	for (unsigned int i = 0; i < nplugins; i++)
+		if (rb2_plugin_load(plugins[i], err, sizeof(err)) != 0) {
+			fprintf(stderr, "rb2-nf: %s\n", err);
+			return 1;
+		}
+	if (list) {
+		printf("stage types:\n");
+		rb2_stage_list(stdout);
+		return 0;
+	}
+	if (config == NULL) {
+		config = "nf-default.ini (built in)";
+		o.text = nf_default_config;
+		if (vars[0].value == NULL) {
+			fprintf(stderr, "rb2-nf: no trace: give --trace FILE (make one with "
+				"rb2-tracegen -o trace.pcap), or a --config\n");
+			return 1;
+		}
+	}
+	running = rb2_pipeline_load(config, &o, err, sizeof(err));
+	if (running == NULL) {
+		fprintf(stderr, "rb2-nf: %s\n", err);
+		return 1;
+	}
+	for (unsigned int i = 0; i < RTE_DIM(vars); i++)
+		if (vars[i].value != NULL && !vars[i].referenced)
+			fprintf(stderr, "rb2-nf: warning: --%s has no effect: %s never uses ${%s}\n",
+				vars[i].name, config, vars[i].name);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	ret = rb2_pipeline_run(running);
+	rb2_pipeline_report(running, stdout);
+	if (stats_json != NULL) {
+		FILE *f = fopen(stats_json, "w");
+
+		if (f == NULL) {
+			fprintf(stderr, "rb2-nf: cannot write %s: %s\n", stats_json, strerror(errno));
+			ret = -EIO;
+		} else {
+			rb2_pipeline_stats_json(running, f);
+			fputc('\n', f);
+			fclose(f);
+		}
+	}
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	rb2_pipeline_free(running);
+	running = NULL;
+	rte_eal_cleanup();
+	if (ret != 0)
+		fprintf(stderr, "rb2-nf: the pipeline did not drain: %s\n", strerror(-ret));
+	return ret == 0 ? 0 : ret == -ECANCELED ? 130 : 1;
+}

@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * The "measure" stage, the paper's Case#1 network measurement NF: it takes
+ * messages of whole 40-byte records (rb2_trace.h) and keeps
+ *  - exact per-flow packets and bytes, first and last timestamps;
+ *  - totals by record kind, and packets/bytes per interval of trace time;
+ *  - the top-K flows by bytes;
+ *  - optionally a count-min sketch, its error reported against the exact
+ *    counts.
+ *
+ *   top = K              heavy hitters in the summary (default 10)
+ *   interval_ms = T      rate interval, trace time (default 1000)
+ *   flows = N            expected flows: the table's initial size (default 1M)
+ *   cm_width = W         count-min sketch width (0: none; 4 rows)
+ *   json = FILE          everything, with every flow, as JSON
+ *   csv = FILE           every flow as CSV
+ */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_log.h>
+
+#include <rb2_flowtab.h>
+#include <rb2_stage.h>
+#include <rb2_trace.h>
+
+RTE_LOG_REGISTER(measure_logtype, rb2.nf.measure, INFO);
+
+#define REC_SIZE ((uint32_t)sizeof(struct rb2_rec))
+
+struct measure {
+	struct rb2_flowtab *ft;
+	uint64_t top, interval_ns, cm_width;
+	const char *json, *csv;
+	uint64_t *c_records, *c_bad;
+	uint64_t bad_bytes;
+	uint64_t cycles;            /* in process() */
+	/* Per-interval packets and bytes: bucket i covers
+	 * [(base + i) * interval_ns, (base + i + 1) * interval_ns). */
+	uint64_t base;
+	uint64_t (*iv)[2];
+	uint64_t niv, cap;
+	uint64_t cur_lo, cur_hi;    /* the bucket last hit, as a ts range */
+	uint64_t *cur;
+};
+
+static int
+measure_init(struct rb2_stage *st, struct rb2_stage_args *a)
+{
+	struct measure *m = rb2_stage_priv(st);
+	uint64_t flows, iv_ms;
+
+	if (rb2_stage_arg_u64(a, "top", 10, 0, 1000000, &m->top) < 0 ||
+	    rb2_stage_arg_u64(a, "interval_ms", 1000, 1, 86400000, &iv_ms) < 0 ||
+	    rb2_stage_arg_u64(a, "flows", 1 << 20, 1, 1ull << 32, &flows) < 0 ||
+	    rb2_stage_arg_u64(a, "cm_width", 0, 0, 1u << 28, &m->cm_width) < 0 ||
+	    rb2_stage_arg_str(a, "json", NULL, &m->json) < 0 ||
+	    rb2_stage_arg_str(a, "csv", NULL, &m->csv) < 0)
+		return -EINVAL;
+	m->interval_ns = iv_ms * 1000000ull;
+	m->ft = rb2_flowtab_create(flows, (uint32_t)m->cm_width);
+	if (m->ft == NULL) {
+		rb2_stage_err(st, "out of memory for a table of %" PRIu64 " flows (lower 'flows')",
+			      flows);
+		return -ENOMEM;
+	}
+	m->c_records = rb2_stage_counter(st, "records");
+	m->c_bad = rb2_stage_counter(st, "bad_msgs");
+	return 0;
+}
+
+static void
+measure_fini(struct rb2_stage *st)
+{
+	struct measure *m = rb2_stage_priv(st);
+
+	rb2_flowtab_free(m->ft);
+	free(m->iv);
+	m->ft = NULL;
+	m->iv = NULL;
+}
+
+/* The slow path of interval accounting: find (or make) ts's bucket. */
+static uint64_t *
+bucket(struct measure *m, uint64_t ts)
+{
+	uint64_t b = ts / m->interval_ns;
+
+	if (m->niv == 0)
+		m->base = b;
+	if (b < m->base) {              /* out of order, before the first */
+		uint64_t shift = m->base - b;
+
+		if (m->niv + shift > m->cap) {
+			void *p = realloc(m->iv, (m->niv + shift) * sizeof(*m->iv));
+
+			if (p == NULL)
+				return NULL;
+			m->iv = p;
+			m->cap = m->niv + shift;
+		}
+		memmove(m->iv + shift, m->iv, m->niv * sizeof(*m->iv));
+		memset(m->iv, 0, shift * sizeof(*m->iv));
+		m->niv += shift;
+		m->base = b;
+	}
+	if (b - m->base >= m->niv) {
+		uint64_t need = b - m->base + 1;
+
+		if (need > m->cap) {
+			uint64_t cap = RTE_MAX(need, m->cap * 2);
+			void *p = realloc(m->iv, cap * sizeof(*m->iv));
+
+			if (p == NULL)
+				return NULL;
+			m->iv = p;
+			m->cap = cap;
+		}
+		memset(m->iv + m->niv, 0, (need - m->niv) * sizeof(*m->iv));
+		m->niv = need;
+	}
+	m->cur_lo = b * m->interval_ns;
+	m->cur_hi = m->cur_lo + m->interval_ns;
+	m->cur = m->iv[b - m->base];
+	return m->cur;
+}
+
+static void
+measure_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
+{
+	struct measure *m = rb2_stage_priv(st);
+	const struct rb2_rec *recs[RB2_STAGE_BURST_MAX];
+	uint64_t t0 = rte_rdtsc(), total = 0;
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		const struct rb2_rec *r = msgs[i].data;
+		uint32_t nr = msgs[i].len / REC_SIZE;
+
+		if (unlikely(msgs[i].len % REC_SIZE != 0)) {
+			/* Not whole records: counted, never guessed at. */
+			++*m->c_bad;
+			m->bad_bytes += msgs[i].len;
+			continue;
+		}
+		for (uint32_t j = 0; j < nr; j++, r++) {
+			uint64_t *c = m->cur;
+
+			/* Most records fall in the bucket of the one before. */
+			if (unlikely(c == NULL || r->ts_ns < m->cur_lo || r->ts_ns >= m->cur_hi))
+				c = bucket(m, r->ts_ns);
+			if (likely(c != NULL)) {
+				c[0]++;
+				c[1] += r->wire_len;
+			}
+			recs[k++] = r;
+			if (k == RB2_STAGE_BURST_MAX) {
+				rb2_flowtab_add_ptrs(m->ft, recs, k);
+				total += k;
+				k = 0;
+			}
+		}
+	}
+	if (k > 0)
+		rb2_flowtab_add_ptrs(m->ft, recs, k);
+	total += k;
+	*m->c_records += total;
+	m->cycles += rte_rdtsc() - t0;
+}
+
+/* ---- Output ------------------------------------------------------------- */
+
+static const char *
+kind_name(unsigned int kind)
+{
+	return kind == RB2_REC_IPV4 ? "ipv4" : kind == RB2_REC_IPV6 ? "ipv6" : "other";
+}
+
+/* A flow's key, decoded: "1.2.3.4", ports, proto; or the IPv6 digest. */
+struct flow_key {
+	unsigned int kind, proto, sport, dport;
+	char src[INET_ADDRSTRLEN], dst[INET_ADDRSTRLEN];
+	char digest[40];
+};
+
+static void
+decode(const struct rb2_flow *f, struct flow_key *k)
+{
+	uint32_t s = (uint32_t)f->k0, d = (uint32_t)(f->k0 >> 32);
+
+	k->kind = (unsigned int)(f->k1 >> 40) & 0xff;
+	k->proto = (unsigned int)(f->k1 >> 32) & 0xff;
+	k->sport = (unsigned int)f->k1 & 0xffff;
+	k->dport = (unsigned int)(f->k1 >> 16) & 0xffff;
+	inet_ntop(AF_INET, &s, k->src, sizeof(k->src));
+	inet_ntop(AF_INET, &d, k->dst, sizeof(k->dst));
+	snprintf(k->digest, sizeof(k->digest), "%016" PRIx64 "%08" PRIx64 "%08" PRIx64,
+		 f->k0, f->k1 & 0xffffffffu, f->k2);
+}
+
+static void
+json_flow(FILE *o, const struct rb2_flow *f)
+{
+	struct flow_key k;
+
+	decode(f, &k);
+	if (k.kind == RB2_REC_IPV4)
+		fprintf(o, "{\"kind\": \"ipv4\", \"src\": \"%s\", \"dst\": \"%s\", \"sport\": %u, "
+			"\"dport\": %u, \"proto\": %u", k.src, k.dst, k.sport, k.dport, k.proto);
+	else
+		fprintf(o, "{\"kind\": \"%s\", \"key\": \"%s\", \"proto\": %u", kind_name(k.kind),
+			k.digest, k.proto);
+	fprintf(o, ", \"packets\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"first_ns\": %" PRIu64
+		", \"last_ns\": %" PRIu64 "}", f->packets, f->bytes, f->first_ns, f->last_ns);
+}
+
+struct walk_out {
+	FILE *f;
+	uint64_t n;
+};
+
+static void
+json_walk(void *arg, const struct rb2_flow *f)
+{
+	struct walk_out *w = arg;
+
+	fputs(w->n++ ? ",\n  " : "\n  ", w->f);
+	json_flow(w->f, f);
+}
+
+static void
+csv_walk(void *arg, const struct rb2_flow *f)
+{
+	struct walk_out *w = arg;
+	struct flow_key k;
+
+	decode(f, &k);
+	fprintf(w->f, "%s,%s,%s,%u,%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+		kind_name(k.kind), k.kind == RB2_REC_IPV4 ? k.src : k.digest,
+		k.kind == RB2_REC_IPV4 ? k.dst : "", k.kind == RB2_REC_IPV4 ? k.sport : 0,
+		k.kind == RB2_REC_IPV4 ? k.dport : 0, k.proto, f->packets, f->bytes,
+		f->first_ns, f->last_ns);
+	w->n++;
+}
+
+static double
+cyc_per_rec(const struct measure *m, uint64_t recs)
+{
+	return recs ? (double)m->cycles / (double)recs : 0;
+}
+
+static int
+write_json(struct measure *m, const struct rb2_nf_totals *t, const struct rb2_flow *top,
+	   unsigned int ntop)
+{
+	FILE *o = fopen(m->json, "w");
+	struct walk_out w = { .f = o };
+	struct rb2_cm_error ce;
+
+	if (o == NULL)
+		return -errno;
+	fprintf(o, "{\"totals\": {\"packets\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"ipv4\": %"
+		PRIu64 ", \"ipv6\": %" PRIu64 ", \"nonip\": %" PRIu64 ", \"malformed\": %" PRIu64
+		", \"lost\": %" PRIu64 ", \"bad_msgs\": %" PRIu64 ", \"bad_bytes\": %" PRIu64
+		", \"first_ns\": %" PRIu64 ", \"last_ns\": %" PRIu64 "},\n",
+		t->packets, t->bytes, t->ipv4, t->ipv6, t->nonip, t->malformed, t->lost, *m->c_bad,
+		m->bad_bytes, t->first_ns, t->last_ns);
+	fprintf(o, " \"flows\": %" PRIu64 ", \"cycles_per_record\": %.2f,\n",
+		rb2_flowtab_count(m->ft), cyc_per_rec(m, *m->c_records));
+	fprintf(o, " \"interval_ns\": %" PRIu64 ", \"intervals\": [", m->interval_ns);
+	for (uint64_t i = 0; i < m->niv; i++)
+		fprintf(o, "%s[%" PRIu64 ", %" PRIu64 ", %" PRIu64 "]", i ? ", " : "",
+			(m->base + i) * m->interval_ns, m->iv[i][0], m->iv[i][1]);
+	fprintf(o, "],\n \"top\": [");
+	for (unsigned int i = 0; i < ntop; i++) {
+		fputs(i ? ",\n  " : "\n  ", o);
+		json_flow(o, &top[i]);
+	}
+	fprintf(o, "],\n \"count_min\": ");
+	if (rb2_flowtab_cm_error(m->ft, &ce) == 0)
+		fprintf(o, "{\"width\": %" PRIu64 ", \"rows\": 4, \"mean_rel_error\": %.6g, "
+			"\"max_rel_error\": %.6g, \"exact_flows\": %" PRIu64 "}", m->cm_width,
+			ce.mean_rel, ce.max_rel, ce.exact);
+	else
+		fprintf(o, "null");
+	fprintf(o, ",\n \"flow_list\": [");
+	rb2_flowtab_walk(m->ft, json_walk, &w);
+	fprintf(o, "]}\n");
+	return fclose(o) == 0 ? 0 : -errno;
+}
+
+static int
+write_csv(struct measure *m)
+{
+	FILE *o = fopen(m->csv, "w");
+	struct walk_out w = { .f = o };
+
+	if (o == NULL)
+		return -errno;
+	fprintf(o, "kind,src,dst,sport,dport,proto,packets,bytes,first_ns,last_ns\n");
+	rb2_flowtab_walk(m->ft, csv_walk, &w);
+	return fclose(o) == 0 ? 0 : -errno;
+}
+
+static void
+measure_report(struct rb2_stage *st, FILE *out)
+{
+	struct measure *m = rb2_stage_priv(st);
+	struct rb2_nf_totals t;
+	struct rb2_flow *top = calloc(m->top + 1, sizeof(*top));
+	unsigned int ntop = 0;
+	struct rb2_cm_error ce;
+	double span;
+	uint64_t pmin = UINT64_MAX, pmax = 0;
+
+	rb2_flowtab_totals(m->ft, &t);
+	span = t.packets ? (double)(t.last_ns - t.first_ns) / 1e9 : 0;
+	fprintf(out, "measure '%s': %" PRIu64 " records, %" PRIu64 " flows, %.3f GB on the wire, "
+		"%.3f s of trace time\n", rb2_stage_name(st), t.packets,
+		rb2_flowtab_count(m->ft), (double)t.bytes / 1e9, span);
+	fprintf(out, "  by kind: %" PRIu64 " IPv4, %" PRIu64 " IPv6, %" PRIu64 " non-IP, %" PRIu64
+		" malformed", t.ipv4, t.ipv6, t.nonip, t.malformed);
+	if (*m->c_bad || t.lost)
+		fprintf(out, "; %" PRIu64 " messages not whole records, %" PRIu64
+			" records in no flow (table full)", *m->c_bad, t.lost);
+	fprintf(out, "\n");
+	for (uint64_t i = 0; i < m->niv; i++) {
+		pmin = RTE_MIN(pmin, m->iv[i][0]);
+		pmax = RTE_MAX(pmax, m->iv[i][0]);
+	}
+	if (m->niv > 0)
+		fprintf(out, "  rate per %.3f s of trace time, %" PRIu64 " intervals: min %.3f, mean "
+			"%.3f, max %.3f Mpps; mean %.3f Gb/s\n", (double)m->interval_ns / 1e9, m->niv,
+			(double)pmin / ((double)m->interval_ns / 1e3),
+			(double)t.packets / (double)m->niv / ((double)m->interval_ns / 1e3),
+			(double)pmax / ((double)m->interval_ns / 1e3),
+			(double)t.bytes * 8 / (double)m->niv / (double)m->interval_ns);
+	fprintf(out, "  measure cost: %.1f cycles/record\n", cyc_per_rec(m, *m->c_records));
+	if (top != NULL && m->top > 0) {
+		ntop = rb2_flowtab_top(m->ft, top, (unsigned int)m->top);
+		fprintf(out, "  top %u flows by bytes:\n  %4s  %-45s %5s %12s %14s\n", ntop, "#",
+			"flow", "proto", "packets", "bytes");
+		for (unsigned int i = 0; i < ntop; i++) {
+			struct flow_key k;
+			char flow[96];
+
+			decode(&top[i], &k);
+			if (k.kind == RB2_REC_IPV4)
+				snprintf(flow, sizeof(flow), "%s:%u -> %s:%u", k.src, k.sport, k.dst,
+					 k.dport);
+			else
+				snprintf(flow, sizeof(flow), "ipv6 %s", k.digest);
+			fprintf(out, "  %4u  %-45s %5u %12" PRIu64 " %14" PRIu64 "\n", i + 1, flow,
+				k.proto, top[i].packets, top[i].bytes);
+		}
+	}
+	if (rb2_flowtab_cm_error(m->ft, &ce) == 0)
+		fprintf(out, "  count-min (%" PRIu64 " x 4): mean error %+.4f%%, max %+.2f%%, exact "
+			"for %" PRIu64 " of %" PRIu64 " flows\n", m->cm_width, ce.mean_rel * 100,
+			ce.max_rel * 100, ce.exact, rb2_flowtab_count(m->ft));
+	if (m->json != NULL) {
+		int ret = write_json(m, &t, top, ntop);
+
+		fprintf(out, "  flows as JSON: %s%s%s\n", m->json, ret ? ": " : "",
+			ret ? strerror(-ret) : "");
+	}
+	if (m->csv != NULL) {
+		int ret = write_csv(m);
+
+		fprintf(out, "  flows as CSV: %s%s%s\n", m->csv, ret ? ": " : "",
+			ret ? strerror(-ret) : "");
+	}
+	free(top);
+}
+
+static const struct rb2_stage_ops measure_ops = {
+	.api_version = RB2_STAGE_API_VERSION,
+	.name = "measure",
+	.summary = "exact per-flow packets/bytes, rates, top-K, count-min (top, interval_ms, "
+		   "flows, cm_width, json, csv)",
+	.priv_size = sizeof(struct measure),
+	.init = measure_init,
+	.fini = measure_fini,
+	.process = measure_process,
+	.report = measure_report,
+};
+
+RB2_STAGE_REGISTER(measure_ops);

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * The "replay" source stage: preloads a pcap/pcapng trace as 40-byte records
+ * into hugepage memory (before any timing), then emits them on edge "out",
+ * at top speed or paced (tcpreplay's conventions):
+ *
+ *   trace = FILE          the capture (required)
+ *   pps = N               N records per second
+ *   multiplier = X        the capture's own timing, X times faster
+ *   loop = N              replay N times (0: until stopped); each loop's
+ *                         timestamps and sequence numbers continue the last
+ *   batch = K             records per message (1: one message per packet,
+ *                         as the paper; up to 64)
+ *   progress = yes|no     a progress bar while loading (default: on a tty)
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_log.h>
+#include <rte_malloc.h>
+
+#include <rb2_stage.h>
+#include <rb2_trace.h>
+
+RTE_LOG_REGISTER(replay_logtype, rb2.nf.replay, INFO);
+
+#define CHUNK_SHIFT 20                       /* 1 Mi records (40 MiB) per chunk */
+#define CHUNK (1u << CHUNK_SHIFT)
+#define BURST_MSGS 32
+
+struct chunk {
+	struct rb2_rec *recs;
+	int huge;                               /* rte_malloc'd (else malloc) */
+};
+
+struct replay {
+	struct chunk *chunks;
+	unsigned int nchunks;
+	uint64_t n;                             /* records */
+	uint64_t idx;                           /* next record of this loop */
+	uint64_t loops, loop;                   /* loop counts from 0 */
+	uint64_t batch;
+	double pps, mult;
+	uint64_t hz, t0;                        /* first poll */
+	uint64_t sent;                          /* records, all loops */
+	uint64_t ts_first, ts_span;             /* of the trace, ns */
+	uint64_t *c_records, *c_loops, *c_paced;
+	struct rb2_trace_stats tst;
+	char trace_err[200];
+};
+
+static struct rb2_rec *
+rec_at(const struct replay *r, uint64_t i)
+{
+	return &r->chunks[i >> CHUNK_SHIFT].recs[i & (CHUNK - 1)];
+}
+
+static void
+progress(const char *path, uint64_t done, uint64_t total, uint64_t recs, int final)
+{
+	int pct = total ? (int)(100.0 * (double)done / (double)total) : 100;
+	int bars = pct / 5;
+
+	fprintf(stderr, "\rreplay: loading %s [%.*s%*s] %3d%% %8.2f M records%s", path,
+		bars, "####################", 20 - bars, "", final ? 100 : pct,
+		(double)recs / 1e6, final ? "\n" : "");
+}
+
+/* Read the whole trace into chunks of hugepage memory. */
+static int
+preload(struct rb2_stage *st, struct replay *r, const char *path, int bar)
+{
+	char err[320];
+	struct rb2_trace *t = rb2_trace_open(path, err, sizeof(err));
+	struct stat sb;
+	uint64_t size = 0, next_bar = 0, t0 = rte_rdtsc();
+	int warned = 0, ret;
+
+	if (t == NULL) {
+		rb2_stage_err(st, "%s", err);
+		return -EINVAL;
+	}
+	if (stat(path, &sb) == 0)
+		size = (uint64_t)sb.st_size;
+	for (;;) {
+		struct chunk *c;
+
+		if ((r->n & (CHUNK - 1)) == 0) {
+			struct chunk *cs = realloc(r->chunks, (r->nchunks + 1) * sizeof(*cs));
+
+			if (cs == NULL)
+				goto oom;
+			r->chunks = cs;
+			c = &cs[r->nchunks];
+			c->huge = 1;
+			c->recs = rte_malloc_socket("rb2_replay", (size_t)CHUNK * sizeof(*c->recs),
+						    RTE_CACHE_LINE_SIZE, rb2_stage_socket(st));
+			if (c->recs == NULL) {
+				c->huge = 0;
+				if (posix_memalign((void **)&c->recs, 64,
+						   (size_t)CHUNK * sizeof(*c->recs)) != 0)
+					goto oom;
+				if (!warned++)
+					rte_log(RTE_LOG_WARNING, replay_logtype, "replay: hugepage memory ran out after "
+						"%" PRIu64 " records; the rest goes to ordinary pages "
+						"(reserve more: dpdk-hugepages.py -p 2M --setup 4G)\n", r->n);
+			}
+			r->nchunks++;
+		}
+		c = &r->chunks[r->nchunks - 1];
+		ret = rb2_trace_next(t, &c->recs[r->n & (CHUNK - 1)]);
+		if (ret <= 0)
+			break;
+		r->n++;
+		if (bar && (r->n & 0xffff) == 0) {
+			uint64_t now = rte_rdtsc();
+
+			if (now >= next_bar) {
+				progress(path, rb2_trace_offset(t), size, r->n, 0);
+				next_bar = now + rte_get_tsc_hz() / 10;
+			}
+		}
+	}
+	if (bar)
+		progress(path, size, size, r->n, 1);
+	rb2_trace_stats_get(t, &r->tst);
+	if (ret < 0) {
+		/* The records so far stand; say what happened, and count it. */
+		snprintf(r->trace_err, sizeof(r->trace_err), "%s", rb2_trace_error(t));
+		rte_log(RTE_LOG_WARNING, replay_logtype, "replay: %s is truncated or corrupt %s; replaying the "
+			"%" PRIu64 " records before that\n", path, r->trace_err, r->n);
+	}
+	rb2_trace_close(t);
+	if (r->n == 0) {
+		rb2_stage_err(st, "%s holds no packet%s%s", path, ret < 0 ? ": " : "",
+			      ret < 0 ? r->trace_err : "");
+		return -ENODATA;
+	}
+	rte_log(RTE_LOG_INFO, replay_logtype, "replay: %s: %" PRIu64 " records (%" PRIu64 " IPv4, %" PRIu64
+		" IPv6, %" PRIu64 " non-IP, %" PRIu64 " malformed) preloaded in %.2f s\n", path,
+		r->n, r->tst.ipv4, r->tst.ipv6, r->tst.nonip, r->tst.malformed,
+		(double)(rte_rdtsc() - t0) / (double)rte_get_tsc_hz());
+	return 0;
+oom:
+	rb2_trace_close(t);
+	rb2_stage_err(st, "out of memory after %" PRIu64 " records of %s", r->n, path);
+	return -ENOMEM;
+}
+
+static void
+replay_fini(struct rb2_stage *st)
+{
+	struct replay *r = rb2_stage_priv(st);
+
+	for (unsigned int i = 0; i < r->nchunks; i++) {
+		if (r->chunks[i].huge)
+			rte_free(r->chunks[i].recs);
+		else
+			free(r->chunks[i].recs);
+	}
+	free(r->chunks);
+	r->chunks = NULL;
+	r->nchunks = 0;
+}
+
+static int
+replay_init(struct rb2_stage *st, struct rb2_stage_args *a)
+{
+	struct replay *r = rb2_stage_priv(st);
+	const char *path;
+	int bar, ret;
+
+	if (rb2_stage_arg_str(a, "trace", NULL, &path) < 0 ||
+	    rb2_stage_arg_double(a, "pps", 0, 0, 1e12, &r->pps) < 0 ||
+	    rb2_stage_arg_double(a, "multiplier", 0, 0, 1e9, &r->mult) < 0 ||
+	    rb2_stage_arg_u64(a, "loop", 1, 0, UINT32_MAX, &r->loops) < 0 ||
+	    rb2_stage_arg_u64(a, "batch", 1, 1, 64, &r->batch) < 0 ||
+	    rb2_stage_arg_bool(a, "progress", isatty(STDERR_FILENO), &bar) < 0)
+		return -EINVAL;
+	if (path == NULL) {
+		rb2_stage_err(st, "no trace: set trace = FILE (rb2-nf: --trace FILE)");
+		return -EINVAL;
+	}
+	if (r->pps > 0 && r->mult > 0) {
+		rb2_stage_err(st, "pps and multiplier both set: pace by one of them");
+		return -EINVAL;
+	}
+	r->c_records = rb2_stage_counter(st, "records");
+	r->c_loops = rb2_stage_counter(st, "loops");
+	r->c_paced = rb2_stage_counter(st, "paced_waits");
+	ret = preload(st, r, path, bar);
+	if (ret != 0) {
+		replay_fini(st);
+		return ret;
+	}
+	r->ts_first = rec_at(r, 0)->ts_ns;
+	r->ts_span = rec_at(r, r->n - 1)->ts_ns - r->ts_first;
+	/* A loop starts one mean gap after the last ended. */
+	r->ts_span += r->n > 1 ? r->ts_span / (r->n - 1) : 1000;
+	r->hz = rte_get_tsc_hz();
+	return 0;
+}
+
+/* How many of the next @p want records are due now. */
+static uint64_t
+due(struct replay *r, uint64_t want)
+{
+	double el = (double)(rte_rdtsc() - r->t0) / (double)r->hz;
+
+	if (r->pps > 0) {
+		double d = el * r->pps - (double)r->sent;
+
+		return d <= 0 ? 0 : RTE_MIN(want, (uint64_t)d + 1);
+	}
+	if (r->mult > 0) {
+		/* Capture time reached: first + elapsed * multiplier. */
+		uint64_t lim = r->ts_first + (uint64_t)(el * r->mult * 1e9);
+		uint64_t k = 0;
+
+		while (k < want && rec_at(r, r->idx + k)->ts_ns <= lim)
+			k++;
+		return k;
+	}
+	return want;
+}
+
+static int
+replay_poll(struct rb2_stage *st)
+{
+	struct replay *r = rb2_stage_priv(st);
+	uint32_t rsz = sizeof(struct rb2_rec);
+	uint64_t want, left, chunk_left, take;
+	uint32_t len;
+	size_t stride;
+	void *first;
+	int k;
+
+	if (r->idx == r->n) {
+		if (r->loops != 0 && r->loop + 1 >= r->loops)
+			return -ENODATA;
+		r->loop++;
+		r->idx = 0;
+		++*r->c_loops;
+	}
+	if (r->t0 == 0)
+		r->t0 = rte_rdtsc();
+	/* A burst of messages never crosses a chunk (so it is one copy). */
+	left = r->n - r->idx;
+	chunk_left = CHUNK - (r->idx & (CHUNK - 1));
+	want = RTE_MIN(RTE_MIN(left, chunk_left), (uint64_t)BURST_MSGS * r->batch);
+	if (r->pps > 0 || r->mult > 0) {
+		want = due(r, want);
+		if (want == 0) {
+			++*r->c_paced;
+			return 0;
+		}
+	}
+	if (want >= r->batch) {
+		len = (uint32_t)(r->batch * rsz);
+		take = want / r->batch;
+	} else {
+		len = (uint32_t)(want * rsz);   /* the last, short message */
+		take = 1;
+	}
+	k = rb2_stage_emit_reserve(st, 0, len, (unsigned int)take, &first, &stride);
+	if (k < 0)
+		return k;
+	for (int i = 0; i < k; i++) {
+		struct rb2_rec *dst = (struct rb2_rec *)((uint8_t *)first + (size_t)i * stride);
+		const struct rb2_rec *src = rec_at(r, r->idx + (uint64_t)i * (len / rsz));
+
+		memcpy(dst, src, len);
+		if (r->loop > 0)
+			for (uint32_t j = 0; j < len / rsz; j++) {
+				dst[j].ts_ns += r->loop * r->ts_span;
+				dst[j].seq += r->loop * r->n;
+			}
+	}
+	rb2_stage_emit_commit(st, 0, len, (unsigned int)k);
+	r->idx += (uint64_t)k * (len / rsz);
+	r->sent += (uint64_t)k * (len / rsz);
+	*r->c_records = r->sent;
+	return k;
+}
+
+static void
+replay_report(struct rb2_stage *st, FILE *out)
+{
+	struct replay *r = rb2_stage_priv(st);
+
+	fprintf(out, "replay '%s': %" PRIu64 " records sent (%" PRIu64 " in the trace x %" PRIu64
+		" loop(s)%s)%s%s\n", rb2_stage_name(st), r->sent, r->n, r->loop + 1,
+		r->sent < r->n * (r->loop + 1) ? ", stopped early" : "",
+		r->trace_err[0] ? "; trace cut short " : "", r->trace_err);
+	fprintf(out, "  trace: %" PRIu64 " IPv4, %" PRIu64 " IPv6, %" PRIu64 " non-IP, %" PRIu64
+		" malformed; %" PRIu64 " non-first fragments, %" PRIu64 " without ports (snaplen)\n",
+		r->tst.ipv4, r->tst.ipv6, r->tst.nonip, r->tst.malformed, r->tst.fragments,
+		r->tst.truncated);
+}
+
+static const char *const replay_edges[] = { "out", NULL };
+
+static const struct rb2_stage_ops replay_ops = {
+	.api_version = RB2_STAGE_API_VERSION,
+	.name = "replay",
+	.summary = "replays a pcap/pcapng trace as 40-byte records (trace, pps, multiplier, "
+		   "loop, batch)",
+	.edges = replay_edges,
+	.priv_size = sizeof(struct replay),
+	.init = replay_init,
+	.fini = replay_fini,
+	.poll = replay_poll,
+	.report = replay_report,
+};
+
+RB2_STAGE_REGISTER(replay_ops);

@@ -1,0 +1,1062 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * Pipelines: building the graph from a configuration, the workers, emitting,
+ * end of stream, stop and drain, statistics.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_pause.h>
+#include <rte_telemetry.h>
+
+#include <rb2_xport.h>
+
+#include "rb2_pipeline_private.h"
+
+RTE_LOG_REGISTER(rb2_pipeline_logtype, rb2.pipeline, INFO);
+
+#define STAGES_MAX 64
+#define LINKS_MAX 128
+#define XPORTS_MAX 8
+
+/* What one lcore runs. */
+struct worker {
+	struct rb2_pipeline *pl;
+	unsigned int lcore;
+	struct rb2_stage *stages[STAGES_MAX];   /* topological order */
+	unsigned int nstages;
+	struct rb2_link *inputs[LINKS_MAX];     /* channels it reads */
+	unsigned int ninputs;
+	struct rb2_tx *outputs[LINKS_MAX];      /* channels it writes */
+	unsigned int noutputs;
+	int ret;
+};
+
+struct rb2_pipeline {
+	struct rb2_cfg *cfg;
+	char proc[STAGE_NAME_MAX];
+	unsigned int burst;
+	struct rb2_stage stages[STAGES_MAX];
+	unsigned int nstages;
+	struct rb2_link links[LINKS_MAX];
+	unsigned int nlinks;
+	struct { char spec[128]; struct rb2_xport *xp; } xports[XPORTS_MAX];
+	unsigned int nxports;
+	struct worker workers[RTE_MAX_LCORE];
+	volatile int stop;                      /* 1: drain, 2: abort */
+	uint64_t run_cycles;
+	int failed;                             /* a channel failed */
+};
+
+static struct rb2_pipeline *telemetry_pl; /* the pipeline telemetry shows */
+
+/* ---- Errors ------------------------------------------------------------- */
+
+static int
+cfg_err(struct rb2_pipeline *pl, char *err, size_t errlen, unsigned int line,
+	const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (line != 0)
+		snprintf(err, errlen, "%s:%u: %s", pl->cfg->path, line, msg);
+	else
+		snprintf(err, errlen, "%s: %s", pl->cfg->path, msg);
+	return -EINVAL;
+}
+
+/* ---- Emitting ----------------------------------------------------------- */
+
+static void run_stage(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n);
+
+/* Run a direct edge's next stage on what was staged for it. */
+static void
+deliver(struct rb2_edge *e)
+{
+	unsigned int n = e->nstg;
+
+	if (n == 0)
+		return;
+	e->nstg = 0;
+	e->used = 0;
+	run_stage(e->next, e->stg, n);
+}
+
+static void
+deliver_all(struct rb2_stage *st)
+{
+	for (unsigned int i = 0; i < st->nedges; i++)
+		if (st->edges[i].next != NULL)
+			deliver(&st->edges[i]);
+}
+
+static struct rb2_edge *
+edge_of(struct rb2_stage *st, unsigned int edge, uint32_t len, int *ret)
+{
+	struct rb2_edge *e;
+
+	if (unlikely(edge >= st->nedges || len == 0)) {
+		*ret = -EINVAL;
+		return NULL;
+	}
+	e = &st->edges[edge];
+	if (unlikely(e->link == NULL)) {
+		e->failed++;
+		*ret = -ENOTCONN;
+		return NULL;
+	}
+	return e;
+}
+
+int
+rb2_stage_emit_reserve(struct rb2_stage *st, unsigned int edge, uint32_t len,
+		       unsigned int n, void **first, size_t *stride)
+{
+	struct rb2_edge *e;
+	int ret;
+
+	e = edge_of(st, edge, len, &ret);
+	if (e == NULL)
+		return ret;
+	if (n == 0)
+		return -EINVAL;
+	if (e->next != NULL) {
+		size_t s = RTE_ALIGN_CEIL(len, 8);
+		unsigned int fit;
+
+		if (s > LOCAL_ARENA) {
+			e->failed++;
+			return -EMSGSIZE;
+		}
+		if (e->nstg == RB2_STAGE_BURST_MAX || e->used + s > LOCAL_ARENA)
+			deliver(e);
+		fit = RTE_MIN((size_t)(RB2_STAGE_BURST_MAX - e->nstg), (LOCAL_ARENA - e->used) / s);
+		*first = e->arena + e->used;
+		*stride = s;
+		return (int)RTE_MIN(n, fit);
+	}
+	for (;;) {
+		ret = rb2_tx_reserve_burst(e->tx, len, n, first);
+		if (likely(ret > 0)) {
+			*stride = rb2_tx_stride(e->tx, len);
+			return ret;
+		}
+		if (ret != -ENOBUFS || st->pl->stop >= 2) {
+			e->failed++;
+			return ret == -ENOBUFS ? -ECANCELED : ret;
+		}
+		/* Full: make sure what we hold is visible, then wait. */
+		e->waits++;
+		rb2_tx_flush(e->tx);
+		rte_pause();
+	}
+}
+
+void
+rb2_stage_emit_commit(struct rb2_stage *st, unsigned int edge, uint32_t len,
+		      unsigned int n)
+{
+	struct rb2_edge *e = &st->edges[edge];
+
+	e->msgs += n;
+	e->bytes += (uint64_t)n * len;
+	if (e->next != NULL) {
+		size_t s = RTE_ALIGN_CEIL(len, 8);
+
+		for (unsigned int i = 0; i < n; i++) {
+			e->stg[e->nstg].data = e->arena + e->used;
+			e->stg[e->nstg].len = len;
+			e->nstg++;
+			e->used += s;
+		}
+		return;
+	}
+	rb2_tx_commit_burst(e->tx, len, n);
+}
+
+int
+rb2_stage_emit(struct rb2_stage *st, unsigned int edge, const void *data, uint32_t len)
+{
+	struct rb2_edge *e;
+	size_t stride;
+	void *slot;
+	int ret;
+
+	e = edge_of(st, edge, len, &ret);
+	if (e == NULL)
+		return ret;
+	if (e->next != NULL && RTE_ALIGN_CEIL(len, 8) > LOCAL_ARENA) {
+		/* Too large to stage: the next stage reads it where it is. */
+		struct rb2_msg m = { .data = (void *)(uintptr_t)data, .len = len };
+
+		deliver(e);
+		e->msgs++;
+		e->bytes += len;
+		run_stage(e->next, &m, 1);
+		return 0;
+	}
+	ret = rb2_stage_emit_reserve(st, edge, len, 1, &slot, &stride);
+	if (ret < 0)
+		return ret;
+	memcpy(slot, data, len);
+	rb2_stage_emit_commit(st, edge, len, 1);
+	return 0;
+}
+
+int
+rb2_stage_stopping(const struct rb2_stage *st)
+{
+	return st->pl->stop != 0;
+}
+
+/* ---- Running ------------------------------------------------------------ */
+
+static void
+run_stage(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
+{
+	uint64_t t0 = rte_rdtsc();
+	uint64_t bytes = 0;
+
+	st->ops->process(st, msgs, n);
+	st->cycles += rte_rdtsc() - t0;
+	for (unsigned int i = 0; i < n; i++)
+		bytes += msgs[i].len;
+	st->in_msgs += n;
+	st->in_bytes += bytes;
+	st->bursts++;
+	deliver_all(st);
+}
+
+/* Every input has ended: let the stage emit its last, then pass the end of
+ * stream on. */
+static void
+finish(struct rb2_stage *st)
+{
+	if (st->ops->drain != NULL && st->pl->stop < 2)
+		st->ops->drain(st);
+	deliver_all(st);
+	for (unsigned int i = 0; i < st->nedges; i++) {
+		struct rb2_edge *e = &st->edges[i];
+		void *slot;
+		int ret;
+
+		if (e->next != NULL) {
+			e->next->n_in_done++;
+			continue;
+		}
+		if (e->tx == NULL)
+			continue;
+		/* End of stream: the one zero-length message. */
+		while ((ret = rb2_tx_reserve(e->tx, 0, &slot)) == -ENOBUFS &&
+		       st->pl->stop < 2) {
+			rb2_tx_flush(e->tx);
+			rte_pause();
+		}
+		if (ret == 0) {
+			rb2_tx_commit(e->tx, 0);
+			rb2_tx_flush(e->tx);
+		} else if (ret != -ENOBUFS) {
+			PL_LOG(ERR, "stage '%s': cannot send the end of stream on link '%s': %s",
+			       st->name, e->link->name, strerror(-ret));
+		}
+	}
+	st->done = true;
+}
+
+static int
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct rb2_pipeline *pl = w->pl;
+	struct rb2_msg msgs[RB2_STAGE_BURST_MAX];
+	unsigned int left = w->nstages;
+
+	while (left > 0 && pl->stop < 2) {
+		int busy = 0;
+
+		for (unsigned int i = 0; i < w->nstages; i++) {
+			struct rb2_stage *st = w->stages[i];
+			uint64_t t0;
+			int r;
+
+			if (st->done || st->ops->poll == NULL)
+				continue;
+			if (pl->stop != 0) {
+				finish(st);
+				left--;
+				continue;
+			}
+			t0 = rte_rdtsc();
+			r = st->ops->poll(st);
+			st->cycles += rte_rdtsc() - t0;
+			deliver_all(st);
+			if (r > 0) {
+				st->produced += (uint64_t)r;
+				busy = 1;
+			} else if (r < 0) {
+				if (r != -ENODATA)
+					PL_LOG(ERR, "stage '%s' stopped: %s", st->name, strerror(-r));
+				finish(st);
+				left--;
+			}
+		}
+		for (unsigned int i = 0; i < w->ninputs; i++) {
+			struct rb2_link *l = w->inputs[i];
+			unsigned int k;
+			int n;
+
+			if (l->ended)
+				continue;
+			n = rb2_rx_peek_burst(l->rx, msgs, pl->burst);
+			if (n == 0)
+				continue;
+			if (n < 0) {
+				PL_LOG(ERR, "link '%s' failed: %s; its sender's unsent messages are lost "
+				       "(its counters say how many it sent)", l->name, strerror(-n));
+				pl->failed = 1;
+				l->ended = true;
+				l->to->n_in_done++;
+				continue;
+			}
+			for (k = 0; k < (unsigned int)n && msgs[k].len != 0; k++)
+				;
+			if (k > 0)
+				run_stage(l->to, msgs, k);
+			rb2_rx_release_burst(l->rx, msgs, (unsigned int)n);
+			if (k < (unsigned int)n) {     /* the end of stream */
+				l->ended = true;
+				l->to->n_in_done++;
+			}
+			busy = 1;
+		}
+		for (unsigned int i = 0; i < w->nstages; i++) {
+			struct rb2_stage *st = w->stages[i];
+
+			if (!st->done && st->ops->poll == NULL && st->n_in_done == st->n_in) {
+				finish(st);
+				left--;
+			}
+		}
+		if (!busy) {
+			/* Idle: nothing committed may wait for a threshold. */
+			for (unsigned int i = 0; i < w->noutputs; i++)
+				rb2_tx_flush(w->outputs[i]);
+			rte_pause();
+		}
+	}
+	w->ret = left > 0 ? -ECANCELED : 0;
+	return 0;
+}
+
+int
+rb2_pipeline_run(struct rb2_pipeline *pl)
+{
+	unsigned int me = rte_lcore_id(), l;
+	uint64_t t0 = rte_rdtsc();
+	int ret = 0;
+
+	RTE_LCORE_FOREACH_WORKER(l) {
+		if (pl->workers[l].nstages == 0)
+			continue;
+		if (rte_eal_remote_launch(worker_main, &pl->workers[l], l) != 0) {
+			PL_LOG(ERR, "cannot launch lcore %u: it is busy", l);
+			pl->stop = 2;
+			ret = -EBUSY;
+		}
+	}
+	if (pl->workers[me].nstages > 0)
+		worker_main(&pl->workers[me]);
+	RTE_LCORE_FOREACH_WORKER(l)
+		if (pl->workers[l].nstages > 0)
+			rte_eal_wait_lcore(l);
+	pl->run_cycles = rte_rdtsc() - t0;
+	for (l = 0; l < RTE_MAX_LCORE; l++)
+		if (pl->workers[l].ret < 0 && ret == 0)
+			ret = pl->workers[l].ret;
+	if (ret == 0 && pl->failed)
+		ret = -EIO;
+	return ret;
+}
+
+void
+rb2_pipeline_stop(struct rb2_pipeline *pl)
+{
+	if (pl->stop < 2)
+		pl->stop++;
+}
+
+/* ---- Building ----------------------------------------------------------- */
+
+static struct rb2_stage *
+stage_by_name(struct rb2_pipeline *pl, const char *name, size_t len)
+{
+	for (unsigned int i = 0; i < pl->nstages; i++)
+		if (strlen(pl->stages[i].name) == len && strncmp(pl->stages[i].name, name, len) == 0)
+			return &pl->stages[i];
+	return NULL;
+}
+
+struct rb2_stage *
+rb2_pipeline_stage(struct rb2_pipeline *pl, const char *name)
+{
+	struct rb2_stage *st = stage_by_name(pl, name, strlen(name));
+
+	return st != NULL && st->local ? st : NULL;
+}
+
+static int
+parse_uint(const struct rb2_cfg_entry *e, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(e->value, &end, 0);
+	if (errno != 0 || end == e->value || *end != '\0' || e->value[0] == '-' ||
+	    v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* key = unsigned integer, with its line in the error. */
+static int
+get_uint(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *key,
+	 uint64_t def, uint64_t min, uint64_t max, uint64_t *out, char *err, size_t errlen)
+{
+	struct rb2_cfg_entry *e = rb2_cfg_get(s, key);
+
+	*out = def;
+	if (e == NULL)
+		return 0;
+	if (parse_uint(e, min, max, out) != 0)
+		return cfg_err(pl, err, errlen, e->line,
+			       "[%s]: invalid %s = '%s': expected an integer in [%" PRIu64
+			       ", %" PRIu64 "]", s->name, key, e->value, min, max);
+	return 0;
+}
+
+static int
+no_other_keys(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *known,
+	      char *err, size_t errlen)
+{
+	for (unsigned int i = 0; i < s->n; i++)
+		if (!s->entries[i].used)
+			return cfg_err(pl, err, errlen, s->entries[i].line,
+				       "[%s]: unknown key '%s' (known: %s)", s->name,
+				       s->entries[i].key, known);
+	return 0;
+}
+
+static int
+add_stage(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
+	  char *err, size_t errlen)
+{
+	struct rb2_stage *st = &pl->stages[pl->nstages];
+	struct rb2_cfg_entry *type = rb2_cfg_get(s, "type");
+	struct rb2_cfg_entry *proc = rb2_cfg_get(s, "proc");
+	struct rb2_cfg_entry *lc = rb2_cfg_get(s, "lcore");
+	uint64_t lcore;
+
+	if (pl->nstages == STAGES_MAX)
+		return cfg_err(pl, err, errlen, s->line, "more than %d stages", STAGES_MAX);
+	if (strlen(name) >= STAGE_NAME_MAX || strchr(name, '.') != NULL || strchr(name, ' '))
+		return cfg_err(pl, err, errlen, s->line,
+			       "stage name '%s': at most %d characters, no '.' or blank",
+			       name, STAGE_NAME_MAX - 1);
+	if (stage_by_name(pl, name, strlen(name)) != NULL)
+		return cfg_err(pl, err, errlen, s->line, "stage '%s' is defined twice", name);
+	memset(st, 0, sizeof(*st));
+	snprintf(st->name, sizeof(st->name), "%s", name);
+	snprintf(st->proc, sizeof(st->proc), "%s", proc != NULL ? proc->value : "main");
+	st->line = s->line;
+	st->pl = pl;
+	st->local = strcmp(st->proc, pl->proc) == 0;
+	if (type == NULL)
+		return cfg_err(pl, err, errlen, s->line, "stage '%s' has no 'type'", name);
+	st->ops = rb2_stage_find(type->value);
+	if (st->ops == NULL && st->local)
+		return cfg_err(pl, err, errlen, type->line,
+			       "stage '%s': unknown type '%s' (rb2-nf --list-stages lists them; "
+			       "a plugin's stage needs --plugin PATH)", name, type->value);
+	if (lc == NULL)
+		return cfg_err(pl, err, errlen, s->line, "stage '%s' has no 'lcore'", name);
+	if (parse_uint(lc, 0, RTE_MAX_LCORE - 1, &lcore) != 0)
+		return cfg_err(pl, err, errlen, lc->line, "stage '%s': invalid lcore '%s'",
+			       name, lc->value);
+	st->lcore = (unsigned int)lcore;
+	if (st->local && !rte_lcore_is_enabled(st->lcore)) {
+		char list[128] = "";
+		size_t n = 0;
+		unsigned int l;
+
+		RTE_LCORE_FOREACH(l)
+			if (n < sizeof(list))
+				n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%u", n ? "," : "", l);
+		return cfg_err(pl, err, errlen, lc->line,
+			       "stage '%s' is placed on lcore %u, which this EAL does not run "
+			       "(its lcores: %s): add it to -l, or change 'lcore'",
+			       name, st->lcore, list);
+	}
+	st->socket = st->local ? (int)rte_lcore_to_socket_id(st->lcore) : SOCKET_ID_ANY;
+	if (st->ops != NULL) {
+		while (st->ops->edges != NULL && st->ops->edges[st->nedges] != NULL)
+			st->nedges++;
+		st->edges = calloc(st->nedges + 1, sizeof(*st->edges));
+		if (st->edges == NULL)
+			return cfg_err(pl, err, errlen, s->line, "out of memory");
+		for (unsigned int i = 0; i < st->nedges; i++)
+			st->edges[i].name = st->ops->edges[i];
+	}
+	pl->nstages++;
+	return 0;
+}
+
+/* "inst.edge" (or "inst" for a single-edge stage) of a link's 'from'. */
+static int
+resolve_from(struct rb2_pipeline *pl, struct rb2_link *lk, const struct rb2_cfg_entry *e,
+	     char *err, size_t errlen)
+{
+	const char *dot = strchr(e->value, '.');
+	size_t n = dot != NULL ? (size_t)(dot - e->value) : strlen(e->value);
+	struct rb2_stage *st = stage_by_name(pl, e->value, n);
+
+	if (st == NULL)
+		return cfg_err(pl, err, errlen, e->line, "link '%s': no stage named '%.*s'",
+			       lk->name, (int)n, e->value);
+	lk->from = st;
+	if (st->ops == NULL)        /* another process's stage of a type we lack */
+		return 0;
+	if (st->nedges == 0)
+		return cfg_err(pl, err, errlen, e->line,
+			       "link '%s': stage '%s' (type %s) is a sink: it has no next edge",
+			       lk->name, st->name, st->ops->name);
+	if (dot == NULL) {
+		if (st->nedges > 1)
+			return cfg_err(pl, err, errlen, e->line,
+				       "link '%s': stage '%s' has several edges: name one, as %s.%s",
+				       lk->name, st->name, st->name, st->edges[0].name);
+		lk->edge = 0;
+	} else {
+		unsigned int i;
+
+		for (i = 0; i < st->nedges && strcmp(st->edges[i].name, dot + 1) != 0; i++)
+			;
+		if (i == st->nedges)
+			return cfg_err(pl, err, errlen, e->line,
+				       "link '%s': stage '%s' (type %s) has no edge '%s'",
+				       lk->name, st->name, st->ops->name, dot + 1);
+		lk->edge = i;
+	}
+	if (st->edges[lk->edge].link != NULL)
+		return cfg_err(pl, err, errlen, e->line,
+			       "link '%s': edge %s.%s is already linked by link '%s' (line %u); "
+			       "an edge has one next stage",
+			       lk->name, st->name, st->edges[lk->edge].name,
+			       st->edges[lk->edge].link->name, st->edges[lk->edge].link->line);
+	st->edges[lk->edge].link = lk;
+	return 0;
+}
+
+static int
+add_link(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
+	 char *err, size_t errlen)
+{
+	struct rb2_link *lk = &pl->links[pl->nlinks];
+	struct rb2_cfg_entry *from = rb2_cfg_get(s, "from");
+	struct rb2_cfg_entry *to = rb2_cfg_get(s, "to");
+	struct rb2_cfg_entry *xp = rb2_cfg_get(s, "transport");
+	struct rb2_cfg_entry *peer = rb2_cfg_get(s, "peer");
+	uint64_t v[6];
+	char why[256];
+	int ret;
+
+	if (pl->nlinks == LINKS_MAX)
+		return cfg_err(pl, err, errlen, s->line, "more than %d links", LINKS_MAX);
+	memset(lk, 0, sizeof(*lk));
+	if (strlen(name) >= sizeof(lk->name) || strchr(name, ' ') != NULL)
+		return cfg_err(pl, err, errlen, s->line,
+			       "link name '%s': at most %zu characters, no blank (it names the "
+			       "channel)", name, sizeof(lk->name) - 1);
+	for (unsigned int i = 0; i < pl->nlinks; i++)
+		if (strcmp(pl->links[i].name, name) == 0)
+			return cfg_err(pl, err, errlen, s->line, "link '%s' is defined twice", name);
+	snprintf(lk->name, sizeof(lk->name), "%s", name);
+	lk->line = s->line;
+	if (from == NULL || to == NULL)
+		return cfg_err(pl, err, errlen, s->line, "link '%s' needs 'from = STAGE[.EDGE]' "
+			       "and 'to = STAGE'", name);
+	ret = resolve_from(pl, lk, from, err, errlen);
+	if (ret != 0)
+		return ret;
+	lk->to = stage_by_name(pl, to->value, strlen(to->value));
+	if (lk->to == NULL)
+		return cfg_err(pl, err, errlen, to->line, "link '%s': no stage named '%s'",
+			       name, to->value);
+	if (lk->to->ops != NULL && lk->to->ops->process == NULL)
+		return cfg_err(pl, err, errlen, to->line,
+			       "link '%s': stage '%s' (type %s) is a source: it takes no input",
+			       name, lk->to->name, lk->to->ops->name);
+	if (lk->to == lk->from)
+		return cfg_err(pl, err, errlen, to->line, "link '%s' loops on stage '%s'",
+			       name, lk->to->name);
+	snprintf(lk->transport, sizeof(lk->transport), "%s", xp != NULL ? xp->value : "shm");
+	snprintf(lk->peer, sizeof(lk->peer), "%s", peer != NULL ? peer->value : name);
+	rb2_chan_params_init(&lk->params);
+	if (get_uint(pl, s, "slots", lk->params.slots, 2, 1u << 24, &v[0], err, errlen) ||
+	    get_uint(pl, s, "slot_size", lk->params.slot_size, 64, 1u << 30, &v[1], err, errlen) ||
+	    get_uint(pl, s, "alpha", lk->params.alpha, 1, 1u << 24, &v[2], err, errlen) ||
+	    get_uint(pl, s, "beta", lk->params.beta, 1, 1u << 24, &v[3], err, errlen) ||
+	    get_uint(pl, s, "gamma", lk->params.gamma, 1, 1u << 24, &v[4], err, errlen) ||
+	    get_uint(pl, s, "timeout_ms", 60000, 1, 3600000, &v[5], err, errlen))
+		return -EINVAL;
+	lk->params.slots = (uint32_t)v[0];
+	lk->params.slot_size = (uint32_t)v[1];
+	lk->params.alpha = (uint32_t)v[2];
+	lk->params.beta = (uint32_t)v[3];
+	lk->params.gamma = (uint32_t)v[4];
+	lk->timeout_ms = (unsigned int)v[5];
+	if (rb2_chan_params_check(&lk->params, why, sizeof(why)) != 0)
+		return cfg_err(pl, err, errlen, s->line, "link '%s': %s", name, why);
+	ret = no_other_keys(pl, s, "from, to, transport, peer, slots, slot_size, alpha, beta, "
+			    "gamma, timeout_ms", err, errlen);
+	if (ret != 0)
+		return ret;
+	lk->to->n_in++;
+	pl->nlinks++;
+	return 0;
+}
+
+/* Kahn's algorithm over every stage (all processes): ranks, or a cycle. */
+static int
+rank_stages(struct rb2_pipeline *pl, char *err, size_t errlen)
+{
+	unsigned int indeg[STAGES_MAX] = { 0 }, done = 0, rank = 0;
+	bool placed[STAGES_MAX] = { false };
+
+	for (unsigned int i = 0; i < pl->nlinks; i++)
+		indeg[pl->links[i].to - pl->stages]++;
+	while (done < pl->nstages) {
+		unsigned int found = 0;
+
+		for (unsigned int i = 0; i < pl->nstages; i++) {
+			if (placed[i] || indeg[i] != 0)
+				continue;
+			placed[i] = true;
+			pl->stages[i].topo = rank++;
+			found++;
+			for (unsigned int j = 0; j < pl->nlinks; j++)
+				if (pl->links[j].from == &pl->stages[i])
+					indeg[pl->links[j].to - pl->stages]--;
+		}
+		if (found == 0) {
+			for (unsigned int i = 0; i < pl->nstages; i++)
+				if (!placed[i])
+					return cfg_err(pl, err, errlen, pl->stages[i].line,
+						       "the links form a cycle through stage '%s'",
+						       pl->stages[i].name);
+		}
+		done += found;
+	}
+	return 0;
+}
+
+static struct rb2_xport *
+xport_get(struct rb2_pipeline *pl, const char *spec)
+{
+	for (unsigned int i = 0; i < pl->nxports; i++)
+		if (strcmp(pl->xports[i].spec, spec) == 0)
+			return pl->xports[i].xp;
+	if (pl->nxports == XPORTS_MAX)
+		return NULL;
+	pl->xports[pl->nxports].xp = rb2_xport_open_spec(spec);
+	if (pl->xports[pl->nxports].xp == NULL)
+		return NULL;
+	snprintf(pl->xports[pl->nxports].spec, sizeof(pl->xports[0].spec), "%s", spec);
+	return pl->xports[pl->nxports++].xp;
+}
+
+/* Create this process's halves of a link's channel and connect them. */
+static int
+open_link(struct rb2_pipeline *pl, struct rb2_link *lk, char *err, size_t errlen)
+{
+	bool tx_here = lk->from->local, rx_here = lk->to->local;
+	struct rb2_chan_params p = lk->params;
+	struct rb2_xport *xp;
+	int ret = 0;
+
+	if (!tx_here && !rx_here)
+		return 0;
+	if (tx_here && rx_here && lk->from->lcore == lk->to->lcore) {
+		lk->direct = true;
+		lk->from->edges[lk->edge].next = lk->to;
+		return 0;
+	}
+	xp = xport_get(pl, lk->transport);
+	if (xp == NULL)
+		return cfg_err(pl, err, errlen, lk->line,
+			       "link '%s': cannot open transport '%s': %s (the log says more)",
+			       lk->name, lk->transport, rte_strerror(rte_errno));
+	if (tx_here) {
+		p.lcore_id = lk->from->lcore;
+		lk->tx = rb2_tx_create(lk->name, xp, &p);
+	}
+	if (rx_here) {
+		p.lcore_id = lk->to->lcore;
+		lk->rx = rb2_rx_create(lk->name, xp, &p);
+	}
+	if ((tx_here && lk->tx == NULL) || (rx_here && lk->rx == NULL))
+		return cfg_err(pl, err, errlen, lk->line, "link '%s': cannot create the channel: %s",
+			       lk->name, rte_strerror(rte_errno));
+	if (tx_here && rx_here) {
+		ret = rb2_chan_pair(lk->tx, lk->rx);
+	} else {
+		PL_LOG(INFO, "link '%s': waiting up to %u ms for %s '%s' (proc %s) at '%s'",
+		       lk->name, lk->timeout_ms, tx_here ? "receiver" : "sender",
+		       tx_here ? lk->to->name : lk->from->name,
+		       tx_here ? lk->to->proc : lk->from->proc, lk->peer);
+		ret = tx_here ? rb2_tx_connect(lk->tx, lk->peer, lk->timeout_ms) :
+			rb2_rx_connect(lk->rx, lk->peer, lk->timeout_ms);
+	}
+	if (ret != 0)
+		return cfg_err(pl, err, errlen, lk->line, "link '%s': cannot connect: %s%s",
+			       lk->name, strerror(-ret), ret == -ETIMEDOUT ?
+			       " (is the peer process running with the same config, --file-prefix "
+			       "and its --proc?)" : "");
+	if (tx_here)
+		lk->from->edges[lk->edge].tx = lk->tx;
+	return 0;
+}
+
+static int
+init_stage(struct rb2_pipeline *pl, struct rb2_stage *st, struct rb2_cfg_section *s,
+	   char *err, size_t errlen)
+{
+	struct rb2_stage_args args = { .st = st, .sec = s };
+	char why[320];
+	int ret;
+
+	if (st->ops->priv_size > 0) {
+		st->priv = rte_zmalloc_socket("rb2_stage", st->ops->priv_size,
+					      RTE_CACHE_LINE_SIZE, st->socket);
+		if (st->priv == NULL)
+			return cfg_err(pl, err, errlen, st->line, "stage '%s': out of memory",
+				       st->name);
+	}
+	for (unsigned int i = 0; i < st->nedges; i++) {
+		struct rb2_edge *e = &st->edges[i];
+
+		if (e->next == NULL)
+			continue;
+		e->stg = rte_malloc_socket("rb2_stage_stg", sizeof(*e->stg) * RB2_STAGE_BURST_MAX,
+					   RTE_CACHE_LINE_SIZE, st->socket);
+		e->arena = rte_malloc_socket("rb2_stage_arena", LOCAL_ARENA, RTE_CACHE_LINE_SIZE,
+					     st->socket);
+		if (e->stg == NULL || e->arena == NULL)
+			return cfg_err(pl, err, errlen, st->line, "stage '%s': out of memory",
+				       st->name);
+	}
+	ret = st->ops->init != NULL ? st->ops->init(st, &args) : 0;
+	if (ret != 0) {
+		const char *msg = st->err[0] != '\0' ? st->err : strerror(ret < 0 ? -ret : ret);
+
+		/* Argument errors carry their own line; others get the section's. */
+		if (strncmp(msg, "line ", 5) == 0)
+			snprintf(err, errlen, "%s:%s", pl->cfg->path, msg + 5);
+		else
+			cfg_err(pl, err, errlen, st->line, "stage '%s' (type %s): %s", st->name,
+				st->ops->name, msg);
+		return ret < 0 ? ret : -EINVAL;
+	}
+	st->inited = true;
+	ret = rb2_stage_args_unused(&args, why, sizeof(why));
+	if (ret != 0) {
+		snprintf(err, errlen, "%s:%s", pl->cfg->path, why + 5);
+		return ret;
+	}
+	for (unsigned int i = 0; i < st->nedges; i++)
+		if (st->edges[i].link == NULL)
+			PL_LOG(WARNING, "%s:%u: edge %s.%s is not linked: what the stage emits there "
+			       "is counted as failed", pl->cfg->path, st->line, st->name,
+			       st->edges[i].name);
+	return 0;
+}
+
+static void
+place_workers(struct rb2_pipeline *pl)
+{
+	for (unsigned int r = 0; r < pl->nstages; r++)
+		for (unsigned int i = 0; i < pl->nstages; i++) {
+			struct rb2_stage *st = &pl->stages[i];
+			struct worker *w = &pl->workers[st->lcore];
+
+			if (st->topo != r || !st->local)
+				continue;
+			w->pl = pl;
+			w->lcore = st->lcore;
+			w->stages[w->nstages++] = st;
+		}
+	for (unsigned int i = 0; i < pl->nlinks; i++) {
+		struct rb2_link *lk = &pl->links[i];
+
+		if (lk->rx != NULL) {
+			struct worker *w = &pl->workers[lk->to->lcore];
+
+			w->inputs[w->ninputs++] = lk;
+		}
+		if (lk->tx != NULL) {
+			struct worker *w = &pl->workers[lk->from->lcore];
+
+			w->outputs[w->noutputs++] = lk->tx;
+		}
+	}
+}
+
+struct rb2_pipeline *
+rb2_pipeline_load(const char *path, const struct rb2_pipeline_opts *opts,
+		  char *err, size_t errlen)
+{
+	struct rb2_pipeline *pl = rte_zmalloc("rb2_pipeline", sizeof(*pl), RTE_CACHE_LINE_SIZE);
+	struct rb2_cfg_section *secs[STAGES_MAX] = { NULL };
+	struct rb2_cfg_section *top = NULL;
+	unsigned int nlocal = 0;
+	uint64_t burst;
+
+	if (pl == NULL) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return NULL;
+	}
+	snprintf(pl->proc, sizeof(pl->proc), "%s",
+		 opts != NULL && opts->proc != NULL ? opts->proc : "main");
+	if (opts != NULL && opts->text != NULL)
+		pl->cfg = rb2_cfg_parse(path, opts->text, strlen(opts->text), opts->vars,
+					opts->nvars, err, errlen);
+	else
+		pl->cfg = rb2_cfg_load(path, opts != NULL ? opts->vars : NULL,
+				       opts != NULL ? opts->nvars : 0, err, errlen);
+	if (pl->cfg == NULL)
+		goto fail;
+	/* Stages first (links name them), then links. */
+	for (int pass = 0; pass < 2; pass++)
+		for (unsigned int i = 0; i < pl->cfg->n; i++) {
+			struct rb2_cfg_section *s = &pl->cfg->sections[i];
+			int ret = 0;
+
+			if (strncmp(s->name, "stage ", 6) == 0) {
+				if (pass == 0) {
+					secs[pl->nstages] = s;
+					ret = add_stage(pl, s, s->name + 6, err, errlen);
+				}
+			} else if (strncmp(s->name, "link ", 5) == 0) {
+				if (pass == 1)
+					ret = add_link(pl, s, s->name + 5, err, errlen);
+			} else if (strcmp(s->name, "pipeline") == 0) {
+				top = s;
+			} else if (pass == 0) {
+				ret = cfg_err(pl, err, errlen, s->line, "unknown section [%s]: expected "
+					      "[pipeline], [stage NAME] or [link NAME]", s->name);
+			}
+			if (ret != 0)
+				goto fail;
+		}
+	if (pl->nstages == 0) {
+		cfg_err(pl, err, errlen, 0, "no [stage NAME] section");
+		goto fail;
+	}
+	burst = 32;
+	if (top != NULL && (get_uint(pl, top, "burst", 32, 1, RB2_STAGE_BURST_MAX, &burst,
+				     err, errlen) != 0 ||
+			    no_other_keys(pl, top, "burst", err, errlen) != 0))
+		goto fail;
+	pl->burst = (unsigned int)burst;
+	if (rank_stages(pl, err, errlen) != 0)
+		goto fail;
+	for (unsigned int i = 0; i < pl->nstages; i++)
+		nlocal += pl->stages[i].local;
+	if (nlocal == 0) {
+		cfg_err(pl, err, errlen, 0, "no stage has proc = %s (the --proc of this process)",
+			pl->proc);
+		goto fail;
+	}
+	/* Direct edges are known before init (it allocates their staging). */
+	for (unsigned int i = 0; i < pl->nlinks; i++) {
+		struct rb2_link *lk = &pl->links[i];
+
+		if (lk->from->local && lk->to->local && lk->from->lcore == lk->to->lcore) {
+			lk->direct = true;
+			lk->from->edges[lk->edge].next = lk->to;
+		}
+	}
+	for (unsigned int i = 0; i < pl->nstages; i++)
+		if (pl->stages[i].local && init_stage(pl, &pl->stages[i], secs[i], err, errlen) != 0)
+			goto fail;
+	for (unsigned int i = 0; i < pl->nlinks; i++)
+		if (!pl->links[i].direct && open_link(pl, &pl->links[i], err, errlen) != 0)
+			goto fail;
+	place_workers(pl);
+	telemetry_pl = pl;
+	return pl;
+fail:
+	rb2_pipeline_free(pl);
+	return NULL;
+}
+
+void
+rb2_pipeline_free(struct rb2_pipeline *pl)
+{
+	if (pl == NULL)
+		return;
+	if (telemetry_pl == pl)
+		telemetry_pl = NULL;
+	for (unsigned int i = 0; i < pl->nstages; i++) {
+		struct rb2_stage *st = &pl->stages[i];
+
+		if (st->inited && st->ops->fini != NULL)
+			st->ops->fini(st);
+		for (unsigned int j = 0; j < st->nedges; j++) {
+			rte_free(st->edges[j].stg);
+			rte_free(st->edges[j].arena);
+		}
+		free(st->edges);
+		rte_free(st->priv);
+	}
+	for (unsigned int i = 0; i < pl->nlinks; i++) {
+		rb2_tx_destroy(pl->links[i].tx);
+		rb2_rx_destroy(pl->links[i].rx);
+	}
+	for (unsigned int i = 0; i < pl->nxports; i++)
+		rb2_xport_close(pl->xports[i].xp);
+	rb2_cfg_free(pl->cfg);
+	rte_free(pl);
+}
+
+/* ---- Statistics --------------------------------------------------------- */
+
+void
+rb2_pipeline_report(struct rb2_pipeline *pl, FILE *out)
+{
+	double hz = (double)rte_get_tsc_hz();
+	double secs = (double)pl->run_cycles / hz;
+
+	fprintf(out, "pipeline: %u stage(s) in proc '%s', ran %.3f s%s\n", pl->nstages, pl->proc,
+		secs, pl->stop >= 2 ? " (aborted)" : pl->stop ? " (stopped, drained)" : "");
+	fprintf(out, "  %-12s %5s %14s %14s %12s %10s\n", "stage", "lcore", "in msgs",
+		"out msgs", "failed", "cyc/msg");
+	for (unsigned int i = 0; i < pl->nstages; i++) {
+		struct rb2_stage *st = &pl->stages[i];
+		uint64_t outm = 0, failed = 0, n = st->in_msgs + st->produced;
+
+		if (!st->local)
+			continue;
+		for (unsigned int j = 0; j < st->nedges; j++) {
+			outm += st->edges[j].msgs;
+			failed += st->edges[j].failed;
+		}
+		fprintf(out, "  %-12s %5u %14" PRIu64 " %14" PRIu64 " %12" PRIu64 " %10.1f\n",
+			st->name, st->lcore, st->in_msgs, outm, failed,
+			n ? (double)st->cycles / (double)n : 0.0);
+		for (unsigned int j = 0; j < st->ncounters; j++)
+			fprintf(out, "  %14s%-20s %" PRIu64 "\n", "", st->counters[j].name,
+				st->counters[j].value);
+		for (unsigned int j = 0; j < st->nedges; j++)
+			if (st->edges[j].link == NULL && st->edges[j].failed > 0)
+				fprintf(out, "  %14s%" PRIu64 " message(s) emitted on unlinked edge '%s'\n",
+					"", st->edges[j].failed, st->edges[j].name);
+	}
+	for (unsigned int i = 0; i < pl->nstages; i++)
+		if (pl->stages[i].local && pl->stages[i].ops->report != NULL)
+			pl->stages[i].ops->report(&pl->stages[i], out);
+}
+
+void
+rb2_pipeline_stats_json(struct rb2_pipeline *pl, FILE *out)
+{
+	double hz = (double)rte_get_tsc_hz();
+
+	fprintf(out, "{\"proc\": \"%s\", \"seconds\": %.6f, \"stopped\": %d, \"stages\": [",
+		pl->proc, (double)pl->run_cycles / hz, pl->stop);
+	for (unsigned int i = 0, k = 0; i < pl->nstages; i++) {
+		struct rb2_stage *st = &pl->stages[i];
+
+		if (!st->local)
+			continue;
+		fprintf(out, "%s{\"name\": \"%s\", \"type\": \"%s\", \"lcore\": %u, "
+			"\"in_msgs\": %" PRIu64 ", \"in_bytes\": %" PRIu64 ", \"produced\": %" PRIu64
+			", \"bursts\": %" PRIu64 ", \"cycles\": %" PRIu64 ", \"edges\": {",
+			k++ ? ", " : "", st->name, st->ops->name, st->lcore, st->in_msgs,
+			st->in_bytes, st->produced, st->bursts, st->cycles);
+		for (unsigned int j = 0; j < st->nedges; j++)
+			fprintf(out, "%s\"%s\": {\"msgs\": %" PRIu64 ", \"bytes\": %" PRIu64
+				", \"failed\": %" PRIu64 ", \"waits\": %" PRIu64 "}", j ? ", " : "",
+				st->edges[j].name, st->edges[j].msgs, st->edges[j].bytes,
+				st->edges[j].failed, st->edges[j].waits);
+		fprintf(out, "}, \"counters\": {");
+		for (unsigned int j = 0; j < st->ncounters; j++)
+			fprintf(out, "%s\"%s\": %" PRIu64, j ? ", " : "", st->counters[j].name,
+				st->counters[j].value);
+		fprintf(out, "}}");
+	}
+	fprintf(out, "]}");
+}
+
+/* ---- Telemetry: /rb2/pipeline/stages ------------------------------------ */
+
+static int
+tel_stages(const char *cmd __rte_unused, const char *params __rte_unused,
+	   struct rte_tel_data *d)
+{
+	struct rb2_pipeline *pl = telemetry_pl;
+
+	rte_tel_data_start_dict(d);
+	if (pl == NULL)
+		return 0;
+	for (unsigned int i = 0; i < pl->nstages; i++) {
+		struct rb2_stage *st = &pl->stages[i];
+		struct rte_tel_data *c;
+		uint64_t outm = 0, failed = 0;
+
+		if (!st->local || (c = rte_tel_data_alloc()) == NULL)
+			continue;
+		rte_tel_data_start_dict(c);
+		rte_tel_data_add_dict_string(c, "type", st->ops->name);
+		rte_tel_data_add_dict_u64(c, "lcore", st->lcore);
+		/* Written by the stage's lcore; a slightly stale read is fine. */
+		rte_tel_data_add_dict_u64(c, "in_msgs", st->in_msgs);
+		rte_tel_data_add_dict_u64(c, "in_bytes", st->in_bytes);
+		rte_tel_data_add_dict_u64(c, "produced", st->produced);
+		for (unsigned int j = 0; j < st->nedges; j++) {
+			outm += st->edges[j].msgs;
+			failed += st->edges[j].failed;
+		}
+		rte_tel_data_add_dict_u64(c, "out_msgs", outm);
+		rte_tel_data_add_dict_u64(c, "failed", failed);
+		rte_tel_data_add_dict_u64(c, "cycles", st->cycles);
+		rte_tel_data_add_dict_u64(c, "done", st->done);
+		for (unsigned int j = 0; j < st->ncounters; j++)
+			rte_tel_data_add_dict_u64(c, st->counters[j].name, st->counters[j].value);
+		rte_tel_data_add_dict_container(d, st->name, c, 0);
+	}
+	return 0;
+}
+
+RTE_INIT(rb2_pipeline_telemetry_init)
+{
+	rte_telemetry_register_cmd("/rb2/pipeline/stages", tel_stages,
+				   "Per-stage counters of the running pipeline. No parameters.");
+}

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef RB2_STAGE_H
+#define RB2_STAGE_H
+
+/**
+ * @file
+ * Pipeline stages: the API a plugin is written against.
+ *
+ * A stage type is a set of callbacks registered under a name. A pipeline
+ * (rb2_pipeline.h, built from a configuration file) makes instances of it,
+ * places each on an lcore and links the instances' named next edges to other
+ * instances, through RB² channels (another lcore, process or host) or
+ * directly (the same lcore: the next stage runs on the emitted burst,
+ * run-to-completion).
+ *
+ * @code
+ * #include <rb2_stage.h>
+ *
+ * struct ttl_priv { uint64_t min_len; uint64_t *short_msgs; };
+ *
+ * static int
+ * ttl_init(struct rb2_stage *st, struct rb2_stage_args *args)
+ * {
+ *	struct ttl_priv *p = rb2_stage_priv(st);
+ *
+ *	if (rb2_stage_arg_u64(args, "min_len", 64, 0, 65536, &p->min_len) < 0)
+ *		return -EINVAL;              // the message names key and range
+ *	p->short_msgs = rb2_stage_counter(st, "short");
+ *	return 0;
+ * }
+ *
+ * static void
+ * ttl_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
+ * {
+ *	struct ttl_priv *p = rb2_stage_priv(st);
+ *
+ *	for (unsigned int i = 0; i < n; i++) {
+ *		if (msgs[i].len < p->min_len)
+ *			++*p->short_msgs;
+ *		rb2_stage_emit(st, 0, msgs[i].data, msgs[i].len);  // edge "out"
+ *	}
+ * }
+ *
+ * static const char *const ttl_edges[] = { "out", NULL };
+ * static const struct rb2_stage_ops ttl_ops = {
+ *	.api_version = RB2_STAGE_API_VERSION,
+ *	.name = "ttl",
+ *	.summary = "counts short messages, forwards all",
+ *	.edges = ttl_edges,
+ *	.priv_size = sizeof(struct ttl_priv),
+ *	.init = ttl_init,
+ *	.process = ttl_process,
+ * };
+ * RB2_STAGE_REGISTER(ttl_ops);
+ * @endcode
+ *
+ * Built into an application or into a shared object loaded with
+ * `--plugin PATH` (or the EAL's `-d PATH`), the same source registers the
+ * same stage. Build a plugin with
+ * `cc -shared -fPIC stage.c $(pkg-config --cflags --libs librb2)`.
+ *
+ * Rules of the road:
+ * - Messages are views: valid until process() returns. Zero-length messages
+ *   do not exist (the pipeline uses them for end-of-stream).
+ * - Emitting never drops: when the next channel is full, emit waits for
+ *   room; it fails (and the failure is counted) only when the pipeline is
+ *   aborted or the channel has failed.
+ * - A stage runs on one lcore; its callbacks are never called concurrently.
+ */
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <rb2_chan.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Bump when struct rb2_stage_ops or a callback's contract changes. */
+#define RB2_STAGE_API_VERSION 1
+
+/** process() is never given more messages than this at once. */
+#define RB2_STAGE_BURST_MAX 256
+
+/** A stage instance (opaque). */
+struct rb2_stage;
+/** The key = value arguments of an instance (opaque). */
+struct rb2_stage_args;
+
+/** A stage type. */
+struct rb2_stage_ops {
+	/** RB2_STAGE_API_VERSION of the headers it was built with. */
+	uint32_t api_version;
+	/** Type name used by configurations ("measure"): unique, [a-z0-9_-]. */
+	const char *name;
+	/** One line for `rb2-nf --list-stages`. */
+	const char *summary;
+	/** NULL-terminated names of the next edges, in index order; NULL: a sink. */
+	const char *const *edges;
+	/** Bytes of zeroed, cache-aligned private state: rb2_stage_priv(). */
+	size_t priv_size;
+	/**
+	 * Set the instance up from its arguments (read with
+	 * rb2_stage_arg_*()). Runs on the main lcore before any traffic; slow
+	 * work (loading files) belongs here. An argument the stage does not
+	 * read is an error the pipeline reports.
+	 * @return 0, or a negative errno value after rb2_stage_err() (or a
+	 *   failing rb2_stage_arg_*()) said why.
+	 */
+	int (*init)(struct rb2_stage *st, struct rb2_stage_args *args);
+	/** Release what init() took. Optional. */
+	void (*fini)(struct rb2_stage *st);
+	/** A burst of 1..RB2_STAGE_BURST_MAX input messages. Sinks and filters. */
+	void (*process)(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n);
+	/**
+	 * Sources only (stages with no input): produce a burst.
+	 * @return messages produced (> 0), 0 when it had nothing to do now,
+	 *   -ENODATA when it has finished for good.
+	 */
+	int (*poll)(struct rb2_stage *st);
+	/**
+	 * Called once, on the stage's lcore, when every input has ended:
+	 * the last chance to emit. Optional.
+	 */
+	void (*drain)(struct rb2_stage *st);
+	/** After the pipeline has stopped: print a summary. Optional. */
+	void (*report)(struct rb2_stage *st, FILE *out);
+};
+
+/** @internal The registration behind RB2_STAGE_REGISTER(). */
+void rb2_stage_register(const struct rb2_stage_ops *ops);
+
+/**
+ * Register a stage type when the program or the plugin is loaded. Also
+ * marks a shared object as an rb2 plugin (the loader looks for
+ * rb2_plugin_api_version in it).
+ */
+#define RB2_STAGE_REGISTER(ops)						\
+	__attribute__((weak, visibility("default")))			\
+	const uint32_t rb2_plugin_api_version = RB2_STAGE_API_VERSION;	\
+	static void __attribute__((constructor, used))			\
+	rb2_stage_register_##ops(void)					\
+	{								\
+		rb2_stage_register(&(ops));				\
+	}
+
+/** @return the instance's private state (ops->priv_size bytes). */
+void *rb2_stage_priv(struct rb2_stage *st);
+/** @return the instance's name (the configuration's section). */
+const char *rb2_stage_name(const struct rb2_stage *st);
+/** @return the lcore the instance runs on. */
+unsigned int rb2_stage_lcore(const struct rb2_stage *st);
+/** @return the NUMA socket of that lcore. */
+int rb2_stage_socket(const struct rb2_stage *st);
+
+/**
+ * Record why init() fails (or log a run-time problem). The pipeline prints it
+ * with the configuration file and line of the instance.
+ */
+void rb2_stage_err(struct rb2_stage *st, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/**
+ * @name Arguments
+ * Each reads one key = value of the instance's section, marks it read, and
+ * on a bad value records an error naming the key, the value and what is
+ * expected (returning -EINVAL). A missing key yields the default.
+ * @{
+ */
+/** A string (NULL default allowed); empty values count as missing. */
+int rb2_stage_arg_str(struct rb2_stage_args *a, const char *key, const char *def,
+		      const char **out);
+/** An unsigned integer in [min, max]; accepts k/M/G suffixes (10^3). */
+int rb2_stage_arg_u64(struct rb2_stage_args *a, const char *key, uint64_t def,
+		      uint64_t min, uint64_t max, uint64_t *out);
+/** A number in [min, max]. */
+int rb2_stage_arg_double(struct rb2_stage_args *a, const char *key, double def,
+			 double min, double max, double *out);
+/** yes/no, true/false, on/off, 1/0. */
+int rb2_stage_arg_bool(struct rb2_stage_args *a, const char *key, int def, int *out);
+/** @return whether @p key is set (does not mark it read). */
+int rb2_stage_arg_has(const struct rb2_stage_args *a, const char *key);
+/** @} */
+
+/**
+ * A named counter of the instance, shown in the final statistics and in
+ * DPDK telemetry (/rb2/pipeline/stages). Call from init(); increment the
+ * returned word from the stage's own lcore.
+ *
+ * @return The counter (zeroed), or NULL (out of memory, or more than 16).
+ */
+uint64_t *rb2_stage_counter(struct rb2_stage *st, const char *name);
+
+/**
+ * @name Emitting on a next edge (by index in ops->edges)
+ * @{
+ */
+/**
+ * Copy one message to edge @p edge. Waits for room in the next channel.
+ *
+ * @return 0; -EINVAL (no such edge, or @p len 0); -EMSGSIZE (larger than the
+ *   link carries); -ECANCELED (the pipeline was aborted while waiting);
+ *   -ENOTCONN (the edge is linked to nothing: the message is counted as
+ *   unlinked); or the channel's error. Every failure is counted.
+ */
+int rb2_stage_emit(struct rb2_stage *st, unsigned int edge, const void *data,
+		   uint32_t len);
+
+/**
+ * Zero copy: reserve room for up to @p n messages of @p len bytes each on
+ * edge @p edge, waiting until there is room for at least one.
+ *
+ * @param[out] first Where message 0 goes; message i is at first + i * stride.
+ * @param[out] stride Distance between messages.
+ * @return How many were reserved (1..n), or a negative errno as
+ *   rb2_stage_emit(). Fill them, then rb2_stage_emit_commit().
+ */
+int rb2_stage_emit_reserve(struct rb2_stage *st, unsigned int edge, uint32_t len,
+			   unsigned int n, void **first, size_t *stride);
+
+/** Send @p n (at most the reserved count) of the messages just reserved. */
+void rb2_stage_emit_commit(struct rb2_stage *st, unsigned int edge, uint32_t len,
+			   unsigned int n);
+/** @} */
+
+/** @return nonzero once the pipeline is stopping (sources should finish). */
+int rb2_stage_stopping(const struct rb2_stage *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RB2_STAGE_H */

@@ -35,12 +35,15 @@
 RTE_LOG_REGISTER(measure_logtype, rb2.nf.measure, INFO);
 
 #define REC_SIZE ((uint32_t)sizeof(struct rb2_rec))
+/* Rate intervals kept: a timestamp further than this from the others (a
+ * capture with zero timestamps among real ones) is counted, not bucketed. */
+#define IV_MAX (1u << 20)
 
 struct measure {
 	struct rb2_flowtab *ft;
 	uint64_t top, interval_ns, cm_width;
 	const char *json, *csv;
-	uint64_t *c_records, *c_bad;
+	uint64_t *c_records, *c_bad, *c_iv_out;
 	uint64_t bad_bytes;
 	uint64_t cycles;            /* in process() */
 	/* Per-interval packets and bytes: bucket i covers
@@ -74,6 +77,7 @@ measure_init(struct rb2_stage *st, struct rb2_stage_args *a)
 	}
 	m->c_records = rb2_stage_counter(st, "records");
 	m->c_bad = rb2_stage_counter(st, "bad_msgs");
+	m->c_iv_out = rb2_stage_counter(st, "outside_intervals");
 	return 0;
 }
 
@@ -99,6 +103,8 @@ bucket(struct measure *m, uint64_t ts)
 	if (b < m->base) {              /* out of order, before the first */
 		uint64_t shift = m->base - b;
 
+		if (m->niv + shift > IV_MAX)
+			return NULL;
 		if (m->niv + shift > m->cap) {
 			void *p = realloc(m->iv, (m->niv + shift) * sizeof(*m->iv));
 
@@ -115,6 +121,8 @@ bucket(struct measure *m, uint64_t ts)
 	if (b - m->base >= m->niv) {
 		uint64_t need = b - m->base + 1;
 
+		if (need > IV_MAX)
+			return NULL;
 		if (need > m->cap) {
 			uint64_t cap = RTE_MAX(need, m->cap * 2);
 			void *p = realloc(m->iv, cap * sizeof(*m->iv));
@@ -160,6 +168,8 @@ measure_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n
 			if (likely(c != NULL)) {
 				c[0]++;
 				c[1] += r->wire_len;
+			} else {
+				++*m->c_iv_out;
 			}
 			recs[k++] = r;
 			if (k == RB2_STAGE_BURST_MAX) {
@@ -269,10 +279,10 @@ write_json(struct measure *m, const struct rb2_nf_totals *t, const struct rb2_fl
 		return -errno;
 	fprintf(o, "{\"totals\": {\"packets\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"ipv4\": %"
 		PRIu64 ", \"ipv6\": %" PRIu64 ", \"nonip\": %" PRIu64 ", \"malformed\": %" PRIu64
-		", \"lost\": %" PRIu64 ", \"bad_msgs\": %" PRIu64 ", \"bad_bytes\": %" PRIu64
+		", \"lost\": %" PRIu64 ", \"bad_msgs\": %" PRIu64 ", \"bad_bytes\": %" PRIu64 ", \"outside_intervals\": %" PRIu64
 		", \"first_ns\": %" PRIu64 ", \"last_ns\": %" PRIu64 "},\n",
 		t->packets, t->bytes, t->ipv4, t->ipv6, t->nonip, t->malformed, t->lost, *m->c_bad,
-		m->bad_bytes, t->first_ns, t->last_ns);
+		m->bad_bytes, *m->c_iv_out, t->first_ns, t->last_ns);
 	fprintf(o, " \"flows\": %" PRIu64 ", \"cycles_per_record\": %.2f,\n",
 		rb2_flowtab_count(m->ft), cyc_per_rec(m, *m->c_records));
 	fprintf(o, " \"interval_ns\": %" PRIu64 ", \"intervals\": [", m->interval_ns);
@@ -336,6 +346,9 @@ measure_report(struct rb2_stage *st, FILE *out)
 		pmin = RTE_MIN(pmin, m->iv[i][0]);
 		pmax = RTE_MAX(pmax, m->iv[i][0]);
 	}
+	if (*m->c_iv_out > 0)
+		fprintf(out, "  %" PRIu64 " records lie over %u intervals away from the first: "
+			"left out of the rates (raise interval_ms)\n", *m->c_iv_out, IV_MAX);
 	if (m->niv > 0)
 		fprintf(out, "  rate per %.3f s of trace time, %" PRIu64 " intervals: min %.3f, mean "
 			"%.3f, max %.3f Mpps; mean %.3f Gb/s\n", (double)m->interval_ns / 1e9, m->niv,

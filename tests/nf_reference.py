@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rb2 authors
+"""An independent reference for the measurement NF, in plain Python.
+
+It reads pcap and pcapng itself (no libpcap), decodes the link layers and
+IP headers from their specifications, and computes totals and per-flow
+packets, bytes and first/last timestamps, to check rb2-nf's JSON against.
+
+  nf_reference.py compare TRACE NF_JSON   exit 1 and print the differences
+  nf_reference.py summary TRACE           print the reference as JSON
+  nf_reference.py craft DIR               write small captures of every
+                                          supported link type, with VLAN
+                                          tags, fragments, IPv6 extension
+                                          headers, snapped and broken packets
+"""
+import ipaddress
+import json
+import os
+import struct
+import sys
+from collections import Counter, defaultdict
+
+PORT_PROTOS = {6, 17, 33, 132, 136}     # TCP UDP DCCP SCTP UDP-Lite
+
+
+# ---- Reading captures --------------------------------------------------------
+
+def read_pcap(b):
+    magic = b[:4]
+    endian = {b"\xd4\xc3\xb2\xa1": ("<", 1000), b"\xa1\xb2\xc3\xd4": (">", 1000),
+              b"\x4d\x3c\xb2\xa1": ("<", 1), b"\xa1\xb2\x3c\x4d": (">", 1)}[magic]
+    e, mul = endian
+    linktype = struct.unpack(e + "I", b[20:24])[0] & 0x0FFFFFFF
+    off = 24
+    while off + 16 <= len(b):
+        sec, frac, incl, orig = struct.unpack(e + "IIII", b[off:off + 16])
+        data = b[off + 16:off + 16 + incl]
+        if len(data) < incl:
+            raise ValueError("truncated packet")
+        yield linktype, sec * 1_000_000_000 + frac * mul, data, orig
+        off += 16 + incl
+    if off != len(b):
+        raise ValueError("truncated record header")
+
+
+def read_pcapng(b):
+    off = 0
+    e = "<"
+    ifaces = []
+    while off + 12 <= len(b):
+        if b[off:off + 4] == b"\x0a\x0d\x0d\x0a":
+            e = "<" if b[off + 8:off + 12] == b"\x4d\x3c\x2b\x1a" else ">"
+            ifaces = []
+        btype, blen = struct.unpack(e + "II", b[off:off + 8])
+        if blen < 12 or off + blen > len(b):
+            raise ValueError("truncated block")
+        body = b[off + 8:off + blen - 4]
+        if btype == 1:                                   # interface description
+            lt = struct.unpack(e + "H", body[0:2])[0]
+            units = 10 ** 6                              # default: microseconds
+            o = 8
+            while o + 4 <= len(body):
+                code, olen = struct.unpack(e + "HH", body[o:o + 4])
+                if code == 0:
+                    break
+                if code == 9 and olen >= 1:              # if_tsresol
+                    v = body[o + 4]
+                    units = 10 ** (v & 0x7F) if not v & 0x80 else 2 ** (v & 0x7F)
+                o += 4 + (olen + 3) // 4 * 4
+            ifaces.append((lt, units))
+        elif btype in (6, 2):                            # enhanced / obsolete packet
+            if btype == 6:
+                iface, hi, lo, incl, orig = struct.unpack(e + "IIIII", body[:20])
+            else:
+                iface, _drops, hi, lo, incl, orig = struct.unpack(e + "HHIIII", body[:20])
+            lt, units = ifaces[iface]
+            ts = (hi << 32) | lo                         # in 1/units s: exact ns
+            yield lt, ts // units * 10 ** 9 + ts % units * 10 ** 9 // units, \
+                body[20:20 + incl], orig
+        elif btype == 3:                                 # simple packet: no timestamp
+            orig = struct.unpack(e + "I", body[:4])[0]
+            lt, _ = ifaces[0]
+            yield lt, 0, body[4:4 + min(orig, len(body) - 4)], orig
+        off += blen
+
+
+def read_capture(path):
+    b = open(path, "rb").read()
+    if b[:4] == b"\x0a\x0d\x0d\x0a":
+        return read_pcapng(b)
+    return read_pcap(b)
+
+
+# ---- Decoding ----------------------------------------------------------------
+
+def ipv4(p, rec):
+    if len(p) < 20 or p[0] >> 4 != 4 or (p[0] & 15) * 4 < 20:
+        rec["kind"] = "malformed"
+        return
+    ihl = (p[0] & 15) * 4
+    rec.update(kind="ipv4", proto=p[9], src=str(ipaddress.IPv4Address(p[12:16])),
+               dst=str(ipaddress.IPv4Address(p[16:20])))
+    if struct.unpack(">H", p[6:8])[0] & 0x1FFF:
+        rec["frag"] = True                       # a later fragment: no ports
+    elif len(p) >= ihl:
+        l4ports(p[ihl:], rec)
+    else:
+        rec["trunc"] = True
+
+
+def l4ports(l4, rec):
+    if rec["proto"] not in PORT_PROTOS:
+        return
+    if len(l4) < 4:
+        rec["trunc"] = True
+        return
+    rec["sport"], rec["dport"] = struct.unpack(">HH", l4[:4])
+
+
+def ipv6(p, rec):
+    if len(p) < 40 or p[0] >> 4 != 6:
+        rec["kind"] = "malformed"
+        return
+    rec["kind"] = "ipv6"
+    nh, off = p[6], 40
+    for _ in range(8):
+        if nh in (0, 43, 60):
+            if len(p) < off + 8:
+                rec["trunc"] = True
+                break
+            nh, off = p[off], off + 8 + p[off + 1] * 8
+        elif nh == 44:
+            if len(p) < off + 8:
+                rec["trunc"] = True
+                break
+            if struct.unpack(">H", p[off + 2:off + 4])[0] & 0xFFF8:
+                rec["frag"] = True
+            nh, off = p[off], off + 8
+        else:
+            break
+    rec["proto"] = nh
+    if not rec.get("frag") and not rec.get("trunc"):
+        if len(p) < off:
+            rec["trunc"] = True
+        else:
+            l4ports(p[off:], rec)
+    rec["src"] = str(ipaddress.IPv6Address(p[8:24]))
+    rec["dst"] = str(ipaddress.IPv6Address(p[24:40]))
+
+
+def ip_any(p, rec):
+    if not p:
+        rec["kind"] = "malformed"
+    elif p[0] >> 4 == 4:
+        ipv4(p, rec)
+    elif p[0] >> 4 == 6:
+        ipv6(p, rec)
+    else:
+        rec["kind"] = "nonip"
+
+
+def by_ethertype(et, p, rec):
+    if et == 0x0800:
+        ipv4(p, rec)
+    elif et == 0x86DD:
+        ipv6(p, rec)
+    else:
+        rec["kind"] = "nonip"
+
+
+def decode(lt, p):
+    rec = {"kind": None, "proto": 0, "sport": 0, "dport": 0}
+    if lt in (12, 14, 101, 228, 229):                       # raw IP
+        ip_any(p, rec)
+    elif lt == 1:                                           # Ethernet
+        if len(p) < 14:
+            rec["kind"] = "malformed"
+            return rec
+        off = 12
+        et = struct.unpack(">H", p[12:14])[0]
+        while et in (0x8100, 0x88A8, 0x9100) and len(p) >= off + 6:
+            off += 4
+            et = struct.unpack(">H", p[off:off + 2])[0]
+        if et in (0x8100, 0x88A8, 0x9100):
+            rec["kind"] = "malformed"
+        else:
+            by_ethertype(et, p[off + 2:], rec)
+    elif lt == 113:                                         # Linux SLL
+        if len(p) < 16:
+            rec["kind"] = "malformed"
+        else:
+            by_ethertype(struct.unpack(">H", p[14:16])[0], p[16:], rec)
+    elif lt == 276:                                         # Linux SLL2
+        if len(p) < 20:
+            rec["kind"] = "malformed"
+        else:
+            by_ethertype(struct.unpack(">H", p[0:2])[0], p[20:], rec)
+    elif lt in (0, 108):                                    # NULL / LOOP
+        if len(p) < 4:
+            rec["kind"] = "malformed"
+            return rec
+        le, be = struct.unpack("<I", p[:4])[0], struct.unpack(">I", p[:4])[0]
+        af = le if le <= 0xFFFF else be
+        if af == 2:
+            ipv4(p[4:], rec)
+        elif af in (10, 24, 28, 30):
+            ipv6(p[4:], rec)
+        else:
+            rec["kind"] = "nonip"
+    else:
+        raise ValueError(f"link type {lt}")
+    return rec
+
+
+def reference(path):
+    tot = Counter()
+    flows = {}
+    first = last = None
+    for lt, ts, data, orig in read_capture(path):
+        r = decode(lt, data)
+        tot["packets"] += 1
+        tot["bytes"] += orig
+        tot[r["kind"]] += 1
+        first = ts if first is None else min(first, ts)
+        last = ts if last is None else max(last, ts)
+        if r["kind"] not in ("ipv4", "ipv6"):
+            continue
+        key = (r["kind"], r["src"], r["dst"], r["sport"], r["dport"], r["proto"])
+        f = flows.get(key)
+        if f is None:
+            f = flows[key] = {"packets": 0, "bytes": 0, "first_ns": ts, "last_ns": ts}
+        f["packets"] += 1
+        f["bytes"] += orig
+        f["last_ns"] = ts      # as the NF: the last one seen, in trace order
+    return {"packets": tot["packets"], "bytes": tot["bytes"], "ipv4": tot["ipv4"],
+            "ipv6": tot["ipv6"], "nonip": tot["nonip"], "malformed": tot["malformed"],
+            "first_ns": first or 0, "last_ns": last or 0}, flows
+
+
+def compare(trace, nf_json):
+    tot, flows = reference(trace)
+    nf = json.load(open(nf_json))
+    bad = []
+    for k, v in tot.items():
+        if nf["totals"].get(k) != v:
+            bad.append(f"totals.{k}: NF {nf['totals'].get(k)}, reference {v}")
+    if nf["totals"].get("lost", 0) or nf["totals"].get("bad_msgs", 0):
+        bad.append(f"NF lost records: {nf['totals']}")
+    if nf["flows"] != len(flows):
+        bad.append(f"flows: NF {nf['flows']}, reference {len(flows)}")
+    got4, got6 = {}, Counter()
+    for f in nf["flow_list"]:
+        vals = (f["packets"], f["bytes"], f["first_ns"], f["last_ns"])
+        if f["kind"] == "ipv4":
+            got4[(f["src"], f["dst"], f["sport"], f["dport"], f["proto"])] = vals
+        else:
+            got6[(f["proto"],) + vals] += 1
+    want6 = Counter()
+    for key, f in flows.items():
+        vals = (f["packets"], f["bytes"], f["first_ns"], f["last_ns"])
+        if key[0] == "ipv4":
+            g = got4.pop(key[1:], None)
+            if g != vals:
+                bad.append(f"flow {key}: NF {g}, reference {vals}")
+        else:
+            want6[(key[5],) + vals] += 1
+    for key, g in list(got4.items())[:10]:
+        bad.append(f"flow {key} only in the NF: {g}")
+    if got6 != want6:
+        bad.append(f"IPv6 flows differ: NF-only {list((got6 - want6).items())[:5]}, "
+                   f"reference-only {list((want6 - got6).items())[:5]}")
+    return tot, len(flows), bad
+
+
+# ---- Crafting captures -------------------------------------------------------
+
+def ip4(src, dst, proto, payload, frag=0, ihl=5):
+    h = struct.pack(">BBHHHBBH4s4s", 0x40 | ihl, 0, 20 + len(payload), 1, frag, 64, proto,
+                    0, ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed)
+    return h + b"\0" * ((ihl - 5) * 4) + payload
+
+
+def ip6(src, dst, nh, payload, ext=b""):
+    return struct.pack(">IHBB16s16s", 0x60000000, len(ext) + len(payload), nh, 64,
+                       ipaddress.IPv6Address(src).packed,
+                       ipaddress.IPv6Address(dst).packed) + ext + payload
+
+
+def l4(sport, dport, n=12):
+    return struct.pack(">HH", sport, dport) + b"\xab" * n
+
+
+def packets():
+    """(ethertype, ip bytes) of every case the decoder must handle."""
+    tcp, udp = 6, 17
+    cases = []
+    for i in range(40):                          # a few flows, repeated
+        cases.append((0x0800, ip4(f"10.0.0.{i % 5}", "192.168.1.1", tcp, l4(1000 + i % 3, 80))))
+        cases.append((0x86DD, ip6(f"2001:db8::{i % 4}", "2001:db8::ff", udp, l4(53, 5353 + i % 2))))
+    cases += [
+        (0x0800, ip4("10.1.1.1", "10.2.2.2", udp, l4(1, 2), frag=0x2000)),     # first fragment
+        (0x0800, ip4("10.1.1.1", "10.2.2.2", udp, b"\x00" * 16, frag=0x0010)),  # later fragment
+        (0x0800, ip4("10.1.1.1", "10.2.2.2", 1, b"\x08\x00" + b"\0" * 6)),     # ICMP: no ports
+        (0x0800, ip4("10.3.3.3", "10.4.4.4", tcp, l4(7, 8), ihl=7)),           # IP options
+        (0x0800, ip4("10.3.3.3", "10.4.4.4", tcp, b"")[:20]),                  # ports snapped
+        (0x0800, b"\x45\x00\x00"),                                             # cut header
+        (0x0800, b"\x65" + b"\0" * 30),                                        # wrong version
+        (0x86DD, ip6("fe80::1", "fe80::2", 0, l4(9, 10), ext=bytes([6, 0]) + b"\0" * 6)),
+        (0x86DD, ip6("fe80::1", "fe80::2", 44, b"\0" * 8,
+                     ext=bytes([17, 0, 0, 0x11]) + b"\0" * 4)),                  # v6 later fragment
+        (0x86DD, b"\x60" + b"\0" * 10),                                        # cut v6 header
+        (0x0806, b"\x00\x01\x08\x00\x06\x04\x00\x01" + b"\0" * 20),             # ARP
+    ]
+    return cases
+
+
+def write_pcap(path, lt, frames, nano=False, big=False):
+    e = ">" if big else "<"
+    magic = 0xA1B23C4D if nano else 0xA1B2C3D4
+    with open(path, "wb") as f:
+        f.write(struct.pack(e + "IHHiIII", magic, 2, 4, 0, 0, 65535, lt))
+        for i, fr in enumerate(frames):
+            wire = len(fr) + (i % 3) * 100       # as if snapped
+            f.write(struct.pack(e + "IIII", 1700000000 + i // 7, (i * 1237) % 1000000,
+                                len(fr), wire) + fr)
+
+
+def write_pcapng(path, lt, frames):
+    def block(t, body):
+        body += b"\0" * (-len(body) % 4)
+        return struct.pack("<II", t, len(body) + 12) + body + struct.pack("<I", len(body) + 12)
+    with open(path, "wb") as f:
+        f.write(block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)))
+        tsres = struct.pack("<HHB3x", 9, 1, 9) + struct.pack("<HH", 0, 0)   # ns resolution
+        f.write(block(1, struct.pack("<HHI", lt, 0, 0) + tsres))
+        for i, fr in enumerate(frames):
+            ts = 1700000000_000000000 + i * 1234567
+            f.write(block(6, struct.pack("<IIIII", 0, ts >> 32, ts & 0xFFFFFFFF, len(fr),
+                                         len(fr) + 4) + fr))
+
+
+def craft(d):
+    os.makedirs(d, exist_ok=True)
+    cases = packets()
+    eth = [b"\x02" * 6 + b"\x04" * 6 + struct.pack(">H", et) + p for et, p in cases]
+    vlan = [b"\x02" * 12 + struct.pack(">HHHH", 0x88A8, 10, 0x8100, 20) +
+            struct.pack(">H", et) + p for et, p in cases]
+    sll = [struct.pack(">HHH8sH", 0, 1, 6, b"\x02" * 8, et) + p for et, p in cases]
+    sll2 = [struct.pack(">HHIHBB8s", et, 0, 1, 1, 0, 6, b"\x02" * 8) + p for et, p in cases]
+    null = [struct.pack("<I", 2 if et == 0x0800 else 30 if et == 0x86DD else 99) + p
+            for et, p in cases]
+    loop = [struct.pack(">I", 2 if et == 0x0800 else 24 if et == 0x86DD else 99) + p
+            for et, p in cases]
+    raw = [p for et, p in cases if et != 0x0806]
+    out = {"ethernet.pcap": (1, eth), "vlan-qinq.pcap": (1, vlan), "sll.pcap": (113, sll),
+           "sll2.pcap": (276, sll2), "null.pcap": (0, null), "loop.pcap": (108, loop),
+           "raw.pcap": (101, raw)}
+    for name, (lt, frames) in out.items():
+        write_pcap(os.path.join(d, name), lt, frames)
+    write_pcap(os.path.join(d, "raw-nano-be.pcap"), 101, raw, nano=True, big=True)
+    write_pcapng(os.path.join(d, "ethernet.pcapng"), 1, eth)
+    print(" ".join(sorted(list(out) + ["raw-nano-be.pcap", "ethernet.pcapng"])))
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "compare":
+        tot, nflows, bad = compare(sys.argv[2], sys.argv[3])
+        print(f"{os.path.basename(sys.argv[2])}: {tot['packets']} packets, {nflows} flows, "
+              f"{tot['ipv4']} IPv4 / {tot['ipv6']} IPv6 / {tot['nonip']} non-IP / "
+              f"{tot['malformed']} malformed: {'MATCH' if not bad else 'DIFFERENT'}")
+        for b in bad[:20]:
+            print("  " + b)
+        sys.exit(1 if bad else 0)
+    if len(sys.argv) == 3 and sys.argv[1] == "summary":
+        tot, flows = reference(sys.argv[2])
+        print(json.dumps({"totals": tot, "flows": len(flows)}))
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "craft":
+        craft(sys.argv[2])
+        return
+    print(__doc__, file=sys.stderr)
+    sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,310 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rb2 authors
+#
+# rb2-nf end to end: the measurement NF against an independent reference
+# (tests/nf_reference.py: its own pcap/pcapng reader and decoder in Python).
+#
+#   test_nf.sh MODE BUILD_DIR
+#     generated   rb2-tracegen traces (IPv4, IPv6, non-IP, snapped, ns), batching, loops, pacing
+#     crafted     every link type, VLAN/QinQ, fragments, IPv6 extension headers, broken packets
+#     debian      real captures shipped by Debian (golang-github-google-gopacket-dev)
+#     errors      bad traces, bad configurations, bad arguments: clear errors, nothing lost
+#     plugin      meson install + pkg-config build of examples/stage-filter, and broken plugins
+#     twoproc     replay and measure as two processes over shm = one process (needs hugepages)
+#     signal      SIGINT drains: every record sent is measured
+set -uo pipefail
+
+mode=$1
+build=$(cd "$2" && pwd)
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+nf=$build/apps/rb2-nf/rb2-nf
+gen=$build/apps/rb2-tracegen/rb2-tracegen
+ref=$src/tests/nf_reference.py
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+eal=(-l 0-1 --no-pci --no-huge -m 512 --file-prefix "rb2t-nf-$mode-$$" --log-level=lib.eal:warning)
+fails=0
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+# run_nf OUT.json [rb2-nf options...]: the default pipeline, JSON results.
+run_nf() {
+	local json=$1; shift
+	"$nf" "${eal[@]}" -- --top 3 --json "$json" "$@" >"$tmp/out.txt" 2>"$tmp/err.txt"
+}
+
+# check TRACE [rb2-nf options...]: the NF's flows and totals = the reference's.
+check() {
+	local trace=$1; shift
+	if ! run_nf "$tmp/nf.json" --trace "$trace" "$@"; then
+		fail "rb2-nf on $trace $*: exit $?"; cat "$tmp/err.txt"; return
+	fi
+	if python3 "$ref" compare "$trace" "$tmp/nf.json"; then
+		ok "$(basename "$trace") $*"
+	else
+		fail "$(basename "$trace") $*: NF and reference differ"
+	fi
+}
+
+# expect_err WANT_REGEX CMD...: CMD fails, and says WANT on stderr.
+expect_err() {
+	local want=$1; shift
+	if "$@" >"$tmp/out.txt" 2>"$tmp/err.txt"; then
+		fail "expected an error matching '$want' from: $*"
+	elif grep -Eq -- "$want" "$tmp/err.txt"; then
+		ok "error: $(grep -Eo -- "$want" "$tmp/err.txt" | head -1)"
+	else
+		fail "error of '$*' does not match '$want':"; cat "$tmp/err.txt"
+	fi
+}
+
+json_get() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+case $mode in
+generated)
+	"$gen" -o "$tmp/a.pcap" --packets 300000 --flows 20000 --seed 1 >/dev/null
+	"$gen" -o "$tmp/b.pcap" --packets 200000 --flows 10000 --ipv6 0.25 --nonip 0.05 \
+		--snaplen 40 --seed 2 >/dev/null
+	"$gen" -o "$tmp/c.pcap" --packets 100000 --flows 3000 --snaplen 96 --nano --seed 3 \
+		--ipv6 0.1 >/dev/null
+	check "$tmp/a.pcap"
+	check "$tmp/b.pcap"
+	check "$tmp/c.pcap"
+	check "$tmp/b.pcap" --batch 7                     # several records per message
+	check "$tmp/a.pcap" --cm-width 4096               # with the sketch
+	# The reference must be able to fail: b's NF output is not a's.
+	run_nf "$tmp/b.json" --trace "$tmp/b.pcap"
+	if python3 "$ref" compare "$tmp/a.pcap" "$tmp/b.json" >/dev/null; then
+		fail "the reference accepted another trace's results"
+	else
+		ok "the reference rejects another trace's results"
+	fi
+	# Loops: every loop counted; timestamps continue.
+	run_nf "$tmp/l.json" --trace "$tmp/c.pcap" --loop 3 || fail "--loop 3"
+	[ "$(json_get "$tmp/l.json" 'd["totals"]["packets"]')" = 300000 ] &&
+		ok "--loop 3: 3 x 100000 records" || fail "--loop 3 packet count"
+	# Pacing: 20000 records at 100 kpps take >= 0.2 s; at x1000 the
+	# capture's 60 s take >= 0.06 s.
+	"$gen" -o "$tmp/p.pcap" --packets 20000 --flows 100 --seed 4 >/dev/null
+	for pace in "--pps 100000:0.19" "--multiplier 1000:0.055"; do
+		run_nf "$tmp/p.json" --trace "$tmp/p.pcap" ${pace%:*} --stats-json "$tmp/s.json" ||
+			fail "${pace%:*}"
+		secs=$(json_get "$tmp/s.json" 'd["seconds"]')
+		python3 -c "import sys; sys.exit(0 if $secs >= ${pace#*:} else 1)" &&
+			ok "${pace%:*}: $secs s" || fail "${pace%:*} ran in $secs s, too fast"
+	done
+	;;
+crafted)
+	python3 "$ref" craft "$tmp/cr" >/dev/null
+	for f in "$tmp"/cr/*; do
+		check "$f"
+	done
+	;;
+debian)
+	g=/usr/share/gocode/src/github.com/google/gopacket
+	if [ ! -d "$g/pcapgo/tests" ]; then
+		echo "SKIP: no Debian captures: apt-get install golang-github-google-gopacket-dev"
+		exit 77
+	fi
+	# Ethernet and NULL/loopback pcaps (IPv6 in the loopback one), and
+	# pcapng in both byte orders: the files libpcap reads whole.
+	for f in "$g"/pcap/test_{dns,ethernet,loopback}.pcap \
+		"$g"/pcapgo/tests/{le,be}/test0{01,07,09,10,11,12,16,18}.pcapng \
+		"$g"/pcapgo/tests/le/test902.pcapng; do
+		check "$f"
+	done
+	# One libpcap stops early (interfaces of different snap lengths): the
+	# NF says so, and measures exactly the packets before the cut.
+	f=$g/pcapgo/tests/le/test100.pcapng
+	run_nf "$tmp/t.json" --trace "$f"
+	grep -q "truncated or corrupt after 1 packets" "$tmp/err.txt" &&
+		[ "$(json_get "$tmp/t.json" 'd["totals"]["packets"]')" = 1 ] &&
+		ok "test100.pcapng: libpcap's early stop is reported and counted" ||
+		fail "test100.pcapng: no clear report of the early stop"
+	;;
+errors)
+	"$gen" -o "$tmp/g.pcap" --packets 5000 --flows 50 --seed 5 >/dev/null
+	: >"$tmp/empty.pcap"
+	head -c 24 "$tmp/g.pcap" >"$tmp/header-only.pcap"
+	head -c 100000 "$tmp/g.pcap" >"$tmp/cut.pcap"
+	head -c 4000 /dev/urandom >"$tmp/garbage.pcap"
+	expect_err "empty.pcap: cannot read it as pcap" "$nf" "${eal[@]}" -- --trace "$tmp/empty.pcap"
+	expect_err "garbage.pcap: cannot read it as pcap" "$nf" "${eal[@]}" -- --trace "$tmp/garbage.pcap"
+	expect_err "header-only.pcap holds no packet" "$nf" "${eal[@]}" -- --trace "$tmp/header-only.pcap"
+	expect_err "no trace: give --trace FILE" "$nf" "${eal[@]}" --
+	expect_err "missing.pcap: cannot read" "$nf" "${eal[@]}" -- --trace "$tmp/missing.pcap"
+	# A file cut mid-packet: a warning, and exactly the whole packets before it.
+	run_nf "$tmp/cut.json" --trace "$tmp/cut.pcap" || fail "cut.pcap: exit $?"
+	n=$(python3 -c "
+import sys; sys.path.insert(0, '$src/tests'); import nf_reference as r
+n = 0
+try:
+    for _ in r.read_capture('$tmp/cut.pcap'): n += 1
+except ValueError: pass
+print(n)")
+	grep -q "truncated or corrupt after $n packets" "$tmp/err.txt" &&
+		[ "$(json_get "$tmp/cut.json" 'd["totals"]["packets"]')" = "$n" ] &&
+		ok "cut.pcap: warned, the $n whole packets measured" || fail "cut.pcap"
+	# Arguments and EAL.
+	expect_err "EAL initialization failed" "$nf" -l 0-1 --no-pci --no-such-eal-arg --
+	expect_err "unexpected argument 'stray'" "$nf" "${eal[@]}" -- --trace "$tmp/g.pcap" stray
+	expect_err "invalid pps = 'fast'" "$nf" "${eal[@]}" -- --trace "$tmp/g.pcap" --pps fast
+	expect_err "pps and multiplier both set" "$nf" "${eal[@]}" -- --trace "$tmp/g.pcap" \
+		--pps 10 --multiplier 2
+	expect_err "invalid batch = '65'.*\[1, 64\]" "$nf" "${eal[@]}" -- --trace "$tmp/g.pcap" --batch 65
+	# Configurations: every error names the file and the line.
+	cfg() { printf '%s\n' "$@" >"$tmp/c.ini"; }
+	base=("[stage replay]" "type = replay" "lcore = 0" "trace = $tmp/g.pcap"
+	      "[stage measure]" "type = measure" "lcore = 1"
+	      "[link r]" "from = replay.out" "to = measure")
+	run() { "$nf" "${eal[@]}" -- --config "$tmp/c.ini" "$@"; }
+	cfg "${base[@]}"
+	run >/dev/null 2>&1 && ok "the base configuration runs" || fail "base configuration"
+	cfg "${base[@]}" "[stage x]" "type = nosuch" "lcore = 0"
+	expect_err "c.ini:12: stage 'x': unknown type 'nosuch'" run
+	cfg "${base[@]:0:6}" "lcore = 7" "${base[@]:7}"
+	expect_err "c.ini:7: stage 'measure' is placed on lcore 7, which this EAL does not run" run
+	cfg "${base[@]}" "alpha = 0"
+	expect_err "c.ini:11: \[link r\]: invalid alpha = '0'" run
+	cfg "${base[@]}" "slots = 1000"
+	expect_err "c.ini:8: link 'r': .*slots" run
+	cfg "${base[@]:0:4}" "tpo = 5" "${base[@]:4}"
+	expect_err "c.ini:5: stage 'replay' \(type replay\) takes no argument 'tpo'; it takes: trace" run
+	cfg "${base[@]:0:9}" "to = nobody"
+	expect_err "c.ini:10: link 'r': no stage named 'nobody'" run
+	cfg "${base[@]:0:8}" "from = replay.in" "to = measure"
+	expect_err "c.ini:9: link 'r': stage 'replay' \(type replay\) has no edge 'in'" run
+	cfg "${base[@]}" "[link back]" "from = measure" "to = replay"
+	expect_err "c.ini:12: link 'back': stage 'measure' \(type measure\) is a sink" run
+	cfg "${base[@]}" "[stage f]" "type = replay" "lcore = 0" "trace = \${nope}"
+	expect_err "c.ini:14: unknown variable \\$\{nope\}" run
+	cfg "${base[@]}" "[oops"
+	expect_err "c.ini:11: section header without" run
+	cfg "${base[@]}" "just words"
+	expect_err "c.ini:11: expected 'key = value'" run
+	cfg "${base[@]}" "[stage replay]"
+	expect_err "c.ini:11: section \[stage replay\] again \(first at line 1\)" run
+	cfg "${base[@]:0:2}" "type = measure"
+	expect_err "c.ini:3: 'type' set twice in \[stage replay\] \(first at line 2\)" run
+	cfg "${base[@]}" "[thing]"
+	expect_err "c.ini:11: unknown section \[thing\]" run
+	expect_err "nosuch.ini: cannot open" "$nf" "${eal[@]}" -- --config "$tmp/nosuch.ini"
+	# An option the configuration never uses is pointed out.
+	cfg "${base[@]}"
+	run --top 3 >/dev/null 2>"$tmp/err.txt"
+	grep -q -- "--top has no effect" "$tmp/err.txt" && ok "unused --top is pointed out" ||
+		fail "unused --top not pointed out"
+	;;
+plugin)
+	# As a new user would: install, then build the example with pkg-config.
+	dest=$tmp/dest
+	meson install -C "$build" --destdir "$dest" --quiet >/dev/null ||
+		{ fail "meson install"; exit 1; }
+	pc=$(find "$dest" -name librb2.pc | head -1)
+	[ -n "$pc" ] || { fail "no librb2.pc installed"; exit 1; }
+	# The .pc names its install prefix; DESTDIR moved it: say where.
+	prefix=$(sed -n 's/^prefix=//p' "$pc")
+	mkdir -p "$tmp/pc"
+	sed "s|^prefix=.*|prefix=$dest$prefix|" "$pc" >"$tmp/pc/librb2.pc"
+	cp -r "$src/examples/stage-filter" "$tmp/ex"
+	if ! PKG_CONFIG_PATH=$tmp/pc make -C "$tmp/ex" >"$tmp/make.txt" 2>&1; then
+		fail "building examples/stage-filter with pkg-config"; cat "$tmp/make.txt"; exit 1
+	fi
+	ok "examples/stage-filter built with pkg-config --cflags --libs librb2"
+	"$gen" -o "$tmp/g.pcap" --packets 100000 --flows 2000 --seed 6 --ipv6 0.2 >/dev/null
+	(cd "$tmp/ex" && "$nf" "${eal[@]}" -- --plugin ./filter.so --config filter.ini \
+		--trace "$tmp/g.pcap" --json "$tmp/f.json" --stats-json "$tmp/s.json") \
+		>"$tmp/out.txt" 2>&1 || { fail "rb2-nf with the plugin"; cat "$tmp/out.txt"; }
+	want=$(python3 -c "
+import sys; sys.path.insert(0, '$src/tests'); import nf_reference as r
+print(sum(1 for lt, ts, d, o in r.read_capture('$tmp/g.pcap')
+          if r.decode(lt, d)['kind'] in ('ipv4', 'ipv6') and r.decode(lt, d)['proto'] == 6))")
+	got=$(json_get "$tmp/f.json" 'd["totals"]["packets"]')
+	[ "$got" = "$want" ] && ok "filter plugin: $got TCP records measured, as the reference" ||
+		fail "filter plugin: measured $got TCP records, reference $want"
+	filtered=$(json_get "$tmp/s.json" '[s for s in d["stages"] if s["name"]=="filter"][0]["counters"]["filtered"]')
+	[ $((got + filtered)) = 100000 ] && ok "filter plugin: kept + filtered = every record" ||
+		fail "filter plugin: $got + $filtered != 100000"
+	(cd "$tmp/ex" && "$nf" "${eal[@]}" -- --plugin ./filter.so --list-stages) | grep -q "filter" &&
+		ok "--list-stages shows the plugin's stage" || fail "--list-stages"
+	p=$build/tests/plugins
+	expect_err "bad_version.so: .*built for stage API v99; this rb2 implements v1" \
+		"$nf" "${eal[@]}" -- --plugin "$p/bad_version.so" --list-stages
+	expect_err "bad_symbol.so: cannot load: .*undefined symbol: rb2_function_that_does_not_exist" \
+		"$nf" "${eal[@]}" -- --plugin "$p/bad_symbol.so" --list-stages
+	expect_err "dup_name.so: stage 'measure' is already registered by .*librb2" \
+		"$nf" "${eal[@]}" -- --plugin "$p/dup_name.so" --list-stages
+	expect_err "not_plugin.so: not an rb2 plugin" \
+		"$nf" "${eal[@]}" -- --plugin "$p/not_plugin.so" --list-stages
+	expect_err "nosuch.so: cannot load" "$nf" "${eal[@]}" -- --plugin "$tmp/nosuch.so" --list-stages
+	# The EAL's -d loads plugins too; a bad one is reported the same way.
+	expect_err "dup_name.so\)|stage 'measure' is already registered" \
+		"$nf" "${eal[@]}" -d "$p/dup_name.so" -- --list-stages
+	;;
+twoproc)
+	free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
+	if [ "${free:-0}" -lt 128 ] || ! mountpoint -q /dev/hugepages; then
+		echo "SKIP: DPDK multi-process needs hugepages: as root, dpdk-hugepages.py -p 2M --setup 1G"
+		exit 77
+	fi
+	"$gen" -o "$tmp/g.pcap" --packets 400000 --flows 30000 --seed 7 --ipv6 0.1 --nonip 0.02 >/dev/null
+	run_nf "$tmp/one.json" --trace "$tmp/g.pcap" || fail "one process"
+	pfx=rb2t-nf2-$$
+	cfg=$src/config/nf-two-proc.ini
+	# measure is the primary (it outlives the sender); replay a secondary.
+	"$nf" -l 1 --no-pci -m 256 --file-prefix "$pfx" --proc-type=primary \
+		--base-virtaddr=0x200000000000 --log-level=lib.eal:warning -- \
+		--config "$cfg" --proc measure --json "$tmp/two.json" \
+		>"$tmp/m.txt" 2>&1 &
+	mpid=$!
+	for _ in $(seq 100); do
+		[ -S "/var/run/dpdk/$pfx/mp_socket" ] && break
+		sleep 0.1
+	done
+	"$nf" -l 0 --no-pci -m 256 --file-prefix "$pfx" --proc-type=secondary \
+		--log-level=lib.eal:warning -- --config "$cfg" --proc replay --trace "$tmp/g.pcap" \
+		>"$tmp/r.txt" 2>&1 || { fail "replay process"; cat "$tmp/r.txt"; }
+	wait $mpid || { fail "measure process"; cat "$tmp/m.txt"; }
+	if python3 - "$tmp/one.json" "$tmp/two.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+key = lambda f: json.dumps(f, sort_keys=True)
+same = a["totals"] == b["totals"] and sorted(map(key, a["flow_list"])) == sorted(map(key, b["flow_list"]))
+print(f"one process: {a['totals']['packets']} records, {a['flows']} flows; "
+      f"two processes: {b['totals']['packets']} records, {b['flows']} flows")
+sys.exit(0 if same else 1)
+PY
+	then
+		ok "two processes over shm = one process, flow for flow"
+	else
+		fail "two processes differ from one"
+	fi
+	python3 "$ref" compare "$tmp/g.pcap" "$tmp/two.json" || fail "two processes vs reference"
+	;;
+signal)
+	"$gen" -o "$tmp/g.pcap" --packets 50000 --flows 1000 --seed 8 >/dev/null
+	"$nf" "${eal[@]}" -- --trace "$tmp/g.pcap" --loop 0 --pps 2000000 --json "$tmp/s.json" \
+		--stats-json "$tmp/st.json" >"$tmp/out.txt" 2>"$tmp/err.txt" &
+	pid=$!
+	sleep 3
+	kill -INT $pid
+	wait $pid
+	rc=$?
+	sent=$(json_get "$tmp/st.json" '[s for s in d["stages"] if s["name"]=="replay"][0]["edges"]["out"]["msgs"]')
+	got=$(json_get "$tmp/s.json" 'd["totals"]["packets"]')
+	if [ $rc = 0 ] && grep -q "stopped, drained" "$tmp/out.txt" && [ "$sent" = "$got" ] &&
+		[ "$got" -gt 50000 ]; then
+		ok "SIGINT: drained, all $sent records sent were measured"
+	else
+		fail "SIGINT: rc $rc, sent $sent, measured $got"; cat "$tmp/out.txt" "$tmp/err.txt"
+	fi
+	;;
+*)
+	echo "usage: $0 generated|crafted|debian|errors|plugin|twoproc|signal BUILD_DIR" >&2
+	exit 2
+	;;
+esac
+echo "$mode: $fails failure(s)"
+[ $fails -eq 0 ]

@@ -18,22 +18,26 @@ hugemem=${RB2_HUGEMEM:-1G}
 PKGS=(meson ninja-build pkg-config gcc python3
       libdpdk-dev dpdk dpdk-dev
       libibverbs-dev librdmacm-dev libnuma-dev libpcap-dev
-      libcriterion-dev
+      libcriterion-dev clang libclang-rt-14-dev
+      golang-github-google-gopacket-dev
       qemu-system-x86 debootstrap busybox-static)
 
 usage() {
 	cat <<EOF
-usage: $0 main|test
+usage: $0 main [TRACE]|test
 
   main   install missing packages, reserve hugepages, build, and run the
-         main job: rb2-perf over the shm transport (streaming throughput,
-         RB2 side by side with DPDK rte_ring, then ping-pong latency)
+         main job: the measurement NF (rb2-nf on its default pipeline:
+         replay on lcore 0, an RB2 channel over shm, measure on lcore 1)
+         on TRACE, or on a CAIDA-like trace that rb2-tracegen generates
+         (10 M packets, 500 k flows)
   test   install missing packages, reserve hugepages, build a release and
-         an ASan+UBSan tree, run every test suite in both, and the verbs
-         suite on Soft-RoCE inside a QEMU guest (tests/verbs-vm/run.sh)
+         an ASan+UBSan tree, run every test suite in both, a libFuzzer
+         pass, and the verbs suite on Soft-RoCE inside a QEMU guest
+         (tests/verbs-vm/run.sh)
 
 environment: RB2_BUILD, RB2_BUILD_ASAN (build dirs), RB2_HUGEMEM (default 1G),
-             CI=true (adds -Werror)
+             RB2_FUZZ_SECONDS (per fuzz target, default 30), CI=true (adds -Werror)
 EOF
 }
 
@@ -68,7 +72,7 @@ setup_hugepages() {
 	local free
 	free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
 	if [ "${free:-0}" -ge 256 ] && mountpoint -q /dev/hugepages; then
-		EAL_MEM="-m 512"
+		EAL_MEM="-m 768"
 		HUGE=1
 		log "hugepages: $free x 2 MiB free on /dev/hugepages"
 	else
@@ -95,16 +99,21 @@ main)
 	install_packages
 	setup_hugepages
 	configure_build "$build"
-	log "main job: rb2-perf over shm, RB2 vs rte_ring, then latency"
-	"$build/apps/rb2-perf/rb2-perf" -l 0-1 --no-pci $EAL_MEM --file-prefix rb2-main \
+	trace=${2:-}
+	if [ -z "$trace" ]; then
+		trace=$build/caida-like.pcap
+		if [ ! -f "$trace" ]; then
+			log "generating a CAIDA-like trace: $trace"
+			"$build/apps/rb2-tracegen/rb2-tracegen" -o "$trace" --packets 10000000 \
+				--flows 500000 --snaplen 64 --seed 1
+		fi
+	fi
+	log "main job: rb2-nf, replay -> RB2 channel (shm) -> measure, on $trace"
+	"$build/apps/rb2-nf/rb2-nf" -l 0-1 --no-pci $EAL_MEM --file-prefix rb2-main \
 		--log-level=lib.eal:warning -- \
-		--mode bw --transport shm --size 64 --compare --rounds 5 --count 4000000 \
-		--json "$build/rb2-perf-bw.json"
-	"$build/apps/rb2-perf/rb2-perf" -l 0-1 --no-pci $EAL_MEM --file-prefix rb2-main \
-		--log-level=lib.eal:warning -- \
-		--mode lat --transport shm --size 64 --count 200000 \
-		--json "$build/rb2-perf-lat.json"
-	log "JSON: $build/rb2-perf-bw.json $build/rb2-perf-lat.json"
+		--trace "$trace" --top 10 --json "$build/rb2-nf.json" \
+		--stats-json "$build/rb2-nf-stats.json"
+	log "every flow: $build/rb2-nf.json; per-stage statistics: $build/rb2-nf-stats.json"
 	;;
 test)
 	install_packages
@@ -117,6 +126,8 @@ test)
 	log "tests: release build, then the verbs transport on Soft-RoCE in a QEMU guest"
 	meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit \
 		--suite verbs-vm || rc=1
+	log "tests: libFuzzer on the pcap reader and the configuration parser"
+	meson test -C "$build" --print-errorlogs --num-processes 1 --suite fuzz || rc=1
 	log "tests: ASan+UBSan build"
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C "$build_asan" --print-errorlogs --num-processes 1 --suite unit \

@@ -4,6 +4,8 @@
 
 /* INI parsing with line numbers and ${variables} (see rb2_config.h). */
 
+#define _GNU_SOURCE /* memmem */
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -120,6 +122,11 @@ substitute(struct parser *p, const char *in, char **out)
 		close = strchr(open, '}');
 		if (close == NULL) {
 			ret = fail(p, "unterminated '${' (write ${name} or ${name:-default})");
+			break;
+		}
+		if (memmem(open + 2, (size_t)(close - open - 2), "${", 2) != NULL) {
+			ret = fail(p, "a variable inside a variable ('%.*s') is not supported",
+				   (int)(close - open + 1), open);
 			break;
 		}
 		dflt = strstr(open, ":-");

@@ -276,22 +276,20 @@ rb2_trace_count(struct rb2_trace_stats *st, const struct rb2_rec *r)
 	st->truncated += (r->flags & RB2_REC_F_TRUNC) != 0;
 }
 
-struct rb2_trace *
-rb2_trace_open(const char *path, char *err, size_t errlen)
+/* Wrap an opened pcap handle (or report why there is none). */
+static struct rb2_trace *
+wrap(pcap_t *p, const char *name, const char *perr, char *err, size_t errlen)
 {
-	char perr[PCAP_ERRBUF_SIZE] = "";
 	struct rb2_trace *t;
-	pcap_t *p;
 
-	p = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, perr);
 	if (p == NULL) {
-		snprintf(err, errlen, "%s: cannot read it as pcap or pcapng: %s", path,
+		snprintf(err, errlen, "%s: cannot read it as pcap or pcapng: %s", name,
 			 perr[0] ? perr : "unknown error");
 		return NULL;
 	}
 	if (!known_linktype(pcap_datalink(p))) {
 		snprintf(err, errlen, "%s: link type %d (%s) is not supported: use RAW, Ethernet, Linux SLL or NULL/LOOP",
-			 path, pcap_datalink(p),
+			 name, pcap_datalink(p),
 			 pcap_datalink_val_to_name(pcap_datalink(p)) ?
 			 pcap_datalink_val_to_name(pcap_datalink(p)) : "unknown");
 		pcap_close(p);
@@ -307,6 +305,28 @@ rb2_trace_open(const char *path, char *err, size_t errlen)
 	t->linktype = pcap_datalink(p);
 	t->nano = pcap_get_tstamp_precision(p) == PCAP_TSTAMP_PRECISION_NANO;
 	return t;
+}
+
+struct rb2_trace *
+rb2_trace_open(const char *path, char *err, size_t errlen)
+{
+	char perr[PCAP_ERRBUF_SIZE] = "";
+	pcap_t *p = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO,
+							     perr);
+
+	return wrap(p, path, perr, err, errlen);
+}
+
+struct rb2_trace *
+rb2_trace_open_file(FILE *f, const char *name, char *err, size_t errlen)
+{
+	char perr[PCAP_ERRBUF_SIZE] = "";
+	pcap_t *p = pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO,
+							      perr);
+
+	if (p == NULL)
+		fclose(f);
+	return wrap(p, name, perr, err, errlen);
 }
 
 int

@@ -43,6 +43,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -95,6 +96,12 @@ struct rb2_trace;
  *   not a capture, an unsupported link type).
  */
 struct rb2_trace *rb2_trace_open(const char *path, char *err, size_t errlen);
+
+/**
+ * As rb2_trace_open(), from an open stream (a pipe, memory): the reader owns
+ * @p f from now on (it is closed on failure too). @p name is for messages.
+ */
+struct rb2_trace *rb2_trace_open_file(FILE *f, const char *name, char *err, size_t errlen);
 
 /**
  * Read the next packet as a record.

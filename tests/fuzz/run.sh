@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rb2 authors
+#
+# Fuzz the pcap reader and the configuration parser with libFuzzer under
+# ASan+UBSan (clang from Debian: apt-get install clang libclang-rt-14-dev).
+#
+#   run.sh BUILD_DIR [SECONDS]     each target runs SECONDS (default:
+#                                  $RB2_FUZZ_SECONDS or 30), from a seed corpus
+#                                  of crafted captures and the shipped configs
+# Crashes are kept in BUILD_DIR/fuzz/<target>-crashes/.
+set -uo pipefail
+
+build=$(cd "$1" && pwd)
+secs=${2:-${RB2_FUZZ_SECONDS:-30}}
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+out=$build/fuzz
+cc=$(command -v clang || command -v clang-14 || true)
+mkdir -p "$out"
+
+if [ -z "$cc" ]; then
+	echo "SKIP: no clang: apt-get install clang libclang-rt-14-dev"
+	exit 77
+fi
+if ! echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n){(void)d;(void)n;return 0;}' |
+	"$cc" -x c -fsanitize=fuzzer -o "$out/probe" - 2>/dev/null; then
+	echo "SKIP: clang cannot link libFuzzer: apt-get install libclang-rt-14-dev"
+	exit 77
+fi
+
+flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+       -I"$src/lib/trace" -I"$src/lib/pipeline")
+"$cc" "${flags[@]}" -o "$out/fuzz_pcap" "$src/tests/fuzz/fuzz_pcap.c" \
+	"$src/lib/trace/rb2_trace.c" -lpcap || exit 1
+"$cc" "${flags[@]}" -o "$out/fuzz_config" "$src/tests/fuzz/fuzz_config.c" \
+	"$src/lib/pipeline/rb2_config.c" || exit 1
+
+# Seeds: captures of every link type, and every configuration we ship.
+seeds=$out/seeds
+rm -rf "$seeds"
+mkdir -p "$seeds/pcap" "$seeds/config"
+python3 "$src/tests/nf_reference.py" craft "$seeds/pcap" >/dev/null
+[ -x "$build/apps/rb2-tracegen/rb2-tracegen" ] &&
+	"$build/apps/rb2-tracegen/rb2-tracegen" -o "$seeds/pcap/gen.pcap" --packets 20 \
+		--flows 5 --ipv6 0.3 --nonip 0.1 --snaplen 48 >/dev/null
+cp "$src"/config/*.ini "$src"/examples/*/*.ini "$seeds/config/"
+
+rc=0
+for t in pcap config; do
+	mkdir -p "$out/$t-corpus" "$out/$t-crashes"
+	echo "== fuzz_$t: $secs s"
+	if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		"$out/fuzz_$t" -max_total_time="$secs" -max_len=8192 -timeout=10 \
+		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$out/$t-crashes/" \
+		"$out/$t-corpus" "$seeds/$t" >"$out/$t.log" 2>&1; then
+		grep -E "^stat::number_of_executed_units|^#[0-9]+.*DONE" "$out/$t.log" | tail -2
+		echo "fuzz_$t: no crash"
+	else
+		echo "fuzz_$t: FAILED (reproducer in $out/$t-crashes/):"
+		grep -A30 "ERROR: \|runtime error\|deadly signal" "$out/$t.log" | head -40
+		rc=1
+	fi
+done
+exit $rc

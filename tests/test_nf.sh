@@ -12,7 +12,7 @@
 #     errors      bad traces, bad configurations, bad arguments: clear errors, nothing lost
 #     plugin      meson install + pkg-config build of examples/stage-filter, and broken plugins
 #     twoproc     replay and measure as two processes over shm = one process (needs hugepages)
-#     signal      SIGINT drains: every record sent is measured
+#     signal      SIGINT drains: every record sent is measured; telemetry while running
 set -uo pipefail
 
 mode=$1
@@ -288,7 +288,16 @@ signal)
 	"$nf" "${eal[@]}" -- --trace "$tmp/g.pcap" --loop 0 --pps 2000000 --json "$tmp/s.json" \
 		--stats-json "$tmp/st.json" >"$tmp/out.txt" 2>"$tmp/err.txt" &
 	pid=$!
-	sleep 3
+	sleep 2
+	# While it runs, the stages' counters are in DPDK telemetry.
+	tel=$(command -v dpdk-telemetry.py || true)
+	if [ -n "$tel" ]; then
+		echo /rb2/pipeline/stages | python3 "$tel" -f "rb2t-nf-$mode-$$" >"$tmp/tel.txt" 2>&1
+		grep -q '"measure": {"type": "measure"' "$tmp/tel.txt" &&
+			grep -q '"records"' "$tmp/tel.txt" && ok "telemetry /rb2/pipeline/stages" ||
+			{ fail "telemetry /rb2/pipeline/stages"; cat "$tmp/tel.txt"; }
+	fi
+	sleep 1
 	kill -INT $pid
 	wait $pid
 	rc=$?

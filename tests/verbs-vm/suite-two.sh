@@ -28,5 +28,66 @@ if [ $side = client ]; then
 	if [ "${d:-0}" -gt 0 ]; then pass=$((pass + 1)); echo "PASS two_guests_elastic_threshold_defers ($d deferrals)";
 	else fail=$((fail + 1)); echo "FAIL two_guests_elastic_threshold_defers (none)"; fi
 fi
+# The measurement NF split over the two guests: replay on B, an RB2 channel
+# over verbs (rdma_cm, across the wire), measure on A. A checks every flow
+# against the same trace measured in one process.
+nf=$RB2_BUILD/apps/rb2-nf/rb2-nf
+"$RB2_BUILD/apps/rb2-tracegen/rb2-tracegen" -o /tmp/nf.pcap --packets 200000 --flows 5000 \
+	--ipv6 0.1 --seed 11 > /dev/null
+cat > /tmp/nf.ini <<EOF
+[stage replay]
+type = replay
+proc = replay
+lcore = 0
+trace = \${trace:-}
+[stage measure]
+type = measure
+proc = measure
+lcore = 0
+flows = 10000
+json = \${json:-}
+[link records]
+from = replay
+to = measure
+transport = verbs,dev=rxe0
+peer = $addr:21020
+timeout_ms = 60000
+EOF
+cat > /tmp/nf-one.ini <<'EOF'
+[stage replay]
+type = replay
+lcore = 0
+trace = ${trace}
+[stage measure]
+type = measure
+lcore = 0
+flows = 10000
+json = ${json}
+[link direct]
+from = replay
+to = measure
+EOF
+if [ $side = server ]; then
+	"$nf" $eal -- --config /tmp/nf.ini --proc measure --json /tmp/nf-two.json > /tmp/nf-two 2>&1
+	rc=$?
+	"$nf" $eal -- --config /tmp/nf-one.ini --trace /tmp/nf.pcap --json /tmp/nf-one.json \
+		> /tmp/nf-one 2>&1
+	grep -hE "^measure '" /tmp/nf-two /tmp/nf-one
+	grep -v cycles_per_record /tmp/nf-one.json > /tmp/nf-one.cmp
+	grep -v cycles_per_record /tmp/nf-two.json > /tmp/nf-two.cmp 2>/dev/null
+	if [ $rc -eq 0 ] && [ -s /tmp/nf-two.cmp ] && cmp -s /tmp/nf-one.cmp /tmp/nf-two.cmp; then
+		pass=$((pass + 1)); echo "PASS two_guests_nf_over_verbs (every flow as in one process)"
+	else
+		fail=$((fail + 1)); echo "FAIL two_guests_nf_over_verbs ($rc)"; cat /tmp/nf-two /tmp/nf-one
+	fi
+else
+	sleep 1
+	if "$nf" $eal -- --config /tmp/nf.ini --proc replay --trace /tmp/nf.pcap > /tmp/nf-two 2>&1; then
+		pass=$((pass + 1)); echo "PASS two_guests_nf_replay_over_verbs"
+	else
+		fail=$((fail + 1)); echo "FAIL two_guests_nf_replay_over_verbs"; cat /tmp/nf-two
+	fi
+fi
+
 echo "two guests ($side): $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -474,3 +474,61 @@ Test(rb2_chan, numa_mismatch_between_lcore_and_memory_warns)
 	fclose(log);
 	free(buf);
 }
+
+/* Lazy pull (§IV-A): the receiver never WRITEs its head; the sender READs it
+ * when it runs out of room, and only then. */
+static void
+lazy_pull(const char *spec)
+{
+	struct rb2_chan_params p;
+	struct rb2_tx_stats ts;
+	struct rb2_tx_ptrs tp;
+	uint8_t buf[64];
+	uint64_t seq = 0;
+
+	rb2_chan_params_init(&p);
+	p.slots = 16; p.alpha = 4; p.beta = 2; p.gamma = 4;
+	p.head_sync = RB2_HEAD_LAZY_PULL;
+	open_pair(spec, &p);
+	for (; seq < 15; seq++)               /* capacity N - 1 */
+		write_msg(seq);
+	cr_assert_eq(rb2_tx_send(tx, buf, 40), -ENOBUFS);
+	rb2_tx_stats_get(tx, &ts);
+	cr_assert_eq(ts.head_reads, 1, "one READ when the ring filled, got %" PRIu64,
+		     ts.head_reads);
+	cr_assert_eq(rb2_tx_flush(tx), 0);
+	for (uint64_t i = 0; i < 15; i++) {
+		cr_assert_eq(rb2_rx_recv(rx, buf, sizeof(buf)), 40);
+		cr_assert(rb2_test_check(buf, 40, i), "message %" PRIu64, i);
+	}
+	/* Drained: the receiver published its head in its own region; the
+	 * sender's local_head moves only when the sender READs it. */
+	cr_assert_eq(rb2_rx_recv(rx, buf, sizeof(buf)), -EAGAIN);
+	rb2_tx_pointers(tx, &tp);
+	cr_assert_eq(tp.local_head, 0, "nobody wrote the sender's local_head");
+	write_msg(seq++);
+	rb2_tx_pointers(tx, &tp);
+	cr_assert_eq(tp.local_head, 15, "the READ brought the head: %" PRIu64, tp.local_head);
+	rb2_tx_stats_get(tx, &ts);
+	cr_assert_eq(ts.head_reads, 2);
+	for (; seq < 200; seq++) {            /* and steady traffic */
+		int ret;
+
+		while ((ret = rb2_tx_send(tx, buf, 40)) == -ENOBUFS) {
+			rb2_tx_flush(tx);
+			while (rb2_rx_recv(rx, buf, sizeof(buf)) == 40)
+				;
+		}
+		cr_assert_eq(ret, 0);
+	}
+}
+
+Test(rb2_chan, lazy_pull_sender_reads_head_copy)
+{
+	lazy_pull("shm,mode=copy");
+}
+
+Test(rb2_chan, lazy_pull_sender_reads_head_loadstore)
+{
+	lazy_pull("shm,mode=loadstore");
+}

@@ -54,6 +54,10 @@ random_cfg(uint64_t seed, struct prop_cfg *c)
 	if (rb2_test_rand(&r) % 4 == 0)
 		c->p.msg_size = 1 + (uint32_t)(rb2_test_rand(&r) % c->p.slot_size);
 	c->max_len = RTE_MIN(rb2_chan_max_msg(&c->p), 4096u);
+	/* Head sync: lazy push or lazy pull, one in three pulls (drawn last,
+	 * so the other parameters of a seed stay what they were). */
+	if (rb2_test_rand(&r) % 3 == 0)
+		c->p.head_sync = RB2_HEAD_LAZY_PULL;
 }
 
 /* Length of message @seq: mostly within one slot, some multi-slot, a few

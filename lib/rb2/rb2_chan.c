@@ -34,6 +34,7 @@ struct rb2_chan_list rb2_chan_list = {
 
 #define WRID_TAIL 1
 #define WRID_HEAD 2
+#define WRID_PULL 3
 #define RB2_POST_SPINS 10000000u /* reaps before a full queue is an error */
 #define STATUS_CHECK_US 1000     /* idle halves ask after their peer this often */
 
@@ -103,10 +104,9 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 		    p->msg_size, p->slot_size);
 		return -EINVAL;
 	}
-	if (p->head_sync != RB2_HEAD_LAZY_PUSH) {
-		WHY("head_sync=%d: only lazy push (0) is implemented in this release",
-		    (int)p->head_sync);
-		return p->head_sync == RB2_HEAD_LAZY_PULL ? -ENOTSUP : -EINVAL;
+	if (p->head_sync != RB2_HEAD_LAZY_PUSH && p->head_sync != RB2_HEAD_LAZY_PULL) {
+		WHY("head_sync=%d: expected lazy push (0) or lazy pull (1)", (int)p->head_sync);
+		return -EINVAL;
 	}
 	if (p->tail_sync != RB2_TAIL_WRITE_TWICE) {
 		WHY("tail_sync=%d: only write-twice (0) is implemented in this release",
@@ -245,6 +245,7 @@ rb2_tx_create(const char *name, struct rb2_xport *xp,
 	tx->qp = qp;
 	tx->mr = mr;
 	tx->loadstore = (uint32_t)loadstore;
+	tx->pull = p.head_sync == RB2_HEAD_LAZY_PULL;
 	tx->mask = p.slots - 1;
 	tx->slot_size = p.slot_size;
 	tx->max_len = rb2_chan_max_msg(&p);
@@ -309,6 +310,8 @@ rb2_rx_create(const char *name, struct rb2_xport *xp,
 	rx->err = -ENOTCONN;
 	rx->local_tail = RTE_PTR_ADD(mr.addr, RB2_REGION_PTR_OFF);
 	rx->head_shadow = RTE_PTR_ADD(mr.addr, RB2_REGION_SHADOW_OFF);
+	rx->pull = p.head_sync == RB2_HEAD_LAZY_PULL;
+	*rx->head_shadow = 0;
 	rx->lens = RTE_PTR_ADD(mr.addr, RB2_REGION_LENS_OFF);
 	rx->slots = RTE_PTR_ADD(mr.addr, rb2_region_slots_off(p.slots));
 	if (p.msg_size != 0) {
@@ -415,6 +418,7 @@ tx_attach(struct rb2_tx *tx, const struct rb2_chan_desc *peer)
 		tx->slots = RTE_PTR_ADD(base, rb2_region_slots_off(peer->slots));
 		tx->peer_lens = RTE_PTR_ADD(base, RB2_REGION_LENS_OFF);
 		tx->peer_tail = RTE_PTR_ADD(base, RB2_REGION_PTR_OFF);
+		tx->peer_head_pub = RTE_PTR_ADD(base, RB2_REGION_SHADOW_OFF);
 	}
 	/* Capacity N - 1: full when tail - local_head == N - 1. */
 	tx->limit = atomic_load_explicit(tx->local_head, memory_order_acquire) +
@@ -586,6 +590,8 @@ tx_reap(struct rb2_tx *tx)
 			}
 			if (wc[i].wr_id == WRID_TAIL && tx->tail_inflight > 0)
 				tx->tail_inflight--;
+			if (wc[i].wr_id == WRID_PULL && tx->pull_inflight > 0)
+				tx->pull_inflight--;
 		}
 	}
 }
@@ -798,6 +804,43 @@ __rb2_tx_flush(struct rb2_tx *tx)
 	return tx->err;
 }
 
+/*
+ * Lazy pull (§IV-A): the receiver only publishes its head in its own region
+ * (a local store); the sender, short of room, READs it into local_head and
+ * waits for the READ. One round trip per refresh, on the sender's path: the
+ * cost the paper measures against lazy push.
+ */
+static void
+pull_head(struct rb2_tx *tx)
+{
+	struct rb2_xport_wr w = {
+		.wr_id = WRID_PULL,
+		.local = (void *)(uintptr_t)tx->local_head,
+		.remote = tx->peer.addr + RB2_REGION_SHADOW_OFF,
+		.len = sizeof(uint64_t), .lkey = tx->mr.lkey, .rkey = tx->peer.rkey,
+		.opcode = RB2_WR_READ, .flags = RB2_WR_SIGNALED,
+	};
+	uint32_t spins;
+
+	RB2_STAT_ADD(&tx->stats, head_reads, 1);
+	if (tx->peer_head_pub != NULL) {
+		/* Load/store: the READ is an acquire load, pairing with the
+		 * receiver's release store of its head. */
+		atomic_store_explicit(tx->local_head,
+				      atomic_load_explicit(tx->peer_head_pub, memory_order_acquire),
+				      memory_order_relaxed);
+		return;
+	}
+	tx_post(tx, &w, 1);
+	if (tx->err != 0)
+		return;
+	tx->pull_inflight++;
+	for (spins = 0; tx->pull_inflight > 0 && tx->err == 0 && spins < RB2_POST_SPINS; spins++)
+		tx_reap(tx);
+	if (tx->pull_inflight > 0 && tx->err == 0)
+		tx_fail(tx, -ETIMEDOUT, "the head READ did not complete");
+}
+
 int
 __rb2_tx_make_room(struct rb2_tx *tx, uint64_t need)
 {
@@ -805,6 +848,8 @@ __rb2_tx_make_room(struct rb2_tx *tx, uint64_t need)
 
 	if (tx->err != 0)
 		return tx->err;
+	if (tx->pull)
+		pull_head(tx);  /* lazy pull: READ the head into local_head */
 	/* Acquire: pairs with the receiver's head WRITE (a release store on
 	 * shm), so its reads of the freed slots are done before we reuse them. */
 	h = atomic_load_explicit(tx->local_head, memory_order_acquire);
@@ -846,6 +891,15 @@ __rb2_rx_push(struct rb2_rx *rx)
 
 	if (rx->err != 0)
 		return;
+	if (rx->pull) {
+		/* Lazy pull: publish the head where the sender READs it.
+		 * Release: our reads of the freed slots before the head. */
+		atomic_store_explicit((_Atomic uint64_t *)rx->head_shadow, rx->head,
+				      memory_order_release);
+		rx->synced_head = rx->head;
+		RB2_STAT_ADD(&rx->stats, head_pushes, 1);
+		return;
+	}
 	if (rx->peer_head != NULL) {
 		/* Release: our reads of the freed slots before the head;
 		 * pairs with the acquire load in __rb2_tx_make_room(). */

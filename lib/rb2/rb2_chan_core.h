@@ -150,6 +150,7 @@ struct rb2_chan_desc {
 	X(slot_writes, "data WRITEs posted (slot transmissions)")              \
 	X(tail_writes, "tail WRITEs posted (pointer advancements)")            \
 	X(deferred_tail_syncs, "tail syncs deferred by the elastic threshold") \
+	X(head_reads, "head READs (lazy pull)") \
 	X(flushes, "explicit or idle flushes that sent something")             \
 	X(full_events, "reservations refused: ring full")
 
@@ -203,6 +204,10 @@ struct rb2_tx {
 	uint32_t tail_inflight;       /**< signaled tail WRITEs not completed */
 	uint64_t next_check;          /**< TSC of the next peer check */
 	uint32_t loadstore;           /**< 1: slots go straight into RB_R */
+	uint32_t pull;                /**< lazy pull: we READ the receiver's head */
+	uint32_t pull_inflight;       /**< head READs not completed */
+	/* Lazy pull on load/store transports: the receiver's published head. */
+	_Atomic uint64_t *peer_head_pub;
 	/* Load/store transports: the receiver's lens[] and local_tail, mapped,
 	 * so publishing is a memcpy and a release store, not a WR chain. */
 	uint32_t *peer_lens;
@@ -235,7 +240,9 @@ struct rb2_rx {
 	struct rb2_rx_stats stats __rte_cache_aligned;
 
 	/* Slow path. */
-	uint64_t *head_shadow;        /**< source of the head WRITE */
+	uint64_t *head_shadow;        /**< source of the head WRITE; lazy pull:
+					   the head the sender READs */
+	uint32_t pull;                /**< lazy pull: publish head locally only */
 	uint32_t *own_lens;           /**< fixed-size channel: lens[] kept locally */
 	_Atomic uint64_t *peer_head;  /**< sender's local_head, mapped (load/store) */
 	int err;                      /**< 0, or the -errno that failed it */

@@ -489,8 +489,13 @@ cm_wait(struct rdma_event_channel *ec, enum rdma_cm_event_type want,
 		return NULL;
 	}
 	if (ev->event != want) {
-		RB2_XPORT_LOG(ERR, "verbs: expected %s, got %s (status %d)",
-			      rdma_event_str(want), rdma_event_str(ev->event), ev->status);
+		/* A refusal is retried by the active side: not an error yet. */
+		if (ev->event == RDMA_CM_EVENT_REJECTED)
+			RB2_XPORT_LOG(DEBUG, "verbs: %s refused (status %d): no listener yet?",
+				      rdma_event_str(want), ev->status);
+		else
+			RB2_XPORT_LOG(ERR, "verbs: expected %s, got %s (status %d)",
+				      rdma_event_str(want), rdma_event_str(ev->event), ev->status);
 		*err = ev->event == RDMA_CM_EVENT_REJECTED ? -ECONNREFUSED :
 			ev->event == RDMA_CM_EVENT_UNREACHABLE ? -EHOSTUNREACH : -ECONNABORTED;
 		rdma_ack_cm_event(ev);
@@ -621,20 +626,40 @@ verbs_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 		rdma_destroy_id(v->listen_id);
 		v->listen_id = NULL;
 	} else {
-		if (rdma_resolve_addr(id, NULL, ai->ai_addr, VERBS_CM_TIMEOUT_MS) != 0 ||
-		    (ev = cm_wait(v->ec, RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms, &err)) == NULL)
-			goto fail_active;
-		rdma_ack_cm_event(ev);
-		if (rdma_resolve_route(id, VERBS_CM_TIMEOUT_MS) != 0 ||
-		    (ev = cm_wait(v->ec, RDMA_CM_EVENT_ROUTE_RESOLVED, timeout_ms, &err)) == NULL)
-			goto fail_active;
-		rdma_ack_cm_event(ev);
-		if ((err = make_qp(qp, v, id)) < 0)
-			goto fail_active;
-		if (rdma_connect(id, &cp) != 0 ||
-		    (ev = cm_wait(v->ec, RDMA_CM_EVENT_ESTABLISHED, timeout_ms, &err)) == NULL) {
+		uint64_t deadline = rte_get_timer_cycles() +
+			rte_get_timer_hz() * timeout_ms / 1000;
+
+		/* A peer that is not listening yet refuses the connection:
+		 * retry until the timeout, as the passive side waits. */
+		for (;;) {
+			err = 0;
+			if (rdma_resolve_addr(id, NULL, ai->ai_addr, VERBS_CM_TIMEOUT_MS) != 0 ||
+			    (ev = cm_wait(v->ec, RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms,
+					  &err)) == NULL)
+				goto fail_active;
+			rdma_ack_cm_event(ev);
+			if (rdma_resolve_route(id, VERBS_CM_TIMEOUT_MS) != 0 ||
+			    (ev = cm_wait(v->ec, RDMA_CM_EVENT_ROUTE_RESOLVED, timeout_ms,
+					  &err)) == NULL)
+				goto fail_active;
+			rdma_ack_cm_event(ev);
+			if ((err = make_qp(qp, v, id)) < 0)
+				goto fail_active;
+			if (rdma_connect(id, &cp) == 0 &&
+			    (ev = cm_wait(v->ec, RDMA_CM_EVENT_ESTABLISHED, timeout_ms,
+					  &err)) != NULL)
+				break;
 			rdma_destroy_qp(id);
-			goto fail_active;
+			if (err != -ECONNREFUSED ||
+			    rte_get_timer_cycles() + rte_get_timer_hz() / 10 >= deadline)
+				goto fail_active;
+			rdma_destroy_id(id);
+			id = NULL;
+			rte_delay_us_sleep(100 * 1000);
+			if (rdma_create_id(v->ec, &id, NULL, RDMA_PS_TCP) != 0) {
+				err = -errno;
+				goto out;
+			}
 		}
 		plen = ev->param.conn.private_data_len;
 		if (plen > peer_cap)

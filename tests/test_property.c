@@ -58,6 +58,14 @@ random_cfg(uint64_t seed, struct prop_cfg *c)
 	 * so the other parameters of a seed stay what they were). */
 	if (rb2_test_rand(&r) % 3 == 0)
 		c->p.head_sync = RB2_HEAD_LAZY_PULL;
+	/* Tail sync: write-twice or poll message, one in three polls (the
+	 * marker takes 8 bytes of a fixed-size channel's slot). */
+	if (rb2_test_rand(&r) % 3 == 0) {
+		c->p.tail_sync = RB2_TAIL_POLL_MSG;
+		if (c->p.msg_size > c->p.slot_size - RB2_MARKER_SIZE)
+			c->p.msg_size = c->p.slot_size - RB2_MARKER_SIZE;
+		c->max_len = RTE_MIN(rb2_chan_max_msg(&c->p), 4096u);
+	}
 }
 
 /* Length of message @seq: mostly within one slot, some multi-slot, a few
@@ -95,8 +103,11 @@ check_one(struct rx_state *st, const void *data, uint32_t len)
 
 	if (len != want || !rb2_test_check(data, len, st->next)) {
 		if (st->bad++ == 0)
-			cr_log_error("seed %" PRIu64 ": message %" PRIu64 " has len %u (want %u) or a bad payload",
-				     st->c->seed, st->next, len, want);
+			cr_log_error("seed %" PRIu64 " (N=%u S=%u a=%u b=%u g=%u msg_size=%u head_sync=%d "
+				     "tail_sync=%d): message %" PRIu64 " has len %u (want %u) or a bad payload",
+				     st->c->seed, st->c->p.slots, st->c->p.slot_size, st->c->p.alpha,
+				     st->c->p.beta, st->c->p.gamma, st->c->p.msg_size,
+				     (int)st->c->p.head_sync, (int)st->c->p.tail_sync, st->next, len, want);
 	}
 	st->next++;
 }

@@ -56,9 +56,11 @@ rb2_chan_params_init(struct rb2_chan_params *p)
 uint32_t
 rb2_chan_max_msg(const struct rb2_chan_params *p)
 {
+	uint32_t trailer = p->tail_sync == RB2_TAIL_POLL_MSG ? RB2_MARKER_SIZE : 0;
+
 	if (p->msg_size != 0)
 		return p->msg_size;
-	return (uint32_t)((uint64_t)(p->slots / 2) * p->slot_size);
+	return (uint32_t)((uint64_t)(p->slots / 2) * p->slot_size) - trailer;
 }
 
 #define WHY(...) do { if (why) snprintf(why, len, __VA_ARGS__); } while (0)
@@ -108,11 +110,16 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 		WHY("head_sync=%d: expected lazy push (0) or lazy pull (1)", (int)p->head_sync);
 		return -EINVAL;
 	}
-	if (p->tail_sync != RB2_TAIL_WRITE_TWICE) {
-		WHY("tail_sync=%d: only write-twice (0) is implemented in this release",
-		    (int)p->tail_sync);
-		return (p->tail_sync == RB2_TAIL_WRITE_IMM ||
-			p->tail_sync == RB2_TAIL_POLL_MSG) ? -ENOTSUP : -EINVAL;
+	if (p->tail_sync != RB2_TAIL_WRITE_TWICE && p->tail_sync != RB2_TAIL_POLL_MSG) {
+		WHY("tail_sync=%d: write-twice (0) and poll message (2) are implemented; "
+		    "WRITE_WITH_IMM (1) is not in this release", (int)p->tail_sync);
+		return p->tail_sync == RB2_TAIL_WRITE_IMM ? -ENOTSUP : -EINVAL;
+	}
+	if (p->tail_sync == RB2_TAIL_POLL_MSG && p->msg_size > p->slot_size - RB2_MARKER_SIZE) {
+		WHY("invalid msg_size=%u: with poll-message sync a slot also holds the %d-byte "
+		    "marker (msg_size <= slot_size - %d = %u)", p->msg_size, RB2_MARKER_SIZE,
+		    RB2_MARKER_SIZE, p->slot_size - RB2_MARKER_SIZE);
+		return -EINVAL;
 	}
 	if (p->lcore_id != LCORE_ID_ANY && p->lcore_id >= RTE_MAX_LCORE) {
 		WHY("invalid lcore_id=%u", p->lcore_id);
@@ -246,6 +253,7 @@ rb2_tx_create(const char *name, struct rb2_xport *xp,
 	tx->mr = mr;
 	tx->loadstore = (uint32_t)loadstore;
 	tx->pull = p.head_sync == RB2_HEAD_LAZY_PULL;
+	tx->trailer = p.tail_sync == RB2_TAIL_POLL_MSG ? RB2_MARKER_SIZE : 0;
 	tx->mask = p.slots - 1;
 	tx->slot_size = p.slot_size;
 	tx->max_len = rb2_chan_max_msg(&p);
@@ -311,6 +319,10 @@ rb2_rx_create(const char *name, struct rb2_xport *xp,
 	rx->local_tail = RTE_PTR_ADD(mr.addr, RB2_REGION_PTR_OFF);
 	rx->head_shadow = RTE_PTR_ADD(mr.addr, RB2_REGION_SHADOW_OFF);
 	rx->pull = p.head_sync == RB2_HEAD_LAZY_PULL;
+	rx->poll_msg = p.tail_sync == RB2_TAIL_POLL_MSG;
+	/* Poll message: every lens[] entry starts consumed. */
+	for (uint32_t i = 0; rx->poll_msg && p.msg_size == 0 && i < p.slots; i++)
+		((uint32_t *)RTE_PTR_ADD(mr.addr, RB2_REGION_LENS_OFF))[i] = RB2_LEN_EMPTY;
 	*rx->head_shadow = 0;
 	rx->lens = RTE_PTR_ADD(mr.addr, RB2_REGION_LENS_OFF);
 	rx->slots = RTE_PTR_ADD(mr.addr, rb2_region_slots_off(p.slots));
@@ -647,7 +659,7 @@ count_range(struct rb2_tx *tx, uint64_t from, uint64_t to)
 		}
 		msgs++;
 		bytes += len;
-		from += __rb2_nslots(len, tx->slot_size);
+		from += __rb2_nslots(len + tx->trailer, tx->slot_size);
 	}
 	RB2_STAT_ADD(&tx->stats, messages, msgs);
 	RB2_STAT_ADD(&tx->stats, bytes, bytes);
@@ -726,7 +738,8 @@ ls_publish(struct rb2_tx *tx, int publish)
 
 	if (cnt != 0) {
 		count_range(tx, from, tx->tail);
-		if (tx->p.msg_size == 0) {
+		/* Poll message: lengths and markers were stored at commit. */
+		if (tx->p.msg_size == 0 && tx->trailer == 0) {
 			memcpy(&tx->peer_lens[a], &tx->lens[a],
 			       first * sizeof(uint32_t));
 			if (cnt > first)
@@ -734,6 +747,10 @@ ls_publish(struct rb2_tx *tx, int publish)
 				       (size_t)(cnt - first) * sizeof(uint32_t));
 		}
 		tx->esc_tail = tx->tail;
+	}
+	if (tx->trailer != 0) {
+		tx->pub_tail = tx->tail;    /* the markers published it */
+		return;
 	}
 	if (publish && tx->pub_tail != tx->tail) {
 		/* Release: the slots and lens[] before the tail; pairs with
@@ -754,6 +771,8 @@ __rb2_tx_transmit(struct rb2_tx *tx)
 	struct rb2_xport_wr w[4];
 
 	tx_post(tx, w, transmit_wrs(tx, w));
+	if (tx->trailer != 0)
+		tx->pub_tail = tx->tail;    /* the markers publish: no tail */
 }
 
 void
@@ -774,8 +793,11 @@ __rb2_tx_advance(struct rb2_tx *tx)
 	tx->synced_tail = tx->tail;
 	tx_reap(tx);
 	/* Elastic threshold: WRITE the tail only once the previous tail WRITE
-	 * has completed; otherwise the network is busy, keep batching. */
-	if (tx->tail_inflight == 0)
+	 * has completed; otherwise the network is busy, keep batching. With
+	 * poll-message sync there is no tail to WRITE. */
+	if (tx->trailer != 0)
+		tx->pub_tail = tx->tail;
+	else if (tx->tail_inflight == 0)
 		n += tail_wr(tx, w + n);
 	else
 		RB2_STAT_ADD(&tx->stats, deferred_tail_syncs, 1);
@@ -799,7 +821,10 @@ __rb2_tx_flush(struct rb2_tx *tx)
 	n = transmit_wrs(tx, w);
 	tx->synced_tail = tx->tail;
 	tx_reap(tx);
-	n += tail_wr(tx, w + n);
+	if (tx->trailer != 0)
+		tx->pub_tail = tx->tail;
+	else
+		n += tail_wr(tx, w + n);
 	tx_post(tx, w, n);
 	return tx->err;
 }
@@ -874,7 +899,120 @@ __rb2_tx_make_room(struct rb2_tx *tx, uint64_t need)
 	return tx->err != 0 ? tx->err : -ENOBUFS;
 }
 
+/*
+ * Poll-message sync (§IV-A, FaRM's design): no tail pointer crosses the link.
+ * Each message ends, in its last slot, with an 8-byte marker the receiver
+ * polls for; its length goes first (in the lens[] WRITE, or stored first on
+ * load/store), so a marker seen means length and payload are there. The
+ * receiver zeroes both after use.
+ */
+void
+__rb2_tx_mark(struct rb2_tx *tx, uint64_t t, uint32_t skip, uint32_t len, unsigned int n)
+{
+	uint32_t need = __rb2_nslots(len + RB2_MARKER_SIZE, tx->slot_size);
+
+	/* With WRITEs, lens[] travels by ranges from the mirror, inner entries
+	 * of multi-slot messages and of the wrap padding included: those must
+	 * read "consumed", or a stale length (or skip) from an earlier lap
+	 * would be taken for a new one. (Load/store stores only the entries
+	 * that start something, and the receiver consumes each of them.) */
+	int ranges = !tx->loadstore && tx->msg_size == 0;
+
+	if (skip != 0) {
+		if (tx->loadstore && tx->msg_size == 0)
+			tx->peer_lens[t & tx->mask] = RB2_LEN_SKIP;
+		for (uint32_t q = ((uint32_t)t & tx->mask) + 1; ranges && q <= tx->mask; q++)
+			tx->lens[q] = RB2_LEN_EMPTY;
+		t += skip;
+	}
+	for (unsigned int i = 0; i < n; i++, t += need) {
+		uint32_t pos = (uint32_t)t & tx->mask;
+		void *mark = tx->slots + (size_t)(pos + need) * tx->slot_size - RB2_MARKER_SIZE;
+
+		if (!tx->loadstore) {     /* travels with the slots' WRITE */
+			for (uint32_t j = 1; ranges && j < need; j++)
+				tx->lens[pos + j] = RB2_LEN_EMPTY;
+			*(uint64_t *)mark = __rb2_marker(t);
+			continue;
+		}
+		if (tx->msg_size == 0)
+			tx->peer_lens[pos] = len;
+		/* Release: the payload and its length before the marker. */
+		atomic_store_explicit((_Atomic uint64_t *)mark, __rb2_marker(t),
+				      memory_order_release);
+	}
+}
+
 /* ---- receiver slow path -------------------------------------------------- */
+
+int
+__rb2_rx_peek_poll(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
+{
+	uint64_t h = rx->head;
+	unsigned int i = 0;
+
+	while (i < n) {
+		uint32_t pos = (uint32_t)h & rx->mask;
+		uint32_t len = rx->msg_size, need = 1;
+		_Atomic uint32_t *lp = (_Atomic uint32_t *)(uintptr_t)&rx->lens[pos];
+		const _Atomic uint64_t *mark;
+
+		if (rx->msg_size == 0) {
+			len = atomic_load_explicit(lp, memory_order_relaxed);
+			if (len == RB2_LEN_EMPTY)
+				break;                /* nothing (yet) */
+			if (len == RB2_LEN_SKIP) {
+				/* Wrap padding: nothing to deliver; free it now
+				 * (only the first message of a peek may follow). */
+				if (i > 0)
+					break;
+				atomic_store_explicit(lp, RB2_LEN_EMPTY, memory_order_relaxed);
+				h += rx->mask + 1 - pos;
+				rx->head = h;
+				continue;
+			}
+			if (len > rx->max_len)
+				return i > 0 ? (int)i : __rb2_rx_corrupt(rx, h, len);
+			need = __rb2_nslots(len + RB2_MARKER_SIZE, rx->slot_size);
+			if (pos + need > rx->mask + 1)
+				return i > 0 ? (int)i : __rb2_rx_corrupt(rx, h, len);
+		}
+		mark = (const _Atomic uint64_t *)(uintptr_t)(rx->slots +
+			(size_t)(pos + need) * rx->slot_size - RB2_MARKER_SIZE);
+		/* Acquire: pairs with the sender's release store (or ordered
+		 * WRITE) of the marker after payload and length. */
+		if (atomic_load_explicit(mark, memory_order_acquire) != __rb2_marker(h))
+			break;                        /* not all there yet */
+		/* A length read before the marker may have been torn (a NIC
+		 * writes byte-wise); it is final now. */
+		if (rx->msg_size == 0 && atomic_load_explicit(lp, memory_order_relaxed) != len)
+			continue;
+		msgs[i].data = (void *)(uintptr_t)(rx->slots + (size_t)pos * rx->slot_size);
+		rte_prefetch0(msgs[i].data);
+		msgs[i].len = len;
+		msgs[i].next_lo = (uint32_t)(h + need);
+		i++;
+		h += need;
+	}
+	return i > 0 ? (int)i : __rb2_rx_idle(rx);
+}
+
+void
+__rb2_rx_release_poll(struct rb2_rx *rx, const struct rb2_msg *msgs, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		uint32_t pos = (uint32_t)(((const uint8_t *)msgs[i].data - rx->slots) /
+					  rx->slot_size);
+		uint32_t end = (msgs[i].next_lo - 1) & rx->mask;   /* last slot */
+		uint64_t *mark = (uint64_t *)(uintptr_t)(rx->slots + (size_t)(end + 1) *
+							rx->slot_size - RB2_MARKER_SIZE);
+
+		*mark = 0;
+		if (rx->msg_size == 0)
+			((uint32_t *)(uintptr_t)rx->lens)[pos] = RB2_LEN_EMPTY;
+	}
+}
+
 
 void
 __rb2_rx_push(struct rb2_rx *rx)

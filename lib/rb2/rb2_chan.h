@@ -173,7 +173,7 @@ rb2_tx_reserve_burst(struct rb2_tx *tx, uint32_t len, unsigned int n,
 
 	if (unlikely(len > tx->max_len))
 		return -EMSGSIZE;
-	need = __rb2_nslots(len, tx->slot_size);
+	need = __rb2_nslots(len + tx->trailer, tx->slot_size);
 	if (unlikely(pos + need > tx->mask + 1))
 		skip = tx->mask + 1 - pos;
 	if (unlikely(t + skip + need > tx->limit)) {
@@ -210,7 +210,7 @@ rb2_tx_reserve_burst(struct rb2_tx *tx, uint32_t len, unsigned int n,
 static inline size_t
 rb2_tx_stride(const struct rb2_tx *tx, uint32_t len)
 {
-	return (size_t)__rb2_nslots(len, tx->slot_size) * tx->slot_size;
+	return (size_t)__rb2_nslots(len + tx->trailer, tx->slot_size) * tx->slot_size;
 }
 
 /**
@@ -220,9 +220,11 @@ rb2_tx_stride(const struct rb2_tx *tx, uint32_t len)
 static inline void
 rb2_tx_commit_burst(struct rb2_tx *tx, uint32_t len, unsigned int n)
 {
-	uint32_t need = __rb2_nslots(len, tx->slot_size);
+	uint32_t need = __rb2_nslots(len + tx->trailer, tx->slot_size);
 	uint64_t t = tx->tail;
 
+	if (unlikely(tx->trailer != 0))     /* poll message: mark each one */
+		__rb2_tx_mark(tx, t, tx->resv_skip, len, n);
 	if (unlikely(tx->resv_skip != 0)) {
 		tx->lens[t & tx->mask] = RB2_LEN_SKIP;
 		t += tx->resv_skip;
@@ -325,6 +327,8 @@ rb2_rx_peek_burst(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 	uint64_t t = rx->tail_seen;
 	unsigned int i = 0;
 
+	if (unlikely(rx->poll_msg))          /* no tail: poll the markers */
+		return __rb2_rx_peek_poll(rx, msgs, n);
 	if (h == t) {
 		/* Acquire: pairs with the sender's release store (shm) or
 		 * ordered WRITE (verbs) of local_tail after the slots. */
@@ -401,6 +405,8 @@ rb2_rx_release_burst(struct rb2_rx *rx, const struct rb2_msg *msgs,
 
 	if (n == 0)
 		return;
+	if (unlikely(rx->poll_msg))
+		__rb2_rx_release_poll(rx, msgs, n);
 	if (rx->msg_size != 0)
 		bytes = (uint64_t)n * rx->msg_size;
 	for (unsigned int i = 0; rx->msg_size == 0 && i < n; i++)

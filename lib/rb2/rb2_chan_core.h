@@ -80,6 +80,8 @@ extern "C" {
 
 /** lens[] value of a slot padded away at the wrap point. */
 #define RB2_LEN_SKIP UINT32_MAX
+/** Poll-message sync: a lens[] entry the receiver has consumed (0 is a valid length). */
+#define RB2_LEN_EMPTY (UINT32_MAX - 1)
 
 /** Region layout offsets. */
 #define RB2_REGION_PTR_OFF 0
@@ -190,6 +192,7 @@ struct rb2_tx {
 	uint32_t beta;
 	uint32_t resv_skip; /**< slots the pending reservation skips at the wrap */
 	uint32_t msg_size; /**< 0, or the fixed message size */
+	uint32_t trailer;  /**< poll-message sync: bytes of marker after a message */
 
 	/* Each pointer in its own cache line (§IV-C). */
 	uint64_t tail __rte_cache_aligned;        /**< next slot to write */
@@ -234,6 +237,7 @@ struct rb2_rx {
 	uint32_t gamma;
 	uint32_t max_len;
 	uint32_t msg_size;            /**< 0, or the fixed message size */
+	uint32_t poll_msg;            /**< poll-message sync: no tail pointer */
 
 	uint64_t head __rte_cache_aligned;        /**< next slot to read */
 	uint64_t synced_head __rte_cache_aligned; /**< head at the last push */
@@ -275,6 +279,11 @@ struct rb2_msg {
 /* Out-of-line slow paths, called from the inline fast path. */
 int __rb2_tx_make_room(struct rb2_tx *tx, uint64_t need);
 void __rb2_tx_advance(struct rb2_tx *tx);
+void __rb2_tx_mark(struct rb2_tx *tx, uint64_t t, uint32_t skip, uint32_t len,
+		   unsigned int n);
+int __rb2_rx_peek_poll(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n);
+void __rb2_rx_release_poll(struct rb2_rx *rx, const struct rb2_msg *msgs,
+			   unsigned int n);
 void __rb2_tx_transmit(struct rb2_tx *tx);
 int __rb2_tx_flush(struct rb2_tx *tx);
 int __rb2_rx_idle(struct rb2_rx *rx);
@@ -295,6 +304,17 @@ static inline uint32_t
 __rb2_nslots(uint32_t len, uint32_t slot_size)
 {
 	return likely(len <= slot_size) ? 1 : (len + slot_size - 1) / slot_size;
+}
+
+/** Poll-message sync: bytes of the marker that ends every message. */
+#define RB2_MARKER_SIZE 8
+
+/** The marker of the message starting at free-running slot @p t: odd, so
+ * never the zero the receiver leaves, and different on every lap. */
+static inline uint64_t
+__rb2_marker(uint64_t t)
+{
+	return t << 1 | 1;
 }
 
 #ifdef __cplusplus

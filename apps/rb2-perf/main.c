@@ -55,6 +55,12 @@ usage(FILE *f, const char *prog)
 "  --client HOST        the other process: sends (bw) or pings (lat) to HOST\n"
 "  --peer HOST          lat --server: the client's host (for the reply channel)\n"
 "  --port N             rendezvous port (default 18515; lat also uses N+1)\n"
+"  --preset LIST        bw: the paper's designs, rounds interleaved, each with its\n"
+"                       ratio to rb2: rb2, l5 (write-twice, no batching), farm\n"
+"                       (poll message, no batching); socksdirect needs\n"
+"                       WRITE_WITH_IMM sync, not in this release\n"
+"  --head-sync push|pull  lazy push (default) or lazy pull (the sender READs)\n"
+"  --tail-sync wt|poll  write-twice (default) or poll message (FaRM's marker)\n"
 "  --json FILE          write every figure to FILE as JSON\n"
 "  --help               this text\n"
 "\n"
@@ -105,6 +111,9 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		{"peer", required_argument, NULL, 'P'},
 		{"port", required_argument, NULL, 'O'},
 		{"json", required_argument, NULL, 'j'},
+		{"preset", required_argument, NULL, 'p'},
+		{"head-sync", required_argument, NULL, 'H'},
+		{"tail-sync", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -228,6 +237,54 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		case 'j':
 			o->json = optarg;
 			break;
+		case 'p': {
+			char list[128], *save = NULL;
+
+			snprintf(list, sizeof(list), "%s", optarg);
+			for (char *t = strtok_r(list, ",", &save); t != NULL;
+			     t = strtok_r(NULL, ",", &save)) {
+				struct rb2_chan_params tp = o->chan;
+				int ret = rb2_chan_params_preset(&tp, t);
+
+				if (ret == -ENOENT) {
+					fprintf(stderr, "rb2-perf: unknown preset '%s' (rb2, l5, farm, socksdirect)\n", t);
+					return -1;
+				}
+				if (ret == -ENOTSUP) {
+					fprintf(stderr, "rb2-perf: preset '%s' needs WRITE_WITH_IMM tail sync, which this release does not implement\n", t);
+					return -1;
+				}
+				if (o->npresets == PERF_MAX_VARIANTS) {
+					fprintf(stderr, "rb2-perf: at most %d presets\n", PERF_MAX_VARIANTS);
+					return -1;
+				}
+				snprintf(o->presets[o->npresets++], sizeof(o->presets[0]), "%s", t);
+			}
+			break;
+		}
+		case 'H':
+			if (strcmp(optarg, "push") == 0) {
+				o->chan.head_sync = RB2_HEAD_LAZY_PUSH;
+			} else if (strcmp(optarg, "pull") == 0) {
+				o->chan.head_sync = RB2_HEAD_LAZY_PULL;
+			} else {
+				fprintf(stderr, "rb2-perf: invalid --head-sync '%s': expected push or pull\n", optarg);
+				return -1;
+			}
+			break;
+		case 'T':
+			if (strcmp(optarg, "wt") == 0 || strcmp(optarg, "write-twice") == 0) {
+				o->chan.tail_sync = RB2_TAIL_WRITE_TWICE;
+			} else if (strcmp(optarg, "poll") == 0) {
+				o->chan.tail_sync = RB2_TAIL_POLL_MSG;
+			} else if (strcmp(optarg, "imm") == 0) {
+				fprintf(stderr, "rb2-perf: --tail-sync imm (WRITE_WITH_IMM with CQ polling) is not implemented in this release\n");
+				return -1;
+			} else {
+				fprintf(stderr, "rb2-perf: invalid --tail-sync '%s': expected wt or poll\n", optarg);
+				return -1;
+			}
+			break;
 		case 'h':
 			usage(stdout, argv[0]);
 			exit(EXIT_SUCCESS);
@@ -280,6 +337,15 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 	}
 	if ((o->server || o->client) && o->compare) {
 		fprintf(stderr, "rb2-perf: --compare runs in one process; drop --server/--client\n");
+		return -1;
+	}
+	if (o->npresets > 0 && (o->mode != MODE_BW || o->server || o->client)) {
+		fprintf(stderr, "rb2-perf: --preset applies to --mode bw in one process\n");
+		return -1;
+	}
+	if (o->npresets > 0 && o->compare && o->npresets > PERF_MAX_VARIANTS - 2) {
+		fprintf(stderr, "rb2-perf: --preset with --compare: at most %d presets\n",
+			PERF_MAX_VARIANTS - 2);
 		return -1;
 	}
 	if (o->compare && o->mode != MODE_BW) {

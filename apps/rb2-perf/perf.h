@@ -40,6 +40,9 @@ struct perf_opts {
 	const char *client;     /* --client HOST */
 	const char *peer;       /* --peer HOST: the client, for the lat server */
 	unsigned int port;      /* --port (lat also uses port + 1) */
+	/* --preset: designs of the paper's evaluation, interleaved (bw). */
+	char presets[PERF_MAX_VARIANTS][16];
+	unsigned int npresets;
 };
 
 /* One benchmarked implementation in bw mode. */

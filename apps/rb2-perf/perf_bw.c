@@ -309,12 +309,20 @@ run_round(struct perf_variant *v, const struct perf_opts *o, uint64_t count,
 
 static int
 variant_open_rb2(struct perf_variant *v, const struct perf_opts *o,
-		 const char *spec, const char *chan, int fixed)
+		 const char *spec, const char *chan, int fixed, const char *preset)
 {
 	struct rb2_chan_params p = o->chan;
+	char why[256];
 
 	if (fixed)
 		p.msg_size = o->size;
+	if (preset != NULL && rb2_chan_params_preset(&p, preset) != 0)
+		return -1;          /* refused by the option parser already */
+	if (rb2_chan_params_check(&p, why, sizeof(why)) != 0) {
+		fprintf(stderr, "rb2-perf: %s%s%s: %s\n", v->name, preset ? " preset " : "",
+			preset ? preset : "", why);
+		return -1;
+	}
 
 	v->kind = VAR_RB2;
 	v->xp = rb2_xport_open_spec(spec);
@@ -409,13 +417,32 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 			vars[nv].name = rb2v[i].name;
 			vars[nv].desc = rb2v[i].desc;
 			if (variant_open_rb2(&vars[nv++], o, rb2v[i].spec,
-					     rb2v[i].chan, rb2v[i].fixed) < 0)
+					     rb2v[i].chan, rb2v[i].fixed, NULL) < 0)
+				return -1;
+		}
+	} else if (o->npresets > 0) {
+		static const char *const what[][2] = {
+			{"rb2", "RB2: lazy push, write-twice, alpha=32 beta=16 gamma=32"},
+			{"l5", "L5: write-twice, no batching"},
+			{"farm", "FaRM: poll message (marker + length WRITE), no batching"},
+		};
+		for (i = 0; i < o->npresets; i++) {
+			char chan[24];
+
+			vars[nv].name = o->presets[i];
+			vars[nv].desc = o->presets[i];
+			for (unsigned int k = 0; k < RTE_DIM(what); k++)
+				if (strcmp(what[k][0], o->presets[i]) == 0)
+					vars[nv].desc = what[k][1];
+			snprintf(chan, sizeof(chan), "perf-%s", o->presets[i]);
+			if (variant_open_rb2(&vars[nv++], o, o->transport, chan, o->fixed,
+					     o->presets[i]) < 0)
 				return -1;
 		}
 	} else {
 		vars[nv].name = "rb2";
 		vars[nv].desc = o->transport;
-		if (variant_open_rb2(&vars[nv++], o, o->transport, "perf", 0) < 0)
+		if (variant_open_rb2(&vars[nv++], o, o->transport, "perf", 0, NULL) < 0)
 			return -1;
 	}
 	if (o->compare) {
@@ -461,7 +488,15 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 		if (vars[i].errors != 0)
 			rc = -1;
 	}
-	if (nv > 1) {
+	for (i = 0; o->npresets > 0 && i < nv; i++)
+		if (strcmp(vars[i].name, "rb2") == 0) {
+			printf("\nRB2's throughput over each design (medians, same run):\n");
+			for (unsigned int j = 0; j < nv; j++)
+				if (j != i)
+					printf("  rb2 / %-12s = %.2fx\n", vars[j].name,
+					       vars[i].median / vars[j].median);
+		}
+	if (nv > 1 && o->npresets == 0) {
 		printf("\nratios of medians (side by side, same run):\n");
 		for (i = 0; i < nv; i++)
 			for (unsigned int j = 0; j < nv; j++)
@@ -479,10 +514,11 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 		printf("\n%s channel counters: %" PRIu64 " messages, %" PRIu64
 		       " slot WRITEs, %" PRIu64 " tail WRITEs, %" PRIu64
 		       " deferred tail syncs, %" PRIu64 " head pushes (%" PRIu64
-		       " idle), %" PRIu64 " full, %" PRIu64 " empty\n",
+		       " idle), %" PRIu64 " head READs, %" PRIu64 " full, %" PRIu64 " empty\n",
 		       vars[i].name, (uint64_t)t.messages, (uint64_t)t.slot_writes,
 		       (uint64_t)t.tail_writes, (uint64_t)t.deferred_tail_syncs,
 		       (uint64_t)rs.head_pushes, (uint64_t)rs.idle_pushes,
+		       (uint64_t)t.head_reads,
 		       (uint64_t)t.full_events, (uint64_t)rs.empty_events);
 	}
 
@@ -509,6 +545,14 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 					fprintf(json, "%s\"%s/%s\": %.4f", first ? "" : ", ",
 						vars[i].name, vars[j].name,
 						vars[i].median / vars[j].median);
+					first = 0;
+				}
+		/* Presets: RB2 over each design. */
+		for (i = 0; o->npresets > 0 && i < nv; i++)
+			for (unsigned int j = 0; j < nv && strcmp(vars[i].name, "rb2") == 0; j++)
+				if (j != i && vars[j].kind == VAR_RB2) {
+					fprintf(json, "%s\"rb2/%s\": %.4f", first ? "" : ", ",
+						vars[j].name, vars[i].median / vars[j].median);
 					first = 0;
 				}
 		fprintf(json, "}}\n");

@@ -53,6 +53,23 @@ rb2_chan_params_init(struct rb2_chan_params *p)
 	p->lcore_id = LCORE_ID_ANY;
 }
 
+int
+rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
+{
+	uint32_t unbatched = strcmp(name, "l5") == 0 || strcmp(name, "farm") == 0;
+
+	if (strcmp(name, "socksdirect") == 0)
+		return -ENOTSUP;
+	if (!unbatched && strcmp(name, "rb2") != 0)
+		return -ENOENT;
+	p->head_sync = RB2_HEAD_LAZY_PUSH;
+	p->tail_sync = strcmp(name, "farm") == 0 ? RB2_TAIL_POLL_MSG : RB2_TAIL_WRITE_TWICE;
+	p->alpha = unbatched ? 1 : RTE_MIN(32u, p->slots - 1);
+	p->beta = unbatched ? 1 : RTE_MIN(16u, p->alpha);
+	p->gamma = unbatched ? 1 : RTE_MIN(32u, p->slots - 1);
+	return 0;
+}
+
 uint32_t
 rb2_chan_max_msg(const struct rb2_chan_params *p)
 {

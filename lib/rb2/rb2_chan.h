@@ -65,6 +65,20 @@ void rb2_chan_params_init(struct rb2_chan_params *p);
 int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
 			  size_t len);
 
+/**
+ * Apply a design of the paper's evaluation (§V-A) to @p p, keeping its ring
+ * geometry (slots, slot_size, msg_size):
+ *  - "rb2": lazy push, write-twice, alpha=32 beta=16 gamma=32 (the default);
+ *  - "l5": write-twice with no batching (alpha = beta = gamma = 1);
+ *  - "farm": poll message (marker after each message, its length in a second
+ *    WRITE), no batching;
+ *  - "socksdirect": WRITE_WITH_IMM with CQ polling, at most 10 messages per
+ *    batch (refused with -ENOTSUP: this release has no WRITE_WITH_IMM sync).
+ *
+ * @return 0, -ENOENT (no such preset), -ENOTSUP.
+ */
+int rb2_chan_params_preset(struct rb2_chan_params *p, const char *name);
+
 /** @return the largest message a channel with @p p carries: msg_size if set, else N/2 * S. */
 uint32_t rb2_chan_max_msg(const struct rb2_chan_params *p);
 
@@ -223,6 +237,13 @@ rb2_tx_commit_burst(struct rb2_tx *tx, uint32_t len, unsigned int n)
 	uint32_t need = __rb2_nslots(len + tx->trailer, tx->slot_size);
 	uint64_t t = tx->tail;
 
+	/* alpha = 1 is "no batching" (L5, FaRM): every message gets its own
+	 * pointer advancement, even when committed in a burst. */
+	if (unlikely(tx->alpha == 1 && n > 1)) {
+		for (unsigned int i = 0; i < n; i++)
+			rb2_tx_commit_burst(tx, len, 1);
+		return;
+	}
 	if (unlikely(tx->trailer != 0))     /* poll message: mark each one */
 		__rb2_tx_mark(tx, t, tx->resv_skip, len, n);
 	if (unlikely(tx->resv_skip != 0)) {

@@ -19,7 +19,7 @@ PKGS=(meson ninja-build pkg-config gcc python3
       libdpdk-dev dpdk dpdk-dev
       libibverbs-dev librdmacm-dev libnuma-dev libpcap-dev
       libcriterion-dev clang libclang-rt-14-dev
-      golang-github-google-gopacket-dev
+      golang-github-google-gopacket-dev gnuplot-nox
       qemu-system-x86 debootstrap busybox-static)
 
 usage() {
@@ -33,8 +33,8 @@ usage: $0 main [TRACE]|test
          (10 M packets, 500 k flows)
   test   install missing packages, reserve hugepages, build a release and
          an ASan+UBSan tree, run every test suite in both, a libFuzzer
-         pass, and the verbs suite on Soft-RoCE inside a QEMU guest
-         (tests/verbs-vm/run.sh)
+         pass, the quick evaluation (usertools/rb2-eval.py --quick), and
+         the verbs suite on Soft-RoCE inside a QEMU guest (tests/verbs-vm/run.sh)
 
 environment: RB2_BUILD, RB2_BUILD_ASAN (build dirs), RB2_HUGEMEM (default 1G),
              RB2_FUZZ_SECONDS (per fuzz target, default 30), CI=true (adds -Werror)
@@ -126,8 +126,8 @@ test)
 	log "tests: release build, then the verbs transport on Soft-RoCE in a QEMU guest"
 	meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit \
 		--suite verbs-vm || rc=1
-	log "tests: libFuzzer on the pcap reader and the configuration parser"
-	meson test -C "$build" --print-errorlogs --num-processes 1 --suite fuzz || rc=1
+	log "tests: libFuzzer on the pcap reader and the configuration parser; the quick evaluation"
+	meson test -C "$build" --print-errorlogs --num-processes 1 --suite fuzz --suite eval || rc=1
 	log "tests: ASan+UBSan build"
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C "$build_asan" --print-errorlogs --num-processes 1 --suite unit \

@@ -58,7 +58,9 @@ usage(FILE *f, const char *prog)
 "  --preset LIST        bw: the paper's designs, rounds interleaved, each with its\n"
 "                       ratio to rb2: rb2, l5 (write-twice, no batching), farm\n"
 "                       (poll message, no batching); socksdirect needs\n"
-"                       WRITE_WITH_IMM sync, not in this release\n"
+"                       WRITE_WITH_IMM sync, not in this release. Also sync\n"
+"                       pairs HEAD+TAIL: push+wt, pull+wt, push+poll, pull+poll\n"
+"                       (alpha/beta/gamma as given). lat: one preset\n"
 "  --head-sync push|pull  lazy push (default) or lazy pull (the sender READs)\n"
 "  --tail-sync wt|poll  write-twice (default) or poll message (FaRM's marker)\n"
 "  --json FILE          write every figure to FILE as JSON\n"
@@ -244,16 +246,9 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 			for (char *t = strtok_r(list, ",", &save); t != NULL;
 			     t = strtok_r(NULL, ",", &save)) {
 				struct rb2_chan_params tp = o->chan;
-				int ret = rb2_chan_params_preset(&tp, t);
 
-				if (ret == -ENOENT) {
-					fprintf(stderr, "rb2-perf: unknown preset '%s' (rb2, l5, farm, socksdirect)\n", t);
+				if (perf_apply_preset(&tp, t) != 0)
 					return -1;
-				}
-				if (ret == -ENOTSUP) {
-					fprintf(stderr, "rb2-perf: preset '%s' needs WRITE_WITH_IMM tail sync, which this release does not implement\n", t);
-					return -1;
-				}
 				if (o->npresets == PERF_MAX_VARIANTS) {
 					fprintf(stderr, "rb2-perf: at most %d presets\n", PERF_MAX_VARIANTS);
 					return -1;
@@ -317,6 +312,9 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		o->chan.slot_size = RTE_ALIGN_CEIL(o->size, 64);
 	if (o->fixed)
 		o->chan.msg_size = o->size;
+	if (o->npresets == 1 && o->mode == MODE_LAT &&
+	    perf_apply_preset(&o->chan, o->presets[0]) != 0)
+		return -1;
 	if (rb2_chan_params_check(&o->chan, why, sizeof(why)) < 0) {
 		fprintf(stderr, "rb2-perf: %s\n", why);
 		return -1;
@@ -339,8 +337,9 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		fprintf(stderr, "rb2-perf: --compare runs in one process; drop --server/--client\n");
 		return -1;
 	}
-	if (o->npresets > 0 && (o->mode != MODE_BW || o->server || o->client)) {
-		fprintf(stderr, "rb2-perf: --preset applies to --mode bw in one process\n");
+	if (o->npresets > 0 && (o->server || o->client ||
+				(o->mode == MODE_LAT && o->npresets > 1))) {
+		fprintf(stderr, "rb2-perf: --preset: several (bw) or one (lat), in one process\n");
 		return -1;
 	}
 	if (o->npresets > 0 && o->compare && o->npresets > PERF_MAX_VARIANTS - 2) {
@@ -353,6 +352,43 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		return -1;
 	}
 	return 0;
+}
+
+int
+perf_apply_preset(struct rb2_chan_params *p, const char *name)
+{
+	const char *plus = strchr(name, '+');
+	int ret;
+
+	if (plus != NULL) {       /* a sync-policy pair: head+tail */
+		size_t h = (size_t)(plus - name);
+
+		if (h == 4 && strncmp(name, "push", 4) == 0)
+			p->head_sync = RB2_HEAD_LAZY_PUSH;
+		else if (h == 4 && strncmp(name, "pull", 4) == 0)
+			p->head_sync = RB2_HEAD_LAZY_PULL;
+		else
+			goto bad;
+		if (strcmp(plus + 1, "wt") == 0)
+			p->tail_sync = RB2_TAIL_WRITE_TWICE;
+		else if (strcmp(plus + 1, "poll") == 0)
+			p->tail_sync = RB2_TAIL_POLL_MSG;
+		else if (strcmp(plus + 1, "cq") == 0) {
+			fprintf(stderr, "rb2-perf: '%s': WRITE_WITH_IMM with CQ polling is not implemented in this release\n", name);
+			return -ENOTSUP;
+		} else
+			goto bad;
+		return 0;
+	}
+	ret = rb2_chan_params_preset(p, name);
+	if (ret == -ENOTSUP)
+		fprintf(stderr, "rb2-perf: preset '%s' needs WRITE_WITH_IMM tail sync, which this release does not implement\n", name);
+	if (ret != -ENOENT)
+		return ret;
+bad:
+	fprintf(stderr, "rb2-perf: unknown preset '%s': a design (rb2, l5, farm, socksdirect) or a "
+		"sync pair HEAD+TAIL (push|pull + wt|poll)\n", name);
+	return -ENOENT;
 }
 
 void

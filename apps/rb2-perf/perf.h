@@ -68,6 +68,11 @@ struct perf_lat {
 	double avg, p50, p99, p999, min, max;
 };
 
+/* main.c: a design (rb2, l5, farm) or a sync-policy pair (push+wt,
+ * pull+poll, ...: the rest of @p stays) applied to channel parameters.
+ * Returns 0, -ENOENT or -ENOTSUP (the message is printed). */
+int perf_apply_preset(struct rb2_chan_params *p, const char *name);
+
 /* perf_bw.c */
 int perf_bw_run(const struct perf_opts *o, FILE *json);
 /* perf_lat.c */

@@ -316,7 +316,7 @@ variant_open_rb2(struct perf_variant *v, const struct perf_opts *o,
 
 	if (fixed)
 		p.msg_size = o->size;
-	if (preset != NULL && rb2_chan_params_preset(&p, preset) != 0)
+	if (preset != NULL && perf_apply_preset(&p, preset) != 0)
 		return -1;          /* refused by the option parser already */
 	if (rb2_chan_params_check(&p, why, sizeof(why)) != 0) {
 		fprintf(stderr, "rb2-perf: %s%s%s: %s\n", v->name, preset ? " preset " : "",

@@ -70,7 +70,7 @@ for k in ("rb2", "raw_cacheline"):
     assert 0 < l["min_ns"] <= l["p50_ns"] <= l["p99_ns"] <= l["p99_9_ns"] <= l["max_ns"], l
 PY
 # The paper's designs side by side, and each sync policy, delivering
-# everything; the one design this release lacks is refused, not faked.
+# everything; an unknown design is refused.
 "$perf" "${eal[@]}" --file-prefix "smk$$d" -- --mode bw --size 64 --slots 128 \
 	--preset rb2,farm,l5 --count 100000 --rounds 2 --json "$tmp/pre.json" > "$tmp/pre.txt"
 python3 - "$tmp/pre.json" <<'PY'
@@ -87,14 +87,24 @@ assert l5["tail_writes"] == l5["messages"], l5    # no batching: one per message
 assert d["ratios"]["rb2/farm"] > 0 and d["ratios"]["rb2/l5"] > 0, d["ratios"]
 PY
 grep -q "rb2 / farm" "$tmp/pre.txt" || fail "preset ratios"
-for pol in "--head-sync pull" "--tail-sync poll" "--head-sync pull --tail-sync poll"; do
+for pol in "--head-sync pull" "--tail-sync poll" "--tail-sync imm" "--head-sync pull --tail-sync poll"; do
 	# shellcheck disable=SC2086
 	"$perf" "${eal[@]}" --file-prefix "smk$$e" -- --mode bw --size 100 --count 100000 \
 		--rounds 1 $pol --json "$tmp/pol.json" >/dev/null || fail "bw $pol"
 	python3 -c "import json,sys; v=json.load(open(sys.argv[1]))['variants'][0]; assert v['errors']==0, v" "$tmp/pol.json" ||
 		fail "bw $pol: errors"
 done
-"$perf" "${eal[@]}" --file-prefix "smk$$f" -- --mode bw --preset socksdirect \
-	>/dev/null 2>"$tmp/err.txt" && fail "socksdirect accepted"
-grep -q "needs WRITE_WITH_IMM" "$tmp/err.txt" || fail "socksdirect refusal unclear"
+"$perf" "${eal[@]}" --file-prefix "smk$$f" -- --mode bw --size 64 --slots 128 \
+	--preset socksdirect,push+cq,pull+cq --count 100000 --rounds 1 --json "$tmp/imm.json" >/dev/null ||
+	fail "WRITE_WITH_IMM presets"
+python3 - "$tmp/imm.json" <<'PY'
+import json, sys
+for v in json.load(open(sys.argv[1]))["variants"]:
+    tx, rx = v["stats"]["tx"], v["stats"]["rx"]
+    assert v["errors"] == 0 and tx["messages"] == rx["messages"] == 110000, v
+    assert tx["cqes"] > 0 and tx["cqes"] == rx["cqes"], (tx, rx)   # every CQE polled
+PY
+"$perf" "${eal[@]}" --file-prefix "smk$$f" -- --mode bw --preset nosuch \
+	>/dev/null 2>"$tmp/err.txt" && fail "unknown preset accepted"
+grep -q "unknown preset 'nosuch'" "$tmp/err.txt" || fail "unknown preset: unclear error"
 echo "smoke_perf: ok"

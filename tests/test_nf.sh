@@ -74,6 +74,13 @@ generated)
 	check "$tmp/c.pcap"
 	check "$tmp/b.pcap" --batch 7                     # several records per message
 	check "$tmp/a.pcap" --cm-width 4096               # with the sketch
+	# The link as each of the paper's designs (sync policies end to end).
+	for pre in farm socksdirect l5; do
+		sed "s/^gamma = 32$/gamma = 32\npreset = $pre/" "$src/config/nf-default.ini" \
+			>"$tmp/$pre.ini"
+		grep -q "^preset = $pre" "$tmp/$pre.ini" || fail "no preset line in $pre.ini"
+		check "$tmp/b.pcap" --config "$tmp/$pre.ini"
+	done
 	# The reference must be able to fail: b's NF output is not a's.
 	run_nf "$tmp/b.json" --trace "$tmp/b.pcap"
 	if python3 "$ref" compare "$tmp/a.pcap" "$tmp/b.json" >/dev/null; then

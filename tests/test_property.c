@@ -58,13 +58,20 @@ random_cfg(uint64_t seed, struct prop_cfg *c)
 	 * so the other parameters of a seed stay what they were). */
 	if (rb2_test_rand(&r) % 3 == 0)
 		c->p.head_sync = RB2_HEAD_LAZY_PULL;
-	/* Tail sync: write-twice or poll message, one in three polls (the
-	 * marker takes 8 bytes of a fixed-size channel's slot). */
-	if (rb2_test_rand(&r) % 3 == 0) {
+	/* Tail sync: write-twice, WRITE_WITH_IMM or poll message, a third
+	 * each (the marker takes 8 bytes of a fixed-size channel's slot). */
+	switch (rb2_test_rand(&r) % 3) {
+	case 0:
 		c->p.tail_sync = RB2_TAIL_POLL_MSG;
 		if (c->p.msg_size > c->p.slot_size - RB2_MARKER_SIZE)
 			c->p.msg_size = c->p.slot_size - RB2_MARKER_SIZE;
 		c->max_len = RTE_MIN(rb2_chan_max_msg(&c->p), 4096u);
+		break;
+	case 1:
+		c->p.tail_sync = RB2_TAIL_WRITE_IMM;
+		break;
+	default:
+		break;
 	}
 }
 

@@ -57,12 +57,13 @@ usage(FILE *f, const char *prog)
 "  --port N             rendezvous port (default 18515; lat also uses N+1)\n"
 "  --preset LIST        bw: the paper's designs, rounds interleaved, each with its\n"
 "                       ratio to rb2: rb2, l5 (write-twice, no batching), farm\n"
-"                       (poll message, no batching); socksdirect needs\n"
-"                       WRITE_WITH_IMM sync, not in this release. Also sync\n"
-"                       pairs HEAD+TAIL: push+wt, pull+wt, push+poll, pull+poll\n"
-"                       (alpha/beta/gamma as given). lat: one preset\n"
+"                       (poll message, no batching), socksdirect (WRITE_WITH_IMM\n"
+"                       + CQ polling, batches of 10). Also sync pairs HEAD+TAIL:\n"
+"                       push|pull + wt|cq|poll (alpha/beta/gamma as given).\n"
+"                       lat: one preset\n"
 "  --head-sync push|pull  lazy push (default) or lazy pull (the sender READs)\n"
-"  --tail-sync wt|poll  write-twice (default) or poll message (FaRM's marker)\n"
+"  --tail-sync wt|imm|poll  write-twice (default), WRITE_WITH_IMM with CQ polling\n"
+"                       (emulated with WRITEs: see doc/design.md), or poll message\n"
 "  --json FILE          write every figure to FILE as JSON\n"
 "  --help               this text\n"
 "\n"
@@ -272,11 +273,10 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 				o->chan.tail_sync = RB2_TAIL_WRITE_TWICE;
 			} else if (strcmp(optarg, "poll") == 0) {
 				o->chan.tail_sync = RB2_TAIL_POLL_MSG;
-			} else if (strcmp(optarg, "imm") == 0) {
-				fprintf(stderr, "rb2-perf: --tail-sync imm (WRITE_WITH_IMM with CQ polling) is not implemented in this release\n");
-				return -1;
+			} else if (strcmp(optarg, "imm") == 0 || strcmp(optarg, "cq") == 0) {
+				o->chan.tail_sync = RB2_TAIL_WRITE_IMM;
 			} else {
-				fprintf(stderr, "rb2-perf: invalid --tail-sync '%s': expected wt or poll\n", optarg);
+				fprintf(stderr, "rb2-perf: invalid --tail-sync '%s': expected wt, imm or poll\n", optarg);
 				return -1;
 			}
 			break;
@@ -373,21 +373,18 @@ perf_apply_preset(struct rb2_chan_params *p, const char *name)
 			p->tail_sync = RB2_TAIL_WRITE_TWICE;
 		else if (strcmp(plus + 1, "poll") == 0)
 			p->tail_sync = RB2_TAIL_POLL_MSG;
-		else if (strcmp(plus + 1, "cq") == 0) {
-			fprintf(stderr, "rb2-perf: '%s': WRITE_WITH_IMM with CQ polling is not implemented in this release\n", name);
-			return -ENOTSUP;
-		} else
+		else if (strcmp(plus + 1, "cq") == 0)
+			p->tail_sync = RB2_TAIL_WRITE_IMM;
+		else
 			goto bad;
 		return 0;
 	}
 	ret = rb2_chan_params_preset(p, name);
-	if (ret == -ENOTSUP)
-		fprintf(stderr, "rb2-perf: preset '%s' needs WRITE_WITH_IMM tail sync, which this release does not implement\n", name);
 	if (ret != -ENOENT)
 		return ret;
 bad:
 	fprintf(stderr, "rb2-perf: unknown preset '%s': a design (rb2, l5, farm, socksdirect) or a "
-		"sync pair HEAD+TAIL (push|pull + wt|poll)\n", name);
+		"sync pair HEAD+TAIL (push|pull + wt|cq|poll)\n", name);
 	return -ENOENT;
 }
 

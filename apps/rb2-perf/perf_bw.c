@@ -425,6 +425,7 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 			{"rb2", "RB2: lazy push, write-twice, alpha=32 beta=16 gamma=32"},
 			{"l5", "L5: write-twice, no batching"},
 			{"farm", "FaRM: poll message (marker + length WRITE), no batching"},
+			{"socksdirect", "SocksDirect: WRITE_WITH_IMM + CQ polling, batches of 10"},
 		};
 		for (i = 0; i < o->npresets; i++) {
 			char chan[24];

@@ -583,6 +583,7 @@ add_link(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
 	struct rb2_cfg_entry *to = rb2_cfg_get(s, "to");
 	struct rb2_cfg_entry *xp = rb2_cfg_get(s, "transport");
 	struct rb2_cfg_entry *peer = rb2_cfg_get(s, "peer");
+	struct rb2_cfg_entry *preset;
 	uint64_t v[6];
 	char why[256];
 	int ret;
@@ -632,10 +633,15 @@ add_link(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
 	lk->params.beta = (uint32_t)v[3];
 	lk->params.gamma = (uint32_t)v[4];
 	lk->timeout_ms = (unsigned int)v[5];
+	/* A design of the paper instead of alpha/beta/gamma and policies. */
+	if ((preset = rb2_cfg_get(s, "preset")) != NULL &&
+	    rb2_chan_params_preset(&lk->params, preset->value) != 0)
+		return cfg_err(pl, err, errlen, preset->line, "link '%s': unknown preset '%s' "
+			       "(rb2, l5, farm, socksdirect)", name, preset->value);
 	if (rb2_chan_params_check(&lk->params, why, sizeof(why)) != 0)
 		return cfg_err(pl, err, errlen, s->line, "link '%s': %s", name, why);
 	ret = no_other_keys(pl, s, "from, to, transport, peer, slots, slot_size, alpha, beta, "
-			    "gamma, timeout_ms", err, errlen);
+			    "gamma, preset, timeout_ms", err, errlen);
 	if (ret != 0)
 		return ret;
 	lk->to->n_in++;

@@ -58,8 +58,13 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 {
 	uint32_t unbatched = strcmp(name, "l5") == 0 || strcmp(name, "farm") == 0;
 
-	if (strcmp(name, "socksdirect") == 0)
-		return -ENOTSUP;
+	if (strcmp(name, "socksdirect") == 0) {
+		/* WRITE_WITH_IMM + CQ polling, at most 10 messages per batch. */
+		p->head_sync = RB2_HEAD_LAZY_PUSH;
+		p->tail_sync = RB2_TAIL_WRITE_IMM;
+		p->alpha = p->beta = p->gamma = RTE_MIN(10u, p->slots - 1);
+		return 0;
+	}
 	if (!unbatched && strcmp(name, "rb2") != 0)
 		return -ENOENT;
 	p->head_sync = RB2_HEAD_LAZY_PUSH;
@@ -127,10 +132,11 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 		WHY("head_sync=%d: expected lazy push (0) or lazy pull (1)", (int)p->head_sync);
 		return -EINVAL;
 	}
-	if (p->tail_sync != RB2_TAIL_WRITE_TWICE && p->tail_sync != RB2_TAIL_POLL_MSG) {
-		WHY("tail_sync=%d: write-twice (0) and poll message (2) are implemented; "
-		    "WRITE_WITH_IMM (1) is not in this release", (int)p->tail_sync);
-		return p->tail_sync == RB2_TAIL_WRITE_IMM ? -ENOTSUP : -EINVAL;
+	if (p->tail_sync != RB2_TAIL_WRITE_TWICE && p->tail_sync != RB2_TAIL_POLL_MSG &&
+	    p->tail_sync != RB2_TAIL_WRITE_IMM) {
+		WHY("tail_sync=%d: expected write-twice (0), WRITE_WITH_IMM (1) or poll message (2)",
+		    (int)p->tail_sync);
+		return -EINVAL;
 	}
 	if (p->tail_sync == RB2_TAIL_POLL_MSG && p->msg_size > p->slot_size - RB2_MARKER_SIZE) {
 		WHY("invalid msg_size=%u: with poll-message sync a slot also holds the %d-byte "
@@ -153,9 +159,17 @@ rb2_region_slots_off(uint32_t slots)
 }
 
 size_t
-rb2_region_size(uint32_t slots, uint32_t slot_size, int with_ring)
+rb2_region_size(uint32_t slots, uint32_t slot_size, int with_ring, int with_cq)
 {
-	return rb2_region_slots_off(slots) + (with_ring ? (size_t)slots * slot_size : 0);
+	return rb2_region_slots_off(slots) + (with_ring ? (size_t)slots * slot_size : 0) +
+		(with_ring && with_cq ? RB2_CQ_ENTRIES * sizeof(struct rb2_cqe) : 0);
+}
+
+/* The completion ring of a region (WRITE_WITH_IMM sync): after the slots. */
+static size_t
+region_cq_off(uint32_t slots, uint32_t slot_size)
+{
+	return rb2_region_slots_off(slots) + (size_t)slots * slot_size;
 }
 
 /* Common part of creating a half: validate, name, memory, queue. */
@@ -193,7 +207,8 @@ half_init(const char *name, struct rb2_xport *xp,
 
 	snprintf(zname, sizeof(zname), "rb2%c.%s", zone_tag, name);
 	ret = rb2_xport_mr_alloc(xp, zname,
-				 rb2_region_size(p->slots, p->slot_size, with_ring),
+				 rb2_region_size(p->slots, p->slot_size, with_ring,
+						 p->tail_sync == RB2_TAIL_WRITE_IMM),
 				 socket, mr);
 	if (ret < 0) {
 		if (ret == -EEXIST)
@@ -271,6 +286,13 @@ rb2_tx_create(const char *name, struct rb2_xport *xp,
 	tx->loadstore = (uint32_t)loadstore;
 	tx->pull = p.head_sync == RB2_HEAD_LAZY_PULL;
 	tx->trailer = p.tail_sync == RB2_TAIL_POLL_MSG ? RB2_MARKER_SIZE : 0;
+	if (p.tail_sync == RB2_TAIL_WRITE_IMM) {
+		/* WRs: entries are built in our mirror ring; load/store maps
+		 * the receiver's at connection. */
+		tx->cq = loadstore ? NULL : RTE_PTR_ADD(mr.addr, region_cq_off(p.slots, p.slot_size));
+		tx->cq_credit = (_Atomic uint64_t *)RTE_PTR_ADD(mr.addr, RB2_REGION_PTR_OFF + 8);
+		atomic_store_explicit(tx->cq_credit, 0, memory_order_relaxed);
+	}
 	tx->mask = p.slots - 1;
 	tx->slot_size = p.slot_size;
 	tx->max_len = rb2_chan_max_msg(&p);
@@ -337,6 +359,11 @@ rb2_rx_create(const char *name, struct rb2_xport *xp,
 	rx->head_shadow = RTE_PTR_ADD(mr.addr, RB2_REGION_SHADOW_OFF);
 	rx->pull = p.head_sync == RB2_HEAD_LAZY_PULL;
 	rx->poll_msg = p.tail_sync == RB2_TAIL_POLL_MSG;
+	if (p.tail_sync == RB2_TAIL_WRITE_IMM) {
+		rx->cq = RTE_PTR_ADD(mr.addr, region_cq_off(p.slots, p.slot_size));
+		memset(rx->cq, 0, RB2_CQ_ENTRIES * sizeof(*rx->cq));
+		rx->cq_next = 1;
+	}
 	/* Poll message: every lens[] entry starts consumed. */
 	for (uint32_t i = 0; rx->poll_msg && p.msg_size == 0 && i < p.slots; i++)
 		((uint32_t *)RTE_PTR_ADD(mr.addr, RB2_REGION_LENS_OFF))[i] = RB2_LEN_EMPTY;
@@ -422,7 +449,8 @@ rb2_chan_desc_check(const void *blob, size_t len, int role,
 		     d.alpha, d.beta, d.gamma, d.slots);
 		return -EPROTO;
 	}
-	need = rb2_region_size(d.slots, d.slot_size, role == 0);
+	need = rb2_region_size(d.slots, d.slot_size, role == 0,
+			       p->tail_sync == RB2_TAIL_WRITE_IMM);
 	if (d.addr == 0 || d.addr % RTE_CACHE_LINE_SIZE != 0 || d.len < need) {
 		WHYD("peer region 0x%" PRIx64 "+%" PRIu64 " is misaligned or smaller than the %zu bytes its ring needs",
 		     d.addr, d.len, need);
@@ -448,6 +476,8 @@ tx_attach(struct rb2_tx *tx, const struct rb2_chan_desc *peer)
 		tx->peer_lens = RTE_PTR_ADD(base, RB2_REGION_LENS_OFF);
 		tx->peer_tail = RTE_PTR_ADD(base, RB2_REGION_PTR_OFF);
 		tx->peer_head_pub = RTE_PTR_ADD(base, RB2_REGION_SHADOW_OFF);
+		if (tx->p.tail_sync == RB2_TAIL_WRITE_IMM)
+			tx->cq = RTE_PTR_ADD(base, region_cq_off(peer->slots, peer->slot_size));
 	}
 	/* Capacity N - 1: full when tail - local_head == N - 1. */
 	tx->limit = atomic_load_explicit(tx->local_head, memory_order_acquire) +
@@ -464,6 +494,10 @@ rx_attach(struct rb2_rx *rx, const struct rb2_chan_desc *peer)
 	if (rb2_xport_caps(rx->xp) & RB2_XPORT_CAP_LOADSTORE)
 		rx->peer_head = rb2_xport_peer_ptr(rx->qp, peer->addr + RB2_REGION_PTR_OFF,
 						   peer->rkey, sizeof(uint64_t));
+	rx->peer_credit = NULL;
+	if (rx->peer_head != NULL && rx->cq != NULL)
+		rx->peer_credit = rb2_xport_peer_ptr(rx->qp, peer->addr + RB2_REGION_PTR_OFF + 8,
+						     peer->rkey, sizeof(uint64_t));
 	rx->err = 0;
 }
 
@@ -722,6 +756,48 @@ tail_wr(struct rb2_tx *tx, struct rb2_xport_wr *w)
 	return 1;
 }
 
+/*
+ * WRITE_WITH_IMM sync (emulated): the completion entry of [pub_tail, tail),
+ * if the receiver has a receive-queue credit left; else the sync waits for
+ * the receiver to replenish (counted). Returns the WRs appended (WR mode).
+ */
+static unsigned int
+cqe_wr(struct rb2_tx *tx, struct rb2_xport_wr *w)
+{
+	uint64_t credit = atomic_load_explicit(tx->cq_credit, memory_order_acquire);
+	struct rb2_cqe *e;
+
+	if (tx->tail == tx->pub_tail)
+		return 0;
+	if (tx->cqes - credit >= RB2_CQ_ENTRIES) {
+		RB2_STAT_ADD(&tx->stats, credit_waits, 1);
+		return 0;
+	}
+	e = &tx->cq[tx->cqes % RB2_CQ_ENTRIES];
+	tx->cqes++;
+	RB2_STAT_ADD(&tx->stats, cqes, 1);
+	RB2_STAT_ADD(&tx->stats, tail_writes, 1);
+	if (tx->loadstore) {
+		e->imm = (uint32_t)(tx->tail - tx->pub_tail);
+		/* Release: the slots and lens[] before the entry's tag. */
+		atomic_store_explicit((_Atomic uint64_t *)&e->seq, tx->cqes, memory_order_release);
+		tx->pub_tail = tx->tail;
+		return 0;
+	}
+	e->imm = (uint32_t)(tx->tail - tx->pub_tail);
+	e->seq = tx->cqes;
+	w[0] = (struct rb2_xport_wr){
+		.local = e,
+		.remote = tx->peer.addr + region_cq_off(tx->peer.slots, tx->peer.slot_size) +
+			(uint64_t)((uintptr_t)e - (uintptr_t)tx->cq),
+		.len = sizeof(*e), .lkey = tx->mr.lkey, .rkey = tx->peer.rkey,
+		.opcode = RB2_WR_WRITE,
+		.flags = tx->qp->max_inline >= sizeof(*e) ? RB2_WR_INLINE : 0,
+	};
+	tx->pub_tail = tx->tail;
+	return 1;
+}
+
 static void
 tx_post(struct rb2_tx *tx, struct rb2_xport_wr *w, unsigned int n)
 {
@@ -769,6 +845,11 @@ ls_publish(struct rb2_tx *tx, int publish)
 		tx->pub_tail = tx->tail;    /* the markers published it */
 		return;
 	}
+	if (tx->p.tail_sync == RB2_TAIL_WRITE_IMM) {
+		if (publish)
+			cqe_wr(tx, NULL);
+		return;
+	}
 	if (publish && tx->pub_tail != tx->tail) {
 		/* Release: the slots and lens[] before the tail; pairs with
 		 * the acquire load of local_tail in rb2_rx_peek_burst(). */
@@ -814,6 +895,8 @@ __rb2_tx_advance(struct rb2_tx *tx)
 	 * poll-message sync there is no tail to WRITE. */
 	if (tx->trailer != 0)
 		tx->pub_tail = tx->tail;
+	else if (tx->cq != NULL)
+		n += cqe_wr(tx, w + n);
 	else if (tx->tail_inflight == 0)
 		n += tail_wr(tx, w + n);
 	else
@@ -840,6 +923,8 @@ __rb2_tx_flush(struct rb2_tx *tx)
 	tx_reap(tx);
 	if (tx->trailer != 0)
 		tx->pub_tail = tx->tail;
+	else if (tx->cq != NULL)
+		n += cqe_wr(tx, w + n);
 	else
 		n += tail_wr(tx, w + n);
 	tx_post(tx, w, n);
@@ -961,6 +1046,73 @@ __rb2_tx_mark(struct rb2_tx *tx, uint64_t t, uint32_t skip, uint32_t len, unsign
 }
 
 /* ---- receiver slow path -------------------------------------------------- */
+
+/* Give the sender its receive-queue credits back: one WRITE of the count. */
+static void
+rx_return_credits(struct rb2_rx *rx)
+{
+	struct rb2_xport_wr w = {
+		.local = &rx->head_shadow[1],
+		.remote = rx->peer.addr + RB2_REGION_PTR_OFF + 8,
+		.len = sizeof(uint64_t), .lkey = rx->mr.lkey, .rkey = rx->peer.rkey,
+		.opcode = RB2_WR_WRITE,
+		.flags = rx->qp->max_inline >= sizeof(uint64_t) ? RB2_WR_INLINE : 0,
+	};
+	int ret;
+
+	rx->cq_returned = rx->cq_consumed;
+	RB2_STAT_ADD(&rx->stats, cq_returns, 1);
+	if (rx->peer_credit != NULL) {
+		atomic_store_explicit(rx->peer_credit, rx->cq_consumed, memory_order_release);
+		return;
+	}
+	rx->head_shadow[1] = rx->cq_consumed;
+	ret = rb2_xport_post(rx->qp, &w, 1);
+	for (uint32_t spins = 0; unlikely(ret == -ENOSPC) && spins < RB2_POST_SPINS; spins++) {
+		struct rb2_xport_wc wc[8];
+		int got = rb2_xport_poll(rx->qp, wc, RTE_DIM(wc));
+
+		ret = got < 0 ? got : rb2_xport_post(rx->qp, &w, 1);
+	}
+	if (unlikely(ret < 0)) {
+		RB2_CHAN_LOG(ERR, "channel '%s' receiver failed: posting the credit WRITE: %s",
+			     rx->name, rte_strerror(-ret));
+		rx->err = ret;
+	}
+}
+
+/*
+ * WRITE_WITH_IMM sync (emulated): poll the completion ring, add each
+ * immediate to the tail, and replenish the receive queue every half ring
+ * (or when the ring has run dry, so that a sender out of credits goes on).
+ */
+void
+__rb2_rx_poll_cq(struct rb2_rx *rx)
+{
+	uint64_t t = atomic_load_explicit(rx->local_tail, memory_order_relaxed);
+	unsigned int got = 0;
+
+	for (;;) {
+		struct rb2_cqe *e = &rx->cq[(rx->cq_next - 1) % RB2_CQ_ENTRIES];
+
+		/* Acquire: pairs with the release store (or ordered WRITE)
+		 * of the tag after the slots, lens[] and the immediate. */
+		if (atomic_load_explicit((_Atomic uint64_t *)&e->seq, memory_order_acquire) !=
+		    rx->cq_next)
+			break;
+		t += e->imm;
+		rx->cq_next++;
+		rx->cq_consumed++;
+		got++;
+	}
+	if (got > 0) {
+		RB2_STAT_ADD(&rx->stats, cqes, got);
+		atomic_store_explicit(rx->local_tail, t, memory_order_relaxed);
+	}
+	if (rx->cq_consumed - rx->cq_returned >= RB2_CQ_ENTRIES / 2 ||
+	    (got == 0 && rx->cq_consumed != rx->cq_returned))
+		rx_return_credits(rx);
+}
 
 int
 __rb2_rx_peek_poll(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)

@@ -59,8 +59,7 @@ void rb2_chan_params_init(struct rb2_chan_params *p);
  * @param why
  *   If not NULL, receives a message naming the bad parameter and the rule.
  * @return
- *   0, -EINVAL (a parameter out of range), -ENOTSUP (a sync policy that this
- *   build does not implement).
+ *   0, or -EINVAL (a parameter out of range; @p why names it).
  */
 int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
 			  size_t len);
@@ -73,9 +72,9 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
  *  - "farm": poll message (marker after each message, its length in a second
  *    WRITE), no batching;
  *  - "socksdirect": WRITE_WITH_IMM with CQ polling, at most 10 messages per
- *    batch (refused with -ENOTSUP: this release has no WRITE_WITH_IMM sync).
+ *    batch (alpha = beta = gamma = 10).
  *
- * @return 0, -ENOENT (no such preset), -ENOTSUP.
+ * @return 0, or -ENOENT (no such preset).
  */
 int rb2_chan_params_preset(struct rb2_chan_params *p, const char *name);
 
@@ -351,6 +350,10 @@ rb2_rx_peek_burst(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 	if (unlikely(rx->poll_msg))          /* no tail: poll the markers */
 		return __rb2_rx_peek_poll(rx, msgs, n);
 	if (h == t) {
+		/* WRITE_WITH_IMM sync: the tail comes from the completion
+		 * ring, which the receiver polls itself. */
+		if (unlikely(rx->cq != NULL))
+			__rb2_rx_poll_cq(rx);
 		/* Acquire: pairs with the sender's release store (shm) or
 		 * ordered WRITE (verbs) of local_tail after the slots. */
 		t = atomic_load_explicit(rx->local_tail, memory_order_acquire);

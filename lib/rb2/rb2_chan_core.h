@@ -153,6 +153,8 @@ struct rb2_chan_desc {
 	X(tail_writes, "tail WRITEs posted (pointer advancements)")            \
 	X(deferred_tail_syncs, "tail syncs deferred by the elastic threshold") \
 	X(head_reads, "head READs (lazy pull)") \
+	X(cqes, "completion entries sent (WRITE_WITH_IMM sync)") \
+	X(credit_waits, "tail syncs deferred: no receive-queue credit") \
 	X(flushes, "explicit or idle flushes that sent something")             \
 	X(full_events, "reservations refused: ring full")
 
@@ -161,6 +163,8 @@ struct rb2_chan_desc {
 	X(bytes, "payload bytes released")                    \
 	X(head_pushes, "head WRITEs posted (lazy or idle push)") \
 	X(idle_pushes, "of which pushed because the ring drained") \
+	X(cqes, "completion entries polled (WRITE_WITH_IMM sync)") \
+	X(cq_returns, "receive-queue replenishments WRITTEN back") \
 	X(empty_events, "polls that found the ring empty")
 
 #define RB2_STAT_FIELD(n, d) _Atomic uint64_t n;
@@ -211,6 +215,12 @@ struct rb2_tx {
 	uint32_t pull_inflight;       /**< head READs not completed */
 	/* Lazy pull on load/store transports: the receiver's published head. */
 	_Atomic uint64_t *peer_head_pub;
+	/* WRITE_WITH_IMM sync (emulated): completion entries posted, our mirror
+	 * of the ring (WRs) or the receiver's, mapped (load/store), and the
+	 * receive-queue credits the receiver WRITEs back (RB_S + 8). */
+	struct rb2_cqe *cq;           /**< NULL: another tail sync */
+	uint64_t cqes;
+	_Atomic uint64_t *cq_credit;
 	/* Load/store transports: the receiver's lens[] and local_tail, mapped,
 	 * so publishing is a memcpy and a release store, not a WR chain. */
 	uint32_t *peer_lens;
@@ -247,6 +257,11 @@ struct rb2_rx {
 	uint64_t *head_shadow;        /**< source of the head WRITE; lazy pull:
 					   the head the sender READs */
 	uint32_t pull;                /**< lazy pull: publish head locally only */
+	/* WRITE_WITH_IMM sync (emulated): our completion ring, the next CQE's
+	 * number, CQEs consumed and how many of them were given back. */
+	struct rb2_cqe *cq;           /**< NULL: another tail sync */
+	uint64_t cq_next, cq_consumed, cq_returned;
+	_Atomic uint64_t *peer_credit; /**< sender's credit word, mapped (load/store) */
 	uint32_t *own_lens;           /**< fixed-size channel: lens[] kept locally */
 	_Atomic uint64_t *peer_head;  /**< sender's local_head, mapped (load/store) */
 	int err;                      /**< 0, or the -errno that failed it */
@@ -282,6 +297,7 @@ void __rb2_tx_advance(struct rb2_tx *tx);
 void __rb2_tx_mark(struct rb2_tx *tx, uint64_t t, uint32_t skip, uint32_t len,
 		   unsigned int n);
 int __rb2_rx_peek_poll(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n);
+void __rb2_rx_poll_cq(struct rb2_rx *rx);
 void __rb2_rx_release_poll(struct rb2_rx *rx, const struct rb2_msg *msgs,
 			   unsigned int n);
 void __rb2_tx_transmit(struct rb2_tx *tx);
@@ -305,6 +321,22 @@ __rb2_nslots(uint32_t len, uint32_t slot_size)
 {
 	return likely(len <= slot_size) ? 1 : (len + slot_size - 1) / slot_size;
 }
+
+/**
+ * WRITE_WITH_IMM sync, emulated with WRITEs (no transport has RB2_XPORT_CAP_IMM
+ * receive yet): what a NIC does for an incoming WRITE_WITH_IMM, done by the
+ * sender. After the slots, a 16-byte completion entry goes into the
+ * receiver's completion ring (after RB_R's slots), one per receive-queue
+ * credit; the receiver polls the ring, adds each immediate to its tail, and
+ * replenishes its receive queue by WRITEing back how many it consumed.
+ */
+#define RB2_CQ_ENTRIES 64
+/** One completion entry: seq is written last and tags the entry's lap. */
+struct rb2_cqe {
+	uint32_t imm;   /**< slots the WRITEs before it published */
+	uint32_t rsvd;
+	uint64_t seq;   /**< 1, 2, ...: the CQE's number */
+};
 
 /** Poll-message sync: bytes of the marker that ends every message. */
 #define RB2_MARKER_SIZE 8

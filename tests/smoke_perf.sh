@@ -104,6 +104,10 @@ for v in json.load(open(sys.argv[1]))["variants"]:
     assert v["errors"] == 0 and tx["messages"] == rx["messages"] == 110000, v
     assert tx["cqes"] > 0 and tx["cqes"] == rx["cqes"], (tx, rx)   # every CQE polled
 PY
+"$perf" "${eal[@]}" --file-prefix "smk$$g" -- --mode bw --size 300 --count 50000 --rounds 1 \
+	--bounce --json "$tmp/bounce.json" >/dev/null || fail "--bounce"
+python3 -c "import json,sys; v=json.load(open(sys.argv[1]))['variants'][0]; assert v['errors']==0 and v['stats']['rx']['messages']==55000, v" "$tmp/bounce.json" ||
+	fail "--bounce: errors"
 "$perf" "${eal[@]}" --file-prefix "smk$$f" -- --mode bw --preset nosuch \
 	>/dev/null 2>"$tmp/err.txt" && fail "unknown preset accepted"
 grep -q "unknown preset 'nosuch'" "$tmp/err.txt" || fail "unknown preset: unclear error"

@@ -61,6 +61,8 @@ usage(FILE *f, const char *prog)
 "                       + CQ polling, batches of 10). Also sync pairs HEAD+TAIL:\n"
 "                       push|pull + wt|cq|poll (alpha/beta/gamma as given).\n"
 "                       lat: one preset\n"
+"  --bounce             bw: no zero copy: build each message in a buffer and copy\n"
+"                       it in; copy it out before reading (ablation M6)\n"
 "  --head-sync push|pull  lazy push (default) or lazy pull (the sender READs)\n"
 "  --tail-sync wt|imm|poll  write-twice (default), WRITE_WITH_IMM with CQ polling\n"
 "                       (emulated with WRITEs: see doc/design.md), or poll message\n"
@@ -115,6 +117,7 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		{"port", required_argument, NULL, 'O'},
 		{"json", required_argument, NULL, 'j'},
 		{"preset", required_argument, NULL, 'p'},
+		{"bounce", no_argument, NULL, 'X'},
 		{"head-sync", required_argument, NULL, 'H'},
 		{"tail-sync", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
@@ -258,6 +261,9 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 			}
 			break;
 		}
+		case 'X':
+			o->bounce = 1;
+			break;
 		case 'H':
 			if (strcmp(optarg, "push") == 0) {
 				o->chan.head_sync = RB2_HEAD_LAZY_PUSH;

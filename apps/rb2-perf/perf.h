@@ -33,6 +33,7 @@ struct perf_opts {
 	struct rb2_chan_params chan;
 	int compare;            /* add rte_ring (and both shm modes) */
 	int fixed;              /* fixed-size channels (msg_size = size) */
+	int bounce;             /* bw: copy through bounce buffers (no zero copy) */
 	const char *json;       /* JSON output file, or NULL */
 	unsigned int tx_lcore, rx_lcore;
 	/* Two-process runs (perftest style). */

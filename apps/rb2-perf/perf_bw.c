@@ -40,6 +40,7 @@ struct round_ctl {
 	uint64_t t_start, t_end;    /* receiver's TSC at go and at the last message */
 	uint64_t got, errors;
 	int fail;                   /* a channel error (negative errno) */
+	uint8_t *bounce_tx, *bounce_rx; /* --bounce: one message each */
 } __rte_cache_aligned;
 
 static struct round_ctl round_ctl;
@@ -72,9 +73,15 @@ recv_rb2(struct round_ctl *c)
 			total = atomic_load_explicit(&c->total, memory_order_acquire);
 			continue;
 		}
-		for (int i = 0; i < n; i++)
-			errors += m[i].len != size ||
-				!perf_check(m[i].data, size, got + (uint64_t)i);
+		for (int i = 0; i < n; i++) {
+			const void *data = m[i].data;
+
+			if (unlikely(c->o->bounce)) {   /* M6: copy out first */
+				memcpy(c->bounce_rx, data, RTE_MIN(m[i].len, size));
+				data = c->bounce_rx;
+			}
+			errors += m[i].len != size || !perf_check(data, size, got + (uint64_t)i);
+		}
 		rb2_rx_release_burst(rx, m, (unsigned int)n);
 		got += (uint64_t)n;
 	}
@@ -170,6 +177,7 @@ send_rb2(struct round_ctl *c, uint64_t count, uint64_t deadline)
 
 	const size_t stride = rb2_tx_stride(tx, size);
 	const unsigned int burst = c->o->burst;
+	uint8_t *bounce = c->o->bounce ? c->bounce_tx : NULL;
 
 	while (seq < count) {
 		unsigned int k = (unsigned int)RTE_MIN((uint64_t)burst, count - seq);
@@ -184,8 +192,17 @@ send_rb2(struct round_ctl *c, uint64_t count, uint64_t deadline)
 			rte_pause();
 			continue;
 		}
-		for (int i = 0; i < n; i++)
-			perf_fill(first + (size_t)i * stride, size, seq + (uint64_t)i);
+		if (unlikely(bounce != NULL)) {
+			/* Ablation M6, no zero copy: build each message in a
+			 * buffer of its own, then copy it into the ring. */
+			for (int i = 0; i < n; i++) {
+				perf_fill(bounce, size, seq + (uint64_t)i);
+				memcpy(first + (size_t)i * stride, bounce, size);
+			}
+		} else {
+			for (int i = 0; i < n; i++)
+				perf_fill(first + (size_t)i * stride, size, seq + (uint64_t)i);
+		}
 		rb2_tx_commit_burst(tx, size, (unsigned int)n);
 		seq += (uint64_t)n;
 		if (deadline != 0 && rte_rdtsc() > deadline)
@@ -265,9 +282,23 @@ run_round(struct perf_variant *v, const struct perf_opts *o, uint64_t count,
 	int ret;
 #define c (*cp)
 
+	static uint8_t *bounce[2];
+
+	if (o->bounce && bounce[0] == NULL) {
+		bounce[0] = rte_malloc_socket("perf_bounce", o->size, RTE_CACHE_LINE_SIZE,
+					      (int)rte_lcore_to_socket_id(o->tx_lcore));
+		bounce[1] = rte_malloc_socket("perf_bounce", o->size, RTE_CACHE_LINE_SIZE,
+					      (int)rte_lcore_to_socket_id(o->rx_lcore));
+		if (bounce[0] == NULL || bounce[1] == NULL) {
+			fprintf(stderr, "rb2-perf: out of memory for --bounce buffers\n");
+			exit(EXIT_FAILURE);
+		}
+	}
 	memset(&c, 0, sizeof(c));
 	c.v = v;
 	c.o = o;
+	c.bounce_tx = bounce[0];
+	c.bounce_rx = bounce[1];
 	c.total = duration > 0 ? UINT64_MAX : count;
 	ret = rte_eal_remote_launch(receiver_main, &c, o->rx_lcore);
 	if (ret != 0) {
@@ -462,9 +493,12 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 	       o->chan.slots, o->chan.slot_size, o->chan.alpha,
 	       o->chan.beta, o->chan.gamma, o->burst, o->rounds,
 	       o->duration > 0 ? "a fixed duration" : "a fixed count");
-	/* Warm-up: caches, TLBs, page faults; not recorded. */
+	/* Warm-up: caches, TLBs, page faults; not recorded. A tenth of a
+	 * round: of its count, or of its duration (a count-based warm-up of
+	 * 1 MB messages took a minute before each half-second round). */
 	for (i = 0; i < nv; i++)
-		run_round(&vars[i], o, RTE_MAX(o->count / 10, (uint64_t)1000), 0);
+		run_round(&vars[i], o, RTE_MAX(o->count / 10, (uint64_t)1000),
+			  o->duration / 10);
 	for (r = 0; r < o->rounds; r++) {
 		for (i = 0; i < nv; i++) {
 			struct perf_variant *v = &vars[i];

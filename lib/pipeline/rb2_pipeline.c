@@ -698,7 +698,8 @@ xport_get(struct rb2_pipeline *pl, const char *spec)
 	return pl->xports[pl->nxports++].xp;
 }
 
-/* Create this process's halves of a link's channel and connect them. */
+/* Create this process's halves of a link's channel and connect them (direct
+ * links, both ends on one lcore, have no channel). */
 static int
 open_link(struct rb2_pipeline *pl, struct rb2_link *lk, char *err, size_t errlen)
 {
@@ -707,13 +708,8 @@ open_link(struct rb2_pipeline *pl, struct rb2_link *lk, char *err, size_t errlen
 	struct rb2_xport *xp;
 	int ret = 0;
 
-	if (!tx_here && !rx_here)
+	if (!tx_here && !rx_here)    /* between two other processes */
 		return 0;
-	if (tx_here && rx_here && lk->from->lcore == lk->to->lcore) {
-		lk->direct = true;
-		lk->from->edges[lk->edge].next = lk->to;
-		return 0;
-	}
 	xp = xport_get(pl, lk->transport);
 	if (xp == NULL)
 		return cfg_err(pl, err, errlen, lk->line,

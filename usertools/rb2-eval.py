@@ -57,7 +57,9 @@ class Runner:
 
     def eal(self, huge, mb):
         self.n += 1
-        mem = ["-m", str(mb)] if huge else ["--no-huge", "-m", str(mb)]
+        # --huge-unlink: a primary's hugepage files outlive it otherwise,
+        # and a few hundred runs would use every page up.
+        mem = ["-m", str(mb), "--huge-unlink"] if huge else ["--no-huge", "-m", str(mb)]
         return ["-l", "0-1", "--no-pci", *mem, "--file-prefix", f"rb2eval{os.getpid()}",
                 "--log-level=lib.eal:error"]
 

@@ -40,7 +40,7 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
 if [ "${free:-0}" -ge 1024 ] && mountpoint -q /dev/hugepages; then
-	mem=(-m $((free * 2 - 64)))
+	mem=(-m $((free * 2 - 64)) --huge-unlink)
 fi
 
 for r in $(seq "$rounds"); do

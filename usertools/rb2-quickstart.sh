@@ -127,13 +127,15 @@ test)
 	meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit \
 		--suite verbs-vm || rc=1
 	log "tests: libFuzzer on the pcap reader and the configuration parser; the quick evaluation"
-	meson test -C "$build" --print-errorlogs --num-processes 1 --suite fuzz --suite eval || rc=1
+	meson test -C "$build" --print-errorlogs --num-processes 1 --suite fuzz --suite eval \
+		--logbase testlog-extra || rc=1
 	log "tests: ASan+UBSan build"
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C "$build_asan" --print-errorlogs --num-processes 1 --suite unit \
 		--timeout-multiplier 4 || rc=1
 	# One closing line over both builds, from meson's own logs.
-	python3 - "$build/meson-logs/testlog.json" "$build_asan/meson-logs/testlog.json" <<'PY'
+	python3 - "$build/meson-logs/testlog.json" "$build/meson-logs/testlog-extra.json" \
+		"$build_asan/meson-logs/testlog.json" <<'PY'
 import json, sys
 n = {"OK": 0, "FAIL": 0, "SKIP": 0}
 for path in sys.argv[1:]:

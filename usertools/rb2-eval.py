@@ -157,8 +157,10 @@ def fig7(r, o, res):
         progress("fig7: one lcore pair on this machine")
         t = bw(r, o, 64, ["rb2"])
         rows.append({"pairs": 1, "rb2 mmsg_s": t["rb2"]})
-    res["fig7"] = {"pairs_possible": pairs, "rows": rows,
-                   "note": f"{n} CPUs: {pairs} pair(s); k > 1 needs more cores"}
+    note = (f"{n} CPUs: one lcore pair, so k = 1 only" if pairs == 1 else
+            f"{n} CPUs allow {pairs} pairs, but runs of k > 1 pairs are not implemented yet "
+            "(rb2-perf drives one pair)")
+    res["fig7"] = {"pairs_possible": pairs, "rows": rows, "note": note}
 
 
 def table2(r, o, res):

@@ -950,6 +950,18 @@ rb2_pipeline_free(struct rb2_pipeline *pl)
 
 /* ---- Statistics --------------------------------------------------------- */
 
+/* Messages an instance emitted, and emits that failed, over its edges. */
+static void
+edge_totals(const struct rb2_stage *st, uint64_t *out, uint64_t *failed)
+{
+	*out = 0;
+	*failed = 0;
+	for (unsigned int j = 0; j < st->nedges; j++) {
+		*out += st->edges[j].msgs;
+		*failed += st->edges[j].failed;
+	}
+}
+
 void
 rb2_pipeline_report(struct rb2_pipeline *pl, FILE *out)
 {
@@ -962,14 +974,11 @@ rb2_pipeline_report(struct rb2_pipeline *pl, FILE *out)
 		"out msgs", "failed", "cyc/msg");
 	for (unsigned int i = 0; i < pl->nstages; i++) {
 		struct rb2_stage *st = &pl->stages[i];
-		uint64_t outm = 0, failed = 0, n = st->in_msgs + st->produced;
+		uint64_t outm, failed, n = st->in_msgs + st->produced;
 
 		if (!st->local)
 			continue;
-		for (unsigned int j = 0; j < st->nedges; j++) {
-			outm += st->edges[j].msgs;
-			failed += st->edges[j].failed;
-		}
+		edge_totals(st, &outm, &failed);
 		fprintf(out, "  %-12s %5u %14" PRIu64 " %14" PRIu64 " %12" PRIu64 " %10.1f\n",
 			st->name, st->lcore, st->in_msgs, outm, failed,
 			n ? (double)st->cycles / (double)n : 0.0);
@@ -1031,7 +1040,7 @@ tel_stages(const char *cmd __rte_unused, const char *params __rte_unused,
 	for (unsigned int i = 0; i < pl->nstages; i++) {
 		struct rb2_stage *st = &pl->stages[i];
 		struct rte_tel_data *c;
-		uint64_t outm = 0, failed = 0;
+		uint64_t outm, failed;
 
 		if (!st->local || (c = rte_tel_data_alloc()) == NULL)
 			continue;
@@ -1042,10 +1051,7 @@ tel_stages(const char *cmd __rte_unused, const char *params __rte_unused,
 		rte_tel_data_add_dict_u64(c, "in_msgs", st->in_msgs);
 		rte_tel_data_add_dict_u64(c, "in_bytes", st->in_bytes);
 		rte_tel_data_add_dict_u64(c, "produced", st->produced);
-		for (unsigned int j = 0; j < st->nedges; j++) {
-			outm += st->edges[j].msgs;
-			failed += st->edges[j].failed;
-		}
+		edge_totals(st, &outm, &failed);
 		rte_tel_data_add_dict_u64(c, "out_msgs", outm);
 		rte_tel_data_add_dict_u64(c, "failed", failed);
 		rte_tel_data_add_dict_u64(c, "cycles", st->cycles);

@@ -904,6 +904,36 @@ __rb2_tx_advance(struct rb2_tx *tx)
 	tx_post(tx, w, n); /* one doorbell: slots, then tail */
 }
 
+/*
+ * WRITE_WITH_IMM sync: a flush must publish, but the completion entry needs
+ * a receive-queue credit. The receiver hands credits back when it drains, so
+ * wait for one (up to a second; the next flush tries again after that). A
+ * sender that finishes with a flush, as a pipeline stage sending its end of
+ * stream, would otherwise leave its last messages unpublished.
+ */
+static void
+imm_wait_credit(struct rb2_tx *tx)
+{
+	uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz();
+
+	while (tx->pub_tail != tx->tail && tx->err == 0 &&
+	       rte_get_timer_cycles() < deadline) {
+		struct rb2_xport_wr w;
+		int gone;
+
+		rte_pause();
+		if (tx->loadstore) {
+			cqe_wr(tx, NULL);
+		} else {
+			tx_reap(tx);
+			tx_post(tx, &w, cqe_wr(tx, &w));
+		}
+		gone = peer_gone(tx->qp, &tx->next_check);
+		if (gone < 0)
+			tx_fail(tx, gone, "the receiver is gone");
+	}
+}
+
 int
 __rb2_tx_flush(struct rb2_tx *tx)
 {
@@ -916,7 +946,9 @@ __rb2_tx_flush(struct rb2_tx *tx)
 	if (tx->loadstore) {
 		ls_publish(tx, 1);
 		tx->synced_tail = tx->tail;
-		return 0;
+		if (tx->cq != NULL)
+			imm_wait_credit(tx);
+		return tx->err;
 	}
 	n = transmit_wrs(tx, w);
 	tx->synced_tail = tx->tail;
@@ -928,6 +960,8 @@ __rb2_tx_flush(struct rb2_tx *tx)
 	else
 		n += tail_wr(tx, w + n);
 	tx_post(tx, w, n);
+	if (tx->cq != NULL)
+		imm_wait_credit(tx);
 	return tx->err;
 }
 

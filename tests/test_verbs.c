@@ -88,6 +88,14 @@ params(struct rb2_chan_params *p, int kind)
 		p->beta = 1;
 		big_messages = 1;
 	}
+	/* RB2_TEST_SYNC=HEAD+TAIL (push|pull + wt|imm|poll): the same tests
+	 * under another sync policy of §IV-A; both sides must set it. */
+	const char *sync = getenv("RB2_TEST_SYNC");
+	if (sync != NULL) {
+		p->head_sync = strstr(sync, "pull") ? RB2_HEAD_LAZY_PULL : RB2_HEAD_LAZY_PUSH;
+		p->tail_sync = strstr(sync, "imm") ? RB2_TAIL_WRITE_IMM :
+			strstr(sync, "poll") ? RB2_TAIL_POLL_MSG : RB2_TAIL_WRITE_TWICE;
+	}
 }
 
 static double

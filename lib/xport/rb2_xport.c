@@ -72,6 +72,11 @@ dummy_qp_status(struct rb2_xport_qp *qp __rte_unused)
 {
 	return 0;
 }
+static int
+dummy_post_recv(struct rb2_xport_qp *qp __rte_unused, unsigned int n __rte_unused)
+{
+	return -ENOTSUP;
+}
 static const char *
 dummy_wc_status_str(int status)
 {
@@ -90,6 +95,7 @@ static const struct rb2_xport_ops dummy_ops = {
 	.peer_ptr = dummy_peer_ptr,
 	.qp_status = dummy_qp_status,
 	.wc_status_str = dummy_wc_status_str,
+	.post_recv = dummy_post_recv,
 };
 
 #define OVERLAY(f) (drv->full.f = drv->ops->f ? drv->ops->f : dummy_ops.f)
@@ -113,6 +119,7 @@ rb2_xport_driver_register(struct rb2_xport_driver *drv)
 	OVERLAY(peer_ptr);
 	OVERLAY(qp_status);
 	OVERLAY(wc_status_str);
+	OVERLAY(post_recv);
 	drivers[n_drivers++] = drv;
 }
 
@@ -338,6 +345,14 @@ int
 rb2_xport_qp_status(struct rb2_xport_qp *qp)
 {
 	return qp->connected ? qp->xp->ops->qp_status(qp) : -ENOTCONN;
+}
+
+int
+rb2_xport_post_recv(struct rb2_xport_qp *qp, unsigned int n)
+{
+	if (!(qp->xp->caps & RB2_XPORT_CAP_IMM))
+		return -ENOTSUP;
+	return n == 0 ? 0 : qp->xp->ops->post_recv(qp, n);
 }
 
 const char *

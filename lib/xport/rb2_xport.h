@@ -184,6 +184,17 @@ rb2_xport_poll(struct rb2_xport_qp *qp, struct rb2_xport_wc *wcs,
  */
 int rb2_xport_qp_status(struct rb2_xport_qp *qp);
 
+/**
+ * Post @p n receives, each consumed by one incoming WRITE_WITH_IMM (which
+ * then completes on this queue's poll as RB2_WC_RECV_IMM with its
+ * immediate). Transports with RB2_XPORT_CAP_IMM only; at most the queue's
+ * recv_depth may be outstanding. Not a per-message call: the channel posts
+ * receives in batches as it consumes their completions.
+ *
+ * @return 0, -ENOTSUP (no RB2_XPORT_CAP_IMM), -ENOSPC, or a driver error.
+ */
+int rb2_xport_post_recv(struct rb2_xport_qp *qp, unsigned int n);
+
 /** @return a readable name for a completion status of this transport. */
 const char *rb2_xport_wc_status_str(const struct rb2_xport *xp, int status);
 

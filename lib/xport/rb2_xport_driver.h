@@ -64,6 +64,8 @@ struct rb2_xport_ops {
 	int (*qp_status)(struct rb2_xport_qp *qp);
 	/** Name a completion status. */
 	const char *(*wc_status_str)(int status);
+	/** Post @p n receives for incoming WRITE_WITH_IMM (RB2_XPORT_CAP_IMM). */
+	int (*post_recv)(struct rb2_xport_qp *qp, unsigned int n);
 };
 
 /** A registered driver. */

@@ -9,6 +9,15 @@
  * WRs the caller asks for are signaled, plus one every sq_depth/2 so the
  * send queue recycles (those completions are swallowed here).
  *
+ * Incoming WRITE_WITH_IMM consume receives posted with rb2_xport_post_recv()
+ * (zero-length: the immediate is the message) and complete as
+ * RB2_WC_RECV_IMM on the same poll as the send completions.
+ *
+ * Two queues of one process (rb2_chan_pair(), rb2-perf on one host) are
+ * connected directly, without rdma_cm: both QPs are moved to RTS with each
+ * other's QP number and the device's own GID, the loopback path perftest
+ * also takes.
+ *
  * Open arguments: dev=NAME (default: the first device with an active port),
  * port=N (default 1), gid=N (default: the IPv4-mapped RoCE GID).
  */
@@ -37,6 +46,7 @@
 
 #define VERBS_MAX_CHAIN 16     /* WRs in one doorbell */
 #define VERBS_INTERNAL_WRID (1ull << 63) /* forced-signal completions */
+#define VERBS_RECV_WRID (1ull << 62)     /* receives for WRITE_WITH_IMM */
 #define VERBS_CM_TIMEOUT_MS 2000
 
 struct verbs_dev {
@@ -57,6 +67,7 @@ struct verbs_qp {
 	struct rdma_cm_id *listen_id; /* passive side, until accepted */
 	struct rdma_event_channel *ec;
 	struct rb2_verbs_sq sq;       /* send-queue accounting */
+	uint32_t recv_depth;          /* receives that may be posted */
 	int failed;                   /* -errno once the QP is unusable */
 	struct ibv_send_wr wr[VERBS_MAX_CHAIN];
 	struct ibv_sge sge[VERBS_MAX_CHAIN];
@@ -249,9 +260,7 @@ verbs_open(struct rb2_xport *xp, const char *args)
 		d->gid_index = ipv4_gid_index(d->ctx, d->port);
 	d->numa_node = sysfs_numa_node(d->ctx);
 	xp->priv = d;
-	/* No RB2_XPORT_CAP_IMM yet: receiving WRITE_WITH_IMM needs posted
-	 * receives, which come with the CQ-polling sync policy. */
-	xp->caps = RB2_XPORT_CAP_REMOTE | RB2_XPORT_CAP_READ;
+	xp->caps = RB2_XPORT_CAP_REMOTE | RB2_XPORT_CAP_READ | RB2_XPORT_CAP_IMM;
 	xp->socket_id = d->numa_node >= 0 ? d->numa_node : (int)rte_socket_id();
 	RB2_XPORT_LOG(INFO, "verbs: %s port %u gid %d, NUMA node %d, max_qp_wr %d",
 		      ibv_get_device_name(d->ctx->device), d->port, d->gid_index,
@@ -383,9 +392,15 @@ verbs_poll(struct rb2_xport_qp *qp, struct rb2_xport_wc *wcs, unsigned int n)
 			break;
 		}
 		for (int i = 0; i < got; i++) {
-			if (wc[i].opcode & IBV_WC_RECV) {
+			/* By wr_id: an error completion's opcode is undefined. */
+			if (wc[i].wr_id == VERBS_RECV_WRID) {
+				if (wc[i].status != IBV_WC_SUCCESS) {
+					RB2_XPORT_LOG(ERR, "verbs: receive completion error: %s (vendor error 0x%x)",
+						      ibv_wc_status_str(wc[i].status), wc[i].vendor_err);
+					v->failed = -EIO;
+				}
 				wcs[out++] = (struct rb2_xport_wc){
-					.wr_id = wc[i].wr_id, .status = wc[i].status,
+					.wr_id = 0, .status = wc[i].status,
 					.opcode = RB2_WC_RECV_IMM,
 					.imm = ntohl(wc[i].imm_data),
 					.byte_len = wc[i].byte_len,
@@ -444,6 +459,7 @@ verbs_qp_create(struct rb2_xport *xp, struct rb2_xport_qp *qp,
 		return -ENOMEM;
 	}
 	qp->drv = v;
+	v->recv_depth = attr->recv_depth;
 	qp->sq_depth = depth;
 	qp->cq_depth = depth;
 	qp->max_inline = attr->max_inline ? attr->max_inline : 64;
@@ -461,6 +477,8 @@ verbs_qp_destroy(struct rb2_xport_qp *qp)
 		rdma_disconnect(v->id); /* both sides must, on RoCE */
 		rdma_destroy_qp(v->id);
 		rdma_destroy_id(v->id);
+	} else if (v->qp != NULL) {
+		ibv_destroy_qp(v->qp);  /* a local pair's */
 	}
 	if (v->listen_id != NULL)
 		rdma_destroy_id(v->listen_id);
@@ -527,17 +545,24 @@ parse_peer(const char *peer, struct addrinfo **ai, int passive)
 	return 0;
 }
 
-static int
-make_qp(struct rb2_xport_qp *qp, struct verbs_qp *v, struct rdma_cm_id *id)
+static struct ibv_qp_init_attr
+qp_init_attr(const struct rb2_xport_qp *qp, const struct verbs_qp *v)
 {
-	struct verbs_dev *d = qp->xp->priv;
-	struct ibv_qp_init_attr ia = {
+	return (struct ibv_qp_init_attr){
 		.send_cq = v->cq, .recv_cq = v->cq,
-		.cap = {.max_send_wr = v->sq.depth, .max_recv_wr = 1,
+		.cap = {.max_send_wr = v->sq.depth,
+			.max_recv_wr = v->recv_depth > 0 ? v->recv_depth : 1,
 			.max_send_sge = 1, .max_recv_sge = 1,
 			.max_inline_data = qp->max_inline},
 		.qp_type = IBV_QPT_RC, .sq_sig_all = 0,
 	};
+}
+
+static int
+make_qp(struct rb2_xport_qp *qp, struct verbs_qp *v, struct rdma_cm_id *id)
+{
+	struct verbs_dev *d = qp->xp->priv;
+	struct ibv_qp_init_attr ia = qp_init_attr(qp, v);
 
 	if (id->verbs != d->ctx) {
 		RB2_XPORT_LOG(ERR, "verbs: the peer is reached through %s, not the opened %s (pick the device with dev=)",
@@ -558,11 +583,10 @@ make_qp(struct rb2_xport_qp *qp, struct verbs_qp *v, struct rdma_cm_id *id)
 static void
 set_connected(struct rb2_xport_qp *qp, struct verbs_qp *v, struct rdma_cm_id *id)
 {
-	int fl = fcntl(v->ec->fd, F_GETFL);
-
 	v->id = id;
 	/* Later CM events (DISCONNECTED) are read without blocking. */
-	fcntl(v->ec->fd, F_SETFL, fl | O_NONBLOCK);
+	if (v->ec != NULL)
+		fcntl(v->ec->fd, F_SETFL, fcntl(v->ec->fd, F_GETFL) | O_NONBLOCK);
 	qp->post = verbs_post;
 	qp->poll = verbs_poll;
 	qp->connected = 1;
@@ -689,6 +713,133 @@ out:
 	return err != 0 ? err : -ECONNABORTED;
 }
 
+/* Move a local pair's QP to RTS, connected to @dest_qpn on this device. */
+static int
+local_qp_rts(struct verbs_dev *d, struct ibv_qp *qp, uint32_t dest_qpn)
+{
+	struct ibv_port_attr pa;
+	union ibv_gid gid;
+	struct ibv_qp_attr a;
+	int ret;
+
+	if (ibv_query_port(d->ctx, d->port, &pa) != 0 ||
+	    ibv_query_gid(d->ctx, d->port, d->gid_index, &gid) != 0)
+		return -errno;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = d->port;
+	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		IBV_ACCESS_REMOTE_READ;
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			    IBV_QP_ACCESS_FLAGS);
+	if (ret != 0)
+		return -ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = pa.active_mtu;
+	a.dest_qp_num = dest_qpn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1; /* RoCE: addressed by GID */
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.sgid_index = (uint8_t)d->gid_index;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.port_num = d->port;
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			    IBV_QP_MIN_RNR_TIMER);
+	if (ret != 0)
+		return -ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	return -ret;
+}
+
+static int
+verbs_qp_connect_local(struct rb2_xport_qp *a, struct rb2_xport_qp *b)
+{
+	struct verbs_dev *d = a->xp->priv;
+	struct rb2_xport_qp *qps[2] = {a, b};
+	int ret = 0;
+
+	if (d->gid_index < 0) {
+		RB2_XPORT_LOG(ERR, "verbs: %s has no IPv4 RoCE GID to loop back through (give one: gid=N)",
+			      ibv_get_device_name(d->ctx->device));
+		return -ENODEV;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct verbs_qp *v = qps[i]->drv;
+		struct ibv_qp_init_attr ia = qp_init_attr(qps[i], v);
+
+		v->qp = ibv_create_qp(d->pd, &ia);
+		if (v->qp == NULL) {
+			ret = -errno;
+			RB2_XPORT_LOG(ERR, "verbs: ibv_create_qp(send %u, inline %u): %s",
+				      v->sq.depth, qps[i]->max_inline, strerror(errno));
+			break;
+		}
+		qps[i]->max_inline = ia.cap.max_inline_data;
+	}
+	for (int i = 0; i < 2 && ret == 0; i++) {
+		struct verbs_qp *v = qps[i]->drv, *peer = qps[1 - i]->drv;
+
+		ret = local_qp_rts(d, v->qp, peer->qp->qp_num);
+		if (ret < 0)
+			RB2_XPORT_LOG(ERR, "verbs: connecting a local QP pair on %s: %s",
+				      ibv_get_device_name(d->ctx->device), strerror(-ret));
+	}
+	if (ret < 0) {
+		for (int i = 0; i < 2; i++) {
+			struct verbs_qp *v = qps[i]->drv;
+
+			if (v->qp != NULL)
+				ibv_destroy_qp(v->qp);
+			v->qp = NULL;
+		}
+		return ret;
+	}
+	set_connected(a, a->drv, NULL);
+	set_connected(b, b->drv, NULL);
+	return 0;
+}
+
+static int
+verbs_post_recv(struct rb2_xport_qp *qp, unsigned int n)
+{
+	struct verbs_qp *v = qp->drv;
+	struct ibv_recv_wr wr[16], *bad;
+
+	if (v->qp == NULL)
+		return -ENOTCONN;
+	if (v->failed)
+		return v->failed;
+	/* Zero-length: a WRITE_WITH_IMM's payload goes where it was
+	 * addressed; its receive only carries the immediate. */
+	while (n > 0) {
+		unsigned int k = RTE_MIN(n, (unsigned int)RTE_DIM(wr));
+		int ret;
+
+		for (unsigned int i = 0; i < k; i++)
+			wr[i] = (struct ibv_recv_wr){
+				.wr_id = VERBS_RECV_WRID,
+				.next = i + 1 < k ? &wr[i + 1] : NULL,
+			};
+		ret = ibv_post_recv(v->qp, wr, &bad);
+		if (ret != 0) {
+			RB2_XPORT_LOG(ERR, "verbs: ibv_post_recv(%u): %s", k, strerror(ret));
+			return -ret;
+		}
+		n -= k;
+	}
+	return 0;
+}
+
 static int
 verbs_qp_status(struct rb2_xport_qp *qp)
 {
@@ -722,7 +873,9 @@ static const struct rb2_xport_ops verbs_ops = {
 	.mr_free = verbs_mr_free,
 	.qp_create = verbs_qp_create,
 	.qp_destroy = verbs_qp_destroy,
+	.qp_connect_local = verbs_qp_connect_local,
 	.qp_exchange = verbs_qp_exchange,
+	.post_recv = verbs_post_recv,
 	.qp_status = verbs_qp_status,
 	.wc_status_str = verbs_wc_status_str,
 };

@@ -73,6 +73,21 @@ random_cfg(uint64_t seed, struct prop_cfg *c)
 	default:
 		break;
 	}
+	/* The ablations: one configuration in four packs its slots off the
+	 * cache lines (8-byte multiples), one in four has no elastic
+	 * threshold. Drawn last, as above. */
+	if (rb2_test_rand(&r) % 4 == 0) {
+		c->p.flags |= RB2_CHAN_F_UNALIGNED;
+		c->p.slot_size = 8 * (uint32_t)(1 + rb2_test_rand(&r) % 32);
+		uint32_t room = c->p.slot_size -
+			(c->p.tail_sync == RB2_TAIL_POLL_MSG ? RB2_MARKER_SIZE : 0);
+
+		if (c->p.msg_size > room)
+			c->p.msg_size = room; /* 0 (variable) when no room */
+		c->max_len = RTE_MIN(rb2_chan_max_msg(&c->p), 4096u);
+	}
+	if (rb2_test_rand(&r) % 4 == 0)
+		c->p.flags |= RB2_CHAN_F_NO_ELASTIC;
 }
 
 /* Length of message @seq: mostly within one slot, some multi-slot, a few
@@ -111,10 +126,11 @@ check_one(struct rx_state *st, const void *data, uint32_t len)
 	if (len != want || !rb2_test_check(data, len, st->next)) {
 		if (st->bad++ == 0)
 			cr_log_error("seed %" PRIu64 " (N=%u S=%u a=%u b=%u g=%u msg_size=%u head_sync=%d "
-				     "tail_sync=%d): message %" PRIu64 " has len %u (want %u) or a bad payload",
+				     "tail_sync=%d flags=0x%x): message %" PRIu64 " has len %u (want %u) or a bad payload",
 				     st->c->seed, st->c->p.slots, st->c->p.slot_size, st->c->p.alpha,
 				     st->c->p.beta, st->c->p.gamma, st->c->p.msg_size,
-				     (int)st->c->p.head_sync, (int)st->c->p.tail_sync, st->next, len, want);
+				     (int)st->c->p.head_sync, (int)st->c->p.tail_sync, st->c->p.flags,
+				     st->next, len, want);
 	}
 	st->next++;
 }

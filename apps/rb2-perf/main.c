@@ -41,7 +41,8 @@ usage(FILE *f, const char *prog)
 "  --rounds R           bw: rounds per variant, interleaved (default 5, max %d)\n"
 "  --burst B            receiver burst and rte_ring burst (default 32, max 256)\n"
 "  --slots N            ring slots, a power of two (default 1024)\n"
-"  --slot-size S        slot bytes, a multiple of 64 (default: size rounded up to 64)\n"
+"  --slot-size S        slot bytes, a multiple of 64 (default: size rounded up to 64;\n"
+"                       --unaligned: of 8)\n"
 "  --alpha A            pointer advancement threshold (bw default 32, lat 1)\n"
 "  --beta B             slot transmission threshold (bw default 16, lat 1)\n"
 "  --gamma G            lazy push threshold (bw default 32, lat 1)\n"
@@ -63,6 +64,11 @@ usage(FILE *f, const char *prog)
 "                       lat: one preset\n"
 "  --bounce             bw: no zero copy: build each message in a buffer and copy\n"
 "                       it in; copy it out before reading (ablation M6)\n"
+"  --no-elastic         no elastic threshold: WRITE the tail at every pointer\n"
+"                       advancement, even with the last one in flight (M4)\n"
+"  --unaligned          slots 8 bytes past a cache line, slot size a multiple of\n"
+"                       8 (default: size rounded up to 8): messages packed back\n"
+"                       to back across cache lines (ablation M7)\n"
 "  --head-sync push|pull  lazy push (default) or lazy pull (the sender READs)\n"
 "  --tail-sync wt|imm|poll  write-twice (default), WRITE_WITH_IMM with CQ polling\n"
 "                       (emulated with WRITEs: see doc/design.md), or poll message\n"
@@ -118,6 +124,8 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		{"json", required_argument, NULL, 'j'},
 		{"preset", required_argument, NULL, 'p'},
 		{"bounce", no_argument, NULL, 'X'},
+		{"no-elastic", no_argument, NULL, 'E'},
+		{"unaligned", no_argument, NULL, 'U'},
 		{"head-sync", required_argument, NULL, 'H'},
 		{"tail-sync", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
@@ -197,7 +205,7 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 			o->chan.slots = (uint32_t)v;
 			break;
 		case 'S':
-			if (parse_u64("slot-size", optarg, 64, 1u << 30, &v) < 0)
+			if (parse_u64("slot-size", optarg, 8, 1u << 30, &v) < 0)
 				return -1;
 			o->chan.slot_size = (uint32_t)v;
 			have_slot_size = 1;
@@ -264,6 +272,12 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		case 'X':
 			o->bounce = 1;
 			break;
+		case 'E':
+			o->chan.flags |= RB2_CHAN_F_NO_ELASTIC;
+			break;
+		case 'U':
+			o->chan.flags |= RB2_CHAN_F_UNALIGNED;
+			break;
 		case 'H':
 			if (strcmp(optarg, "push") == 0) {
 				o->chan.head_sync = RB2_HEAD_LAZY_PUSH;
@@ -315,7 +329,8 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		o->chan.beta = o->chan.alpha; /* keep the default beta valid */
 	}
 	if (!have_slot_size)
-		o->chan.slot_size = RTE_ALIGN_CEIL(o->size, 64);
+		o->chan.slot_size = RTE_ALIGN_CEIL(o->size,
+			o->chan.flags & RB2_CHAN_F_UNALIGNED ? 8 : 64);
 	if (o->fixed)
 		o->chan.msg_size = o->size;
 	if (o->npresets == 1 && o->mode == MODE_LAT &&
@@ -400,12 +415,12 @@ perf_json_begin(FILE *f, const struct perf_opts *o)
 	fprintf(f, "{\"tool\": \"rb2-perf\", \"version\": \"%s\", \"time\": %lld, "
 		"\"mode\": \"%s\", \"transport\": \"%s\", \"size\": %u, \"slots\": %u, "
 		"\"slot_size\": %u, \"alpha\": %u, \"beta\": %u, \"gamma\": %u, "
-		"\"msg_size\": %u, \"burst\": %u, \"count\": %" PRIu64 ", \"duration\": %g, "
-		"\"tsc_hz\": %" PRIu64 "",
+		"\"msg_size\": %u, \"flags\": %u, \"burst\": %u, \"count\": %" PRIu64 ", "
+		"\"duration\": %g, \"tsc_hz\": %" PRIu64 "",
 		RB2_VERSION, (long long)time(NULL),
 		o->mode == MODE_BW ? "bw" : "lat", o->transport, o->size,
 		o->chan.slots, o->chan.slot_size, o->chan.alpha, o->chan.beta,
-		o->chan.gamma, o->chan.msg_size, o->burst, o->count, o->duration,
+		o->chan.gamma, o->chan.msg_size, o->chan.flags, o->burst, o->count, o->duration,
 		rte_get_tsc_hz());
 }
 

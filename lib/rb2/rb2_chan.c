@@ -98,9 +98,17 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 		WHY("invalid slots=%u: need a power of two in [2, 2^24]", p->slots);
 		return -EINVAL;
 	}
-	if (p->slot_size == 0 || p->slot_size % RTE_CACHE_LINE_SIZE != 0) {
-		WHY("invalid slot_size=%u: need a non-zero multiple of %d (cache-line slots)",
-		    p->slot_size, RTE_CACHE_LINE_SIZE);
+	if (p->flags & ~(RB2_CHAN_F_NO_ELASTIC | RB2_CHAN_F_UNALIGNED)) {
+		WHY("invalid flags=0x%x: only RB2_CHAN_F_NO_ELASTIC and RB2_CHAN_F_UNALIGNED exist",
+		    p->flags);
+		return -EINVAL;
+	}
+	if (p->slot_size == 0 || (p->flags & RB2_CHAN_F_UNALIGNED ?
+				  p->slot_size % 8 : p->slot_size % RTE_CACHE_LINE_SIZE) != 0) {
+		WHY("invalid slot_size=%u: need a non-zero multiple of %d (%s)", p->slot_size,
+		    p->flags & RB2_CHAN_F_UNALIGNED ? 8 : RTE_CACHE_LINE_SIZE,
+		    p->flags & RB2_CHAN_F_UNALIGNED ? "unaligned ablation: 8-byte words" :
+		    "cache-line slots");
 		return -EINVAL;
 	}
 	if ((uint64_t)(p->slots / 2) * p->slot_size >= RB2_LEN_SKIP) {
@@ -152,24 +160,30 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 }
 
 size_t
-rb2_region_slots_off(uint32_t slots)
+rb2_region_slots_off(uint32_t slots, uint32_t flags)
 {
 	return RTE_ALIGN_CEIL(RB2_REGION_LENS_OFF + (size_t)slots * sizeof(uint32_t),
+			      RTE_CACHE_LINE_SIZE) +
+		(flags & RB2_CHAN_F_UNALIGNED ? RB2_UNALIGNED_OFF : 0);
+}
+
+/* The completion ring of a region (WRITE_WITH_IMM sync): after the slots,
+ * on a cache line of its own. */
+static size_t
+region_cq_off(uint32_t slots, uint32_t slot_size, uint32_t flags)
+{
+	return RTE_ALIGN_CEIL(rb2_region_slots_off(slots, flags) + (size_t)slots * slot_size,
 			      RTE_CACHE_LINE_SIZE);
 }
 
 size_t
-rb2_region_size(uint32_t slots, uint32_t slot_size, int with_ring, int with_cq)
+rb2_region_size(uint32_t slots, uint32_t slot_size, uint32_t flags, int with_ring,
+		int with_cq)
 {
-	return rb2_region_slots_off(slots) + (with_ring ? (size_t)slots * slot_size : 0) +
-		(with_ring && with_cq ? RB2_CQ_ENTRIES * sizeof(struct rb2_cqe) : 0);
-}
-
-/* The completion ring of a region (WRITE_WITH_IMM sync): after the slots. */
-static size_t
-region_cq_off(uint32_t slots, uint32_t slot_size)
-{
-	return rb2_region_slots_off(slots) + (size_t)slots * slot_size;
+	if (!with_ring)
+		return rb2_region_slots_off(slots, 0);
+	return region_cq_off(slots, slot_size, flags) +
+		(with_cq ? RB2_CQ_ENTRIES * sizeof(struct rb2_cqe) : 0);
 }
 
 /* Common part of creating a half: validate, name, memory, queue. */
@@ -207,7 +221,7 @@ half_init(const char *name, struct rb2_xport *xp,
 
 	snprintf(zname, sizeof(zname), "rb2%c.%s", zone_tag, name);
 	ret = rb2_xport_mr_alloc(xp, zname,
-				 rb2_region_size(p->slots, p->slot_size, with_ring,
+				 rb2_region_size(p->slots, p->slot_size, p->flags, with_ring,
 						 p->tail_sync == RB2_TAIL_WRITE_IMM),
 				 socket, mr);
 	if (ret < 0) {
@@ -223,6 +237,9 @@ half_init(const char *name, struct rb2_xport *xp,
 	 * device's limits. */
 	attr.sq_depth = RTE_MAX(64u, 8 * (4 * (p->alpha / p->beta + 1) + 1));
 	attr.cq_depth = 64;
+	if (zone_tag == 'r' && p->tail_sync == RB2_TAIL_WRITE_IMM &&
+	    (rb2_xport_caps(xp) & RB2_XPORT_CAP_IMM))
+		attr.recv_depth = RB2_CQ_ENTRIES; /* one per credit */
 	*qp = rb2_xport_qp_create(xp, &attr);
 	if (*qp == NULL) {
 		ret = -rte_errno;
@@ -252,6 +269,7 @@ fill_desc(struct rb2_chan_desc *d, const struct rb2_chan_params *p, int role,
 	d->addr = (uint64_t)(uintptr_t)mr->addr;
 	d->len = mr->len;
 	d->msg_size = p->msg_size;
+	d->flags = p->flags & RB2_CHAN_F_WIRE;
 }
 
 struct rb2_tx *
@@ -289,9 +307,11 @@ rb2_tx_create(const char *name, struct rb2_xport *xp,
 	if (p.tail_sync == RB2_TAIL_WRITE_IMM) {
 		/* WRs: entries are built in our mirror ring; load/store maps
 		 * the receiver's at connection. */
-		tx->cq = loadstore ? NULL : RTE_PTR_ADD(mr.addr, region_cq_off(p.slots, p.slot_size));
+		tx->cq = loadstore ? NULL :
+			RTE_PTR_ADD(mr.addr, region_cq_off(p.slots, p.slot_size, p.flags));
 		tx->cq_credit = (_Atomic uint64_t *)RTE_PTR_ADD(mr.addr, RB2_REGION_PTR_OFF + 8);
 		atomic_store_explicit(tx->cq_credit, 0, memory_order_relaxed);
+		tx->imm_native = !loadstore && (rb2_xport_caps(xp) & RB2_XPORT_CAP_IMM);
 	}
 	tx->mask = p.slots - 1;
 	tx->slot_size = p.slot_size;
@@ -314,7 +334,7 @@ rb2_tx_create(const char *name, struct rb2_xport *xp,
 	for (uint32_t i = 0; p.msg_size != 0 && i < p.slots; i++)
 		tx->lens[i] = p.msg_size;
 	if (!loadstore)
-		tx->slots = RTE_PTR_ADD(mr.addr, rb2_region_slots_off(p.slots));
+		tx->slots = RTE_PTR_ADD(mr.addr, rb2_region_slots_off(p.slots, p.flags));
 	strlcpy(tx->name, name, sizeof(tx->name));
 	rte_spinlock_lock(&rb2_chan_list.lock);
 	TAILQ_INSERT_TAIL(&rb2_chan_list.tx, tx, next);
@@ -360,16 +380,17 @@ rb2_rx_create(const char *name, struct rb2_xport *xp,
 	rx->pull = p.head_sync == RB2_HEAD_LAZY_PULL;
 	rx->poll_msg = p.tail_sync == RB2_TAIL_POLL_MSG;
 	if (p.tail_sync == RB2_TAIL_WRITE_IMM) {
-		rx->cq = RTE_PTR_ADD(mr.addr, region_cq_off(p.slots, p.slot_size));
+		rx->cq = RTE_PTR_ADD(mr.addr, region_cq_off(p.slots, p.slot_size, p.flags));
 		memset(rx->cq, 0, RB2_CQ_ENTRIES * sizeof(*rx->cq));
 		rx->cq_next = 1;
+		rx->imm_native = (rb2_xport_caps(xp) & RB2_XPORT_CAP_IMM) != 0;
 	}
 	/* Poll message: every lens[] entry starts consumed. */
 	for (uint32_t i = 0; rx->poll_msg && p.msg_size == 0 && i < p.slots; i++)
 		((uint32_t *)RTE_PTR_ADD(mr.addr, RB2_REGION_LENS_OFF))[i] = RB2_LEN_EMPTY;
 	*rx->head_shadow = 0;
 	rx->lens = RTE_PTR_ADD(mr.addr, RB2_REGION_LENS_OFF);
-	rx->slots = RTE_PTR_ADD(mr.addr, rb2_region_slots_off(p.slots));
+	rx->slots = RTE_PTR_ADD(mr.addr, rb2_region_slots_off(p.slots, p.flags));
 	if (p.msg_size != 0) {
 		/* Fixed size: lengths are known, read from local memory. */
 		rx->own_lens = rte_malloc_socket("rb2_rx_lens",
@@ -433,9 +454,14 @@ rb2_chan_desc_check(const void *blob, size_t len, int role,
 		     d.slots, d.slot_size, p->slots, p->slot_size);
 		return -EPROTO;
 	}
-	if (d.msg_size != p->msg_size || d.reserved != 0) {
+	if (d.msg_size != p->msg_size) {
 		WHYD("peer msg_size=%u differs from ours (%u): both halves of a fixed-size channel need the same, or 0",
 		     d.msg_size, p->msg_size);
+		return -EPROTO;
+	}
+	if (d.flags != (p->flags & RB2_CHAN_F_WIRE)) {
+		WHYD("peer flags 0x%x differ from ours 0x%x (both halves must set RB2_CHAN_F_UNALIGNED, or neither)",
+		     d.flags, p->flags & RB2_CHAN_F_WIRE);
 		return -EPROTO;
 	}
 	if (d.policy != (uint8_t)(p->head_sync | (p->tail_sync << 4))) {
@@ -449,7 +475,7 @@ rb2_chan_desc_check(const void *blob, size_t len, int role,
 		     d.alpha, d.beta, d.gamma, d.slots);
 		return -EPROTO;
 	}
-	need = rb2_region_size(d.slots, d.slot_size, role == 0,
+	need = rb2_region_size(d.slots, d.slot_size, d.flags, role == 0,
 			       p->tail_sync == RB2_TAIL_WRITE_IMM);
 	if (d.addr == 0 || d.addr % RTE_CACHE_LINE_SIZE != 0 || d.len < need) {
 		WHYD("peer region 0x%" PRIx64 "+%" PRIu64 " is misaligned or smaller than the %zu bytes its ring needs",
@@ -472,12 +498,13 @@ tx_attach(struct rb2_tx *tx, const struct rb2_chan_desc *peer)
 				     tx->name);
 			return -EFAULT;
 		}
-		tx->slots = RTE_PTR_ADD(base, rb2_region_slots_off(peer->slots));
+		tx->slots = RTE_PTR_ADD(base, rb2_region_slots_off(peer->slots, peer->flags));
 		tx->peer_lens = RTE_PTR_ADD(base, RB2_REGION_LENS_OFF);
 		tx->peer_tail = RTE_PTR_ADD(base, RB2_REGION_PTR_OFF);
 		tx->peer_head_pub = RTE_PTR_ADD(base, RB2_REGION_SHADOW_OFF);
 		if (tx->p.tail_sync == RB2_TAIL_WRITE_IMM)
-			tx->cq = RTE_PTR_ADD(base, region_cq_off(peer->slots, peer->slot_size));
+			tx->cq = RTE_PTR_ADD(base, region_cq_off(peer->slots, peer->slot_size,
+								 peer->flags));
 	}
 	/* Capacity N - 1: full when tail - local_head == N - 1. */
 	tx->limit = atomic_load_explicit(tx->local_head, memory_order_acquire) +
@@ -486,9 +513,11 @@ tx_attach(struct rb2_tx *tx, const struct rb2_chan_desc *peer)
 	return 0;
 }
 
-static void
+static int
 rx_attach(struct rb2_rx *rx, const struct rb2_chan_desc *peer)
 {
+	int ret;
+
 	rx->peer = *peer;
 	rx->peer_head = NULL;
 	if (rb2_xport_caps(rx->xp) & RB2_XPORT_CAP_LOADSTORE)
@@ -498,7 +527,19 @@ rx_attach(struct rb2_rx *rx, const struct rb2_chan_desc *peer)
 	if (rx->peer_head != NULL && rx->cq != NULL)
 		rx->peer_credit = rb2_xport_peer_ptr(rx->qp, peer->addr + RB2_REGION_PTR_OFF + 8,
 						     peer->rkey, sizeof(uint64_t));
+	/* Native WRITE_WITH_IMM: the sender starts with RB2_CQ_ENTRIES
+	 * credits, one posted receive each. A WRITE_WITH_IMM that arrives
+	 * before them is retried by the NIC (RNR), not lost. */
+	if (rx->imm_native) {
+		ret = rb2_xport_post_recv(rx->qp, RB2_CQ_ENTRIES);
+		if (ret < 0) {
+			RB2_CHAN_LOG(ERR, "channel '%s': posting %d receives for WRITE_WITH_IMM: %s",
+				     rx->name, RB2_CQ_ENTRIES, rte_strerror(-ret));
+			return ret;
+		}
+	}
 	rx->err = 0;
+	return 0;
 }
 
 int
@@ -524,8 +565,7 @@ rb2_chan_pair(struct rb2_tx *tx, struct rb2_rx *rx)
 	ret = tx_attach(tx, &dr);
 	if (ret < 0)
 		return ret;
-	rx_attach(rx, &dt);
-	return 0;
+	return rx_attach(rx, &dt);
 }
 
 static int
@@ -582,7 +622,7 @@ rb2_rx_connect(struct rb2_rx *rx, const char *peer, unsigned int timeout_ms)
 	ret = half_connect(rx->name, rx->qp, &rx->p, &rx->mr, 0, peer,
 			   timeout_ms, &d);
 	if (ret == 0)
-		rx_attach(rx, &d);
+		ret = rx_attach(rx, &d);
 	return ret;
 }
 
@@ -666,7 +706,7 @@ range_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w, uint32_t a, uint32_t k)
 {
 	const struct rb2_chan_desc *pd = &tx->peer;
 	uint64_t peer_lens = pd->addr + RB2_REGION_LENS_OFF;
-	uint64_t peer_slots = pd->addr + rb2_region_slots_off(pd->slots);
+	uint64_t peer_slots = pd->addr + rb2_region_slots_off(pd->slots, pd->flags);
 	uint32_t llen = k * (uint32_t)sizeof(uint32_t);
 	unsigned int n = 0;
 
@@ -757,9 +797,12 @@ tail_wr(struct rb2_tx *tx, struct rb2_xport_wr *w)
 }
 
 /*
- * WRITE_WITH_IMM sync (emulated): the completion entry of [pub_tail, tail),
- * if the receiver has a receive-queue credit left; else the sync waits for
- * the receiver to replenish (counted). Returns the WRs appended (WR mode).
+ * WRITE_WITH_IMM sync: the completion entry of [pub_tail, tail), if the
+ * receiver has a receive-queue credit left; else the sync waits for the
+ * receiver to replenish (counted). Returns the WRs appended (WR mode): the
+ * entry's WRITE, a WRITE_WITH_IMM carrying the slot count when the
+ * transport has them (the receiver then reads the immediate from its receive
+ * completion, not the entry).
  */
 static unsigned int
 cqe_wr(struct rb2_tx *tx, struct rb2_xport_wr *w)
@@ -788,10 +831,12 @@ cqe_wr(struct rb2_tx *tx, struct rb2_xport_wr *w)
 	e->seq = tx->cqes;
 	w[0] = (struct rb2_xport_wr){
 		.local = e,
-		.remote = tx->peer.addr + region_cq_off(tx->peer.slots, tx->peer.slot_size) +
+		.remote = tx->peer.addr + region_cq_off(tx->peer.slots, tx->peer.slot_size,
+							tx->peer.flags) +
 			(uint64_t)((uintptr_t)e - (uintptr_t)tx->cq),
 		.len = sizeof(*e), .lkey = tx->mr.lkey, .rkey = tx->peer.rkey,
-		.opcode = RB2_WR_WRITE,
+		.opcode = tx->imm_native ? RB2_WR_WRITE_IMM : RB2_WR_WRITE,
+		.imm = e->imm,
 		.flags = tx->qp->max_inline >= sizeof(*e) ? RB2_WR_INLINE : 0,
 	};
 	tx->pub_tail = tx->tail;
@@ -897,7 +942,7 @@ __rb2_tx_advance(struct rb2_tx *tx)
 		tx->pub_tail = tx->tail;
 	else if (tx->cq != NULL)
 		n += cqe_wr(tx, w + n);
-	else if (tx->tail_inflight == 0)
+	else if (tx->tail_inflight == 0 || (tx->p.flags & RB2_CHAN_F_NO_ELASTIC))
 		n += tail_wr(tx, w + n);
 	else
 		RB2_STAT_ADD(&tx->stats, deferred_tail_syncs, 1);
@@ -1081,7 +1126,56 @@ __rb2_tx_mark(struct rb2_tx *tx, uint64_t t, uint32_t skip, uint32_t len, unsign
 
 /* ---- receiver slow path -------------------------------------------------- */
 
-/* Give the sender its receive-queue credits back: one WRITE of the count. */
+/*
+ * Completions on the receiver's queue: native WRITE_WITH_IMM receives (each
+ * immediate is published slots: the tail moves), and failed sends (the
+ * head or credit WRITEs are unsignaled, so only failures come back).
+ * Returns the receives consumed, or -EIO.
+ */
+static int
+rx_completions(struct rb2_rx *rx, const struct rb2_xport_wc *wc, int n)
+{
+	uint64_t t = atomic_load_explicit(rx->local_tail, memory_order_relaxed);
+	int got = 0, ret = 0;
+
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		if (wc[i].status != RB2_WC_SUCCESS) {
+			RB2_CHAN_LOG(ERR, "channel '%s' receiver failed: %s completion error: %s",
+				     rx->name, wc[i].opcode == RB2_WC_RECV_IMM ?
+				     "WRITE_WITH_IMM receive" : "head/credit WRITE",
+				     rb2_xport_wc_status_str(rx->xp, wc[i].status));
+			ret = -EIO;
+		} else if (wc[i].opcode == RB2_WC_RECV_IMM) {
+			t += wc[i].imm;
+			got++;
+		}
+	}
+	if (got > 0) {
+		rx->cq_consumed += (uint64_t)got;
+		RB2_STAT_ADD(&rx->stats, cqes, (uint64_t)got);
+		/* Only this lcore writes the tail under this sync: the
+		 * receive completion ordered the WRITEs before it. */
+		atomic_store_explicit(rx->local_tail, t, memory_order_relaxed);
+	}
+	return ret < 0 ? ret : got;
+}
+
+/* Reap the receiver's queue (send queue full): every completion counts. */
+static int
+rx_reap(struct rb2_rx *rx)
+{
+	struct rb2_xport_wc wc[16];
+	int ret = rx_completions(rx, wc, rb2_xport_poll(rx->qp, wc, RTE_DIM(wc)));
+
+	if (ret < 0)
+		rx->err = ret;
+	return ret;
+}
+
+/* Give the sender its receive-queue credits back: one WRITE of the count
+ * (native WRITE_WITH_IMM: after re-posting the receives they stand for). */
 static void
 rx_return_credits(struct rb2_rx *rx)
 {
@@ -1094,6 +1188,15 @@ rx_return_credits(struct rb2_rx *rx)
 	};
 	int ret;
 
+	if (rx->imm_native) {
+		ret = rb2_xport_post_recv(rx->qp, (unsigned int)(rx->cq_consumed - rx->cq_returned));
+		if (unlikely(ret < 0)) {
+			RB2_CHAN_LOG(ERR, "channel '%s' receiver failed: re-posting receives: %s",
+				     rx->name, rte_strerror(-ret));
+			rx->err = ret;
+			return;
+		}
+	}
 	rx->cq_returned = rx->cq_consumed;
 	RB2_STAT_ADD(&rx->stats, cq_returns, 1);
 	if (rx->peer_credit != NULL) {
@@ -1103,8 +1206,7 @@ rx_return_credits(struct rb2_rx *rx)
 	rx->head_shadow[1] = rx->cq_consumed;
 	ret = rb2_xport_post(rx->qp, &w, 1);
 	for (uint32_t spins = 0; unlikely(ret == -ENOSPC) && spins < RB2_POST_SPINS; spins++) {
-		struct rb2_xport_wc wc[8];
-		int got = rb2_xport_poll(rx->qp, wc, RTE_DIM(wc));
+		int got = rx_reap(rx);
 
 		ret = got < 0 ? got : rb2_xport_post(rx->qp, &w, 1);
 	}
@@ -1116,9 +1218,10 @@ rx_return_credits(struct rb2_rx *rx)
 }
 
 /*
- * WRITE_WITH_IMM sync (emulated): poll the completion ring, add each
- * immediate to the tail, and replenish the receive queue every half ring
- * (or when the ring has run dry, so that a sender out of credits goes on).
+ * WRITE_WITH_IMM sync: poll the receive completions (native) or the
+ * completion ring (emulated), add each immediate to the tail, and replenish
+ * the receive queue every half ring (or when the ring has run dry, so that a
+ * sender out of credits goes on).
  */
 void
 __rb2_rx_poll_cq(struct rb2_rx *rx)
@@ -1126,6 +1229,12 @@ __rb2_rx_poll_cq(struct rb2_rx *rx)
 	uint64_t t = atomic_load_explicit(rx->local_tail, memory_order_relaxed);
 	unsigned int got = 0;
 
+	if (rx->imm_native) {
+		int n = rx_reap(rx);
+
+		got = n > 0 ? (unsigned int)n : 0;
+		goto replenish;
+	}
 	for (;;) {
 		struct rb2_cqe *e = &rx->cq[(rx->cq_next - 1) % RB2_CQ_ENTRIES];
 
@@ -1143,9 +1252,25 @@ __rb2_rx_poll_cq(struct rb2_rx *rx)
 		RB2_STAT_ADD(&rx->stats, cqes, got);
 		atomic_store_explicit(rx->local_tail, t, memory_order_relaxed);
 	}
+replenish:
 	if (rx->cq_consumed - rx->cq_returned >= RB2_CQ_ENTRIES / 2 ||
 	    (got == 0 && rx->cq_consumed != rx->cq_returned))
 		rx_return_credits(rx);
+}
+
+/* Poll message: does an impossible length at @lp change within 100 ms? A
+ * length WRITE still landing does; a corrupt ring does not. */
+static int
+poll_len_settles(const _Atomic uint32_t *lp, uint32_t len)
+{
+	uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() / 10;
+
+	while (atomic_load_explicit(lp, memory_order_relaxed) == len) {
+		if (rte_get_timer_cycles() > deadline)
+			return 0;
+		rte_pause();
+	}
+	return 1;
 }
 
 int
@@ -1174,11 +1299,15 @@ __rb2_rx_peek_poll(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 				rx->head = h;
 				continue;
 			}
-			if (len > rx->max_len)
-				return i > 0 ? (int)i : __rb2_rx_corrupt(rx, h, len);
 			need = __rb2_nslots(len + RB2_MARKER_SIZE, rx->slot_size);
-			if (pos + need > rx->mask + 1)
+			if (unlikely(len > rx->max_len || pos + need > rx->mask + 1)) {
+				/* Torn (a WRITE landing on the empty mark byte by
+				 * byte, as rxe does) or corrupt: only a torn one
+				 * changes. */
+				if (poll_len_settles(lp, len))
+					continue;
 				return i > 0 ? (int)i : __rb2_rx_corrupt(rx, h, len);
+			}
 		}
 		mark = (const _Atomic uint64_t *)(uintptr_t)(rx->slots +
 			(size_t)(pos + need) * rx->slot_size - RB2_MARKER_SIZE);
@@ -1253,14 +1382,10 @@ __rb2_rx_push(struct rb2_rx *rx)
 	ret = rb2_xport_post(rx->qp, &w, 1);
 	for (uint32_t spins = 0; unlikely(ret == -ENOSPC) && spins < RB2_POST_SPINS;
 	     spins++) {
-		/* Only the driver's forced-signal completions come back here;
-		 * reaping them frees the send queue. */
-		struct rb2_xport_wc wc[8];
-		int got = rb2_xport_poll(rx->qp, wc, RTE_DIM(wc));
+		/* Reaping the driver's forced-signal completions frees the
+		 * send queue (receives of WRITE_WITH_IMM are counted). */
+		int got = rx_reap(rx);
 
-		for (int i = 0; i < got; i++)
-			if (wc[i].status != RB2_WC_SUCCESS)
-				got = -EIO;
 		ret = got < 0 ? got : rb2_xport_post(rx->qp, &w, 1);
 	}
 	if (unlikely(ret < 0)) {

@@ -169,7 +169,8 @@ rb2_tx_max_msg(const struct rb2_tx *tx)
  * the end of the ring, so that it never wraps; the next call starts at slot 0.
  *
  * @param[out] first
- *   64-byte aligned start of the first message.
+ *   64-byte aligned start of the first message (8-byte with
+ *   RB2_CHAN_F_UNALIGNED).
  * @return
  *   The number of messages reserved (1..n); -ENOBUFS when not even one fits;
  *   -EMSGSIZE; or the channel's error. Commit with rb2_tx_commit_burst().
@@ -273,7 +274,8 @@ rb2_tx_commit_burst(struct rb2_tx *tx, uint32_t len, unsigned int n)
  * returns the same room.
  *
  * @param[out] slot
- *   64-byte aligned, @p len contiguous bytes (never split at the wrap).
+ *   64-byte aligned (8-byte with RB2_CHAN_F_UNALIGNED), @p len contiguous
+ *   bytes (never split at the wrap).
  * @return
  *   0; -ENOBUFS (full: retry later, nothing was taken); -EMSGSIZE (@p len
  *   exceeds rb2_tx_max_msg()); or the error that failed the channel

@@ -22,6 +22,7 @@
  *   +128  [lens[0..N) ] u32 per slot: length of the message starting there,
  *                       RB2_LEN_SKIP for wrap padding, unused inside a message
  *   +L    [slot 0 ][slot 1 ] ... [slot N-1]   S bytes each, S % 64 == 0
+ *                       (RB2_CHAN_F_UNALIGNED: at +L+8, S % 8 == 0)
  *
  *   Sender (four pointers, free-running u64, masked at slot access):
  *
@@ -117,9 +118,25 @@ struct rb2_chan_params {
 	uint32_t msg_size;
 	enum rb2_head_sync head_sync;
 	enum rb2_tail_sync tail_sync;
+	uint32_t flags;       /**< RB2_CHAN_F_*: ablations of Table II; 0 */
 	int socket_id;        /**< memory socket; SOCKET_ID_ANY: the transport's */
 	unsigned int lcore_id; /**< lcore using this half; LCORE_ID_ANY: caller */
 };
+
+/**
+ * Ablation switches (the paper's Table II), off in every real deployment.
+ * NO_ELASTIC (M4, sender only): WRITE the tail at every pointer advancement,
+ * even while the previous tail WRITE is in flight.
+ * UNALIGNED (M7, both halves): the slots start 8 bytes past a cache line and
+ * slot_size need only be a multiple of 8, so messages sit back to back and
+ * straddle cache lines, sharing them with their neighbours.
+ */
+#define RB2_CHAN_F_NO_ELASTIC (1u << 0)
+#define RB2_CHAN_F_UNALIGNED (1u << 1)
+/** Flags both halves must agree on (they travel in the descriptor). */
+#define RB2_CHAN_F_WIRE RB2_CHAN_F_UNALIGNED
+/** Where the slots start in an UNALIGNED region, past the cache line. */
+#define RB2_UNALIGNED_OFF 8
 
 /**
  * Connection descriptor: the opaque blob a half sends its peer. 56 bytes, so
@@ -139,7 +156,7 @@ struct rb2_chan_desc {
 	uint64_t addr;      /**< region base in the owner's address space */
 	uint64_t len;       /**< region length */
 	uint32_t msg_size;  /**< 0, or the fixed message size */
-	uint32_t reserved;  /**< 0 */
+	uint32_t flags;     /**< RB2_CHAN_F_WIRE bits of the params */
 };
 
 #define RB2_DESC_MAGIC 0x44324252u /* "RB2D" */
@@ -215,11 +232,13 @@ struct rb2_tx {
 	uint32_t pull_inflight;       /**< head READs not completed */
 	/* Lazy pull on load/store transports: the receiver's published head. */
 	_Atomic uint64_t *peer_head_pub;
-	/* WRITE_WITH_IMM sync (emulated): completion entries posted, our mirror
-	 * of the ring (WRs) or the receiver's, mapped (load/store), and the
-	 * receive-queue credits the receiver WRITEs back (RB_S + 8). */
+	/* WRITE_WITH_IMM sync: completion entries posted, our mirror of the
+	 * ring (WRs) or the receiver's, mapped (load/store), and the
+	 * receive-queue credits the receiver WRITEs back (RB_S + 8). With
+	 * imm_native the entry's WRITE is a real WRITE_WITH_IMM. */
 	struct rb2_cqe *cq;           /**< NULL: another tail sync */
 	uint64_t cqes;
+	uint32_t imm_native;          /**< the transport has RB2_XPORT_CAP_IMM */
 	_Atomic uint64_t *cq_credit;
 	/* Load/store transports: the receiver's lens[] and local_tail, mapped,
 	 * so publishing is a memcpy and a release store, not a WR chain. */
@@ -257,10 +276,13 @@ struct rb2_rx {
 	uint64_t *head_shadow;        /**< source of the head WRITE; lazy pull:
 					   the head the sender READs */
 	uint32_t pull;                /**< lazy pull: publish head locally only */
-	/* WRITE_WITH_IMM sync (emulated): our completion ring, the next CQE's
-	 * number, CQEs consumed and how many of them were given back. */
+	/* WRITE_WITH_IMM sync: our completion ring (emulated), the next CQE's
+	 * number, CQEs consumed and how many of them were given back. With
+	 * imm_native the CQEs are receive completions on our queue, and giving
+	 * them back re-posts the receives. */
 	struct rb2_cqe *cq;           /**< NULL: another tail sync */
 	uint64_t cq_next, cq_consumed, cq_returned;
+	uint32_t imm_native;          /**< the transport has RB2_XPORT_CAP_IMM */
 	_Atomic uint64_t *peer_credit; /**< sender's credit word, mapped (load/store) */
 	uint32_t *own_lens;           /**< fixed-size channel: lens[] kept locally */
 	_Atomic uint64_t *peer_head;  /**< sender's local_head, mapped (load/store) */
@@ -286,7 +308,7 @@ static_assert(sizeof(struct rb2_chan_desc) == 56, "descriptor is wire format");
 
 /** A message read in place: valid until released. 16 bytes, 4 per line. */
 struct rb2_msg {
-	void *data;       /**< first byte, 64-byte aligned */
+	void *data;       /**< first byte, 64-byte aligned (8: UNALIGNED) */
 	uint32_t len;     /**< bytes */
 	uint32_t next_lo; /**< @internal low 32 bits of the head after it */
 };
@@ -323,12 +345,14 @@ __rb2_nslots(uint32_t len, uint32_t slot_size)
 }
 
 /**
- * WRITE_WITH_IMM sync, emulated with WRITEs (no transport has RB2_XPORT_CAP_IMM
- * receive yet): what a NIC does for an incoming WRITE_WITH_IMM, done by the
- * sender. After the slots, a 16-byte completion entry goes into the
- * receiver's completion ring (after RB_R's slots), one per receive-queue
- * credit; the receiver polls the ring, adds each immediate to its tail, and
- * replenishes its receive queue by WRITEing back how many it consumed.
+ * WRITE_WITH_IMM sync. On a transport with RB2_XPORT_CAP_IMM (verbs), the
+ * last WRITE of a tail sync is a WRITE_WITH_IMM whose immediate is the slots
+ * it publishes; the receiver polls its queue's receive completions, adds
+ * each immediate to its tail, re-posts the receives and WRITEs back how many
+ * it consumed (the sender's credits). Elsewhere (shm) it is emulated: the
+ * same 16-byte entry goes into the receiver's completion ring (after RB_R's
+ * slots) with a plain WRITE or store, and the receiver polls that ring;
+ * credits work the same way.
  */
 #define RB2_CQ_ENTRIES 64
 /** One completion entry: seq is written last and tags the entry's lap. */

@@ -25,8 +25,9 @@ struct rb2_chan_list {
 extern struct rb2_chan_list rb2_chan_list;
 
 /* Bytes of a region: control lines and lens[], plus the slots if with_ring. */
-size_t rb2_region_size(uint32_t slots, uint32_t slot_size, int with_ring, int with_cq);
+size_t rb2_region_size(uint32_t slots, uint32_t slot_size, uint32_t flags,
+		       int with_ring, int with_cq);
 /* Offset of slot 0 in a region. */
-size_t rb2_region_slots_off(uint32_t slots);
+size_t rb2_region_slots_off(uint32_t slots, uint32_t flags);
 
 #endif /* RB2_CHAN_PRIVATE_H */

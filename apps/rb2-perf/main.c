@@ -61,7 +61,11 @@ usage(FILE *f, const char *prog)
 "                       (poll message, no batching), socksdirect (WRITE_WITH_IMM\n"
 "                       + CQ polling, batches of 10). Also sync pairs HEAD+TAIL:\n"
 "                       push|pull + wt|cq|poll (alpha/beta/gamma as given).\n"
-"                       lat: one preset\n"
+"                       A suffix :fixed makes that one a fixed-size channel\n"
+"                       (no length crosses: the paper's slot = message size),\n"
+"                       :var a variable-length one. Poll-message presets get\n"
+"                       a slot that also holds their 8-byte marker unless\n"
+"                       --slot-size is given. lat: one preset\n"
 "  --bounce             bw: no zero copy: build each message in a buffer and copy\n"
 "                       it in; copy it out before reading (ablation M6)\n"
 "  --no-elastic         no elastic threshold: WRITE the tail at every pointer\n"
@@ -259,10 +263,14 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 			     t = strtok_r(NULL, ",", &save)) {
 				struct rb2_chan_params tp = o->chan;
 
-				if (perf_apply_preset(&tp, t) != 0)
+				if (perf_apply_preset(&tp, t, o) != 0)
 					return -1;
 				if (o->npresets == PERF_MAX_VARIANTS) {
 					fprintf(stderr, "rb2-perf: at most %d presets\n", PERF_MAX_VARIANTS);
+					return -1;
+				}
+				if (strlen(t) >= sizeof(o->presets[0])) {
+					fprintf(stderr, "rb2-perf: preset name '%s' too long\n", t);
 					return -1;
 				}
 				snprintf(o->presets[o->npresets++], sizeof(o->presets[0]), "%s", t);
@@ -328,13 +336,14 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 	} else if (have_a && !have_b && o->chan.beta > o->chan.alpha) {
 		o->chan.beta = o->chan.alpha; /* keep the default beta valid */
 	}
+	o->slot_size_given = have_slot_size;
 	if (!have_slot_size)
 		o->chan.slot_size = RTE_ALIGN_CEIL(o->size,
 			o->chan.flags & RB2_CHAN_F_UNALIGNED ? 8 : 64);
 	if (o->fixed)
 		o->chan.msg_size = o->size;
 	if (o->npresets == 1 && o->mode == MODE_LAT &&
-	    perf_apply_preset(&o->chan, o->presets[0]) != 0)
+	    perf_apply_preset(&o->chan, o->presets[0], o) != 0)
 		return -1;
 	if (rb2_chan_params_check(&o->chan, why, sizeof(why)) < 0) {
 		fprintf(stderr, "rb2-perf: %s\n", why);
@@ -375,8 +384,49 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 	return 0;
 }
 
+static int preset_sync(struct rb2_chan_params *p, const char *name);
+
 int
-perf_apply_preset(struct rb2_chan_params *p, const char *name)
+perf_preset_is_rb2(const char *name)
+{
+	return strncmp(name, "rb2", 3) == 0 && (name[3] == '\0' || name[3] == ':');
+}
+
+/*
+ * A preset: DESIGN or HEAD+TAIL, optionally :fixed (a fixed-size channel,
+ * no length crosses: the paper's slot = message size) or :var (lengths in
+ * lens[], as any message size needs). Poll-message presets get a slot that
+ * also holds their 8-byte marker unless --slot-size was given, so that each
+ * of their messages takes one slot, as everyone else's does.
+ */
+int
+perf_apply_preset(struct rb2_chan_params *p, const char *spec,
+		  const struct perf_opts *o)
+{
+	char name[24];
+	const char *colon = strchr(spec, ':');
+	int ret;
+
+	snprintf(name, sizeof(name), "%.*s", colon ? (int)(colon - spec) : (int)strlen(spec),
+		 spec);
+	if (colon != NULL && strcmp(colon + 1, "fixed") == 0) {
+		p->msg_size = o->size;
+	} else if (colon != NULL && strcmp(colon + 1, "var") == 0) {
+		p->msg_size = 0;
+	} else if (colon != NULL) {
+		fprintf(stderr, "rb2-perf: preset '%s': unknown suffix '%s' (expected :fixed or :var)\n",
+			spec, colon + 1);
+		return -EINVAL;
+	}
+	ret = preset_sync(p, name);
+	if (ret == 0 && p->tail_sync == RB2_TAIL_POLL_MSG && !o->slot_size_given)
+		p->slot_size = RTE_ALIGN_CEIL(o->size + RB2_MARKER_SIZE,
+					      p->flags & RB2_CHAN_F_UNALIGNED ? 8 : 64);
+	return ret;
+}
+
+static int
+preset_sync(struct rb2_chan_params *p, const char *name)
 {
 	const char *plus = strchr(name, '+');
 	int ret;

@@ -33,6 +33,7 @@ struct perf_opts {
 	struct rb2_chan_params chan;
 	int compare;            /* add rte_ring (and both shm modes) */
 	int fixed;              /* fixed-size channels (msg_size = size) */
+	int slot_size_given;    /* --slot-size: presets keep it as it is */
 	int bounce;             /* bw: copy through bounce buffers (no zero copy) */
 	const char *json;       /* JSON output file, or NULL */
 	unsigned int tx_lcore, rx_lcore;
@@ -42,7 +43,7 @@ struct perf_opts {
 	const char *peer;       /* --peer HOST: the client, for the lat server */
 	unsigned int port;      /* --port (lat also uses port + 1) */
 	/* --preset: designs of the paper's evaluation, interleaved (bw). */
-	char presets[PERF_MAX_VARIANTS][16];
+	char presets[PERF_MAX_VARIANTS][24];
 	unsigned int npresets;
 };
 
@@ -72,7 +73,9 @@ struct perf_lat {
 /* main.c: a design (rb2, l5, farm) or a sync-policy pair (push+wt,
  * pull+poll, ...: the rest of @p stays) applied to channel parameters.
  * Returns 0, -ENOENT or -ENOTSUP (the message is printed). */
-int perf_apply_preset(struct rb2_chan_params *p, const char *name);
+int perf_apply_preset(struct rb2_chan_params *p, const char *name,
+		      const struct perf_opts *o);
+int perf_preset_is_rb2(const char *name);
 
 /* perf_bw.c */
 int perf_bw_run(const struct perf_opts *o, FILE *json);

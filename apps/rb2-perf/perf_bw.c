@@ -347,7 +347,7 @@ variant_open_rb2(struct perf_variant *v, const struct perf_opts *o,
 
 	if (fixed)
 		p.msg_size = o->size;
-	if (preset != NULL && perf_apply_preset(&p, preset) != 0)
+	if (preset != NULL && perf_apply_preset(&p, preset, o) != 0)
 		return -1;          /* refused by the option parser already */
 	if (rb2_chan_params_check(&p, why, sizeof(why)) != 0) {
 		fprintf(stderr, "rb2-perf: %s%s%s: %s\n", v->name, preset ? " preset " : "",
@@ -425,7 +425,7 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 	unsigned int nv = 0, i, r;
 	int is_shm = strncmp(o->transport, "shm", 3) == 0 &&
 		(o->transport[3] == '\0' || o->transport[3] == ',');
-	int rc = 0;
+	int rc = 0, ref = -1;
 
 	memset(vars, 0, sizeof(vars));
 	if (o->compare && is_shm) {
@@ -459,7 +459,7 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 			{"socksdirect", "SocksDirect: WRITE_WITH_IMM + CQ polling, batches of 10"},
 		};
 		for (i = 0; i < o->npresets; i++) {
-			char chan[24];
+			char chan[RB2_CHAN_NAMESIZE];
 
 			vars[nv].name = o->presets[i];
 			vars[nv].desc = o->presets[i];
@@ -523,14 +523,17 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 		if (vars[i].errors != 0)
 			rc = -1;
 	}
-	for (i = 0; o->npresets > 0 && i < nv; i++)
-		if (strcmp(vars[i].name, "rb2") == 0) {
-			printf("\nRB2's throughput over each design (medians, same run):\n");
-			for (unsigned int j = 0; j < nv; j++)
-				if (j != i)
-					printf("  rb2 / %-12s = %.2fx\n", vars[j].name,
-					       vars[i].median / vars[j].median);
-		}
+	/* Presets: the first RB2 variant over each other design. */
+	for (i = 0; o->npresets > 0 && i < nv && !perf_preset_is_rb2(vars[i].name); i++)
+		;
+	ref = i < nv ? (int)i : -1;
+	if (ref >= 0) {
+		printf("\n%s's throughput over each design (medians, same run):\n", vars[ref].name);
+		for (unsigned int j = 0; j < nv; j++)
+			if ((int)j != ref)
+				printf("  %s / %-17s = %.2fx\n", vars[ref].name, vars[j].name,
+				       vars[ref].median / vars[j].median);
+	}
 	if (nv > 1 && o->npresets == 0) {
 		printf("\nratios of medians (side by side, same run):\n");
 		for (i = 0; i < nv; i++)
@@ -582,14 +585,14 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 						vars[i].median / vars[j].median);
 					first = 0;
 				}
-		/* Presets: RB2 over each design. */
-		for (i = 0; o->npresets > 0 && i < nv; i++)
-			for (unsigned int j = 0; j < nv && strcmp(vars[i].name, "rb2") == 0; j++)
-				if (j != i && vars[j].kind == VAR_RB2) {
-					fprintf(json, "%s\"rb2/%s\": %.4f", first ? "" : ", ",
-						vars[j].name, vars[i].median / vars[j].median);
-					first = 0;
-				}
+		/* Presets: the first RB2 variant over each design. */
+		for (unsigned int j = 0; ref >= 0 && j < nv; j++)
+			if ((int)j != ref && vars[j].kind == VAR_RB2) {
+				fprintf(json, "%s\"%s/%s\": %.4f", first ? "" : ", ",
+					vars[ref].name, vars[j].name,
+					vars[ref].median / vars[j].median);
+				first = 0;
+			}
 		fprintf(json, "}}\n");
 	}
 	for (i = 0; i < nv; i++)

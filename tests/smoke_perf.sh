@@ -108,6 +108,28 @@ PY
 	--bounce --json "$tmp/bounce.json" >/dev/null || fail "--bounce"
 python3 -c "import json,sys; v=json.load(open(sys.argv[1]))['variants'][0]; assert v['errors']==0 and v['stats']['rx']['messages']==55000, v" "$tmp/bounce.json" ||
 	fail "--bounce: errors"
+# Per-preset :fixed / :var (the eval's RB2 next to FaRM with its lengths),
+# and the M4 / M7 ablation switches, delivering everything.
+"$perf" "${eal[@]}" --file-prefix "smk$$h" -- --mode bw --size 64 --slots 128 \
+	--preset rb2:fixed,farm,l5:fixed,rb2:var --count 100000 --rounds 1 \
+	--json "$tmp/fix.json" >/dev/null || fail "presets with :fixed / :var"
+python3 - "$tmp/fix.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert [v["name"] for v in d["variants"]] == ["rb2:fixed", "farm", "l5:fixed", "rb2:var"], d
+assert all(v["errors"] == 0 and v["stats"]["rx"]["messages"] == 110000 for v in d["variants"]), d
+assert d["ratios"]["rb2:fixed/farm"] > 0 and d["ratios"]["rb2:fixed/rb2:var"] > 0, d["ratios"]
+PY
+for abl in --unaligned --no-elastic "--unaligned --size 100 --tail-sync poll"; do
+	# shellcheck disable=SC2086
+	"$perf" "${eal[@]}" --file-prefix "smk$$i" -- --mode bw --size 72 --count 50000 \
+		--rounds 1 $abl --json "$tmp/abl.json" >/dev/null || fail "bw $abl"
+	python3 -c "import json,sys; v=json.load(open(sys.argv[1]))['variants'][0]; assert v['errors']==0 and v['stats']['rx']['messages']==55000, v" "$tmp/abl.json" ||
+		fail "bw $abl: errors"
+done
+"$perf" "${eal[@]}" --file-prefix "smk$$j" -- --mode bw --preset rb2:fast \
+	>/dev/null 2>"$tmp/err.txt" && fail "unknown preset suffix accepted"
+grep -q "unknown suffix 'fast'" "$tmp/err.txt" || fail "unknown preset suffix: unclear error"
 "$perf" "${eal[@]}" --file-prefix "smk$$f" -- --mode bw --preset nosuch \
 	>/dev/null 2>"$tmp/err.txt" && fail "unknown preset accepted"
 grep -q "unknown preset 'nosuch'" "$tmp/err.txt" || fail "unknown preset: unclear error"

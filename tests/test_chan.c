@@ -686,3 +686,53 @@ Test(rb2_chan, write_imm_loadstore)
 {
 	write_imm("shm,mode=loadstore");
 }
+
+/* Ablation M7: with RB2_CHAN_F_UNALIGNED the slots start 8 bytes past a
+ * cache line and pack back to back (a 40-byte slot), messages straddle
+ * lines, and everything still arrives; both halves must set it. */
+static void
+unaligned(const char *spec)
+{
+	struct rb2_chan_params p;
+	struct rb2_msg m[4];
+	char why[160];
+	int straddles = 0;
+
+	rb2_chan_params_init(&p);
+	p.slots = 64; p.alpha = 8; p.beta = 4; p.gamma = 8;
+	p.slot_size = 40;
+	cr_expect_eq(rb2_chan_params_check(&p, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "multiple of 64") != NULL, "%s", why);
+	p.flags = RB2_CHAN_F_UNALIGNED | 1u << 7;
+	cr_expect_eq(rb2_chan_params_check(&p, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "flags") != NULL, "%s", why);
+	p.flags = RB2_CHAN_F_UNALIGNED | RB2_CHAN_F_NO_ELASTIC;
+	open_pair(spec, &p);
+	cr_expect_eq((uintptr_t)rx->slots % 64, RB2_UNALIGNED_OFF);
+	for (uint64_t s = 0; s < 300; s++) {
+		write_msg(s);
+		cr_assert_eq(rb2_tx_flush(tx), 0);
+		cr_assert_eq(rb2_rx_peek_burst(rx, m, 4), 1, "message %" PRIu64, s);
+		cr_assert_eq(m[0].len, 40);
+		cr_assert(rb2_test_check(m[0].data, 40, s), "payload of %" PRIu64, s);
+		straddles += (uintptr_t)m[0].data / 64 != ((uintptr_t)m[0].data + 39) / 64;
+		rb2_rx_release_burst(rx, m, 1);
+	}
+	cr_expect_gt(straddles, 100, "messages crossing a cache line: %d", straddles);
+
+	struct rb2_chan_desc d = rx->peer;
+	struct rb2_chan_params q = p;
+	q.flags = 0;
+	cr_expect_eq(rb2_chan_desc_check(&d, sizeof(d), 1, &q, why, sizeof(why)), -EPROTO);
+	cr_expect(strstr(why, "flags") != NULL, "%s", why);
+}
+
+Test(rb2_chan, unaligned_slots_copy)
+{
+	unaligned("shm,mode=copy");
+}
+
+Test(rb2_chan, unaligned_slots_loadstore)
+{
+	unaligned("shm,mode=loadstore");
+}

@@ -127,6 +127,15 @@ for abl in --unaligned --no-elastic "--unaligned --size 100 --tail-sync poll"; d
 	python3 -c "import json,sys; v=json.load(open(sys.argv[1]))['variants'][0]; assert v['errors']==0 and v['stats']['rx']['messages']==55000, v" "$tmp/abl.json" ||
 		fail "bw $abl: errors"
 done
+# Fig. 7: k channel pairs at once, here two pairs on lcores mapped to two
+# CPUs (the sum of the rates means nothing here; delivery does).
+"$perf" --lcores '(0-3)@(0-1)' "${eal[@]:2}" --file-prefix "smk$$k" -- --mode bw --size 64 \
+	--pairs 2 --count 50000 --rounds 1 --json "$tmp/pairs.json" >/dev/null || fail "--pairs 2"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['pairs']==2 and d['errors']==0 and len(d['per_pair_median_mmsg_s'])==2, d" "$tmp/pairs.json" ||
+	fail "--pairs 2: errors"
+"$perf" "${eal[@]}" --file-prefix "smk$$k" -- --mode bw --pairs 2 \
+	>/dev/null 2>"$tmp/err.txt" && fail "--pairs 2 on two lcores accepted"
+grep -q "needs 4 lcores" "$tmp/err.txt" || fail "--pairs: unclear error"
 "$perf" "${eal[@]}" --file-prefix "smk$$j" -- --mode bw --preset rb2:fast \
 	>/dev/null 2>"$tmp/err.txt" && fail "unknown preset suffix accepted"
 grep -q "unknown suffix 'fast'" "$tmp/err.txt" || fail "unknown preset suffix: unclear error"

@@ -66,6 +66,8 @@ usage(FILE *f, const char *prog)
 "                       :var a variable-length one. Poll-message presets get\n"
 "                       a slot that also holds their 8-byte marker unless\n"
 "                       --slot-size is given. lat: one preset\n"
+"  --pairs K            bw: K channel pairs at once, pair i sending from the EAL's\n"
+"                       lcore 2i to lcore 2i+1 (Fig. 7); the sum of their rates\n"
 "  --bounce             bw: no zero copy: build each message in a buffer and copy\n"
 "                       it in; copy it out before reading (ablation M6)\n"
 "  --no-elastic         no elastic threshold: WRITE the tail at every pointer\n"
@@ -129,6 +131,7 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		{"preset", required_argument, NULL, 'p'},
 		{"bounce", no_argument, NULL, 'X'},
 		{"no-elastic", no_argument, NULL, 'E'},
+		{"pairs", required_argument, NULL, 'K'},
 		{"unaligned", no_argument, NULL, 'U'},
 		{"head-sync", required_argument, NULL, 'H'},
 		{"tail-sync", required_argument, NULL, 'T'},
@@ -283,6 +286,11 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		case 'E':
 			o->chan.flags |= RB2_CHAN_F_NO_ELASTIC;
 			break;
+		case 'K':
+			if (parse_u64("pairs", optarg, 1, PERF_MAX_PAIRS, &v) < 0)
+				return -1;
+			o->pairs = (unsigned int)v;
+			break;
 		case 'U':
 			o->chan.flags |= RB2_CHAN_F_UNALIGNED;
 			break;
@@ -361,6 +369,11 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 	if (o->server && o->mode == MODE_LAT && o->peer == NULL &&
 	    strncmp(o->transport, "shm", 3) != 0) {
 		fprintf(stderr, "rb2-perf: lat --server needs --peer HOST (the client) for the reply channel\n");
+		return -1;
+	}
+	if (o->pairs > 0 && (o->mode != MODE_BW || o->server || o->client || o->compare ||
+			     o->bounce || o->npresets > 1)) {
+		fprintf(stderr, "rb2-perf: --pairs: bw mode in one process, one design (at most one --preset), without --compare or --bounce\n");
 		return -1;
 	}
 	if ((o->server || o->client) && o->compare) {
@@ -567,7 +580,8 @@ main(int argc, char **argv)
 		rte_eal_cleanup();
 		return 2;
 	}
-	ret = o.mode == MODE_BW ? perf_bw_run(&o, json) : perf_lat_run(&o, json);
+	ret = o.mode == MODE_LAT ? perf_lat_run(&o, json) :
+		o.pairs > 0 ? perf_pairs_run(&o, json) : perf_bw_run(&o, json);
 	if (json != NULL)
 		fclose(json);
 	rte_eal_cleanup();

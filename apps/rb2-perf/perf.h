@@ -18,6 +18,7 @@
 
 #define PERF_MAX_VARIANTS 6
 #define PERF_MAX_ROUNDS 101
+#define PERF_MAX_PAIRS 64       /* --pairs: channel pairs at once */
 
 enum perf_mode { MODE_BW, MODE_LAT };
 
@@ -35,6 +36,7 @@ struct perf_opts {
 	int fixed;              /* fixed-size channels (msg_size = size) */
 	int slot_size_given;    /* --slot-size: presets keep it as it is */
 	int bounce;             /* bw: copy through bounce buffers (no zero copy) */
+	unsigned int pairs;     /* bw: k channel pairs on 2k lcores (Fig. 7); 0: one */
 	const char *json;       /* JSON output file, or NULL */
 	unsigned int tx_lcore, rx_lcore;
 	/* Two-process runs (perftest style). */
@@ -79,6 +81,7 @@ int perf_preset_is_rb2(const char *name);
 
 /* perf_bw.c */
 int perf_bw_run(const struct perf_opts *o, FILE *json);
+int perf_pairs_run(const struct perf_opts *o, FILE *json);
 /* perf_lat.c */
 int perf_lat_run(const struct perf_opts *o, FILE *json);
 void perf_lat_summarize(uint64_t *cyc, uint64_t n, struct perf_lat *l);

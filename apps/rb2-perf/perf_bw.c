@@ -35,6 +35,8 @@ struct round_ctl {
 	const struct perf_opts *o;
 	_Atomic int go;             /* start */
 	_Atomic uint64_t total;     /* messages that will be sent */
+	uint64_t count;             /* --pairs senders: this round's count, */
+	double duration;            /* or its duration */
 	/* Written by the receiver. */
 	_Atomic int rx_ready __rte_cache_aligned; /* waiting at the start line */
 	uint64_t t_start, t_end;    /* receiver's TSC at go and at the last message */
@@ -598,4 +600,150 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 	for (i = 0; i < nv; i++)
 		variant_close(&vars[i]);
 	return rc;
+}
+
+/* ---- Fig. 7: k channel pairs on k lcore pairs ------------------------------ */
+
+static struct round_ctl pair_ctl[PERF_MAX_PAIRS];
+
+/* A pair's sender on its own lcore: waits for the start, sends, and
+ * publishes its final count for the receiver. */
+static int
+sender_main(void *arg)
+{
+	struct round_ctl *c = arg;
+	uint64_t deadline = 0, count = c->count, sent;
+
+	while (!atomic_load_explicit(&c->go, memory_order_acquire))
+		rte_pause();
+	if (c->duration > 0) {
+		deadline = rte_rdtsc() + (uint64_t)(c->duration * (double)rte_get_tsc_hz());
+		count = UINT64_MAX;
+	}
+	sent = send_rb2(c, count, deadline);
+	/* Release: pairs with the receiver's acquire load when it runs dry. */
+	atomic_store_explicit(&c->total, sent, memory_order_release);
+	return 0;
+}
+
+/* One round of every pair at once: the sum of the pairs' rates, and each
+ * pair's in @per. */
+static double
+pairs_round(struct perf_variant *v, const struct perf_opts *po, unsigned int k,
+	    uint64_t count, double duration, double *per)
+{
+	double sum = 0;
+
+	for (unsigned int i = 0; i < k; i++) {
+		struct round_ctl *c = &pair_ctl[i];
+
+		memset(c, 0, sizeof(*c));
+		c->v = &v[i];
+		c->o = &po[i];
+		c->total = duration > 0 ? UINT64_MAX : count;
+		c->count = count;
+		c->duration = duration;
+		if (rte_eal_remote_launch(receiver_main, c, po[i].rx_lcore) != 0 ||
+		    (i > 0 && rte_eal_remote_launch(sender_main, c, po[i].tx_lcore) != 0)) {
+			fprintf(stderr, "rb2-perf: cannot launch pair %u on lcores %u and %u\n",
+				i, po[i].tx_lcore, po[i].rx_lcore);
+			exit(EXIT_FAILURE);
+		}
+	}
+	for (unsigned int i = 0; i < k; i++)
+		while (!atomic_load_explicit(&pair_ctl[i].rx_ready, memory_order_acquire))
+			rte_pause();
+	for (unsigned int i = 0; i < k; i++)
+		atomic_store_explicit(&pair_ctl[i].go, 1, memory_order_release);
+	sender_main(&pair_ctl[0]);       /* pair 0 sends from the main lcore */
+	rte_eal_mp_wait_lcore();
+	for (unsigned int i = 0; i < k; i++) {
+		struct round_ctl *c = &pair_ctl[i];
+		uint64_t sent = atomic_load_explicit(&c->total, memory_order_relaxed);
+
+		if (c->fail != 0) {
+			fprintf(stderr, "rb2-perf: pair %u failed: %s\n", i, strerror(-c->fail));
+			exit(EXIT_FAILURE);
+		}
+		v[i].errors += c->errors + (c->got != sent ? 1 : 0);
+		if (c->got != sent)
+			fprintf(stderr, "rb2-perf: pair %u: sent %" PRIu64 " but received %" PRIu64 "\n",
+				i, sent, c->got);
+		per[i] = (double)c->got / ((double)(c->t_end - c->t_start) /
+					   (double)rte_get_tsc_hz()) / 1e6;
+		sum += per[i];
+	}
+	return sum;
+}
+
+int
+perf_pairs_run(const struct perf_opts *o, FILE *json)
+{
+	static struct perf_opts po[PERF_MAX_PAIRS];
+	static struct perf_variant v[PERF_MAX_PAIRS];
+	unsigned int lcores[2 * PERF_MAX_PAIRS], nl = 0, lc, k = o->pairs;
+	static double per[PERF_MAX_ROUNDS][PERF_MAX_PAIRS];
+	double tot[PERF_MAX_ROUNDS], x[RTE_MAX(PERF_MAX_ROUNDS, PERF_MAX_PAIRS)];
+	const char *preset = o->npresets == 1 ? o->presets[0] : NULL;
+	uint64_t errors = 0;
+	double med;
+
+	lcores[nl++] = rte_get_main_lcore();
+	RTE_LCORE_FOREACH_WORKER(lc)
+		if (nl < RTE_DIM(lcores))
+			lcores[nl++] = lc;
+	if (nl < 2 * k) {
+		fprintf(stderr, "rb2-perf: --pairs %u needs %u lcores, the EAL has %u (-l 0-%u)\n",
+			k, 2 * k, nl, 2 * k - 1);
+		return -1;
+	}
+	memset(v, 0, sizeof(v));
+	for (unsigned int i = 0; i < k; i++) {
+		char chan[RB2_CHAN_NAMESIZE];
+
+		po[i] = *o;
+		po[i].tx_lcore = lcores[2 * i];
+		po[i].rx_lcore = lcores[2 * i + 1];
+		snprintf(chan, sizeof(chan), "perf-pair%u", i);
+		v[i].name = "rb2";
+		v[i].desc = preset ? preset : o->transport;
+		if (variant_open_rb2(&v[i], &po[i], o->transport, chan, o->fixed, preset) < 0)
+			return -1;
+	}
+	printf("rb2-perf: %u channel pair%s (sender, receiver lcores:", k, k == 1 ? "" : "s");
+	for (unsigned int i = 0; i < k; i++)
+		printf(" %u>%u", po[i].tx_lcore, po[i].rx_lcore);
+	printf("), %u B messages, %u rounds\n", o->size, o->rounds);
+	pairs_round(v, po, k, RTE_MAX(o->count / 10, (uint64_t)1000), o->duration / 10,
+		    per[0]);                      /* warm-up */
+	for (unsigned int r = 0; r < o->rounds; r++) {
+		tot[r] = pairs_round(v, po, k, o->count, o->duration, per[r]);
+		printf("  round %u/%u: %.2f Mmsg/s in all\n", r + 1, o->rounds, tot[r]);
+		fflush(stdout);
+	}
+	memcpy(x, tot, o->rounds * sizeof(double));
+	med = perf_median(x, o->rounds);
+	printf("\n%u pair%s: %.2f Mmsg/s (median of the rounds' sums), %.2f Gbit/s\n", k,
+	       k == 1 ? "" : "s", med, med * o->size * 8 / 1e3);
+	for (unsigned int i = 0; i < k; i++)
+		errors += v[i].errors;
+	if (json != NULL) {
+		perf_json_begin(json, o);
+		fprintf(json, ", \"rounds\": %u, \"pairs\": %u, \"median_mmsg_s\": %.4f, "
+			"\"errors\": %" PRIu64 ", \"rounds_mmsg_s\": [", o->rounds, k, med, errors);
+		for (unsigned int r = 0; r < o->rounds; r++)
+			fprintf(json, "%s%.4f", r ? ", " : "", tot[r]);
+		fprintf(json, "], \"per_pair_median_mmsg_s\": [");
+		for (unsigned int i = 0; i < k; i++) {
+			for (unsigned int r = 0; r < o->rounds; r++)
+				x[r] = per[r][i];
+			fprintf(json, "%s%.4f", i ? ", " : "", perf_median(x, o->rounds));
+		}
+		fprintf(json, "]}\n");
+	}
+	for (unsigned int i = 0; i < k; i++)
+		variant_close(&v[i]);
+	if (errors != 0)
+		fprintf(stderr, "rb2-perf: %" PRIu64 " messages lost or corrupt\n", errors);
+	return errors != 0 ? -1 : 0;
 }

@@ -3,9 +3,9 @@
 # Copyright(c) 2026 The rb2 authors
 #
 # Runs inside the verbs-vm guest as PID 1 (see run.sh): brings up Soft-RoCE on
-# a dummy netdev (nothing leaves the guest), runs the verbs suite and the
-# perftest comparison against the project's build, writes the status for the
-# host, and powers off.
+# a dummy netdev (nothing leaves the guest), runs the verbs suite, the
+# perftest comparison or the evaluation against the project's build, writes
+# the status for the host, and powers off.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 build=$(sed -n 's/.*rb2.build=\([^ ]*\).*/\1/p' /proc/cmdline)
 what=$(sed -n 's/.*rb2.what=\([^ ]*\).*/\1/p' /proc/cmdline)
@@ -51,5 +51,13 @@ case "$what" in
 suite) bash /rb2/tests/verbs-vm/suite.sh; rc=$? ;;
 two) RB2_ROLE=$role RB2_PEER_IP=$peer bash /rb2/tests/verbs-vm/suite-two.sh; rc=$? ;;
 perf) RB2_OUT=$out bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
+eval|eval-quick)
+	# Hugepages for all but Table II's M8 (800 MB of the guest's 3 GB).
+	echo 400 > /proc/sys/vm/nr_hugepages
+	mkdir -p /dev/hugepages && mount -t hugetlbfs nodev /dev/hugepages
+	q=; [ "$what" = eval-quick ] && q=--quick
+	python3 /rb2/usertools/rb2-eval.py $q --build "$build" --transport verbs,dev=rxe0 \
+		--perftest $ip --mem 1024 --no-plot --out /rb2/doc/eval/verbs${q:+-quick}
+	rc=$? ;;
 *) echo "guest: unknown rb2.what=$what"; rc=2 ;;
 esac

@@ -8,13 +8,17 @@
 # uncompressed vmlinux, and a busybox initramfs that mounts the rootfs and the
 # project over 9p. The guest runs tests/verbs-vm/guest.sh against BUILD.
 #
-#   tests/verbs-vm/run.sh BUILD [suite|two|perf]   (default: suite)
+#   tests/verbs-vm/run.sh BUILD [suite|two|perf|eval|eval-quick]   (default: suite)
 #
 # suite: one guest, two processes over rxe0 on a dummy netdev.
 # two:   two guests joined by a QEMU socket netdev (TCP on the host's
 #        loopback), real RoCEv2 frames between them: the same channel tests
 #        across the link, where the elastic threshold must defer.
 # perf:  rb2-perf and perftest side by side in one guest boot.
+# eval:  usertools/rb2-eval.py --transport verbs,dev=rxe0 with ib_write_bw
+#        next to Fig. 5, into doc/eval/verbs (eval-quick: doc/eval/verbs-quick);
+#        the guest has no gnuplot, so the host draws the plots afterwards.
+#        About an hour under TCG (eval-quick: about 15 minutes).
 #
 # Exits with the guest's status; 77 (skip) only when QEMU or debootstrap are
 # missing, saying so.
@@ -25,7 +29,11 @@ build=$(cd "${1:?usage: run.sh BUILD [suite|perf]}" && pwd)
 what=${2:-suite}
 cache=$build/verbs-vm
 mirror=${RB2_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-timeout_s=${RB2_VM_TIMEOUT:-1200}
+case "$what" in
+eval) timeout_s=${RB2_VM_TIMEOUT:-7200} ;;
+eval-quick) timeout_s=${RB2_VM_TIMEOUT:-2400} ;;
+*) timeout_s=${RB2_VM_TIMEOUT:-1200} ;;
+esac
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "SKIP: building the guest (debootstrap) and sharing its root over 9p need root"
@@ -46,7 +54,7 @@ mkdir -p "$cache"
 # 1. Guest rootfs (cached): rdma-core, perftest, the kernel and its modules,
 #    and the run-time libraries of the host-built binaries.
 #    The marker holds the package list: a changed list rebuilds the guest.
-pkgs=rdma-core,ibverbs-utils,ibverbs-providers,perftest,rdmacm-utils,iproute2,kmod,linux-image-amd64,libnuma1,libbsd0,libpcap0.8,librte-ring23,librte-eal23,librte-telemetry23,librte-kvargs23,libcriterion3,procps
+pkgs=rdma-core,ibverbs-utils,ibverbs-providers,perftest,rdmacm-utils,iproute2,kmod,linux-image-amd64,libnuma1,libbsd0,libpcap0.8,librte-ring23,librte-eal23,librte-telemetry23,librte-kvargs23,libcriterion3,procps,python3
 if [ "$(cat "$cache/rootfs/.rb2-ok" 2>/dev/null)" != "$pkgs" ]; then
 	echo "verbs-vm: building the guest rootfs (debootstrap, about a minute)"
 	rm -rf "$cache/rootfs.tmp"
@@ -161,4 +169,8 @@ if [ "$what" = two ]; then
 	exit $(( ra != 0 || rb != 0 ))
 fi
 boot "" -nic none
+if [ "$what" = eval ] || [ "$what" = eval-quick ]; then
+	out=$top/doc/eval/verbs${what#eval}
+	[ -f "$out/results.json" ] && python3 "$top/usertools/rb2-eval.py" --replot "$out"
+fi
 guest_status ""

@@ -53,6 +53,13 @@ add_params(struct rte_tel_data *d, const struct rb2_chan_params *p,
 	rte_tel_data_add_dict_u64(d, "alpha", p->alpha);
 	rte_tel_data_add_dict_u64(d, "beta", p->beta);
 	rte_tel_data_add_dict_u64(d, "gamma", p->gamma);
+	rte_tel_data_add_dict_u64(d, "msg_size", p->msg_size);
+	rte_tel_data_add_dict_string(d, "head_sync",
+				     p->head_sync == RB2_HEAD_LAZY_PULL ? "lazy pull" : "lazy push");
+	rte_tel_data_add_dict_string(d, "tail_sync",
+				     p->tail_sync == RB2_TAIL_WRITE_IMM ? "WRITE_WITH_IMM" :
+				     p->tail_sync == RB2_TAIL_POLL_MSG ? "poll message" : "write-twice");
+	rte_tel_data_add_dict_u64(d, "flags", p->flags);
 }
 
 static int

@@ -99,11 +99,19 @@ def spec_of(p):
     return DESIGNS.get(p, p if p.endswith("poll") or ":" in p else p + ":fixed")
 
 
+def ring_mb(r, size, channels):
+    """EAL memory for CHANNELS rings of 128 slots of SIZE (and the sender's
+    mirror of each on transports without load/store), with room to spare."""
+    regions = channels * (1 if r.transport.startswith("shm") else 2)
+    return max(r.mem_mb, regions * 128 * (size + 64) // MB + 256)
+
+
 def bw(r, o, size, presets, extra=()):
     """One interleaved bw run: {preset: median Mmsg/s}."""
     specs = [spec_of(p) for p in presets]
     d = r.perf_json(["--mode", "bw", *geometry(size), "--preset", ",".join(specs),
-                     "--rounds", str(o.rounds), "--duration", str(o.duration), *extra])
+                     "--rounds", str(o.rounds), "--duration", str(o.duration), *extra],
+                    mb=ring_mb(r, size, len(presets)))
     for v in d["variants"]:
         if v["errors"]:
             raise RuntimeError(f"{v['name']}: {v['errors']} messages lost or corrupt")
@@ -126,7 +134,8 @@ def lat(r, o, size, presets, extra=()):
     for _ in range(o.lat_rounds):
         for p in presets:
             d = r.perf_json(["--mode", "lat", *geometry(size), "--preset", spec_of(p),
-                             "--count", str(count), "--warmup", str(warm), *extra])
+                             "--count", str(count), "--warmup", str(warm), *extra],
+                            mb=ring_mb(r, size, 2))
             if d.get("errors"):
                 raise RuntimeError(f"lat {p}: errors")
             got[p].append((d["rb2"]["avg_ns"] / 1e3, d["rb2"]["p99_9_ns"] / 1e3))

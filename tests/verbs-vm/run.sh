@@ -132,9 +132,13 @@ ninja -C "$vmbuild" > "$cache/ninja.log" 2>&1 ||
 	{ echo "error: the guest build failed, see $cache/ninja.log" >&2; exit 1; }
 
 # 5. Boot. Each guest writes its status to $cache/status[-ROLE] and powers off.
+#    The evaluation's 1 MB rings (128 MB each, several at once, and their
+#    senders' mirrors) need more than the tests' 3 GB.
+vm_mem=3G
+case "$what" in eval*) vm_mem=6G ;; esac
 boot() { # ROLE NETDEV-ARGS...
 	local role=$1; shift
-	timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 3G -smp 2 \
+	timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m "$vm_mem" -smp 2 \
 		-kernel "$cache/vmlinux" -initrd "$cache/initramfs.cpio" \
 		-append "console=ttyS0 panic=-1 quiet loglevel=3 rb2.script=/rb2/tests/verbs-vm/guest.sh rb2.build=/rb2/$rel/verbs-vm/build rb2.out=/rb2/$rel/verbs-vm rb2.what=$what rb2.role=$role" \
 		-virtfs local,path="$rootfs",mount_tag=root,security_model=none,id=root \

@@ -136,6 +136,20 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['pairs']==
 "$perf" "${eal[@]}" --file-prefix "smk$$k" -- --mode bw --pairs 2 \
 	>/dev/null 2>"$tmp/err.txt" && fail "--pairs 2 on two lcores accepted"
 grep -q "needs 4 lcores" "$tmp/err.txt" || fail "--pairs: unclear error"
+# The ablation switches apply over a preset; --policy sets both syncs.
+"$perf" "${eal[@]}" --file-prefix "smk$$l" -- --mode bw --size 64 --preset rb2 \
+	--no-batching --count 50000 --rounds 1 --json "$tmp/m2.json" >/dev/null || fail "--no-batching"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); t=d['variants'][0]['stats']['tx']; assert d['variants'][0]['errors']==0 and t['tail_writes']==t['messages'], t" "$tmp/m2.json" ||
+	fail "--no-batching over the rb2 preset still batches"
+"$perf" "${eal[@]}" --file-prefix "smk$$l" -- --mode bw --size 64 --policy pull+cq \
+	--no-sync-ahead --count 50000 --rounds 1 --json "$tmp/pol2.json" >/dev/null || fail "--policy pull+cq"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); t=d['variants'][0]['stats']['tx']; assert d['beta']==d['alpha'] and t['cqes']>0 and d['variants'][0]['errors']==0, d" "$tmp/pol2.json" ||
+	fail "--policy pull+cq --no-sync-ahead"
+if [ "$(ls -d /sys/devices/system/node/node* 2>/dev/null | wc -l)" -lt 2 ]; then
+	"$perf" "${eal[@]}" --file-prefix "smk$$l" -- --wrong-numa >/dev/null 2>"$tmp/err.txt" &&
+		fail "--wrong-numa accepted on one NUMA node"
+	grep -q "needs two NUMA nodes" "$tmp/err.txt" || fail "--wrong-numa: unclear error"
+fi
 "$perf" "${eal[@]}" --file-prefix "smk$$j" -- --mode bw --preset rb2:fast \
 	>/dev/null 2>"$tmp/err.txt" && fail "unknown preset suffix accepted"
 grep -q "unknown suffix 'fast'" "$tmp/err.txt" || fail "unknown preset suffix: unclear error"

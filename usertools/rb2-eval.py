@@ -244,21 +244,25 @@ def table2(r, o, res):
     base = ["--alpha", "32", "--beta", "16", "--gamma", "32"]
     variants = [
         ("M1", "full design (alpha=32 beta=16 gamma=32)", base, None),
-        ("M2", "no batching at all (alpha=beta=gamma=1)",
-         ["--alpha", "1", "--beta", "1", "--gamma", "1"], None),
+        ("M2", "no batching at all (alpha=beta=gamma=1)", [*base, "--no-batching"], None),
         ("M3", "no synchronization-ahead transmission (beta=alpha)",
-         ["--alpha", "32", "--beta", "32", "--gamma", "32"], None),
+         [*base, "--no-sync-ahead"], None),
         ("M4", "no elastic threshold (tail WRITE at every advancement)",
          [*base, "--no-elastic"], None),
         ("M5", "no lazy head batching (gamma=1)",
          ["--alpha", "32", "--beta", "16", "--gamma", "1"], None),
         ("M6", "no zero copy (copy in and out through bounce buffers)",
-         [*base, "--bounce"], None),
+         [*base, "--no-zero-copy"], None),
         ("M7", "no cache-line alignment (slots packed 8 B past the lines)",
          [*base, "--unaligned"], None),
         ("M8", "no hugepages (--no-huge)", base, None),
-        ("M9", "no NUMA-aware placement", None, "n/a: one NUMA node"),
+        ("M9", "no NUMA-aware placement (ring memory on another node)",
+         [*base, "--wrong-numa"], None),
     ]
+    nodes = len([d for d in os.listdir("/sys/devices/system/node")
+                 if d.startswith("node")]) if os.path.isdir("/sys/devices/system/node") else 1
+    if nodes < 2:
+        variants[8] = (*variants[8][:3], "n/a: one NUMA node")
     if r.transport.startswith("shm"):
         variants[3] = (*variants[3][:3],
                        "n/a on shm: a store completes at once, the threshold never defers")

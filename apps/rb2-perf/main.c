@@ -22,6 +22,8 @@
 
 #include "perf.h"
 
+static int preset_sync(struct rb2_chan_params *p, const char *name);
+
 static void
 usage(FILE *f, const char *prog)
 {
@@ -70,6 +72,14 @@ usage(FILE *f, const char *prog)
 "                       lcore 2i to lcore 2i+1 (Fig. 7); the sum of their rates\n"
 "  --bounce             bw: no zero copy: build each message in a buffer and copy\n"
 "                       it in; copy it out before reading (ablation M6)\n"
+"  --policy HEAD+TAIL   both sync policies at once: push|pull + wt|cq|poll\n"
+"  Ablations (Table II), applied over any preset:\n"
+"  --no-batching        alpha = beta = gamma = 1 (M2)\n"
+"  --no-sync-ahead      beta = alpha: no slot transmission before the pointer\n"
+"                       advancement (M3)\n"
+"  --no-zero-copy       the same as --bounce (M6)\n"
+"  --wrong-numa         ring memory on another NUMA node than the lcores (M9;\n"
+"                       refused on a one-node machine)\n"
 "  --no-elastic         no elastic threshold: WRITE the tail at every pointer\n"
 "                       advancement, even with the last one in flight (M4)\n"
 "  --unaligned          slots 8 bytes past a cache line, slot size a multiple of\n"
@@ -132,6 +142,11 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		{"bounce", no_argument, NULL, 'X'},
 		{"no-elastic", no_argument, NULL, 'E'},
 		{"pairs", required_argument, NULL, 'K'},
+		{"policy", required_argument, NULL, 'Y'},
+		{"no-batching", no_argument, NULL, '2'},
+		{"no-sync-ahead", no_argument, NULL, '3'},
+		{"no-zero-copy", no_argument, NULL, 'X'},
+		{"wrong-numa", no_argument, NULL, '9'},
 		{"unaligned", no_argument, NULL, 'U'},
 		{"head-sync", required_argument, NULL, 'H'},
 		{"tail-sync", required_argument, NULL, 'T'},
@@ -291,6 +306,23 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 				return -1;
 			o->pairs = (unsigned int)v;
 			break;
+		case 'Y':
+			if (strchr(optarg, '+') == NULL || strchr(optarg, ':') != NULL ||
+			    preset_sync(&o->chan, optarg) != 0) {
+				fprintf(stderr, "rb2-perf: invalid --policy '%s': expected HEAD+TAIL, push|pull + wt|cq|poll\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case '2':
+			o->no_batching = 1;
+			break;
+		case '3':
+			o->no_sync_ahead = 1;
+			break;
+		case '9':
+			o->wrong_numa = 1;
+			break;
 		case 'U':
 			o->chan.flags |= RB2_CHAN_F_UNALIGNED;
 			break;
@@ -350,6 +382,12 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 			o->chan.flags & RB2_CHAN_F_UNALIGNED ? 8 : 64);
 	if (o->fixed)
 		o->chan.msg_size = o->size;
+	if (o->wrong_numa && rte_socket_count() < 2) {
+		fprintf(stderr, "rb2-perf: --wrong-numa (ablation M9) needs two NUMA nodes; this machine has %u\n",
+			rte_socket_count());
+		return -1;
+	}
+	perf_ablate(&o->chan, o);
 	if (o->npresets == 1 && o->mode == MODE_LAT &&
 	    perf_apply_preset(&o->chan, o->presets[0], o) != 0)
 		return -1;
@@ -397,7 +435,25 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 	return 0;
 }
 
-static int preset_sync(struct rb2_chan_params *p, const char *name);
+/* The ablation switches, over whatever a preset set. */
+void
+perf_ablate(struct rb2_chan_params *p, const struct perf_opts *o)
+{
+	if (o->no_batching)
+		p->alpha = p->beta = p->gamma = 1;
+	if (o->no_sync_ahead)
+		p->beta = p->alpha;
+	if (o->wrong_numa && rte_socket_count() > 1) {
+		/* The next node after the main lcore's. */
+		unsigned int here = rte_lcore_to_socket_id(rte_get_main_lcore());
+
+		for (unsigned int i = 0; i < rte_socket_count(); i++)
+			if ((unsigned int)rte_socket_id_by_idx(i) == here) {
+				p->socket_id = rte_socket_id_by_idx((i + 1) % rte_socket_count());
+				break;
+			}
+	}
+}
 
 int
 perf_preset_is_rb2(const char *name)
@@ -435,6 +491,8 @@ perf_apply_preset(struct rb2_chan_params *p, const char *spec,
 	if (ret == 0 && p->tail_sync == RB2_TAIL_POLL_MSG && !o->slot_size_given)
 		p->slot_size = RTE_ALIGN_CEIL(o->size + RB2_MARKER_SIZE,
 					      p->flags & RB2_CHAN_F_UNALIGNED ? 8 : 64);
+	if (ret == 0)
+		perf_ablate(p, o);
 	return ret;
 }
 

@@ -37,6 +37,10 @@ struct perf_opts {
 	int slot_size_given;    /* --slot-size: presets keep it as it is */
 	int bounce;             /* bw: copy through bounce buffers (no zero copy) */
 	unsigned int pairs;     /* bw: k channel pairs on 2k lcores (Fig. 7); 0: one */
+	/* Ablations of Table II, applied after any preset. */
+	int no_batching;        /* M2: alpha = beta = gamma = 1 */
+	int no_sync_ahead;      /* M3: beta = alpha */
+	int wrong_numa;         /* M9: ring memory on another NUMA node */
 	const char *json;       /* JSON output file, or NULL */
 	unsigned int tx_lcore, rx_lcore;
 	/* Two-process runs (perftest style). */
@@ -78,6 +82,7 @@ struct perf_lat {
 int perf_apply_preset(struct rb2_chan_params *p, const char *name,
 		      const struct perf_opts *o);
 int perf_preset_is_rb2(const char *name);
+void perf_ablate(struct rb2_chan_params *p, const struct perf_opts *o);
 
 /* perf_bw.c */
 int perf_bw_run(const struct perf_opts *o, FILE *json);

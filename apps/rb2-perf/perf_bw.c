@@ -426,6 +426,17 @@ json_tx_stats(FILE *f, const struct perf_variant *v)
 	fprintf(f, "\"_\": 0}}");
 }
 
+/* "A/B": ratio, or null when B measured nothing (JSON has no inf). */
+static void
+json_ratio(FILE *f, int first, const struct perf_variant *a, const struct perf_variant *b)
+{
+	fprintf(f, "%s\"%s/%s\": ", first ? "" : ", ", a->name, b->name);
+	if (b->median > 0)
+		fprintf(f, "%.6g", a->median / b->median);
+	else
+		fprintf(f, "null");
+}
+
 int
 perf_bw_run(const struct perf_opts *o, FILE *json)
 {
@@ -573,11 +584,11 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 		fprintf(json, ", \"rounds\": %u, \"variants\": [", o->rounds);
 		for (i = 0; i < nv; i++) {
 			const struct perf_variant *v = &vars[i];
-			fprintf(json, "%s{\"name\": \"%s\", \"desc\": \"%s\", \"median_mmsg_s\": %.4f, \"median_gbit_s\": %.4f, \"errors\": %" PRIu64 ", \"rounds_mmsg_s\": [",
+			fprintf(json, "%s{\"name\": \"%s\", \"desc\": \"%s\", \"median_mmsg_s\": %.6g, \"median_gbit_s\": %.6g, \"errors\": %" PRIu64 ", \"rounds_mmsg_s\": [",
 				i ? ", " : "", v->name, v->desc, v->median,
 				v->median * o->size * 8 / 1e3, v->errors);
 			for (r = 0; r < v->n; r++)
-				fprintf(json, "%s%.4f", r ? ", " : "", v->mps[r]);
+				fprintf(json, "%s%.6g", r ? ", " : "", v->mps[r]);
 			fprintf(json, "]");
 			if (v->kind == VAR_RB2)
 				json_tx_stats(json, v);
@@ -588,17 +599,13 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 		for (i = 0; i < nv; i++)
 			for (unsigned int j = 0; j < nv; j++)
 				if (vars[i].kind == VAR_RB2 && vars[j].kind != VAR_RB2) {
-					fprintf(json, "%s\"%s/%s\": %.4f", first ? "" : ", ",
-						vars[i].name, vars[j].name,
-						vars[i].median / vars[j].median);
+					json_ratio(json, first, &vars[i], &vars[j]);
 					first = 0;
 				}
 		/* Presets: the first RB2 variant over each design. */
 		for (unsigned int j = 0; ref >= 0 && j < nv; j++)
 			if ((int)j != ref && vars[j].kind == VAR_RB2) {
-				fprintf(json, "%s\"%s/%s\": %.4f", first ? "" : ", ",
-					vars[ref].name, vars[j].name,
-					vars[ref].median / vars[j].median);
+				json_ratio(json, first, &vars[ref], &vars[j]);
 				first = 0;
 			}
 		fprintf(json, "}}\n");
@@ -735,15 +742,15 @@ perf_pairs_run(const struct perf_opts *o, FILE *json)
 		errors += v[i].errors;
 	if (json != NULL) {
 		perf_json_begin(json, o);
-		fprintf(json, ", \"rounds\": %u, \"pairs\": %u, \"median_mmsg_s\": %.4f, "
+		fprintf(json, ", \"rounds\": %u, \"pairs\": %u, \"median_mmsg_s\": %.6g, "
 			"\"errors\": %" PRIu64 ", \"rounds_mmsg_s\": [", o->rounds, k, med, errors);
 		for (unsigned int r = 0; r < o->rounds; r++)
-			fprintf(json, "%s%.4f", r ? ", " : "", tot[r]);
+			fprintf(json, "%s%.6g", r ? ", " : "", tot[r]);
 		fprintf(json, "], \"per_pair_median_mmsg_s\": [");
 		for (unsigned int i = 0; i < k; i++) {
 			for (unsigned int r = 0; r < o->rounds; r++)
 				x[r] = per[r][i];
-			fprintf(json, "%s%.4f", i ? ", " : "", perf_median(x, o->rounds));
+			fprintf(json, "%s%.6g", i ? ", " : "", perf_median(x, o->rounds));
 		}
 		fprintf(json, "]}\n");
 	}

@@ -6,6 +6,9 @@
  * Cross-process: a DPDK primary (the receiver) starts a secondary of itself
  * (the sender); they find the channel by name in shared hugepage memzones and
  * exchange 1 million messages, exactly once and in order, in each shm mode.
+ * Then a sender killed mid-stream (SIGKILL, no clean-up): the receiver must
+ * deliver everything published before the kill, then fail with
+ * -ECONNRESET, not wait forever.
  *
  * DPDK multi-process needs hugepages. Without them this test skips (exit 77)
  * and says how to reserve them; where they can be reserved (CI runs as root
@@ -13,12 +16,15 @@
  */
 
 #include <errno.h>
+#include <glob.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -30,6 +36,7 @@
 
 #define SKIP 77
 #define MSGS 1000000ull
+#define KILLED_AFTER 100000ull /* messages a killed sender publishes first */
 
 extern char **environ;
 
@@ -59,7 +66,7 @@ hugepages_usable(char *why, size_t len)
 }
 
 static int
-run_sender(const char *spec, const char *name)
+run_sender(const char *spec, const char *name, int die)
 {
 	struct rb2_xport *xp = rb2_xport_open_spec(spec);
 	struct rb2_chan_params p;
@@ -75,7 +82,7 @@ run_sender(const char *spec, const char *name)
 			rte_strerror(rte_errno));
 		return 1;
 	}
-	while (seq < MSGS) {
+	while (seq < (die ? KILLED_AFTER : MSGS)) {
 		void *slot;
 		uint32_t len = (uint32_t)len_of(seq);
 
@@ -92,6 +99,8 @@ run_sender(const char *spec, const char *name)
 		seq++;
 	}
 	rb2_tx_flush(tx);
+	if (die)
+		raise(SIGKILL);     /* no destroy, no EAL clean-up: a crash */
 	/* The receiver's region outlives us; wait until it has everything. */
 	while (atomic_load_explicit(tx->local_head, memory_order_acquire) != tx->tail)
 		;
@@ -102,7 +111,7 @@ run_sender(const char *spec, const char *name)
 
 static int
 run_receiver(const char *self, const char *prefix, const char *spec,
-	     const char *name)
+	     const char *name, int die)
 {
 	struct rb2_xport *xp = rb2_xport_open_spec(spec);
 	struct rb2_chan_params p;
@@ -110,9 +119,10 @@ run_receiver(const char *self, const char *prefix, const char *spec,
 	struct rb2_msg m[32];
 	uint64_t got = 0, bad = 0;
 	char *args[] = {(char *)self, "--secondary", (char *)prefix, (char *)spec,
-			(char *)name, NULL};
+			(char *)name, die ? "die" : "live", NULL};
 	pid_t pid;
-	int status;
+	int status, n = 0;
+	time_t t0;
 
 	rb2_chan_params_init(&p);
 	p.slot_size = 128;
@@ -129,8 +139,9 @@ run_receiver(const char *self, const char *prefix, const char *spec,
 		waitpid(pid, &status, 0);
 		return 1;
 	}
-	while (got < MSGS) {
-		int n = rb2_rx_peek_burst(rx, m, 32);
+	t0 = time(NULL);
+	while (got < MSGS && time(NULL) - t0 < 60) {
+		n = rb2_rx_peek_burst(rx, m, 32);
 
 		if (n < 0)
 			break;
@@ -143,6 +154,17 @@ run_receiver(const char *self, const char *prefix, const char *spec,
 		}
 		if (n > 0)
 			rb2_rx_release_burst(rx, m, (unsigned int)n);
+	}
+	if (die) {
+		int ok = got == KILLED_AFTER && bad == 0 && n == -ECONNRESET;
+
+		printf("%s: sender killed after %llu messages: %" PRIu64 " delivered, %" PRIu64
+		       " bad, then %s after %ld s\n", spec, KILLED_AFTER, got, bad,
+		       n < 0 ? strerror(-n) : "no error", (long)(time(NULL) - t0));
+		waitpid(pid, &status, 0);
+		rb2_rx_destroy(rx);
+		rb2_xport_close(xp);
+		return ok ? 0 : 1;
 	}
 	/* Keep polling so the idle push hands the last slots back. */
 	for (int i = 0; i < 1000 && waitpid(pid, &status, WNOHANG) == 0; i++) {
@@ -180,6 +202,30 @@ eal_init(const char *prefix, int secondary, const char *lcores)
 	return rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv);
 }
 
+/* A primary's hugepage files outlive it (the secondaries open them, so
+ * --huge-unlink is not an option): remove ours, or every run leaks 256 MB of
+ * hugepages. */
+static void
+remove_hugepage_files(const char *prefix)
+{
+	char mnt[256], fs[64], pattern[512];
+	FILE *f = fopen("/proc/mounts", "r");
+
+	while (f != NULL && fscanf(f, "%*s %255s %63s %*[^\n]", mnt, fs) == 2) {
+		glob_t g;
+
+		if (strcmp(fs, "hugetlbfs") != 0)
+			continue;
+		snprintf(pattern, sizeof(pattern), "%s/%smap_*", mnt, prefix);
+		if (glob(pattern, 0, NULL, &g) == 0)
+			for (size_t i = 0; i < g.gl_pathc; i++)
+				unlink(g.gl_pathv[i]);
+		globfree(&g);
+	}
+	if (f != NULL)
+		fclose(f);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -188,12 +234,12 @@ main(int argc, char **argv)
 	ssize_t n;
 	int rc = 0;
 
-	if (argc == 5 && strcmp(argv[1], "--secondary") == 0) {
+	if (argc == 6 && strcmp(argv[1], "--secondary") == 0) {
 		if (eal_init(argv[2], 1, "1") < 0) {
 			fprintf(stderr, "secondary: EAL: %s\n", rte_strerror(rte_errno));
 			return 1;
 		}
-		rc = run_sender(argv[3], argv[4]);
+		rc = run_sender(argv[3], argv[4], strcmp(argv[5], "die") == 0);
 		rte_eal_cleanup();
 		return rc;
 	}
@@ -214,8 +260,10 @@ main(int argc, char **argv)
 	for (unsigned int i = 0; i < 2; i++) {
 		char name[16];
 		snprintf(name, sizeof(name), "mp%u", i);
-		rc |= run_receiver(self, prefix, specs[i], name);
+		rc |= run_receiver(self, prefix, specs[i], name, 0);
 	}
+	rc |= run_receiver(self, prefix, specs[0], "mpkill", 1);
 	rte_eal_cleanup();
+	remove_hugepage_files(prefix);
 	return rc;
 }

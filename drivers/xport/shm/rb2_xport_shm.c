@@ -21,10 +21,16 @@
  *              pointer WRITEs.
  *   copy       the faithful "NIC copy" mode: every slot goes through a
  *              WRITE, as on RDMA, so the algorithm itself can be measured.
+ *
+ * A peer in another process is watched as a NIC watches its link: the
+ * rendezvous records its pid and start time, and the status check (idle
+ * halves, at most every millisecond) reports it gone once /proc says it
+ * exited, became a zombie, or the pid now names another process.
  */
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -52,6 +58,8 @@ struct shm_priv {
 /* Per-queue state: the completion ring of signaled WRs. Single-threaded:
  * only the queue's own lcore posts and polls. */
 struct shm_qp {
+	int32_t peer_pid;        /* another process's, or 0 */
+	uint64_t peer_start;     /* its start time, in clock ticks after boot */
 	uint32_t cq_mask;
 	uint32_t cq_head; /* next completion to hand out */
 	uint32_t cq_tail; /* next free entry */
@@ -265,6 +273,49 @@ shm_qp_destroy(struct rb2_xport_qp *qp)
 	qp->drv = NULL;
 }
 
+/* A process's start time (field 22 of /proc/PID/stat), or 0 once it is
+ * gone: no such process, or a zombie that has exited. */
+static uint64_t
+proc_start(int32_t pid)
+{
+	char path[32], buf[512], *p;
+	unsigned long long start = 0;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* After the command's closing parenthesis: state, then 19 fields to
+	 * the start time. */
+	p = strrchr(buf, ')');
+	if (p == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return 0;
+	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+		   &start) != 1)
+		return 0;
+	return start;
+}
+
+static int
+shm_qp_status(struct rb2_xport_qp *qp)
+{
+	struct shm_qp *s = qp->drv;
+
+	if (s->peer_pid == 0)
+		return 0;
+	if (proc_start(s->peer_pid) != s->peer_start) {
+		RB2_XPORT_LOG(ERR, "shm: the peer process %d is gone", (int)s->peer_pid);
+		s->peer_pid = 0; /* say it once */
+		return -ECONNRESET;
+	}
+	return 0;
+}
+
 static void
 shm_set_connected(struct rb2_xport_qp *qp)
 {
@@ -389,6 +440,14 @@ shm_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 		return -EMSGSIZE;
 	}
 	memcpy(peer_blob, rv->blob[other], plen);
+	if (rv->pid[other] != (int32_t)getpid()) {
+		struct shm_qp *s = qp->drv;
+
+		s->peer_pid = rv->pid[other];
+		s->peer_start = proc_start(s->peer_pid);
+		if (s->peer_start == 0)
+			s->peer_pid = 0; /* no /proc: not watched */
+	}
 	rv_release(mz);
 	shm_set_connected(qp);
 	return (int)plen;
@@ -423,6 +482,7 @@ static const struct rb2_xport_ops shm_ops = {
 	.qp_connect_local = shm_qp_connect_local,
 	.qp_exchange = shm_qp_exchange,
 	.peer_ptr = shm_peer_ptr,
+	.qp_status = shm_qp_status,
 	.wc_status_str = shm_wc_status_str,
 };
 

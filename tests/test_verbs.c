@@ -95,6 +95,10 @@ params(struct rb2_chan_params *p, int kind)
 		p->head_sync = strstr(sync, "pull") ? RB2_HEAD_LAZY_PULL : RB2_HEAD_LAZY_PUSH;
 		p->tail_sync = strstr(sync, "imm") ? RB2_TAIL_WRITE_IMM :
 			strstr(sync, "poll") ? RB2_TAIL_POLL_MSG : RB2_TAIL_WRITE_TWICE;
+		printf("sync policy: head %s, tail %s\n",
+		       p->head_sync == RB2_HEAD_LAZY_PULL ? "lazy pull" : "lazy push",
+		       p->tail_sync == RB2_TAIL_WRITE_IMM ? "WRITE_WITH_IMM" :
+		       p->tail_sync == RB2_TAIL_POLL_MSG ? "poll message" : "write-twice");
 	}
 }
 

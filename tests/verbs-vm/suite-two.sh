@@ -28,6 +28,13 @@ if [ $side = client ]; then
 	if [ "${d:-0}" -gt 0 ]; then pass=$((pass + 1)); echo "PASS two_guests_elastic_threshold_defers ($d deferrals)";
 	else fail=$((fail + 1)); echo "FAIL two_guests_elastic_threshold_defers (none)"; fi
 fi
+# The other tail syncs across the wire: native WRITE_WITH_IMM (receive
+# completions, credits) and FaRM's poll message (lengths landing byte by
+# byte while the receiver polls).
+RB2_TEST_SYNC=push+imm run stream_imm stream 21030 100000
+RB2_TEST_SYNC=push+poll run stream_poll stream 21040 100000
+grep -q "tail WRITE_WITH_IMM" /tmp/stream_imm && grep -q "tail poll message" /tmp/stream_poll ||
+	{ fail=$((fail + 1)); echo "FAIL two_guests_sync_policies (not the policies asked for)"; }
 # The measurement NF split over the two guests: replay on B, an RB2 channel
 # over verbs (rdma_cm, across the wire), measure on A. A checks every flow
 # against the same trace measured in one process.

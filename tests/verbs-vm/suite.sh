@@ -44,7 +44,11 @@ for sync in push+imm pull+wt pull+imm push+poll; do
 	RB2_TEST_SYNC=$sync pair stream_$sync stream 300000
 	RB2_TEST_SYNC=$sync pair latency_$sync lat 5000
 done
-grep -h "receive-queue\|WRITE_WITH_IMM" /tmp/stream_push+imm.s /tmp/stream_push+imm.c 2>/dev/null | head -2
+# Each ran the policy it asked for (test_verbs prints it).
+for sync in push+imm pull+wt pull+imm push+poll; do
+	n=$(grep -c "^sync policy" /tmp/stream_$sync.s /tmp/latency_$sync.s 2>/dev/null | awk -F: '{s += $2} END {print s + 0}')
+	[ "$n" -ge 2 ] || { fail=$((fail + 1)); echo "FAIL policy_$sync not applied"; }
+done
 
 # One process, both halves over rxe0: the QPs connected to each other
 # directly (rb2_chan_pair), every design and sync pair, content checked.

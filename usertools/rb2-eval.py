@@ -316,7 +316,7 @@ def plot(out, res):
         return "gnuplot not found (apt-get install gnuplot-nox): no PNGs"
     sizes = sorted({x["size"] for x in res["fig5"]["rows"]})
     tics = ", ".join(f"'{human(s)}' {s}" for s in sizes)
-    sc = ["set terminal pngcairo size 900,520 font 'sans,10'", "set logscale x 2",
+    sc = ["set terminal pngcairo size 900,520 font 'sans,10' noenhanced", "set logscale x 2",
           "set datafile separator ','", "set key outside right", "set grid",
           "set xlabel 'message size'", f"set xtics ({tics})"]
     jobs = [
@@ -339,10 +339,12 @@ def plot(out, res):
             continue
         header = open(path).readline().strip().split(",")
         lines = []
-        for i, (col, name) in enumerate(cols):
+        color = {}                      # one colour per design, avg and p99.9 alike
+        for col, name in cols:
             dash = " dt 2" if "p99.9" in name else ""
+            lc = color.setdefault(name.split()[0], len(color) + 1)
             lines.append(f"'{path}' using 1:{header.index(col) + 1} with linespoints "
-                         f"lw 2{dash} title '{name}'")
+                         f"lw 2 lc {lc} pt {lc}{dash} title '{name}'")
         script = sc + [f"set output '{os.path.join(out, png)}'", f"set title '{title}'"]
         if logy:
             script.append("set logscale y")

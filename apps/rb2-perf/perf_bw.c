@@ -485,7 +485,8 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 			for (unsigned int k = 0; k < RTE_DIM(what); k++)
 				if (strcmp(what[k][0], o->presets[i]) == 0)
 					vars[nv].desc = what[k][1];
-			snprintf(chan, sizeof(chan), "perf-%s", o->presets[i]);
+			/* Preset names are at most 18 characters (main.c). */
+			snprintf(chan, sizeof(chan), "perf-%.18s", o->presets[i]);
 			if (variant_open_rb2(&vars[nv++], o, o->transport, chan, o->fixed,
 					     o->presets[i]) < 0)
 				return -1;

@@ -480,7 +480,8 @@ def main():
     ap.add_argument("--perftest", metavar="HOST", default=None,
                     help="verbs: also run ib_write_bw per Fig. 5 size, looping back to HOST "
                          "(the device's IPv4 address)")
-    ap.add_argument("--sizes", default=None, help="message sizes, comma-separated bytes")
+    ap.add_argument("--sizes", dest="sizes_arg", default=None,
+                    help="message sizes, comma-separated bytes")
     ap.add_argument("--rounds", type=int, default=None, help="bw rounds per variant")
     ap.add_argument("--duration", type=float, default=None, help="seconds per bw round")
     ap.add_argument("--lat-rounds", type=int, default=None, help="latency runs per variant")
@@ -505,11 +506,11 @@ def main():
     name = o.transport.split(",")[0]
     o.out = o.out or os.path.join(top, "doc/eval", name + ("-quick" if o.quick else ""))
     if o.quick:
-        o.sizes_, o.lat_sizes, o.table_sizes = [64, 512, 4096, 65536], [64, 4096], [512, 65536]
+        o.sizes, o.lat_sizes, o.table_sizes = [64, 512, 4096, 65536], [64, 4096], [512, 65536]
         prof = dict(rounds=3, duration=0.05, lat_rounds=1, lat_count=20000, lat_warmup=5000)
     else:
-        o.sizes_ = [64, 256, 1024, 4096, 16384, 65536, 262144, MB]
-        o.lat_sizes, o.table_sizes = o.sizes_, [512, MB]
+        o.sizes = [64, 256, 1024, 4096, 16384, 65536, 262144, MB]
+        o.lat_sizes, o.table_sizes = o.sizes, [512, MB]
         prof = dict(rounds=5, duration=0.5, lat_rounds=3, lat_count=300000, lat_warmup=100000)
     if verbs:
         # A software RNIC under TCG: a round trip takes hundreds of us.
@@ -518,9 +519,8 @@ def main():
     for k, v in prof.items():
         if getattr(o, k) is None:
             setattr(o, k, v)
-    if o.sizes:
-        o.sizes_ = o.lat_sizes = [int(x) for x in o.sizes.split(",")]
-    o.sizes = o.sizes_
+    if o.sizes_arg:
+        o.sizes = o.lat_sizes = [int(x) for x in o.sizes_arg.split(",")]
     r = Runner(o)
     if not os.path.exists(r.perf):
         sys.exit(f"rb2-eval: {r.perf} not found: build first (meson setup build && ninja -C build)")

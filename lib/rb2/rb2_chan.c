@@ -1217,24 +1217,14 @@ rx_return_credits(struct rb2_rx *rx)
 	}
 }
 
-/*
- * WRITE_WITH_IMM sync: poll the receive completions (native) or the
- * completion ring (emulated), add each immediate to the tail, and replenish
- * the receive queue every half ring (or when the ring has run dry, so that a
- * sender out of credits goes on).
- */
-void
-__rb2_rx_poll_cq(struct rb2_rx *rx)
+/* WRITE_WITH_IMM sync, emulated: consume the completion ring's new entries
+ * and add their immediates to the tail. Returns the entries consumed. */
+static unsigned int
+rx_poll_cq_ring(struct rb2_rx *rx)
 {
 	uint64_t t = atomic_load_explicit(rx->local_tail, memory_order_relaxed);
 	unsigned int got = 0;
 
-	if (rx->imm_native) {
-		int n = rx_reap(rx);
-
-		got = n > 0 ? (unsigned int)n : 0;
-		goto replenish;
-	}
 	for (;;) {
 		struct rb2_cqe *e = &rx->cq[(rx->cq_next - 1) % RB2_CQ_ENTRIES];
 
@@ -1252,9 +1242,22 @@ __rb2_rx_poll_cq(struct rb2_rx *rx)
 		RB2_STAT_ADD(&rx->stats, cqes, got);
 		atomic_store_explicit(rx->local_tail, t, memory_order_relaxed);
 	}
-replenish:
+	return got;
+}
+
+/*
+ * WRITE_WITH_IMM sync: poll the receive completions (native) or the
+ * completion ring (emulated), add each immediate to the tail, and replenish
+ * the receive queue every half ring (or when the ring has run dry, so that a
+ * sender out of credits goes on).
+ */
+void
+__rb2_rx_poll_cq(struct rb2_rx *rx)
+{
+	int got = rx->imm_native ? rx_reap(rx) : (int)rx_poll_cq_ring(rx);
+
 	if (rx->cq_consumed - rx->cq_returned >= RB2_CQ_ENTRIES / 2 ||
-	    (got == 0 && rx->cq_consumed != rx->cq_returned))
+	    (got <= 0 && rx->cq_consumed != rx->cq_returned))
 		rx_return_credits(rx);
 }
 

@@ -10,6 +10,12 @@
  * deliver everything published before the kill, then fail with
  * -ECONNRESET, not wait forever.
  *
+ *   test_multiprocess                    the tests above
+ *   test_multiprocess --kill-stress N    the kill test N times, under CPU load
+ *                                        (one busy process per CPU), each time
+ *                                        with another message count, shm mode
+ *                                        and sync policy (the long suite)
+ *
  * DPDK multi-process needs hugepages. Without them this test skips (exit 77)
  * and says how to reserve them; where they can be reserved (CI runs as root
  * and the README's test command reserves them) it runs.
@@ -65,8 +71,22 @@ hugepages_usable(char *why, size_t len)
 	return 1;
 }
 
+/* Channel parameters of a run: 128-byte slots, and a sync policy by name
+ * ("rb2", or one of the paper's designs). */
+static void
+params_of(struct rb2_chan_params *p, const char *preset)
+{
+	rb2_chan_params_init(p);
+	p->slot_size = 128;
+	if (rb2_chan_params_preset(p, preset) != 0)
+		abort();
+}
+
+/* The secondary: send @count messages, flush, then either die (SIGKILL: no
+ * destroy, no EAL clean-up, a crash) or wait until all are consumed. */
 static int
-run_sender(const char *spec, const char *name, int die)
+run_sender(const char *spec, const char *name, const char *preset, uint64_t count,
+	   int die)
 {
 	struct rb2_xport *xp = rb2_xport_open_spec(spec);
 	struct rb2_chan_params p;
@@ -74,15 +94,14 @@ run_sender(const char *spec, const char *name, int die)
 	uint64_t seq = 0;
 	int ret;
 
-	rb2_chan_params_init(&p);
-	p.slot_size = 128;
+	params_of(&p, preset);
 	tx = xp ? rb2_tx_create(name, xp, &p) : NULL;
 	if (tx == NULL || (ret = rb2_tx_connect(tx, name, 20000)) != 0) {
 		fprintf(stderr, "secondary: cannot connect '%s': %s\n", name,
 			rte_strerror(rte_errno));
 		return 1;
 	}
-	while (seq < (die ? KILLED_AFTER : MSGS)) {
+	while (seq < count) {
 		void *slot;
 		uint32_t len = (uint32_t)len_of(seq);
 
@@ -98,9 +117,13 @@ run_sender(const char *spec, const char *name, int die)
 		rb2_tx_commit(tx, len);
 		seq++;
 	}
-	rb2_tx_flush(tx);
+	ret = rb2_tx_flush(tx);
+	if (ret != 0) {
+		fprintf(stderr, "secondary: flush: %s\n", strerror(-ret));
+		return 1;
+	}
 	if (die)
-		raise(SIGKILL);     /* no destroy, no EAL clean-up: a crash */
+		raise(SIGKILL);     /* everything is published: now crash */
 	/* The receiver's region outlives us; wait until it has everything. */
 	while (atomic_load_explicit(tx->local_head, memory_order_acquire) != tx->tail)
 		;
@@ -109,23 +132,30 @@ run_sender(const char *spec, const char *name, int die)
 	return 0;
 }
 
+/*
+ * The primary: receive from a secondary that sends @count messages under
+ * @preset. With @die, the sender is SIGKILLed right after flushing them: the
+ * receiver must deliver every one (the sender published them all), then
+ * report the sender gone (-ECONNRESET). @quiet: print only failures.
+ */
 static int
-run_receiver(const char *self, const char *prefix, const char *spec,
-	     const char *name, int die)
+run_receiver(const char *self, const char *prefix, const char *spec, const char *name,
+	     const char *preset, uint64_t count, int die, int quiet)
 {
 	struct rb2_xport *xp = rb2_xport_open_spec(spec);
 	struct rb2_chan_params p;
 	struct rb2_rx *rx;
 	struct rb2_msg m[32];
 	uint64_t got = 0, bad = 0;
+	char cnt[24];
 	char *args[] = {(char *)self, "--secondary", (char *)prefix, (char *)spec,
-			(char *)name, die ? "die" : "live", NULL};
+			(char *)name, (char *)preset, cnt, die ? "die" : "live", NULL};
 	pid_t pid;
-	int status, n = 0;
+	int status, n = 0, ok;
 	time_t t0;
 
-	rb2_chan_params_init(&p);
-	p.slot_size = 128;
+	snprintf(cnt, sizeof(cnt), "%" PRIu64, count);
+	params_of(&p, preset);
 	rx = xp ? rb2_rx_create(name, xp, &p) : NULL;
 	if (rx == NULL) {
 		fprintf(stderr, "primary: rx_create: %s\n", rte_strerror(rte_errno));
@@ -140,7 +170,7 @@ run_receiver(const char *self, const char *prefix, const char *spec,
 		return 1;
 	}
 	t0 = time(NULL);
-	while (got < MSGS && time(NULL) - t0 < 60) {
+	while ((die || got < count) && time(NULL) - t0 < 60) {
 		n = rb2_rx_peek_burst(rx, m, 32);
 
 		if (n < 0)
@@ -156,11 +186,12 @@ run_receiver(const char *self, const char *prefix, const char *spec,
 			rb2_rx_release_burst(rx, m, (unsigned int)n);
 	}
 	if (die) {
-		int ok = got == KILLED_AFTER && bad == 0 && n == -ECONNRESET;
-
-		printf("%s: sender killed after %llu messages: %" PRIu64 " delivered, %" PRIu64
-		       " bad, then %s after %ld s\n", spec, KILLED_AFTER, got, bad,
-		       n < 0 ? strerror(-n) : "no error", (long)(time(NULL) - t0));
+		ok = got == count && bad == 0 && n == -ECONNRESET;
+		if (!quiet || !ok)
+			printf("%s %s%s: sender killed after publishing %" PRIu64 " messages: %"
+			       PRIu64 " delivered, %" PRIu64 " bad, then %s after %ld s\n", spec,
+			       preset, ok ? "" : " FAILED", count, got, bad,
+			       n < 0 ? strerror(-n) : "no error", (long)(time(NULL) - t0));
 		waitpid(pid, &status, 0);
 		rb2_rx_destroy(rx);
 		rb2_xport_close(xp);
@@ -175,10 +206,78 @@ run_receiver(const char *self, const char *prefix, const char *spec,
 		fprintf(stderr, "primary: the secondary failed (status %d)\n", status);
 		bad++;
 	}
-	printf("%s: %" PRIu64 " messages across processes, %" PRIu64 " bad\n", spec, got, bad);
+	printf("%s %s: %" PRIu64 " messages across processes, %" PRIu64 " bad\n", spec, preset,
+	       got, bad);
 	rb2_rx_destroy(rx);
 	rb2_xport_close(xp);
-	return got == MSGS && bad == 0 ? 0 : 1;
+	return got == count && bad == 0 ? 0 : 1;
+}
+
+/* One busy process per CPU until killed: the load under which a race shows. */
+static void
+start_load(pid_t *hogs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		hogs[i] = fork();
+		if (hogs[i] == 0) {
+			volatile uint64_t x = 0;
+
+			for (;;)
+				x++;
+		}
+	}
+}
+
+static void
+stop_load(pid_t *hogs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (hogs[i] > 0) {
+			kill(hogs[i], SIGKILL);
+			waitpid(hogs[i], NULL, 0);
+		}
+	}
+}
+
+/*
+ * The kill test @reps times under CPU load, each with a random message count
+ * (1 to 200 000), shm mode and sync policy: every repetition must deliver
+ * exactly what the sender published before it was killed.
+ */
+static int
+kill_stress(const char *self, const char *prefix, unsigned int reps)
+{
+	static const char *const specs[] = {"shm,mode=loadstore", "shm,mode=copy"};
+	static const char *const presets[] = {"rb2", "l5", "farm", "socksdirect"};
+	uint64_t seed = 0x5eed ^ (uint64_t)time(NULL), total = 0;
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), failed = 0;
+	pid_t hogs[64] = {0};
+	time_t t0 = time(NULL);
+
+	ncpu = ncpu < 1 ? 1 : ncpu > 64 ? 64 : ncpu;
+	printf("kill stress: %u repetitions, %d busy processes, seed %" PRIu64 "\n", reps, ncpu,
+	       seed);
+	start_load(hogs, ncpu);
+	for (unsigned int r = 0; r < reps; r++) {
+		char name[16];
+		uint64_t count;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		count = 1 + (seed >> 33) % 200000;
+		snprintf(name, sizeof(name), "ks%u", r);
+		if (run_receiver(self, prefix, specs[(seed >> 20) & 1], name,
+				 presets[(seed >> 24) % 4], count, 1, 1) != 0)
+			failed++;
+		total += count;
+		if ((r + 1) % 50 == 0)
+			printf("kill stress: %u/%u, %d failed, %ld s\n", r + 1, reps, failed,
+			       (long)(time(NULL) - t0));
+		fflush(stdout);
+	}
+	stop_load(hogs, ncpu);
+	printf("kill stress: %u repetitions, %" PRIu64 " messages, %d failed, %ld s\n", reps,
+	       total, failed, (long)(time(NULL) - t0));
+	return failed == 0 ? 0 : 1;
 }
 
 /*
@@ -231,17 +330,25 @@ main(int argc, char **argv)
 {
 	static const char *const specs[] = {"shm,mode=loadstore", "shm,mode=copy"};
 	char prefix[32], why[160], self[4096];
+	unsigned int stress = 0;
 	ssize_t n;
 	int rc = 0;
 
-	if (argc == 6 && strcmp(argv[1], "--secondary") == 0) {
+	if (argc == 8 && strcmp(argv[1], "--secondary") == 0) {
 		if (eal_init(argv[2], 1, "1") < 0) {
 			fprintf(stderr, "secondary: EAL: %s\n", rte_strerror(rte_errno));
 			return 1;
 		}
-		rc = run_sender(argv[3], argv[4], strcmp(argv[5], "die") == 0);
+		rc = run_sender(argv[3], argv[4], argv[5], strtoull(argv[6], NULL, 10),
+				strcmp(argv[7], "die") == 0);
 		rte_eal_cleanup();
 		return rc;
+	}
+	if (argc == 3 && strcmp(argv[1], "--kill-stress") == 0) {
+		stress = (unsigned int)strtoul(argv[2], NULL, 10);
+	} else if (argc != 1) {
+		fprintf(stderr, "usage: %s [--kill-stress N]\n", argv[0]);
+		return 2;
 	}
 	if (!hugepages_usable(why, sizeof(why))) {
 		printf("SKIP: DPDK multi-process needs hugepages: %s\n", why);
@@ -257,12 +364,16 @@ main(int argc, char **argv)
 	if (n <= 0)
 		return 1;
 	self[n] = '\0';
-	for (unsigned int i = 0; i < 2; i++) {
-		char name[16];
-		snprintf(name, sizeof(name), "mp%u", i);
-		rc |= run_receiver(self, prefix, specs[i], name, 0);
+	if (stress > 0) {
+		rc = kill_stress(self, prefix, stress);
+	} else {
+		for (unsigned int i = 0; i < 2; i++) {
+			char name[16];
+			snprintf(name, sizeof(name), "mp%u", i);
+			rc |= run_receiver(self, prefix, specs[i], name, "rb2", MSGS, 0, 0);
+		}
+		rc |= run_receiver(self, prefix, specs[0], "mpkill", "rb2", KILLED_AFTER, 1, 0);
 	}
-	rc |= run_receiver(self, prefix, specs[0], "mpkill", 1);
 	rte_eal_cleanup();
 	remove_hugepage_files(prefix);
 	return rc;

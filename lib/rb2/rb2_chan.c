@@ -37,6 +37,7 @@ struct rb2_chan_list rb2_chan_list = {
 #define WRID_PULL 3
 #define RB2_POST_SPINS 10000000u /* reaps before a full queue is an error */
 #define STATUS_CHECK_US 1000     /* idle halves ask after their peer this often */
+#define RB2_GONE_GRACE_US 2000   /* a dead sender's last WRITEs may still land */
 
 void
 rb2_chan_params_init(struct rb2_chan_params *p)
@@ -1415,17 +1416,43 @@ peer_gone(struct rb2_xport_qp *qp, uint64_t *next_check)
 	return ret == -ENOTCONN ? 0 : ret;
 }
 
+/*
+ * The receiver found its ring empty: is the sender still there? Its death is
+ * only final once the ring has been found empty by a look that started after
+ * the death was seen: the sender may have published its last messages (and
+ * died) between our look at the tail and the status check. So the first
+ * sighting only arms the verdict; the caller's next empty peek, which reads
+ * the tail (or the markers, or the completions) again, delivers it, once
+ * RB2_GONE_GRACE_US have passed for WRITEs still landing from the wire.
+ */
+static void
+rx_check_peer(struct rb2_rx *rx)
+{
+	uint64_t now;
+	int gone;
+
+	if (rx->peer_gone == 0) {
+		gone = peer_gone(rx->qp, &rx->next_check);
+		if (gone < 0) {
+			rx->peer_gone = gone;
+			rx->gone_tsc = rte_get_timer_cycles();
+		}
+		return;
+	}
+	now = rte_get_timer_cycles();
+	if (now - rx->gone_tsc < rte_get_timer_hz() / (1000000 / RB2_GONE_GRACE_US))
+		return;
+	RB2_CHAN_LOG(ERR, "channel '%s' receiver: the sender is gone (%s); everything it published was delivered",
+		     rx->name, rte_strerror(-rx->peer_gone));
+	rx->err = rx->peer_gone;
+}
+
 int
 __rb2_rx_idle(struct rb2_rx *rx)
 {
-	int gone;
-
 	RB2_STAT_ADD(&rx->stats, empty_events, 1);
-	if (rx->err == 0 && (gone = peer_gone(rx->qp, &rx->next_check)) < 0) {
-		RB2_CHAN_LOG(ERR, "channel '%s' receiver: the sender is gone (%s); everything it published was delivered",
-			     rx->name, rte_strerror(-gone));
-		rx->err = gone;
-	}
+	if (rx->err == 0)
+		rx_check_peer(rx);
 	/* Idle push: the ring is drained, so the sender may be blocked on a
 	 * stale local_head; give it all the room back now. */
 	if (rx->head != rx->synced_head) {

@@ -288,6 +288,8 @@ struct rb2_rx {
 	_Atomic uint64_t *peer_head;  /**< sender's local_head, mapped (load/store) */
 	int err;                      /**< 0, or the -errno that failed it */
 	uint64_t next_check;          /**< TSC of the next peer check */
+	int peer_gone;                /**< the sender's death, seen, not yet final */
+	uint64_t gone_tsc;            /**< when it was seen */
 	struct rb2_xport *xp;
 	struct rb2_xport_qp *qp;
 	struct rb2_xport_mr mr;       /**< RB_R */

@@ -469,10 +469,15 @@ shm_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 	if (rv->pid[other] != (int32_t)getpid()) {
 		struct shm_qp *s = qp->drv;
 
+		/* Watched only where /proc tells. A peer that is already gone
+		 * (it may have sent everything and died before we got here) gets
+		 * a start time no process has, so the first check reports it. */
 		s->peer_pid = rv->pid[other];
 		s->peer_start = proc_start(s->peer_pid);
 		if (s->peer_start == 0)
-			s->peer_pid = 0; /* no /proc: not watched */
+			s->peer_start = proc_start(getpid()) != 0 ? UINT64_MAX : 0;
+		if (s->peer_start == 0)
+			s->peer_pid = 0;
 	}
 	rv_release(mz);
 	shm_set_connected(qp);

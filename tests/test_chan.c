@@ -366,7 +366,7 @@ Test(rb2_chan, descriptor_validation_refuses_malformed_peers)
 
 	rb2_chan_params_init(&p);
 	open_pair("shm", &p);
-	d = rx->peer; /* the sender's descriptor, as the receiver got it */
+	d = rx->h.peer; /* the sender's descriptor, as the receiver got it */
 	cr_assert_eq(rb2_chan_desc_check(&d, sizeof(d), 1, &p, why, sizeof(why)), 0, "%s", why);
 	cr_expect_eq(rb2_chan_desc_check(&d, sizeof(d) - 1, 1, &p, why, sizeof(why)), -EPROTO);
 	cr_expect(strstr(why, "short") != NULL, "%s", why);
@@ -383,14 +383,14 @@ Test(rb2_chan, descriptor_validation_refuses_malformed_peers)
 	d.magic ^= 1;
 	cr_expect_eq(rb2_chan_desc_check(&d, sizeof(d), 1, &p, why, sizeof(why)), -EPROTO);
 	cr_expect(strstr(why, "magic") != NULL, "%s", why);
-	d = rx->peer;
+	d = rx->h.peer;
 	d.slots = p.slots * 2;
 	cr_expect_eq(rb2_chan_desc_check(&d, sizeof(d), 1, &p, why, sizeof(why)), -EPROTO);
-	d = rx->peer;
+	d = rx->h.peer;
 	d.beta = d.alpha + 1;
 	cr_expect_eq(rb2_chan_desc_check(&d, sizeof(d), 1, &p, why, sizeof(why)), -EPROTO);
 	cr_expect(strstr(why, "beta") != NULL, "%s", why);
-	d = rx->peer;
+	d = rx->h.peer;
 	d.len = 64;
 	cr_expect_eq(rb2_chan_desc_check(&d, sizeof(d), 1, &p, why, sizeof(why)), -EPROTO);
 }
@@ -437,12 +437,12 @@ Test(rb2_chan, fixed_size_channel_carries_no_lengths)
 		}
 	}
 	rb2_rx_release_burst(rx, m, (unsigned int)rb2_rx_peek_burst(rx, m, 8));
-	rb_r_lens = (const uint32_t *)((const uint8_t *)rx->mr.addr + RB2_REGION_LENS_OFF);
+	rb_r_lens = (const uint32_t *)((const uint8_t *)rx->h.mr.addr + RB2_REGION_LENS_OFF);
 	for (uint32_t i = 0; i < p.slots; i++)
 		cr_assert_eq(rb_r_lens[i], 0, "lens[%u] was written", i);
 
 	/* Both halves must agree on it. */
-	struct rb2_chan_desc d = rx->peer;
+	struct rb2_chan_desc d = rx->h.peer;
 	struct rb2_chan_params q = p;
 	q.msg_size = 0;
 	cr_expect_eq(rb2_chan_desc_check(&d, sizeof(d), 1, &q, why, sizeof(why)), -EPROTO);
@@ -720,7 +720,7 @@ unaligned(const char *spec)
 	}
 	cr_expect_gt(straddles, 100, "messages crossing a cache line: %d", straddles);
 
-	struct rb2_chan_desc d = rx->peer;
+	struct rb2_chan_desc d = rx->h.peer;
 	struct rb2_chan_params q = p;
 	q.flags = 0;
 	cr_expect_eq(rb2_chan_desc_check(&d, sizeof(d), 1, &q, why, sizeof(why)), -EPROTO);

@@ -32,7 +32,10 @@ usage(FILE *f, const char *prog)
 "\n"
 "Measures an RB2 channel between two lcores (EAL args must give two, e.g. -l 0-1).\n"
 "\n"
-"  --mode bw|lat        bw: streaming throughput (default); lat: ping-pong round trip\n"
+"  --mode bw|lat|ops    bw: streaming throughput (default); lat: ping-pong round trip;\n"
+"                       ops: both halves on one lcore, in turns: the code's own\n"
+"                       cost per message (repeatable instruction counts under\n"
+"                       callgrind; usertools/rb2-perf-ab.py --callgrind)\n"
 "  --transport SPEC     transport and its arguments (default shm):\n"
 "                         shm[,mode=loadstore|copy]\n"
 "  --size BYTES         message size, >= 8 (default 64)\n"
@@ -176,8 +179,10 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 				o->mode = MODE_BW;
 			} else if (strcmp(optarg, "lat") == 0) {
 				o->mode = MODE_LAT;
+			} else if (strcmp(optarg, "ops") == 0) {
+				o->mode = MODE_OPS;
 			} else {
-				fprintf(stderr, "rb2-perf: invalid --mode '%s': use bw or lat\n", optarg);
+				fprintf(stderr, "rb2-perf: invalid --mode '%s': use bw, lat or ops\n", optarg);
 				return -1;
 			}
 			break;
@@ -419,6 +424,11 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		fprintf(stderr, "rb2-perf: --compare runs in one process; drop --server/--client\n");
 		return -1;
 	}
+	if (o->mode == MODE_OPS && (o->server || o->client || o->compare || o->pairs ||
+				     o->bounce)) {
+		fprintf(stderr, "rb2-perf: --mode ops runs one channel in one lcore: no --server, --client, --compare, --pairs or --bounce\n");
+		return -1;
+	}
 	if (o->npresets > 0 && (o->server || o->client ||
 				(o->mode == MODE_LAT && o->npresets > 1))) {
 		fprintf(stderr, "rb2-perf: --preset: several (bw) or one (lat), in one process\n");
@@ -540,7 +550,7 @@ perf_json_begin(FILE *f, const struct perf_opts *o)
 		"\"msg_size\": %u, \"flags\": %u, \"burst\": %u, \"count\": %" PRIu64 ", "
 		"\"duration\": %g, \"tsc_hz\": %" PRIu64 "",
 		RB2_VERSION, (long long)time(NULL),
-		o->mode == MODE_BW ? "bw" : "lat", o->transport, o->size,
+		o->mode == MODE_BW ? "bw" : o->mode == MODE_LAT ? "lat" : "ops", o->transport, o->size,
 		o->chan.slots, o->chan.slot_size, o->chan.alpha, o->chan.beta,
 		o->chan.gamma, o->chan.msg_size, o->chan.flags, o->burst, o->count, o->duration,
 		rte_get_tsc_hz());
@@ -628,7 +638,7 @@ main(int argc, char **argv)
 		rte_eal_cleanup();
 		return ret == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 	}
-	if (rte_lcore_count() < 2 || o.rx_lcore >= RTE_MAX_LCORE) {
+	if (o.mode != MODE_OPS && (rte_lcore_count() < 2 || o.rx_lcore >= RTE_MAX_LCORE)) {
 		fprintf(stderr, "rb2-perf: needs two lcores, one per half of the channel; EAL has %u (use -l 0-1)\n",
 			rte_lcore_count());
 		rte_eal_cleanup();
@@ -639,7 +649,8 @@ main(int argc, char **argv)
 		rte_eal_cleanup();
 		return 2;
 	}
-	ret = o.mode == MODE_LAT ? perf_lat_run(&o, json) :
+	ret = o.mode == MODE_OPS ? perf_ops_run(&o, json) :
+		o.mode == MODE_LAT ? perf_lat_run(&o, json) :
 		o.pairs > 0 ? perf_pairs_run(&o, json) : perf_bw_run(&o, json);
 	if (json != NULL)
 		fclose(json);

@@ -20,7 +20,7 @@
 #define PERF_MAX_ROUNDS 101
 #define PERF_MAX_PAIRS 64       /* --pairs: channel pairs at once */
 
-enum perf_mode { MODE_BW, MODE_LAT };
+enum perf_mode { MODE_BW, MODE_LAT, MODE_OPS };
 
 struct perf_opts {
 	enum perf_mode mode;
@@ -90,6 +90,8 @@ int perf_pairs_run(const struct perf_opts *o, FILE *json);
 /* perf_lat.c */
 int perf_lat_run(const struct perf_opts *o, FILE *json);
 void perf_lat_summarize(uint64_t *cyc, uint64_t n, struct perf_lat *l);
+/* perf_ops.c */
+int perf_ops_run(const struct perf_opts *o, FILE *json);
 /* perf_remote.c */
 int perf_remote_run(const struct perf_opts *o, FILE *json);
 

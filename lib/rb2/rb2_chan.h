@@ -329,7 +329,7 @@ rb2_tx_send(struct rb2_tx *tx, const void *buf, uint32_t len)
 static inline int
 rb2_tx_flush(struct rb2_tx *tx)
 {
-	if (likely(tx->tail == tx->pub_tail && tx->err == 0))
+	if (likely(tx->tail == tx->pub_tail && tx->h.err == 0))
 		return 0;
 	return __rb2_tx_flush(tx);
 }

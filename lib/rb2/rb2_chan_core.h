@@ -200,6 +200,32 @@ struct rb2_rx_stats { RB2_RX_STATS(RB2_STAT_FIELD) };
 		atomic_load_explicit(&(s)->f, memory_order_relaxed) + (v), \
 		memory_order_relaxed)
 
+struct rb2_head_ops;
+struct rb2_tail_ops;
+
+/**
+ * @internal The slow-path state both halves of a channel keep: identity,
+ * transport, memory, peer, sync policies, failure. The fast path reads only
+ * @c err (through rb2_tx_flush()).
+ */
+struct rb2_chan_half {
+	int err;                      /**< 0, or the -errno that failed the half */
+	int peer_gone;                /**< receiver: the sender's death, seen, not yet final */
+	uint64_t gone_tsc;            /**< when it was seen */
+	uint64_t next_check;          /**< TSC of the next peer check */
+	struct rb2_xport *xp;
+	struct rb2_xport_qp *qp;
+	struct rb2_xport_mr mr;       /**< our region: RB_S or RB_R */
+	struct rb2_chan_desc peer;    /**< the peer's descriptor */
+	struct rb2_chan_params p;
+	const struct rb2_head_ops *head; /**< head sync policy (lib/rb2/rb2_sync_*.c) */
+	const struct rb2_tail_ops *tail; /**< tail sync policy */
+	uint32_t loadstore;           /**< the transport maps the peer: stores, no WRs */
+	uint32_t is_tx;               /**< 1: sender, 0: receiver */
+	char name[RB2_CHAN_NAMESIZE];
+	TAILQ_ENTRY(rb2_chan_half) next; /**< every half of this process */
+};
+
 /** The sender's half of a channel. Use from one lcore only. */
 struct rb2_tx {
 	/* Line 0: what reserve/commit read on every message. */
@@ -226,9 +252,6 @@ struct rb2_tx {
 	uint64_t *tail_shadow;        /**< source of the tail WRITE */
 	uint64_t pub_tail;            /**< last tail value WRITTEN to the peer */
 	uint32_t tail_inflight;       /**< signaled tail WRITEs not completed */
-	uint64_t next_check;          /**< TSC of the next peer check */
-	uint32_t loadstore;           /**< 1: slots go straight into RB_R */
-	uint32_t pull;                /**< lazy pull: we READ the receiver's head */
 	uint32_t pull_inflight;       /**< head READs not completed */
 	/* Lazy pull on load/store transports: the receiver's published head. */
 	_Atomic uint64_t *peer_head_pub;
@@ -244,14 +267,7 @@ struct rb2_tx {
 	 * so publishing is a memcpy and a release store, not a WR chain. */
 	uint32_t *peer_lens;
 	_Atomic uint64_t *peer_tail;
-	int err;                      /**< 0, or the -errno that failed it */
-	struct rb2_xport *xp;
-	struct rb2_xport_qp *qp;
-	struct rb2_xport_mr mr;       /**< RB_S */
-	struct rb2_chan_desc peer;    /**< the receiver's descriptor */
-	struct rb2_chan_params p;
-	char name[RB2_CHAN_NAMESIZE];
-	TAILQ_ENTRY(rb2_tx) next;
+	struct rb2_chan_half h;       /**< name, transport, memory, peer, policies */
 } __rte_cache_aligned;
 
 /** The receiver's half of a channel. Use from one lcore only. */
@@ -275,7 +291,6 @@ struct rb2_rx {
 	/* Slow path. */
 	uint64_t *head_shadow;        /**< source of the head WRITE; lazy pull:
 					   the head the sender READs */
-	uint32_t pull;                /**< lazy pull: publish head locally only */
 	/* WRITE_WITH_IMM sync: our completion ring (emulated), the next CQE's
 	 * number, CQEs consumed and how many of them were given back. With
 	 * imm_native the CQEs are receive completions on our queue, and giving
@@ -286,17 +301,7 @@ struct rb2_rx {
 	_Atomic uint64_t *peer_credit; /**< sender's credit word, mapped (load/store) */
 	uint32_t *own_lens;           /**< fixed-size channel: lens[] kept locally */
 	_Atomic uint64_t *peer_head;  /**< sender's local_head, mapped (load/store) */
-	int err;                      /**< 0, or the -errno that failed it */
-	uint64_t next_check;          /**< TSC of the next peer check */
-	int peer_gone;                /**< the sender's death, seen, not yet final */
-	uint64_t gone_tsc;            /**< when it was seen */
-	struct rb2_xport *xp;
-	struct rb2_xport_qp *qp;
-	struct rb2_xport_mr mr;       /**< RB_R */
-	struct rb2_chan_desc peer;    /**< the sender's descriptor */
-	struct rb2_chan_params p;
-	char name[RB2_CHAN_NAMESIZE];
-	TAILQ_ENTRY(rb2_rx) next;
+	struct rb2_chan_half h;       /**< name, transport, memory, peer, policies */
 } __rte_cache_aligned;
 
 static_assert(offsetof(struct rb2_tx, tail) % RTE_CACHE_LINE_SIZE == 0 &&
@@ -315,20 +320,25 @@ struct rb2_msg {
 	uint32_t next_lo; /**< @internal low 32 bits of the head after it */
 };
 
-/* Out-of-line slow paths, called from the inline fast path. */
+/*
+ * Out-of-line slow paths, called from the inline fast path (so exported):
+ * the sender's (rb2_chan_tx.c), the receiver's (rb2_chan_rx.c), and those of
+ * the poll-message (rb2_sync_poll.c) and WRITE_WITH_IMM (rb2_sync_imm.c)
+ * tail syncs.
+ */
 int __rb2_tx_make_room(struct rb2_tx *tx, uint64_t need);
-void __rb2_tx_advance(struct rb2_tx *tx);
-void __rb2_tx_mark(struct rb2_tx *tx, uint64_t t, uint32_t skip, uint32_t len,
-		   unsigned int n);
-int __rb2_rx_peek_poll(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n);
-void __rb2_rx_poll_cq(struct rb2_rx *rx);
-void __rb2_rx_release_poll(struct rb2_rx *rx, const struct rb2_msg *msgs,
-			   unsigned int n);
 void __rb2_tx_transmit(struct rb2_tx *tx);
+void __rb2_tx_advance(struct rb2_tx *tx);
 int __rb2_tx_flush(struct rb2_tx *tx);
 int __rb2_rx_idle(struct rb2_rx *rx);
 int __rb2_rx_corrupt(struct rb2_rx *rx, uint64_t pos, uint32_t len);
 void __rb2_rx_push(struct rb2_rx *rx);
+void __rb2_tx_mark(struct rb2_tx *tx, uint64_t t, uint32_t skip, uint32_t len,
+		   unsigned int n);
+int __rb2_rx_peek_poll(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n);
+void __rb2_rx_release_poll(struct rb2_rx *rx, const struct rb2_msg *msgs,
+			   unsigned int n);
+void __rb2_rx_poll_cq(struct rb2_rx *rx);
 
 /** @internal Prefetch a line for writing (rte_prefetch0_write() is still
  * experimental in DPDK 22.11, and public headers must not need

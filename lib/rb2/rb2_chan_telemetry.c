@@ -15,26 +15,25 @@
 #include <rte_common.h>
 #include <rte_telemetry.h>
 
-#include "rb2_chan_private.h"
+#include "rb2_chan_pvt.h"
 
 static int
 tel_channels(const char *cmd __rte_unused, const char *params __rte_unused,
 	     struct rte_tel_data *d)
 {
-	struct rb2_tx *tx;
-	struct rb2_rx *rx;
+	struct rb2_chan_half *h, *o;
 
 	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
 	rte_spinlock_lock(&rb2_chan_list.lock);
-	TAILQ_FOREACH(tx, &rb2_chan_list.tx, next)
-		rte_tel_data_add_array_string(d, tx->name);
-	/* A receiver whose sender lives in this process is listed once. */
-	TAILQ_FOREACH(rx, &rb2_chan_list.rx, next) {
+	TAILQ_FOREACH(h, &rb2_chan_list.halves, next) {
 		int dup = 0;
-		TAILQ_FOREACH(tx, &rb2_chan_list.tx, next)
-			dup |= strcmp(tx->name, rx->name) == 0;
+
+		/* A channel whose two halves live in this process is listed
+		 * once. */
+		for (o = TAILQ_FIRST(&rb2_chan_list.halves); o != h; o = TAILQ_NEXT(o, next))
+			dup |= strcmp(o->name, h->name) == 0;
 		if (!dup)
-			rte_tel_data_add_array_string(d, rx->name);
+			rte_tel_data_add_array_string(d, h->name);
 	}
 	rte_spinlock_unlock(&rb2_chan_list.lock);
 	return 0;
@@ -44,21 +43,19 @@ tel_channels(const char *cmd __rte_unused, const char *params __rte_unused,
 	rte_tel_data_add_dict_u64(c, #n, atomic_load_explicit(&s->n, memory_order_relaxed));
 
 static void
-add_params(struct rte_tel_data *d, const struct rb2_chan_params *p,
-	   struct rb2_xport *xp)
+add_params(struct rte_tel_data *d, const struct rb2_chan_half *h)
 {
-	rte_tel_data_add_dict_string(d, "transport", rb2_xport_name(xp));
+	const struct rb2_chan_params *p = &h->p;
+
+	rte_tel_data_add_dict_string(d, "transport", rb2_xport_name(h->xp));
 	rte_tel_data_add_dict_u64(d, "slots", p->slots);
 	rte_tel_data_add_dict_u64(d, "slot_size", p->slot_size);
 	rte_tel_data_add_dict_u64(d, "alpha", p->alpha);
 	rte_tel_data_add_dict_u64(d, "beta", p->beta);
 	rte_tel_data_add_dict_u64(d, "gamma", p->gamma);
 	rte_tel_data_add_dict_u64(d, "msg_size", p->msg_size);
-	rte_tel_data_add_dict_string(d, "head_sync",
-				     p->head_sync == RB2_HEAD_LAZY_PULL ? "lazy pull" : "lazy push");
-	rte_tel_data_add_dict_string(d, "tail_sync",
-				     p->tail_sync == RB2_TAIL_WRITE_IMM ? "WRITE_WITH_IMM" :
-				     p->tail_sync == RB2_TAIL_POLL_MSG ? "poll message" : "write-twice");
+	rte_tel_data_add_dict_string(d, "head_sync", h->head->name);
+	rte_tel_data_add_dict_string(d, "tail_sync", h->tail->name);
 	rte_tel_data_add_dict_u64(d, "flags", p->flags);
 }
 
@@ -66,8 +63,7 @@ static int
 tel_channel(const char *cmd __rte_unused, const char *params,
 	    struct rte_tel_data *d)
 {
-	struct rb2_tx *tx;
-	struct rb2_rx *rx;
+	struct rb2_chan_half *h;
 	int found = 0;
 
 	if (params == NULL || params[0] == '\0')
@@ -75,35 +71,32 @@ tel_channel(const char *cmd __rte_unused, const char *params,
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_string(d, "name", params);
 	rte_spinlock_lock(&rb2_chan_list.lock);
-	TAILQ_FOREACH(tx, &rb2_chan_list.tx, next) {
-		const struct rb2_tx_stats *s = &tx->stats;
+	TAILQ_FOREACH(h, &rb2_chan_list.halves, next) {
 		struct rte_tel_data *c;
 
-		if (strcmp(tx->name, params) != 0 || (c = rte_tel_data_alloc()) == NULL)
+		if (strcmp(h->name, params) != 0 || (c = rte_tel_data_alloc()) == NULL)
 			continue;
 		if (!found)
-			add_params(d, &tx->p, tx->xp);
+			add_params(d, h);
 		found = 1;
 		rte_tel_data_start_dict(c);
-		RB2_TX_STATS(TEL_STAT)
-		rte_tel_data_add_dict_u64(c, "tail", tx->tail);
-		rte_tel_data_add_dict_u64(c, "pub_tail", tx->pub_tail);
-		rte_tel_data_add_dict_u64(c, "load_store", tx->loadstore);
-		rte_tel_data_add_dict_container(d, "tx", c, 0);
-	}
-	TAILQ_FOREACH(rx, &rb2_chan_list.rx, next) {
-		const struct rb2_rx_stats *s = &rx->stats;
-		struct rte_tel_data *c;
+		if (h->is_tx) {
+			const struct rb2_tx *tx = rb2_half_tx(h);
+			const struct rb2_tx_stats *s = &tx->stats;
 
-		if (strcmp(rx->name, params) != 0 || (c = rte_tel_data_alloc()) == NULL)
-			continue;
-		if (!found)
-			add_params(d, &rx->p, rx->xp);
-		found = 1;
-		rte_tel_data_start_dict(c);
-		RB2_RX_STATS(TEL_STAT)
-		rte_tel_data_add_dict_u64(c, "head", rx->head);
-		rte_tel_data_add_dict_container(d, "rx", c, 0);
+			RB2_TX_STATS(TEL_STAT)
+			rte_tel_data_add_dict_u64(c, "tail", tx->tail);
+			rte_tel_data_add_dict_u64(c, "pub_tail", tx->pub_tail);
+			rte_tel_data_add_dict_u64(c, "load_store", h->loadstore);
+			rte_tel_data_add_dict_container(d, "tx", c, 0);
+		} else {
+			const struct rb2_rx *rx = rb2_half_rx(h);
+			const struct rb2_rx_stats *s = &rx->stats;
+
+			RB2_RX_STATS(TEL_STAT)
+			rte_tel_data_add_dict_u64(c, "head", rx->head);
+			rte_tel_data_add_dict_container(d, "rx", c, 0);
+		}
 	}
 	rte_spinlock_unlock(&rb2_chan_list.lock);
 	return found ? 0 : -1;

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef RB2_CHAN_PVT_H
+#define RB2_CHAN_PVT_H
+
+/*
+ * @internal What the files of lib/rb2 share; not installed.
+ *
+ *   rb2_chan.c            parameters, the two halves' creation (one shared
+ *                         half), connection, peer checks, teardown,
+ *                         introspection
+ *   rb2_chan_tx.c         the sender's slow path: slot transmission, pointer
+ *                         advancement, flush, waiting for room
+ *   rb2_chan_rx.c         the receiver's slow path: idle, the peer's death,
+ *                         head publication, completions
+ *   rb2_sync_push.c       head sync: lazy push (the default)
+ *   rb2_sync_pull.c       head sync: lazy pull
+ *   rb2_sync_wt.c         tail sync: write-twice, with the elastic threshold
+ *                         (the default)
+ *   rb2_sync_imm.c        tail sync: WRITE_WITH_IMM with CQ polling (SocksDirect)
+ *   rb2_sync_poll.c       tail sync: poll message (FaRM)
+ *   rb2_chan_telemetry.c  /rb2/channels and /rb2/channel
+ *
+ * A sync policy is a const ops table (struct rb2_head_ops, rb2_tail_ops) in
+ * a file of its own, as DPDK's ring keeps one private header per sync mode.
+ * The inline fast path (rb2_chan.h) never calls through them: it tests one
+ * flag per burst for the policies that change it (poll message's markers,
+ * WRITE_WITH_IMM's completion ring); everything else happens on the slow
+ * path, every beta slots at most.
+ */
+
+#include <errno.h>
+
+#include <rte_log.h>
+#include <rte_spinlock.h>
+
+#include "rb2_chan.h"
+
+#define RB2_CHAN_LOG(level, fmt, ...)                                   \
+	rte_log(RTE_LOG_##level, rb2_chan_logtype, "rb2_chan: " fmt "\n", \
+		##__VA_ARGS__)
+
+/* Work request ids of the channel's signaled WRs. */
+#define WRID_TAIL 1
+#define WRID_HEAD 2
+#define WRID_PULL 3
+
+#define RB2_POST_SPINS 10000000u /* reaps before a full queue is an error */
+#define RB2_STATUS_CHECK_US 1000 /* idle halves ask after their peer this often */
+#define RB2_GONE_GRACE_US 2000   /* a dead sender's last WRITEs may still land */
+
+/* Region offsets beyond rb2_chan_core.h's: the sender's credit word (WRITE
+ * by the receiver, WRITE_WITH_IMM sync) next to its local_head. */
+#define RB2_REGION_CREDIT_OFF (RB2_REGION_PTR_OFF + 8)
+
+/* ---- rb2_chan.c ---------------------------------------------------------- */
+
+/* Every half of this process (telemetry walks it under the lock). */
+struct rb2_chan_list {
+	rte_spinlock_t lock;
+	TAILQ_HEAD(, rb2_chan_half) halves;
+};
+extern struct rb2_chan_list rb2_chan_list;
+
+static inline struct rb2_tx *
+rb2_half_tx(struct rb2_chan_half *h)
+{
+	return container_of(h, struct rb2_tx, h);
+}
+
+static inline struct rb2_rx *
+rb2_half_rx(struct rb2_chan_half *h)
+{
+	return container_of(h, struct rb2_rx, h);
+}
+
+/* Offset of slot 0 in a region. */
+size_t rb2_region_slots_off(uint32_t slots, uint32_t flags);
+/* Offset of the completion ring (WRITE_WITH_IMM sync): after the slots. */
+size_t rb2_region_cq_off(uint32_t slots, uint32_t slot_size, uint32_t flags);
+/* Bytes of a region: control lines and lens[], plus the slots (and the
+ * completion ring if the policy has one) when @with_ring. */
+size_t rb2_region_size(const struct rb2_chan_params *p, int with_ring);
+
+/* Is the peer still there? Asks the transport at most every
+ * RB2_STATUS_CHECK_US. @return 0, or why it is gone (-ECONNRESET, -EIO). */
+int rb2_chan_peer_check(struct rb2_chan_half *h);
+
+/* ---- posting (inline: with alpha = 1 it runs per message) --------------- */
+
+/* Reap a half's completions to make room in its queue; < 0: the half failed. */
+typedef int (*rb2_reap_t)(struct rb2_chan_half *h);
+
+/*
+ * Post a chain, reaping completions while the send or completion queue is
+ * full: the one post -> reap -> retry loop of the channel. A NIC completes in
+ * microseconds; RB2_POST_SPINS reaps turn a wedged one into an error.
+ * @return 0, or the error (the caller fails the half).
+ */
+static inline int
+rb2_chan_post(struct rb2_chan_half *h, const struct rb2_xport_wr *w, unsigned int n,
+	      rb2_reap_t reap)
+{
+	int ret = rb2_xport_post(h->qp, w, n);
+
+	for (uint32_t spins = 0; unlikely(ret == -ENOSPC) && spins < RB2_POST_SPINS; spins++) {
+		int got = reap(h);
+
+		ret = got < 0 ? got : rb2_xport_post(h->qp, w, n);
+	}
+	return ret;
+}
+
+/* Fill @w with a one-word WRITE of @local to @remote_off in the peer's
+ * region (a pointer, a credit), inline where the queue allows. Field by
+ * field: a compound literal would be built on the stack and copied. */
+static inline void
+rb2_chan_word_wr(struct rb2_xport_wr *w, const struct rb2_chan_half *h, void *local,
+		 uint64_t remote_off, uint64_t wr_id, uint16_t flags)
+{
+	w->wr_id = wr_id;
+	w->local = local;
+	w->remote = h->peer.addr + remote_off;
+	w->len = sizeof(uint64_t);
+	w->lkey = h->mr.lkey;
+	w->rkey = h->peer.rkey;
+	w->opcode = RB2_WR_WRITE;
+	w->flags = flags | (h->qp->max_inline >= sizeof(uint64_t) ? RB2_WR_INLINE : 0);
+	w->imm = 0;
+}
+
+/* ---- rb2_chan_tx.c ------------------------------------------------------- */
+
+/* Fail the sender with @err (once, logged with @what); reservations fail. */
+void rb2_tx_fail(struct rb2_tx *tx, int err, const char *what);
+/* Reap the sender's completions (tail WRITEs, head READs). */
+int rb2_tx_reap(struct rb2_chan_half *h);
+/* Post a chain on the sender's queue; a failure fails the sender. */
+void rb2_tx_post(struct rb2_tx *tx, const struct rb2_xport_wr *w, unsigned int n);
+
+/* ---- rb2_chan_rx.c ------------------------------------------------------- */
+
+/* Fail the receiver with @err, logging why. */
+void rb2_rx_fail(struct rb2_rx *rx, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Reap the receiver's completions: WRITE_WITH_IMM receives (handed to the
+ * tail policy) and failed head or credit WRITEs. @return receives, or < 0. */
+int rb2_rx_reap(struct rb2_chan_half *h);
+
+/* ---- the sync policies: rb2_sync_*.c ----------------------------------- */
+
+/* When a sender publishes (see rb2_tail_ops.tx_publish). */
+enum rb2_publish {
+	RB2_PUBLISH_NONE,    /* slot transmission only (every beta slots) */
+	RB2_PUBLISH_ADVANCE, /* pointer advancement (every alpha): may defer */
+	RB2_PUBLISH_FLUSH,   /* rb2_tx_flush(): now */
+};
+
+/* A head sync policy (§IV-A): how the receiver's head reaches the sender. */
+struct rb2_head_ops {
+	const char *name;
+	/* Receiver: make rx->head visible to the sender. @return 0 or -errno. */
+	int (*rx_publish)(struct rb2_rx *rx);
+	/* Sender short of room: bring local_head up to date (optional). */
+	void (*tx_refresh)(struct rb2_tx *tx);
+};
+
+/* A tail sync policy (§IV-A): how the receiver learns what was sent. */
+struct rb2_tail_ops {
+	const char *name;
+	/* Lengths and markers are stored at commit (load/store): slot
+	 * transmission does not copy lens[]. */
+	int lens_at_commit;
+	/* Bytes the receiver's region needs after its slots. */
+	size_t region_extra;
+	/* Sender, half created: set up the policy's state (optional). */
+	void (*tx_init)(struct rb2_tx *tx);
+	/* Receiver, half created (optional). */
+	void (*rx_init)(struct rb2_rx *rx);
+	/* Sender connected, the receiver's region known (optional). */
+	void (*tx_attach)(struct rb2_tx *tx, void *peer_base);
+	/* Receiver connected (optional). @return 0 or -errno. */
+	int (*rx_attach)(struct rb2_rx *rx);
+	/*
+	 * Sender, right after slot transmission up to tail: publish
+	 * [pub_tail, tail) as @how says, appending at most one WR to @w
+	 * (load/store halves store instead). @return the WRs appended.
+	 */
+	unsigned int (*tx_publish)(struct rb2_tx *tx, struct rb2_xport_wr *w,
+				   enum rb2_publish how);
+	/* Sender, after a flush's chain was posted: see it through (optional). */
+	void (*tx_flushed)(struct rb2_tx *tx);
+	/* Receiver: @n receive completions of WRITE_WITH_IMM, their
+	 * immediates summing to @slots (optional: others get none). */
+	void (*rx_received)(struct rb2_rx *rx, unsigned int n, uint64_t slots);
+};
+
+extern const struct rb2_head_ops rb2_head_push_ops;    /* rb2_sync_push.c */
+extern const struct rb2_head_ops rb2_head_pull_ops;    /* rb2_sync_pull.c */
+extern const struct rb2_tail_ops rb2_tail_wt_ops;      /* rb2_sync_wt.c */
+extern const struct rb2_tail_ops rb2_tail_imm_ops;     /* rb2_sync_imm.c */
+extern const struct rb2_tail_ops rb2_tail_poll_ops;    /* rb2_sync_poll.c */
+
+/* The policies of a parameter set (params already checked). */
+static inline const struct rb2_head_ops *
+rb2_head_ops_of(const struct rb2_chan_params *p)
+{
+	return p->head_sync == RB2_HEAD_LAZY_PULL ? &rb2_head_pull_ops : &rb2_head_push_ops;
+}
+
+static inline const struct rb2_tail_ops *
+rb2_tail_ops_of(const struct rb2_chan_params *p)
+{
+	return p->tail_sync == RB2_TAIL_WRITE_IMM ? &rb2_tail_imm_ops :
+		p->tail_sync == RB2_TAIL_POLL_MSG ? &rb2_tail_poll_ops : &rb2_tail_wt_ops;
+}
+
+#endif /* RB2_CHAN_PVT_H */

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * The receiver's slow path (Algorithm 1, READMSG, past the inline peek and
+ * release): the head's publication (lazy push every gamma slots, idle push
+ * when drained; how is the head policy's), the sender's death, completions,
+ * and a corrupt ring.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include <rte_cycles.h>
+#include <rte_errno.h>
+
+#include "rb2_chan_pvt.h"
+
+void
+rb2_rx_fail(struct rb2_rx *rx, int err, const char *fmt, ...)
+{
+	char why[192];
+	va_list ap;
+
+	if (rx->h.err == 0) {
+		va_start(ap, fmt);
+		vsnprintf(why, sizeof(why), fmt, ap);
+		va_end(ap);
+		RB2_CHAN_LOG(ERR, "channel '%s' receiver failed: %s", rx->h.name, why);
+	}
+	rx->h.err = err;
+}
+
+int
+rb2_rx_reap(struct rb2_chan_half *h)
+{
+	struct rb2_rx *rx = rb2_half_rx(h);
+	struct rb2_xport_wc wc[16];
+	uint64_t slots = 0;
+	unsigned int got = 0;
+	int n = rb2_xport_poll(h->qp, wc, RTE_DIM(wc));
+
+	if (n < 0) {
+		rb2_rx_fail(rx, n, "polling completions: %s", rte_strerror(-n));
+		return n;
+	}
+	/* Receives of WRITE_WITH_IMM (each immediate: slots published), and
+	 * failed sends: the head and credit WRITEs are unsignaled, so only
+	 * failures come back. */
+	for (int i = 0; i < n; i++) {
+		if (wc[i].status != RB2_WC_SUCCESS) {
+			rb2_rx_fail(rx, -EIO, "%s completion error: %s",
+				    wc[i].opcode == RB2_WC_RECV_IMM ? "WRITE_WITH_IMM receive" :
+				    "head/credit WRITE", rb2_xport_wc_status_str(h->xp, wc[i].status));
+		} else if (wc[i].opcode == RB2_WC_RECV_IMM) {
+			slots += wc[i].imm;
+			got++;
+		}
+	}
+	if (got > 0) {
+		if (h->tail->rx_received == NULL)
+			rb2_rx_fail(rx, -EPROTO, "%u WRITE_WITH_IMM received under %s sync",
+				    got, h->tail->name);
+		else
+			h->tail->rx_received(rx, got, slots);
+	}
+	return h->err < 0 ? h->err : (int)got;
+}
+
+void
+__rb2_rx_push(struct rb2_rx *rx)
+{
+	int ret;
+
+	if (rx->h.err != 0)
+		return;
+	ret = rx->h.head->rx_publish(rx);
+	if (unlikely(ret < 0)) {
+		rb2_rx_fail(rx, ret, "publishing the head: %s", rte_strerror(-ret));
+		return;
+	}
+	rx->synced_head = rx->head;
+	RB2_STAT_ADD(&rx->stats, head_pushes, 1);
+}
+
+/*
+ * The receiver found its ring empty: is the sender still there? Its death is
+ * only final once the ring has been found empty by a look that started after
+ * the death was seen: the sender may have published its last messages (and
+ * died) between our look at the tail and the status check. So the first
+ * sighting only arms the verdict; the caller's next empty peek, which reads
+ * the tail (or the markers, or the completions) again, delivers it, once
+ * RB2_GONE_GRACE_US have passed for WRITEs still landing from the wire.
+ */
+static void
+check_peer(struct rb2_rx *rx)
+{
+	int gone;
+
+	if (rx->h.peer_gone == 0) {
+		gone = rb2_chan_peer_check(&rx->h);
+		if (gone < 0) {
+			rx->h.peer_gone = gone;
+			rx->h.gone_tsc = rte_get_timer_cycles();
+		}
+		return;
+	}
+	if (rte_get_timer_cycles() - rx->h.gone_tsc <
+	    rte_get_timer_hz() / (1000000 / RB2_GONE_GRACE_US))
+		return;
+	RB2_CHAN_LOG(ERR, "channel '%s' receiver: the sender is gone (%s); everything it published was delivered",
+		     rx->h.name, rte_strerror(-rx->h.peer_gone));
+	rx->h.err = rx->h.peer_gone;
+}
+
+int
+__rb2_rx_idle(struct rb2_rx *rx)
+{
+	RB2_STAT_ADD(&rx->stats, empty_events, 1);
+	if (rx->h.err == 0)
+		check_peer(rx);
+	/* Idle push: the ring is drained, so the sender may be blocked on a
+	 * stale local_head; give it all the room back now. */
+	if (rx->head != rx->synced_head) {
+		__rb2_rx_push(rx);
+		RB2_STAT_ADD(&rx->stats, idle_pushes, 1);
+	}
+	return rx->h.err == -ENOTCONN ? 0 : rx->h.err;
+}
+
+int
+__rb2_rx_corrupt(struct rb2_rx *rx, uint64_t pos, uint32_t len)
+{
+	if (rx->h.err == 0)
+		RB2_CHAN_LOG(ERR, "channel '%s' receiver: slot %" PRIu64 " holds length %u, which runs past the published tail %" PRIu64 " or the %u-byte limit: the peer wrote a corrupt ring",
+			     rx->h.name, pos & rx->mask, len, rx->tail_seen & rx->mask,
+			     rx->max_len);
+	rx->h.err = -EPROTO;
+	return -EPROTO;
+}

@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * The sender's slow path (Algorithm 1, WRITEMSG, past the inline commit):
+ * slot transmission every beta slots, pointer advancement every alpha,
+ * flush, and waiting for room. How the tail is published is the tail sync
+ * policy's (rb2_sync_*.c); how the head comes back, the head policy's.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_errno.h>
+
+#include "rb2_chan_pvt.h"
+
+void
+rb2_tx_fail(struct rb2_tx *tx, int err, const char *what)
+{
+	if (tx->h.err == 0)
+		RB2_CHAN_LOG(ERR, "channel '%s' sender failed: %s: %s; committed messages past the last published tail (%" PRIu64 " slots) are not delivered",
+			     tx->h.name, what, rte_strerror(-err), tx->tail - tx->pub_tail);
+	tx->h.err = err;
+	tx->limit = 0; /* every reserve now takes the slow path and fails */
+}
+
+int
+rb2_tx_reap(struct rb2_chan_half *h)
+{
+	struct rb2_tx *tx = rb2_half_tx(h);
+	struct rb2_xport_wc wc[8];
+	int n;
+
+	/* Also the driver's own completions (a NIC recycles its send queue
+	 * through them), so poll even with no tail WRITE in flight. */
+	while ((n = rb2_xport_poll(h->qp, wc, RTE_DIM(wc))) != 0) {
+		if (n < 0) {
+			rb2_tx_fail(tx, n, "polling completions");
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			if (wc[i].status != RB2_WC_SUCCESS) {
+				char what[96];
+
+				snprintf(what, sizeof(what), "a WRITE completed with '%s'",
+					 rb2_xport_wc_status_str(h->xp, wc[i].status));
+				rb2_tx_fail(tx, -EIO, what);
+			}
+			if (wc[i].wr_id == WRID_TAIL && tx->tail_inflight > 0)
+				tx->tail_inflight--;
+			if (wc[i].wr_id == WRID_PULL && tx->pull_inflight > 0)
+				tx->pull_inflight--;
+		}
+	}
+	return h->err;
+}
+
+void
+rb2_tx_post(struct rb2_tx *tx, const struct rb2_xport_wr *w, unsigned int n)
+{
+	int ret = rb2_chan_post(&tx->h, w, n, rb2_tx_reap);
+
+	if (unlikely(ret < 0))
+		rb2_tx_fail(tx, ret, "posting WRITEs");
+}
+
+/* One contiguous range of slots [a, a+k): its lens entries (unless the
+ * channel is fixed-size), then its slots. */
+static __rte_always_inline unsigned int
+range_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w, uint32_t a, uint32_t k)
+{
+	const struct rb2_chan_desc *pd = &tx->h.peer;
+	uint64_t peer_lens = pd->addr + RB2_REGION_LENS_OFF;
+	uint64_t peer_slots = pd->addr + rb2_region_slots_off(pd->slots, pd->flags);
+	uint32_t llen = k * (uint32_t)sizeof(uint32_t);
+	uint32_t max_inline = tx->h.qp->max_inline;
+	unsigned int n = 0;
+
+	if (tx->msg_size == 0)
+		w[n++] = (struct rb2_xport_wr){
+			.local = &tx->lens[a], .remote = peer_lens + (uint64_t)a * 4,
+			.len = llen, .lkey = tx->h.mr.lkey, .rkey = pd->rkey,
+			.opcode = RB2_WR_WRITE,
+			.flags = llen <= max_inline ? RB2_WR_INLINE : 0,
+		};
+	w[n++] = (struct rb2_xport_wr){
+		.local = tx->slots + (size_t)a * tx->slot_size,
+		.remote = peer_slots + (uint64_t)a * tx->slot_size,
+		.len = k * tx->slot_size, .lkey = tx->h.mr.lkey, .rkey = pd->rkey,
+		.opcode = RB2_WR_WRITE,
+		.flags = k * tx->slot_size <= max_inline ? RB2_WR_INLINE : 0,
+	};
+	RB2_STAT_ADD(&tx->stats, slot_writes, 1);
+	return n;
+}
+
+/* Count the messages and bytes of [from, to) from the lens[] mirror (kept
+ * off the per-message path; see rb2_tx_commit()). */
+static void
+count_range(struct rb2_tx *tx, uint64_t from, uint64_t to)
+{
+	uint64_t msgs = 0, bytes = 0;
+
+	if (tx->msg_size != 0) { /* one slot per message, all the same size */
+		RB2_STAT_ADD(&tx->stats, messages, to - from);
+		RB2_STAT_ADD(&tx->stats, bytes, (to - from) * tx->msg_size);
+		return;
+	}
+	while (from < to) {
+		uint32_t pos = (uint32_t)from & tx->mask;
+		uint32_t len = tx->lens[pos];
+
+		if (len == RB2_LEN_SKIP) {
+			from += tx->mask + 1 - pos;
+			continue;
+		}
+		msgs++;
+		bytes += len;
+		from += __rb2_nslots(len + tx->trailer, tx->slot_size);
+	}
+	RB2_STAT_ADD(&tx->stats, messages, msgs);
+	RB2_STAT_ADD(&tx->stats, bytes, bytes);
+}
+
+/*
+ * Slot transmission of [esc_tail, tail), which may wrap (two ranges at most),
+ * on a load/store transport: the slots are in RB_R already, so only lens[] is
+ * copied (unless the channel is fixed-size, or the policy stored it at
+ * commit), in the order the WR chain would land it.
+ */
+static inline void
+transmit_ls(struct rb2_tx *tx)
+{
+	uint64_t from = tx->esc_tail, cnt = tx->tail - from;
+	uint32_t a = (uint32_t)from & tx->mask;
+	uint32_t first = (uint32_t)RTE_MIN(cnt, (uint64_t)(tx->mask + 1 - a));
+
+	if (cnt == 0)
+		return;
+	count_range(tx, from, tx->tail);
+	tx->esc_tail = tx->tail;
+	if (tx->msg_size == 0 && !tx->h.tail->lens_at_commit) {
+		memcpy(&tx->peer_lens[a], &tx->lens[a], first * sizeof(uint32_t));
+		if (cnt > first)
+			memcpy(tx->peer_lens, tx->lens, (size_t)(cnt - first) * sizeof(uint32_t));
+	}
+}
+
+/* The same with WRs: appends each range's lens[] and slot WRITEs to @w. */
+static unsigned int
+transmit_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w)
+{
+	uint64_t from = tx->esc_tail, cnt = tx->tail - from;
+	uint32_t a = (uint32_t)from & tx->mask;
+	uint32_t first = (uint32_t)RTE_MIN(cnt, (uint64_t)(tx->mask + 1 - a));
+	unsigned int n = 0;
+
+	if (cnt == 0)
+		return 0;
+	count_range(tx, from, tx->tail);
+	tx->esc_tail = tx->tail;
+	n += range_wrs(tx, w, a, first);
+	if (cnt > first)
+		n += range_wrs(tx, w + n, 0, (uint32_t)(cnt - first));
+	return n;
+}
+
+/* With WRs: transmit what is committed and publish it as @how says, in one
+ * chain behind one doorbell: slots first, then the policy's tail WRITE. */
+static void __rte_noinline
+sync_tail_wrs(struct rb2_tx *tx, enum rb2_publish how)
+{
+	struct rb2_xport_wr w[5]; /* 2 ranges x (lens + slots) + the tail */
+	unsigned int n = transmit_wrs(tx, w);
+
+	if (how != RB2_PUBLISH_NONE) {
+		tx->synced_tail = tx->tail;
+		rb2_tx_reap(&tx->h); /* the elastic threshold needs what completed */
+	}
+	n += tx->h.tail->tx_publish(tx, w + n, how);
+	rb2_tx_post(tx, w, n);
+}
+
+/*
+ * Load/store: transmit what is committed (lens[] only), then publish it as
+ * @how says, with stores. With alpha = 1 (L5, FaRM) this runs per message,
+ * so it keeps no WR array and calls nothing it does not need.
+ */
+static void __rte_noinline
+sync_tail_ls(struct rb2_tx *tx, enum rb2_publish how)
+{
+	transmit_ls(tx);
+	if (how != RB2_PUBLISH_NONE)
+		tx->synced_tail = tx->tail;
+	tx->h.tail->tx_publish(tx, NULL, how);
+}
+
+/* The entry points only pick the path: a test and a tail call. */
+void
+__rb2_tx_transmit(struct rb2_tx *tx)
+{
+	if (tx->h.loadstore)
+		sync_tail_ls(tx, RB2_PUBLISH_NONE);
+	else
+		sync_tail_wrs(tx, RB2_PUBLISH_NONE);
+}
+
+void
+__rb2_tx_advance(struct rb2_tx *tx)
+{
+	if (tx->h.loadstore)
+		sync_tail_ls(tx, RB2_PUBLISH_ADVANCE);
+	else
+		sync_tail_wrs(tx, RB2_PUBLISH_ADVANCE);
+}
+
+int
+__rb2_tx_flush(struct rb2_tx *tx)
+{
+	if (tx->h.err != 0)
+		return tx->h.err;
+	RB2_STAT_ADD(&tx->stats, flushes, 1);
+	if (tx->h.loadstore)
+		sync_tail_ls(tx, RB2_PUBLISH_FLUSH);
+	else
+		sync_tail_wrs(tx, RB2_PUBLISH_FLUSH);
+	if (tx->h.tail->tx_flushed != NULL)
+		tx->h.tail->tx_flushed(tx);
+	return tx->h.err;
+}
+
+int
+__rb2_tx_make_room(struct rb2_tx *tx, uint64_t need)
+{
+	uint64_t h;
+
+	if (tx->h.err != 0)
+		return tx->h.err;
+	if (tx->h.head->tx_refresh != NULL)
+		tx->h.head->tx_refresh(tx);   /* lazy pull: READ the head */
+	/* Acquire: pairs with the receiver's head WRITE (a release store on
+	 * shm), so its reads of the freed slots are done before we reuse them. */
+	h = atomic_load_explicit(tx->local_head, memory_order_acquire);
+	tx->limit = h + tx->mask;
+	if (tx->tail + need <= tx->limit)
+		return 0;
+
+	rb2_tx_reap(&tx->h);
+	if (tx->h.err == 0) {
+		int gone = rb2_chan_peer_check(&tx->h);
+
+		if (gone < 0)
+			rb2_tx_fail(tx, gone, "the receiver is gone");
+	}
+	/* Liveness: if the receiver has consumed everything we published, only
+	 * a tail WRITE can free room; so can a tail deferred by the elastic
+	 * threshold once its predecessor has completed. */
+	if (tx->tail != tx->pub_tail &&
+	    (h == tx->pub_tail ||
+	     (tx->tail_inflight == 0 && tx->pub_tail != tx->synced_tail)))
+		__rb2_tx_flush(tx);
+	RB2_STAT_ADD(&tx->stats, full_events, 1);
+	return tx->h.err != 0 ? tx->h.err : -ENOBUFS;
+}

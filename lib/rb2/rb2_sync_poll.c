@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * Tail sync, poll message (§IV-A; FaRM's design, and the paper's FaRM
+ * baseline): no tail pointer crosses the link. Each message ends, in its last
+ * slot, with an 8-byte marker the receiver polls for (odd, so never the zero
+ * the receiver leaves; different on every lap, so never stale). Its length
+ * goes first (the lens[] WRITE before the slots' WRITE, or a store before the
+ * marker's release store), so a marker seen means length and payload are
+ * there. The receiver zeroes the marker and marks the length consumed
+ * (RB2_LEN_EMPTY: zero-length messages are legal) after use.
+ *
+ * It relies on a WRITE landing front to back, which not every RNIC
+ * guarantees (the paper's reason to leave it out of RB²); the shm
+ * transport's copy mode lands WRITEs in address order, as FaRM's NICs did.
+ */
+
+#include <errno.h>
+
+#include <rte_cycles.h>
+#include <rte_pause.h>
+
+#include "rb2_chan_pvt.h"
+
+static void
+poll_tx_init(struct rb2_tx *tx)
+{
+	tx->trailer = RB2_MARKER_SIZE;
+}
+
+static void
+poll_rx_init(struct rb2_rx *rx)
+{
+	/* Every lens[] entry starts consumed. */
+	for (uint32_t i = 0; rx->msg_size == 0 && i <= rx->mask; i++)
+		((uint32_t *)(uintptr_t)rx->lens)[i] = RB2_LEN_EMPTY;
+	rx->poll_msg = 1;
+}
+
+/* The markers publish: there is no tail to WRITE. */
+static unsigned int
+poll_publish(struct rb2_tx *tx, struct rb2_xport_wr *w __rte_unused,
+	     enum rb2_publish how __rte_unused)
+{
+	tx->pub_tail = tx->tail;
+	return 0;
+}
+
+/* Commit: end each of @n messages of @len bytes from free-running slot @t
+ * (after a wrap skip of @skip slots) with its marker. */
+void
+__rb2_tx_mark(struct rb2_tx *tx, uint64_t t, uint32_t skip, uint32_t len, unsigned int n)
+{
+	uint32_t need = __rb2_nslots(len + RB2_MARKER_SIZE, tx->slot_size);
+
+	/* With WRITEs, lens[] travels by ranges from the mirror, inner entries
+	 * of multi-slot messages and of the wrap padding included: those must
+	 * read "consumed", or a stale length (or skip) from an earlier lap
+	 * would be taken for a new one. (Load/store stores only the entries
+	 * that start something, and the receiver consumes each of them.) */
+	int ranges = !tx->h.loadstore && tx->msg_size == 0;
+
+	if (skip != 0) {
+		if (tx->h.loadstore && tx->msg_size == 0)
+			tx->peer_lens[t & tx->mask] = RB2_LEN_SKIP;
+		for (uint32_t q = ((uint32_t)t & tx->mask) + 1; ranges && q <= tx->mask; q++)
+			tx->lens[q] = RB2_LEN_EMPTY;
+		t += skip;
+	}
+	for (unsigned int i = 0; i < n; i++, t += need) {
+		uint32_t pos = (uint32_t)t & tx->mask;
+		void *mark = tx->slots + (size_t)(pos + need) * tx->slot_size - RB2_MARKER_SIZE;
+
+		if (!tx->h.loadstore) {   /* travels with the slots' WRITE */
+			for (uint32_t j = 1; ranges && j < need; j++)
+				tx->lens[pos + j] = RB2_LEN_EMPTY;
+			*(uint64_t *)mark = __rb2_marker(t);
+			continue;
+		}
+		if (tx->msg_size == 0)
+			tx->peer_lens[pos] = len;
+		/* Release: the payload and its length before the marker. */
+		atomic_store_explicit((_Atomic uint64_t *)mark, __rb2_marker(t),
+				      memory_order_release);
+	}
+}
+
+/* Poll message: does an impossible length at @lp change within 100 ms? A
+ * length WRITE still landing does; a corrupt ring does not. */
+static int
+poll_len_settles(const _Atomic uint32_t *lp, uint32_t len)
+{
+	uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() / 10;
+
+	while (atomic_load_explicit(lp, memory_order_relaxed) == len) {
+		if (rte_get_timer_cycles() > deadline)
+			return 0;
+		rte_pause();
+	}
+	return 1;
+}
+
+int
+__rb2_rx_peek_poll(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
+{
+	uint64_t h = rx->head;
+	unsigned int i = 0;
+
+	while (i < n) {
+		uint32_t pos = (uint32_t)h & rx->mask;
+		uint32_t len = rx->msg_size, need = 1;
+		_Atomic uint32_t *lp = (_Atomic uint32_t *)(uintptr_t)&rx->lens[pos];
+		const _Atomic uint64_t *mark;
+
+		if (rx->msg_size == 0) {
+			len = atomic_load_explicit(lp, memory_order_relaxed);
+			if (len == RB2_LEN_EMPTY)
+				break;                /* nothing (yet) */
+			if (len == RB2_LEN_SKIP) {
+				/* Wrap padding: nothing to deliver; free it now
+				 * (only the first message of a peek may follow). */
+				if (i > 0)
+					break;
+				atomic_store_explicit(lp, RB2_LEN_EMPTY, memory_order_relaxed);
+				h += rx->mask + 1 - pos;
+				rx->head = h;
+				continue;
+			}
+			need = __rb2_nslots(len + RB2_MARKER_SIZE, rx->slot_size);
+			if (unlikely(len > rx->max_len || pos + need > rx->mask + 1)) {
+				/* Torn (a WRITE landing on the empty mark byte by
+				 * byte, as rxe does) or corrupt: only a torn one
+				 * changes. */
+				if (poll_len_settles(lp, len))
+					continue;
+				return i > 0 ? (int)i : __rb2_rx_corrupt(rx, h, len);
+			}
+		}
+		mark = (const _Atomic uint64_t *)(uintptr_t)(rx->slots +
+			(size_t)(pos + need) * rx->slot_size - RB2_MARKER_SIZE);
+		/* Acquire: pairs with the sender's release store (or ordered
+		 * WRITE) of the marker after payload and length. */
+		if (atomic_load_explicit(mark, memory_order_acquire) != __rb2_marker(h))
+			break;                        /* not all there yet */
+		/* A length read before the marker may have been torn (a NIC
+		 * writes byte-wise); it is final now. */
+		if (rx->msg_size == 0 && atomic_load_explicit(lp, memory_order_relaxed) != len)
+			continue;
+		msgs[i].data = (void *)(uintptr_t)(rx->slots + (size_t)pos * rx->slot_size);
+		rte_prefetch0(msgs[i].data);
+		msgs[i].len = len;
+		msgs[i].next_lo = (uint32_t)(h + need);
+		i++;
+		h += need;
+	}
+	return i > 0 ? (int)i : __rb2_rx_idle(rx);
+}
+
+void
+__rb2_rx_release_poll(struct rb2_rx *rx, const struct rb2_msg *msgs, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		uint32_t pos = (uint32_t)(((const uint8_t *)msgs[i].data - rx->slots) /
+					  rx->slot_size);
+		uint32_t end = (msgs[i].next_lo - 1) & rx->mask;   /* last slot */
+		uint64_t *mark = (uint64_t *)(uintptr_t)(rx->slots + (size_t)(end + 1) *
+							rx->slot_size - RB2_MARKER_SIZE);
+
+		*mark = 0;
+		if (rx->msg_size == 0)
+			((uint32_t *)(uintptr_t)rx->lens)[pos] = RB2_LEN_EMPTY;
+	}
+}
+
+const struct rb2_tail_ops rb2_tail_poll_ops = {
+	.name = "poll message",
+	.lens_at_commit = 1,
+	.tx_init = poll_tx_init,
+	.rx_init = poll_rx_init,
+	.tx_publish = poll_publish,
+};

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * Head sync, lazy push (§IV-A; the paper's choice and the default): the
+ * receiver WRITEs its head into the sender's local_head every gamma released
+ * slots, and at once when it finds the ring drained (idle push). The sender
+ * only reads its own memory.
+ */
+
+#include "rb2_chan_pvt.h"
+
+static int
+push_publish(struct rb2_rx *rx)
+{
+	struct rb2_xport_wr w;
+
+	if (rx->peer_head != NULL) {
+		/* Load/store. Release: our reads of the freed slots before the
+		 * head; pairs with the acquire load in __rb2_tx_make_room(). */
+		atomic_store_explicit(rx->peer_head, rx->head, memory_order_release);
+		return 0;
+	}
+	*rx->head_shadow = rx->head;
+	rb2_chan_word_wr(&w, &rx->h, rx->head_shadow, RB2_REGION_PTR_OFF, WRID_HEAD, 0);
+	/* A full queue is reaped: the driver's forced-signal completions free
+	 * it, and receives of WRITE_WITH_IMM are counted on the way. */
+	return rb2_chan_post(&rx->h, &w, 1, rb2_rx_reap);
+}
+
+const struct rb2_head_ops rb2_head_push_ops = {
+	.name = "lazy push",
+	.rx_publish = push_publish,
+};

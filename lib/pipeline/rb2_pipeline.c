@@ -3,8 +3,10 @@
  */
 
 /*
- * Pipelines: building the graph from a configuration, the workers, emitting,
- * end of stream, stop and drain, statistics.
+ * Pipelines from configurations (rb2_pipeline_load(), rb2_pipeline_free()):
+ * the stages and links of a file, checked with the file's lines in every
+ * error, ranked, initialised, connected and placed on their lcores' workers.
+ * Running is rb2_pipeline_worker.c's, statistics rb2_pipeline_stats.c's.
  */
 
 #include <errno.h>
@@ -13,56 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rte_cycles.h>
-#include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
-#include <rte_pause.h>
-#include <rte_telemetry.h>
 
 #include <rb2_xport.h>
 
 #include "rb2_pipeline_private.h"
 
 RTE_LOG_REGISTER(rb2_pipeline_logtype, rb2.pipeline, INFO);
-
-#define STAGES_MAX 64
-#define LINKS_MAX 128
-#define XPORTS_MAX 8
-
-/* What one lcore runs. */
-struct worker {
-	struct rb2_pipeline *pl;
-	unsigned int lcore;
-	struct rb2_stage *stages[STAGES_MAX];   /* topological order */
-	unsigned int nstages;
-	struct rb2_link *inputs[LINKS_MAX];     /* channels it reads */
-	unsigned int ninputs;
-	struct rb2_tx *outputs[LINKS_MAX];      /* channels it writes */
-	unsigned int noutputs;
-	int ret;
-};
-
-struct rb2_pipeline {
-	struct rb2_cfg *cfg;
-	char proc[STAGE_NAME_MAX];
-	unsigned int burst;
-	struct rb2_stage stages[STAGES_MAX];
-	unsigned int nstages;
-	struct rb2_link links[LINKS_MAX];
-	unsigned int nlinks;
-	struct { char spec[128]; struct rb2_xport *xp; } xports[XPORTS_MAX];
-	unsigned int nxports;
-	struct worker workers[RTE_MAX_LCORE];
-	volatile int stop;                      /* 1: drain, 2: abort */
-	uint64_t run_cycles;
-	int failed;                             /* a channel failed */
-};
-
-static struct rb2_pipeline *telemetry_pl; /* the pipeline telemetry shows */
-
-/* ---- Errors ------------------------------------------------------------- */
 
 static int
 cfg_err(struct rb2_pipeline *pl, char *err, size_t errlen, unsigned int line,
@@ -80,328 +41,6 @@ cfg_err(struct rb2_pipeline *pl, char *err, size_t errlen, unsigned int line,
 		snprintf(err, errlen, "%s: %s", pl->cfg->path, msg);
 	return -EINVAL;
 }
-
-/* ---- Emitting ----------------------------------------------------------- */
-
-static void run_stage(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n);
-
-/* Run a direct edge's next stage on what was staged for it. */
-static void
-deliver(struct rb2_edge *e)
-{
-	unsigned int n = e->nstg;
-
-	if (n == 0)
-		return;
-	e->nstg = 0;
-	e->used = 0;
-	run_stage(e->next, e->stg, n);
-}
-
-static void
-deliver_all(struct rb2_stage *st)
-{
-	for (unsigned int i = 0; i < st->nedges; i++)
-		if (st->edges[i].next != NULL)
-			deliver(&st->edges[i]);
-}
-
-static struct rb2_edge *
-edge_of(struct rb2_stage *st, unsigned int edge, uint32_t len, int *ret)
-{
-	struct rb2_edge *e;
-
-	if (unlikely(edge >= st->nedges || len == 0)) {
-		*ret = -EINVAL;
-		return NULL;
-	}
-	e = &st->edges[edge];
-	if (unlikely(e->link == NULL)) {
-		e->failed++;
-		*ret = -ENOTCONN;
-		return NULL;
-	}
-	return e;
-}
-
-int
-rb2_stage_emit_reserve(struct rb2_stage *st, unsigned int edge, uint32_t len,
-		       unsigned int n, void **first, size_t *stride)
-{
-	struct rb2_edge *e;
-	int ret;
-
-	e = edge_of(st, edge, len, &ret);
-	if (e == NULL)
-		return ret;
-	if (n == 0)
-		return -EINVAL;
-	if (e->next != NULL) {
-		size_t s = RTE_ALIGN_CEIL(len, 8);
-		unsigned int fit;
-
-		if (s > LOCAL_ARENA) {
-			e->failed++;
-			return -EMSGSIZE;
-		}
-		if (e->nstg == RB2_STAGE_BURST_MAX || e->used + s > LOCAL_ARENA)
-			deliver(e);
-		fit = RTE_MIN((size_t)(RB2_STAGE_BURST_MAX - e->nstg), (LOCAL_ARENA - e->used) / s);
-		*first = e->arena + e->used;
-		*stride = s;
-		return (int)RTE_MIN(n, fit);
-	}
-	for (;;) {
-		ret = rb2_tx_reserve_burst(e->tx, len, n, first);
-		if (likely(ret > 0)) {
-			*stride = rb2_tx_stride(e->tx, len);
-			return ret;
-		}
-		if (ret != -ENOBUFS || st->pl->stop >= 2) {
-			e->failed++;
-			return ret == -ENOBUFS ? -ECANCELED : ret;
-		}
-		/* Full: make sure what we hold is visible, then wait. */
-		e->waits++;
-		rb2_tx_flush(e->tx);
-		rte_pause();
-	}
-}
-
-void
-rb2_stage_emit_commit(struct rb2_stage *st, unsigned int edge, uint32_t len,
-		      unsigned int n)
-{
-	struct rb2_edge *e = &st->edges[edge];
-
-	e->msgs += n;
-	e->bytes += (uint64_t)n * len;
-	if (e->next != NULL) {
-		size_t s = RTE_ALIGN_CEIL(len, 8);
-
-		for (unsigned int i = 0; i < n; i++) {
-			e->stg[e->nstg].data = e->arena + e->used;
-			e->stg[e->nstg].len = len;
-			e->nstg++;
-			e->used += s;
-		}
-		return;
-	}
-	rb2_tx_commit_burst(e->tx, len, n);
-}
-
-int
-rb2_stage_emit(struct rb2_stage *st, unsigned int edge, const void *data, uint32_t len)
-{
-	struct rb2_edge *e;
-	size_t stride;
-	void *slot;
-	int ret;
-
-	e = edge_of(st, edge, len, &ret);
-	if (e == NULL)
-		return ret;
-	if (e->next != NULL && RTE_ALIGN_CEIL(len, 8) > LOCAL_ARENA) {
-		/* Too large to stage: the next stage reads it where it is. */
-		struct rb2_msg m = { .data = (void *)(uintptr_t)data, .len = len };
-
-		deliver(e);
-		e->msgs++;
-		e->bytes += len;
-		run_stage(e->next, &m, 1);
-		return 0;
-	}
-	ret = rb2_stage_emit_reserve(st, edge, len, 1, &slot, &stride);
-	if (ret < 0)
-		return ret;
-	memcpy(slot, data, len);
-	rb2_stage_emit_commit(st, edge, len, 1);
-	return 0;
-}
-
-int
-rb2_stage_stopping(const struct rb2_stage *st)
-{
-	return st->pl->stop != 0;
-}
-
-/* ---- Running ------------------------------------------------------------ */
-
-static void
-run_stage(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
-{
-	uint64_t t0 = rte_rdtsc();
-	uint64_t bytes = 0;
-
-	st->ops->process(st, msgs, n);
-	st->cycles += rte_rdtsc() - t0;
-	for (unsigned int i = 0; i < n; i++)
-		bytes += msgs[i].len;
-	st->in_msgs += n;
-	st->in_bytes += bytes;
-	st->bursts++;
-	deliver_all(st);
-}
-
-/* Every input has ended: let the stage emit its last, then pass the end of
- * stream on. */
-static void
-finish(struct rb2_stage *st)
-{
-	if (st->ops->drain != NULL && st->pl->stop < 2)
-		st->ops->drain(st);
-	deliver_all(st);
-	for (unsigned int i = 0; i < st->nedges; i++) {
-		struct rb2_edge *e = &st->edges[i];
-		void *slot;
-		int ret;
-
-		if (e->next != NULL) {
-			e->next->n_in_done++;
-			continue;
-		}
-		if (e->tx == NULL)
-			continue;
-		/* End of stream: the one zero-length message. */
-		while ((ret = rb2_tx_reserve(e->tx, 0, &slot)) == -ENOBUFS &&
-		       st->pl->stop < 2) {
-			rb2_tx_flush(e->tx);
-			rte_pause();
-		}
-		if (ret == 0) {
-			rb2_tx_commit(e->tx, 0);
-			rb2_tx_flush(e->tx);
-		} else if (ret != -ENOBUFS) {
-			PL_LOG(ERR, "stage '%s': cannot send the end of stream on link '%s': %s",
-			       st->name, e->link->name, strerror(-ret));
-		}
-	}
-	st->done = true;
-}
-
-static int
-worker_main(void *arg)
-{
-	struct worker *w = arg;
-	struct rb2_pipeline *pl = w->pl;
-	struct rb2_msg msgs[RB2_STAGE_BURST_MAX];
-	unsigned int left = w->nstages;
-
-	while (left > 0 && pl->stop < 2) {
-		int busy = 0;
-
-		for (unsigned int i = 0; i < w->nstages; i++) {
-			struct rb2_stage *st = w->stages[i];
-			uint64_t t0;
-			int r;
-
-			if (st->done || st->ops->poll == NULL)
-				continue;
-			if (pl->stop != 0) {
-				finish(st);
-				left--;
-				continue;
-			}
-			t0 = rte_rdtsc();
-			r = st->ops->poll(st);
-			st->cycles += rte_rdtsc() - t0;
-			deliver_all(st);
-			if (r > 0) {
-				st->produced += (uint64_t)r;
-				busy = 1;
-			} else if (r < 0) {
-				if (r != -ENODATA)
-					PL_LOG(ERR, "stage '%s' stopped: %s", st->name, strerror(-r));
-				finish(st);
-				left--;
-			}
-		}
-		for (unsigned int i = 0; i < w->ninputs; i++) {
-			struct rb2_link *l = w->inputs[i];
-			unsigned int k;
-			int n;
-
-			if (l->ended)
-				continue;
-			n = rb2_rx_peek_burst(l->rx, msgs, pl->burst);
-			if (n == 0)
-				continue;
-			if (n < 0) {
-				PL_LOG(ERR, "link '%s' failed: %s; its sender's unsent messages are lost "
-				       "(its counters say how many it sent)", l->name, strerror(-n));
-				pl->failed = 1;
-				l->ended = true;
-				l->to->n_in_done++;
-				continue;
-			}
-			for (k = 0; k < (unsigned int)n && msgs[k].len != 0; k++)
-				;
-			if (k > 0)
-				run_stage(l->to, msgs, k);
-			rb2_rx_release_burst(l->rx, msgs, (unsigned int)n);
-			if (k < (unsigned int)n) {     /* the end of stream */
-				l->ended = true;
-				l->to->n_in_done++;
-			}
-			busy = 1;
-		}
-		for (unsigned int i = 0; i < w->nstages; i++) {
-			struct rb2_stage *st = w->stages[i];
-
-			if (!st->done && st->ops->poll == NULL && st->n_in_done == st->n_in) {
-				finish(st);
-				left--;
-			}
-		}
-		if (!busy) {
-			/* Idle: nothing committed may wait for a threshold. */
-			for (unsigned int i = 0; i < w->noutputs; i++)
-				rb2_tx_flush(w->outputs[i]);
-			rte_pause();
-		}
-	}
-	w->ret = left > 0 ? -ECANCELED : 0;
-	return 0;
-}
-
-int
-rb2_pipeline_run(struct rb2_pipeline *pl)
-{
-	unsigned int me = rte_lcore_id(), l;
-	uint64_t t0 = rte_rdtsc();
-	int ret = 0;
-
-	RTE_LCORE_FOREACH_WORKER(l) {
-		if (pl->workers[l].nstages == 0)
-			continue;
-		if (rte_eal_remote_launch(worker_main, &pl->workers[l], l) != 0) {
-			PL_LOG(ERR, "cannot launch lcore %u: it is busy", l);
-			pl->stop = 2;
-			ret = -EBUSY;
-		}
-	}
-	if (pl->workers[me].nstages > 0)
-		worker_main(&pl->workers[me]);
-	RTE_LCORE_FOREACH_WORKER(l)
-		if (pl->workers[l].nstages > 0)
-			rte_eal_wait_lcore(l);
-	pl->run_cycles = rte_rdtsc() - t0;
-	for (l = 0; l < RTE_MAX_LCORE; l++)
-		if (pl->workers[l].ret < 0 && ret == 0)
-			ret = pl->workers[l].ret;
-	if (ret == 0 && pl->failed)
-		ret = -EIO;
-	return ret;
-}
-
-void
-rb2_pipeline_stop(struct rb2_pipeline *pl)
-{
-	if (pl->stop < 2)
-		pl->stop++;
-}
-
-/* ---- Building ----------------------------------------------------------- */
 
 static struct rb2_stage *
 stage_by_name(struct rb2_pipeline *pl, const char *name, size_t len)
@@ -761,19 +400,6 @@ init_stage(struct rb2_pipeline *pl, struct rb2_stage *st, struct rb2_cfg_section
 			return cfg_err(pl, err, errlen, st->line, "stage '%s': out of memory",
 				       st->name);
 	}
-	for (unsigned int i = 0; i < st->nedges; i++) {
-		struct rb2_edge *e = &st->edges[i];
-
-		if (e->next == NULL)
-			continue;
-		e->stg = rte_malloc_socket("rb2_stage_stg", sizeof(*e->stg) * RB2_STAGE_BURST_MAX,
-					   RTE_CACHE_LINE_SIZE, st->socket);
-		e->arena = rte_malloc_socket("rb2_stage_arena", LOCAL_ARENA, RTE_CACHE_LINE_SIZE,
-					     st->socket);
-		if (e->stg == NULL || e->arena == NULL)
-			return cfg_err(pl, err, errlen, st->line, "stage '%s': out of memory",
-				       st->name);
-	}
 	ret = st->ops->init != NULL ? st->ops->init(st, &args) : 0;
 	if (ret != 0) {
 		const char *msg = st->err[0] != '\0' ? st->err : strerror(ret < 0 ? -ret : ret);
@@ -806,24 +432,25 @@ place_workers(struct rb2_pipeline *pl)
 	for (unsigned int r = 0; r < pl->nstages; r++)
 		for (unsigned int i = 0; i < pl->nstages; i++) {
 			struct rb2_stage *st = &pl->stages[i];
-			struct worker *w = &pl->workers[st->lcore];
+			struct rb2_worker *w = &pl->workers[st->lcore];
 
 			if (st->topo != r || !st->local)
 				continue;
 			w->pl = pl;
 			w->lcore = st->lcore;
 			w->stages[w->nstages++] = st;
+			st->w = w;
 		}
 	for (unsigned int i = 0; i < pl->nlinks; i++) {
 		struct rb2_link *lk = &pl->links[i];
 
 		if (lk->rx != NULL) {
-			struct worker *w = &pl->workers[lk->to->lcore];
+			struct rb2_worker *w = &pl->workers[lk->to->lcore];
 
 			w->inputs[w->ninputs++] = lk;
 		}
 		if (lk->tx != NULL) {
-			struct worker *w = &pl->workers[lk->from->lcore];
+			struct rb2_worker *w = &pl->workers[lk->from->lcore];
 
 			w->outputs[w->noutputs++] = lk->tx;
 		}
@@ -896,7 +523,7 @@ rb2_pipeline_load(const char *path, const struct rb2_pipeline_opts *opts,
 			pl->proc);
 		goto fail;
 	}
-	/* Direct edges are known before init (it allocates their staging). */
+	/* Same-lcore links are queues, not channels. */
 	for (unsigned int i = 0; i < pl->nlinks; i++) {
 		struct rb2_link *lk = &pl->links[i];
 
@@ -912,7 +539,7 @@ rb2_pipeline_load(const char *path, const struct rb2_pipeline_opts *opts,
 		if (!pl->links[i].direct && open_link(pl, &pl->links[i], err, errlen) != 0)
 			goto fail;
 	place_workers(pl);
-	telemetry_pl = pl;
+	rb2_pipeline_telemetry_set(pl);
 	return pl;
 fail:
 	rb2_pipeline_free(pl);
@@ -924,17 +551,19 @@ rb2_pipeline_free(struct rb2_pipeline *pl)
 {
 	if (pl == NULL)
 		return;
-	if (telemetry_pl == pl)
-		telemetry_pl = NULL;
+	rb2_pipeline_telemetry_clear(pl);
 	for (unsigned int i = 0; i < pl->nstages; i++) {
 		struct rb2_stage *st = &pl->stages[i];
 
 		if (st->inited && st->ops->fini != NULL)
 			st->ops->fini(st);
-		for (unsigned int j = 0; j < st->nedges; j++) {
-			rte_free(st->edges[j].stg);
-			rte_free(st->edges[j].arena);
-		}
+		for (unsigned int j = 0; j < st->nedges; j++)
+			while (st->edges[j].q_head != NULL) {
+				struct rb2_chunk *c = st->edges[j].q_head;
+
+				st->edges[j].q_head = c->next;
+				rte_free(c);
+			}
 		free(st->edges);
 		rte_free(st->priv);
 	}
@@ -944,127 +573,8 @@ rb2_pipeline_free(struct rb2_pipeline *pl)
 	}
 	for (unsigned int i = 0; i < pl->nxports; i++)
 		rb2_xport_close(pl->xports[i].xp);
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++)
+		rb2_chunk_pool_free(&pl->workers[l]);
 	rb2_cfg_free(pl->cfg);
 	rte_free(pl);
-}
-
-/* ---- Statistics --------------------------------------------------------- */
-
-/* Messages an instance emitted, and emits that failed, over its edges. */
-static void
-edge_totals(const struct rb2_stage *st, uint64_t *out, uint64_t *failed)
-{
-	*out = 0;
-	*failed = 0;
-	for (unsigned int j = 0; j < st->nedges; j++) {
-		*out += st->edges[j].msgs;
-		*failed += st->edges[j].failed;
-	}
-}
-
-void
-rb2_pipeline_report(struct rb2_pipeline *pl, FILE *out)
-{
-	double hz = (double)rte_get_tsc_hz();
-	double secs = (double)pl->run_cycles / hz;
-
-	fprintf(out, "pipeline: %u stage(s) in proc '%s', ran %.3f s%s\n", pl->nstages, pl->proc,
-		secs, pl->stop >= 2 ? " (aborted)" : pl->stop ? " (stopped, drained)" : "");
-	fprintf(out, "  %-12s %5s %14s %14s %12s %10s\n", "stage", "lcore", "in msgs",
-		"out msgs", "failed", "cyc/msg");
-	for (unsigned int i = 0; i < pl->nstages; i++) {
-		struct rb2_stage *st = &pl->stages[i];
-		uint64_t outm, failed, n = st->in_msgs + st->produced;
-
-		if (!st->local)
-			continue;
-		edge_totals(st, &outm, &failed);
-		fprintf(out, "  %-12s %5u %14" PRIu64 " %14" PRIu64 " %12" PRIu64 " %10.1f\n",
-			st->name, st->lcore, st->in_msgs, outm, failed,
-			n ? (double)st->cycles / (double)n : 0.0);
-		for (unsigned int j = 0; j < st->ncounters; j++)
-			fprintf(out, "  %14s%-20s %" PRIu64 "\n", "", st->counters[j].name,
-				st->counters[j].value);
-		for (unsigned int j = 0; j < st->nedges; j++)
-			if (st->edges[j].link == NULL && st->edges[j].failed > 0)
-				fprintf(out, "  %14s%" PRIu64 " message(s) emitted on unlinked edge '%s'\n",
-					"", st->edges[j].failed, st->edges[j].name);
-	}
-	for (unsigned int i = 0; i < pl->nstages; i++)
-		if (pl->stages[i].local && pl->stages[i].ops->report != NULL)
-			pl->stages[i].ops->report(&pl->stages[i], out);
-}
-
-void
-rb2_pipeline_stats_json(struct rb2_pipeline *pl, FILE *out)
-{
-	double hz = (double)rte_get_tsc_hz();
-
-	fprintf(out, "{\"proc\": \"%s\", \"seconds\": %.6f, \"stopped\": %d, \"stages\": [",
-		pl->proc, (double)pl->run_cycles / hz, pl->stop);
-	for (unsigned int i = 0, k = 0; i < pl->nstages; i++) {
-		struct rb2_stage *st = &pl->stages[i];
-
-		if (!st->local)
-			continue;
-		fprintf(out, "%s{\"name\": \"%s\", \"type\": \"%s\", \"lcore\": %u, "
-			"\"in_msgs\": %" PRIu64 ", \"in_bytes\": %" PRIu64 ", \"produced\": %" PRIu64
-			", \"bursts\": %" PRIu64 ", \"cycles\": %" PRIu64 ", \"edges\": {",
-			k++ ? ", " : "", st->name, st->ops->name, st->lcore, st->in_msgs,
-			st->in_bytes, st->produced, st->bursts, st->cycles);
-		for (unsigned int j = 0; j < st->nedges; j++)
-			fprintf(out, "%s\"%s\": {\"msgs\": %" PRIu64 ", \"bytes\": %" PRIu64
-				", \"failed\": %" PRIu64 ", \"waits\": %" PRIu64 "}", j ? ", " : "",
-				st->edges[j].name, st->edges[j].msgs, st->edges[j].bytes,
-				st->edges[j].failed, st->edges[j].waits);
-		fprintf(out, "}, \"counters\": {");
-		for (unsigned int j = 0; j < st->ncounters; j++)
-			fprintf(out, "%s\"%s\": %" PRIu64, j ? ", " : "", st->counters[j].name,
-				st->counters[j].value);
-		fprintf(out, "}}");
-	}
-	fprintf(out, "]}");
-}
-
-/* ---- Telemetry: /rb2/pipeline/stages ------------------------------------ */
-
-static int
-tel_stages(const char *cmd __rte_unused, const char *params __rte_unused,
-	   struct rte_tel_data *d)
-{
-	struct rb2_pipeline *pl = telemetry_pl;
-
-	rte_tel_data_start_dict(d);
-	if (pl == NULL)
-		return 0;
-	for (unsigned int i = 0; i < pl->nstages; i++) {
-		struct rb2_stage *st = &pl->stages[i];
-		struct rte_tel_data *c;
-		uint64_t outm, failed;
-
-		if (!st->local || (c = rte_tel_data_alloc()) == NULL)
-			continue;
-		rte_tel_data_start_dict(c);
-		rte_tel_data_add_dict_string(c, "type", st->ops->name);
-		rte_tel_data_add_dict_u64(c, "lcore", st->lcore);
-		/* Written by the stage's lcore; a slightly stale read is fine. */
-		rte_tel_data_add_dict_u64(c, "in_msgs", st->in_msgs);
-		rte_tel_data_add_dict_u64(c, "in_bytes", st->in_bytes);
-		rte_tel_data_add_dict_u64(c, "produced", st->produced);
-		edge_totals(st, &outm, &failed);
-		rte_tel_data_add_dict_u64(c, "out_msgs", outm);
-		rte_tel_data_add_dict_u64(c, "failed", failed);
-		rte_tel_data_add_dict_u64(c, "cycles", st->cycles);
-		rte_tel_data_add_dict_u64(c, "done", st->done);
-		for (unsigned int j = 0; j < st->ncounters; j++)
-			rte_tel_data_add_dict_u64(c, st->counters[j].name, st->counters[j].value);
-		rte_tel_data_add_dict_container(d, st->name, c, 0);
-	}
-	return 0;
-}
-
-RTE_INIT(rb2_pipeline_telemetry_init)
-{
-	rte_telemetry_register_cmd("/rb2/pipeline/stages", tel_stages,
-				   "Per-stage counters of the running pipeline. No parameters.");
 }

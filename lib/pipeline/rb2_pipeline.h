@@ -36,9 +36,10 @@
  *   timeout_ms = 30000         ; wait this long for a peer process or host
  * @endverbatim
  *
- * Two stages on one lcore are linked directly (the next one runs on the
- * emitted burst); anything else goes through an RB² channel, within the
- * process, to another process of the DPDK group, or to another host.
+ * Two stages on one lcore are linked directly (what the first emits is
+ * queued, and the worker runs the next on it when the first returns);
+ * anything else goes through an RB² channel, within the process, to another
+ * process of the DPDK group, or to another host.
  * The graph must be acyclic. End of stream travels in-band (a zero-length
  * message), so a pipeline split over processes or hosts drains as one.
  *
@@ -113,32 +114,6 @@ void rb2_pipeline_free(struct rb2_pipeline *pl);
 
 /** @return the local instance named @p name, or NULL. */
 struct rb2_stage *rb2_pipeline_stage(struct rb2_pipeline *pl, const char *name);
-
-/**
- * Load a plugin: a shared object whose stages register with
- * RB2_STAGE_REGISTER().
- *
- * @param err Receives why a plugin is refused: it cannot be loaded (the
- *   dynamic loader's reason, e.g. an undefined symbol), it is not an rb2
- *   plugin, it was built for another RB2_STAGE_API_VERSION, or a stage name
- *   is taken.
- * @return 0, or a negative errno value.
- */
-int rb2_plugin_load(const char *path, char *err, size_t errlen);
-
-/**
- * Report stage registrations that failed outside rb2_plugin_load() (from
- * objects loaded by the EAL's -d).
- *
- * @return 0, or -EINVAL with the first problem in @p err.
- */
-int rb2_stage_registry_check(char *err, size_t errlen);
-
-/** Print every registered stage type with its summary. */
-void rb2_stage_list(FILE *out);
-
-/** @return the stage type @p name, or NULL. */
-const struct rb2_stage_ops *rb2_stage_find(const char *name);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,21 @@
 #ifndef RB2_PIPELINE_PRIVATE_H
 #define RB2_PIPELINE_PRIVATE_H
 
-/* @internal The pipeline's state, shared by rb2_stage.c and rb2_pipeline.c. */
+/*
+ * @internal What the files of lib/pipeline share; not installed. As DPDK's
+ * lib/graph, one file per job:
+ *
+ *   rb2_stage_registry.c   stage types and plugins      (rb2_stage_registry.h)
+ *   rb2_stage.c            an instance: state, counters, errors (rb2_stage.h)
+ *   rb2_stage_args.c       an instance's key = value arguments  (rb2_stage.h)
+ *   rb2_stage_emit.c       emitting on next edges, the fast path (rb2_stage.h)
+ *   rb2_pipeline.c         building the graph from a configuration, freeing it
+ *                                                             (rb2_pipeline.h)
+ *   rb2_pipeline_worker.c  the lcore workers: run, stop, end of stream
+ *                                                             (rb2_pipeline.h)
+ *   rb2_pipeline_stats.c   the summary, JSON and telemetry    (rb2_pipeline.h)
+ *   rb2_config.c           the INI parser                       (rb2_config.h)
+ */
 
 #include <stdbool.h>
 
@@ -21,11 +35,28 @@ extern int rb2_pipeline_logtype;
 	rte_log(RTE_LOG_ ## level, rb2_pipeline_logtype, "rb2.pipeline: " fmt "\n", \
 		##__VA_ARGS__)
 
+#define STAGES_MAX 64
+#define LINKS_MAX 128
+#define XPORTS_MAX 8
 #define STAGE_COUNTERS_MAX 16
 #define STAGE_NAME_MAX 32
-#define LOCAL_ARENA (64u << 10) /* bytes staged per same-lcore edge */
+#define CHUNK_ARENA (64u << 10) /* bytes of one queued burst's messages */
 
 struct rb2_link;
+struct rb2_worker;
+
+/*
+ * A burst queued on a same-lcore edge: up to RB2_STAGE_BURST_MAX views of
+ * messages copied into its arena (one message larger than CHUNK_ARENA gets a
+ * chunk of its own size). Chunks are recycled through their worker's pool.
+ */
+struct rb2_chunk {
+	struct rb2_chunk *next;
+	unsigned int n;             /* messages */
+	size_t used, cap;           /* arena bytes */
+	struct rb2_msg msgs[RB2_STAGE_BURST_MAX];
+	uint8_t arena[] __rte_cache_aligned;
+};
 
 /* One next edge of an instance. */
 struct rb2_edge {
@@ -33,11 +64,10 @@ struct rb2_edge {
 	struct rb2_link *link;      /* NULL: unlinked */
 	struct rb2_tx *tx;          /* next stage elsewhere: the channel's sender */
 	struct rb2_stage *next;     /* next stage on this lcore (direct) */
-	/* Direct edges stage their burst here until the next stage runs. */
-	struct rb2_msg *stg;
-	unsigned int nstg;
-	uint8_t *arena;
-	size_t used;
+	/* Direct edges: bursts queued for the next stage, oldest first; the
+	 * last one is being filled. */
+	struct rb2_chunk *q_head, *q_tail;
+	size_t q_bytes;             /* queued since the worker last ran it */
 	uint64_t msgs, bytes;       /* delivered */
 	uint64_t failed;            /* emits that failed (counted, never silent) */
 	uint64_t waits;             /* times the next channel was full */
@@ -51,6 +81,7 @@ struct rb2_stage_counter {
 struct rb2_stage {
 	const struct rb2_stage_ops *ops;
 	struct rb2_pipeline *pl;
+	struct rb2_worker *w;       /* the worker of its lcore (local stages) */
 	char name[STAGE_NAME_MAX];
 	char proc[STAGE_NAME_MAX];
 	unsigned int line;          /* of its [stage] section */
@@ -67,6 +98,7 @@ struct rb2_stage {
 	bool done;
 	/* Statistics (written by the stage's lcore only). */
 	uint64_t in_msgs, in_bytes, bursts, cycles, produced;
+	uint64_t emit_errors;       /* emits refused before any edge: bad edge, len 0 */
 	struct rb2_stage_counter counters[STAGE_COUNTERS_MAX];
 	unsigned int ncounters;
 	char err[256];
@@ -87,6 +119,37 @@ struct rb2_link {
 	bool ended;                 /* end of stream received */
 };
 
+/* What one lcore runs. */
+struct rb2_worker {
+	struct rb2_pipeline *pl;
+	unsigned int lcore;
+	struct rb2_stage *stages[STAGES_MAX];   /* topological order */
+	unsigned int nstages;
+	struct rb2_link *inputs[LINKS_MAX];     /* channels it reads */
+	unsigned int ninputs;
+	struct rb2_tx *outputs[LINKS_MAX];      /* channels it writes */
+	unsigned int noutputs;
+	unsigned int queued;                    /* chunks queued on direct edges */
+	struct rb2_chunk *pool;                 /* free chunks of CHUNK_ARENA */
+	int ret;
+};
+
+struct rb2_pipeline {
+	struct rb2_cfg *cfg;
+	char proc[STAGE_NAME_MAX];
+	unsigned int burst;
+	struct rb2_stage stages[STAGES_MAX];
+	unsigned int nstages;
+	struct rb2_link links[LINKS_MAX];
+	unsigned int nlinks;
+	struct { char spec[128]; struct rb2_xport *xp; } xports[XPORTS_MAX];
+	unsigned int nxports;
+	struct rb2_worker workers[RTE_MAX_LCORE];
+	volatile int stop;                      /* 1: drain, 2: abort */
+	uint64_t run_cycles;
+	int failed;                             /* a channel failed */
+};
+
 struct rb2_stage_args {
 	struct rb2_stage *st;
 	struct rb2_cfg_section *sec;
@@ -94,10 +157,17 @@ struct rb2_stage_args {
 	unsigned int nasked;
 };
 
-/* Registration (rb2_stage.c). */
-const char *rb2_stage_ops_origin(const struct rb2_stage_ops *ops);
-
-/* Arguments (rb2_stage.c). */
+/* rb2_stage_args.c: the first key of @a the stage never read, as an error
+ * ("line N: ..."), or 0. */
 int rb2_stage_args_unused(struct rb2_stage_args *a, char *err, size_t errlen);
+
+/* rb2_stage_emit.c: give a drained chunk back to its worker's pool. */
+void rb2_chunk_put(struct rb2_worker *w, struct rb2_chunk *c);
+/* rb2_stage_emit.c: free a worker's pool (and nothing queued). */
+void rb2_chunk_pool_free(struct rb2_worker *w);
+
+/* rb2_pipeline_stats.c: the pipeline telemetry shows (one per process). */
+void rb2_pipeline_telemetry_set(struct rb2_pipeline *pl);
+void rb2_pipeline_telemetry_clear(struct rb2_pipeline *pl);
 
 #endif /* RB2_PIPELINE_PRIVATE_H */

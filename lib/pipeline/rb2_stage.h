@@ -13,8 +13,9 @@
  * (rb2_pipeline.h, built from a configuration file) makes instances of it,
  * places each on an lcore and links the instances' named next edges to other
  * instances, through RB² channels (another lcore, process or host) or
- * directly (the same lcore: the next stage runs on the emitted burst,
- * run-to-completion).
+ * directly (the same lcore: what a stage emits is queued, and the lcore's
+ * worker runs the next stage on it once the emitting call has returned, as
+ * rte_graph does; never inside the emit).
  *
  * @code
  * #include <rb2_stage.h>
@@ -66,15 +67,20 @@
  * - Messages are views: valid until process() returns. Zero-length messages
  *   do not exist (the pipeline uses them for end-of-stream).
  * - Emitting never drops: when the next channel is full, emit waits for
- *   room; it fails (and the failure is counted) only when the pipeline is
- *   aborted or the channel has failed.
+ *   room; it fails (and the failure is counted, and makes the pipeline's
+ *   run fail) only when the pipeline is aborted, the channel has failed, the
+ *   edge is not linked, or the call is wrong (no such edge, a zero length).
  * - A stage runs on one lcore; its callbacks are never called concurrently.
+ * - What the measurement NF's stages exchange (replay's "out", measure's
+ *   input) is messages of whole 40-byte records, struct rb2_rec of
+ *   <rb2_trace.h>: 1 to `batch` of them per message.
  */
 
 #include <stdint.h>
 #include <stdio.h>
 
 #include <rb2_chan.h>
+#include <rb2_stage_registry.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -85,6 +91,9 @@ extern "C" {
 
 /** process() is never given more messages than this at once. */
 #define RB2_STAGE_BURST_MAX 256
+
+/** Bytes one call of a stage may queue on a same-lcore edge (64 MiB). */
+#define RB2_STAGE_DIRECT_MAX (64u << 20)
 
 /** A stage instance (opaque). */
 struct rb2_stage;
@@ -130,9 +139,6 @@ struct rb2_stage_ops {
 	/** After the pipeline has stopped: print a summary. Optional. */
 	void (*report)(struct rb2_stage *st, FILE *out);
 };
-
-/** @internal The registration behind RB2_STAGE_REGISTER(). */
-void rb2_stage_register(const struct rb2_stage_ops *ops);
 
 /**
  * Register a stage type when the program or the plugin is loaded. Also
@@ -205,7 +211,9 @@ uint64_t *rb2_stage_counter(struct rb2_stage *st, const char *name);
  * @return 0; -EINVAL (no such edge, or @p len 0); -EMSGSIZE (larger than the
  *   link carries); -ECANCELED (the pipeline was aborted while waiting);
  *   -ENOTCONN (the edge is linked to nothing: the message is counted as
- *   unlinked); or the channel's error. Every failure is counted.
+ *   unlinked); -ENOBUFS (more than RB2_STAGE_DIRECT_MAX bytes queued on a
+ *   same-lcore edge by one call); or the channel's error. Every failure is
+ *   counted: on the edge, or as the stage's emit errors.
  */
 int rb2_stage_emit(struct rb2_stage *st, unsigned int edge, const void *data,
 		   uint32_t len);

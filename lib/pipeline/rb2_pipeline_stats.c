@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/* What a pipeline reports (rb2_pipeline.h): the summary table with each
+ * stage's own report, the statistics as JSON, and /rb2/pipeline/stages in
+ * DPDK telemetry while it runs. */
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include <rte_cycles.h>
+#include <rte_telemetry.h>
+
+#include "rb2_pipeline_private.h"
+
+/* Messages an instance emitted, and emits that failed, over its edges. */
+static void
+edge_totals(const struct rb2_stage *st, uint64_t *out, uint64_t *failed)
+{
+	*out = 0;
+	*failed = 0;
+	for (unsigned int j = 0; j < st->nedges; j++) {
+		*out += st->edges[j].msgs;
+		*failed += st->edges[j].failed;
+	}
+}
+
+void
+rb2_pipeline_report(struct rb2_pipeline *pl, FILE *out)
+{
+	double hz = (double)rte_get_tsc_hz();
+	double secs = (double)pl->run_cycles / hz;
+
+	fprintf(out, "pipeline: %u stage(s) in proc '%s', ran %.3f s%s\n", pl->nstages, pl->proc,
+		secs, pl->stop >= 2 ? " (aborted)" : pl->stop ? " (stopped, drained)" : "");
+	fprintf(out, "  %-12s %5s %14s %14s %12s %10s\n", "stage", "lcore", "in msgs",
+		"out msgs", "failed", "cyc/msg");
+	for (unsigned int i = 0; i < pl->nstages; i++) {
+		struct rb2_stage *st = &pl->stages[i];
+		uint64_t outm, failed, n = st->in_msgs + st->produced;
+
+		if (!st->local)
+			continue;
+		edge_totals(st, &outm, &failed);
+		fprintf(out, "  %-12s %5u %14" PRIu64 " %14" PRIu64 " %12" PRIu64 " %10.1f\n",
+			st->name, st->lcore, st->in_msgs, outm, failed,
+			n ? (double)st->cycles / (double)n : 0.0);
+		for (unsigned int j = 0; j < st->ncounters; j++)
+			fprintf(out, "  %14s%-20s %" PRIu64 "\n", "", st->counters[j].name,
+				st->counters[j].value);
+		for (unsigned int j = 0; j < st->nedges; j++)
+			if (st->edges[j].link == NULL && st->edges[j].failed > 0)
+				fprintf(out, "  %14s%" PRIu64 " message(s) emitted on unlinked edge '%s'\n",
+					"", st->edges[j].failed, st->edges[j].name);
+	}
+	for (unsigned int i = 0; i < pl->nstages; i++)
+		if (pl->stages[i].local && pl->stages[i].ops->report != NULL)
+			pl->stages[i].ops->report(&pl->stages[i], out);
+}
+
+void
+rb2_pipeline_stats_json(struct rb2_pipeline *pl, FILE *out)
+{
+	double hz = (double)rte_get_tsc_hz();
+
+	fprintf(out, "{\"proc\": \"%s\", \"seconds\": %.6f, \"stopped\": %d, \"stages\": [",
+		pl->proc, (double)pl->run_cycles / hz, pl->stop);
+	for (unsigned int i = 0, k = 0; i < pl->nstages; i++) {
+		struct rb2_stage *st = &pl->stages[i];
+
+		if (!st->local)
+			continue;
+		fprintf(out, "%s{\"name\": \"%s\", \"type\": \"%s\", \"lcore\": %u, "
+			"\"in_msgs\": %" PRIu64 ", \"in_bytes\": %" PRIu64 ", \"produced\": %" PRIu64
+			", \"bursts\": %" PRIu64 ", \"cycles\": %" PRIu64 ", \"edges\": {",
+			k++ ? ", " : "", st->name, st->ops->name, st->lcore, st->in_msgs,
+			st->in_bytes, st->produced, st->bursts, st->cycles);
+		for (unsigned int j = 0; j < st->nedges; j++)
+			fprintf(out, "%s\"%s\": {\"msgs\": %" PRIu64 ", \"bytes\": %" PRIu64
+				", \"failed\": %" PRIu64 ", \"waits\": %" PRIu64 "}", j ? ", " : "",
+				st->edges[j].name, st->edges[j].msgs, st->edges[j].bytes,
+				st->edges[j].failed, st->edges[j].waits);
+		fprintf(out, "}, \"counters\": {");
+		for (unsigned int j = 0; j < st->ncounters; j++)
+			fprintf(out, "%s\"%s\": %" PRIu64, j ? ", " : "", st->counters[j].name,
+				st->counters[j].value);
+		fprintf(out, "}}");
+	}
+	fprintf(out, "]}");
+}
+
+/* ---- Telemetry: /rb2/pipeline/stages ------------------------------------ */
+
+static struct rb2_pipeline *telemetry_pl; /* the pipeline telemetry shows */
+
+void
+rb2_pipeline_telemetry_set(struct rb2_pipeline *pl)
+{
+	telemetry_pl = pl;
+}
+
+void
+rb2_pipeline_telemetry_clear(struct rb2_pipeline *pl)
+{
+	if (telemetry_pl == pl)
+		telemetry_pl = NULL;
+}
+
+static int
+tel_stages(const char *cmd __rte_unused, const char *params __rte_unused,
+	   struct rte_tel_data *d)
+{
+	struct rb2_pipeline *pl = telemetry_pl;
+
+	rte_tel_data_start_dict(d);
+	if (pl == NULL)
+		return 0;
+	for (unsigned int i = 0; i < pl->nstages; i++) {
+		struct rb2_stage *st = &pl->stages[i];
+		struct rte_tel_data *c;
+		uint64_t outm, failed;
+
+		if (!st->local || (c = rte_tel_data_alloc()) == NULL)
+			continue;
+		rte_tel_data_start_dict(c);
+		rte_tel_data_add_dict_string(c, "type", st->ops->name);
+		rte_tel_data_add_dict_u64(c, "lcore", st->lcore);
+		/* Written by the stage's lcore; a slightly stale read is fine. */
+		rte_tel_data_add_dict_u64(c, "in_msgs", st->in_msgs);
+		rte_tel_data_add_dict_u64(c, "in_bytes", st->in_bytes);
+		rte_tel_data_add_dict_u64(c, "produced", st->produced);
+		edge_totals(st, &outm, &failed);
+		rte_tel_data_add_dict_u64(c, "out_msgs", outm);
+		rte_tel_data_add_dict_u64(c, "failed", failed);
+		rte_tel_data_add_dict_u64(c, "cycles", st->cycles);
+		rte_tel_data_add_dict_u64(c, "done", st->done);
+		for (unsigned int j = 0; j < st->ncounters; j++)
+			rte_tel_data_add_dict_u64(c, st->counters[j].name, st->counters[j].value);
+		rte_tel_data_add_dict_container(d, st->name, c, 0);
+	}
+	return 0;
+}
+
+RTE_INIT(rb2_pipeline_telemetry_init)
+{
+	rte_telemetry_register_cmd("/rb2/pipeline/stages", tel_stages,
+				   "Per-stage counters of the running pipeline. No parameters.");
+}

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * The lcore workers (rb2_pipeline_run(), rb2_pipeline_stop()): each polls its
+ * sources and its input channels, runs the stages on what arrives, and then,
+ * as rte_graph's walk does, the stages downstream on the same lcore on what
+ * was queued for them; it ends each stage when all its inputs have ended,
+ * passing the end of stream on.
+ */
+
+#include <errno.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_pause.h>
+
+#include "rb2_pipeline_private.h"
+
+static void
+run_stage(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
+{
+	uint64_t t0 = rte_rdtsc();
+	uint64_t bytes = 0;
+
+	st->ops->process(st, msgs, n);
+	st->cycles += rte_rdtsc() - t0;
+	for (unsigned int i = 0; i < n; i++)
+		bytes += msgs[i].len;
+	st->in_msgs += n;
+	st->in_bytes += bytes;
+	st->bursts++;
+}
+
+/*
+ * Run what was queued on same-lcore edges. The stages are in topological
+ * order, and a stage only emits to stages after it, so one pass, taking each
+ * stage's out edges in turn, runs everything: a stage's queued inputs all
+ * come from stages before it, whose edges were taken first.
+ */
+static void
+run_queued(struct rb2_worker *w)
+{
+	if (likely(w->queued == 0))
+		return;
+	for (unsigned int i = 0; i < w->nstages; i++) {
+		struct rb2_stage *st = w->stages[i];
+
+		for (unsigned int j = 0; j < st->nedges; j++) {
+			struct rb2_edge *e = &st->edges[j];
+			struct rb2_chunk *c;
+
+			while ((c = e->q_head) != NULL) {
+				e->q_head = c->next;
+				if (e->q_head == NULL)
+					e->q_tail = NULL;
+				w->queued--;
+				if (c->n > 0 && w->pl->stop < 2)
+					run_stage(e->next, c->msgs, c->n);
+				rb2_chunk_put(w, c);
+			}
+			e->q_bytes = 0;
+		}
+	}
+}
+
+/* Every input has ended: let the stage emit its last, then pass the end of
+ * stream on. */
+static void
+finish(struct rb2_stage *st)
+{
+	if (st->ops->drain != NULL && st->pl->stop < 2)
+		st->ops->drain(st);
+	run_queued(st->w);
+	for (unsigned int i = 0; i < st->nedges; i++) {
+		struct rb2_edge *e = &st->edges[i];
+		void *slot;
+		int ret;
+
+		if (e->next != NULL) {
+			e->next->n_in_done++;
+			continue;
+		}
+		if (e->tx == NULL)
+			continue;
+		/* End of stream: the one zero-length message. */
+		while ((ret = rb2_tx_reserve(e->tx, 0, &slot)) == -ENOBUFS &&
+		       st->pl->stop < 2) {
+			rb2_tx_flush(e->tx);
+			rte_pause();
+		}
+		if (ret == 0) {
+			rb2_tx_commit(e->tx, 0);
+			rb2_tx_flush(e->tx);
+		} else if (ret != -ENOBUFS) {
+			PL_LOG(ERR, "stage '%s': cannot send the end of stream on link '%s': %s",
+			       st->name, e->link->name, strerror(-ret));
+		}
+	}
+	st->done = true;
+}
+
+static int
+worker_main(void *arg)
+{
+	struct rb2_worker *w = arg;
+	struct rb2_pipeline *pl = w->pl;
+	struct rb2_msg msgs[RB2_STAGE_BURST_MAX];
+	unsigned int left = w->nstages;
+
+	while (left > 0 && pl->stop < 2) {
+		int busy = 0;
+
+		for (unsigned int i = 0; i < w->nstages; i++) {
+			struct rb2_stage *st = w->stages[i];
+			uint64_t t0;
+			int r;
+
+			if (st->done || st->ops->poll == NULL)
+				continue;
+			if (pl->stop != 0) {
+				finish(st);
+				left--;
+				continue;
+			}
+			t0 = rte_rdtsc();
+			r = st->ops->poll(st);
+			st->cycles += rte_rdtsc() - t0;
+			run_queued(w);
+			if (r > 0) {
+				st->produced += (uint64_t)r;
+				busy = 1;
+			} else if (r < 0) {
+				if (r != -ENODATA)
+					PL_LOG(ERR, "stage '%s' stopped: %s", st->name, strerror(-r));
+				finish(st);
+				left--;
+			}
+		}
+		for (unsigned int i = 0; i < w->ninputs; i++) {
+			struct rb2_link *l = w->inputs[i];
+			unsigned int k;
+			int n;
+
+			if (l->ended)
+				continue;
+			n = rb2_rx_peek_burst(l->rx, msgs, pl->burst);
+			if (n == 0)
+				continue;
+			if (n < 0) {
+				PL_LOG(ERR, "link '%s' failed: %s; its sender's unsent messages are lost "
+				       "(its counters say how many it sent)", l->name, strerror(-n));
+				pl->failed = 1;
+				l->ended = true;
+				l->to->n_in_done++;
+				continue;
+			}
+			for (k = 0; k < (unsigned int)n && msgs[k].len != 0; k++)
+				;
+			if (k > 0) {
+				run_stage(l->to, msgs, k);
+				run_queued(w);
+			}
+			rb2_rx_release_burst(l->rx, msgs, (unsigned int)n);
+			if (k < (unsigned int)n) {     /* the end of stream */
+				l->ended = true;
+				l->to->n_in_done++;
+			}
+			busy = 1;
+		}
+		for (unsigned int i = 0; i < w->nstages; i++) {
+			struct rb2_stage *st = w->stages[i];
+
+			if (!st->done && st->ops->poll == NULL && st->n_in_done == st->n_in) {
+				finish(st);
+				left--;
+			}
+		}
+		if (!busy) {
+			/* Idle: nothing committed may wait for a threshold. */
+			for (unsigned int i = 0; i < w->noutputs; i++)
+				rb2_tx_flush(w->outputs[i]);
+			rte_pause();
+		}
+	}
+	w->ret = left > 0 ? -ECANCELED : 0;
+	return 0;
+}
+
+int
+rb2_pipeline_run(struct rb2_pipeline *pl)
+{
+	unsigned int me = rte_lcore_id(), l;
+	uint64_t t0 = rte_rdtsc();
+	int ret = 0;
+
+	RTE_LCORE_FOREACH_WORKER(l) {
+		if (pl->workers[l].nstages == 0)
+			continue;
+		if (rte_eal_remote_launch(worker_main, &pl->workers[l], l) != 0) {
+			PL_LOG(ERR, "cannot launch lcore %u: it is busy", l);
+			pl->stop = 2;
+			ret = -EBUSY;
+		}
+	}
+	if (pl->workers[me].nstages > 0)
+		worker_main(&pl->workers[me]);
+	RTE_LCORE_FOREACH_WORKER(l)
+		if (pl->workers[l].nstages > 0)
+			rte_eal_wait_lcore(l);
+	pl->run_cycles = rte_rdtsc() - t0;
+	for (l = 0; l < RTE_MAX_LCORE; l++)
+		if (pl->workers[l].ret < 0 && ret == 0)
+			ret = pl->workers[l].ret;
+	if (ret == 0 && pl->failed)
+		ret = -EIO;
+	return ret;
+}
+
+void
+rb2_pipeline_stop(struct rb2_pipeline *pl)
+{
+	if (pl->stop < 2)
+		pl->stop++;
+}

@@ -282,11 +282,16 @@ Test(rb2_property, random_configs_exactly_once_in_order_10M)
 	const uint64_t per = 125000 * scale();
 	uint64_t total = 0;
 
-	/* 40 configurations x 2 modes x 125 k = 10 M messages. */
+	/* 40 configurations x 2 shm modes x 125 k = 10 M messages, and the
+	 * template driver (loop) on a quarter as many. */
 	for (uint64_t seed = 1; seed <= 40; seed++) {
 		run_single(seed, "shm,mode=copy", per);
 		run_single(seed + 1000, "shm,mode=loadstore", per);
 		total += 2 * per;
+		if (seed % 4 == 0) {
+			run_single(seed + 2000, "loop", per);
+			total += per;
+		}
 	}
 	cr_log_info("%" PRIu64 " messages delivered exactly once, in order", total);
 	cr_assert_geq(total, 10000000 * scale());
@@ -370,12 +375,14 @@ Test(rb2_property, two_lcores_random_configs_exactly_once_in_order)
 	if (one != NULL) {          /* rerun the seed a failure names */
 		uint64_t seed = strtoull(one, NULL, 0);
 
-		run_concurrent(seed, seed < 600 ? "shm,mode=copy" : "shm,mode=loadstore",
-			       300000 * scale());
+		run_concurrent(seed, seed < 600 ? "shm,mode=copy" : seed < 700 ?
+			       "shm,mode=loadstore" : "loop", 300000 * scale());
 		return;
 	}
 	for (uint64_t seed = 1; seed <= 6; seed++) {
 		run_concurrent(seed + 500, "shm,mode=copy", 300000 * scale());
 		run_concurrent(seed + 600, "shm,mode=loadstore", 300000 * scale());
+		if (seed % 2 == 0)
+			run_concurrent(seed + 700, "loop", 300000 * scale());
 	}
 }

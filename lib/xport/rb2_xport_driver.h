@@ -14,15 +14,26 @@
  * dlopen()ed:
  *
  * @code
- * static const struct rb2_xport_ops null_ops = {
- *	.open = null_open,
- *	.qp_create = null_qp_create,
+ * static const struct rb2_xport_ops loop_ops = {
+ *	.open = loop_open,
+ *	.mr_alloc = loop_mr_alloc,
+ *	.qp_create = loop_qp_create,
+ *	.qp_connect_local = loop_qp_connect_local,
+ *	...
  * };
- * RB2_XPORT_REGISTER(null, null_ops);
+ * RB2_XPORT_REGISTER(loop, loop_ops);
  * @endcode
  *
- * Entries left NULL fall back to a default that returns -ENOTSUP (as
+ * drivers/xport/loop/ is the smallest complete driver: copy it to start a new
+ * one. Entries left NULL fall back to a default that returns -ENOTSUP (as
  * rdma-core's verbs_dummy_ops), so call sites never test for NULL.
+ *
+ * A queue's life: qp_create() sets up its state (qp->drv, depths,
+ * max_inline); the layer has already set qp->post and qp->poll to defaults
+ * that refuse to post (-ENOTCONN) and find no completion. The queue goes
+ * live when it connects: qp_connect_local() or qp_exchange() set qp->post,
+ * qp->poll and qp->connected. qp_destroy() releases what qp_create() took,
+ * disconnecting first if connected.
  */
 
 #include <rte_common.h>
@@ -45,14 +56,17 @@ struct rb2_xport_ops {
 			int socket, struct rb2_xport_mr *mr);
 	/** Deregister and free. */
 	void (*mr_free)(struct rb2_xport *xp, struct rb2_xport_mr *mr);
-	/** Initialise a queue: set qp->post, qp->poll, qp->drv, depths. */
+	/** Set a new queue up: qp->drv, qp->sq_depth, cq_depth, max_inline.
+	 * Not post/poll: those are set when the queue connects. */
 	int (*qp_create)(struct rb2_xport *xp, struct rb2_xport_qp *qp,
 			 const struct rb2_xport_qp_attr *attr);
 	/** Tear a queue down. */
 	void (*qp_destroy)(struct rb2_xport_qp *qp);
-	/** Connect two queues of this process to each other. */
+	/** Connect two queues of this process to each other; set both
+	 * queues' post, poll and connected. */
 	int (*qp_connect_local)(struct rb2_xport_qp *a, struct rb2_xport_qp *b);
-	/** Rendezvous with a peer and connect; returns the peer blob length. */
+	/** Rendezvous with a peer and connect (then set the queue's post,
+	 * poll and connected); returns the peer blob length. */
 	int (*qp_exchange)(struct rb2_xport_qp *qp, const char *peer,
 			   enum rb2_xport_role role, const void *blob, size_t len,
 			   void *peer_blob, size_t peer_cap,

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * The "loop" transport: the smallest complete driver, and the one to copy
+ * when writing a new one. Its "NIC" is the posting lcore itself: a WR chain
+ * executes at the doorbell, in order, between queues of one process, over
+ * plain DPDK heap memory. Everything RB² needs is here; nothing else is.
+ *
+ * To write a driver: copy this folder to drivers/xport/NAME/, rename, and
+ * fill in the ops. The build finds the folder by itself (its meson.build only
+ * lists sources and deps, and may switch the driver off with a reason).
+ * What each op must do is in lib/xport/rb2_xport_driver.h; ops left out
+ * default to -ENOTSUP. tests/test_xport.c and tests/test_property.c run
+ * every registered driver that can pair two local queues.
+ */
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+
+#include <rb2_xport_driver.h>
+
+/* A queue's completions of signaled WRs. Only its lcore posts and polls. */
+struct loop_qp {
+	uint32_t mask, head, tail;
+	struct rb2_xport_wc cq[];
+};
+
+static int
+loop_open(struct rb2_xport *xp, const char *args)
+{
+	static const char *const keys[] = {NULL}; /* it takes no arguments */
+	int ret = rb2_xport_args_check("loop", args, keys);
+
+	if (ret < 0)
+		return ret;
+	xp->caps = RB2_XPORT_CAP_READ;
+	xp->socket_id = (int)rte_socket_id();
+	return 0;
+}
+
+/* Registered memory is plain memory: the key is never checked. */
+static int
+loop_mr_alloc(struct rb2_xport *xp __rte_unused, const char *name, size_t len, int socket,
+	      struct rb2_xport_mr *mr)
+{
+	mr->addr = rte_zmalloc_socket(name, len, RTE_CACHE_LINE_SIZE, socket);
+	if (mr->addr == NULL)
+		mr->addr = rte_zmalloc(name, len, RTE_CACHE_LINE_SIZE);
+	if (mr->addr == NULL)
+		return -ENOMEM;
+	mr->len = len;
+	mr->socket_id = socket;
+	return 0;
+}
+
+static void
+loop_mr_free(struct rb2_xport *xp __rte_unused, struct rb2_xport_mr *mr)
+{
+	rte_free(mr->addr);
+}
+
+/*
+ * The doorbell. A NIC lands a WRITE front to back and the WRITEs of a queue
+ * in order (RC); so do we: word by word through volatile stores (x86 keeps
+ * stores in order), a release fence after each WRITE, and an aligned 8-byte
+ * WRITE (a ring pointer) as a release store, which the peer's acquire load
+ * of that pointer pairs with. All or nothing: a chain that cannot complete
+ * is refused before any of it runs.
+ */
+static int
+loop_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs, unsigned int n)
+{
+	struct loop_qp *q = qp->drv;
+	unsigned int signaled = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		if (wrs[i].opcode != RB2_WR_WRITE && wrs[i].opcode != RB2_WR_READ)
+			return -ENOTSUP;
+		signaled += (wrs[i].flags & RB2_WR_SIGNALED) != 0;
+	}
+	if (signaled > q->mask + 1 - (q->tail - q->head))
+		return -ENOSPC;
+	for (unsigned int i = 0; i < n; i++) {
+		const struct rb2_xport_wr *wr = &wrs[i];
+		void *remote = (void *)(uintptr_t)wr->remote;
+
+		if (wr->opcode == RB2_WR_READ) {
+			atomic_thread_fence(memory_order_acquire); /* pairs with the peer's release */
+			memcpy(wr->local, remote, wr->len);
+		} else if (wr->len == 8 && (wr->remote & 7) == 0) {
+			atomic_store_explicit((_Atomic uint64_t *)remote,
+					      *(const uint64_t *)wr->local, memory_order_release);
+		} else if (((wr->remote | (uintptr_t)wr->local) & 7) == 0) {
+			volatile uint64_t *d = remote;
+			const uint64_t *s = wr->local;
+			uint32_t w = wr->len / 8;
+
+			for (uint32_t k = 0; k < w; k++)
+				d[k] = s[k];
+			memcpy((uint8_t *)remote + w * 8, (const uint8_t *)wr->local + w * 8,
+			       wr->len & 7);
+			atomic_thread_fence(memory_order_release);
+		} else {
+			memcpy(remote, wr->local, wr->len);
+			atomic_thread_fence(memory_order_release);
+		}
+		if (wr->flags & RB2_WR_SIGNALED)
+			q->cq[q->tail++ & q->mask] = (struct rb2_xport_wc){
+				.wr_id = wr->wr_id, .status = RB2_WC_SUCCESS,
+				.opcode = wr->opcode, .byte_len = wr->len,
+			};
+	}
+	return 0;
+}
+
+static int
+loop_poll(struct rb2_xport_qp *qp, struct rb2_xport_wc *wcs, unsigned int n)
+{
+	struct loop_qp *q = qp->drv;
+	unsigned int i = 0;
+
+	while (i < n && q->head != q->tail)
+		wcs[i++] = q->cq[q->head++ & q->mask];
+	return (int)i;
+}
+
+static int
+loop_qp_create(struct rb2_xport *xp __rte_unused, struct rb2_xport_qp *qp,
+	       const struct rb2_xport_qp_attr *attr)
+{
+	uint32_t depth = rte_align32pow2(attr->cq_depth ? attr->cq_depth : 256);
+	struct loop_qp *q = rte_zmalloc("loop_qp", sizeof(*q) + depth * sizeof(q->cq[0]),
+					RTE_CACHE_LINE_SIZE);
+
+	if (q == NULL)
+		return -ENOMEM;
+	q->mask = depth - 1;
+	qp->drv = q;
+	qp->cq_depth = depth;
+	qp->sq_depth = attr->sq_depth ? attr->sq_depth : 1024;
+	qp->max_inline = 256;
+	return 0;
+}
+
+static void
+loop_qp_destroy(struct rb2_xport_qp *qp)
+{
+	rte_free(qp->drv);
+}
+
+/* Connecting is where a queue goes live: post and poll are set here. */
+static int
+loop_qp_connect_local(struct rb2_xport_qp *a, struct rb2_xport_qp *b)
+{
+	struct rb2_xport_qp *qps[2] = {a, b};
+
+	for (int i = 0; i < 2; i++) {
+		qps[i]->post = loop_post;
+		qps[i]->poll = loop_poll;
+		qps[i]->connected = 1;
+	}
+	return 0;
+}
+
+static const struct rb2_xport_ops loop_ops = {
+	.open = loop_open,
+	.mr_alloc = loop_mr_alloc,
+	.mr_free = loop_mr_free,
+	.qp_create = loop_qp_create,
+	.qp_destroy = loop_qp_destroy,
+	.qp_connect_local = loop_qp_connect_local,
+};
+
+RB2_XPORT_REGISTER(loop, loop_ops);

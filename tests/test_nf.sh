@@ -211,12 +211,13 @@ plugin)
 		{ fail "meson install"; exit 1; }
 	pc=$(find "$dest" -name librb2.pc | head -1)
 	[ -n "$pc" ] || { fail "no librb2.pc installed"; exit 1; }
-	# The .pc names its install prefix; DESTDIR moved it: say where.
-	prefix=$(sed -n 's/^prefix=//p' "$pc")
-	mkdir -p "$tmp/pc"
-	sed "s|^prefix=.*|prefix=$dest$prefix|" "$pc" >"$tmp/pc/librb2.pc"
+	# Used where it lies, unedited: it finds its prefix from its own place.
+	inc=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags-only-I librb2 | tr ' ' '\n' |
+		grep -m1 "/rb2$" | sed 's/^-I//')
+	[ -f "$inc/rb2_stage.h" ] && ok "librb2.pc under a --destdir points into it ($inc)" ||
+		fail "librb2.pc under a --destdir does not point at its headers: '$inc'"
 	cp -r "$src/examples/stage-filter" "$tmp/ex"
-	if ! PKG_CONFIG_PATH=$tmp/pc make -C "$tmp/ex" >"$tmp/make.txt" 2>&1; then
+	if ! PKG_CONFIG_PATH=$(dirname "$pc") make -C "$tmp/ex" >"$tmp/make.txt" 2>&1; then
 		fail "building examples/stage-filter with pkg-config"; cat "$tmp/make.txt"; exit 1
 	fi
 	ok "examples/stage-filter built with pkg-config --cflags --libs librb2"

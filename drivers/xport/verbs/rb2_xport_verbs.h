@@ -5,8 +5,9 @@
 #ifndef RB2_XPORT_VERBS_H
 #define RB2_XPORT_VERBS_H
 
-/* Internal to the verbs driver: send-queue accounting and WR planning, kept
- * free of verbs calls so they are unit-tested without a device. */
+/* Internal to the verbs driver: send-queue accounting and WR planning
+ * (rb2_verbs_sq.c), kept free of verbs calls so they are unit-tested without
+ * a device. Not exported from librb2: the test compiles rb2_verbs_sq.c. */
 
 #include <stdint.h>
 

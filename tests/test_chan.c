@@ -736,3 +736,40 @@ Test(rb2_chan, unaligned_slots_loadstore)
 {
 	unaligned("shm,mode=loadstore");
 }
+
+/* The one thing that travels upstream besides the head: a receiver's notice
+ * (a pipeline asking its upstream process to stop) reaches the sender, on
+ * every transport mode; an unconnected receiver refuses to raise one. */
+static void
+notice(const char *spec)
+{
+	struct rb2_chan_params p;
+	struct rb2_rx *lone;
+
+	rb2_chan_params_init(&p);
+	open_pair(spec, &p);
+	cr_expect_eq(rb2_tx_notices(tx), 0, "%s: no notice yet", spec);
+	cr_assert_eq(rb2_rx_notify(rx, RB2_NOTICE_STOP), 0);
+	cr_expect_eq(rb2_tx_notices(tx), RB2_NOTICE_STOP, "%s: the sender sees it", spec);
+	cr_assert_eq(rb2_rx_notify(rx, 1u << 5), 0);
+	cr_expect_eq(rb2_tx_notices(tx), RB2_NOTICE_STOP | 1u << 5, "%s: notices add up", spec);
+	lone = rb2_rx_create("lone", xp, &p);
+	cr_assert_not_null(lone);
+	cr_expect_eq(rb2_rx_notify(lone, RB2_NOTICE_STOP), -ENOTCONN);
+	rb2_rx_destroy(lone);
+}
+
+Test(rb2_chan, receiver_notice_reaches_sender_copy)
+{
+	notice("shm,mode=copy");
+}
+
+Test(rb2_chan, receiver_notice_reaches_sender_loadstore)
+{
+	notice("shm,mode=loadstore");
+}
+
+Test(rb2_chan, receiver_notice_reaches_sender_loop)
+{
+	notice("loop");
+}

@@ -11,7 +11,8 @@
 #     debian      real captures shipped by Debian (golang-github-google-gopacket-dev)
 #     errors      bad traces, bad configurations, bad arguments: clear errors, nothing lost
 #     plugin      meson install + pkg-config build of examples/stage-filter, and broken plugins
-#     twoproc     replay and measure as two processes over shm = one process (needs hugepages)
+#     twoproc     replay and measure as two processes over shm = one process (needs hugepages);
+#                 Ctrl-C on either process stops both; a killed receiver fails the sender
 #     signal      SIGINT drains: every record sent is measured; telemetry while running
 set -uo pipefail
 
@@ -58,6 +59,30 @@ expect_err() {
 	else
 		fail "error of '$*' does not match '$want':"; cat "$tmp/err.txt"
 	fi
+}
+
+# wait_socket PREFIX: until the primary of PREFIX takes secondaries.
+wait_socket() {
+	for _ in $(seq 100); do
+		[ -S "/var/run/dpdk/$1/mp_socket" ] && return
+		sleep 0.1
+	done
+}
+
+# wait_gone SECONDS PID...: until every PID has exited (at most SECONDS).
+wait_gone() {
+	local end=$(( $(date +%s) + $1 )); shift
+	for p in "$@"; do
+		while kill -0 "$p" 2>/dev/null && [ "$(date +%s)" -lt $end ]; do
+			sleep 0.02
+		done
+	done
+}
+
+# remove_hugefiles PREFIX: a primary's hugepage files outlive it (and a
+# killed one cleans up nothing): free them.
+remove_hugefiles() {
+	rm -f /dev/hugepages/"$1"map_* 2>/dev/null || true
 }
 
 json_get() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
@@ -275,10 +300,7 @@ twoproc)
 		--config "$cfg" --proc measure --json "$tmp/two.json" \
 		>"$tmp/m.txt" 2>&1 &
 	mpid=$!
-	for _ in $(seq 100); do
-		[ -S "/var/run/dpdk/$pfx/mp_socket" ] && break
-		sleep 0.1
-	done
+	wait_socket "$pfx"
 	"$nf" -l 0 --no-pci -m 256 --file-prefix "$pfx" --proc-type=secondary \
 		--log-level=lib.eal:warning -- --config "$cfg" --proc replay --trace "$tmp/g.pcap" \
 		>"$tmp/r.txt" 2>&1 || { fail "replay process"; cat "$tmp/r.txt"; }
@@ -298,6 +320,68 @@ PY
 		fail "two processes differ from one"
 	fi
 	python3 "$ref" compare "$tmp/g.pcap" "$tmp/two.json" || fail "two processes vs reference"
+	remove_hugefiles "$pfx"
+
+	# Stopping a split pipeline, as a user would: replay loops until
+	# stopped; Ctrl-C goes to one of the two processes. Both must stop within
+	# a bounded time, every record sent measured, and both exit 0.
+	for victim in measure replay; do
+		pfx=rb2t-nf2s-$victim-$$
+		"$nf" -l 1 --no-pci -m 256 --file-prefix "$pfx" --proc-type=primary \
+			--base-virtaddr=0x200000000000 --log-level=lib.eal:warning -- \
+			--config "$cfg" --proc measure --json "$tmp/s.json" >"$tmp/m.txt" 2>&1 &
+		mpid=$!
+		wait_socket "$pfx"
+		"$nf" -l 0 --no-pci -m 256 --file-prefix "$pfx" --proc-type=secondary \
+			--log-level=lib.eal:warning -- --config "$cfg" --proc replay --loop 0 \
+			--trace "$tmp/g.pcap" --stats-json "$tmp/rs.json" >"$tmp/r.txt" 2>&1 &
+		rpid=$!
+		sleep 2
+		t0=$(date +%s%N)
+		[ $victim = measure ] && kill -INT $mpid || kill -INT $rpid
+		wait_gone 30 $mpid $rpid
+		ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+		wait $mpid; mrc=$?
+		wait $rpid; rrc=$?
+		sent=$(json_get "$tmp/rs.json" '[s for s in d["stages"] if s["name"]=="replay"][0]["edges"]["out"]["msgs"]' 2>/dev/null)
+		got=$(json_get "$tmp/s.json" 'd["totals"]["packets"]' 2>/dev/null)
+		if [ $mrc = 0 ] && [ $rrc = 0 ] && [ $ms -lt 15000 ] && [ -n "$sent" ] &&
+			[ "$sent" = "$got" ] && [ "$got" -gt 400000 ]; then
+			ok "Ctrl-C on the $victim process stops both in $ms ms; all $sent records sent were measured"
+			[ $victim = replay ] || grep -q "a receiver asked to stop" "$tmp/r.txt" ||
+				fail "the replay process does not say why it stopped"
+		else
+			fail "Ctrl-C on $victim: measure rc $mrc, replay rc $rrc, $ms ms, sent $sent, measured $got"
+			cat "$tmp/m.txt" "$tmp/r.txt"
+		fi
+		remove_hugefiles "$pfx"
+	done
+
+	# The measure process killed: the replay process sees its receiver die
+	# within a bounded time, exits non-zero, and says how much it had sent.
+	pfx=rb2t-nf2k-$$
+	"$nf" -l 1 --no-pci -m 256 --file-prefix "$pfx" --proc-type=primary \
+		--base-virtaddr=0x200000000000 --log-level=lib.eal:warning -- \
+		--config "$cfg" --proc measure >"$tmp/m.txt" 2>&1 &
+	mpid=$!
+	wait_socket "$pfx"
+	"$nf" -l 0 --no-pci -m 256 --file-prefix "$pfx" --proc-type=secondary \
+		--log-level=lib.eal:warning -- --config "$cfg" --proc replay --loop 0 --pps 1000 \
+		--trace "$tmp/g.pcap" >"$tmp/r.txt" 2>&1 &
+	rpid=$!
+	sleep 2
+	kill -9 $mpid
+	t0=$(date +%s%N)
+	wait_gone 30 $rpid
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	wait $rpid; rrc=$?
+	if [ $rrc = 1 ] && [ $ms -lt 5000 ] &&
+		grep -q "link 'records' to stage 'measure' (proc measure) failed: Connection reset by peer; [0-9]* message(s) were sent on it before" "$tmp/r.txt"; then
+		ok "measure killed: the replay process exits 1 after $ms ms, saying what was sent"
+	else
+		fail "measure killed: replay rc $rrc after $ms ms"; cat "$tmp/r.txt"
+	fi
+	remove_hugefiles "$pfx"
 	;;
 signal)
 	"$gen" -o "$tmp/g.pcap" --packets 50000 --flows 1000 --seed 8 >/dev/null

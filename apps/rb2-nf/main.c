@@ -232,7 +232,10 @@ main(int argc, char **argv)
 	rb2_pipeline_free(running);
 	running = NULL;
 	rte_eal_cleanup();
-	if (ret != 0)
+	if (ret == -EIO)
+		fprintf(stderr, "rb2-nf: the run was not clean: a link failed or messages were not "
+			"delivered (the summary above says which and how many)\n");
+	else if (ret != 0)
 		fprintf(stderr, "rb2-nf: the pipeline did not drain: %s\n", strerror(-ret));
 	return ret == 0 ? 0 : ret == -ECANCELED ? 130 : 1;
 }

@@ -297,10 +297,15 @@ replay_report(struct rb2_stage *st, FILE *out)
 {
 	struct replay *r = rb2_stage_priv(st);
 
+	uint64_t planned = r->n * (r->loops ? r->loops : r->loop + 1);
+
 	fprintf(out, "replay '%s': %" PRIu64 " records sent (%" PRIu64 " in the trace x %" PRIu64
-		" loop(s)%s)%s%s\n", rb2_stage_name(st), r->sent, r->n, r->loop + 1,
-		r->sent < r->n * (r->loop + 1) ? ", stopped early" : "",
-		r->trace_err[0] ? "; trace cut short " : "", r->trace_err);
+		" loop(s)%s)", rb2_stage_name(st), r->sent, r->n, r->loop + 1,
+		r->loops == 0 ? ", looping until stopped" : "");
+	if (r->loops != 0 && r->sent < planned)
+		fprintf(out, "; stopped early: %" PRIu64 " of the %" PRIu64 " records to send were "
+			"not sent", planned - r->sent, planned);
+	fprintf(out, "%s%s\n", r->trace_err[0] ? "; trace cut short " : "", r->trace_err);
 	fprintf(out, "  trace: %" PRIu64 " IPv4, %" PRIu64 " IPv6, %" PRIu64 " non-IP, %" PRIu64
 		" malformed; %" PRIu64 " non-first fragments, %" PRIu64 " without ports (snaplen)\n",
 		r->tst.ipv4, r->tst.ipv6, r->tst.nonip, r->tst.malformed, r->tst.fragments,

@@ -452,6 +452,7 @@ place_workers(struct rb2_pipeline *pl)
 		if (lk->tx != NULL) {
 			struct rb2_worker *w = &pl->workers[lk->from->lcore];
 
+			w->out_links[w->noutputs] = lk;
 			w->outputs[w->noutputs++] = lk->tx;
 		}
 	}
@@ -465,7 +466,7 @@ rb2_pipeline_load(const char *path, const struct rb2_pipeline_opts *opts,
 	struct rb2_cfg_section *secs[STAGES_MAX] = { NULL };
 	struct rb2_cfg_section *top = NULL;
 	unsigned int nlocal = 0;
-	uint64_t burst;
+	uint64_t burst, stop_ms;
 
 	if (pl == NULL) {
 		snprintf(err, errlen, "%s: out of memory", path);
@@ -509,11 +510,15 @@ rb2_pipeline_load(const char *path, const struct rb2_pipeline_opts *opts,
 		goto fail;
 	}
 	burst = 32;
+	stop_ms = 10000;
 	if (top != NULL && (get_uint(pl, top, "burst", 32, 1, RB2_STAGE_BURST_MAX, &burst,
 				     err, errlen) != 0 ||
-			    no_other_keys(pl, top, "burst", err, errlen) != 0))
+			    get_uint(pl, top, "stop_timeout_ms", 10000, 1, 3600000, &stop_ms,
+				     err, errlen) != 0 ||
+			    no_other_keys(pl, top, "burst, stop_timeout_ms", err, errlen) != 0))
 		goto fail;
 	pl->burst = (unsigned int)burst;
+	pl->stop_timeout_ms = (unsigned int)stop_ms;
 	if (rank_stages(pl, err, errlen) != 0)
 		goto fail;
 	for (unsigned int i = 0; i < pl->nstages; i++)

@@ -71,6 +71,7 @@ struct rb2_edge {
 	uint64_t msgs, bytes;       /* delivered */
 	uint64_t failed;            /* emits that failed (counted, never silent) */
 	uint64_t waits;             /* times the next channel was full */
+	int err;                    /* the error that failed its channel, or 0 */
 };
 
 struct rb2_stage_counter {
@@ -117,6 +118,8 @@ struct rb2_link {
 	struct rb2_tx *tx;          /* when `from` is local */
 	struct rb2_rx *rx;          /* when `to` is local */
 	bool ended;                 /* end of stream received */
+	bool notified;              /* we asked its (remote) sender to stop */
+	int err;                    /* the error that failed it as an input, or 0 */
 };
 
 /* What one lcore runs. */
@@ -128,9 +131,11 @@ struct rb2_worker {
 	struct rb2_link *inputs[LINKS_MAX];     /* channels it reads */
 	unsigned int ninputs;
 	struct rb2_tx *outputs[LINKS_MAX];      /* channels it writes */
+	struct rb2_link *out_links[LINKS_MAX];  /* ... and their links */
 	unsigned int noutputs;
 	unsigned int queued;                    /* chunks queued on direct edges */
 	struct rb2_chunk *pool;                 /* free chunks of CHUNK_ARENA */
+	uint64_t stop_deadline;                 /* TSC: remote inputs must have ended */
 	int ret;
 };
 
@@ -146,8 +151,10 @@ struct rb2_pipeline {
 	unsigned int nxports;
 	struct rb2_worker workers[RTE_MAX_LCORE];
 	volatile int stop;                      /* 1: drain, 2: abort */
+	volatile int stop_by_peer;              /* stop 1 came as a receiver's notice */
+	unsigned int stop_timeout_ms;           /* for a remote sender's end of stream */
 	uint64_t run_cycles;
-	int failed;                             /* a channel failed */
+	volatile int failed;                    /* a link failed */
 };
 
 struct rb2_stage_args {
@@ -166,6 +173,8 @@ void rb2_chunk_put(struct rb2_worker *w, struct rb2_chunk *c);
 /* rb2_stage_emit.c: free a worker's pool (and nothing queued). */
 void rb2_chunk_pool_free(struct rb2_worker *w);
 
+/* rb2_pipeline_stats.c: emits that failed, over this process's stages. */
+uint64_t rb2_pipeline_lost(const struct rb2_pipeline *pl);
 /* rb2_pipeline_stats.c: the pipeline telemetry shows (one per process). */
 void rb2_pipeline_telemetry_set(struct rb2_pipeline *pl);
 void rb2_pipeline_telemetry_clear(struct rb2_pipeline *pl);

@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <rte_cycles.h>
 #include <rte_telemetry.h>
@@ -26,14 +27,75 @@ edge_totals(const struct rb2_stage *st, uint64_t *out, uint64_t *failed)
 	}
 }
 
+uint64_t
+rb2_pipeline_lost(const struct rb2_pipeline *pl)
+{
+	uint64_t lost = 0, outm, failed;
+
+	for (unsigned int i = 0; i < pl->nstages; i++) {
+		const struct rb2_stage *st = &pl->stages[i];
+
+		if (!st->local)
+			continue;
+		edge_totals(st, &outm, &failed);
+		lost += failed + st->emit_errors;
+	}
+	return lost;
+}
+
+/* Why the run was not clean, in words: failed links and emits. */
+static void
+report_failures(struct rb2_pipeline *pl, FILE *out)
+{
+	for (unsigned int i = 0; i < pl->nstages; i++) {
+		struct rb2_stage *st = &pl->stages[i];
+
+		if (!st->local)
+			continue;
+		if (st->emit_errors > 0)
+			fprintf(out, "  stage '%s': %" PRIu64 " emit(s) refused (no such edge, or a "
+				"zero length): a bug in the stage\n", st->name, st->emit_errors);
+		for (unsigned int j = 0; j < st->nedges; j++) {
+			const struct rb2_edge *e = &st->edges[j];
+			const struct rb2_link *lk = e->link;
+
+			if (lk == NULL && e->failed > 0)
+				fprintf(out, "  stage '%s': %" PRIu64 " message(s) emitted on unlinked "
+					"edge '%s': not delivered\n", st->name, e->failed, e->name);
+			else if (e->err != 0)
+				fprintf(out, "  link '%s' to stage '%s' (proc %s) failed: %s; %" PRIu64
+					" message(s) were sent on it before, %" PRIu64 " emit(s) failed\n",
+					lk->name, lk->to->name, lk->to->proc, strerror(-e->err), e->msgs,
+					e->failed);
+			else if (e->failed > 0)
+				fprintf(out, "  stage '%s': %" PRIu64 " emit(s) on edge '%s' failed "
+					"(too large for link '%s', or the pipeline was aborted)\n",
+					st->name, e->failed, e->name, lk->name);
+		}
+	}
+	for (unsigned int i = 0; i < pl->nlinks; i++) {
+		const struct rb2_link *lk = &pl->links[i];
+
+		if (lk->rx != NULL && lk->err != 0)
+			fprintf(out, "  link '%s' from stage '%s' (proc %s) failed: %s; what it had "
+				"not sent was not received\n", lk->name, lk->from->name, lk->from->proc,
+				strerror(-lk->err));
+	}
+}
+
 void
 rb2_pipeline_report(struct rb2_pipeline *pl, FILE *out)
 {
 	double hz = (double)rte_get_tsc_hz();
 	double secs = (double)pl->run_cycles / hz;
+	int bad = pl->failed || rb2_pipeline_lost(pl) > 0;
 
-	fprintf(out, "pipeline: %u stage(s) in proc '%s', ran %.3f s%s\n", pl->nstages, pl->proc,
-		secs, pl->stop >= 2 ? " (aborted)" : pl->stop ? " (stopped, drained)" : "");
+	fprintf(out, "pipeline: %u stage(s) in proc '%s', ran %.3f s%s%s\n", pl->nstages, pl->proc,
+		secs, pl->stop >= 2 ? " (aborted)" : pl->stop_by_peer ?
+		" (stopped at a receiver's request, drained)" : pl->stop ? " (stopped, drained)" : "",
+		bad ? "; NOT CLEAN:" : "");
+	if (bad)
+		report_failures(pl, out);
 	fprintf(out, "  %-12s %5s %14s %14s %12s %10s\n", "stage", "lcore", "in msgs",
 		"out msgs", "failed", "cyc/msg");
 	for (unsigned int i = 0; i < pl->nstages; i++) {
@@ -44,15 +106,11 @@ rb2_pipeline_report(struct rb2_pipeline *pl, FILE *out)
 			continue;
 		edge_totals(st, &outm, &failed);
 		fprintf(out, "  %-12s %5u %14" PRIu64 " %14" PRIu64 " %12" PRIu64 " %10.1f\n",
-			st->name, st->lcore, st->in_msgs, outm, failed,
+			st->name, st->lcore, st->in_msgs, outm, failed + st->emit_errors,
 			n ? (double)st->cycles / (double)n : 0.0);
 		for (unsigned int j = 0; j < st->ncounters; j++)
 			fprintf(out, "  %14s%-20s %" PRIu64 "\n", "", st->counters[j].name,
 				st->counters[j].value);
-		for (unsigned int j = 0; j < st->nedges; j++)
-			if (st->edges[j].link == NULL && st->edges[j].failed > 0)
-				fprintf(out, "  %14s%" PRIu64 " message(s) emitted on unlinked edge '%s'\n",
-					"", st->edges[j].failed, st->edges[j].name);
 	}
 	for (unsigned int i = 0; i < pl->nstages; i++)
 		if (pl->stages[i].local && pl->stages[i].ops->report != NULL)
@@ -64,8 +122,10 @@ rb2_pipeline_stats_json(struct rb2_pipeline *pl, FILE *out)
 {
 	double hz = (double)rte_get_tsc_hz();
 
-	fprintf(out, "{\"proc\": \"%s\", \"seconds\": %.6f, \"stopped\": %d, \"stages\": [",
-		pl->proc, (double)pl->run_cycles / hz, pl->stop);
+	fprintf(out, "{\"proc\": \"%s\", \"seconds\": %.6f, \"stopped\": %d, \"stopped_by_peer\": %d, "
+		"\"failed\": %d, \"lost\": %" PRIu64 ", \"stages\": [",
+		pl->proc, (double)pl->run_cycles / hz, pl->stop, pl->stop_by_peer, pl->failed,
+		rb2_pipeline_lost(pl));
 	for (unsigned int i = 0, k = 0; i < pl->nstages; i++) {
 		struct rb2_stage *st = &pl->stages[i];
 
@@ -73,14 +133,16 @@ rb2_pipeline_stats_json(struct rb2_pipeline *pl, FILE *out)
 			continue;
 		fprintf(out, "%s{\"name\": \"%s\", \"type\": \"%s\", \"lcore\": %u, "
 			"\"in_msgs\": %" PRIu64 ", \"in_bytes\": %" PRIu64 ", \"produced\": %" PRIu64
-			", \"bursts\": %" PRIu64 ", \"cycles\": %" PRIu64 ", \"edges\": {",
+			", \"bursts\": %" PRIu64 ", \"cycles\": %" PRIu64 ", \"emit_errors\": %" PRIu64
+			", \"edges\": {",
 			k++ ? ", " : "", st->name, st->ops->name, st->lcore, st->in_msgs,
-			st->in_bytes, st->produced, st->bursts, st->cycles);
+			st->in_bytes, st->produced, st->bursts, st->cycles, st->emit_errors);
 		for (unsigned int j = 0; j < st->nedges; j++)
 			fprintf(out, "%s\"%s\": {\"msgs\": %" PRIu64 ", \"bytes\": %" PRIu64
-				", \"failed\": %" PRIu64 ", \"waits\": %" PRIu64 "}", j ? ", " : "",
-				st->edges[j].name, st->edges[j].msgs, st->edges[j].bytes,
-				st->edges[j].failed, st->edges[j].waits);
+				", \"failed\": %" PRIu64 ", \"waits\": %" PRIu64 ", \"error\": \"%s\"}",
+				j ? ", " : "", st->edges[j].name, st->edges[j].msgs, st->edges[j].bytes,
+				st->edges[j].failed, st->edges[j].waits,
+				st->edges[j].err ? strerror(-st->edges[j].err) : "");
 		fprintf(out, "}, \"counters\": {");
 		for (unsigned int j = 0; j < st->ncounters; j++)
 			fprintf(out, "%s\"%s\": %" PRIu64, j ? ", " : "", st->counters[j].name,
@@ -132,7 +194,7 @@ tel_stages(const char *cmd __rte_unused, const char *params __rte_unused,
 		rte_tel_data_add_dict_u64(c, "produced", st->produced);
 		edge_totals(st, &outm, &failed);
 		rte_tel_data_add_dict_u64(c, "out_msgs", outm);
-		rte_tel_data_add_dict_u64(c, "failed", failed);
+		rte_tel_data_add_dict_u64(c, "failed", failed + st->emit_errors);
 		rte_tel_data_add_dict_u64(c, "cycles", st->cycles);
 		rte_tel_data_add_dict_u64(c, "done", st->done);
 		for (unsigned int j = 0; j < st->ncounters; j++)

@@ -94,13 +94,89 @@ finish(struct rb2_stage *st)
 		}
 		if (ret == 0) {
 			rb2_tx_commit(e->tx, 0);
-			rb2_tx_flush(e->tx);
-		} else if (ret != -ENOBUFS) {
+			ret = rb2_tx_flush(e->tx);
+		}
+		if (ret < 0 && ret != -ENOBUFS && e->err == 0) {
 			PL_LOG(ERR, "stage '%s': cannot send the end of stream on link '%s': %s",
 			       st->name, e->link->name, strerror(-ret));
+			e->err = ret;
+			st->pl->failed = 1;
 		}
 	}
 	st->done = true;
+}
+
+/*
+ * The pipeline is stopping (a signal, or a receiver's notice): ask the
+ * senders of inputs in other processes or hosts to stop too, so that their
+ * end of stream comes, and give them stop_timeout_ms to send it. An input
+ * whose sender never ends it is given up (its messages in flight are lost,
+ * and said so), so that a stop always ends in bounded time.
+ */
+static void
+stop_inputs(struct rb2_worker *w)
+{
+	struct rb2_pipeline *pl = w->pl;
+	uint64_t now = rte_get_timer_cycles();
+
+	if (w->stop_deadline == 0)
+		w->stop_deadline = now + rte_get_timer_hz() * pl->stop_timeout_ms / 1000;
+	for (unsigned int i = 0; i < w->ninputs; i++) {
+		struct rb2_link *l = w->inputs[i];
+
+		if (l->ended || l->from->local)
+			continue;
+		if (!l->notified) {
+			int ret = rb2_rx_notify(l->rx, RB2_NOTICE_STOP);
+
+			l->notified = true;
+			if (ret < 0)
+				PL_LOG(WARNING, "link '%s': cannot ask stage '%s' (proc %s) to stop: %s",
+				       l->name, l->from->name, l->from->proc, strerror(-ret));
+		}
+		if (now > w->stop_deadline) {
+			PL_LOG(ERR, "link '%s': stage '%s' (proc %s) did not end its stream within %u ms "
+			       "of the stop; giving it up: what it had not sent is lost",
+			       l->name, l->from->name, l->from->proc, pl->stop_timeout_ms);
+			l->ended = true;
+			l->err = -ETIMEDOUT;
+			l->to->n_in_done++;
+			pl->failed = 1;
+		}
+	}
+}
+
+/* A receiver in another process or host asked us to stop (RB2_NOTICE_STOP):
+ * stop the sources, as a signal here would. */
+static void
+watch_notices(struct rb2_worker *w)
+{
+	struct rb2_pipeline *pl = w->pl;
+
+	for (unsigned int i = 0; i < w->noutputs; i++)
+		if (unlikely(rb2_tx_notices(w->outputs[i]) & RB2_NOTICE_STOP) && pl->stop == 0) {
+			PL_LOG(NOTICE, "a receiver asked to stop (link '%s'): stopping the sources "
+			       "and draining", w->out_links[i]->name);
+			pl->stop_by_peer = 1;
+			pl->stop = 1;
+		}
+}
+
+/* Idle: has a receiver of ours died? A paced source may not fill its ring,
+ * where a reservation would find out; so ask, at most every millisecond. */
+static void
+check_outputs(struct rb2_worker *w)
+{
+	for (unsigned int i = 0; i < w->noutputs; i++) {
+		struct rb2_edge *e = &w->out_links[i]->from->edges[w->out_links[i]->edge];
+		int ret = rb2_tx_check(w->outputs[i]);
+
+		if (ret < 0 && e->err == 0) {
+			PL_LOG(ERR, "link '%s' failed: %s", w->out_links[i]->name, strerror(-ret));
+			e->err = ret;
+			w->pl->failed = 1;
+		}
+	}
 }
 
 static int
@@ -113,6 +189,11 @@ worker_main(void *arg)
 
 	while (left > 0 && pl->stop < 2) {
 		int busy = 0;
+
+		if (pl->stop == 0)
+			watch_notices(w);
+		else
+			stop_inputs(w);
 
 		for (unsigned int i = 0; i < w->nstages; i++) {
 			struct rb2_stage *st = w->stages[i];
@@ -151,9 +232,11 @@ worker_main(void *arg)
 			if (n == 0)
 				continue;
 			if (n < 0) {
-				PL_LOG(ERR, "link '%s' failed: %s; its sender's unsent messages are lost "
-				       "(its counters say how many it sent)", l->name, strerror(-n));
+				PL_LOG(ERR, "link '%s' failed: %s; what stage '%s' (proc %s) had not sent is "
+				       "lost (its summary says how much it sent)", l->name, strerror(-n),
+				       l->from->name, l->from->proc);
 				pl->failed = 1;
+				l->err = n;
 				l->ended = true;
 				l->to->n_in_done++;
 				continue;
@@ -183,6 +266,7 @@ worker_main(void *arg)
 			/* Idle: nothing committed may wait for a threshold. */
 			for (unsigned int i = 0; i < w->noutputs; i++)
 				rb2_tx_flush(w->outputs[i]);
+			check_outputs(w);
 			rte_pause();
 		}
 	}
@@ -215,7 +299,8 @@ rb2_pipeline_run(struct rb2_pipeline *pl)
 	for (l = 0; l < RTE_MAX_LCORE; l++)
 		if (pl->workers[l].ret < 0 && ret == 0)
 			ret = pl->workers[l].ret;
-	if (ret == 0 && pl->failed)
+	/* Every failed emit and link fails the run: nothing is lost quietly. */
+	if (ret == 0 && (pl->failed || rb2_pipeline_lost(pl) > 0))
 		ret = -EIO;
 	return ret;
 }

@@ -153,7 +153,13 @@ rb2_stage_emit_reserve(struct rb2_stage *st, unsigned int edge, uint32_t len,
 		}
 		if (ret != -ENOBUFS || st->pl->stop >= 2) {
 			e->failed++;
-			return ret == -ENOBUFS ? -ECANCELED : ret;
+			if (ret == -ENOBUFS)
+				return -ECANCELED;
+			if (ret != -EMSGSIZE && e->err == 0) { /* the link failed */
+				e->err = ret;
+				st->pl->failed = 1;
+			}
+			return ret;
 		}
 		/* Full: make sure what we hold is visible, then wait. */
 		e->waits++;

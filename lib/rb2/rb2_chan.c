@@ -317,6 +317,7 @@ rb2_tx_create(const char *name, struct rb2_xport *xp,
 	tx->msg_size = p->msg_size;
 	tx->limit = 0; /* nothing may be reserved until connected */
 	tx->local_head = RTE_PTR_ADD(base, RB2_REGION_PTR_OFF);
+	tx->notices = RTE_PTR_ADD(base, RB2_REGION_NOTICE_OFF);
 	tx->tail_shadow = RTE_PTR_ADD(base, RB2_REGION_SHADOW_OFF);
 	/* lens[] always goes through the local mirror and slot transmission,
 	 * even in load/store mode: stored one entry per message into the
@@ -526,9 +527,12 @@ rx_attach(struct rb2_rx *rx, const struct rb2_chan_desc *peer)
 
 	rx->h.peer = *peer;
 	rx->peer_head = NULL;
-	if (rx->h.loadstore)
+	if (rx->h.loadstore) {
 		rx->peer_head = rb2_xport_peer_ptr(rx->h.qp, peer->addr + RB2_REGION_PTR_OFF,
 						   peer->rkey, sizeof(uint64_t));
+		rx->peer_notices = rb2_xport_peer_ptr(rx->h.qp, peer->addr + RB2_REGION_NOTICE_OFF,
+						      peer->rkey, sizeof(uint64_t));
+	}
 	if (rx->h.tail->rx_attach != NULL && (ret = rx->h.tail->rx_attach(rx)) < 0)
 		return ret;
 	rx->h.err = 0;

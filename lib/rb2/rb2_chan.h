@@ -150,6 +150,36 @@ void rb2_tx_pointers(const struct rb2_tx *tx, struct rb2_tx_ptrs *ptrs);
 /** Read the receiver's three pointers (local_tail as the sender last wrote it). */
 void rb2_rx_pointers(const struct rb2_rx *rx, struct rb2_rx_ptrs *ptrs);
 
+/**
+ * Raise notices for the sender (RB2_NOTICE_*, ORed into what was raised
+ * before): one WRITE of a word in the sender's region, or a store on a
+ * load/store transport. Slow path: a pipeline asks its upstream process or
+ * host to stop with RB2_NOTICE_STOP.
+ *
+ * @return 0, -ENOTCONN, or the channel's error.
+ */
+int rb2_rx_notify(struct rb2_rx *rx, uint64_t flags);
+
+/**
+ * @return the notices the receiver has raised (RB2_NOTICE_*): a load from
+ *   the sender's own memory, cheap enough for a worker's every loop.
+ */
+static inline uint64_t
+rb2_tx_notices(const struct rb2_tx *tx)
+{
+	/* Acquire: pairs with the receiver's release store (shm) or WRITE. */
+	return atomic_load_explicit(tx->notices, memory_order_acquire);
+}
+
+/**
+ * Is the sender's peer still there? For idle loops (a paced sender may not
+ * fill its ring, where a reservation would find out): asks the transport at
+ * most every millisecond, and fails the channel if the receiver is gone.
+ *
+ * @return 0, or the channel's error (-ECONNRESET: the receiver is gone).
+ */
+int rb2_tx_check(struct rb2_tx *tx);
+
 /** Copy a sender's counters. */
 void rb2_tx_stats_get(const struct rb2_tx *tx, struct rb2_tx_stats *st);
 /** Copy a receiver's counters. */

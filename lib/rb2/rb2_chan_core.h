@@ -17,7 +17,8 @@
  *
  * @verbatim
  *   region (64-byte lines)
- *   +0    [ptr line   ] written by the PEER: RB_R: local_tail  RB_S: local_head
+ *   +0    [ptr line   ] written by the PEER: RB_R: local_tail  RB_S: local_head,
+ *                       +8 credits (WRITE_WITH_IMM), +16 the receiver's notices
  *   +64   [shadow line] source of our own pointer WRITE to the peer
  *   +128  [lens[0..N) ] u32 per slot: length of the message starting there,
  *                       RB2_LEN_SKIP for wrap padding, unused inside a message
@@ -88,6 +89,15 @@ extern "C" {
 #define RB2_REGION_PTR_OFF 0
 #define RB2_REGION_SHADOW_OFF RTE_CACHE_LINE_SIZE
 #define RB2_REGION_LENS_OFF (2 * RTE_CACHE_LINE_SIZE)
+
+/** Offset of the receiver's notices in RB_S (rb2_rx_notify()). */
+#define RB2_REGION_NOTICE_OFF (RB2_REGION_PTR_OFF + 16)
+
+/**
+ * Notices a receiver raises for its sender (rb2_rx_notify()), the one thing
+ * that travels upstream besides the head.
+ */
+#define RB2_NOTICE_STOP (1u << 0) /**< stop sending and end the stream */
 
 /** Head synchronisation policies (§IV-A). */
 enum rb2_head_sync {
@@ -249,6 +259,7 @@ struct rb2_tx {
 
 	/* Slow path. */
 	_Atomic uint64_t *local_head; /**< in RB_S, written by the receiver */
+	_Atomic uint64_t *notices;    /**< in RB_S: the receiver's RB2_NOTICE_* */
 	uint64_t *tail_shadow;        /**< source of the tail WRITE */
 	uint64_t pub_tail;            /**< last tail value WRITTEN to the peer */
 	uint32_t tail_inflight;       /**< signaled tail WRITEs not completed */
@@ -289,8 +300,9 @@ struct rb2_rx {
 	struct rb2_rx_stats stats __rte_cache_aligned;
 
 	/* Slow path. */
-	uint64_t *head_shadow;        /**< source of the head WRITE; lazy pull:
-					   the head the sender READs */
+	uint64_t *head_shadow;        /**< sources of the WRITEs of [0] the head
+					   (lazy pull: the head the sender READs),
+					   [1] credits and [2] notices */
 	/* WRITE_WITH_IMM sync: our completion ring (emulated), the next CQE's
 	 * number, CQEs consumed and how many of them were given back. With
 	 * imm_native the CQEs are receive completions on our queue, and giving
@@ -301,6 +313,8 @@ struct rb2_rx {
 	_Atomic uint64_t *peer_credit; /**< sender's credit word, mapped (load/store) */
 	uint32_t *own_lens;           /**< fixed-size channel: lens[] kept locally */
 	_Atomic uint64_t *peer_head;  /**< sender's local_head, mapped (load/store) */
+	_Atomic uint64_t *peer_notices; /**< sender's notice word, mapped (load/store) */
+	uint64_t notices;             /**< RB2_NOTICE_* raised so far */
 	struct rb2_chan_half h;       /**< name, transport, memory, peer, policies */
 } __rte_cache_aligned;
 

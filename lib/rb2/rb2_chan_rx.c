@@ -86,6 +86,28 @@ __rb2_rx_push(struct rb2_rx *rx)
 	RB2_STAT_ADD(&rx->stats, head_pushes, 1);
 }
 
+int
+rb2_rx_notify(struct rb2_rx *rx, uint64_t flags)
+{
+	struct rb2_xport_wr w;
+	int ret;
+
+	if (rx->h.err != 0)
+		return rx->h.err;
+	rx->notices |= flags;
+	if (rx->peer_notices != NULL) {
+		/* Release: pairs with the acquire load of rb2_tx_notices(). */
+		atomic_store_explicit(rx->peer_notices, rx->notices, memory_order_release);
+		return 0;
+	}
+	rx->head_shadow[2] = rx->notices;
+	rb2_chan_word_wr(&w, &rx->h, &rx->head_shadow[2], RB2_REGION_NOTICE_OFF, 0, 0);
+	ret = rb2_chan_post(&rx->h, &w, 1, rb2_rx_reap);
+	if (ret < 0)
+		rb2_rx_fail(rx, ret, "posting a notice: %s", rte_strerror(-ret));
+	return ret;
+}
+
 /*
  * The receiver found its ring empty: is the sender still there? Its death is
  * only final once the ring has been found empty by a look that started after

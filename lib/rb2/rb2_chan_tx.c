@@ -266,3 +266,16 @@ __rb2_tx_make_room(struct rb2_tx *tx, uint64_t need)
 	RB2_STAT_ADD(&tx->stats, full_events, 1);
 	return tx->h.err != 0 ? tx->h.err : -ENOBUFS;
 }
+
+int
+rb2_tx_check(struct rb2_tx *tx)
+{
+	int gone;
+
+	if (tx->h.err != 0)
+		return tx->h.err;
+	gone = rb2_chan_peer_check(&tx->h);
+	if (gone < 0)
+		rb2_tx_fail(tx, gone, "the receiver is gone");
+	return tx->h.err;
+}

@@ -228,6 +228,22 @@ print(n)")
 	run --top 3 >/dev/null 2>"$tmp/err.txt"
 	grep -q -- "--top has no effect" "$tmp/err.txt" && ok "unused --top is pointed out" ||
 		fail "unused --top not pointed out"
+	# A source whose output goes nowhere is refused before it runs.
+	cfg "${base[@]:0:7}"
+	expect_err "c.ini:1: stage 'replay' \(type replay\) sends its output nowhere: no \[link\] has from = replay.out" run
+	# Results that cannot be written fail at once, not after a long run...
+	expect_err "stage 'measure' \(type measure\): cannot write the results to $tmp/no/dir/f.json: No such file" \
+		"$nf" "${eal[@]}" -- --trace "$tmp/g.pcap" --json "$tmp/no/dir/f.json"
+	expect_err "cannot write the flows to $tmp/no/dir/f.csv" \
+		"$nf" "${eal[@]}" -- --trace "$tmp/g.pcap" --csv "$tmp/no/dir/f.csv"
+	expect_err "cannot write the statistics to $tmp/no/dir/s.json" \
+		"$nf" "${eal[@]}" -- --trace "$tmp/g.pcap" --stats-json "$tmp/no/dir/s.json"
+	grep -q "preloaded" "$tmp/err.txt" && fail "the trace was preloaded before the bad path failed"
+	# ... and a write that fails at the end (a full disk) fails the run.
+	expect_err "the run was not clean" "$nf" "${eal[@]}" -- --trace "$tmp/g.pcap" --json /dev/full
+	grep -q "stage 'measure': writing /dev/full: No space left on device" "$tmp/out.txt" &&
+		ok "a results file that fills the disk is named in the summary" ||
+		{ fail "no summary line for the failed write"; cat "$tmp/out.txt"; }
 	;;
 plugin)
 	# As a new user would: install, then build the example with pkg-config.
@@ -271,6 +287,11 @@ print(sum(1 for lt, ts, d, o in r.read_capture('$tmp/g.pcap')
 		"$nf" "${eal[@]}" -- --plugin "$p/dup_name.so" --list-stages
 	expect_err "not_plugin.so: not an rb2 plugin" \
 		"$nf" "${eal[@]}" -- --plugin "$p/not_plugin.so" --list-stages
+	# A plugin that crashes in init() is named, with where it was configured.
+	printf '[stage replay]\ntype = replay\nlcore = 0\ntrace = %s\n[stage c]\ntype = crasher\nlcore = 1\n[link l]\nfrom = replay\nto = c\n' \
+		"$tmp/g.pcap" >"$tmp/crash.ini"
+	expect_err "stage 'c' \(type crasher, from .*crash_init.so; .*crash.ini:5\) crashed in its init\(\): SIGSEGV" \
+		"$nf" "${eal[@]}" -- --plugin "$p/crash_init.so" --config "$tmp/crash.ini"
 	expect_err "nosuch.so: cannot load" "$nf" "${eal[@]}" -- --plugin "$tmp/nosuch.so" --list-stages
 	# The EAL's -d loads plugins too; a bad one is reported the same way.
 	# (The EAL refuses plugins below a world-writable directory, as /tmp

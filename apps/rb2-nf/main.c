@@ -129,7 +129,8 @@ main(int argc, char **argv)
 	struct rb2_pipeline_opts o = { .vars = vars, .nvars = RTE_DIM(vars) };
 	const char *config = NULL, *stats_json = NULL, *plugins[16];
 	unsigned int nplugins = 0;
-	int list = 0, opt, idx, ret;
+	int list = 0, opt, idx, ret, rep;
+	FILE *stats_f = NULL;
 	char err[768];
 
 	for (int i = 1; i < argc; i++)
@@ -202,6 +203,12 @@ main(int argc, char **argv)
 			return 1;
 		}
 	}
+	/* Written after the run: a path that cannot be written fails now. */
+	if (stats_json != NULL && (stats_f = fopen(stats_json, "w")) == NULL) {
+		fprintf(stderr, "rb2-nf: cannot write the statistics to %s: %s\n", stats_json,
+			strerror(errno));
+		return 1;
+	}
 	running = rb2_pipeline_load(config, &o, err, sizeof(err));
 	if (running == NULL) {
 		fprintf(stderr, "rb2-nf: %s\n", err);
@@ -214,17 +221,16 @@ main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	ret = rb2_pipeline_run(running);
-	rb2_pipeline_report(running, stdout);
-	if (stats_json != NULL) {
-		FILE *f = fopen(stats_json, "w");
-
-		if (f == NULL) {
-			fprintf(stderr, "rb2-nf: cannot write %s: %s\n", stats_json, strerror(errno));
-			ret = -EIO;
-		} else {
-			rb2_pipeline_stats_json(running, f);
-			fputc('\n', f);
-			fclose(f);
+	rep = rb2_pipeline_report(running, stdout);
+	if (ret == 0)
+		ret = rep;
+	if (stats_f != NULL) {
+		rb2_pipeline_stats_json(running, stats_f);
+		fputc('\n', stats_f);
+		if (ferror(stats_f) | fclose(stats_f)) {
+			fprintf(stderr, "rb2-nf: writing %s: %s\n", stats_json, strerror(errno));
+			if (ret == 0)
+				ret = -EIO;
 		}
 	}
 	signal(SIGINT, SIG_DFL);
@@ -233,8 +239,7 @@ main(int argc, char **argv)
 	running = NULL;
 	rte_eal_cleanup();
 	if (ret == -EIO)
-		fprintf(stderr, "rb2-nf: the run was not clean: a link failed or messages were not "
-			"delivered (the summary above says which and how many)\n");
+		fprintf(stderr, "rb2-nf: the run was not clean (the summary says why)\n");
 	else if (ret != 0)
 		fprintf(stderr, "rb2-nf: the pipeline did not drain: %s\n", strerror(-ret));
 	return ret == 0 ? 0 : ret == -ECANCELED ? 130 : 1;

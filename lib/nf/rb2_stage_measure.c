@@ -43,6 +43,7 @@ struct measure {
 	struct rb2_flowtab *ft;
 	uint64_t top, interval_ns, cm_width;
 	const char *json, *csv;
+	FILE *json_f, *csv_f;       /* opened at init: a bad path fails at once */
 	uint64_t *c_records, *c_bad, *c_iv_out;
 	uint64_t bad_bytes;
 	uint64_t cycles;            /* in process() */
@@ -68,6 +69,20 @@ measure_init(struct rb2_stage *st, struct rb2_stage_args *a)
 	    rb2_stage_arg_str(a, "json", NULL, &m->json) < 0 ||
 	    rb2_stage_arg_str(a, "csv", NULL, &m->csv) < 0)
 		return -EINVAL;
+	/* The results are written at the end, after what may be a long run:
+	 * open the files now, so that a path that cannot be written fails at
+	 * once, not after the run. */
+	if (m->json != NULL && (m->json_f = fopen(m->json, "w")) == NULL) {
+		rb2_stage_err(st, "cannot write the results to %s: %s", m->json, strerror(errno));
+		return -errno;
+	}
+	if (m->csv != NULL && (m->csv_f = fopen(m->csv, "w")) == NULL) {
+		rb2_stage_err(st, "cannot write the flows to %s: %s", m->csv, strerror(errno));
+		if (m->json_f != NULL)
+			fclose(m->json_f);
+		m->json_f = NULL;
+		return -errno;
+	}
 	m->interval_ns = iv_ms * 1000000ull;
 	m->ft = rb2_flowtab_create(flows, (uint32_t)m->cm_width);
 	if (m->ft == NULL) {
@@ -90,6 +105,11 @@ measure_fini(struct rb2_stage *st)
 	free(m->iv);
 	m->ft = NULL;
 	m->iv = NULL;
+	if (m->json_f != NULL)      /* never reported: left as opened */
+		fclose(m->json_f);
+	if (m->csv_f != NULL)
+		fclose(m->csv_f);
+	m->json_f = m->csv_f = NULL;
 }
 
 /* The slow path of interval accounting: find (or make) ts's bucket. */
@@ -267,16 +287,26 @@ cyc_per_rec(const struct measure *m, uint64_t recs)
 	return recs ? (double)m->cycles / (double)recs : 0;
 }
 
+/* Close a results file: 0, or the error of any write to it (a full disk). */
+static int
+close_checked(FILE *o)
+{
+	int err = ferror(o) ? (errno ? errno : EIO) : 0;
+
+	if (fclose(o) != 0 && err == 0)
+		err = errno ? errno : EIO;
+	return -err;
+}
+
 static int
 write_json(struct measure *m, const struct rb2_nf_totals *t, const struct rb2_flow *top,
 	   unsigned int ntop)
 {
-	FILE *o = fopen(m->json, "w");
+	FILE *o = m->json_f;
 	struct walk_out w = { .f = o };
 	struct rb2_cm_error ce;
 
-	if (o == NULL)
-		return -errno;
+	m->json_f = NULL;
 	fprintf(o, "{\"totals\": {\"packets\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"ipv4\": %"
 		PRIu64 ", \"ipv6\": %" PRIu64 ", \"nonip\": %" PRIu64 ", \"malformed\": %" PRIu64
 		", \"lost\": %" PRIu64 ", \"bad_msgs\": %" PRIu64 ", \"bad_bytes\": %" PRIu64 ", \"outside_intervals\": %" PRIu64
@@ -304,20 +334,19 @@ write_json(struct measure *m, const struct rb2_nf_totals *t, const struct rb2_fl
 	fprintf(o, ",\n \"flow_list\": [");
 	rb2_flowtab_walk(m->ft, json_walk, &w);
 	fprintf(o, "]}\n");
-	return fclose(o) == 0 ? 0 : -errno;
+	return close_checked(o);
 }
 
 static int
 write_csv(struct measure *m)
 {
-	FILE *o = fopen(m->csv, "w");
+	FILE *o = m->csv_f;
 	struct walk_out w = { .f = o };
 
-	if (o == NULL)
-		return -errno;
+	m->csv_f = NULL;
 	fprintf(o, "kind,src,dst,sport,dport,proto,packets,bytes,first_ns,last_ns\n");
 	rb2_flowtab_walk(m->ft, csv_walk, &w);
-	return fclose(o) == 0 ? 0 : -errno;
+	return close_checked(o);
 }
 
 static void
@@ -379,17 +408,23 @@ measure_report(struct rb2_stage *st, FILE *out)
 		fprintf(out, "  count-min (%" PRIu64 " x 4): mean error %+.4f%%, max %+.2f%%, exact "
 			"for %" PRIu64 " of %" PRIu64 " flows\n", m->cm_width, ce.mean_rel * 100,
 			ce.max_rel * 100, ce.exact, rb2_flowtab_count(m->ft));
-	if (m->json != NULL) {
+	if (m->json_f != NULL) {
 		int ret = write_json(m, &t, top, ntop);
 
 		fprintf(out, "  flows as JSON: %s%s%s\n", m->json, ret ? ": " : "",
 			ret ? strerror(-ret) : "");
+		if (ret != 0)
+			rb2_stage_fail(st, "writing %s: %s: its results are incomplete", m->json,
+				       strerror(-ret));
 	}
-	if (m->csv != NULL) {
+	if (m->csv_f != NULL) {
 		int ret = write_csv(m);
 
 		fprintf(out, "  flows as CSV: %s%s%s\n", m->csv, ret ? ": " : "",
 			ret ? strerror(-ret) : "");
+		if (ret != 0)
+			rb2_stage_fail(st, "writing %s: %s: its flows are incomplete", m->csv,
+				       strerror(-ret));
 	}
 	free(top);
 }

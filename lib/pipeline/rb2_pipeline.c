@@ -11,9 +11,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_errno.h>
 #include <rte_lcore.h>
@@ -385,6 +387,52 @@ open_link(struct rb2_pipeline *pl, struct rb2_link *lk, char *err, size_t errlen
 	return 0;
 }
 
+/*
+ * A stage's init() is other people's code (a plugin's): if it crashes, say
+ * which stage was being initialised, from which file and line of the
+ * configuration and which object, before dying of the same signal. The
+ * message is made beforehand; the handler only write()s it (async-signal-
+ * safe) and re-raises with the default action.
+ */
+static char crash_msg[512];
+static size_t crash_len;
+static const int crash_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+
+static void
+on_init_crash(int sig)
+{
+	static const char *const names[] = {
+		[SIGSEGV] = "SIGSEGV\n", [SIGBUS] = "SIGBUS\n", [SIGILL] = "SIGILL\n",
+		[SIGFPE] = "SIGFPE\n", [SIGABRT] = "SIGABRT\n",
+	};
+	const char *n = (size_t)sig < RTE_DIM(names) && names[sig] ? names[sig] : "a signal\n";
+
+	if (write(STDERR_FILENO, crash_msg, crash_len) < 0 ||
+	    write(STDERR_FILENO, n, strlen(n)) < 0)
+		crash_len = 0;
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static int
+init_guarded(struct rb2_pipeline *pl, struct rb2_stage *st, struct rb2_stage_args *args)
+{
+	struct sigaction sa = { .sa_handler = on_init_crash }, old[RTE_DIM(crash_signals)];
+	int ret;
+
+	crash_len = (size_t)snprintf(crash_msg, sizeof(crash_msg),
+				     "rb2: stage '%s' (type %s, from %s; %s:%u) crashed in its init(): ",
+				     st->name, st->ops->name, rb2_stage_origin(st->ops), pl->cfg->path,
+				     st->line);
+	crash_len = RTE_MIN(crash_len, sizeof(crash_msg) - 1);
+	for (unsigned int i = 0; i < RTE_DIM(crash_signals); i++)
+		sigaction(crash_signals[i], &sa, &old[i]);
+	ret = st->ops->init(st, args);
+	for (unsigned int i = 0; i < RTE_DIM(crash_signals); i++)
+		sigaction(crash_signals[i], &old[i], NULL);
+	return ret;
+}
+
 static int
 init_stage(struct rb2_pipeline *pl, struct rb2_stage *st, struct rb2_cfg_section *s,
 	   char *err, size_t errlen)
@@ -400,7 +448,7 @@ init_stage(struct rb2_pipeline *pl, struct rb2_stage *st, struct rb2_cfg_section
 			return cfg_err(pl, err, errlen, st->line, "stage '%s': out of memory",
 				       st->name);
 	}
-	ret = st->ops->init != NULL ? st->ops->init(st, &args) : 0;
+	ret = st->ops->init != NULL ? init_guarded(pl, st, &args) : 0;
 	if (ret != 0) {
 		const char *msg = st->err[0] != '\0' ? st->err : strerror(ret < 0 ? -ret : ret);
 
@@ -418,11 +466,37 @@ init_stage(struct rb2_pipeline *pl, struct rb2_stage *st, struct rb2_cfg_section
 		snprintf(err, errlen, "%s:%s", pl->cfg->path, why + 5);
 		return ret;
 	}
-	for (unsigned int i = 0; i < st->nedges; i++)
-		if (st->edges[i].link == NULL)
-			PL_LOG(WARNING, "%s:%u: edge %s.%s is not linked: what the stage emits there "
-			       "is counted as failed", pl->cfg->path, st->line, st->name,
-			       st->edges[i].name);
+	return 0;
+}
+
+/*
+ * A stage with next edges of which none is linked sends its output nowhere:
+ * a configuration error (a source would run and measure nothing). One with
+ * some edges unlinked may mean it (a filter's rejects): a warning, and what
+ * it emits there fails the run.
+ */
+static int
+check_edges(struct rb2_pipeline *pl, char *err, size_t errlen)
+{
+	for (unsigned int i = 0; i < pl->nstages; i++) {
+		struct rb2_stage *st = &pl->stages[i];
+		unsigned int linked = 0;
+
+		if (!st->local || st->nedges == 0)
+			continue;
+		for (unsigned int j = 0; j < st->nedges; j++)
+			linked += st->edges[j].link != NULL;
+		if (linked == 0)
+			return cfg_err(pl, err, errlen, st->line,
+				       "stage '%s' (type %s) sends its output nowhere: no [link] has "
+				       "from = %s.%s%s; link it to a stage", st->name, st->ops->name,
+				       st->name, st->edges[0].name, st->nedges > 1 ? " (or another edge)" : "");
+		for (unsigned int j = 0; j < st->nedges; j++)
+			if (st->edges[j].link == NULL)
+				PL_LOG(WARNING, "%s:%u: edge %s.%s is not linked: what the stage emits "
+				       "there is not delivered, and fails the run", pl->cfg->path,
+				       st->line, st->name, st->edges[j].name);
+	}
 	return 0;
 }
 
@@ -528,6 +602,8 @@ rb2_pipeline_load(const char *path, const struct rb2_pipeline_opts *opts,
 			pl->proc);
 		goto fail;
 	}
+	if (check_edges(pl, err, errlen) != 0)
+		goto fail;
 	/* Same-lcore links are queues, not channels. */
 	for (unsigned int i = 0; i < pl->nlinks; i++) {
 		struct rb2_link *lk = &pl->links[i];
@@ -537,9 +613,13 @@ rb2_pipeline_load(const char *path, const struct rb2_pipeline_opts *opts,
 			lk->from->edges[lk->edge].next = lk->to;
 		}
 	}
-	for (unsigned int i = 0; i < pl->nstages; i++)
-		if (pl->stages[i].local && init_stage(pl, &pl->stages[i], secs[i], err, errlen) != 0)
-			goto fail;
+	/* Downstream first: a sink's cheap checks (can it write its results?)
+	 * fail before a source's long set-up (preloading a trace). */
+	for (unsigned int r = pl->nstages; r-- > 0;)
+		for (unsigned int i = 0; i < pl->nstages; i++)
+			if (pl->stages[i].topo == r && pl->stages[i].local &&
+			    init_stage(pl, &pl->stages[i], secs[i], err, errlen) != 0)
+				goto fail;
 	for (unsigned int i = 0; i < pl->nlinks; i++)
 		if (!pl->links[i].direct && open_link(pl, &pl->links[i], err, errlen) != 0)
 			goto fail;

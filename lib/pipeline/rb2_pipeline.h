@@ -92,8 +92,9 @@ struct rb2_pipeline *rb2_pipeline_load(const char *path,
  * share) and return when every local stage has drained or the pipeline was
  * aborted.
  *
- * @return 0, or -ECANCELED (aborted), -EIO (a channel failed; the log says
- *   which).
+ * @return 0, or -ECANCELED (aborted), -EIO (the run was not clean: a link
+ *   failed, an emit failed, or a stage could not do its whole job; the
+ *   summary of rb2_pipeline_report() says which).
  */
 int rb2_pipeline_run(struct rb2_pipeline *pl);
 
@@ -103,8 +104,13 @@ int rb2_pipeline_run(struct rb2_pipeline *pl);
  */
 void rb2_pipeline_stop(struct rb2_pipeline *pl);
 
-/** Per-instance statistics, then each stage's own report(). */
-void rb2_pipeline_report(struct rb2_pipeline *pl, FILE *out);
+/**
+ * Per-instance statistics, then each stage's own report().
+ *
+ * @return 0, or -EIO when a stage's report() failed its job (results it
+ *   could not write: rb2_stage_fail()).
+ */
+int rb2_pipeline_report(struct rb2_pipeline *pl, FILE *out);
 
 /** Per-instance statistics as a JSON object (no trailing newline). */
 void rb2_pipeline_stats_json(struct rb2_pipeline *pl, FILE *out);

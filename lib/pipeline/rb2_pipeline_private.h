@@ -103,6 +103,7 @@ struct rb2_stage {
 	struct rb2_stage_counter counters[STAGE_COUNTERS_MAX];
 	unsigned int ncounters;
 	char err[256];
+	char failure[256];          /* rb2_stage_fail(): why its job is not whole */
 };
 
 struct rb2_link {
@@ -175,6 +176,8 @@ void rb2_chunk_pool_free(struct rb2_worker *w);
 
 /* rb2_pipeline_stats.c: emits that failed, over this process's stages. */
 uint64_t rb2_pipeline_lost(const struct rb2_pipeline *pl);
+/* rb2_pipeline_stats.c: local stages that called rb2_stage_fail(). */
+unsigned int rb2_pipeline_stage_failures(const struct rb2_pipeline *pl);
 /* rb2_pipeline_stats.c: the pipeline telemetry shows (one per process). */
 void rb2_pipeline_telemetry_set(struct rb2_pipeline *pl);
 void rb2_pipeline_telemetry_clear(struct rb2_pipeline *pl);

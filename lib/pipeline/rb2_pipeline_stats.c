@@ -6,6 +6,7 @@
  * stage's own report, the statistics as JSON, and /rb2/pipeline/stages in
  * DPDK telemetry while it runs. */
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,7 +44,17 @@ rb2_pipeline_lost(const struct rb2_pipeline *pl)
 	return lost;
 }
 
-/* Why the run was not clean, in words: failed links and emits. */
+unsigned int
+rb2_pipeline_stage_failures(const struct rb2_pipeline *pl)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < pl->nstages; i++)
+		n += pl->stages[i].local && pl->stages[i].failure[0] != '\0';
+	return n;
+}
+
+/* Why the run was not clean, in words: failed stages, links and emits. */
 static void
 report_failures(struct rb2_pipeline *pl, FILE *out)
 {
@@ -52,6 +63,8 @@ report_failures(struct rb2_pipeline *pl, FILE *out)
 
 		if (!st->local)
 			continue;
+		if (st->failure[0] != '\0')
+			fprintf(out, "  stage '%s': %s\n", st->name, st->failure);
 		if (st->emit_errors > 0)
 			fprintf(out, "  stage '%s': %" PRIu64 " emit(s) refused (no such edge, or a "
 				"zero length): a bug in the stage\n", st->name, st->emit_errors);
@@ -83,12 +96,13 @@ report_failures(struct rb2_pipeline *pl, FILE *out)
 	}
 }
 
-void
+int
 rb2_pipeline_report(struct rb2_pipeline *pl, FILE *out)
 {
 	double hz = (double)rte_get_tsc_hz();
 	double secs = (double)pl->run_cycles / hz;
-	int bad = pl->failed || rb2_pipeline_lost(pl) > 0;
+	unsigned int failures = rb2_pipeline_stage_failures(pl);
+	int bad = pl->failed || rb2_pipeline_lost(pl) > 0 || failures > 0;
 
 	fprintf(out, "pipeline: %u stage(s) in proc '%s', ran %.3f s%s%s\n", pl->nstages, pl->proc,
 		secs, pl->stop >= 2 ? " (aborted)" : pl->stop_by_peer ?
@@ -115,6 +129,15 @@ rb2_pipeline_report(struct rb2_pipeline *pl, FILE *out)
 	for (unsigned int i = 0; i < pl->nstages; i++)
 		if (pl->stages[i].local && pl->stages[i].ops->report != NULL)
 			pl->stages[i].ops->report(&pl->stages[i], out);
+	/* A report() that could not write its results failed the job too. */
+	if (rb2_pipeline_stage_failures(pl) > failures) {
+		for (unsigned int i = 0; i < pl->nstages; i++)
+			if (pl->stages[i].local && pl->stages[i].failure[0] != '\0')
+				fprintf(out, "stage '%s': %s\n", pl->stages[i].name,
+					pl->stages[i].failure);
+		return -EIO;
+	}
+	return 0;
 }
 
 void

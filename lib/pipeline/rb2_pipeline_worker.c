@@ -300,7 +300,8 @@ rb2_pipeline_run(struct rb2_pipeline *pl)
 		if (pl->workers[l].ret < 0 && ret == 0)
 			ret = pl->workers[l].ret;
 	/* Every failed emit and link fails the run: nothing is lost quietly. */
-	if (ret == 0 && (pl->failed || rb2_pipeline_lost(pl) > 0))
+	if (ret == 0 && (pl->failed || rb2_pipeline_lost(pl) > 0 ||
+			 rb2_pipeline_stage_failures(pl) > 0))
 		ret = -EIO;
 	return ret;
 }

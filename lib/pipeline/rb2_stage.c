@@ -47,6 +47,20 @@ rb2_stage_err(struct rb2_stage *st, const char *fmt, ...)
 		PL_LOG(ERR, "stage '%s': %s", st->name, st->err);
 }
 
+void
+rb2_stage_fail(struct rb2_stage *st, const char *fmt, ...)
+{
+	char why[sizeof(st->failure)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	PL_LOG(ERR, "stage '%s': %s", st->name, why);
+	if (st->failure[0] == '\0')
+		snprintf(st->failure, sizeof(st->failure), "%s", why);
+}
+
 uint64_t *
 rb2_stage_counter(struct rb2_stage *st, const char *name)
 {

@@ -141,13 +141,12 @@ struct rb2_stage_ops {
 };
 
 /**
- * Register a stage type when the program or the plugin is loaded. Also
- * marks a shared object as an rb2 plugin (the loader looks for
- * rb2_plugin_api_version in it).
+ * Register a stage type when the program or the plugin is loaded (a
+ * constructor). A plugin may register several, one macro each. The registry
+ * checks the type's API version, name and callbacks, and the plugin loader
+ * refuses an object that registered no stage.
  */
 #define RB2_STAGE_REGISTER(ops)						\
-	__attribute__((weak, visibility("default")))			\
-	const uint32_t rb2_plugin_api_version = RB2_STAGE_API_VERSION;	\
 	static void __attribute__((constructor, used))			\
 	rb2_stage_register_##ops(void)					\
 	{								\
@@ -168,6 +167,15 @@ int rb2_stage_socket(const struct rb2_stage *st);
  * with the configuration file and line of the instance.
  */
 void rb2_stage_err(struct rb2_stage *st, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/**
+ * The stage could not do its whole job, though it goes on (its input was cut
+ * short, its output could not be written): logged, named in the pipeline's
+ * summary, and the pipeline's run (or its report, when called from report())
+ * fails. The first reason is kept. Callable from any callback.
+ */
+void rb2_stage_fail(struct rb2_stage *st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /**

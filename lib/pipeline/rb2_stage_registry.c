@@ -9,7 +9,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <link.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -131,12 +130,18 @@ rb2_stage_registry_check(char *err, size_t errlen)
 int
 rb2_plugin_load(const char *path, char *err, size_t errlen)
 {
-	const uint32_t *ver;
-	struct link_map *lm = NULL;
-	Dl_info info;
 	unsigned int before = ntypes; /* its constructors append after these */
 	void *h;
 
+	/* Loaded already (an earlier --plugin, or the EAL's -d): its
+	 * constructors would not run again. */
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	if (h != NULL) {
+		dlclose(h);
+		snprintf(err, errlen, "plugin %s is loaded already (given twice, or also with -d?)",
+			 path);
+		return -EEXIST;
+	}
 	reg_err[0] = '\0';
 	reg_added = 0;
 	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -150,35 +155,20 @@ rb2_plugin_load(const char *path, char *err, size_t errlen)
 			 strchr(path, '/') == NULL ? " (give a path: ./NAME.so)" : "");
 		return -ENOENT;
 	}
-	/* The marker must be the plugin's own, not librb2's found through the
-	 * plugin's dependencies. */
-	ver = dlsym(h, "rb2_plugin_api_version");
-	if (ver == NULL || dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || dladdr(ver, &info) == 0 ||
-	    info.dli_fbase != (void *)lm->l_addr) {
-		ntypes = before;
-		snprintf(err, errlen, "plugin %s: not an rb2 plugin: it does not define "
-			 "rb2_plugin_api_version (register its stages with RB2_STAGE_REGISTER() "
-			 "from <rb2_stage.h>)", path);
-		dlclose(h);
-		return -ENOEXEC;
-	}
-	if (reg_err[0] != '\0' || *ver != RB2_STAGE_API_VERSION) {
-		if (reg_err[0] != '\0')
-			snprintf(err, errlen, "plugin %s: %s", path, reg_err);
-		else
-			snprintf(err, errlen, "plugin %s: built for stage API v%" PRIu32
-				 "; this rb2 implements v%d: rebuild it against this rb2",
-				 path, *ver, RB2_STAGE_API_VERSION);
+	/* Its constructors ran: a plugin is what registered stages (each
+	 * checked for its API version, name and callbacks on the way). */
+	if (reg_err[0] != '\0') {
+		snprintf(err, errlen, "plugin %s: %s", path, reg_err);
 		reg_err[0] = '\0';
 		ntypes = before;
 		dlclose(h);
 		return -EPROTO;
 	}
 	if (reg_added == 0) {
-		snprintf(err, errlen, "plugin %s registers no stage (and none was refused): "
-			 "was it loaded already?", path);
+		snprintf(err, errlen, "plugin %s: not an rb2 plugin: it registers no stage "
+			 "(register them with RB2_STAGE_REGISTER() from <rb2_stage.h>)", path);
 		dlclose(h);
-		return -EEXIST;
+		return -ENOEXEC;
 	}
 	/* Stays loaded: its stages are in the registry. */
 	return 0;

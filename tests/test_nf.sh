@@ -97,6 +97,53 @@ generated)
 	check "$tmp/a.pcap"
 	check "$tmp/b.pcap"
 	check "$tmp/c.pcap"
+	# The generator's flow count is the flows that appear, the NF's count.
+	"$gen" -o "$tmp/e.pcap" --packets 50000 --flows 40000 --seed 12 --expect "$tmp/e.json" >/dev/null
+	run_nf "$tmp/e-nf.json" --trace "$tmp/e.pcap"
+	want=$(json_get "$tmp/e.json" 'd["flows"]'); got=$(json_get "$tmp/e-nf.json" 'd["flows"]')
+	drawn=$(json_get "$tmp/e.json" 'd["flows_drawn"]')
+	[ "$want" = "$got" ] && [ "$drawn" = 40000 ] && [ "$got" -lt 40000 ] &&
+		ok "rb2-tracegen says $want flows appear (of $drawn drawn); the NF measures $got" ||
+		fail "rb2-tracegen: $want flows (of $drawn), the NF measures $got"
+	expect_err "rb2-tracegen: writing /dev/full: No space left on device" \
+		"$gen" -o /dev/full --packets 100000
+	# The generated traces are valid for standard tools: tshark flags no
+	# packet as malformed or worth a warning (checksum checks on) in the
+	# layers the generator writes, from Ethernet to TCP/UDP (application
+	# dissectors chosen by port would read its zero payloads); on
+	# full-length captures every IP, TCP and UDP checksum verifies.
+	if command -v tshark >/dev/null; then
+		mkdir -p "$tmp/ws/wireshark"
+		tshark -G protocols 2>/dev/null | cut -f3 |
+			grep -vxE 'frame|raw|eth|ethertype|ip|ipv6|tcp|udp|arp|data' \
+			>"$tmp/ws/wireshark/disabled_protos"
+		ts() { XDG_CONFIG_HOME=$tmp/ws tshark -o ip.check_checksum:TRUE \
+			-o tcp.check_checksum:TRUE -o udp.check_checksum:TRUE "$@" 2>/dev/null; }
+		"$gen" -o "$tmp/ta.pcap" --packets 30000 --flows 2000 --seed 1 >/dev/null
+		"$gen" -o "$tmp/tb.pcap" --packets 30000 --flows 1000 --ipv6 0.25 --nonip 0.05 \
+			--snaplen 40 --seed 2 >/dev/null
+		"$gen" -o "$tmp/tc.pcap" --packets 30000 --flows 300 --snaplen 96 --nano --seed 3 \
+			--ipv6 0.1 >/dev/null
+		"$gen" -o "$tmp/full.pcap" --packets 20000 --flows 500 --ipv6 0.3 --nonip 0.05 \
+			--snaplen 1600 --seed 9 >/dev/null
+		for f in ta tb tc full; do
+			n=$(ts -r "$tmp/$f.pcap" -Y '_ws.malformed || _ws.expert.severity >= warning' | wc -l)
+			all=$(ts -r "$tmp/$f.pcap" | wc -l)
+			[ "$n" = 0 ] && [ "$all" -gt 0 ] &&
+				ok "tshark: none of the $all packets of $f.pcap is malformed or suspect" ||
+				{ fail "tshark flags $n of $all packets of $f.pcap:"
+				  ts -r "$tmp/$f.pcap" -Y '_ws.malformed || _ws.expert.severity >= warning' |
+					head -3; }
+		done
+		good=$(ts -r "$tmp/full.pcap" -Y '(tcp.checksum.status == 1 ||
+			udp.checksum.status == 1) && (ipv6 || ip.checksum.status == 1)' | wc -l)
+		ip=$(ts -r "$tmp/full.pcap" -Y 'ip || ipv6' | wc -l)
+		[ "$good" = "$ip" ] && [ "$ip" -gt 18000 ] &&
+			ok "tshark: all $ip IP packets of full.pcap have good checksums" ||
+			fail "tshark: $good of $ip IP packets of full.pcap have good checksums"
+	else
+		fail "tshark is not installed (apt-get install tshark): cannot check the traces"
+	fi
 	check "$tmp/b.pcap" --batch 7                     # several records per message
 	check "$tmp/a.pcap" --cm-width 4096               # with the sketch
 	# The link as each of the paper's designs (sync policies end to end).

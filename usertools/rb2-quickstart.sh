@@ -19,7 +19,7 @@ PKGS=(meson ninja-build pkg-config gcc python3
       libdpdk-dev dpdk dpdk-dev
       libibverbs-dev librdmacm-dev libnuma-dev libpcap-dev
       libcriterion-dev clang libclang-rt-14-dev
-      golang-github-google-gopacket-dev gnuplot-nox
+      golang-github-google-gopacket-dev gnuplot-nox tshark
       qemu-system-x86 debootstrap busybox-static)
 
 usage() {

@@ -34,6 +34,15 @@ expect_error "no transport named" --transport nosuch
 expect_error "bad mode" --transport shm,mode=dma
 expect_error "unexpected argument" stray
 expect_error "invalid msg_size" --fixed --size 100 --slot-size 64
+# Two processes over shm without hugepages: refused at once, with the fix.
+expect_error "needs hugepages: drop --no-huge" --server
+expect_error "needs hugepages: drop --no-huge" --client localhost
+# The one-lcore mode: every design's code runs, nothing lost.
+"$perf" -l 0 --no-pci --no-huge -m 512 --log-level lib.eal:error --file-prefix "smk$$o" -- \
+	--mode ops --count 100000 --preset rb2,l5,farm,socksdirect --json "$tmp/ops.json" >/dev/null ||
+	fail "--mode ops"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert [v['errors'] for v in d['variants']]==[0]*4 and d['mode']=='ops', d" "$tmp/ops.json" ||
+	fail "--mode ops: errors"
 
 "$perf" "${eal[@]}" --file-prefix "smk$$a" -- --mode bw --size 64 --compare \
 	--count 200000 --rounds 3 --json "$tmp/bw.json" > "$tmp/bw.txt"

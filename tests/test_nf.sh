@@ -214,8 +214,9 @@ errors)
 	expect_err "header-only.pcap holds no packet" "$nf" "${eal[@]}" -- --trace "$tmp/header-only.pcap"
 	expect_err "no trace: give --trace FILE" "$nf" "${eal[@]}" --
 	expect_err "missing.pcap: cannot read" "$nf" "${eal[@]}" -- --trace "$tmp/missing.pcap"
-	# A file cut mid-packet: a warning, and exactly the whole packets before it.
-	run_nf "$tmp/cut.json" --trace "$tmp/cut.pcap" || fail "cut.pcap: exit $?"
+	# A file cut mid-packet: exactly the whole packets before the cut are
+	# replayed and measured; the run then fails and says why, unless
+	# --allow-truncated.
 	n=$(python3 -c "
 import sys; sys.path.insert(0, '$src/tests'); import nf_reference as r
 n = 0
@@ -223,9 +224,47 @@ try:
     for _ in r.read_capture('$tmp/cut.pcap'): n += 1
 except ValueError: pass
 print(n)")
-	grep -q "truncated or corrupt after $n packets" "$tmp/err.txt" &&
+	run_nf "$tmp/cut.json" --trace "$tmp/cut.pcap"; rc=$?
+	[ $rc = 1 ] && grep -q "truncated or corrupt after $n packets" "$tmp/err.txt" &&
+		grep -q "stage 'replay': .*cut.pcap is cut short (after $n packets.*): only the $n records before the cut were replayed" "$tmp/out.txt" &&
 		[ "$(json_get "$tmp/cut.json" 'd["totals"]["packets"]')" = "$n" ] &&
-		ok "cut.pcap: warned, the $n whole packets measured" || fail "cut.pcap"
+		ok "cut.pcap: the $n whole packets measured, the run fails naming the cut" ||
+		{ fail "cut.pcap (exit $rc)"; cat "$tmp/out.txt" "$tmp/err.txt"; }
+	run_nf "$tmp/cut.json" --trace "$tmp/cut.pcap" --allow-truncated && grep -q "truncated" "$tmp/err.txt" &&
+		[ "$(json_get "$tmp/cut.json" 'd["totals"]["packets"]')" = "$n" ] &&
+		ok "cut.pcap --allow-truncated: warned, exit 0" || fail "cut.pcap --allow-truncated"
+	# Ethernet frames in a capture whose header says raw IP: nothing decodes
+	# as IP; the NF refuses, naming the likely cause, unless --allow-non-ip.
+	"$gen" -o "$tmp/eth.pcap" --packets 2000 --flows 50 --nonip 0.01 --seed 13 >/dev/null
+	python3 -c "
+import struct, sys
+d = bytearray(open('$tmp/eth.pcap', 'rb').read())
+d[20:24] = struct.pack('<I', 101)          # LINKTYPE_RAW
+open('$tmp/mislabeled.pcap', 'wb').write(d)"
+	expect_err "none of the 2000 packets of .*mislabeled.pcap decodes as IP under its link type, RAW: they look like Ethernet frames .*link type is probably wrong" \
+		"$nf" "${eal[@]}" -- --trace "$tmp/mislabeled.pcap"
+	run_nf "$tmp/m.json" --trace "$tmp/mislabeled.pcap" --allow-non-ip &&
+		[ "$(json_get "$tmp/m.json" 'd["totals"]["nonip"] + d["totals"]["malformed"]')" = 2000 ] &&
+		ok "--allow-non-ip measures them as non-IP" || fail "--allow-non-ip"
+	# One corrupt timestamp, a year ahead: at --multiplier the replay would
+	# wait a year; it is refused, naming the record, unless --maxsleep-ms.
+	python3 -c "
+import struct
+d = bytearray(open('$tmp/g.pcap', 'rb').read())
+off = 24
+for i in range(100):                       # to the 101st record
+    off += 16 + struct.unpack_from('<I', d, off + 8)[0]
+sec = struct.unpack_from('<I', d, off)[0]
+struct.pack_into('<I', d, off, sec + 365 * 86400)
+open('$tmp/ts.pcap', 'wb').write(d)"
+	expect_err "record 100 of .*ts.pcap comes 31536000 s of capture time after the one before: at multiplier 1 the replay would wait 31536000 s" \
+		"$nf" "${eal[@]}" -- --trace "$tmp/ts.pcap" --multiplier 1
+	start=$(date +%s)
+	run_nf "$tmp/ts.json" --trace "$tmp/ts.pcap" --multiplier 1000 --maxsleep-ms 200 &&
+		[ $(( $(date +%s) - start )) -lt 30 ] &&
+		[ "$(json_get "$tmp/ts.json" 'd["totals"]["packets"]')" = 5000 ] &&
+		ok "--maxsleep-ms 200: the corrupt gap is cut short, every record measured" ||
+		fail "--maxsleep-ms"
 	# Arguments and EAL.
 	expect_err "EAL initialization failed" "$nf" -l 0-1 --no-pci --no-such-eal-arg --
 	expect_err "unexpected argument 'stray'" "$nf" "${eal[@]}" -- --trace "$tmp/g.pcap" stray

@@ -33,7 +33,8 @@ static struct rb2_cfg_var vars[] = {
 	{ .name = "trace" }, { .name = "top" }, { .name = "json" }, { .name = "csv" },
 	{ .name = "pps" }, { .name = "multiplier" }, { .name = "loop" },
 	{ .name = "cm_width" }, { .name = "interval_ms" }, { .name = "batch" },
-	{ .name = "flows" }, { .name = "transport" },
+	{ .name = "flows" }, { .name = "transport" }, { .name = "maxsleep_ms" },
+	{ .name = "allow_truncated" }, { .name = "allow_non_ip" },
 };
 
 static struct rb2_pipeline *running;
@@ -57,6 +58,12 @@ usage(FILE *o, const char *prog)
 "Variables of the configuration (${name} in a value):\n"
 "  --trace FILE       the pcap/pcapng to replay (rb2-tracegen makes one)\n"
 "  --pps N            pace at N records/s      --multiplier X  capture timing x X\n"
+"  --maxsleep-ms T    with --multiplier: wait at most T ms between two records\n"
+"                     (a gap of over a minute is refused without it)\n"
+"  --allow-truncated  a capture cut short is replayed up to the cut either way;\n"
+"                     without this the run then fails (exit 1)\n"
+"  --allow-non-ip     measure a capture in which no packet decodes as IP (by\n"
+"                     default refused: its link type is probably wrong)\n"
 "  --loop N           replay N times (0: until stopped)\n"
 "  --batch K          records per message (default 1)\n"
 "  --top K            heavy hitters shown (default 10)\n"
@@ -124,6 +131,9 @@ main(int argc, char **argv)
 		{ "interval-ms", required_argument, NULL, 'v' },
 		{ "flows", required_argument, NULL, 'v' },
 		{ "transport", required_argument, NULL, 'v' },
+		{ "maxsleep-ms", required_argument, NULL, 'v' },
+		{ "allow-truncated", no_argument, NULL, 'v' },
+		{ "allow-non-ip", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rb2_pipeline_opts o = { .vars = vars, .nvars = RTE_DIM(vars) };
@@ -167,7 +177,8 @@ main(int argc, char **argv)
 			for (char *c = name; *c; c++)
 				if (*c == '-')
 					*c = '_';
-			set_var(name, optarg);
+			/* A flag (no argument) is the variable set to yes. */
+			set_var(name, optarg != NULL ? optarg : "yes");
 			break;
 		}
 		default:

@@ -589,6 +589,17 @@ perf_percentile(uint64_t *sorted, uint64_t n, double pct)
 	return (double)sorted[i >= n ? n - 1 : i];
 }
 
+/* The capabilities of the transport a spec names (0 if it cannot open). */
+static uint32_t
+spec_caps(const char *spec)
+{
+	struct rb2_xport *xp = rb2_xport_open_spec(spec);
+	uint32_t caps = xp != NULL ? rb2_xport_caps(xp) : 0;
+
+	rb2_xport_close(xp);
+	return caps;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -623,6 +634,17 @@ main(int argc, char **argv)
 	}
 	o.tx_lcore = rte_get_main_lcore();
 	o.rx_lcore = rte_get_next_lcore(o.tx_lcore, 1, 0);
+	if ((o.server || o.client != NULL) && !rte_eal_has_hugepages() &&
+	    (spec_caps(o.transport) & RB2_XPORT_CAP_REMOTE) == 0) {
+		/* Two processes meet in shared memzones: only hugepage memory is
+		 * shared between the processes of a DPDK group. */
+		fprintf(stderr, "rb2-perf: --server/--client over %s are two processes of one DPDK group, "
+			"which needs hugepages: drop --no-huge and reserve some (as root: "
+			"dpdk-hugepages.py -p 2M --setup 1G), give both the same --file-prefix, and "
+			"start the second with --proc-type=secondary\n", o.transport);
+		rte_eal_cleanup();
+		return 2;
+	}
 	if (o.server || o.client != NULL) {
 		/* One side per process, on the main lcore. */
 		o.rx_lcore = o.tx_lcore;

@@ -10,11 +10,18 @@
  *   trace = FILE          the capture (required)
  *   pps = N               N records per second
  *   multiplier = X        the capture's own timing, X times faster
+ *   maxsleep_ms = T       with multiplier: wait at most T ms between two
+ *                         records (tcpreplay's --maxsleep); without it, a
+ *                         gap that would take over a minute is refused
  *   loop = N              replay N times (0: until stopped); each loop's
  *                         timestamps and sequence numbers continue the last
  *   batch = K             records per message (1: one message per packet,
  *                         as the paper; up to 64)
  *   progress = yes|no     a progress bar while loading (default: on a tty)
+ *   allow_truncated = yes a capture cut short is replayed up to the cut
+ *                         either way; without this, the run then fails
+ *   allow_non_ip = yes    a capture in which no packet decodes as IP (a
+ *                         wrong link type, usually) is refused without it
  */
 
 #include <errno.h>
@@ -50,6 +57,8 @@ struct replay {
 	uint64_t loops, loop;                   /* loop counts from 0 */
 	uint64_t batch;
 	double pps, mult;
+	uint64_t maxsleep_ms;
+	uint64_t ts_shift;                      /* trace time skipped by maxsleep */
 	uint64_t hz, t0;                        /* first poll */
 	uint64_t sent;                          /* records, all loops */
 	uint64_t ts_first, ts_span;             /* of the trace, ns */
@@ -77,13 +86,14 @@ progress(const char *path, uint64_t done, uint64_t total, uint64_t recs, int fin
 
 /* Read the whole trace into chunks of hugepage memory. */
 static int
-preload(struct rb2_stage *st, struct replay *r, const char *path, int bar)
+preload(struct rb2_stage *st, struct replay *r, const char *path, int bar,
+	int allow_truncated, int allow_non_ip)
 {
 	char err[320];
 	struct rb2_trace *t = rb2_trace_open(path, err, sizeof(err));
 	struct stat sb;
 	uint64_t size = 0, next_bar = 0, t0 = rte_rdtsc();
-	int warned = 0, ret;
+	int warned = 0, ret, linktype;
 
 	if (t == NULL) {
 		rb2_stage_err(st, "%s", err);
@@ -133,11 +143,17 @@ preload(struct rb2_stage *st, struct replay *r, const char *path, int bar)
 	if (bar)
 		progress(path, size, size, r->n, 1);
 	rb2_trace_stats_get(t, &r->tst);
+	linktype = rb2_trace_linktype(t);
 	if (ret < 0) {
-		/* The records so far stand; say what happened, and count it. */
+		/* The records so far stand, and are replayed; say what happened,
+		 * and fail the run unless a cut capture is expected. */
 		snprintf(r->trace_err, sizeof(r->trace_err), "%s", rb2_trace_error(t));
 		rte_log(RTE_LOG_WARNING, replay_logtype, "replay: %s is truncated or corrupt %s; replaying the "
 			"%" PRIu64 " records before that\n", path, r->trace_err, r->n);
+		if (!allow_truncated && r->n > 0)
+			rb2_stage_fail(st, "%s is cut short (%s): only the %" PRIu64 " records "
+				       "before the cut were replayed (allow_truncated = yes, or rb2-nf "
+				       "--allow-truncated, accepts that)", path, r->trace_err, r->n);
 	}
 	rb2_trace_close(t);
 	if (r->n == 0) {
@@ -145,6 +161,28 @@ preload(struct rb2_stage *st, struct replay *r, const char *path, int bar)
 			      ret < 0 ? r->trace_err : "");
 		return -ENODATA;
 	}
+	if (r->tst.ipv4 + r->tst.ipv6 == 0 && !allow_non_ip) {
+		/* Nothing to measure: most likely a capture whose header names
+		 * the wrong link type. Say what the packets look like. */
+		uint64_t looks = RTE_MAX(r->tst.looks_ethernet, r->tst.looks_raw_ip);
+
+		rb2_stage_err(st, "none of the %" PRIu64 " packets of %s decodes as IP under its link "
+			      "type, %s%s%s%s; rewrite its link type (editcap -T ether|rawip IN OUT), "
+			      "or set allow_non_ip = yes (rb2-nf --allow-non-ip) to count them as they are",
+			      r->n, path, rb2_trace_linktype_name(linktype),
+			      looks > 0 ? ": " : "",
+			      looks == 0 ? "" : r->tst.looks_ethernet >= r->tst.looks_raw_ip ?
+			      "they look like Ethernet frames (an IP ethertype at byte 12)" :
+			      "they look like raw IP packets (an IP header at byte 0)",
+			      looks > 0 ? ", so the link type is probably wrong" : "");
+		return -EINVAL;
+	}
+	if (r->tst.looks_ethernet + r->tst.looks_raw_ip > r->n / 2)
+		rte_log(RTE_LOG_WARNING, replay_logtype, "replay: %" PRIu64 " of %s's %" PRIu64
+			" packets do not decode as IP under its link type (%s) but look like %s: "
+			"is the link type wrong?\n", r->tst.looks_ethernet + r->tst.looks_raw_ip,
+			path, r->n, rb2_trace_linktype_name(linktype),
+			r->tst.looks_ethernet >= r->tst.looks_raw_ip ? "Ethernet frames" : "raw IP");
 	rte_log(RTE_LOG_INFO, replay_logtype, "replay: %s: %" PRIu64 " records (%" PRIu64 " IPv4, %" PRIu64
 		" IPv6, %" PRIu64 " non-IP, %" PRIu64 " malformed) preloaded in %.2f s\n", path,
 		r->n, r->tst.ipv4, r->tst.ipv6, r->tst.nonip, r->tst.malformed,
@@ -172,19 +210,53 @@ replay_fini(struct rb2_stage *st)
 	r->nchunks = 0;
 }
 
+/*
+ * Paced by the capture's timing, one corrupt timestamp (a year ahead of the
+ * others) would make the replay wait that long, silently. A gap that would
+ * take over a minute of real time is refused, naming the record; maxsleep_ms
+ * caps each wait instead (tcpreplay's --maxsleep).
+ */
+#define REPLAY_MAX_WAIT_S 60
+
+static int
+check_gaps(struct rb2_stage *st, struct replay *r, const char *path)
+{
+	uint64_t worst = 0, at = 0;
+
+	for (uint64_t i = 1; i < r->n; i++) {
+		uint64_t a = rec_at(r, i - 1)->ts_ns, b = rec_at(r, i)->ts_ns;
+
+		if (b > a && b - a > worst) {
+			worst = b - a;
+			at = i;
+		}
+	}
+	if ((double)worst / 1e9 / r->mult <= REPLAY_MAX_WAIT_S)
+		return 0;
+	rb2_stage_err(st, "record %" PRIu64 " of %s comes %.0f s of capture time after the one "
+		      "before: at multiplier %g the replay would wait %.0f s for it (its timestamp "
+		      "looks corrupt); cap each wait with maxsleep_ms (rb2-nf --maxsleep-ms), or "
+		      "pace with pps", at, path, (double)worst / 1e9, r->mult,
+		      (double)worst / 1e9 / r->mult);
+	return -EINVAL;
+}
+
 static int
 replay_init(struct rb2_stage *st, struct rb2_stage_args *a)
 {
 	struct replay *r = rb2_stage_priv(st);
 	const char *path;
-	int bar, ret;
+	int bar, ret, allow_truncated, allow_non_ip;
 
 	if (rb2_stage_arg_str(a, "trace", NULL, &path) < 0 ||
 	    rb2_stage_arg_double(a, "pps", 0, 0, 1e12, &r->pps) < 0 ||
 	    rb2_stage_arg_double(a, "multiplier", 0, 0, 1e9, &r->mult) < 0 ||
+	    rb2_stage_arg_u64(a, "maxsleep_ms", 0, 0, 86400000, &r->maxsleep_ms) < 0 ||
 	    rb2_stage_arg_u64(a, "loop", 1, 0, UINT32_MAX, &r->loops) < 0 ||
-	    rb2_stage_arg_u64(a, "batch", 1, 1, 64, &r->batch) < 0 ||
-	    rb2_stage_arg_bool(a, "progress", isatty(STDERR_FILENO), &bar) < 0)
+	    rb2_stage_arg_u64(a, "batch", 1, 1, RB2_REC_BATCH_MAX, &r->batch) < 0 ||
+	    rb2_stage_arg_bool(a, "progress", isatty(STDERR_FILENO), &bar) < 0 ||
+	    rb2_stage_arg_bool(a, "allow_truncated", 0, &allow_truncated) < 0 ||
+	    rb2_stage_arg_bool(a, "allow_non_ip", 0, &allow_non_ip) < 0)
 		return -EINVAL;
 	if (path == NULL) {
 		rb2_stage_err(st, "no trace: set trace = FILE (rb2-nf: --trace FILE)");
@@ -197,7 +269,9 @@ replay_init(struct rb2_stage *st, struct rb2_stage_args *a)
 	r->c_records = rb2_stage_counter(st, "records");
 	r->c_loops = rb2_stage_counter(st, "loops");
 	r->c_paced = rb2_stage_counter(st, "paced_waits");
-	ret = preload(st, r, path, bar);
+	ret = preload(st, r, path, bar, allow_truncated, allow_non_ip);
+	if (ret == 0 && r->mult > 0 && r->maxsleep_ms == 0)
+		ret = check_gaps(st, r, path);
 	if (ret != 0) {
 		replay_fini(st);
 		return ret;
@@ -222,12 +296,23 @@ due(struct replay *r, uint64_t want)
 		return d <= 0 ? 0 : RTE_MIN(want, (uint64_t)d + 1);
 	}
 	if (r->mult > 0) {
-		/* Capture time reached: first + elapsed * multiplier. */
-		uint64_t lim = r->ts_first + (uint64_t)(el * r->mult * 1e9);
+		/* Capture time reached: first + elapsed * multiplier (+ the gaps
+		 * maxsleep cut short). Later loops continue the timeline. */
+		uint64_t base = r->loop * r->ts_span;
+		uint64_t lim = r->ts_first + r->ts_shift + (uint64_t)(el * r->mult * 1e9);
 		uint64_t k = 0;
 
-		while (k < want && rec_at(r, r->idx + k)->ts_ns <= lim)
+		while (k < want && rec_at(r, r->idx + k)->ts_ns + base <= lim)
 			k++;
+		if (k == 0 && r->maxsleep_ms > 0) {
+			/* Never wait longer than maxsleep for the next record:
+			 * move the clock past the rest of the gap. */
+			uint64_t next = rec_at(r, r->idx)->ts_ns + base;
+			uint64_t cap = (uint64_t)((double)r->maxsleep_ms * 1e6 * r->mult);
+
+			if (next > lim + cap)
+				r->ts_shift += next - (lim + cap);
+		}
 		return k;
 	}
 	return want;

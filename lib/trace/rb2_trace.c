@@ -330,6 +330,28 @@ rb2_trace_open_file(FILE *f, const char *name, char *err, size_t errlen)
 }
 
 int
+rb2_trace_looks_like(const uint8_t *p, uint32_t caplen)
+{
+	if (caplen >= 20 && (p[0] == 0x45 || (p[0] >> 4 == 6 && caplen >= 40)))
+		return DLT_RAW;
+	if (caplen >= 34) {
+		uint16_t et = be16(p + 12);
+
+		if (et == 0x0800 || et == 0x86dd || et == 0x8100 || et == 0x88a8)
+			return DLT_EN10MB;
+	}
+	return -1;
+}
+
+const char *
+rb2_trace_linktype_name(int linktype)
+{
+	const char *n = pcap_datalink_val_to_name(linktype);
+
+	return n != NULL ? n : "unknown";
+}
+
+int
 rb2_trace_next(struct rb2_trace *t, struct rb2_rec *rec)
 {
 	struct pcap_pkthdr *h;
@@ -344,6 +366,12 @@ rb2_trace_next(struct rb2_trace *t, struct rb2_rec *rec)
 		return -EBADMSG;
 	}
 	rb2_trace_parse(t->linktype, data, h->caplen, h->len, rec);
+	if (rec->kind == RB2_REC_NONIP || rec->kind == RB2_REC_MALFORMED) {
+		int lt = rb2_trace_looks_like(data, h->caplen);
+
+		t->st.looks_raw_ip += lt == DLT_RAW && t->linktype != DLT_RAW;
+		t->st.looks_ethernet += lt == DLT_EN10MB && t->linktype != DLT_EN10MB;
+	}
 	rec->ts_ns = (uint64_t)h->ts.tv_sec * 1000000000ull +
 		(uint64_t)h->ts.tv_usec * (t->nano ? 1 : 1000);
 	rec->seq = t->seq++;

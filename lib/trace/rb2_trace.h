@@ -85,6 +85,14 @@ struct rb2_trace_stats {
 	uint64_t ipv4, ipv6, nonip, malformed; /**< by kind */
 	uint64_t fragments; /**< non-first fragments (no ports) */
 	uint64_t truncated; /**< captured without their ports */
+	/**
+	 * Of the packets not decoded as IP, how many would be under another
+	 * link type: they start as an IP header (the capture says Ethernet or
+	 * SLL, but it is raw IP), or carry an IP ethertype at byte 12 (the
+	 * capture says raw IP, but they are Ethernet frames). A wrong link type
+	 * in a capture's header is a common mistake; this names it.
+	 */
+	uint64_t looks_raw_ip, looks_ethernet;
 };
 
 struct rb2_trace;
@@ -140,6 +148,23 @@ int rb2_trace_parse(int linktype, const uint8_t *pkt, uint32_t caplen,
 
 /** Add a record to counters (as the reader does). */
 void rb2_trace_count(struct rb2_trace_stats *st, const struct rb2_rec *rec);
+
+/**
+ * Of a packet that did not decode as IP under its link type, what it looks
+ * like: DLT_RAW (an IPv4 or IPv6 header at byte 0), DLT_EN10MB (an IP
+ * ethertype at byte 12), or -1.
+ */
+int rb2_trace_looks_like(const uint8_t *pkt, uint32_t caplen);
+
+/** @return the name of a link type ("RAW", "EN10MB", ...), or "unknown". */
+const char *rb2_trace_linktype_name(int linktype);
+
+/**
+ * The messages of the measurement NF's stages: the replay stage emits, and
+ * the measure stage takes, messages of whole records, 1 to `batch` (at most
+ * 64) struct rb2_rec each; measure counts any other length as a bad message.
+ */
+#define RB2_REC_BATCH_MAX 64
 
 #ifdef __cplusplus
 }

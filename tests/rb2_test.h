@@ -84,4 +84,43 @@ rb2_test_check(const void *buf, uint32_t len, uint64_t seq)
 	return 1;
 }
 
+/*
+ * Why rb2_test_check() refused @buf as message @seq: where the first wrong
+ * 8-byte word is, and whose it is (each word of message s at offset i holds
+ * s * K + i, K odd, so the message it came from is recovered: zeros mean
+ * not yet written, an older one stale data, a newer one an overwrite).
+ */
+static inline void
+rb2_test_explain(char *out, size_t len, const void *buf, uint32_t n, uint64_t seq)
+{
+	const uint64_t k = 0x9e3779b97f4a7c15ull;
+	uint64_t inv = k, got, want;
+	const uint8_t *p = buf;
+	uint32_t i;
+
+	for (int j = 0; j < 6; j++)       /* Newton: k * inv == 1 mod 2^64 */
+		inv *= 2 - k * inv;
+	for (i = 0; i + 8 <= n; i += 8) {
+		memcpy(&got, p + i, 8);
+		want = seq * k + i;
+		if (got != want) {
+			/* Another message's word, at its own offset o? */
+			for (uint64_t o = 0; o < 65536; o += 8) {
+				uint64_t s = (got - o) * inv;
+
+				if (s - seq + 100000 < 200000) {
+					snprintf(out, len, "byte %u of %u holds byte %" PRIu64
+						 " of message %" PRIu64 " (%+" PRId64 ")", i, n, o, s,
+						 (int64_t)(s - seq));
+					return;
+				}
+			}
+			snprintf(out, len, "byte %u of %u: word %#" PRIx64 " is %s", i, n, got,
+				 got == 0 ? "zero" : "no nearby message's");
+			return;
+		}
+	}
+	snprintf(out, len, "the last %u bytes", n - i);
+}
+
 #endif /* RB2_TEST_H */

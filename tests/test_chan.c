@@ -773,3 +773,60 @@ Test(rb2_chan, receiver_notice_reaches_sender_loop)
 {
 	notice("loop");
 }
+
+/*
+ * Poll message: a marker is looked for in a slot's last 8 bytes only, and
+ * whatever else lands there can pass for a later message's marker (the
+ * soak found a payload byte over an old marker's high bytes, equal to the
+ * next lap's marker). So the receiver zeroes the last 8 bytes of every slot
+ * it consumes: of released messages, and of skipped wrap padding.
+ */
+static void
+poll_zeroes_slot_ends(const char *spec)
+{
+	struct rb2_chan_params p;
+	struct rb2_msg m[8];
+	uint8_t buf[256];
+
+	rb2_chan_params_init(&p);
+	p.slots = 8;
+	p.alpha = p.beta = p.gamma = 1;
+	p.tail_sync = RB2_TAIL_POLL_MSG;
+	open_pair(spec, &p);
+	memset(buf, 0xff, sizeof(buf));
+	/* 5 one-slot messages (slots 0-4), then 200 bytes: 4 slots with the
+	 * marker, which do not fit before the end: slots 5-7 are skipped. */
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(rb2_tx_send(tx, buf, 50), 0);
+	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 5);
+	rb2_rx_release_burst(rx, m, 5);
+	cr_assert_eq(rb2_tx_send(tx, buf, 200), 0);
+	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 1);
+	cr_expect_eq(m[0].data, (void *)rx->slots, "wrapped to slot 0");
+	for (uint32_t s = 0; s < 8; s++) {
+		uint64_t end;
+
+		memcpy(&end, rx->slots + (s + 1) * 64 - 8, 8);
+		if (s < 4)
+			continue; /* the message being read */
+		cr_expect_eq(end, 0, "%s: slot %u's last 8 bytes were left %#" PRIx64, spec, s, end);
+	}
+	rb2_rx_release_burst(rx, m, 1);
+	for (uint32_t s = 0; s < 4; s++) {
+		uint64_t end;
+
+		memcpy(&end, rx->slots + (s + 1) * 64 - 8, 8);
+		cr_expect_eq(end, 0, "%s: released slot %u's last 8 bytes were left %#" PRIx64,
+			     spec, s, end);
+	}
+}
+
+Test(rb2_chan, poll_message_receiver_zeroes_every_slot_end_copy)
+{
+	poll_zeroes_slot_ends("shm,mode=copy");
+}
+
+Test(rb2_chan, poll_message_receiver_zeroes_every_slot_end_loadstore)
+{
+	poll_zeroes_slot_ends("shm,mode=loadstore");
+}

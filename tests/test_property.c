@@ -13,6 +13,7 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <rte_launch.h>
 #include <rte_pause.h>
@@ -124,13 +125,17 @@ check_one(struct rx_state *st, const void *data, uint32_t len)
 	uint32_t want = len_of(st->c, st->next);
 
 	if (len != want || !rb2_test_check(data, len, st->next)) {
+		char why[160] = "";
+
+		if (len == want)
+			rb2_test_explain(why, sizeof(why), data, len, st->next);
 		if (st->bad++ == 0)
 			cr_log_error("seed %" PRIu64 " (N=%u S=%u a=%u b=%u g=%u msg_size=%u head_sync=%d "
-				     "tail_sync=%d flags=0x%x): message %" PRIu64 " has len %u (want %u) or a bad payload",
+				     "tail_sync=%d flags=0x%x): message %" PRIu64 " has len %u (want %u) or a bad payload: %s",
 				     st->c->seed, st->c->p.slots, st->c->p.slot_size, st->c->p.alpha,
 				     st->c->p.beta, st->c->p.gamma, st->c->p.msg_size,
 				     (int)st->c->p.head_sync, (int)st->c->p.tail_sync, st->c->p.flags,
-				     st->next, len, want);
+				     st->next, len, want, why);
 	}
 	st->next++;
 }
@@ -375,8 +380,13 @@ Test(rb2_property, two_lcores_random_configs_exactly_once_in_order)
 	if (one != NULL) {          /* rerun the seed a failure names */
 		uint64_t seed = strtoull(one, NULL, 0);
 
-		run_concurrent(seed, seed < 600 ? "shm,mode=copy" : seed < 700 ?
-			       "shm,mode=loadstore" : "loop", 300000 * scale());
+		const char *spec = getenv("RB2_TEST_SPEC"); /* or the run's own */
+
+		if (spec == NULL)
+			spec = seed >= 0x50a4000000ull ?
+				(const char *[]){"shm,mode=copy", "shm,mode=loadstore", "loop"}[seed % 3] :
+				seed < 600 ? "shm,mode=copy" : seed < 700 ? "shm,mode=loadstore" : "loop";
+		run_concurrent(seed, spec, 300000 * scale());
 		return;
 	}
 	for (uint64_t seed = 1; seed <= 6; seed++) {
@@ -385,4 +395,39 @@ Test(rb2_property, two_lcores_random_configs_exactly_once_in_order)
 		if (seed % 2 == 0)
 			run_concurrent(seed + 700, "loop", 300000 * scale());
 	}
+}
+
+/*
+ * The soak: random configurations (N, S, alpha, beta, gamma, head and tail
+ * policies, fixed or variable sizes, the ablation flags), each run on two
+ * lcores over one of shm's two modes or the loop driver, one after another
+ * until RB2_SOAK_SECONDS have passed; every message exactly once, in
+ * order, intact. Prints the configurations and messages it ran (and the
+ * first seed, to rerun one: RB2_TEST_SEED). Skips without the variable.
+ */
+Test(rb2_property, soak_random_configs_two_lcores, .timeout = 86400 * 7)
+{
+	static const char *const specs[] = {"shm,mode=copy", "shm,mode=loadstore", "loop"};
+	const char *secs = getenv("RB2_SOAK_SECONDS");
+	uint64_t first = 0x50a4000000ull + (uint64_t)time(NULL) % 100000 * 1000;
+	uint64_t seed = first, total = 0, configs = 0;
+	time_t end, t0 = time(NULL);
+
+	if (secs == NULL || atol(secs) <= 0)
+		cr_skip_test("set RB2_SOAK_SECONDS=N to soak for N seconds");
+	end = t0 + atol(secs);
+	while (time(NULL) < end) {
+		/* Message counts that keep a configuration under a few seconds
+		 * even unbatched, so that many of them run. */
+		uint64_t msgs = 200000 + seed % 7 * 300000;
+
+		run_concurrent(seed, specs[seed % 3], msgs);
+		total += msgs;
+		configs++;
+		seed++;
+	}
+	printf("soak: %" PRIu64 " random configurations (seeds %" PRIu64 "..%" PRIu64 "), %" PRIu64
+	       " messages exactly once, in order, in %ld s (%.1f M/s)\n", configs, first, seed - 1,
+	       total, (long)(time(NULL) - t0), (double)total / 1e6 / (double)(time(NULL) - t0 + 1));
+	cr_log_info("soak: %" PRIu64 " configurations, %" PRIu64 " messages", configs, total);
 }

@@ -6,11 +6,21 @@
  * Tail sync, poll message (§IV-A; FaRM's design, and the paper's FaRM
  * baseline): no tail pointer crosses the link. Each message ends, in its last
  * slot, with an 8-byte marker the receiver polls for (odd, so never the zero
- * the receiver leaves; different on every lap, so never stale). Its length
- * goes first (the lens[] WRITE before the slots' WRITE, or a store before the
- * marker's release store), so a marker seen means length and payload are
- * there. The receiver zeroes the marker and marks the length consumed
- * (RB2_LEN_EMPTY: zero-length messages are legal) after use.
+ * the receiver leaves; different on every lap). Its length goes first (the
+ * lens[] WRITE before the slots' WRITE, or a store before the marker's
+ * release store), so a marker seen means length and payload are there.
+ *
+ * A marker can be forged, though: a marker is always a slot's last 8 bytes,
+ * and any other bytes that land there (a payload word, or padding the
+ * sender's mirror never clears) can hold the marker a later message will
+ * have there. The property suite's soak found one: an old marker's high
+ * bytes in the mirror's padding, its low byte overwritten by a payload byte,
+ * equalled the next lap's marker, and a message was taken before its
+ * payload had landed. So the receiver zeroes what it consumed, as the paper
+ * says the poll-message receiver must: the last 8 bytes of every slot of a
+ * released message or of skipped wrap padding (the only places a marker is
+ * looked for), and marks the length consumed (RB2_LEN_EMPTY: zero-length
+ * messages are legal).
  *
  * It relies on a WRITE landing front to back, which not every RNIC
  * guarantees (the paper's reason to leave it out of RB²); the shm
@@ -37,6 +47,20 @@ poll_rx_init(struct rb2_rx *rx)
 	for (uint32_t i = 0; rx->msg_size == 0 && i <= rx->mask; i++)
 		((uint32_t *)(uintptr_t)rx->lens)[i] = RB2_LEN_EMPTY;
 	rx->poll_msg = 1;
+}
+
+/* Zero the last 8 bytes of slots @first..@last, where markers are looked
+ * for: nothing left there can pass for a later message's marker. Plain
+ * stores: the head push that returns these slots to the sender orders them
+ * before the sender's next WRITE there. */
+static inline void
+zero_slot_ends(struct rb2_rx *rx, uint32_t first, uint32_t last)
+{
+	uint8_t *end = (uint8_t *)(uintptr_t)rx->slots + (size_t)(first + 1) * rx->slot_size -
+		RB2_MARKER_SIZE;
+
+	for (uint32_t s = first; s <= last; s++, end += rx->slot_size)
+		*(uint64_t *)end = 0;
 }
 
 /* The markers publish: there is no tail to WRITE. */
@@ -123,6 +147,7 @@ __rb2_rx_peek_poll(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 				 * (only the first message of a peek may follow). */
 				if (i > 0)
 					break;
+				zero_slot_ends(rx, pos, rx->mask);
 				atomic_store_explicit(lp, RB2_LEN_EMPTY, memory_order_relaxed);
 				h += rx->mask + 1 - pos;
 				rx->head = h;
@@ -164,11 +189,9 @@ __rb2_rx_release_poll(struct rb2_rx *rx, const struct rb2_msg *msgs, unsigned in
 	for (unsigned int i = 0; i < n; i++) {
 		uint32_t pos = (uint32_t)(((const uint8_t *)msgs[i].data - rx->slots) /
 					  rx->slot_size);
-		uint32_t end = (msgs[i].next_lo - 1) & rx->mask;   /* last slot */
-		uint64_t *mark = (uint64_t *)(uintptr_t)(rx->slots + (size_t)(end + 1) *
-							rx->slot_size - RB2_MARKER_SIZE);
 
-		*mark = 0;
+		/* Every slot's end, the marker's included (see the top). */
+		zero_slot_ends(rx, pos, (msgs[i].next_lo - 1) & rx->mask);
 		if (rx->msg_size == 0)
 			((uint32_t *)(uintptr_t)rx->lens)[pos] = RB2_LEN_EMPTY;
 	}

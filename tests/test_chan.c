@@ -821,6 +821,50 @@ poll_zeroes_slot_ends(const char *spec)
 	}
 }
 
+/*
+ * Wrap padding is not sent. On a poll-message channel the receiver consumes a
+ * skip on sight of its length and zeroes the skipped slots' ends; padding
+ * bytes landing afterwards (or a copy storing a byte twice) would undo that.
+ * Mark the receiver's slots 5-7, make the sender skip them, and check that
+ * the WRITEs left them alone while carrying the wrapped message.
+ */
+static void
+padding_is_not_sent(const char *spec, enum rb2_tail_sync sync)
+{
+	struct rb2_chan_params p;
+	struct rb2_msg m[8];
+	uint8_t buf[256];
+
+	rb2_chan_params_init(&p);
+	p.slots = 8;
+	p.alpha = p.beta = p.gamma = 1;
+	p.tail_sync = sync;
+	open_pair(spec, &p);
+	memset(buf, 0x11, sizeof(buf));
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(rb2_tx_send(tx, buf, 50), 0);
+	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 5);
+	rb2_rx_release_burst(rx, m, 5);
+	memset((uint8_t *)(uintptr_t)rx->slots + 5 * 64, 0xa5, 3 * 64); /* as the wire would */
+	cr_assert_eq(rb2_tx_send(tx, buf, 200), 0);
+	for (uint32_t i = 5 * 64; i < 8 * 64; i++)
+		cr_assert_eq(rx->slots[i], 0xa5, "%s: padding byte %u was written", spec, i);
+	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 1);
+	cr_expect_eq(m[0].data, (void *)rx->slots, "wrapped to slot 0");
+	cr_expect_eq(m[0].len, 200);
+	rb2_rx_release_burst(rx, m, 1);
+}
+
+Test(rb2_chan, wrap_padding_is_not_sent_poll_message)
+{
+	padding_is_not_sent("shm,mode=copy", RB2_TAIL_POLL_MSG);
+}
+
+Test(rb2_chan, wrap_padding_is_not_sent_write_twice)
+{
+	padding_is_not_sent("loop", RB2_TAIL_WRITE_TWICE);
+}
+
 Test(rb2_chan, poll_message_receiver_zeroes_every_slot_end_copy)
 {
 	poll_zeroes_slot_ends("shm,mode=copy");

@@ -316,6 +316,7 @@ rb2_tx_create(const char *name, struct rb2_xport *xp,
 	tx->beta = p->beta;
 	tx->msg_size = p->msg_size;
 	tx->limit = 0; /* nothing may be reserved until connected */
+	tx->skip_at = UINT64_MAX;
 	tx->local_head = RTE_PTR_ADD(base, RB2_REGION_PTR_OFF);
 	tx->notices = RTE_PTR_ADD(base, RB2_REGION_NOTICE_OFF);
 	tx->tail_shadow = RTE_PTR_ADD(base, RB2_REGION_SHADOW_OFF);

@@ -278,6 +278,7 @@ rb2_tx_commit_burst(struct rb2_tx *tx, uint32_t len, unsigned int n)
 		__rb2_tx_mark(tx, t, tx->resv_skip, len, n);
 	if (unlikely(tx->resv_skip != 0)) {
 		tx->lens[t & tx->mask] = RB2_LEN_SKIP;
+		tx->skip_at = t;           /* for transmission: not sent */
 		t += tx->resv_skip;
 		tx->resv_skip = 0;
 	}

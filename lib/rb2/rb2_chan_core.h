@@ -262,6 +262,7 @@ struct rb2_tx {
 	_Atomic uint64_t *notices;    /**< in RB_S: the receiver's RB2_NOTICE_* */
 	uint64_t *tail_shadow;        /**< source of the tail WRITE */
 	uint64_t pub_tail;            /**< last tail value WRITTEN to the peer */
+	uint64_t skip_at;             /**< where the last wrap padding starts (free-running) */
 	uint32_t tail_inflight;       /**< signaled tail WRITEs not completed */
 	uint32_t pull_inflight;       /**< head READs not completed */
 	/* Lazy pull on load/store transports: the receiver's published head. */

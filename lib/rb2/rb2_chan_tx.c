@@ -69,9 +69,10 @@ rb2_tx_post(struct rb2_tx *tx, const struct rb2_xport_wr *w, unsigned int n)
 }
 
 /* One contiguous range of slots [a, a+k): its lens entries (unless the
- * channel is fixed-size), then its slots. */
+ * channel is fixed-size), then its first @ks slots (the rest is wrap padding,
+ * never read: not sent). */
 static __rte_always_inline unsigned int
-range_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w, uint32_t a, uint32_t k)
+range_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w, uint32_t a, uint32_t k, uint32_t ks)
 {
 	const struct rb2_chan_desc *pd = &tx->h.peer;
 	uint64_t peer_lens = pd->addr + RB2_REGION_LENS_OFF;
@@ -87,12 +88,14 @@ range_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w, uint32_t a, uint32_t k)
 			.opcode = RB2_WR_WRITE,
 			.flags = llen <= max_inline ? RB2_WR_INLINE : 0,
 		};
+	if (ks == 0)
+		return n;
 	w[n++] = (struct rb2_xport_wr){
 		.local = tx->slots + (size_t)a * tx->slot_size,
 		.remote = peer_slots + (uint64_t)a * tx->slot_size,
-		.len = k * tx->slot_size, .lkey = tx->h.mr.lkey, .rkey = pd->rkey,
+		.len = ks * tx->slot_size, .lkey = tx->h.mr.lkey, .rkey = pd->rkey,
 		.opcode = RB2_WR_WRITE,
-		.flags = k * tx->slot_size <= max_inline ? RB2_WR_INLINE : 0,
+		.flags = ks * tx->slot_size <= max_inline ? RB2_WR_INLINE : 0,
 	};
 	RB2_STAT_ADD(&tx->stats, slot_writes, 1);
 	return n;
@@ -150,22 +153,30 @@ transmit_ls(struct rb2_tx *tx)
 	}
 }
 
-/* The same with WRs: appends each range's lens[] and slot WRITEs to @w. */
+/*
+ * The same with WRs: appends each range's lens[] and slot WRITEs to @w. The
+ * slots of wrap padding (which runs to the end of the ring, so only the
+ * first range holds any) are not sent: nothing reads them, and on a
+ * poll-message channel they could land after the receiver had consumed the
+ * skip on sight of its length, over the slot ends it had zeroed.
+ */
 static unsigned int
 transmit_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w)
 {
 	uint64_t from = tx->esc_tail, cnt = tx->tail - from;
 	uint32_t a = (uint32_t)from & tx->mask;
-	uint32_t first = (uint32_t)RTE_MIN(cnt, (uint64_t)(tx->mask + 1 - a));
+	uint32_t first = (uint32_t)RTE_MIN(cnt, (uint64_t)(tx->mask + 1 - a)), ks;
 	unsigned int n = 0;
 
 	if (cnt == 0)
 		return 0;
 	count_range(tx, from, tx->tail);
 	tx->esc_tail = tx->tail;
-	n += range_wrs(tx, w, a, first);
+	/* skip_at - from wraps past first unless the padding is in range */
+	ks = tx->skip_at - from < first ? (uint32_t)(tx->skip_at - from) : first;
+	n += range_wrs(tx, w, a, first, ks);
 	if (cnt > first)
-		n += range_wrs(tx, w + n, 0, (uint32_t)(cnt - first));
+		n += range_wrs(tx, w + n, 0, (uint32_t)(cnt - first), (uint32_t)(cnt - first));
 	return n;
 }
 

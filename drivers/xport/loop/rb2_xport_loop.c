@@ -66,12 +66,12 @@ loop_mr_free(struct rb2_xport *xp __rte_unused, struct rb2_xport_mr *mr)
 }
 
 /*
- * The doorbell. A NIC lands a WRITE front to back and the WRITEs of a queue
- * in order (RC); so do we: word by word through volatile stores (x86 keeps
- * stores in order), a release fence after each WRITE, and an aligned 8-byte
- * WRITE (a ring pointer) as a release store, which the peer's acquire load
- * of that pointer pairs with. All or nothing: a chain that cannot complete
- * is refused before any of it runs.
+ * The doorbell. A NIC lands a WRITE front to back, each byte once, and the
+ * WRITEs of a queue in order (RC); so do we: rb2_xport_dma_copy() and a
+ * release fence after each WRITE, and an aligned 8-byte WRITE (a ring
+ * pointer) as a release store, which the peer's acquire load of that pointer
+ * pairs with. All or nothing: a chain that cannot complete is refused before
+ * any of it runs.
  */
 static int
 loop_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs, unsigned int n)
@@ -96,18 +96,8 @@ loop_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs, unsigned int 
 		} else if (wr->len == 8 && (wr->remote & 7) == 0) {
 			atomic_store_explicit((_Atomic uint64_t *)remote,
 					      *(const uint64_t *)wr->local, memory_order_release);
-		} else if (((wr->remote | (uintptr_t)wr->local) & 7) == 0) {
-			volatile uint64_t *d = remote;
-			const uint64_t *s = wr->local;
-			uint32_t w = wr->len / 8;
-
-			for (uint32_t k = 0; k < w; k++)
-				d[k] = s[k];
-			memcpy((uint8_t *)remote + w * 8, (const uint8_t *)wr->local + w * 8,
-			       wr->len & 7);
-			atomic_thread_fence(memory_order_release);
 		} else {
-			memcpy(remote, wr->local, wr->len);
+			rb2_xport_dma_copy(remote, wr->local, wr->len);
 			atomic_thread_fence(memory_order_release);
 		}
 		if (wr->flags & RB2_WR_SIGNALED)

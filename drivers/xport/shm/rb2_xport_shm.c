@@ -11,8 +11,9 @@
  * order:
  *   - a WRITE of one aligned 8-byte word (a ring pointer) is a release store,
  *     so the peer's acquire load of the pointer also sees every earlier WRITE;
- *   - any other WRITE is a memcpy, followed by a release fence so that the
- *     next WR of the chain is not observed before it;
+ *   - any other WRITE lands as a NIC's DMA does, in increasing address order,
+ *     each byte once (rb2_xport_dma_copy()), followed by a release fence so
+ *     that the next WR of the chain is not observed before it;
  *   - a signaled WR leaves a completion in the queue's completion ring.
  *
  * Modes (open argument mode=):
@@ -155,32 +156,6 @@ shm_mr_free(struct rb2_xport *xp __rte_unused, struct rb2_xport_mr *mr)
 }
 
 /*
- * A WRITE's payload lands in increasing address order, as a NIC's DMA does
- * and as FaRM-style poll-message sync relies on: a marker in the last bytes
- * of a message must not become visible before the bytes ahead of it.
- * memcpy implementations store blocks out of order (overlapping head and
- * tail stores first, or the two halves of a block in either order), so the
- * copy goes word by word through volatile stores, which the compiler keeps
- * in program order and x86 (TSO) makes visible in that order.
- */
-static inline void
-ordered_copy(void *dst, const void *src, uint32_t len)
-{
-	volatile uint64_t *d = dst;
-	const uint64_t *s = src;
-	uint32_t words = len / 8;
-
-	if (unlikely(((uintptr_t)dst | (uintptr_t)src) & 7)) {
-		rte_memcpy(dst, src, len);  /* not a ring's slots */
-		return;
-	}
-	for (uint32_t i = 0; i < words; i++)
-		d[i] = s[i];
-	if (len & 7)
-		memcpy((uint8_t *)dst + words * 8, (const uint8_t *)src + words * 8, len & 7);
-}
-
-/*
  * The doorbell: execute the chain now, in order.
  * Cost: the copies themselves; the pointer WRITE is one release store.
  */
@@ -216,8 +191,8 @@ shm_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs,
 					*(const uint64_t *)wr->local,
 					memory_order_release);
 			} else {
-				ordered_copy((void *)(uintptr_t)wr->remote,
-					     wr->local, wr->len);
+				rb2_xport_dma_copy((void *)(uintptr_t)wr->remote,
+						   wr->local, wr->len);
 				/* Release fence: this WRITE before any later
 				 * one of the chain (front-to-back order). */
 				atomic_thread_fence(memory_order_release);

@@ -2,19 +2,28 @@
  * Copyright(c) 2026 The rb2 authors
  */
 
-/* A plugin whose init() dereferences NULL: rb2-nf must name the stage. */
+/* A plugin whose init() faults: rb2-nf must name the stage.
+ *
+ * It reads a page mapped PROT_NONE, not NULL: a NULL load is undefined
+ * behaviour that UBSan reports and halts on before any SIGSEGV, so the
+ * ASan/UBSan build would test the sanitizer, not rb2's handler.
+ */
 
 #include <stddef.h>
+#include <sys/mman.h>
 
 #include <rb2_stage.h>
 
 static int
 crash(struct rb2_stage *st, struct rb2_stage_args *args)
 {
-	volatile int *nowhere = NULL;
+	volatile int *guard = mmap(NULL, 4096, PROT_NONE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	(void)st; (void)args;
-	return *nowhere;
+	if (guard == MAP_FAILED)
+		return -1;
+	return *guard;
 }
 
 static void

@@ -18,6 +18,8 @@
 #include <rte_launch.h>
 #include <rte_pause.h>
 
+#include <rb2_lcore.h>
+
 #include "rb2_test.h"
 
 TestSuite(rb2_property, .init = rb2_test_eal_init, .fini = rb2_test_eal_fini,
@@ -355,7 +357,7 @@ run_concurrent(uint64_t seed, const char *spec, uint64_t msgs)
 	rx = rb2_rx_create(name, xp, &k.c.p);
 	cr_assert(k.tx != NULL && rx != NULL);
 	cr_assert_eq(rb2_chan_pair(k.tx, rx), 0);
-	cr_assert_eq(rte_eal_remote_launch(sender_lcore, &k, worker), 0);
+	cr_assert_eq(rb2_lcore_launch(sender_lcore, &k, worker), 0);
 	while (st.next < msgs && st.bad == 0) {
 		int n = receive_some(rx, &st, (unsigned int)rb2_test_rand(&r), 32);
 		cr_assert_geq(n, 0);
@@ -363,7 +365,7 @@ run_concurrent(uint64_t seed, const char *spec, uint64_t msgs)
 	/* A bad message stops the receiver: stop the sender too, or it waits
 	 * for room forever and the test hangs instead of failing. */
 	atomic_store_explicit(&k.stop, 1, memory_order_relaxed);
-	rte_eal_wait_lcore(worker);
+	rb2_lcore_wait(worker);
 	cr_assert_eq(k.err, 0, "sender: %d", k.err);
 	cr_assert_eq(st.bad, 0, "seed %" PRIu64 " (%s): %" PRIu64 " bad", seed, spec, st.bad);
 	cr_assert_eq(receive_some(rx, &st, 0, 64), 0, "no duplicates");

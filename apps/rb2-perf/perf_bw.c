@@ -26,6 +26,8 @@
 #include <rte_ring_elem.h>
 #include <rte_ring_peek_zc.h>
 
+#include <rb2_lcore.h>
+
 #include "perf.h"
 
 /* What the two lcores of one round share. Each side's writes sit in a cache
@@ -308,7 +310,7 @@ run_round(struct perf_variant *v, const struct perf_opts *o, uint64_t count,
 	c.bounce_tx = bounce[0];
 	c.bounce_rx = bounce[1];
 	c.total = duration > 0 ? UINT64_MAX : count;
-	ret = rte_eal_remote_launch(receiver_main, &c, o->rx_lcore);
+	ret = rb2_lcore_launch(receiver_main, &c, o->rx_lcore);
 	if (ret != 0) {
 		fprintf(stderr, "rb2-perf: cannot launch the receiver on lcore %u: %s\n",
 			o->rx_lcore, strerror(-ret));
@@ -329,7 +331,7 @@ run_round(struct perf_variant *v, const struct perf_opts *o, uint64_t count,
 	/* Release: the final count after every message; pairs with the
 	 * receiver's acquire load when it runs dry. */
 	atomic_store_explicit(&c.total, sent, memory_order_release);
-	rte_eal_wait_lcore(o->rx_lcore);
+	rb2_lcore_wait(o->rx_lcore);
 
 	if (c.fail != 0) {
 		fprintf(stderr, "rb2-perf: %s failed: %s\n", v->name, strerror(-c.fail));
@@ -657,8 +659,8 @@ pairs_round(struct perf_variant *v, const struct perf_opts *po, unsigned int k,
 		c->total = duration > 0 ? UINT64_MAX : count;
 		c->count = count;
 		c->duration = duration;
-		if (rte_eal_remote_launch(receiver_main, c, po[i].rx_lcore) != 0 ||
-		    (i > 0 && rte_eal_remote_launch(sender_main, c, po[i].tx_lcore) != 0)) {
+		if (rb2_lcore_launch(receiver_main, c, po[i].rx_lcore) != 0 ||
+		    (i > 0 && rb2_lcore_launch(sender_main, c, po[i].tx_lcore) != 0)) {
 			fprintf(stderr, "rb2-perf: cannot launch pair %u on lcores %u and %u\n",
 				i, po[i].tx_lcore, po[i].rx_lcore);
 			exit(EXIT_FAILURE);
@@ -670,7 +672,7 @@ pairs_round(struct perf_variant *v, const struct perf_opts *po, unsigned int k,
 	for (unsigned int i = 0; i < k; i++)
 		atomic_store_explicit(&pair_ctl[i].go, 1, memory_order_release);
 	sender_main(&pair_ctl[0]);       /* pair 0 sends from the main lcore */
-	rte_eal_mp_wait_lcore();
+	rb2_lcore_wait_all();
 	for (unsigned int i = 0; i < k; i++) {
 		struct round_ctl *c = &pair_ctl[i];
 		uint64_t sent = atomic_load_explicit(&c->total, memory_order_relaxed);

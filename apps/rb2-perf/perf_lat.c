@@ -21,6 +21,8 @@
 #include <rte_malloc.h>
 #include <rte_pause.h>
 
+#include <rb2_lcore.h>
+
 #include "perf.h"
 
 struct lat_ctl {
@@ -178,7 +180,7 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 	       " warm-up + %" PRIu64 " measured round trips\n",
 	       o->size, o->transport, o->chan.alpha, o->chan.beta, o->chan.gamma,
 	       o->warmup, o->count);
-	if (rte_eal_remote_launch(echo_main, c, o->rx_lcore) != 0) {
+	if (rb2_lcore_launch(echo_main, c, o->rx_lcore) != 0) {
 		fprintf(stderr, "rb2-perf: cannot launch the echo lcore %u\n", o->rx_lcore);
 		return -1;
 	}
@@ -207,7 +209,7 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 		if (i > o->warmup)
 			cyc[i - 1 - o->warmup] = rte_rdtsc() - t0;
 	}
-	rte_eal_wait_lcore(o->rx_lcore);
+	rb2_lcore_wait(o->rx_lcore);
 	if (c->fail != 0) {
 		fprintf(stderr, "rb2-perf: echo side failed: %s\n", strerror(-c->fail));
 		return -1;

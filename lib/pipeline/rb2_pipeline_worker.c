@@ -18,6 +18,8 @@
 #include <rte_lcore.h>
 #include <rte_pause.h>
 
+#include <rb2_lcore.h>
+
 #include "rb2_pipeline_private.h"
 
 static void
@@ -284,7 +286,7 @@ rb2_pipeline_run(struct rb2_pipeline *pl)
 	RTE_LCORE_FOREACH_WORKER(l) {
 		if (pl->workers[l].nstages == 0)
 			continue;
-		if (rte_eal_remote_launch(worker_main, &pl->workers[l], l) != 0) {
+		if (rb2_lcore_launch(worker_main, &pl->workers[l], l) != 0) {
 			PL_LOG(ERR, "cannot launch lcore %u: it is busy", l);
 			pl->stop = 2;
 			ret = -EBUSY;
@@ -294,7 +296,7 @@ rb2_pipeline_run(struct rb2_pipeline *pl)
 		worker_main(&pl->workers[me]);
 	RTE_LCORE_FOREACH_WORKER(l)
 		if (pl->workers[l].nstages > 0)
-			rte_eal_wait_lcore(l);
+			rb2_lcore_wait(l);
 	pl->run_cycles = rte_rdtsc() - t0;
 	for (l = 0; l < RTE_MAX_LCORE; l++)
 		if (pl->workers[l].ret < 0 && ret == 0)

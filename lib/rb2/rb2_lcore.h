@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef RB2_LCORE_H
+#define RB2_LCORE_H
+
+/**
+ * @file
+ * Launching a function on a worker lcore and waiting for it, as
+ * rte_eal_remote_launch() and rte_eal_wait_lcore() do, with a hand-off a
+ * race detector can see.
+ *
+ * DPDK's wait is correct (the worker's release store of its state, the main
+ * lcore's acquire load), but it happens inside librte_eal, which is not
+ * built with ThreadSanitizer, so TSan does not see it and reports every
+ * access the main lcore makes after the wait to what the worker wrote (a
+ * result, a channel it destroys) as a race. These wrappers add the same
+ * release/acquire pair in rb2's own code. (The launch needs nothing: it
+ * goes through a pipe, and TSan sees read() and write().) Use them for
+ * every launch whose results are read after the wait; they cost nothing
+ * measurable outside TSan builds.
+ */
+
+#include <rte_launch.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * rte_eal_remote_launch(): run @p f(@p arg) on worker lcore @p lcore_id.
+ * @return 0, -EBUSY if that lcore is still running something, -EINVAL for
+ *   a bad lcore id.
+ */
+int rb2_lcore_launch(lcore_function_t *f, void *arg, unsigned int lcore_id);
+
+/**
+ * rte_eal_wait_lcore(): wait for the function launched on @p lcore_id.
+ * Everything it wrote is visible (to TSan too) when this returns.
+ * @return its return value, or 0 if that lcore was not running anything.
+ */
+int rb2_lcore_wait(unsigned int lcore_id);
+
+/** rb2_lcore_wait() on every worker lcore (rte_eal_mp_wait_lcore()). */
+void rb2_lcore_wait_all(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RB2_LCORE_H */

@@ -88,7 +88,8 @@ __rb2_tx_mark(struct rb2_tx *tx, uint64_t t, uint32_t skip, uint32_t len, unsign
 
 	if (skip != 0) {
 		if (tx->h.loadstore && tx->msg_size == 0)
-			tx->peer_lens[t & tx->mask] = RB2_LEN_SKIP;
+			atomic_store_explicit((_Atomic uint32_t *)&tx->peer_lens[t & tx->mask],
+					      RB2_LEN_SKIP, memory_order_relaxed); /* polled */
 		for (uint32_t q = ((uint32_t)t & tx->mask) + 1; ranges && q <= tx->mask; q++)
 			tx->lens[q] = RB2_LEN_EMPTY;
 		t += skip;
@@ -104,7 +105,8 @@ __rb2_tx_mark(struct rb2_tx *tx, uint64_t t, uint32_t skip, uint32_t len, unsign
 			continue;
 		}
 		if (tx->msg_size == 0)
-			tx->peer_lens[pos] = len;
+			atomic_store_explicit((_Atomic uint32_t *)&tx->peer_lens[pos], len,
+					      memory_order_relaxed); /* polled */
 		/* Release: the payload and its length before the marker. */
 		atomic_store_explicit((_Atomic uint64_t *)mark, __rb2_marker(t),
 				      memory_order_release);

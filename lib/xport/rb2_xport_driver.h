@@ -36,6 +36,8 @@
  * disconnecting first if connected.
  */
 
+#include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <rte_common.h>
@@ -130,11 +132,9 @@ int rb2_xport_arg(const char *args, const char *key, char *val, size_t len);
 int rb2_xport_args_check(const char *drv, const char *args,
 			 const char *const *keys);
 
-/**
- * Copy a WRITE's payload as a NIC's DMA lands it: in increasing address
- * order, each byte stored once (naturally aligned 8- and 4-byte stores where
- * the destination allows, bytes elsewhere; x86 makes them visible in that
- * order). For drivers that execute WRITEs with the CPU (shm, loop).
+/*
+ * WRITEs and READs for drivers that execute them with the CPU (shm, loop),
+ * as a NIC's DMA moves them: in increasing address order, each byte once.
  *
  * Not memcpy: its small-size paths store overlapping heads and tails, some
  * bytes twice. A peer that acts on the first store and then writes there
@@ -143,52 +143,92 @@ int rb2_xport_args_check(const char *drv, const char *args,
  * skip come back (glibc writes a 4-byte copy twice) and skipped a message a
  * lap later. Nor may the bytes land out of order: poll-message sync takes a
  * marker in a message's last bytes to mean the rest has landed.
+ *
+ * The remote side is accessed in naturally aligned 8- and 4-byte words, and
+ * bytes at unaligned edges: by release stores (a WRITE) or acquire loads (a
+ * READ). On x86 these are plain moves, and in C11's terms they are exactly
+ * the promise the ring relies on: whoever acquires a word a WRITE carried (a
+ * ring pointer, a marker, a completion's tag) sees every word before it, and
+ * a READ of a pointer sees what was written before that pointer. Drivers
+ * need no fences around them, and ThreadSanitizer checks the promise
+ * instead of reporting the copies as races.
  */
-/* Whole 8-byte words to an aligned destination, front to back. Addressing
- * the source from the destination pointer lets gcc keep one induction
- * variable: 5 instructions a word. */
-static inline void
-__rb2_xport_dma_words(volatile uint64_t *d, const uint8_t *s, uint32_t words)
+
+/* One unit of a DMA: @d, @s of @type's size; the remote one is aligned. */
+#define __RB2_DMA_MOVE(type, d, s, read) do {					\
+	type v_;								\
+	if (read) {								\
+		v_ = atomic_load_explicit((const _Atomic type *)(uintptr_t)(s),	\
+					  memory_order_acquire);		\
+		memcpy((d), &v_, sizeof(v_));					\
+	} else {								\
+		memcpy(&v_, (s), sizeof(v_));					\
+		atomic_store_explicit((_Atomic type *)(uintptr_t)(d), v_,	\
+				      memory_order_release);			\
+	}									\
+} while (0)
+
+/* Whole 8-byte words, the remote side aligned. Addressing the source from
+ * the destination lets gcc keep one induction variable: 5 instructions a
+ * word. @return the end of the destination. */
+static __rte_always_inline uint8_t *
+__rb2_xport_dma_words(uint8_t *d, const uint8_t *s, uint32_t words, const int read)
 {
 	uintptr_t delta = (uintptr_t)s - (uintptr_t)d;
-	uint64_t w;
 
-	for (volatile uint64_t *end = d + words; d < end; d++) {
-		memcpy(&w, (const uint8_t *)((uintptr_t)d + delta), 8); /* any alignment */
-		*d = w;
-	}
+	for (uint8_t *end = d + 8 * (size_t)words; d < end; d += 8)
+		__RB2_DMA_MOVE(uint64_t, d, (const uint8_t *)((uintptr_t)d + delta), read);
+	return d;
 }
 
-static inline void
-rb2_xport_dma_copy(void *dst, const void *src, uint32_t len)
+static __rte_always_inline void
+__rb2_xport_dma(uint8_t *d, const uint8_t *s, uint32_t len, const int read)
 {
-	volatile uint8_t *d = dst;
-	const uint8_t *s = src;
-	uint32_t v;
+#define REMOTE ((uintptr_t)(read ? (const void *)s : (const void *)d))
+	uint8_t *e;
 
-	/* A ring's slots and lens[]: whole words to an aligned place. */
-	if (likely((((uintptr_t)dst | len) & 7) == 0)) {
-		__rb2_xport_dma_words(dst, src, len / 8);
+	/* A ring's slots and lens[]: whole words, aligned. */
+	if (likely(((REMOTE | len) & 7) == 0)) {
+		__rb2_xport_dma_words(d, s, len / 8, read);
 		return;
 	}
-	for (; len > 0 && ((uintptr_t)d & 7) != 0; len -= 1, d += 1, s += 1) {
-		if (((uintptr_t)d & 3) == 0 && len >= 4) {
-			memcpy(&v, s, 4);
-			*(volatile uint32_t *)d = v;
+	/* The remote side's unaligned head: bytes, or a 4-byte word. */
+	for (; len > 0 && (REMOTE & 7) != 0; len -= 1, d += 1, s += 1) {
+		if ((REMOTE & 3) == 0 && len >= 4) {
+			__RB2_DMA_MOVE(uint32_t, d, s, read);
 			len -= 3, d += 3, s += 3;
 		} else {
-			*d = *s;
+			__RB2_DMA_MOVE(uint8_t, d, s, read);
 		}
 	}
-	__rb2_xport_dma_words((volatile uint64_t *)d, s, len / 8);
-	d += len & ~7u, s += len & ~7u, len &= 7;
+	e = __rb2_xport_dma_words(d, s, len / 8, read);
+	s += e - d, d = e, len &= 7;
 	if (len >= 4) {
-		memcpy(&v, s, 4);
-		*(volatile uint32_t *)d = v;
+		__RB2_DMA_MOVE(uint32_t, d, s, read);
 		len -= 4, d += 4, s += 4;
 	}
-	for (; len > 0; len--)
-		*d++ = *s++;
+	for (; len > 0; len--, d++, s++)
+		__RB2_DMA_MOVE(uint8_t, d, s, read);
+#undef REMOTE
+}
+
+/** Execute a WRITE of @p len bytes from @p local to @p remote (see above). */
+static inline void
+rb2_xport_dma_write(void *remote, const void *local, uint32_t len)
+{
+	/* A ring pointer: one release store. */
+	if (likely(len == 8 && ((uintptr_t)remote & 7) == 0)) {
+		__RB2_DMA_MOVE(uint64_t, (uint8_t *)remote, (const uint8_t *)local, 0);
+		return;
+	}
+	__rb2_xport_dma(remote, local, len, 0);
+}
+
+/** Execute a READ of @p len bytes from @p remote into @p local (see above). */
+static inline void
+rb2_xport_dma_read(void *local, const void *remote, uint32_t len)
+{
+	__rb2_xport_dma(local, remote, len, 1);
 }
 
 /** Log from the transport layer and its drivers; no newline in @p fmt. */

@@ -67,11 +67,10 @@ loop_mr_free(struct rb2_xport *xp __rte_unused, struct rb2_xport_mr *mr)
 
 /*
  * The doorbell. A NIC lands a WRITE front to back, each byte once, and the
- * WRITEs of a queue in order (RC); so do we: rb2_xport_dma_copy() and a
- * release fence after each WRITE, and an aligned 8-byte WRITE (a ring
- * pointer) as a release store, which the peer's acquire load of that pointer
- * pairs with. All or nothing: a chain that cannot complete is refused before
- * any of it runs.
+ * WRs of a queue in order (RC); so do rb2_xport_dma_write() and
+ * rb2_xport_dma_read(), WR after WR (their release stores and acquire loads
+ * are what the peer's acquire of a pointer pairs with). All or nothing: a
+ * chain that cannot complete is refused before any of it runs.
  */
 static int
 loop_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs, unsigned int n)
@@ -90,16 +89,10 @@ loop_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs, unsigned int 
 		const struct rb2_xport_wr *wr = &wrs[i];
 		void *remote = (void *)(uintptr_t)wr->remote;
 
-		if (wr->opcode == RB2_WR_READ) {
-			atomic_thread_fence(memory_order_acquire); /* pairs with the peer's release */
-			memcpy(wr->local, remote, wr->len);
-		} else if (wr->len == 8 && (wr->remote & 7) == 0) {
-			atomic_store_explicit((_Atomic uint64_t *)remote,
-					      *(const uint64_t *)wr->local, memory_order_release);
-		} else {
-			rb2_xport_dma_copy(remote, wr->local, wr->len);
-			atomic_thread_fence(memory_order_release);
-		}
+		if (wr->opcode == RB2_WR_READ)
+			rb2_xport_dma_read(wr->local, remote, wr->len);
+		else
+			rb2_xport_dma_write(remote, wr->local, wr->len);
 		if (wr->flags & RB2_WR_SIGNALED)
 			q->cq[q->tail++ & q->mask] = (struct rb2_xport_wc){
 				.wr_id = wr->wr_id, .status = RB2_WC_SUCCESS,

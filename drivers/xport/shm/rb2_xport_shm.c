@@ -7,13 +7,12 @@
  * DPDK multi-process group (primary and secondaries map every memzone at the
  * same virtual address, so a peer's address is usable as is).
  *
- * It behaves as a NIC that executes each WRITE at the doorbell, in posting
+ * It behaves as a NIC that executes each WR at the doorbell, in posting
  * order:
- *   - a WRITE of one aligned 8-byte word (a ring pointer) is a release store,
- *     so the peer's acquire load of the pointer also sees every earlier WRITE;
- *   - any other WRITE lands as a NIC's DMA does, in increasing address order,
- *     each byte once (rb2_xport_dma_copy()), followed by a release fence so
- *     that the next WR of the chain is not observed before it;
+ *   - a WRITE lands as a NIC's DMA does, in increasing address order, each
+ *     byte once, by release stores (rb2_xport_dma_write()), so a peer that
+ *     acquires a word of it (a ring pointer, a marker) sees every byte
+ *     written before; a READ is its mirror (rb2_xport_dma_read());
  *   - a signaled WR leaves a completion in the queue's completion ring.
  *
  * Modes (open argument mode=):
@@ -181,37 +180,10 @@ shm_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs,
 
 		switch (wr->opcode) {
 		case RB2_WR_WRITE:
-			if (wr->len == sizeof(uint64_t) &&
-			    (wr->remote & (sizeof(uint64_t) - 1)) == 0) {
-				/* Release: every earlier WRITE of this queue
-				 * before the pointer; pairs with the peer's
-				 * acquire load of the pointer. */
-				atomic_store_explicit(
-					(_Atomic uint64_t *)(uintptr_t)wr->remote,
-					*(const uint64_t *)wr->local,
-					memory_order_release);
-			} else {
-				rb2_xport_dma_copy((void *)(uintptr_t)wr->remote,
-						   wr->local, wr->len);
-				/* Release fence: this WRITE before any later
-				 * one of the chain (front-to-back order). */
-				atomic_thread_fence(memory_order_release);
-			}
+			rb2_xport_dma_write((void *)(uintptr_t)wr->remote, wr->local, wr->len);
 			break;
 		case RB2_WR_READ:
-			/* Acquire: pairs with the release store the peer made
-			 * of what we read. */
-			if (wr->len == sizeof(uint64_t) &&
-			    (wr->remote & (sizeof(uint64_t) - 1)) == 0) {
-				*(uint64_t *)wr->local = atomic_load_explicit(
-					(_Atomic uint64_t *)(uintptr_t)wr->remote,
-					memory_order_acquire);
-			} else {
-				atomic_thread_fence(memory_order_acquire);
-				rte_memcpy(wr->local,
-					   (const void *)(uintptr_t)wr->remote,
-					   wr->len);
-			}
+			rb2_xport_dma_read(wr->local, (const void *)(uintptr_t)wr->remote, wr->len);
 			break;
 		default: /* refused above */
 			break;

@@ -25,7 +25,7 @@
 RTE_LOG_REGISTER(rb2_chan_logtype, rb2.chan, INFO);
 
 struct rb2_chan_list rb2_chan_list = {
-	.lock = RTE_SPINLOCK_INITIALIZER,
+	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.halves = TAILQ_HEAD_INITIALIZER(rb2_chan_list.halves),
 };
 
@@ -280,17 +280,17 @@ half_create(const char *name, struct rb2_xport *xp, const struct rb2_chan_params
 static void
 half_publish(struct rb2_chan_half *h)
 {
-	rte_spinlock_lock(&rb2_chan_list.lock);
+	pthread_mutex_lock(&rb2_chan_list.lock);
 	TAILQ_INSERT_TAIL(&rb2_chan_list.halves, h, next);
-	rte_spinlock_unlock(&rb2_chan_list.lock);
+	pthread_mutex_unlock(&rb2_chan_list.lock);
 }
 
 static void
 half_destroy(void *half, struct rb2_chan_half *h)
 {
-	rte_spinlock_lock(&rb2_chan_list.lock);
+	pthread_mutex_lock(&rb2_chan_list.lock);
 	TAILQ_REMOVE(&rb2_chan_list.halves, h, next);
-	rte_spinlock_unlock(&rb2_chan_list.lock);
+	pthread_mutex_unlock(&rb2_chan_list.lock);
 	rb2_xport_qp_destroy(h->qp);
 	rb2_xport_mr_free(h->xp, &h->mr);
 	rte_free(half);

@@ -24,7 +24,7 @@ tel_channels(const char *cmd __rte_unused, const char *params __rte_unused,
 	struct rb2_chan_half *h, *o;
 
 	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
-	rte_spinlock_lock(&rb2_chan_list.lock);
+	pthread_mutex_lock(&rb2_chan_list.lock);
 	TAILQ_FOREACH(h, &rb2_chan_list.halves, next) {
 		int dup = 0;
 
@@ -35,7 +35,7 @@ tel_channels(const char *cmd __rte_unused, const char *params __rte_unused,
 		if (!dup)
 			rte_tel_data_add_array_string(d, h->name);
 	}
-	rte_spinlock_unlock(&rb2_chan_list.lock);
+	pthread_mutex_unlock(&rb2_chan_list.lock);
 	return 0;
 }
 
@@ -70,7 +70,7 @@ tel_channel(const char *cmd __rte_unused, const char *params,
 		return -1;
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_string(d, "name", params);
-	rte_spinlock_lock(&rb2_chan_list.lock);
+	pthread_mutex_lock(&rb2_chan_list.lock);
 	TAILQ_FOREACH(h, &rb2_chan_list.halves, next) {
 		struct rte_tel_data *c;
 
@@ -98,7 +98,7 @@ tel_channel(const char *cmd __rte_unused, const char *params,
 			rte_tel_data_add_dict_container(d, "rx", c, 0);
 		}
 	}
-	rte_spinlock_unlock(&rb2_chan_list.lock);
+	pthread_mutex_unlock(&rb2_chan_list.lock);
 	return found ? 0 : -1;
 }
 

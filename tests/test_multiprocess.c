@@ -286,7 +286,13 @@ kill_stress(const char *self, const char *prefix, unsigned int reps)
  * shadow memory) gave the secondary; --base-virtaddr puts it where neither
  * maps anything (ASan leaves [0x10007fff8000, 0x7fffffffffff) to the app).
  */
+#ifdef __SANITIZE_THREAD__
+/* ThreadSanitizer keeps [0x7e8000000000, 0x800000000000) for the app, below
+ * the libraries and stacks the kernel maps from the top. */
+#define BASE_VIRTADDR "--base-virtaddr=0x7e8100000000"
+#else
 #define BASE_VIRTADDR "--base-virtaddr=0x200000000000"
+#endif
 
 static int
 eal_init(const char *prefix, int secondary, const char *lcores)

@@ -27,14 +27,22 @@ len_of(uint64_t seq, int giants)
 	return 8 + (uint32_t)(seq * 7919 % 293);
 }
 
-static int depth;             /* stage callbacks running on this lcore now */
-static int max_depth;
+/* Stage callbacks running on each lcore now, and the most seen at once. */
+static int depth[RTE_MAX_LCORE], max_depth[RTE_MAX_LCORE];
 
 static void
 enter(void)
 {
-	if (++depth > max_depth)
-		max_depth = depth;
+	unsigned int l = rte_lcore_id();
+
+	if (++depth[l] > max_depth[l])
+		max_depth[l] = depth[l];
+}
+
+static void
+leave(void)
+{
+	depth[rte_lcore_id()]--;
 }
 
 /* ---- seqsrc: count = N, per_poll = K, giants = yes|no, bad_edge = yes|no */
@@ -64,7 +72,7 @@ seqsrc_poll(struct rb2_stage *st)
 
 	enter();
 	if (s->sent == s->count) {
-		depth--;
+		leave();
 		return -ENODATA;
 	}
 	if (s->bad_edge && s->sent == 0)
@@ -76,7 +84,7 @@ seqsrc_poll(struct rb2_stage *st)
 		if (rb2_stage_emit(st, 0, buf, len) != 0)
 			break;
 	}
-	depth--;
+	leave();
 	return (int)k;
 }
 
@@ -103,7 +111,7 @@ relay_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 			rb2_stage_emit_commit(st, 0, msgs[i].len, 1);
 		}
 	}
-	depth--;
+	leave();
 }
 
 static const char *const relay_edges[] = { "out", NULL };
@@ -137,7 +145,7 @@ check_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 	for (unsigned int i = 0; i < n; i++, c->next++)
 		c->bad += msgs[i].len != len_of(c->next, c->giants) ||
 			!rb2_test_check(msgs[i].data, msgs[i].len, c->next);
-	depth--;
+	leave();
 }
 
 static const struct rb2_stage_ops check_ops = {
@@ -157,7 +165,8 @@ run_text(const char *text, struct check *c, struct rb2_pipeline **out)
 	int ret;
 
 	cr_assert_not_null(pl, "load: %s", err);
-	depth = max_depth = 0;
+	memset(depth, 0, sizeof(depth));
+	memset(max_depth, 0, sizeof(max_depth));
 	ret = rb2_pipeline_run(pl);
 	*c = *(struct check *)rb2_stage_priv(rb2_pipeline_stage(pl, "check"));
 	*out = pl;
@@ -181,7 +190,8 @@ Test(rb2_pipeline, same_lcore_stages_never_nest_and_see_everything_in_order)
 	cr_assert_eq(run_text(cfg, &c, &pl), 0);
 	cr_expect_eq(c.next, 200000, "every message arrived: %" PRIu64, c.next);
 	cr_expect_eq(c.bad, 0, "%" PRIu64 " out of order or corrupt", c.bad);
-	cr_expect_eq(max_depth, 1, "a stage ran inside another's callback (depth %d)", max_depth);
+	cr_expect_eq(max_depth[0], 1, "a stage ran inside another's callback (depth %d)",
+		     max_depth[0]);
 	rb2_pipeline_free(pl);
 }
 

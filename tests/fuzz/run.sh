@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright(c) 2026 The rb2 authors
 #
-# Fuzz the pcap reader and the configuration parser with libFuzzer under
-# ASan+UBSan (clang from Debian: apt-get install clang libclang-rt-14-dev).
+# Fuzz the pcap reader, the configuration parser and the channel's
+# connection descriptor (what a peer sends) with libFuzzer under ASan+UBSan
+# (clang from Debian: apt-get install clang libclang-rt-14-dev).
 #
 #   run.sh BUILD_DIR [SECONDS]     each target runs SECONDS (default:
 #                                  $RB2_FUZZ_SECONDS or 30), from a seed corpus
@@ -34,19 +35,30 @@ flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
 	"$src/lib/trace/rb2_trace.c" -lpcap || exit 1
 "$cc" "${flags[@]}" -o "$out/fuzz_config" "$src/tests/fuzz/fuzz_config.c" \
 	"$src/lib/pipeline/rb2_config.c" || exit 1
+# The descriptor check with the channel library it belongs to (instrumented
+# too: the region size comes from the sync policies' tables).
+# shellcheck disable=SC2046 # pkg-config's words
+"$cc" "${flags[@]}" -I"$build/config" -include rb2_build_config.h -I"$src/lib/rb2" \
+	-I"$src/lib/xport" $(pkg-config --cflags libdpdk) -o "$out/fuzz_desc" \
+	"$src/tests/fuzz/fuzz_desc.c" "$src"/lib/rb2/*.c "$src"/lib/xport/*.c \
+	$(pkg-config --libs libdpdk) || exit 1
 
 # Seeds: captures of every link type, and every configuration we ship.
 seeds=$out/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds/pcap" "$seeds/config"
+mkdir -p "$seeds/pcap" "$seeds/config" "$seeds/desc"
 python3 "$src/tests/nf_reference.py" craft "$seeds/pcap" >/dev/null
 [ -x "$build/apps/rb2-tracegen/rb2-tracegen" ] &&
 	"$build/apps/rb2-tracegen/rb2-tracegen" -o "$seeds/pcap/gen.pcap" --packets 20 \
 		--flows 5 --ipv6 0.3 --nonip 0.1 --snaplen 48 >/dev/null
 cp "$src"/config/*.ini "$src"/examples/*/*.ini "$seeds/config/"
+# Descriptors: every parameter selector, as the valid one (overlay of zeros).
+for sel in $(seq 0 255); do
+	printf "\\x$(printf %02x "$sel")\\x01" >"$seeds/desc/valid-$sel"
+done
 
 rc=0
-for t in pcap config; do
+for t in pcap config desc; do
 	mkdir -p "$out/$t-corpus" "$out/$t-crashes"
 	echo "== fuzz_$t: $secs s"
 	if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \

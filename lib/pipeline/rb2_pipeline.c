@@ -20,6 +20,7 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
+#include <rte_string_fns.h>
 
 #include <rb2_xport.h>
 
@@ -335,7 +336,8 @@ xport_get(struct rb2_pipeline *pl, const char *spec)
 	pl->xports[pl->nxports].xp = rb2_xport_open_spec(spec);
 	if (pl->xports[pl->nxports].xp == NULL)
 		return NULL;
-	snprintf(pl->xports[pl->nxports].spec, sizeof(pl->xports[0].spec), "%s", spec);
+	/* Not snprintf: spec may be a field of *pl (a link's transport). */
+	rte_strscpy(pl->xports[pl->nxports].spec, spec, sizeof(pl->xports[0].spec));
 	return pl->xports[pl->nxports++].xp;
 }
 

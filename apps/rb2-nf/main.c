@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,16 +87,18 @@ on_signal(int sig)
 {
 	static const char drain[] = "\nrb2-nf: stopping: draining the pipeline (again to abort)\n";
 	static const char abort_msg[] = "\nrb2-nf: aborting\n";
-	static int count;
+	static _Atomic int count; /* any thread may take the signal */
+	int saved_errno = errno;  /* write() must not change the interrupted code's */
+	ssize_t w;
 
 	(void)sig;
 	rb2_pipeline_stop(running); /* installed only while the pipeline runs */
-	if (count++ == 0) {
-		if (write(STDERR_FILENO, drain, sizeof(drain) - 1) < 0)
-			return;
-	} else if (write(STDERR_FILENO, abort_msg, sizeof(abort_msg) - 1) < 0) {
-		return;
-	}
+	if (atomic_fetch_add(&count, 1) == 0)
+		w = write(STDERR_FILENO, drain, sizeof(drain) - 1);
+	else
+		w = write(STDERR_FILENO, abort_msg, sizeof(abort_msg) - 1);
+	(void)w; /* nothing to do if stderr is gone */
+	errno = saved_errno;
 }
 
 static int

@@ -61,11 +61,11 @@ filter_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 				}
 				keep[k++] = r[j];
 			} else {
-				++*f->filtered;
+				rb2_stage_count(f->filtered, 1);
 			}
 		}
 		if (k > 0 && rb2_stage_emit(st, 0, keep, k * sizeof(*r)) == 0)
-			*f->kept += k;
+			rb2_stage_count(f->kept, k);
 	}
 }
 

@@ -175,7 +175,7 @@ measure_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n
 
 		if (unlikely(msgs[i].len % REC_SIZE != 0)) {
 			/* Not whole records: counted, never guessed at. */
-			++*m->c_bad;
+			rb2_stage_count(m->c_bad, 1);
 			m->bad_bytes += msgs[i].len;
 			continue;
 		}
@@ -189,7 +189,7 @@ measure_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n
 				c[0]++;
 				c[1] += r->wire_len;
 			} else {
-				++*m->c_iv_out;
+				rb2_stage_count(m->c_iv_out, 1);
 			}
 			recs[k++] = r;
 			if (k == RB2_STAGE_BURST_MAX) {
@@ -202,7 +202,7 @@ measure_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n
 	if (k > 0)
 		rb2_flowtab_add_ptrs(m->ft, recs, k);
 	total += k;
-	*m->c_records += total;
+	rb2_stage_count(m->c_records, total);
 	m->cycles += rte_rdtsc() - t0;
 }
 

@@ -334,7 +334,7 @@ replay_poll(struct rb2_stage *st)
 			return -ENODATA;
 		r->loop++;
 		r->idx = 0;
-		++*r->c_loops;
+		rb2_stage_count(r->c_loops, 1);
 	}
 	if (r->t0 == 0)
 		r->t0 = rte_rdtsc();
@@ -345,7 +345,7 @@ replay_poll(struct rb2_stage *st)
 	if (r->pps > 0 || r->mult > 0) {
 		want = due(r, want);
 		if (want == 0) {
-			++*r->c_paced;
+			rb2_stage_count(r->c_paced, 1);
 			return 0;
 		}
 	}
@@ -373,7 +373,7 @@ replay_poll(struct rb2_stage *st)
 	rb2_stage_emit_commit(st, 0, len, (unsigned int)k);
 	r->idx += (uint64_t)k * (len / rsz);
 	r->sent += (uint64_t)k * (len / rsz);
-	*r->c_records = r->sent;
+	rb2_stage_count(r->c_records, (uint64_t)k * (len / rsz));
 	return k;
 }
 

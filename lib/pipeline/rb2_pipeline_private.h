@@ -30,6 +30,11 @@
 #include "rb2_pipeline.h"
 #include "rb2_stage.h"
 
+/* Statistics: written by their stage's lcore only, read meanwhile by the
+ * telemetry thread. Relaxed atomics, the same plain add and load on x86. */
+#define STAT_ADD(field, n) rb2_stage_count(&(field), (n))
+#define STAT_READ(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
 extern int rb2_pipeline_logtype;
 #define PL_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_ ## level, rb2_pipeline_logtype, "rb2.pipeline: " fmt "\n", \
@@ -97,7 +102,7 @@ struct rb2_stage {
 	/* End of stream: the stage is done when every input has ended. */
 	unsigned int n_in, n_in_done;
 	bool done;
-	/* Statistics (written by the stage's lcore only). */
+	/* Statistics (STAT_ADD by the stage's lcore only; done: its end). */
 	uint64_t in_msgs, in_bytes, bursts, cycles, produced;
 	uint64_t emit_errors;       /* emits refused before any edge: bad edge, len 0 */
 	struct rb2_stage_counter counters[STAGE_COUNTERS_MAX];
@@ -151,11 +156,13 @@ struct rb2_pipeline {
 	struct { char spec[128]; struct rb2_xport *xp; } xports[XPORTS_MAX];
 	unsigned int nxports;
 	struct rb2_worker workers[RTE_MAX_LCORE];
-	volatile int stop;                      /* 1: drain, 2: abort */
-	volatile int stop_by_peer;              /* stop 1 came as a receiver's notice */
+	/* Set by any lcore or a signal handler, read by every worker: atomics
+	 * (lock-free, so signal-safe; a read is a plain load on x86). */
+	_Atomic int stop;                       /* 1: drain, 2: abort */
+	_Atomic int stop_by_peer;               /* stop 1 came as a receiver's notice */
 	unsigned int stop_timeout_ms;           /* for a remote sender's end of stream */
 	uint64_t run_cycles;
-	volatile int failed;                    /* a link failed */
+	_Atomic int failed;                     /* a link failed */
 };
 
 struct rb2_stage_args {

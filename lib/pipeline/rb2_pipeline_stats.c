@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,8 +24,8 @@ edge_totals(const struct rb2_stage *st, uint64_t *out, uint64_t *failed)
 	*out = 0;
 	*failed = 0;
 	for (unsigned int j = 0; j < st->nedges; j++) {
-		*out += st->edges[j].msgs;
-		*failed += st->edges[j].failed;
+		*out += STAT_READ(st->edges[j].msgs);
+		*failed += STAT_READ(st->edges[j].failed);
 	}
 }
 
@@ -177,30 +178,41 @@ rb2_pipeline_stats_json(struct rb2_pipeline *pl, FILE *out)
 
 /* ---- Telemetry: /rb2/pipeline/stages ------------------------------------ */
 
-static struct rb2_pipeline *telemetry_pl; /* the pipeline telemetry shows */
+/* The pipeline telemetry shows. The telemetry thread holds the lock while
+ * it reads one, so it is never freed under it, and sees it whole. */
+static struct rb2_pipeline *telemetry_pl;
+static pthread_mutex_t telemetry_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void
 rb2_pipeline_telemetry_set(struct rb2_pipeline *pl)
 {
+	pthread_mutex_lock(&telemetry_lock);
 	telemetry_pl = pl;
+	pthread_mutex_unlock(&telemetry_lock);
 }
 
 void
 rb2_pipeline_telemetry_clear(struct rb2_pipeline *pl)
 {
+	pthread_mutex_lock(&telemetry_lock);
 	if (telemetry_pl == pl)
 		telemetry_pl = NULL;
+	pthread_mutex_unlock(&telemetry_lock);
 }
 
 static int
 tel_stages(const char *cmd __rte_unused, const char *params __rte_unused,
 	   struct rte_tel_data *d)
 {
-	struct rb2_pipeline *pl = telemetry_pl;
+	struct rb2_pipeline *pl;
 
 	rte_tel_data_start_dict(d);
-	if (pl == NULL)
+	pthread_mutex_lock(&telemetry_lock);
+	pl = telemetry_pl;
+	if (pl == NULL) {
+		pthread_mutex_unlock(&telemetry_lock);
 		return 0;
+	}
 	for (unsigned int i = 0; i < pl->nstages; i++) {
 		struct rb2_stage *st = &pl->stages[i];
 		struct rte_tel_data *c;
@@ -211,19 +223,22 @@ tel_stages(const char *cmd __rte_unused, const char *params __rte_unused,
 		rte_tel_data_start_dict(c);
 		rte_tel_data_add_dict_string(c, "type", st->ops->name);
 		rte_tel_data_add_dict_u64(c, "lcore", st->lcore);
-		/* Written by the stage's lcore; a slightly stale read is fine. */
-		rte_tel_data_add_dict_u64(c, "in_msgs", st->in_msgs);
-		rte_tel_data_add_dict_u64(c, "in_bytes", st->in_bytes);
-		rte_tel_data_add_dict_u64(c, "produced", st->produced);
+		/* Written by the stage's lcore meanwhile: each read whole,
+		 * together perhaps a little apart. */
+		rte_tel_data_add_dict_u64(c, "in_msgs", STAT_READ(st->in_msgs));
+		rte_tel_data_add_dict_u64(c, "in_bytes", STAT_READ(st->in_bytes));
+		rte_tel_data_add_dict_u64(c, "produced", STAT_READ(st->produced));
 		edge_totals(st, &outm, &failed);
 		rte_tel_data_add_dict_u64(c, "out_msgs", outm);
-		rte_tel_data_add_dict_u64(c, "failed", failed + st->emit_errors);
-		rte_tel_data_add_dict_u64(c, "cycles", st->cycles);
-		rte_tel_data_add_dict_u64(c, "done", st->done);
+		rte_tel_data_add_dict_u64(c, "failed", failed + STAT_READ(st->emit_errors));
+		rte_tel_data_add_dict_u64(c, "cycles", STAT_READ(st->cycles));
+		rte_tel_data_add_dict_u64(c, "done", STAT_READ(st->done));
 		for (unsigned int j = 0; j < st->ncounters; j++)
-			rte_tel_data_add_dict_u64(c, st->counters[j].name, st->counters[j].value);
+			rte_tel_data_add_dict_u64(c, st->counters[j].name,
+						  STAT_READ(st->counters[j].value));
 		rte_tel_data_add_dict_container(d, st->name, c, 0);
 	}
+	pthread_mutex_unlock(&telemetry_lock);
 	return 0;
 }
 

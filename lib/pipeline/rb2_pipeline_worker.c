@@ -29,12 +29,12 @@ run_stage(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 	uint64_t bytes = 0;
 
 	st->ops->process(st, msgs, n);
-	st->cycles += rte_rdtsc() - t0;
+	STAT_ADD(st->cycles, rte_rdtsc() - t0);
 	for (unsigned int i = 0; i < n; i++)
 		bytes += msgs[i].len;
-	st->in_msgs += n;
-	st->in_bytes += bytes;
-	st->bursts++;
+	STAT_ADD(st->in_msgs, n);
+	STAT_ADD(st->in_bytes, bytes);
+	STAT_ADD(st->bursts, 1);
 }
 
 /*
@@ -105,7 +105,7 @@ finish(struct rb2_stage *st)
 			st->pl->failed = 1;
 		}
 	}
-	st->done = true;
+	__atomic_store_n(&st->done, true, __ATOMIC_RELAXED); /* telemetry reads it */
 }
 
 /*
@@ -211,10 +211,10 @@ worker_main(void *arg)
 			}
 			t0 = rte_rdtsc();
 			r = st->ops->poll(st);
-			st->cycles += rte_rdtsc() - t0;
+			STAT_ADD(st->cycles, rte_rdtsc() - t0);
 			run_queued(w);
 			if (r > 0) {
-				st->produced += (uint64_t)r;
+				STAT_ADD(st->produced, (uint64_t)r);
 				busy = 1;
 			} else if (r < 0) {
 				if (r != -ENODATA)

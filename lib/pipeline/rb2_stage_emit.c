@@ -105,13 +105,13 @@ edge_of(struct rb2_stage *st, unsigned int edge, uint32_t len, int *ret)
 	struct rb2_edge *e;
 
 	if (unlikely(edge >= st->nedges || len == 0)) {
-		st->emit_errors++;
+		STAT_ADD(st->emit_errors, 1);
 		*ret = -EINVAL;
 		return NULL;
 	}
 	e = &st->edges[edge];
 	if (unlikely(e->link == NULL)) {
-		e->failed++;
+		STAT_ADD(e->failed, 1);
 		*ret = -ENOTCONN;
 		return NULL;
 	}
@@ -129,7 +129,7 @@ rb2_stage_emit_reserve(struct rb2_stage *st, unsigned int edge, uint32_t len,
 	if (e == NULL)
 		return ret;
 	if (unlikely(n == 0)) {
-		st->emit_errors++;
+		STAT_ADD(st->emit_errors, 1);
 		return -EINVAL;
 	}
 	if (e->next != NULL) {
@@ -137,7 +137,7 @@ rb2_stage_emit_reserve(struct rb2_stage *st, unsigned int edge, uint32_t len,
 		struct rb2_chunk *c = edge_room(st, e, s);
 
 		if (unlikely(c == NULL)) {
-			e->failed++;
+			STAT_ADD(e->failed, 1);
 			return -ENOBUFS;
 		}
 		*first = c->arena + c->used;
@@ -152,7 +152,7 @@ rb2_stage_emit_reserve(struct rb2_stage *st, unsigned int edge, uint32_t len,
 			return ret;
 		}
 		if (ret != -ENOBUFS || st->pl->stop >= 2) {
-			e->failed++;
+			STAT_ADD(e->failed, 1);
 			if (ret == -ENOBUFS)
 				return -ECANCELED;
 			if (ret != -EMSGSIZE && e->err == 0) { /* the link failed */
@@ -162,7 +162,7 @@ rb2_stage_emit_reserve(struct rb2_stage *st, unsigned int edge, uint32_t len,
 			return ret;
 		}
 		/* Full: make sure what we hold is visible, then wait. */
-		e->waits++;
+		STAT_ADD(e->waits, 1);
 		rb2_tx_flush(e->tx);
 		rte_pause();
 	}
@@ -174,8 +174,8 @@ rb2_stage_emit_commit(struct rb2_stage *st, unsigned int edge, uint32_t len,
 {
 	struct rb2_edge *e = &st->edges[edge];
 
-	e->msgs += n;
-	e->bytes += (uint64_t)n * len;
+	STAT_ADD(e->msgs, n);
+	STAT_ADD(e->bytes, (uint64_t)n * len);
 	if (e->next != NULL) {
 		struct rb2_chunk *c = e->q_tail;
 		size_t s = RTE_ALIGN_CEIL(len, 8);

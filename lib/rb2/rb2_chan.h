@@ -291,7 +291,7 @@ rb2_tx_commit_burst(struct rb2_tx *tx, uint32_t len, unsigned int n)
 	for (unsigned int i = 0; tx->msg_size == 0 && i < n; i++, t += need)
 		if (unlikely(tx->lens[t & tx->mask] != len))
 			tx->lens[t & tx->mask] = len;
-	tx->tail = t;
+	RB2_POS_STORE(tx->tail, t);
 
 	if (unlikely(t - tx->synced_tail >= tx->alpha))
 		__rb2_tx_advance(tx);      /* pointer advancement */
@@ -470,7 +470,7 @@ rb2_rx_release_burst(struct rb2_rx *rx, const struct rb2_msg *msgs,
 		bytes += msgs[i].len;
 	/* A burst spans less than one ring (< 2^24 slots): the low 32 bits of
 	 * the next head pin down the whole 64-bit value. */
-	rx->head += (uint32_t)(msgs[n - 1].next_lo - (uint32_t)rx->head);
+	RB2_POS_STORE(rx->head, rx->head + (uint32_t)(msgs[n - 1].next_lo - (uint32_t)rx->head));
 	RB2_STAT_ADD(&rx->stats, messages, n);
 	RB2_STAT_ADD(&rx->stats, bytes, bytes);
 	if (unlikely(rx->head - rx->synced_head >= rx->gamma))

@@ -210,6 +210,14 @@ struct rb2_rx_stats { RB2_RX_STATS(RB2_STAT_FIELD) };
 		atomic_load_explicit(&(s)->f, memory_order_relaxed) + (v), \
 		memory_order_relaxed)
 
+/**
+ * Store a position (tail, pub_tail, head) that only its half's lcore writes
+ * and telemetry reads: a relaxed store, the same plain store on x86.
+ */
+#define RB2_POS_STORE(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
+/** Read one from another thread (telemetry). */
+#define RB2_POS_READ(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
 struct rb2_head_ops;
 struct rb2_tail_ops;
 

@@ -85,8 +85,8 @@ tel_channel(const char *cmd __rte_unused, const char *params,
 			const struct rb2_tx_stats *s = &tx->stats;
 
 			RB2_TX_STATS(TEL_STAT)
-			rte_tel_data_add_dict_u64(c, "tail", tx->tail);
-			rte_tel_data_add_dict_u64(c, "pub_tail", tx->pub_tail);
+			rte_tel_data_add_dict_u64(c, "tail", RB2_POS_READ(tx->tail));
+			rte_tel_data_add_dict_u64(c, "pub_tail", RB2_POS_READ(tx->pub_tail));
 			rte_tel_data_add_dict_u64(c, "load_store", h->loadstore);
 			rte_tel_data_add_dict_container(d, "tx", c, 0);
 		} else {
@@ -94,7 +94,7 @@ tel_channel(const char *cmd __rte_unused, const char *params,
 			const struct rb2_rx_stats *s = &rx->stats;
 
 			RB2_RX_STATS(TEL_STAT)
-			rte_tel_data_add_dict_u64(c, "head", rx->head);
+			rte_tel_data_add_dict_u64(c, "head", RB2_POS_READ(rx->head));
 			rte_tel_data_add_dict_container(d, "rx", c, 0);
 		}
 	}

@@ -116,7 +116,7 @@ imm_publish(struct rb2_tx *tx, struct rb2_xport_wr *w, enum rb2_publish how)
 	RB2_STAT_ADD(&tx->stats, cqes, 1);
 	RB2_STAT_ADD(&tx->stats, tail_writes, 1);
 	e->imm = (uint32_t)(tx->tail - tx->pub_tail);
-	tx->pub_tail = tx->tail;
+	RB2_POS_STORE(tx->pub_tail, tx->tail);
 	if (tx->h.loadstore) {
 		/* Release: the slots and lens[] before the entry's tag; pairs
 		 * with the acquire load of seq in cq_ring_poll(). */

@@ -68,7 +68,7 @@ static unsigned int
 poll_publish(struct rb2_tx *tx, struct rb2_xport_wr *w __rte_unused,
 	     enum rb2_publish how __rte_unused)
 {
-	tx->pub_tail = tx->tail;
+	RB2_POS_STORE(tx->pub_tail, tx->tail);
 	return 0;
 }
 
@@ -152,7 +152,7 @@ __rb2_rx_peek_poll(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 				zero_slot_ends(rx, pos, rx->mask);
 				atomic_store_explicit(lp, RB2_LEN_EMPTY, memory_order_relaxed);
 				h += rx->mask + 1 - pos;
-				rx->head = h;
+				RB2_POS_STORE(rx->head, h);
 				continue;
 			}
 			need = __rb2_nslots(len + RB2_MARKER_SIZE, rx->slot_size);

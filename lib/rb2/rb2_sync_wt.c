@@ -29,7 +29,7 @@ wt_publish(struct rb2_tx *tx, struct rb2_xport_wr *w, enum rb2_publish how)
 			 * with the acquire load of local_tail in
 			 * rb2_rx_peek_burst(). */
 			atomic_store_explicit(tx->peer_tail, tx->tail, memory_order_release);
-			tx->pub_tail = tx->tail;
+			RB2_POS_STORE(tx->pub_tail, tx->tail);
 			RB2_STAT_ADD(&tx->stats, tail_writes, 1);
 		}
 		return 0;
@@ -42,7 +42,7 @@ wt_publish(struct rb2_tx *tx, struct rb2_xport_wr *w, enum rb2_publish how)
 	*tx->tail_shadow = tx->tail;
 	rb2_chan_word_wr(&w[0], &tx->h, tx->tail_shadow, RB2_REGION_PTR_OFF, WRID_TAIL,
 			 RB2_WR_SIGNALED);
-	tx->pub_tail = tx->tail;
+	RB2_POS_STORE(tx->pub_tail, tx->tail);
 	tx->tail_inflight++;
 	RB2_STAT_ADD(&tx->stats, tail_writes, 1);
 	return 1;

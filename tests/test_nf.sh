@@ -23,9 +23,16 @@ nf=$build/apps/rb2-nf/rb2-nf
 gen=$build/apps/rb2-tracegen/rb2-tracegen
 ref=$src/tests/nf_reference.py
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# Whatever ends this script, no rb2-nf it started outlives it.
+trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 eal=(-l 0-1 --no-pci --no-huge -m 512 --file-prefix "rb2t-nf-$mode-$$" --log-level=lib.eal:warning)
 fails=0
+# Where a primary maps its shared memory, so the secondary can map it at the
+# same addresses: meson passes one outside TSan's shadow in a TSan build.
+base_va=${RB2_BASE_VIRTADDR:-0x200000000000}
+# How much slower than a release build this one runs (meson: 5 under TSan):
+# waits for progress and time bounds scale with it.
+slow=${RB2_TEST_SLOWDOWN:-1}
 
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
@@ -403,7 +410,7 @@ twoproc)
 	cfg=$src/config/nf-two-proc.ini
 	# measure is the primary (it outlives the sender); replay a secondary.
 	"$nf" -l 1 --no-pci -m 256 --file-prefix "$pfx" --proc-type=primary \
-		--base-virtaddr=0x200000000000 --log-level=lib.eal:warning -- \
+		--base-virtaddr="$base_va" --log-level=lib.eal:warning -- \
 		--config "$cfg" --proc measure --json "$tmp/two.json" \
 		>"$tmp/m.txt" 2>&1 &
 	mpid=$!
@@ -435,7 +442,7 @@ PY
 	for victim in measure replay; do
 		pfx=rb2t-nf2s-$victim-$$
 		"$nf" -l 1 --no-pci -m 256 --file-prefix "$pfx" --proc-type=primary \
-			--base-virtaddr=0x200000000000 --log-level=lib.eal:warning -- \
+			--base-virtaddr="$base_va" --log-level=lib.eal:warning -- \
 			--config "$cfg" --proc measure --json "$tmp/s.json" >"$tmp/m.txt" 2>&1 &
 		mpid=$!
 		wait_socket "$pfx"
@@ -443,7 +450,7 @@ PY
 			--log-level=lib.eal:warning -- --config "$cfg" --proc replay --loop 0 \
 			--trace "$tmp/g.pcap" --stats-json "$tmp/rs.json" >"$tmp/r.txt" 2>&1 &
 		rpid=$!
-		sleep 2
+		sleep $((2 * slow)) # past one pass of the trace
 		t0=$(date +%s%N)
 		[ $victim = measure ] && kill -INT $mpid || kill -INT $rpid
 		wait_gone 30 $mpid $rpid
@@ -468,7 +475,7 @@ PY
 	# within a bounded time, exits non-zero, and says how much it had sent.
 	pfx=rb2t-nf2k-$$
 	"$nf" -l 1 --no-pci -m 256 --file-prefix "$pfx" --proc-type=primary \
-		--base-virtaddr=0x200000000000 --log-level=lib.eal:warning -- \
+		--base-virtaddr="$base_va" --log-level=lib.eal:warning -- \
 		--config "$cfg" --proc measure >"$tmp/m.txt" 2>&1 &
 	mpid=$!
 	wait_socket "$pfx"

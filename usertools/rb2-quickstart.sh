@@ -4,7 +4,7 @@
 #
 # One-command set-up for a fresh Debian 12 machine (as root):
 #   usertools/rb2-quickstart.sh main   install, build, run the main job
-#   usertools/rb2-quickstart.sh test   install, build (also ASan+UBSan), run every test
+#   usertools/rb2-quickstart.sh test   install, build (also ASan+UBSan, TSan), run every test
 # Both are idempotent: packages already present are not touched, an existing
 # build directory is reused.
 set -euo pipefail
@@ -13,6 +13,7 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cmd=${1:-}
 build=${RB2_BUILD:-$top/build}
 build_asan=${RB2_BUILD_ASAN:-$top/build-asan}
+build_tsan=${RB2_BUILD_TSAN:-$top/build-tsan}
 hugemem=${RB2_HUGEMEM:-1G}
 
 PKGS=(meson ninja-build pkg-config gcc python3
@@ -31,12 +32,13 @@ usage: $0 main [TRACE]|test
          replay on lcore 0, an RB2 channel over shm, measure on lcore 1)
          on TRACE, or on a CAIDA-like trace that rb2-tracegen generates
          (10 M packets, 500 k flows)
-  test   install missing packages, reserve hugepages, build a release and
-         an ASan+UBSan tree, run every test suite in both, a libFuzzer
+  test   install missing packages, reserve hugepages, build a release, an
+         ASan+UBSan and a TSan tree, run every test suite in the first two
+         and the concurrent tests (suite tsan) in the third, a libFuzzer
          pass, the quick evaluation (usertools/rb2-eval.py --quick), and
          the verbs suite on Soft-RoCE inside a QEMU guest (tests/verbs-vm/run.sh)
 
-environment: RB2_BUILD, RB2_BUILD_ASAN (build dirs), RB2_HUGEMEM (default 1G),
+environment: RB2_BUILD, RB2_BUILD_ASAN, RB2_BUILD_TSAN (build dirs), RB2_HUGEMEM (default 1G),
              RB2_FUZZ_SECONDS (per fuzz target, default 30), CI=true (adds -Werror)
 EOF
 }
@@ -122,6 +124,8 @@ test)
 	configure_build "$build"
 	configure_build "$build_asan" -Db_sanitize=address,undefined -Dbuildtype=debug \
 		-Db_lundef=false
+	configure_build "$build_tsan" -Db_sanitize=thread -Dbuildtype=debugoptimized \
+		-Db_lundef=false
 	rc=0
 	log "tests: release build, then the verbs transport on Soft-RoCE in a QEMU guest"
 	meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit \
@@ -133,9 +137,13 @@ test)
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C "$build_asan" --print-errorlogs --num-processes 1 --suite unit \
 		--timeout-multiplier 4 || rc=1
-	# One closing line over both builds, from meson's own logs.
+	log "tests: ThreadSanitizer build, the concurrent tests (0 findings; tests/tsan/README.md)"
+	TSAN_OPTIONS=halt_on_error=0 \
+		meson test -C "$build_tsan" --print-errorlogs --num-processes 1 --suite tsan \
+		--timeout-multiplier 4 || rc=1
+	# One closing line over every build, from meson's own logs.
 	python3 - "$build/meson-logs/testlog.json" "$build/meson-logs/testlog-extra.json" \
-		"$build_asan/meson-logs/testlog.json" <<'PY'
+		"$build_asan/meson-logs/testlog.json" "$build_tsan/meson-logs/testlog.json" <<'PY'
 import json, sys
 n = {"OK": 0, "FAIL": 0, "SKIP": 0}
 for path in sys.argv[1:]:

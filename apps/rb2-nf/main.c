@@ -25,6 +25,7 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 
+#include <rb2_lcore.h>
 #include <rb2_pipeline.h>
 
 #include "nf_default_config.h"
@@ -151,7 +152,7 @@ main(int argc, char **argv)
 			usage(stdout, argv[0]);
 			return 0;
 		}
-	ret = rte_eal_init(argc, argv);
+	ret = rb2_eal_init(argc, argv, 30); /* a secondary waits for its primary */
 	if (ret < 0) {
 		fprintf(stderr, "rb2-nf: EAL initialization failed (%s): check the EAL arguments "
 			"before '--' (rb2-nf --help)\n", rte_strerror(rte_errno));
@@ -234,6 +235,8 @@ main(int argc, char **argv)
 				vars[i].name, config, vars[i].name);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	fprintf(stderr, "rb2-nf: running%s%s (Ctrl-C stops the sources and drains)\n",
+		o.proc != NULL ? " process " : "", o.proc != NULL ? o.proc : "");
 	ret = rb2_pipeline_run(running);
 	rep = rb2_pipeline_report(running, stdout);
 	if (ret == 0)

@@ -20,6 +20,8 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 
+#include <rb2_lcore.h>
+
 #include "perf.h"
 
 static int preset_sync(struct rb2_chan_params *p, const char *name);
@@ -621,7 +623,7 @@ main(int argc, char **argv)
 		}
 	}
 
-	ret = rte_eal_init(argc, argv);
+	ret = rb2_eal_init(argc, argv, 30); /* a secondary waits for its primary */
 	if (ret < 0) {
 		fprintf(stderr, "rb2-perf: EAL initialisation failed: %s (check the EAL args before --; without hugepages add --no-huge)\n",
 			rte_strerror(rte_errno));

@@ -3,12 +3,101 @@
  */
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <rte_common.h>
+#include <rte_eal.h>
 #include <rte_lcore.h>
 
 #include "rb2_lcore.h"
+
+/* ---- a bounded EAL start -------------------------------------------------- */
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t done_cv;
+	int done;
+	unsigned int timeout_s;
+	char prefix[64];
+} eal_watch = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, "rte" };
+
+static void *
+eal_watchdog(void *arg)
+{
+	struct timespec until;
+	int done;
+
+	(void)arg;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += eal_watch.timeout_s;
+	pthread_mutex_lock(&eal_watch.lock);
+	while (!eal_watch.done &&
+	       pthread_cond_timedwait(&eal_watch.done_cv, &eal_watch.lock, &until) == 0)
+		;
+	done = eal_watch.done;
+	pthread_mutex_unlock(&eal_watch.lock);
+	if (!done) {
+		fprintf(stderr, "error: this secondary process has waited %u s for its primary "
+			"(--file-prefix %s) to finish starting. Start the primary first; if it "
+			"failed while starting, start it again.\n",
+			eal_watch.timeout_s, eal_watch.prefix);
+		_exit(1);
+	}
+	return NULL;
+}
+
+/* The value of EAL option @p name ("--name=V" or "--name V"), or NULL. */
+static const char *
+eal_opt(int argc, char **argv, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strncmp(argv[i], name, n) == 0) {
+			if (argv[i][n] == '=')
+				return argv[i] + n + 1;
+			if (argv[i][n] == '\0' && i + 1 < argc)
+				return argv[i + 1];
+		}
+	return NULL;
+}
+
+int
+rb2_eal_init(int argc, char **argv, unsigned int timeout_s)
+{
+	const char *type = eal_opt(argc, argv, "--proc-type");
+	const char *prefix = eal_opt(argc, argv, "--file-prefix");
+	const char *env = getenv("RB2_SECONDARY_WAIT_S");
+	pthread_t watchdog;
+	int armed, ret;
+
+	if (env != NULL && atoi(env) > 0)
+		timeout_s = (unsigned int)atoi(env);
+	armed = type != NULL && strcmp(type, "secondary") == 0 && timeout_s > 0;
+	if (armed) {
+		eal_watch.timeout_s = timeout_s;
+		if (prefix != NULL)
+			snprintf(eal_watch.prefix, sizeof(eal_watch.prefix), "%s", prefix);
+		armed = pthread_create(&watchdog, NULL, eal_watchdog, NULL) == 0;
+	}
+	ret = rte_eal_init(argc, argv);
+	if (armed) {
+		pthread_mutex_lock(&eal_watch.lock);
+		eal_watch.done = 1;
+		pthread_cond_signal(&eal_watch.done_cv);
+		pthread_mutex_unlock(&eal_watch.lock);
+		pthread_join(watchdog, NULL);
+	}
+	return ret;
+}
+
+/* ---- launching lcores ----------------------------------------------------- */
 
 /* What the worker runs, and its end, which it release-stores last. */
 static struct launch {

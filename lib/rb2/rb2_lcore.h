@@ -7,9 +7,9 @@
 
 /**
  * @file
- * Launching a function on a worker lcore and waiting for it, as
- * rte_eal_remote_launch() and rte_eal_wait_lcore() do, with a hand-off a
- * race detector can see.
+ * Starting the EAL without waiting forever, and launching a function on a
+ * worker lcore and waiting for it, as rte_eal_remote_launch() and
+ * rte_eal_wait_lcore() do, with a hand-off a race detector can see.
  *
  * DPDK's wait is correct (the worker's release store of its state, the main
  * lcore's acquire load), but it happens inside librte_eal, which is not
@@ -27,6 +27,17 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/**
+ * rte_eal_init(), bounded for a secondary process. DPDK's secondary spins
+ * until its primary's shared configuration is complete; a primary that died
+ * while starting never completes it, and the secondary would wait without a
+ * word, forever. With --proc-type=secondary among @p argv, this prints after
+ * @p timeout_s seconds (or $RB2_SECONDARY_WAIT_S, when set) which primary it
+ * waited for and what to do, and exits the process with status 1.
+ * @return rte_eal_init()'s return value.
+ */
+int rb2_eal_init(int argc, char **argv, unsigned int timeout_s);
 
 /**
  * rte_eal_remote_launch(): run @p f(@p arg) on worker lcore @p lcore_id.

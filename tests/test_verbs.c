@@ -39,6 +39,11 @@
 #include <rb2_chan.h>
 #include <rb2_xport.h>
 
+/* How long after its last message a channel must report a dead peer or a
+ * failed QP: rdma_cm's DISCONNECTED when the peer's process dies; the
+ * driver's probe (retries out after about 0.5 s) when its host dies. */
+#define DEATH_BOUND_S 5.0
+
 static int big_messages; /* elastic test: 4000 B, several packets each */
 
 static uint32_t
@@ -179,22 +184,34 @@ stream_client(struct rb2_xport *xp, const char *addr, uint64_t count, int foreve
 	struct rb2_tx_stats st;
 	struct rb2_tx *tx;
 	uint64_t seq = 0;
+	double last;
 
 	params(&p, kind);
 	tx = rb2_tx_create("vs", xp, &p);
 	if (tx == NULL || tx_connect_retry(tx, addr) != 0)
 		return 1;
+	last = now_s();
 	while (forever || seq < count) {
 		void *slot;
 		uint32_t len = len_of(seq);
 		int ret = rb2_tx_reserve(tx, len, &slot);
 
-		if (ret == -ENOBUFS)
+		if (ret == -ENOBUFS) {
+			/* Full: a receiver that is gone must be reported. */
+			if (forever && now_s() - last > DEATH_BOUND_S + 30) {
+				printf("stream: sender full for %.0f s without an error: a hang\n",
+				       now_s() - last);
+				return 1;
+			}
 			continue;
-		if (ret < 0) {
-			printf("stream: sender failed at %" PRIu64 ": %s\n", seq, strerror(-ret));
-			return forever ? 0 : 1;
 		}
+		if (ret < 0) {
+			printf("stream: sender failed at %" PRIu64 " after %.3f s without room: %s\n",
+			       seq, now_s() - last, strerror(-ret));
+			/* Expected when the peer is made to fail: within the bound. */
+			return forever && now_s() - last <= DEATH_BOUND_S ? 0 : 1;
+		}
+		last = now_s();
 		fill(slot, len, seq);
 		rb2_tx_commit(tx, len);
 		seq++;
@@ -271,36 +288,58 @@ latency(struct rb2_xport *xp, const char *addr, int server, uint64_t count)
 	return 0;
 }
 
-/* The client is killed mid-stream by the harness: the server must fail. */
+/*
+ * The peer dies mid-stream (the harness kills its process, or its whole
+ * guest), or a fault moves a QP to the error state: the receiver must fail
+ * with a named error within DEATH_BOUND_S of its last message, having
+ * delivered, in order, everything that was published to it (every message
+ * whose tail reached its ring).
+ */
 static int
-kill_server(struct rb2_xport *xp, const char *addr)
+death_server(struct rb2_xport *xp, const char *addr, const char *what)
 {
 	struct rb2_chan_params p;
+	struct rb2_rx_ptrs ptr;
 	struct rb2_rx *rx;
 	struct rb2_msg m[32];
-	uint64_t got = 0;
-	double last = 0;
-	int n;
+	uint64_t got = 0, bad = 0;
+	double last = 0, took, start;
+	int n, ok;
 
 	params(&p, P_STREAM);
 	rx = rb2_rx_create("vs", xp, &p);
 	if (rx == NULL || rb2_rx_connect(rx, addr, 60000) != 0)
 		return 1;
-	last = now_s();
+	start = last = now_s();
 	while ((n = rb2_rx_peek_burst(rx, m, 32)) >= 0) {
+		if (now_s() - start > 600) {
+			printf("%s: still streaming after 600 s: the fault never came\n", what);
+			return 1;
+		}
 		if (n > 0) {
-			got += (uint64_t)n;
+			for (int i = 0; i < n; i++, got++)
+				bad += !check(m[i].data, m[i].len, got);
+			if (got >= 20000 && got - (uint64_t)n < 20000) {
+				printf("%s: streaming (%" PRIu64 " received)\n", what, got);
+				fflush(stdout); /* the harness waits for this line */
+			}
 			last = now_s();
 			rb2_rx_release_burst(rx, m, (unsigned int)n);
 		} else if (now_s() - last > 30) {
-			printf("kill: no error 30 s after the last message: a hang\n");
+			printf("%s: no error 30 s after the last message: a hang\n", what);
 			return 1;
 		}
 	}
-	printf("kill: receiver reported '%s' %.3f s after its last message (%" PRIu64 " received)\n",
-	       strerror(-n), now_s() - last, got);
+	took = now_s() - last;
+	rb2_rx_pointers(rx, &ptr);
+	printf("%s: receiver reported '%s' %.3f s after its last message (bound %.0f s); %" PRIu64
+	       " received in order, %" PRIu64 " bad; published up to slot %" PRIu64
+	       ", delivered up to slot %" PRIu64 "\n", what, strerror(-n), took, DEATH_BOUND_S,
+	       got, bad, ptr.local_tail, ptr.head);
+	ok = (n == -ECONNRESET || n == -EIO) && took <= DEATH_BOUND_S && bad == 0 &&
+		ptr.local_tail == ptr.head && got > 0;
 	rb2_rx_destroy(rx);
-	return n == -ECONNRESET || n == -EIO ? 0 : 1;
+	return ok ? 0 : 1;
 }
 
 static int
@@ -355,7 +394,7 @@ main(int argc, char **argv)
 	argc -= ret;
 	argv += ret;
 	if (argc < 4) {
-		fprintf(stderr, "usage: test_verbs [EAL] -- server|client stream|lat|kill|baddesc IP:PORT [COUNT]\n");
+		fprintf(stderr, "usage: test_verbs [EAL] -- server|client stream|lat|kill|guestkill|qperr|baddesc IP:PORT [COUNT]\n");
 		return 2;
 	}
 	role = argv[1];
@@ -379,8 +418,9 @@ main(int argc, char **argv)
 	}
 	else if (strcmp(test, "lat") == 0)
 		ret = latency(xp, addr, server, count);
-	else if (strcmp(test, "kill") == 0)
-		ret = server ? kill_server(xp, addr) : stream_client(xp, addr, 0, 1, P_STREAM);
+	else if (strcmp(test, "kill") == 0 || strcmp(test, "guestkill") == 0 ||
+		 strcmp(test, "qperr") == 0)
+		ret = server ? death_server(xp, addr, test) : stream_client(xp, addr, 0, 1, P_STREAM);
 	else if (strcmp(test, "baddesc") == 0)
 		ret = baddesc(xp, addr, server);
 	else

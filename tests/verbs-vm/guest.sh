@@ -11,6 +11,7 @@ build=$(sed -n 's/.*rb2.build=\([^ ]*\).*/\1/p' /proc/cmdline)
 what=$(sed -n 's/.*rb2.what=\([^ ]*\).*/\1/p' /proc/cmdline)
 out=$(sed -n 's/.*rb2.out=\([^ ]*\).*/\1/p' /proc/cmdline)
 role=$(sed -n 's/.*rb2.role=\([^ ]*\).*/\1/p' /proc/cmdline)
+guestkill=$(sed -n 's/.*rb2.guestkill=\([^ ]*\).*/\1/p' /proc/cmdline)
 status_file=$out/status$role
 ip=169.254.77.1
 rc=1
@@ -49,7 +50,8 @@ export RB2_BUILD=$build
 cd "$build" || exit 1
 case "$what" in
 suite) bash /rb2/tests/verbs-vm/suite.sh; rc=$? ;;
-two) RB2_ROLE=$role RB2_PEER_IP=$peer bash /rb2/tests/verbs-vm/suite-two.sh; rc=$? ;;
+two) RB2_ROLE=$role RB2_PEER_IP=$peer RB2_GUESTKILL=${guestkill:-0} \
+	bash /rb2/tests/verbs-vm/suite-two.sh; rc=$? ;;
 perf) RB2_OUT=$out bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
 eval|eval-quick)
 	# Hugepages for all but Table II's M8 (800 MB of the guest's 3 GB).

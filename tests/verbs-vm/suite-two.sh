@@ -35,6 +35,24 @@ RB2_TEST_SYNC=push+imm run stream_imm stream 21030 100000
 RB2_TEST_SYNC=push+poll run stream_poll stream 21040 100000
 grep -q "tail WRITE_WITH_IMM" /tmp/stream_imm && grep -q "tail poll message" /tmp/stream_poll ||
 	{ fail=$((fail + 1)); echo "FAIL two_guests_sync_policies (not the policies asked for)"; }
+# Faults on the wire: netem on each guest's side of the link (both ways).
+# RC retransmits what is lost and reorders nothing it delivers, so every
+# message must still arrive exactly once, in order, and the sender must see
+# everything released.
+netem() { # NAME PORT COUNT NETEM-ARGS...
+	local name=$1 port=$2 count=$3; shift 3
+	tc qdisc replace dev eth0 root netem "$@" || { fail=$((fail + 1)); echo "FAIL netem $*"; return; }
+	echo "INFO netem $* ($side)"
+	run "$name" stream "$port" "$count"
+	tc qdisc del dev eth0 root
+}
+modprobe sch_netem
+netem netem_loss_1pct 21100 20000 loss 1%
+netem netem_loss_10pct 21110 1000 loss 10%
+netem netem_delay_jitter 21120 5000 delay 2ms 1ms
+netem netem_reorder 21130 20000 delay 4ms reorder 25% 50%
+netem netem_duplicate_corrupt 21140 20000 duplicate 1% corrupt 0.5%
+
 # The measurement NF split over the two guests: replay on B, an RB2 channel
 # over verbs (rdma_cm, across the wire), measure on A. A checks every flow
 # against the same trace measured in one process.
@@ -96,5 +114,66 @@ else
 	fi
 fi
 
-echo "two guests ($side): $pass passed, $fail failed"
+# Ctrl-C on the measure guest stops the whole pipeline across the wire: the
+# stopping receiver asks its sender to stop (a notice WRITE), the looping
+# replay on B stops its source and ends the stream, both drain and exit 0,
+# and every record sent was measured (run.sh compares the two counts).
+sed 's/:21020$/:21300/' /tmp/nf.ini > /tmp/nf-stop.ini
+if [ $side = server ]; then
+	"$nf" $eal -- --config /tmp/nf-stop.ini --proc measure --json /tmp/stop.json \
+		> /tmp/nf-stop 2>&1 &
+	mp=$!
+	for _ in $(seq 1200); do grep -q "^rb2-nf: running" /tmp/nf-stop && break; sleep 0.1; done
+	sleep 5
+	kill -INT $mp
+	t0=$(date +%s%N)
+	for _ in $(seq 300); do kill -0 $mp 2>/dev/null || break; sleep 0.1; done
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	kill -9 $mp 2>/dev/null
+	wait $mp; rc=$?
+	got=$(python3 -c "import json; print(json.load(open('/tmp/stop.json'))['totals']['packets'])" 2>/dev/null)
+	echo "stop_over_verbs: measured ${got:-none}"
+	if [ $rc -eq 0 ] && [ -n "$got" ] && grep -q "stopped, drained" /tmp/nf-stop; then
+		pass=$((pass + 1)); echo "PASS two_guests_ctrl_c_stops_across_hosts (server: exit 0 after $ms ms)"
+	else
+		fail=$((fail + 1)); echo "FAIL two_guests_ctrl_c_stops_across_hosts (server $rc, $ms ms)"
+		cat /tmp/nf-stop
+	fi
+else
+	t0=$(date +%s)
+	timeout 300 "$nf" $eal -- --config /tmp/nf-stop.ini --proc replay --trace /tmp/nf.pcap \
+		--loop 0 --stats-json /tmp/stop-stats.json > /tmp/nf-stop 2>&1
+	rc=$?
+	sent=$(python3 -c "import json; d = json.load(open('/tmp/stop-stats.json')); print([s for s in d['stages'] if s['name'] == 'replay'][0]['edges']['out']['msgs'])" 2>/dev/null)
+	echo "stop_over_verbs: sent ${sent:-none}"
+	if [ $rc -eq 0 ] && [ -n "$sent" ] && grep -q "a receiver asked to stop" /tmp/nf-stop; then
+		pass=$((pass + 1)); echo "PASS two_guests_replay_stopped_by_its_receiver (client)"
+	else
+		fail=$((fail + 1)); echo "FAIL two_guests_replay_stopped_by_its_receiver (client $rc)"
+		cat /tmp/nf-stop
+	fi
+fi
+
+# Last, only with run.sh's RB2_VM_GUESTKILL=1: guest B is killed (its QEMU,
+# from the host) while it streams to A, once A prints "guestkill: streaming".
+# Nothing reaches A any more, not even a DISCONNECT: A's receiver must report
+# it within the bound, having delivered everything published to it
+# (test_verbs death_server()). NOT YET PASSING on rxe: A reports nothing
+# within 30 s (issue 11 is open for it), so it is not in the test command.
+if [ "$RB2_GUESTKILL" != 1 ]; then
+	echo "two guests ($side): $pass passed, $fail failed"
+elif [ $side = server ]; then
+	# Its output goes to the console as it comes: the host watches for it.
+	"$tv" $eal -- server guestkill "$addr:21200" 2>&1 | tee /tmp/guestkill |
+		grep --line-buffered -vE "^(TELEMETRY|EAL)"
+	if [ "${PIPESTATUS[0]}" -eq 0 ]; then pass=$((pass + 1)); echo "PASS two_guests_guestkill (server)";
+	else fail=$((fail + 1)); echo "FAIL two_guests_guestkill (server)"; fi
+	echo "two guests ($side): $pass passed, $fail failed"
+else
+	# B's result is this line: it does not live to write a status.
+	echo "two guests ($side): $pass passed, $fail failed"
+	"$tv" $eal -- client guestkill "$addr:21200" > /dev/null 2>&1
+	echo "FAIL two_guests_guestkill (client): B was not killed"
+	fail=$((fail + 1))
+fi
 [ $fail -eq 0 ]

@@ -21,12 +21,16 @@ pair() {
 	"$tv" $(eal 1 c$port) -- client "$test" "$ip:$port" $count > /tmp/$name.c 2>&1
 	local crc=$?
 	wait $spid
-	local src=$?
-	cat /tmp/$name.s /tmp/$name.c | grep -vE "^(TELEMETRY|EAL)"
-	if [ $src -eq 0 ] && [ $crc -eq 0 ]; then
-		pass=$((pass + 1)); echo "PASS $name"
+	verdict "$name" $? $crc
+}
+
+# verdict NAME SERVER_RC CLIENT_RC: both sides' output, then PASS or FAIL.
+verdict() {
+	cat /tmp/$1.s /tmp/$1.c | grep -vE "^(TELEMETRY|EAL)"
+	if [ "$2" -eq 0 ] && [ "$3" -eq 0 ]; then
+		pass=$((pass + 1)); echo "PASS $1"
 	else
-		fail=$((fail + 1)); echo "FAIL $name (server $src, client $crc)"
+		fail=$((fail + 1)); echo "FAIL $1 (server $2, client $3)"
 	fi
 }
 
@@ -49,6 +53,34 @@ for sync in push+imm pull+wt pull+imm push+poll; do
 	n=$(grep -c "^sync policy" /tmp/stream_$sync.s /tmp/latency_$sync.s 2>/dev/null | awk -F: '{s += $2} END {print s + 0}')
 	[ "$n" -ge 2 ] || { fail=$((fail + 1)); echo "FAIL policy_$sync not applied"; }
 done
+
+# A peer that fails mid-stream. Its process killed (rdma_cm reports the
+# DISCONNECT); or a fault that moves the receiver's QP to the error state
+# (the driver's probe finds it; the sender's retries run out). Both sides
+# fail with a named error within test_verbs' bound (DEATH_BOUND_S), and the
+# receiver has delivered, in order, every message published to it.
+death() { # NAME TEST
+	local name=$1 test=$2 inject=
+	port=$((port + 10))
+	[ "$test" = qperr ] && inject=3000
+	RB2_VERBS_INJECT_QP_ERROR_MS=$inject "$tv" $(eal 0 s$port) -- server "$test" "$ip:$port" \
+		> /tmp/$name.s 2>&1 &
+	local spid=$!
+	sleep 0.5
+	"$tv" $(eal 1 c$port) -- client "$test" "$ip:$port" > /tmp/$name.c 2>&1 &
+	local cpid=$! crc=0
+	if [ "$test" = kill ]; then
+		for _ in $(seq 600); do grep -q "^kill: streaming" /tmp/$name.s && break; sleep 0.1; done
+		kill -9 $cpid
+		wait $cpid
+	else
+		wait $cpid; crc=$?
+	fi
+	wait $spid
+	verdict "$name" $? $crc
+}
+death peer_process_killed kill
+death qp_forced_to_error qperr
 
 # One process, both halves over rxe0: the QPs connected to each other
 # directly (rb2_chan_pair), every design and sync pair, content checked.

@@ -18,8 +18,17 @@
  * other's QP number and the device's own GID, the loopback path perftest
  * also takes.
  *
+ * Liveness: a peer that exits is reported by rdma_cm (DISCONNECTED); a peer
+ * that goes with its host (a power cut, a killed VM) sends nothing, and its
+ * QP only learns when a WR's retries run out. So the status check, which an
+ * idle channel makes, also probes the peer every VERBS_PROBE_MS (see
+ * verbs_probe()): a dead peer is reported within about a second.
+ *
  * Open arguments: dev=NAME (default: the first device with an active port),
  * port=N (default 1), gid=N (default: the IPv4-mapped RoCE GID).
+ *
+ * Fault injection, for tests: RB2_VERBS_INJECT_QP_ERROR_MS=N moves each QP
+ * to the error state N ms after it connects, as a NIC or driver fault would.
  */
 
 #include <errno.h>
@@ -48,6 +57,8 @@
 #define VERBS_INTERNAL_WRID (1ull << 63) /* forced-signal completions */
 #define VERBS_RECV_WRID (1ull << 62)     /* receives for WRITE_WITH_IMM */
 #define VERBS_CM_TIMEOUT_MS 2000
+#define VERBS_PROBE_MS 100     /* liveness probes of an idle QP */
+#define VERBS_ACK_TIMEOUT 14   /* 4.096 us x 2^14: 67 ms per retry, 7 retries */
 
 struct verbs_dev {
 	struct ibv_context **list;  /* rdma_get_devices(), for rdma_free_devices() */
@@ -69,6 +80,12 @@ struct verbs_qp {
 	struct rb2_verbs_sq sq;       /* send-queue accounting */
 	uint32_t recv_depth;          /* receives that may be posted */
 	int failed;                   /* -errno once the QP is unusable */
+	uint64_t next_probe;          /* TSC of the next liveness probe */
+	uint64_t probed;              /* probes posted */
+	/* Completions a probe reaped for the caller, returned first. */
+	struct rb2_xport_wc stash[16];
+	unsigned int nstash, stash_head;
+	uint64_t inject_err;          /* TSC to move the QP to error (tests), or 0 */
 	struct ibv_send_wr wr[VERBS_MAX_CHAIN];
 	struct ibv_sge sge[VERBS_MAX_CHAIN];
 };
@@ -289,10 +306,10 @@ verbs_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs,
 	return 0;
 }
 
+/* Up to @n completions from the CQ, translated; internal ones swallowed. */
 static int
-verbs_poll(struct rb2_xport_qp *qp, struct rb2_xport_wc *wcs, unsigned int n)
+verbs_reap(struct verbs_qp *v, struct rb2_xport_wc *wcs, unsigned int n)
 {
-	struct verbs_qp *v = qp->drv;
 	struct ibv_wc wc[16];
 	unsigned int out = 0;
 	int got;
@@ -339,6 +356,24 @@ verbs_poll(struct rb2_xport_qp *qp, struct rb2_xport_wc *wcs, unsigned int n)
 			break;
 	}
 	return (int)out;
+}
+
+static int
+verbs_poll(struct rb2_xport_qp *qp, struct rb2_xport_wc *wcs, unsigned int n)
+{
+	struct verbs_qp *v = qp->drv;
+	unsigned int out = 0;
+	int ret;
+
+	/* A probe reaped these while the caller was idle: older, so first. */
+	while (unlikely(v->nstash > 0) && out < n) {
+		wcs[out++] = v->stash[v->stash_head++];
+		v->nstash--;
+	}
+	if (out == n)
+		return (int)out;
+	ret = verbs_reap(v, wcs + out, n - out);
+	return ret < 0 ? ret : (int)out + ret;
 }
 
 /* ---- control path ----------------------------------------------------------- */
@@ -401,6 +436,35 @@ verbs_qp_destroy(struct rb2_xport_qp *qp)
 	rb2_verbs_sq_fini(&v->sq);
 	rte_free(v);
 	qp->drv = NULL;
+}
+
+/*
+ * The QP's local ACK timeout, as the directly connected pairs have it
+ * (local_qp_rts()): 4.096 us x 2^14 = 67 ms, so with 7 retries a peer that
+ * stops answering fails the QP in about half a second. rdma_cm would derive
+ * it from the path's packet lifetime, seconds per retry on RoCE, and a peer
+ * whose host died would go unnoticed for half a minute or more.
+ */
+static int
+set_ack_timeout(struct rdma_cm_id *id)
+{
+	uint8_t t = VERBS_ACK_TIMEOUT;
+
+	if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof(t)) != 0) {
+		RB2_XPORT_LOG(ERR, "verbs: cannot set the ACK timeout: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* Milliseconds until the TSC @deadline, 0 once it passed. */
+static unsigned int
+ms_left(uint64_t deadline)
+{
+	uint64_t now = rte_get_timer_cycles();
+
+	return now >= deadline ? 0 :
+		(unsigned int)((deadline - now) * 1000 / rte_get_timer_hz());
 }
 
 /* Wait for one CM event of type @want; returns it (to be acked) or NULL. */
@@ -496,6 +560,8 @@ make_qp(struct rb2_xport_qp *qp, struct verbs_qp *v, struct rdma_cm_id *id)
 static void
 set_connected(struct rb2_xport_qp *qp, struct verbs_qp *v, struct rdma_cm_id *id)
 {
+	const char *inject = getenv("RB2_VERBS_INJECT_QP_ERROR_MS");
+
 	v->id = id;
 	/* Later CM events (DISCONNECTED) are read without blocking. */
 	if (v->ec != NULL)
@@ -503,6 +569,12 @@ set_connected(struct rb2_xport_qp *qp, struct verbs_qp *v, struct rdma_cm_id *id
 	qp->post = verbs_post;
 	qp->poll = verbs_poll;
 	qp->connected = 1;
+	if (inject != NULL && atoi(inject) > 0) {
+		v->inject_err = rte_get_timer_cycles() +
+			rte_get_timer_hz() * (uint64_t)atoi(inject) / 1000;
+		RB2_XPORT_LOG(WARNING, "verbs: fault injection: this QP goes to the error state in %d ms (RB2_VERBS_INJECT_QP_ERROR_MS)",
+			      atoi(inject));
+	}
 }
 
 static int
@@ -538,26 +610,39 @@ verbs_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 			err = -errno;
 			goto out;
 		}
-		ev = cm_wait(v->ec, RDMA_CM_EVENT_CONNECT_REQUEST, timeout_ms, &err);
-		if (ev == NULL)
-			goto out;
-		id = ev->id;
-		plen = ev->param.conn.private_data_len;
-		if (plen > peer_cap)
-			plen = peer_cap;
-		memcpy(peer_blob, ev->param.conn.private_data, plen);
-		rdma_ack_cm_event(ev);
-		if ((err = make_qp(qp, v, id)) < 0 || rdma_accept(id, &cp) != 0) {
-			rdma_reject(id, NULL, 0);
-			rdma_destroy_id(id);
-			err = err < 0 ? err : -errno;
-			goto out;
-		}
-		ev = cm_wait(v->ec, RDMA_CM_EVENT_ESTABLISHED, timeout_ms, &err);
-		if (ev == NULL) {
+		uint64_t deadline = rte_get_timer_cycles() +
+			rte_get_timer_hz() * timeout_ms / 1000;
+
+		/* A handshake whose messages are lost (a lossy link) ends in a
+		 * reject or a timeout after the request: the active side retries,
+		 * so listen again until the timeout. */
+		for (;;) {
+			ev = cm_wait(v->ec, RDMA_CM_EVENT_CONNECT_REQUEST, ms_left(deadline), &err);
+			if (ev == NULL)
+				goto out;
+			id = ev->id;
+			plen = ev->param.conn.private_data_len;
+			if (plen > peer_cap)
+				plen = peer_cap;
+			memcpy(peer_blob, ev->param.conn.private_data, plen);
+			rdma_ack_cm_event(ev);
+			if ((err = make_qp(qp, v, id)) < 0 || set_ack_timeout(id) < 0 ||
+			    rdma_accept(id, &cp) != 0) {
+				rdma_reject(id, NULL, 0);
+				rdma_destroy_id(id);
+				err = err < 0 ? err : -errno;
+				goto out;
+			}
+			ev = cm_wait(v->ec, RDMA_CM_EVENT_ESTABLISHED, ms_left(deadline), &err);
+			if (ev != NULL)
+				break;
 			rdma_destroy_qp(id);
 			rdma_destroy_id(id);
-			goto out;
+			id = NULL;
+			if (ms_left(deadline) == 0)
+				goto out;
+			RB2_XPORT_LOG(NOTICE, "verbs: a connection on %s did not complete (%s): listening again",
+				      peer, strerror(-err));
 		}
 		rdma_ack_cm_event(ev);
 		rdma_destroy_id(v->listen_id);
@@ -582,7 +667,7 @@ verbs_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 			rdma_ack_cm_event(ev);
 			if ((err = make_qp(qp, v, id)) < 0)
 				goto fail_active;
-			if (rdma_connect(id, &cp) == 0 &&
+			if (set_ack_timeout(id) == 0 && rdma_connect(id, &cp) == 0 &&
 			    (ev = cm_wait(v->ec, RDMA_CM_EVENT_ESTABLISHED, timeout_ms,
 					  &err)) != NULL)
 				break;
@@ -665,7 +750,7 @@ local_qp_rts(struct verbs_dev *d, struct ibv_qp *qp, uint32_t dest_qpn)
 		return -ret;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
+	a.timeout = VERBS_ACK_TIMEOUT;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 1;
@@ -753,12 +838,81 @@ verbs_post_recv(struct rb2_xport_qp *qp, unsigned int n)
 	return 0;
 }
 
+/*
+ * Probe the peer (from the status check, so on the QP's own lcore, when its
+ * channel is idle), at most every VERBS_PROBE_MS:
+ *  - a QP in the error state fails, whatever put it there: retries that ran
+ *    out (timeout 14 x retry_cnt 7: about 0.5 s without an ACK), or a fault;
+ *  - otherwise post a signaled zero-length RDMA WRITE. It touches no memory
+ *    and needs no rkey (IB spec C9-88), so it only asks the peer's NIC for an
+ *    ACK; when none comes, the retries run out and the next probe finds the
+ *    QP in error. Its completion is swallowed by verbs_poll() like a forced
+ *    signal (VERBS_INTERNAL_WRID), or fails the QP there.
+ */
+static void
+verbs_probe(struct verbs_qp *v)
+{
+	uint32_t flags = RB2_VERBS_F_SIGNALED | RB2_VERBS_F_INTERNAL;
+	uint64_t now = rte_get_timer_cycles();
+	struct ibv_send_wr w, *bad;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+	int ret;
+
+	if (v->qp == NULL || now < v->next_probe)
+		return;
+	v->next_probe = now + rte_get_timer_hz() * VERBS_PROBE_MS / 1000;
+	if (v->inject_err != 0 && now >= v->inject_err) {
+		v->inject_err = 0;
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_ERR;
+		if (ibv_modify_qp(v->qp, &a, IBV_QP_STATE) == 0)
+			RB2_XPORT_LOG(WARNING, "verbs: fault injection: QP %u moved to the error state",
+				      v->qp->qp_num);
+	}
+	if (ibv_query_qp(v->qp, &a, IBV_QP_STATE, &ia) == 0 && a.qp_state == IBV_QPS_ERR) {
+		RB2_XPORT_LOG(ERR, "verbs: QP %u is in the error state: the peer stopped acknowledging (dead or unreachable for its retry time), or a fault moved it there",
+			      v->qp->qp_num);
+		v->failed = -EIO;
+		return;
+	}
+	/* An idle caller does not poll: reap (into the stash, for it) what
+	 * completed, so that earlier probes give their SQ entries back. */
+	if (v->nstash == 0) {
+		int got = verbs_reap(v, v->stash, RTE_DIM(v->stash));
+
+		v->stash_head = 0;
+		v->nstash = got > 0 ? (unsigned int)got : 0;
+	}
+	if (v->failed || v->sq.free == 0)
+		return; /* WRs in flight will complete or fail: they probe for us */
+	memset(&w, 0, sizeof(w));
+	w.wr_id = VERBS_INTERNAL_WRID;
+	w.opcode = IBV_WR_RDMA_WRITE;
+	w.send_flags = IBV_SEND_SIGNALED;
+	ret = ibv_post_send(v->qp, &w, &bad);
+	if (ret != 0) {
+		RB2_XPORT_LOG(ERR, "verbs: QP %u: cannot post a liveness probe: %s", v->qp->qp_num,
+			      strerror(ret));
+		v->failed = -ret;
+		return;
+	}
+	rb2_verbs_sq_posted(&v->sq, &flags, 1);
+	if (!v->probed++)
+		RB2_XPORT_LOG(INFO, "verbs: QP %u idle: probing the peer every %d ms",
+			      v->qp->qp_num, VERBS_PROBE_MS);
+}
+
 static int
 verbs_qp_status(struct rb2_xport_qp *qp)
 {
 	struct verbs_qp *v = qp->drv;
 	struct rdma_cm_event *ev;
 
+	if (v->failed)
+		return v->failed;
+	if (qp->connected)
+		verbs_probe(v);
 	if (v->failed)
 		return v->failed;
 	if (v->ec != NULL && rdma_get_cm_event(v->ec, &ev) == 0) {

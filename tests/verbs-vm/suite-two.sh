@@ -154,12 +154,11 @@ else
 	fi
 fi
 
-# Last, only with run.sh's RB2_VM_GUESTKILL=1: guest B is killed (its QEMU,
+# Last (unless run.sh's RB2_VM_GUESTKILL=0): guest B is killed (its QEMU,
 # from the host) while it streams to A, once A prints "guestkill: streaming".
 # Nothing reaches A any more, not even a DISCONNECT: A's receiver must report
 # it within the bound, having delivered everything published to it
-# (test_verbs death_server()). NOT YET PASSING on rxe: A reports nothing
-# within 30 s (issue 11 is open for it), so it is not in the test command.
+# (test_verbs death_server()).
 if [ "$RB2_GUESTKILL" != 1 ]; then
 	echo "two guests ($side): $pass passed, $fail failed"
 elif [ $side = server ]; then

@@ -58,7 +58,11 @@
 #define VERBS_RECV_WRID (1ull << 62)     /* receives for WRITE_WITH_IMM */
 #define VERBS_CM_TIMEOUT_MS 2000
 #define VERBS_PROBE_MS 100     /* liveness probes of an idle QP */
-#define VERBS_ACK_TIMEOUT 14   /* 4.096 us x 2^14: 67 ms per retry, 7 retries */
+#define VERBS_ACK_TIMEOUT 14   /* 4.096 us x 2^14: 67 ms per retry */
+/* Retries before a WR without an ACK fails the QP. Not 7: Soft-RoCE takes 7
+ * as "retry forever" (as the spec does for the RNR retry count only), and a
+ * peer whose host died would never be reported. */
+#define VERBS_RETRY_CNT 6
 
 struct verbs_dev {
 	struct ibv_context **list;  /* rdma_get_devices(), for rdma_free_devices() */
@@ -440,10 +444,9 @@ verbs_qp_destroy(struct rb2_xport_qp *qp)
 
 /*
  * The QP's local ACK timeout, as the directly connected pairs have it
- * (local_qp_rts()): 4.096 us x 2^14 = 67 ms, so with 7 retries a peer that
- * stops answering fails the QP in about half a second. rdma_cm would derive
- * it from the path's packet lifetime, seconds per retry on RoCE, and a peer
- * whose host died would go unnoticed for half a minute or more.
+ * (local_qp_rts()): 4.096 us x 2^14 = 67 ms, so with 6 retries a peer that
+ * stops answering fails the QP in about half a second. Left to rdma_cm, it
+ * comes from the path's packet lifetime, which RoCE does not measure.
  */
 static int
 set_ack_timeout(struct rdma_cm_id *id)
@@ -586,7 +589,7 @@ verbs_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 	struct rdma_conn_param cp = {
 		.private_data = blob, .private_data_len = (uint8_t)len,
 		.responder_resources = 1, .initiator_depth = 1,
-		.retry_count = 7, .rnr_retry_count = 7,
+		.retry_count = VERBS_RETRY_CNT, .rnr_retry_count = 7,
 	};
 	struct rdma_cm_event *ev = NULL;
 	struct rdma_cm_id *id = NULL;
@@ -751,7 +754,7 @@ local_qp_rts(struct verbs_dev *d, struct ibv_qp *qp, uint32_t dest_qpn)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = VERBS_ACK_TIMEOUT;
-	a.retry_cnt = 7;
+	a.retry_cnt = VERBS_RETRY_CNT;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 1;
 	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
@@ -842,7 +845,7 @@ verbs_post_recv(struct rb2_xport_qp *qp, unsigned int n)
  * Probe the peer (from the status check, so on the QP's own lcore, when its
  * channel is idle), at most every VERBS_PROBE_MS:
  *  - a QP in the error state fails, whatever put it there: retries that ran
- *    out (timeout 14 x retry_cnt 7: about 0.5 s without an ACK), or a fault;
+ *    out (timeout 14 x 6 retries: about 0.5 s without an ACK), or a fault;
  *  - otherwise post a signaled zero-length RDMA WRITE. It touches no memory
  *    and needs no rkey (IB spec C9-88), so it only asks the peer's NIC for an
  *    ACK; when none comes, the retries run out and the next probe finds the

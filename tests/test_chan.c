@@ -781,25 +781,37 @@ Test(rb2_chan, receiver_notice_reaches_sender_loop)
  * next lap's marker). So the receiver zeroes the last 8 bytes of every slot
  * it consumes: of released messages, and of skipped wrap padding.
  */
+/*
+ * An 8-slot channel (alpha = beta = gamma = 1) whose slots 0-4 carried five
+ * one-slot messages, sent and released, and @p buf filled with @p byte: a
+ * 200-byte message next (4 slots, with a poll-message marker too) does not
+ * fit before the end, so slots 5-7 become wrap padding.
+ */
 static void
-poll_zeroes_slot_ends(const char *spec)
+open_before_wrap(const char *spec, enum rb2_tail_sync sync, uint8_t *buf, size_t len, int byte)
 {
 	struct rb2_chan_params p;
 	struct rb2_msg m[8];
-	uint8_t buf[256];
 
 	rb2_chan_params_init(&p);
 	p.slots = 8;
 	p.alpha = p.beta = p.gamma = 1;
-	p.tail_sync = RB2_TAIL_POLL_MSG;
+	p.tail_sync = sync;
 	open_pair(spec, &p);
-	memset(buf, 0xff, sizeof(buf));
-	/* 5 one-slot messages (slots 0-4), then 200 bytes: 4 slots with the
-	 * marker, which do not fit before the end: slots 5-7 are skipped. */
+	memset(buf, byte, len);
 	for (int i = 0; i < 5; i++)
 		cr_assert_eq(rb2_tx_send(tx, buf, 50), 0);
 	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 5);
 	rb2_rx_release_burst(rx, m, 5);
+}
+
+static void
+poll_zeroes_slot_ends(const char *spec)
+{
+	struct rb2_msg m[8];
+	uint8_t buf[256];
+
+	open_before_wrap(spec, RB2_TAIL_POLL_MSG, buf, sizeof(buf), 0xff);
 	cr_assert_eq(rb2_tx_send(tx, buf, 200), 0);
 	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 1);
 	cr_expect_eq(m[0].data, (void *)rx->slots, "wrapped to slot 0");
@@ -831,20 +843,10 @@ poll_zeroes_slot_ends(const char *spec)
 static void
 padding_is_not_sent(const char *spec, enum rb2_tail_sync sync)
 {
-	struct rb2_chan_params p;
 	struct rb2_msg m[8];
 	uint8_t buf[256];
 
-	rb2_chan_params_init(&p);
-	p.slots = 8;
-	p.alpha = p.beta = p.gamma = 1;
-	p.tail_sync = sync;
-	open_pair(spec, &p);
-	memset(buf, 0x11, sizeof(buf));
-	for (int i = 0; i < 5; i++)
-		cr_assert_eq(rb2_tx_send(tx, buf, 50), 0);
-	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 5);
-	rb2_rx_release_burst(rx, m, 5);
+	open_before_wrap(spec, sync, buf, sizeof(buf), 0x11);
 	memset((uint8_t *)(uintptr_t)rx->slots + 5 * 64, 0xa5, 3 * 64); /* as the wire would */
 	cr_assert_eq(rb2_tx_send(tx, buf, 200), 0);
 	for (uint32_t i = 5 * 64; i < 8 * 64; i++)

@@ -140,7 +140,6 @@ if [ $side = server ]; then
 		cat /tmp/nf-stop
 	fi
 else
-	t0=$(date +%s)
 	timeout 300 "$nf" $eal -- --config /tmp/nf-stop.ini --proc replay --trace /tmp/nf.pcap \
 		--loop 0 --stats-json /tmp/stop-stats.json > /tmp/nf-stop 2>&1
 	rc=$?

@@ -533,6 +533,65 @@ Test(rb2_chan, lazy_pull_sender_reads_head_loadstore)
 	lazy_pull("shm,mode=loadstore");
 }
 
+/*
+ * A head READ that comes back torn (Soft-RoCE copies byte by byte: old low
+ * bytes, new high ones can run ahead of the real head) is never taken. When
+ * the head and its complement disagree the sender READs again, then keeps
+ * the head it had (the ring stays full; a receiver preempted between its two
+ * stores looks the same) and takes the head once the receiver's next
+ * publish agrees. A head that agrees but lies past what the sender published
+ * is a protocol error. Either way no slot not yet read is overwritten.
+ */
+static void
+torn_head(int agree)
+{
+	struct rb2_chan_params p;
+	struct rb2_tx_ptrs tp;
+	struct rb2_tx_stats ts;
+	uint8_t buf[64];
+
+	rb2_chan_params_init(&p);
+	p.slots = 16; p.alpha = 4; p.beta = 2; p.gamma = 4;
+	p.head_sync = RB2_HEAD_LAZY_PULL;
+	open_pair("shm,mode=copy", &p);
+	for (uint64_t seq = 0; seq < 15; seq++)
+		write_msg(seq);
+	cr_assert_eq(rb2_tx_flush(tx), 0);
+	for (uint64_t i = 0; i < 6; i++)             /* head 6 >= gamma: published */
+		cr_assert_eq(rb2_rx_recv(rx, buf, sizeof(buf)), 40);
+	/* What a torn READ would bring: 0x106 (a high byte of a later head
+	 * over the low byte of this one), with or without its complement. */
+	rx->head_shadow[0] = 0x106;
+	rx->head_shadow[3] = agree ? ~0x106ull : ~6ull;
+	cr_assert_eq(rb2_tx_send(tx, buf, 40), agree ? -EPROTO : -ENOBUFS);
+	rb2_tx_pointers(tx, &tp);
+	cr_assert_eq(tp.local_head, 0, "local_head untouched: %" PRIu64, tp.local_head);
+	rb2_tx_stats_get(tx, &ts);
+	cr_assert_eq(ts.torn_head_reads, agree ? 0 : 4, "%" PRIu64, ts.torn_head_reads);
+	for (uint64_t i = 6; i < 15; i++) {         /* nothing was overwritten */
+		cr_assert_eq(rb2_rx_recv(rx, buf, sizeof(buf)), 40);
+		cr_assert(rb2_test_check(buf, 40, i), "message %" PRIu64, i);
+	}
+	if (agree)
+		return;
+	/* The receiver's next publish agrees again: the sender goes on. */
+	cr_assert_eq(rb2_rx_recv(rx, buf, sizeof(buf)), -EAGAIN);
+	write_msg(15);
+	cr_assert_eq(rb2_tx_flush(tx), 0);
+	cr_assert_eq(rb2_rx_recv(rx, buf, sizeof(buf)), 40);
+	cr_assert(rb2_test_check(buf, 40, 15));
+}
+
+Test(rb2_chan, lazy_pull_keeps_its_head_on_a_torn_read)
+{
+	torn_head(0);
+}
+
+Test(rb2_chan, lazy_pull_fails_on_a_head_past_the_published_tail)
+{
+	torn_head(1);
+}
+
 /* Poll-message sync: no tail pointer crosses the link; each message's
  * marker publishes it, and the receiver zeroes marker and length after use. */
 static void

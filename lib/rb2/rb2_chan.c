@@ -359,6 +359,7 @@ rb2_rx_create(const char *name, struct rb2_xport *xp,
 	rx->msg_size = p->msg_size;
 	rx->local_tail = RTE_PTR_ADD(base, RB2_REGION_PTR_OFF);
 	rx->head_shadow = RTE_PTR_ADD(base, RB2_REGION_SHADOW_OFF);
+	rx->head_shadow[RB2_PULL_CHECK] = ~0ull; /* head 0, published */
 	rx->lens = RTE_PTR_ADD(base, RB2_REGION_LENS_OFF);
 	rx->slots = RTE_PTR_ADD(base, rb2_region_slots_off(p->slots, p->flags));
 	if (p->msg_size != 0) {

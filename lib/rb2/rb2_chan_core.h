@@ -180,6 +180,7 @@ struct rb2_chan_desc {
 	X(tail_writes, "tail WRITEs posted (pointer advancements)")            \
 	X(deferred_tail_syncs, "tail syncs deferred by the elastic threshold") \
 	X(head_reads, "head READs (lazy pull)") \
+	X(torn_head_reads, "head READs refused: head and complement disagree") \
 	X(cqes, "completion entries sent (WRITE_WITH_IMM sync)") \
 	X(credit_waits, "tail syncs deferred: no receive-queue credit") \
 	X(flushes, "explicit or idle flushes that sent something")             \

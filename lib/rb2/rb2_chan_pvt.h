@@ -47,6 +47,10 @@
 #define WRID_HEAD 2
 #define WRID_PULL 3
 
+/* Lazy pull: the receiver's shadow line holds its head at [0] and the head's
+ * complement at [RB2_PULL_CHECK]; the sender READs both (rb2_sync_pull.c). */
+#define RB2_PULL_CHECK 3
+
 #define RB2_POST_SPINS 10000000u /* reaps before a full queue is an error */
 #define RB2_STATUS_CHECK_US 1000 /* idle halves ask after their peer this often */
 #define RB2_GONE_GRACE_US 2000   /* a dead sender's last WRITEs may still land */

@@ -11,8 +11,11 @@ packets, bytes and first/last timestamps, to check rb2-nf's JSON against.
   nf_reference.py summary TRACE           print the reference as JSON
   nf_reference.py craft DIR               write small captures of every
                                           supported link type, with VLAN
-                                          tags, fragments, IPv6 extension
-                                          headers, snapped and broken packets
+                                          tags, PPPoE, MPLS, fragments, IPv6
+                                          extension headers, snapped and
+                                          broken packets
+  nf_reference.py tshark TRACE NF_JSON    check rb2-nf's kinds and IPv4 flows
+                                          against tshark's decoding
 """
 import ipaddress
 import json
@@ -160,11 +163,55 @@ def ip_any(p, rec):
         rec["kind"] = "nonip"
 
 
+def pppoe_session(p, rec):
+    """RFC 2516 session header, then PPP's protocol (RFC 1661, maybe compressed)."""
+    if len(p) < 7 or p[0] != 0x11:
+        rec["kind"] = "malformed"
+        return
+    if p[6] & 1:
+        proto, off = p[6], 7
+    elif len(p) < 8:
+        rec["kind"] = "malformed"
+        return
+    else:
+        proto, off = struct.unpack(">H", p[6:8])[0], 8
+    if proto == 0x0021:
+        ipv4(p[off:], rec)
+    elif proto == 0x0057:
+        ipv6(p[off:], rec)
+    else:
+        rec["kind"] = "nonip"
+
+
+def mpls(p, rec):
+    """RFC 3032 label stack; explicit nulls name the payload, else its first nibble."""
+    off = 0
+    while True:
+        if len(p) < off + 4:
+            rec["kind"] = "malformed"
+            return
+        entry = struct.unpack(">I", p[off:off + 4])[0]
+        off += 4
+        if entry & 0x100:
+            break
+    label = entry >> 12
+    if label == 0:
+        ipv4(p[off:], rec)
+    elif label == 2:
+        ipv6(p[off:], rec)
+    else:
+        ip_any(p[off:], rec)
+
+
 def by_ethertype(et, p, rec):
     if et == 0x0800:
         ipv4(p, rec)
     elif et == 0x86DD:
         ipv6(p, rec)
+    elif et == 0x8864:
+        pppoe_session(p, rec)
+    elif et in (0x8847, 0x8848):
+        mpls(p, rec)
     else:
         rec["kind"] = "nonip"
 
@@ -340,10 +387,116 @@ def write_pcapng(path, lt, frames):
                                          len(fr) + 4) + fr))
 
 
+ETH = b"\x02" * 6 + b"\x04" * 6
+
+
+def pppoe(ppp_proto, p, session=0x1234):
+    return struct.pack(">BBHHH", 0x11, 0, session, len(p) + 2, ppp_proto) + p
+
+
+def pppoe_disc(code):
+    tags = struct.pack(">HH", 0x0101, 0)                        # Service-Name, empty
+    return struct.pack(">BBHH", 0x11, code, 0, len(tags)) + tags
+
+
+def lcp(code=1):
+    opts = struct.pack(">BBH", 1, 4, 1492)                       # MRU
+    return struct.pack(">BBH", code, 7, 4 + len(opts)) + opts
+
+
+def mpls_stack(labels, payload):
+    out = b""
+    for i, lab in enumerate(labels):
+        out += struct.pack(">I", lab << 12 | (0x100 if i == len(labels) - 1 else 0) | 64)
+    return out + payload
+
+
+def access_core_frames(flows=24, seed=7):
+    """A well-formed capture such as access and core links carry: PPPoE
+    discovery and LCP/IPCP, PPPoE sessions (some over a VLAN) of IPv4 and
+    IPv6, MPLS stacks of one to three labels (explicit nulls too), plain and
+    tagged Ethernet, ARP, LLDP and STP. For checking against tshark."""
+    frames = [ETH + struct.pack(">H", 0x8863) + pppoe_disc(c) for c in (0x09, 0x07, 0x19, 0x65)]
+    frames += [ETH + struct.pack(">H", 0x8864) + pppoe(0xC021, lcp(c)) for c in (1, 2, 9, 10)]
+    frames += [ETH + struct.pack(">H", 0x8864) + pppoe(0x8021, lcp(1))]
+    x = seed
+    for i in range(flows * 10):
+        x = (x * 1103515245 + 12345) & 0x7FFFFFFF
+        f = x % flows
+        tcp = f % 3 != 0
+        v4 = ip4(f"100.64.{f}.{f % 7 + 1}", f"198.51.100.{f % 5 + 1}", 6 if tcp else 17,
+                 l4(20000 + f, 443 if tcp else 53, n=8 + f % 40))
+        v6 = ip6(f"2001:db8:{f:x}::1", "2001:db8:ffff::53", 17, l4(30000 + f, 53))
+        form = (x >> 8) % 7
+        if form == 0:
+            frames.append(ETH + struct.pack(">H", 0x8864) + pppoe(0x0021, v4))
+        elif form == 1:
+            frames.append(ETH + struct.pack(">HHH", 0x8100, 100 + f % 4, 0x8864) + pppoe(0x0021, v4))
+        elif form == 2:
+            frames.append(ETH + struct.pack(">H", 0x8864) + pppoe(0x0057, v6))
+        elif form == 3:
+            labels = [16 + f, 1000 + f, 2000][:1 + f % 3]
+            frames.append(ETH + struct.pack(">H", 0x8847) + mpls_stack(labels, v4))
+        elif form == 4:
+            frames.append(ETH + struct.pack(">H", 0x8847) + mpls_stack([3000 + f, 2], v6))
+        elif form == 5:
+            frames.append(ETH + struct.pack(">HHH", 0x8100, 7, 0x0800) + v4)
+        else:
+            frames.append(ETH + struct.pack(">H", 0x0800) + v4)
+        if i % 40 == 0:
+            frames.append(ETH + struct.pack(">H", 0x0806) +
+                          b"\x00\x01\x08\x00\x06\x04\x00\x01" + b"\x02" * 6 + b"\x0a\0\0\x01" +
+                          b"\0" * 6 + b"\x0a\0\0\x02")
+        if i % 55 == 0:
+            frames.append(b"\x01\x80\xc2\x00\x00\x0e" + b"\x04" * 6 + struct.pack(">H", 0x88CC) +
+                          bytes([2, 7, 4]) + b"\x04" * 6 + bytes([4, 7, 3]) + b"\x04" * 6 +
+                          bytes([6, 2, 0, 120, 0, 0]))                        # LLDP
+        if i % 70 == 0:
+            bpdu = b"\x42\x42\x03" + b"\0" * 35
+            frames.append(b"\x01\x80\xc2\x00\x00\x00" + b"\x04" * 6 +
+                          struct.pack(">H", len(bpdu)) + bpdu)              # STP over LLC
+    frames.append(ETH + struct.pack(">H", 0x8863) + pppoe_disc(0xA7))        # PADT
+    return frames
+
+
+def tshark_compare(trace, nf_json):
+    """rb2-nf's kinds and IPv4 flows against tshark's own decoding."""
+    import subprocess
+    out = subprocess.run(["tshark", "-n", "-r", trace, "-T", "fields", "-E", "separator=|",
+                          "-e", "ip.src", "-e", "ip.dst", "-e", "ip.proto",
+                          "-e", "tcp.srcport", "-e", "tcp.dstport", "-e", "udp.srcport",
+                          "-e", "udp.dstport", "-e", "ipv6.src"],
+                         check=True, capture_output=True, text=True).stdout
+    n4 = n6 = other = 0
+    flows4 = Counter()
+    for line in out.splitlines():
+        src, dst, proto, ts, td, us, ud, src6 = line.split("|")
+        if src:
+            n4 += 1
+            sp, dp = (ts, td) if ts else (us, ud)
+            flows4[(src, dst, int(sp or 0), int(dp or 0), int(proto))] += 1
+        elif src6:
+            n6 += 1
+        else:
+            other += 1
+    nf = json.load(open(nf_json))
+    t = nf["totals"]
+    bad = []
+    for k, v in (("ipv4", n4), ("ipv6", n6), ("nonip", other), ("malformed", 0)):
+        if t.get(k) != v:
+            bad.append(f"{k}: rb2-nf {t.get(k)}, tshark {v}")
+    got = Counter({(f["src"], f["dst"], f["sport"], f["dport"], f["proto"]): f["packets"]
+                   for f in nf["flow_list"] if f["kind"] == "ipv4"})
+    if got != flows4:
+        bad.append(f"IPv4 flows: rb2-nf only {list((got - flows4).items())[:3]}, "
+                   f"tshark only {list((flows4 - got).items())[:3]}")
+    return {"ipv4": n4, "ipv6": n6, "nonip": other}, bad
+
+
 def craft(d):
     os.makedirs(d, exist_ok=True)
     cases = packets()
-    eth = [b"\x02" * 6 + b"\x04" * 6 + struct.pack(">H", et) + p for et, p in cases]
+    eth = [ETH + struct.pack(">H", et) + p for et, p in cases]
     vlan = [b"\x02" * 12 + struct.pack(">HHHH", 0x88A8, 10, 0x8100, 20) +
             struct.pack(">H", et) + p for et, p in cases]
     sll = [struct.pack(">HHH8sH", 0, 1, 6, b"\x02" * 8, et) + p for et, p in cases]
@@ -353,9 +506,26 @@ def craft(d):
     loop = [struct.pack(">I", 2 if et == 0x0800 else 24 if et == 0x86DD else 99) + p
             for et, p in cases]
     raw = [p for et, p in cases if et != 0x0806]
+    # Access links: every case in a PPPoE session (ARP's place taken by
+    # discovery and LCP), one with PPP's compressed protocol, one cut short.
+    ppp = [ETH + struct.pack(">H", 0x8864) + pppoe(0x0021 if et == 0x0800 else 0x0057, p)
+           for et, p in cases if et != 0x0806]
+    ppp += [ETH + struct.pack(">H", 0x8863) + pppoe_disc(0x09),
+            ETH + struct.pack(">H", 0x8864) + pppoe(0xC021, lcp()),
+            ETH + struct.pack(">H", 0x8864) + struct.pack(">BBHHB", 0x11, 0, 1, 21, 0x21) +
+            cases[0][1],
+            ETH + struct.pack(">H", 0x8864) + b"\x11\x00\x12"]
+    # Core links: one to three MPLS labels, explicit nulls, a pseudowire
+    # (not IP), a stack cut short.
+    mp = [ETH + struct.pack(">H", 0x8847) +
+          mpls_stack(([0] if et == 0x0800 else [2]) if i % 4 == 0 else [100 + i, 200][:1 + i % 2], p)
+          for i, (et, p) in enumerate(cases) if et != 0x0806]
+    mp += [ETH + struct.pack(">H", 0x8847) + mpls_stack([300], b"\0\0\0\0" + ETH + b"\x08\x00"),
+           ETH + struct.pack(">H", 0x8848) + struct.pack(">I", 100 << 12)]
     out = {"ethernet.pcap": (1, eth), "vlan-qinq.pcap": (1, vlan), "sll.pcap": (113, sll),
            "sll2.pcap": (276, sll2), "null.pcap": (0, null), "loop.pcap": (108, loop),
-           "raw.pcap": (101, raw)}
+           "raw.pcap": (101, raw), "pppoe.pcap": (1, ppp), "mpls.pcap": (1, mp),
+           "access-core.pcap": (1, access_core_frames())}
     for name, (lt, frames) in out.items():
         write_pcap(os.path.join(d, name), lt, frames)
     write_pcap(os.path.join(d, "raw-nano-be.pcap"), 101, raw, nano=True, big=True)
@@ -376,6 +546,14 @@ def main():
         tot, flows = reference(sys.argv[2])
         print(json.dumps({"totals": tot, "flows": len(flows)}))
         return
+    if len(sys.argv) == 4 and sys.argv[1] == "tshark":
+        got, bad = tshark_compare(sys.argv[2], sys.argv[3])
+        print(f"{os.path.basename(sys.argv[2])}: tshark decodes {got['ipv4']} IPv4 / "
+              f"{got['ipv6']} IPv6 / {got['nonip']} other: "
+              f"{'rb2-nf MATCHES' if not bad else 'rb2-nf DIFFERS'}")
+        for b in bad[:20]:
+            print("  " + b)
+        sys.exit(1 if bad else 0)
     if len(sys.argv) == 3 and sys.argv[1] == "craft":
         craft(sys.argv[2])
         return

@@ -7,7 +7,8 @@
 #
 #   test_nf.sh MODE BUILD_DIR
 #     generated   rb2-tracegen traces (IPv4, IPv6, non-IP, snapped, ns), batching, loops, pacing
-#     crafted     every link type, VLAN/QinQ, fragments, IPv6 extension headers, broken packets
+#     crafted     every link type, VLAN/QinQ, PPPoE, MPLS, fragments, IPv6 extension headers,
+#                 broken packets; access/core links checked against tshark
 #     debian      real captures shipped by Debian (golang-github-google-gopacket-dev)
 #     errors      bad traces, bad configurations, bad arguments: clear errors, nothing lost
 #     plugin      meson install + pkg-config build of examples/stage-filter, and broken plugins
@@ -187,6 +188,20 @@ crafted)
 	for f in "$tmp"/cr/*; do
 		check "$f"
 	done
+	# Access and core links as tshark decodes them: PPPoE sessions (some
+	# over VLANs), MPLS stacks, and what is not IP (discovery, LCP, ARP,
+	# LLDP, STP), named by kind in the replay's summary.
+	if ! command -v tshark >/dev/null; then
+		fail "tshark is not installed (apt-get install tshark): cannot check the decoder against it"
+	elif run_nf "$tmp/ac.json" --trace "$tmp/cr/access-core.pcap" &&
+		python3 "$ref" tshark "$tmp/cr/access-core.pcap" "$tmp/ac.json"; then
+		ok "access-core.pcap: rb2-nf's kinds and IPv4 flows = tshark's"
+	else
+		fail "access-core.pcap: rb2-nf and tshark differ"
+	fi
+	grep -q "non-IP by kind: ethertype 5, arp 6, llc 4, pppoe_discovery 5, ppp_control 5" "$tmp/out.txt" &&
+		ok "access-core.pcap: non-IP named by kind" ||
+		{ fail "access-core.pcap: non-IP kinds not reported as expected"; grep "non-IP" "$tmp/out.txt"; }
 	;;
 debian)
 	g=/usr/share/gocode/src/github.com/google/gopacket

@@ -395,6 +395,12 @@ replay_report(struct rb2_stage *st, FILE *out)
 		" malformed; %" PRIu64 " non-first fragments, %" PRIu64 " without ports (snaplen)\n",
 		r->tst.ipv4, r->tst.ipv6, r->tst.nonip, r->tst.malformed, r->tst.fragments,
 		r->tst.truncated);
+	if (r->tst.nonip > 0) {
+		char why[256];
+
+		rb2_trace_nonip_format(&r->tst, why, sizeof(why));
+		fprintf(out, "  non-IP by kind: %s\n", why);
+	}
 }
 
 static const char *const replay_edges[] = { "out", NULL };

@@ -5,6 +5,7 @@
 /* Trace reading: libpcap for the container, our own parser for the frames. */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,9 +164,17 @@ parse_ipv6(const uint8_t *p, uint32_t len, struct rb2_rec *r)
 	r->x = (uint32_t)(h2 >> 32);
 }
 
+/* Not IP, for reason @why (enum rb2_rec_nonip). */
+static void
+nonip(struct rb2_rec *r, unsigned int why)
+{
+	r->kind = RB2_REC_NONIP;
+	r->flags = (uint16_t)((r->flags & ~RB2_REC_WHY_MASK) | why << RB2_REC_WHY_SHIFT);
+}
+
 /* An IP packet at @p: v4 or v6 by its version nibble. */
 static void
-parse_ip(const uint8_t *p, uint32_t len, struct rb2_rec *r)
+parse_ip(const uint8_t *p, uint32_t len, struct rb2_rec *r, unsigned int why)
 {
 	if (len < 1) {
 		r->kind = RB2_REC_MALFORMED;
@@ -174,20 +183,84 @@ parse_ip(const uint8_t *p, uint32_t len, struct rb2_rec *r)
 	switch (p[0] >> 4) {
 	case 4: parse_ipv4(p, len, r); break;
 	case 6: parse_ipv6(p, len, r); break;
-	default: r->kind = RB2_REC_NONIP; break;
+	default: nonip(r, why); break;
 	}
 }
 
-/* By ethertype: IPv4, IPv6, else not IP. */
+/*
+ * A PPPoE session frame (RFC 2516): version/type, code, session, length,
+ * then PPP's protocol field (RFC 1661; one byte when compressed, RFC 1661
+ * §6.5: an odd first byte).
+ */
+static void
+parse_pppoe(const uint8_t *p, uint32_t len, struct rb2_rec *r)
+{
+	uint32_t off = 6 + 1;
+	uint16_t proto;
+
+	if (len < 6 + 1 || p[0] != 0x11) {
+		r->kind = RB2_REC_MALFORMED;
+		return;
+	}
+	proto = p[6];
+	if ((proto & 1) == 0) {
+		if (len < 6 + 2) {
+			r->kind = RB2_REC_MALFORMED;
+			return;
+		}
+		proto = be16(p + 6);
+		off = 6 + 2;
+	}
+	if (proto == 0x0021)
+		parse_ipv4(p + off, len - off, r);
+	else if (proto == 0x0057)
+		parse_ipv6(p + off, len - off, r);
+	else
+		nonip(r, RB2_NONIP_PPP_CTRL);
+}
+
+/*
+ * An MPLS label stack (RFC 3032): 4-byte entries down to the one with the
+ * bottom-of-stack bit. The payload's type is not in the stack: explicit
+ * null labels (0: IPv4, 2: IPv6) say it, else the first nibble does, as
+ * routers and tshark guess it.
+ */
+static void
+parse_mpls(const uint8_t *p, uint32_t len, struct rb2_rec *r)
+{
+	uint32_t off = 0, label;
+
+	for (;;) {
+		if (len < off + 4) {
+			r->kind = RB2_REC_MALFORMED; /* stack cut short */
+			return;
+		}
+		label = (uint32_t)be16(p + off) << 4 | p[off + 2] >> 4;
+		off += 4;
+		if (p[off - 2] & 1)
+			break;
+	}
+	if (label == 0)
+		parse_ipv4(p + off, len - off, r);
+	else if (label == 2)
+		parse_ipv6(p + off, len - off, r);
+	else
+		parse_ip(p + off, len - off, r, RB2_NONIP_MPLS);
+}
+
+/* By ethertype: IP, possibly inside PPPoE or MPLS; else a named non-IP. */
 static void
 parse_ethertype(uint16_t et, const uint8_t *p, uint32_t len, struct rb2_rec *r)
 {
-	if (et == 0x0800)
-		parse_ipv4(p, len, r);
-	else if (et == 0x86dd)
-		parse_ipv6(p, len, r);
-	else
-		r->kind = RB2_REC_NONIP;
+	switch (et) {
+	case 0x0800: parse_ipv4(p, len, r); break;
+	case 0x86dd: parse_ipv6(p, len, r); break;
+	case 0x8864: parse_pppoe(p, len, r); break;
+	case 0x8847: case 0x8848: parse_mpls(p, len, r); break;
+	case 0x8863: nonip(r, RB2_NONIP_PPPOE_DISC); break;
+	case 0x0806: nonip(r, RB2_NONIP_ARP); break;
+	default: nonip(r, et < 0x0600 ? RB2_NONIP_LLC : RB2_NONIP_ETHERTYPE); break;
+	}
 }
 
 int
@@ -198,7 +271,7 @@ rb2_trace_parse(int lt, const uint8_t *p, uint32_t caplen, uint32_t wire_len,
 	r->wire_len = wire_len;
 	switch (lt) {
 	case LT_RAW: case LT_RAW_A: case LT_RAW_B: case LT_IPV4: case LT_IPV6:
-		parse_ip(p, caplen, r);
+		parse_ip(p, caplen, r, RB2_NONIP_VERSION);
 		return 0;
 	case LT_EN10MB: {
 		uint32_t off = 12;
@@ -253,12 +326,48 @@ rb2_trace_parse(int lt, const uint8_t *p, uint32_t caplen, uint32_t wire_len,
 		else if (af == 10 || af == 24 || af == 28 || af == 30)
 			parse_ipv6(p + 4, caplen - 4, r);
 		else
-			r->kind = RB2_REC_NONIP;
+			nonip(r, RB2_NONIP_FAMILY);
 		return 0;
 	}
 	default:
 		return -ENOTSUP;
 	}
+}
+
+const char *
+rb2_rec_nonip_name(unsigned int why)
+{
+	static const char *const names[RB2_NONIP_KINDS] = {
+		[RB2_NONIP_ETHERTYPE] = "ethertype",
+		[RB2_NONIP_ARP] = "arp",
+		[RB2_NONIP_LLC] = "llc",
+		[RB2_NONIP_PPPOE_DISC] = "pppoe_discovery",
+		[RB2_NONIP_PPP_CTRL] = "ppp_control",
+		[RB2_NONIP_MPLS] = "mpls_payload",
+		[RB2_NONIP_VERSION] = "ip_version",
+		[RB2_NONIP_FAMILY] = "address_family",
+	};
+
+	return why < RB2_NONIP_KINDS && names[why] != NULL ? names[why] : "unknown";
+}
+
+size_t
+rb2_trace_nonip_format(const struct rb2_trace_stats *st, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	if (size > 0)
+		buf[0] = '\0';
+	for (unsigned int i = 0; i < RB2_NONIP_KINDS; i++) {
+		int w;
+
+		if (st->nonip_by[i] == 0)
+			continue;
+		w = snprintf(buf + n, size > n ? size - n : 0, "%s%s %" PRIu64,
+			     n == 0 ? "" : ", ", rb2_rec_nonip_name(i), st->nonip_by[i]);
+		n += w > 0 ? (size_t)w : 0;
+	}
+	return n;
 }
 
 void
@@ -269,7 +378,10 @@ rb2_trace_count(struct rb2_trace_stats *st, const struct rb2_rec *r)
 	switch (r->kind) {
 	case RB2_REC_IPV4: st->ipv4++; break;
 	case RB2_REC_IPV6: st->ipv6++; break;
-	case RB2_REC_NONIP: st->nonip++; break;
+	case RB2_REC_NONIP:
+		st->nonip++;
+		st->nonip_by[RB2_REC_WHY(r)]++;
+		break;
 	default: st->malformed++; break;
 	}
 	st->fragments += (r->flags & RB2_REC_F_FRAG) != 0;

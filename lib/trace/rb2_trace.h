@@ -36,8 +36,8 @@
  * @endverbatim
  *
  * Reading uses libpcap: pcap and pcapng, microsecond and nanosecond
- * timestamps, link types RAW, Ethernet (with 802.1Q/802.1ad tags), Linux SLL
- * and SLL2, NULL and LOOP. Captures truncated to 40-96 bytes (CAIDA) keep
+ * timestamps, link types RAW, Ethernet (with 802.1Q/802.1ad tags, PPPoE
+ * sessions and MPLS label stacks), Linux SLL and SLL2, NULL and LOOP. Captures truncated to 40-96 bytes (CAIDA) keep
  * their key when the transport ports were captured, else are flagged.
  */
 
@@ -60,6 +60,23 @@ enum rb2_rec_kind {
 /** Record flags. */
 #define RB2_REC_F_FRAG (1u << 0)  /**< a non-first fragment: no ports */
 #define RB2_REC_F_TRUNC (1u << 1) /**< the capture stops before the ports */
+/** Non-IP records: why, an enum rb2_rec_nonip, in flags bits 8-11. */
+#define RB2_REC_WHY_SHIFT 8
+#define RB2_REC_WHY_MASK (0xfu << RB2_REC_WHY_SHIFT)
+#define RB2_REC_WHY(r) (((r)->flags & RB2_REC_WHY_MASK) >> RB2_REC_WHY_SHIFT)
+
+/** What a non-IP record carries instead (rb2_rec_nonip_name() names it). */
+enum rb2_rec_nonip {
+	RB2_NONIP_ETHERTYPE = 0, /**< another ethertype (LLDP, ...) */
+	RB2_NONIP_ARP,           /**< ARP */
+	RB2_NONIP_LLC,           /**< an 802.3 length field: LLC (STP, ...) */
+	RB2_NONIP_PPPOE_DISC,    /**< PPPoE discovery (PADI ... PADT) */
+	RB2_NONIP_PPP_CTRL,      /**< a PPPoE session frame of LCP, IPCP, ... */
+	RB2_NONIP_MPLS,          /**< an MPLS stack over neither IPv4 nor IPv6 */
+	RB2_NONIP_VERSION,       /**< a raw-IP link type, version neither 4 nor 6 */
+	RB2_NONIP_FAMILY,        /**< NULL/LOOP: an address family other than IP */
+	RB2_NONIP_KINDS
+};
 
 /** One packet: 40 bytes. */
 struct rb2_rec {
@@ -83,6 +100,7 @@ struct rb2_trace_stats {
 	uint64_t packets;   /**< records produced */
 	uint64_t bytes;     /**< sum of wire lengths */
 	uint64_t ipv4, ipv6, nonip, malformed; /**< by kind */
+	uint64_t nonip_by[RB2_NONIP_KINDS];    /**< non-IP, by enum rb2_rec_nonip */
 	uint64_t fragments; /**< non-first fragments (no ports) */
 	uint64_t truncated; /**< captured without their ports */
 	/**
@@ -145,6 +163,16 @@ void rb2_trace_close(struct rb2_trace *t);
  */
 int rb2_trace_parse(int linktype, const uint8_t *pkt, uint32_t caplen,
 		    uint32_t wire_len, struct rb2_rec *rec);
+
+/** @return the name of an enum rb2_rec_nonip value ("pppoe_discovery"). */
+const char *rb2_rec_nonip_name(unsigned int why);
+
+/**
+ * Format the non-IP counts by kind ("arp 3, pppoe_discovery 4"; "" when
+ * none), as snprintf() does.
+ * @return the length the whole text needs.
+ */
+size_t rb2_trace_nonip_format(const struct rb2_trace_stats *st, char *buf, size_t size);
 
 /** Add a record to counters (as the reader does). */
 void rb2_trace_count(struct rb2_trace_stats *st, const struct rb2_rec *rec);

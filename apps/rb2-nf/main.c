@@ -37,6 +37,7 @@ static struct rb2_cfg_var vars[] = {
 	{ .name = "cm_width" }, { .name = "interval_ms" }, { .name = "batch" },
 	{ .name = "flows" }, { .name = "transport" }, { .name = "maxsleep_ms" },
 	{ .name = "allow_truncated" }, { .name = "allow_non_ip" },
+	{ .name = "port" }, { .name = "count" }, { .name = "idle_ms" }, { .name = "pool_size" },
 };
 
 static struct rb2_pipeline *running;
@@ -75,12 +76,21 @@ usage(FILE *o, const char *prog)
 "  --interval-ms T    rate interval in trace time (default 1000)\n"
 "  --flows N          expected flows (sizes the table; default 1M)\n"
 "  --transport SPEC   the link's transport (default shm)\n"
+"  --port P           (config/nf-port.ini, nf-fwd.ini) a port index or device name\n"
+"  --count N          rx stops after N packets   --idle-ms T  ... after T ms idle\n"
+"  --pool-size N      mbufs in the rx stage's pool (default 8191)\n"
+"\n"
+"Ports are the EAL's: a NIC bound to vfio-pci, or a vdev such as\n"
+"  --vdev net_pcap0,rx_pcap=t.pcap    --vdev net_af_packet0,iface=veth0\n"
+"  --vdev net_null0                   --vdev net_ring0\n"
 "\n"
 "Ctrl-C (SIGINT) or SIGTERM stops the sources and drains the pipeline; a\n"
 "second one aborts. Example:\n"
 "  rb2-tracegen -o t.pcap --packets 1000000 --flows 50000\n"
-"  %s -l 0-1 --no-pci --no-huge -m 1024 -- --trace t.pcap --top 5\n",
-		prog, prog);
+"  %s -l 0-1 --no-pci --no-huge -m 1024 -- --trace t.pcap --top 5\n"
+"  %s -l 0-1 --no-pci --vdev net_pcap0,rx_pcap=t.pcap -- \\\n"
+"      --config config/nf-port.ini --port net_pcap0 --idle-ms 500\n",
+		prog, prog, prog);
 }
 
 static void
@@ -138,6 +148,10 @@ main(int argc, char **argv)
 		{ "maxsleep-ms", required_argument, NULL, 'v' },
 		{ "allow-truncated", no_argument, NULL, 'v' },
 		{ "allow-non-ip", no_argument, NULL, 'v' },
+		{ "port", required_argument, NULL, 'v' },
+		{ "count", required_argument, NULL, 'v' },
+		{ "idle-ms", required_argument, NULL, 'v' },
+		{ "pool-size", required_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rb2_pipeline_opts o = { .vars = vars, .nvars = RTE_DIM(vars) };

@@ -163,8 +163,10 @@ add_stage(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
 		st->edges = calloc(st->nedges + 1, sizeof(*st->edges));
 		if (st->edges == NULL)
 			return cfg_err(pl, err, errlen, s->line, "out of memory");
-		for (unsigned int i = 0; i < st->nedges; i++)
+		for (unsigned int i = 0; i < st->nedges; i++) {
 			st->edges[i].name = st->ops->edges[i];
+			st->edges[i].pkts = (st->ops->pkt_edges >> i) & 1;
+		}
 	}
 	pl->nstages++;
 	return 0;
@@ -225,6 +227,7 @@ add_link(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
 	struct rb2_cfg_entry *to = rb2_cfg_get(s, "to");
 	struct rb2_cfg_entry *xp = rb2_cfg_get(s, "transport");
 	struct rb2_cfg_entry *peer = rb2_cfg_get(s, "peer");
+	struct rb2_cfg_entry *carry = rb2_cfg_get(s, "carry");
 	struct rb2_cfg_entry *preset;
 	uint64_t v[6];
 	char why[256];
@@ -282,8 +285,17 @@ add_link(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
 			       "(rb2, l5, farm, socksdirect)", name, preset->value);
 	if (rb2_chan_params_check(&lk->params, why, sizeof(why)) != 0)
 		return cfg_err(pl, err, errlen, s->line, "link '%s': %s", name, why);
+	if (carry != NULL) {
+		if (strcmp(carry->value, "pointers") == 0)
+			lk->carry = LINK_CARRY_PTRS;
+		else if (strcmp(carry->value, "bytes") == 0)
+			lk->carry = LINK_CARRY_BYTES;
+		else if (strcmp(carry->value, "auto") != 0)
+			return cfg_err(pl, err, errlen, carry->line, "link '%s': carry = '%s': "
+				       "expected auto, pointers or bytes", name, carry->value);
+	}
 	ret = no_other_keys(pl, s, "from, to, transport, peer, slots, slot_size, alpha, beta, "
-			    "gamma, preset, timeout_ms", err, errlen);
+			    "gamma, preset, timeout_ms, carry", err, errlen);
 	if (ret != 0)
 		return ret;
 	lk->to->n_in++;
@@ -341,6 +353,94 @@ xport_get(struct rb2_pipeline *pl, const char *spec)
 	return pl->xports[pl->nxports++].xp;
 }
 
+/*
+ * How a packet link carries its packets: mbuf pointers where both ends share
+ * memory (a transport without RB2_XPORT_CAP_REMOTE: the lcores of a process,
+ * or a DPDK process group, where every hugepage is mapped at the same
+ * address), else their bytes; `carry` may ask for either.
+ */
+static int
+link_carry(struct rb2_pipeline *pl, struct rb2_link *lk, struct rb2_xport *xp,
+	   char *err, size_t errlen)
+{
+	bool shared = (rb2_xport_caps(xp) & RB2_XPORT_CAP_REMOTE) == 0;
+	struct rb2_edge *e = &lk->from->edges[lk->edge];
+
+	if (!lk->pkts)
+		return 0;
+	if (lk->carry == LINK_CARRY_PTRS && !shared)
+		return cfg_err(pl, err, errlen, lk->line, "link '%s': carry = pointers, but over "
+			       "transport '%s' the peers do not share memory: use carry = bytes "
+			       "(or auto)", lk->name, lk->transport);
+	if (lk->carry == LINK_CARRY_AUTO)
+		lk->carry = shared ? LINK_CARRY_PTRS : LINK_CARRY_BYTES;
+	if (lk->tx == NULL)
+		return 0;
+	e->ptrs = lk->carry == LINK_CARRY_PTRS;
+	e->ptrs_max = RTE_MIN(RB2_PKT_PTRS_MAX,
+			      rb2_tx_max_msg(lk->tx) / (unsigned int)sizeof(struct rte_mbuf *));
+	if (e->ptrs && e->ptrs_max == 0)
+		return cfg_err(pl, err, errlen, lk->line, "link '%s': a message cannot hold one "
+			       "mbuf pointer: raise slot_size", lk->name);
+	return 0;
+}
+
+/* A link between a packet edge and a stage that takes packets, or between
+ * neither: anything else is refused, naming both ends. */
+static int
+type_links(struct rb2_pipeline *pl, char *err, size_t errlen)
+{
+	for (unsigned int i = 0; i < pl->nlinks; i++) {
+		struct rb2_link *lk = &pl->links[i];
+		int out = lk->from->ops != NULL ? (int)((lk->from->ops->pkt_edges >> lk->edge) & 1) : -1;
+		int in = lk->to->ops != NULL ? (lk->to->ops->takes_pkts != 0) : -1;
+
+		if (out >= 0 && in >= 0 && out != in)
+			return cfg_err(pl, err, errlen, lk->line,
+				       "link '%s': %s.%s emits %s, but stage '%s' (type %s) takes %s",
+				       lk->name, lk->from->name, lk->from->edges[lk->edge].name,
+				       out ? "packets" : "messages", lk->to->name, lk->to->ops->name,
+				       in ? "packets (put a parse stage between them?)" : "messages");
+		lk->pkts = out == 1 || in == 1;
+		if (lk->direct) {
+			lk->from->edges[lk->edge].ptrs = true;
+			lk->from->edges[lk->edge].ptrs_max = RB2_PKT_PTRS_MAX;
+		}
+	}
+	return 0;
+}
+
+/* Start the stages that have a start() (ports), upstream first; give the
+ * workers of stages that take packets their burst. */
+static int
+start_stages(struct rb2_pipeline *pl, char *err, size_t errlen)
+{
+	for (unsigned int i = 0; i < pl->nstages; i++) {
+		struct rb2_stage *st = &pl->stages[i];
+
+		if (!st->local || !st->ops->takes_pkts || st->w->pkb != NULL)
+			continue;
+		st->w->pkb = rte_zmalloc_socket("rb2_pkt_burst", sizeof(*st->w->pkb),
+						RTE_CACHE_LINE_SIZE, st->socket);
+		if (st->w->pkb == NULL)
+			return cfg_err(pl, err, errlen, st->line, "out of memory");
+	}
+	for (unsigned int r = 0; r < pl->nstages; r++)
+		for (unsigned int i = 0; i < pl->nstages; i++) {
+			struct rb2_stage *st = &pl->stages[i];
+			int ret;
+
+			if (st->topo != r || !st->local || st->ops->start == NULL)
+				continue;
+			ret = st->ops->start(st);
+			if (ret < 0)
+				return cfg_err(pl, err, errlen, st->line, "stage '%s' (type %s) cannot "
+					       "start: %s", st->name, st->ops->name,
+					       st->err[0] ? st->err : strerror(-ret));
+		}
+	return 0;
+}
+
 /* Create this process's halves of a link's channel and connect them (direct
  * links, both ends on one lcore, have no channel). */
 static int
@@ -386,7 +486,7 @@ open_link(struct rb2_pipeline *pl, struct rb2_link *lk, char *err, size_t errlen
 			       "and its --proc?)" : "");
 	if (tx_here)
 		lk->from->edges[lk->edge].tx = lk->tx;
-	return 0;
+	return link_carry(pl, lk, xp, err, errlen);
 }
 
 /*
@@ -615,6 +715,8 @@ rb2_pipeline_load(const char *path, const struct rb2_pipeline_opts *opts,
 			lk->from->edges[lk->edge].next = lk->to;
 		}
 	}
+	if (type_links(pl, err, errlen) != 0)
+		goto fail;
 	/* Downstream first: a sink's cheap checks (can it write its results?)
 	 * fail before a source's long set-up (preloading a trace). */
 	for (unsigned int r = pl->nstages; r-- > 0;)
@@ -626,6 +728,8 @@ rb2_pipeline_load(const char *path, const struct rb2_pipeline_opts *opts,
 		if (!pl->links[i].direct && open_link(pl, &pl->links[i], err, errlen) != 0)
 			goto fail;
 	place_workers(pl);
+	if (start_stages(pl, err, errlen) != 0)
+		goto fail;
 	rb2_pipeline_telemetry_set(pl);
 	return pl;
 fail:
@@ -660,8 +764,10 @@ rb2_pipeline_free(struct rb2_pipeline *pl)
 	}
 	for (unsigned int i = 0; i < pl->nxports; i++)
 		rb2_xport_close(pl->xports[i].xp);
-	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++)
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
 		rb2_chunk_pool_free(&pl->workers[l]);
+		rte_free(pl->workers[l].pkb);
+	}
 	rb2_cfg_free(pl->cfg);
 	rte_free(pl);
 }

@@ -13,6 +13,7 @@
  *   rb2_stage.c            an instance: state, counters, errors (rb2_stage.h)
  *   rb2_stage_args.c       an instance's key = value arguments  (rb2_stage.h)
  *   rb2_stage_emit.c       emitting on next edges, the fast path (rb2_stage.h)
+ *   rb2_stage_pkt.c        packets (mbufs) on edges             (rb2_stage_pkt.h)
  *   rb2_pipeline.c         building the graph from a configuration, freeing it
  *                                                             (rb2_pipeline.h)
  *   rb2_pipeline_worker.c  the lcore workers: run, stop, end of stream
@@ -29,6 +30,7 @@
 #include "rb2_config.h"
 #include "rb2_pipeline.h"
 #include "rb2_stage.h"
+#include "rb2_stage_pkt.h"
 
 /* Statistics: written by their stage's lcore only, read meanwhile by the
  * telemetry thread. Relaxed atomics, the same plain add and load on x86. */
@@ -46,6 +48,7 @@ extern int rb2_pipeline_logtype;
 #define STAGE_COUNTERS_MAX 16
 #define STAGE_NAME_MAX 32
 #define CHUNK_ARENA (64u << 10) /* bytes of one queued burst's messages */
+#define RB2_PKT_POOL_DEFAULT 8191 /* mbufs of a pool no port stage sized */
 
 struct rb2_link;
 struct rb2_worker;
@@ -77,6 +80,9 @@ struct rb2_edge {
 	uint64_t failed;            /* emits that failed (counted, never silent) */
 	uint64_t waits;             /* times the next channel was full */
 	int err;                    /* the error that failed its channel, or 0 */
+	bool pkts;                  /* carries packets (ops->pkt_edges) */
+	bool ptrs;                  /* ... as mbuf pointers (else as bytes) */
+	unsigned int ptrs_max;      /* pointers in one message */
 };
 
 struct rb2_stage_counter {
@@ -105,6 +111,7 @@ struct rb2_stage {
 	/* Statistics (STAT_ADD by the stage's lcore only; done: its end). */
 	uint64_t in_msgs, in_bytes, bursts, cycles, produced;
 	uint64_t emit_errors;       /* emits refused before any edge: bad edge, len 0 */
+	uint64_t pkt_drops;         /* packets freed undelivered (rb2_stage_pkt.c) */
 	struct rb2_stage_counter counters[STAGE_COUNTERS_MAX];
 	unsigned int ncounters;
 	char err[256];
@@ -123,9 +130,27 @@ struct rb2_link {
 	bool direct;                /* both ends on one lcore of this process */
 	struct rb2_tx *tx;          /* when `from` is local */
 	struct rb2_rx *rx;          /* when `to` is local */
+	bool pkts;                  /* carries packets */
+	int carry;                  /* LINK_CARRY_*: how packets travel */
 	bool ended;                 /* end of stream received */
 	bool notified;              /* we asked its (remote) sender to stop */
 	int err;                    /* the error that failed it as an input, or 0 */
+};
+
+/* A link's `carry` of packets: pointers where the transport's peers share
+ * memory (auto), or as asked. */
+enum { LINK_CARRY_AUTO, LINK_CARRY_PTRS, LINK_CARRY_BYTES };
+
+/* A burst of packets being given to a stage (rb2_stage_pkt.c): one message
+ * per packet, its rb2_pkt, and the mbufs to free after (NULL: taken). */
+struct rb2_pkt_burst {
+	struct rb2_stage *to;       /* the stage running on it, or NULL */
+	unsigned int n;
+	struct rte_mempool *pool;   /* for takes on byte links */
+	struct rb2_msg msg[RB2_STAGE_BURST_MAX];
+	struct rb2_pkt pkt[RB2_STAGE_BURST_MAX];
+	struct rte_mbuf *free[RB2_STAGE_BURST_MAX];
+	bool taken[RB2_STAGE_BURST_MAX];
 };
 
 /* What one lcore runs. */
@@ -141,6 +166,7 @@ struct rb2_worker {
 	unsigned int noutputs;
 	unsigned int queued;                    /* chunks queued on direct edges */
 	struct rb2_chunk *pool;                 /* free chunks of CHUNK_ARENA */
+	struct rb2_pkt_burst *pkb;              /* a stage here takes packets */
 	uint64_t stop_deadline;                 /* TSC: remote inputs must have ended */
 	int ret;
 };
@@ -175,6 +201,16 @@ struct rb2_stage_args {
 /* rb2_stage_args.c: the first key of @a the stage never read, as an error
  * ("line N: ..."), or 0. */
 int rb2_stage_args_unused(struct rb2_stage_args *a, char *err, size_t errlen);
+
+/* rb2_pipeline_worker.c: run @st's process() on a burst, with its stats. */
+void rb2_stage_run(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n);
+
+/* rb2_stage_pkt.c: run @to on messages that carry packets (@ptrs: mbuf
+ * pointers, else bytes), one message per packet; free what it did not take. */
+void rb2_pkt_deliver(struct rb2_worker *w, struct rb2_stage *to, const struct rb2_msg *msgs,
+		     unsigned int n, bool ptrs);
+/* rb2_stage_pkt.c: free the mbufs of pointer carriers never delivered. */
+void rb2_pkt_free_carriers(const struct rb2_msg *msgs, unsigned int n);
 
 /* rb2_stage_emit.c: give a drained chunk back to its worker's pool. */
 void rb2_chunk_put(struct rb2_worker *w, struct rb2_chunk *c);

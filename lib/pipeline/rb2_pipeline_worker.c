@@ -22,8 +22,8 @@
 
 #include "rb2_pipeline_private.h"
 
-static void
-run_stage(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
+void
+rb2_stage_run(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 {
 	uint64_t t0 = rte_rdtsc();
 	uint64_t bytes = 0;
@@ -60,8 +60,14 @@ run_queued(struct rb2_worker *w)
 				if (e->q_head == NULL)
 					e->q_tail = NULL;
 				w->queued--;
-				if (c->n > 0 && w->pl->stop < 2)
-					run_stage(e->next, c->msgs, c->n);
+				if (c->n > 0 && w->pl->stop < 2) {
+					if (e->pkts)
+						rb2_pkt_deliver(w, e->next, c->msgs, c->n, true);
+					else
+						rb2_stage_run(e->next, c->msgs, c->n);
+				} else if (e->pkts) {   /* aborted: free, do not leak */
+					rb2_pkt_free_carriers(c->msgs, c->n);
+				}
 				rb2_chunk_put(w, c);
 			}
 			e->q_bytes = 0;
@@ -246,7 +252,10 @@ worker_main(void *arg)
 			for (k = 0; k < (unsigned int)n && msgs[k].len != 0; k++)
 				;
 			if (k > 0) {
-				run_stage(l->to, msgs, k);
+				if (l->pkts)
+					rb2_pkt_deliver(w, l->to, msgs, k, l->carry == LINK_CARRY_PTRS);
+				else
+					rb2_stage_run(l->to, msgs, k);
 				run_queued(w);
 			}
 			rb2_rx_release_burst(l->rx, msgs, (unsigned int)n);

@@ -74,6 +74,9 @@
  * - What the measurement NF's stages exchange (replay's "out", measure's
  *   input) is messages of whole 40-byte records, struct rb2_rec of
  *   <rb2_trace.h>: 1 to `batch` of them per message.
+ * - Packets (DPDK mbufs) travel on edges a stage declares in pkt_edges, to
+ *   stages that declare takes_pkts: see <rb2_stage_pkt.h> for who owns and
+ *   who frees an mbuf at every step.
  */
 
 #include <stdint.h>
@@ -87,7 +90,7 @@ extern "C" {
 #endif
 
 /** Bump when struct rb2_stage_ops or a callback's contract changes. */
-#define RB2_STAGE_API_VERSION 1
+#define RB2_STAGE_API_VERSION 2
 
 /** process() is never given more messages than this at once. */
 #define RB2_STAGE_BURST_MAX 256
@@ -138,6 +141,20 @@ struct rb2_stage_ops {
 	void (*drain)(struct rb2_stage *st);
 	/** After the pipeline has stopped: print a summary. Optional. */
 	void (*report)(struct rb2_stage *st, FILE *out);
+	/**
+	 * Packets (rb2_stage_pkt.h): bit i set means next edge i carries
+	 * packets, emitted with rb2_stage_emit_pkts(). 0: messages only.
+	 */
+	uint64_t pkt_edges;
+	/** Nonzero: the stage's input is packets (rb2_stage_pkts() in process()). */
+	int takes_pkts;
+	/**
+	 * Called once on the main lcore after every stage of this process was
+	 * set up and every link connected, before any traffic: where a stage
+	 * starts what the others' init() configured together (a port's
+	 * queues). Optional; a negative errno fails the pipeline's set-up.
+	 */
+	int (*start)(struct rb2_stage *st);
 };
 
 /**

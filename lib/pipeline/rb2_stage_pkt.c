@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * Packets on edges (rb2_stage_pkt.h): emitting them as pointer or byte
+ * carriers, turning a burst of carriers into one message per packet for the
+ * next stage, taking packets, and freeing what the stage did not take.
+ */
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include "rb2_pipeline_private.h"
+#include "rb2_stage_pkt.h"
+
+int rb2_pkt_ts_offset = -1;
+uint64_t rb2_pkt_ts_flag;
+
+struct rte_mempool *
+rb2_pkt_pool(const char *name, int socket, unsigned int size, unsigned int cache,
+	     uint16_t data_room)
+{
+	char def[RTE_MEMPOOL_NAMESIZE];
+	struct rte_mempool *mp;
+
+	if (rb2_pkt_ts_offset < 0 &&
+	    rte_mbuf_dyn_rx_timestamp_register(&rb2_pkt_ts_offset, &rb2_pkt_ts_flag) != 0)
+		PL_LOG(WARNING, "cannot register the mbuf rx timestamp field (%s): packets get "
+		       "no receive time", rte_strerror(rte_errno));
+	if (socket == SOCKET_ID_ANY)
+		socket = 0;
+	if (name == NULL || name[0] == '\0') {
+		snprintf(def, sizeof(def), "rb2_pkts_s%d", socket);
+		name = def;
+	}
+	mp = rte_mempool_lookup(name);
+	if (mp != NULL)
+		return mp;
+	if (rte_eal_process_type() != RTE_PROC_PRIMARY) {
+		PL_LOG(ERR, "mbuf pool '%s' does not exist, and a secondary process cannot create "
+		       "it: start the primary's port stages first", name);
+		rte_errno = ENOENT;
+		return NULL;
+	}
+	mp = rte_pktmbuf_pool_create(name, size, RTE_MIN(cache, (unsigned int)RTE_MEMPOOL_CACHE_MAX_SIZE),
+				     0, data_room, socket);
+	if (mp == NULL && rte_errno == ENOMEM)
+		PL_LOG(ERR, "cannot create mbuf pool '%s' of %u mbufs of %u bytes on socket %d: "
+		       "not enough hugepage memory; reserve more (dpdk-hugepages.py -r 1G) or "
+		       "lower pool_size", name, size, data_room, socket);
+	return mp;
+}
+
+const struct rb2_pkt *
+rb2_stage_pkts(const struct rb2_stage *st)
+{
+	struct rb2_pkt_burst *b = st->w != NULL ? st->w->pkb : NULL;
+
+	return b != NULL && b->to == st ? b->pkt : NULL;
+}
+
+/* A copy of @len bytes at @data in a new mbuf (segments chained as the
+ * pool's data room requires). */
+static struct rte_mbuf *
+pkt_copy(struct rte_mempool *mp, const uint8_t *data, uint32_t len)
+{
+	struct rte_mbuf *head = NULL, *tail = NULL;
+
+	do {
+		struct rte_mbuf *m = rte_pktmbuf_alloc(mp);
+		uint32_t k;
+
+		if (m == NULL) {
+			rte_pktmbuf_free(head);
+			return NULL;
+		}
+		k = RTE_MIN(len, (uint32_t)rte_pktmbuf_tailroom(m));
+		memcpy(rte_pktmbuf_mtod(m, void *), data, k);
+		m->data_len = (uint16_t)k;
+		if (head == NULL) {
+			head = m;
+		} else {
+			tail->next = m;
+			head->nb_segs++;
+		}
+		head->pkt_len += k;
+		tail = m;
+		data += k;
+		len -= k;
+	} while (len > 0);
+	return head;
+}
+
+struct rte_mbuf *
+rb2_stage_pkt_take(struct rb2_stage *st, unsigned int i)
+{
+	struct rb2_pkt_burst *b = st->w != NULL ? st->w->pkb : NULL;
+	struct rte_mbuf *m;
+
+	if (b == NULL || b->to != st || i >= b->n || b->taken[i])
+		return NULL;
+	b->taken[i] = true;
+	if (b->pkt[i].m != NULL) {         /* pointer link: the mbuf itself */
+		m = b->pkt[i].m;
+		b->free[i] = NULL;
+		return m;
+	}
+	if (b->pool == NULL)
+		b->pool = rb2_pkt_pool(NULL, st->socket, RB2_PKT_POOL_DEFAULT, 256,
+				       RTE_MBUF_DEFAULT_BUF_SIZE);
+	m = b->pool != NULL ? pkt_copy(b->pool, b->msg[i].data, b->msg[i].len) : NULL;
+	if (m == NULL) {
+		STAT_ADD(st->pkt_drops, 1);
+		return NULL;
+	}
+	m->port = b->pkt[i].port;
+	rb2_pkt_ts_set(m, b->pkt[i].ts_ns);
+	return m;
+}
+
+/* Run @to on the packets gathered in @b, then free those it did not take. */
+static void
+burst_run(struct rb2_pkt_burst *b, struct rb2_stage *to)
+{
+	unsigned int left = 0;
+
+	if (b->n == 0)
+		return;
+	b->to = to;
+	rb2_stage_run(to, b->msg, b->n);
+	b->to = NULL;
+	for (unsigned int i = 0; i < b->n; i++) {
+		b->taken[i] = false;
+		if (b->free[i] != NULL)
+			b->free[left++] = b->free[i];
+	}
+	if (left > 0)
+		rte_pktmbuf_free_bulk(b->free, left);
+	b->n = 0;
+}
+
+static inline void
+burst_add(struct rb2_pkt_burst *b, struct rte_mbuf *m)
+{
+	unsigned int i = b->n++;
+
+	b->msg[i].data = rte_pktmbuf_mtod(m, void *);
+	b->msg[i].len = m->data_len;
+	b->pkt[i].m = m;
+	b->pkt[i].ts_ns = rb2_pkt_ts(m);
+	b->pkt[i].pkt_len = m->pkt_len;
+	b->pkt[i].port = m->port;
+	b->free[i] = m;
+}
+
+void
+rb2_pkt_deliver(struct rb2_worker *w, struct rb2_stage *to, const struct rb2_msg *msgs,
+		unsigned int n, bool ptrs)
+{
+	struct rb2_pkt_burst *b = w->pkb;
+
+	for (unsigned int i = 0; i < n; i++) {
+		if (ptrs) {
+			struct rte_mbuf *const *p = msgs[i].data;
+			unsigned int k = msgs[i].len / sizeof(*p);
+
+			for (unsigned int j = 0; j < k; j++) {
+				/* The header line of the packets a few ahead. */
+				if (j + 4 < k)
+					rte_prefetch0(p[j + 4]);
+				if (b->n == RB2_STAGE_BURST_MAX)
+					burst_run(b, to);
+				burst_add(b, p[j]);
+			}
+			continue;
+		}
+		/* A byte carrier: a header, then the packet. */
+		const struct rb2_pkt_hdr *h = msgs[i].data;
+		unsigned int j;
+
+		if (msgs[i].len < sizeof(*h) || h->pkt_len != msgs[i].len - sizeof(*h)) {
+			STAT_ADD(to->pkt_drops, 1);
+			rb2_stage_fail(to, "a packet message of %u bytes whose header says %u: the "
+				       "sender is not a packet edge", msgs[i].len,
+				       msgs[i].len >= sizeof(*h) ? h->pkt_len : 0);
+			continue;
+		}
+		if (b->n == RB2_STAGE_BURST_MAX)
+			burst_run(b, to);
+		j = b->n++;
+		b->msg[j].data = (void *)(h + 1);
+		b->msg[j].len = h->pkt_len;
+		b->pkt[j] = (struct rb2_pkt){ .m = NULL, .ts_ns = h->ts_ns, .pkt_len = h->pkt_len,
+					      .port = h->port };
+		b->free[j] = NULL;
+	}
+	burst_run(b, to);
+}
+
+void
+rb2_pkt_free_carriers(const struct rb2_msg *msgs, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		rte_pktmbuf_free_bulk(msgs[i].data, msgs[i].len / sizeof(struct rte_mbuf *));
+}
+
+/* Packets that cannot be delivered: freed, and counted against @st. */
+static void
+drop(struct rb2_stage *st, struct rte_mbuf **pkts, unsigned int n)
+{
+	STAT_ADD(st->pkt_drops, n);
+	rte_pktmbuf_free_bulk(pkts, n);
+}
+
+/* Byte link: each packet's bytes after a header, then the mbuf freed. */
+static int
+emit_bytes(struct rb2_stage *st, unsigned int edge, struct rte_mbuf **pkts, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		struct rb2_pkt_hdr *h;
+		size_t stride;
+		void *slot;
+		int ret;
+
+		ret = rb2_stage_emit_reserve(st, edge, (uint32_t)sizeof(*h) + m->pkt_len, 1,
+					     &slot, &stride);
+		if (ret < 0) {
+			drop(st, pkts + i, n - i);
+			return ret;
+		}
+		h = slot;
+		*h = (struct rb2_pkt_hdr){ .ts_ns = rb2_pkt_ts(m), .pkt_len = m->pkt_len,
+					   .port = m->port };
+		/* Contiguous: read gives the data in place, to be copied;
+		 * chained: it has copied the segments into the slot. */
+		const void *d = rte_pktmbuf_read(m, 0, m->pkt_len, h + 1);
+
+		if (d != (const void *)(h + 1))
+			memcpy(h + 1, d, m->pkt_len);
+		rb2_stage_emit_commit(st, edge, (uint32_t)sizeof(*h) + m->pkt_len, 1);
+		rte_pktmbuf_free(m);
+	}
+	return (int)n;
+}
+
+int
+rb2_stage_emit_pkts(struct rb2_stage *st, unsigned int edge, struct rte_mbuf **pkts,
+		    unsigned int n)
+{
+	struct rb2_edge *e;
+
+	if (edge >= st->nedges || !st->edges[edge].pkts) {
+		drop(st, pkts, n);
+		rb2_stage_fail(st, "emitted packets on edge %u, which is not a packet edge "
+			       "(rb2_stage_ops.pkt_edges)", edge);
+		return -EINVAL;
+	}
+	e = &st->edges[edge];
+	if (!e->ptrs)
+		return emit_bytes(st, edge, pkts, n);
+	for (unsigned int off = 0; off < n;) {
+		unsigned int k = RTE_MIN(n - off, e->ptrs_max);
+		int ret = rb2_stage_emit(st, edge, pkts + off, k * (uint32_t)sizeof(*pkts));
+
+		if (ret < 0) {
+			drop(st, pkts + off, n - off);
+			return ret;
+		}
+		off += k;
+	}
+	return (int)n;
+}
+

@@ -387,7 +387,7 @@ print(sum(1 for lt, ts, d, o in r.read_capture('$tmp/g.pcap')
 	(cd "$tmp/ex" && "$nf" "${eal[@]}" -- --plugin ./filter.so --list-stages) | grep -q "filter" &&
 		ok "--list-stages shows the plugin's stage" || fail "--list-stages"
 	p=$build/tests/plugins
-	expect_err "bad_version.so: .*built for stage API v99; this rb2 implements v1" \
+	expect_err "bad_version.so: .*built for stage API v100; this rb2 implements v2" \
 		"$nf" "${eal[@]}" -- --plugin "$p/bad_version.so" --list-stages
 	expect_err "bad_symbol.so: cannot load: .*undefined symbol: rb2_function_that_does_not_exist" \
 		"$nf" "${eal[@]}" -- --plugin "$p/bad_symbol.so" --list-stages

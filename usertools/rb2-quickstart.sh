@@ -20,7 +20,7 @@ PKGS=(meson ninja-build pkg-config gcc python3
       libdpdk-dev dpdk dpdk-dev
       libibverbs-dev librdmacm-dev libnuma-dev libpcap-dev
       libcriterion-dev clang libclang-rt-14-dev
-      golang-github-google-gopacket-dev gnuplot-nox tshark
+      golang-github-google-gopacket-dev gnuplot-nox tshark tcpreplay
       qemu-system-x86 debootstrap busybox-static)
 
 usage() {

@@ -38,6 +38,7 @@ static struct rb2_cfg_var vars[] = {
 	{ .name = "flows" }, { .name = "transport" }, { .name = "maxsleep_ms" },
 	{ .name = "allow_truncated" }, { .name = "allow_non_ip" },
 	{ .name = "port" }, { .name = "count" }, { .name = "idle_ms" }, { .name = "pool_size" },
+	{ .name = "out_port" }, { .name = "proto" },
 };
 
 static struct rb2_pipeline *running;
@@ -79,6 +80,8 @@ usage(FILE *o, const char *prog)
 "  --port P           (config/nf-port.ini, nf-fwd.ini) a port index or device name\n"
 "  --count N          rx stops after N packets   --idle-ms T  ... after T ms idle\n"
 "  --pool-size N      mbufs in the rx stage's pool (default 8191)\n"
+"  --out-port P       (examples/pkt-filter/fwd.ini) the port tx sends on\n"
+"  --proto N          (examples/pkt-filter/fwd.ini) the IP protocol kept\n"
 "\n"
 "Ports are the EAL's: a NIC bound to vfio-pci, or a vdev such as\n"
 "  --vdev net_pcap0,rx_pcap=t.pcap    --vdev net_af_packet0,iface=veth0\n"
@@ -152,6 +155,8 @@ main(int argc, char **argv)
 		{ "count", required_argument, NULL, 'v' },
 		{ "idle-ms", required_argument, NULL, 'v' },
 		{ "pool-size", required_argument, NULL, 'v' },
+		{ "out-port", required_argument, NULL, 'v' },
+		{ "proto", required_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rb2_pipeline_opts o = { .vars = vars, .nvars = RTE_DIM(vars) };

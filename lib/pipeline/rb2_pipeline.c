@@ -420,6 +420,7 @@ start_stages(struct rb2_pipeline *pl, char *err, size_t errlen)
 
 		if (!st->local || !st->ops->takes_pkts || st->w->pkb != NULL)
 			continue;
+		rb2_pkt_init();
 		st->w->pkb = rte_zmalloc_socket("rb2_pkt_burst", sizeof(*st->w->pkb),
 						RTE_CACHE_LINE_SIZE, st->socket);
 		if (st->w->pkb == NULL)

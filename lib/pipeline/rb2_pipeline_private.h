@@ -209,6 +209,8 @@ void rb2_stage_run(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned in
  * pointers, else bytes), one message per packet; free what it did not take. */
 void rb2_pkt_deliver(struct rb2_worker *w, struct rb2_stage *to, const struct rb2_msg *msgs,
 		     unsigned int n, bool ptrs);
+/* rb2_stage_pkt.c: find (or register) the mbuf rx-timestamp field. */
+void rb2_pkt_init(void);
 /* rb2_stage_pkt.c: free the mbufs of pointer carriers never delivered. */
 void rb2_pkt_free_carriers(const struct rb2_msg *msgs, unsigned int n);
 

@@ -40,7 +40,7 @@ rb2_pipeline_lost(const struct rb2_pipeline *pl)
 		if (!st->local)
 			continue;
 		edge_totals(st, &outm, &failed);
-		lost += failed + st->emit_errors;
+		lost += failed + st->emit_errors + st->pkt_drops;
 	}
 	return lost;
 }
@@ -69,6 +69,10 @@ report_failures(struct rb2_pipeline *pl, FILE *out)
 		if (st->emit_errors > 0)
 			fprintf(out, "  stage '%s': %" PRIu64 " emit(s) refused (no such edge, or a "
 				"zero length): a bug in the stage\n", st->name, st->emit_errors);
+		if (st->pkt_drops > 0)
+			fprintf(out, "  stage '%s': %" PRIu64 " packet(s) freed undelivered (the link "
+				"failed, the pipeline aborted, or no mbuf to copy one into)\n",
+				st->name, st->pkt_drops);
 		for (unsigned int j = 0; j < st->nedges; j++) {
 			const struct rb2_edge *e = &st->edges[j];
 			const struct rb2_link *lk = e->link;
@@ -158,9 +162,10 @@ rb2_pipeline_stats_json(struct rb2_pipeline *pl, FILE *out)
 		fprintf(out, "%s{\"name\": \"%s\", \"type\": \"%s\", \"lcore\": %u, "
 			"\"in_msgs\": %" PRIu64 ", \"in_bytes\": %" PRIu64 ", \"produced\": %" PRIu64
 			", \"bursts\": %" PRIu64 ", \"cycles\": %" PRIu64 ", \"emit_errors\": %" PRIu64
-			", \"edges\": {",
+			", \"pkt_drops\": %" PRIu64 ", \"edges\": {",
 			k++ ? ", " : "", st->name, st->ops->name, st->lcore, st->in_msgs,
-			st->in_bytes, st->produced, st->bursts, st->cycles, st->emit_errors);
+			st->in_bytes, st->produced, st->bursts, st->cycles, st->emit_errors,
+			st->pkt_drops);
 		for (unsigned int j = 0; j < st->nedges; j++)
 			fprintf(out, "%s\"%s\": {\"msgs\": %" PRIu64 ", \"bytes\": %" PRIu64
 				", \"failed\": %" PRIu64 ", \"waits\": %" PRIu64 ", \"error\": \"%s\"}",
@@ -231,6 +236,7 @@ tel_stages(const char *cmd __rte_unused, const char *params __rte_unused,
 		edge_totals(st, &outm, &failed);
 		rte_tel_data_add_dict_u64(c, "out_msgs", outm);
 		rte_tel_data_add_dict_u64(c, "failed", failed + STAT_READ(st->emit_errors));
+		rte_tel_data_add_dict_u64(c, "pkt_drops", STAT_READ(st->pkt_drops));
 		rte_tel_data_add_dict_u64(c, "cycles", STAT_READ(st->cycles));
 		rte_tel_data_add_dict_u64(c, "done", STAT_READ(st->done));
 		for (unsigned int j = 0; j < st->ncounters; j++)

@@ -23,6 +23,17 @@
 int rb2_pkt_ts_offset = -1;
 uint64_t rb2_pkt_ts_flag;
 
+void
+rb2_pkt_init(void)
+{
+	/* The same field in every process of the group (a secondary finds
+	 * what the primary registered). */
+	if (rb2_pkt_ts_offset < 0 &&
+	    rte_mbuf_dyn_rx_timestamp_register(&rb2_pkt_ts_offset, &rb2_pkt_ts_flag) != 0)
+		PL_LOG(WARNING, "cannot register the mbuf rx timestamp field (%s): packets get "
+		       "no receive time", rte_strerror(rte_errno));
+}
+
 struct rte_mempool *
 rb2_pkt_pool(const char *name, int socket, unsigned int size, unsigned int cache,
 	     uint16_t data_room)
@@ -30,10 +41,7 @@ rb2_pkt_pool(const char *name, int socket, unsigned int size, unsigned int cache
 	char def[RTE_MEMPOOL_NAMESIZE];
 	struct rte_mempool *mp;
 
-	if (rb2_pkt_ts_offset < 0 &&
-	    rte_mbuf_dyn_rx_timestamp_register(&rb2_pkt_ts_offset, &rb2_pkt_ts_flag) != 0)
-		PL_LOG(WARNING, "cannot register the mbuf rx timestamp field (%s): packets get "
-		       "no receive time", rte_strerror(rte_errno));
+	rb2_pkt_init();
 	if (socket == SOCKET_ID_ANY)
 		socket = 0;
 	if (name == NULL || name[0] == '\0') {
@@ -49,8 +57,9 @@ rb2_pkt_pool(const char *name, int socket, unsigned int size, unsigned int cache
 		rte_errno = ENOENT;
 		return NULL;
 	}
-	mp = rte_pktmbuf_pool_create(name, size, RTE_MIN(cache, (unsigned int)RTE_MEMPOOL_CACHE_MAX_SIZE),
-				     0, data_room, socket);
+	/* A per-lcore cache holds at most 2/3 of the pool (DPDK's rule). */
+	cache = RTE_MIN(RTE_MIN(cache, (unsigned int)RTE_MEMPOOL_CACHE_MAX_SIZE), size * 2 / 3);
+	mp = rte_pktmbuf_pool_create(name, size, cache, 0, data_room, socket);
 	if (mp == NULL && rte_errno == ENOMEM)
 		PL_LOG(ERR, "cannot create mbuf pool '%s' of %u mbufs of %u bytes on socket %d: "
 		       "not enough hugepage memory; reserve more (dpdk-hugepages.py -r 1G) or "

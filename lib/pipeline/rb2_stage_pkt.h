@@ -39,6 +39,11 @@
  *  5. When process() returns, the pipeline frees every mbuf of the burst
  *     that was not taken. A stage that only reads (parse, counting) never
  *     frees anything, and never copies a packet.
+ *
+ * Size a pointer link's ring below the pool: it holds up to slots x
+ * (message size / 8) mbufs. A ring that can hold the whole pool turns a slow
+ * consumer into an rx stage without mbufs (the port drops, counting
+ * rx_nombuf) instead of backpressure (rx waits, the port's queue holds).
  */
 
 #include <stdint.h>

@@ -32,6 +32,7 @@ struct port_use {
 	unsigned int users;         /* stages attached, not yet detached */
 	unsigned int active;        /* stages started, not yet released */
 	int started, stopped;
+	int tx_sent;                /* a tx stage handed it packets */
 };
 
 static struct port_use uses[RTE_MAX_ETHPORTS];
@@ -77,7 +78,8 @@ rb2_port_resolve(const char *spec, uint16_t *port, char *err, size_t errlen)
 			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%u = %s (%s)",
 					      n ? ", " : "", p, rb2_port_name(p), rb2_port_driver(p));
 	snprintf(err, errlen, "no port '%s': %s", spec, n > 0 ? list :
-		 "this process has no port at all; give the EAL one, as --vdev net_pcap0,"
+		 "this process has no port at all (a --vdev whose probe failed is not one: "
+		 "the EAL's log above says why); give the EAL one, as --vdev net_pcap0,"
 		 "rx_pcap=FILE, or bind a NIC to vfio-pci (and drop --no-pci)");
 	return -ENODEV;
 }
@@ -249,6 +251,30 @@ rb2_port_start(uint16_t port, const struct rb2_port_conf *c, char *err, size_t e
 	PORT_LOG(INFO, "port %u (%s, PMD %s) started: %u RX, %u TX queue(s)", port, name,
 		 rb2_port_driver(port), u->nrx, u->ntx);
 	return 0;
+}
+
+void
+rb2_port_tx_sent(uint16_t port)
+{
+	uses[port].tx_sent = 1;
+}
+
+unsigned int
+rb2_port_holders(char *names, size_t size)
+{
+	unsigned int k = 0;
+	size_t n = 0;
+
+	if (size > 0)
+		names[0] = '\0';
+	for (uint16_t p = 0; p < RTE_MAX_ETHPORTS; p++)
+		if (uses[p].tx_sent) {
+			if (n < size)
+				n += (size_t)snprintf(names + n, size - n, "%s%u (%s)", k ? ", " : "",
+						      p, rb2_port_name(p));
+			k++;
+		}
+	return k;
 }
 
 void

@@ -55,6 +55,17 @@ int rb2_port_attach(uint16_t port, struct rte_mempool *mp, char *err, size_t err
  */
 int rb2_port_start(uint16_t port, const struct rb2_port_conf *c, char *err, size_t errlen);
 
+/** A tx stage handed @p port packets (it may hold them in its TX ring). */
+void rb2_port_tx_sent(uint16_t port);
+
+/**
+ * The ports a tx stage handed packets to, as "1 (net_ring0), ..." in
+ * @p names. A PMD may keep what it was given until it sends it (net_ring,
+ * until the ring's reader takes it): mbufs still in use are theirs.
+ * @return how many.
+ */
+unsigned int rb2_port_holders(char *names, size_t size);
+
 /** A stage is done with @p port's queue: the last stops the port. */
 void rb2_port_release(uint16_t port);
 

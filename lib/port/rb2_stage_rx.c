@@ -232,8 +232,16 @@ rx_report(struct rb2_stage *st, FILE *out)
 		*p->c_imissed, *p->c_ierrors, *p->c_nombuf);
 	fprintf(out, "  pool '%s': %u of %u mbufs in use after the run\n", p->mp->name, in_use,
 		p->mp->size);
-	if (in_use > 0)
-		rb2_stage_fail(st, "%u mbufs of pool '%s' were never freed", in_use, p->mp->name);
+	if (in_use > 0) {
+		char holders[256];
+
+		if (rb2_port_holders(holders, sizeof(holders)) > 0)
+			fprintf(out, "  (the TX rings of port %s may hold them: a PMD keeps what it "
+				"was given until it has sent it)\n", holders);
+		else
+			rb2_stage_fail(st, "%u mbufs of pool '%s' were never freed", in_use,
+				       p->mp->name);
+	}
 }
 
 static void

@@ -122,6 +122,8 @@ tx_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 		rte_pause();
 	}
 	rb2_stage_count(p->c_sent, sent);
+	if (sent > 0 && *p->c_sent == sent)
+		rb2_port_tx_sent(p->port);
 	if (sent < k) {
 		rte_pktmbuf_free_bulk(pkts + sent, k - sent);
 		rb2_stage_count(p->c_refused, k - sent);

@@ -12,6 +12,8 @@
 #               byte for byte; a net_ring port whose TX refuses: every packet counted
 #     errors    an unknown port, a vdev that fails to probe, a pool too small, a
 #               packet edge linked to a message stage: clear errors or counted drops
+#     signal    net_null until SIGINT: telemetry shows the port's counters meanwhile; the
+#               pipeline drains (every packet received is measured), the port stops
 #     twoproc   rx in one process, parse and measure in another, mbuf pointers over
 #               shm (needs hugepages)
 #     veth      tcpreplay into a veth pair inside a network namespace this test makes,
@@ -112,14 +114,16 @@ PY
 		{ fail "net_pcap: port counters"; grep -A2 "^rx" "$tmp/p.out"; }
 	# The same across lcores: mbuf pointers through an RB2 channel, and
 	# the packets' bytes through it (what a link across hosts carries).
-	for carry in pointers bytes; do
-		port_cfg $carry 1 >"$tmp/$carry.ini"
+	port_cfg pointers 1 | sed 's/^carry = pointers$/carry = pointers\nvia = rte_ring/' \
+		>"$tmp/ring.ini"
+	for carry in pointers bytes ring; do
+		[ $carry = ring ] || port_cfg $carry 1 >"$tmp/$carry.ini"
 		nf "$tmp/$carry" "net_pcap0,rx_pcap=$tmp/t.pcap" -- --config "$tmp/$carry.ini" \
 			--port net_pcap0 --json "$tmp/$carry.json"
 		rc=$?
 		if [ $rc = 0 ] && python3 "$ref" compare "$tmp/t.pcap" "$tmp/$carry.json" >/dev/null &&
 			pool_ok "$tmp/$carry"; then
-			ok "carry = $carry across lcores: = the reference, every mbuf back"
+			ok "$carry across lcores: = the reference, every mbuf back"
 		else
 			fail "carry = $carry: rc $rc"; cat "$tmp/$carry.err"; grep pool "$tmp/$carry.out"
 		fi
@@ -219,6 +223,45 @@ errors)
 		cat "$tmp/s.out" "$tmp/s.err"
 	fi
 	;;
+signal)
+	timeout -k 5 120 "$nf" "${eal[@]}" --vdev net_null0 -- --config "$src/config/nf-port.ini" \
+		--port net_null0 --json "$tmp/s.json" --stats-json "$tmp/st.json" \
+		>"$tmp/s.out" 2>"$tmp/s.err" &
+	pid=$!
+	for _ in $(seq 100); do grep -q "rb2-nf: running" "$tmp/s.err" && break; sleep 0.1; done
+	sleep 1
+	tel=$(command -v dpdk-telemetry.py || true)
+	if [ -z "$tel" ]; then
+		fail "dpdk-telemetry.py is not installed (apt-get install dpdk)"
+	else
+		echo /rb2/pipeline/stages | python3 "$tel" -f "$pfx" >"$tmp/tel.txt" 2>&1
+		if python3 - "$tmp/tel.txt" <<'PY'
+import json, sys
+t = open(sys.argv[1]).read()
+d = json.loads(t[t.index('{"/rb2/pipeline/stages"'):].splitlines()[0])["/rb2/pipeline/stages"]
+rx = d["rx"]
+print(f"telemetry: rx port_ipackets {rx['port_ipackets']}, received {rx['received']}")
+sys.exit(0 if rx["port_ipackets"] > 0 and rx["received"] > 0 else 1)
+PY
+		then
+			ok "telemetry /rb2/pipeline/stages shows the port's counters while it runs"
+		else
+			fail "telemetry: no port counters"; cat "$tmp/tel.txt"
+		fi
+	fi
+	kill -INT $pid
+	wait $pid
+	rc=$?
+	got=$(grep -o "[0-9]* packets received" "$tmp/s.out" | cut -d' ' -f1)
+	measured=$(json_get "$tmp/s.json" 'd["totals"]["packets"]' 2>/dev/null)
+	if [ $rc = 0 ] && [ -n "$got" ] && [ "$got" = "$measured" ] && [ "$got" -gt 100000 ] &&
+		grep -q "port 0 (net_null0) stopped: its stages have drained" "$tmp/s.err" &&
+		pool_ok "$tmp/s"; then
+		ok "SIGINT: drained, all $got packets received were measured; the port stopped"
+	else
+		fail "SIGINT: rc $rc, received '$got', measured '$measured'"; cat "$tmp/s.out" "$tmp/s.err"
+	fi
+	;;
 twoproc)
 	free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
 	if [ "${free:-0}" -lt 128 ] || ! mountpoint -q /dev/hugepages; then
@@ -287,7 +330,7 @@ veth)
 	fi
 	;;
 *)
-	echo "usage: $0 pcap|forward|errors|twoproc|veth BUILD_DIR" >&2
+	echo "usage: $0 pcap|forward|errors|signal|twoproc|veth BUILD_DIR" >&2
 	exit 2
 	;;
 esac

@@ -20,6 +20,7 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
+#include <rte_ring.h>
 #include <rte_string_fns.h>
 
 #include <rb2_xport.h>
@@ -228,6 +229,7 @@ add_link(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
 	struct rb2_cfg_entry *xp = rb2_cfg_get(s, "transport");
 	struct rb2_cfg_entry *peer = rb2_cfg_get(s, "peer");
 	struct rb2_cfg_entry *carry = rb2_cfg_get(s, "carry");
+	struct rb2_cfg_entry *via = rb2_cfg_get(s, "via");
 	struct rb2_cfg_entry *preset;
 	uint64_t v[6];
 	char why[256];
@@ -294,8 +296,16 @@ add_link(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
 			return cfg_err(pl, err, errlen, carry->line, "link '%s': carry = '%s': "
 				       "expected auto, pointers or bytes", name, carry->value);
 	}
+	if (via != NULL) {
+		if (strcmp(via->value, "rte_ring") == 0)
+			lk->via_ring = true;
+		else if (strcmp(via->value, "rb2") != 0)
+			return cfg_err(pl, err, errlen, via->line, "link '%s': via = '%s': expected "
+				       "rb2 (an RB2 channel) or rte_ring (DPDK's ring of mbuf "
+				       "pointers, a baseline)", name, via->value);
+	}
 	ret = no_other_keys(pl, s, "from, to, transport, peer, slots, slot_size, alpha, beta, "
-			    "gamma, preset, timeout_ms, carry", err, errlen);
+			    "gamma, preset, timeout_ms, carry, via", err, errlen);
 	if (ret != 0)
 		return ret;
 	lk->to->n_in++;
@@ -402,6 +412,12 @@ type_links(struct rb2_pipeline *pl, char *err, size_t errlen)
 				       out ? "packets" : "messages", lk->to->name, lk->to->ops->name,
 				       in ? "packets (put a parse stage between them?)" : "messages");
 		lk->pkts = out == 1 || in == 1;
+		if (lk->via_ring && (!lk->pkts || lk->direct || !lk->from->local || !lk->to->local ||
+				     lk->carry == LINK_CARRY_BYTES))
+			return cfg_err(pl, err, errlen, lk->line, "link '%s': via = rte_ring carries "
+				       "mbuf pointers between two lcores of this process: it needs a "
+				       "packet edge, stages on two lcores of one proc, and carry = "
+				       "pointers", lk->name);
 		if (lk->direct) {
 			lk->from->edges[lk->edge].ptrs = true;
 			lk->from->edges[lk->edge].ptrs_max = RB2_PKT_PTRS_MAX;
@@ -454,6 +470,21 @@ open_link(struct rb2_pipeline *pl, struct rb2_link *lk, char *err, size_t errlen
 
 	if (!tx_here && !rx_here)    /* between two other processes */
 		return 0;
+	if (lk->via_ring) {
+		char rname[RTE_RING_NAMESIZE];
+
+		snprintf(rname, sizeof(rname), "rb2q.%s", lk->name);
+		lk->ring = rte_ring_create(rname, rte_align32pow2(lk->params.slots),
+					   lk->to->socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (lk->ring == NULL)
+			return cfg_err(pl, err, errlen, lk->line, "link '%s': cannot create rte_ring "
+				       "'%s': %s", lk->name, rname, rte_strerror(rte_errno));
+		lk->carry = LINK_CARRY_PTRS;
+		lk->from->edges[lk->edge].ring = lk->ring;
+		lk->from->edges[lk->edge].ptrs = true;
+		lk->from->edges[lk->edge].ptrs_max = RB2_PKT_PTRS_MAX;
+		return 0;
+	}
 	xp = xport_get(pl, lk->transport);
 	if (xp == NULL)
 		return cfg_err(pl, err, errlen, lk->line,
@@ -621,7 +652,7 @@ place_workers(struct rb2_pipeline *pl)
 	for (unsigned int i = 0; i < pl->nlinks; i++) {
 		struct rb2_link *lk = &pl->links[i];
 
-		if (lk->rx != NULL) {
+		if (lk->rx != NULL || lk->ring != NULL) {
 			struct rb2_worker *w = &pl->workers[lk->to->lcore];
 
 			w->inputs[w->ninputs++] = lk;
@@ -762,6 +793,7 @@ rb2_pipeline_free(struct rb2_pipeline *pl)
 	for (unsigned int i = 0; i < pl->nlinks; i++) {
 		rb2_tx_destroy(pl->links[i].tx);
 		rb2_rx_destroy(pl->links[i].rx);
+		rte_ring_free(pl->links[i].ring);
 	}
 	for (unsigned int i = 0; i < pl->nxports; i++)
 		rb2_xport_close(pl->xports[i].xp);

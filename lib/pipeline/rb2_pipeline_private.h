@@ -80,6 +80,7 @@ struct rb2_edge {
 	uint64_t failed;            /* emits that failed (counted, never silent) */
 	uint64_t waits;             /* times the next channel was full */
 	int err;                    /* the error that failed its channel, or 0 */
+	struct rte_ring *ring;      /* a packet link via = rte_ring: its ring */
 	bool pkts;                  /* carries packets (ops->pkt_edges) */
 	bool ptrs;                  /* ... as mbuf pointers (else as bytes) */
 	unsigned int ptrs_max;      /* pointers in one message */
@@ -132,6 +133,8 @@ struct rb2_link {
 	struct rb2_rx *rx;          /* when `to` is local */
 	bool pkts;                  /* carries packets */
 	int carry;                  /* LINK_CARRY_*: how packets travel */
+	bool via_ring;              /* via = rte_ring: DPDK's ring of mbuf pointers */
+	struct rte_ring *ring;      /* ... created by open_link */
 	bool ended;                 /* end of stream received */
 	bool notified;              /* we asked its (remote) sender to stop */
 	int err;                    /* the error that failed it as an input, or 0 */
@@ -209,6 +212,9 @@ void rb2_stage_run(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned in
  * pointers, else bytes), one message per packet; free what it did not take. */
 void rb2_pkt_deliver(struct rb2_worker *w, struct rb2_stage *to, const struct rb2_msg *msgs,
 		     unsigned int n, bool ptrs);
+/* A via = rte_ring link's end of stream: never an mbuf's address. */
+#define RB2_RING_EOS ((void *)(uintptr_t)1)
+
 /* rb2_stage_pkt.c: find (or register) the mbuf rx-timestamp field. */
 void rb2_pkt_init(void);
 /* rb2_stage_pkt.c: free the mbufs of pointer carriers never delivered. */

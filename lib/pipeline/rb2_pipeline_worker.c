@@ -17,6 +17,7 @@
 #include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_pause.h>
+#include <rte_ring.h>
 
 #include <rb2_lcore.h>
 
@@ -90,6 +91,12 @@ finish(struct rb2_stage *st)
 
 		if (e->next != NULL) {
 			e->next->n_in_done++;
+			continue;
+		}
+		if (e->ring != NULL) {      /* via = rte_ring: its end-of-stream mark */
+			while (rte_ring_sp_enqueue(e->ring, RB2_RING_EOS) != 0 &&
+			       st->pl->stop < 2)
+				rte_pause();
 			continue;
 		}
 		if (e->tx == NULL)
@@ -187,6 +194,32 @@ check_outputs(struct rb2_worker *w)
 	}
 }
 
+/* A via = rte_ring input (the baseline): a burst of mbuf pointers, given to
+ * the stage as one pointer carrier; the end-of-stream mark ends it. */
+static int
+poll_ring(struct rb2_worker *w, struct rb2_link *l)
+{
+	void *ptrs[RB2_STAGE_BURST_MAX];
+	struct rb2_msg m = { .data = ptrs };
+	unsigned int n, k;
+
+	n = rte_ring_sc_dequeue_burst(l->ring, ptrs, RB2_STAGE_BURST_MAX, NULL);
+	if (n == 0)
+		return 0;
+	for (k = 0; k < n && ptrs[k] != RB2_RING_EOS; k++)
+		;
+	if (k > 0) {
+		m.len = k * (uint32_t)sizeof(void *);
+		rb2_pkt_deliver(w, l->to, &m, 1, true);
+		run_queued(w);
+	}
+	if (k < n) {
+		l->ended = true;
+		l->to->n_in_done++;
+	}
+	return 1;
+}
+
 static int
 worker_main(void *arg)
 {
@@ -236,6 +269,10 @@ worker_main(void *arg)
 
 			if (l->ended)
 				continue;
+			if (l->ring != NULL) {
+				busy |= poll_ring(w, l);
+				continue;
+			}
 			n = rb2_rx_peek_burst(l->rx, msgs, pl->burst);
 			if (n == 0)
 				continue;

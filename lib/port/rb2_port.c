@@ -294,6 +294,9 @@ rb2_port_release(uint16_t port)
 		if (ret != 0)
 			PORT_LOG(WARNING, "port %u (%s): stop: %s", port, rb2_port_name(port),
 				 rte_strerror(-ret));
+		else
+			PORT_LOG(INFO, "port %u (%s) stopped: its stages have drained", port,
+				 rb2_port_name(port));
 	}
 }
 

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rb2 authors
+"""The port layer's benchmark: the measurement NF fed from net_null.
+
+  rx (lcore 0, net_null0) --[link of mbuf pointers]--> parse -> measure (lcore 1)
+
+In interleaved rounds of one run (this machine's throughput swings; only
+ratios within a run mean anything), each variant once per round:
+  rb2         the link is an RB2 channel over shm carrying mbuf pointers
+  rte_ring    the same stages joined by DPDK's rte_ring (SP/SC) of mbuf
+              pointers instead: the baseline the RB2 channel must match
+  rb2_nocache the RB2 variant with a pool without per-lcore caches: what the
+              mempool cache is worth here
+  nf_port     config/nf-port.ini's placement instead: rx -> parse on lcore 0,
+              the records over an RB2 channel to measure on lcore 1
+  testpmd     dpdk-testpmd's io forwarding on one net_null port (loop
+              topology, one forwarding lcore): the packet-rate ceiling of the
+              port layer on this machine
+
+Both links hold the same number of packets (4096). Prints one JSON object:
+every round's Mpps per variant, medians, the ratios rb2/rte_ring and
+rb2/testpmd (per round, then their median), and cycles per packet of each
+stage (rx's include waiting for room when the consumer is slower).
+
+  usertools/rb2-port-bench.py [--build DIR] [--rounds N] [--packets N] [--seconds S]
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+CONFIG = """
+[pipeline]
+burst = 32
+[stage rx]
+type = rx
+lcore = 0
+port = net_null0
+count = {packets}
+pool_size = 16383
+pool_cache = {cache}
+[stage parse]
+type = parse
+lcore = 1
+batch = 32
+[stage measure]
+type = measure
+lcore = 1
+top = 0
+flows = 1k
+[link pkts]
+from = rx.out
+to = parse
+{link}
+[link records]
+from = parse.out
+to = measure
+"""
+
+# Equal capacity in packets: 128 messages of 32 pointers, or 4096 pointers.
+LINKS = {
+    "rb2": "slots = 128\nslot_size = 256",
+    "rte_ring": "via = rte_ring\nslots = 4096",
+}
+
+
+def mem_args():
+    try:
+        free = int(re.search(r"HugePages_Free:\s+(\d+)", open("/proc/meminfo").read()).group(1))
+    except (OSError, AttributeError):
+        free = 0
+    return ["-m", "512"] if free >= 512 else ["--no-huge", "-m", "1024"]
+
+
+def run_nf(build, variant, packets, tmp, n):
+    link = LINKS["rte_ring" if variant == "rte_ring" else "rb2"]
+    cfg = os.path.join(tmp, f"{variant}.ini")
+    text = CONFIG.format(packets=packets, cache=0 if variant == "rb2_nocache" else 256, link=link)
+    if variant == "nf_port":
+        text = text.replace("[stage parse]\ntype = parse\nlcore = 1",
+                            "[stage parse]\ntype = parse\nlcore = 0")
+    with open(cfg, "w") as f:
+        f.write(text)
+    st = os.path.join(tmp, f"{variant}-{n}.json")
+    cmd = [os.path.join(build, "apps/rb2-nf/rb2-nf"), "-l", "0-1", "--no-pci",
+           "--file-prefix", f"rb2pb-{os.getpid()}-{n}", "--log-level=lib.eal:warning",
+           "--vdev", "net_null0"] + mem_args() + ["--", "--config", cfg, "--stats-json", st]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        sys.exit(f"rb2-port-bench: {variant}: rb2-nf failed:\n{p.stderr}")
+    d = json.load(open(st))
+    stages = {s["name"]: s for s in d["stages"]}
+    got = stages["rx"]["counters"]["received"]
+    if got != packets or stages["measure"]["counters"]["records"] != packets:
+        sys.exit(f"rb2-port-bench: {variant}: {got} received, "
+                 f"{stages['measure']['counters']['records']} measured, of {packets}")
+    return {"mpps": packets / d["seconds"] / 1e6,
+            "cycles_per_packet": {k: s["cycles"] / packets for k, s in stages.items()}}
+
+
+def run_testpmd(seconds, n):
+    cmd = ["dpdk-testpmd", "-l", "0-1", "--no-pci", "--file-prefix",
+           f"rb2pb-tp-{os.getpid()}-{n}", "--log-level=lib.eal:warning", "--vdev", "net_null0"] + \
+        mem_args() + ["--", "-i", "--forward-mode=io", "--nb-cores=1", "--port-topology=loop",
+                      "--total-num-mbufs=16384"]
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    # start, then two "show port stats": the second's Rx-pps covers
+    # exactly the seconds between them.
+    script = ["start", "show port stats all", None, "show port stats all", "stop", "quit"]
+    for line in script:
+        if line is None:
+            time.sleep(seconds)
+            continue
+        p.stdin.write(line + "\n")
+        p.stdin.flush()
+        time.sleep(1 if line == "start" else 0.2)
+    out, _ = p.communicate(timeout=60)
+    pps = [int(x) for x in re.findall(r"Rx-pps:\s+(\d+)", out)]
+    if len(pps) < 2:
+        sys.exit(f"rb2-port-bench: testpmd gave no rate:\n{out[-2000:]}")
+    return {"mpps": pps[-1] / 1e6}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap.add_argument("--build", default=os.path.join(top, "build"))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--packets", type=int, default=20_000_000)
+    ap.add_argument("--seconds", type=float, default=3, help="testpmd's measured span")
+    a = ap.parse_args()
+    variants = ["rb2", "rte_ring", "rb2_nocache", "nf_port", "testpmd"]
+    rounds = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(a.rounds):
+            order = variants[r % len(variants):] + variants[:r % len(variants)]
+            res = {}
+            for v in order:
+                res[v] = run_testpmd(a.seconds, r) if v == "testpmd" else \
+                    run_nf(a.build, v, a.packets, tmp, r)
+                print(f"round {r + 1}/{a.rounds} {v}: {res[v]['mpps']:.2f} Mpps", file=sys.stderr)
+            rounds.append(res)
+    med = {v: statistics.median(r[v]["mpps"] for r in rounds) for v in variants}
+    ratio = lambda x, y: statistics.median(r[x]["mpps"] / r[y]["mpps"] for r in rounds)
+    cyc = {v: {k: statistics.median(r[v]["cycles_per_packet"][k] for r in rounds)
+               for k in ("rx", "parse", "measure")}
+           for v in ("rb2", "rte_ring", "rb2_nocache", "nf_port")}
+    out = {
+        "packets": a.packets, "rounds": a.rounds,
+        "mpps_median": med,
+        "rb2_over_rte_ring": ratio("rb2", "rte_ring"),
+        "rb2_over_testpmd_io": ratio("rb2", "testpmd"),
+        "nf_port_over_testpmd_io": ratio("nf_port", "testpmd"),
+        "mempool_cache_gain": ratio("rb2", "rb2_nocache"),
+        "cycles_per_packet_median": cyc,
+        "targets": {"rb2_over_rte_ring >= 1.0": ratio("rb2", "rte_ring") >= 1.0,
+                    "best NF placement over testpmd_io >= 0.66":
+                        max(ratio("rb2", "testpmd"), ratio("nf_port", "testpmd")) >= 0.66},
+        "per_round": [{v: round(r[v]["mpps"], 3) for v in variants} for r in rounds],
+    }
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -384,6 +384,14 @@ link_carry(struct rb2_pipeline *pl, struct rb2_link *lk, struct rb2_xport *xp,
 			       "(or auto)", lk->name, lk->transport);
 	if (lk->carry == LINK_CARRY_AUTO)
 		lk->carry = shared ? LINK_CARRY_PTRS : LINK_CARRY_BYTES;
+	if (lk->carry == LINK_CARRY_PTRS) {
+		/* A read of the ring gives the stage at most a burst of packets:
+		 * holding more only spreads the consumer over more mbufs. */
+		unsigned int per = lk->tx != NULL ?
+			RTE_MIN(RB2_PKT_PTRS_MAX, rb2_tx_max_msg(lk->tx) / 8) : RB2_PKT_PTRS_MAX;
+
+		lk->peek = RTE_MAX(1u, RTE_MIN(pl->burst, RB2_STAGE_BURST_MAX / RTE_MAX(per, 1u)));
+	}
 	if (lk->tx == NULL)
 		return 0;
 	e->ptrs = lk->carry == LINK_CARRY_PTRS;

@@ -133,6 +133,7 @@ struct rb2_link {
 	struct rb2_rx *rx;          /* when `to` is local */
 	bool pkts;                  /* carries packets */
 	int carry;                  /* LINK_CARRY_*: how packets travel */
+	unsigned int peek;          /* messages read at once (packet links: <= 256 packets) */
 	bool via_ring;              /* via = rte_ring: DPDK's ring of mbuf pointers */
 	struct rte_ring *ring;      /* ... created by open_link */
 	bool ended;                 /* end of stream received */

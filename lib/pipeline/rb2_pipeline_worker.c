@@ -273,7 +273,7 @@ worker_main(void *arg)
 				busy |= poll_ring(w, l);
 				continue;
 			}
-			n = rb2_rx_peek_burst(l->rx, msgs, pl->burst);
+			n = rb2_rx_peek_burst(l->rx, msgs, l->peek != 0 ? l->peek : pl->burst);
 			if (n == 0)
 				continue;
 			if (n < 0) {

@@ -51,8 +51,13 @@ rb2_pkt_pool(const char *name, int socket, unsigned int size, unsigned int cache
 		name = def;
 	}
 	mp = rte_mempool_lookup(name);
-	if (mp != NULL)
+	if (mp != NULL) {
+		if (mp->size != size)
+			PL_LOG(NOTICE, "mbuf pool '%s' exists with %u mbufs: it is shared, and a "
+			       "pool_size of %u is not applied to it (name another with pool =)",
+			       name, mp->size, size);
 		return mp;
+	}
 	if (rte_eal_process_type() != RTE_PROC_PRIMARY) {
 		PL_LOG(ERR, "mbuf pool '%s' does not exist, and a secondary process cannot create "
 		       "it: start the primary's port stages first", name);
@@ -234,6 +239,8 @@ drop(struct rb2_stage *st, struct rte_mbuf **pkts, unsigned int n)
 static int
 emit_bytes(struct rb2_stage *st, unsigned int edge, struct rte_mbuf **pkts, unsigned int n)
 {
+	unsigned int sent = 0;
+
 	for (unsigned int i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		struct rb2_pkt_hdr *h;
@@ -243,6 +250,10 @@ emit_bytes(struct rb2_stage *st, unsigned int edge, struct rte_mbuf **pkts, unsi
 
 		ret = rb2_stage_emit_reserve(st, edge, (uint32_t)sizeof(*h) + m->pkt_len, 1,
 					     &slot, &stride);
+		if (ret == -EMSGSIZE) {     /* this one is larger than the link carries */
+			drop(st, &pkts[i], 1);
+			continue;
+		}
 		if (ret < 0) {
 			drop(st, pkts + i, n - i);
 			return ret;
@@ -258,8 +269,9 @@ emit_bytes(struct rb2_stage *st, unsigned int edge, struct rte_mbuf **pkts, unsi
 			memcpy(h + 1, d, m->pkt_len);
 		rb2_stage_emit_commit(st, edge, (uint32_t)sizeof(*h) + m->pkt_len, 1);
 		rte_pktmbuf_free(m);
+		sent++;
 	}
-	return (int)n;
+	return (int)sent;
 }
 
 /* via = rte_ring (a baseline): the pointers into DPDK's SP/SC ring, waiting

@@ -95,8 +95,9 @@ struct rte_mbuf *rb2_stage_pkt_take(struct rb2_stage *st, unsigned int i);
  * Emit @p n packets on edge @p edge (a packet edge), taking every one of
  * them (see above). Waits for room as rb2_stage_emit() does.
  *
- * @return @p n, or a negative errno as rb2_stage_emit(): then the packets
- *   it could not deliver were freed and counted.
+ * @return How many were delivered: @p n, less any larger than a byte link
+ *   carries (freed and counted); or a negative errno as rb2_stage_emit(),
+ *   after the packets it could not deliver were freed and counted.
  */
 int rb2_stage_emit_pkts(struct rb2_stage *st, unsigned int edge, struct rte_mbuf **pkts,
 			unsigned int n);

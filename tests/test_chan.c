@@ -562,7 +562,7 @@ torn_head(int agree)
 	/* What a torn READ would bring: 0x106 (a high byte of a later head
 	 * over the low byte of this one), with or without its complement. */
 	rx->head_shadow[0] = 0x106;
-	rx->head_shadow[3] = agree ? ~0x106ull : ~6ull;
+	rx->head_shadow[1] = agree ? ~0x106ull : ~6ull;  /* RB2_PULL_CHECK */
 	cr_assert_eq(rb2_tx_send(tx, buf, 40), agree ? -EPROTO : -ENOBUFS);
 	rb2_tx_pointers(tx, &tp);
 	cr_assert_eq(tp.local_head, 0, "local_head untouched: %" PRIu64, tp.local_head);

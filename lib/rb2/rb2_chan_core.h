@@ -311,8 +311,9 @@ struct rb2_rx {
 
 	/* Slow path. */
 	uint64_t *head_shadow;        /**< sources of the WRITEs of [0] the head
-					   (lazy pull: the head the sender READs),
-					   [1] credits and [2] notices */
+					   (lazy pull: the head the sender READs,
+					   with its complement at [1]), [2] credits
+					   and [3] notices (rb2_chan_pvt.h) */
 	/* WRITE_WITH_IMM sync: our completion ring (emulated), the next CQE's
 	 * number, CQEs consumed and how many of them were given back. With
 	 * imm_native the CQEs are receive completions on our queue, and giving

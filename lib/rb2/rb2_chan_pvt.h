@@ -47,9 +47,14 @@
 #define WRID_HEAD 2
 #define WRID_PULL 3
 
-/* Lazy pull: the receiver's shadow line holds its head at [0] and the head's
- * complement at [RB2_PULL_CHECK]; the sender READs both (rb2_sync_pull.c). */
-#define RB2_PULL_CHECK 3
+/* The receiver's shadow line (rx->head_shadow): [0] its head (the lazy push
+ * WRITE's source, or what lazy pull READs), [RB2_PULL_CHECK] the head's
+ * complement (lazy pull READs [0, 2) at once, so nothing else may live in
+ * it), [RB2_SHADOW_CREDITS] and [RB2_SHADOW_NOTICES] the sources of those
+ * WRITEs. */
+#define RB2_PULL_CHECK 1
+#define RB2_SHADOW_CREDITS 2
+#define RB2_SHADOW_NOTICES 3
 
 #define RB2_POST_SPINS 10000000u /* reaps before a full queue is an error */
 #define RB2_STATUS_CHECK_US 1000 /* idle halves ask after their peer this often */

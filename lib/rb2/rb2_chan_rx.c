@@ -100,8 +100,9 @@ rb2_rx_notify(struct rb2_rx *rx, uint64_t flags)
 		atomic_store_explicit(rx->peer_notices, rx->notices, memory_order_release);
 		return 0;
 	}
-	rx->head_shadow[2] = rx->notices;
-	rb2_chan_word_wr(&w, &rx->h, &rx->head_shadow[2], RB2_REGION_NOTICE_OFF, 0, 0);
+	rx->head_shadow[RB2_SHADOW_NOTICES] = rx->notices;
+	rb2_chan_word_wr(&w, &rx->h, &rx->head_shadow[RB2_SHADOW_NOTICES], RB2_REGION_NOTICE_OFF,
+			 0, 0);
 	ret = rb2_chan_post(&rx->h, &w, 1, rb2_rx_reap);
 	if (ret < 0)
 		rb2_rx_fail(rx, ret, "posting a notice: %s", rte_strerror(-ret));

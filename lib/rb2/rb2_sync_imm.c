@@ -227,8 +227,9 @@ return_credits(struct rb2_rx *rx)
 		atomic_store_explicit(rx->peer_credit, rx->cq_consumed, memory_order_release);
 		return;
 	}
-	rx->head_shadow[1] = rx->cq_consumed;
-	rb2_chan_word_wr(&w, &rx->h, &rx->head_shadow[1], RB2_REGION_CREDIT_OFF, 0, 0);
+	rx->head_shadow[RB2_SHADOW_CREDITS] = rx->cq_consumed;
+	rb2_chan_word_wr(&w, &rx->h, &rx->head_shadow[RB2_SHADOW_CREDITS], RB2_REGION_CREDIT_OFF,
+			 0, 0);
 	ret = rb2_chan_post(&rx->h, &w, 1, rb2_rx_reap);
 	if (unlikely(ret < 0))
 		rb2_rx_fail(rx, ret, "posting the credit WRITE: %s", rte_strerror(-ret));

@@ -15,8 +15,8 @@
  * new high ones) can run AHEAD of the real head. The sender would then
  * overwrite slots not yet read (the verbs suite caught it: a message lost,
  * others a lap early). So the receiver publishes the head with its
- * complement, complement first, at the two ends of 32 bytes, and the sender
- * READs the 32 bytes and takes the head only when the two agree (and it lies
+ * complement, complement first, in two adjacent words, and the sender READs
+ * the 16 bytes and takes the head only when the two agree (and it lies
  * between the head it had and the tail it published). When they disagree
  * (a torn READ, or a receiver preempted between its two stores) it READs
  * again a few times, then keeps the head it had: no room this time, and the
@@ -32,8 +32,8 @@
 
 #include "rb2_chan_pvt.h"
 
-#define PULL_WORDS (RB2_PULL_CHECK + 1) /* the head, ..., its complement */
-#define PULL_LAND 4   /* where the READ lands in our shadow line: [4, 8) */
+#define PULL_WORDS (RB2_PULL_CHECK + 1) /* the head, its complement */
+#define PULL_LAND 4   /* where the READ lands in our shadow line: [4, 6) */
 #define PULL_TRIES 4  /* inconsistent READs before keeping the old head */
 
 static int

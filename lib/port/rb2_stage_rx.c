@@ -180,9 +180,9 @@ rx_poll(struct rb2_stage *st)
 	}
 	p->last_tsc = now;
 	if (!p->stamp) {
-		/* net_pcap gives the capture's time in microseconds up to
-		 * DPDK 24 and in nanoseconds after: below 1e17 (year 5138 in
-		 * us, 1973 in ns) it is microseconds. */
+		/* net_pcap gives the capture's time in microseconds (22.11,
+		 * measured) or, in later releases, nanoseconds: below 1e17
+		 * (the year 5138 in us, 1973 in ns) it is microseconds. */
 		for (uint16_t i = 0; i < n; i++) {
 			uint64_t t = rb2_pkt_ts(pkts[i]);
 

@@ -77,7 +77,9 @@ def mem_args():
         free = int(re.search(r"HugePages_Free:\s+(\d+)", open("/proc/meminfo").read()).group(1))
     except (OSError, AttributeError):
         free = 0
-    return ["-m", "512"] if free >= 512 else ["--no-huge", "-m", "1024"]
+    # --huge-unlink: no hugepage file outlives the run (a leftover keeps
+    # its pages from everyone else).
+    return ["-m", "512", "--huge-unlink"] if free >= 512 else ["--no-huge", "-m", "1024"]
 
 
 def run_nf(build, variant, packets, tmp, n):

@@ -27,6 +27,7 @@ struct tx_priv {
 	uint64_t retry_tsc;
 	struct rb2_port_conf conf;
 	int started, released, warned;
+	int handed;                /* the port was given packets (rb2_port_tx_sent()) */
 	uint64_t *c_sent, *c_refused, *c_opackets, *c_oerrors;
 };
 
@@ -122,8 +123,10 @@ tx_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 		rte_pause();
 	}
 	rb2_stage_count(p->c_sent, sent);
-	if (sent > 0 && *p->c_sent == sent)
+	if (sent > 0 && !p->handed) {    /* the port may hold mbufs from now on */
+		p->handed = 1;
 		rb2_port_tx_sent(p->port);
+	}
 	if (sent < k) {
 		rte_pktmbuf_free_bulk(pkts + sent, k - sent);
 		rb2_stage_count(p->c_refused, k - sent);

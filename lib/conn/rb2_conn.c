@@ -1,0 +1,1119 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * Connections multiplexed over one RB² channel pair (rb2_conn.h). The wire
+ * format and the structures are in rb2_conn_pvt.h.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_errno.h>
+#include <rte_log.h>
+
+#include "rb2_conn_pvt.h"
+
+RTE_LOG_REGISTER(rb2_conn_logtype, rb2.conn, INFO);
+
+struct rb2_conn_ep_list rb2_conn_eps = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.eps = TAILQ_HEAD_INITIALIZER(rb2_conn_eps.eps),
+};
+
+static const char *const refuse_why[REFUSE_MAX] = {
+	[REFUSE_NO_LISTENER] = "nothing listens on that port at the peer",
+	[REFUSE_BACKLOG] = "the port's backlog at the peer is full (nobody accepts)",
+	[REFUSE_TOO_MANY] = "the peer holds its limit of connections (raise its max_conns)",
+};
+
+static const char *const rst_why[RST_MAX] = {
+	[RST_UNLISTEN] = "the peer stopped listening before accepting it",
+	[RST_WINDOW] = "a sender overran the receiver's window",
+};
+
+void
+rb2_conn_ep_params_init(struct rb2_conn_ep_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->max_conns = 4096;
+	p->window = 64 * 1024;
+	p->backlog = 128;
+}
+
+uint32_t
+rb2_conn_max_msg(const struct rb2_conn_ep *ep)
+{
+	return ep->p.max_msg;
+}
+
+/* ---- descriptors and slots ---------------------------------------------- */
+
+static inline struct conn *
+slot_of(struct rb2_conn_ep *ep, uint32_t cid)
+{
+	uint32_t idx = cid & 0xffff;
+	struct conn *c;
+
+	if (idx >= ep->p.max_conns)
+		return NULL;
+	c = &ep->conns[idx];
+	return c->state != ST_FREE && c->cd == cid ? c : NULL;
+}
+
+/* The connection an application's descriptor names, or NULL (-EBADF). */
+static inline struct conn *
+conn_of(struct rb2_conn_ep *ep, int cd)
+{
+	struct conn *c;
+
+	if (cd < 0)
+		return NULL;
+	c = slot_of(ep, (uint32_t)cd);
+	if (c == NULL || c->app_closed || c->state == ST_BACKLOG)
+		return NULL;
+	return c;
+}
+
+static struct conn *
+slot_alloc(struct rb2_conn_ep *ep)
+{
+	struct conn *c;
+	uint32_t gen, idx;
+	size_t size = (size_t)ep->p.window + rb2_conn_footprint(ep->p.max_msg);
+
+	if (ep->n_free == 0)
+		return NULL;
+	idx = ep->free_idx[ep->n_free - 1];
+	c = &ep->conns[idx];
+	gen = (c->cd >> 16) + 1;
+	if (gen > 0x7fff)
+		gen = 1;
+	uint8_t *buf = malloc(size);
+	if (buf == NULL)
+		return NULL;
+	ep->n_free--;
+	memset(c, 0, sizeof(*c));
+	c->cd = gen << 16 | idx;
+	c->buf = buf;
+	CONN_STAT_ADD(ep, conns_open, 1);
+	return c;
+}
+
+static void
+slot_free(struct rb2_conn_ep *ep, struct conn *c)
+{
+	uint32_t cd = c->cd;
+
+	free(c->buf);
+	memset(c, 0, sizeof(*c));
+	c->cd = cd;              /* for the next generation */
+	ep->free_idx[ep->n_free++] = c->cd & 0xffff;
+	CONN_STAT_ADD(ep, conns_open, -1);
+}
+
+/* Free a closed connection's slot once nothing more can come for it. */
+static void
+maybe_free(struct rb2_conn_ep *ep, struct conn *c)
+{
+	if (c->state == ST_FREE || !c->app_closed || c->in_owed_list)
+		return;
+	if (c->err != 0 || (c->wr_shut && c->rd_eof))
+		slot_free(ep, c);
+}
+
+static void
+owe(struct rb2_conn_ep *ep, struct conn *c, uint8_t what)
+{
+	c->owed |= what;
+	if (!c->in_owed_list) {
+		c->in_owed_list = 1;
+		ep->owed[ep->n_owed++] = c->cd & 0xffff;
+	}
+}
+
+static void
+conn_fail(struct conn *c, int err, const char *why)
+{
+	if (c->err != 0)
+		return;
+	c->err = err;
+	snprintf(c->why, sizeof(c->why), "%s", why);
+	if (c->state == ST_SYN_SENT)
+		c->state = ST_FAILED;
+}
+
+/* The channel failed: every connection fails with it. */
+static void
+ep_fail(struct rb2_conn_ep *ep, int err)
+{
+	char why[96];
+	uint32_t n = 0;
+
+	if (ep->err != 0)
+		return;
+	ep->err = err;
+	snprintf(why, sizeof(why), "the channel to the peer failed: %s",
+		 strerror(-err));
+	for (uint32_t i = 0; i < ep->p.max_conns; i++) {
+		struct conn *c = &ep->conns[i];
+
+		if (c->state == ST_FREE)
+			continue;
+		n++;
+		conn_fail(c, err, why);
+		c->owed = 0;
+	}
+	CONN_LOG(ERR, "endpoint %s: %s; %u connection(s) fail with it",
+		 ep->name, why + 4, n);
+}
+
+/* ---- the endpoint ------------------------------------------------------- */
+
+static int
+params_check(const struct rb2_conn_ep_params *p, uint32_t chan_max)
+{
+	if (p->max_conns == 0 || p->max_conns > RB2_CONN_MAX) {
+		CONN_LOG(ERR, "max_conns %u: must be 1..%u", p->max_conns, RB2_CONN_MAX);
+		return -EINVAL;
+	}
+	if (!rte_is_power_of_2(p->window) || p->window < 4096 || p->window > (1u << 30)) {
+		CONN_LOG(ERR, "window %u: must be a power of two from 4096 to 2^30",
+			 p->window);
+		return -EINVAL;
+	}
+	if (p->backlog == 0 || p->backlog > RB2_CONN_MAX) {
+		CONN_LOG(ERR, "backlog %u: must be 1..%u", p->backlog, RB2_CONN_MAX);
+		return -EINVAL;
+	}
+	if (p->max_msg > p->window - RB2_CONN_HDR_LEN) {
+		CONN_LOG(ERR, "max_msg %u: must fit the window (at most %u)",
+			 p->max_msg, p->window - RB2_CONN_HDR_LEN);
+		return -EINVAL;
+	}
+	if (chan_max <= RB2_CONN_HDR_LEN + CREDITS_PER_FRAME * sizeof(struct conn_credit)) {
+		CONN_LOG(ERR, "the channel carries messages of %u bytes at most: too few "
+			 "for control frames (%zu); give it more or larger slots", chan_max,
+			 RB2_CONN_HDR_LEN + CREDITS_PER_FRAME * sizeof(struct conn_credit));
+		return -EMSGSIZE;
+	}
+	if (p->max_msg > chan_max - RB2_CONN_HDR_LEN) {
+		CONN_LOG(ERR, "max_msg %u: the channel carries %u bytes at most, %u of "
+			 "them for the header; give it more or larger slots",
+			 p->max_msg, chan_max, RB2_CONN_HDR_LEN);
+		return -EMSGSIZE;
+	}
+	return 0;
+}
+
+struct rb2_conn_ep *
+rb2_conn_ep_create(const char *name, struct rb2_tx *tx, struct rb2_rx *rx,
+		   const struct rb2_conn_ep_params *params)
+{
+	struct rb2_conn_ep_params p;
+	struct rb2_conn_ep *ep;
+	uint32_t chan_max;
+	int ret;
+
+	if (name == NULL || strlen(name) >= RB2_CONN_EP_NAMESIZE || tx == NULL ||
+	    rx == NULL) {
+		CONN_LOG(ERR, "endpoint: a name of at most %d characters and both "
+			 "channel halves are needed", RB2_CONN_EP_NAMESIZE - 1);
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	if (params == NULL)
+		rb2_conn_ep_params_init(&p);
+	else
+		p = *params;
+	chan_max = RTE_MIN(rb2_tx_max_msg(tx), rx->max_len);
+	if (p.max_msg == 0)
+		p.max_msg = RTE_MIN(chan_max, p.window) - RB2_CONN_HDR_LEN;
+	ret = params_check(&p, chan_max);
+	if (ret < 0) {
+		rte_errno = -ret;
+		return NULL;
+	}
+	ep = calloc(1, sizeof(*ep));
+	if (ep == NULL)
+		goto nomem;
+	snprintf(ep->name, sizeof(ep->name), "%s", name);
+	ep->tx = tx;
+	ep->rx = rx;
+	ep->p = p;
+	ep->win_mask = p.window - 1;
+	ep->resv_cd = -1;
+	ep->conns = calloc(p.max_conns, sizeof(*ep->conns));
+	ep->free_idx = calloc(p.max_conns, sizeof(*ep->free_idx));
+	ep->owed = calloc(p.max_conns, sizeof(*ep->owed));
+	if (ep->conns == NULL || ep->free_idx == NULL || ep->owed == NULL)
+		goto nomem;
+	/* Lowest indexes first out of the stack. */
+	for (uint32_t i = 0; i < p.max_conns; i++)
+		ep->free_idx[i] = p.max_conns - 1 - i;
+	ep->n_free = p.max_conns;
+	pthread_mutex_lock(&rb2_conn_eps.lock);
+	TAILQ_INSERT_TAIL(&rb2_conn_eps.eps, ep, next);
+	pthread_mutex_unlock(&rb2_conn_eps.lock);
+	return ep;
+nomem:
+	if (ep != NULL) {
+		free(ep->conns);
+		free(ep->free_idx);
+		free(ep->owed);
+		free(ep);
+	}
+	CONN_LOG(ERR, "endpoint %s: out of memory for %u connections", name, p.max_conns);
+	rte_errno = ENOMEM;
+	return NULL;
+}
+
+void
+rb2_conn_ep_destroy(struct rb2_conn_ep *ep)
+{
+	if (ep == NULL)
+		return;
+	pthread_mutex_lock(&rb2_conn_eps.lock);
+	TAILQ_REMOVE(&rb2_conn_eps.eps, ep, next);
+	pthread_mutex_unlock(&rb2_conn_eps.lock);
+	for (uint32_t i = 0; i < ep->p.max_conns; i++)
+		free(ep->conns[i].buf);
+	for (uint32_t i = 0; i < LISTEN_MAX; i++)
+		free(ep->listeners[i].q);
+	rb2_tx_destroy(ep->tx);
+	rb2_rx_destroy(ep->rx);
+	free(ep->conns);
+	free(ep->free_idx);
+	free(ep->owed);
+	free(ep->refusals);
+	free(ep);
+}
+
+/* ---- frames out --------------------------------------------------------- */
+
+/*
+ * Put one control frame on the ring. -EAGAIN when the ring is full (the
+ * caller keeps it owed); other errors fail the endpoint.
+ */
+static int
+frame_out(struct rb2_conn_ep *ep, uint32_t cid, uint8_t type, uint16_t aux,
+	  const void *body, uint32_t blen)
+{
+	uint8_t *slot;
+	int ret = rb2_tx_reserve(ep->tx, RB2_CONN_HDR_LEN + blen, (void **)&slot);
+
+	if (ret == -ENOBUFS)
+		return -EAGAIN;
+	if (ret < 0) {
+		ep_fail(ep, ret);
+		return ret;
+	}
+	memcpy(slot, &cid, 4);
+	slot[4] = type;
+	slot[5] = 0;
+	memcpy(slot + 6, &aux, 2);
+	if (blen != 0)
+		memcpy(slot + RB2_CONN_HDR_LEN, body, blen);
+	rb2_tx_commit(ep->tx, RB2_CONN_HDR_LEN + blen);
+	CONN_STAT_ADD(ep, ctrl_frames_tx, 1);
+	return 0;
+}
+
+static void
+hello_of(const struct rb2_conn_ep *ep, const struct conn *c, struct conn_hello *h)
+{
+	h->src_cd = c->cd;
+	h->window = ep->p.window;
+	h->max_msg = ep->p.max_msg;
+	h->magic = CONN_MAGIC;
+	h->version = CONN_VERSION;
+}
+
+/* Send one connection's owed frames except credits; -EAGAIN: ring full. */
+static int
+send_owed_one(struct rb2_conn_ep *ep, struct conn *c)
+{
+	struct conn_hello h;
+	int ret = 0;
+
+	if (c->owed & OWE_SYN) {
+		hello_of(ep, c, &h);
+		ret = frame_out(ep, CID_NONE, FR_SYN, c->port, &h, sizeof(h));
+		if (ret < 0)
+			return ret;
+		c->owed &= ~OWE_SYN;
+	}
+	if (c->owed & OWE_SYNACK) {
+		hello_of(ep, c, &h);
+		ret = frame_out(ep, c->peer_cd, FR_SYNACK, 0, &h, sizeof(h));
+		if (ret < 0)
+			return ret;
+		c->owed &= ~OWE_SYNACK;
+	}
+	if (c->owed & OWE_WANT) {
+		ret = frame_out(ep, c->peer_cd, FR_WANT, 0, NULL, 0);
+		if (ret < 0)
+			return ret;
+		c->owed &= ~OWE_WANT;
+	}
+	if (c->owed & OWE_FIN) {
+		ret = frame_out(ep, c->peer_cd, FR_FIN, 0, NULL, 0);
+		if (ret < 0)
+			return ret;
+		c->owed &= ~OWE_FIN;
+	}
+	if (c->owed & OWE_RST) {
+		ret = frame_out(ep, c->peer_cd, FR_RST, c->rst_reason, NULL, 0);
+		if (ret < 0)
+			return ret;
+		c->owed &= ~OWE_RST;
+	}
+	return 0;
+}
+
+/* Send one CREDIT frame for the connections at @p idx; 0 or -EAGAIN. */
+static int
+send_credits(struct rb2_conn_ep *ep, const uint32_t *idx, uint32_t n)
+{
+	struct conn_credit cr[CREDITS_PER_FRAME];
+	int ret;
+
+	for (uint32_t j = 0; j < n; j++) {
+		struct conn *c = &ep->conns[idx[j]];
+
+		cr[j].cid = c->peer_cd;
+		cr[j].consumed = (uint32_t)c->rpos;
+	}
+	ret = frame_out(ep, CID_NONE, FR_CREDIT, (uint16_t)n, cr, n * sizeof(cr[0]));
+	if (ret < 0)
+		return ret;
+	for (uint32_t j = 0; j < n; j++) {
+		struct conn *c = &ep->conns[idx[j]];
+
+		c->credited = c->rpos;
+		c->peer_wants = 0;
+		c->owed &= ~OWE_CREDIT;
+	}
+	return 0;
+}
+
+/*
+ * Send what is owed: refusals, each connection's frames, then credits
+ * gathered into as few CREDIT frames as fit. What does not fit in the ring
+ * stays owed for the next poll. Not while the application holds a
+ * reservation (the ring would hand out its room twice).
+ */
+static void
+send_owed(struct rb2_conn_ep *ep)
+{
+	uint32_t batch[CREDITS_PER_FRAME];
+	uint32_t nb = 0, keep = 0, i;
+	int full = 0;
+
+	if (ep->resv_cd >= 0 || ep->err != 0)
+		return;
+	for (i = 0; i < ep->n_refusals; i++)
+		if (frame_out(ep, ep->refusals[i].peer_cd, FR_REFUSE,
+			      ep->refusals[i].reason, NULL, 0) < 0)
+			break;
+	memmove(ep->refusals, ep->refusals + i,
+		(ep->n_refusals - i) * sizeof(*ep->refusals));
+	ep->n_refusals -= i;
+
+	for (i = 0; i < ep->n_owed && !full; i++) {
+		struct conn *c = &ep->conns[ep->owed[i]];
+
+		if (c->owed & ~OWE_CREDIT)
+			full = send_owed_one(ep, c) < 0;
+	}
+	for (i = 0; i < ep->n_owed && !full; i++) {
+		if (!(ep->conns[ep->owed[i]].owed & OWE_CREDIT))
+			continue;
+		batch[nb++] = ep->owed[i];
+		if (nb == CREDITS_PER_FRAME) {
+			full = send_credits(ep, batch, nb) < 0;
+			nb = 0;
+		}
+	}
+	if (nb > 0 && !full)
+		send_credits(ep, batch, nb);
+	for (i = 0; i < ep->n_owed; i++) {
+		struct conn *c = &ep->conns[ep->owed[i]];
+
+		if (c->owed != 0 && ep->err == 0) {
+			ep->owed[keep++] = ep->owed[i];
+			continue;
+		}
+		c->owed = 0;
+		c->in_owed_list = 0;
+		if (c->state != ST_FREE)
+			maybe_free(ep, c);
+	}
+	ep->n_owed = keep;
+}
+
+/* ---- frames in ---------------------------------------------------------- */
+
+static void
+bad_frame(struct rb2_conn_ep *ep, const char *what, uint32_t len, unsigned int type)
+{
+	CONN_STAT_ADD(ep, bad_frames, 1);
+	CONN_LOG(WARNING, "endpoint %s: dropped a malformed frame (%s: type %u, %u bytes)",
+		 ep->name, what, type, len);
+}
+
+static void
+unknown_conn(struct rb2_conn_ep *ep, uint32_t cid, unsigned int type)
+{
+	uint64_t n = atomic_load_explicit(&ep->ctr.unknown_conn, memory_order_relaxed) + 1;
+
+	CONN_STAT_ADD(ep, unknown_conn, 1);
+	/* The first one, then at powers of two: a flood does not flood the log. */
+	if (rte_is_power_of_2(n))
+		CONN_LOG(WARNING, "endpoint %s: dropped a frame (type %u) for connection "
+			 "%#x, which is not open here (%" PRIu64 " so far)",
+			 ep->name, type, cid, n);
+}
+
+/* Consume @p fp bytes of a connection's buffer; owe a credit when due. */
+static inline void
+consumed(struct rb2_conn_ep *ep, struct conn *c, uint32_t fp)
+{
+	uint64_t unreturned;
+
+	c->rpos += fp;
+	if (c->vpos < c->rpos)
+		c->vpos = c->rpos;
+	/* Credit back in quarters of the window, or at once for a sender
+	 * that said it waits. */
+	unreturned = c->rpos - c->credited;
+	if (unreturned >= (ep->p.window >> 2) || (c->peer_wants && unreturned != 0))
+		owe(ep, c, OWE_CREDIT);
+}
+
+static void
+data_in(struct rb2_conn_ep *ep, struct conn *c, const uint8_t *payload, uint32_t len)
+{
+	uint32_t fp = rb2_conn_footprint(len);
+	uint8_t *rec;
+
+	if (unlikely(c->wpos + fp - c->rpos > ep->p.window || len > ep->p.max_msg)) {
+		CONN_STAT_ADD(ep, window_violations, 1);
+		CONN_LOG(ERR, "endpoint %s: connection %#x got %u bytes beyond its "
+			 "window of %u (%" PRIu64 " buffered): reset", ep->name, c->cd,
+			 len, ep->p.window, c->wpos - c->rpos);
+		conn_fail(c, -EPROTO, rst_why[RST_WINDOW]);
+		c->rst_reason = RST_WINDOW;
+		owe(ep, c, OWE_RST);
+		return;
+	}
+	if (c->app_closed || c->err != 0) {
+		/* Closed unread by the application: counted, credit returned. */
+		CONN_STAT_ADD(ep, discarded_msgs, 1);
+		CONN_STAT_ADD(ep, discarded_bytes, len);
+		c->wpos += fp;
+		consumed(ep, c, fp);
+		return;
+	}
+	rec = c->buf + (c->wpos & ep->win_mask);
+	memcpy(rec, &len, 4);
+	memcpy(rec + RB2_CONN_HDR_LEN, payload, len);
+	c->wpos += fp;
+	c->rx_msgs++;
+	c->rx_bytes += len;
+	CONN_STAT_ADD(ep, rx_msgs, 1);
+	CONN_STAT_ADD(ep, rx_bytes, len);
+}
+
+static int
+hello_ok(struct rb2_conn_ep *ep, const uint8_t *body, uint32_t blen,
+	 struct conn_hello *h, unsigned int type)
+{
+	if (blen != sizeof(*h)) {
+		bad_frame(ep, "hello of the wrong size", blen, type);
+		return 0;
+	}
+	memcpy(h, body, sizeof(*h));
+	if (h->magic != CONN_MAGIC || h->version != CONN_VERSION) {
+		bad_frame(ep, h->magic != CONN_MAGIC ? "bad magic (byte order?)" :
+			  "unknown version", blen, type);
+		return 0;
+	}
+	if (h->window < 4096 || h->max_msg == 0 ||
+	    rb2_conn_footprint(h->max_msg) > h->window) {
+		bad_frame(ep, "window or max_msg out of range", blen, type);
+		return 0;
+	}
+	return 1;
+}
+
+static void
+refuse(struct rb2_conn_ep *ep, uint32_t peer_cd, uint16_t reason)
+{
+	if (ep->n_refusals == ep->cap_refusals) {
+		uint32_t cap = ep->cap_refusals ? ep->cap_refusals * 2 : 16;
+		struct refusal *r = realloc(ep->refusals, cap * sizeof(*r));
+
+		if (r == NULL) {
+			/* The peer's connect then fails when the channel
+			 * does; say why here. */
+			CONN_LOG(ERR, "endpoint %s: out of memory refusing a connect",
+				 ep->name);
+			return;
+		}
+		ep->refusals = r;
+		ep->cap_refusals = cap;
+	}
+	ep->refusals[ep->n_refusals++] = (struct refusal){ peer_cd, reason };
+	CONN_STAT_ADD(ep, refused_sent, 1);
+}
+
+static struct listener *
+listener_of(struct rb2_conn_ep *ep, uint16_t port)
+{
+	for (uint32_t i = 0; i < LISTEN_MAX; i++)
+		if (ep->listeners[i].used && ep->listeners[i].port == port)
+			return &ep->listeners[i];
+	return NULL;
+}
+
+static void
+syn_in(struct rb2_conn_ep *ep, uint16_t port, const uint8_t *body, uint32_t blen)
+{
+	struct listener *l = listener_of(ep, port);
+	struct conn_hello h;
+	struct conn *c;
+
+	if (!hello_ok(ep, body, blen, &h, FR_SYN))
+		return;
+	if (l == NULL)
+		return refuse(ep, h.src_cd, REFUSE_NO_LISTENER);
+	if (l->count == l->backlog)
+		return refuse(ep, h.src_cd, REFUSE_BACKLOG);
+	c = slot_alloc(ep);
+	if (c == NULL)
+		return refuse(ep, h.src_cd, REFUSE_TOO_MANY);
+	c->state = ST_BACKLOG;
+	c->port = port;
+	c->peer_cd = h.src_cd;
+	c->peer_window = h.window;
+	c->peer_max = h.max_msg;
+	l->q[(l->head + l->count++) % l->backlog] = c->cd;
+	owe(ep, c, OWE_SYNACK);
+	CONN_STAT_ADD(ep, conns_opened, 1);
+}
+
+static void
+frame_in(struct rb2_conn_ep *ep, const uint8_t *f, uint32_t len)
+{
+	uint32_t cid, blen = len - RB2_CONN_HDR_LEN;
+	const uint8_t *body = f + RB2_CONN_HDR_LEN;
+	struct conn_hello h;
+	struct conn *c;
+	uint16_t aux;
+	uint8_t type;
+
+	if (unlikely(len < RB2_CONN_HDR_LEN))
+		return bad_frame(ep, "shorter than the header", len, 0);
+	memcpy(&cid, f, 4);
+	type = f[4];
+	memcpy(&aux, f + 6, 2);
+	if (likely(type == FR_DATA)) {
+		c = slot_of(ep, cid);
+		if (unlikely(c == NULL || c->state == ST_SYN_SENT))
+			return unknown_conn(ep, cid, type);
+		if (unlikely(blen == 0))
+			return bad_frame(ep, "empty data", len, type);
+		return data_in(ep, c, body, blen);
+	}
+	if (unlikely(type == 0 || type >= FR_MAX))
+		return bad_frame(ep, "unknown type", len, type);
+	CONN_STAT_ADD(ep, ctrl_frames_rx, 1);
+	switch (type) {
+	case FR_SYN:
+		return syn_in(ep, aux, body, blen);
+	case FR_CREDIT:
+		if (aux == 0 || blen != aux * sizeof(struct conn_credit))
+			return bad_frame(ep, "credit count and length disagree", len, type);
+		for (uint32_t i = 0; i < aux; i++) {
+			struct conn_credit cr;
+
+			memcpy(&cr, body + i * sizeof(cr), sizeof(cr));
+			c = slot_of(ep, cr.cid);
+			/* A credit may follow our close (the peer read on
+			 * after our FIN): it has nothing to deliver. */
+			if (c == NULL)
+				continue;
+			/* 32-bit cumulative count, extended against ours. */
+			c->acked += (uint32_t)(cr.consumed - (uint32_t)c->acked);
+			c->want_sent = 0;
+		}
+		return;
+	default:
+		break;
+	}
+	c = slot_of(ep, cid);
+	if (c == NULL)
+		return unknown_conn(ep, cid, type);
+	switch (type) {
+	case FR_SYNACK:
+		if (c->state != ST_SYN_SENT)
+			return bad_frame(ep, "accept of a connection not connecting", len, type);
+		if (!hello_ok(ep, body, blen, &h, type))
+			return;
+		c->peer_cd = h.src_cd;
+		c->peer_window = h.window;
+		c->peer_max = h.max_msg;
+		c->state = ST_OPEN;
+		CONN_STAT_ADD(ep, conns_opened, 1);
+		if (c->app_closed)   /* closed while connecting: close it now */
+			owe(ep, c, OWE_FIN);
+		return;
+	case FR_REFUSE:
+		if (c->state != ST_SYN_SENT || aux == 0 || aux >= REFUSE_MAX)
+			return bad_frame(ep, "refusal of a connection not connecting", len, type);
+		conn_fail(c, -ECONNREFUSED, refuse_why[aux]);
+		CONN_STAT_ADD(ep, refused_recv, 1);
+		c->wr_shut = c->rd_eof = 1;
+		return maybe_free(ep, c);
+	case FR_FIN:
+		c->rd_eof = 1;
+		return maybe_free(ep, c);
+	case FR_RST:
+		conn_fail(c, -ECONNRESET, aux > 0 && aux < RST_MAX ? rst_why[aux] :
+			  "reset by the peer");
+		c->owed &= ~(OWE_FIN | OWE_WANT | OWE_CREDIT);
+		c->rd_eof = 1;
+		return maybe_free(ep, c);
+	case FR_WANT:
+		c->peer_wants = 1;
+		if (c->rpos != c->credited)
+			owe(ep, c, OWE_CREDIT);
+		return;
+	default:
+		return;
+	}
+}
+
+/* ---- progress ----------------------------------------------------------- */
+
+int
+rb2_conn_ep_poll(struct rb2_conn_ep *ep)
+{
+	struct rb2_msg m[32];
+	int n, ret;
+
+	if (unlikely(ep->err != 0))
+		return ep->err;
+	n = rb2_rx_peek_burst(ep->rx, m, RTE_DIM(m));
+	if (unlikely(n < 0)) {
+		ep_fail(ep, n);
+		return n;
+	}
+	for (int i = 0; i < n; i++)
+		frame_in(ep, m[i].data, m[i].len);
+	if (n > 0)
+		rb2_rx_release_burst(ep->rx, m, (unsigned int)n);
+	if (ep->n_owed != 0 || ep->n_refusals != 0)
+		send_owed(ep);
+	ret = rb2_tx_flush(ep->tx);
+	/* An idle sender learns of a dead peer here, within a millisecond
+	 * of the transport knowing. */
+	if (ret == 0 && n == 0)
+		ret = rb2_tx_check(ep->tx);
+	if (unlikely(ret < 0)) {
+		ep_fail(ep, ret);
+		return ret;
+	}
+	return unlikely(ep->err != 0) ? ep->err : n;
+}
+
+int
+rb2_conn_flush(struct rb2_conn_ep *ep)
+{
+	int ret;
+
+	if (unlikely(ep->err != 0))
+		return ep->err;
+	ret = rb2_tx_flush(ep->tx);
+	if (ret < 0)
+		ep_fail(ep, ret);
+	return ret;
+}
+
+/* ---- set-up and teardown ------------------------------------------------ */
+
+int
+rb2_conn_listen(struct rb2_conn_ep *ep, uint16_t port, uint32_t backlog)
+{
+	struct listener *l = NULL;
+
+	if (listener_of(ep, port) != NULL)
+		return -EADDRINUSE;
+	for (uint32_t i = 0; i < LISTEN_MAX && l == NULL; i++)
+		if (!ep->listeners[i].used)
+			l = &ep->listeners[i];
+	if (l == NULL)
+		return -ENOSPC;
+	if (backlog == 0)
+		backlog = ep->p.backlog;
+	free(l->q);
+	l->q = calloc(backlog, sizeof(*l->q));
+	if (l->q == NULL)
+		return -ENOMEM;
+	l->used = 1;
+	l->port = port;
+	l->backlog = backlog;
+	l->head = l->count = 0;
+	return 0;
+}
+
+int
+rb2_conn_unlisten(struct rb2_conn_ep *ep, uint16_t port)
+{
+	struct listener *l = listener_of(ep, port);
+
+	if (l == NULL)
+		return -EINVAL;
+	for (uint32_t i = 0; i < l->count; i++) {
+		struct conn *c = slot_of(ep, l->q[(l->head + i) % l->backlog]);
+
+		if (c == NULL)
+			continue;
+		c->owed &= ~OWE_SYNACK;
+		c->app_closed = 1;
+		c->rst_reason = RST_UNLISTEN;
+		conn_fail(c, -ECONNRESET, rst_why[RST_UNLISTEN]);
+		if (c->err == -ECONNRESET && !c->rd_eof)
+			owe(ep, c, OWE_RST);
+		maybe_free(ep, c);
+	}
+	l->used = 0;
+	l->count = 0;
+	return 0;
+}
+
+int
+rb2_conn_accept(struct rb2_conn_ep *ep, uint16_t port)
+{
+	struct listener *l = listener_of(ep, port);
+	struct conn *c;
+
+	if (l == NULL)
+		return -EINVAL;
+	if (l->count == 0 && ep->err == 0)
+		rb2_conn_ep_poll(ep);
+	while (l->count > 0) {
+		c = slot_of(ep, l->q[l->head]);
+		l->head = (l->head + 1) % l->backlog;
+		l->count--;
+		if (c == NULL || c->state != ST_BACKLOG)
+			continue;
+		c->state = ST_OPEN;
+		return (int)c->cd;
+	}
+	return ep->err != 0 ? ep->err : -EAGAIN;
+}
+
+int
+rb2_conn_connect(struct rb2_conn_ep *ep, uint16_t port)
+{
+	struct conn *c;
+
+	if (ep->err != 0)
+		return ep->err;
+	c = slot_alloc(ep);
+	if (c == NULL)
+		return ep->n_free == 0 ? -EMFILE : -ENOMEM;
+	c->state = ST_SYN_SENT;
+	c->port = port;
+	c->peer_cd = CID_NONE;
+	owe(ep, c, OWE_SYN);
+	send_owed(ep);
+	return (int)c->cd;
+}
+
+int
+rb2_conn_status(struct rb2_conn_ep *ep, int cd)
+{
+	struct conn *c = conn_of(ep, cd);
+
+	if (c == NULL)
+		return -EBADF;
+	if (c->err != 0)
+		return c->err;
+	return c->state == ST_SYN_SENT ? -EINPROGRESS : 0;
+}
+
+const char *
+rb2_conn_why(struct rb2_conn_ep *ep, int cd)
+{
+	struct conn *c = conn_of(ep, cd);
+
+	return c == NULL ? "not an open descriptor" : c->why;
+}
+
+int
+rb2_conn_shutdown(struct rb2_conn_ep *ep, int cd)
+{
+	struct conn *c = conn_of(ep, cd);
+
+	if (c == NULL)
+		return -EBADF;
+	if (c->err != 0)
+		return c->err;
+	if (!c->wr_shut) {
+		c->wr_shut = 1;
+		owe(ep, c, OWE_FIN);
+		send_owed(ep);
+	}
+	return 0;
+}
+
+int
+rb2_conn_close(struct rb2_conn_ep *ep, int cd)
+{
+	struct conn *c = conn_of(ep, cd);
+	uint64_t msgs = 0, bytes = 0;
+
+	if (c == NULL)
+		return -EBADF;
+	if (ep->resv_cd == cd)
+		ep->resv_cd = -1;
+	/* What the application leaves unread is counted, and credited back
+	 * so that the peer's sender is not left waiting. */
+	while (c->rpos != c->wpos) {
+		uint32_t len;
+
+		memcpy(&len, c->buf + (c->rpos & ep->win_mask), 4);
+		msgs++;
+		bytes += len;
+		consumed(ep, c, rb2_conn_footprint(len));
+	}
+	CONN_STAT_ADD(ep, discarded_msgs, msgs);
+	CONN_STAT_ADD(ep, discarded_bytes, bytes);
+	c->app_closed = 1;
+	if (!c->wr_shut && c->err == 0 && c->state != ST_SYN_SENT) {
+		c->wr_shut = 1;
+		owe(ep, c, OWE_FIN);
+	}
+	if (c->state == ST_SYN_SENT) {
+		/* The accept may still come; its connection is reset then. */
+		c->wr_shut = 1;
+	}
+	send_owed(ep);
+	maybe_free(ep, c);
+	return 0;
+}
+
+/* ---- data --------------------------------------------------------------- */
+
+/* May @p c send @p len bytes now? 0, or the error to return. */
+static inline int
+send_ready(struct rb2_conn_ep *ep, struct conn *c, uint32_t len)
+{
+	if (unlikely(c->err != 0))
+		return c->err;
+	if (unlikely(c->wr_shut))
+		return -EPIPE;
+	if (unlikely(len == 0))
+		return -EINVAL;
+	if (unlikely(len > ep->p.max_msg || (c->state == ST_OPEN && len > c->peer_max)))
+		return -EMSGSIZE;
+	/* Not before the peer knows us (our SYNACK out, its SYNACK in). */
+	if (unlikely(c->state != ST_OPEN || (c->owed & OWE_SYNACK)))
+		return -EAGAIN;
+	if (unlikely(c->sent + rb2_conn_footprint(len) - c->acked > c->peer_window)) {
+		CONN_STAT_ADD(ep, credit_waits, 1);
+		if (!c->want_sent) {
+			c->want_sent = 1;
+			owe(ep, c, OWE_WANT);
+		}
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+int
+rb2_conn_reserve(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf)
+{
+	struct conn *c = conn_of(ep, cd);
+	uint8_t *slot;
+	int ret;
+
+	if (unlikely(c == NULL))
+		return -EBADF;
+	ret = send_ready(ep, c, len);
+	if (unlikely(ret == -EAGAIN)) {
+		/* Credits, the accept or ring room may be waiting. */
+		ep->resv_cd = -1;
+		rb2_conn_ep_poll(ep);
+		ret = send_ready(ep, c, len);
+	}
+	if (unlikely(ret < 0))
+		return ret;
+	ret = rb2_tx_reserve(ep->tx, RB2_CONN_HDR_LEN + len, (void **)&slot);
+	if (unlikely(ret == -ENOBUFS)) {
+		ep->resv_cd = -1;
+		rb2_conn_ep_poll(ep);
+		ret = rb2_tx_reserve(ep->tx, RB2_CONN_HDR_LEN + len, (void **)&slot);
+		if (ret == -ENOBUFS) {
+			CONN_STAT_ADD(ep, ring_full, 1);
+			return -EAGAIN;
+		}
+	}
+	if (unlikely(ret < 0)) {
+		ep_fail(ep, ret);
+		return ret;
+	}
+	memcpy(slot, &c->peer_cd, 4);
+	slot[4] = FR_DATA;
+	slot[5] = 0;
+	slot[6] = slot[7] = 0;
+	ep->resv_cd = cd;
+	ep->resv_len = len;
+	*buf = slot + RB2_CONN_HDR_LEN;
+	return 0;
+}
+
+int
+rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len)
+{
+	struct conn *c;
+
+	if (unlikely(ep->resv_cd != cd || cd < 0 || len == 0 || len > ep->resv_len))
+		return -EINVAL;
+	c = &ep->conns[cd & 0xffff];
+	rb2_tx_commit(ep->tx, RB2_CONN_HDR_LEN + len);
+	ep->resv_cd = -1;
+	c->sent += rb2_conn_footprint(len);
+	c->tx_msgs++;
+	c->tx_bytes += len;
+	CONN_STAT_ADD(ep, tx_msgs, 1);
+	CONN_STAT_ADD(ep, tx_bytes, len);
+	return 0;
+}
+
+int
+rb2_conn_send(struct rb2_conn_ep *ep, int cd, const void *buf, uint32_t len)
+{
+	void *slot;
+	int ret = rb2_conn_reserve(ep, cd, len, &slot);
+
+	if (ret < 0)
+		return ret;
+	memcpy(slot, buf, len);
+	return rb2_conn_commit(ep, cd, len);
+}
+
+/* The next unviewed record of @p c, polling once if there is none. */
+static inline int
+next_record(struct rb2_conn_ep *ep, struct conn *c, const uint8_t **rec)
+{
+	uint32_t len;
+
+	if (c->vpos == c->wpos) {
+		if (ep->err == 0)
+			rb2_conn_ep_poll(ep);
+		if (c->vpos == c->wpos)
+			return c->err != 0 ? c->err : c->rd_eof ? 0 : -EAGAIN;
+	}
+	*rec = c->buf + (c->vpos & ep->win_mask);
+	memcpy(&len, *rec, 4);
+	return (int)len;
+}
+
+int
+rb2_conn_recv(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap)
+{
+	struct conn *c = conn_of(ep, cd);
+	const uint8_t *rec = NULL;
+	int len;
+
+	if (unlikely(c == NULL))
+		return -EBADF;
+	if (unlikely(c->vpos != c->rpos))
+		return -EBUSY;
+	len = next_record(ep, c, &rec);
+	if (len <= 0)
+		return len;
+	if (unlikely((uint32_t)len > cap))
+		return -EMSGSIZE;
+	memcpy(buf, rec + RB2_CONN_HDR_LEN, (size_t)len);
+	consumed(ep, c, rb2_conn_footprint((uint32_t)len));
+	return len;
+}
+
+int
+rb2_conn_recv_zc(struct rb2_conn_ep *ep, int cd, const void **data)
+{
+	struct conn *c = conn_of(ep, cd);
+	const uint8_t *rec = NULL;
+	int len;
+
+	if (unlikely(c == NULL))
+		return -EBADF;
+	len = next_record(ep, c, &rec);
+	if (len <= 0)
+		return len;
+	*data = rec + RB2_CONN_HDR_LEN;
+	c->vpos += rb2_conn_footprint((uint32_t)len);
+	return len;
+}
+
+int
+rb2_conn_release(struct rb2_conn_ep *ep, int cd, unsigned int n)
+{
+	struct conn *c = conn_of(ep, cd);
+	uint64_t pos, fp = 0;
+
+	if (unlikely(c == NULL))
+		return -EBADF;
+	pos = c->rpos;
+	for (unsigned int i = 0; i < n; i++) {
+		uint32_t len;
+
+		if (pos + fp >= c->vpos)
+			return -EINVAL;
+		memcpy(&len, c->buf + ((pos + fp) & ep->win_mask), 4);
+		fp += rb2_conn_footprint(len);
+	}
+	consumed(ep, c, (uint32_t)fp);
+	if (ep->n_owed != 0)
+		send_owed(ep);
+	return 0;
+}
+
+/* ---- counters ----------------------------------------------------------- */
+
+void
+rb2_conn_ep_stats_get(const struct rb2_conn_ep *ep, struct rb2_conn_ep_stats *st)
+{
+#define CONN_COUNTER_COPY(f) st->f = atomic_load_explicit(&ep->ctr.f, memory_order_relaxed);
+	CONN_EP_COUNTERS(CONN_COUNTER_COPY)
+}
+
+int
+rb2_conn_info_get(struct rb2_conn_ep *ep, int cd, struct rb2_conn_info *info)
+{
+	struct conn *c = conn_of(ep, cd);
+
+	if (c == NULL)
+		return -EBADF;
+	memset(info, 0, sizeof(*info));
+	info->port = c->port;
+	info->status = rb2_conn_status(ep, cd);
+	info->peer_cd = c->peer_cd;
+	info->tx_msgs = c->tx_msgs;
+	info->tx_bytes = c->tx_bytes;
+	info->rx_msgs = c->rx_msgs;
+	info->rx_bytes = c->rx_bytes;
+	info->credit = c->state == ST_OPEN ?
+		(uint32_t)(c->peer_window - (c->sent - c->acked)) : 0;
+	info->buffered = (uint32_t)(c->wpos - c->rpos);
+	return 0;
+}

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef RB2_CONN_H
+#define RB2_CONN_H
+
+/**
+ * @file
+ * Two-way connections over RB² channels, many per channel pair: RaaS's
+ * shared QP (Wang et al., "Toward Deploying Scalable and Effective RDMA as a
+ * Service at End-hosts through Reliable Connection", §IV) on the ring.
+ *
+ * An endpoint is one end of a channel pair to one peer (an rb2_tx to it and
+ * an rb2_rx from it), driven by one lcore or thread. Any number of
+ * connections, up to rb2_conn_ep_params.max_conns, share it: every frame on
+ * the ring starts with an 8-byte header naming the receiver's connection
+ * (its descriptor, RaaS's vQPN). The channel count, and with it the QP count
+ * over verbs, stays one pair per (lcore, peer) however many connections
+ * there are.
+ *
+ * No head-of-line blocking: the receiving endpoint always drains the shared
+ * ring, copying each message into its connection's receive buffer of
+ * rb2_conn_ep_params.window bytes, and a sender may only have a window's
+ * worth unconsumed (credits, returned as the application reads). A reader
+ * that stalls holds at most its window of memory and no ring slots.
+ *
+ * Messages keep their boundaries (SOCK_SEQPACKET): one send is one recv.
+ *
+ * @code
+ * // Server: the endpoint's lcore.                 Client: its peer's lcore.
+ * rb2_conn_listen(ep, 80, 0);                      int cd = rb2_conn_connect(ep, 80);
+ * for (;;) {                                       while (rb2_conn_send(ep, cd, "hi", 2) == -EAGAIN)
+ *	rb2_conn_ep_poll(ep);                              ;   // waits for the accept
+ *	int cd = rb2_conn_accept(ep, 80);               rb2_conn_flush(ep);
+ *	if (cd >= 0)
+ *		... rb2_conn_recv(ep, cd, buf, sizeof(buf)) ...
+ * }
+ * @endcode
+ *
+ * Threading: an endpoint and its connections belong to one thread at a
+ * time; nothing in this API locks. Telemetry reads the counters from its
+ * own thread (relaxed loads).
+ */
+
+#include <stdint.h>
+
+#include <rb2_chan.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Longest endpoint name. */
+#define RB2_CONN_EP_NAMESIZE 32
+/** Most connections an endpoint can hold (descriptors carry a 16-bit index). */
+#define RB2_CONN_MAX 65535
+/** Bytes of header in front of every frame on the ring. */
+#define RB2_CONN_HDR_LEN 8
+
+/** Endpoint configuration. */
+struct rb2_conn_ep_params {
+	/** Connections the endpoint holds at once (default 4096, at most
+	 *  RB2_CONN_MAX). One more connect is refused locally (-EMFILE) or,
+	 *  from the peer, with the reason "too many connections". */
+	uint32_t max_conns;
+	/** Receive buffer of each connection, in bytes: what a sender may
+	 *  have unconsumed (default 64 KiB; a power of two from 4 KiB to
+	 *  1 GiB). Each message costs 8 bytes plus its length rounded up
+	 *  to 8. */
+	uint32_t window;
+	/** Unaccepted connections a listening port holds (default 128). */
+	uint32_t backlog;
+	/** Largest message (0: the most that the channel and the window
+	 *  allow; rb2_conn_max_msg() says what that is). */
+	uint32_t max_msg;
+};
+
+/** Fill @p p with the defaults. */
+void rb2_conn_ep_params_init(struct rb2_conn_ep_params *p);
+
+struct rb2_conn_ep;
+
+/**
+ * Make an endpoint of a connected channel pair. The endpoint owns the two
+ * halves from here on and destroys them with itself. The two ends may have
+ * different parameters: each tells the other its window and largest message
+ * when a connection opens.
+ *
+ * @param name
+ *   Unique in the process, for logs and telemetry.
+ * @return
+ *   The endpoint, or NULL with rte_errno: EINVAL (bad parameters; the log
+ *   names the parameter), EMSGSIZE (the channel cannot carry max_msg),
+ *   ENOMEM.
+ */
+struct rb2_conn_ep *rb2_conn_ep_create(const char *name, struct rb2_tx *tx,
+				       struct rb2_rx *rx,
+				       const struct rb2_conn_ep_params *p);
+
+/**
+ * Destroy an endpoint: every connection still open is reset (the peer sees
+ * -ECONNRESET when its channel reports us gone), and the channel halves are
+ * destroyed.
+ */
+void rb2_conn_ep_destroy(struct rb2_conn_ep *ep);
+
+/** @return the largest message the endpoint sends or receives. */
+uint32_t rb2_conn_max_msg(const struct rb2_conn_ep *ep);
+
+/**
+ * Make progress: read every frame the peer has sent (data into connection
+ * buffers, connects, accepts, credits, closes), send owed control frames
+ * (credits, accepts, closes) and flush the ring. Call it in the lcore's loop;
+ * send, recv and accept call it when they would otherwise fail with
+ * -EAGAIN.
+ *
+ * @return the number of frames read (0: nothing new), or the error that
+ *   failed the endpoint (-ECONNRESET: the peer is gone; every connection
+ *   has that error too).
+ */
+int rb2_conn_ep_poll(struct rb2_conn_ep *ep);
+
+/**
+ * Make committed messages visible to the peer now (the ring otherwise
+ * batches them; rb2_conn_ep_poll() flushes too).
+ * @return 0 or the endpoint's error.
+ */
+int rb2_conn_flush(struct rb2_conn_ep *ep);
+
+/**
+ * Accept connections to @p port.
+ * @param backlog 0 for the endpoint's default.
+ * @return 0, -EADDRINUSE (already listening), -ENOSPC (64 ports listen
+ *   already).
+ */
+int rb2_conn_listen(struct rb2_conn_ep *ep, uint16_t port, uint32_t backlog);
+
+/** Stop accepting on @p port; connections waiting to be accepted are reset. */
+int rb2_conn_unlisten(struct rb2_conn_ep *ep, uint16_t port);
+
+/**
+ * Take one connection to @p port that the peer opened.
+ * @return its descriptor (>= 0), -EAGAIN (none yet), -EINVAL (not
+ *   listening on @p port), or the endpoint's error.
+ */
+int rb2_conn_accept(struct rb2_conn_ep *ep, uint16_t port);
+
+/**
+ * Open a connection to @p port at the peer. Returns at once: sends fail
+ * with -EAGAIN until the peer accepts, and rb2_conn_status() says how it
+ * went (a refusal with its reason in rb2_conn_why()).
+ *
+ * @return the descriptor (>= 0), -EMFILE (max_conns connections open
+ *   here), or the endpoint's error.
+ */
+int rb2_conn_connect(struct rb2_conn_ep *ep, uint16_t port);
+
+/**
+ * @return 0 (open), -EINPROGRESS (connecting), -ECONNREFUSED (refused; the
+ *   reason is in rb2_conn_why()), -ECONNRESET (reset or the peer is gone),
+ *   -EPROTO (the peer broke the protocol on it), -EBADF.
+ */
+int rb2_conn_status(struct rb2_conn_ep *ep, int cd);
+
+/** @return why the connection failed ("" while it has not). */
+const char *rb2_conn_why(struct rb2_conn_ep *ep, int cd);
+
+/**
+ * Send one message (copied into the ring).
+ *
+ * @return 0; -EAGAIN (no credit: the peer has not read enough, or still
+ *   connecting; or the ring is full: poll and retry); -EMSGSIZE (over
+ *   rb2_conn_max_msg()); -EINVAL (@p len 0); -EPIPE (this side was shut
+ *   down for writing); -EBADF (not an open descriptor); or the
+ *   connection's error (rb2_conn_status()).
+ */
+int rb2_conn_send(struct rb2_conn_ep *ep, int cd, const void *buf, uint32_t len);
+
+/**
+ * Zero-copy send: room for a message of up to @p len bytes in the ring
+ * itself. Fill it and rb2_conn_commit(); reserving again first returns the
+ * same room. Errors as rb2_conn_send().
+ *
+ * @param[out] buf 8-byte aligned.
+ */
+int rb2_conn_reserve(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf);
+
+/**
+ * Commit the message reserved on @p cd with its final length (1 up to the
+ * reserved length).
+ * @return 0, -EINVAL (nothing reserved on @p cd, or a bad length).
+ */
+int rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len);
+
+/**
+ * Receive one message (copied out).
+ *
+ * @return its length (> 0); 0 at the end of the stream (the peer shut down
+ *   its side and everything it sent was read); -EAGAIN; -EMSGSIZE (longer
+ *   than @p cap: it stays, for a larger buffer); -EBUSY (zero-copy views are
+ *   unreleased); -EBADF; or the connection's error once its messages are
+ *   read.
+ */
+int rb2_conn_recv(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap);
+
+/**
+ * Zero-copy receive (RaaS's recv_zero_copy): a view of the next message in
+ * the connection's receive buffer, valid until rb2_conn_release(). Views
+ * are handed out in order and released in order; a held view keeps its
+ * bytes out of the sender's credit.
+ *
+ * @return as rb2_conn_recv() (without -EMSGSIZE and -EBUSY).
+ */
+int rb2_conn_recv_zc(struct rb2_conn_ep *ep, int cd, const void **data);
+
+/**
+ * Release the oldest @p n views of rb2_conn_recv_zc().
+ * @return 0, -EINVAL (fewer than @p n views held), -EBADF.
+ */
+int rb2_conn_release(struct rb2_conn_ep *ep, int cd, unsigned int n);
+
+/**
+ * Half-close: send no more (the peer reads the end of the stream once it
+ * has read everything before it). Receiving goes on.
+ * @return 0, -EBADF, or the connection's error.
+ */
+int rb2_conn_shutdown(struct rb2_conn_ep *ep, int cd);
+
+/**
+ * Close: shut down writing if not done, and stop reading. Unread messages,
+ * and any that arrive until the peer closes its side, are discarded and
+ * counted (rb2_conn_ep_stats.discarded_msgs). The descriptor is invalid at
+ * once; its slot is reused once the peer has closed too.
+ * @return 0, -EBADF.
+ */
+int rb2_conn_close(struct rb2_conn_ep *ep, int cd);
+
+/** An endpoint's counters. */
+struct rb2_conn_ep_stats {
+	uint64_t conns_open;      /**< slots in use (open, connecting, closing) */
+	uint64_t conns_opened;    /**< connections established, ever */
+	uint64_t refused_sent;    /**< connects from the peer refused here */
+	uint64_t refused_recv;    /**< connects from here the peer refused */
+	uint64_t tx_msgs, tx_bytes;      /**< data messages sent */
+	uint64_t rx_msgs, rx_bytes;      /**< data messages received */
+	uint64_t ctrl_frames_tx, ctrl_frames_rx; /**< connects, credits, closes */
+	uint64_t credit_waits;    /**< sends refused for want of credit */
+	uint64_t ring_full;       /**< sends refused for a full ring */
+	uint64_t discarded_msgs;  /**< data the application closed unread */
+	uint64_t discarded_bytes;
+	uint64_t unknown_conn;    /**< frames for no connection (dropped) */
+	uint64_t bad_frames;      /**< malformed frames (dropped) */
+	uint64_t window_violations; /**< data beyond the credit (conn reset) */
+};
+
+/** Copy an endpoint's counters. */
+void rb2_conn_ep_stats_get(const struct rb2_conn_ep *ep,
+			   struct rb2_conn_ep_stats *st);
+
+/** One connection's counters and state. */
+struct rb2_conn_info {
+	uint16_t port;
+	int status;               /**< rb2_conn_status() */
+	uint32_t peer_cd;         /**< the peer's descriptor (vQPN) */
+	uint64_t tx_msgs, tx_bytes, rx_msgs, rx_bytes;
+	uint32_t credit;          /**< bytes this side may still send */
+	uint32_t buffered;        /**< bytes received and not yet read */
+};
+
+/** @return 0, -EBADF. */
+int rb2_conn_info_get(struct rb2_conn_ep *ep, int cd, struct rb2_conn_info *info);
+
+/** Log type of the connection library (rb2.conn). */
+extern int rb2_conn_logtype;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RB2_CONN_H */

@@ -1,0 +1,578 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * Connections over one shared channel pair (lib/conn): exactly once and in
+ * order per connection with 1000 of them, a stalled reader, close and
+ * half-close, refusals, limits and bad input on the wire.
+ */
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include <rb2_conn.h>
+#include <rb2_lcore.h>
+
+#include "rb2_test.h"
+
+static struct rb2_xport *xp;
+static struct rb2_conn_ep *a, *b;   /* a: the client, b: the server */
+static struct rb2_tx *raw_ab;        /* a's sender half, for forged frames */
+
+static void
+setup(void)
+{
+	rb2_test_eal_init();
+	xp = rb2_xport_open("shm", NULL);
+	cr_assert_not_null(xp);
+}
+
+static void
+teardown(void)
+{
+	rb2_conn_ep_destroy(a);
+	rb2_conn_ep_destroy(b);
+	a = b = NULL;
+	rb2_xport_close(xp);
+	rb2_test_eal_fini();
+}
+
+/* Two endpoints joined by a channel pair of 4096 slots of 64 B each way. */
+static void
+open_eps(const struct rb2_conn_ep_params *pa, const struct rb2_conn_ep_params *pb)
+{
+	struct rb2_chan_params p;
+	struct rb2_tx *tab, *tba;
+	struct rb2_rx *rab, *rba;
+
+	rb2_chan_params_init(&p);
+	p.slots = 4096;
+	tab = rb2_tx_create("ab", xp, &p);
+	rab = rb2_rx_create("ab", xp, &p);
+	tba = rb2_tx_create("ba", xp, &p);
+	rba = rb2_rx_create("ba", xp, &p);
+	cr_assert(tab && rab && tba && rba);
+	cr_assert_eq(rb2_chan_pair(tab, rab), 0);
+	cr_assert_eq(rb2_chan_pair(tba, rba), 0);
+	a = rb2_conn_ep_create("a", tab, rba, pa);
+	b = rb2_conn_ep_create("b", tba, rab, pb);
+	cr_assert(a && b, "rb2_conn_ep_create: %s", rte_strerror(rte_errno));
+	raw_ab = tab;
+}
+
+/* Poll both ends until @p done(arg) or a bound of passes. */
+static int
+pump(int (*done)(void *), void *arg, unsigned int passes)
+{
+	for (unsigned int i = 0; i < passes; i++) {
+		if (done != NULL && done(arg))
+			return 1;
+		rb2_conn_ep_poll(a);
+		rb2_conn_ep_poll(b);
+	}
+	return done == NULL ? 1 : done(arg);
+}
+
+/* Connect @p n connections from a to b's port 7; @p ca[i] and @p cb[i] are
+ * the two ends of connection i. */
+static void
+connect_n(unsigned int n, int *ca, int *cb)
+{
+	cr_assert_eq(rb2_conn_listen(b, 7, n), 0);
+	for (unsigned int i = 0; i < n; i++) {
+		ca[i] = rb2_conn_connect(a, 7);
+		cr_assert_geq(ca[i], 0, "connect %u: %d", i, ca[i]);
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		unsigned int tries = 0;
+
+		while ((cb[i] = rb2_conn_accept(b, 7)) == -EAGAIN && tries++ < 1000)
+			rb2_conn_ep_poll(a);
+		cr_assert_geq(cb[i], 0, "accept %u: %d", i, cb[i]);
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		for (unsigned int tries = 0; tries < 1000 &&
+		     rb2_conn_status(a, ca[i]) == -EINPROGRESS; tries++)
+			pump(NULL, NULL, 1);
+		cr_assert_eq(rb2_conn_status(a, ca[i]), 0, "conn %u: %s", i,
+			     rb2_conn_why(a, ca[i]));
+	}
+}
+
+/* Message seq of connection conn: [u32 conn][u32 seq][pattern]. */
+static uint32_t
+make_msg(uint8_t *buf, uint32_t conn, uint32_t seq, uint64_t *rng)
+{
+	uint32_t len = 8 + (uint32_t)(rb2_test_rand(rng) % 1500);
+
+	memcpy(buf, &conn, 4);
+	memcpy(buf + 4, &seq, 4);
+	rb2_test_fill(buf + 8, len - 8, (uint64_t)conn << 32 | seq);
+	return len;
+}
+
+static void
+check_msg(const uint8_t *buf, int len, uint32_t conn, uint32_t seq)
+{
+	uint32_t c, s;
+
+	cr_assert_geq(len, 8, "conn %u message %u: length %d", conn, seq, len);
+	memcpy(&c, buf, 4);
+	memcpy(&s, buf + 4, 4);
+	cr_assert_eq(c, conn, "message for conn %u arrived on conn %u", c, conn);
+	cr_assert_eq(s, seq, "conn %u: message %u arrived when %u was due", conn, s, seq);
+	cr_assert(rb2_test_check(buf + 8, (uint32_t)len - 8, (uint64_t)conn << 32 | seq),
+		  "conn %u message %u: payload corrupt", conn, seq);
+}
+
+TestSuite(rb2_conn, .init = setup, .fini = teardown, .timeout = 120);
+
+#define NCONN 1000
+#define PER_CONN 40
+
+/* Exactly once, in order, per connection: 1000 connections over one pair,
+ * random sizes, sends interleaved at random across connections and both
+ * directions, then half-close and close, and no slot left. */
+Test(rb2_conn, thousand_connections_exactly_once_in_order)
+{
+	static int ca[NCONN], cb[NCONN];
+	static uint32_t next_tx[2][NCONN], next_rx[2][NCONN];
+	static uint8_t buf[2048];
+	struct rb2_conn_ep_params pp;
+	struct rb2_conn_ep_stats sa, sb;
+	uint64_t rng = 42, left = 2ull * NCONN * PER_CONN, delivered = 0;
+
+	rb2_conn_ep_params_init(&pp);
+	pp.window = 8192;     /* small: credits run out and come back */
+	open_eps(&pp, &pp);
+	connect_n(NCONN, ca, cb);
+
+	while (delivered < 2ull * NCONN * PER_CONN) {
+		/* A random burst of sends... */
+		for (int k = 0; k < 64 && left > 0; k++) {
+			uint32_t i = (uint32_t)(rb2_test_rand(&rng) % NCONN);
+			int dir = (int)(rb2_test_rand(&rng) & 1);
+			struct rb2_conn_ep *ep = dir ? b : a;
+			int cd = dir ? cb[i] : ca[i];
+			uint32_t len;
+			int ret;
+
+			if (next_tx[dir][i] == PER_CONN)
+				continue;
+			len = make_msg(buf, i, next_tx[dir][i], &rng);
+			ret = rb2_conn_send(ep, cd, buf, len);
+			if (ret == -EAGAIN)
+				continue;
+			cr_assert_eq(ret, 0, "send: %d", ret);
+			next_tx[dir][i]++;
+			left--;
+		}
+		rb2_conn_flush(a);
+		rb2_conn_flush(b);
+		/* ... and reads of random connections. */
+		for (int k = 0; k < 256; k++) {
+			uint32_t i = (uint32_t)(rb2_test_rand(&rng) % NCONN);
+			int dir = (int)(rb2_test_rand(&rng) & 1);
+			int len = rb2_conn_recv(dir ? a : b, dir ? ca[i] : cb[i], buf, sizeof(buf));
+
+			if (len == -EAGAIN)
+				continue;
+			check_msg(buf, len, i, next_rx[dir][i]++);
+			delivered++;
+		}
+	}
+	/* Half-close from a: b reads the end of its streams, still sends. */
+	for (uint32_t i = 0; i < NCONN; i++)
+		cr_assert_eq(rb2_conn_shutdown(a, ca[i]), 0);
+	cr_assert_eq(rb2_conn_send(a, ca[0], "x", 1), -EPIPE);
+	pump(NULL, NULL, 8);
+	for (uint32_t i = 0; i < NCONN; i++) {
+		cr_assert_eq(rb2_conn_recv(b, cb[i], buf, sizeof(buf)), 0, "conn %u: no EOF", i);
+		cr_assert_eq(rb2_conn_send(b, cb[i], "late", 4), 0);
+		cr_assert_eq(rb2_conn_close(b, cb[i]), 0);
+	}
+	pump(NULL, NULL, 8);
+	for (uint32_t i = 0; i < NCONN; i++) {
+		cr_assert_eq(rb2_conn_recv(a, ca[i], buf, sizeof(buf)), 4);
+		cr_assert_eq(memcmp(buf, "late", 4), 0);
+		cr_assert_eq(rb2_conn_recv(a, ca[i], buf, sizeof(buf)), 0);
+		cr_assert_eq(rb2_conn_close(a, ca[i]), 0);
+	}
+	pump(NULL, NULL, 8);
+	rb2_conn_ep_stats_get(a, &sa);
+	rb2_conn_ep_stats_get(b, &sb);
+	cr_expect_eq(sa.conns_open, 0, "a holds %" PRIu64 " slots", sa.conns_open);
+	cr_expect_eq(sb.conns_open, 0, "b holds %" PRIu64 " slots", sb.conns_open);
+	cr_expect_eq(sa.tx_msgs, sb.rx_msgs);
+	cr_expect_eq(sb.tx_msgs, sa.rx_msgs);
+	cr_expect_eq(sa.discarded_msgs + sb.discarded_msgs, 0);
+	cr_expect_eq(sa.unknown_conn + sb.unknown_conn + sa.bad_frames + sb.bad_frames, 0);
+	cr_expect_gt(sa.credit_waits + sb.credit_waits, 0, "the window never filled");
+	/* A closed descriptor is refused. */
+	cr_expect_eq(rb2_conn_send(a, ca[0], "x", 1), -EBADF);
+	cr_expect_eq(rb2_conn_recv(a, ca[0], buf, 1), -EBADF);
+}
+
+/* The same across two lcores: a sends on lcore 1, b reads on lcore 0. */
+struct mt_arg {
+	int *ca;
+	uint64_t seed;
+	_Atomic int stop;
+	int err;
+};
+
+static int
+mt_sender(void *p)
+{
+	struct mt_arg *m = p;
+	static uint8_t buf[2048];
+	uint32_t next[NCONN] = {0};
+	uint64_t rng = m->seed, left = (uint64_t)NCONN * PER_CONN;
+
+	while (left > 0 && !atomic_load(&m->stop)) {
+		uint32_t i = (uint32_t)(rb2_test_rand(&rng) % NCONN);
+		uint32_t len;
+		int ret;
+
+		if (next[i] == PER_CONN)
+			continue;
+		len = make_msg(buf, i, next[i], &rng);
+		ret = rb2_conn_send(a, m->ca[i], buf, len);
+		if (ret == -EAGAIN) {
+			rb2_conn_ep_poll(a);
+			continue;
+		}
+		if (ret < 0) {
+			m->err = ret;
+			return -1;
+		}
+		next[i]++;
+		left--;
+	}
+	rb2_conn_flush(a);
+	/* Keep taking credits until the reader is done. */
+	while (!atomic_load(&m->stop))
+		rb2_conn_ep_poll(a);
+	return 0;
+}
+
+Test(rb2_conn, thousand_connections_two_lcores)
+{
+	static int ca[NCONN], cb[NCONN];
+	static uint32_t next_rx[NCONN];
+	static uint8_t buf[2048];
+	struct mt_arg m = { .ca = ca, .seed = 7 };
+	uint64_t delivered = 0, rng = 3, spins = 0;
+	struct rb2_conn_ep_params pp;
+
+	rb2_conn_ep_params_init(&pp);
+	pp.window = 8192;
+	open_eps(&pp, &pp);
+	connect_n(NCONN, ca, cb);
+	cr_assert_eq(rb2_lcore_launch(mt_sender, &m, rte_get_next_lcore(-1, 1, 0)), 0);
+	while (delivered < (uint64_t)NCONN * PER_CONN && spins < 2000000000ull) {
+		uint32_t i = (uint32_t)(rb2_test_rand(&rng) % NCONN);
+		int len = rb2_conn_recv(b, cb[i], buf, sizeof(buf));
+
+		spins++;
+		if (len == -EAGAIN)
+			continue;
+		if (len < 0)
+			break;
+		check_msg(buf, len, i, next_rx[i]++);
+		delivered++;
+	}
+	atomic_store(&m.stop, 1);
+	rb2_lcore_wait_all();
+	cr_assert_eq(m.err, 0, "sender: %d", m.err);
+	cr_assert_eq(delivered, (uint64_t)NCONN * PER_CONN);
+}
+
+/*
+ * A stalled reader: connection 0's reader never reads. Its sender stops at
+ * its window; the 99 others on the same channel pair deliver everything,
+ * and the stalled one holds at most one window of the receiver's memory and
+ * no ring slots.
+ */
+Test(rb2_conn, stalled_reader_blocks_only_itself)
+{
+	enum { N = 100, MSGS = 200, LEN = 512 };
+	static int ca[N], cb[N];
+	static uint32_t sent[N], got[N];
+	static uint8_t buf[LEN];
+	struct rb2_conn_ep_params pp;
+	struct rb2_conn_info info;
+	struct rb2_conn_ep_stats sa;
+	uint64_t done = 0, rounds = 0;
+	uint64_t rng = 1;
+
+	rb2_conn_ep_params_init(&pp);
+	pp.window = 16384;
+	open_eps(&pp, &pp);
+	connect_n(N, ca, cb);
+	while (done < (uint64_t)(N - 1) * MSGS && rounds++ < 100000) {
+		for (uint32_t i = 0; i < N; i++) {
+			int ret;
+
+			if (sent[i] == MSGS)
+				continue;
+			rb2_test_fill(buf, LEN, (uint64_t)i << 32 | sent[i]);
+			ret = rb2_conn_send(a, ca[i], buf, LEN);
+			if (ret == 0)
+				sent[i]++;
+			else
+				cr_assert_eq(ret, -EAGAIN);
+		}
+		rb2_conn_flush(a);
+		rb2_conn_ep_poll(b);
+		for (uint32_t i = 1; i < N; i++) {
+			int len = rb2_conn_recv(b, cb[i], buf, sizeof(buf));
+
+			if (len == -EAGAIN)
+				continue;
+			cr_assert_eq(len, LEN);
+			cr_assert(rb2_test_check(buf, LEN, (uint64_t)i << 32 | got[i]));
+			got[i]++;
+			done++;
+		}
+		(void)rb2_test_rand(&rng);
+	}
+	cr_assert_eq(done, (uint64_t)(N - 1) * MSGS, "the others delivered %" PRIu64
+		     " of %u in %" PRIu64 " rounds", done, (N - 1) * MSGS, rounds);
+	/* Stopped at its window, which b holds in its buffer. */
+	cr_assert_lt(sent[0], MSGS);
+	cr_assert_eq(rb2_conn_info_get(b, cb[0], &info), 0);
+	cr_expect_leq(info.buffered, pp.window);
+	cr_expect_gt(info.buffered, pp.window - 2 * (LEN + 8), "buffered %u", info.buffered);
+	cr_assert_eq(rb2_conn_info_get(a, ca[0], &info), 0);
+	cr_expect_lt(info.credit, LEN + 8u);
+	rb2_conn_ep_stats_get(a, &sa);
+	cr_expect_gt(sa.credit_waits, 0);
+	/* Reading it later delivers everything, in order. */
+	while (got[0] < MSGS && rounds++ < 200000) {
+		int len;
+
+		if (sent[0] < MSGS) {
+			rb2_test_fill(buf, LEN, sent[0]);
+			if (rb2_conn_send(a, ca[0], buf, LEN) == 0)
+				sent[0]++;
+		}
+		rb2_conn_flush(a);
+		len = rb2_conn_recv(b, cb[0], buf, sizeof(buf));
+		if (len == -EAGAIN) {
+			rb2_conn_ep_poll(a);
+			continue;
+		}
+		cr_assert_eq(len, LEN);
+		cr_assert(rb2_test_check(buf, LEN, got[0]), "message %u", got[0]);
+		got[0]++;
+	}
+	cr_assert_eq(got[0], MSGS);
+}
+
+/* Zero-copy both ways: reserve/commit into the ring, views out of the
+ * receive buffer, held until released (and credit only then). */
+Test(rb2_conn, zero_copy_send_and_views)
+{
+	struct rb2_conn_ep_params pp;
+	struct rb2_conn_info info;
+	const void *v[4];
+	int ca, cb, len;
+	void *w;
+
+	rb2_conn_ep_params_init(&pp);
+	pp.window = 4096;
+	open_eps(&pp, &pp);
+	connect_n(1, &ca, &cb);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(rb2_conn_reserve(a, ca, 1000, &w), 0);
+		cr_assert_eq((uintptr_t)w % 8, 0);
+		rb2_test_fill(w, 900, (uint64_t)i);
+		cr_assert_eq(rb2_conn_commit(a, ca, 900), 0);
+	}
+	/* 4 x 908 bytes of the 4096 window: a fifth does not fit. */
+	cr_assert_eq(rb2_conn_commit(a, ca, 900), -EINVAL, "commit without reserve");
+	cr_assert_eq(rb2_conn_reserve(a, ca, 900, &w), -EAGAIN);
+	pump(NULL, NULL, 4);
+	for (int i = 0; i < 4; i++) {
+		len = rb2_conn_recv_zc(b, cb, &v[i]);
+		cr_assert_eq(len, 900);
+		cr_assert(rb2_test_check(v[i], 900, (uint64_t)i));
+	}
+	cr_assert_eq(rb2_conn_recv_zc(b, cb, &v[0]), -EAGAIN);
+	cr_assert_eq(rb2_conn_recv(b, cb, &len, sizeof(len)), -EBUSY);
+	/* Views hold their credit. */
+	pump(NULL, NULL, 4);
+	cr_assert_eq(rb2_conn_reserve(a, ca, 900, &w), -EAGAIN);
+	cr_assert_eq(rb2_conn_release(b, cb, 5), -EINVAL);
+	cr_assert_eq(rb2_conn_release(b, cb, 4), 0);
+	cr_assert_eq(rb2_conn_info_get(b, cb, &info), 0);
+	cr_assert_eq(info.buffered, 0);
+	pump(NULL, NULL, 4);
+	cr_assert_eq(rb2_conn_info_get(a, ca, &info), 0);
+	cr_assert_eq(info.credit, 4096, "credit %u after the release", info.credit);
+	cr_assert_eq(rb2_conn_reserve(a, ca, 900, &w), 0);
+}
+
+struct refused_case {
+	int cd;
+	int *status;
+};
+
+static int
+not_connecting(void *p)
+{
+	struct refused_case *r = p;
+
+	*r->status = rb2_conn_status(a, r->cd);
+	return *r->status != -EINPROGRESS;
+}
+
+/* Refusals, each with its reason; the local limit. */
+Test(rb2_conn, refusals_name_the_reason)
+{
+	struct rb2_conn_ep_params pa, pb;
+	struct rb2_conn_ep_stats st;
+	int status, cd[8];
+	struct refused_case r = { .status = &status };
+
+	rb2_conn_ep_params_init(&pa);
+	rb2_conn_ep_params_init(&pb);
+	pa.max_conns = 6;
+	pb.max_conns = 3;
+	pb.backlog = 2;
+	open_eps(&pa, &pb);
+
+	r.cd = rb2_conn_connect(a, 9);       /* nothing listens */
+	cr_assert_geq(r.cd, 0);
+	cr_assert_eq(rb2_conn_status(a, r.cd), -EINPROGRESS);
+	cr_assert(pump(not_connecting, &r, 16));
+	cr_assert_eq(status, -ECONNREFUSED);
+	cr_assert(strstr(rb2_conn_why(a, r.cd), "nothing listens") != NULL, "%s",
+		  rb2_conn_why(a, r.cd));
+	cr_assert_eq(rb2_conn_send(a, r.cd, "x", 1), -ECONNREFUSED);
+	cr_assert_eq(rb2_conn_close(a, r.cd), 0);
+
+	cr_assert_eq(rb2_conn_listen(b, 9, 0), 0);
+	cr_assert_eq(rb2_conn_listen(b, 9, 0), -EADDRINUSE);
+	for (int i = 0; i < 3; i++)
+		cd[i] = rb2_conn_connect(a, 9);
+	r.cd = cd[2];                         /* backlog 2, nobody accepts */
+	cr_assert(pump(not_connecting, &r, 16));
+	cr_assert_eq(status, -ECONNREFUSED);
+	cr_assert(strstr(rb2_conn_why(a, cd[2]), "backlog") != NULL, "%s",
+		  rb2_conn_why(a, cd[2]));
+	cr_assert_eq(rb2_conn_status(a, cd[0]), 0);
+	cr_assert_geq(rb2_conn_accept(b, 9), 0);
+	cr_assert_geq(rb2_conn_accept(b, 9), 0);
+	cr_assert_eq(rb2_conn_accept(b, 9), -EAGAIN);
+	cr_assert_eq(rb2_conn_accept(b, 10), -EINVAL);
+	cd[3] = rb2_conn_connect(a, 9);       /* b's third slot */
+	pump(NULL, NULL, 8);
+	cr_assert_eq(rb2_conn_status(a, cd[3]), 0);
+	cd[4] = rb2_conn_connect(a, 9);       /* b holds max_conns = 3 */
+	r.cd = cd[4];
+	cr_assert(pump(not_connecting, &r, 16));
+	cr_assert_eq(status, -ECONNREFUSED);
+	cr_assert(strstr(rb2_conn_why(a, cd[4]), "max_conns") != NULL, "%s",
+		  rb2_conn_why(a, cd[4]));
+	/* a's own limit: 6 slots, 2 of them held by refused connections not
+	 * closed yet. */
+	cd[5] = rb2_conn_connect(a, 9);
+	cr_assert_geq(cd[5], 0);
+	cr_assert_eq(rb2_conn_connect(a, 9), -EMFILE);
+	pump(NULL, NULL, 8);
+	cr_assert_eq(rb2_conn_status(a, cd[5]), -ECONNREFUSED);
+	rb2_conn_ep_stats_get(b, &st);
+	cr_expect_eq(st.refused_sent, 4, "b refused %" PRIu64, st.refused_sent);
+	rb2_conn_ep_stats_get(a, &st);
+	cr_expect_eq(st.refused_recv, 4, "a was refused %" PRIu64, st.refused_recv);
+	/* Closing refused ones frees their slots. */
+	cr_assert_eq(rb2_conn_close(a, cd[5]), 0);
+	cr_assert_geq(rb2_conn_connect(a, 9), 0);
+}
+
+/* Forged and bad frames on the wire, oversized sends, and a window overrun. */
+Test(rb2_conn, bad_input_is_counted_and_dropped)
+{
+	struct rb2_conn_ep_params pp;
+	struct rb2_conn_ep_stats st;
+	static uint8_t big[8192];
+	uint8_t f[16] = {0};
+	int ca, cb, status;
+	uint32_t cid;
+
+	rb2_conn_ep_params_init(&pp);
+	pp.window = 4096;
+	open_eps(&pp, &pp);
+	connect_n(1, &ca, &cb);
+	cr_assert_eq(rb2_conn_max_msg(a), 4096 - 8);
+	cr_assert_eq(rb2_conn_send(a, ca, big, 4096 - 7), -EMSGSIZE);
+	cr_assert_eq(rb2_conn_send(a, ca, big, 0), -EINVAL);
+	cr_assert_eq(rb2_conn_send(a, 12345, big, 1), -EBADF);
+	cr_assert_eq(rb2_conn_send(a, -1, big, 1), -EBADF);
+
+	/* Data for a connection that does not exist. */
+	cid = 0x00050077;
+	memcpy(f, &cid, 4);
+	f[4] = 1;                             /* DATA */
+	cr_assert_eq(rb2_tx_send(raw_ab, f, sizeof(f)), 0);
+	cr_assert_eq(rb2_tx_send(raw_ab, f, 5), 0);   /* shorter than a header */
+	f[4] = 99;                            /* unknown type */
+	cr_assert_eq(rb2_tx_send(raw_ab, f, 8), 0);
+	rb2_tx_flush(raw_ab);
+	pump(NULL, NULL, 4);
+	rb2_conn_ep_stats_get(b, &st);
+	cr_expect_eq(st.unknown_conn, 1);
+	cr_expect_eq(st.bad_frames, 2);
+	/* The connection is unharmed. */
+	cr_assert_eq(rb2_conn_send(a, ca, "ok", 2), 0);
+	pump(NULL, NULL, 4);
+	cr_assert_eq(rb2_conn_recv(b, cb, big, sizeof(big)), 2);
+
+	/* A sender that ignores the credit: b resets the connection. */
+	cid = (uint32_t)cb;
+	memcpy(big, &cid, 4);
+	big[4] = 1;
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(rb2_tx_send(raw_ab, big, 8 + 2000), 0);
+	rb2_tx_flush(raw_ab);
+	pump(NULL, NULL, 8);
+	rb2_conn_ep_stats_get(b, &st);
+	cr_expect_eq(st.window_violations, 1);
+	cr_expect_eq(rb2_conn_status(b, cb), -EPROTO);
+	status = rb2_conn_status(a, ca);
+	cr_expect_eq(status, -ECONNRESET, "the sender's end: %d", status);
+	cr_expect(strstr(rb2_conn_why(a, ca), "window") != NULL, "%s", rb2_conn_why(a, ca));
+	cr_expect_eq(rb2_conn_send(a, ca, "x", 1), -ECONNRESET);
+}
+
+/* Too many connections: a clear limit at max_conns, not a crash. */
+Test(rb2_conn, parameters_are_checked)
+{
+	struct rb2_conn_ep_params pp;
+	struct rb2_chan_params p;
+	struct rb2_tx *tx;
+	struct rb2_rx *rx;
+
+	rb2_chan_params_init(&p);
+	tx = rb2_tx_create("pc", xp, &p);
+	rx = rb2_rx_create("pc", xp, &p);
+	cr_assert(tx && rx);
+	rb2_conn_ep_params_init(&pp);
+	pp.max_conns = RB2_CONN_MAX + 1;
+	cr_expect_null(rb2_conn_ep_create("x", tx, rx, &pp));
+	cr_expect_eq(rte_errno, EINVAL);
+	rb2_conn_ep_params_init(&pp);
+	pp.window = 5000;
+	cr_expect_null(rb2_conn_ep_create("x", tx, rx, &pp));
+	rb2_conn_ep_params_init(&pp);
+	pp.max_msg = 40000;                    /* the channel carries 32 KiB */
+	pp.window = 65536;
+	cr_expect_null(rb2_conn_ep_create("x", tx, rx, &pp));
+	cr_expect_eq(rte_errno, EMSGSIZE);
+	rb2_tx_destroy(tx);
+	rb2_rx_destroy(rx);
+}

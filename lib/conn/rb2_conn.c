@@ -25,15 +25,15 @@ struct rb2_conn_ep_list rb2_conn_eps = {
 	.eps = TAILQ_HEAD_INITIALIZER(rb2_conn_eps.eps),
 };
 
-static const char *const refuse_why[REFUSE_MAX] = {
-	[REFUSE_NO_LISTENER] = "nothing listens on that port at the peer",
-	[REFUSE_BACKLOG] = "the port's backlog at the peer is full (nobody accepts)",
-	[REFUSE_TOO_MANY] = "the peer holds its limit of connections (raise its max_conns)",
+static const char *const refuse_why[RB2_CONN_REFUSE_MAX] = {
+	[RB2_CONN_REFUSE_NO_LISTENER] = "nothing listens on that port at the peer",
+	[RB2_CONN_REFUSE_BACKLOG] = "the port's backlog at the peer is full (nobody accepts)",
+	[RB2_CONN_REFUSE_TOO_MANY] = "the peer holds its limit of connections (raise its max_conns)",
 };
 
-static const char *const rst_why[RST_MAX] = {
-	[RST_UNLISTEN] = "the peer stopped listening before accepting it",
-	[RST_WINDOW] = "a sender overran the receiver's window",
+static const char *const rst_why[RB2_CONN_RST_MAX] = {
+	[RB2_CONN_RST_UNLISTEN] = "the peer stopped listening before accepting it",
+	[RB2_CONN_RST_WINDOW] = "a sender overran the receiver's window",
 };
 
 void
@@ -53,36 +53,23 @@ rb2_conn_max_msg(const struct rb2_conn_ep *ep)
 
 /* ---- descriptors and slots ---------------------------------------------- */
 
-static inline struct conn *
+static inline struct rb2_conn_slot *
 slot_of(struct rb2_conn_ep *ep, uint32_t cid)
 {
-	uint32_t idx = cid & 0xffff;
-	struct conn *c;
-
-	if (idx >= ep->p.max_conns)
-		return NULL;
-	c = &ep->conns[idx];
-	return c->state != ST_FREE && c->cd == cid ? c : NULL;
+	return __rb2_conn_slot_of(ep, cid);
 }
 
 /* The connection an application's descriptor names, or NULL (-EBADF). */
-static inline struct conn *
+static inline struct rb2_conn_slot *
 conn_of(struct rb2_conn_ep *ep, int cd)
 {
-	struct conn *c;
-
-	if (cd < 0)
-		return NULL;
-	c = slot_of(ep, (uint32_t)cd);
-	if (c == NULL || c->app_closed || c->state == ST_BACKLOG)
-		return NULL;
-	return c;
+	return __rb2_conn_of(ep, cd);
 }
 
-static struct conn *
+static struct rb2_conn_slot *
 slot_alloc(struct rb2_conn_ep *ep)
 {
-	struct conn *c;
+	struct rb2_conn_slot *c;
 	uint32_t gen, idx;
 	size_t size = (size_t)ep->p.window + rb2_conn_footprint(ep->p.max_msg);
 
@@ -105,7 +92,7 @@ slot_alloc(struct rb2_conn_ep *ep)
 }
 
 static void
-slot_free(struct rb2_conn_ep *ep, struct conn *c)
+slot_free(struct rb2_conn_ep *ep, struct rb2_conn_slot *c)
 {
 	uint32_t cd = c->cd;
 
@@ -118,16 +105,26 @@ slot_free(struct rb2_conn_ep *ep, struct conn *c)
 
 /* Free a closed connection's slot once nothing more can come for it. */
 static void
-maybe_free(struct rb2_conn_ep *ep, struct conn *c)
+maybe_free(struct rb2_conn_ep *ep, struct rb2_conn_slot *c)
 {
-	if (c->state == ST_FREE || !c->app_closed || c->in_owed_list)
+	if (c->state == RB2_CONN_ST_FREE || !c->app_closed || c->in_owed_list)
 		return;
 	if (c->err != 0 || (c->wr_shut && c->rd_eof))
 		slot_free(ep, c);
 }
 
+/* Queue @p c for rb2_conn_ep_ready(): it has news for its application. */
+static inline void
+mark_ready(struct rb2_conn_ep *ep, struct rb2_conn_slot *c)
+{
+	if (c->in_ready || c->app_closed || c->state == RB2_CONN_ST_BACKLOG)
+		return;
+	c->in_ready = 1;
+	ep->ready[(ep->ready_head + ep->n_ready++) % ep->p.max_conns] = c->cd & 0xffff;
+}
+
 static void
-owe(struct rb2_conn_ep *ep, struct conn *c, uint8_t what)
+owe(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, uint8_t what)
 {
 	c->owed |= what;
 	if (!c->in_owed_list) {
@@ -137,14 +134,15 @@ owe(struct rb2_conn_ep *ep, struct conn *c, uint8_t what)
 }
 
 static void
-conn_fail(struct conn *c, int err, const char *why)
+conn_fail(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, int err, const char *why)
 {
 	if (c->err != 0)
 		return;
 	c->err = err;
 	snprintf(c->why, sizeof(c->why), "%s", why);
-	if (c->state == ST_SYN_SENT)
-		c->state = ST_FAILED;
+	if (c->state == RB2_CONN_ST_SYN_SENT)
+		c->state = RB2_CONN_ST_FAILED;
+	mark_ready(ep, c);
 }
 
 /* The channel failed: every connection fails with it. */
@@ -160,12 +158,12 @@ ep_fail(struct rb2_conn_ep *ep, int err)
 	snprintf(why, sizeof(why), "the channel to the peer failed: %s",
 		 strerror(-err));
 	for (uint32_t i = 0; i < ep->p.max_conns; i++) {
-		struct conn *c = &ep->conns[i];
+		struct rb2_conn_slot *c = &ep->conns[i];
 
-		if (c->state == ST_FREE)
+		if (c->state == RB2_CONN_ST_FREE)
 			continue;
 		n++;
-		conn_fail(c, err, why);
+		conn_fail(ep, c, err, why);
 		c->owed = 0;
 	}
 	CONN_LOG(ERR, "endpoint %s: %s; %u connection(s) fail with it",
@@ -195,10 +193,10 @@ params_check(const struct rb2_conn_ep_params *p, uint32_t chan_max)
 			 p->max_msg, p->window - RB2_CONN_HDR_LEN);
 		return -EINVAL;
 	}
-	if (chan_max <= RB2_CONN_HDR_LEN + CREDITS_PER_FRAME * sizeof(struct conn_credit)) {
+	if (chan_max <= RB2_CONN_HDR_LEN + RB2_CONN_CREDITS_PER_FRAME * sizeof(struct rb2_conn_credit)) {
 		CONN_LOG(ERR, "the channel carries messages of %u bytes at most: too few "
 			 "for control frames (%zu); give it more or larger slots", chan_max,
-			 RB2_CONN_HDR_LEN + CREDITS_PER_FRAME * sizeof(struct conn_credit));
+			 RB2_CONN_HDR_LEN + RB2_CONN_CREDITS_PER_FRAME * sizeof(struct rb2_conn_credit));
 		return -EMSGSIZE;
 	}
 	if (p->max_msg > chan_max - RB2_CONN_HDR_LEN) {
@@ -250,7 +248,9 @@ rb2_conn_ep_create(const char *name, struct rb2_tx *tx, struct rb2_rx *rx,
 	ep->conns = calloc(p.max_conns, sizeof(*ep->conns));
 	ep->free_idx = calloc(p.max_conns, sizeof(*ep->free_idx));
 	ep->owed = calloc(p.max_conns, sizeof(*ep->owed));
-	if (ep->conns == NULL || ep->free_idx == NULL || ep->owed == NULL)
+	ep->ready = calloc(p.max_conns, sizeof(*ep->ready));
+	if (ep->conns == NULL || ep->free_idx == NULL || ep->owed == NULL ||
+	    ep->ready == NULL)
 		goto nomem;
 	/* Lowest indexes first out of the stack. */
 	for (uint32_t i = 0; i < p.max_conns; i++)
@@ -265,6 +265,7 @@ nomem:
 		free(ep->conns);
 		free(ep->free_idx);
 		free(ep->owed);
+		free(ep->ready);
 		free(ep);
 	}
 	CONN_LOG(ERR, "endpoint %s: out of memory for %u connections", name, p.max_conns);
@@ -282,13 +283,14 @@ rb2_conn_ep_destroy(struct rb2_conn_ep *ep)
 	pthread_mutex_unlock(&rb2_conn_eps.lock);
 	for (uint32_t i = 0; i < ep->p.max_conns; i++)
 		free(ep->conns[i].buf);
-	for (uint32_t i = 0; i < LISTEN_MAX; i++)
+	for (uint32_t i = 0; i < RB2_CONN_LISTEN_MAX; i++)
 		free(ep->listeners[i].q);
 	rb2_tx_destroy(ep->tx);
 	rb2_rx_destroy(ep->rx);
 	free(ep->conns);
 	free(ep->free_idx);
 	free(ep->owed);
+	free(ep->ready);
 	free(ep->refusals);
 	free(ep);
 }
@@ -312,65 +314,64 @@ frame_out(struct rb2_conn_ep *ep, uint32_t cid, uint8_t type, uint16_t aux,
 		ep_fail(ep, ret);
 		return ret;
 	}
-	memcpy(slot, &cid, 4);
-	slot[4] = type;
-	slot[5] = 0;
-	memcpy(slot + 6, &aux, 2);
+	*(uint64_t *)slot = __rb2_conn_hdr(cid, type, aux);
 	if (blen != 0)
 		memcpy(slot + RB2_CONN_HDR_LEN, body, blen);
 	rb2_tx_commit(ep->tx, RB2_CONN_HDR_LEN + blen);
 	CONN_STAT_ADD(ep, ctrl_frames_tx, 1);
+	atomic_store_explicit(&ep->ctrl_bytes_tx, atomic_load_explicit(&ep->ctrl_bytes_tx,
+		memory_order_relaxed) + RB2_CONN_HDR_LEN + blen, memory_order_relaxed);
 	return 0;
 }
 
 static void
-hello_of(const struct rb2_conn_ep *ep, const struct conn *c, struct conn_hello *h)
+hello_of(const struct rb2_conn_ep *ep, const struct rb2_conn_slot *c, struct rb2_conn_hello *h)
 {
 	h->src_cd = c->cd;
 	h->window = ep->p.window;
 	h->max_msg = ep->p.max_msg;
-	h->magic = CONN_MAGIC;
-	h->version = CONN_VERSION;
+	h->magic = RB2_CONN_MAGIC;
+	h->version = RB2_CONN_VERSION;
 }
 
 /* Send one connection's owed frames except credits; -EAGAIN: ring full. */
 static int
-send_owed_one(struct rb2_conn_ep *ep, struct conn *c)
+send_owed_one(struct rb2_conn_ep *ep, struct rb2_conn_slot *c)
 {
-	struct conn_hello h;
+	struct rb2_conn_hello h;
 	int ret = 0;
 
-	if (c->owed & OWE_SYN) {
+	if (c->owed & RB2_CONN_OWE_SYN) {
 		hello_of(ep, c, &h);
-		ret = frame_out(ep, CID_NONE, FR_SYN, c->port, &h, sizeof(h));
+		ret = frame_out(ep, RB2_CONN_CID_NONE, RB2_CONN_FR_SYN, c->port, &h, sizeof(h));
 		if (ret < 0)
 			return ret;
-		c->owed &= ~OWE_SYN;
+		c->owed &= ~RB2_CONN_OWE_SYN;
 	}
-	if (c->owed & OWE_SYNACK) {
+	if (c->owed & RB2_CONN_OWE_SYNACK) {
 		hello_of(ep, c, &h);
-		ret = frame_out(ep, c->peer_cd, FR_SYNACK, 0, &h, sizeof(h));
+		ret = frame_out(ep, c->peer_cd, RB2_CONN_FR_SYNACK, 0, &h, sizeof(h));
 		if (ret < 0)
 			return ret;
-		c->owed &= ~OWE_SYNACK;
+		c->owed &= ~RB2_CONN_OWE_SYNACK;
 	}
-	if (c->owed & OWE_WANT) {
-		ret = frame_out(ep, c->peer_cd, FR_WANT, 0, NULL, 0);
+	if (c->owed & RB2_CONN_OWE_WANT) {
+		ret = frame_out(ep, c->peer_cd, RB2_CONN_FR_WANT, 0, NULL, 0);
 		if (ret < 0)
 			return ret;
-		c->owed &= ~OWE_WANT;
+		c->owed &= ~RB2_CONN_OWE_WANT;
 	}
-	if (c->owed & OWE_FIN) {
-		ret = frame_out(ep, c->peer_cd, FR_FIN, 0, NULL, 0);
+	if (c->owed & RB2_CONN_OWE_FIN) {
+		ret = frame_out(ep, c->peer_cd, RB2_CONN_FR_FIN, 0, NULL, 0);
 		if (ret < 0)
 			return ret;
-		c->owed &= ~OWE_FIN;
+		c->owed &= ~RB2_CONN_OWE_FIN;
 	}
-	if (c->owed & OWE_RST) {
-		ret = frame_out(ep, c->peer_cd, FR_RST, c->rst_reason, NULL, 0);
+	if (c->owed & RB2_CONN_OWE_RST) {
+		ret = frame_out(ep, c->peer_cd, RB2_CONN_FR_RST, c->rst_reason, NULL, 0);
 		if (ret < 0)
 			return ret;
-		c->owed &= ~OWE_RST;
+		c->owed &= ~RB2_CONN_OWE_RST;
 	}
 	return 0;
 }
@@ -379,24 +380,24 @@ send_owed_one(struct rb2_conn_ep *ep, struct conn *c)
 static int
 send_credits(struct rb2_conn_ep *ep, const uint32_t *idx, uint32_t n)
 {
-	struct conn_credit cr[CREDITS_PER_FRAME];
+	struct rb2_conn_credit cr[RB2_CONN_CREDITS_PER_FRAME];
 	int ret;
 
 	for (uint32_t j = 0; j < n; j++) {
-		struct conn *c = &ep->conns[idx[j]];
+		struct rb2_conn_slot *c = &ep->conns[idx[j]];
 
 		cr[j].cid = c->peer_cd;
 		cr[j].consumed = (uint32_t)c->rpos;
 	}
-	ret = frame_out(ep, CID_NONE, FR_CREDIT, (uint16_t)n, cr, n * sizeof(cr[0]));
+	ret = frame_out(ep, RB2_CONN_CID_NONE, RB2_CONN_FR_CREDIT, (uint16_t)n, cr, n * sizeof(cr[0]));
 	if (ret < 0)
 		return ret;
 	for (uint32_t j = 0; j < n; j++) {
-		struct conn *c = &ep->conns[idx[j]];
+		struct rb2_conn_slot *c = &ep->conns[idx[j]];
 
 		c->credited = c->rpos;
 		c->peer_wants = 0;
-		c->owed &= ~OWE_CREDIT;
+		c->owed &= ~RB2_CONN_OWE_CREDIT;
 	}
 	return 0;
 }
@@ -410,14 +411,14 @@ send_credits(struct rb2_conn_ep *ep, const uint32_t *idx, uint32_t n)
 static void
 send_owed(struct rb2_conn_ep *ep)
 {
-	uint32_t batch[CREDITS_PER_FRAME];
+	uint32_t batch[RB2_CONN_CREDITS_PER_FRAME];
 	uint32_t nb = 0, keep = 0, i;
 	int full = 0;
 
 	if (ep->resv_cd >= 0 || ep->err != 0)
 		return;
 	for (i = 0; i < ep->n_refusals; i++)
-		if (frame_out(ep, ep->refusals[i].peer_cd, FR_REFUSE,
+		if (frame_out(ep, ep->refusals[i].peer_cd, RB2_CONN_FR_REFUSE,
 			      ep->refusals[i].reason, NULL, 0) < 0)
 			break;
 	memmove(ep->refusals, ep->refusals + i,
@@ -425,16 +426,16 @@ send_owed(struct rb2_conn_ep *ep)
 	ep->n_refusals -= i;
 
 	for (i = 0; i < ep->n_owed && !full; i++) {
-		struct conn *c = &ep->conns[ep->owed[i]];
+		struct rb2_conn_slot *c = &ep->conns[ep->owed[i]];
 
-		if (c->owed & ~OWE_CREDIT)
+		if (c->owed & ~RB2_CONN_OWE_CREDIT)
 			full = send_owed_one(ep, c) < 0;
 	}
 	for (i = 0; i < ep->n_owed && !full; i++) {
-		if (!(ep->conns[ep->owed[i]].owed & OWE_CREDIT))
+		if (!(ep->conns[ep->owed[i]].owed & RB2_CONN_OWE_CREDIT))
 			continue;
 		batch[nb++] = ep->owed[i];
-		if (nb == CREDITS_PER_FRAME) {
+		if (nb == RB2_CONN_CREDITS_PER_FRAME) {
 			full = send_credits(ep, batch, nb) < 0;
 			nb = 0;
 		}
@@ -442,7 +443,7 @@ send_owed(struct rb2_conn_ep *ep)
 	if (nb > 0 && !full)
 		send_credits(ep, batch, nb);
 	for (i = 0; i < ep->n_owed; i++) {
-		struct conn *c = &ep->conns[ep->owed[i]];
+		struct rb2_conn_slot *c = &ep->conns[ep->owed[i]];
 
 		if (c->owed != 0 && ep->err == 0) {
 			ep->owed[keep++] = ep->owed[i];
@@ -450,7 +451,7 @@ send_owed(struct rb2_conn_ep *ep)
 		}
 		c->owed = 0;
 		c->in_owed_list = 0;
-		if (c->state != ST_FREE)
+		if (c->state != RB2_CONN_ST_FREE)
 			maybe_free(ep, c);
 	}
 	ep->n_owed = keep;
@@ -479,24 +480,16 @@ unknown_conn(struct rb2_conn_ep *ep, uint32_t cid, unsigned int type)
 			 ep->name, type, cid, n);
 }
 
-/* Consume @p fp bytes of a connection's buffer; owe a credit when due. */
-static inline void
-consumed(struct rb2_conn_ep *ep, struct conn *c, uint32_t fp)
+void
+__rb2_conn_credit_due(struct rb2_conn_ep *ep, struct rb2_conn_slot *c)
 {
-	uint64_t unreturned;
-
-	c->rpos += fp;
-	if (c->vpos < c->rpos)
-		c->vpos = c->rpos;
-	/* Credit back in quarters of the window, or at once for a sender
-	 * that said it waits. */
-	unreturned = c->rpos - c->credited;
-	if (unreturned >= (ep->p.window >> 2) || (c->peer_wants && unreturned != 0))
-		owe(ep, c, OWE_CREDIT);
+	owe(ep, c, RB2_CONN_OWE_CREDIT);
+	if (ep->resv_cd < 0)
+		send_owed(ep);
 }
 
 static void
-data_in(struct rb2_conn_ep *ep, struct conn *c, const uint8_t *payload, uint32_t len)
+data_in(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t *payload, uint32_t len)
 {
 	uint32_t fp = rb2_conn_footprint(len);
 	uint8_t *rec;
@@ -506,9 +499,9 @@ data_in(struct rb2_conn_ep *ep, struct conn *c, const uint8_t *payload, uint32_t
 		CONN_LOG(ERR, "endpoint %s: connection %#x got %u bytes beyond its "
 			 "window of %u (%" PRIu64 " buffered): reset", ep->name, c->cd,
 			 len, ep->p.window, c->wpos - c->rpos);
-		conn_fail(c, -EPROTO, rst_why[RST_WINDOW]);
-		c->rst_reason = RST_WINDOW;
-		owe(ep, c, OWE_RST);
+		conn_fail(ep, c, -EPROTO, rst_why[RB2_CONN_RST_WINDOW]);
+		c->rst_reason = RB2_CONN_RST_WINDOW;
+		owe(ep, c, RB2_CONN_OWE_RST);
 		return;
 	}
 	if (c->app_closed || c->err != 0) {
@@ -516,9 +509,11 @@ data_in(struct rb2_conn_ep *ep, struct conn *c, const uint8_t *payload, uint32_t
 		CONN_STAT_ADD(ep, discarded_msgs, 1);
 		CONN_STAT_ADD(ep, discarded_bytes, len);
 		c->wpos += fp;
-		consumed(ep, c, fp);
+		__rb2_conn_consumed(ep, c, fp);
 		return;
 	}
+	if (c->wpos == c->vpos)
+		mark_ready(ep, c);
 	rec = c->buf + (c->wpos & ep->win_mask);
 	memcpy(rec, &len, 4);
 	memcpy(rec + RB2_CONN_HDR_LEN, payload, len);
@@ -531,15 +526,15 @@ data_in(struct rb2_conn_ep *ep, struct conn *c, const uint8_t *payload, uint32_t
 
 static int
 hello_ok(struct rb2_conn_ep *ep, const uint8_t *body, uint32_t blen,
-	 struct conn_hello *h, unsigned int type)
+	 struct rb2_conn_hello *h, unsigned int type)
 {
 	if (blen != sizeof(*h)) {
 		bad_frame(ep, "hello of the wrong size", blen, type);
 		return 0;
 	}
 	memcpy(h, body, sizeof(*h));
-	if (h->magic != CONN_MAGIC || h->version != CONN_VERSION) {
-		bad_frame(ep, h->magic != CONN_MAGIC ? "bad magic (byte order?)" :
+	if (h->magic != RB2_CONN_MAGIC || h->version != RB2_CONN_VERSION) {
+		bad_frame(ep, h->magic != RB2_CONN_MAGIC ? "bad magic (byte order?)" :
 			  "unknown version", blen, type);
 		return 0;
 	}
@@ -556,7 +551,7 @@ refuse(struct rb2_conn_ep *ep, uint32_t peer_cd, uint16_t reason)
 {
 	if (ep->n_refusals == ep->cap_refusals) {
 		uint32_t cap = ep->cap_refusals ? ep->cap_refusals * 2 : 16;
-		struct refusal *r = realloc(ep->refusals, cap * sizeof(*r));
+		struct rb2_conn_refusal *r = realloc(ep->refusals, cap * sizeof(*r));
 
 		if (r == NULL) {
 			/* The peer's connect then fails when the channel
@@ -568,14 +563,14 @@ refuse(struct rb2_conn_ep *ep, uint32_t peer_cd, uint16_t reason)
 		ep->refusals = r;
 		ep->cap_refusals = cap;
 	}
-	ep->refusals[ep->n_refusals++] = (struct refusal){ peer_cd, reason };
+	ep->refusals[ep->n_refusals++] = (struct rb2_conn_refusal){ peer_cd, reason };
 	CONN_STAT_ADD(ep, refused_sent, 1);
 }
 
-static struct listener *
+static struct rb2_conn_listener *
 listener_of(struct rb2_conn_ep *ep, uint16_t port)
 {
-	for (uint32_t i = 0; i < LISTEN_MAX; i++)
+	for (uint32_t i = 0; i < RB2_CONN_LISTEN_MAX; i++)
 		if (ep->listeners[i].used && ep->listeners[i].port == port)
 			return &ep->listeners[i];
 	return NULL;
@@ -584,26 +579,27 @@ listener_of(struct rb2_conn_ep *ep, uint16_t port)
 static void
 syn_in(struct rb2_conn_ep *ep, uint16_t port, const uint8_t *body, uint32_t blen)
 {
-	struct listener *l = listener_of(ep, port);
-	struct conn_hello h;
-	struct conn *c;
+	struct rb2_conn_listener *l = listener_of(ep, port);
+	struct rb2_conn_hello h;
+	struct rb2_conn_slot *c;
 
-	if (!hello_ok(ep, body, blen, &h, FR_SYN))
+	if (!hello_ok(ep, body, blen, &h, RB2_CONN_FR_SYN))
 		return;
 	if (l == NULL)
-		return refuse(ep, h.src_cd, REFUSE_NO_LISTENER);
+		return refuse(ep, h.src_cd, RB2_CONN_REFUSE_NO_LISTENER);
 	if (l->count == l->backlog)
-		return refuse(ep, h.src_cd, REFUSE_BACKLOG);
+		return refuse(ep, h.src_cd, RB2_CONN_REFUSE_BACKLOG);
 	c = slot_alloc(ep);
 	if (c == NULL)
-		return refuse(ep, h.src_cd, REFUSE_TOO_MANY);
-	c->state = ST_BACKLOG;
+		return refuse(ep, h.src_cd, RB2_CONN_REFUSE_TOO_MANY);
+	c->state = RB2_CONN_ST_BACKLOG;
 	c->port = port;
 	c->peer_cd = h.src_cd;
 	c->peer_window = h.window;
 	c->peer_max = h.max_msg;
+	c->max_send = RTE_MIN(ep->p.max_msg, h.max_msg);
 	l->q[(l->head + l->count++) % l->backlog] = c->cd;
-	owe(ep, c, OWE_SYNACK);
+	owe(ep, c, RB2_CONN_OWE_SYNACK);
 	CONN_STAT_ADD(ep, conns_opened, 1);
 }
 
@@ -612,8 +608,8 @@ frame_in(struct rb2_conn_ep *ep, const uint8_t *f, uint32_t len)
 {
 	uint32_t cid, blen = len - RB2_CONN_HDR_LEN;
 	const uint8_t *body = f + RB2_CONN_HDR_LEN;
-	struct conn_hello h;
-	struct conn *c;
+	struct rb2_conn_hello h;
+	struct rb2_conn_slot *c;
 	uint16_t aux;
 	uint8_t type;
 
@@ -622,25 +618,25 @@ frame_in(struct rb2_conn_ep *ep, const uint8_t *f, uint32_t len)
 	memcpy(&cid, f, 4);
 	type = f[4];
 	memcpy(&aux, f + 6, 2);
-	if (likely(type == FR_DATA)) {
+	if (likely(type == RB2_CONN_FR_DATA)) {
 		c = slot_of(ep, cid);
-		if (unlikely(c == NULL || c->state == ST_SYN_SENT))
+		if (unlikely(c == NULL || c->state == RB2_CONN_ST_SYN_SENT))
 			return unknown_conn(ep, cid, type);
 		if (unlikely(blen == 0))
 			return bad_frame(ep, "empty data", len, type);
 		return data_in(ep, c, body, blen);
 	}
-	if (unlikely(type == 0 || type >= FR_MAX))
+	if (unlikely(type == 0 || type >= RB2_CONN_FR_MAX))
 		return bad_frame(ep, "unknown type", len, type);
 	CONN_STAT_ADD(ep, ctrl_frames_rx, 1);
 	switch (type) {
-	case FR_SYN:
+	case RB2_CONN_FR_SYN:
 		return syn_in(ep, aux, body, blen);
-	case FR_CREDIT:
-		if (aux == 0 || blen != aux * sizeof(struct conn_credit))
+	case RB2_CONN_FR_CREDIT:
+		if (aux == 0 || blen != aux * sizeof(struct rb2_conn_credit))
 			return bad_frame(ep, "credit count and length disagree", len, type);
 		for (uint32_t i = 0; i < aux; i++) {
-			struct conn_credit cr;
+			struct rb2_conn_credit cr;
 
 			memcpy(&cr, body + i * sizeof(cr), sizeof(cr));
 			c = slot_of(ep, cr.cid);
@@ -660,39 +656,42 @@ frame_in(struct rb2_conn_ep *ep, const uint8_t *f, uint32_t len)
 	if (c == NULL)
 		return unknown_conn(ep, cid, type);
 	switch (type) {
-	case FR_SYNACK:
-		if (c->state != ST_SYN_SENT)
+	case RB2_CONN_FR_SYNACK:
+		if (c->state != RB2_CONN_ST_SYN_SENT)
 			return bad_frame(ep, "accept of a connection not connecting", len, type);
 		if (!hello_ok(ep, body, blen, &h, type))
 			return;
 		c->peer_cd = h.src_cd;
 		c->peer_window = h.window;
 		c->peer_max = h.max_msg;
-		c->state = ST_OPEN;
+		c->max_send = RTE_MIN(ep->p.max_msg, h.max_msg);
+		c->state = RB2_CONN_ST_OPEN;
 		CONN_STAT_ADD(ep, conns_opened, 1);
+		mark_ready(ep, c);
 		if (c->app_closed)   /* closed while connecting: close it now */
-			owe(ep, c, OWE_FIN);
+			owe(ep, c, RB2_CONN_OWE_FIN);
 		return;
-	case FR_REFUSE:
-		if (c->state != ST_SYN_SENT || aux == 0 || aux >= REFUSE_MAX)
+	case RB2_CONN_FR_REFUSE:
+		if (c->state != RB2_CONN_ST_SYN_SENT || aux == 0 || aux >= RB2_CONN_REFUSE_MAX)
 			return bad_frame(ep, "refusal of a connection not connecting", len, type);
-		conn_fail(c, -ECONNREFUSED, refuse_why[aux]);
+		conn_fail(ep, c, -ECONNREFUSED, refuse_why[aux]);
 		CONN_STAT_ADD(ep, refused_recv, 1);
 		c->wr_shut = c->rd_eof = 1;
 		return maybe_free(ep, c);
-	case FR_FIN:
+	case RB2_CONN_FR_FIN:
 		c->rd_eof = 1;
+		mark_ready(ep, c);
 		return maybe_free(ep, c);
-	case FR_RST:
-		conn_fail(c, -ECONNRESET, aux > 0 && aux < RST_MAX ? rst_why[aux] :
+	case RB2_CONN_FR_RST:
+		conn_fail(ep, c, -ECONNRESET, aux > 0 && aux < RB2_CONN_RST_MAX ? rst_why[aux] :
 			  "reset by the peer");
-		c->owed &= ~(OWE_FIN | OWE_WANT | OWE_CREDIT);
+		c->owed &= ~(RB2_CONN_OWE_FIN | RB2_CONN_OWE_WANT | RB2_CONN_OWE_CREDIT);
 		c->rd_eof = 1;
 		return maybe_free(ep, c);
-	case FR_WANT:
+	case RB2_CONN_FR_WANT:
 		c->peer_wants = 1;
 		if (c->rpos != c->credited)
-			owe(ep, c, OWE_CREDIT);
+			owe(ep, c, RB2_CONN_OWE_CREDIT);
 		return;
 	default:
 		return;
@@ -733,6 +732,25 @@ rb2_conn_ep_poll(struct rb2_conn_ep *ep)
 }
 
 int
+rb2_conn_ep_ready(struct rb2_conn_ep *ep, int *cds, unsigned int n)
+{
+	unsigned int k = 0;
+
+	if (ep->n_ready == 0)
+		rb2_conn_ep_poll(ep);
+	while (k < n && ep->n_ready > 0) {
+		struct rb2_conn_slot *c = &ep->conns[ep->ready[ep->ready_head]];
+
+		ep->ready_head = (ep->ready_head + 1) % ep->p.max_conns;
+		ep->n_ready--;
+		c->in_ready = 0;
+		if (c->state != RB2_CONN_ST_FREE && !c->app_closed)
+			cds[k++] = (int)c->cd;
+	}
+	return k > 0 ? (int)k : ep->err;
+}
+
+int
 rb2_conn_flush(struct rb2_conn_ep *ep)
 {
 	int ret;
@@ -750,11 +768,11 @@ rb2_conn_flush(struct rb2_conn_ep *ep)
 int
 rb2_conn_listen(struct rb2_conn_ep *ep, uint16_t port, uint32_t backlog)
 {
-	struct listener *l = NULL;
+	struct rb2_conn_listener *l = NULL;
 
 	if (listener_of(ep, port) != NULL)
 		return -EADDRINUSE;
-	for (uint32_t i = 0; i < LISTEN_MAX && l == NULL; i++)
+	for (uint32_t i = 0; i < RB2_CONN_LISTEN_MAX && l == NULL; i++)
 		if (!ep->listeners[i].used)
 			l = &ep->listeners[i];
 	if (l == NULL)
@@ -775,21 +793,21 @@ rb2_conn_listen(struct rb2_conn_ep *ep, uint16_t port, uint32_t backlog)
 int
 rb2_conn_unlisten(struct rb2_conn_ep *ep, uint16_t port)
 {
-	struct listener *l = listener_of(ep, port);
+	struct rb2_conn_listener *l = listener_of(ep, port);
 
 	if (l == NULL)
 		return -EINVAL;
 	for (uint32_t i = 0; i < l->count; i++) {
-		struct conn *c = slot_of(ep, l->q[(l->head + i) % l->backlog]);
+		struct rb2_conn_slot *c = slot_of(ep, l->q[(l->head + i) % l->backlog]);
 
 		if (c == NULL)
 			continue;
-		c->owed &= ~OWE_SYNACK;
+		c->owed &= ~RB2_CONN_OWE_SYNACK;
 		c->app_closed = 1;
-		c->rst_reason = RST_UNLISTEN;
-		conn_fail(c, -ECONNRESET, rst_why[RST_UNLISTEN]);
+		c->rst_reason = RB2_CONN_RST_UNLISTEN;
+		conn_fail(ep, c, -ECONNRESET, rst_why[RB2_CONN_RST_UNLISTEN]);
 		if (c->err == -ECONNRESET && !c->rd_eof)
-			owe(ep, c, OWE_RST);
+			owe(ep, c, RB2_CONN_OWE_RST);
 		maybe_free(ep, c);
 	}
 	l->used = 0;
@@ -800,8 +818,8 @@ rb2_conn_unlisten(struct rb2_conn_ep *ep, uint16_t port)
 int
 rb2_conn_accept(struct rb2_conn_ep *ep, uint16_t port)
 {
-	struct listener *l = listener_of(ep, port);
-	struct conn *c;
+	struct rb2_conn_listener *l = listener_of(ep, port);
+	struct rb2_conn_slot *c;
 
 	if (l == NULL)
 		return -EINVAL;
@@ -811,9 +829,9 @@ rb2_conn_accept(struct rb2_conn_ep *ep, uint16_t port)
 		c = slot_of(ep, l->q[l->head]);
 		l->head = (l->head + 1) % l->backlog;
 		l->count--;
-		if (c == NULL || c->state != ST_BACKLOG)
+		if (c == NULL || c->state != RB2_CONN_ST_BACKLOG)
 			continue;
-		c->state = ST_OPEN;
+		c->state = RB2_CONN_ST_OPEN;
 		return (int)c->cd;
 	}
 	return ep->err != 0 ? ep->err : -EAGAIN;
@@ -822,17 +840,17 @@ rb2_conn_accept(struct rb2_conn_ep *ep, uint16_t port)
 int
 rb2_conn_connect(struct rb2_conn_ep *ep, uint16_t port)
 {
-	struct conn *c;
+	struct rb2_conn_slot *c;
 
 	if (ep->err != 0)
 		return ep->err;
 	c = slot_alloc(ep);
 	if (c == NULL)
 		return ep->n_free == 0 ? -EMFILE : -ENOMEM;
-	c->state = ST_SYN_SENT;
+	c->state = RB2_CONN_ST_SYN_SENT;
 	c->port = port;
-	c->peer_cd = CID_NONE;
-	owe(ep, c, OWE_SYN);
+	c->peer_cd = RB2_CONN_CID_NONE;
+	owe(ep, c, RB2_CONN_OWE_SYN);
 	send_owed(ep);
 	return (int)c->cd;
 }
@@ -840,19 +858,19 @@ rb2_conn_connect(struct rb2_conn_ep *ep, uint16_t port)
 int
 rb2_conn_status(struct rb2_conn_ep *ep, int cd)
 {
-	struct conn *c = conn_of(ep, cd);
+	struct rb2_conn_slot *c = conn_of(ep, cd);
 
 	if (c == NULL)
 		return -EBADF;
 	if (c->err != 0)
 		return c->err;
-	return c->state == ST_SYN_SENT ? -EINPROGRESS : 0;
+	return c->state == RB2_CONN_ST_SYN_SENT ? -EINPROGRESS : 0;
 }
 
 const char *
 rb2_conn_why(struct rb2_conn_ep *ep, int cd)
 {
-	struct conn *c = conn_of(ep, cd);
+	struct rb2_conn_slot *c = conn_of(ep, cd);
 
 	return c == NULL ? "not an open descriptor" : c->why;
 }
@@ -860,7 +878,7 @@ rb2_conn_why(struct rb2_conn_ep *ep, int cd)
 int
 rb2_conn_shutdown(struct rb2_conn_ep *ep, int cd)
 {
-	struct conn *c = conn_of(ep, cd);
+	struct rb2_conn_slot *c = conn_of(ep, cd);
 
 	if (c == NULL)
 		return -EBADF;
@@ -868,7 +886,7 @@ rb2_conn_shutdown(struct rb2_conn_ep *ep, int cd)
 		return c->err;
 	if (!c->wr_shut) {
 		c->wr_shut = 1;
-		owe(ep, c, OWE_FIN);
+		owe(ep, c, RB2_CONN_OWE_FIN);
 		send_owed(ep);
 	}
 	return 0;
@@ -877,7 +895,7 @@ rb2_conn_shutdown(struct rb2_conn_ep *ep, int cd)
 int
 rb2_conn_close(struct rb2_conn_ep *ep, int cd)
 {
-	struct conn *c = conn_of(ep, cd);
+	struct rb2_conn_slot *c = conn_of(ep, cd);
 	uint64_t msgs = 0, bytes = 0;
 
 	if (c == NULL)
@@ -892,16 +910,16 @@ rb2_conn_close(struct rb2_conn_ep *ep, int cd)
 		memcpy(&len, c->buf + (c->rpos & ep->win_mask), 4);
 		msgs++;
 		bytes += len;
-		consumed(ep, c, rb2_conn_footprint(len));
+		__rb2_conn_consumed(ep, c, rb2_conn_footprint(len));
 	}
 	CONN_STAT_ADD(ep, discarded_msgs, msgs);
 	CONN_STAT_ADD(ep, discarded_bytes, bytes);
 	c->app_closed = 1;
-	if (!c->wr_shut && c->err == 0 && c->state != ST_SYN_SENT) {
+	if (!c->wr_shut && c->err == 0 && c->state != RB2_CONN_ST_SYN_SENT) {
 		c->wr_shut = 1;
-		owe(ep, c, OWE_FIN);
+		owe(ep, c, RB2_CONN_OWE_FIN);
 	}
-	if (c->state == ST_SYN_SENT) {
+	if (c->state == RB2_CONN_ST_SYN_SENT) {
 		/* The accept may still come; its connection is reset then. */
 		c->wr_shut = 1;
 	}
@@ -914,7 +932,7 @@ rb2_conn_close(struct rb2_conn_ep *ep, int cd)
 
 /* May @p c send @p len bytes now? 0, or the error to return. */
 static inline int
-send_ready(struct rb2_conn_ep *ep, struct conn *c, uint32_t len)
+send_ready(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, uint32_t len)
 {
 	if (unlikely(c->err != 0))
 		return c->err;
@@ -922,16 +940,16 @@ send_ready(struct rb2_conn_ep *ep, struct conn *c, uint32_t len)
 		return -EPIPE;
 	if (unlikely(len == 0))
 		return -EINVAL;
-	if (unlikely(len > ep->p.max_msg || (c->state == ST_OPEN && len > c->peer_max)))
+	if (unlikely(len > ep->p.max_msg || (c->state == RB2_CONN_ST_OPEN && len > c->peer_max)))
 		return -EMSGSIZE;
 	/* Not before the peer knows us (our SYNACK out, its SYNACK in). */
-	if (unlikely(c->state != ST_OPEN || (c->owed & OWE_SYNACK)))
+	if (unlikely(c->state != RB2_CONN_ST_OPEN || (c->owed & RB2_CONN_OWE_SYNACK)))
 		return -EAGAIN;
 	if (unlikely(c->sent + rb2_conn_footprint(len) - c->acked > c->peer_window)) {
 		CONN_STAT_ADD(ep, credit_waits, 1);
 		if (!c->want_sent) {
 			c->want_sent = 1;
-			owe(ep, c, OWE_WANT);
+			owe(ep, c, RB2_CONN_OWE_WANT);
 		}
 		return -EAGAIN;
 	}
@@ -939,9 +957,9 @@ send_ready(struct rb2_conn_ep *ep, struct conn *c, uint32_t len)
 }
 
 int
-rb2_conn_reserve(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf)
+__rb2_conn_reserve_slow(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf)
 {
-	struct conn *c = conn_of(ep, cd);
+	struct rb2_conn_slot *c = conn_of(ep, cd);
 	uint8_t *slot;
 	int ret;
 
@@ -970,49 +988,14 @@ rb2_conn_reserve(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf)
 		ep_fail(ep, ret);
 		return ret;
 	}
-	memcpy(slot, &c->peer_cd, 4);
-	slot[4] = FR_DATA;
-	slot[5] = 0;
-	slot[6] = slot[7] = 0;
-	ep->resv_cd = cd;
-	ep->resv_len = len;
+	*(uint64_t *)slot = __rb2_conn_hdr(c->peer_cd, RB2_CONN_FR_DATA, 0);
 	*buf = slot + RB2_CONN_HDR_LEN;
 	return 0;
 }
 
-int
-rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len)
-{
-	struct conn *c;
-
-	if (unlikely(ep->resv_cd != cd || cd < 0 || len == 0 || len > ep->resv_len))
-		return -EINVAL;
-	c = &ep->conns[cd & 0xffff];
-	rb2_tx_commit(ep->tx, RB2_CONN_HDR_LEN + len);
-	ep->resv_cd = -1;
-	c->sent += rb2_conn_footprint(len);
-	c->tx_msgs++;
-	c->tx_bytes += len;
-	CONN_STAT_ADD(ep, tx_msgs, 1);
-	CONN_STAT_ADD(ep, tx_bytes, len);
-	return 0;
-}
-
-int
-rb2_conn_send(struct rb2_conn_ep *ep, int cd, const void *buf, uint32_t len)
-{
-	void *slot;
-	int ret = rb2_conn_reserve(ep, cd, len, &slot);
-
-	if (ret < 0)
-		return ret;
-	memcpy(slot, buf, len);
-	return rb2_conn_commit(ep, cd, len);
-}
-
 /* The next unviewed record of @p c, polling once if there is none. */
 static inline int
-next_record(struct rb2_conn_ep *ep, struct conn *c, const uint8_t **rec)
+next_record(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t **rec)
 {
 	uint32_t len;
 
@@ -1028,47 +1011,35 @@ next_record(struct rb2_conn_ep *ep, struct conn *c, const uint8_t **rec)
 }
 
 int
-rb2_conn_recv(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap)
+__rb2_conn_recv_slow(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap, int zc)
 {
-	struct conn *c = conn_of(ep, cd);
+	struct rb2_conn_slot *c = conn_of(ep, cd);
 	const uint8_t *rec = NULL;
 	int len;
 
 	if (unlikely(c == NULL))
 		return -EBADF;
-	if (unlikely(c->vpos != c->rpos))
+	if (unlikely(!zc && c->vpos != c->rpos))
 		return -EBUSY;
 	len = next_record(ep, c, &rec);
 	if (len <= 0)
 		return len;
+	if (zc) {
+		*(const void **)buf = rec + RB2_CONN_HDR_LEN;
+		c->vpos += rb2_conn_footprint((uint32_t)len);
+		return len;
+	}
 	if (unlikely((uint32_t)len > cap))
 		return -EMSGSIZE;
 	memcpy(buf, rec + RB2_CONN_HDR_LEN, (size_t)len);
-	consumed(ep, c, rb2_conn_footprint((uint32_t)len));
-	return len;
-}
-
-int
-rb2_conn_recv_zc(struct rb2_conn_ep *ep, int cd, const void **data)
-{
-	struct conn *c = conn_of(ep, cd);
-	const uint8_t *rec = NULL;
-	int len;
-
-	if (unlikely(c == NULL))
-		return -EBADF;
-	len = next_record(ep, c, &rec);
-	if (len <= 0)
-		return len;
-	*data = rec + RB2_CONN_HDR_LEN;
-	c->vpos += rb2_conn_footprint((uint32_t)len);
+	__rb2_conn_consumed(ep, c, rb2_conn_footprint((uint32_t)len));
 	return len;
 }
 
 int
 rb2_conn_release(struct rb2_conn_ep *ep, int cd, unsigned int n)
 {
-	struct conn *c = conn_of(ep, cd);
+	struct rb2_conn_slot *c = conn_of(ep, cd);
 	uint64_t pos, fp = 0;
 
 	if (unlikely(c == NULL))
@@ -1082,7 +1053,7 @@ rb2_conn_release(struct rb2_conn_ep *ep, int cd, unsigned int n)
 		memcpy(&len, c->buf + ((pos + fp) & ep->win_mask), 4);
 		fp += rb2_conn_footprint(len);
 	}
-	consumed(ep, c, (uint32_t)fp);
+	__rb2_conn_consumed(ep, c, (uint32_t)fp);
 	if (ep->n_owed != 0)
 		send_owed(ep);
 	return 0;
@@ -1093,14 +1064,26 @@ rb2_conn_release(struct rb2_conn_ep *ep, int cd, unsigned int n)
 void
 rb2_conn_ep_stats_get(const struct rb2_conn_ep *ep, struct rb2_conn_ep_stats *st)
 {
+	struct rb2_tx_stats ts;
+	uint64_t msgs, bytes;
+
 #define CONN_COUNTER_COPY(f) st->f = atomic_load_explicit(&ep->ctr.f, memory_order_relaxed);
-	CONN_EP_COUNTERS(CONN_COUNTER_COPY)
+	RB2_CONN_EP_COUNTERS(CONN_COUNTER_COPY)
+	/* Data sent, from the ring's own counts (the fast path counts
+	 * nothing twice): every frame it transmitted, less control frames
+	 * and headers. Frames committed but not yet flushed are not in. */
+	rb2_tx_stats_get(ep->tx, &ts);
+	msgs = atomic_load_explicit(&ts.messages, memory_order_relaxed);
+	bytes = atomic_load_explicit(&ts.bytes, memory_order_relaxed);
+	st->tx_msgs = msgs > st->ctrl_frames_tx ? msgs - st->ctrl_frames_tx : 0;
+	bytes -= RTE_MIN(bytes, atomic_load_explicit(&ep->ctrl_bytes_tx, memory_order_relaxed));
+	st->tx_bytes = bytes - RTE_MIN(bytes, st->tx_msgs * RB2_CONN_HDR_LEN);
 }
 
 int
 rb2_conn_info_get(struct rb2_conn_ep *ep, int cd, struct rb2_conn_info *info)
 {
-	struct conn *c = conn_of(ep, cd);
+	struct rb2_conn_slot *c = conn_of(ep, cd);
 
 	if (c == NULL)
 		return -EBADF;
@@ -1112,7 +1095,7 @@ rb2_conn_info_get(struct rb2_conn_ep *ep, int cd, struct rb2_conn_info *info)
 	info->tx_bytes = c->tx_bytes;
 	info->rx_msgs = c->rx_msgs;
 	info->rx_bytes = c->rx_bytes;
-	info->credit = c->state == ST_OPEN ?
+	info->credit = c->state == RB2_CONN_ST_OPEN ?
 		(uint32_t)(c->peer_window - (c->sent - c->acked)) : 0;
 	info->buffered = (uint32_t)(c->wpos - c->rpos);
 	return 0;

@@ -45,36 +45,13 @@
 
 #include <stdint.h>
 
-#include <rb2_chan.h>
+#include <rte_memcpy.h>
+
+#include <rb2_conn_core.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/** Longest endpoint name. */
-#define RB2_CONN_EP_NAMESIZE 32
-/** Most connections an endpoint can hold (descriptors carry a 16-bit index). */
-#define RB2_CONN_MAX 65535
-/** Bytes of header in front of every frame on the ring. */
-#define RB2_CONN_HDR_LEN 8
-
-/** Endpoint configuration. */
-struct rb2_conn_ep_params {
-	/** Connections the endpoint holds at once (default 4096, at most
-	 *  RB2_CONN_MAX). One more connect is refused locally (-EMFILE) or,
-	 *  from the peer, with the reason "too many connections". */
-	uint32_t max_conns;
-	/** Receive buffer of each connection, in bytes: what a sender may
-	 *  have unconsumed (default 64 KiB; a power of two from 4 KiB to
-	 *  1 GiB). Each message costs 8 bytes plus its length rounded up
-	 *  to 8. */
-	uint32_t window;
-	/** Unaccepted connections a listening port holds (default 128). */
-	uint32_t backlog;
-	/** Largest message (0: the most that the channel and the window
-	 *  allow; rb2_conn_max_msg() says what that is). */
-	uint32_t max_msg;
-};
 
 /** Fill @p p with the defaults. */
 void rb2_conn_ep_params_init(struct rb2_conn_ep_params *p);
@@ -122,6 +99,18 @@ uint32_t rb2_conn_max_msg(const struct rb2_conn_ep *ep);
 int rb2_conn_ep_poll(struct rb2_conn_ep *ep);
 
 /**
+ * Connections with news since they were last handed out here, oldest
+ * first: data or the end of the stream to read, a connect accepted or
+ * refused, an error. Edge-triggered, as EPOLLET: read each until -EAGAIN,
+ * for it is handed out again only when more arrives. Polls once when none
+ * are pending, so that an event loop needs no other call to receive.
+ *
+ * @return the number of descriptors written to @p cds (0: none), or the
+ *   endpoint's error.
+ */
+int rb2_conn_ep_ready(struct rb2_conn_ep *ep, int *cds, unsigned int n);
+
+/**
  * Make committed messages visible to the peer now (the ring otherwise
  * batches them; rb2_conn_ep_poll() flushes too).
  * @return 0 or the endpoint's error.
@@ -166,32 +155,107 @@ int rb2_conn_status(struct rb2_conn_ep *ep, int cd);
 /** @return why the connection failed ("" while it has not). */
 const char *rb2_conn_why(struct rb2_conn_ep *ep, int cd);
 
+/** @internal The slow half of a reservation: checks, polls, errors. */
+int __rb2_conn_reserve_slow(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf);
+/** @internal The slow half of a receive (empty, views held, errors). */
+int __rb2_conn_recv_slow(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap, int zc);
+
+/** @internal Room for @p len bytes on @p cd in the ring, header written. */
+static inline int
+__rb2_conn_reserve(struct rb2_conn_ep *ep, int cd, uint32_t len, uint8_t **payload)
+{
+	struct rb2_conn_slot *c = __rb2_conn_of(ep, cd);
+	uint8_t *slot;
+
+	/* Fast path: open, credit for it, and room in the ring. Anything
+	 * else (connecting, no credit, errors, full) is the slow path's. */
+	if (likely(c != NULL && c->state == RB2_CONN_ST_OPEN && c->err == 0 &&
+		   !c->wr_shut && !(c->owed & RB2_CONN_OWE_SYNACK) && len - 1 < c->max_send &&
+		   c->sent + rb2_conn_footprint(len) - c->acked <= c->peer_window &&
+		   rb2_tx_reserve(ep->tx, RB2_CONN_HDR_LEN + len, (void **)&slot) == 0)) {
+		*(uint64_t *)slot = __rb2_conn_hdr(c->peer_cd, RB2_CONN_FR_DATA, 0);
+		*payload = slot + RB2_CONN_HDR_LEN;
+		return 0;
+	}
+	return __rb2_conn_reserve_slow(ep, cd, len, (void **)payload);
+}
+
+/** @internal Commit @p len bytes reserved on @p cd. */
+static inline void
+__rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len)
+{
+	struct rb2_conn_slot *c = &ep->conns[cd & 0xffff];
+
+	rb2_tx_commit(ep->tx, RB2_CONN_HDR_LEN + len);
+	c->sent += rb2_conn_footprint(len);
+	c->tx_msgs++;
+	c->tx_bytes += len;
+}
+
+/**
+ * Zero-copy send: room for a message of up to @p len bytes in the ring
+ * itself. Fill it and rb2_conn_commit(). Reserving or sending again first
+ * hands the same room out again (the commit then fails); receives in
+ * between are fine.
+ *
+ * @param[out] buf 8-byte aligned.
+ * @return as rb2_conn_send().
+ */
+static inline int
+rb2_conn_reserve(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf)
+{
+	int ret = __rb2_conn_reserve(ep, cd, len, (uint8_t **)buf);
+
+	if (likely(ret == 0)) {
+		ep->resv_cd = cd;
+		ep->resv_len = len;
+		ep->resv_tail = ep->tx->tail;
+	}
+	return ret;
+}
+
+/**
+ * Commit the message reserved on @p cd with its final length (1 up to the
+ * reserved length).
+ * @return 0, -EINVAL (nothing reserved on @p cd, a bad length, or the room
+ *   was handed out again since).
+ */
+static inline int
+rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len)
+{
+	/* A send or control frame since the reservation moved the tail:
+	 * the room was handed out again. */
+	if (unlikely(ep->resv_cd != cd || cd < 0 || len == 0 || len > ep->resv_len ||
+		     ep->resv_tail != ep->tx->tail)) {
+		ep->resv_cd = -1;
+		return -EINVAL;
+	}
+	ep->resv_cd = -1;
+	__rb2_conn_commit(ep, cd, len);
+	return 0;
+}
+
 /**
  * Send one message (copied into the ring).
  *
  * @return 0; -EAGAIN (no credit: the peer has not read enough, or still
  *   connecting; or the ring is full: poll and retry); -EMSGSIZE (over
- *   rb2_conn_max_msg()); -EINVAL (@p len 0); -EPIPE (this side was shut
- *   down for writing); -EBADF (not an open descriptor); or the
- *   connection's error (rb2_conn_status()).
+ *   rb2_conn_max_msg(), or the peer's); -EINVAL (@p len 0); -EPIPE (this
+ *   side was shut down for writing); -EBADF (not an open descriptor); or
+ *   the connection's error (rb2_conn_status()).
  */
-int rb2_conn_send(struct rb2_conn_ep *ep, int cd, const void *buf, uint32_t len);
+static inline int
+rb2_conn_send(struct rb2_conn_ep *ep, int cd, const void *buf, uint32_t len)
+{
+	uint8_t *p;
+	int ret = __rb2_conn_reserve(ep, cd, len, &p);
 
-/**
- * Zero-copy send: room for a message of up to @p len bytes in the ring
- * itself. Fill it and rb2_conn_commit(); reserving again first returns the
- * same room. Errors as rb2_conn_send().
- *
- * @param[out] buf 8-byte aligned.
- */
-int rb2_conn_reserve(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf);
-
-/**
- * Commit the message reserved on @p cd with its final length (1 up to the
- * reserved length).
- * @return 0, -EINVAL (nothing reserved on @p cd, or a bad length).
- */
-int rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len);
+	if (unlikely(ret < 0))
+		return ret;
+	rte_memcpy(p, buf, len);
+	__rb2_conn_commit(ep, cd, len);
+	return 0;
+}
 
 /**
  * Receive one message (copied out).
@@ -202,7 +266,24 @@ int rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len);
  *   unreleased); -EBADF; or the connection's error once its messages are
  *   read.
  */
-int rb2_conn_recv(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap);
+static inline int
+rb2_conn_recv(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap)
+{
+	struct rb2_conn_slot *c = __rb2_conn_of(ep, cd);
+
+	/* Fast path: a record buffered and no views held. */
+	if (likely(c != NULL && c->vpos == c->rpos && c->rpos != c->wpos)) {
+		const uint8_t *rec = c->buf + (c->rpos & ep->win_mask);
+		uint32_t len = *(const uint32_t *)rec;
+
+		if (unlikely(len > cap))
+			return -EMSGSIZE;
+		rte_memcpy(buf, rec + RB2_CONN_HDR_LEN, len);
+		__rb2_conn_consumed(ep, c, rb2_conn_footprint(len));
+		return (int)len;
+	}
+	return __rb2_conn_recv_slow(ep, cd, buf, cap, 0);
+}
 
 /**
  * Zero-copy receive (RaaS's recv_zero_copy): a view of the next message in
@@ -212,7 +293,21 @@ int rb2_conn_recv(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap);
  *
  * @return as rb2_conn_recv() (without -EMSGSIZE and -EBUSY).
  */
-int rb2_conn_recv_zc(struct rb2_conn_ep *ep, int cd, const void **data);
+static inline int
+rb2_conn_recv_zc(struct rb2_conn_ep *ep, int cd, const void **data)
+{
+	struct rb2_conn_slot *c = __rb2_conn_of(ep, cd);
+
+	if (likely(c != NULL && c->vpos != c->wpos)) {
+		const uint8_t *rec = c->buf + (c->vpos & ep->win_mask);
+		uint32_t len = *(const uint32_t *)rec;
+
+		*data = rec + RB2_CONN_HDR_LEN;
+		c->vpos += rb2_conn_footprint(len);
+		return (int)len;
+	}
+	return __rb2_conn_recv_slow(ep, cd, (void *)data, 0, 1);
+}
 
 /**
  * Release the oldest @p n views of rb2_conn_recv_zc().

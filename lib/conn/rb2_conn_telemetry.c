@@ -57,7 +57,7 @@ tel_endpoint(const char *cmd __rte_unused, const char *params,
 		rte_tel_data_add_dict_u64(d, "max_msg", ep->p.max_msg);
 		rb2_conn_ep_stats_get(ep, &st);
 #define CONN_COUNTER_TEL(f) rte_tel_data_add_dict_u64(d, #f, st.f);
-		CONN_EP_COUNTERS(CONN_COUNTER_TEL)
+		RB2_CONN_EP_COUNTERS(CONN_COUNTER_TEL)
 		break;
 	}
 	pthread_mutex_unlock(&rb2_conn_eps.lock);

@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * rb2-connperf: connections over RB² channels, measured (RaaS's Fig. 6 and
+ * the cost of the connection layer), between two lcores of one process.
+ *
+ *   rb2-connperf [EAL args] -- --modes shared,perconn --conns 1000 --size 64
+ *   rb2-connperf [EAL args] -- --modes shared,bare --lat 100000
+ *
+ * Modes, measured in interleaved rounds of one run (this machine's rates
+ * swing with core placement; only ratios within a run mean anything):
+ *   shared   every connection over one channel pair (lib/conn)
+ *   perconn  one channel pair, and endpoint, per connection
+ *   bare     one RB² channel, no connection layer (--conns 1)
+ * Prints one JSON object on stdout.
+ */
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+
+#include <rb2_conn.h>
+#include <rb2_lcore.h>
+
+enum mode { SHARED, PERCONN, BARE, NMODES };
+static const char *const mode_name[NMODES] = { "shared", "perconn", "bare" };
+
+#define MAX_ROUNDS 50
+
+struct opts {
+	unsigned int modes;     /* bit per enum mode */
+	unsigned int conns;
+	uint32_t size;
+	double seconds;         /* per round */
+	unsigned int rounds;
+	uint32_t window;
+	unsigned int lat;       /* ping-pong round trips (0: throughput) */
+};
+
+/* One design under test, set up once, run in every round. */
+struct variant {
+	enum mode mode;
+	unsigned int neps;
+	struct rb2_conn_ep **ea, **eb;   /* a sends, b receives */
+	int *ca, *cb;
+	struct rb2_tx *tx, *txr;         /* bare: a->b, and b->a for --lat */
+	struct rb2_rx *rx, *rxr;
+	double result[MAX_ROUNDS];       /* Mmsg/s, or p50 round trip ns */
+	double p99[MAX_ROUNDS];
+};
+
+struct bench {
+	struct opts o;
+	struct variant *v;               /* the one running */
+	_Atomic int stop;
+	int err;
+};
+
+static void
+usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+"usage: %s [EAL args] -- [options]\n"
+"\n"
+"Streams messages over connections between two lcores (EAL args must give two,\n"
+"e.g. -l 0-1) and prints one JSON object.\n"
+"\n"
+"  --modes LIST         comma-separated, run in interleaved rounds (default\n"
+"                       shared,perconn): shared: every connection over one\n"
+"                       channel pair; perconn: a channel pair per connection;\n"
+"                       bare: one RB2 channel without the connection layer\n"
+"                       (--conns 1 only)\n"
+"  --conns N            connections (default 1)\n"
+"  --size BYTES         message size (default 64)\n"
+"  --seconds S          measured time per round and mode (default 1)\n"
+"  --rounds R           rounds (default 5, max %d)\n"
+"  --window BYTES       each connection's receive window (default: 64 KiB, or\n"
+"                       two messages' worth, whichever is more)\n"
+"  --lat N              ping-pong N round trips on connection 0 per round\n"
+"                       (flushing each message) instead of streaming\n"
+"  --help\n", prog, MAX_ROUNDS);
+}
+
+static int
+parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{"modes", required_argument, NULL, 'm'},
+		{"conns", required_argument, NULL, 'c'},
+		{"size", required_argument, NULL, 's'},
+		{"seconds", required_argument, NULL, 'S'},
+		{"rounds", required_argument, NULL, 'r'},
+		{"window", required_argument, NULL, 'w'},
+		{"lat", required_argument, NULL, 'l'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	char *list, *tok, *save;
+	int opt;
+
+	*o = (struct opts){ .modes = 1u << SHARED | 1u << PERCONN, .conns = 1,
+			    .size = 64, .seconds = 1, .rounds = 5 };
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'm':
+			o->modes = 0;
+			list = strdup(optarg);
+			for (tok = strtok_r(list, ",", &save); tok != NULL;
+			     tok = strtok_r(NULL, ",", &save)) {
+				int m;
+
+				for (m = 0; m < NMODES && strcmp(tok, mode_name[m]) != 0; m++)
+					;
+				if (m == NMODES) {
+					fprintf(stderr, "rb2-connperf: --modes: '%s' is not "
+						"shared, perconn or bare\n", tok);
+					return -1;
+				}
+				o->modes |= 1u << m;
+			}
+			free(list);
+			break;
+		case 'c': o->conns = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 's': o->size = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'S': o->seconds = strtod(optarg, NULL); break;
+		case 'r': o->rounds = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 'w': o->window = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'l': o->lat = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 'h': usage(stdout, argv[0]); exit(0);
+		default: usage(stderr, argv[0]); return -1;
+		}
+	}
+	if (o->conns == 0 || o->conns > RB2_CONN_MAX ||
+	    ((o->modes & 1u << BARE) && o->conns != 1)) {
+		fprintf(stderr, "rb2-connperf: --conns %u: 1..%u (with bare: 1)\n", o->conns,
+			RB2_CONN_MAX);
+		return -1;
+	}
+	if (o->size < 8 || o->size > (1u << 24) || o->seconds <= 0 || o->modes == 0 ||
+	    o->rounds == 0 || o->rounds > MAX_ROUNDS) {
+		fprintf(stderr, "rb2-connperf: --size must be 8 B..16 MiB, --seconds > 0, "
+			"--rounds 1..%d, and one mode at least\n", MAX_ROUNDS);
+		return -1;
+	}
+	if (o->window == 0)
+		o->window = RTE_MAX(65536u, rte_align32pow2(2 * (8 + RTE_ALIGN_CEIL(o->size, 8u))));
+	return 0;
+}
+
+/* A channel that carries messages of @p len bytes: one slot each up to
+ * 1 KiB, packed (8-byte aligned: a connection's 8-byte header does not
+ * cost a second cache line); 64-byte slots and room for two beyond. */
+static void
+chan_params(struct rb2_chan_params *p, uint32_t len)
+{
+	rb2_chan_params_init(p);
+	if (len <= 1024) {
+		p->slot_size = RTE_ALIGN_CEIL(len, 8u);
+		if (p->slot_size % 64 != 0)
+			p->flags |= RB2_CHAN_F_UNALIGNED;
+	} else {
+		p->slot_size = 64;
+		p->slots = RTE_MAX(1024u, rte_align32pow2(4 * (len / 64 + 1)));
+	}
+}
+
+static int
+make_pair(const char *name, struct rb2_xport *xp, uint32_t len,
+	  struct rb2_tx **tx, struct rb2_rx **rx)
+{
+	struct rb2_chan_params p;
+
+	chan_params(&p, len);
+	*tx = rb2_tx_create(name, xp, &p);
+	*rx = rb2_rx_create(name, xp, &p);
+	if (*tx == NULL || *rx == NULL || rb2_chan_pair(*tx, *rx) != 0) {
+		fprintf(stderr, "rb2-connperf: channel %s: %s (more memory: -m)\n", name,
+			rte_strerror(rte_errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+setup(const struct opts *o, struct variant *v, struct rb2_xport *xp)
+{
+	struct rb2_conn_ep_params pp;
+	char name[32];
+
+	if (v->mode == BARE) {
+		if (make_pair("bare", xp, o->size, &v->tx, &v->rx) < 0)
+			return -1;
+		return o->lat ? make_pair("bare-r", xp, o->size, &v->txr, &v->rxr) : 0;
+	}
+	v->neps = v->mode == SHARED ? 1 : o->conns;
+	v->ea = calloc(v->neps, sizeof(*v->ea));
+	v->eb = calloc(v->neps, sizeof(*v->eb));
+	v->ca = calloc(o->conns, sizeof(int));
+	v->cb = calloc(o->conns, sizeof(int));
+	rb2_conn_ep_params_init(&pp);
+	pp.window = o->window;
+	pp.max_msg = o->size;
+	pp.max_conns = RTE_MAX(o->conns, 16u);
+	pp.backlog = pp.max_conns;
+	for (unsigned int e = 0; e < v->neps; e++) {
+		struct rb2_tx *t1, *t2;
+		struct rb2_rx *r1, *r2;
+		char m = mode_name[v->mode][0];
+
+		snprintf(name, sizeof(name), "%cf%u", m, e);
+		if (make_pair(name, xp, o->size + RB2_CONN_HDR_LEN, &t1, &r1) < 0)
+			return -1;
+		snprintf(name, sizeof(name), "%cr%u", m, e);
+		/* The return direction carries credits (and --lat's replies). */
+		if (make_pair(name, xp, o->lat ? o->size + RB2_CONN_HDR_LEN : 520, &t2, &r2) < 0)
+			return -1;
+		snprintf(name, sizeof(name), "%ca%u", m, e);
+		v->ea[e] = rb2_conn_ep_create(name, t1, r2, &pp);
+		snprintf(name, sizeof(name), "%cb%u", m, e);
+		v->eb[e] = rb2_conn_ep_create(name, t2, r1, &pp);
+		if (v->ea[e] == NULL || v->eb[e] == NULL) {
+			fprintf(stderr, "rb2-connperf: endpoint: %s\n", rte_strerror(rte_errno));
+			return -1;
+		}
+		if (rb2_conn_listen(v->eb[e], 1, 0) < 0)
+			return -1;
+	}
+	for (unsigned int i = 0; i < o->conns; i++) {
+		unsigned int e = v->mode == SHARED ? 0 : i;
+
+		v->ca[i] = rb2_conn_connect(v->ea[e], 1);
+		if (v->ca[i] < 0)
+			return -1;
+		while ((v->cb[i] = rb2_conn_accept(v->eb[e], 1)) == -EAGAIN)
+			rb2_conn_ep_poll(v->ea[e]);
+		if (v->cb[i] < 0)
+			return -1;
+		while (rb2_conn_status(v->ea[e], v->ca[i]) == -EINPROGRESS)
+			rb2_conn_ep_poll(v->ea[e]);
+	}
+	return 0;
+}
+
+/* ---- throughput --------------------------------------------------------- */
+
+static int
+sender(void *arg)
+{
+	struct bench *b = arg;
+	const struct opts *o = &b->o;
+	struct variant *v = b->v;
+	uint8_t *buf = calloc(1, o->size);
+
+	while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) {
+		if (v->mode == BARE) {
+			for (int k = 0; k < 32 && rb2_tx_send(v->tx, buf, o->size) == 0; k++)
+				;
+			rb2_tx_flush(v->tx);
+			continue;
+		}
+		/* Up to 32 messages a connection per pass, then progress. */
+		for (unsigned int i = 0; i < o->conns; i++) {
+			struct rb2_conn_ep *ep = v->ea[v->mode == SHARED ? 0 : i];
+
+			for (int k = 0; k < 32; k++) {
+				int ret = rb2_conn_send(ep, v->ca[i], buf, o->size);
+
+				if (ret == -EAGAIN)
+					break;
+				if (ret < 0) {
+					b->err = ret;
+					goto out;
+				}
+			}
+		}
+		for (unsigned int e = 0; e < v->neps; e++)
+			rb2_conn_ep_poll(v->ea[e]);
+	}
+out:
+	free(buf);
+	return 0;
+}
+
+/* The receiver's loop on the main lcore: count what arrives. */
+static uint64_t
+receive(struct bench *b, uint64_t until, uint8_t *buf)
+{
+	const struct opts *o = &b->o;
+	struct variant *v = b->v;
+	uint64_t n = 0;
+	int ready[64];
+
+	while (rte_rdtsc() < until) {
+		if (v->mode == BARE) {
+			while (rb2_rx_recv(v->rx, buf, o->size) > 0)
+				n++;
+			continue;
+		}
+		for (unsigned int e = 0; e < v->neps; e++) {
+			int k = rb2_conn_ep_ready(v->eb[e], ready, RTE_DIM(ready));
+
+			for (int j = 0; j < k; j++)
+				while (rb2_conn_recv(v->eb[e], ready[j], buf, o->size) > 0)
+					n++;
+		}
+	}
+	return n;
+}
+
+/* ---- latency ------------------------------------------------------------ */
+
+static int
+echo(void *arg)
+{
+	struct bench *b = arg;
+	const struct opts *o = &b->o;
+	struct variant *v = b->v;
+	uint8_t *buf = calloc(1, o->size);
+	int len;
+
+	while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) {
+		if (v->mode == BARE) {
+			if (rb2_rx_recv(v->rx, buf, o->size) > 0) {
+				while (rb2_tx_send(v->txr, buf, o->size) == -ENOBUFS)
+					;
+				rb2_tx_flush(v->txr);
+			}
+			continue;
+		}
+		len = rb2_conn_recv(v->eb[0], v->cb[0], buf, o->size);
+		if (len > 0) {
+			while (rb2_conn_send(v->eb[0], v->cb[0], buf, (uint32_t)len) == -EAGAIN)
+				;
+			rb2_conn_flush(v->eb[0]);
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+static int
+cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, c = *(const uint64_t *)y;
+
+	return a < c ? -1 : a > c;
+}
+
+static int
+cmp_dbl(const void *x, const void *y)
+{
+	double a = *(const double *)x, c = *(const double *)y;
+
+	return a < c ? -1 : a > c;
+}
+
+/* Round trips on connection 0 (or the bare pair); sorted into @p rtt. */
+static int
+pingpong(struct bench *b, uint8_t *buf, uint64_t *rtt)
+{
+	const struct opts *o = &b->o;
+	struct variant *v = b->v;
+
+	for (unsigned int i = 0; i < o->lat + o->lat / 10; i++) {
+		uint64_t t0 = rte_rdtsc();
+		int ret;
+
+		if (v->mode == BARE) {
+			while (rb2_tx_send(v->tx, buf, o->size) == -ENOBUFS)
+				;
+			rb2_tx_flush(v->tx);
+			while ((ret = rb2_rx_recv(v->rxr, buf, o->size)) == -EAGAIN)
+				;
+		} else {
+			while ((ret = rb2_conn_send(v->ea[0], v->ca[0], buf, o->size)) == -EAGAIN)
+				;
+			if (ret == 0)
+				rb2_conn_flush(v->ea[0]);
+			while (ret == 0 &&
+			       (ret = rb2_conn_recv(v->ea[0], v->ca[0], buf, o->size)) == -EAGAIN)
+				;
+		}
+		if (ret < 0) {
+			fprintf(stderr, "rb2-connperf: round trip %u: %s\n", i, strerror(-ret));
+			return -1;
+		}
+		if (i >= o->lat / 10)           /* the first tenth warms up */
+			rtt[i - o->lat / 10] = rte_rdtsc() - t0;
+	}
+	qsort(rtt, o->lat, sizeof(*rtt), cmp_u64);
+	return 0;
+}
+
+/* One round of one variant. */
+static int
+run_round(struct bench *b, unsigned int worker, unsigned int r, uint8_t *buf, uint64_t *rtt)
+{
+	struct variant *v = b->v;
+	uint64_t hz = rte_get_tsc_hz();
+	int ret = 0;
+
+	atomic_store(&b->stop, 0);
+	if (b->o.lat) {
+		double ns = 1e9 / (double)hz;
+
+		rb2_lcore_launch(echo, b, worker);
+		ret = pingpong(b, buf, rtt);
+		v->result[r] = (double)rtt[b->o.lat / 2] * ns;
+		v->p99[r] = (double)rtt[(uint64_t)b->o.lat * 99 / 100] * ns;
+	} else {
+		uint64_t t0, n;
+
+		rb2_lcore_launch(sender, b, worker);
+		receive(b, rte_rdtsc() + hz / 10, buf);       /* warm-up */
+		t0 = rte_rdtsc();
+		n = receive(b, t0 + (uint64_t)(b->o.seconds * (double)hz), buf);
+		v->result[r] = (double)n / ((double)(rte_rdtsc() - t0) / (double)hz) / 1e6;
+	}
+	atomic_store(&b->stop, 1);
+	rb2_lcore_wait(worker);
+	if (b->err != 0) {
+		fprintf(stderr, "rb2-connperf: %s: send: %s\n", mode_name[v->mode],
+			strerror(-b->err));
+		return -1;
+	}
+	return ret;
+}
+
+static double
+median(const double *x, unsigned int n)
+{
+	double s[MAX_ROUNDS];
+
+	memcpy(s, x, n * sizeof(*x));
+	qsort(s, n, sizeof(*s), cmp_dbl);
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+static void
+print_json(const struct bench *b, struct variant *vs)
+{
+	const struct opts *o = &b->o;
+	const char *unit = o->lat ? "rtt_ns_p50" : "mmsg_per_s";
+	double med[NMODES] = {0};
+	int first = 1;
+
+	printf("{\"conns\": %u, \"size\": %u, \"window\": %u, \"rounds\": %u, "
+	       "\"test\": \"%s\", \"unit\": \"%s\", \"modes\": {", o->conns, o->size,
+	       o->window, o->rounds, o->lat ? "latency" : "throughput", unit);
+	for (int m = 0; m < NMODES; m++) {
+		struct variant *v = &vs[m];
+
+		if (!(o->modes & 1u << m))
+			continue;
+		med[m] = median(v->result, o->rounds);
+		printf("%s\n  \"%s\": {\"channel_pairs\": %u, \"median\": %.3f, \"rounds\": [",
+		       first ? "" : ",", mode_name[m], m == BARE ? 1 : v->neps, med[m]);
+		for (unsigned int r = 0; r < o->rounds; r++)
+			printf("%s%.3f", r ? ", " : "", v->result[r]);
+		printf("]");
+		if (o->lat)
+			printf(", \"p99_median\": %.3f", median(v->p99, o->rounds));
+		else
+			printf(", \"gbit_per_s_median\": %.3f", med[m] * o->size * 8 / 1e3);
+		printf("}");
+		first = 0;
+	}
+	printf("}");
+	/* Ratios to the first mode given, from medians of the same run. */
+	if (med[SHARED] > 0 && med[BARE] > 0)
+		printf(",\n \"shared_over_bare\": %.3f", med[SHARED] / med[BARE]);
+	if (med[SHARED] > 0 && med[PERCONN] > 0)
+		printf(",\n \"shared_over_perconn\": %.3f", med[SHARED] / med[PERCONN]);
+	printf("}\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct variant vs[NMODES];
+	struct bench b = {0};
+	struct rb2_xport *xp;
+	unsigned int worker;
+	uint64_t *rtt;
+	uint8_t *buf;
+	int ret;
+
+	ret = rb2_eal_init(argc, argv, 30);
+	if (ret < 0) {
+		fprintf(stderr, "rb2-connperf: EAL: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	argc -= ret;
+	argv += ret;
+	if (parse(argc, argv, &b.o) < 0)
+		return 2;
+	worker = rte_get_next_lcore(-1, 1, 0);
+	if (worker >= RTE_MAX_LCORE) {
+		fprintf(stderr, "rb2-connperf: needs two lcores (EAL -l 0-1)\n");
+		return 2;
+	}
+	xp = rb2_xport_open("shm", NULL);
+	if (xp == NULL)
+		return 1;
+	for (int m = 0; m < NMODES; m++) {
+		vs[m].mode = (enum mode)m;
+		if ((b.o.modes & 1u << m) && setup(&b.o, &vs[m], xp) < 0)
+			return 1;
+	}
+	buf = calloc(1, b.o.size);
+	rtt = calloc(b.o.lat + 1, sizeof(*rtt));
+	for (unsigned int r = 0; r < b.o.rounds; r++) {
+		for (int m = 0; m < NMODES; m++) {
+			if (!(b.o.modes & 1u << m))
+				continue;
+			b.v = &vs[m];
+			if (run_round(&b, worker, r, buf, rtt) < 0)
+				return 1;
+		}
+		fprintf(stderr, "rb2-connperf: round %u/%u done\n", r + 1, b.o.rounds);
+	}
+	print_json(&b, vs);
+	return 0;
+}

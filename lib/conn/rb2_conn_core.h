@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef RB2_CONN_CORE_H
+#define RB2_CONN_CORE_H
+
+/**
+ * @file
+ * Connections: the wire format, a connection's state and the endpoint,
+ * for the inline fast paths of rb2_conn.h.
+ *
+ * @internal Included by rb2_conn.h; do not include directly.
+ *
+ * Every frame on the shared ring (an RB² message, whose length the ring
+ * carries) starts with this header, in host byte order (both ends must share
+ * it; the SYN's magic catches a mismatch):
+ *
+ *   +0 u32 cid    the receiver's descriptor (RaaS's vQPN), RB2_CONN_CID_NONE when
+ *                 the frame is for the endpoint (SYN, CREDIT)
+ *   +4 u8  type   RB2_CONN_FR_*
+ *   +5 u8  flags  0
+ *   +6 u16 aux    SYN: the port; REFUSE, RST: the reason; CREDIT: entries
+ *   +8 body       DATA: the payload; SYN, SYNACK: struct rb2_conn_hello;
+ *                 CREDIT: aux x struct rb2_conn_credit; others: none
+ *
+ * A descriptor is (generation << 16 | slot index), generation 1..32767, so
+ * a late frame for a slot that was freed and reused does not match.
+ *
+ * Credits count bytes of the receiver's buffer: a message of len bytes
+ * costs rb2_conn_footprint(len) = 8 + len rounded up to 8 (its record
+ * there). The sender keeps sent and acked (the receiver's consumed count,
+ * as it last heard); it may send while sent - acked + footprint <= window.
+ */
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <rte_common.h>
+
+#include <rb2_chan.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Longest endpoint name. */
+#define RB2_CONN_EP_NAMESIZE 32
+/** Most connections an endpoint can hold (descriptors carry a 16-bit index). */
+#define RB2_CONN_MAX 65535
+/** Bytes of header in front of every frame on the ring. */
+#define RB2_CONN_HDR_LEN 8
+
+/** Endpoint configuration. */
+struct rb2_conn_ep_params {
+	/** Connections the endpoint holds at once (default 4096, at most
+	 *  RB2_CONN_MAX). One more connect is refused locally (-EMFILE) or,
+	 *  from the peer, with the reason "too many connections". */
+	uint32_t max_conns;
+	/** Receive buffer of each connection, in bytes: what a sender may
+	 *  have unconsumed (default 64 KiB; a power of two from 4 KiB to
+	 *  1 GiB). Each message costs 8 bytes plus its length rounded up
+	 *  to 8. */
+	uint32_t window;
+	/** Unaccepted connections a listening port holds (default 128). */
+	uint32_t backlog;
+	/** Largest message (0: the most that the channel and the window
+	 *  allow; rb2_conn_max_msg() says what that is). */
+	uint32_t max_msg;
+};
+
+#define RB2_CONN_CID_NONE UINT32_MAX
+
+enum {
+	RB2_CONN_FR_DATA = 1,
+	RB2_CONN_FR_SYN,     /* open: aux = port, body hello */
+	RB2_CONN_FR_SYNACK,  /* accepted: body hello */
+	RB2_CONN_FR_REFUSE,  /* aux = RB2_CONN_REFUSE_* */
+	RB2_CONN_FR_FIN,     /* the sender sends no more */
+	RB2_CONN_FR_RST,     /* the connection is dead: aux = RB2_CONN_RST_* */
+	RB2_CONN_FR_CREDIT,  /* aux entries of struct rb2_conn_credit */
+	RB2_CONN_FR_WANT,    /* the sender waits for credit */
+	RB2_CONN_FR_MAX,
+};
+
+enum { RB2_CONN_REFUSE_NO_LISTENER = 1, RB2_CONN_REFUSE_BACKLOG, RB2_CONN_REFUSE_TOO_MANY, RB2_CONN_REFUSE_MAX };
+enum { RB2_CONN_RST_UNLISTEN = 1, RB2_CONN_RST_WINDOW, RB2_CONN_RST_MAX };
+
+#define RB2_CONN_MAGIC 0x7262u   /* "rb" */
+#define RB2_CONN_VERSION 1u
+
+struct rb2_conn_hello {
+	uint32_t src_cd;     /* the sender's descriptor: put it in frames to it */
+	uint32_t window;     /* its receive buffer */
+	uint32_t max_msg;    /* the largest message it takes */
+	uint16_t magic, version;
+};
+
+struct rb2_conn_credit {
+	uint32_t cid;
+	uint32_t consumed;   /* cumulative footprint consumed, mod 2^32 */
+};
+
+#define RB2_CONN_CREDITS_PER_FRAME 64u
+#define RB2_CONN_LISTEN_MAX 64u
+
+/* Control frames a connection owes the peer (sent by the poll). */
+enum {
+	RB2_CONN_OWE_SYN = 1 << 0,
+	RB2_CONN_OWE_SYNACK = 1 << 1,
+	RB2_CONN_OWE_CREDIT = 1 << 2,
+	RB2_CONN_OWE_WANT = 1 << 3,
+	RB2_CONN_OWE_FIN = 1 << 4,
+	RB2_CONN_OWE_RST = 1 << 5,
+};
+
+enum rb2_conn_state {
+	RB2_CONN_ST_FREE = 0,
+	RB2_CONN_ST_SYN_SENT,   /* connect() sent (or owes) the SYN */
+	RB2_CONN_ST_BACKLOG,    /* the peer's connect, not yet accepted here */
+	RB2_CONN_ST_OPEN,       /* accepted (by either side) */
+	RB2_CONN_ST_FAILED,     /* refused, or reset: err says which */
+};
+
+static inline uint32_t
+rb2_conn_footprint(uint32_t len)
+{
+	return RB2_CONN_HDR_LEN + RTE_ALIGN_CEIL(len, 8u);
+}
+
+struct rb2_conn_slot {
+	uint32_t cd;              /* current descriptor of this slot */
+	uint32_t peer_cd;         /* the peer's, put in every frame's header */
+	uint8_t state;            /* enum rb2_conn_state */
+	uint8_t owed;             /* RB2_CONN_OWE_* */
+	uint8_t in_owed_list;
+	uint8_t in_ready;         /* queued in the endpoint's ready list */
+	uint8_t wr_shut;          /* FIN owed or sent: no more sends */
+	uint8_t rd_eof;           /* the peer's FIN arrived */
+	uint8_t app_closed;       /* rb2_conn_close(): descriptor invalid */
+	uint8_t want_sent;        /* a WANT is out, no credit since */
+	uint8_t peer_wants;       /* the peer waits for credit */
+	uint16_t port;
+	uint8_t rst_reason;
+	int err;                  /* 0, or the negative errno it failed with */
+	/* Sending. */
+	uint32_t peer_window, peer_max;
+	uint32_t max_send;        /* min(our max_msg, the peer's) */
+	uint64_t sent, acked;     /* footprint bytes */
+	/* Receiving: records [u32 len][u32 0][payload, padded to 8] at
+	 * logical positions; buf holds window bytes plus one record of
+	 * slack, so that a record is contiguous even across the end. */
+	uint8_t *buf;
+	uint64_t wpos;            /* next record's position */
+	uint64_t vpos;            /* next record to hand out as a view */
+	uint64_t rpos;            /* oldest unreleased record */
+	uint64_t credited;        /* rpos as last sent in a credit */
+	uint64_t tx_msgs, tx_bytes, rx_msgs, rx_bytes;
+	char why[96];
+};
+
+struct rb2_conn_listener {
+	uint16_t port;
+	uint8_t used;
+	uint32_t backlog;         /* capacity */
+	uint32_t head, count;
+	uint32_t *q;              /* descriptors waiting for accept() */
+};
+
+/* The endpoint's counters (struct rb2_conn_ep_stats has the same fields),
+ * written by its thread, read by telemetry from its own. */
+#define RB2_CONN_EP_COUNTERS(X) \
+	X(conns_open) X(conns_opened) X(refused_sent) X(refused_recv) \
+	X(tx_msgs) X(tx_bytes) X(rx_msgs) X(rx_bytes) \
+	X(ctrl_frames_tx) X(ctrl_frames_rx) X(credit_waits) X(ring_full) \
+	X(discarded_msgs) X(discarded_bytes) X(unknown_conn) X(bad_frames) \
+	X(window_violations)
+
+#define RB2_CONN_COUNTER_FIELD(f) _Atomic uint64_t f;
+struct rb2_conn_ep_counters {
+	RB2_CONN_EP_COUNTERS(RB2_CONN_COUNTER_FIELD)
+};
+
+struct rb2_conn_refusal {
+	uint32_t peer_cd;
+	uint16_t reason;
+};
+
+struct rb2_conn_ep {
+	char name[RB2_CONN_EP_NAMESIZE];
+	struct rb2_tx *tx;
+	struct rb2_rx *rx;
+	struct rb2_conn_ep_params p;
+	uint32_t win_mask;
+	int err;
+	int resv_cd;              /* descriptor holding the ring's reservation */
+	uint32_t resv_len;
+	uint64_t resv_tail;       /* the ring's tail when it was made */
+	struct rb2_conn_slot *conns;       /* max_conns slots */
+	uint32_t *free_idx;       /* stack of free slot indexes */
+	uint32_t n_free;
+	uint32_t *owed;           /* slot indexes owing control frames */
+	uint32_t n_owed;
+	uint32_t *ready;          /* FIFO of slot indexes with news */
+	uint32_t ready_head, n_ready;
+	struct rb2_conn_refusal *refusals; /* REFUSE frames owed */
+	uint32_t n_refusals, cap_refusals;
+	struct rb2_conn_listener listeners[RB2_CONN_LISTEN_MAX];
+	uint64_t unknown_logged;  /* log unknown ids at powers of two */
+	struct rb2_conn_ep_counters ctr;
+	_Atomic uint64_t ctrl_bytes_tx; /* to tell data from control in the ring's counts */
+	TAILQ_ENTRY(rb2_conn_ep) next;
+};
+
+/* ---- helpers of the inline fast paths (rb2_conn.h) ---------------------- */
+
+/** @internal A frame header as one 64-bit store (little-endian layout). */
+static inline uint64_t
+__rb2_conn_hdr(uint32_t cid, uint8_t type, uint16_t aux)
+{
+	return (uint64_t)cid | (uint64_t)type << 32 | (uint64_t)aux << 48;
+}
+
+/** @internal The slot a wire descriptor names, if open under it. */
+static inline struct rb2_conn_slot *
+__rb2_conn_slot_of(struct rb2_conn_ep *ep, uint32_t cid)
+{
+	uint32_t idx = cid & 0xffff;
+	struct rb2_conn_slot *c;
+
+	if (unlikely(idx >= ep->p.max_conns))
+		return NULL;
+	c = &ep->conns[idx];
+	return likely(c->state != RB2_CONN_ST_FREE && c->cd == cid) ? c : NULL;
+}
+
+/** @internal The connection an application's descriptor names, or NULL. */
+static inline struct rb2_conn_slot *
+__rb2_conn_of(struct rb2_conn_ep *ep, int cd)
+{
+	struct rb2_conn_slot *c;
+
+	if (unlikely(cd < 0))
+		return NULL;
+	c = __rb2_conn_slot_of(ep, (uint32_t)cd);
+	if (unlikely(c == NULL || c->app_closed || c->state == RB2_CONN_ST_BACKLOG))
+		return NULL;
+	return c;
+}
+
+/** @internal Owe a credit and send it if the ring is free (out of line). */
+void __rb2_conn_credit_due(struct rb2_conn_ep *ep, struct rb2_conn_slot *c);
+
+/** @internal Consume @p fp bytes of @p c's buffer; credit back when due. */
+static inline void
+__rb2_conn_consumed(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, uint32_t fp)
+{
+	uint64_t unreturned;
+
+	c->rpos += fp;
+	if (c->vpos < c->rpos)
+		c->vpos = c->rpos;
+	/* Credit back in quarters of the window, or at once for a sender
+	 * that said it waits. */
+	unreturned = c->rpos - c->credited;
+	if (unlikely(unreturned >= (ep->p.window >> 2) ||
+		     (c->peer_wants && unreturned != 0)))
+		__rb2_conn_credit_due(ep, c);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RB2_CONN_CORE_H */

@@ -38,9 +38,15 @@ static const char *const mode_name[NMODES] = { "shared", "perconn", "bare" };
 
 #define MAX_ROUNDS 50
 
+#define MAX_CONNS_LIST 8
+/* Per-connection channel pairs take 4 memzones each (2 channels x 2
+ * halves); DPDK's RTE_MAX_MEMZONE (2560 here) caps them. */
+#define PERCONN_MAX 600
+
 struct opts {
 	unsigned int modes;     /* bit per enum mode */
-	unsigned int conns;
+	unsigned int conns[MAX_CONNS_LIST];
+	unsigned int n_conns;
 	uint32_t size;
 	double seconds;         /* per round */
 	unsigned int rounds;
@@ -51,6 +57,7 @@ struct opts {
 /* One design under test, set up once, run in every round. */
 struct variant {
 	enum mode mode;
+	unsigned int conns;
 	unsigned int neps;
 	struct rb2_conn_ep **ea, **eb;   /* a sends, b receives */
 	int *ca, *cb;
@@ -63,6 +70,8 @@ struct variant {
 struct bench {
 	struct opts o;
 	struct variant *v;               /* the one running */
+	struct variant vs[NMODES * MAX_CONNS_LIST];
+	unsigned int nv;
 	_Atomic int stop;
 	int err;
 };
@@ -81,7 +90,9 @@ usage(FILE *f, const char *prog)
 "                       channel pair; perconn: a channel pair per connection;\n"
 "                       bare: one RB2 channel without the connection layer\n"
 "                       (--conns 1 only)\n"
-"  --conns N            connections (default 1)\n"
+"  --conns N[,N...]     connections (default 1); each count is a variant of\n"
+"                       each mode, all in the same interleaved rounds (perconn\n"
+"                       is left out above %d: DPDK's memzone limit)\n"
 "  --size BYTES         message size (default 64)\n"
 "  --seconds S          measured time per round and mode (default 1)\n"
 "  --rounds R           rounds (default 5, max %d)\n"
@@ -89,7 +100,7 @@ usage(FILE *f, const char *prog)
 "                       two messages' worth, whichever is more)\n"
 "  --lat N              ping-pong N round trips on connection 0 per round\n"
 "                       (flushing each message) instead of streaming\n"
-"  --help\n", prog, MAX_ROUNDS);
+"  --help\n", prog, PERCONN_MAX, MAX_ROUNDS);
 }
 
 static int
@@ -109,8 +120,8 @@ parse(int argc, char **argv, struct opts *o)
 	char *list, *tok, *save;
 	int opt;
 
-	*o = (struct opts){ .modes = 1u << SHARED | 1u << PERCONN, .conns = 1,
-			    .size = 64, .seconds = 1, .rounds = 5 };
+	*o = (struct opts){ .modes = 1u << SHARED | 1u << PERCONN, .conns = {1},
+			    .n_conns = 1, .size = 64, .seconds = 1, .rounds = 5 };
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'm':
@@ -131,7 +142,22 @@ parse(int argc, char **argv, struct opts *o)
 			}
 			free(list);
 			break;
-		case 'c': o->conns = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 'c':
+			o->n_conns = 0;
+			list = strdup(optarg);
+			for (tok = strtok_r(list, ",", &save); tok != NULL &&
+			     o->n_conns < MAX_CONNS_LIST; tok = strtok_r(NULL, ",", &save)) {
+				unsigned long n = strtoul(tok, NULL, 0);
+
+				if (n == 0 || n > RB2_CONN_MAX) {
+					fprintf(stderr, "rb2-connperf: --conns %s: 1..%u\n",
+						tok, RB2_CONN_MAX);
+					return -1;
+				}
+				o->conns[o->n_conns++] = (unsigned int)n;
+			}
+			free(list);
+			break;
 		case 's': o->size = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'S': o->seconds = strtod(optarg, NULL); break;
 		case 'r': o->rounds = (unsigned int)strtoul(optarg, NULL, 0); break;
@@ -140,12 +166,6 @@ parse(int argc, char **argv, struct opts *o)
 		case 'h': usage(stdout, argv[0]); exit(0);
 		default: usage(stderr, argv[0]); return -1;
 		}
-	}
-	if (o->conns == 0 || o->conns > RB2_CONN_MAX ||
-	    ((o->modes & 1u << BARE) && o->conns != 1)) {
-		fprintf(stderr, "rb2-connperf: --conns %u: 1..%u (with bare: 1)\n", o->conns,
-			RB2_CONN_MAX);
-		return -1;
 	}
 	if (o->size < 8 || o->size > (1u << 24) || o->seconds <= 0 || o->modes == 0 ||
 	    o->rounds == 0 || o->rounds > MAX_ROUNDS) {
@@ -185,49 +205,49 @@ make_pair(const char *name, struct rb2_xport *xp, uint32_t len,
 	*tx = rb2_tx_create(name, xp, &p);
 	*rx = rb2_rx_create(name, xp, &p);
 	if (*tx == NULL || *rx == NULL || rb2_chan_pair(*tx, *rx) != 0) {
-		fprintf(stderr, "rb2-connperf: channel %s: %s (more memory: -m)\n", name,
-			rte_strerror(rte_errno));
+		fprintf(stderr, "rb2-connperf: channel %s: %s (the log above says why: "
+			"memory (-m), or memzones)\n", name, rte_strerror(rte_errno));
 		return -1;
 	}
 	return 0;
 }
 
 static int
-setup(const struct opts *o, struct variant *v, struct rb2_xport *xp)
+setup(const struct opts *o, struct variant *v, unsigned int id, struct rb2_xport *xp)
 {
 	struct rb2_conn_ep_params pp;
 	char name[32];
 
 	if (v->mode == BARE) {
-		if (make_pair("bare", xp, o->size, &v->tx, &v->rx) < 0)
+		snprintf(name, sizeof(name), "v%uf", id);
+		if (make_pair(name, xp, o->size, &v->tx, &v->rx) < 0)
 			return -1;
-		return o->lat ? make_pair("bare-r", xp, o->size, &v->txr, &v->rxr) : 0;
+		snprintf(name, sizeof(name), "v%ur", id);
+		return o->lat ? make_pair(name, xp, o->size, &v->txr, &v->rxr) : 0;
 	}
-	v->neps = v->mode == SHARED ? 1 : o->conns;
+	v->neps = v->mode == SHARED ? 1 : v->conns;
 	v->ea = calloc(v->neps, sizeof(*v->ea));
 	v->eb = calloc(v->neps, sizeof(*v->eb));
-	v->ca = calloc(o->conns, sizeof(int));
-	v->cb = calloc(o->conns, sizeof(int));
+	v->ca = calloc(v->conns, sizeof(int));
+	v->cb = calloc(v->conns, sizeof(int));
 	rb2_conn_ep_params_init(&pp);
 	pp.window = o->window;
 	pp.max_msg = o->size;
-	pp.max_conns = RTE_MAX(o->conns, 16u);
+	pp.max_conns = RTE_MAX(v->conns, 16u);
 	pp.backlog = pp.max_conns;
 	for (unsigned int e = 0; e < v->neps; e++) {
 		struct rb2_tx *t1, *t2;
 		struct rb2_rx *r1, *r2;
-		char m = mode_name[v->mode][0];
-
-		snprintf(name, sizeof(name), "%cf%u", m, e);
+		snprintf(name, sizeof(name), "v%uf%u", id, e);
 		if (make_pair(name, xp, o->size + RB2_CONN_HDR_LEN, &t1, &r1) < 0)
 			return -1;
-		snprintf(name, sizeof(name), "%cr%u", m, e);
+		snprintf(name, sizeof(name), "v%ur%u", id, e);
 		/* The return direction carries credits (and --lat's replies). */
-		if (make_pair(name, xp, o->lat ? o->size + RB2_CONN_HDR_LEN : 520, &t2, &r2) < 0)
+		if (make_pair(name, xp, o->lat ? o->size + RB2_CONN_HDR_LEN : 64, &t2, &r2) < 0)
 			return -1;
-		snprintf(name, sizeof(name), "%ca%u", m, e);
+		snprintf(name, sizeof(name), "v%ua%u", id, e);
 		v->ea[e] = rb2_conn_ep_create(name, t1, r2, &pp);
-		snprintf(name, sizeof(name), "%cb%u", m, e);
+		snprintf(name, sizeof(name), "v%ub%u", id, e);
 		v->eb[e] = rb2_conn_ep_create(name, t2, r1, &pp);
 		if (v->ea[e] == NULL || v->eb[e] == NULL) {
 			fprintf(stderr, "rb2-connperf: endpoint: %s\n", rte_strerror(rte_errno));
@@ -236,7 +256,7 @@ setup(const struct opts *o, struct variant *v, struct rb2_xport *xp)
 		if (rb2_conn_listen(v->eb[e], 1, 0) < 0)
 			return -1;
 	}
-	for (unsigned int i = 0; i < o->conns; i++) {
+	for (unsigned int i = 0; i < v->conns; i++) {
 		unsigned int e = v->mode == SHARED ? 0 : i;
 
 		v->ca[i] = rb2_conn_connect(v->ea[e], 1);
@@ -270,7 +290,7 @@ sender(void *arg)
 			continue;
 		}
 		/* Up to 32 messages a connection per pass, then progress. */
-		for (unsigned int i = 0; i < o->conns; i++) {
+		for (unsigned int i = 0; i < v->conns; i++) {
 			struct rb2_conn_ep *ep = v->ea[v->mode == SHARED ? 0 : i];
 
 			for (int k = 0; k < 32; k++) {
@@ -447,49 +467,68 @@ median(const double *x, unsigned int n)
 	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
+/* The median over rounds of x's result over y's in the same round: rounds
+ * are close in time, so a ratio within one is the least disturbed by this
+ * machine's swings. */
+static double
+median_ratio(const struct variant *x, const struct variant *y, unsigned int n)
+{
+	double r[MAX_ROUNDS];
+
+	for (unsigned int i = 0; i < n; i++)
+		r[i] = y->result[i] > 0 ? x->result[i] / y->result[i] : 0;
+	return median(r, n);
+}
+
+static struct variant *
+find(struct bench *b, enum mode m, unsigned int conns)
+{
+	for (unsigned int i = 0; i < b->nv; i++)
+		if (b->vs[i].mode == m && b->vs[i].conns == conns)
+			return &b->vs[i];
+	return NULL;
+}
+
 static void
-print_json(const struct bench *b, struct variant *vs)
+print_json(struct bench *b)
 {
 	const struct opts *o = &b->o;
-	const char *unit = o->lat ? "rtt_ns_p50" : "mmsg_per_s";
-	double med[NMODES] = {0};
-	int first = 1;
+	struct variant *s1 = find(b, SHARED, 1), *bare = find(b, BARE, 1);
 
-	printf("{\"conns\": %u, \"size\": %u, \"window\": %u, \"rounds\": %u, "
-	       "\"test\": \"%s\", \"unit\": \"%s\", \"modes\": {", o->conns, o->size,
-	       o->window, o->rounds, o->lat ? "latency" : "throughput", unit);
-	for (int m = 0; m < NMODES; m++) {
-		struct variant *v = &vs[m];
+	printf("{\"size\": %u, \"window\": %u, \"rounds\": %u, \"seconds\": %.2f, "
+	       "\"test\": \"%s\", \"unit\": \"%s\", \"variants\": [", o->size, o->window,
+	       o->rounds, o->seconds, o->lat ? "latency" : "throughput",
+	       o->lat ? "rtt_ns_p50" : "mmsg_per_s");
+	for (unsigned int i = 0; i < b->nv; i++) {
+		struct variant *v = &b->vs[i], *pc = find(b, PERCONN, v->conns);
+		double med = median(v->result, o->rounds);
 
-		if (!(o->modes & 1u << m))
-			continue;
-		med[m] = median(v->result, o->rounds);
-		printf("%s\n  \"%s\": {\"channel_pairs\": %u, \"median\": %.3f, \"rounds\": [",
-		       first ? "" : ",", mode_name[m], m == BARE ? 1 : v->neps, med[m]);
+		printf("%s\n  {\"mode\": \"%s\", \"conns\": %u, \"channel_pairs\": %u, "
+		       "\"median\": %.3f, \"rounds\": [", i ? "," : "", mode_name[v->mode],
+		       v->conns, v->mode == BARE ? 1 : v->neps, med);
 		for (unsigned int r = 0; r < o->rounds; r++)
 			printf("%s%.3f", r ? ", " : "", v->result[r]);
 		printf("]");
 		if (o->lat)
-			printf(", \"p99_median\": %.3f", median(v->p99, o->rounds));
+			printf(", \"p99_median\": %.1f", median(v->p99, o->rounds));
 		else
-			printf(", \"gbit_per_s_median\": %.3f", med[m] * o->size * 8 / 1e3);
+			printf(", \"gbit_per_s\": %.3f", med * o->size * 8 / 1e3);
+		/* Medians of per-round ratios. */
+		if (v->mode == SHARED && s1 != NULL)
+			printf(", \"over_1_conn\": %.3f", median_ratio(v, s1, o->rounds));
+		if (v->mode == SHARED && pc != NULL)
+			printf(", \"over_perconn\": %.3f", median_ratio(v, pc, o->rounds));
+		if (v->mode == SHARED && v->conns == 1 && bare != NULL)
+			printf(", \"over_bare\": %.3f", median_ratio(v, bare, o->rounds));
 		printf("}");
-		first = 0;
 	}
-	printf("}");
-	/* Ratios to the first mode given, from medians of the same run. */
-	if (med[SHARED] > 0 && med[BARE] > 0)
-		printf(",\n \"shared_over_bare\": %.3f", med[SHARED] / med[BARE]);
-	if (med[SHARED] > 0 && med[PERCONN] > 0)
-		printf(",\n \"shared_over_perconn\": %.3f", med[SHARED] / med[PERCONN]);
-	printf("}\n");
+	printf("]}\n");
 }
 
 int
 main(int argc, char **argv)
 {
-	static struct variant vs[NMODES];
-	struct bench b = {0};
+	static struct bench b;
 	struct rb2_xport *xp;
 	unsigned int worker;
 	uint64_t *rtt;
@@ -513,23 +552,34 @@ main(int argc, char **argv)
 	xp = rb2_xport_open("shm", NULL);
 	if (xp == NULL)
 		return 1;
-	for (int m = 0; m < NMODES; m++) {
-		vs[m].mode = (enum mode)m;
-		if ((b.o.modes & 1u << m) && setup(&b.o, &vs[m], xp) < 0)
-			return 1;
+	for (unsigned int c = 0; c < b.o.n_conns; c++) {
+		for (int m = 0; m < NMODES; m++) {
+			struct variant *v = &b.vs[b.nv];
+
+			if (!(b.o.modes & 1u << m) || (m == BARE && b.o.conns[c] != 1) ||
+			    (m == PERCONN && b.o.conns[c] > PERCONN_MAX))
+				continue;
+			v->mode = (enum mode)m;
+			v->conns = b.o.conns[c];
+			if (setup(&b.o, v, b.nv, xp) < 0)
+				return 1;
+			b.nv++;
+		}
+	}
+	if (b.nv == 0) {
+		fprintf(stderr, "rb2-connperf: no variant to run (bare needs --conns 1)\n");
+		return 2;
 	}
 	buf = calloc(1, b.o.size);
 	rtt = calloc(b.o.lat + 1, sizeof(*rtt));
 	for (unsigned int r = 0; r < b.o.rounds; r++) {
-		for (int m = 0; m < NMODES; m++) {
-			if (!(b.o.modes & 1u << m))
-				continue;
-			b.v = &vs[m];
+		for (unsigned int i = 0; i < b.nv; i++) {
+			b.v = &b.vs[i];
 			if (run_round(&b, worker, r, buf, rtt) < 0)
 				return 1;
 		}
 		fprintf(stderr, "rb2-connperf: round %u/%u done\n", r + 1, b.o.rounds);
 	}
-	print_json(&b, vs);
+	print_json(&b);
 	return 0;
 }

@@ -700,8 +700,14 @@ frame_in(struct rb2_conn_ep *ep, const uint8_t *f, uint32_t len)
 
 /* ---- progress ----------------------------------------------------------- */
 
-int
-rb2_conn_ep_poll(struct rb2_conn_ep *ep)
+/*
+ * The poll. @p check_peer: ask the transport whether the peer lives when
+ * nothing came (at most every millisecond); the implicit poll of an empty
+ * receive leaves that to the explicit ones, for an event loop calls it per
+ * connection.
+ */
+static int
+ep_progress(struct rb2_conn_ep *ep, int check_peer)
 {
 	struct rb2_msg m[32];
 	int n, ret;
@@ -722,13 +728,19 @@ rb2_conn_ep_poll(struct rb2_conn_ep *ep)
 	ret = rb2_tx_flush(ep->tx);
 	/* An idle sender learns of a dead peer here, within a millisecond
 	 * of the transport knowing. */
-	if (ret == 0 && n == 0)
+	if (ret == 0 && n == 0 && check_peer)
 		ret = rb2_tx_check(ep->tx);
 	if (unlikely(ret < 0)) {
 		ep_fail(ep, ret);
 		return ret;
 	}
 	return unlikely(ep->err != 0) ? ep->err : n;
+}
+
+int
+rb2_conn_ep_poll(struct rb2_conn_ep *ep)
+{
+	return ep_progress(ep, 1);
 }
 
 int
@@ -1001,7 +1013,7 @@ next_record(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t **rec
 
 	if (c->vpos == c->wpos) {
 		if (ep->err == 0)
-			rb2_conn_ep_poll(ep);
+			ep_progress(ep, 0);
 		if (c->vpos == c->wpos)
 			return c->err != 0 ? c->err : c->rd_eof ? 0 : -EAGAIN;
 	}
@@ -1091,8 +1103,7 @@ rb2_conn_info_get(struct rb2_conn_ep *ep, int cd, struct rb2_conn_info *info)
 	info->port = c->port;
 	info->status = rb2_conn_status(ep, cd);
 	info->peer_cd = c->peer_cd;
-	info->tx_msgs = c->tx_msgs;
-	info->tx_bytes = c->tx_bytes;
+	info->tx_credit_used = c->sent;
 	info->rx_msgs = c->rx_msgs;
 	info->rx_bytes = c->rx_bytes;
 	info->credit = c->state == RB2_CONN_ST_OPEN ?

@@ -156,7 +156,7 @@ struct rb2_conn_slot {
 	uint64_t vpos;            /* next record to hand out as a view */
 	uint64_t rpos;            /* oldest unreleased record */
 	uint64_t credited;        /* rpos as last sent in a credit */
-	uint64_t tx_msgs, tx_bytes, rx_msgs, rx_bytes;
+	uint64_t rx_msgs, rx_bytes;
 	char why[96];
 };
 

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -52,6 +53,8 @@ struct opts {
 	unsigned int rounds;
 	uint32_t window;
 	unsigned int lat;       /* ping-pong round trips (0: throughput) */
+	unsigned int wake;      /* blocking-mode wake-ups (0: not that test) */
+	unsigned int spin_us;   /* blocking mode: poll this long before sleeping */
 };
 
 /* One design under test, set up once, run in every round. */
@@ -100,6 +103,11 @@ usage(FILE *f, const char *prog)
 "                       two messages' worth, whichever is more)\n"
 "  --lat N              ping-pong N round trips on connection 0 per round\n"
 "                       (flushing each message) instead of streaming\n"
+"  --wake N             blocking mode (shared, 1 connection): the reader idles\n"
+"                       in rb2_conn_ep_wait() for a second (its CPU use is\n"
+"                       reported), then is woken N times, 1 ms apart (the\n"
+"                       wake-up latency is reported)\n"
+"  --spin-us U          blocking mode: poll U us before sleeping (default 0)\n"
 "  --help\n", prog, PERCONN_MAX, MAX_ROUNDS);
 }
 
@@ -114,6 +122,8 @@ parse(int argc, char **argv, struct opts *o)
 		{"rounds", required_argument, NULL, 'r'},
 		{"window", required_argument, NULL, 'w'},
 		{"lat", required_argument, NULL, 'l'},
+		{"wake", required_argument, NULL, 'W'},
+		{"spin-us", required_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -163,6 +173,8 @@ parse(int argc, char **argv, struct opts *o)
 		case 'r': o->rounds = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case 'w': o->window = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'l': o->lat = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 'W': o->wake = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 'P': o->spin_us = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case 'h': usage(stdout, argv[0]); exit(0);
 		default: usage(stderr, argv[0]); return -1;
 		}
@@ -422,6 +434,90 @@ pingpong(struct bench *b, uint8_t *buf, uint64_t *rtt)
 	return 0;
 }
 
+/* ---- blocking mode ------------------------------------------------------ */
+
+static double
+thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The peer, on the worker lcore: a message every millisecond, carrying
+ * the TSC at its send. */
+static int
+waker(void *arg)
+{
+	struct bench *b = arg;
+	struct variant *v = b->v;
+	struct timespec gap = { .tv_nsec = 1000 * 1000 };
+
+	for (unsigned int i = 0; i < b->o.wake + 1 && !atomic_load(&b->stop); i++) {
+		uint64_t t0;
+
+		nanosleep(&gap, NULL);
+		rb2_conn_ep_poll(v->ea[0]);      /* takes the sleep notice */
+		t0 = rte_rdtsc();
+		if (rb2_conn_send(v->ea[0], v->ca[0], &t0, sizeof(t0)) < 0 ||
+		    rb2_conn_flush(v->ea[0]) < 0) {
+			b->err = -EIO;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+run_wake(struct bench *b, unsigned int worker)
+{
+	struct variant *v = &b->vs[0];
+	uint64_t *lat = calloc(b->o.wake + 1, sizeof(*lat));
+	double ns = 1e9 / (double)rte_get_tsc_hz(), cpu, wall;
+	struct rb2_conn_ep_stats st;
+	struct timespec w0, w1;
+	unsigned int got = 0;
+	uint64_t t0;
+
+	/* Idle: nobody sends for a second. */
+	clock_gettime(CLOCK_MONOTONIC, &w0);
+	cpu = thread_cpu_s();
+	while (rb2_conn_ep_wait(v->eb[0], b->o.spin_us, 1000) > 0)
+		;
+	cpu = thread_cpu_s() - cpu;
+	clock_gettime(CLOCK_MONOTONIC, &w1);
+	wall = (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) / 1e9;
+	/* Woken N times (the first message warms up). */
+	b->v = v;
+	rb2_lcore_launch(waker, b, worker);
+	while (got < b->o.wake + 1) {
+		int ret = rb2_conn_ep_wait(v->eb[0], b->o.spin_us, 2000);
+
+		if (ret <= 0) {
+			fprintf(stderr, "rb2-connperf: wake %u: %s\n", got,
+				ret == 0 ? "no message in 2 s" : strerror(-ret));
+			break;
+		}
+		while (rb2_conn_recv(v->eb[0], v->cb[0], &t0, sizeof(t0)) == sizeof(t0))
+			lat[got++] = rte_rdtsc() - t0;
+	}
+	atomic_store(&b->stop, 1);
+	rb2_lcore_wait(worker);
+	if (got < b->o.wake + 1)
+		return -1;
+	qsort(lat + 1, b->o.wake, sizeof(*lat), cmp_u64);
+	rb2_conn_ep_stats_get(v->eb[0], &st);
+	printf("{\"test\": \"blocking\", \"spin_us\": %u, \"idle_seconds\": %.3f, "
+	       "\"idle_cpu_percent\": %.3f, \"wakeups\": %u, \"wake_ns_p50\": %.0f, "
+	       "\"wake_ns_p99\": %.0f, \"wake_ns_max\": %.0f, \"sleeps\": %" PRIu64 "}\n",
+	       b->o.spin_us, wall, 100 * cpu / wall, b->o.wake,
+	       (double)lat[1 + b->o.wake / 2] * ns, (double)lat[1 + (uint64_t)b->o.wake * 99 / 100] * ns,
+	       (double)lat[b->o.wake] * ns, st.sleeps);
+	free(lat);
+	return 0;
+}
+
 /* One round of one variant. */
 static int
 run_round(struct bench *b, unsigned int worker, unsigned int r, uint8_t *buf, uint64_t *rtt)
@@ -569,6 +665,13 @@ main(int argc, char **argv)
 	if (b.nv == 0) {
 		fprintf(stderr, "rb2-connperf: no variant to run (bare needs --conns 1)\n");
 		return 2;
+	}
+	if (b.o.wake) {
+		if (b.vs[0].mode != SHARED || b.vs[0].conns != 1) {
+			fprintf(stderr, "rb2-connperf: --wake runs on shared, one connection\n");
+			return 2;
+		}
+		return run_wake(&b, worker) < 0;
 	}
 	buf = calloc(1, b.o.size);
 	rtt = calloc(b.o.lat + 1, sizeof(*rtt));

@@ -118,6 +118,45 @@ int rb2_conn_ep_ready(struct rb2_conn_ep *ep, int *cds, unsigned int n);
 int rb2_conn_flush(struct rb2_conn_ep *ep);
 
 /**
+ * @name Blocking mode (RaaS's blocking-interrupted-running)
+ * For ordinary threads: poll for a while, then sleep until the peer has
+ * sent something. A sleeping endpoint tells its peer so (one frame); the
+ * peer then rings its doorbell, an eventfd, when it next publishes data
+ * (rb2_conn_flush() or a poll): a write(2) once per sleep. A busy peer
+ * pays one load and a branch per poll. On shm only (the doorbell of
+ * another process is taken with pidfd_getfd(2)); over verbs a sleeper
+ * wakes at its timeout.
+ * @{
+ */
+
+/** @return the endpoint's doorbell, an eventfd for epoll(7), or -errno. */
+int rb2_conn_ep_fd(struct rb2_conn_ep *ep);
+
+/**
+ * Tell the peer this endpoint is about to sleep on rb2_conn_ep_fd(). For
+ * an application's own epoll loop: arm, then epoll_wait() if it returned
+ * 0, then rb2_conn_ep_ready() or rb2_conn_ep_poll() (which disarm).
+ *
+ * @return 0 (armed: sleep now), 1 (news already: do not sleep), or the
+ *   endpoint's error.
+ */
+int rb2_conn_ep_arm(struct rb2_conn_ep *ep);
+
+/**
+ * Wait for frames from the peer: poll for @p spin_us, then sleep on the
+ * doorbell until the peer sends, for at most @p timeout_ms (-1: no limit).
+ * Connections already in the ready list do not count: take them with
+ * rb2_conn_ep_ready() first. A dead peer is found within 100 ms of its
+ * transport knowing.
+ *
+ * @return 1 (frames came: rb2_conn_ep_ready() has the connections they
+ *   were for), 0 (timed out), or the endpoint's error.
+ */
+int rb2_conn_ep_wait(struct rb2_conn_ep *ep, unsigned int spin_us, int timeout_ms);
+
+/** @} */
+
+/**
  * Accept connections to @p port.
  * @param backlog 0 for the endpoint's default.
  * @return 0, -EADDRINUSE (already listening), -ENOSPC (64 ports listen
@@ -348,6 +387,8 @@ struct rb2_conn_ep_stats {
 	uint64_t unknown_conn;    /**< frames for no connection (dropped) */
 	uint64_t bad_frames;      /**< malformed frames (dropped) */
 	uint64_t window_violations; /**< data beyond the credit (conn reset) */
+	uint64_t sleeps;          /**< blocking waits that slept */
+	uint64_t doorbells_rung;  /**< the peer's doorbell rung (it slept) */
 };
 
 /** Copy an endpoint's counters. */

@@ -81,6 +81,8 @@ enum {
 	RB2_CONN_FR_RST,     /* the connection is dead: aux = RB2_CONN_RST_* */
 	RB2_CONN_FR_CREDIT,  /* aux entries of struct rb2_conn_credit */
 	RB2_CONN_FR_WANT,    /* the sender waits for credit */
+	RB2_CONN_FR_SLEEP,   /* the endpoint sleeps: body struct rb2_conn_sleep */
+	RB2_CONN_FR_AWAKE,   /* it is awake again */
 	RB2_CONN_FR_MAX,
 };
 
@@ -95,6 +97,14 @@ struct rb2_conn_hello {
 	uint32_t window;     /* its receive buffer */
 	uint32_t max_msg;    /* the largest message it takes */
 	uint16_t magic, version;
+};
+
+/* A sleeping endpoint's doorbell: ring it when the ring holds more than
+ * @p head (our tail, the sleeper's head: the same slot count). */
+struct rb2_conn_sleep {
+	uint64_t head;       /* what the sleeper had read */
+	uint32_t pid;        /* its process, and there its eventfd */
+	int32_t fd;
 };
 
 struct rb2_conn_credit {
@@ -175,7 +185,7 @@ struct rb2_conn_listener {
 	X(tx_msgs) X(tx_bytes) X(rx_msgs) X(rx_bytes) \
 	X(ctrl_frames_tx) X(ctrl_frames_rx) X(credit_waits) X(ring_full) \
 	X(discarded_msgs) X(discarded_bytes) X(unknown_conn) X(bad_frames) \
-	X(window_violations)
+	X(window_violations) X(sleeps) X(doorbells_rung)
 
 #define RB2_CONN_COUNTER_FIELD(f) _Atomic uint64_t f;
 struct rb2_conn_ep_counters {
@@ -208,6 +218,14 @@ struct rb2_conn_ep {
 	uint32_t n_refusals, cap_refusals;
 	struct rb2_conn_listener listeners[RB2_CONN_LISTEN_MAX];
 	uint64_t unknown_logged;  /* log unknown ids at powers of two */
+	/* Blocking mode (rb2_conn_ep_wait()). */
+	int efd;                  /* our doorbell (eventfd), -1 until needed */
+	uint8_t armed;            /* we told the peer we sleep */
+	uint8_t peer_sleeps;      /* the peer told us it sleeps */
+	uint64_t peer_head;       /* ... having read this far */
+	uint32_t peer_pid;
+	int32_t peer_efd_num;     /* its eventfd's number there */
+	int peer_efd;             /* ours to write: the same, or a pidfd_getfd() copy */
 	struct rb2_conn_ep_counters ctr;
 	_Atomic uint64_t ctrl_bytes_tx; /* to tell data from control in the ring's counts */
 	TAILQ_ENTRY(rb2_conn_ep) next;

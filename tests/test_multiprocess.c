@@ -16,6 +16,13 @@
  *                                        with another message count, shm mode
  *                                        and sync policy (the long suite)
  *
+ * Connections across processes (lib/conn): two client applications, each a
+ * secondary with its own channel pair to the primary, open 200 connections
+ * each and send interleaved messages of random sizes. One is SIGKILLed
+ * half-way, connections open: all of its connections must fail within a bounded time and be
+ * closed with nothing left open, while the other's deliver every message
+ * exactly once and in order, and close cleanly.
+ *
  * DPDK multi-process needs hugepages. Without them this test skips (exit 77)
  * and says how to reserve them; where they can be reserved (CI runs as root
  * and the README's test command reserves them) it runs.
@@ -38,6 +45,7 @@
 #include <rte_lcore.h>
 
 #include <rb2_chan.h>
+#include <rb2_conn.h>
 #include <rb2_xport.h>
 
 #define SKIP 77
@@ -286,6 +294,269 @@ kill_stress(const char *self, const char *prefix, unsigned int reps)
  * shadow memory) gave the secondary; --base-virtaddr puts it where neither
  * maps anything (ASan leaves [0x10007fff8000, 0x7fffffffffff) to the app).
  */
+/* ---- connections across processes -------------------------------------- */
+
+#define CONN_N 200          /* connections per client */
+#define CONN_PER 100        /* messages per connection */
+#define CONN_KILL_AT 50     /* the dying client stops after this many each */
+
+static uint32_t
+conn_len(uint32_t conn, uint32_t seq)
+{
+	return 8 + (conn * 2654435761u + seq * 40503u) % 700;
+}
+
+static uint8_t
+conn_byte(uint32_t conn, uint32_t seq, uint32_t j)
+{
+	return (uint8_t)(conn * 31 + seq * 7 + j);
+}
+
+/* Make an endpoint over channels "cc<k>" (client to server) and "cs<k>". */
+static struct rb2_conn_ep *
+conn_ep(struct rb2_xport *xp, unsigned int k, int server)
+{
+	struct rb2_chan_params p;
+	struct rb2_conn_ep_params cp;
+	char up[16], down[16], name[16];
+	struct rb2_tx *tx;
+	struct rb2_rx *rx;
+
+	rb2_chan_params_init(&p);
+	p.slots = 4096;
+	snprintf(up, sizeof(up), "cc%u", k);
+	snprintf(down, sizeof(down), "cs%u", k);
+	rb2_conn_ep_params_init(&cp);
+	cp.window = 16384;
+	if (server) {
+		rx = rb2_rx_create(up, xp, &p);
+		tx = rb2_tx_create(down, xp, &p);
+		if (rx == NULL || tx == NULL || rb2_rx_connect(rx, up, 20000) != 0 ||
+		    rb2_tx_connect(tx, down, 20000) != 0)
+			return NULL;
+	} else {
+		tx = rb2_tx_create(up, xp, &p);
+		rx = rb2_rx_create(down, xp, &p);
+		if (rx == NULL || tx == NULL || rb2_tx_connect(tx, up, 20000) != 0 ||
+		    rb2_rx_connect(rx, down, 20000) != 0)
+			return NULL;
+	}
+	snprintf(name, sizeof(name), "%s%u", server ? "srv" : "cli", k);
+	return rb2_conn_ep_create(name, tx, rx, &cp);
+}
+
+/* A client application (secondary): CONN_N connections, CONN_PER messages
+ * each, sent in random order; with @die, CONN_KILL_AT each, then wait for
+ * the server to SIGKILL it. Otherwise half-close every connection and wait
+ * for the server's close. */
+static int
+run_conn_client(unsigned int k, int die)
+{
+	struct rb2_xport *xp = rb2_xport_open("shm", NULL);
+	static int cd[CONN_N];
+	static uint32_t next[CONN_N];
+	static uint8_t buf[1024];
+	uint32_t limit = die ? CONN_KILL_AT : CONN_PER, done = 0, open_left = CONN_N;
+	struct rb2_conn_ep *ep = xp ? conn_ep(xp, k, 0) : NULL;
+	uint64_t rng = 77 + k;
+	time_t t0 = time(NULL);
+
+	if (ep == NULL) {
+		fprintf(stderr, "client %u: no endpoint: %s\n", k, rte_strerror(rte_errno));
+		return 1;
+	}
+	for (uint32_t i = 0; i < CONN_N; i++)
+		cd[i] = rb2_conn_connect(ep, 7);
+	while (done < CONN_N * limit && time(NULL) - t0 < 60) {
+		uint32_t i, len;
+		int ret;
+
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		i = (uint32_t)(rng >> 33) % CONN_N;
+		if (next[i] == limit) {
+			rb2_conn_ep_poll(ep);
+			continue;
+		}
+		len = conn_len(i, next[i]);
+		memcpy(buf, &i, 4);
+		memcpy(buf + 4, &next[i], 4);
+		for (uint32_t j = 8; j < len; j++)
+			buf[j] = conn_byte(i, next[i], j);
+		ret = rb2_conn_send(ep, cd[i], buf, len);
+		if (ret == -EAGAIN)
+			continue;
+		if (ret < 0) {
+			fprintf(stderr, "client %u: send on %u: %s (%s)\n", k, i, strerror(-ret),
+				rb2_conn_why(ep, cd[i]));
+			return 1;
+		}
+		next[i]++;
+		done++;
+	}
+	rb2_conn_flush(ep);
+	if (die) {
+		/* Wait, connections open, for the server's SIGKILL. */
+		while (time(NULL) - t0 < 60)
+			rb2_conn_ep_poll(ep);
+		return 1;
+	}
+	for (uint32_t i = 0; i < CONN_N; i++)
+		rb2_conn_shutdown(ep, cd[i]);
+	/* The server closes each connection once it has read everything. */
+	while (open_left > 0 && time(NULL) - t0 < 60) {
+		int ready[32];
+		int n = rb2_conn_ep_ready(ep, ready, 32);
+
+		for (int j = 0; j < n; j++)
+			if (rb2_conn_recv(ep, ready[j], buf, sizeof(buf)) == 0) {
+				rb2_conn_close(ep, ready[j]);
+				open_left--;
+			}
+	}
+	/* Let the last FINs out before the channel goes. */
+	for (int i = 0; i < 1000; i++)
+		rb2_conn_ep_poll(ep);
+	rb2_conn_ep_destroy(ep);
+	rb2_xport_close(xp);
+	if (open_left != 0)
+		fprintf(stderr, "client %u: %u connections not closed by the server after "
+			"%ld s\n", k, open_left, (long)(time(NULL) - t0));
+	return open_left == 0 ? 0 : 1;
+}
+
+struct conn_server_side {
+	struct rb2_conn_ep *ep;
+	pid_t pid;
+	int die;
+	uint32_t next[CONN_N];
+	int idx_of[CONN_N];      /* accepted descriptors, in accept order */
+	uint32_t accepted, eof, failed;
+	uint64_t delivered, bad;
+	double dead_at, failed_at;
+	int ep_err;
+};
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* One pass of the server over one client's endpoint. */
+static void
+conn_serve(struct conn_server_side *c, uint8_t *buf)
+{
+	int ready[64], n, cd;
+
+	while ((cd = rb2_conn_accept(c->ep, 7)) >= 0)
+		c->idx_of[c->accepted++ % CONN_N] = cd;
+	n = rb2_conn_ep_ready(c->ep, ready, 64);
+	if (n < 0 && c->ep_err == 0) {
+		c->ep_err = n;
+		c->failed_at = now_s();
+	}
+	for (int j = 0; j < n; j++) {
+		int len;
+
+		while ((len = rb2_conn_recv(c->ep, ready[j], buf, 1024)) > 0) {
+			uint32_t i, seq;
+
+			memcpy(&i, buf, 4);
+			memcpy(&seq, buf + 4, 4);
+			if (i >= CONN_N || seq != c->next[i] || (uint32_t)len != conn_len(i, seq) ||
+			    buf[len - 1] != (len > 8 ? conn_byte(i, seq, (uint32_t)len - 1) : buf[len - 1])) {
+				c->bad++;
+				continue;
+			}
+			c->next[i]++;
+			c->delivered++;
+		}
+		if (len == 0) {                      /* the client's FIN */
+			rb2_conn_close(c->ep, ready[j]);
+			c->eof++;
+		}
+	}
+}
+
+/*
+ * The primary: two clients; it kills one (SIGKILL) once it has all that
+ * one sent. The killed one's connections fail within 2 s, and all close;
+ * the other's deliver exactly once, in order, and close.
+ */
+static int
+run_conn_server(const char *self, const char *prefix)
+{
+	struct rb2_xport *xp = rb2_xport_open("shm", NULL);
+	static struct conn_server_side side[2];
+	static uint8_t buf[1024];
+	struct rb2_conn_ep_stats st[2];
+	double t0 = now_s();
+	int ok, status;
+
+	for (unsigned int k = 0; k < 2; k++) {
+		char kk[4];
+		char *args[] = {(char *)self, "--conn-client", (char *)prefix, kk,
+				k == 1 ? "die" : "live", NULL};
+
+		snprintf(kk, sizeof(kk), "%u", k);
+		side[k].die = k == 1;
+		if (posix_spawn(&side[k].pid, self, NULL, NULL, args, environ) != 0) {
+			perror("posix_spawn");
+			return 1;
+		}
+	}
+	for (unsigned int k = 0; k < 2; k++) {
+		side[k].ep = xp ? conn_ep(xp, k, 1) : NULL;
+		if (side[k].ep == NULL || rb2_conn_listen(side[k].ep, 7, CONN_N) != 0) {
+			fprintf(stderr, "primary: endpoint %u: %s\n", k, rte_strerror(rte_errno));
+			return 1;
+		}
+	}
+	while (now_s() - t0 < 60) {
+		for (unsigned int k = 0; k < 2; k++)
+			conn_serve(&side[k], buf);
+		/* Everything the dying client sent is in: kill it now. */
+		if (side[1].dead_at == 0 && side[1].delivered == (uint64_t)CONN_N * CONN_KILL_AT) {
+			kill(side[1].pid, SIGKILL);
+			side[1].dead_at = now_s();
+			waitpid(side[1].pid, &status, 0);
+		}
+		if (side[0].eof == CONN_N && side[1].ep_err != 0)
+			break;
+	}
+	/* The dying client's connections: each has the error; close them. */
+	for (uint32_t i = 0; i < side[1].accepted && i < CONN_N; i++) {
+		if (rb2_conn_status(side[1].ep, side[1].idx_of[i]) == -ECONNRESET)
+			side[1].failed++;
+		rb2_conn_close(side[1].ep, side[1].idx_of[i]);
+	}
+	for (unsigned int k = 0; k < 2; k++)
+		rb2_conn_ep_stats_get(side[k].ep, &st[k]);
+	waitpid(side[0].pid, &status, 0);
+	ok = side[0].delivered == (uint64_t)CONN_N * CONN_PER && side[0].bad == 0 &&
+	     side[0].eof == CONN_N && st[0].conns_open == 0 &&
+	     side[1].bad == 0 && side[1].delivered == (uint64_t)CONN_N * CONN_KILL_AT &&
+	     side[1].ep_err == -ECONNRESET && side[1].failed == CONN_N &&
+	     st[1].conns_open == 0 && side[1].dead_at > 0 &&
+	     side[1].failed_at - side[1].dead_at < 2.0;
+	printf("connections%s (%.1f s): live client: %" PRIu64 " of %u messages in order on %u "
+	       "connections, %u closed, %" PRIu64 " left open; killed client: %" PRIu64
+	       " delivered (%u published), %u of %u connections failed (%s) %.3f s after "
+	       "the kill, %" PRIu64 " left open\n", ok ? "" : " FAILED", now_s() - t0,
+	       side[0].delivered,
+	       CONN_N * CONN_PER, CONN_N, side[0].eof, st[0].conns_open, side[1].delivered,
+	       CONN_N * CONN_KILL_AT, side[1].failed, CONN_N,
+	       side[1].ep_err ? strerror(-side[1].ep_err) : "no error",
+	       side[1].failed_at - side[1].dead_at, st[1].conns_open);
+	for (unsigned int k = 0; k < 2; k++)
+		rb2_conn_ep_destroy(side[k].ep);
+	rb2_xport_close(xp);
+	return ok ? 0 : 1;
+}
+
 #ifdef __SANITIZE_THREAD__
 /* ThreadSanitizer keeps [0x7e8000000000, 0x800000000000) for the app, below
  * the libraries and stacks the kernel maps from the top. */
@@ -350,6 +621,15 @@ main(int argc, char **argv)
 		rte_eal_cleanup();
 		return rc;
 	}
+	if (argc == 5 && strcmp(argv[1], "--conn-client") == 0) {
+		if (eal_init(argv[2], 1, "1") < 0) {
+			fprintf(stderr, "secondary: EAL: %s\n", rte_strerror(rte_errno));
+			return 1;
+		}
+		rc = run_conn_client((unsigned int)atoi(argv[3]), strcmp(argv[4], "die") == 0);
+		rte_eal_cleanup();
+		return rc;
+	}
 	if (argc == 3 && strcmp(argv[1], "--kill-stress") == 0) {
 		stress = (unsigned int)strtoul(argv[2], NULL, 10);
 	} else if (argc != 1) {
@@ -379,6 +659,7 @@ main(int argc, char **argv)
 			rc |= run_receiver(self, prefix, specs[i], name, "rb2", MSGS, 0, 0);
 		}
 		rc |= run_receiver(self, prefix, specs[0], "mpkill", "rb2", KILLED_AFTER, 1, 0);
+		rc |= run_conn_server(self, prefix);
 	}
 	rte_eal_cleanup();
 	remove_hugepage_files(prefix);

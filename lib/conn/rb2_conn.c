@@ -162,6 +162,11 @@ ep_fail(struct rb2_conn_ep *ep, int err)
 	ep->err = err;
 	snprintf(why, sizeof(why), "the channel to the peer failed: %s",
 		 strerror(-err));
+	/* Nothing owed can be sent any more. */
+	for (uint32_t i = 0; i < ep->n_owed; i++)
+		ep->conns[ep->owed[i]].in_owed_list = 0;
+	ep->n_owed = 0;
+	ep->n_refusals = 0;
 	for (uint32_t i = 0; i < ep->p.max_conns; i++) {
 		struct rb2_conn_slot *c = &ep->conns[i];
 
@@ -170,6 +175,11 @@ ep_fail(struct rb2_conn_ep *ep, int err)
 		n++;
 		conn_fail(ep, c, err, why);
 		c->owed = 0;
+		/* Never handed out: nobody will close it. */
+		if (c->state == RB2_CONN_ST_BACKLOG) {
+			c->app_closed = 1;
+			maybe_free(ep, c);
+		}
 	}
 	CONN_LOG(ERR, "endpoint %s: %s; %u connection(s) fail with it",
 		 ep->name, why + 4, n);
@@ -1075,6 +1085,7 @@ rb2_conn_shutdown(struct rb2_conn_ep *ep, int cd)
 		c->wr_shut = 1;
 		owe(ep, c, RB2_CONN_OWE_FIN);
 		send_owed(ep);
+		rb2_conn_flush(ep);    /* a FIN is not left waiting for a poll */
 	}
 	return 0;
 }
@@ -1111,6 +1122,7 @@ rb2_conn_close(struct rb2_conn_ep *ep, int cd)
 		c->wr_shut = 1;
 	}
 	send_owed(ep);
+	rb2_conn_flush(ep);    /* a FIN is not left waiting for a poll */
 	maybe_free(ep, c);
 	return 0;
 }

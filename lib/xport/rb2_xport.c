@@ -248,6 +248,26 @@ rb2_xport_mr_free(struct rb2_xport *xp, struct rb2_xport_mr *mr)
 	memset(mr, 0, sizeof(*mr));
 }
 
+int
+rb2_xport_mr_reg(struct rb2_xport *xp, void *addr, size_t len, struct rb2_xport_mr *mr)
+{
+	if (addr == NULL || len == 0 || mr == NULL)
+		return -EINVAL;
+	if (xp->ops->mr_reg == NULL)
+		return -ENOTSUP;
+	memset(mr, 0, sizeof(*mr));
+	return xp->ops->mr_reg(xp, addr, len, mr);
+}
+
+void
+rb2_xport_mr_dereg(struct rb2_xport *xp, struct rb2_xport_mr *mr)
+{
+	if (mr == NULL || mr->addr == NULL || xp->ops->mr_dereg == NULL)
+		return;
+	xp->ops->mr_dereg(xp, mr);
+	memset(mr, 0, sizeof(*mr));
+}
+
 /* A queue that is not connected refuses to post. */
 static int
 unconnected_post(struct rb2_xport_qp *qp __rte_unused,

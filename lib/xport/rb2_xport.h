@@ -97,6 +97,19 @@ int rb2_xport_mr_alloc(struct rb2_xport *xp, const char *name, size_t len,
 void rb2_xport_mr_free(struct rb2_xport *xp, struct rb2_xport_mr *mr);
 
 /**
+ * Register memory the application owns (a send buffer outside any ring).
+ * Slow (verbs: ibv_reg_mr pins the pages): rb2_mr_cache.h keeps them.
+ *
+ * @return 0, -ENOTSUP (the transport has nothing to register: shm), or
+ *   the driver's error.
+ */
+int rb2_xport_mr_reg(struct rb2_xport *xp, void *addr, size_t len,
+		     struct rb2_xport_mr *mr);
+
+/** Deregister a region from rb2_xport_mr_reg(). */
+void rb2_xport_mr_dereg(struct rb2_xport *xp, struct rb2_xport_mr *mr);
+
+/**
  * Create a queue for one lcore.
  *
  * @return The queue, or NULL with rte_errno set (EINVAL, ENOMEM, ENOTSUP).

@@ -60,6 +60,12 @@ struct rb2_xport_ops {
 			int socket, struct rb2_xport_mr *mr);
 	/** Deregister and free. */
 	void (*mr_free)(struct rb2_xport *xp, struct rb2_xport_mr *mr);
+	/** Register the application's memory (optional: NULL where there is
+	 *  nothing to register). */
+	int (*mr_reg)(struct rb2_xport *xp, void *addr, size_t len,
+		      struct rb2_xport_mr *mr);
+	/** Deregister what mr_reg() registered. */
+	void (*mr_dereg)(struct rb2_xport *xp, struct rb2_xport_mr *mr);
 	/** Set a new queue up: qp->drv, qp->sq_depth, cq_depth, max_inline.
 	 * Not post/poll: those are set when the queue connects. */
 	int (*qp_create)(struct rb2_xport *xp, struct rb2_xport_qp *qp,

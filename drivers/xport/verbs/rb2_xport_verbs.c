@@ -255,6 +255,34 @@ verbs_mr_free(struct rb2_xport *xp __rte_unused, struct rb2_xport_mr *mr)
 	rte_memzone_free(mr->mz);
 }
 
+/* The application's memory: pinned and registered where it is. */
+static int
+verbs_mr_reg(struct rb2_xport *xp, void *addr, size_t len, struct rb2_xport_mr *mr)
+{
+	struct verbs_dev *d = xp->priv;
+	struct ibv_mr *ibmr = ibv_reg_mr(d->pd, addr, len, IBV_ACCESS_LOCAL_WRITE |
+					 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+
+	if (ibmr == NULL) {
+		RB2_XPORT_LOG(ERR, "verbs: ibv_reg_mr of %zu bytes at %p: %s (raise the memlock limit: ulimit -l unlimited)",
+			      len, addr, strerror(errno));
+		return -errno;
+	}
+	mr->addr = addr;
+	mr->len = len;
+	mr->lkey = ibmr->lkey;
+	mr->rkey = ibmr->rkey;
+	mr->socket_id = SOCKET_ID_ANY;
+	mr->drv = ibmr;
+	return 0;
+}
+
+static void
+verbs_mr_dereg(struct rb2_xport *xp __rte_unused, struct rb2_xport_mr *mr)
+{
+	ibv_dereg_mr(mr->drv);
+}
+
 /* ---- fast path -------------------------------------------------------------- */
 
 static int
@@ -941,6 +969,8 @@ static const struct rb2_xport_ops verbs_ops = {
 	.close = verbs_close,
 	.mr_alloc = verbs_mr_alloc,
 	.mr_free = verbs_mr_free,
+	.mr_reg = verbs_mr_reg,
+	.mr_dereg = verbs_mr_dereg,
 	.qp_create = verbs_qp_create,
 	.qp_destroy = verbs_qp_destroy,
 	.qp_connect_local = verbs_qp_connect_local,

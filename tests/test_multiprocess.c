@@ -46,6 +46,8 @@
 
 #include <rb2_chan.h>
 #include <rb2_conn.h>
+
+#include "rb2_conn_traffic.h"
 #include <rb2_xport.h>
 
 #define SKIP 77
@@ -300,18 +302,6 @@ kill_stress(const char *self, const char *prefix, unsigned int reps)
 #define CONN_PER 100        /* messages per connection */
 #define CONN_KILL_AT 50     /* the dying client stops after this many each */
 
-static uint32_t
-conn_len(uint32_t conn, uint32_t seq)
-{
-	return 8 + (conn * 2654435761u + seq * 40503u) % 700;
-}
-
-static uint8_t
-conn_byte(uint32_t conn, uint32_t seq, uint32_t j)
-{
-	return (uint8_t)(conn * 31 + seq * 7 + j);
-}
-
 /* Make an endpoint over channels "cc<k>" (client to server) and "cs<k>". */
 static struct rb2_conn_ep *
 conn_ep(struct rb2_xport *xp, unsigned int k, int server)
@@ -353,47 +343,26 @@ static int
 run_conn_client(unsigned int k, int die)
 {
 	struct rb2_xport *xp = rb2_xport_open("shm", NULL);
-	static int cd[CONN_N];
-	static uint32_t next[CONN_N];
-	static uint8_t buf[1024];
-	uint32_t limit = die ? CONN_KILL_AT : CONN_PER, done = 0, open_left = CONN_N;
+	static struct traffic_tx t;
 	struct rb2_conn_ep *ep = xp ? conn_ep(xp, k, 0) : NULL;
-	uint64_t rng = 77 + k;
+	uint32_t open_left = CONN_N;
+	const char *why = "";
 	time_t t0 = time(NULL);
+	int ret;
 
 	if (ep == NULL) {
 		fprintf(stderr, "client %u: no endpoint: %s\n", k, rte_strerror(rte_errno));
 		return 1;
 	}
+	t.conns = CONN_N;
+	t.rng = 77 + k;
 	for (uint32_t i = 0; i < CONN_N; i++)
-		cd[i] = rb2_conn_connect(ep, 7);
-	while (done < CONN_N * limit && time(NULL) - t0 < 60) {
-		uint32_t i, len;
-		int ret;
-
-		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-		i = (uint32_t)(rng >> 33) % CONN_N;
-		if (next[i] == limit) {
-			rb2_conn_ep_poll(ep);
-			continue;
-		}
-		len = conn_len(i, next[i]);
-		memcpy(buf, &i, 4);
-		memcpy(buf + 4, &next[i], 4);
-		for (uint32_t j = 8; j < len; j++)
-			buf[j] = conn_byte(i, next[i], j);
-		ret = rb2_conn_send(ep, cd[i], buf, len);
-		if (ret == -EAGAIN)
-			continue;
-		if (ret < 0) {
-			fprintf(stderr, "client %u: send on %u: %s (%s)\n", k, i, strerror(-ret),
-				rb2_conn_why(ep, cd[i]));
-			return 1;
-		}
-		next[i]++;
-		done++;
+		t.cd[i] = rb2_conn_connect(ep, 7);
+	ret = traffic_send(ep, &t, die ? CONN_KILL_AT : CONN_PER, 60, &why);
+	if (ret < 0) {
+		fprintf(stderr, "client %u: send: %s (%s)\n", k, strerror(-ret), why);
+		return 1;
 	}
-	rb2_conn_flush(ep);
 	if (die) {
 		/* Wait, connections open, for the server's SIGKILL. */
 		while (time(NULL) - t0 < 60)
@@ -401,9 +370,10 @@ run_conn_client(unsigned int k, int die)
 		return 1;
 	}
 	for (uint32_t i = 0; i < CONN_N; i++)
-		rb2_conn_shutdown(ep, cd[i]);
+		rb2_conn_shutdown(ep, t.cd[i]);
 	/* The server closes each connection once it has read everything. */
 	while (open_left > 0 && time(NULL) - t0 < 60) {
+		static uint8_t buf[16];
 		int ready[32];
 		int n = rb2_conn_ep_ready(ep, ready, 32);
 
@@ -413,9 +383,6 @@ run_conn_client(unsigned int k, int die)
 				open_left--;
 			}
 	}
-	/* Let the last FINs out before the channel goes. */
-	for (int i = 0; i < 1000; i++)
-		rb2_conn_ep_poll(ep);
 	rb2_conn_ep_destroy(ep);
 	rb2_xport_close(xp);
 	if (open_left != 0)
@@ -427,13 +394,9 @@ run_conn_client(unsigned int k, int die)
 struct conn_server_side {
 	struct rb2_conn_ep *ep;
 	pid_t pid;
-	int die;
-	uint32_t next[CONN_N];
-	int idx_of[CONN_N];      /* accepted descriptors, in accept order */
-	uint32_t accepted, eof, failed;
-	uint64_t delivered, bad;
+	struct traffic_rx r;
+	uint32_t failed;
 	double dead_at, failed_at;
-	int ep_err;
 };
 
 static double
@@ -443,42 +406,6 @@ now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* One pass of the server over one client's endpoint. */
-static void
-conn_serve(struct conn_server_side *c, uint8_t *buf)
-{
-	int ready[64], n, cd;
-
-	while ((cd = rb2_conn_accept(c->ep, 7)) >= 0)
-		c->idx_of[c->accepted++ % CONN_N] = cd;
-	n = rb2_conn_ep_ready(c->ep, ready, 64);
-	if (n < 0 && c->ep_err == 0) {
-		c->ep_err = n;
-		c->failed_at = now_s();
-	}
-	for (int j = 0; j < n; j++) {
-		int len;
-
-		while ((len = rb2_conn_recv(c->ep, ready[j], buf, 1024)) > 0) {
-			uint32_t i, seq;
-
-			memcpy(&i, buf, 4);
-			memcpy(&seq, buf + 4, 4);
-			if (i >= CONN_N || seq != c->next[i] || (uint32_t)len != conn_len(i, seq) ||
-			    buf[len - 1] != (len > 8 ? conn_byte(i, seq, (uint32_t)len - 1) : buf[len - 1])) {
-				c->bad++;
-				continue;
-			}
-			c->next[i]++;
-			c->delivered++;
-		}
-		if (len == 0) {                      /* the client's FIN */
-			rb2_conn_close(c->ep, ready[j]);
-			c->eof++;
-		}
-	}
 }
 
 /*
@@ -491,7 +418,6 @@ run_conn_server(const char *self, const char *prefix)
 {
 	struct rb2_xport *xp = rb2_xport_open("shm", NULL);
 	static struct conn_server_side side[2];
-	static uint8_t buf[1024];
 	struct rb2_conn_ep_stats st[2];
 	double t0 = now_s();
 	int ok, status;
@@ -502,7 +428,6 @@ run_conn_server(const char *self, const char *prefix)
 				k == 1 ? "die" : "live", NULL};
 
 		snprintf(kk, sizeof(kk), "%u", k);
-		side[k].die = k == 1;
 		if (posix_spawn(&side[k].pid, self, NULL, NULL, args, environ) != 0) {
 			perror("posix_spawn");
 			return 1;
@@ -516,40 +441,43 @@ run_conn_server(const char *self, const char *prefix)
 		}
 	}
 	while (now_s() - t0 < 60) {
-		for (unsigned int k = 0; k < 2; k++)
-			conn_serve(&side[k], buf);
+		for (unsigned int k = 0; k < 2; k++) {
+			traffic_serve(side[k].ep, 7, &side[k].r, NULL, NULL);
+			if (side[k].r.ep_err != 0 && side[k].failed_at == 0)
+				side[k].failed_at = now_s();
+		}
 		/* Everything the dying client sent is in: kill it now. */
-		if (side[1].dead_at == 0 && side[1].delivered == (uint64_t)CONN_N * CONN_KILL_AT) {
+		if (side[1].dead_at == 0 && side[1].r.delivered == (uint64_t)CONN_N * CONN_KILL_AT) {
 			kill(side[1].pid, SIGKILL);
 			side[1].dead_at = now_s();
 			waitpid(side[1].pid, &status, 0);
 		}
-		if (side[0].eof == CONN_N && side[1].ep_err != 0)
+		if (side[0].r.eof == CONN_N && side[1].r.ep_err != 0)
 			break;
 	}
 	/* The dying client's connections: each has the error; close them. */
-	for (uint32_t i = 0; i < side[1].accepted && i < CONN_N; i++) {
-		if (rb2_conn_status(side[1].ep, side[1].idx_of[i]) == -ECONNRESET)
+	for (uint32_t i = 0; i < side[1].r.accepted && i < CONN_N; i++) {
+		if (rb2_conn_status(side[1].ep, side[1].r.cd_of[i]) == -ECONNRESET)
 			side[1].failed++;
-		rb2_conn_close(side[1].ep, side[1].idx_of[i]);
+		rb2_conn_close(side[1].ep, side[1].r.cd_of[i]);
 	}
 	for (unsigned int k = 0; k < 2; k++)
 		rb2_conn_ep_stats_get(side[k].ep, &st[k]);
 	waitpid(side[0].pid, &status, 0);
-	ok = side[0].delivered == (uint64_t)CONN_N * CONN_PER && side[0].bad == 0 &&
-	     side[0].eof == CONN_N && st[0].conns_open == 0 &&
-	     side[1].bad == 0 && side[1].delivered == (uint64_t)CONN_N * CONN_KILL_AT &&
-	     side[1].ep_err == -ECONNRESET && side[1].failed == CONN_N &&
+	ok = side[0].r.delivered == (uint64_t)CONN_N * CONN_PER && side[0].r.bad == 0 &&
+	     side[0].r.eof == CONN_N && st[0].conns_open == 0 &&
+	     side[1].r.bad == 0 && side[1].r.delivered == (uint64_t)CONN_N * CONN_KILL_AT &&
+	     side[1].r.ep_err == -ECONNRESET && side[1].failed == CONN_N &&
 	     st[1].conns_open == 0 && side[1].dead_at > 0 &&
 	     side[1].failed_at - side[1].dead_at < 2.0;
 	printf("connections%s (%.1f s): live client: %" PRIu64 " of %u messages in order on %u "
 	       "connections, %u closed, %" PRIu64 " left open; killed client: %" PRIu64
 	       " delivered (%u published), %u of %u connections failed (%s) %.3f s after "
 	       "the kill, %" PRIu64 " left open\n", ok ? "" : " FAILED", now_s() - t0,
-	       side[0].delivered,
-	       CONN_N * CONN_PER, CONN_N, side[0].eof, st[0].conns_open, side[1].delivered,
+	       side[0].r.delivered,
+	       CONN_N * CONN_PER, CONN_N, side[0].r.eof, st[0].conns_open, side[1].r.delivered,
 	       CONN_N * CONN_KILL_AT, side[1].failed, CONN_N,
-	       side[1].ep_err ? strerror(-side[1].ep_err) : "no error",
+	       side[1].r.ep_err ? strerror(-side[1].r.ep_err) : "no error",
 	       side[1].failed_at - side[1].dead_at, st[1].conns_open);
 	for (unsigned int k = 0; k < 2; k++)
 		rb2_conn_ep_destroy(side[k].ep);

@@ -17,6 +17,13 @@
  * kill     the client streams until the harness kills it; the server must get
  *          an error, not hang, and report how long it took.
  * baddesc  the client sends a malformed descriptor; the server must refuse it.
+ * conn     connections (lib/conn) over one channel pair, so one QP each way:
+ *          the client opens 1000 and sends COUNT messages spread over them at
+ *          random, then half-closes each; the server checks every one (once,
+ *          in order, intact), answers each end of stream and closes; the
+ *          client reads the answer and the close. The way back is a second
+ *          channel, the client passive: at RB2_TEST_BACK (ip:port; default
+ *          the server's address, port + 1).
  *
  * Exit 0 on success, 1 on failure, 77 when there is no RDMA device.
  *
@@ -37,7 +44,10 @@
 #include <rte_errno.h>
 
 #include <rb2_chan.h>
+#include <rb2_conn.h>
 #include <rb2_xport.h>
+
+#include "rb2_conn_traffic.h"
 
 /* How long after its last message a channel must report a dead peer or a
  * failed QP: rdma_cm's DISCONNECTED when the peer's process dies; the
@@ -379,6 +389,134 @@ baddesc(struct rb2_xport *xp, const char *addr, int server)
 	}
 }
 
+/* ---- connections ---------------------------------------------------------- */
+
+#define CONN_TEST_N 1000
+
+/* The way back: RB2_TEST_BACK, or @addr's host at its port + 1. */
+static void
+back_addr(const char *addr, char *out, size_t len, int passive)
+{
+	const char *env = getenv("RB2_TEST_BACK");
+	const char *colon = strrchr(addr, ':');
+
+	if (env != NULL)
+		snprintf(out, len, "%s", env);
+	else
+		snprintf(out, len, "%.*s:%d", (int)(colon - addr), addr, atoi(colon + 1) + 1);
+	if (passive && env != NULL && strchr(out, ':') != NULL)
+		memmove(out, strrchr(out, ':'), strlen(strrchr(out, ':')) + 1); /* any address */
+}
+
+static struct rb2_conn_ep *
+conn_ep(struct rb2_xport *xp, const char *addr, int server)
+{
+	struct rb2_conn_ep_params cp;
+	struct rb2_chan_params p;
+	struct rb2_tx *tx;
+	struct rb2_rx *rx;
+	char back[128];
+
+	rb2_chan_params_init(&p);
+	p.slots = 4096;
+	rb2_conn_ep_params_init(&cp);
+	cp.window = 16384;
+	back_addr(addr, back, sizeof(back), !server);
+	rx = rb2_rx_create(server ? "vc" : "vd", xp, &p);
+	tx = rb2_tx_create(server ? "vd" : "vc", xp, &p);
+	if (rx == NULL || tx == NULL)
+		return NULL;
+	if (server ? rb2_rx_connect(rx, addr, 60000) != 0 || tx_connect_retry(tx, back) != 0 :
+		     tx_connect_retry(tx, addr) != 0 || rb2_rx_connect(rx, back, 60000) != 0) {
+		printf("conn: the channel pair did not connect (%s, back %s)\n", addr, back);
+		return NULL;
+	}
+	return rb2_conn_ep_create(server ? "vs" : "vc", tx, rx, &cp);
+}
+
+static void
+conn_answer(struct rb2_conn_ep *ep, int cd, void *arg __rte_unused)
+{
+	uint64_t bye = 0xb7e;
+
+	while (rb2_conn_send(ep, cd, &bye, sizeof(bye)) == -EAGAIN)
+		;
+	rb2_conn_close(ep, cd);
+}
+
+static int
+conn_test(struct rb2_xport *xp, const char *addr, int server, uint64_t count)
+{
+	struct rb2_conn_ep *ep = conn_ep(xp, addr, server);
+	uint32_t per = (uint32_t)(count / CONN_TEST_N);
+	struct rb2_conn_ep_stats st;
+	double t0 = now_s();
+	int ok;
+
+	if (ep == NULL)
+		return 1;
+	if (server) {
+		static struct traffic_rx r;
+
+		rb2_conn_listen(ep, 7, CONN_TEST_N);
+		while (r.eof < CONN_TEST_N && r.ep_err == 0 && now_s() - t0 < 120)
+			traffic_serve(ep, 7, &r, conn_answer, NULL);
+		for (int i = 0; i < 1000; i++)     /* the last answers and closes */
+			rb2_conn_ep_poll(ep);
+		ok = r.delivered == (uint64_t)CONN_TEST_N * per && r.bad == 0 &&
+		     r.eof == CONN_TEST_N;
+		for (uint32_t i = 0; i < CONN_TEST_N; i++)
+			ok &= r.next[i] == per;
+		rb2_conn_ep_stats_get(ep, &st);
+		printf("conn: %" PRIu64 " messages on %u connections over one QP each way, "
+		       "%" PRIu64 " bad, %u ends of stream; %.0f msg/s; %" PRIu64 " control "
+		       "frames in, %" PRIu64 " out%s\n", r.delivered, r.accepted, r.bad, r.eof,
+		       (double)r.delivered / (now_s() - t0), st.ctrl_frames_rx, st.ctrl_frames_tx,
+		       r.ep_err ? ", endpoint failed" : "");
+	} else {
+		static struct traffic_tx t;
+		const char *why = "";
+		uint32_t answered = 0, closed = 0;
+		int ret;
+
+		t.conns = CONN_TEST_N;
+		t.rng = 5;
+		for (uint32_t i = 0; i < CONN_TEST_N; i++)
+			t.cd[i] = rb2_conn_connect(ep, 7);
+		ret = traffic_send(ep, &t, per, 120, &why);
+		if (ret < 0) {
+			printf("conn: send: %s (%s)\n", strerror(-ret), why);
+			return 1;
+		}
+		for (uint32_t i = 0; i < CONN_TEST_N; i++)
+			rb2_conn_shutdown(ep, t.cd[i]);
+		while (closed < CONN_TEST_N && now_s() - t0 < 120) {
+			int ready[64], n = rb2_conn_ep_ready(ep, ready, 64);
+
+			if (n < 0)
+				break;
+			for (int j = 0; j < n; j++) {
+				uint64_t bye;
+				int len;
+
+				while ((len = rb2_conn_recv(ep, ready[j], &bye, sizeof(bye))) > 0)
+					answered += len == sizeof(bye) && bye == 0xb7e;
+				if (len == 0) {
+					rb2_conn_close(ep, ready[j]);
+					closed++;
+				}
+			}
+		}
+		rb2_conn_ep_stats_get(ep, &st);
+		ok = answered == CONN_TEST_N && closed == CONN_TEST_N && st.conns_open == 0;
+		printf("conn: sent %" PRIu64 " messages on %u connections, %u answered and "
+		       "closed by the server, %u closed here, %" PRIu64 " left open\n",
+		       st.tx_msgs, CONN_TEST_N, answered, closed, st.conns_open);
+	}
+	rb2_conn_ep_destroy(ep);
+	return ok ? 0 : 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -394,7 +532,7 @@ main(int argc, char **argv)
 	argc -= ret;
 	argv += ret;
 	if (argc < 4) {
-		fprintf(stderr, "usage: test_verbs [EAL] -- server|client stream|lat|kill|guestkill|qperr|baddesc IP:PORT [COUNT]\n");
+		fprintf(stderr, "usage: test_verbs [EAL] -- server|client stream|lat|kill|guestkill|qperr|baddesc|conn IP:PORT [COUNT]\n");
 		return 2;
 	}
 	role = argv[1];
@@ -423,6 +561,8 @@ main(int argc, char **argv)
 		ret = server ? death_server(xp, addr, test) : stream_client(xp, addr, 0, 1, P_STREAM);
 	else if (strcmp(test, "baddesc") == 0)
 		ret = baddesc(xp, addr, server);
+	else if (strcmp(test, "conn") == 0)
+		ret = conn_test(xp, addr, server, count);
 	else
 		ret = 2;
 	rb2_xport_close(xp);

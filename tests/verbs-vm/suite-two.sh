@@ -22,6 +22,9 @@ run() { # NAME TEST PORT COUNT
 }
 
 run stream stream 21000 200000
+# Connections (lib/conn): 1000 over one channel pair across the wire; the
+# way back is a channel the server opens to the client (B, .2).
+RB2_TEST_BACK=169.254.77.2:21201 run conn conn 21200 100000
 run elastic elastic 21010 20000
 if [ $side = client ]; then
 	d=$(sed -n 's/.*, \([0-9]*\) deferred tail syncs.*/\1/p' /tmp/elastic)

@@ -42,6 +42,8 @@ pair elastic_threshold elastic 50000
 d=$(sed -n 's/.*, \([0-9]*\) deferred tail syncs.*/\1/p' /tmp/elastic_threshold.c)
 echo "INFO elastic threshold: ${d:-0} deferred tail syncs (one guest: completions are synchronous)"
 pair latency_mode lat 20000
+# Connections (lib/conn): 1000 over one channel pair, so one QP each way.
+pair conn_1000_connections_one_qp_each_way conn 100000
 # The other sync policies of §IV-A over a real QP: WRITE_WITH_IMM is native
 # here (receive completions, re-posted receives, credits), lazy pull READs.
 for sync in push+imm pull+wt pull+imm push+poll; do

@@ -39,6 +39,7 @@ static const char *const refuse_why[RB2_CONN_REFUSE_MAX] = {
 static const char *const rst_why[RB2_CONN_RST_MAX] = {
 	[RB2_CONN_RST_UNLISTEN] = "the peer stopped listening before accepting it",
 	[RB2_CONN_RST_WINDOW] = "a sender overran the receiver's window",
+	[RB2_CONN_RST_PEER_GONE] = "the application at the other end is gone (its link to the service failed)",
 };
 
 void
@@ -348,6 +349,8 @@ frame_out(struct rb2_conn_ep *ep, uint32_t cid, uint8_t type, uint16_t aux,
 static void
 hello_of(const struct rb2_conn_ep *ep, const struct rb2_conn_slot *c, struct rb2_conn_hello *h)
 {
+	memset(h, 0, sizeof(*h));
+	h->host = c->host;
 	h->src_cd = c->cd;
 	h->window = ep->p.window;
 	h->max_msg = ep->p.max_msg;
@@ -798,6 +801,23 @@ frame_in(struct rb2_conn_ep *ep, const uint8_t *f, uint32_t len)
 
 /* ---- progress ----------------------------------------------------------- */
 
+/* A relay's link: the endpoint's own frames (sleep, awake) here, the rest
+ * to the relay, which may refuse more for now. @return the frames taken. */
+static int
+relay_in(struct rb2_conn_ep *ep, struct rb2_msg *m, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint8_t *f = m[i].data;
+
+		if (m[i].len >= RB2_CONN_HDR_LEN &&
+		    (f[4] == RB2_CONN_FR_SLEEP || f[4] == RB2_CONN_FR_AWAKE))
+			frame_in(ep, f, m[i].len);
+		else if (ep->relay(ep->relay_arg, ep, f, m[i].len) == -EAGAIN)
+			return i;
+	}
+	return n;
+}
+
 /*
  * The poll. @p check_peer: ask the transport whether the peer lives when
  * nothing came (at most every millisecond); the implicit poll of an empty
@@ -817,8 +837,11 @@ ep_progress(struct rb2_conn_ep *ep, int check_peer)
 		ep_fail(ep, n);
 		return n;
 	}
-	for (int i = 0; i < n; i++)
-		frame_in(ep, m[i].data, m[i].len);
+	if (unlikely(ep->relay != NULL))
+		n = relay_in(ep, m, n);
+	else
+		for (int i = 0; i < n; i++)
+			frame_in(ep, m[i].data, m[i].len);
 	if (n > 0)
 		rb2_rx_release_burst(ep->rx, m, (unsigned int)n);
 	if (unlikely(ep->armed) && ep->resv_cd < 0)
@@ -980,6 +1003,10 @@ rb2_conn_listen(struct rb2_conn_ep *ep, uint16_t port, uint32_t backlog)
 	l->q = calloc(backlog, sizeof(*l->q));
 	if (l->q == NULL)
 		return -ENOMEM;
+	/* Through a service: it must know where to send connects. */
+	if (ep->p.service && (frame_out(ep, RB2_CONN_CID_NONE, RB2_CONN_FR_LISTEN, port,
+				       NULL, 0) < 0 || rb2_conn_flush(ep) < 0))
+		return ep->err != 0 ? ep->err : -EAGAIN;
 	l->used = 1;
 	l->port = port;
 	l->backlog = backlog;
@@ -1009,6 +1036,36 @@ rb2_conn_unlisten(struct rb2_conn_ep *ep, uint16_t port)
 	}
 	l->used = 0;
 	l->count = 0;
+	if (ep->p.service && frame_out(ep, RB2_CONN_CID_NONE, RB2_CONN_FR_UNLISTEN, port,
+				       NULL, 0) == 0)
+		rb2_conn_flush(ep);
+	return 0;
+}
+
+void
+rb2_conn_ep_set_relay(struct rb2_conn_ep *ep, rb2_conn_relay_fn fn, void *arg)
+{
+	ep->relay = fn;
+	ep->relay_arg = arg;
+}
+
+int
+rb2_conn_ep_forward(struct rb2_conn_ep *ep, const void *frame, uint32_t len)
+{
+	void *slot;
+	int ret;
+
+	if (ep->err != 0)
+		return ep->err;
+	ret = rb2_tx_reserve(ep->tx, len, &slot);
+	if (ret == -ENOBUFS)
+		return -EAGAIN;
+	if (ret < 0) {
+		ep_fail(ep, ret);
+		return ret;
+	}
+	memcpy(slot, frame, len);
+	rb2_tx_commit(ep->tx, len);
 	return 0;
 }
 
@@ -1035,21 +1092,30 @@ rb2_conn_accept(struct rb2_conn_ep *ep, uint16_t port)
 }
 
 int
-rb2_conn_connect(struct rb2_conn_ep *ep, uint16_t port)
+rb2_conn_connect_host(struct rb2_conn_ep *ep, uint32_t host, uint16_t port)
 {
 	struct rb2_conn_slot *c;
 
 	if (ep->err != 0)
 		return ep->err;
+	if (host != 0 && !ep->p.service)
+		return -EINVAL;
 	c = slot_alloc(ep);
 	if (c == NULL)
 		return ep->n_free == 0 ? -EMFILE : -ENOMEM;
 	c->state = RB2_CONN_ST_SYN_SENT;
 	c->port = port;
+	c->host = host;
 	c->peer_cd = RB2_CONN_CID_NONE;
 	owe(ep, c, RB2_CONN_OWE_SYN);
 	send_owed(ep);
 	return (int)c->cd;
+}
+
+int
+rb2_conn_connect(struct rb2_conn_ep *ep, uint16_t port)
+{
+	return rb2_conn_connect_host(ep, 0, port);
 }
 
 int

@@ -185,6 +185,27 @@ int rb2_conn_accept(struct rb2_conn_ep *ep, uint16_t port);
 int rb2_conn_connect(struct rb2_conn_ep *ep, uint16_t port);
 
 /**
+ * Open a connection to @p port on @p host through a host service
+ * (rb2_conn_ep_params.service): @p host an IPv4 address in host byte
+ * order, 0 for this host. Otherwise as rb2_conn_connect().
+ * @return as rb2_conn_connect(); -EINVAL (a host without a service).
+ */
+int rb2_conn_connect_host(struct rb2_conn_ep *ep, uint32_t host, uint16_t port);
+
+/**
+ * @name Relays
+ * For a host service (rb2-raasd): an endpoint whose frames are handed to
+ * @p fn instead of being taken as its own connections' (it keeps its own
+ * blocking-mode frames), and frames put on its ring as they are.
+ * @{
+ */
+void rb2_conn_ep_set_relay(struct rb2_conn_ep *ep, rb2_conn_relay_fn fn, void *arg);
+
+/** @return 0, -EAGAIN (the ring is full), or the endpoint's error. */
+int rb2_conn_ep_forward(struct rb2_conn_ep *ep, const void *frame, uint32_t len);
+/** @} */
+
+/**
  * @return 0 (open), -EINPROGRESS (connecting), -ECONNREFUSED (refused; the
  *   reason is in rb2_conn_why()), -ECONNRESET (reset or the peer is gone),
  *   -EPROTO (the peer broke the protocol on it), -EBADF.

@@ -68,7 +68,17 @@ struct rb2_conn_ep_params {
 	/** Largest message (0: the most that the channel and the window
 	 *  allow; rb2_conn_max_msg() says what that is). */
 	uint32_t max_msg;
+	/** The peer is a host service (rb2-raasd), not the application at
+	 *  the other end: listens are announced to it, and connects name a
+	 *  host (rb2_conn_connect_host()). */
+	uint32_t service;
 };
+
+struct rb2_conn_ep;
+/** A relay's frame handler (rb2_conn_ep_set_relay()): 0 (taken), or
+ *  -EAGAIN (not now: the frame, and those after it, stay in the ring). */
+typedef int (*rb2_conn_relay_fn)(void *arg, struct rb2_conn_ep *ep, uint8_t *frame,
+				 uint32_t len);
 
 #define RB2_CONN_CID_NONE UINT32_MAX
 
@@ -83,20 +93,23 @@ enum {
 	RB2_CONN_FR_WANT,    /* the sender waits for credit */
 	RB2_CONN_FR_SLEEP,   /* the endpoint sleeps: body struct rb2_conn_sleep */
 	RB2_CONN_FR_AWAKE,   /* it is awake again */
+	RB2_CONN_FR_LISTEN,  /* to a service: accept connects to port aux here */
+	RB2_CONN_FR_UNLISTEN,/* ... no more */
 	RB2_CONN_FR_MAX,
 };
 
 enum { RB2_CONN_REFUSE_NO_LISTENER = 1, RB2_CONN_REFUSE_BACKLOG, RB2_CONN_REFUSE_TOO_MANY, RB2_CONN_REFUSE_MAX };
-enum { RB2_CONN_RST_UNLISTEN = 1, RB2_CONN_RST_WINDOW, RB2_CONN_RST_MAX };
+enum { RB2_CONN_RST_UNLISTEN = 1, RB2_CONN_RST_WINDOW, RB2_CONN_RST_PEER_GONE, RB2_CONN_RST_MAX };
 
 #define RB2_CONN_MAGIC 0x7262u   /* "rb" */
-#define RB2_CONN_VERSION 1u
+#define RB2_CONN_VERSION 2u
 
 struct rb2_conn_hello {
 	uint32_t src_cd;     /* the sender's descriptor: put it in frames to it */
 	uint32_t window;     /* its receive buffer */
 	uint32_t max_msg;    /* the largest message it takes */
 	uint16_t magic, version;
+	uint32_t host;       /* SYN through a service: the host (IPv4), 0: this one */
 };
 
 /* A sleeping endpoint's doorbell: ring it when the ring holds more than
@@ -152,6 +165,7 @@ struct rb2_conn_slot {
 	uint8_t want_sent;        /* a WANT is out, no credit since */
 	uint8_t peer_wants;       /* the peer waits for credit */
 	uint16_t port;
+	uint32_t host;            /* connect_host()'s, for the SYN */
 	uint8_t rst_reason;
 	int err;                  /* 0, or the negative errno it failed with */
 	/* Sending. */
@@ -221,6 +235,8 @@ struct rb2_conn_ep {
 	/* Blocking mode (rb2_conn_ep_wait()). */
 	int efd;                  /* our doorbell (eventfd), -1 until needed */
 	uint8_t armed;            /* we told the peer we sleep */
+	rb2_conn_relay_fn relay;  /* frames go there (a service's link) */
+	void *relay_arg;
 	uint8_t peer_sleeps;      /* the peer told us it sleeps */
 	uint64_t peer_head;       /* ... having read this far */
 	uint32_t peer_pid;

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * An application of rb2-raasd, for tests/test_raasd.sh: an EAL secondary of
+ * the service that joins it and talks to another application through it.
+ *
+ *   test_raas_app [EAL] -- server NAME PORT CONNS PER
+ *        accept CONNS connections, check PER messages on each (once, in
+ *        order, intact), answer each end of stream and close
+ *   test_raas_app [EAL] -- client NAME PORT CONNS PER [hang]
+ *        open CONNS connections, send PER messages on each at random, then
+ *        half-close and wait for the answers and closes; with "hang", stop
+ *        after sending (print "sent") and wait to be killed
+ *   test_raas_app [EAL] -- orphan NAME PORT CONNS
+ *        accept CONNS connections and read until every one is reset because
+ *        the application at the other end is gone
+ *   test_raas_app [EAL] -- linger NAME PORT CONNS listen|connect
+ *        open CONNS connections (or accept them), then wait until the
+ *        service is gone: every connection must fail
+ *
+ * Exit 0 when all went as it should.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+
+#include <rb2_conn_service.h>
+
+#include "rb2_conn_traffic.h"
+
+static void
+answer(struct rb2_conn_ep *ep, int cd, void *arg)
+{
+	uint64_t bye = 0xb7e;
+
+	(void)arg;
+	while (rb2_conn_send(ep, cd, &bye, sizeof(bye)) == -EAGAIN)
+		;
+	rb2_conn_close(ep, cd);
+}
+
+static int
+server(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, uint32_t per)
+{
+	static struct traffic_rx r;
+	time_t t0 = time(NULL);
+	int ok;
+
+	while (r.eof < conns && r.ep_err == 0 && time(NULL) - t0 < 60)
+		traffic_serve(ep, port, &r, answer, NULL);
+	for (int i = 0; i < 1000; i++)
+		rb2_conn_ep_poll(ep);
+	ok = r.delivered == (uint64_t)conns * per && r.bad == 0 && r.eof == conns;
+	for (uint32_t i = 0; i < conns; i++)
+		ok &= r.next[i] == per;
+	printf("server: %" PRIu64 " messages on %u connections, %" PRIu64 " bad, %u ends "
+	       "of stream%s\n", r.delivered, r.accepted, r.bad, r.eof, ok ? "" : " FAILED");
+	return ok ? 0 : 1;
+}
+
+static int
+client(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, uint32_t per, int hang)
+{
+	static struct traffic_tx t;
+	struct rb2_conn_ep_stats st;
+	uint32_t answered = 0, closed = 0;
+	const char *why = "";
+	time_t t0 = time(NULL);
+	int ret;
+
+	t.conns = conns;
+	t.rng = 11;
+	for (uint32_t i = 0; i < conns; i++)
+		t.cd[i] = rb2_conn_connect_host(ep, 0, port);
+	ret = traffic_send(ep, &t, per, 60, &why);
+	if (ret < 0) {
+		printf("client: send: %s (%s)\n", strerror(-ret), why);
+		return 1;
+	}
+	if (hang) {
+		printf("sent\n");
+		fflush(stdout);
+		for (;;)
+			rb2_conn_ep_poll(ep);
+	}
+	for (uint32_t i = 0; i < conns; i++)
+		rb2_conn_shutdown(ep, t.cd[i]);
+	while (closed < conns && time(NULL) - t0 < 60) {
+		int ready[64], n = rb2_conn_ep_ready(ep, ready, 64);
+
+		if (n < 0)
+			break;
+		for (int j = 0; j < n; j++) {
+			uint64_t bye;
+			int len;
+
+			while ((len = rb2_conn_recv(ep, ready[j], &bye, sizeof(bye))) > 0)
+				answered += len == sizeof(bye) && bye == 0xb7e;
+			if (len == 0) {
+				rb2_conn_close(ep, ready[j]);
+				closed++;
+			}
+		}
+	}
+	rb2_conn_ep_stats_get(ep, &st);
+	printf("client: %u connections answered and closed, %u closed here, %" PRIu64
+	       " left open\n", answered, closed, st.conns_open);
+	return answered == conns && closed == conns && st.conns_open == 0 ? 0 : 1;
+}
+
+/* Accept @p conns, then read until each is reset for its peer's death. */
+static int
+orphan(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns)
+{
+	static struct traffic_rx r;
+	uint32_t reset = 0;
+	time_t t0 = time(NULL);
+
+	while (time(NULL) - t0 < 60 && reset < conns) {
+		traffic_serve(ep, port, &r, NULL, NULL);
+		reset = 0;
+		for (uint32_t i = 0; i < r.accepted && i < TRAFFIC_MAX_CONNS; i++)
+			reset += rb2_conn_status(ep, r.cd_of[i]) == -ECONNRESET &&
+				strstr(rb2_conn_why(ep, r.cd_of[i]), "is gone") != NULL;
+	}
+	printf("orphan: %u of %u connections reset (%s), %" PRIu64 " messages before\n",
+	       reset, conns, r.accepted ? rb2_conn_why(ep, r.cd_of[0]) : "none accepted",
+	       r.delivered);
+	return reset == conns ? 0 : 1;
+}
+
+/* Hold @p conns connections until the service dies under them. */
+static int
+linger(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, int listen)
+{
+	static int cd[TRAFFIC_MAX_CONNS];
+	uint32_t n = 0, failed = 0;
+	time_t t0 = time(NULL);
+	int ret = 0;
+
+	for (uint32_t i = 0; !listen && i < conns; i++)
+		cd[n++] = rb2_conn_connect_host(ep, 0, port);
+	while (time(NULL) - t0 < 60 && ret >= 0) {
+		int c;
+
+		while (listen && n < conns && (c = rb2_conn_accept(ep, port)) >= 0)
+			cd[n++] = c;
+		ret = rb2_conn_ep_poll(ep);
+	}
+	for (uint32_t i = 0; i < n; i++)
+		failed += rb2_conn_status(ep, cd[i]) == ret;
+	printf("linger: the service is gone (%s); %u of %u connections failed with it\n",
+	       ret < 0 ? strerror(-ret) : "no error", failed, conns);
+	return ret == -ECONNRESET && n == conns && failed == conns ? 0 : 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct rb2_conn_ep *ep;
+	uint32_t conns, per;
+	uint16_t port;
+	int ret = rte_eal_init(argc, argv);
+
+	if (ret < 0) {
+		fprintf(stderr, "EAL: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	argc -= ret;
+	argv += ret;
+	if (argc < 5) {
+		fprintf(stderr, "usage: test_raas_app [EAL] -- server|client|orphan|linger NAME "
+			"PORT CONNS [PER|listen|connect] [hang]\n");
+		return 2;
+	}
+	port = (uint16_t)atoi(argv[3]);
+	conns = (uint32_t)atoi(argv[4]);
+	per = argc > 5 ? (uint32_t)atoi(argv[5]) : 0;
+	if (conns == 0 || conns > TRAFFIC_MAX_CONNS)
+		return 2;
+	ep = rb2_conn_service_join(argv[2], NULL, 10000);
+	if (ep == NULL) {
+		fprintf(stderr, "%s: cannot join the service: %s\n", argv[2],
+			rte_strerror(rte_errno));
+		return 1;
+	}
+	if (strcmp(argv[1], "server") == 0)
+		ret = rb2_conn_listen(ep, port, conns) ?: server(ep, port, conns, per);
+	else if (strcmp(argv[1], "client") == 0)
+		ret = client(ep, port, conns, per, argc > 6 && strcmp(argv[6], "hang") == 0);
+	else if (strcmp(argv[1], "orphan") == 0)
+		ret = rb2_conn_listen(ep, port, conns) ?: orphan(ep, port, conns);
+	else if (strcmp(argv[1], "linger") == 0) {
+		int listen = argc > 5 && strcmp(argv[5], "listen") == 0;
+
+		ret = (listen ? rb2_conn_listen(ep, port, conns) : 0) ?:
+			linger(ep, port, conns, listen);
+	} else
+		ret = 2;
+	rb2_conn_ep_destroy(ep);
+	rte_eal_cleanup();
+	return ret;
+}

@@ -1,0 +1,124 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rb2 authors
+#
+# The host service, rb2-raasd, with applications that join it (its DPDK
+# secondaries) and talk to each other through it, on shm:
+#   - two applications, 500 connections, every message once and in order,
+#     both ways, and every connection closed;
+#   - an application killed with its connections open: each one is reset at
+#     the other end, with the reason, within a bound;
+#   - the service killed: every connection of every application fails.
+# Needs hugepages (DPDK multi-process); skips (77) and says so without.
+#
+#   test_raasd.sh BUILD_DIR
+set -u
+build=$1
+raasd=$build/apps/rb2-raasd/rb2-raasd
+app=$build/tests/test_raas_app
+base_va=${RB2_BASE_VIRTADDR:-0x200000000000}
+pfx=rb2t-raas-$$
+tmp=$(mktemp -d)
+fails=0
+pids=()
+
+cleanup() {
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -f /dev/hugepages/"$pfx"map_* 2>/dev/null
+	rm -rf "/var/run/dpdk/$pfx" "$tmp"
+}
+trap cleanup EXIT
+
+free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
+if [ "${free:-0}" -lt 128 ] || ! mountpoint -q /dev/hugepages; then
+	echo "SKIP: DPDK multi-process needs hugepages: as root, dpdk-hugepages.py -p 2M --setup 1G"
+	exit 77
+fi
+
+ok() { echo "PASS $1"; }
+fail() { echo "FAIL $1"; fails=$((fails + 1)); }
+
+# app NAME ARGS...: an application, a secondary of the service, logging to
+# tmp/NAME. Run it in the background (app ... &: then $! is the application
+# itself) or in a subshell: it drops the clean-up trap, which a subshell
+# would otherwise run when it ends, and execs.
+app() {
+	local name=$1; shift
+	trap - EXIT
+	exec "$app" -l 1 --no-pci --proc-type=secondary --file-prefix "$pfx" \
+		--log-level=lib.eal:error -- "$1" "$name" "${@:2}" >"$tmp/$name" 2>&1
+}
+
+# wait_gone SECONDS PID: 0 if PID exited within SECONDS.
+wait_gone() {
+	local end=$(( $(date +%s%N) + $1 * 1000000000 ))
+	while kill -0 "$2" 2>/dev/null; do
+		[ "$(date +%s%N)" -lt $end ] || return 1
+		sleep 0.01
+	done
+}
+
+start_service() {
+	( trap - EXIT; exec "$raasd" -l 0 --no-pci -m 256 --file-prefix "$pfx" \
+		--proc-type=primary --base-virtaddr="$base_va" --log-level=lib.eal:error -- \
+		>"$tmp/raasd" 2>&1 ) &   # $!: the service itself (the subshell execs)
+	raasd_pid=$!
+	pids+=("$raasd_pid")
+	for _ in $(seq 200); do
+		grep -q "ready" "$tmp/raasd" && return 0
+		sleep 0.05
+	done
+	echo "rb2-raasd did not start:"; cat "$tmp/raasd"
+	exit 1
+}
+
+start_service
+
+# 1. Two applications through the service, both ways.
+app server-a server 7 500 40 & s=$!; pids+=("$s")
+sleep 0.3
+(app client-a client 7 500 40); crc=$?
+wait "$s"; src=$?
+cat "$tmp/server-a" "$tmp/client-a"
+if [ $src -eq 0 ] && [ $crc -eq 0 ]; then ok "two applications, 500 connections through rb2-raasd"
+else fail "two applications through rb2-raasd (server $src, client $crc)"; fi
+
+# 2. An application killed with its connections open.
+app orphan-b orphan 8 300 & o=$!; pids+=("$o")
+sleep 0.3
+app client-b client 8 300 10 hang & c=$!; pids+=("$c")
+for _ in $(seq 400); do grep -q "^sent" "$tmp/client-b" && break; sleep 0.05; done
+kill -9 "$c"
+t0=$(date +%s%N)
+if wait_gone 5 "$o"; then
+	wait "$o"; orc=$?
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	cat "$tmp/orphan-b"
+	if [ $orc -eq 0 ]; then ok "a killed application's 300 connections reset at the other end in $ms ms"
+	else fail "killed application: the other end says $orc"; fi
+else
+	fail "killed application: its peer still waits after 5 s"; cat "$tmp/orphan-b" "$tmp/client-b" "$tmp/raasd"
+	[ -n "${RB2_DEBUG_RAASD:-}" ] && gdb -p "$raasd_pid" -batch -ex "thread apply all bt" 2>&1 | grep -E "^#" | head -30
+fi
+
+# 3. The service killed under two applications.
+app linger-c linger 9 100 listen & l1=$!; pids+=("$l1")
+sleep 0.3
+app linger-d linger 9 100 connect & l2=$!; pids+=("$l2")
+sleep 1
+kill -9 "$raasd_pid"
+t0=$(date +%s%N)
+rc=0
+for p in $l1 $l2; do
+	wait_gone 5 "$p" || { fail "the service killed: an application still waits after 5 s"; rc=1; }
+done
+if [ $rc -eq 0 ]; then
+	wait "$l1"; r1=$?; wait "$l2"; r2=$?
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	cat "$tmp/linger-c" "$tmp/linger-d"
+	if [ $r1 -eq 0 ] && [ $r2 -eq 0 ]; then ok "the service killed: every connection failed within $ms ms"
+	else fail "the service killed (applications $r1, $r2)"; fi
+fi
+
+[ $fails -eq 0 ]

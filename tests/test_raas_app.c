@@ -10,7 +10,8 @@
  *        accept CONNS connections, check PER messages on each (once, in
  *        order, intact), answer each end of stream and close
  *   test_raas_app [EAL] -- client NAME PORT CONNS PER [hang]
- *        open CONNS connections, send PER messages on each at random, then
+ *        open CONNS connections (to host RB2_TEST_HOST through the service;
+ *        default 0, this one), send PER messages on each at random, then
  *        half-close and wait for the answers and closes; with "hang", stop
  *        after sending (print "sent") and wait to be killed
  *   test_raas_app [EAL] -- orphan NAME PORT CONNS
@@ -77,10 +78,12 @@ client(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, uint32_t per, int 
 	time_t t0 = time(NULL);
 	int ret;
 
+	uint32_t host = getenv("RB2_TEST_HOST") ? (uint32_t)atoi(getenv("RB2_TEST_HOST")) : 0;
+
 	t.conns = conns;
 	t.rng = 11;
 	for (uint32_t i = 0; i < conns; i++)
-		t.cd[i] = rb2_conn_connect_host(ep, 0, port);
+		t.cd[i] = rb2_conn_connect_host(ep, host, port);
 	ret = traffic_send(ep, &t, per, 60, &why);
 	if (ret < 0) {
 		printf("client: send: %s (%s)\n", strerror(-ret), why);
@@ -147,8 +150,10 @@ linger(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, int listen)
 	time_t t0 = time(NULL);
 	int ret = 0;
 
+	uint32_t host = getenv("RB2_TEST_HOST") ? (uint32_t)atoi(getenv("RB2_TEST_HOST")) : 0;
+
 	for (uint32_t i = 0; !listen && i < conns; i++)
-		cd[n++] = rb2_conn_connect_host(ep, 0, port);
+		cd[n++] = rb2_conn_connect_host(ep, host, port);
 	while (time(NULL) - t0 < 60 && ret >= 0) {
 		int c;
 

@@ -4,18 +4,23 @@
 
 /*
  * rb2-raasd: the host service (RaaS's model). A DPDK primary; applications
- * are its secondaries and join it with one channel pair each
- * (rb2_conn_service_join()). It relays their connections: a connect names
- * a port (and a host: this one, for now); the service finds the
- * application listening there, gives the connection a relay id on each
- * side (the vQPN each application puts in its frames), and from then on
- * moves frames between the two links, rewriting only the id in the header.
- * Credits are end to end, so the service holds no data of its own.
+ * are its secondaries and join it with one channel pair each over shm
+ * (rb2_conn_service_join()). Other hosts' services are its peers, one
+ * channel pair each over verbs (one RC QP each way, shared by every
+ * connection of every application to that host). It relays connections: a
+ * connect names a host and a port; the service finds the application
+ * listening there (or the peer service of that host, which does), gives the
+ * connection a relay id on each side (the vQPN each end puts in its frames),
+ * and from then on moves frames between the two links, rewriting only the
+ * id in the header. Credits are end to end, so the service holds no data of
+ * its own.
  *
- *   rb2-raasd [EAL args] -- [--max-relays N] [--stats-interval S]
+ *   rb2-raasd [EAL args] -- [--host-id N] [--listen IP:PORT]
+ *             [--peer [ID@]IP:PORT]... [--transport SPEC] [--max-relays N]
  *
- * An application whose link fails (it died) has every connection reset at
- * the other end, with the reason. Telemetry: /rb2/raasd/info.
+ * A link that fails (an application died, a peer service or its host) has
+ * every connection through it reset at the other end, with the reason.
+ * Telemetry: /rb2/raasd/info.
  */
 
 #include <errno.h>
@@ -41,8 +46,9 @@
 #define MAX_LISTENS 64
 
 struct link {
-	char name[RB2_CONN_SERVICE_NAMESIZE];
+	char name[96];
 	uint32_t pid;
+	uint32_t host;                  /* a peer service's host id; 0: an application */
 	struct rb2_conn_ep *ep;
 	uint16_t listens[MAX_LISTENS];
 	unsigned int nlistens;
@@ -66,6 +72,7 @@ static struct {
 	uint32_t max_relays;
 	uint32_t *free_idx, nfree;
 	uint64_t relayed, unknown, refused, resets, undeliverable;
+	uint32_t host_id;               /* this host's, in connects (0 is "here" too) */
 	volatile sig_atomic_t stop;
 } S;
 
@@ -123,23 +130,40 @@ listener(uint16_t port)
 	return NULL;
 }
 
+static struct link *
+peer_of(uint32_t host)
+{
+	for (unsigned int i = 0; i < S.nlinks; i++)
+		if (S.links[i]->host == host)
+			return S.links[i];
+	return NULL;
+}
+
 static int
 syn_in(struct link *from, uint8_t *f, uint32_t len, uint16_t port)
 {
 	struct rb2_conn_hello h;
 	struct link *to;
 	struct relay *r;
+	uint16_t why = 0;
 	uint32_t idx;
 	int ret;
 
 	if (len != RB2_CONN_HDR_LEN + sizeof(h))
 		return 0;                   /* the application's ep counts it */
 	memcpy(&h, f + RB2_CONN_HDR_LEN, sizeof(h));
-	to = h.host == 0 ? listener(port) : NULL;
+	/* Here (an application listening), or on to that host's service. */
+	if (h.host == 0 || h.host == S.host_id) {
+		to = listener(port);
+		why = RB2_CONN_REFUSE_NO_LISTENER;
+	} else {
+		to = from->host == 0 ? peer_of(h.host) : NULL;
+		why = RB2_CONN_REFUSE_NO_ROUTE;
+	}
 	if (to == NULL || S.nfree == 0) {
-		ret = send_ctrl(from, h.src_cd, RB2_CONN_FR_REFUSE, to == NULL ?
-				RB2_CONN_REFUSE_NO_LISTENER : RB2_CONN_REFUSE_TOO_MANY);
-		S.refused += ret == 0;
+		ret = send_ctrl(from, h.src_cd, RB2_CONN_FR_REFUSE,
+				to == NULL ? why : RB2_CONN_REFUSE_TOO_MANY);
+		__atomic_fetch_add(&S.refused, ret == 0, __ATOMIC_RELAXED);
 		return ret;
 	}
 	idx = S.free_idx[S.nfree - 1];
@@ -237,7 +261,7 @@ relay_frame(void *arg, struct rb2_conn_ep *ep __rte_unused, uint8_t *f, uint32_t
 	}
 	r = relay_of(cid, &side);
 	if (r == NULL || r->l[side] != from) {
-		S.unknown++;
+		__atomic_fetch_add(&S.unknown, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
 	if (r->l[!side] == NULL) {
@@ -271,10 +295,10 @@ relay_frame(void *arg, struct rb2_conn_ep *ep __rte_unused, uint8_t *f, uint32_t
 	}
 	if (ret < 0) {
 		/* Its link failed: the next pass resets this relay. */
-		S.undeliverable++;
+		__atomic_fetch_add(&S.undeliverable, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
-	S.relayed++;
+	__atomic_fetch_add(&S.relayed, 1, __ATOMIC_RELAXED);
 	if (type == RB2_CONN_FR_FIN)
 		r->fin[side] = 1;
 	if (type == RB2_CONN_FR_REFUSE || type == RB2_CONN_FR_RST || (r->fin[0] && r->fin[1]))
@@ -310,10 +334,14 @@ link_gone(struct link *l)
 			return -EAGAIN;
 		relay_free(r);
 		n++;
-		S.resets++;
+		__atomic_fetch_add(&S.resets, 1, __ATOMIC_RELAXED);
 	}
-	printf("rb2-raasd: application %s (pid %u) left: %u connection(s) reset at the "
-	       "other end\n", l->name, l->pid, n);
+	if (l->host != 0)
+		printf("rb2-raasd: the link to peer service %s failed: %u connection(s) reset "
+		       "at this end\n", l->name, n);
+	else
+		printf("rb2-raasd: application %s (pid %u) left: %u connection(s) reset at the "
+		       "other end\n", l->name, l->pid, n);
 	fflush(stdout);
 	return 0;
 }
@@ -359,22 +387,109 @@ join(struct rb2_xport *xp, struct rb2_conn_service_join *req)
 	rte_free(req);
 }
 
+/* Telemetry runs on its own thread: the counters are read as the loop
+ * writes them, atomically; the link and relay counts are a snapshot. */
+#define TEL_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
 static int
 tel_info(const char *cmd __rte_unused, const char *params __rte_unused,
 	 struct rte_tel_data *d)
 {
 	rte_tel_data_start_dict(d);
-	rte_tel_data_add_dict_u64(d, "applications", S.nlinks);
-	rte_tel_data_add_dict_u64(d, "relays_in_use", S.max_relays - S.nfree);
+	rte_tel_data_add_dict_u64(d, "links", TEL_LOAD(S.nlinks));
+	rte_tel_data_add_dict_u64(d, "relays_in_use", S.max_relays - TEL_LOAD(S.nfree));
 	rte_tel_data_add_dict_u64(d, "max_relays", S.max_relays);
-	rte_tel_data_add_dict_u64(d, "frames_relayed", S.relayed);
+	rte_tel_data_add_dict_u64(d, "frames_relayed", TEL_LOAD(S.relayed));
 	rte_tel_data_add_dict_u64(d, "unknown_frames", S.unknown);
-	rte_tel_data_add_dict_u64(d, "refused", S.refused);
-	rte_tel_data_add_dict_u64(d, "resets", S.resets);
-	rte_tel_data_add_dict_u64(d, "undeliverable", S.undeliverable);
-	/* Over shm: one channel pair per application, whatever the number of
-	 * its connections. */
-	rte_tel_data_add_dict_u64(d, "channel_pairs", S.nlinks);
+	rte_tel_data_add_dict_u64(d, "refused", TEL_LOAD(S.refused));
+	rte_tel_data_add_dict_u64(d, "resets", TEL_LOAD(S.resets));
+	rte_tel_data_add_dict_u64(d, "undeliverable", TEL_LOAD(S.undeliverable));
+	/* One channel pair per link (application or peer service), whatever
+	 * the number of connections through it. */
+	rte_tel_data_add_dict_u64(d, "host_id", S.host_id);
+	return 0;
+}
+
+/*
+ * A channel pair to a peer service: our sender to its --listen, its sender
+ * to ours. Each side listens for the other's sender and connects its own;
+ * the one with the smaller host id connects first, so that two services
+ * starting together do not both wait (and a set of them, each taking its
+ * peers in order, neither).
+ */
+static int
+peer_link(struct rb2_xport *xp, uint32_t id, const char *addr, const char *listen)
+{
+	char in[RB2_CHAN_NAMESIZE], out[RB2_CHAN_NAMESIZE];
+	struct rb2_conn_ep_params ep;
+	struct rb2_chan_params p;
+	struct link *l = calloc(1, sizeof(*l));
+	struct rb2_tx *tx;
+	struct rb2_rx *rx;
+	int ret = -1;
+
+	snprintf(in, sizeof(in), "peer%u.i", id);
+	snprintf(out, sizeof(out), "peer%u.o", id);
+	rb2_conn_service_chan_params(&p);
+	rx = rb2_rx_create(in, xp, &p);
+	tx = rb2_tx_create(out, xp, &p);
+	if (l == NULL || rx == NULL || tx == NULL)
+		goto out;
+	printf("rb2-raasd: connecting to peer service %u at %s (listening on %s)\n", id,
+	       addr, listen);
+	fflush(stdout);
+	for (int first = 0; first < 2; first++) {
+		if ((first == 0) == (S.host_id < id)) {
+			for (int i = 0; i < 600; i++) {      /* a minute for it to start */
+				ret = rb2_tx_connect(tx, addr, 100);
+				if (ret == 0 || S.stop)
+					break;
+			}
+		} else {
+			ret = rb2_rx_connect(rx, listen, 60000);
+		}
+		if (ret != 0)
+			goto out;
+	}
+	rb2_conn_ep_params_init(&ep);
+	ep.max_conns = 1;
+	ep.backlog = 1;
+	l->ep = rb2_conn_ep_create(out, tx, rx, &ep);
+	if (l->ep == NULL)
+		goto out;
+	snprintf(l->name, sizeof(l->name), "%u@%s", id, addr);
+	l->host = id;
+	rb2_conn_ep_set_relay(l->ep, relay_frame, l);
+	S.links[S.nlinks++] = l;
+	printf("rb2-raasd: peer service %s linked\n", l->name);
+	fflush(stdout);
+	return 0;
+out:
+	fprintf(stderr, "rb2-raasd: no link to peer service %u at %s: %s\n", id, addr,
+		ret != 0 ? strerror(-ret) : rte_strerror(rte_errno));
+	if (l == NULL || l->ep == NULL) {
+		rb2_tx_destroy(tx);
+		rb2_rx_destroy(rx);
+	}
+	free(l);
+	return -1;
+}
+
+/* "[ID@]IP:PORT": the host id defaults to the address, as a number. */
+static int
+parse_peer(const char *spec, uint32_t *id, char *addr, size_t len)
+{
+	const char *at = strchr(spec, '@');
+	unsigned int a, b, c, d;
+
+	snprintf(addr, len, "%s", at != NULL ? at + 1 : spec);
+	if (at != NULL) {
+		*id = (uint32_t)strtoul(spec, NULL, 0);
+		return *id == 0 ? -1 : 0;
+	}
+	if (sscanf(addr, "%u.%u.%u.%u:", &a, &b, &c, &d) != 4)
+		return -1;
+	*id = a << 24 | b << 16 | c << 8 | d;
 	return 0;
 }
 
@@ -390,6 +505,12 @@ usage(FILE *f, const char *prog)
 "\n"
 "  --max-relays N       connections through the service at once (default 16384,\n"
 "                       at most 32767)\n"
+"  --host-id N          this host's id in connects (default: the --listen IPv4\n"
+"                       address as a number; applications may also use 0)\n"
+"  --listen IP:PORT     where peer services connect to this one\n"
+"  --peer [ID@]IP:PORT  a peer service (its --listen; ID: its --host-id, by\n"
+"                       default its address); repeat for more\n"
+"  --transport SPEC     the transport to peers (default verbs; RB2_VERBS_ARGS)\n"
 "  --help\n", prog);
 }
 
@@ -398,9 +519,16 @@ main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{"max-relays", required_argument, NULL, 'r'},
+		{"host-id", required_argument, NULL, 'H'},
+		{"listen", required_argument, NULL, 'L'},
+		{"peer", required_argument, NULL, 'P'},
+		{"transport", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	const char *listen = NULL, *spec = NULL, *peers[16];
+	unsigned int npeers = 0;
+	struct rb2_xport *pxp = NULL;
 	struct rte_ring *ring;
 	struct rb2_xport *xp;
 	int ret, opt;
@@ -418,6 +546,22 @@ main(int argc, char **argv)
 		case 'r':
 			S.max_relays = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
+		case 'H':
+			S.host_id = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'L':
+			listen = optarg;
+			break;
+		case 'P':
+			if (npeers == RTE_DIM(peers)) {
+				fprintf(stderr, "rb2-raasd: at most %zu --peer\n", RTE_DIM(peers));
+				return 2;
+			}
+			peers[npeers++] = optarg;
+			break;
+		case 'T':
+			spec = optarg;
+			break;
 		case 'h':
 			usage(stdout, argv[0]);
 			return 0;
@@ -428,6 +572,14 @@ main(int argc, char **argv)
 	}
 	if (S.max_relays == 0 || S.max_relays > 32767) {
 		fprintf(stderr, "rb2-raasd: --max-relays %u: 1..32767\n", S.max_relays);
+		return 2;
+	}
+	if (npeers > 0 && listen == NULL) {
+		fprintf(stderr, "rb2-raasd: --peer needs --listen (where the peer connects back)\n");
+		return 2;
+	}
+	if (S.host_id == 0 && listen != NULL && parse_peer(listen, &S.host_id, (char[64]){0}, 64) < 0) {
+		fprintf(stderr, "rb2-raasd: --listen %s: IP:PORT (or give --host-id)\n", listen);
 		return 2;
 	}
 	if (rte_eal_process_type() != RTE_PROC_PRIMARY) {
@@ -449,7 +601,29 @@ main(int argc, char **argv)
 		"Returns the service's applications, relays and counters. Takes no parameters");
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	printf("rb2-raasd: ready (pid %d): %u relays\n", (int)getpid(), S.max_relays);
+	if (npeers > 0) {
+		pxp = spec != NULL ? rb2_xport_open_spec(spec) :
+			rb2_xport_open("verbs", getenv("RB2_VERBS_ARGS"));
+		if (pxp == NULL) {
+			fprintf(stderr, "rb2-raasd: no transport to peers (%s): %s\n",
+				spec != NULL ? spec : "verbs", rte_strerror(rte_errno));
+			return 1;
+		}
+	}
+	for (unsigned int i = 0; i < npeers; i++) {
+		char addr[64];
+		uint32_t id;
+
+		if (parse_peer(peers[i], &id, addr, sizeof(addr)) < 0 || id == S.host_id) {
+			fprintf(stderr, "rb2-raasd: --peer %s: [ID@]IP:PORT, ID not this host's\n",
+				peers[i]);
+			return 2;
+		}
+		if (peer_link(pxp, id, addr, listen) < 0)
+			return 1;
+	}
+	printf("rb2-raasd: ready (pid %d, host %u): %u relays, %u peer(s)\n", (int)getpid(),
+	       S.host_id, S.max_relays, npeers);
 	fflush(stdout);
 	while (!S.stop) {
 		void *req = NULL;
@@ -479,6 +653,8 @@ main(int argc, char **argv)
 	}
 	rte_ring_free(ring);
 	rb2_xport_close(xp);
+	if (pxp != NULL)
+		rb2_xport_close(pxp);
 	rte_eal_cleanup();
 	return 0;
 }

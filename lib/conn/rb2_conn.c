@@ -34,6 +34,7 @@ static const char *const refuse_why[RB2_CONN_REFUSE_MAX] = {
 	[RB2_CONN_REFUSE_NO_LISTENER] = "nothing listens on that port at the peer",
 	[RB2_CONN_REFUSE_BACKLOG] = "the port's backlog at the peer is full (nobody accepts)",
 	[RB2_CONN_REFUSE_TOO_MANY] = "the peer holds its limit of connections (raise its max_conns)",
+	[RB2_CONN_REFUSE_NO_ROUTE] = "the service has no link to that host (rb2-raasd --peer)",
 };
 
 static const char *const rst_why[RB2_CONN_RST_MAX] = {

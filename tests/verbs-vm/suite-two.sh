@@ -25,6 +25,31 @@ run stream stream 21000 200000
 # Connections (lib/conn): 1000 over one channel pair across the wire; the
 # way back is a channel the server opens to the client (B, .2).
 RB2_TEST_BACK=169.254.77.2:21201 run conn conn 21200 100000
+
+# A host service (rb2-raasd) on each guest, linked over the wire (host ids
+# 1 and 2, one QP each way); an application on each, their secondaries:
+# 1000 connections from B's to A's, through both services.
+echo 256 > /proc/sys/vm/nr_hugepages
+mkdir -p /dev/hugepages && { mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages; }
+me=1 other=2 mine=169.254.77.1 theirs=169.254.77.2
+[ $side = client ] && me=2 other=1 mine=169.254.77.2 theirs=169.254.77.1
+"$RB2_BUILD/apps/rb2-raasd/rb2-raasd" -l 0 --no-pci -m 256 --file-prefix rs --log-level lib.eal:error \
+	-- --host-id $me --listen $mine:21300 --peer $other@$theirs:21300 > /tmp/raasd 2>&1 &
+rpid=$!
+for _ in $(seq 900); do grep -q ready /tmp/raasd && break; sleep 0.1; done
+sec="-l 0 --no-pci --proc-type=secondary --file-prefix rs --log-level lib.eal:error"
+if [ $side = server ]; then
+	"$RB2_BUILD/tests/test_raas_app" $sec -- server srv 7 1000 20 > /tmp/raas-app 2>&1; rc=$?
+else
+	sleep 2
+	RB2_TEST_HOST=1 "$RB2_BUILD/tests/test_raas_app" $sec -- client cli 7 1000 20 > /tmp/raas-app 2>&1; rc=$?
+fi
+sleep 2      # the other side's last frames through this service
+kill $rpid; wait $rpid
+grep -vE "^(TELEMETRY|EAL)" /tmp/raasd /tmp/raas-app
+if [ $rc -eq 0 ]; then pass=$((pass + 1)); echo "PASS two_guests_raasd_1000_connections ($side)"
+else fail=$((fail + 1)); echo "FAIL two_guests_raasd_1000_connections ($side, $rc)"; fi
+rm -f /dev/hugepages/rsmap_*
 run elastic elastic 21010 20000
 if [ $side = client ]; then
 	d=$(sed -n 's/.*, \([0-9]*\) deferred tail syncs.*/\1/p' /tmp/elastic)

@@ -44,6 +44,53 @@ echo "INFO elastic threshold: ${d:-0} deferred tail syncs (one guest: completion
 pair latency_mode lat 20000
 # Connections (lib/conn): 1000 over one channel pair, so one QP each way.
 pair conn_1000_connections_one_qp_each_way conn 100000
+
+# Two host services (rb2-raasd, host ids 1 and 2) linked over verbs, an
+# application on each (their secondaries, so hugepages): 1000 connections
+# from one to the other, through both services and one QP each way; then
+# service 2 killed under 200 more: the application on 1 has every one reset.
+raas() { # TAG: both services' and applications' output, then the verdict
+	cat /tmp/raasd-1 /tmp/raasd-2 /tmp/raas-* 2>/dev/null | grep -vE "^(TELEMETRY|EAL)"
+}
+echo 256 > /proc/sys/vm/nr_hugepages
+mkdir -p /dev/hugepages && { mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages; }
+raasd=$RB2_BUILD/apps/rb2-raasd/rb2-raasd app=$RB2_BUILD/tests/test_raas_app
+sec() { echo "-l $1 --no-pci --proc-type=secondary --file-prefix rs$2 --log-level lib.eal:error"; }
+for h in 1 2; do
+	other=$((3 - h))
+	"$raasd" -l $((h - 1)) --no-pci -m 256 --file-prefix rs$h --base-virtaddr=0x$((h + 1))00000000000 \
+		--log-level lib.eal:error -- --host-id $h --listen $ip:2090$h \
+		--peer $other@$ip:2090$other > /tmp/raasd-$h 2>&1 &
+	eval raasd_$h=$!
+done
+for _ in $(seq 600); do
+	grep -q ready /tmp/raasd-1 && grep -q ready /tmp/raasd-2 && break
+	sleep 0.1
+done
+"$app" $(sec 0 1) -- server srv 7 1000 20 > /tmp/raas-srv 2>&1 & s=$!
+sleep 1
+RB2_TEST_HOST=1 "$app" $(sec 1 2) -- client cli 7 1000 20 > /tmp/raas-cli 2>&1; crc=$?
+wait $s; src=$?
+if [ $src -eq 0 ] && [ $crc -eq 0 ]; then
+	pass=$((pass + 1)); raas; echo "PASS raasd_two_services_over_verbs_1000_connections"
+else
+	fail=$((fail + 1)); raas; echo "FAIL raasd_two_services_over_verbs (server $src, client $crc)"
+fi
+"$app" $(sec 0 1) -- orphan orph 8 200 > /tmp/raas-orph 2>&1 & o=$!
+sleep 1
+RB2_TEST_HOST=1 "$app" $(sec 1 2) -- linger ling 8 200 connect > /tmp/raas-ling 2>&1 & l=$!
+sleep 3
+kill -9 $raasd_2
+t0=$(date +%s%N)
+wait $o; orc=$?; wait $l; lrc=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+if [ $orc -eq 0 ] && [ $lrc -eq 0 ]; then
+	pass=$((pass + 1)); raas; echo "PASS raasd_peer_service_killed_every_connection_reset ($ms ms)"
+else
+	fail=$((fail + 1)); raas; echo "FAIL raasd_peer_service_killed (orphan $orc, linger $lrc, $ms ms)"
+fi
+kill $raasd_1 2>/dev/null; wait $raasd_1 2>/dev/null
+rm -f /dev/hugepages/rs*map_*
 # The other sync policies of §IV-A over a real QP: WRITE_WITH_IMM is native
 # here (receive completions, re-posted receives, credits), lazy pull READs.
 for sync in push+imm pull+wt pull+imm push+poll; do

@@ -54,6 +54,7 @@ struct opts {
 	uint32_t window;
 	unsigned int lat;       /* ping-pong round trips (0: throughput) */
 	unsigned int wake;      /* blocking-mode wake-ups (0: not that test) */
+	const char *transport;  /* rb2_xport_open_spec() */
 	unsigned int spin_us;   /* blocking mode: poll this long before sleeping */
 };
 
@@ -108,6 +109,8 @@ usage(FILE *f, const char *prog)
 "                       reported), then is woken N times, 1 ms apart (the\n"
 "                       wake-up latency is reported)\n"
 "  --spin-us U          blocking mode: poll U us before sleeping (default 0)\n"
+"  --transport SPEC     the channels' transport (default shm; verbs,dev=rxe0:\n"
+"                       QPs connected within this process)\n"
 "  --help\n", prog, PERCONN_MAX, MAX_ROUNDS);
 }
 
@@ -124,6 +127,7 @@ parse(int argc, char **argv, struct opts *o)
 		{"lat", required_argument, NULL, 'l'},
 		{"wake", required_argument, NULL, 'W'},
 		{"spin-us", required_argument, NULL, 'P'},
+		{"transport", required_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -131,7 +135,8 @@ parse(int argc, char **argv, struct opts *o)
 	int opt;
 
 	*o = (struct opts){ .modes = 1u << SHARED | 1u << PERCONN, .conns = {1},
-			    .n_conns = 1, .size = 64, .seconds = 1, .rounds = 5 };
+			    .n_conns = 1, .size = 64, .seconds = 1, .rounds = 5,
+			    .transport = "shm" };
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'm':
@@ -175,6 +180,7 @@ parse(int argc, char **argv, struct opts *o)
 		case 'l': o->lat = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case 'W': o->wake = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case 'P': o->spin_us = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 't': o->transport = optarg; break;
 		case 'h': usage(stdout, argv[0]); exit(0);
 		default: usage(stderr, argv[0]); return -1;
 		}
@@ -591,8 +597,9 @@ print_json(struct bench *b)
 	const struct opts *o = &b->o;
 	struct variant *s1 = find(b, SHARED, 1), *bare = find(b, BARE, 1);
 
-	printf("{\"size\": %u, \"window\": %u, \"rounds\": %u, \"seconds\": %.2f, "
-	       "\"test\": \"%s\", \"unit\": \"%s\", \"variants\": [", o->size, o->window,
+	printf("{\"transport\": \"%s\", \"size\": %u, \"window\": %u, \"rounds\": %u, "
+	       "\"seconds\": %.2f, \"test\": \"%s\", \"unit\": \"%s\", \"variants\": [",
+	       o->transport, o->size, o->window,
 	       o->rounds, o->seconds, o->lat ? "latency" : "throughput",
 	       o->lat ? "rtt_ns_p50" : "mmsg_per_s");
 	for (unsigned int i = 0; i < b->nv; i++) {
@@ -645,9 +652,12 @@ main(int argc, char **argv)
 		fprintf(stderr, "rb2-connperf: needs two lcores (EAL -l 0-1)\n");
 		return 2;
 	}
-	xp = rb2_xport_open("shm", NULL);
-	if (xp == NULL)
+	xp = rb2_xport_open_spec(b.o.transport);
+	if (xp == NULL) {
+		fprintf(stderr, "rb2-connperf: --transport %s: %s\n", b.o.transport,
+			rte_strerror(rte_errno));
 		return 1;
+	}
 	for (unsigned int c = 0; c < b.o.n_conns; c++) {
 		for (int m = 0; m < NMODES; m++) {
 			struct variant *v = &b.vs[b.nv];

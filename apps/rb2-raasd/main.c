@@ -645,7 +645,7 @@ main(int argc, char **argv)
 		for (unsigned int i = 0; i < S.nlinks; i++)
 			rb2_conn_flush(S.links[i]->ep);
 	}
-	printf("rb2-raasd: stopping: %u application(s), %" PRIu64 " frames relayed\n",
+	printf("rb2-raasd: stopping: %u link(s) (applications and peers), %" PRIu64 " frames relayed\n",
 	       S.nlinks, S.relayed);
 	for (unsigned int i = 0; i < S.nlinks; i++) {
 		rb2_conn_ep_destroy(S.links[i]->ep);

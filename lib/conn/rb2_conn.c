@@ -91,7 +91,9 @@ slot_alloc(struct rb2_conn_ep *ep)
 	if (buf == NULL)
 		return NULL;
 	ep->n_free--;
+	uint8_t in_ready = c->in_ready;
 	memset(c, 0, sizeof(*c));
+	c->in_ready = in_ready;
 	c->cd = gen << 16 | idx;
 	c->buf = buf;
 	CONN_STAT_ADD(ep, conns_open, 1);
@@ -102,10 +104,14 @@ static void
 slot_free(struct rb2_conn_ep *ep, struct rb2_conn_slot *c)
 {
 	uint32_t cd = c->cd;
+	uint8_t in_ready = c->in_ready;
 
 	free(c->buf);
 	memset(c, 0, sizeof(*c));
 	c->cd = cd;              /* for the next generation */
+	/* Still queued in the ready list: it stays there once (the next
+	 * connection in the slot is handed out from it, at worst early). */
+	c->in_ready = in_ready;
 	ep->free_idx[ep->n_free++] = c->cd & 0xffff;
 	CONN_STAT_ADD(ep, conns_open, -1);
 }

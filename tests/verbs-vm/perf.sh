@@ -72,6 +72,21 @@ for fixed in "" --fixed; do
 		-v t="$(jnum /tmp/rb.c.json p99_9_ns)" -v f="$fixed" \
 		'BEGIN { printf "| rb2-perf lat %s(alpha=beta=gamma=1) | %.2f | %.2f | %.2f |\n", f ? "--fixed " : "", a / 1e3, p / 1e3, t / 1e3 }'
 done
+echo
+echo "## Connections over rxe0 (rb2-connperf, both ends in one process, QPs connected locally)"
+echo
+echo "shared: every connection over one channel pair (2 QPs); perconn: a pair per connection."
+echo "Medians of per-round ratios; Mmsg/s are TCG's."
+echo
+cp=$RB2_BUILD/apps/rb2-connperf/rb2-connperf
+for size in 64 65536; do
+	"$cp" -l 0-1 --no-pci --no-huge -m 2048 --file-prefix cp$size --log-level lib.eal:error -- \
+		--transport verbs,dev=rxe0 --modes shared,perconn --conns 1,16,256 --size $size \
+		--rounds 5 --seconds 0.5 > /tmp/cp.json 2>/tmp/cp.err || { failed=1; cat /tmp/cp.err; }
+	echo '```'
+	grep -v '^$' /tmp/cp.json
+	echo '```'
+done
 } | tee "$out"
 [ $failed -eq 0 ] || { echo "perf: a run failed"; cat /tmp/rb.s /tmp/rb.c /tmp/pt.s /tmp/pt.c | grep -v TELEM | tail -20; }
 exit $failed

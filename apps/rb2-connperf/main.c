@@ -33,6 +33,7 @@
 
 #include <rb2_conn.h>
 #include <rb2_lcore.h>
+#include <rb2_mr_cache.h>
 
 enum mode { SHARED, PERCONN, BARE, NMODES };
 static const char *const mode_name[NMODES] = { "shared", "perconn", "bare" };
@@ -55,6 +56,7 @@ struct opts {
 	unsigned int lat;       /* ping-pong round trips (0: throughput) */
 	unsigned int wake;      /* blocking-mode wake-ups (0: not that test) */
 	const char *transport;  /* rb2_xport_open_spec() */
+	int mr_cost;            /* registration against copying, and the cache */
 	unsigned int spin_us;   /* blocking mode: poll this long before sleeping */
 };
 
@@ -111,6 +113,11 @@ usage(FILE *f, const char *prog)
 "  --spin-us U          blocking mode: poll U us before sleeping (default 0)\n"
 "  --transport SPEC     the channels' transport (default shm; verbs,dev=rxe0:\n"
 "                       QPs connected within this process)\n"
+"  --mr-cost            on a transport that registers memory (verbs): the cost\n"
+"                       of registering a buffer (and deregistering it) against\n"
+"                       copying it, 4 KiB to 64 MiB, the size where they cross\n"
+"                       (RaaS's copy/register threshold), and the registration\n"
+"                       cache's hit rate and cost on a repeating workload\n"
 "  --help\n", prog, PERCONN_MAX, MAX_ROUNDS);
 }
 
@@ -128,6 +135,7 @@ parse(int argc, char **argv, struct opts *o)
 		{"wake", required_argument, NULL, 'W'},
 		{"spin-us", required_argument, NULL, 'P'},
 		{"transport", required_argument, NULL, 't'},
+		{"mr-cost", no_argument, NULL, 'M'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -181,6 +189,7 @@ parse(int argc, char **argv, struct opts *o)
 		case 'W': o->wake = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case 'P': o->spin_us = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case 't': o->transport = optarg; break;
+		case 'M': o->mr_cost = 1; break;
 		case 'h': usage(stdout, argv[0]); exit(0);
 		default: usage(stderr, argv[0]); return -1;
 		}
@@ -524,6 +533,106 @@ run_wake(struct bench *b, unsigned int worker)
 	return 0;
 }
 
+/* ---- registering against copying ---------------------------------------- */
+
+static int
+run_mr_cost(struct rb2_xport *xp)
+{
+	uint64_t hz = rte_get_tsc_hz(), cross = 0;
+	size_t max = 64u << 20;
+	uint8_t *src = aligned_alloc(4096, max), *dst = aligned_alloc(4096, max);
+	struct rb2_mr_cache_stats st;
+	struct rb2_mr_cache *cache;
+	int first = 1;
+
+	struct rb2_xport_mr probe;
+
+	if (src == NULL || dst == NULL)
+		return -1;
+	if (rb2_xport_mr_reg(xp, src, 4096, &probe) < 0) {
+		fprintf(stderr, "rb2-connperf: --mr-cost needs a transport that registers "
+			"application memory (--transport verbs,...); %s does not\n",
+			rb2_xport_name(xp));
+		return -1;
+	}
+	rb2_xport_mr_dereg(xp, &probe);
+	memset(src, 1, max);
+	memset(dst, 2, max);
+	printf("{\"transport\": \"%s\", \"test\": \"mr_cost\", \"sizes\": [",
+	       rb2_xport_name(xp));
+	for (size_t len = 4096; len <= max; len *= 4) {
+		unsigned int reps = len <= (1u << 20) ? 50 : 5;
+		uint64_t t_reg = 0, t_copy = 0;
+
+		for (unsigned int i = 0; i < reps; i++) {
+			struct rb2_xport_mr mr;
+			uint64_t t0 = rte_rdtsc();
+			int ret = rb2_xport_mr_reg(xp, src, len, &mr);
+
+			if (ret < 0) {
+				fprintf(stderr, "rb2-connperf: registering %zu bytes: %s\n", len,
+					strerror(-ret));
+				return -1;
+			}
+			rb2_xport_mr_dereg(xp, &mr);
+			t_reg += rte_rdtsc() - t0;
+			t0 = rte_rdtsc();
+			memcpy(dst, src, len);
+			t_copy += rte_rdtsc() - t0;
+		}
+		double reg_us = (double)t_reg / reps * 1e6 / (double)hz;
+		double copy_us = (double)t_copy / reps * 1e6 / (double)hz;
+
+		if (cross == 0 && reg_us < copy_us)
+			cross = len;
+		printf("%s\n  {\"bytes\": %zu, \"reg_dereg_us\": %.2f, \"copy_us\": %.2f}",
+		       first ? "" : ",", len, reg_us, copy_us);
+		first = 0;
+	}
+	printf("],\n \"register_beats_copy_from_bytes\": %" PRIu64, cross);
+	/* The cache on a repeating workload: 16 buffers of 256 KiB, each sent
+	 * many times, in a cache that holds 8 of them. */
+	cache = rb2_mr_cache_create_xport(xp, &(struct rb2_mr_cache_params){
+		.max_pages = 8 * 64, .max_regions = 64, .page_size = 4096,
+		.frequent_pct = 50 });
+	if (cache == NULL)
+		return -1;
+	uint64_t rng = 1, t0 = rte_rdtsc();
+	unsigned int gets = 20000;
+
+	for (unsigned int i = 0; i < gets; i++) {
+		struct rb2_mr_seg seg[4];
+		/* Skewed: buffer k with probability ~ 1/(k+1). */
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		unsigned int k = (unsigned int)((rng >> 33) % 136), b = 0;
+
+		while (k >= b + 1 && b < 15) {
+			k -= b + 1;
+			b++;
+		}
+		int n = rb2_mr_cache_get(cache, src + (size_t)(15 - b) * (256 << 10), 256 << 10,
+					 seg, 4);
+		if (n < 0) {
+			fprintf(stderr, "rb2-connperf: cache get: %s\n", strerror(-n));
+			return -1;
+		}
+		rb2_mr_cache_put(cache, seg, (unsigned int)n);
+	}
+	double per_get_us = (double)(rte_rdtsc() - t0) / gets * 1e6 / (double)hz;
+
+	rb2_mr_cache_stats_get(cache, &st);
+	printf(",\n \"cache\": {\"buffers\": 16, \"buffer_bytes\": %u, \"capacity_buffers\": 8, "
+	       "\"gets\": %" PRIu64 ", \"hits\": %" PRIu64 ", \"hit_rate\": %.3f, "
+	       "\"registrations\": %" PRIu64 ", \"evictions\": %" PRIu64 ", "
+	       "\"dereg_batches\": %" PRIu64 ", \"us_per_get\": %.2f}}\n", 256 << 10,
+	       st.gets, st.hits, (double)st.hits / (double)st.gets, st.registrations,
+	       st.evictions, st.dereg_batches, per_get_us);
+	rb2_mr_cache_destroy(cache);
+	free(src);
+	free(dst);
+	return 0;
+}
+
 /* One round of one variant. */
 static int
 run_round(struct bench *b, unsigned int worker, unsigned int r, uint8_t *buf, uint64_t *rtt)
@@ -658,6 +767,8 @@ main(int argc, char **argv)
 			rte_strerror(rte_errno));
 		return 1;
 	}
+	if (b.o.mr_cost)
+		return run_mr_cost(xp) < 0;
 	for (unsigned int c = 0; c < b.o.n_conns; c++) {
 		for (int m = 0; m < NMODES; m++) {
 			struct variant *v = &b.vs[b.nv];

@@ -87,6 +87,14 @@ for size in 64 65536; do
 	grep -v '^$' /tmp/cp.json
 	echo '```'
 done
+echo
+echo "## Registering against copying, and the registration cache (rb2-connperf --mr-cost)"
+echo
+"$cp" -l 0-1 --no-pci --no-huge -m 512 --file-prefix mr --log-level lib.eal:error -- \
+	--transport verbs,dev=rxe0 --mr-cost > /tmp/mr.json 2>/tmp/mr.err || { failed=1; cat /tmp/mr.err; }
+echo '```'
+cat /tmp/mr.json
+echo '```'
 } | tee "$out"
 [ $failed -eq 0 ] || { echo "perf: a run failed"; cat /tmp/rb.s /tmp/rb.c /tmp/pt.s /tmp/pt.c | grep -v TELEM | tail -20; }
 exit $failed

@@ -68,7 +68,7 @@ traffic_send(struct rb2_conn_ep *ep, struct traffic_tx *t, uint32_t per,
 		for (uint32_t j = 8; j < len; j++)
 			buf[j] = traffic_byte(i, t->next[i], j);
 		ret = rb2_conn_send(ep, t->cd[i], buf, len);
-		if (ret == -EAGAIN)
+		if (ret == -EAGAIN || ret == -ENOBUFS)
 			continue;
 		if (ret < 0) {
 			*why = rb2_conn_why(ep, t->cd[i]);

@@ -43,8 +43,10 @@ answer(struct rb2_conn_ep *ep, int cd, void *arg)
 {
 	uint64_t bye = 0xb7e;
 
+	int ret;
+
 	(void)arg;
-	while (rb2_conn_send(ep, cd, &bye, sizeof(bye)) == -EAGAIN)
+	while ((ret = rb2_conn_send(ep, cd, &bye, sizeof(bye))) == -EAGAIN || ret == -ENOBUFS)
 		;
 	rb2_conn_close(ep, cd);
 }

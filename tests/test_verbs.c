@@ -439,7 +439,9 @@ conn_answer(struct rb2_conn_ep *ep, int cd, void *arg __rte_unused)
 {
 	uint64_t bye = 0xb7e;
 
-	while (rb2_conn_send(ep, cd, &bye, sizeof(bye)) == -EAGAIN)
+	int ret;
+
+	while ((ret = rb2_conn_send(ep, cd, &bye, sizeof(bye))) == -EAGAIN || ret == -ENOBUFS)
 		;
 	rb2_conn_close(ep, cd);
 }

@@ -57,6 +57,9 @@ struct opts {
 	unsigned int wake;      /* blocking-mode wake-ups (0: not that test) */
 	const char *transport;  /* rb2_xport_open_spec() */
 	int mr_cost;            /* registration against copying, and the cache */
+	int zc;                 /* receive with rb2_conn_recv_zc() */
+	unsigned int ring_scale; /* forward rings' slots x this (0: shared ones
+				  * grow with their connections) */
 	unsigned int spin_us;   /* blocking mode: poll this long before sleeping */
 };
 
@@ -113,6 +116,11 @@ usage(FILE *f, const char *prog)
 "  --spin-us U          blocking mode: poll U us before sleeping (default 0)\n"
 "  --transport SPEC     the channels' transport (default shm; verbs,dev=rxe0:\n"
 "                       QPs connected within this process)\n"
+"  --zc                 receive in place (rb2_conn_recv_zc, reading each line,\n"
+"                       then rb2_conn_release) instead of copying out\n"
+"  --ring-scale S       every forward ring (bare, shared, per connection) has S\n"
+"                       times the slots (default: shared rings grow with their\n"
+"                       connections, up to 16 times; others 1 time)\n"
 "  --mr-cost            on a transport that registers memory (verbs): the cost\n"
 "                       of registering a buffer (and deregistering it) against\n"
 "                       copying it, 4 KiB to 64 MiB, the size where they cross\n"
@@ -136,6 +144,8 @@ parse(int argc, char **argv, struct opts *o)
 		{"spin-us", required_argument, NULL, 'P'},
 		{"transport", required_argument, NULL, 't'},
 		{"mr-cost", no_argument, NULL, 'M'},
+		{"ring-scale", required_argument, NULL, 'R'},
+		{"zc", no_argument, NULL, 'Z'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -190,6 +200,8 @@ parse(int argc, char **argv, struct opts *o)
 		case 'P': o->spin_us = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case 't': o->transport = optarg; break;
 		case 'M': o->mr_cost = 1; break;
+		case 'R': o->ring_scale = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 'Z': o->zc = 1; break;
 		case 'h': usage(stdout, argv[0]); exit(0);
 		default: usage(stderr, argv[0]); return -1;
 		}
@@ -207,9 +219,11 @@ parse(int argc, char **argv, struct opts *o)
 
 /* A channel that carries messages of @p len bytes: one slot each up to
  * 1 KiB, packed (8-byte aligned: a connection's 8-byte header does not
- * cost a second cache line); 64-byte slots and room for two beyond. */
+ * cost a second cache line); 64-byte slots and room for two beyond. A
+ * shared channel has @p scale times the slots (its connections' rings
+ * would have had more). */
 static void
-chan_params(struct rb2_chan_params *p, uint32_t len)
+chan_params(struct rb2_chan_params *p, uint32_t len, unsigned int scale)
 {
 	rb2_chan_params_init(p);
 	if (len <= 1024) {
@@ -220,15 +234,16 @@ chan_params(struct rb2_chan_params *p, uint32_t len)
 		p->slot_size = 64;
 		p->slots = RTE_MAX(1024u, rte_align32pow2(4 * (len / 64 + 1)));
 	}
+	p->slots *= scale;
 }
 
 static int
-make_pair(const char *name, struct rb2_xport *xp, uint32_t len,
+make_pair(const char *name, struct rb2_xport *xp, uint32_t len, unsigned int scale,
 	  struct rb2_tx **tx, struct rb2_rx **rx)
 {
 	struct rb2_chan_params p;
 
-	chan_params(&p, len);
+	chan_params(&p, len, scale);
 	*tx = rb2_tx_create(name, xp, &p);
 	*rx = rb2_rx_create(name, xp, &p);
 	if (*tx == NULL || *rx == NULL || rb2_chan_pair(*tx, *rx) != 0) {
@@ -247,10 +262,10 @@ setup(const struct opts *o, struct variant *v, unsigned int id, struct rb2_xport
 
 	if (v->mode == BARE) {
 		snprintf(name, sizeof(name), "v%uf", id);
-		if (make_pair(name, xp, o->size, &v->tx, &v->rx) < 0)
+		if (make_pair(name, xp, o->size, RTE_MAX(o->ring_scale, 1u), &v->tx, &v->rx) < 0)
 			return -1;
 		snprintf(name, sizeof(name), "v%ur", id);
-		return o->lat ? make_pair(name, xp, o->size, &v->txr, &v->rxr) : 0;
+		return o->lat ? make_pair(name, xp, o->size, 1, &v->txr, &v->rxr) : 0;
 	}
 	v->neps = v->mode == SHARED ? 1 : v->conns;
 	v->ea = calloc(v->neps, sizeof(*v->ea));
@@ -266,11 +281,17 @@ setup(const struct opts *o, struct variant *v, unsigned int id, struct rb2_xport
 		struct rb2_tx *t1, *t2;
 		struct rb2_rx *r1, *r2;
 		snprintf(name, sizeof(name), "v%uf%u", id, e);
-		if (make_pair(name, xp, o->size + RB2_CONN_HDR_LEN, &t1, &r1) < 0)
+		/* A shared ring grows with its connections, to 16 times
+		 * (1/16 of what per-connection rings would take at 256). */
+		if (make_pair(name, xp, o->size + RB2_CONN_HDR_LEN, o->ring_scale ? o->ring_scale :
+			      v->mode == SHARED ? rte_align32pow2(RTE_MIN(v->conns, 16u)) : 1,
+			      &t1, &r1) < 0)
 			return -1;
 		snprintf(name, sizeof(name), "v%ur%u", id, e);
-		/* The return direction carries credits (and --lat's replies). */
-		if (make_pair(name, xp, o->lat ? o->size + RB2_CONN_HDR_LEN : 64, &t2, &r2) < 0)
+		/* The return direction carries credits (and --lat's replies);
+		 * an endpoint's largest message is the same both ways. */
+		if (make_pair(name, xp, o->lat || o->size > 1024 ? o->size + RB2_CONN_HDR_LEN : 64, 1,
+			      &t2, &r2) < 0)
 			return -1;
 		snprintf(name, sizeof(name), "v%ua%u", id, e);
 		v->ea[e] = rb2_conn_ep_create(name, t1, r2, &pp);
@@ -319,16 +340,17 @@ sender(void *arg)
 		/* Up to 32 messages a connection per pass, then progress. */
 		for (unsigned int i = 0; i < v->conns; i++) {
 			struct rb2_conn_ep *ep = v->ea[v->mode == SHARED ? 0 : i];
+			int ret = 0;
 
-			for (int k = 0; k < 32; k++) {
-				int ret = rb2_conn_send(ep, v->ca[i], buf, o->size);
-
-				if (ret == -EAGAIN)
-					break;
-				if (ret < 0) {
-					b->err = ret;
-					goto out;
-				}
+			for (int k = 0; k < 32 && ret == 0; k++)
+				ret = rb2_conn_send(ep, v->ca[i], buf, o->size);
+			/* -ENOBUFS: the shared ring is full, for every
+			 * connection: on to the poll. */
+			if (ret == -ENOBUFS && v->mode == SHARED)
+				break;
+			if (ret < 0 && ret != -EAGAIN && ret != -ENOBUFS) {
+				b->err = ret;
+				goto out;
 			}
 		}
 		for (unsigned int e = 0; e < v->neps; e++)
@@ -337,6 +359,16 @@ sender(void *arg)
 out:
 	free(buf);
 	return 0;
+}
+
+/* Read a message in place as an application would (one load a line). */
+static inline void
+touch(const void *p, uint32_t len)
+{
+	const volatile uint8_t *b = p;
+
+	for (uint32_t i = 0; i < len; i += 64)
+		(void)b[i];
 }
 
 /* The receiver's loop on the main lcore: count what arrives. */
@@ -357,9 +389,21 @@ receive(struct bench *b, uint64_t until, uint8_t *buf)
 		for (unsigned int e = 0; e < v->neps; e++) {
 			int k = rb2_conn_ep_ready(v->eb[e], ready, RTE_DIM(ready));
 
-			for (int j = 0; j < k; j++)
-				while (rb2_conn_recv(v->eb[e], ready[j], buf, o->size) > 0)
+			for (int j = 0; j < k; j++) {
+				const void *view;
+
+				if (!o->zc) {
+					while (rb2_conn_recv(v->eb[e], ready[j], buf, o->size) > 0)
+						n++;
+					continue;
+				}
+				/* Zero copy: read in place, then release. */
+				while (rb2_conn_recv_zc(v->eb[e], ready[j], &view) > 0) {
+					touch(view, o->size);
+					rb2_conn_release(v->eb[e], ready[j], 1);
 					n++;
+				}
+			}
 		}
 	}
 	return n;
@@ -387,7 +431,10 @@ echo(void *arg)
 		}
 		len = rb2_conn_recv(v->eb[0], v->cb[0], buf, o->size);
 		if (len > 0) {
-			while (rb2_conn_send(v->eb[0], v->cb[0], buf, (uint32_t)len) == -EAGAIN)
+			int ret;
+
+			while ((ret = rb2_conn_send(v->eb[0], v->cb[0], buf, (uint32_t)len)) == -EAGAIN ||
+			       ret == -ENOBUFS)
 				;
 			rb2_conn_flush(v->eb[0]);
 		}
@@ -430,13 +477,15 @@ pingpong(struct bench *b, uint8_t *buf, uint64_t *rtt)
 			while ((ret = rb2_rx_recv(v->rxr, buf, o->size)) == -EAGAIN)
 				;
 		} else {
-			while ((ret = rb2_conn_send(v->ea[0], v->ca[0], buf, o->size)) == -EAGAIN)
+			while ((ret = rb2_conn_send(v->ea[0], v->ca[0], buf, o->size)) == -EAGAIN ||
+			       ret == -ENOBUFS)
 				;
-			if (ret == 0)
+			if (ret == 0) {
 				rb2_conn_flush(v->ea[0]);
-			while (ret == 0 &&
-			       (ret = rb2_conn_recv(v->ea[0], v->ca[0], buf, o->size)) == -EAGAIN)
-				;
+				do
+					ret = rb2_conn_recv(v->ea[0], v->ca[0], buf, o->size);
+				while (ret == -EAGAIN);
+			}
 		}
 		if (ret < 0) {
 			fprintf(stderr, "rb2-connperf: round trip %u: %s\n", i, strerror(-ret));
@@ -706,9 +755,10 @@ print_json(struct bench *b)
 	const struct opts *o = &b->o;
 	struct variant *s1 = find(b, SHARED, 1), *bare = find(b, BARE, 1);
 
-	printf("{\"transport\": \"%s\", \"size\": %u, \"window\": %u, \"rounds\": %u, "
-	       "\"seconds\": %.2f, \"test\": \"%s\", \"unit\": \"%s\", \"variants\": [",
-	       o->transport, o->size, o->window,
+	printf("{\"transport\": \"%s\", \"size\": %u, \"window\": %u, \"ring_scale\": %u, "
+	       "\"zero_copy_receive\": %s, \"rounds\": %u, \"seconds\": %.2f, \"test\": \"%s\", \"unit\": \"%s\", "
+	       "\"variants\": [", o->transport, o->size, o->window, o->ring_scale,
+	       o->zc ? "true" : "false",
 	       o->rounds, o->seconds, o->lat ? "latency" : "throughput",
 	       o->lat ? "rtt_ns_p50" : "mmsg_per_s");
 	for (unsigned int i = 0; i < b->nv; i++) {

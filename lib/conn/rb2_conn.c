@@ -1248,13 +1248,11 @@ __rb2_conn_reserve_slow(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf
 		return ret;
 	ret = rb2_tx_reserve(ep->tx, RB2_CONN_HDR_LEN + len, (void **)&slot);
 	if (unlikely(ret == -ENOBUFS)) {
-		ep->resv_cd = -1;
-		rb2_conn_ep_poll(ep);
-		ret = rb2_tx_reserve(ep->tx, RB2_CONN_HDR_LEN + len, (void **)&slot);
-		if (ret == -ENOBUFS) {
-			CONN_STAT_ADD(ep, ring_full, 1);
-			return -EAGAIN;
-		}
+		/* Room comes back as the peer reads (the reservation sees it);
+		 * polling here would not make any. Every connection of the
+		 * endpoint waits: say so, so that a loop over them stops. */
+		CONN_STAT_ADD(ep, ring_full, 1);
+		return -ENOBUFS;
 	}
 	if (unlikely(ret < 0)) {
 		ep_fail(ep, ret);

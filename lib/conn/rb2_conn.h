@@ -30,8 +30,8 @@
  * @code
  * // Server: the endpoint's lcore.                 Client: its peer's lcore.
  * rb2_conn_listen(ep, 80, 0);                      int cd = rb2_conn_connect(ep, 80);
- * for (;;) {                                       while (rb2_conn_send(ep, cd, "hi", 2) == -EAGAIN)
- *	rb2_conn_ep_poll(ep);                              ;   // waits for the accept
+ * for (;;) {                                       while (rb2_conn_send(ep, cd, "hi", 2) < 0)
+ *	rb2_conn_ep_poll(ep);                              ;   // -EAGAIN: not accepted yet
  *	int cd = rb2_conn_accept(ep, 80);               rb2_conn_flush(ep);
  *	if (cd >= 0)
  *		... rb2_conn_recv(ep, cd, buf, sizeof(buf)) ...
@@ -299,8 +299,10 @@ rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len)
 /**
  * Send one message (copied into the ring).
  *
- * @return 0; -EAGAIN (no credit: the peer has not read enough, or still
- *   connecting; or the ring is full: poll and retry); -EMSGSIZE (over
+ * @return 0; -EAGAIN (no credit on this connection: the peer has not read
+ *   enough, or it is still connecting; poll and retry); -ENOBUFS (the
+ *   channel's ring is full: every connection of the endpoint waits; poll
+ *   and retry); -EMSGSIZE (over
  *   rb2_conn_max_msg(), or the peer's); -EINVAL (@p len 0); -EPIPE (this
  *   side was shut down for writing); -EBADF (not an open descriptor); or
  *   the connection's error (rb2_conn_status()).

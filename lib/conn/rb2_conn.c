@@ -686,6 +686,9 @@ sleep_in(struct rb2_conn_ep *ep, const uint8_t *body, uint32_t blen)
 
 	if (blen != sizeof(sl))
 		return bad_frame(ep, "sleep notice of the wrong size", blen, RB2_CONN_FR_SLEEP);
+	/* Its pid and fd mean nothing on another host. */
+	if (rb2_xport_caps(ep->tx->h.xp) & RB2_XPORT_CAP_REMOTE)
+		return bad_frame(ep, "sleep notice across hosts", blen, RB2_CONN_FR_SLEEP);
 	memcpy(&sl, body, sizeof(sl));
 	peer_doorbell(ep, sl.pid, sl.fd);
 	ep->peer_head = sl.head;
@@ -936,6 +939,10 @@ rb2_conn_ep_arm(struct rb2_conn_ep *ep)
 	n = ep_progress(ep, 1);
 	if (n != 0)
 		return n;                 /* frames came, or the error */
+	/* A peer on another host cannot ring an eventfd here: no notice
+	 * (rb2_conn_ep_wait() naps instead). */
+	if (rb2_xport_caps(ep->tx->h.xp) & RB2_XPORT_CAP_REMOTE)
+		return 0;
 	/* Frames we owe (a peer may wait on our credit), or a reservation
 	 * open: not a time to sleep. */
 	if (ep->n_owed != 0 || ep->n_refusals != 0 || ep->resv_cd >= 0)
@@ -982,7 +989,9 @@ rb2_conn_ep_wait(struct rb2_conn_ep *ep, unsigned int spin_us, int timeout_ms)
 			return 0;
 		left = (end - now) * 1000 / hz;
 		pfd = (struct pollfd){ .fd = ep->efd, .events = POLLIN };
-		if (poll(&pfd, 1, (int)RTE_MIN(left + 1, (uint64_t)100)) < 0 && errno != EINTR)
+		/* Nobody rings across hosts (ep->armed stays 0 there): nap. */
+		if (poll(&pfd, 1, (int)RTE_MIN(left + 1, ep->armed ? (uint64_t)100 : 1)) < 0 &&
+		    errno != EINTR)
 			return -errno;
 		n = ep_progress(ep, 1);       /* disarms */
 		if (n != 0)
@@ -1191,7 +1200,7 @@ rb2_conn_close(struct rb2_conn_ep *ep, int cd)
 		owe(ep, c, RB2_CONN_OWE_FIN);
 	}
 	if (c->state == RB2_CONN_ST_SYN_SENT) {
-		/* The accept may still come; its connection is reset then. */
+		/* The accept may still come: a FIN answers it then. */
 		c->wr_shut = 1;
 	}
 	send_owed(ep);

@@ -124,8 +124,8 @@ int rb2_conn_flush(struct rb2_conn_ep *ep);
  * peer then rings its doorbell, an eventfd, when it next publishes data
  * (rb2_conn_flush() or a poll): a write(2) once per sleep. A busy peer
  * pays one load and a branch per poll. On shm only (the doorbell of
- * another process is taken with pidfd_getfd(2)); over verbs a sleeper
- * wakes at its timeout.
+ * another process is taken with pidfd_getfd(2)); across hosts nobody can
+ * ring it, and a waiting endpoint naps a millisecond at a time instead.
  * @{
  */
 
@@ -386,9 +386,10 @@ int rb2_conn_release(struct rb2_conn_ep *ep, int cd, unsigned int n);
 int rb2_conn_shutdown(struct rb2_conn_ep *ep, int cd);
 
 /**
- * Close: shut down writing if not done, and stop reading. Unread messages,
- * and any that arrive until the peer closes its side, are discarded and
- * counted (rb2_conn_ep_stats.discarded_msgs). The descriptor is invalid at
+ * Close: shut down writing if not done, and stop reading. Unread messages
+ * (views of rb2_conn_recv_zc() too: they are invalid from here), and any
+ * that arrive until the peer closes its side, are discarded and counted
+ * (rb2_conn_ep_stats.discarded_msgs). The descriptor is invalid at
  * once; its slot is reused once the peer has closed too.
  * @return 0, -EBADF.
  */

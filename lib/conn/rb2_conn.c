@@ -452,9 +452,11 @@ send_owed(struct rb2_conn_ep *ep)
 		if (frame_out(ep, ep->refusals[i].peer_cd, RB2_CONN_FR_REFUSE,
 			      ep->refusals[i].reason, NULL, 0) < 0)
 			break;
-	memmove(ep->refusals, ep->refusals + i,
-		(ep->n_refusals - i) * sizeof(*ep->refusals));
-	ep->n_refusals -= i;
+	if (i > 0) {
+		memmove(ep->refusals, ep->refusals + i,
+			(ep->n_refusals - i) * sizeof(*ep->refusals));
+		ep->n_refusals -= i;
+	}
 
 	for (i = 0; i < ep->n_owed && !full; i++) {
 		struct rb2_conn_slot *c = &ep->conns[ep->owed[i]];

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright(c) 2026 The rb2 authors
 #
-# Fuzz the pcap reader, the configuration parser and the channel's
-# connection descriptor (what a peer sends) with libFuzzer under ASan+UBSan
+# Fuzz the pcap reader, the configuration parser, the channel's connection
+# descriptor and the connection layer's frames (what a peer sends) with
+# libFuzzer under ASan+UBSan
 # (clang from Debian: apt-get install clang libclang-rt-14-dev).
 #
 #   run.sh BUILD_DIR [SECONDS]     each target runs SECONDS (default:
@@ -42,11 +43,18 @@ flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
 	-I"$src/lib/xport" $(pkg-config --cflags libdpdk) -o "$out/fuzz_desc" \
 	"$src/tests/fuzz/fuzz_desc.c" "$src"/lib/rb2/*.c "$src"/lib/xport/*.c \
 	$(pkg-config --libs libdpdk) || exit 1
+# Connection frames into an endpoint, over a shm channel pair (the driver
+# registers itself from its constructor).
+# shellcheck disable=SC2046 # pkg-config's words
+"$cc" "${flags[@]}" -I"$build/config" -include rb2_build_config.h -I"$src/lib/rb2" \
+	-I"$src/lib/xport" -I"$src/lib/conn" $(pkg-config --cflags libdpdk) -o "$out/fuzz_conn" \
+	"$src/tests/fuzz/fuzz_conn.c" "$src"/lib/conn/*.c "$src"/lib/rb2/*.c \
+	"$src"/lib/xport/*.c "$src"/drivers/xport/shm/*.c $(pkg-config --libs libdpdk) || exit 1
 
 # Seeds: captures of every link type, and every configuration we ship.
 seeds=$out/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds/pcap" "$seeds/config" "$seeds/desc"
+mkdir -p "$seeds/pcap" "$seeds/config" "$seeds/desc" "$seeds/conn"
 python3 "$src/tests/nf_reference.py" craft "$seeds/pcap" >/dev/null
 [ -x "$build/apps/rb2-tracegen/rb2-tracegen" ] &&
 	"$build/apps/rb2-tracegen/rb2-tracegen" -o "$seeds/pcap/gen.pcap" --packets 20 \
@@ -57,8 +65,17 @@ for sel in $(seq 0 255); do
 	printf "\\x$(printf %02x "$sel")\\x01" >"$seeds/desc/valid-$sel"
 done
 
+# Frames: a SYN to the listening port, data and a FIN naming the open
+# connection, a credit, garbage.
+printf '\x14\x00\xff\xff\xff\xff\x02\x00\x07\x00\x05\x00\x01\x00\x00\x10\x00\x00\xf8\x0f\x00\x00\x62\x72\x02\x00' \
+	>"$seeds/conn/syn"
+printf '\x10\x80\x00\x00\x00\x00\x01\x00\x00\x00hello!!!\x08\x80\x00\x00\x00\x00\x05\x00\x00\x00' \
+	>"$seeds/conn/data-fin"
+printf '\x10\x00\xff\xff\xff\xff\x07\x00\x01\x00\x01\x00\x01\x00\x40\x00\x00\x00' >"$seeds/conn/credit"
+head -c 64 /dev/urandom >"$seeds/conn/noise"
+
 rc=0
-for t in pcap config desc; do
+for t in pcap config desc conn; do
 	mkdir -p "$out/$t-corpus" "$out/$t-crashes"
 	echo "== fuzz_$t: $secs s"
 	if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \

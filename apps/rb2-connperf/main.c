@@ -598,10 +598,17 @@ run_mr_cost(struct rb2_xport *xp)
 
 	if (src == NULL || dst == NULL)
 		return -1;
-	if (rb2_xport_mr_reg(xp, src, 4096, &probe) < 0) {
+	int ret = rb2_xport_mr_reg(xp, src, 4096, &probe);
+
+	if (ret == -ENOTSUP) {
 		fprintf(stderr, "rb2-connperf: --mr-cost needs a transport that registers "
 			"application memory (--transport verbs,...); %s does not\n",
 			rb2_xport_name(xp));
+		return -1;
+	}
+	if (ret < 0) {
+		fprintf(stderr, "rb2-connperf: registering 4 KiB on %s: %s\n",
+			rb2_xport_name(xp), strerror(-ret));
 		return -1;
 	}
 	rb2_xport_mr_dereg(xp, &probe);
@@ -766,10 +773,10 @@ print_json(struct bench *b)
 		double med = median(v->result, o->rounds);
 
 		printf("%s\n  {\"mode\": \"%s\", \"conns\": %u, \"channel_pairs\": %u, "
-		       "\"median\": %.3f, \"rounds\": [", i ? "," : "", mode_name[v->mode],
+		       "\"median\": %.6g, \"rounds\": [", i ? "," : "", mode_name[v->mode],
 		       v->conns, v->mode == BARE ? 1 : v->neps, med);
 		for (unsigned int r = 0; r < o->rounds; r++)
-			printf("%s%.3f", r ? ", " : "", v->result[r]);
+			printf("%s%.6g", r ? ", " : "", v->result[r]);
 		printf("]");
 		if (o->lat)
 			printf(", \"p99_median\": %.1f", median(v->p99, o->rounds));

@@ -112,6 +112,8 @@ rb2_xport_driver_register(struct rb2_xport_driver *drv)
 	OVERLAY(close);
 	OVERLAY(mr_alloc);
 	OVERLAY(mr_free);
+	OVERLAY(mr_reg);        /* optional: NULL where there is nothing to register */
+	OVERLAY(mr_dereg);
 	OVERLAY(qp_create);
 	OVERLAY(qp_destroy);
 	OVERLAY(qp_connect_local);

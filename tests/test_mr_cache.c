@@ -17,10 +17,15 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
+#include <rte_eal.h>
+#include <rte_errno.h>
+
 #include <rb2_mr_cache.h>
+#include <rb2_xport.h>
 
 #define PG 4096ul
 #define MAXR 256
@@ -552,4 +557,38 @@ Test(rb2_mr_cache, invalidation_when_a_buffer_is_freed)
 	cr_assert_eq(st.invalidations, 2);
 	cr_assert_eq(st.regions, 0);
 	rb2_mr_cache_destroy(c);
+}
+
+/* Through a transport: the loop driver registers application memory (a key
+ * per region); shm has nothing to register and says so. */
+Test(rb2_mr_cache, through_a_transport)
+{
+	char prefix[32];
+	char *argv[] = { "t", "-l", "0", "--no-pci", "--no-huge", "-m", "64", "--file-prefix",
+			 prefix, "--log-level", "lib.eal:error", NULL };
+	static char buf[64 * 4096] __attribute__((aligned(4096)));
+	struct rb2_mr_seg s[2], t;
+	struct rb2_mr_cache *c;
+	struct rb2_xport *xp;
+
+	snprintf(prefix, sizeof(prefix), "mrc%d", (int)getpid());
+	cr_assert_geq(rte_eal_init(11, argv), 0);
+	xp = rb2_xport_open("loop", NULL);
+	cr_assert_not_null(xp);
+	c = rb2_mr_cache_create_xport(xp, NULL);
+	cr_assert_not_null(c, "%s", rte_strerror(rte_errno));
+	cr_assert_eq(rb2_mr_cache_get(c, buf, 2 * 4096, s, 2), 1);
+	cr_assert_eq(rb2_mr_cache_get(c, buf + 4096, 3 * 4096, &t, 1), -E2BIG);
+	cr_assert_eq(rb2_mr_cache_get(c, buf + 100, 200, &t, 1), 1);
+	cr_assert_eq(t.lkey, s[0].lkey, "a hit has the region's key");
+	rb2_mr_cache_put(c, &t, 1);
+	rb2_mr_cache_put(c, s, 1);
+	rb2_mr_cache_destroy(c);
+	rb2_xport_close(xp);
+	xp = rb2_xport_open("shm", NULL);
+	cr_assert_not_null(xp);
+	cr_assert_null(rb2_mr_cache_create_xport(xp, NULL));
+	cr_assert_eq(rte_errno, ENOTSUP);
+	rb2_xport_close(xp);
+	rte_eal_cleanup();
 }

@@ -65,6 +65,26 @@ loop_mr_free(struct rb2_xport *xp __rte_unused, struct rb2_xport_mr *mr)
 	rte_free(mr->addr);
 }
 
+/* The application's memory: nothing to pin; a key names the region, so
+ * that a cache's segments can be told apart. */
+static int
+loop_mr_reg(struct rb2_xport *xp __rte_unused, void *addr, size_t len,
+	    struct rb2_xport_mr *mr)
+{
+	static uint32_t next_key;
+
+	mr->addr = addr;
+	mr->len = len;
+	mr->lkey = mr->rkey = ++next_key;
+	mr->socket_id = SOCKET_ID_ANY;
+	return 0;
+}
+
+static void
+loop_mr_dereg(struct rb2_xport *xp __rte_unused, struct rb2_xport_mr *mr __rte_unused)
+{
+}
+
 /*
  * The doorbell. A NIC lands a WRITE front to back, each byte once, and the
  * WRs of a queue in order (RC); so do rb2_xport_dma_write() and
@@ -155,6 +175,8 @@ static const struct rb2_xport_ops loop_ops = {
 	.open = loop_open,
 	.mr_alloc = loop_mr_alloc,
 	.mr_free = loop_mr_free,
+	.mr_reg = loop_mr_reg,            /* optional */
+	.mr_dereg = loop_mr_dereg,
 	.qp_create = loop_qp_create,
 	.qp_destroy = loop_qp_destroy,
 	.qp_connect_local = loop_qp_connect_local,

@@ -17,6 +17,10 @@
  *   test_raas_app [EAL] -- orphan NAME PORT CONNS
  *        accept CONNS connections and read until every one is reset because
  *        the application at the other end is gone
+ *   test_raas_app [EAL] -- refused NAME PORT CONNS
+ *        connect CONNS times to a port nobody listens on (or, with
+ *        RB2_TEST_HOST, a host the service has no link to): every one is
+ *        refused, with the reason
  *   test_raas_app [EAL] -- linger NAME PORT CONNS listen|connect
  *        open CONNS connections (or accept them), then wait until the
  *        service is gone: every connection must fail
@@ -143,6 +147,30 @@ orphan(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns)
 	return reset == conns ? 0 : 1;
 }
 
+/* Connects that the service must refuse, each with its reason. */
+static int
+refused(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns)
+{
+	uint32_t host = getenv("RB2_TEST_HOST") ? (uint32_t)atoi(getenv("RB2_TEST_HOST")) : 0;
+	static int cd[TRAFFIC_MAX_CONNS];
+	uint32_t n = 0;
+	time_t t0 = time(NULL);
+
+	for (uint32_t i = 0; i < conns; i++)
+		cd[i] = rb2_conn_connect_host(ep, host, port);
+	while (time(NULL) - t0 < 10) {
+		rb2_conn_ep_poll(ep);
+		n = 0;
+		for (uint32_t i = 0; i < conns; i++)
+			n += rb2_conn_status(ep, cd[i]) == -ECONNREFUSED &&
+				rb2_conn_why(ep, cd[i])[0] != '\0';
+		if (n == conns)
+			break;
+	}
+	printf("refused: %u of %u connects refused (%s)\n", n, conns, rb2_conn_why(ep, cd[0]));
+	return n == conns ? 0 : 1;
+}
+
 /* Hold @p conns connections until the service dies under them. */
 static int
 linger(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, int listen)
@@ -185,7 +213,7 @@ main(int argc, char **argv)
 	argc -= ret;
 	argv += ret;
 	if (argc < 5) {
-		fprintf(stderr, "usage: test_raas_app [EAL] -- server|client|orphan|linger NAME "
+		fprintf(stderr, "usage: test_raas_app [EAL] -- server|client|orphan|refused|linger NAME "
 			"PORT CONNS [PER|listen|connect] [hang]\n");
 		return 2;
 	}
@@ -206,6 +234,8 @@ main(int argc, char **argv)
 		ret = client(ep, port, conns, per, argc > 6 && strcmp(argv[6], "hang") == 0);
 	else if (strcmp(argv[1], "orphan") == 0)
 		ret = rb2_conn_listen(ep, port, conns) ?: orphan(ep, port, conns);
+	else if (strcmp(argv[1], "refused") == 0)
+		ret = refused(ep, port, conns);
 	else if (strcmp(argv[1], "linger") == 0) {
 		int listen = argc > 5 && strcmp(argv[5], "listen") == 0;
 

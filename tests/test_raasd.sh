@@ -6,6 +6,8 @@
 # secondaries) and talk to each other through it, on shm:
 #   - two applications, 500 connections, every message once and in order,
 #     both ways, and every connection closed;
+#   - connects to a port nobody listens on, and to a host the service has
+#     no link to: refused, with the reason;
 #   - an application killed with its connections open: each one is reset at
 #     the other end, with the reason, within a bound;
 #   - the service killed: every connection of every application fails.
@@ -83,6 +85,17 @@ wait "$s"; src=$?
 cat "$tmp/server-a" "$tmp/client-a"
 if [ $src -eq 0 ] && [ $crc -eq 0 ]; then ok "two applications, 500 connections through rb2-raasd"
 else fail "two applications through rb2-raasd (server $src, client $crc)"; fi
+
+# 1b. Refusals through the service.
+(app refused-a refused 99 50); r1=$?
+(RB2_TEST_HOST=77; export RB2_TEST_HOST; app refused-b refused 7 50); r2=$?
+cat "$tmp/refused-a" "$tmp/refused-b"
+if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && grep -q "nothing listens" "$tmp/refused-a" &&
+	grep -q "no link to that host" "$tmp/refused-b"; then
+	ok "connects to no listener and to an unknown host refused, with the reason"
+else
+	fail "refusals through rb2-raasd ($r1, $r2)"
+fi
 
 # 2. An application killed with its connections open.
 app orphan-b orphan 8 300 & o=$!; pids+=("$o")

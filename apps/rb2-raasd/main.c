@@ -52,7 +52,6 @@ struct link {
 	struct rb2_conn_ep *ep;
 	uint16_t listens[MAX_LISTENS];
 	unsigned int nlistens;
-	uint64_t frames_in, relays_opened;
 };
 
 /* A connection through the service: side 0 connected, side 1 accepted.
@@ -169,16 +168,24 @@ syn_in(struct link *from, uint8_t *f, uint32_t len, uint16_t port)
 	idx = S.free_idx[S.nfree - 1];
 	r = &S.relays[idx];
 	r->gen = (uint16_t)(r->gen % 0x7fff + 1);
-	/* The acceptor addresses the connection as side 1's id. */
-	uint32_t theirs = h.src_cd;
-	h.src_cd = relay_id(idx, 1);
-	h.host = 0;
-	memcpy(f + RB2_CONN_HDR_LEN, &h, sizeof(h));
+	/* The acceptor addresses the connection as side 1's id; the next
+	 * hop's host is its own. */
+	struct rb2_conn_hello fwd = h;
+
+	fwd.src_cd = relay_id(idx, 1);
+	fwd.host = 0;
+	memcpy(f + RB2_CONN_HDR_LEN, &fwd, sizeof(fwd));
 	ret = rb2_conn_ep_forward(to->ep, f, len);
-	h.src_cd = theirs;                  /* as it was, for a retry */
-	memcpy(f + RB2_CONN_HDR_LEN, &h, sizeof(h));
-	if (ret < 0)
+	memcpy(f + RB2_CONN_HDR_LEN, &h, sizeof(h));   /* as it was, for a retry */
+	if (ret == -EAGAIN)
 		return ret;
+	if (ret < 0) {
+		/* The listener's link failed: the next pass takes it away. */
+		ret = send_ctrl(from, h.src_cd, RB2_CONN_FR_REFUSE, RB2_CONN_REFUSE_NO_LISTENER);
+		__atomic_fetch_add(&S.refused, ret == 0, __ATOMIC_RELAXED);
+		return ret;
+	}
+	uint32_t theirs = h.src_cd;
 	S.nfree--;
 	r->used = 1;
 	r->l[0] = from;
@@ -186,7 +193,6 @@ syn_in(struct link *from, uint8_t *f, uint32_t len, uint16_t port)
 	r->cd[0] = theirs;
 	r->cd[1] = UINT32_MAX;
 	r->fin[0] = r->fin[1] = 0;
-	from->relays_opened++;
 	return 0;
 }
 
@@ -238,7 +244,6 @@ relay_frame(void *arg, struct rb2_conn_ep *ep __rte_unused, uint8_t *f, uint32_t
 	memcpy(&cid, f, 4);
 	type = f[4];
 	memcpy(&aux, f + 6, 2);
-	from->frames_in++;
 	switch (type) {
 	case RB2_CONN_FR_LISTEN:
 		if (from->nlistens < MAX_LISTENS && listener(aux) == NULL)

@@ -378,6 +378,8 @@ rnd(uint64_t *s)
 	return *s >> 33;
 }
 
+TestSuite(rb2_mr_cache, .timeout = 120);
+
 Test(rb2_mr_cache, agrees_with_the_reference_model)
 {
 	for (uint64_t seed = 1; seed <= 40; seed++) {

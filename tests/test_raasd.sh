@@ -120,6 +120,27 @@ app linger-c linger 9 100 listen & l1=$!; pids+=("$l1")
 sleep 0.3
 app linger-d linger 9 100 connect & l2=$!; pids+=("$l2")
 sleep 1
+# Telemetry, while they hold their connections: both links, 100 each.
+tel=$(command -v dpdk-telemetry.py || true)
+if [ -n "$tel" ]; then
+	printf '/rb2/raasd/links\n/rb2/raasd/info\n' | python3 "$tel" -f "$pfx" >"$tmp/tel" 2>&1
+	if python3 - "$tmp/tel" <<'PY'
+import json, re, sys
+text = open(sys.argv[1]).read()
+docs = [json.loads(m) for m in re.findall(r'^\{.*\}$', text, re.M)]
+links = {l["name"]: l for d in docs if "/rb2/raasd/links" in d
+         for l in d["/rb2/raasd/links"].values()}
+info = next(d["/rb2/raasd/info"] for d in docs if "/rb2/raasd/info" in d)
+ok = (links["linger-c"]["connections"] == 100 and links["linger-d"]["connections"] == 100
+      and info["relays_in_use"] == 100)
+print("telemetry:", json.dumps(links), json.dumps(info))
+sys.exit(0 if ok else 1)
+PY
+	then ok "telemetry: 100 connections through each of the two links"
+	else fail "telemetry"; cat "$tmp/tel"; fi
+else
+	echo "note: dpdk-telemetry.py not found (Debian's dpdk-dev); telemetry not checked"
+fi
 kill -9 "$raasd_pid"
 t0=$(date +%s%N)
 rc=0

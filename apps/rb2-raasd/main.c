@@ -20,11 +20,14 @@
  *
  * A link that fails (an application died, a peer service or its host) has
  * every connection through it reset at the other end, with the reason.
- * Telemetry: /rb2/raasd/info.
+ * Telemetry: /rb2/raasd/info, /rb2/raasd/links (each application and peer,
+ * with its connections).
  */
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -52,6 +55,7 @@ struct link {
 	struct rb2_conn_ep *ep;
 	uint16_t listens[MAX_LISTENS];
 	unsigned int nlistens;
+	uint64_t conns;                 /* connections through it now (atomic) */
 };
 
 /* A connection through the service: side 0 connected, side 1 accepted.
@@ -73,6 +77,7 @@ static struct {
 	uint64_t relayed, unknown, refused, resets, undeliverable;
 	uint32_t host_id;               /* this host's, in connects (0 is "here" too) */
 	volatile sig_atomic_t stop;
+	pthread_mutex_t lock;           /* the link array, against telemetry */
 } S;
 
 static void
@@ -104,6 +109,9 @@ relay_of(uint32_t id, int *side)
 static void
 relay_free(struct relay *r)
 {
+	for (int side = 0; side < 2; side++)
+		if (r->l[side] != NULL)
+			__atomic_fetch_sub(&r->l[side]->conns, 1, __ATOMIC_RELAXED);
 	r->used = 0;
 	S.free_idx[S.nfree++] = (uint32_t)(r - S.relays);
 }
@@ -190,6 +198,8 @@ syn_in(struct link *from, uint8_t *f, uint32_t len, uint16_t port)
 	r->used = 1;
 	r->l[0] = from;
 	r->l[1] = to;
+	__atomic_fetch_add(&from->conns, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&to->conns, 1, __ATOMIC_RELAXED);
 	r->cd[0] = theirs;
 	r->cd[1] = UINT32_MAX;
 	r->fin[0] = r->fin[1] = 0;
@@ -386,7 +396,9 @@ join(struct rb2_xport *xp, struct rb2_conn_service_join *req)
 	snprintf(l->name, sizeof(l->name), "%s", req->name);
 	l->pid = req->pid;
 	rb2_conn_ep_set_relay(l->ep, relay_frame, l);
+	pthread_mutex_lock(&S.lock);
 	S.links[S.nlinks++] = l;
+	pthread_mutex_unlock(&S.lock);
 	printf("rb2-raasd: application %s (pid %u) joined\n", l->name, l->pid);
 	fflush(stdout);
 	rte_free(req);
@@ -465,7 +477,9 @@ peer_link(struct rb2_xport *xp, uint32_t id, const char *addr, const char *liste
 	snprintf(l->name, sizeof(l->name), "%u@%s", id, addr);
 	l->host = id;
 	rb2_conn_ep_set_relay(l->ep, relay_frame, l);
+	pthread_mutex_lock(&S.lock);
 	S.links[S.nlinks++] = l;
+	pthread_mutex_unlock(&S.lock);
 	printf("rb2-raasd: peer service %s linked\n", l->name);
 	fflush(stdout);
 	return 0;
@@ -495,6 +509,42 @@ parse_peer(const char *spec, uint32_t *id, char *addr, size_t len)
 	if (sscanf(addr, "%u.%u.%u.%u:", &a, &b, &c, &d) != 4)
 		return -1;
 	*id = a << 24 | b << 16 | c << 8 | d;
+	return 0;
+}
+
+static int
+tel_links(const char *cmd __rte_unused, const char *params __rte_unused,
+	  struct rte_tel_data *d)
+{
+	rte_tel_data_start_dict(d);
+	pthread_mutex_lock(&S.lock);
+	for (unsigned int i = 0; i < S.nlinks; i++) {
+		struct link *l = S.links[i];
+		struct rte_tel_data *c = rte_tel_data_alloc();
+		char key[sizeof(l->name)];
+
+		/* Keys may hold only alphanumerics, '_' and '/': the name
+		 * itself is in the entry. */
+		for (size_t k = 0; k < sizeof(key); k++) {
+			char ch = l->name[k];
+
+			key[k] = ch == '\0' || isalnum((unsigned char)ch) || ch == '/' ? ch : '_';
+			if (ch == '\0')
+				break;
+		}
+		if (c == NULL)
+			break;
+		rte_tel_data_start_dict(c);
+		rte_tel_data_add_dict_string(c, "name", l->name);
+		rte_tel_data_add_dict_string(c, "kind", l->host ? "peer service" : "application");
+		rte_tel_data_add_dict_u64(c, "pid", l->pid);
+		rte_tel_data_add_dict_u64(c, "host_id", l->host);
+		rte_tel_data_add_dict_u64(c, "connections", TEL_LOAD(l->conns));
+		/* One channel pair: over verbs, one QP each way. */
+		rte_tel_data_add_dict_u64(c, "channel_pairs", 1);
+		rte_tel_data_add_dict_container(d, key, c, 0);
+	}
+	pthread_mutex_unlock(&S.lock);
 	return 0;
 }
 
@@ -546,6 +596,7 @@ main(int argc, char **argv)
 	argc -= ret;
 	argv += ret;
 	S.max_relays = 16384;
+	pthread_mutex_init(&S.lock, NULL);
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'r':
@@ -604,6 +655,8 @@ main(int argc, char **argv)
 	}
 	rte_telemetry_register_cmd("/rb2/raasd/info", tel_info,
 		"Returns the service's applications, relays and counters. Takes no parameters");
+	rte_telemetry_register_cmd("/rb2/raasd/links", tel_links,
+		"Returns each application and peer service linked, with its connections. Takes no parameters");
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	if (npeers > 0) {
@@ -643,8 +696,10 @@ main(int argc, char **argv)
 			if (rb2_conn_ep_poll(l->ep) >= 0 || link_gone(l) < 0)
 				continue;
 			rb2_conn_ep_destroy(l->ep);
-			free(l);
+			pthread_mutex_lock(&S.lock);
 			S.links[i--] = S.links[--S.nlinks];
+			pthread_mutex_unlock(&S.lock);
+			free(l);
 		}
 		/* What was relayed onto links polled before it, out now. */
 		for (unsigned int i = 0; i < S.nlinks; i++)

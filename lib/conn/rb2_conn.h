@@ -186,8 +186,9 @@ int rb2_conn_connect(struct rb2_conn_ep *ep, uint16_t port);
 
 /**
  * Open a connection to @p port on @p host through a host service
- * (rb2_conn_ep_params.service): @p host an IPv4 address in host byte
- * order, 0 for this host. Otherwise as rb2_conn_connect().
+ * (rb2_conn_ep_params.service): @p host the service's host id there
+ * (rb2-raasd --host-id; by default its IPv4 address as a number, in host
+ * byte order), 0 for this host. Otherwise as rb2_conn_connect().
  * @return as rb2_conn_connect(); -EINVAL (a host without a service).
  */
 int rb2_conn_connect_host(struct rb2_conn_ep *ep, uint32_t host, uint16_t port);

@@ -17,12 +17,15 @@
  * it; the SYN's magic catches a mismatch):
  *
  *   +0 u32 cid    the receiver's descriptor (RaaS's vQPN), RB2_CONN_CID_NONE when
- *                 the frame is for the endpoint (SYN, CREDIT)
+ *                 the frame is for the endpoint (SYN, CREDIT, SLEEP, AWAKE,
+ *                 LISTEN, UNLISTEN)
  *   +4 u8  type   RB2_CONN_FR_*
  *   +5 u8  flags  0
- *   +6 u16 aux    SYN: the port; REFUSE, RST: the reason; CREDIT: entries
+ *   +6 u16 aux    SYN, LISTEN, UNLISTEN: the port; REFUSE, RST: the reason;
+ *                 CREDIT: entries
  *   +8 body       DATA: the payload; SYN, SYNACK: struct rb2_conn_hello;
- *                 CREDIT: aux x struct rb2_conn_credit; others: none
+ *                 CREDIT: aux x struct rb2_conn_credit; SLEEP: struct
+ *                 rb2_conn_sleep; others: none
  *
  * A descriptor is (generation << 16 | slot index), generation 1..32767, so
  * a late frame for a slot that was freed and reused does not match.
@@ -56,7 +59,7 @@ extern "C" {
 struct rb2_conn_ep_params {
 	/** Connections the endpoint holds at once (default 4096, at most
 	 *  RB2_CONN_MAX). One more connect is refused locally (-EMFILE) or,
-	 *  from the peer, with the reason "too many connections". */
+	 *  from the peer, with a reason that says so. */
 	uint32_t max_conns;
 	/** Receive buffer of each connection, in bytes: what a sender may
 	 *  have unconsumed (default 64 KiB; a power of two from 4 KiB to
@@ -110,7 +113,8 @@ struct rb2_conn_hello {
 	uint32_t window;     /* its receive buffer */
 	uint32_t max_msg;    /* the largest message it takes */
 	uint16_t magic, version;
-	uint32_t host;       /* SYN through a service: the host (IPv4), 0: this one */
+	uint32_t host;       /* SYN through a service: the host id (rb2-raasd's
+			      * --host-id, by default its IPv4 address), 0: this one */
 };
 
 /* A sleeping endpoint's doorbell: ring it when the ring holds more than

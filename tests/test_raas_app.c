@@ -62,10 +62,16 @@ server(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, uint32_t per)
 	time_t t0 = time(NULL);
 	int ok;
 
+	struct rb2_conn_ep_stats st;
+
 	while (r.eof < conns && r.ep_err == 0 && time(NULL) - t0 < 60)
 		traffic_serve(ep, port, &r, answer, NULL);
-	for (int i = 0; i < 1000; i++)
+	/* Until the client has closed every one too: our last answers and
+	 * FINs may be in flight until then. */
+	do {
 		rb2_conn_ep_poll(ep);
+		rb2_conn_ep_stats_get(ep, &st);
+	} while (st.conns_open > 0 && r.ep_err == 0 && time(NULL) - t0 < 60);
 	ok = r.delivered == (uint64_t)conns * per && r.bad == 0 && r.eof == conns;
 	for (uint32_t i = 0; i < conns; i++)
 		ok &= r.next[i] == per;

@@ -133,4 +133,53 @@ traffic_serve(struct rb2_conn_ep *ep, uint16_t port, struct traffic_rx *r,
 	}
 }
 
+/* The server's answer at a connection's end of stream (a traffic_serve()
+ * at_eof): one message, then its own close. */
+#define TRAFFIC_BYE 0xb7eull
+
+static inline void
+traffic_answer(struct rb2_conn_ep *ep, int cd, void *arg)
+{
+	uint64_t bye = TRAFFIC_BYE;
+	int ret;
+
+	(void)arg;
+	while ((ret = rb2_conn_send(ep, cd, &bye, sizeof(bye))) == -EAGAIN || ret == -ENOBUFS)
+		;
+	rb2_conn_close(ep, cd);
+}
+
+/*
+ * The client's end: half-close the first @p conns connections of @p t,
+ * then read each one's answer and close, closing ours, for at most
+ * @p seconds. Counts what was answered and closed.
+ */
+static inline void
+traffic_finish(struct rb2_conn_ep *ep, const struct traffic_tx *t, uint32_t conns,
+	       unsigned int seconds, uint32_t *answered, uint32_t *closed)
+{
+	time_t t0 = time(NULL);
+
+	*answered = *closed = 0;
+	for (uint32_t i = 0; i < conns; i++)
+		rb2_conn_shutdown(ep, t->cd[i]);
+	while (*closed < conns && time(NULL) - t0 < (time_t)seconds) {
+		int ready[64], n = rb2_conn_ep_ready(ep, ready, 64);
+
+		if (n < 0)
+			break;
+		for (int j = 0; j < n; j++) {
+			uint64_t bye;
+			int len;
+
+			while ((len = rb2_conn_recv(ep, ready[j], &bye, sizeof(bye))) > 0)
+				*answered += len == sizeof(bye) && bye == TRAFFIC_BYE;
+			if (len == 0) {
+				rb2_conn_close(ep, ready[j]);
+				(*closed)++;
+			}
+		}
+	}
+}
+
 #endif /* RB2_CONN_TRAFFIC_H */

@@ -42,19 +42,6 @@
 
 #include "rb2_conn_traffic.h"
 
-static void
-answer(struct rb2_conn_ep *ep, int cd, void *arg)
-{
-	uint64_t bye = 0xb7e;
-
-	int ret;
-
-	(void)arg;
-	while ((ret = rb2_conn_send(ep, cd, &bye, sizeof(bye))) == -EAGAIN || ret == -ENOBUFS)
-		;
-	rb2_conn_close(ep, cd);
-}
-
 static int
 server(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, uint32_t per)
 {
@@ -65,7 +52,7 @@ server(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, uint32_t per)
 	struct rb2_conn_ep_stats st;
 
 	while (r.eof < conns && r.ep_err == 0 && time(NULL) - t0 < 60)
-		traffic_serve(ep, port, &r, answer, NULL);
+		traffic_serve(ep, port, &r, traffic_answer, NULL);
 	/* Until the client has closed every one too: our last answers and
 	 * FINs may be in flight until then. */
 	do {
@@ -85,9 +72,8 @@ client(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, uint32_t per, int 
 {
 	static struct traffic_tx t;
 	struct rb2_conn_ep_stats st;
-	uint32_t answered = 0, closed = 0;
+	uint32_t answered, closed;
 	const char *why = "";
-	time_t t0 = time(NULL);
 	int ret;
 
 	uint32_t host = getenv("RB2_TEST_HOST") ? (uint32_t)atoi(getenv("RB2_TEST_HOST")) : 0;
@@ -107,25 +93,7 @@ client(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, uint32_t per, int 
 		for (;;)
 			rb2_conn_ep_poll(ep);
 	}
-	for (uint32_t i = 0; i < conns; i++)
-		rb2_conn_shutdown(ep, t.cd[i]);
-	while (closed < conns && time(NULL) - t0 < 60) {
-		int ready[64], n = rb2_conn_ep_ready(ep, ready, 64);
-
-		if (n < 0)
-			break;
-		for (int j = 0; j < n; j++) {
-			uint64_t bye;
-			int len;
-
-			while ((len = rb2_conn_recv(ep, ready[j], &bye, sizeof(bye))) > 0)
-				answered += len == sizeof(bye) && bye == 0xb7e;
-			if (len == 0) {
-				rb2_conn_close(ep, ready[j]);
-				closed++;
-			}
-		}
-	}
+	traffic_finish(ep, &t, conns, 60, &answered, &closed);
 	rb2_conn_ep_stats_get(ep, &st);
 	printf("client: %u connections answered and closed, %u closed here, %" PRIu64
 	       " left open\n", answered, closed, st.conns_open);

@@ -434,18 +434,6 @@ conn_ep(struct rb2_xport *xp, const char *addr, int server)
 	return rb2_conn_ep_create(server ? "vs" : "vc", tx, rx, &cp);
 }
 
-static void
-conn_answer(struct rb2_conn_ep *ep, int cd, void *arg __rte_unused)
-{
-	uint64_t bye = 0xb7e;
-
-	int ret;
-
-	while ((ret = rb2_conn_send(ep, cd, &bye, sizeof(bye))) == -EAGAIN || ret == -ENOBUFS)
-		;
-	rb2_conn_close(ep, cd);
-}
-
 static int
 conn_test(struct rb2_xport *xp, const char *addr, int server, uint64_t count)
 {
@@ -462,7 +450,7 @@ conn_test(struct rb2_xport *xp, const char *addr, int server, uint64_t count)
 
 		rb2_conn_listen(ep, 7, CONN_TEST_N);
 		while (r.eof < CONN_TEST_N && r.ep_err == 0 && now_s() - t0 < 120)
-			traffic_serve(ep, 7, &r, conn_answer, NULL);
+			traffic_serve(ep, 7, &r, traffic_answer, NULL);
 		/* Until the client leaves: it does once it has every answer and
 		 * close. Before that our last frames may still be on the wire,
 		 * and destroying the channel would cut them off. */
@@ -481,7 +469,7 @@ conn_test(struct rb2_xport *xp, const char *addr, int server, uint64_t count)
 	} else {
 		static struct traffic_tx t;
 		const char *why = "";
-		uint32_t answered = 0, closed = 0;
+		uint32_t answered, closed;
 		int ret;
 
 		t.conns = CONN_TEST_N;
@@ -493,25 +481,7 @@ conn_test(struct rb2_xport *xp, const char *addr, int server, uint64_t count)
 			printf("conn: send: %s (%s)\n", strerror(-ret), why);
 			return 1;
 		}
-		for (uint32_t i = 0; i < CONN_TEST_N; i++)
-			rb2_conn_shutdown(ep, t.cd[i]);
-		while (closed < CONN_TEST_N && now_s() - t0 < 120) {
-			int ready[64], n = rb2_conn_ep_ready(ep, ready, 64);
-
-			if (n < 0)
-				break;
-			for (int j = 0; j < n; j++) {
-				uint64_t bye;
-				int len;
-
-				while ((len = rb2_conn_recv(ep, ready[j], &bye, sizeof(bye))) > 0)
-					answered += len == sizeof(bye) && bye == 0xb7e;
-				if (len == 0) {
-					rb2_conn_close(ep, ready[j]);
-					closed++;
-				}
-			}
-		}
+		traffic_finish(ep, &t, CONN_TEST_N, 120, &answered, &closed);
 		rb2_conn_ep_stats_get(ep, &st);
 		ok = answered == CONN_TEST_N && closed == CONN_TEST_N && st.conns_open == 0;
 		printf("conn: sent %" PRIu64 " messages on %u connections, %u answered and "

@@ -1,0 +1,557 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/* rb2-kv's YCSB client (kv_client.h). */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rte_common.h>
+#include <rte_cycles.h>
+
+#include "kv_client.h"
+#include "kv_proto.h"
+
+/* ---- latency histogram --------------------------------------------- */
+
+static inline unsigned int
+hist_idx(uint64_t v)
+{
+	unsigned int e;
+
+	if (v < 64)
+		return (unsigned int)v;
+	e = 63u - (unsigned int)__builtin_clzll(v);     /* >= 6 */
+	if (e > 41)
+		return KV_HIST_BUCKETS - 1;
+	return 64 + (e - 6) * 32 + (unsigned int)((v >> (e - 5)) & 31);
+}
+
+static inline uint64_t
+hist_value(unsigned int i)       /* the bucket's lower bound */
+{
+	unsigned int e;
+
+	if (i < 64)
+		return i;
+	e = (i - 64) / 32 + 6;
+	return (1ull << e) + ((uint64_t)((i - 64) % 32) << (e - 5));
+}
+
+void
+kv_hist_add(struct kv_hist *h, uint64_t ns)
+{
+	if (h->n == 0 || ns < h->min_ns)
+		h->min_ns = ns;
+	if (ns > h->max_ns)
+		h->max_ns = ns;
+	h->n++;
+	h->sum_ns += ns;
+	h->b[hist_idx(ns)]++;
+}
+
+void
+kv_hist_merge(struct kv_hist *to, const struct kv_hist *from)
+{
+	if (from->n == 0)
+		return;
+	if (to->n == 0 || from->min_ns < to->min_ns)
+		to->min_ns = from->min_ns;
+	to->max_ns = RTE_MAX(to->max_ns, from->max_ns);
+	to->n += from->n;
+	to->sum_ns += from->sum_ns;
+	for (unsigned int i = 0; i < KV_HIST_BUCKETS; i++)
+		to->b[i] += from->b[i];
+}
+
+uint64_t
+kv_hist_quantile(const struct kv_hist *h, double q)
+{
+	uint64_t want = (uint64_t)(q * (double)h->n), seen = 0;
+
+	for (unsigned int i = 0; i < KV_HIST_BUCKETS; i++) {
+		seen += h->b[i];
+		if (seen > want)
+			return RTE_MIN(hist_value(i), h->max_ns);
+	}
+	return h->max_ns;
+}
+
+uint64_t
+kv_now_ns(void)
+{
+	return (uint64_t)((double)rte_rdtsc() * 1e9 / (double)rte_get_tsc_hz());
+}
+
+/* ---- the client ---------------------------------------------------- */
+
+/* One request in a connection's FIFO. */
+struct req {
+	uint64_t keynum;
+	uint64_t version;      /* a write's; a read's floor (acked when sent) */
+	uint64_t t0;
+	uint8_t op;            /* enum ycsb_op */
+	uint8_t stage;         /* READ-MODIFY-WRITE: 0 its read, 1 its write */
+	uint8_t wire;          /* KV_OP_GET / KV_OP_PUT */
+};
+
+struct conn {
+	int cd;                /* rb2 descriptor */
+	int fd;                /* TCP */
+	struct req *fifo;      /* 2 * depth entries: a read-modify-write's
+				* write takes its read's place */
+	uint32_t head, sent, tail;   /* [head, sent) on the wire, [sent, tail) not yet */
+	uint32_t tag;
+	/* TCP: bytes received and not yet parsed, bytes not yet sent */
+	uint8_t *in, *out;
+	uint32_t in_len, out_len;
+};
+
+struct kv_client {
+	struct kv_shared *sh;
+	struct rb2_conn_ep *ep;
+	int tcp;
+	unsigned int idx;
+	struct conn *conns;
+	unsigned int n_conns;
+	uint32_t fifo_mask;
+	struct ycsb_gen gen;
+	uint8_t value[KV_VALUE_MAX];
+	struct kv_result *res;
+	enum kv_phase phase;
+	uint64_t to_issue, issued_ops, done_ops;
+	uint64_t load_next, load_end;
+	int err;
+};
+
+#define TCP_BUF (256u << 10)
+
+static struct kv_client *
+client_new(struct kv_shared *sh, unsigned int idx)
+{
+	struct kv_client *c = calloc(1, sizeof(*c));
+	uint32_t fifo = rte_align32pow2(2 * sh->depth);
+
+	if (c == NULL)
+		return NULL;
+	c->sh = sh;
+	c->idx = idx;
+	c->n_conns = sh->conns;
+	c->fifo_mask = fifo - 1;
+	c->conns = calloc(sh->conns, sizeof(*c->conns));
+	if (c->conns == NULL) {
+		free(c);
+		return NULL;
+	}
+	for (unsigned int i = 0; i < sh->conns; i++) {
+		c->conns[i].cd = -1;
+		c->conns[i].fd = -1;
+		c->conns[i].fifo = calloc(fifo, sizeof(struct req));
+		if (c->conns[i].fifo == NULL) {
+			kv_client_free(c);
+			return NULL;
+		}
+	}
+	ycsb_gen_init(&c->gen, &sh->w, sh->records, sh->operations, sh->seed + idx * 7919,
+		      &sh->inserts);
+	return c;
+}
+
+struct kv_client *
+kv_client_rb2(struct kv_shared *sh, struct rb2_conn_ep *ep, int via_service, uint32_t host,
+	      unsigned int lcore_idx)
+{
+	struct kv_client *c = client_new(sh, lcore_idx);
+	uint64_t deadline = kv_now_ns() + 10 * 1000000000ull;
+
+	if (c == NULL)
+		return NULL;
+	c->ep = ep;
+	for (unsigned int i = 0; i < c->n_conns; i++) {
+		uint16_t port = (uint16_t)(sh->port + (lcore_idx * c->n_conns + i) % sh->ports);
+		int cd = via_service ? rb2_conn_connect_host(ep, host, port) :
+				       rb2_conn_connect(ep, port);
+
+		if (cd < 0) {
+			fprintf(stderr, "rb2-kv: connect to port %u: %s\n", port, strerror(-cd));
+			goto fail;
+		}
+		c->conns[i].cd = cd;
+	}
+	for (unsigned int i = 0; i < c->n_conns; i++) {
+		int st;
+
+		while ((st = rb2_conn_status(ep, c->conns[i].cd)) == -EINPROGRESS &&
+		       kv_now_ns() < deadline)
+			rb2_conn_ep_poll(ep);
+		if (st != 0) {
+			fprintf(stderr, "rb2-kv: connection %u to port %u: %s%s%s\n", i,
+				sh->port + (lcore_idx * c->n_conns + i) % sh->ports,
+				st == -EINPROGRESS ? "no answer in 10 s" : strerror(-st),
+				*rb2_conn_why(ep, c->conns[i].cd) ? ": " : "",
+				rb2_conn_why(ep, c->conns[i].cd));
+			goto fail;
+		}
+	}
+	return c;
+fail:
+	kv_client_free(c);
+	return NULL;
+}
+
+struct kv_client *
+kv_client_tcp(struct kv_shared *sh, const char *addr, unsigned int lcore_idx)
+{
+	struct kv_client *c = client_new(sh, lcore_idx);
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	const char *colon = strrchr(addr, ':');
+	char ip[64];
+
+	if (c == NULL)
+		return NULL;
+	c->tcp = 1;
+	if (colon == NULL || (size_t)(colon - addr) >= sizeof(ip)) {
+		fprintf(stderr, "rb2-kv: --tcp %s: IP:PORT expected\n", addr);
+		goto fail;
+	}
+	memcpy(ip, addr, (size_t)(colon - addr));
+	ip[colon - addr] = '\0';
+	if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1) {
+		fprintf(stderr, "rb2-kv: --tcp %s: '%s' is not an IPv4 address\n", addr, ip);
+		goto fail;
+	}
+	sa.sin_port = htons((uint16_t)atoi(colon + 1));
+	for (unsigned int i = 0; i < c->n_conns; i++) {
+		struct conn *k = &c->conns[i];
+		int one = 1;
+
+		k->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (k->fd < 0 || connect(k->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			fprintf(stderr, "rb2-kv: TCP connect to %s: %s\n", addr, strerror(errno));
+			goto fail;
+		}
+		setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		k->in = malloc(TCP_BUF);
+		k->out = malloc(TCP_BUF);
+		if (k->in == NULL || k->out == NULL)
+			goto fail;
+	}
+	return c;
+fail:
+	kv_client_free(c);
+	return NULL;
+}
+
+void
+kv_client_free(struct kv_client *c)
+{
+	if (c == NULL)
+		return;
+	for (unsigned int i = 0; i < c->n_conns; i++) {
+		struct conn *k = &c->conns[i];
+
+		if (k->cd >= 0)
+			rb2_conn_close(c->ep, k->cd);
+		if (k->fd >= 0)
+			close(k->fd);
+		free(k->fifo);
+		free(k->in);
+		free(k->out);
+	}
+	free(c->conns);
+	free(c);
+}
+
+static void
+fail_check(struct kv_client *c, const char *fmt, uint64_t keynum, uint64_t a, uint64_t b)
+{
+	if (c->res->check_failures++ == 0)
+		snprintf(c->res->first_failure, sizeof(c->res->first_failure), fmt,
+			 (unsigned long long)keynum, (unsigned long long)a, (unsigned long long)b);
+}
+
+/* Queue the next operation on @p k (or, loading, the next insert). */
+static void
+next_op(struct kv_client *c, struct conn *k)
+{
+	struct req *r = &k->fifo[k->tail++ & c->fifo_mask];
+	struct kv_shared *sh = c->sh;
+
+	r->stage = 0;
+	r->t0 = kv_now_ns();
+	if (c->phase == KV_LOAD) {
+		r->op = YCSB_INSERT;
+		r->keynum = c->load_next++;
+	} else {
+		r->op = (uint8_t)ycsb_next_op(&c->gen);
+		r->keynum = r->op == YCSB_INSERT ? ycsb_next_insert(&sh->inserts) :
+						   ycsb_next_keynum(&c->gen);
+	}
+	r->wire = r->op == YCSB_READ || r->op == YCSB_RMW ? KV_OP_GET : KV_OP_PUT;
+	if (r->wire == KV_OP_PUT)
+		r->version = __atomic_add_fetch(&sh->issued[r->keynum], 1, __ATOMIC_RELAXED);
+	else
+		r->version = __atomic_load_n(&sh->acked[r->keynum], __ATOMIC_ACQUIRE);
+	c->issued_ops++;
+}
+
+/* The request's bytes: @return its length. */
+static uint32_t
+encode(struct kv_client *c, struct conn *k, const struct req *r, uint8_t *p)
+{
+	struct kv_hdr *h = (struct kv_hdr *)p;
+	uint64_t key = kv_client_key(c->sh, r->keynum);
+	uint32_t vlen = r->wire == KV_OP_PUT ? c->sh->value_size : 0;
+
+	h->op = r->wire;
+	h->klen = 8;
+	h->vlen = (uint16_t)vlen;
+	h->tag = k->tag++;
+	memcpy(p + KV_HDR_LEN, &key, 8);
+	if (vlen)
+		kv_value_fill(p + KV_HDR_LEN + 8, vlen, key, r->version);
+	return KV_HDR_LEN + 8 + vlen;
+}
+
+/* Put queued requests on the wire. @return 0 or an error. */
+static int
+send_queued(struct kv_client *c, struct conn *k)
+{
+	while (k->sent != k->tail) {
+		const struct req *r = &k->fifo[k->sent & c->fifo_mask];
+		uint32_t len = KV_HDR_LEN + 8 + (r->wire == KV_OP_PUT ? c->sh->value_size : 0);
+
+		if (c->tcp) {
+			if (k->out_len + len > TCP_BUF)
+				break;
+			encode(c, k, r, k->out + k->out_len);
+			k->out_len += len;
+		} else {
+			void *buf;
+			int ret = rb2_conn_reserve(c->ep, k->cd, len, &buf);
+
+			if (ret == -EAGAIN || ret == -ENOBUFS)
+				break;
+			if (ret < 0)
+				return ret;
+			encode(c, k, r, buf);
+			rb2_conn_commit(c->ep, k->cd, len);
+		}
+		k->sent++;
+	}
+	if (c->tcp && k->out_len > 0) {
+		ssize_t w = send(k->fd, k->out, k->out_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if (w > 0) {
+			memmove(k->out, k->out + w, k->out_len - (uint32_t)w);
+			k->out_len -= (uint32_t)w;
+		}
+	}
+	return 0;
+}
+
+static void
+ack_version(uint64_t *acked, uint64_t v)
+{
+	uint64_t cur = __atomic_load_n(acked, __ATOMIC_RELAXED);
+
+	while (cur < v && !__atomic_compare_exchange_n(acked, &cur, v, 1, __ATOMIC_RELEASE,
+						       __ATOMIC_RELAXED))
+		;
+}
+
+/* One answer for @p k's oldest request. @return 0, or -EPROTO. */
+static int
+answer(struct kv_client *c, struct conn *k, const uint8_t *p, uint32_t len)
+{
+	const struct kv_hdr *h = (const struct kv_hdr *)p;
+	struct kv_shared *sh = c->sh;
+	struct req *r;
+	uint64_t v;
+
+	if (k->head == k->sent || len < KV_HDR_LEN || h->klen != KV_RESP_MAGIC ||
+	    len != KV_HDR_LEN + h->vlen ||
+	    h->tag != (uint32_t)(k->tag - (k->sent - k->head))) {
+		fail_check(c, "an answer that fits no request (record %llu, %llu/%llu)",
+			   0, len, h->tag);
+		return -EPROTO;
+	}
+	r = &k->fifo[k->head & c->fifo_mask];
+	if (h->op != KV_OK) {
+		if (h->op == KV_NOT_FOUND)
+			c->res->not_found[r->op]++;
+		else
+			c->res->failed[r->op]++;
+		fail_check(c, "record %llu: status %llu (stage %llu)", r->keynum, h->op, r->stage);
+		goto done;
+	}
+	if (r->wire == KV_OP_GET) {
+		uint64_t key = kv_client_key(sh, r->keynum);
+
+		if (h->vlen != sh->value_size ||
+		    kv_value_check(p + KV_HDR_LEN, h->vlen, key, &v) < 0)
+			fail_check(c, "record %llu: a value not written for it (%llu bytes, "
+				   "version field %llu)", r->keynum, h->vlen,
+				   h->vlen >= 8 ? *(const uint64_t *)(p + KV_HDR_LEN) : 0);
+		else if (v < r->version)
+			fail_check(c, "record %llu: version %llu read after version %llu was "
+				   "acknowledged", r->keynum, v, r->version);
+		else if (v > __atomic_load_n(&sh->issued[r->keynum], __ATOMIC_RELAXED))
+			fail_check(c, "record %llu: version %llu read, never written (last "
+				   "%llu)", r->keynum, v, sh->issued[r->keynum]);
+		if (r->op == YCSB_RMW) {
+			/* Its write goes out next, timed from the read. */
+			struct req *w = &k->fifo[k->tail++ & c->fifo_mask];
+
+			*w = *r;
+			w->stage = 1;
+			w->wire = KV_OP_PUT;
+			w->version = __atomic_add_fetch(&sh->issued[r->keynum], 1,
+							__ATOMIC_RELAXED);
+			k->head++;
+			return 0;
+		}
+	} else {
+		ack_version(&sh->acked[r->keynum], r->version);
+		if (r->op == YCSB_INSERT && c->phase == KV_RUN &&
+		    ycsb_ack_insert(&sh->inserts, r->keynum) < 0)
+			fail_check(c, "record %llu: over 2^20 inserts unacknowledged (%llu %llu)",
+				   r->keynum, 0, 0);
+	}
+	c->res->ok[r->op]++;
+done:
+	kv_hist_add(&c->res->lat[r->op], kv_now_ns() - r->t0);
+	k->head++;
+	c->done_ops++;
+	return 0;
+}
+
+/* Take every answer that has arrived. @return 0 or an error. */
+static int
+receive(struct kv_client *c)
+{
+	if (c->tcp) {
+		for (unsigned int i = 0; i < c->n_conns; i++) {
+			struct conn *k = &c->conns[i];
+			uint32_t pos = 0;
+			ssize_t r;
+
+			if (k->head == k->sent)
+				continue;
+			r = recv(k->fd, k->in + k->in_len, TCP_BUF - k->in_len, MSG_DONTWAIT);
+			if (r == 0)
+				return -ECONNRESET;
+			if (r < 0) {
+				if (errno == EAGAIN || errno == EINTR)
+					continue;
+				return -errno;
+			}
+			k->in_len += (uint32_t)r;
+			while (k->in_len - pos >= KV_HDR_LEN) {
+				const struct kv_hdr *h = (const struct kv_hdr *)(k->in + pos);
+				uint32_t len = KV_HDR_LEN + h->vlen;
+
+				if (k->in_len - pos < len)
+					break;
+				if (answer(c, k, k->in + pos, len) < 0)
+					return -EPROTO;
+				pos += len;
+			}
+			memmove(k->in, k->in + pos, k->in_len - pos);
+			k->in_len -= pos;
+		}
+		return 0;
+	}
+	int cds[64], n = rb2_conn_ep_ready(c->ep, cds, RTE_DIM(cds));
+
+	if (n < 0)
+		return n;
+	for (int j = 0; j < n; j++) {
+		struct conn *k = NULL;
+		const void *p;
+		int len;
+
+		/* Descriptors to connections: few per lcore, a short scan. */
+		for (unsigned int i = 0; i < c->n_conns; i++)
+			if (c->conns[i].cd == cds[j])
+				k = &c->conns[i];
+		if (k == NULL)
+			continue;
+		while ((len = rb2_conn_recv_zc(c->ep, k->cd, &p)) > 0) {
+			int ret = answer(c, k, p, (uint32_t)len);
+
+			rb2_conn_release(c->ep, k->cd, 1);
+			if (ret < 0)
+				return ret;
+		}
+		if (len != -EAGAIN)
+			return len == 0 ? -ECONNRESET : len;
+	}
+	return 0;
+}
+
+int
+kv_client_run(struct kv_client *c, enum kv_phase phase, uint64_t ops, unsigned int n_lcores,
+	      struct kv_result *res)
+{
+	struct kv_shared *sh = c->sh;
+	uint64_t last_report;
+	int ret = 0;
+
+	memset(res, 0, sizeof(*res));
+	c->res = res;
+	c->phase = phase;
+	c->issued_ops = c->done_ops = 0;
+	if (phase == KV_LOAD) {
+		c->load_next = sh->records * c->idx / n_lcores;
+		c->load_end = sh->records * (c->idx + 1) / n_lcores;
+		ops = c->load_end - c->load_next;
+	}
+	c->to_issue = ops;
+	res->t_start_ns = last_report = kv_now_ns();
+	while (c->done_ops < ops) {
+		for (unsigned int i = 0; i < c->n_conns; i++) {
+			struct conn *k = &c->conns[i];
+
+			while (k->tail - k->head < sh->depth && c->issued_ops < c->to_issue)
+				next_op(c, k);
+			ret = send_queued(c, k);
+			if (ret < 0)
+				goto failed;
+		}
+		if (!c->tcp)
+			rb2_conn_flush(c->ep);
+		ret = receive(c);
+		if (ret < 0)
+			goto failed;
+		if (((c->done_ops & 0xfff) == 0 || c->done_ops == ops)) {
+			uint64_t now = kv_now_ns();
+
+			if (c->idx == 0 && !sh->quiet && now - last_report > 1000000000ull) {
+				fprintf(stderr, "rb2-kv: %s: %.0f%% (%" PRIu64 " of %" PRIu64
+					" on this lcore)\n", phase == KV_LOAD ? "load" : "run",
+					100.0 * (double)c->done_ops / (double)ops, c->done_ops, ops);
+				last_report = now;
+			}
+		}
+	}
+	res->t_end_ns = kv_now_ns();
+	return 0;
+failed:
+	res->t_end_ns = kv_now_ns();
+	if (res->first_failure[0] == '\0')
+		snprintf(res->first_failure, sizeof(res->first_failure), "%s after %" PRIu64
+			 " operations", strerror(-ret), c->done_ops);
+	return ret;
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef KV_CLIENT_H
+#define KV_CLIENT_H
+
+/*
+ * rb2-kv's YCSB client: one lcore's closed loop over its connections, each
+ * with up to `depth` requests outstanding, over rb2 connections or TCP
+ * (the same binary protocol), checking every answer: each value read must
+ * be one written for its key (kv_value_check()), no older than the last
+ * write acknowledged when the read was sent and no newer than the last
+ * write sent when its answer came.
+ */
+
+#include <stdint.h>
+
+#include <rb2_conn.h>
+
+#include "ycsb.h"
+
+/* Latency histogram: exact below 64 ns, then 32 buckets per power of two
+ * (3 % wide), up to 2^41 ns. */
+#define KV_HIST_BUCKETS (64 + 36 * 32)
+
+struct kv_hist {
+	uint64_t n, sum_ns, max_ns, min_ns;
+	uint64_t b[KV_HIST_BUCKETS];
+};
+
+void kv_hist_add(struct kv_hist *h, uint64_t ns);
+void kv_hist_merge(struct kv_hist *to, const struct kv_hist *from);
+/* The value below which a fraction @p q of the samples lie (ns). */
+uint64_t kv_hist_quantile(const struct kv_hist *h, double q);
+
+/* What every client lcore shares: the run's parameters and the versions
+ * written, for the checks. */
+struct kv_shared {
+	struct ycsb_workload w;
+	uint64_t records, operations;   /* operations: over all lcores */
+	uint32_t value_size;
+	unsigned int conns, depth;      /* per lcore */
+	unsigned int ports;             /* connections spread over port .. port+ports-1 */
+	uint16_t port;
+	uint64_t key_space;
+	uint64_t seed;
+	uint64_t tracked;               /* records tracked: records + room for inserts */
+	uint64_t *issued, *acked;       /* versions, by record */
+	struct ycsb_inserts inserts;    /* the shared insert counter (workload D) */
+	int quiet;                      /* no progress lines */
+};
+
+/* The 8-byte key of record @p keynum. */
+static inline uint64_t
+kv_client_key(const struct kv_shared *sh, uint64_t keynum)
+{
+	return ycsb_fnvhash64(keynum + (sh->key_space << 40));
+}
+
+enum kv_phase { KV_LOAD, KV_RUN };
+
+struct kv_result {
+	struct kv_hist lat[YCSB_NOPS];
+	uint64_t ok[YCSB_NOPS], not_found[YCSB_NOPS], failed[YCSB_NOPS];
+	uint64_t check_failures;        /* values that were not what was written */
+	uint64_t t_start_ns, t_end_ns;
+	char first_failure[160];
+};
+
+/* One lcore's client. */
+struct kv_client;
+
+/* Over rb2: @p ep joined (or paired), connections opened to sh->port on
+ * @p host (through a service: rb2_conn_connect_host) or its peer. */
+struct kv_client *kv_client_rb2(struct kv_shared *sh, struct rb2_conn_ep *ep, int via_service,
+				uint32_t host, unsigned int lcore_idx);
+/* Over TCP to @p addr (IP:PORT). */
+struct kv_client *kv_client_tcp(struct kv_shared *sh, const char *addr, unsigned int lcore_idx);
+void kv_client_free(struct kv_client *c);
+
+/*
+ * Run a phase: KV_LOAD inserts this lcore's share of the records (of
+ * @p n_lcores), KV_RUN does @p ops operations of the workload.
+ * @return 0, or -errno (a connection failed: why in res->first_failure).
+ *   Check failures are counted, not fatal.
+ */
+int kv_client_run(struct kv_client *c, enum kv_phase phase, uint64_t ops, unsigned int n_lcores,
+		  struct kv_result *res);
+
+/* rte_rdtsc() based nanoseconds. */
+uint64_t kv_now_ns(void);
+
+#endif /* KV_CLIENT_H */

@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/* rb2-kv's table (kv_store.h). */
+
+#include <errno.h>
+#include <stdalign.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_common.h>
+#include <rte_errno.h>
+#include <rte_hash_crc.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_malloc.h>
+#include <rte_seqlock.h>
+
+#include "kv_proto.h"
+#include "kv_store.h"
+
+#define KV_TOMBSTONE UINT32_MAX  /* an entry whose key has no value */
+
+/* One value, at the position rte_hash gave its key. */
+struct kv_entry {
+	rte_seqlock_t lock;      /* writers serialize; readers retry */
+	uint32_t len;            /* KV_TOMBSTONE: none */
+	uint32_t flags;
+	uint64_t cas;
+	uint8_t data[];
+};
+
+struct kv_counts {
+	alignas(RTE_CACHE_LINE_SIZE) uint64_t gets, hits, puts, dels, misses;
+	uint64_t too_large, key_too_long, full;
+};
+
+struct kv_store {
+	struct rte_hash *h;
+	uint8_t *entries;
+	size_t stride;
+	uint32_t n_entries;      /* rte_hash_max_key_id() + 1 */
+	uint32_t key_max, key_len, value_max;
+	uint64_t cas_next;       /* atomic */
+	struct kv_counts counts[RTE_MAX_LCORE + 1]; /* the last: non-EAL threads */
+};
+
+static inline struct kv_counts *
+counts(struct kv_store *s)
+{
+	unsigned int id = rte_lcore_id();
+
+	return &s->counts[id < RTE_MAX_LCORE ? id : RTE_MAX_LCORE];
+}
+
+static inline struct kv_entry *
+entry(struct kv_store *s, int32_t pos)
+{
+	return (struct kv_entry *)(s->entries + (size_t)pos * s->stride);
+}
+
+/* The table's key: a length byte, the key, zeros. @return -ENAMETOOLONG. */
+static inline int
+table_key(const struct kv_store *s, uint8_t *tk, const void *key, uint32_t klen)
+{
+	if (unlikely(klen > s->key_max))
+		return -ENAMETOOLONG;
+	memset(tk, 0, s->key_len);
+	tk[0] = (uint8_t)klen;
+	memcpy(tk + 1, key, klen);
+	return 0;
+}
+
+struct kv_store *
+kv_store_create(const struct kv_store_params *p)
+{
+	struct rte_hash_parameters hp = {0};
+	struct kv_store *s;
+	int32_t max_id;
+
+	if (p->capacity < 8 || p->key_max < 1 || p->key_max > KV_KEY_MAX ||
+	    p->value_max < 1 || p->value_max > KV_VALUE_MAX) {
+		RTE_LOG(ERR, USER1, "kv: capacity must be at least 8 keys, key_max 1..%u bytes, "
+			"value_max 1..%u bytes\n", KV_KEY_MAX, KV_VALUE_MAX);
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	s = rte_zmalloc_socket("kv_store", sizeof(*s), RTE_CACHE_LINE_SIZE, p->socket);
+	if (s == NULL)
+		goto nomem;
+	s->key_max = p->key_max;
+	/* rte_hash compares 16..128-byte keys with vector code: round up. */
+	s->key_len = RTE_ALIGN_CEIL(p->key_max + 1, 16);
+	s->value_max = p->value_max;
+	s->cas_next = 1;
+	hp.name = p->name;
+	hp.entries = p->capacity;
+	hp.key_len = s->key_len;
+	hp.hash_func = rte_hash_crc;
+	hp.socket_id = p->socket;
+	hp.extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF |
+			RTE_HASH_EXTRA_FLAGS_MULTI_WRITER_ADD | RTE_HASH_EXTRA_FLAGS_EXT_TABLE;
+	s->h = rte_hash_create(&hp);
+	if (s->h == NULL) {
+		RTE_LOG(ERR, USER1, "kv: rte_hash_create(%s, %u keys of %u bytes): %s\n",
+			p->name, p->capacity, s->key_len, rte_strerror(rte_errno));
+		goto fail;
+	}
+	max_id = rte_hash_max_key_id(s->h);
+	s->n_entries = (uint32_t)max_id + 1;
+	s->stride = RTE_ALIGN_CEIL(sizeof(struct kv_entry) + p->value_max, 8);
+	s->entries = rte_zmalloc_socket("kv_values", s->stride * s->n_entries,
+					RTE_CACHE_LINE_SIZE, p->socket);
+	if (s->entries == NULL) {
+		RTE_LOG(ERR, USER1, "kv: no memory for %u values of %u bytes (%zu MiB): give "
+			"DPDK more (-m, or hugepages), or lower --records/--value-max\n",
+			s->n_entries, p->value_max, (s->stride * s->n_entries) >> 20);
+		goto nomem;
+	}
+	for (uint32_t i = 0; i < s->n_entries; i++) {
+		rte_seqlock_init(&entry(s, (int32_t)i)->lock);
+		entry(s, (int32_t)i)->len = KV_TOMBSTONE;
+	}
+	return s;
+nomem:
+	rte_errno = ENOMEM;
+fail:
+	kv_store_free(s);
+	return NULL;
+}
+
+void
+kv_store_free(struct kv_store *s)
+{
+	if (s == NULL)
+		return;
+	rte_hash_free(s->h);
+	rte_free(s->entries);
+	rte_free(s);
+}
+
+uint32_t
+kv_store_value_max(const struct kv_store *s)
+{
+	return s->value_max;
+}
+
+uint32_t
+kv_store_key_max(const struct kv_store *s)
+{
+	return s->key_max;
+}
+
+int
+kv_store_get(struct kv_store *s, const void *key, uint32_t klen, void *buf, uint32_t cap,
+	     uint32_t *need, struct kv_meta *meta)
+{
+	uint8_t tk[KV_KEY_MAX + 17];
+	struct kv_counts *c = counts(s);
+	struct kv_entry *e;
+	uint32_t sn, len;
+	int32_t pos;
+
+	c->gets++;
+	if (table_key(s, tk, key, klen) < 0) {
+		c->key_too_long++;
+		return -ENAMETOOLONG;
+	}
+	pos = rte_hash_lookup(s->h, tk);
+	if (pos < 0) {
+		c->misses++;
+		return -ENOENT;
+	}
+	e = entry(s, pos);
+	/* Optimistic read: copy, then retry if a writer was in meanwhile. A
+	 * torn length is bounded by cap before any copy. */
+	do {
+		sn = rte_seqlock_read_begin(&e->lock);
+		len = e->len;
+		if (len != KV_TOMBSTONE && len <= cap) {
+			memcpy(buf, e->data, len);
+			if (meta != NULL) {
+				meta->flags = e->flags;
+				meta->cas = e->cas;
+			}
+		}
+	} while (rte_seqlock_read_retry(&e->lock, sn));
+	if (len == KV_TOMBSTONE) {
+		c->misses++;
+		return -ENOENT;
+	}
+	if (len > cap) {
+		if (need != NULL)
+			*need = len;
+		return -EMSGSIZE;
+	}
+	c->hits++;
+	return (int)len;
+}
+
+int
+kv_store_put(struct kv_store *s, const void *key, uint32_t klen, const void *val,
+	     uint32_t vlen, uint32_t flags, enum kv_put_mode mode)
+{
+	uint8_t tk[KV_KEY_MAX + 17];
+	struct kv_counts *c = counts(s);
+	struct kv_entry *e;
+	int32_t pos;
+	int ret = 0;
+
+	c->puts++;
+	if (klen == 0)
+		return -EINVAL;
+	if (table_key(s, tk, key, klen) < 0) {
+		c->key_too_long++;
+		return -ENAMETOOLONG;
+	}
+	if (vlen > s->value_max) {
+		c->too_large++;
+		return -E2BIG;
+	}
+	pos = rte_hash_lookup(s->h, tk);
+	if (pos < 0) {
+		if (mode == KV_PUT_REPLACE)
+			return -ENOENT;
+		/* Returns the position already there if another lcore
+		 * added the key meanwhile. */
+		pos = rte_hash_add_key(s->h, tk);
+		if (pos < 0) {
+			c->full++;
+			return -ENOSPC;
+		}
+	}
+	e = entry(s, pos);
+	rte_seqlock_write_lock(&e->lock);
+	if (mode == KV_PUT_ADD && e->len != KV_TOMBSTONE) {
+		ret = -EEXIST;
+	} else if (mode == KV_PUT_REPLACE && e->len == KV_TOMBSTONE) {
+		ret = -ENOENT;
+	} else {
+		memcpy(e->data, val, vlen);
+		e->len = vlen;
+		e->flags = flags;
+		e->cas = __atomic_fetch_add(&s->cas_next, 1, __ATOMIC_RELAXED);
+	}
+	rte_seqlock_write_unlock(&e->lock);
+	return ret;
+}
+
+int
+kv_store_del(struct kv_store *s, const void *key, uint32_t klen)
+{
+	uint8_t tk[KV_KEY_MAX + 17];
+	struct kv_counts *c = counts(s);
+	struct kv_entry *e;
+	int32_t pos;
+	int ret = 0;
+
+	c->dels++;
+	if (table_key(s, tk, key, klen) < 0) {
+		c->key_too_long++;
+		return -ENAMETOOLONG;
+	}
+	pos = rte_hash_lookup(s->h, tk);
+	if (pos < 0)
+		return -ENOENT;
+	e = entry(s, pos);
+	rte_seqlock_write_lock(&e->lock);
+	if (e->len == KV_TOMBSTONE)
+		ret = -ENOENT;
+	e->len = KV_TOMBSTONE;
+	rte_seqlock_write_unlock(&e->lock);
+	return ret;
+}
+
+void
+kv_store_clear(struct kv_store *s)
+{
+	for (uint32_t i = 0; i < s->n_entries; i++) {
+		struct kv_entry *e = entry(s, (int32_t)i);
+
+		rte_seqlock_write_lock(&e->lock);
+		e->len = KV_TOMBSTONE;
+		rte_seqlock_write_unlock(&e->lock);
+	}
+}
+
+void
+kv_store_stats_get(const struct kv_store *s, struct kv_store_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	for (unsigned int i = 0; i <= RTE_MAX_LCORE; i++) {
+		const struct kv_counts *c = &s->counts[i];
+
+		st->gets += __atomic_load_n(&c->gets, __ATOMIC_RELAXED);
+		st->hits += __atomic_load_n(&c->hits, __ATOMIC_RELAXED);
+		st->puts += __atomic_load_n(&c->puts, __ATOMIC_RELAXED);
+		st->dels += __atomic_load_n(&c->dels, __ATOMIC_RELAXED);
+		st->misses += __atomic_load_n(&c->misses, __ATOMIC_RELAXED);
+		st->too_large += __atomic_load_n(&c->too_large, __ATOMIC_RELAXED);
+		st->key_too_long += __atomic_load_n(&c->key_too_long, __ATOMIC_RELAXED);
+		st->full += __atomic_load_n(&c->full, __ATOMIC_RELAXED);
+	}
+	st->keys = (uint64_t)rte_hash_count(s->h);
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef KV_STORE_H
+#define KV_STORE_H
+
+/*
+ * rb2-kv's table: DPDK's rte_hash (lock-free readers, concurrent writers)
+ * maps a key to a position; the value lives in an array indexed by that
+ * position, each entry under an rte_seqlock, so any number of lcores read
+ * and write it at once and a reader never sees a torn value.
+ *
+ * A key is at most key_max bytes (the table's key is a length byte and
+ * key_max bytes, zero-padded). DELETE leaves the key in the table with no
+ * value (so no reader can ever follow a freed position): the table holds
+ * at most `capacity` distinct keys over its life, and a PUT after a
+ * DELETE reuses its entry.
+ */
+
+#include <stdint.h>
+
+#include <rte_hash.h>
+
+struct kv_store_params {
+	const char *name;        /* unique per process (the rte_hash's name) */
+	uint32_t capacity;       /* distinct keys */
+	uint32_t key_max;        /* 1 .. KV_KEY_MAX */
+	uint32_t value_max;      /* 1 .. KV_VALUE_MAX */
+	int socket;              /* SOCKET_ID_ANY: wherever */
+};
+
+/* What the table counts (each lcore's share summed; relaxed). */
+struct kv_store_stats {
+	uint64_t gets, hits, puts, dels, misses, too_large, key_too_long, full;
+	uint64_t keys;           /* distinct keys in the table (values or not) */
+};
+
+struct kv_store;
+
+/* @return the store, or NULL with rte_errno (EINVAL: the log says which
+ *   parameter; ENOMEM: DPDK's heap is too small, give it more with -m). */
+struct kv_store *kv_store_create(const struct kv_store_params *p);
+void kv_store_free(struct kv_store *s);
+uint32_t kv_store_value_max(const struct kv_store *s);
+uint32_t kv_store_key_max(const struct kv_store *s);
+
+/* Per-item metadata kept for the memcached protocol. */
+struct kv_meta {
+	uint32_t flags;
+	uint64_t cas;            /* changes with every write */
+};
+
+/*
+ * Read @p key's value into @p buf.
+ * @return its length, -ENOENT (no such key, or deleted), -EMSGSIZE (longer
+ *   than @p cap; *need says how long), -ENAMETOOLONG (key over key_max).
+ */
+int kv_store_get(struct kv_store *s, const void *key, uint32_t klen, void *buf,
+		 uint32_t cap, uint32_t *need, struct kv_meta *meta);
+
+enum kv_put_mode { KV_PUT_SET, KV_PUT_ADD, KV_PUT_REPLACE };
+
+/*
+ * Write @p key's value (KV_PUT_ADD: only if it has none; KV_PUT_REPLACE:
+ * only if it has one).
+ * @return 0, -EEXIST / -ENOENT (ADD / REPLACE declined), -E2BIG (over
+ *   value_max), -ENAMETOOLONG, -ENOSPC (the table is full), -EINVAL (an
+ *   empty key).
+ */
+int kv_store_put(struct kv_store *s, const void *key, uint32_t klen, const void *val,
+		 uint32_t vlen, uint32_t flags, enum kv_put_mode mode);
+
+/* @return 0, -ENOENT, -ENAMETOOLONG. */
+int kv_store_del(struct kv_store *s, const void *key, uint32_t klen);
+
+/* Delete every value (memcached's flush_all). */
+void kv_store_clear(struct kv_store *s);
+
+void kv_store_stats_get(const struct kv_store *s, struct kv_store_stats *st);
+
+/*
+ * Where a protocol executor writes its answer: room for @p len bytes
+ * (NULL: none now, and the request waits for a later try), then the length
+ * used. Reserving again before committing hands the same room out again.
+ * Over an rb2 connection this is the ring itself (zero copy); over TCP,
+ * the connection's output buffer.
+ */
+struct kv_out {
+	void *(*reserve)(void *ctx, uint32_t len);
+	void (*commit)(void *ctx, uint32_t len);
+	void *ctx;
+};
+
+#endif /* KV_STORE_H */

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/* memcached's text protocol on rb2-kv's table (kv_text.h). */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv_proto.h"
+#include "kv_text.h"
+
+#define MAX_TOKENS 24
+
+static void
+emit(const struct kv_out *out, const char *s, uint32_t n)
+{
+	char *r = out->reserve(out->ctx, n);
+
+	memcpy(r, s, n);
+	out->commit(out->ctx, n);
+}
+
+#define EMIT(out, lit) emit(out, lit, sizeof(lit) - 1)
+
+static void
+emitf(const struct kv_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+emitf(const struct kv_out *out, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	emit(out, line, (uint32_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1));
+}
+
+/* Split a command line in place at spaces. @return the token count. */
+static int
+tokenize(char *line, char **tok)
+{
+	int n = 0;
+
+	for (char *p = line; *p != '\0';) {
+		while (*p == ' ')
+			p++;
+		if (*p == '\0')
+			break;
+		if (n == MAX_TOKENS)
+			return -1;
+		tok[n++] = p;
+		while (*p != ' ' && *p != '\0')
+			p++;
+		if (*p == ' ')
+			*p++ = '\0';
+	}
+	return n;
+}
+
+static int
+parse_u32(const char *s, uint32_t *v)
+{
+	char *end;
+	unsigned long x;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	x = strtoul(s, &end, 10);
+	if (errno != 0 || *end != '\0' || x > UINT32_MAX)
+		return -1;
+	*v = (uint32_t)x;
+	return 0;
+}
+
+static void
+get(struct kv_store *s, char **tok, int n, int with_cas, const struct kv_out *out)
+{
+	uint32_t cap = kv_store_value_max(s);
+
+	for (int i = 1; i < n; i++) {
+		uint32_t klen = (uint32_t)strlen(tok[i]);
+		struct kv_meta m;
+		char head[KV_KEY_MAX + 64];
+		int hl, vl;
+		char *r;
+
+		if (klen > kv_store_key_max(s)) {
+			EMIT(out, "CLIENT_ERROR bad command line format\r\n");
+			return;
+		}
+		/* Room for the largest answer, then the value read straight
+		 * into it; the header is written once its length is known. */
+		r = out->reserve(out->ctx, sizeof(head) + cap + 2);
+		vl = kv_store_get(s, tok[i], klen, r + sizeof(head), cap, NULL, &m);
+		if (vl < 0)
+			continue;
+		if (with_cas)
+			hl = snprintf(head, sizeof(head), "VALUE %s %" PRIu32 " %d %" PRIu64 "\r\n",
+				      tok[i], m.flags, vl, m.cas);
+		else
+			hl = snprintf(head, sizeof(head), "VALUE %s %" PRIu32 " %d\r\n", tok[i],
+				      m.flags, vl);
+		memmove(r + hl, r + sizeof(head), (size_t)vl);
+		memcpy(r, head, (size_t)hl);
+		memcpy(r + hl + vl, "\r\n", 2);
+		out->commit(out->ctx, (uint32_t)(hl + vl + 2));
+	}
+	EMIT(out, "END\r\n");
+}
+
+/* set/add/replace <key> <flags> <exptime> <bytes> [noreply]: @return the
+ * bytes consumed, 0 for more, -EPIPE. */
+static int
+store(struct kv_store *s, char **tok, int n, const char *data, uint32_t avail,
+      uint32_t line_len, const struct kv_out *out)
+{
+	enum kv_put_mode mode = tok[0][0] == 'a' ? KV_PUT_ADD :
+				tok[0][0] == 'r' ? KV_PUT_REPLACE : KV_PUT_SET;
+	uint32_t flags, exptime, bytes;
+	int noreply = n == 6 && strcmp(tok[5], "noreply") == 0;
+	int ret;
+
+	if ((n != 5 && !noreply) || parse_u32(tok[2], &flags) < 0 ||
+	    parse_u32(tok[3], &exptime) < 0 || parse_u32(tok[4], &bytes) < 0) {
+		/* memcached cannot tell where the data ends either: it
+		 * reads the next line as a command. */
+		EMIT(out, "CLIENT_ERROR bad command line format\r\n");
+		return (int)line_len;
+	}
+	if (avail < (uint64_t)bytes + 2) {
+		if (bytes > KV_VALUE_MAX + 2 * KV_TEXT_LINE_MAX)  /* never buffered */
+			goto too_large_close;
+		return 0;
+	}
+	if (data[bytes] != '\r' || data[bytes + 1] != '\n') {
+		EMIT(out, "CLIENT_ERROR bad data chunk\r\n");
+		return -EPIPE;
+	}
+	if (exptime != 0) {
+		ret = -ENOTSUP;
+	} else {
+		ret = kv_store_put(s, tok[1], (uint32_t)strlen(tok[1]), data, bytes, flags, mode);
+	}
+	if (!noreply || ret == -ENAMETOOLONG || ret == -ENOTSUP) {
+		switch (ret) {
+		case 0: EMIT(out, "STORED\r\n"); break;
+		case -EEXIST: case -ENOENT: EMIT(out, "NOT_STORED\r\n"); break;
+		case -E2BIG: EMIT(out, "SERVER_ERROR object too large for cache\r\n"); break;
+		case -ENOSPC: EMIT(out, "SERVER_ERROR out of memory storing object\r\n"); break;
+		case -ENOTSUP: EMIT(out, "CLIENT_ERROR expiry not supported\r\n"); break;
+		default: EMIT(out, "CLIENT_ERROR bad command line format\r\n"); break;
+		}
+	}
+	return (int)(line_len + bytes + 2);
+too_large_close:
+	EMIT(out, "SERVER_ERROR object too large for cache\r\n");
+	return -EPIPE;
+}
+
+static void
+stats(struct kv_store *s, const struct kv_out *out)
+{
+	struct kv_store_stats st;
+
+	kv_store_stats_get(s, &st);
+	emitf(out, "STAT cmd_get %" PRIu64 "\r\nSTAT get_hits %" PRIu64
+	      "\r\nSTAT get_misses %" PRIu64 "\r\nSTAT cmd_set %" PRIu64
+	      "\r\nSTAT cmd_delete %" PRIu64 "\r\nSTAT curr_items_max %" PRIu64
+	      "\r\nEND\r\n", st.gets, st.hits, st.gets - st.hits, st.puts, st.dels, st.keys);
+}
+
+int
+kv_text_exec(struct kv_store *s, const char *in, uint32_t len, const struct kv_out *out)
+{
+	char line[KV_TEXT_LINE_MAX + 1], *tok[MAX_TOKENS];
+	const char *nl = memchr(in, '\n', len < KV_TEXT_LINE_MAX ? len : KV_TEXT_LINE_MAX);
+	uint32_t line_len, n_line;
+	int n;
+
+	if (nl == NULL) {
+		if (len < KV_TEXT_LINE_MAX)
+			return 0;
+		EMIT(out, "CLIENT_ERROR line too long\r\n");
+		return -EPIPE;
+	}
+	line_len = (uint32_t)(nl - in) + 1;
+	n_line = line_len - 1;
+	if (n_line > 0 && in[n_line - 1] == '\r')
+		n_line--;
+	memcpy(line, in, n_line);
+	line[n_line] = '\0';
+	if (memchr(line, '\0', n_line) != NULL) {
+		EMIT(out, "CLIENT_ERROR bad command line format\r\n");
+		return (int)line_len;
+	}
+	n = tokenize(line, tok);
+	if (n <= 0) {
+		EMIT(out, n == 0 ? "ERROR\r\n" : "CLIENT_ERROR bad command line format\r\n");
+		return (int)line_len;
+	}
+	if ((strcmp(tok[0], "get") == 0 || strcmp(tok[0], "gets") == 0) && n >= 2) {
+		get(s, tok, n, tok[0][3] == 's', out);
+	} else if (strcmp(tok[0], "set") == 0 || strcmp(tok[0], "add") == 0 ||
+		   strcmp(tok[0], "replace") == 0) {
+		return store(s, tok, n, in + line_len, len - line_len, line_len, out);
+	} else if (strcmp(tok[0], "delete") == 0 && (n == 2 || n == 3)) {
+		int ret = kv_store_del(s, tok[1], (uint32_t)strlen(tok[1]));
+
+		if (n == 3 && strcmp(tok[2], "noreply") == 0 && ret != -ENAMETOOLONG)
+			return (int)line_len;
+		if (ret == 0)
+			EMIT(out, "DELETED\r\n");
+		else if (ret == -ENOENT)
+			EMIT(out, "NOT_FOUND\r\n");
+		else
+			EMIT(out, "CLIENT_ERROR bad command line format\r\n");
+	} else if (strcmp(tok[0], "flush_all") == 0) {
+		kv_store_clear(s);
+		if (!(n == 2 && strcmp(tok[1], "noreply") == 0))
+			EMIT(out, "OK\r\n");
+	} else if (strcmp(tok[0], "version") == 0) {
+		EMIT(out, "VERSION rb2-kv " RB2_VERSION "\r\n");
+	} else if (strcmp(tok[0], "stats") == 0 && n == 1) {
+		stats(s, out);
+	} else if (strcmp(tok[0], "quit") == 0) {
+		return -EPIPE;
+	} else {
+		EMIT(out, "ERROR\r\n");
+	}
+	return (int)line_len;
+}

@@ -1,0 +1,922 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * rb2-kv: a key-value store over rb2 connections and TCP, and a YCSB
+ * client (the RB² paper's §V-C case study, Fig. 9).
+ *
+ *   rb2-kv [EAL] -- server [--port P] [--tcp IP:PORT] ...   as rb2-raasd's secondary
+ *   rb2-kv [EAL] -- client [--host H] [--port P] | [--tcp IP:PORT] --workload c ...
+ *   rb2-kv [EAL -l 0-1] -- bench --designs rb2,l5,farm,socksdirect,tcp
+ */
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_telemetry.h>
+
+#include <rb2_conn.h>
+#include <rb2_conn_service.h>
+#include <rb2_lcore.h>
+#include <rb2_xport.h>
+
+#include "kv_client.h"
+#include "kv_proto.h"
+#include "kv_server.h"
+#include "kv_store.h"
+
+#define MAX_DESIGNS 6
+
+struct opts {
+	/* server */
+	uint16_t port;
+	const char *tcp;
+	int no_rb2;
+	uint32_t capacity, key_max, value_max;
+	const char *name;
+	/* client */
+	uint32_t host;
+	unsigned int ports;
+	char workload;
+	int dist_set;
+	enum ycsb_dist dist;
+	uint64_t records, operations;
+	uint32_t value_size;
+	unsigned int conns, depth;
+	int load, run;
+	uint64_t key_space, seed;
+	const char *json;
+	int quiet;
+	/* bench */
+	const char *designs[MAX_DESIGNS];
+	unsigned int n_designs;
+	unsigned int rounds;
+	const char *transport;
+};
+
+static volatile sig_atomic_t stop;
+
+static void
+on_signal(int sig __rte_unused)
+{
+	stop = 1;
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: rb2-kv [EAL args] -- server|client|bench [options]\n"
+"\n"
+"A key-value store (DPDK's rte_hash) served over rb2 connections and TCP, and\n"
+"YCSB's workloads as a client, checking every value it reads.\n"
+"\n"
+"server: every EAL lcore serves; over rb2 it joins rb2-raasd (start this as its\n"
+"secondary: --proc-type=secondary --file-prefix <the service's>), lcore i on rb2\n"
+"port P+i; over TCP all lcores share --tcp's port (memcached's text protocol, or\n"
+"rb2-kv's binary one). Runs until SIGINT or SIGTERM.\n"
+"  --port P             first rb2 port (default 11211)\n"
+"  --tcp IP:PORT        also serve TCP there (e.g. 127.0.0.1:11211)\n"
+"  --no-rb2             TCP only, no service (then this is an EAL primary)\n"
+"  --records N          keys the table holds (default 100000)\n"
+"  --key-max B          longest key (default 15; memcached clients need up to 250)\n"
+"  --value-max B        largest value (default 1024, at most 65535)\n"
+"  --name NAME          application name at the service (default kv-<pid>)\n"
+"\n"
+"client: every EAL lcore runs a closed loop over its connections.\n"
+"  --host H             the server's host id at the service (default 0: this host)\n"
+"  --port P --ports N   connections spread over ports P..P+N-1 (defaults 11211, 1)\n"
+"  --tcp IP:PORT        over TCP instead (the binary protocol)\n"
+"  --workload W         YCSB workload a, b, c, d or f (default c)\n"
+"  --distribution D     zipfian, uniform or latest (default: the workload's)\n"
+"  --records N          recordcount (default 100000)\n"
+"  --operations N       operationcount, all lcores together (default 3000000)\n"
+"  --value-size B       bytes per value (default 120: 128-byte answers)\n"
+"  --conns N            connections per lcore (default 1)\n"
+"  --depth D            requests outstanding per connection (default 1)\n"
+"  --phase load|run|both  (default both)\n"
+"  --key-space K        clients with different K never share a key (default 0)\n"
+"  --seed S             (default 1)\n"
+"  --json FILE          also write the results as JSON ('-': stdout)\n"
+"  --quiet              no progress lines\n"
+"Prints YCSB's output format; exits 1 if any value read was wrong or any\n"
+"operation failed.\n"
+"\n"
+"bench: server and client in one process (EAL -l 0-1: client on the main lcore,\n"
+"server on the next), the same table, each design in interleaved rounds; prints\n"
+"one JSON object.\n"
+"  --designs LIST       rb2, l5, farm, socksdirect (the channel's design, as in\n"
+"                       rb2_chan_params_preset()), tcp (the same server over TCP\n"
+"                       loopback) (default rb2,l5,farm,socksdirect,tcp)\n"
+"  --rounds R           (default 3); --operations is per design and round\n"
+"  --transport SPEC     the channels' transport (default shm)\n"
+"  and the client's workload options.\n");
+}
+
+static int
+parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{"port", required_argument, NULL, 'p'}, {"tcp", required_argument, NULL, 't'},
+		{"no-rb2", no_argument, NULL, 'N'}, {"records", required_argument, NULL, 'r'},
+		{"key-max", required_argument, NULL, 'k'},
+		{"value-max", required_argument, NULL, 'v'},
+		{"name", required_argument, NULL, 'n'}, {"host", required_argument, NULL, 'H'},
+		{"ports", required_argument, NULL, 'P'},
+		{"workload", required_argument, NULL, 'w'},
+		{"distribution", required_argument, NULL, 'd'},
+		{"operations", required_argument, NULL, 'o'},
+		{"value-size", required_argument, NULL, 's'},
+		{"conns", required_argument, NULL, 'c'}, {"depth", required_argument, NULL, 'D'},
+		{"phase", required_argument, NULL, 'f'},
+		{"key-space", required_argument, NULL, 'K'},
+		{"seed", required_argument, NULL, 'S'}, {"json", required_argument, NULL, 'j'},
+		{"quiet", no_argument, NULL, 'q'}, {"designs", required_argument, NULL, 'x'},
+		{"rounds", required_argument, NULL, 'R'},
+		{"transport", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	char *end;
+	int c;
+
+	o->port = 11211;
+	o->key_max = 15;
+	o->value_max = 1024;
+	o->ports = 1;
+	o->workload = 'c';
+	o->records = 100000;
+	o->operations = 3000000;
+	o->value_size = 120;
+	o->conns = 1;
+	o->depth = 1;
+	o->load = o->run = 1;
+	o->seed = 1;
+	o->rounds = 3;
+	o->transport = "shm";
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		unsigned long long v = 0;
+
+		if (optarg != NULL && strchr("prkvHPosCcDKSRc", c) != NULL) {
+			errno = 0;
+			v = strtoull(optarg, &end, 0);
+			if (errno != 0 || *end != '\0' || optarg[0] == '-') {
+				fprintf(stderr, "rb2-kv: --%s %s: a number expected\n",
+					lo[0].name, optarg);
+				return -1;
+			}
+		}
+		switch (c) {
+		case 'p': o->port = (uint16_t)v; break;
+		case 't': o->tcp = optarg; break;
+		case 'N': o->no_rb2 = 1; break;
+		case 'r': o->records = v; break;
+		case 'k': o->key_max = (uint32_t)v; break;
+		case 'v': o->value_max = (uint32_t)v; break;
+		case 'n': o->name = optarg; break;
+		case 'H': o->host = (uint32_t)v; break;
+		case 'P': o->ports = (unsigned int)v; break;
+		case 'w': o->workload = optarg[0]; break;
+		case 'd':
+			if (ycsb_dist_parse(optarg, &o->dist) < 0) {
+				fprintf(stderr, "rb2-kv: --distribution %s: zipfian, uniform or "
+					"latest\n", optarg);
+				return -1;
+			}
+			o->dist_set = 1;
+			break;
+		case 'o': o->operations = v; break;
+		case 's': o->value_size = (uint32_t)v; break;
+		case 'c': o->conns = (unsigned int)v; break;
+		case 'D': o->depth = (unsigned int)v; break;
+		case 'f':
+			o->load = strcmp(optarg, "run") != 0;
+			o->run = strcmp(optarg, "load") != 0;
+			if (strcmp(optarg, "run") && strcmp(optarg, "load") && strcmp(optarg, "both")) {
+				fprintf(stderr, "rb2-kv: --phase %s: load, run or both\n", optarg);
+				return -1;
+			}
+			break;
+		case 'K': o->key_space = v; break;
+		case 'S': o->seed = v; break;
+		case 'j': o->json = optarg; break;
+		case 'q': o->quiet = 1; break;
+		case 'x': {
+			char *save = NULL, *s = strdup(optarg);
+
+			o->n_designs = 0;
+			for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				if (o->n_designs == MAX_DESIGNS) {
+					fprintf(stderr, "rb2-kv: --designs: at most %d\n", MAX_DESIGNS);
+					return -1;
+				}
+				o->designs[o->n_designs++] = t;
+			}
+			break;
+		}
+		case 'R': o->rounds = (unsigned int)v; break;
+		case 'T': o->transport = optarg; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -1;
+		}
+	}
+	if (o->records < 2 || o->records > (1ull << 31) || o->conns < 1 || o->depth < 1 ||
+	    o->depth > 4096 || o->ports < 1 || o->rounds < 1 || o->operations < 1) {
+		fprintf(stderr, "rb2-kv: --records 2..2^31, --conns, --depth (1..4096), --ports, "
+			"--rounds and --operations at least 1\n");
+		return -1;
+	}
+	if (o->value_size < KV_VALUE_MIN || o->value_size > KV_VALUE_MAX) {
+		fprintf(stderr, "rb2-kv: --value-size %u: %u..%u (a value carries its version "
+			"and checksum)\n", o->value_size, KV_VALUE_MIN, KV_VALUE_MAX);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- server --------------------------------------------------------- */
+
+struct srv {
+	struct kv_store *store;
+	struct kv_server *sv[RTE_MAX_LCORE];
+	struct rb2_conn_ep *ep[RTE_MAX_LCORE];
+	int lost[RTE_MAX_LCORE];
+	int has_tcp;
+};
+
+static struct srv S;
+
+static int
+serve_lcore(void *arg __rte_unused)
+{
+	unsigned int id = rte_lcore_id();
+
+	while (!stop) {
+		int ret = kv_server_poll(S.sv[id]);
+
+		if (ret < 0 && !S.lost[id]) {
+			S.lost[id] = 1;
+			fprintf(stderr, "rb2-kv: lcore %u: the service is gone (%s): its rb2 "
+				"connections are closed%s\n", id, strerror(-ret),
+				S.has_tcp ? "; TCP goes on" : "; stopping");
+			if (!S.has_tcp)
+				stop = 1;
+		}
+	}
+	return 0;
+}
+
+static int
+tel_stats(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
+{
+	struct kv_store_stats st;
+	struct kv_server_stats a = {0};
+	unsigned int id;
+
+	kv_store_stats_get(S.store, &st);
+	RTE_LCORE_FOREACH(id) {
+		struct kv_server_stats b;
+
+		if (S.sv[id] == NULL)
+			continue;
+		kv_server_stats_get(S.sv[id], &b);
+		a.requests += b.requests;
+		a.bad_requests += b.bad_requests;
+		a.conns_accepted += b.conns_accepted;
+		a.conns_closed += b.conns_closed;
+		a.conns_failed += b.conns_failed;
+		a.tcp_refused += b.tcp_refused;
+		a.waits += b.waits;
+	}
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "keys", st.keys);
+	rte_tel_data_add_dict_u64(d, "gets", st.gets);
+	rte_tel_data_add_dict_u64(d, "hits", st.hits);
+	rte_tel_data_add_dict_u64(d, "misses", st.misses);
+	rte_tel_data_add_dict_u64(d, "puts", st.puts);
+	rte_tel_data_add_dict_u64(d, "dels", st.dels);
+	rte_tel_data_add_dict_u64(d, "too_large", st.too_large);
+	rte_tel_data_add_dict_u64(d, "key_too_long", st.key_too_long);
+	rte_tel_data_add_dict_u64(d, "table_full", st.full);
+	rte_tel_data_add_dict_u64(d, "requests", a.requests);
+	rte_tel_data_add_dict_u64(d, "bad_requests", a.bad_requests);
+	rte_tel_data_add_dict_u64(d, "conns_accepted", a.conns_accepted);
+	rte_tel_data_add_dict_u64(d, "conns_closed", a.conns_closed);
+	rte_tel_data_add_dict_u64(d, "conns_failed", a.conns_failed);
+	rte_tel_data_add_dict_u64(d, "tcp_refused", a.tcp_refused);
+	rte_tel_data_add_dict_u64(d, "answer_waits", a.waits);
+	return 0;
+}
+
+static struct kv_store *
+make_store(const struct opts *o, const char *name)
+{
+	struct kv_store_params sp = {
+		.name = name, .capacity = o->capacity, .key_max = o->key_max,
+		.value_max = o->value_max, .socket = (int)rte_socket_id(),
+	};
+	struct kv_store *s = kv_store_create(&sp);
+
+	if (s == NULL)
+		fprintf(stderr, "rb2-kv: the table: %s (the log above says why)\n",
+			rte_strerror(rte_errno));
+	return s;
+}
+
+static int
+run_server(struct opts *o)
+{
+	unsigned int id, n = 0;
+	struct kv_store_stats st;
+
+	if (o->no_rb2 && o->tcp == NULL) {
+		fprintf(stderr, "rb2-kv: --no-rb2 without --tcp serves nothing\n");
+		return 2;
+	}
+	o->capacity = (uint32_t)o->records;
+	S.store = make_store(o, "rb2_kv");
+	if (S.store == NULL)
+		return 1;
+	S.has_tcp = o->tcp != NULL;
+	RTE_LCORE_FOREACH(id) {
+		int fd = -1;
+
+		if (!o->no_rb2) {
+			char name[RB2_CONN_SERVICE_NAMESIZE];
+			struct rb2_conn_ep_params p;
+
+			rb2_conn_ep_params_init(&p);
+			p.max_conns = RB2_CONN_MAX;
+			snprintf(name, sizeof(name), "%.12s.%u",
+				 o->name ? o->name : "kv", n);
+			if (o->name == NULL)
+				snprintf(name, sizeof(name), "kv%u.%u", (unsigned int)getpid() % 100000, n);
+			S.ep[id] = rb2_conn_service_join(name, &p, 5000);
+			if (S.ep[id] == NULL) {
+				fprintf(stderr, "rb2-kv: joining rb2-raasd: %s (or serve TCP only: "
+					"--no-rb2 --tcp IP:PORT)\n", rte_strerror(rte_errno));
+				return 1;
+			}
+		}
+		if (o->tcp != NULL && (fd = kv_tcp_listen(o->tcp, NULL)) < 0)
+			return 1;
+		S.sv[id] = kv_server_create(S.store, S.ep[id], (uint16_t)(o->port + n), fd);
+		if (S.sv[id] == NULL)
+			return 1;
+		n++;
+	}
+	rte_telemetry_register_cmd("/rb2/kv/stats", tel_stats,
+				   "The table's and the server's counters. No parameters");
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	printf("rb2-kv: serving on %u lcore%s:", n, n > 1 ? "s" : "");
+	if (!o->no_rb2)
+		printf(" rb2 port%s %u%s%u", n > 1 ? "s" : "", o->port, n > 1 ? ".." : "",
+		       n > 1 ? o->port + n - 1 : o->port);
+	if (o->no_rb2)
+		printf(" (no rb2)");
+	if (o->tcp)
+		printf(", TCP %s", o->tcp);
+	printf("\n");
+	fflush(stdout);
+	RTE_LCORE_FOREACH_WORKER(id)
+		rb2_lcore_launch(serve_lcore, NULL, id);
+	serve_lcore(NULL);
+	rb2_lcore_wait_all();
+	kv_store_stats_get(S.store, &st);
+	printf("rb2-kv: stopped: %" PRIu64 " keys, %" PRIu64 " gets (%" PRIu64 " hits), %"
+	       PRIu64 " puts, %" PRIu64 " deletes\n", st.keys, st.gets, st.hits, st.puts, st.dels);
+	RTE_LCORE_FOREACH(id) {
+		kv_server_free(S.sv[id]);
+		rb2_conn_ep_destroy(S.ep[id]);
+	}
+	kv_store_free(S.store);
+	return 0;
+}
+
+/* ---- client --------------------------------------------------------- */
+
+struct cli {
+	struct kv_shared sh;
+	struct kv_client *c[RTE_MAX_LCORE];
+	struct kv_result res[RTE_MAX_LCORE];
+	int ret[RTE_MAX_LCORE];
+	enum kv_phase phase;
+	uint64_t ops_per_lcore[RTE_MAX_LCORE];
+	struct rb2_conn_ep *ep[RTE_MAX_LCORE];
+	unsigned int n_lcores;
+};
+
+/* Destroy an endpoint once its closed connections' last frames are out
+ * (or after a second): the server then sees each end of stream, not a
+ * reset. */
+static void
+close_ep(struct rb2_conn_ep *ep)
+{
+	uint64_t deadline = kv_now_ns() + 1000000000ull;
+	struct rb2_conn_ep_stats st;
+
+	if (ep == NULL)
+		return;
+	do {
+		if (rb2_conn_ep_poll(ep) < 0)
+			break;
+		rb2_conn_ep_stats_get(ep, &st);
+	} while (st.conns_open > 0 && kv_now_ns() < deadline);
+	rb2_conn_ep_destroy(ep);
+}
+
+static struct cli C;
+
+static int
+client_lcore(void *arg __rte_unused)
+{
+	unsigned int id = rte_lcore_id();
+
+	C.ret[id] = kv_client_run(C.c[id], C.phase, C.ops_per_lcore[id], C.n_lcores, &C.res[id]);
+	return 0;
+}
+
+static int
+shared_init(struct kv_shared *sh, const struct opts *o)
+{
+	if (ycsb_workload(o->workload, &sh->w) < 0) {
+		fprintf(stderr, "rb2-kv: --workload %c: a, b, c, d or f (E is scans: a hash "
+			"table has no order)\n", o->workload);
+		return -1;
+	}
+	if (o->dist_set)
+		sh->w.dist = o->dist;
+	sh->records = o->records;
+	sh->operations = o->operations;
+	sh->value_size = o->value_size;
+	sh->conns = o->conns;
+	sh->depth = o->depth;
+	sh->ports = o->ports;
+	sh->port = o->port;
+	sh->key_space = o->key_space;
+	sh->seed = o->seed;
+	sh->quiet = o->quiet;
+	sh->tracked = o->records + (sh->w.proportion[YCSB_INSERT] > 0 ? o->operations : 0);
+	sh->issued = calloc(sh->tracked, sizeof(uint64_t));
+	sh->acked = calloc(sh->tracked, sizeof(uint64_t));
+	if (sh->issued == NULL || sh->acked == NULL || ycsb_inserts_init(&sh->inserts,
+									 o->records) < 0) {
+		fprintf(stderr, "rb2-kv: no memory to track %" PRIu64 " records\n", sh->tracked);
+		return -1;
+	}
+	return 0;
+}
+
+/* Sum the lcores' results of a phase. */
+static void
+merge(struct kv_result *all, const struct kv_result *res, const unsigned int *ids, unsigned int n)
+{
+	memset(all, 0, sizeof(*all));
+	for (unsigned int i = 0; i < n; i++) {
+		const struct kv_result *r = &res[ids[i]];
+
+		for (int op = 0; op < YCSB_NOPS; op++) {
+			kv_hist_merge(&all->lat[op], &r->lat[op]);
+			all->ok[op] += r->ok[op];
+			all->not_found[op] += r->not_found[op];
+			all->failed[op] += r->failed[op];
+		}
+		all->check_failures += r->check_failures;
+		if (all->first_failure[0] == '\0')
+			memcpy(all->first_failure, r->first_failure, sizeof(all->first_failure));
+		if (i == 0 || r->t_start_ns < all->t_start_ns)
+			all->t_start_ns = r->t_start_ns;
+		all->t_end_ns = RTE_MAX(all->t_end_ns, r->t_end_ns);
+	}
+}
+
+static uint64_t
+total_ops(const struct kv_result *r)
+{
+	uint64_t n = 0;
+
+	for (int op = 0; op < YCSB_NOPS; op++)
+		n += r->lat[op].n;
+	return n;
+}
+
+/* YCSB's text output (its measurement exporter's lines). */
+static void
+print_ycsb(FILE *f, const struct kv_result *r)
+{
+	double ms = (double)(r->t_end_ns - r->t_start_ns) / 1e6;
+
+	fprintf(f, "[OVERALL], RunTime(ms), %.0f\n", ms);
+	fprintf(f, "[OVERALL], Throughput(ops/sec), %.1f\n", (double)total_ops(r) / ms * 1e3);
+	for (int op = 0; op < YCSB_NOPS; op++) {
+		const struct kv_hist *h = &r->lat[op];
+		const char *nm = ycsb_op_name[op];
+
+		if (h->n == 0)
+			continue;
+		fprintf(f, "[%s], Operations, %" PRIu64 "\n", nm, h->n);
+		fprintf(f, "[%s], AverageLatency(us), %.3f\n", nm, (double)h->sum_ns / (double)h->n / 1e3);
+		fprintf(f, "[%s], MinLatency(us), %.3f\n", nm, (double)h->min_ns / 1e3);
+		fprintf(f, "[%s], MaxLatency(us), %.3f\n", nm, (double)h->max_ns / 1e3);
+		fprintf(f, "[%s], 95thPercentileLatency(us), %.3f\n", nm,
+			(double)kv_hist_quantile(h, 0.95) / 1e3);
+		fprintf(f, "[%s], 99thPercentileLatency(us), %.3f\n", nm,
+			(double)kv_hist_quantile(h, 0.99) / 1e3);
+		fprintf(f, "[%s], Return=OK, %" PRIu64 "\n", nm, r->ok[op]);
+		if (r->not_found[op])
+			fprintf(f, "[%s], Return=NOT_FOUND, %" PRIu64 "\n", nm, r->not_found[op]);
+		if (r->failed[op])
+			fprintf(f, "[%s], Return=ERROR, %" PRIu64 "\n", nm, r->failed[op]);
+	}
+}
+
+static void
+print_json_phase(FILE *f, const char *phase, const struct kv_result *r, int last)
+{
+	struct kv_hist all = {0};
+	double s = (double)(r->t_end_ns - r->t_start_ns) / 1e9;
+
+	for (int op = 0; op < YCSB_NOPS; op++)
+		kv_hist_merge(&all, &r->lat[op]);
+	fprintf(f, "  \"%s\": {\"operations\": %" PRIu64 ", \"seconds\": %.4f, \"ops_per_s\": "
+		"%.1f, \"latency_us\": {\"avg\": %.3f, \"p50\": %.3f, \"p99\": %.3f, \"p999\": "
+		"%.3f, \"max\": %.3f}, \"check_failures\": %" PRIu64 ", \"ops\": {", phase,
+		all.n, s, (double)all.n / s, all.n ? (double)all.sum_ns / (double)all.n / 1e3 : 0,
+		(double)kv_hist_quantile(&all, 0.5) / 1e3, (double)kv_hist_quantile(&all, 0.99) / 1e3,
+		(double)kv_hist_quantile(&all, 0.999) / 1e3, (double)all.max_ns / 1e3,
+		r->check_failures);
+	for (int op = 0, first = 1; op < YCSB_NOPS; op++) {
+		if (r->lat[op].n == 0)
+			continue;
+		fprintf(f, "%s\"%s\": {\"ok\": %" PRIu64 ", \"not_found\": %" PRIu64 ", \"error\": %"
+			PRIu64 "}", first ? "" : ", ", ycsb_op_name[op], r->ok[op], r->not_found[op],
+			r->failed[op]);
+		first = 0;
+	}
+	fprintf(f, "}}%s\n", last ? "" : ",");
+}
+
+static int
+phase_failed(const struct kv_result *r)
+{
+	for (int op = 0; op < YCSB_NOPS; op++)
+		if (r->not_found[op] || r->failed[op])
+			return 1;
+	return r->check_failures != 0;
+}
+
+static int
+run_client(const struct opts *o)
+{
+	unsigned int ids[RTE_MAX_LCORE], n = 0, id;
+	struct kv_result load = {0}, run = {0};
+	int failed = 0;
+	FILE *jf = NULL;
+
+	if (shared_init(&C.sh, o) < 0)
+		return 2;
+	RTE_LCORE_FOREACH(id) {
+		if (o->tcp != NULL) {
+			C.c[id] = kv_client_tcp(&C.sh, o->tcp, n);
+		} else {
+			char name[RB2_CONN_SERVICE_NAMESIZE];
+			struct rb2_conn_ep *ep;
+
+			snprintf(name, sizeof(name), "ycsb%u.%u", (unsigned int)getpid() % 100000, n);
+			ep = rb2_conn_service_join(name, NULL, 5000);
+			if (ep == NULL) {
+				fprintf(stderr, "rb2-kv: joining rb2-raasd: %s (or use --tcp)\n",
+					rte_strerror(rte_errno));
+				return 1;
+			}
+			C.ep[id] = ep;
+			C.c[id] = kv_client_rb2(&C.sh, ep, 1, o->host, n);
+		}
+		if (C.c[id] == NULL)
+			return 1;
+		ids[n++] = id;
+	}
+	C.n_lcores = n;
+	for (int p = 0; p < 2; p++) {
+		struct kv_result *all = p == 0 ? &load : &run;
+
+		if ((p == 0 && !o->load) || (p == 1 && !o->run))
+			continue;
+		C.phase = p == 0 ? KV_LOAD : KV_RUN;
+		for (unsigned int i = 0; i < n; i++)
+			C.ops_per_lcore[ids[i]] = o->operations * (i + 1) / n - o->operations * i / n;
+		RTE_LCORE_FOREACH_WORKER(id)
+			rb2_lcore_launch(client_lcore, NULL, id);
+		client_lcore(NULL);
+		rb2_lcore_wait_all();
+		merge(all, C.res, ids, n);
+		for (unsigned int i = 0; i < n; i++)
+			if (C.ret[ids[i]] < 0) {
+				fprintf(stderr, "rb2-kv: %s phase, lcore %u: %s\n",
+					p == 0 ? "load" : "run", ids[i], C.res[ids[i]].first_failure);
+				failed = 1;
+			}
+		printf("# rb2-kv %s phase: workload %c, %s, %" PRIu64 " records, %u lcore%s x "
+		       "%u connection%s x depth %u\n", p == 0 ? "load" : "run", o->workload,
+		       o->tcp ? "TCP" : "rb2", o->records, n, n > 1 ? "s" : "", o->conns,
+		       o->conns > 1 ? "s" : "", o->depth);
+		print_ycsb(stdout, all);
+		if (all->check_failures)
+			printf("# %" PRIu64 " values read were wrong; the first: %s\n",
+			       all->check_failures, all->first_failure);
+		failed |= phase_failed(all);
+		if (failed)
+			break;
+	}
+	if (o->json != NULL) {
+		jf = strcmp(o->json, "-") == 0 ? stdout : fopen(o->json, "w");
+		if (jf == NULL) {
+			fprintf(stderr, "rb2-kv: --json %s: %s\n", o->json, strerror(errno));
+			return 1;
+		}
+		fprintf(jf, "{\n  \"workload\": \"%c\", \"transport\": \"%s\", \"records\": %" PRIu64
+			", \"lcores\": %u, \"conns\": %u, \"depth\": %u, \"value_size\": %u,\n",
+			o->workload, o->tcp ? "tcp" : "rb2", o->records, n, o->conns, o->depth,
+			o->value_size);
+		if (o->load)
+			print_json_phase(jf, "load", &load, !o->run);
+		if (o->run)
+			print_json_phase(jf, "run", &run, 1);
+		fprintf(jf, "}\n");
+		if (jf != stdout)
+			fclose(jf);
+	}
+	RTE_LCORE_FOREACH(id) {
+		kv_client_free(C.c[id]);
+		close_ep(C.ep[id]);
+	}
+	return failed;
+}
+
+/* ---- bench ---------------------------------------------------------- */
+
+struct bench {
+	struct kv_server *sv[MAX_DESIGNS];
+	struct kv_client *c[MAX_DESIGNS];
+	struct rb2_conn_ep *ep[2 * MAX_DESIGNS];
+	double ops_s[MAX_DESIGNS][64], p50[MAX_DESIGNS][64], p99[MAX_DESIGNS][64];
+	volatile int active;       /* the design the server lcore serves; -2: stop */
+};
+
+static struct bench B;
+
+static int
+bench_server(void *arg __rte_unused)
+{
+	int d;
+
+	while ((d = __atomic_load_n(&B.active, __ATOMIC_ACQUIRE)) != -2)
+		if (d >= 0)
+			kv_server_poll(B.sv[d]);
+	return 0;
+}
+
+static int
+bench_pair(const char *name, struct rb2_xport *xp, const char *design, struct rb2_tx **tx,
+	   struct rb2_rx **rx)
+{
+	struct rb2_chan_params p;
+
+	rb2_conn_service_chan_params(&p);
+	if (rb2_chan_params_preset(&p, design) < 0) {
+		fprintf(stderr, "rb2-kv: --designs: '%s' is none of rb2, l5, farm, socksdirect, "
+			"tcp\n", design);
+		return -1;
+	}
+	*tx = rb2_tx_create(name, xp, &p);
+	*rx = rb2_rx_create(name, xp, &p);
+	if (*tx == NULL || *rx == NULL || rb2_chan_pair(*tx, *rx) != 0) {
+		fprintf(stderr, "rb2-kv: channel %s: %s\n", name, rte_strerror(rte_errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+bench_setup(const struct opts *o, unsigned int d, struct kv_store *store, struct rb2_xport *xp)
+{
+	const char *design = o->designs[d];
+
+	__atomic_store_n(&B.active, -1, __ATOMIC_RELEASE);
+	if (strcmp(design, "tcp") == 0) {
+		char addr[32];
+		uint16_t port;
+		int fd = kv_tcp_listen("127.0.0.1:0", &port);
+
+		if (fd < 0)
+			return -1;
+		B.sv[d] = kv_server_create(store, NULL, 0, fd);
+		if (B.sv[d] == NULL)
+			return -1;
+		__atomic_store_n(&B.active, (int)d, __ATOMIC_RELEASE);
+		snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+		B.c[d] = kv_client_tcp(&C.sh, addr, 0);
+	} else {
+		struct rb2_conn_ep_params p;
+		struct rb2_tx *t1, *t2;
+		struct rb2_rx *r1, *r2;
+		char name[32];
+
+		snprintf(name, sizeof(name), "kv%u.c2s", d);
+		if (bench_pair(name, xp, design, &t1, &r1) < 0)
+			return -1;
+		snprintf(name, sizeof(name), "kv%u.s2c", d);
+		if (bench_pair(name, xp, design, &t2, &r2) < 0)
+			return -1;
+		rb2_conn_ep_params_init(&p);
+		snprintf(name, sizeof(name), "kv%u.cli", d);
+		B.ep[2 * d] = rb2_conn_ep_create(name, t1, r2, &p);
+		snprintf(name, sizeof(name), "kv%u.srv", d);
+		B.ep[2 * d + 1] = rb2_conn_ep_create(name, t2, r1, &p);
+		if (B.ep[2 * d] == NULL || B.ep[2 * d + 1] == NULL) {
+			fprintf(stderr, "rb2-kv: endpoint: %s\n", rte_strerror(rte_errno));
+			return -1;
+		}
+		B.sv[d] = kv_server_create(store, B.ep[2 * d + 1], C.sh.port, -1);
+		if (B.sv[d] == NULL)
+			return -1;
+		__atomic_store_n(&B.active, (int)d, __ATOMIC_RELEASE);
+		B.c[d] = kv_client_rb2(&C.sh, B.ep[2 * d], 0, 0, 0);
+	}
+	return B.c[d] == NULL ? -1 : 0;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double
+median(const double *v, unsigned int n)
+{
+	double t[64];
+
+	memcpy(t, v, n * sizeof(*t));
+	qsort(t, n, sizeof(*t), cmp_double);
+	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+static int
+run_bench(struct opts *o)
+{
+	unsigned int worker = rte_get_next_lcore(-1, 1, 0);
+	struct kv_store *store;
+	struct rb2_xport *xp;
+	struct kv_result res;
+	int failed = 0;
+
+	if (o->n_designs == 0) {
+		static const char *const def[] = { "rb2", "l5", "farm", "socksdirect", "tcp" };
+
+		for (unsigned int i = 0; i < RTE_DIM(def); i++)
+			o->designs[o->n_designs++] = def[i];
+	}
+	if (worker >= RTE_MAX_LCORE) {
+		fprintf(stderr, "rb2-kv: bench needs two lcores (EAL -l 0-1)\n");
+		return 2;
+	}
+	if (o->rounds > 64) {
+		fprintf(stderr, "rb2-kv: --rounds: at most 64\n");
+		return 2;
+	}
+	if (shared_init(&C.sh, o) < 0)
+		return 2;
+	/* The table: the records, and every insert of every round. */
+	o->capacity = (uint32_t)(o->records + (C.sh.w.proportion[YCSB_INSERT] > 0 ?
+					       o->operations * o->rounds : 0));
+	C.sh.port = 1;
+	C.sh.ports = 1;
+	C.sh.quiet = 1;
+	store = make_store(o, "rb2_kv_bench");
+	xp = rb2_xport_open_spec(o->transport);
+	if (store == NULL || xp == NULL) {
+		if (xp == NULL)
+			fprintf(stderr, "rb2-kv: --transport %s: %s\n", o->transport,
+				rte_strerror(rte_errno));
+		return 1;
+	}
+	B.active = -1;
+	rb2_lcore_launch(bench_server, NULL, worker);
+	for (unsigned int d = 0; d < o->n_designs && !failed; d++)
+		failed = bench_setup(o, d, store, xp) < 0;
+	if (!failed) {
+		__atomic_store_n(&B.active, 0, __ATOMIC_RELEASE);
+		failed = kv_client_run(B.c[0], KV_LOAD, 0, 1, &res) < 0 || phase_failed(&res);
+		if (failed)
+			fprintf(stderr, "rb2-kv: load: %s\n", res.first_failure);
+	}
+	for (unsigned int r = 0; r < o->rounds && !failed; r++) {
+		for (unsigned int d = 0; d < o->n_designs && !failed; d++) {
+			struct kv_hist all = {0};
+			double s;
+
+			__atomic_store_n(&B.active, (int)d, __ATOMIC_RELEASE);
+			if (kv_client_run(B.c[d], KV_RUN, o->operations, 1, &res) < 0 ||
+			    phase_failed(&res)) {
+				fprintf(stderr, "rb2-kv: %s, round %u: %s\n", o->designs[d], r + 1,
+					res.first_failure);
+				failed = 1;
+				break;
+			}
+			for (int op = 0; op < YCSB_NOPS; op++)
+				kv_hist_merge(&all, &res.lat[op]);
+			s = (double)(res.t_end_ns - res.t_start_ns) / 1e9;
+			B.ops_s[d][r] = (double)all.n / s;
+			B.p50[d][r] = (double)kv_hist_quantile(&all, 0.5) / 1e3;
+			B.p99[d][r] = (double)kv_hist_quantile(&all, 0.99) / 1e3;
+		}
+		fprintf(stderr, "rb2-kv: bench round %u/%u done\n", r + 1, o->rounds);
+	}
+	__atomic_store_n(&B.active, -2, __ATOMIC_RELEASE);
+	rb2_lcore_wait(worker);
+	if (failed)
+		return 1;
+	printf("{\n  \"bench\": \"rb2-kv\", \"workload\": \"%c\", \"records\": %" PRIu64
+	       ", \"operations_per_round\": %" PRIu64 ", \"value_size\": %u, \"conns\": %u, "
+	       "\"depth\": %u, \"rounds\": %u, \"transport\": \"%s\",\n  \"designs\": {\n",
+	       o->workload, o->records, o->operations, o->value_size, o->conns, o->depth,
+	       o->rounds, o->transport);
+	for (unsigned int d = 0; d < o->n_designs; d++) {
+		printf("    \"%s\": {\"median_ops_per_s\": %.0f, \"median_p50_us\": %.3f, "
+		       "\"median_p99_us\": %.3f, \"ops_per_s\": [", o->designs[d],
+		       median(B.ops_s[d], o->rounds), median(B.p50[d], o->rounds),
+		       median(B.p99[d], o->rounds));
+		for (unsigned int r = 0; r < o->rounds; r++)
+			printf("%s%.0f", r ? ", " : "", B.ops_s[d][r]);
+		printf("]}%s\n", d + 1 < o->n_designs ? "," : "");
+	}
+	/* Ratios of the first design to each other, per round, then the
+	 * median: rates swing between rounds here, not within one. */
+	printf("  },\n  \"ratios\": {");
+	for (unsigned int d = 1; d < o->n_designs; d++) {
+		double q[64];
+
+		for (unsigned int r = 0; r < o->rounds; r++)
+			q[r] = B.ops_s[0][r] / B.ops_s[d][r];
+		printf("%s\"%s/%s\": %.3f", d > 1 ? ", " : "", o->designs[0], o->designs[d],
+		       median(q, o->rounds));
+	}
+	printf("}\n}\n");
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct opts o;
+	const char *cmd;
+	int ret;
+
+	ret = rb2_eal_init(argc, argv, 30);
+	if (ret < 0) {
+		fprintf(stderr, "rb2-kv: EAL: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	argc -= ret;
+	argv += ret;
+	if (argc < 2 || argv[1][0] == '-') {
+		if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+			usage(stdout);
+			return 0;
+		}
+		fprintf(stderr, "rb2-kv: server, client or bench expected after the EAL args "
+			"and '--'\n");
+		usage(stderr);
+		return 2;
+	}
+	cmd = argv[1];
+	argc--;
+	argv++;
+	if (parse(argc, argv, &o) < 0)
+		return 2;
+	if (strcmp(cmd, "server") == 0)
+		ret = run_server(&o);
+	else if (strcmp(cmd, "client") == 0)
+		ret = run_client(&o);
+	else if (strcmp(cmd, "bench") == 0)
+		ret = run_bench(&o);
+	else {
+		fprintf(stderr, "rb2-kv: '%s': server, client or bench\n", cmd);
+		return 2;
+	}
+	rte_eal_cleanup();
+	return ret;
+}

@@ -297,10 +297,6 @@ next_op(struct kv_client *c, struct conn *k)
 						   ycsb_next_keynum(&c->gen);
 	}
 	r->wire = r->op == YCSB_READ || r->op == YCSB_RMW ? KV_OP_GET : KV_OP_PUT;
-	if (r->wire == KV_OP_PUT)
-		r->version = __atomic_add_fetch(&sh->issued[r->keynum], 1, __ATOMIC_RELAXED);
-	else
-		r->version = __atomic_load_n(&sh->acked[r->keynum], __ATOMIC_ACQUIRE);
 	c->issued_ops++;
 }
 
@@ -322,16 +318,37 @@ encode(struct kv_client *c, struct conn *k, const struct req *r, uint8_t *p)
 	return KV_HDR_LEN + 8 + vlen;
 }
 
+/*
+ * Number @p r as it goes out: a write takes the next version of its
+ * record, unless another write of it is in flight (then it waits: @return
+ * -1); a read notes the version it must not be older than.
+ */
+static int
+stamp(struct kv_shared *sh, struct req *r)
+{
+	uint8_t idle = 0;
+
+	if (r->wire == KV_OP_GET) {
+		r->version = __atomic_load_n(&sh->acked[r->keynum], __ATOMIC_ACQUIRE);
+		return 0;
+	}
+	if (!__atomic_compare_exchange_n(&sh->writing[r->keynum], &idle, 1, 0, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return -1;
+	r->version = __atomic_add_fetch(&sh->issued[r->keynum], 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
 /* Put queued requests on the wire. @return 0 or an error. */
 static int
 send_queued(struct kv_client *c, struct conn *k)
 {
 	while (k->sent != k->tail) {
-		const struct req *r = &k->fifo[k->sent & c->fifo_mask];
+		struct req *r = &k->fifo[k->sent & c->fifo_mask];
 		uint32_t len = KV_HDR_LEN + 8 + (r->wire == KV_OP_PUT ? c->sh->value_size : 0);
 
 		if (c->tcp) {
-			if (k->out_len + len > TCP_BUF)
+			if (k->out_len + len > TCP_BUF || stamp(c->sh, r) < 0)
 				break;
 			encode(c, k, r, k->out + k->out_len);
 			k->out_len += len;
@@ -343,6 +360,8 @@ send_queued(struct kv_client *c, struct conn *k)
 				break;
 			if (ret < 0)
 				return ret;
+			if (stamp(c->sh, r) < 0)
+				break;       /* the reservation lapses unused */
 			encode(c, k, r, buf);
 			rb2_conn_commit(c->ep, k->cd, len);
 		}
@@ -394,6 +413,8 @@ answer(struct kv_client *c, struct conn *k, const uint8_t *p, uint32_t len)
 		else
 			c->res->failed[r->op]++;
 		fail_check(c, "record %llu: status %llu (stage %llu)", r->keynum, h->op, r->stage);
+		if (r->wire == KV_OP_PUT)
+			__atomic_store_n(&sh->writing[r->keynum], 0, __ATOMIC_RELEASE);
 		goto done;
 	}
 	if (r->wire == KV_OP_GET) {
@@ -417,13 +438,12 @@ answer(struct kv_client *c, struct conn *k, const uint8_t *p, uint32_t len)
 			*w = *r;
 			w->stage = 1;
 			w->wire = KV_OP_PUT;
-			w->version = __atomic_add_fetch(&sh->issued[r->keynum], 1,
-							__ATOMIC_RELAXED);
 			k->head++;
 			return 0;
 		}
 	} else {
 		ack_version(&sh->acked[r->keynum], r->version);
+		__atomic_store_n(&sh->writing[r->keynum], 0, __ATOMIC_RELEASE);
 		if (r->op == YCSB_INSERT && c->phase == KV_RUN &&
 		    ycsb_ack_insert(&sh->inserts, r->keynum) < 0)
 			fail_check(c, "record %llu: over 2^20 inserts unacknowledged (%llu %llu)",

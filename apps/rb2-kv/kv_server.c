@@ -325,7 +325,7 @@ tcp_io(struct kv_server *sv, unsigned int i, uint32_t events)
 		if (r > 0)
 			t->in_len += (uint32_t)r;
 		n = tcp_execute(sv, t);
-		if (t->in_len == t->in_cap && !t->closing) {
+		if (t->in_len == TCP_IN_MAX && !t->closing) {
 			/* A full buffer with no complete request in it. */
 			t->closing = 1;
 			sv->st.bad_requests++;

@@ -469,7 +469,8 @@ shared_init(struct kv_shared *sh, const struct opts *o)
 	sh->tracked = o->records + (sh->w.proportion[YCSB_INSERT] > 0 ? o->operations : 0);
 	sh->issued = calloc(sh->tracked, sizeof(uint64_t));
 	sh->acked = calloc(sh->tracked, sizeof(uint64_t));
-	if (sh->issued == NULL || sh->acked == NULL || ycsb_inserts_init(&sh->inserts,
+	sh->writing = calloc(sh->tracked, 1);
+	if (sh->issued == NULL || sh->acked == NULL || sh->writing == NULL || ycsb_inserts_init(&sh->inserts,
 									 o->records) < 0) {
 		fprintf(stderr, "rb2-kv: no memory to track %" PRIu64 " records\n", sh->tracked);
 		return -1;

@@ -4,11 +4,8 @@
 
 /* rb2-kv's YCSB client (kv_client.h). */
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,81 +13,10 @@
 #include <unistd.h>
 
 #include <rte_common.h>
-#include <rte_cycles.h>
 
+#include "app_net.h"
 #include "kv_client.h"
 #include "kv_proto.h"
-
-/* ---- latency histogram --------------------------------------------- */
-
-static inline unsigned int
-hist_idx(uint64_t v)
-{
-	unsigned int e;
-
-	if (v < 64)
-		return (unsigned int)v;
-	e = 63u - (unsigned int)__builtin_clzll(v);     /* >= 6 */
-	if (e > 41)
-		return KV_HIST_BUCKETS - 1;
-	return 64 + (e - 6) * 32 + (unsigned int)((v >> (e - 5)) & 31);
-}
-
-static inline uint64_t
-hist_value(unsigned int i)       /* the bucket's lower bound */
-{
-	unsigned int e;
-
-	if (i < 64)
-		return i;
-	e = (i - 64) / 32 + 6;
-	return (1ull << e) + ((uint64_t)((i - 64) % 32) << (e - 5));
-}
-
-void
-kv_hist_add(struct kv_hist *h, uint64_t ns)
-{
-	if (h->n == 0 || ns < h->min_ns)
-		h->min_ns = ns;
-	if (ns > h->max_ns)
-		h->max_ns = ns;
-	h->n++;
-	h->sum_ns += ns;
-	h->b[hist_idx(ns)]++;
-}
-
-void
-kv_hist_merge(struct kv_hist *to, const struct kv_hist *from)
-{
-	if (from->n == 0)
-		return;
-	if (to->n == 0 || from->min_ns < to->min_ns)
-		to->min_ns = from->min_ns;
-	to->max_ns = RTE_MAX(to->max_ns, from->max_ns);
-	to->n += from->n;
-	to->sum_ns += from->sum_ns;
-	for (unsigned int i = 0; i < KV_HIST_BUCKETS; i++)
-		to->b[i] += from->b[i];
-}
-
-uint64_t
-kv_hist_quantile(const struct kv_hist *h, double q)
-{
-	uint64_t want = (uint64_t)(q * (double)h->n), seen = 0;
-
-	for (unsigned int i = 0; i < KV_HIST_BUCKETS; i++) {
-		seen += h->b[i];
-		if (seen > want)
-			return RTE_MIN(hist_value(i), h->max_ns);
-	}
-	return h->max_ns;
-}
-
-uint64_t
-kv_now_ns(void)
-{
-	return (uint64_t)((double)rte_rdtsc() * 1e9 / (double)rte_get_tsc_hz());
-}
 
 /* ---- the client ---------------------------------------------------- */
 
@@ -171,7 +97,7 @@ kv_client_rb2(struct kv_shared *sh, struct rb2_conn_ep *ep, int via_service, uin
 	      unsigned int lcore_idx)
 {
 	struct kv_client *c = client_new(sh, lcore_idx);
-	uint64_t deadline = kv_now_ns() + 10 * 1000000000ull;
+	uint64_t deadline = app_now_ns() + 10 * 1000000000ull;
 
 	if (c == NULL)
 		return NULL;
@@ -191,7 +117,7 @@ kv_client_rb2(struct kv_shared *sh, struct rb2_conn_ep *ep, int via_service, uin
 		int st;
 
 		while ((st = rb2_conn_status(ep, c->conns[i].cd)) == -EINPROGRESS &&
-		       kv_now_ns() < deadline)
+		       app_now_ns() < deadline)
 			rb2_conn_ep_poll(ep);
 		if (st != 0) {
 			fprintf(stderr, "rb2-kv: connection %u to port %u: %s%s%s\n", i,
@@ -212,43 +138,22 @@ struct kv_client *
 kv_client_tcp(struct kv_shared *sh, const char *addr, unsigned int lcore_idx)
 {
 	struct kv_client *c = client_new(sh, lcore_idx);
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	const char *colon = strrchr(addr, ':');
-	char ip[64];
 
 	if (c == NULL)
 		return NULL;
 	c->tcp = 1;
-	if (colon == NULL || (size_t)(colon - addr) >= sizeof(ip)) {
-		fprintf(stderr, "rb2-kv: --tcp %s: IP:PORT expected\n", addr);
-		goto fail;
-	}
-	memcpy(ip, addr, (size_t)(colon - addr));
-	ip[colon - addr] = '\0';
-	if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1) {
-		fprintf(stderr, "rb2-kv: --tcp %s: '%s' is not an IPv4 address\n", addr, ip);
-		goto fail;
-	}
-	sa.sin_port = htons((uint16_t)atoi(colon + 1));
 	for (unsigned int i = 0; i < c->n_conns; i++) {
 		struct conn *k = &c->conns[i];
-		int one = 1;
 
-		k->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (k->fd < 0 || connect(k->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-			fprintf(stderr, "rb2-kv: TCP connect to %s: %s\n", addr, strerror(errno));
-			goto fail;
-		}
-		setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		k->fd = app_tcp_connect(addr);
 		k->in = malloc(TCP_BUF);
 		k->out = malloc(TCP_BUF);
-		if (k->in == NULL || k->out == NULL)
-			goto fail;
+		if (k->fd < 0 || k->in == NULL || k->out == NULL) {
+			kv_client_free(c);
+			return NULL;
+		}
 	}
 	return c;
-fail:
-	kv_client_free(c);
-	return NULL;
 }
 
 void
@@ -287,7 +192,7 @@ next_op(struct kv_client *c, struct conn *k)
 	struct kv_shared *sh = c->sh;
 
 	r->stage = 0;
-	r->t0 = kv_now_ns();
+	r->t0 = app_now_ns();
 	if (c->phase == KV_LOAD) {
 		r->op = YCSB_INSERT;
 		r->keynum = c->load_next++;
@@ -451,7 +356,7 @@ answer(struct kv_client *c, struct conn *k, const uint8_t *p, uint32_t len)
 	}
 	c->res->ok[r->op]++;
 done:
-	kv_hist_add(&c->res->lat[r->op], kv_now_ns() - r->t0);
+	app_hist_add(&c->res->lat[r->op], app_now_ns() - r->t0);
 	k->head++;
 	c->done_ops++;
 	return 0;
@@ -539,7 +444,7 @@ kv_client_run(struct kv_client *c, enum kv_phase phase, uint64_t ops, unsigned i
 		ops = c->load_end - c->load_next;
 	}
 	c->to_issue = ops;
-	res->t_start_ns = last_report = kv_now_ns();
+	res->t_start_ns = last_report = app_now_ns();
 	while (c->done_ops < ops) {
 		for (unsigned int i = 0; i < c->n_conns; i++) {
 			struct conn *k = &c->conns[i];
@@ -556,7 +461,7 @@ kv_client_run(struct kv_client *c, enum kv_phase phase, uint64_t ops, unsigned i
 		if (ret < 0)
 			goto failed;
 		if (((c->done_ops & 0xfff) == 0 || c->done_ops == ops)) {
-			uint64_t now = kv_now_ns();
+			uint64_t now = app_now_ns();
 
 			if (c->idx == 0 && !sh->quiet && now - last_report > 1000000000ull) {
 				fprintf(stderr, "rb2-kv: %s: %.0f%% (%" PRIu64 " of %" PRIu64
@@ -566,10 +471,10 @@ kv_client_run(struct kv_client *c, enum kv_phase phase, uint64_t ops, unsigned i
 			}
 		}
 	}
-	res->t_end_ns = kv_now_ns();
+	res->t_end_ns = app_now_ns();
 	return 0;
 failed:
-	res->t_end_ns = kv_now_ns();
+	res->t_end_ns = app_now_ns();
 	if (res->first_failure[0] == '\0')
 		snprintf(res->first_failure, sizeof(res->first_failure), "%s after %" PRIu64
 			 " operations", strerror(-ret), c->done_ops);

@@ -25,21 +25,8 @@
 
 #include <rb2_conn.h>
 
+#include "app_hist.h"
 #include "ycsb.h"
-
-/* Latency histogram: exact below 64 ns, then 32 buckets per power of two
- * (3 % wide), up to 2^41 ns. */
-#define KV_HIST_BUCKETS (64 + 36 * 32)
-
-struct kv_hist {
-	uint64_t n, sum_ns, max_ns, min_ns;
-	uint64_t b[KV_HIST_BUCKETS];
-};
-
-void kv_hist_add(struct kv_hist *h, uint64_t ns);
-void kv_hist_merge(struct kv_hist *to, const struct kv_hist *from);
-/* The value below which a fraction @p q of the samples lie (ns). */
-uint64_t kv_hist_quantile(const struct kv_hist *h, double q);
 
 /* What every client lcore shares: the run's parameters and the versions
  * written, for the checks. */
@@ -69,7 +56,7 @@ kv_client_key(const struct kv_shared *sh, uint64_t keynum)
 enum kv_phase { KV_LOAD, KV_RUN };
 
 struct kv_result {
-	struct kv_hist lat[YCSB_NOPS];
+	struct app_hist lat[YCSB_NOPS];
 	uint64_t ok[YCSB_NOPS], not_found[YCSB_NOPS], failed[YCSB_NOPS];
 	uint64_t check_failures;        /* values that were not what was written */
 	uint64_t t_start_ns, t_end_ns;
@@ -95,8 +82,5 @@ void kv_client_free(struct kv_client *c);
  */
 int kv_client_run(struct kv_client *c, enum kv_phase phase, uint64_t ops, unsigned int n_lcores,
 		  struct kv_result *res);
-
-/* rte_rdtsc() based nanoseconds. */
-uint64_t kv_now_ns(void);
 
 #endif /* KV_CLIENT_H */

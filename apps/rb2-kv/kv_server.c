@@ -6,7 +6,6 @@
 
 #define _GNU_SOURCE             /* accept4 */
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -403,44 +402,6 @@ poll_tcp(struct kv_server *sv)
 }
 
 /* ---- the server ---------------------------------------------------- */
-
-int
-kv_tcp_listen(const char *addr, uint16_t *port)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	char ip[64];
-	const char *colon = strrchr(addr, ':');
-	socklen_t sl = sizeof(sa);
-	int fd, one = 1;
-
-	if (colon == NULL || (size_t)(colon - addr) >= sizeof(ip)) {
-		fprintf(stderr, "rb2-kv: TCP address '%s': IP:PORT expected\n", addr);
-		return -1;
-	}
-	memcpy(ip, addr, (size_t)(colon - addr));
-	ip[colon - addr] = '\0';
-	if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1) {
-		fprintf(stderr, "rb2-kv: TCP address '%s': '%s' is not an IPv4 address\n", addr, ip);
-		return -1;
-	}
-	sa.sin_port = htons((uint16_t)atoi(colon + 1));
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	/* Each server lcore listens on the same port; the kernel spreads
-	 * the clients. */
-	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1024) < 0) {
-		fprintf(stderr, "rb2-kv: TCP %s: %s\n", addr, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	getsockname(fd, (struct sockaddr *)&sa, &sl);
-	if (port != NULL)
-		*port = ntohs(sa.sin_port);
-	return fd;
-}
 
 struct kv_server *
 kv_server_create(struct kv_store *s, struct rb2_conn_ep *ep, uint16_t port, int tcp_fd)

@@ -53,8 +53,4 @@ int kv_server_poll(struct kv_server *sv);
 
 void kv_server_stats_get(const struct kv_server *sv, struct kv_server_stats *st);
 
-/* A listening TCP socket on @p addr ("IP:PORT"; port 0: any).
- * @return the fd, or -1 (printed why). Its port in *port. */
-int kv_tcp_listen(const char *addr, uint16_t *port);
-
 #endif /* KV_SERVER_H */

@@ -30,6 +30,8 @@
 #include <rb2_lcore.h>
 #include <rb2_xport.h>
 
+#include "app_hist.h"
+#include "app_net.h"
 #include "kv_client.h"
 #include "kv_proto.h"
 #include "kv_server.h"
@@ -367,7 +369,7 @@ run_server(struct opts *o)
 				return 1;
 			}
 		}
-		if (o->tcp != NULL && (fd = kv_tcp_listen(o->tcp, NULL)) < 0)
+		if (o->tcp != NULL && (fd = app_tcp_listen(o->tcp, NULL)) < 0)
 			return 1;
 		S.sv[id] = kv_server_create(S.store, S.ep[id], (uint16_t)(o->port + n), fd);
 		if (S.sv[id] == NULL)
@@ -422,7 +424,7 @@ struct cli {
 static void
 close_ep(struct rb2_conn_ep *ep)
 {
-	uint64_t deadline = kv_now_ns() + 1000000000ull;
+	uint64_t deadline = app_now_ns() + 1000000000ull;
 	struct rb2_conn_ep_stats st;
 
 	if (ep == NULL)
@@ -431,7 +433,7 @@ close_ep(struct rb2_conn_ep *ep)
 		if (rb2_conn_ep_poll(ep) < 0)
 			break;
 		rb2_conn_ep_stats_get(ep, &st);
-	} while (st.conns_open > 0 && kv_now_ns() < deadline);
+	} while (st.conns_open > 0 && app_now_ns() < deadline);
 	rb2_conn_ep_destroy(ep);
 }
 
@@ -487,7 +489,7 @@ merge(struct kv_result *all, const struct kv_result *res, const unsigned int *id
 		const struct kv_result *r = &res[ids[i]];
 
 		for (int op = 0; op < YCSB_NOPS; op++) {
-			kv_hist_merge(&all->lat[op], &r->lat[op]);
+			app_hist_merge(&all->lat[op], &r->lat[op]);
 			all->ok[op] += r->ok[op];
 			all->not_found[op] += r->not_found[op];
 			all->failed[op] += r->failed[op];
@@ -520,7 +522,7 @@ print_ycsb(FILE *f, const struct kv_result *r)
 	fprintf(f, "[OVERALL], RunTime(ms), %.0f\n", ms);
 	fprintf(f, "[OVERALL], Throughput(ops/sec), %.1f\n", (double)total_ops(r) / ms * 1e3);
 	for (int op = 0; op < YCSB_NOPS; op++) {
-		const struct kv_hist *h = &r->lat[op];
+		const struct app_hist *h = &r->lat[op];
 		const char *nm = ycsb_op_name[op];
 
 		if (h->n == 0)
@@ -530,9 +532,9 @@ print_ycsb(FILE *f, const struct kv_result *r)
 		fprintf(f, "[%s], MinLatency(us), %.3f\n", nm, (double)h->min_ns / 1e3);
 		fprintf(f, "[%s], MaxLatency(us), %.3f\n", nm, (double)h->max_ns / 1e3);
 		fprintf(f, "[%s], 95thPercentileLatency(us), %.3f\n", nm,
-			(double)kv_hist_quantile(h, 0.95) / 1e3);
+			(double)app_hist_quantile(h, 0.95) / 1e3);
 		fprintf(f, "[%s], 99thPercentileLatency(us), %.3f\n", nm,
-			(double)kv_hist_quantile(h, 0.99) / 1e3);
+			(double)app_hist_quantile(h, 0.99) / 1e3);
 		fprintf(f, "[%s], Return=OK, %" PRIu64 "\n", nm, r->ok[op]);
 		if (r->not_found[op])
 			fprintf(f, "[%s], Return=NOT_FOUND, %" PRIu64 "\n", nm, r->not_found[op]);
@@ -544,17 +546,17 @@ print_ycsb(FILE *f, const struct kv_result *r)
 static void
 print_json_phase(FILE *f, const char *phase, const struct kv_result *r, int last)
 {
-	struct kv_hist all = {0};
+	struct app_hist all = {0};
 	double s = (double)(r->t_end_ns - r->t_start_ns) / 1e9;
 
 	for (int op = 0; op < YCSB_NOPS; op++)
-		kv_hist_merge(&all, &r->lat[op]);
+		app_hist_merge(&all, &r->lat[op]);
 	fprintf(f, "  \"%s\": {\"operations\": %" PRIu64 ", \"seconds\": %.4f, \"ops_per_s\": "
 		"%.1f, \"latency_us\": {\"avg\": %.3f, \"p50\": %.3f, \"p99\": %.3f, \"p999\": "
 		"%.3f, \"max\": %.3f}, \"check_failures\": %" PRIu64 ", \"ops\": {", phase,
 		all.n, s, (double)all.n / s, all.n ? (double)all.sum_ns / (double)all.n / 1e3 : 0,
-		(double)kv_hist_quantile(&all, 0.5) / 1e3, (double)kv_hist_quantile(&all, 0.99) / 1e3,
-		(double)kv_hist_quantile(&all, 0.999) / 1e3, (double)all.max_ns / 1e3,
+		(double)app_hist_quantile(&all, 0.5) / 1e3, (double)app_hist_quantile(&all, 0.99) / 1e3,
+		(double)app_hist_quantile(&all, 0.999) / 1e3, (double)all.max_ns / 1e3,
 		r->check_failures);
 	for (int op = 0, first = 1; op < YCSB_NOPS; op++) {
 		if (r->lat[op].n == 0)
@@ -688,27 +690,6 @@ bench_server(void *arg __rte_unused)
 }
 
 static int
-bench_pair(const char *name, struct rb2_xport *xp, const char *design, struct rb2_tx **tx,
-	   struct rb2_rx **rx)
-{
-	struct rb2_chan_params p;
-
-	rb2_conn_service_chan_params(&p);
-	if (rb2_chan_params_preset(&p, design) < 0) {
-		fprintf(stderr, "rb2-kv: --designs: '%s' is none of rb2, l5, farm, socksdirect, "
-			"tcp\n", design);
-		return -1;
-	}
-	*tx = rb2_tx_create(name, xp, &p);
-	*rx = rb2_rx_create(name, xp, &p);
-	if (*tx == NULL || *rx == NULL || rb2_chan_pair(*tx, *rx) != 0) {
-		fprintf(stderr, "rb2-kv: channel %s: %s\n", name, rte_strerror(rte_errno));
-		return -1;
-	}
-	return 0;
-}
-
-static int
 bench_setup(const struct opts *o, unsigned int d, struct kv_store *store, struct rb2_xport *xp)
 {
 	const char *design = o->designs[d];
@@ -717,7 +698,7 @@ bench_setup(const struct opts *o, unsigned int d, struct kv_store *store, struct
 	if (strcmp(design, "tcp") == 0) {
 		char addr[32];
 		uint16_t port;
-		int fd = kv_tcp_listen("127.0.0.1:0", &port);
+		int fd = app_tcp_listen("127.0.0.1:0", &port);
 
 		if (fd < 0)
 			return -1;
@@ -728,26 +709,11 @@ bench_setup(const struct opts *o, unsigned int d, struct kv_store *store, struct
 		snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
 		B.c[d] = kv_client_tcp(&C.sh, addr, 0);
 	} else {
-		struct rb2_conn_ep_params p;
-		struct rb2_tx *t1, *t2;
-		struct rb2_rx *r1, *r2;
-		char name[32];
+		char name[16];
 
-		snprintf(name, sizeof(name), "kv%u.c2s", d);
-		if (bench_pair(name, xp, design, &t1, &r1) < 0)
+		snprintf(name, sizeof(name), "kv%u", d);
+		if (app_ep_pair(name, xp, design, &B.ep[2 * d], &B.ep[2 * d + 1]) < 0)
 			return -1;
-		snprintf(name, sizeof(name), "kv%u.s2c", d);
-		if (bench_pair(name, xp, design, &t2, &r2) < 0)
-			return -1;
-		rb2_conn_ep_params_init(&p);
-		snprintf(name, sizeof(name), "kv%u.cli", d);
-		B.ep[2 * d] = rb2_conn_ep_create(name, t1, r2, &p);
-		snprintf(name, sizeof(name), "kv%u.srv", d);
-		B.ep[2 * d + 1] = rb2_conn_ep_create(name, t2, r1, &p);
-		if (B.ep[2 * d] == NULL || B.ep[2 * d + 1] == NULL) {
-			fprintf(stderr, "rb2-kv: endpoint: %s\n", rte_strerror(rte_errno));
-			return -1;
-		}
 		B.sv[d] = kv_server_create(store, B.ep[2 * d + 1], C.sh.port, -1);
 		if (B.sv[d] == NULL)
 			return -1;
@@ -755,24 +721,6 @@ bench_setup(const struct opts *o, unsigned int d, struct kv_store *store, struct
 		B.c[d] = kv_client_rb2(&C.sh, B.ep[2 * d], 0, 0, 0);
 	}
 	return B.c[d] == NULL ? -1 : 0;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double
-median(const double *v, unsigned int n)
-{
-	double t[64];
-
-	memcpy(t, v, n * sizeof(*t));
-	qsort(t, n, sizeof(*t), cmp_double);
-	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
 }
 
 static int
@@ -826,7 +774,7 @@ run_bench(struct opts *o)
 	}
 	for (unsigned int r = 0; r < o->rounds && !failed; r++) {
 		for (unsigned int d = 0; d < o->n_designs && !failed; d++) {
-			struct kv_hist all = {0};
+			struct app_hist all = {0};
 			double s;
 
 			__atomic_store_n(&B.active, (int)d, __ATOMIC_RELEASE);
@@ -838,11 +786,11 @@ run_bench(struct opts *o)
 				break;
 			}
 			for (int op = 0; op < YCSB_NOPS; op++)
-				kv_hist_merge(&all, &res.lat[op]);
+				app_hist_merge(&all, &res.lat[op]);
 			s = (double)(res.t_end_ns - res.t_start_ns) / 1e9;
 			B.ops_s[d][r] = (double)all.n / s;
-			B.p50[d][r] = (double)kv_hist_quantile(&all, 0.5) / 1e3;
-			B.p99[d][r] = (double)kv_hist_quantile(&all, 0.99) / 1e3;
+			B.p50[d][r] = (double)app_hist_quantile(&all, 0.5) / 1e3;
+			B.p99[d][r] = (double)app_hist_quantile(&all, 0.99) / 1e3;
 		}
 		fprintf(stderr, "rb2-kv: bench round %u/%u done\n", r + 1, o->rounds);
 	}
@@ -858,8 +806,8 @@ run_bench(struct opts *o)
 	for (unsigned int d = 0; d < o->n_designs; d++) {
 		printf("    \"%s\": {\"median_ops_per_s\": %.0f, \"median_p50_us\": %.3f, "
 		       "\"median_p99_us\": %.3f, \"ops_per_s\": [", o->designs[d],
-		       median(B.ops_s[d], o->rounds), median(B.p50[d], o->rounds),
-		       median(B.p99[d], o->rounds));
+		       app_median(B.ops_s[d], o->rounds), app_median(B.p50[d], o->rounds),
+		       app_median(B.p99[d], o->rounds));
 		for (unsigned int r = 0; r < o->rounds; r++)
 			printf("%s%.0f", r ? ", " : "", B.ops_s[d][r]);
 		printf("]}%s\n", d + 1 < o->n_designs ? "," : "");
@@ -873,7 +821,7 @@ run_bench(struct opts *o)
 		for (unsigned int r = 0; r < o->rounds; r++)
 			q[r] = B.ops_s[0][r] / B.ops_s[d][r];
 		printf("%s\"%s/%s\": %.3f", d > 1 ? ", " : "", o->designs[0], o->designs[d],
-		       median(q, o->rounds));
+		       app_median(q, o->rounds));
 	}
 	printf("}\n}\n");
 	return 0;

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/* TCP sockets and endpoint pairs for the case-study apps (app_net.h). */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_errno.h>
+
+#include <rb2_conn_service.h>
+
+#include "app_net.h"
+
+int
+app_parse_addr(const char *what, const char *addr, struct sockaddr_storage *ss)
+{
+	struct sockaddr_in *sa = (struct sockaddr_in *)ss;
+	const char *colon = strrchr(addr, ':');
+	char ip[64], *end;
+	unsigned long port;
+
+	memset(ss, 0, sizeof(*ss));
+	sa->sin_family = AF_INET;
+	if (colon == NULL || (size_t)(colon - addr) >= sizeof(ip)) {
+		fprintf(stderr, "%s %s: IP:PORT expected\n", what, addr);
+		return -1;
+	}
+	memcpy(ip, addr, (size_t)(colon - addr));
+	ip[colon - addr] = '\0';
+	port = strtoul(colon + 1, &end, 10);
+	if (inet_pton(AF_INET, ip, &sa->sin_addr) != 1 || *end != '\0' || port > 65535) {
+		fprintf(stderr, "%s %s: an IPv4 address and a port expected\n", what, addr);
+		return -1;
+	}
+	sa->sin_port = htons((uint16_t)port);
+	return 0;
+}
+
+int
+app_tcp_listen(const char *addr, uint16_t *port)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int fd, one = 1;
+
+	if (app_parse_addr("TCP address", addr, &ss) < 0)
+		return -1;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in)) < 0 ||
+	    listen(fd, 1024) < 0) {
+		fprintf(stderr, "TCP %s: %s\n", addr, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	getsockname(fd, (struct sockaddr *)&ss, &sl);
+	if (port != NULL)
+		*port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	return fd;
+}
+
+int
+app_tcp_connect(const char *addr)
+{
+	struct sockaddr_storage ss;
+	int fd, one = 1;
+
+	if (app_parse_addr("TCP address", addr, &ss) < 0)
+		return -1;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in)) < 0) {
+		fprintf(stderr, "TCP connect to %s: %s\n", addr, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+static int
+chan_pair(const char *name, struct rb2_xport *xp, const char *design, struct rb2_tx **tx,
+	  struct rb2_rx **rx)
+{
+	struct rb2_chan_params p;
+
+	rb2_conn_service_chan_params(&p);
+	if (rb2_chan_params_preset(&p, design) < 0) {
+		fprintf(stderr, "design '%s': none of rb2, l5, farm, socksdirect\n", design);
+		return -1;
+	}
+	*tx = rb2_tx_create(name, xp, &p);
+	*rx = rb2_rx_create(name, xp, &p);
+	if (*tx == NULL || *rx == NULL || rb2_chan_pair(*tx, *rx) != 0) {
+		fprintf(stderr, "channel %s: %s\n", name, rte_strerror(rte_errno));
+		return -1;
+	}
+	return 0;
+}
+
+int
+app_ep_pair(const char *name, struct rb2_xport *xp, const char *design,
+	    struct rb2_conn_ep **client, struct rb2_conn_ep **server)
+{
+	struct rb2_conn_ep_params p;
+	char n[RB2_CHAN_NAMESIZE];
+	struct rb2_tx *t1, *t2;
+	struct rb2_rx *r1, *r2;
+
+	snprintf(n, sizeof(n), "%s.c2s", name);
+	if (chan_pair(n, xp, design, &t1, &r1) < 0)
+		return -1;
+	snprintf(n, sizeof(n), "%s.s2c", name);
+	if (chan_pair(n, xp, design, &t2, &r2) < 0)
+		return -1;
+	rb2_conn_ep_params_init(&p);
+	snprintf(n, sizeof(n), "%s.cli", name);
+	*client = rb2_conn_ep_create(n, t1, r2, &p);
+	snprintf(n, sizeof(n), "%s.srv", name);
+	*server = rb2_conn_ep_create(n, t2, r1, &p);
+	if (*client == NULL || *server == NULL) {
+		fprintf(stderr, "endpoint %s: %s\n", name, rte_strerror(rte_errno));
+		return -1;
+	}
+	return 0;
+}

@@ -52,7 +52,7 @@ ob_commit(void *ctx, uint32_t len)
 }
 
 static struct obuf ob;
-static const struct kv_out out = { ob_reserve, ob_commit, &ob };
+static const struct app_out out = { ob_reserve, ob_commit, &ob, sizeof(ob.b) };
 
 static struct kv_store *
 store(uint32_t capacity, uint32_t key_max, uint32_t value_max)

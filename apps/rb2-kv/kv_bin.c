@@ -11,7 +11,7 @@
 #include "kv_bin.h"
 
 static inline void
-answer(const struct kv_out *out, uint8_t *r, uint8_t status, uint32_t tag, uint32_t vlen)
+answer(const struct app_out *out, uint8_t *r, uint8_t status, uint32_t tag, uint32_t vlen)
 {
 	struct kv_hdr *h = (struct kv_hdr *)r;
 
@@ -23,7 +23,7 @@ answer(const struct kv_out *out, uint8_t *r, uint8_t status, uint32_t tag, uint3
 }
 
 static int
-get(struct kv_store *s, const struct kv_hdr *h, const uint8_t *key, const struct kv_out *out)
+get(struct kv_store *s, const struct kv_hdr *h, const uint8_t *key, const struct app_out *out)
 {
 	/* Reserve what the value took when last seen; if it grew in
 	 * between, reserve again (the same room, larger). */
@@ -48,7 +48,7 @@ get(struct kv_store *s, const struct kv_hdr *h, const uint8_t *key, const struct
 }
 
 int
-kv_bin_exec(struct kv_store *s, const uint8_t *req, uint32_t len, const struct kv_out *out)
+kv_bin_exec(struct kv_store *s, const uint8_t *req, uint32_t len, const struct app_out *out)
 {
 	const struct kv_hdr *h = (const struct kv_hdr *)req;
 	const uint8_t *key = req + KV_HDR_LEN;

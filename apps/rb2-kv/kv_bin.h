@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "app_server.h"
 #include "kv_proto.h"
 #include "kv_store.h"
 
@@ -32,6 +33,6 @@ kv_bin_req_len(const uint8_t *p)
  *   -EPROTO (@p len is not what the header says: answered KV_BAD_REQUEST;
  *   a stream cannot be trusted after it).
  */
-int kv_bin_exec(struct kv_store *s, const uint8_t *req, uint32_t len, const struct kv_out *out);
+int kv_bin_exec(struct kv_store *s, const uint8_t *req, uint32_t len, const struct app_out *out);
 
 #endif /* KV_BIN_H */

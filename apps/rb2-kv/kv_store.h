@@ -79,17 +79,4 @@ void kv_store_clear(struct kv_store *s);
 
 void kv_store_stats_get(const struct kv_store *s, struct kv_store_stats *st);
 
-/*
- * Where a protocol executor writes its answer: room for @p len bytes
- * (NULL: none now, and the request waits for a later try), then the length
- * used. Reserving again before committing hands the same room out again.
- * Over an rb2 connection this is the ring itself (zero copy); over TCP,
- * the connection's output buffer.
- */
-struct kv_out {
-	void *(*reserve)(void *ctx, uint32_t len);
-	void (*commit)(void *ctx, uint32_t len);
-	void *ctx;
-};
-
 #endif /* KV_STORE_H */

@@ -11,27 +11,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_common.h>
+
 #include "kv_proto.h"
 #include "kv_text.h"
 
 #define MAX_TOKENS 24
 
-static void
-emit(const struct kv_out *out, const char *s, uint32_t n)
-{
-	char *r = out->reserve(out->ctx, n);
+/* The answer being written: room reserved once, for the worst case of
+ * the command, before anything is done, and committed at the end. */
+struct answer {
+	char *p;
+	uint32_t len, cap;
+};
 
-	memcpy(r, s, n);
-	out->commit(out->ctx, n);
+static void
+emit(struct answer *a, const char *s, uint32_t n)
+{
+	n = RTE_MIN(n, a->cap - a->len);
+	memcpy(a->p + a->len, s, n);
+	a->len += n;
 }
 
-#define EMIT(out, lit) emit(out, lit, sizeof(lit) - 1)
+#define EMIT(a, lit) emit(a, lit, sizeof(lit) - 1)
 
 static void
-emitf(const struct kv_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+emitf(struct answer *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void
-emitf(const struct kv_out *out, const char *fmt, ...)
+emitf(struct answer *a, const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
@@ -40,7 +48,7 @@ emitf(const struct kv_out *out, const char *fmt, ...)
 	va_start(ap, fmt);
 	n = vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	emit(out, line, (uint32_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1));
+	emit(a, line, (uint32_t)(n < (int)sizeof(line) ? n : (int)sizeof(line) - 1));
 }
 
 /* Split a command line in place at spaces. @return the token count. */
@@ -81,25 +89,26 @@ parse_u32(const char *s, uint32_t *v)
 	return 0;
 }
 
+#define VALUE_HEAD_MAX (KV_KEY_MAX + 64)   /* "VALUE <key> <flags> <bytes> <cas>\r\n" */
+
 static void
-get(struct kv_store *s, char **tok, int n, int with_cas, const struct kv_out *out)
+get(struct kv_store *s, char **tok, int n, int with_cas, struct answer *a)
 {
 	uint32_t cap = kv_store_value_max(s);
 
 	for (int i = 1; i < n; i++) {
 		uint32_t klen = (uint32_t)strlen(tok[i]);
 		struct kv_meta m;
-		char head[KV_KEY_MAX + 64];
+		char head[VALUE_HEAD_MAX];
 		int hl, vl;
-		char *r;
+		char *r = a->p + a->len;
 
 		if (klen > kv_store_key_max(s)) {
-			EMIT(out, "CLIENT_ERROR bad command line format\r\n");
+			EMIT(a, "CLIENT_ERROR bad command line format\r\n");
 			return;
 		}
-		/* Room for the largest answer, then the value read straight
-		 * into it; the header is written once its length is known. */
-		r = out->reserve(out->ctx, sizeof(head) + cap + 2);
+		/* The value is read straight into the answer, after room for
+		 * its header, which is written once its length is known. */
 		vl = kv_store_get(s, tok[i], klen, r + sizeof(head), cap, NULL, &m);
 		if (vl < 0)
 			continue;
@@ -112,16 +121,16 @@ get(struct kv_store *s, char **tok, int n, int with_cas, const struct kv_out *ou
 		memmove(r + hl, r + sizeof(head), (size_t)vl);
 		memcpy(r, head, (size_t)hl);
 		memcpy(r + hl + vl, "\r\n", 2);
-		out->commit(out->ctx, (uint32_t)(hl + vl + 2));
+		a->len += (uint32_t)(hl + vl + 2);
 	}
-	EMIT(out, "END\r\n");
+	EMIT(a, "END\r\n");
 }
 
 /* set/add/replace <key> <flags> <exptime> <bytes> [noreply]: @return the
  * bytes consumed, 0 for more, -EPIPE. */
 static int
 store(struct kv_store *s, char **tok, int n, const char *data, uint32_t avail,
-      uint32_t line_len, const struct kv_out *out)
+      uint32_t line_len, struct answer *out)
 {
 	enum kv_put_mode mode = tok[0][0] == 'a' ? KV_PUT_ADD :
 				tok[0][0] == 'r' ? KV_PUT_REPLACE : KV_PUT_SET;
@@ -167,7 +176,7 @@ too_large_close:
 }
 
 static void
-stats(struct kv_store *s, const struct kv_out *out)
+stats(struct kv_store *s, struct answer *out)
 {
 	struct kv_store_stats st;
 
@@ -178,35 +187,20 @@ stats(struct kv_store *s, const struct kv_out *out)
 	      "\r\nEND\r\n", st.gets, st.hits, st.gets - st.hits, st.puts, st.dels, st.keys);
 }
 
-int
-kv_text_exec(struct kv_store *s, const char *in, uint32_t len, const struct kv_out *out)
+/* The command's answer, at most: a get's is a value per key; others'
+ * are a line. */
+static uint32_t
+answer_max(const struct kv_store *s, char **tok, int n_tok)
 {
-	char line[KV_TEXT_LINE_MAX + 1], *tok[MAX_TOKENS];
-	const char *nl = memchr(in, '\n', len < KV_TEXT_LINE_MAX ? len : KV_TEXT_LINE_MAX);
-	uint32_t line_len, n_line;
-	int n;
+	if (n_tok >= 2 && (strcmp(tok[0], "get") == 0 || strcmp(tok[0], "gets") == 0))
+		return (uint32_t)(n_tok - 1) * (VALUE_HEAD_MAX + kv_store_value_max(s) + 2) + 8;
+	return 512;
+}
 
-	if (nl == NULL) {
-		if (len < KV_TEXT_LINE_MAX)
-			return 0;
-		EMIT(out, "CLIENT_ERROR line too long\r\n");
-		return -EPIPE;
-	}
-	line_len = (uint32_t)(nl - in) + 1;
-	n_line = line_len - 1;
-	if (n_line > 0 && in[n_line - 1] == '\r')
-		n_line--;
-	memcpy(line, in, n_line);
-	line[n_line] = '\0';
-	if (memchr(line, '\0', n_line) != NULL) {
-		EMIT(out, "CLIENT_ERROR bad command line format\r\n");
-		return (int)line_len;
-	}
-	n = tokenize(line, tok);
-	if (n <= 0) {
-		EMIT(out, n == 0 ? "ERROR\r\n" : "CLIENT_ERROR bad command line format\r\n");
-		return (int)line_len;
-	}
+static int
+exec_line(struct kv_store *s, const char *in, uint32_t len, uint32_t line_len, char *line,
+	  char **tok, int n, struct answer *out)
+{
 	if ((strcmp(tok[0], "get") == 0 || strcmp(tok[0], "gets") == 0) && n >= 2) {
 		get(s, tok, n, tok[0][3] == 's', out);
 	} else if (strcmp(tok[0], "set") == 0 || strcmp(tok[0], "add") == 0 ||
@@ -236,5 +230,58 @@ kv_text_exec(struct kv_store *s, const char *in, uint32_t len, const struct kv_o
 	} else {
 		EMIT(out, "ERROR\r\n");
 	}
+	(void)line;
 	return (int)line_len;
+}
+
+int
+kv_text_exec(struct kv_store *s, const char *in, uint32_t len, const struct app_out *out)
+{
+	char line[KV_TEXT_LINE_MAX + 1], *tok[MAX_TOKENS];
+	const char *nl = memchr(in, '\n', len < KV_TEXT_LINE_MAX ? len : KV_TEXT_LINE_MAX);
+	struct answer a = {0};
+	uint32_t line_len, n_line;
+	int n, ret;
+
+	if (nl == NULL) {
+		if (len < KV_TEXT_LINE_MAX)
+			return 0;
+		n = -1;
+		line_len = 0;
+		ret = -EPIPE;
+		goto answer;
+	}
+	line_len = (uint32_t)(nl - in) + 1;
+	n_line = line_len - 1;
+	if (n_line > 0 && in[n_line - 1] == '\r')
+		n_line--;
+	memcpy(line, in, n_line);
+	line[n_line] = '\0';
+	n = memchr(line, '\0', n_line) != NULL ? -1 : tokenize(line, tok);
+	ret = (int)line_len;
+answer:
+	/* Room for the worst case first: a command that finds none has
+	 * done nothing, and runs again when the client has read. */
+	a.cap = answer_max(s, tok, n);
+	if (a.cap > out->max) {
+		a.cap = out->max;
+		if (n > 2)
+			n = -2;         /* a get of more keys than an answer holds */
+	}
+	a.p = out->reserve(out->ctx, a.cap);
+	if (a.p == NULL)
+		return -EAGAIN;
+	if (line_len == 0)
+		EMIT(&a, "CLIENT_ERROR line too long\r\n");
+	else if (n == -2)
+		EMIT(&a, "SERVER_ERROR too many keys for one answer\r\n");
+	else if (n < 0)
+		EMIT(&a, "CLIENT_ERROR bad command line format\r\n");
+	else if (n == 0)
+		EMIT(&a, "ERROR\r\n");
+	else
+		ret = exec_line(s, in, len, line_len, line, tok, n, &a);
+	if (a.len > 0)
+		out->commit(out->ctx, a.len);
+	return ret;
 }

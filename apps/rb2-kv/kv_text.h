@@ -15,20 +15,22 @@
 
 #include <stdint.h>
 
+#include "app_server.h"
 #include "kv_store.h"
 
 #define KV_TEXT_LINE_MAX 2048    /* a command line longer is an error */
 
 /*
  * Execute the first command in @p in (@p len bytes received so far),
- * writing its answer to @p out (whose reserve must not fail: the caller
- * stops reading a client whose answers pile up).
+ * writing its answer to @p out. Room for the command's largest answer is
+ * reserved before anything is done.
  *
  * @return the bytes consumed (> 0), 0 (the command is not complete yet:
- *   read more), or -EPIPE (close the connection after sending what was
+ *   read more), -EAGAIN (no room for the answer: nothing was done; call
+ *   again later), or -EPIPE (close the connection after sending what was
  *   written: quit, a line over KV_TEXT_LINE_MAX, a data block without its
  *   "\r\n").
  */
-int kv_text_exec(struct kv_store *s, const char *in, uint32_t len, const struct kv_out *out);
+int kv_text_exec(struct kv_store *s, const char *in, uint32_t len, const struct app_out *out);
 
 #endif /* KV_TEXT_H */

@@ -249,7 +249,8 @@ parse(int argc, char **argv, struct opts *o)
 
 struct srv {
 	struct kv_store *store;
-	struct kv_server *sv[RTE_MAX_LCORE];
+	struct app_server *sv[RTE_MAX_LCORE];
+	struct kv_serve_ctx ctx[RTE_MAX_LCORE];
 	struct rb2_conn_ep *ep[RTE_MAX_LCORE];
 	int lost[RTE_MAX_LCORE];
 	int has_tcp;
@@ -263,7 +264,7 @@ serve_lcore(void *arg __rte_unused)
 	unsigned int id = rte_lcore_id();
 
 	while (!stop) {
-		int ret = kv_server_poll(S.sv[id]);
+		int ret = app_server_poll(S.sv[id]);
 
 		if (ret < 0 && !S.lost[id]) {
 			S.lost[id] = 1;
@@ -281,18 +282,20 @@ static int
 tel_stats(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
 {
 	struct kv_store_stats st;
-	struct kv_server_stats a = {0};
+	struct app_server_stats a = {0};
+	uint64_t bad = 0;
 	unsigned int id;
 
 	kv_store_stats_get(S.store, &st);
 	RTE_LCORE_FOREACH(id) {
-		struct kv_server_stats b;
+		struct app_server_stats b;
 
 		if (S.sv[id] == NULL)
 			continue;
-		kv_server_stats_get(S.sv[id], &b);
+		app_server_stats_get(S.sv[id], &b);
+		bad += __atomic_load_n(&S.ctx[id].bad_requests, __ATOMIC_RELAXED);
 		a.requests += b.requests;
-		a.bad_requests += b.bad_requests;
+		a.closed_by_protocol += b.closed_by_protocol;
 		a.conns_accepted += b.conns_accepted;
 		a.conns_closed += b.conns_closed;
 		a.conns_failed += b.conns_failed;
@@ -310,7 +313,8 @@ tel_stats(const char *cmd __rte_unused, const char *params __rte_unused, struct 
 	rte_tel_data_add_dict_u64(d, "key_too_long", st.key_too_long);
 	rte_tel_data_add_dict_u64(d, "table_full", st.full);
 	rte_tel_data_add_dict_u64(d, "requests", a.requests);
-	rte_tel_data_add_dict_u64(d, "bad_requests", a.bad_requests);
+	rte_tel_data_add_dict_u64(d, "bad_requests", bad);
+	rte_tel_data_add_dict_u64(d, "closed_by_protocol", a.closed_by_protocol);
 	rte_tel_data_add_dict_u64(d, "conns_accepted", a.conns_accepted);
 	rte_tel_data_add_dict_u64(d, "conns_closed", a.conns_closed);
 	rte_tel_data_add_dict_u64(d, "conns_failed", a.conns_failed);
@@ -371,7 +375,9 @@ run_server(struct opts *o)
 		}
 		if (o->tcp != NULL && (fd = app_tcp_listen(o->tcp, NULL)) < 0)
 			return 1;
-		S.sv[id] = kv_server_create(S.store, S.ep[id], (uint16_t)(o->port + n), fd);
+		S.ctx[id].store = S.store;
+		S.sv[id] = app_server_create(&kv_proto, &S.ctx[id], S.ep[id],
+					     (uint16_t)(o->port + n), fd);
 		if (S.sv[id] == NULL)
 			return 1;
 		n++;
@@ -398,7 +404,7 @@ run_server(struct opts *o)
 	printf("rb2-kv: stopped: %" PRIu64 " keys, %" PRIu64 " gets (%" PRIu64 " hits), %"
 	       PRIu64 " puts, %" PRIu64 " deletes\n", st.keys, st.gets, st.hits, st.puts, st.dels);
 	RTE_LCORE_FOREACH(id) {
-		kv_server_free(S.sv[id]);
+		app_server_free(S.sv[id]);
 		rb2_conn_ep_destroy(S.ep[id]);
 	}
 	kv_store_free(S.store);
@@ -669,7 +675,8 @@ run_client(const struct opts *o)
 /* ---- bench ---------------------------------------------------------- */
 
 struct bench {
-	struct kv_server *sv[MAX_DESIGNS];
+	struct app_server *sv[MAX_DESIGNS];
+	struct kv_serve_ctx ctx;
 	struct kv_client *c[MAX_DESIGNS];
 	struct rb2_conn_ep *ep[2 * MAX_DESIGNS];
 	double ops_s[MAX_DESIGNS][64], p50[MAX_DESIGNS][64], p99[MAX_DESIGNS][64];
@@ -685,12 +692,12 @@ bench_server(void *arg __rte_unused)
 
 	while ((d = __atomic_load_n(&B.active, __ATOMIC_ACQUIRE)) != -2)
 		if (d >= 0)
-			kv_server_poll(B.sv[d]);
+			app_server_poll(B.sv[d]);
 	return 0;
 }
 
 static int
-bench_setup(const struct opts *o, unsigned int d, struct kv_store *store, struct rb2_xport *xp)
+bench_setup(const struct opts *o, unsigned int d, struct rb2_xport *xp)
 {
 	const char *design = o->designs[d];
 
@@ -702,7 +709,7 @@ bench_setup(const struct opts *o, unsigned int d, struct kv_store *store, struct
 
 		if (fd < 0)
 			return -1;
-		B.sv[d] = kv_server_create(store, NULL, 0, fd);
+		B.sv[d] = app_server_create(&kv_proto, &B.ctx, NULL, 0, fd);
 		if (B.sv[d] == NULL)
 			return -1;
 		__atomic_store_n(&B.active, (int)d, __ATOMIC_RELEASE);
@@ -714,7 +721,7 @@ bench_setup(const struct opts *o, unsigned int d, struct kv_store *store, struct
 		snprintf(name, sizeof(name), "kv%u", d);
 		if (app_ep_pair(name, xp, design, &B.ep[2 * d], &B.ep[2 * d + 1]) < 0)
 			return -1;
-		B.sv[d] = kv_server_create(store, B.ep[2 * d + 1], C.sh.port, -1);
+		B.sv[d] = app_server_create(&kv_proto, &B.ctx, B.ep[2 * d + 1], C.sh.port, -1);
 		if (B.sv[d] == NULL)
 			return -1;
 		__atomic_store_n(&B.active, (int)d, __ATOMIC_RELEASE);
@@ -763,9 +770,10 @@ run_bench(struct opts *o)
 		return 1;
 	}
 	B.active = -1;
+	B.ctx.store = store;
 	rb2_lcore_launch(bench_server, NULL, worker);
 	for (unsigned int d = 0; d < o->n_designs && !failed; d++)
-		failed = bench_setup(o, d, store, xp) < 0;
+		failed = bench_setup(o, d, xp) < 0;
 	if (!failed) {
 		__atomic_store_n(&B.active, 0, __ATOMIC_RELEASE);
 		failed = kv_client_run(B.c[0], KV_LOAD, 0, 1, &res) < 0 || phase_failed(&res);

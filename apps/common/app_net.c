@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_cycles.h>
 #include <rte_errno.h>
 
 #include <rb2_conn_service.h>
@@ -132,6 +133,38 @@ app_ep_pair(const char *name, struct rb2_xport *xp, const char *design,
 	if (*client == NULL || *server == NULL) {
 		fprintf(stderr, "endpoint %s: %s\n", name, rte_strerror(rte_errno));
 		return -1;
+	}
+	return 0;
+}
+
+int
+app_conns_open(struct rb2_conn_ep *ep, int via_service, uint32_t host, uint16_t port,
+	       unsigned int nports, unsigned int first, int *cds, unsigned int n)
+{
+	uint64_t deadline = rte_get_timer_cycles() + 10 * rte_get_timer_hz();
+
+	for (unsigned int i = 0; i < n; i++) {
+		uint16_t p = (uint16_t)(port + (first + i) % nports);
+
+		cds[i] = via_service ? rb2_conn_connect_host(ep, host, p) : rb2_conn_connect(ep, p);
+		if (cds[i] < 0) {
+			fprintf(stderr, "connect to port %u: %s\n", p, strerror(-cds[i]));
+			return -1;
+		}
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		int st;
+
+		while ((st = rb2_conn_status(ep, cds[i])) == -EINPROGRESS &&
+		       rte_get_timer_cycles() < deadline)
+			rb2_conn_ep_poll(ep);
+		if (st != 0) {
+			fprintf(stderr, "connection %u to port %u: %s%s%s\n", i,
+				port + (first + i) % nports,
+				st == -EINPROGRESS ? "no answer in 10 s" : strerror(-st),
+				*rb2_conn_why(ep, cds[i]) ? ": " : "", rb2_conn_why(ep, cds[i]));
+			return -1;
+		}
 	}
 	return 0;
 }

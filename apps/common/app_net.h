@@ -38,4 +38,14 @@ int app_tcp_connect(const char *addr);
 int app_ep_pair(const char *name, struct rb2_xport *xp, const char *design,
 		struct rb2_conn_ep **client, struct rb2_conn_ep **server);
 
+/*
+ * Open @p n connections on @p ep to ports @p port .. @p port + nports - 1
+ * (round robin), on @p host through a host service (@p via_service) or to
+ * the endpoint's peer, and wait up to 10 s for all to be accepted.
+ * @return 0 with the descriptors in @p cds, or -1 (printed why: refused,
+ *   with the reason, or no answer).
+ */
+int app_conns_open(struct rb2_conn_ep *ep, int via_service, uint32_t host, uint16_t port,
+		   unsigned int nports, unsigned int first, int *cds, unsigned int n);
+
 #endif /* APP_NET_H */

@@ -97,41 +97,19 @@ kv_client_rb2(struct kv_shared *sh, struct rb2_conn_ep *ep, int via_service, uin
 	      unsigned int lcore_idx)
 {
 	struct kv_client *c = client_new(sh, lcore_idx);
-	uint64_t deadline = app_now_ns() + 10 * 1000000000ull;
+	int cds[c != NULL ? c->n_conns : 1];
 
 	if (c == NULL)
 		return NULL;
 	c->ep = ep;
-	for (unsigned int i = 0; i < c->n_conns; i++) {
-		uint16_t port = (uint16_t)(sh->port + (lcore_idx * c->n_conns + i) % sh->ports);
-		int cd = via_service ? rb2_conn_connect_host(ep, host, port) :
-				       rb2_conn_connect(ep, port);
-
-		if (cd < 0) {
-			fprintf(stderr, "rb2-kv: connect to port %u: %s\n", port, strerror(-cd));
-			goto fail;
-		}
-		c->conns[i].cd = cd;
+	if (app_conns_open(ep, via_service, host, sh->port, sh->ports, lcore_idx * c->n_conns,
+			   cds, c->n_conns) < 0) {
+		kv_client_free(c);
+		return NULL;
 	}
-	for (unsigned int i = 0; i < c->n_conns; i++) {
-		int st;
-
-		while ((st = rb2_conn_status(ep, c->conns[i].cd)) == -EINPROGRESS &&
-		       app_now_ns() < deadline)
-			rb2_conn_ep_poll(ep);
-		if (st != 0) {
-			fprintf(stderr, "rb2-kv: connection %u to port %u: %s%s%s\n", i,
-				sh->port + (lcore_idx * c->n_conns + i) % sh->ports,
-				st == -EINPROGRESS ? "no answer in 10 s" : strerror(-st),
-				*rb2_conn_why(ep, c->conns[i].cd) ? ": " : "",
-				rb2_conn_why(ep, c->conns[i].cd));
-			goto fail;
-		}
-	}
+	for (unsigned int i = 0; i < c->n_conns; i++)
+		c->conns[i].cd = cds[i];
 	return c;
-fail:
-	kv_client_free(c);
-	return NULL;
 }
 
 struct kv_client *

@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,13 +30,12 @@
 #include <rb2_xport.h>
 
 #include "app_hist.h"
+#include "app_main.h"
 #include "app_net.h"
 #include "kv_client.h"
 #include "kv_proto.h"
 #include "kv_server.h"
 #include "kv_store.h"
-
-#define MAX_DESIGNS 6
 
 struct opts {
 	/* server */
@@ -60,19 +58,11 @@ struct opts {
 	const char *json;
 	int quiet;
 	/* bench */
-	const char *designs[MAX_DESIGNS];
+	const char *designs[APP_BENCH_MAX_DESIGNS];
 	unsigned int n_designs;
 	unsigned int rounds;
 	const char *transport;
 };
-
-static volatile sig_atomic_t stop;
-
-static void
-on_signal(int sig __rte_unused)
-{
-	stop = 1;
-}
 
 static void
 usage(FILE *f)
@@ -148,8 +138,9 @@ parse(int argc, char **argv, struct opts *o)
 		{"transport", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	const char *designs = NULL;
 	char *end;
-	int c;
+	int c, n;
 
 	o->port = 11211;
 	o->key_max = 15;
@@ -212,19 +203,7 @@ parse(int argc, char **argv, struct opts *o)
 		case 'S': o->seed = v; break;
 		case 'j': o->json = optarg; break;
 		case 'q': o->quiet = 1; break;
-		case 'x': {
-			char *save = NULL, *s = strdup(optarg);
-
-			o->n_designs = 0;
-			for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-				if (o->n_designs == MAX_DESIGNS) {
-					fprintf(stderr, "rb2-kv: --designs: at most %d\n", MAX_DESIGNS);
-					return -1;
-				}
-				o->designs[o->n_designs++] = t;
-			}
-			break;
-		}
+		case 'x': designs = optarg; break;
 		case 'R': o->rounds = (unsigned int)v; break;
 		case 'T': o->transport = optarg; break;
 		case 'h': usage(stdout); exit(0);
@@ -237,6 +216,10 @@ parse(int argc, char **argv, struct opts *o)
 			"--rounds and --operations at least 1\n");
 		return -1;
 	}
+	n = app_bench_designs(designs, o->designs);
+	if (n < 0)
+		return -1;
+	o->n_designs = (unsigned int)n;
 	if (o->value_size < KV_VALUE_MIN || o->value_size > KV_VALUE_MAX) {
 		fprintf(stderr, "rb2-kv: --value-size %u: %u..%u (a value carries its version "
 			"and checksum)\n", o->value_size, KV_VALUE_MIN, KV_VALUE_MAX);
@@ -247,61 +230,21 @@ parse(int argc, char **argv, struct opts *o)
 
 /* ---- server --------------------------------------------------------- */
 
-struct srv {
-	struct kv_store *store;
-	struct app_server *sv[RTE_MAX_LCORE];
-	struct kv_serve_ctx ctx[RTE_MAX_LCORE];
-	struct rb2_conn_ep *ep[RTE_MAX_LCORE];
-	int lost[RTE_MAX_LCORE];
-	int has_tcp;
-};
-
-static struct srv S;
-
-static int
-serve_lcore(void *arg __rte_unused)
-{
-	unsigned int id = rte_lcore_id();
-
-	while (!stop) {
-		int ret = app_server_poll(S.sv[id]);
-
-		if (ret < 0 && !S.lost[id]) {
-			S.lost[id] = 1;
-			fprintf(stderr, "rb2-kv: lcore %u: the service is gone (%s): its rb2 "
-				"connections are closed%s\n", id, strerror(-ret),
-				S.has_tcp ? "; TCP goes on" : "; stopping");
-			if (!S.has_tcp)
-				stop = 1;
-		}
-	}
-	return 0;
-}
+static struct kv_store *server_store;
+static struct kv_serve_ctx server_ctx[RTE_MAX_LCORE];
 
 static int
 tel_stats(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
 {
 	struct kv_store_stats st;
-	struct app_server_stats a = {0};
+	struct app_server_stats a;
 	uint64_t bad = 0;
 	unsigned int id;
 
-	kv_store_stats_get(S.store, &st);
-	RTE_LCORE_FOREACH(id) {
-		struct app_server_stats b;
-
-		if (S.sv[id] == NULL)
-			continue;
-		app_server_stats_get(S.sv[id], &b);
-		bad += __atomic_load_n(&S.ctx[id].bad_requests, __ATOMIC_RELAXED);
-		a.requests += b.requests;
-		a.closed_by_protocol += b.closed_by_protocol;
-		a.conns_accepted += b.conns_accepted;
-		a.conns_closed += b.conns_closed;
-		a.conns_failed += b.conns_failed;
-		a.tcp_refused += b.tcp_refused;
-		a.waits += b.waits;
-	}
+	kv_store_stats_get(server_store, &st);
+	app_serve_stats(&a);
+	RTE_LCORE_FOREACH(id)
+		bad += __atomic_load_n(&server_ctx[id].bad_requests, __ATOMIC_RELAXED);
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "keys", st.keys);
 	rte_tel_data_add_dict_u64(d, "gets", st.gets);
@@ -341,74 +284,31 @@ make_store(const struct opts *o, const char *name)
 static int
 run_server(struct opts *o)
 {
-	unsigned int id, n = 0;
+	void *ctx[RTE_MAX_LCORE];
+	struct app_serve_opts so = {
+		.proto = &kv_proto, .ctx = ctx, .app = "rb2-kv", .port = o->port,
+		.tcp = o->tcp, .no_rb2 = o->no_rb2,
+	};
 	struct kv_store_stats st;
+	unsigned int id;
+	int ret;
 
-	if (o->no_rb2 && o->tcp == NULL) {
-		fprintf(stderr, "rb2-kv: --no-rb2 without --tcp serves nothing\n");
-		return 2;
-	}
 	o->capacity = (uint32_t)o->records;
-	S.store = make_store(o, "rb2_kv");
-	if (S.store == NULL)
+	server_store = make_store(o, "rb2_kv");
+	if (server_store == NULL)
 		return 1;
-	S.has_tcp = o->tcp != NULL;
 	RTE_LCORE_FOREACH(id) {
-		int fd = -1;
-
-		if (!o->no_rb2) {
-			char name[RB2_CONN_SERVICE_NAMESIZE];
-			struct rb2_conn_ep_params p;
-
-			rb2_conn_ep_params_init(&p);
-			p.max_conns = RB2_CONN_MAX;
-			snprintf(name, sizeof(name), "%.12s.%u",
-				 o->name ? o->name : "kv", n);
-			if (o->name == NULL)
-				snprintf(name, sizeof(name), "kv%u.%u", (unsigned int)getpid() % 100000, n);
-			S.ep[id] = rb2_conn_service_join(name, &p, 5000);
-			if (S.ep[id] == NULL) {
-				fprintf(stderr, "rb2-kv: joining rb2-raasd: %s (or serve TCP only: "
-					"--no-rb2 --tcp IP:PORT)\n", rte_strerror(rte_errno));
-				return 1;
-			}
-		}
-		if (o->tcp != NULL && (fd = app_tcp_listen(o->tcp, NULL)) < 0)
-			return 1;
-		S.ctx[id].store = S.store;
-		S.sv[id] = app_server_create(&kv_proto, &S.ctx[id], S.ep[id],
-					     (uint16_t)(o->port + n), fd);
-		if (S.sv[id] == NULL)
-			return 1;
-		n++;
+		server_ctx[id].store = server_store;
+		ctx[id] = &server_ctx[id];
 	}
 	rte_telemetry_register_cmd("/rb2/kv/stats", tel_stats,
 				   "The table's and the server's counters. No parameters");
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	printf("rb2-kv: serving on %u lcore%s:", n, n > 1 ? "s" : "");
-	if (!o->no_rb2)
-		printf(" rb2 port%s %u%s%u", n > 1 ? "s" : "", o->port, n > 1 ? ".." : "",
-		       n > 1 ? o->port + n - 1 : o->port);
-	if (o->no_rb2)
-		printf(" (no rb2)");
-	if (o->tcp)
-		printf(", TCP %s", o->tcp);
-	printf("\n");
-	fflush(stdout);
-	RTE_LCORE_FOREACH_WORKER(id)
-		rb2_lcore_launch(serve_lcore, NULL, id);
-	serve_lcore(NULL);
-	rb2_lcore_wait_all();
-	kv_store_stats_get(S.store, &st);
+	ret = app_serve(&so);
+	kv_store_stats_get(server_store, &st);
 	printf("rb2-kv: stopped: %" PRIu64 " keys, %" PRIu64 " gets (%" PRIu64 " hits), %"
 	       PRIu64 " puts, %" PRIu64 " deletes\n", st.keys, st.gets, st.hits, st.puts, st.dels);
-	RTE_LCORE_FOREACH(id) {
-		app_server_free(S.sv[id]);
-		rb2_conn_ep_destroy(S.ep[id]);
-	}
-	kv_store_free(S.store);
-	return 0;
+	kv_store_free(server_store);
+	return ret;
 }
 
 /* ---- client --------------------------------------------------------- */
@@ -674,109 +574,43 @@ run_client(const struct opts *o)
 
 /* ---- bench ---------------------------------------------------------- */
 
-struct bench {
-	struct app_server *sv[MAX_DESIGNS];
-	struct kv_serve_ctx ctx;
-	struct kv_client *c[MAX_DESIGNS];
-	struct rb2_conn_ep *ep[2 * MAX_DESIGNS];
-	double ops_s[MAX_DESIGNS][64], p50[MAX_DESIGNS][64], p99[MAX_DESIGNS][64];
-	volatile int active;       /* the design the server lcore serves; -2: stop */
-};
-
-static struct bench B;
-
-static int
-bench_server(void *arg __rte_unused)
-{
-	int d;
-
-	while ((d = __atomic_load_n(&B.active, __ATOMIC_ACQUIRE)) != -2)
-		if (d >= 0)
-			app_server_poll(B.sv[d]);
-	return 0;
-}
-
-static int
-bench_setup(const struct opts *o, unsigned int d, struct rb2_xport *xp)
-{
-	const char *design = o->designs[d];
-
-	__atomic_store_n(&B.active, -1, __ATOMIC_RELEASE);
-	if (strcmp(design, "tcp") == 0) {
-		char addr[32];
-		uint16_t port;
-		int fd = app_tcp_listen("127.0.0.1:0", &port);
-
-		if (fd < 0)
-			return -1;
-		B.sv[d] = app_server_create(&kv_proto, &B.ctx, NULL, 0, fd);
-		if (B.sv[d] == NULL)
-			return -1;
-		__atomic_store_n(&B.active, (int)d, __ATOMIC_RELEASE);
-		snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
-		B.c[d] = kv_client_tcp(&C.sh, addr, 0);
-	} else {
-		char name[16];
-
-		snprintf(name, sizeof(name), "kv%u", d);
-		if (app_ep_pair(name, xp, design, &B.ep[2 * d], &B.ep[2 * d + 1]) < 0)
-			return -1;
-		B.sv[d] = app_server_create(&kv_proto, &B.ctx, B.ep[2 * d + 1], C.sh.port, -1);
-		if (B.sv[d] == NULL)
-			return -1;
-		__atomic_store_n(&B.active, (int)d, __ATOMIC_RELEASE);
-		B.c[d] = kv_client_rb2(&C.sh, B.ep[2 * d], 0, 0, 0);
-	}
-	return B.c[d] == NULL ? -1 : 0;
-}
+static double ops_s[APP_BENCH_MAX_DESIGNS][64], p50[APP_BENCH_MAX_DESIGNS][64],
+	      p99[APP_BENCH_MAX_DESIGNS][64];
 
 static int
 run_bench(struct opts *o)
 {
-	unsigned int worker = rte_get_next_lcore(-1, 1, 0);
-	struct kv_store *store;
-	struct rb2_xport *xp;
+	struct app_bench_link links[APP_BENCH_MAX_DESIGNS];
+	struct kv_client *cl[APP_BENCH_MAX_DESIGNS];
+	struct kv_serve_ctx ctx = {0};
 	struct kv_result res;
 	int failed = 0;
 
-	if (o->n_designs == 0) {
-		static const char *const def[] = { "rb2", "l5", "farm", "socksdirect", "tcp" };
-
-		for (unsigned int i = 0; i < RTE_DIM(def); i++)
-			o->designs[o->n_designs++] = def[i];
-	}
-	if (worker >= RTE_MAX_LCORE) {
-		fprintf(stderr, "rb2-kv: bench needs two lcores (EAL -l 0-1)\n");
-		return 2;
-	}
 	if (o->rounds > 64) {
 		fprintf(stderr, "rb2-kv: --rounds: at most 64\n");
 		return 2;
 	}
 	if (shared_init(&C.sh, o) < 0)
 		return 2;
-	/* The table: the records, and every insert of every round. */
-	o->capacity = (uint32_t)(o->records + (C.sh.w.proportion[YCSB_INSERT] > 0 ?
-					       o->operations * o->rounds : 0));
 	C.sh.port = 1;
 	C.sh.ports = 1;
 	C.sh.quiet = 1;
-	store = make_store(o, "rb2_kv_bench");
-	xp = rb2_xport_open_spec(o->transport);
-	if (store == NULL || xp == NULL) {
-		if (xp == NULL)
-			fprintf(stderr, "rb2-kv: --transport %s: %s\n", o->transport,
-				rte_strerror(rte_errno));
+	/* The table: the records, and every insert of every round. */
+	o->capacity = (uint32_t)(o->records + (C.sh.w.proportion[YCSB_INSERT] > 0 ?
+					       o->operations * o->rounds : 0));
+	ctx.store = make_store(o, "rb2_kv_bench");
+	if (ctx.store == NULL ||
+	    app_bench_start(&kv_proto, &ctx, o->transport, o->designs, o->n_designs, links) < 0)
 		return 1;
+	for (unsigned int d = 0; d < o->n_designs && !failed; d++) {
+		app_bench_select(d);
+		cl[d] = links[d].ep != NULL ? kv_client_rb2(&C.sh, links[d].ep, 0, 0, 0) :
+					      kv_client_tcp(&C.sh, links[d].tcp, 0);
+		failed = cl[d] == NULL;
 	}
-	B.active = -1;
-	B.ctx.store = store;
-	rb2_lcore_launch(bench_server, NULL, worker);
-	for (unsigned int d = 0; d < o->n_designs && !failed; d++)
-		failed = bench_setup(o, d, xp) < 0;
 	if (!failed) {
-		__atomic_store_n(&B.active, 0, __ATOMIC_RELEASE);
-		failed = kv_client_run(B.c[0], KV_LOAD, 0, 1, &res) < 0 || phase_failed(&res);
+		app_bench_select(0);
+		failed = kv_client_run(cl[0], KV_LOAD, 0, 1, &res) < 0 || phase_failed(&res);
 		if (failed)
 			fprintf(stderr, "rb2-kv: load: %s\n", res.first_failure);
 	}
@@ -785,8 +619,8 @@ run_bench(struct opts *o)
 			struct app_hist all = {0};
 			double s;
 
-			__atomic_store_n(&B.active, (int)d, __ATOMIC_RELEASE);
-			if (kv_client_run(B.c[d], KV_RUN, o->operations, 1, &res) < 0 ||
+			app_bench_select(d);
+			if (kv_client_run(cl[d], KV_RUN, o->operations, 1, &res) < 0 ||
 			    phase_failed(&res)) {
 				fprintf(stderr, "rb2-kv: %s, round %u: %s\n", o->designs[d], r + 1,
 					res.first_failure);
@@ -796,42 +630,21 @@ run_bench(struct opts *o)
 			for (int op = 0; op < YCSB_NOPS; op++)
 				app_hist_merge(&all, &res.lat[op]);
 			s = (double)(res.t_end_ns - res.t_start_ns) / 1e9;
-			B.ops_s[d][r] = (double)all.n / s;
-			B.p50[d][r] = (double)app_hist_quantile(&all, 0.5) / 1e3;
-			B.p99[d][r] = (double)app_hist_quantile(&all, 0.99) / 1e3;
+			ops_s[d][r] = (double)all.n / s;
+			p50[d][r] = (double)app_hist_quantile(&all, 0.5) / 1e3;
+			p99[d][r] = (double)app_hist_quantile(&all, 0.99) / 1e3;
 		}
 		fprintf(stderr, "rb2-kv: bench round %u/%u done\n", r + 1, o->rounds);
 	}
-	__atomic_store_n(&B.active, -2, __ATOMIC_RELEASE);
-	rb2_lcore_wait(worker);
+	app_bench_stop();
 	if (failed)
 		return 1;
 	printf("{\n  \"bench\": \"rb2-kv\", \"workload\": \"%c\", \"records\": %" PRIu64
 	       ", \"operations_per_round\": %" PRIu64 ", \"value_size\": %u, \"conns\": %u, "
-	       "\"depth\": %u, \"rounds\": %u, \"transport\": \"%s\",\n  \"designs\": {\n",
+	       "\"depth\": %u, \"rounds\": %u, \"transport\": \"%s\",\n",
 	       o->workload, o->records, o->operations, o->value_size, o->conns, o->depth,
 	       o->rounds, o->transport);
-	for (unsigned int d = 0; d < o->n_designs; d++) {
-		printf("    \"%s\": {\"median_ops_per_s\": %.0f, \"median_p50_us\": %.3f, "
-		       "\"median_p99_us\": %.3f, \"ops_per_s\": [", o->designs[d],
-		       app_median(B.ops_s[d], o->rounds), app_median(B.p50[d], o->rounds),
-		       app_median(B.p99[d], o->rounds));
-		for (unsigned int r = 0; r < o->rounds; r++)
-			printf("%s%.0f", r ? ", " : "", B.ops_s[d][r]);
-		printf("]}%s\n", d + 1 < o->n_designs ? "," : "");
-	}
-	/* Ratios of the first design to each other, per round, then the
-	 * median: rates swing between rounds here, not within one. */
-	printf("  },\n  \"ratios\": {");
-	for (unsigned int d = 1; d < o->n_designs; d++) {
-		double q[64];
-
-		for (unsigned int r = 0; r < o->rounds; r++)
-			q[r] = B.ops_s[0][r] / B.ops_s[d][r];
-		printf("%s\"%s/%s\": %.3f", d > 1 ? ", " : "", o->designs[0], o->designs[d],
-		       app_median(q, o->rounds));
-	}
-	printf("}\n}\n");
+	app_bench_print(o->designs, o->n_designs, o->rounds, "ops_per_s", ops_s, p50, p99);
 	return 0;
 }
 

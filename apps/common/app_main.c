@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/* The serve and bench commands of the case-study apps (app_main.h). */
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_errno.h>
+#include <rte_lcore.h>
+
+#include <rb2_conn_service.h>
+#include <rb2_lcore.h>
+
+#include "app_hist.h"
+#include "app_main.h"
+#include "app_net.h"
+
+/* ---- serve ---------------------------------------------------------- */
+
+static struct {
+	const struct app_serve_opts *o;
+	struct app_server *sv[RTE_MAX_LCORE];
+	struct rb2_conn_ep *ep[RTE_MAX_LCORE];
+	int lost[RTE_MAX_LCORE];
+} S;
+
+static volatile sig_atomic_t stop;
+
+static void
+on_signal(int sig __rte_unused)
+{
+	stop = 1;
+}
+
+static int
+serve_lcore(void *arg __rte_unused)
+{
+	unsigned int id = rte_lcore_id();
+
+	while (!stop) {
+		int ret = app_server_poll(S.sv[id]);
+
+		if (ret < 0 && !S.lost[id]) {
+			S.lost[id] = 1;
+			fprintf(stderr, "%s: lcore %u: the service is gone (%s): its rb2 "
+				"connections are closed%s\n", S.o->app, id, strerror(-ret),
+				S.o->tcp ? "; TCP goes on" : "; stopping");
+			if (S.o->tcp == NULL)
+				stop = 1;
+		}
+	}
+	return 0;
+}
+
+int
+app_serve(const struct app_serve_opts *o)
+{
+	unsigned int id, n = 0;
+
+	if (o->no_rb2 && o->tcp == NULL) {
+		fprintf(stderr, "%s: --no-rb2 without --tcp serves nothing\n", o->app);
+		return 1;
+	}
+	S.o = o;
+	RTE_LCORE_FOREACH(id) {
+		int fd = -1;
+
+		if (!o->no_rb2) {
+			char name[RB2_CONN_SERVICE_NAMESIZE];
+			struct rb2_conn_ep_params p;
+
+			rb2_conn_ep_params_init(&p);
+			p.max_conns = RB2_CONN_MAX;
+			snprintf(name, sizeof(name), "%.6s%u.%u", o->app + 4,
+				 (unsigned int)getpid() % 100000, n);
+			S.ep[id] = rb2_conn_service_join(name, &p, 5000);
+			if (S.ep[id] == NULL) {
+				fprintf(stderr, "%s: joining rb2-raasd: %s (or serve TCP only: "
+					"--no-rb2 --tcp IP:PORT)\n", o->app, rte_strerror(rte_errno));
+				return 1;
+			}
+		}
+		if (o->tcp != NULL && (fd = app_tcp_listen(o->tcp, NULL)) < 0)
+			return 1;
+		S.sv[id] = app_server_create(o->proto, o->ctx[id], S.ep[id],
+					     (uint16_t)(o->port + n), fd);
+		if (S.sv[id] == NULL)
+			return 1;
+		n++;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	printf("%s: serving on %u lcore%s:", o->app, n, n > 1 ? "s" : "");
+	if (!o->no_rb2)
+		printf(" rb2 port%s %u%s", n > 1 ? "s" : "", o->port, n > 1 ? ".." : "");
+	if (!o->no_rb2 && n > 1)
+		printf("%u", o->port + n - 1);
+	if (o->no_rb2)
+		printf(" (no rb2)");
+	if (o->tcp)
+		printf(", TCP %s", o->tcp);
+	printf("\n");
+	fflush(stdout);
+	RTE_LCORE_FOREACH_WORKER(id)
+		rb2_lcore_launch(serve_lcore, NULL, id);
+	serve_lcore(NULL);
+	rb2_lcore_wait_all();
+	RTE_LCORE_FOREACH(id) {
+		app_server_free(S.sv[id]);
+		rb2_conn_ep_destroy(S.ep[id]);
+		S.sv[id] = NULL;
+	}
+	return 0;
+}
+
+void
+app_serve_stats(struct app_server_stats *a)
+{
+	unsigned int id;
+
+	memset(a, 0, sizeof(*a));
+	RTE_LCORE_FOREACH(id) {
+		struct app_server_stats b;
+
+		if (S.sv[id] == NULL)
+			continue;
+		app_server_stats_get(S.sv[id], &b);
+		a->requests += b.requests;
+		a->conns_accepted += b.conns_accepted;
+		a->conns_closed += b.conns_closed;
+		a->conns_failed += b.conns_failed;
+		a->closed_by_protocol += b.closed_by_protocol;
+		a->tcp_refused += b.tcp_refused;
+		a->waits += b.waits;
+	}
+}
+
+/* ---- bench ---------------------------------------------------------- */
+
+static struct {
+	struct app_server *sv[APP_BENCH_MAX_DESIGNS];
+	struct rb2_conn_ep *srv_ep[APP_BENCH_MAX_DESIGNS];
+	unsigned int worker;
+	int active;              /* -1: none, -2: stop */
+} B;
+
+static int
+bench_server(void *arg __rte_unused)
+{
+	int d;
+
+	while ((d = __atomic_load_n(&B.active, __ATOMIC_ACQUIRE)) != -2)
+		if (d >= 0)
+			app_server_poll(B.sv[d]);
+	return 0;
+}
+
+int
+app_bench_designs(const char *list, const char **designs)
+{
+	static const char *const def[] = { "rb2", "l5", "farm", "socksdirect", "tcp" };
+	char *save = NULL, *s;
+	int n = 0;
+
+	if (list == NULL) {
+		for (unsigned int i = 0; i < RTE_DIM(def); i++)
+			designs[n++] = def[i];
+		return n;
+	}
+	s = strdup(list);
+	for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (n == APP_BENCH_MAX_DESIGNS) {
+			fprintf(stderr, "--designs: at most %d\n", APP_BENCH_MAX_DESIGNS);
+			return -1;
+		}
+		designs[n++] = t;
+	}
+	return n;
+}
+
+int
+app_bench_start(const struct app_proto *proto, void *ctx, const char *transport,
+		const char *const *designs, unsigned int n, struct app_bench_link *links)
+{
+	struct rb2_xport *xp;
+
+	B.worker = rte_get_next_lcore(-1, 1, 0);
+	if (B.worker >= RTE_MAX_LCORE) {
+		fprintf(stderr, "bench needs two lcores (EAL -l 0-1)\n");
+		return -1;
+	}
+	xp = rb2_xport_open_spec(transport);
+	if (xp == NULL) {
+		fprintf(stderr, "--transport %s: %s\n", transport, rte_strerror(rte_errno));
+		return -1;
+	}
+	for (unsigned int d = 0; d < n; d++) {
+		links[d].design = designs[d];
+		if (strcmp(designs[d], "tcp") == 0) {
+			uint16_t port;
+			int fd = app_tcp_listen("127.0.0.1:0", &port);
+
+			if (fd < 0)
+				return -1;
+			snprintf(links[d].tcp, sizeof(links[d].tcp), "127.0.0.1:%u", port);
+			B.sv[d] = app_server_create(proto, ctx, NULL, 0, fd);
+		} else {
+			char name[16];
+
+			snprintf(name, sizeof(name), "bench%u", d);
+			if (app_ep_pair(name, xp, designs[d], &links[d].ep, &B.srv_ep[d]) < 0)
+				return -1;
+			B.sv[d] = app_server_create(proto, ctx, B.srv_ep[d], 1, -1);
+		}
+		if (B.sv[d] == NULL)
+			return -1;
+	}
+	B.active = -1;
+	return rb2_lcore_launch(bench_server, NULL, B.worker) < 0 ? -1 : 0;
+}
+
+void
+app_bench_select(unsigned int d)
+{
+	__atomic_store_n(&B.active, (int)d, __ATOMIC_RELEASE);
+}
+
+void
+app_bench_stop(void)
+{
+	__atomic_store_n(&B.active, -2, __ATOMIC_RELEASE);
+	rb2_lcore_wait(B.worker);
+}
+
+void
+app_bench_print(const char *const *designs, unsigned int n, unsigned int rounds,
+		const char *unit, double rate[][64], double p50[][64], double p99[][64])
+{
+	printf("  \"designs\": {\n");
+	for (unsigned int d = 0; d < n; d++) {
+		printf("    \"%s\": {\"median_%s\": %.0f, \"median_p50_us\": %.3f, "
+		       "\"median_p99_us\": %.3f, \"%s\": [", designs[d], unit,
+		       app_median(rate[d], rounds), app_median(p50[d], rounds),
+		       app_median(p99[d], rounds), unit);
+		for (unsigned int r = 0; r < rounds; r++)
+			printf("%s%.0f", r ? ", " : "", rate[d][r]);
+		printf("]}%s\n", d + 1 < n ? "," : "");
+	}
+	printf("  },\n  \"ratios\": {");
+	for (unsigned int d = 1; d < n; d++) {
+		double q[64];
+
+		for (unsigned int r = 0; r < rounds; r++)
+			q[r] = rate[0][r] / rate[d][r];
+		printf("%s\"%s/%s\": %.3f", d > 1 ? ", " : "", designs[0], designs[d],
+		       app_median(q, rounds));
+	}
+	printf("}\n}\n");
+}

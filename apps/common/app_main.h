@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef APP_MAIN_H
+#define APP_MAIN_H
+
+/*
+ * The commands the case-study apps share:
+ *  - serve: a protocol's server on every EAL lcore, over rb2 (joining
+ *    rb2-raasd; lcore i on port P+i) and TCP (all lcores on one port),
+ *    until SIGINT or SIGTERM;
+ *  - bench: the same server on one worker lcore and the app's client on
+ *    the main lcore, in one process, with the link between them each of
+ *    the paper's ring designs in turn, or TCP loopback.
+ */
+
+#include <stdint.h>
+
+#include <rb2_xport.h>
+
+#include "app_server.h"
+
+struct app_serve_opts {
+	const struct app_proto *proto;
+	void **ctx;              /* by lcore id: each lcore's protocol context */
+	const char *app;         /* for messages and service names */
+	uint16_t port;           /* first rb2 port */
+	const char *tcp;         /* IP:PORT, or NULL */
+	int no_rb2;
+};
+
+/* @return 0, or 1 (could not start: printed why). */
+int app_serve(const struct app_serve_opts *o);
+
+/* Sum of every serving lcore's counters (for telemetry). */
+void app_serve_stats(struct app_server_stats *sum);
+
+#define APP_BENCH_MAX_DESIGNS 6
+
+/* One link under test: for rb2 designs the client's endpoint (its peer is
+ * served), for "tcp" the server's address. */
+struct app_bench_link {
+	const char *design;
+	struct rb2_conn_ep *ep;
+	char tcp[32];
+};
+
+/*
+ * Set up every design's link, served by @p proto with @p ctx on the first
+ * worker lcore (rb2 port 1), and start serving.
+ * @return 0, or -1 (printed why).
+ */
+int app_bench_start(const struct app_proto *proto, void *ctx, const char *transport,
+		    const char *const *designs, unsigned int n, struct app_bench_link *links);
+/* Serve link @p d (the others idle). */
+void app_bench_select(unsigned int d);
+void app_bench_stop(void);
+
+/*
+ * Print the rest of a bench's JSON object (the caller printed its opening
+ * and parameters): each design's median rate (@p unit), p50 and p99 (µs)
+ * and its rate in every round; then the first design's rate over each
+ * other's, the median of per-round ratios (rates here swing between
+ * rounds, not within one).
+ */
+void app_bench_print(const char *const *designs, unsigned int n, unsigned int rounds,
+		     const char *unit, double rate[][64], double p50[][64], double p99[][64]);
+
+/* Parse a comma-separated design list into @p designs (default when
+ * @p list is NULL: rb2,l5,farm,socksdirect,tcp). @return the count, or -1. */
+int app_bench_designs(const char *list, const char **designs);
+
+#endif /* APP_MAIN_H */

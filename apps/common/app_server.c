@@ -19,6 +19,7 @@
 
 #include <rte_common.h>
 
+#include "app_hist.h"
 #include "app_server.h"
 
 /* A connection, either transport. Its input is a byte stream: over rb2,
@@ -28,6 +29,9 @@ struct conn {
 	int cd;                     /* rb2 descriptor, -1: free slot */
 	int fd;                     /* TCP */
 	int closing;                /* TCP: send what is left, then close */
+	uint64_t linger_until;      /* TCP: closed for sending at last, input
+				     * is drained (so that the client reads
+				     * the answer, not a reset) until then */
 	int pending;                /* TCP: an answer is unfinished */
 	int on_wait;                /* rb2: on the waiting list */
 	const uint8_t *view;        /* rb2: the message being executed */
@@ -52,6 +56,7 @@ struct app_server {
 	int lfd, efd;
 	struct conn *tcp[APP_SERVER_TCP_MAX];
 	unsigned int n_tcp;
+	unsigned int n_lingering;
 	unsigned int passes;
 	struct app_server_stats st;
 };
@@ -127,6 +132,14 @@ rb2_close(struct app_server *sv, struct conn *c, int failed)
 	conn_free(sv, c);
 }
 
+/* The last request of a connection the protocol closes (-EPIPE) counts
+ * too: it was answered. */
+static inline void
+count_last(struct app_server *sv, int ret)
+{
+	sv->st.requests += ret == -EPIPE;
+}
+
 /* Execute @p c's requests until it has none, or its answer must wait
  * (then it is on the waiting list). @return requests executed. */
 static int
@@ -176,8 +189,10 @@ serve_conn(struct app_server *sv, struct conn *c)
 		ret = sv->p->exec(sv->ctx, c->proto, data, len, &out);
 		if (ret == -EAGAIN)
 			goto wait;
-		if (ret < 0)
+		if (ret < 0) {
+			count_last(sv, ret);
 			goto close;
+		}
 		if (ret == 0) {                  /* more input needed */
 			if (c->in_len == 0 && in_append(sv, c, data, len) < 0)
 				goto close;
@@ -305,6 +320,7 @@ tcp_close(struct app_server *sv, unsigned int i, int failed)
 	struct conn *t = sv->tcp[i];
 
 	close(t->fd);                /* leaves the epoll set too */
+	sv->n_lingering -= t->linger_until != 0;
 	conn_free(sv, t);
 	sv->st.conns_closed++;
 	sv->st.conns_failed += failed != 0;
@@ -329,7 +345,8 @@ static void
 tcp_watch(struct app_server *sv, unsigned int i)
 {
 	struct conn *t = sv->tcp[i];
-	uint32_t ev = (t->out_len > t->out_head ? EPOLLOUT : 0) |
+	uint32_t ev = t->linger_until ? EPOLLIN :
+		      (t->out_len > t->out_head ? EPOLLOUT : 0) |
 		      (!t->closing && !tcp_backlogged(t) ? EPOLLIN : 0);
 	struct epoll_event e = { .events = ev, .data.u32 = i };
 
@@ -367,6 +384,7 @@ tcp_execute(struct app_server *sv, struct conn *t)
 		if (ret < 0) {
 			t->closing = 1;
 			sv->st.closed_by_protocol++;
+			count_last(sv, ret);
 			break;
 		}
 		sv->st.requests++;
@@ -378,12 +396,42 @@ tcp_execute(struct app_server *sv, struct conn *t)
 	return n;
 }
 
+#define LINGER_NS 500000000ull
+
+/* A connection closed for a bad request: its answer is out; the client
+ * may still be sending. Close our side for sending, and read (and drop)
+ * until it closes too or LINGER_NS pass: closing with unread input would
+ * reset the connection, and the client could lose the answer. */
+static int
+tcp_linger(struct app_server *sv, unsigned int i, uint32_t events)
+{
+	struct conn *t = sv->tcp[i];
+	uint8_t sink[4096];
+	ssize_t r = 1;
+
+	if (t->linger_until == 0) {
+		shutdown(t->fd, SHUT_WR);
+		t->linger_until = app_now_ns() + LINGER_NS;
+		sv->n_lingering++;
+		tcp_watch(sv, i);
+	}
+	while ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
+	       (r = recv(t->fd, sink, sizeof(sink), MSG_DONTWAIT)) > 0)
+		;
+	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR) ||
+	    app_now_ns() > t->linger_until)
+		tcp_close(sv, i, 0);
+	return 0;
+}
+
 static int
 tcp_io(struct app_server *sv, unsigned int i, uint32_t events)
 {
 	struct conn *t = sv->tcp[i];
 	int n = 0;
 
+	if (t->linger_until != 0)
+		return tcp_linger(sv, i, events);
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
 		ssize_t r;
 
@@ -427,10 +475,8 @@ tcp_io(struct app_server *sv, unsigned int i, uint32_t events)
 						       APP_SERVER_TCP_BACKLOG))
 			n += tcp_execute(sv, t);
 	}
-	if (t->closing && t->out_len == t->out_head) {
-		tcp_close(sv, i, 0);
-		return n;
-	}
+	if (t->closing && t->out_len == t->out_head)
+		return n + tcp_linger(sv, i, 0);
 	tcp_watch(sv, i);
 	return n;
 }
@@ -470,6 +516,11 @@ poll_tcp(struct app_server *sv)
 	struct epoll_event ev[64];
 	int n, done = 0;
 
+	/* Lingering connections whose clients neither send nor close. */
+	if (sv->n_lingering > 0 && (sv->passes & 1023) == 0)
+		for (unsigned int i = sv->n_tcp; i-- > 0;)
+			if (sv->tcp[i]->linger_until != 0)
+				tcp_linger(sv, i, 0);
 	n = epoll_wait(sv->efd, ev, RTE_DIM(ev), 0);
 	for (int i = 0; i < n; i++) {
 		unsigned int idx = ev[i].data.u32;

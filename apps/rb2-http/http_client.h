@@ -31,7 +31,7 @@ struct http_result {
 	uint64_t ok;               /* 200 with the right body */
 	uint64_t bad_status, bad_body;
 	uint64_t t_start_ns, t_end_ns;
-	char first_failure[200];
+	char first_failure[320];
 };
 
 struct http_client;

@@ -352,7 +352,10 @@ http_resume(void *ctx __rte_unused, void *conn, const struct app_out *out)
 {
 	struct http_conn *c = conn;
 
-	if (c->status == 0)
+	/* Only an answer already begun: one that found no room for its
+	 * headers is exec()'s, which runs again on the same request and
+	 * consumes it once the answer is out. */
+	if (c->status == 0 || !c->headers_out)
 		return 0;
 	return send_answer(c, out);
 }

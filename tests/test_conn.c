@@ -429,6 +429,44 @@ Test(rb2_conn, zero_copy_send_and_views)
 	cr_assert_eq(rb2_conn_reserve(a, ca, 900, &w), 0);
 }
 
+/* A reservation left open holds back the endpoint's control frames, so
+ * its credits: given up with rb2_conn_cancel(), they flow again. (A client
+ * that reserved, then decided not to send, once starved its server.) */
+Test(rb2_conn, cancelled_reservation_lets_credit_flow)
+{
+	struct rb2_conn_ep_params pp;
+	struct rb2_conn_info info;
+	uint8_t buf[1024];
+	int ca, cb, sent = 0;
+	void *w;
+
+	rb2_conn_ep_params_init(&pp);
+	pp.window = 4096;
+	open_eps(&pp, &pp);
+	connect_n(1, &ca, &cb);
+	/* b fills its window towards a. */
+	memset(buf, 7, sizeof(buf));
+	while (rb2_conn_send(b, cb, buf, 1000) == 0)
+		sent++;
+	cr_assert_eq(sent, 4);
+	/* a reserves room to b, then reads everything b sent: the credit
+	 * it owes b waits behind the open reservation. */
+	cr_assert_eq(rb2_conn_reserve(a, ca, 100, &w), 0);
+	pump(NULL, NULL, 4);
+	for (int i = 0; i < sent; i++)
+		cr_assert_eq(rb2_conn_recv(a, ca, buf, sizeof(buf)), 1000);
+	pump(NULL, NULL, 8);
+	cr_assert_eq(rb2_conn_info_get(b, cb, &info), 0);
+	cr_assert_lt(info.credit, 1000, "credit %u came through an open reservation",
+		     info.credit);
+	rb2_conn_cancel(a, ca);
+	cr_assert_eq(rb2_conn_commit(a, ca, 100), -EINVAL, "a cancelled reservation commits");
+	pump(NULL, NULL, 8);
+	cr_assert_eq(rb2_conn_info_get(b, cb, &info), 0);
+	cr_assert_eq(info.credit, 4096, "credit %u after the cancel", info.credit);
+	cr_assert_eq(rb2_conn_send(b, cb, buf, 1000), 0);
+}
+
 struct refused_case {
 	int cd;
 	int *status;

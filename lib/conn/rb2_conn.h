@@ -256,9 +256,9 @@ __rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len)
 
 /**
  * Zero-copy send: room for a message of up to @p len bytes in the ring
- * itself. Fill it and rb2_conn_commit(). Reserving or sending again first
- * hands the same room out again (the commit then fails); receives in
- * between are fine.
+ * itself. Fill it and rb2_conn_commit(), or give it up with
+ * rb2_conn_cancel(). Reserving or sending again first hands the same room
+ * out again (the commit then fails); receives in between are fine.
  *
  * @param[out] buf 8-byte aligned.
  * @return as rb2_conn_send().
@@ -295,6 +295,20 @@ rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len)
 	ep->resv_cd = -1;
 	__rb2_conn_commit(ep, cd, len);
 	return 0;
+}
+
+/**
+ * Give up the room reserved on @p cd: nothing is sent. An open reservation
+ * holds back the endpoint's own control frames (credits, closes: they
+ * would take its room), so one that will not be committed must be given
+ * up, or the peer may wait for credit forever. Reserving again, or
+ * sending, also ends it.
+ */
+static __rte_always_inline void
+rb2_conn_cancel(struct rb2_conn_ep *ep, int cd)
+{
+	if (ep->resv_cd == cd)
+		ep->resv_cd = -1;
 }
 
 /**

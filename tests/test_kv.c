@@ -43,6 +43,14 @@ ob_reserve(void *ctx, uint32_t len)
 }
 
 static void
+ob_cancel(void *ctx)
+{
+	struct obuf *o = ctx;
+
+	o->reserved = 0;
+}
+
+static void
 ob_commit(void *ctx, uint32_t len)
 {
 	struct obuf *o = ctx;
@@ -52,7 +60,7 @@ ob_commit(void *ctx, uint32_t len)
 }
 
 static struct obuf ob;
-static const struct app_out out = { ob_reserve, ob_commit, &ob, sizeof(ob.b) };
+static const struct app_out out = { ob_reserve, ob_commit, ob_cancel, &ob, sizeof(ob.b) };
 
 static struct kv_store *
 store(uint32_t capacity, uint32_t key_max, uint32_t value_max)

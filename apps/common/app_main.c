@@ -232,10 +232,18 @@ app_bench_select(unsigned int d)
 }
 
 void
-app_bench_stop(void)
+app_bench_stop(struct app_bench_link *links, unsigned int n)
 {
 	__atomic_store_n(&B.active, -2, __ATOMIC_RELEASE);
 	rb2_lcore_wait(B.worker);
+	for (unsigned int d = 0; d < n; d++) {
+		app_server_free(B.sv[d]);
+		rb2_conn_ep_destroy(B.srv_ep[d]);
+		rb2_conn_ep_destroy(links[d].ep);
+		B.sv[d] = NULL;
+		B.srv_ep[d] = NULL;
+		links[d].ep = NULL;
+	}
 }
 
 void

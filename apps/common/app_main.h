@@ -55,7 +55,9 @@ int app_bench_start(const struct app_proto *proto, void *ctx, const char *transp
 		    const char *const *designs, unsigned int n, struct app_bench_link *links);
 /* Serve link @p d (the others idle). */
 void app_bench_select(unsigned int d);
-void app_bench_stop(void);
+/* Stop serving; free the servers and every link's endpoints (the clients
+ * on them are closed first, by the caller). */
+void app_bench_stop(struct app_bench_link *links, unsigned int n);
 
 /*
  * Print the rest of a bench's JSON object (the caller printed its opening

@@ -123,6 +123,14 @@ rb2_commit(void *ctx, uint32_t len)
 }
 
 static void
+rb2_cancel(void *ctx)
+{
+	struct rb2_out_ctx *c = ctx;
+
+	rb2_conn_cancel(c->ep, c->cd);
+}
+
+static void
 rb2_close(struct app_server *sv, struct conn *c, int failed)
 {
 	sv->st.conns_closed++;
@@ -146,7 +154,7 @@ static int
 serve_conn(struct app_server *sv, struct conn *c)
 {
 	struct rb2_out_ctx octx = { sv->ep, c->cd };
-	const struct app_out out = { rb2_reserve, rb2_commit, &octx,
+	const struct app_out out = { rb2_reserve, rb2_commit, rb2_cancel, &octx,
 				     rb2_conn_max_msg(sv->ep) };
 	int n = 0;
 
@@ -315,6 +323,14 @@ tcp_commit(void *ctx, uint32_t len)
 }
 
 static void
+tcp_cancel(void *ctx)
+{
+	struct conn *t = ctx;
+
+	t->reserved = 0;
+}
+
+static void
 tcp_close(struct app_server *sv, unsigned int i, int failed)
 {
 	struct conn *t = sv->tcp[i];
@@ -360,7 +376,8 @@ tcp_watch(struct app_server *sv, unsigned int i)
 static int
 tcp_execute(struct app_server *sv, struct conn *t)
 {
-	const struct app_out out = { tcp_reserve, tcp_commit, t, APP_SERVER_TCP_BACKLOG };
+	const struct app_out out = { tcp_reserve, tcp_commit, tcp_cancel, t,
+				     APP_SERVER_TCP_BACKLOG };
 	uint32_t pos = 0;
 	int n = 0, ret;
 

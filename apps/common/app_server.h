@@ -28,12 +28,15 @@
 
 /*
  * Where a protocol writes its answer: room for @p len bytes (NULL: none
- * now; over rb2 also when @p len is over out_max), then the length used.
- * Reserving again before committing hands the same room out again.
+ * now; over rb2 also when @p len is over max), then the length used (at
+ * least 1), or cancel (nothing to send: over rb2 an open reservation holds
+ * back the connection's credits). Reserving again before committing hands
+ * the same room out again.
  */
 struct app_out {
 	void *(*reserve)(void *ctx, uint32_t len);
 	void (*commit)(void *ctx, uint32_t len);
+	void (*cancel)(void *ctx);
 	void *ctx;
 	uint32_t max;            /* the most one reservation can have */
 };

@@ -321,7 +321,8 @@ http_targets_load(const char *dir, struct http_target **out)
 		if (nt == NULL)
 			break;
 		t = nt;
-		snprintf(t[n].path, sizeof(t[n].path), "/%s", e->d_name);
+		t[n].path[0] = '/';
+		memcpy(t[n].path + 1, e->d_name, strlen(e->d_name) + 1);   /* <= 200 */
 		t[n].len = (size_t)st.st_size;
 		t[n].body = malloc(t[n].len + 1);
 		fd = open(full, O_RDONLY | O_CLOEXEC);
@@ -343,4 +344,12 @@ http_targets_load(const char *dir, struct http_target **out)
 	}
 	*out = t;
 	return n;
+}
+
+void
+http_targets_free(struct http_target *t, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(t[i].body);
+	free(t);
 }

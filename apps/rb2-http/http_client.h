@@ -54,5 +54,6 @@ int http_client_run(struct http_client *c, uint64_t requests, int quiet,
 /* Read every regular file of @p dir (not below) as a target.
  * @return the count, or -1 (printed why). */
 int http_targets_load(const char *dir, struct http_target **t);
+void http_targets_free(struct http_target *t, int n);
 
 #endif /* HTTP_CLIENT_H */

@@ -363,6 +363,8 @@ run_client(const struct opts *o)
 		http_client_free(C.c[id]);
 		rb2_conn_ep_destroy(ep[id]);
 	}
+	if (t != &one)
+		http_targets_free(t, nt);
 	print_result(stdout, &all, 0);
 	if (all.bad_status || all.bad_body) {
 		printf("rb2-http: the first wrong answer: %s\n", all.first_failure);
@@ -434,8 +436,8 @@ remove_files(const char *dir, const struct opts *o)
 static int
 run_bench(const struct opts *o)
 {
-	struct app_bench_link links[APP_BENCH_MAX_DESIGNS];
-	struct http_client *cl[APP_BENCH_MAX_DESIGNS];
+	struct app_bench_link links[APP_BENCH_MAX_DESIGNS] = {0};
+	struct http_client *cl[APP_BENCH_MAX_DESIGNS] = {0};
 	struct http_serve_ctx ctx = {0};
 	char dir[] = "/tmp/rb2-http-bench.XXXXXX";
 	struct http_target *t;
@@ -473,7 +475,11 @@ run_bench(const struct opts *o)
 		}
 		fprintf(stderr, "rb2-http: bench round %u/%u done\n", r + 1, o->rounds);
 	}
-	app_bench_stop();
+	for (unsigned int d = 0; d < o->n_designs; d++)
+		http_client_free(cl[d]);
+	app_bench_stop(links, o->n_designs);
+	http_files_close(ctx.files);
+	http_targets_free(t, nt);
 	remove_files(dir, o);
 	if (failed)
 		return 1;

@@ -243,8 +243,13 @@ send_queued(struct kv_client *c, struct conn *k)
 				break;
 			if (ret < 0)
 				return ret;
-			if (stamp(c->sh, r) < 0)
-				break;       /* the reservation lapses unused */
+			if (stamp(c->sh, r) < 0) {
+				/* Another write of the record is in flight: this
+				 * one waits, and gives its room up (an open
+				 * reservation would hold our credits back). */
+				rb2_conn_cancel(c->ep, k->cd);
+				break;
+			}
 			encode(c, k, r, buf);
 			rb2_conn_commit(c->ep, k->cd, len);
 		}

@@ -283,5 +283,7 @@ answer:
 		ret = exec_line(s, in, len, line_len, line, tok, n, &a);
 	if (a.len > 0)
 		out->commit(out->ctx, a.len);
+	else
+		out->cancel(out->ctx);         /* noreply, quit */
 	return ret;
 }

@@ -386,6 +386,15 @@ shared_init(struct kv_shared *sh, const struct opts *o)
 	return 0;
 }
 
+static void
+shared_free(struct kv_shared *sh)
+{
+	free(sh->issued);
+	free(sh->acked);
+	free(sh->writing);
+	ycsb_inserts_free(&sh->inserts);
+}
+
 /* Sum the lcores' results of a phase. */
 static void
 merge(struct kv_result *all, const struct kv_result *res, const unsigned int *ids, unsigned int n)
@@ -569,6 +578,7 @@ run_client(const struct opts *o)
 		kv_client_free(C.c[id]);
 		close_ep(C.ep[id]);
 	}
+	shared_free(&C.sh);
 	return failed;
 }
 
@@ -580,8 +590,8 @@ static double ops_s[APP_BENCH_MAX_DESIGNS][64], p50[APP_BENCH_MAX_DESIGNS][64],
 static int
 run_bench(struct opts *o)
 {
-	struct app_bench_link links[APP_BENCH_MAX_DESIGNS];
-	struct kv_client *cl[APP_BENCH_MAX_DESIGNS];
+	struct app_bench_link links[APP_BENCH_MAX_DESIGNS] = {0};
+	struct kv_client *cl[APP_BENCH_MAX_DESIGNS] = {0};
 	struct kv_serve_ctx ctx = {0};
 	struct kv_result res;
 	int failed = 0;
@@ -636,7 +646,11 @@ run_bench(struct opts *o)
 		}
 		fprintf(stderr, "rb2-kv: bench round %u/%u done\n", r + 1, o->rounds);
 	}
-	app_bench_stop();
+	for (unsigned int d = 0; d < o->n_designs; d++)
+		kv_client_free(cl[d]);
+	app_bench_stop(links, o->n_designs);
+	kv_store_free(ctx.store);
+	shared_free(&C.sh);
 	if (failed)
 		return 1;
 	printf("{\n  \"bench\": \"rb2-kv\", \"workload\": \"%c\", \"records\": %" PRIu64

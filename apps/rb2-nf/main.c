@@ -38,7 +38,7 @@ static struct rb2_cfg_var vars[] = {
 	{ .name = "flows" }, { .name = "transport" }, { .name = "maxsleep_ms" },
 	{ .name = "allow_truncated" }, { .name = "allow_non_ip" },
 	{ .name = "port" }, { .name = "count" }, { .name = "idle_ms" }, { .name = "pool_size" },
-	{ .name = "out_port" }, { .name = "proto" },
+	{ .name = "out_port" }, { .name = "proto" }, { .name = "preset" },
 };
 
 static struct rb2_pipeline *running;
@@ -77,6 +77,7 @@ usage(FILE *o, const char *prog)
 "  --interval-ms T    rate interval in trace time (default 1000)\n"
 "  --flows N          expected flows (sizes the table; default 1M)\n"
 "  --transport SPEC   the link's transport (default shm)\n"
+"  --preset NAME      the link's design: rb2 (default), l5, farm, socksdirect\n"
 "  --port P           (config/nf-port.ini, nf-fwd.ini) a port index or device name\n"
 "  --count N          rx stops after N packets   --idle-ms T  ... after T ms idle\n"
 "  --pool-size N      mbufs in the rx stage's pool (default 8191)\n"
@@ -157,6 +158,7 @@ main(int argc, char **argv)
 		{ "pool-size", required_argument, NULL, 'v' },
 		{ "out-port", required_argument, NULL, 'v' },
 		{ "proto", required_argument, NULL, 'v' },
+		{ "preset", required_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rb2_pipeline_opts o = { .vars = vars, .nvars = RTE_DIM(vars) };

@@ -367,13 +367,40 @@ def fig8(r, o, res):
                    "rounds": o.case_rounds}
 
 
+def start_server(r, cmd, port):
+    """Start a server; return it once PORT on loopback accepts connections."""
+    import socket
+    r.log.append(" ".join(cmd))
+    srv = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    for _ in range(300):
+        if srv.poll() is not None:
+            raise RuntimeError(f"{' '.join(cmd)}: exit {srv.returncode}\n"
+                               f"{srv.stderr.read()[-2000:]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return srv
+        except OSError:
+            time.sleep(0.1)
+    srv.kill()
+    raise RuntimeError(f"{' '.join(cmd)}: not listening on {port} after 30 s")
+
+
 def memcslap_rate(r, server, n):
     """memcslap --test=get against SERVER: gets/s of its get phase."""
-    out = run_app(r, ["memcslap", f"--servers={server}", "--test=get", "--concurrency=1",
-                      f"--execute-number={n}"], "memcslap")
+    cmd = ["memcslap", f"--servers={server}", "--test=get", "--concurrency=1",
+           f"--execute-number={n}"]
+    r.log.append(" ".join(cmd))
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0 or "error" in p.stderr.lower():
+        raise RuntimeError(f"memcslap {server}: exit {p.returncode}\n{p.stderr[-1000:]}")
+    out = p.stdout
     for line in out.splitlines():
         if line.startswith("Time to get"):
             f = line.split()
+            # memcslap asks again for keys its sets were refused (memcached
+            # may evict); fewer than 90 % answered is a failure.
+            if int(f[3]) < n * 0.9:
+                raise RuntimeError(f"memcslap {server}: {f[3]} of {n} gets:\n{out[-1000:]}")
             return int(f[3]) / float(f[-2])
     raise RuntimeError(f"memcslap: no get phase in:\n{out}")
 
@@ -390,20 +417,20 @@ def fig9(r, o, res):
              "rb2_over": j["ratios"].get(f"rb2/{d}", 1.0)} for d, v in j["designs"].items()]
     ref = []
     if shutil.which("memcached") and shutil.which("memcslap"):
-        n = min(o.kv_ops, 200000)
-        for name, cmd in (("memcached (stock)", ["memcached", "-u", "root", "-t", "1", "-l",
-                                                  "127.0.0.1", "-U", "0"]),
+        # memcslap's keys are up to 250 bytes, its values several KB.
+        n = min(o.kv_ops, 20000)
+        for name, cmd in (("memcached (stock, 1 thread)", ["memcached", "-u", "root", "-t", "1",
+                                                            "-l", "127.0.0.1", "-U", "0"]),
                           ("rb2-kv over TCP, text protocol", [kv, *r.eal(False, 512, 1), "--",
                                                               "server", "--no-rb2",
+                                                              "--records", str(n + 10000),
                                                               "--key-max", "250",
                                                               "--value-max", "8192",
                                                               "--tcp"])):
             port = free_port()
             full = cmd + ["-p", str(port)] if name.startswith("memcached") else \
                 cmd + [f"127.0.0.1:{port}"]
-            r.log.append(" ".join(full))
-            srv = subprocess.Popen(full, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(1.5)
+            srv = start_server(r, full, port)
             try:
                 ref.append({"server": name, "memcslap_gets_s": memcslap_rate(
                     r, f"127.0.0.1:{port}", n), "gets": n})
@@ -460,14 +487,15 @@ def fig10(r, o, res):
             else:
                 conf = os.path.join(r.tmp, "nginx.conf")
                 open(conf, "w").write(
+                    # As root, its worker would be nobody, who cannot read
+                    # the temporary directory.
                     f"daemon off; worker_processes 1; pid {r.tmp}/nginx.pid;\n"
+                    f"{'user root;' if os.geteuid() == 0 else ''}\n"
                     f"error_log {r.tmp}/nginx.err;\nevents {{}}\n"
                     f"http {{ access_log off; server {{ listen 127.0.0.1:{port}; "
                     f"root {www}; }} }}\n")
                 cmd = [binary, "-c", conf, "-p", r.tmp]
-            r.log.append(" ".join(cmd))
-            srv = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(1.5)
+            srv = start_server(r, cmd, port)
             try:
                 ref.append({"server": name, **wrk_run(r, f"http://127.0.0.1:{port}/1k.bin",
                                                       o.wrk_seconds)})
@@ -478,6 +506,10 @@ def fig10(r, o, res):
                     "rounds": o.case_rounds, "reference": ref,
                     "note": "wrk: one thread, one connection (closed loop, as the paper's "
                             "client), 1 KB file"}
+
+
+def scale(n, paper):
+    return "the paper's count" if n == paper else f"{n / paper:.2g} of the paper's count"
 
 
 def report_cases(out, res):
@@ -492,8 +524,8 @@ def report_cases(out, res):
         L += ["## Fig. 8: the measurement NF over each design", "",
               f"Paper: 30 M packets in 4.1 s over RB², half the time of L5 and SocksDirect, "
               f"a fifth of FaRM's.", "",
-              f"Here: {f['records']:,} records ({f['records'] / f['scaled_from']:.2g} of the "
-              f"paper's 30 M), {f['rounds']} rounds.", "", "![fig8](fig8.png)", "",
+              f"Here: {f['records']:,} records ({scale(f['records'], f['scaled_from'])}), "
+              f"{f['rounds']} rounds.", "", "![fig8](fig8.png)", "",
               "| design | median time (s) | time / RB²'s |", "|---|---|---|"]
         for x in f["rows"]:
             L.append(f"| {x['design']} | {x['median_s']:.3f} | {x['x_rb2_time']:.2f}x |")
@@ -521,8 +553,8 @@ def report_cases(out, res):
         rows = {x["design"]: x for x in f["rows"]}
         n = f.get("operations", f.get("requests"))
         L += [f"## {title}", "", claim, "",
-              f"Here: {n:,} requests per design and round ({n / f['scaled_from']:.2g} of the "
-              f"paper's), {f['rounds']} rounds, one connection, one request outstanding.", "",
+              f"Here: {n:,} requests per design and round ({scale(n, f['scaled_from'])}), "
+              f"{f['rounds']} rounds, one connection, one request outstanding.", "",
               f"![{key}]({key}.png)", "",
               f"| design | median {'ops/s' if unit == 'ops_s' else 'QPS'} | p50 µs | p99 µs | "
               "RB² / it |", "|---|---|---|---|---|"]
@@ -562,9 +594,11 @@ def plot_cases(out, res):
     gp = shutil.which("gnuplot")
     if gp is None:
         return
-    for key, col, ylabel in (("fig8", "median_s", "seconds"),
-                             ("fig9", "median_ops_s", "operations/s"),
-                             ("fig10", "median_qps", "requests/s")):
+    # Ratios, not rates: the rates swing between rounds on this machine,
+    # and each ratio is the median of one round's pair.
+    for key, col, ylabel in (("fig8", "x_rb2_time", "its time / RB2's time"),
+                             ("fig9", "rb2_over", "RB2's ops/s / its ops/s"),
+                             ("fig10", "rb2_over", "RB2's QPS / its QPS")):
         if key not in res:
             continue
         path = os.path.join(out, f"{key}.csv")
@@ -572,8 +606,9 @@ def plot_cases(out, res):
         script = ["set terminal pngcairo size 700,420 font 'sans,10' noenhanced",
                   f"set output '{os.path.join(out, key + '.png')}'",
                   "set datafile separator ','", "set style fill solid 0.6", "set boxwidth 0.6",
-                  "set grid ytics", "set key off", f"set ylabel '{ylabel}'",
-                  f"set title '{key}: {res['transport']}'", "set yrange [0:*]",
+                  "set grid ytics", "set key off", f'set ylabel "{ylabel}"',
+                  f"set title '{key}: {res['transport']} (above 1: RB2 ahead)'",
+                  "set yrange [0:*]", "set arrow from graph 0, first 1 to graph 1, first 1 nohead",
                   f"plot '{path}' every ::1 using 0:{header.index(col) + 1}:xtic(1) with boxes"]
         subprocess.run([gp], input="\n".join(script), text=True, check=True)
 
@@ -786,14 +821,18 @@ def main():
     if o.replot:
         res = json.load(open(os.path.join(o.replot, "results.json")))
         finish(o.replot, res, o.no_plot)
-        progress(f"replotted {o.replot}/report.md")
+        progress(f"replotted {o.replot}")
         return
     verbs = not o.transport.startswith("shm")
     if o.perftest and not verbs:
         sys.exit("rb2-eval: --perftest needs --transport verbs,...")
     top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     name = o.transport.split(",")[0]
-    o.out = o.out or os.path.join(top, "doc/eval", name + ("-quick" if o.quick else ""))
+    # The case studies alone go to a directory of their own, so as not to
+    # replace a full run's results.json.
+    cases_only = all(x in ("fig8", "fig9", "fig10") for x in o.only.split(","))
+    o.out = o.out or os.path.join(top, "doc/eval", name + ("-cases" if cases_only else "") +
+                                  ("-quick" if o.quick else ""))
     if o.quick:
         o.sizes, o.lat_sizes, o.table_sizes = [64, 512, 4096, 65536], [64, 4096], [512, 65536]
         prof = dict(rounds=3, duration=0.05, lat_rounds=1, lat_count=20000, lat_warmup=5000,
@@ -832,7 +871,9 @@ def main():
     json.dump(res, open(os.path.join(o.out, "results.json"), "w"), indent=1)
     finish(o.out, res, o.no_plot)
     shutil.rmtree(r.tmp, ignore_errors=True)
-    progress(f"done in {time.time() - t0:.0f} s: {o.out}/report.md")
+    made = [f for f in ("report.md", "cases.md") if os.path.exists(os.path.join(o.out, f))]
+    progress(f"done in {time.time() - t0:.0f} s: " +
+             ", ".join(os.path.join(o.out, f) for f in made))
 
 
 if __name__ == "__main__":

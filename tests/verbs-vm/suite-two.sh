@@ -50,6 +50,59 @@ grep -vE "^(TELEMETRY|EAL)" /tmp/raasd /tmp/raas-app
 if [ $rc -eq 0 ]; then pass=$((pass + 1)); echo "PASS two_guests_raasd_1000_connections ($side)"
 else fail=$((fail + 1)); echo "FAIL two_guests_raasd_1000_connections ($side, $rc)"; fi
 rm -f /dev/hugepages/rsmap_*
+
+# The case studies across the wire, through the two services: rb2-kv and
+# rb2-http serve in A, their clients run in B (YCSB workload A, every value
+# checked; GETs, every body checked byte for byte against the same files,
+# made from one seed on both sides). B says it is done with a TCP connect.
+python3 - <<'PY'
+import os, random
+rnd = random.Random(7)
+os.makedirs("/tmp/www", exist_ok=True)
+for i, size in enumerate((1024, 4096, 70000)):
+    open(f"/tmp/www/f{i}.bin", "wb").write(bytes(rnd.getrandbits(8) for _ in range(size)))
+PY
+"$RB2_BUILD/apps/rb2-raasd/rb2-raasd" -l 0 --no-pci -m 256 --file-prefix rs --log-level lib.eal:error \
+	-- --host-id $me --listen $mine:21310 --peer $other@$theirs:21310 > /tmp/raasd2 2>&1 &
+rpid=$!
+for _ in $(seq 900); do grep -q ready /tmp/raasd2 && break; sleep 0.1; done
+if [ $side = server ]; then
+	"$RB2_BUILD/apps/rb2-kv/rb2-kv" $sec -- server --port 7100 --records 20000 > /tmp/kv-srv 2>&1 &
+	kvp=$!
+	"$RB2_BUILD/apps/rb2-http/rb2-http" $sec -- server --port 7200 --root /tmp/www \
+		> /tmp/http-srv 2>&1 &
+	hp=$!
+	python3 -c "
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('$mine', 21400)); s.listen(1); s.settimeout(900); s.accept()" ||
+		echo "INFO the client guest never said it was done"
+	kill -INT $kvp $hp; wait $kvp $hp
+	grep -vE "^(TELEMETRY|EAL)" /tmp/kv-srv /tmp/http-srv
+	if grep -q "stopped: .* gets ([1-9]" /tmp/kv-srv && grep -q "stopped" /tmp/http-srv; then
+		pass=$((pass + 1)); echo "PASS two_guests_case_study_servers (served, stopped cleanly)"
+	else
+		fail=$((fail + 1)); echo "FAIL two_guests_case_study_servers"
+	fi
+else
+	sleep 5
+	"$RB2_BUILD/apps/rb2-kv/rb2-kv" $sec -- client --host 1 --port 7100 --workload a \
+		--records 2000 --operations 4000 --conns 4 --depth 2 --quiet > /tmp/kv-cli 2>&1
+	krc=$?
+	"$RB2_BUILD/apps/rb2-http/rb2-http" $sec -- client --host 1 --port 7200 --files /tmp/www \
+		--requests 300 --conns 4 --quiet > /tmp/http-cli 2>&1
+	hrc=$?
+	python3 -c "import socket; socket.create_connection(('$theirs', 21400), timeout=30)" ||
+		echo "INFO could not tell the server guest"
+	grep -vE "^(TELEMETRY|EAL)" /tmp/kv-cli /tmp/http-cli
+	if [ $krc -eq 0 ]; then pass=$((pass + 1)); echo "PASS two_guests_kv_ycsb_a (every value checked)"
+	else fail=$((fail + 1)); echo "FAIL two_guests_kv_ycsb_a ($krc)"; fi
+	if [ $hrc -eq 0 ]; then pass=$((pass + 1)); echo "PASS two_guests_http_gets (every body byte for byte)"
+	else fail=$((fail + 1)); echo "FAIL two_guests_http_gets ($hrc)"; fi
+fi
+sleep 2
+kill $rpid; wait $rpid
+rm -f /dev/hugepages/rsmap_*
 run elastic elastic 21010 20000
 if [ $side = client ]; then
 	d=$(sed -n 's/.*, \([0-9]*\) deferred tail syncs.*/\1/p' /tmp/elastic)

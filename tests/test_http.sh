@@ -15,27 +15,10 @@
 #     the rb2 client fetches every file byte for byte on 8 connections.
 #
 #   test_http.sh BUILD_DIR
-set -u
 build=$1
 http=$build/apps/rb2-http/rb2-http
-raasd=$build/apps/rb2-raasd/rb2-raasd
-base_va=${RB2_BASE_VIRTADDR:-0x200000000000}
 pfx=rb2t-http-$$
-tmp=$(mktemp -d)
-fails=0
-pids=()
-
-cleanup() {
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -f /dev/hugepages/"$pfx"*map_* 2>/dev/null
-	rm -rf /var/run/dpdk/"$pfx"* "$tmp"
-}
-trap cleanup EXIT
-
-ok() { echo "PASS $1"; }
-fail() { echo "FAIL $1"; fails=$((fails + 1)); }
-eal() { echo -l "$1" --no-pci --no-huge -m 256 --file-prefix "$pfx$2" --log-level=lib.eal:error; }
+. "$(dirname "$0")/case_study_lib.sh"
 
 # 1. Every design, small and large files.
 for shape in "1024 16 20000" "300000 3 300"; do
@@ -58,7 +41,7 @@ echo secret >"$tmp/secret"
 # Links only below the top level: the clients' --files takes the top level.
 ln -s "$tmp/secret" "$www/sub/out-link"
 ln -s ../index.html "$www/sub/in-link"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 ( trap - EXIT; exec $http $(eal 1 srv) -- server --no-rb2 --tcp 127.0.0.1:$port --root "$www" \
 	>"$tmp/server" 2>&1 ) &
 srv=$!; pids+=("$srv")
@@ -168,16 +151,11 @@ fi
 kill -INT "$srv"; wait "$srv"
 
 # 3. Through the host service.
-free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
-if [ "${free:-0}" -lt 128 ] || ! mountpoint -q /dev/hugepages; then
+if ! have_hugepages; then
 	echo "SKIP (part 3 only): DPDK multi-process needs hugepages: as root, dpdk-hugepages.py -p 2M --setup 1G"
 	[ $fails -eq 0 ]; exit
 fi
-sec() { echo -l "$1" --no-pci --proc-type=secondary --file-prefix "$pfx" --log-level=lib.eal:error; }
-( trap - EXIT; exec "$raasd" -l 0 --no-pci -m 256 --file-prefix "$pfx" --proc-type=primary \
-	--base-virtaddr="$base_va" --log-level=lib.eal:error -- >"$tmp/raasd" 2>&1 ) &
-pids+=("$!")
-for _ in $(seq 200); do grep -q "ready" "$tmp/raasd" && break; sleep 0.05; done
+start_raasd
 ( trap - EXIT; exec $http $(sec 1) -- server --port 8080 --root "$www" >"$tmp/rserver" 2>&1 ) &
 pids+=("$!")
 for _ in $(seq 200); do grep -q "serving" "$tmp/rserver" && break; sleep 0.05; done

@@ -24,7 +24,7 @@
 #include "kv_text.h"
 #include "ycsb.h"
 
-/* An answer buffer behind a kv_out. */
+/* An answer buffer behind an app_out. */
 struct obuf {
 	uint8_t b[1 << 17];
 	uint32_t len, reserved;

@@ -13,33 +13,16 @@
 #     telemetry;
 #   - through rb2-raasd (needs hugepages: skipped without, and said so): a
 #     server and two YCSB clients as the service's secondaries, one killed
-#     mid-run, after which the server still serves a third.
+#     mid-run, after which the server still serves another (two lcores).
 #
 #   test_kv.sh BUILD_DIR
-set -u
 build=$1
 kv=$build/apps/rb2-kv/rb2-kv
-raasd=$build/apps/rb2-raasd/rb2-raasd
-base_va=${RB2_BASE_VIRTADDR:-0x200000000000}
 pfx=rb2t-kv-$$
-tmp=$(mktemp -d)
-fails=0
-pids=()
-
-cleanup() {
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -f /dev/hugepages/"$pfx"*map_* 2>/dev/null
-	rm -rf /var/run/dpdk/"$pfx"* "$tmp"
-}
-trap cleanup EXIT
-
-ok() { echo "PASS $1"; }
-fail() { echo "FAIL $1"; fails=$((fails + 1)); }
-eal() { echo -l "$1" --no-pci --no-huge -m 256 --file-prefix "$pfx$2" --log-level=lib.eal:error; }
+. "$(dirname "$0")/case_study_lib.sh"
 
 # A free TCP port on loopback.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 
 # 1. Every workload, in one process (server on lcore 1, client on 0), over
 #    the ring designs and TCP, each checking every value.
@@ -167,16 +150,11 @@ kill -INT "$srv"; wait "$srv"
 grep -q "stopped" "$tmp/server" && ok "the server stops on SIGINT and reports" || fail "server stop"
 
 # 3. Through the host service.
-free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
-if [ "${free:-0}" -lt 128 ] || ! mountpoint -q /dev/hugepages; then
+if ! have_hugepages; then
 	echo "SKIP (part 3 only): DPDK multi-process needs hugepages: as root, dpdk-hugepages.py -p 2M --setup 1G"
 	[ $fails -eq 0 ]; exit
 fi
-sec() { echo -l "$1" --no-pci --proc-type=secondary --file-prefix "$pfx" --log-level=lib.eal:error; }
-( trap - EXIT; exec "$raasd" -l 0 --no-pci -m 256 --file-prefix "$pfx" --proc-type=primary \
-	--base-virtaddr="$base_va" --log-level=lib.eal:error -- >"$tmp/raasd" 2>&1 ) &
-pids+=("$!")
-for _ in $(seq 200); do grep -q "ready" "$tmp/raasd" && break; sleep 0.05; done
+start_raasd
 ( trap - EXIT; exec $kv $(sec 1) -- server --port 7000 --records 50000 >"$tmp/rserver" 2>&1 ) &
 rsrv=$!; pids+=("$rsrv")
 for _ in $(seq 200); do grep -q "serving" "$tmp/rserver" && break; sleep 0.05; done
@@ -186,10 +164,10 @@ victim=$!; pids+=("$victim")
 for _ in $(seq 200); do grep -q "load phase" "$tmp/victim" && break; sleep 0.05; done
 sleep 0.5
 kill -9 "$victim"
-if $kv $(sec 0) -- client --port 7000 --workload a --records 5000 --operations 50000 \
-	--key-space 2 --conns 16 --depth 2 --quiet >"$tmp/survivor" 2>&1 &&
+if $kv $(sec 0-1) -- client --port 7000 --workload a --records 5000 --operations 50000 \
+	--key-space 2 --conns 8 --depth 2 --quiet >"$tmp/survivor" 2>&1 &&
 	grep -q "^\[UPDATE\], Return=OK" "$tmp/survivor"; then
-	ok "through rb2-raasd: a client killed mid-run, another then runs workload a (16 connections), every value checked"
+	ok "through rb2-raasd: a client killed mid-run, another then runs workload a (2 lcores x 8 connections), every value checked"
 else
 	fail "through rb2-raasd"; cat "$tmp/victim" "$tmp/survivor" "$tmp/rserver" "$tmp/raasd"
 fi

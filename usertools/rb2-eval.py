@@ -349,7 +349,8 @@ def fig8(r, o, res):
             progress(f"fig8 round {rnd + 1}/{o.case_rounds}: {d}")
             st = os.path.join(r.tmp, "fig8.json")
             run_app(r, [nf, *r.eal(False, 1024, 2), "--", "--trace", trace, "--loop",
-                        str(loops), "--preset", d, "--stats-json", st], f"fig8 {d}")
+                        str(loops), "--preset", d, "--transport", r.transport,
+                        "--stats-json", st], f"fig8 {d}")
             j = json.load(open(st))
             recs = next(x for x in j["stages"] if x["type"] == "measure")["counters"]["records"]
             if j["lost"] or recs != per * loops:

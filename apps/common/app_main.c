@@ -21,6 +21,39 @@
 #include "app_main.h"
 #include "app_net.h"
 
+/* ---- the command line ------------------------------------------------ */
+
+int
+app_cli_main(const struct app_cli *cli, int argc, char **argv)
+{
+	static const char *const cmds[3] = { "server", "client", "bench" };
+	int ret = rb2_eal_init(argc, argv, 30);
+
+	if (ret < 0) {
+		fprintf(stderr, "%s: EAL: %s\n", cli->app, rte_strerror(rte_errno));
+		return 1;
+	}
+	argc -= ret;
+	argv += ret;
+	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		cli->usage(stdout);
+		return 0;
+	}
+	for (int i = 0; argc >= 2 && i < 3; i++) {
+		if (strcmp(argv[1], cmds[i]) != 0)
+			continue;
+		if (cli->parse(argc - 1, argv + 1, cli->opts) < 0)
+			return 2;
+		ret = cli->run[i](cli->opts);
+		rte_eal_cleanup();
+		return ret;
+	}
+	fprintf(stderr, "%s: server, client or bench expected after the EAL args and '--'%s%s\n",
+		cli->app, argc >= 2 ? ", not " : "", argc >= 2 ? argv[1] : "");
+	cli->usage(stderr);
+	return 2;
+}
+
 /* ---- serve ---------------------------------------------------------- */
 
 static struct {

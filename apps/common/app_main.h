@@ -16,10 +16,24 @@
  */
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include <rb2_xport.h>
 
 #include "app_server.h"
+
+/* An app's command line: [EAL args] -- server|client|bench [options]. */
+struct app_cli {
+	const char *app;                         /* "rb2-kv" */
+	void (*usage)(FILE *f);
+	int (*parse)(int argc, char **argv, void *opts);   /* -1: printed why */
+	int (*run[3])(void *opts);               /* server, client, bench */
+	void *opts;
+};
+
+/* EAL, the command and its options, the command: @return main()'s
+ * status (2: a usage error). */
+int app_cli_main(const struct app_cli *cli, int argc, char **argv);
 
 struct app_serve_opts {
 	const struct app_proto *proto;

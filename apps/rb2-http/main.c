@@ -17,11 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <http_parser.h>
-#include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_telemetry.h>
@@ -490,45 +488,39 @@ run_bench(const struct opts *o)
 	return 0;
 }
 
+/* The commands take the options as one type. */
+static int
+parse_opts(int argc, char **argv, void *o)
+{
+	return parse(argc, argv, o);
+}
+
+static int
+server_cmd(void *o)
+{
+	return run_server(o);
+}
+
+static int
+client_cmd(void *o)
+{
+	return run_client(o);
+}
+
+static int
+bench_cmd(void *o)
+{
+	return run_bench(o);
+}
+
 int
 main(int argc, char **argv)
 {
 	static struct opts o;
-	const char *cmd;
-	int ret;
+	const struct app_cli cli = {
+		.app = "rb2-http", .usage = usage, .parse = parse_opts,
+		.run = { server_cmd, client_cmd, bench_cmd }, .opts = &o,
+	};
 
-	ret = rb2_eal_init(argc, argv, 30);
-	if (ret < 0) {
-		fprintf(stderr, "rb2-http: EAL: %s\n", rte_strerror(rte_errno));
-		return 1;
-	}
-	argc -= ret;
-	argv += ret;
-	if (argc < 2 || argv[1][0] == '-') {
-		if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-			usage(stdout);
-			return 0;
-		}
-		fprintf(stderr, "rb2-http: server, client or bench expected after the EAL args "
-			"and '--'\n");
-		usage(stderr);
-		return 2;
-	}
-	cmd = argv[1];
-	argc--;
-	argv++;
-	if (parse(argc, argv, &o) < 0)
-		return 2;
-	if (strcmp(cmd, "server") == 0)
-		ret = run_server(&o);
-	else if (strcmp(cmd, "client") == 0)
-		ret = run_client(&o);
-	else if (strcmp(cmd, "bench") == 0)
-		ret = run_bench(&o);
-	else {
-		fprintf(stderr, "rb2-http: '%s': server, client or bench\n", cmd);
-		return 2;
-	}
-	rte_eal_cleanup();
-	return ret;
+	return app_cli_main(&cli, argc, argv);
 }

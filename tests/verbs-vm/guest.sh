@@ -61,5 +61,11 @@ eval|eval-quick)
 	python3 /rb2/usertools/rb2-eval.py $q --build "$build" --transport verbs,dev=rxe0 \
 		--perftest $ip --mem 1024 --no-plot --out /rb2/doc/eval/verbs${q:+-quick}
 	rc=$? ;;
+cases)
+	# The case studies (Fig. 8-10) on rxe, scaled down (the report says
+	# by how much); no reference servers in the guest.
+	python3 /rb2/usertools/rb2-eval.py --build "$build" --transport verbs,dev=rxe0 \
+		--only fig8,fig9,fig10 --mem 1024 --no-plot --out /rb2/doc/eval/verbs-cases
+	rc=$? ;;
 *) echo "guest: unknown rb2.what=$what"; rc=2 ;;
 esac

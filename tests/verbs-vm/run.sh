@@ -8,7 +8,7 @@
 # uncompressed vmlinux, and a busybox initramfs that mounts the rootfs and the
 # project over 9p. The guest runs tests/verbs-vm/guest.sh against BUILD.
 #
-#   tests/verbs-vm/run.sh BUILD [suite|two|perf|eval|eval-quick]   (default: suite)
+#   tests/verbs-vm/run.sh BUILD [suite|two|perf|eval|eval-quick|cases]   (default: suite)
 #
 # suite: one guest, two processes over rxe0 on a dummy netdev.
 # two:   two guests joined by a QEMU socket netdev (TCP on the host's
@@ -19,6 +19,7 @@
 #        next to Fig. 5, into doc/eval/verbs (eval-quick: doc/eval/verbs-quick);
 #        the guest has no gnuplot, so the host draws the plots afterwards.
 #        About an hour under TCG (eval-quick: about 15 minutes).
+# cases: the case studies alone (Fig. 8-10) over rxe, into doc/eval/verbs-cases.
 #
 # Exits with the guest's status; 77 (skip) only when QEMU or debootstrap are
 # missing, saying so.
@@ -32,7 +33,7 @@ cache=$build/verbs-vm
 mirror=${RB2_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 case "$what" in
 eval) timeout_s=${RB2_VM_TIMEOUT:-7200} ;;
-eval-quick|two) timeout_s=${RB2_VM_TIMEOUT:-2400} ;; # two: faults on the wire are slow
+eval-quick|two|cases) timeout_s=${RB2_VM_TIMEOUT:-2400} ;; # two: faults on the wire are slow
 *) timeout_s=${RB2_VM_TIMEOUT:-1200} ;;
 esac
 
@@ -206,8 +207,9 @@ if [ "$what" = two ]; then
 	exit $(( ra != 0 || rb != 0 ))
 fi
 boot "" -nic none
-if [ "$what" = eval ] || [ "$what" = eval-quick ]; then
+if [ "$what" = eval ] || [ "$what" = eval-quick ] || [ "$what" = cases ]; then
 	out=$top/doc/eval/verbs${what#eval}
+	[ "$what" = cases ] && out=$top/doc/eval/verbs-cases
 	[ -f "$out/results.json" ] && python3 "$top/usertools/rb2-eval.py" --replot "$out"
 fi
 guest_status ""

@@ -245,11 +245,12 @@ send_answer(struct http_conn *c, const struct app_out *out)
 				     c->close_after ? "Connection: close\r\n" : "");
 		else
 			n = snprintf(h, sizeof(h), "HTTP/1.1 %d %s\r\nServer: rb2-http\r\nDate: %s\r\n"
-				     "Content-Type: text/plain\r\nContent-Length: %zu\r\n%s%s\r\n%s\n",
+				     "Content-Type: text/plain\r\nContent-Length: %zu\r\n%s%s\r\n%s%s",
 				     c->status, reason(c->status), http_date(),
 				     strlen(reason(c->status)) + 1,
 				     c->status == 405 ? "Allow: GET, HEAD\r\n" : "",
-				     c->close_after ? "Connection: close\r\n" : "", reason(c->status));
+				     c->close_after ? "Connection: close\r\n" : "",
+				     c->head ? "" : reason(c->status), c->head ? "" : "\n");
 		/* The headers and as much of the body as one part takes. */
 		room = RTE_MIN((size_t)RTE_MIN(out->max, CHUNK_MAX), (size_t)n + body);
 		r = out->reserve(out->ctx, (uint32_t)room);

@@ -95,8 +95,9 @@ usage(FILE *f)
 }
 
 static int
-parse(int argc, char **argv, struct opts *o)
+parse(int argc, char **argv, void *arg)
 {
+	struct opts *o = arg;
 	static const struct option lo[] = {
 		{"root", required_argument, NULL, 'r'}, {"port", required_argument, NULL, 'p'},
 		{"tcp", required_argument, NULL, 't'}, {"no-rb2", no_argument, NULL, 'N'},
@@ -213,8 +214,9 @@ tel_stats(const char *cmd __rte_unused, const char *params __rte_unused, struct 
 }
 
 static int
-run_server(const struct opts *o)
+run_server(void *arg)
 {
+	struct opts *o = arg;
 	void *ctx[RTE_MAX_LCORE];
 	struct app_serve_opts so = {
 		.proto = &http_proto, .ctx = ctx, .app = "rb2-http", .port = o->port,
@@ -304,8 +306,9 @@ merge(struct http_result *all, const struct http_result *r)
 }
 
 static int
-run_client(const struct opts *o)
+run_client(void *arg)
 {
+	struct opts *o = arg;
 	static struct http_result all;
 	struct http_target *t = NULL, one;
 	struct rb2_conn_ep *ep[RTE_MAX_LCORE] = {0};
@@ -432,8 +435,9 @@ remove_files(const char *dir, const struct opts *o)
 }
 
 static int
-run_bench(const struct opts *o)
+run_bench(void *arg)
 {
+	struct opts *o = arg;
 	struct app_bench_link links[APP_BENCH_MAX_DESIGNS] = {0};
 	struct http_client *cl[APP_BENCH_MAX_DESIGNS] = {0};
 	struct http_serve_ctx ctx = {0};
@@ -488,38 +492,13 @@ run_bench(const struct opts *o)
 	return 0;
 }
 
-/* The commands take the options as one type. */
-static int
-parse_opts(int argc, char **argv, void *o)
-{
-	return parse(argc, argv, o);
-}
-
-static int
-server_cmd(void *o)
-{
-	return run_server(o);
-}
-
-static int
-client_cmd(void *o)
-{
-	return run_client(o);
-}
-
-static int
-bench_cmd(void *o)
-{
-	return run_bench(o);
-}
-
 int
 main(int argc, char **argv)
 {
 	static struct opts o;
 	const struct app_cli cli = {
-		.app = "rb2-http", .usage = usage, .parse = parse_opts,
-		.run = { server_cmd, client_cmd, bench_cmd }, .opts = &o,
+		.app = "rb2-http", .usage = usage, .parse = parse,
+		.run = { run_server, run_client, run_bench }, .opts = &o,
 	};
 
 	return app_cli_main(&cli, argc, argv);

@@ -115,8 +115,9 @@ usage(FILE *f)
 }
 
 static int
-parse(int argc, char **argv, struct opts *o)
+parse(int argc, char **argv, void *arg)
 {
+	struct opts *o = arg;
 	static const struct option lo[] = {
 		{"port", required_argument, NULL, 'p'}, {"tcp", required_argument, NULL, 't'},
 		{"no-rb2", no_argument, NULL, 'N'}, {"records", required_argument, NULL, 'r'},
@@ -281,8 +282,9 @@ make_store(const struct opts *o, const char *name)
 }
 
 static int
-run_server(struct opts *o)
+run_server(void *arg)
 {
+	struct opts *o = arg;
 	void *ctx[RTE_MAX_LCORE];
 	struct app_serve_opts so = {
 		.proto = &kv_proto, .ctx = ctx, .app = "rb2-kv", .port = o->port,
@@ -493,8 +495,9 @@ phase_failed(const struct kv_result *r)
 }
 
 static int
-run_client(const struct opts *o)
+run_client(void *arg)
 {
+	struct opts *o = arg;
 	unsigned int ids[RTE_MAX_LCORE], n = 0, id;
 	struct kv_result load = {0}, run = {0};
 	int failed = 0;
@@ -587,8 +590,9 @@ static double ops_s[APP_BENCH_MAX_DESIGNS][64], p50[APP_BENCH_MAX_DESIGNS][64],
 	      p99[APP_BENCH_MAX_DESIGNS][64];
 
 static int
-run_bench(struct opts *o)
+run_bench(void *arg)
 {
+	struct opts *o = arg;
 	struct app_bench_link links[APP_BENCH_MAX_DESIGNS] = {0};
 	struct kv_client *cl[APP_BENCH_MAX_DESIGNS] = {0};
 	struct kv_serve_ctx ctx = {0};
@@ -661,38 +665,13 @@ run_bench(struct opts *o)
 	return 0;
 }
 
-/* The commands take the options as one type. */
-static int
-parse_opts(int argc, char **argv, void *o)
-{
-	return parse(argc, argv, o);
-}
-
-static int
-server_cmd(void *o)
-{
-	return run_server(o);
-}
-
-static int
-client_cmd(void *o)
-{
-	return run_client(o);
-}
-
-static int
-bench_cmd(void *o)
-{
-	return run_bench(o);
-}
-
 int
 main(int argc, char **argv)
 {
 	static struct opts o;
 	const struct app_cli cli = {
-		.app = "rb2-kv", .usage = usage, .parse = parse_opts,
-		.run = { server_cmd, client_cmd, bench_cmd }, .opts = &o,
+		.app = "rb2-kv", .usage = usage, .parse = parse,
+		.run = { run_server, run_client, run_bench }, .opts = &o,
 	};
 
 	return app_cli_main(&cli, argc, argv);

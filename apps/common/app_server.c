@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdalign.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +43,8 @@ struct conn {
 	uint8_t *out;               /* TCP: [out_head, out_len) unsent */
 	uint32_t out_head, out_len, out_cap, reserved;
 	uint32_t events;            /* TCP: what epoll watches now */
-	uint8_t proto[];            /* the protocol's conn_size bytes */
+	/* The protocol's conn_size bytes, aligned for any type it keeps. */
+	alignas(max_align_t) uint8_t proto[];
 };
 
 struct app_server {

@@ -38,6 +38,8 @@ struct http_client {
 	int tcp;
 	struct hconn *conns;
 	unsigned int n_conns;
+	uint32_t *of_slot;         /* rb2: 1 + the index of a descriptor's slot's
+				    * connection (cd & 0xffff), 0: none */
 	const struct http_target *targets;
 	unsigned int n_targets;
 	struct http_result *res;
@@ -115,8 +117,15 @@ http_client_rb2(struct rb2_conn_ep *ep, int via_service, uint32_t host, uint16_t
 		http_client_free(c);
 		return NULL;
 	}
-	for (unsigned int i = 0; i < conns; i++)
+	c->of_slot = calloc(RB2_CONN_MAX + 1, sizeof(*c->of_slot));
+	if (c->of_slot == NULL) {
+		http_client_free(c);
+		return NULL;
+	}
+	for (unsigned int i = 0; i < conns; i++) {
 		c->conns[i].cd = cds[i];
+		c->of_slot[cds[i] & 0xffff] = i + 1;
+	}
 	return c;
 }
 
@@ -149,6 +158,7 @@ http_client_free(struct http_client *c)
 			close(c->conns[i].fd);
 	}
 	free(c->conns);
+	free(c->of_slot);
 	free(c);
 }
 
@@ -258,13 +268,12 @@ http_client_run(struct http_client *c, uint64_t requests, int quiet, struct http
 				goto failed;
 			}
 			for (int j = 0; j < n; j++) {
-				struct hconn *k = NULL;
+				uint32_t x = c->of_slot[cds[j] & 0xffff];
+				struct hconn *k = x != 0 && c->conns[x - 1].cd == cds[j] ?
+						  &c->conns[x - 1] : NULL;
 				const void *p;
 				int len;
 
-				for (unsigned int i = 0; i < c->n_conns && k == NULL; i++)
-					if (c->conns[i].cd == cds[j])
-						k = &c->conns[i];
 				while (k != NULL && (len = rb2_conn_recv_zc(c->ep, k->cd, &p)) > 0) {
 					ret = feed(c, k, p, (size_t)len);
 					rb2_conn_release(c->ep, k->cd, 1);

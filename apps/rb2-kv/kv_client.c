@@ -49,6 +49,8 @@ struct kv_client {
 	unsigned int idx;
 	struct conn *conns;
 	unsigned int n_conns;
+	uint32_t *of_slot;     /* rb2: 1 + the index of a descriptor's slot's
+				* connection (cd & 0xffff), 0: none */
 	uint32_t fifo_mask;
 	struct ycsb_gen gen;
 	uint8_t value[KV_VALUE_MAX];
@@ -107,8 +109,15 @@ kv_client_rb2(struct kv_shared *sh, struct rb2_conn_ep *ep, int via_service, uin
 		kv_client_free(c);
 		return NULL;
 	}
-	for (unsigned int i = 0; i < c->n_conns; i++)
+	c->of_slot = calloc(RB2_CONN_MAX + 1, sizeof(*c->of_slot));
+	if (c->of_slot == NULL) {
+		kv_client_free(c);
+		return NULL;
+	}
+	for (unsigned int i = 0; i < c->n_conns; i++) {
 		c->conns[i].cd = cds[i];
+		c->of_slot[cds[i] & 0xffff] = i + 1;
+	}
 	return c;
 }
 
@@ -151,6 +160,7 @@ kv_client_free(struct kv_client *c)
 		free(k->out);
 	}
 	free(c->conns);
+	free(c->of_slot);
 	free(c);
 }
 
@@ -386,14 +396,11 @@ receive(struct kv_client *c)
 	if (n < 0)
 		return n;
 	for (int j = 0; j < n; j++) {
-		struct conn *k = NULL;
+		uint32_t x = c->of_slot[cds[j] & 0xffff];
+		struct conn *k = x != 0 && c->conns[x - 1].cd == cds[j] ? &c->conns[x - 1] : NULL;
 		const void *p;
 		int len;
 
-		/* Descriptors to connections: few per lcore, a short scan. */
-		for (unsigned int i = 0; i < c->n_conns; i++)
-			if (c->conns[i].cd == cds[j])
-				k = &c->conns[i];
 		if (k == NULL)
 			continue;
 		while ((len = rb2_conn_recv_zc(c->ep, k->cd, &p)) > 0) {

@@ -10,6 +10,8 @@
  * output goes nowhere is a load error.
  */
 
+#include <rte_cycles.h>
+
 #include <rb2_pipeline.h>
 
 #include "rb2_test.h"
@@ -45,10 +47,11 @@ leave(void)
 	depth[rte_lcore_id()]--;
 }
 
-/* ---- seqsrc: count = N, per_poll = K, giants = yes|no, bad_edge = yes|no */
+/* ---- seqsrc: count = N, per_poll = K, giants = yes|no, bad_edge = yes|no,
+ * gap_us = G (sleep that long after each poll: a paced source) */
 
 struct seqsrc {
-	uint64_t count, per_poll, sent;
+	uint64_t count, per_poll, sent, gap_us, due;
 	int giants, bad_edge;
 };
 
@@ -60,7 +63,8 @@ seqsrc_init(struct rb2_stage *st, struct rb2_stage_args *a)
 	return rb2_stage_arg_u64(a, "count", 100000, 1, UINT32_MAX, &s->count) < 0 ||
 		rb2_stage_arg_u64(a, "per_poll", 64, 1, 1000000, &s->per_poll) < 0 ||
 		rb2_stage_arg_bool(a, "giants", 0, &s->giants) < 0 ||
-		rb2_stage_arg_bool(a, "bad_edge", 0, &s->bad_edge) < 0 ? -EINVAL : 0;
+		rb2_stage_arg_bool(a, "bad_edge", 0, &s->bad_edge) < 0 ||
+		rb2_stage_arg_u64(a, "gap_us", 0, 0, 1000000, &s->gap_us) < 0 ? -EINVAL : 0;
 }
 
 static int
@@ -70,6 +74,8 @@ seqsrc_poll(struct rb2_stage *st)
 	uint8_t buf[100000];
 	uint64_t k = 0;
 
+	if (s->gap_us > 0 && rte_get_timer_cycles() < s->due)
+		return 0;           /* paced: idle until due (the worker flushes) */
 	enter();
 	if (s->sent == s->count) {
 		leave();
@@ -85,6 +91,8 @@ seqsrc_poll(struct rb2_stage *st)
 			break;
 	}
 	leave();
+	if (s->gap_us > 0)
+		s->due = rte_get_timer_cycles() + s->gap_us * rte_get_timer_hz() / 1000000;
 	return (int)k;
 }
 
@@ -248,4 +256,38 @@ Test(rb2_pipeline, a_stage_whose_output_goes_nowhere_is_a_load_error)
 	cr_expect_null(rb2_pipeline_load("test.ini", &o, err, sizeof(err)));
 	cr_expect(strstr(err, "test.ini:1: stage 'src' (type seqsrc) sends its output nowhere") !=
 		  NULL, "%s", err);
+}
+
+/* Adaptive polling: a worker whose input is paced (a message every
+ * millisecond) sleeps between messages, is woken by each, and loses none. */
+Test(rb2_pipeline, an_idle_worker_sleeps_and_wakes_on_the_next_message)
+{
+	static const char cfg[] =
+		"[pipeline]\nidle_sleep = 120\nsleep_max_us = 1000000\n"
+		"[stage src]\ntype = seqsrc\nlcore = 0\ncount = 300\nper_poll = 1\ngap_us = 1000\n"
+		"[stage check]\ntype = check\nlcore = 1\n"
+		"[link a]\nfrom = src\nto = check\n";
+	struct rb2_pipeline *pl;
+	struct check c;
+	unsigned long sleeps = 0;
+	char *json = NULL, *at;
+	size_t len = 0;
+	FILE *f;
+
+	cr_assert_eq(run_text(cfg, &c, &pl), 0);
+	cr_expect_eq(c.next, 300, "every message arrived: %" PRIu64, c.next);
+	cr_expect_eq(c.bad, 0, "%" PRIu64 " out of order or corrupt", c.bad);
+	f = open_memstream(&json, &len);
+	cr_assert_not_null(f);
+	rb2_pipeline_stats_json(pl, f);
+	fclose(f);
+	at = strstr(json, "\"lcore\": 1, \"adaptive\": true, \"sleeps\": ");
+	cr_assert_not_null(at, "lcore 1 is adaptive: %s", json);
+	sscanf(strchr(at, ':') + 1, "%*u, \"adaptive\": true, \"sleeps\": %lu", &sleeps);
+	/* A message a millisecond, a sleep of at most a second: a lost
+	 * wake-up would stretch the run far beyond 0.3 s; a worker that never
+	 * slept would show no sleeps. */
+	cr_expect_gt(sleeps, 100, "the worker slept %lu times between 300 paced messages", sleeps);
+	free(json);
+	rb2_pipeline_free(pl);
 }

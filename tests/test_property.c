@@ -37,6 +37,8 @@ struct prop_cfg {
 	struct rb2_chan_params p;
 	uint64_t seed;
 	uint32_t max_len;   /* largest message this run sends */
+	int sleep;          /* two lcores, a transport that wakes: the receiver
+			       sleeps when idle (RB2_CHAN_F_SLEEP) */
 };
 
 static void
@@ -91,6 +93,8 @@ random_cfg(uint64_t seed, struct prop_cfg *c)
 	}
 	if (rb2_test_rand(&r) % 4 == 0)
 		c->p.flags |= RB2_CHAN_F_NO_ELASTIC;
+	/* Adaptive polling, one in three (drawn last). */
+	c->sleep = rb2_test_rand(&r) % 3 == 0;
 }
 
 /* Length of message @seq: mostly within one slot, some multi-slot, a few
@@ -350,6 +354,8 @@ run_concurrent(uint64_t seed, const char *spec, uint64_t msgs)
 	char name[16];
 
 	random_cfg(seed, &k.c);
+	if (k.c.sleep && (rb2_xport_caps(xp) & RB2_XPORT_CAP_WAKE))
+		k.c.p.flags |= RB2_CHAN_F_SLEEP;
 	k.c.p.lcore_id = worker;
 	snprintf(name, sizeof(name), "c%" PRIu64, seed);
 	k.tx = rb2_tx_create(name, xp, &k.c.p);
@@ -358,10 +364,19 @@ run_concurrent(uint64_t seed, const char *spec, uint64_t msgs)
 	cr_assert(k.tx != NULL && rx != NULL);
 	cr_assert_eq(rb2_chan_pair(k.tx, rx), 0);
 	cr_assert_eq(rb2_lcore_launch(sender_lcore, &k, worker), 0);
-	for (uint64_t idle = 0; st.next < msgs && st.bad == 0;) {
+	for (uint64_t idle = 0, empty = 0; st.next < msgs && st.bad == 0;) {
 		int n = receive_some(rx, &st, (unsigned int)rb2_test_rand(&r), 32);
 
 		cr_assert_geq(n, 0);
+		/* Adaptive polling: sleep after 32 empty polls, until the
+		 * sender's next publication (or 100 ms) wakes us. */
+		empty = n > 0 ? 0 : empty + 1;
+		if ((k.c.p.flags & RB2_CHAN_F_SLEEP) && empty >= 32) {
+			int ret = rb2_rx_sleep(rx, 100000);
+
+			cr_assert(ret == 0 || ret == -EAGAIN, "sleep: %d", ret);
+			empty = 0;
+		}
 		/* A sender that failed has stopped: after a million empty polls
 		 * fail on its error below, instead of waiting forever. */
 		if (n == 0 && rte_eal_get_lcore_state(worker) != RUNNING && ++idle > 1000000)

@@ -498,6 +498,13 @@ open_link(struct rb2_pipeline *pl, struct rb2_link *lk, char *err, size_t errlen
 		return cfg_err(pl, err, errlen, lk->line,
 			       "link '%s': cannot open transport '%s': %s (the log says more)",
 			       lk->name, lk->transport, rte_strerror(rte_errno));
+	/* Adaptive polling: the receiver may sleep where the transport can
+	 * wake it. Both processes of a link read the same config, so both
+	 * halves agree. */
+	if (pl->idle_sleep > 0 && (rb2_xport_caps(xp) & RB2_XPORT_CAP_WAKE)) {
+		p.flags |= RB2_CHAN_F_SLEEP;
+		lk->sleep = true;
+	}
 	if (tx_here) {
 		p.lcore_id = lk->from->lcore;
 		lk->tx = rb2_tx_create(lk->name, xp, &p);
@@ -682,7 +689,7 @@ rb2_pipeline_load(const char *path, const struct rb2_pipeline_opts *opts,
 	struct rb2_cfg_section *secs[STAGES_MAX] = { NULL };
 	struct rb2_cfg_section *top = NULL;
 	unsigned int nlocal = 0;
-	uint64_t burst, stop_ms;
+	uint64_t burst, stop_ms, idle_sleep, sleep_max_us;
 
 	if (pl == NULL) {
 		snprintf(err, errlen, "%s: out of memory", path);
@@ -727,14 +734,23 @@ rb2_pipeline_load(const char *path, const struct rb2_pipeline_opts *opts,
 	}
 	burst = 32;
 	stop_ms = 10000;
+	idle_sleep = 0;
+	sleep_max_us = 10000;
 	if (top != NULL && (get_uint(pl, top, "burst", 32, 1, RB2_STAGE_BURST_MAX, &burst,
 				     err, errlen) != 0 ||
 			    get_uint(pl, top, "stop_timeout_ms", 10000, 1, 3600000, &stop_ms,
 				     err, errlen) != 0 ||
-			    no_other_keys(pl, top, "burst, stop_timeout_ms", err, errlen) != 0))
+			    get_uint(pl, top, "idle_sleep", 0, 0, UINT32_MAX, &idle_sleep,
+				     err, errlen) != 0 ||
+			    get_uint(pl, top, "sleep_max_us", 10000, 1, 1000000, &sleep_max_us,
+				     err, errlen) != 0 ||
+			    no_other_keys(pl, top, "burst, stop_timeout_ms, idle_sleep, sleep_max_us",
+					  err, errlen) != 0))
 		goto fail;
 	pl->burst = (unsigned int)burst;
 	pl->stop_timeout_ms = (unsigned int)stop_ms;
+	pl->idle_sleep = (unsigned int)idle_sleep;
+	pl->sleep_max_us = (unsigned int)sleep_max_us;
 	if (rank_stages(pl, err, errlen) != 0)
 		goto fail;
 	for (unsigned int i = 0; i < pl->nstages; i++)

@@ -136,6 +136,7 @@ struct rb2_link {
 	unsigned int peek;          /* messages read at once (packet links: <= 256 packets) */
 	bool via_ring;              /* via = rte_ring: DPDK's ring of mbuf pointers */
 	struct rte_ring *ring;      /* ... created by open_link */
+	bool sleep;                 /* its channel has RB2_CHAN_F_SLEEP */
 	bool ended;                 /* end of stream received */
 	bool notified;              /* we asked its (remote) sender to stop */
 	int err;                    /* the error that failed it as an input, or 0 */
@@ -172,6 +173,11 @@ struct rb2_worker {
 	struct rb2_chunk *pool;                 /* free chunks of CHUNK_ARENA */
 	struct rb2_pkt_burst *pkb;              /* a stage here takes packets */
 	uint64_t stop_deadline;                 /* TSC: remote inputs must have ended */
+	/* Adaptive polling ([pipeline] idle_sleep): may it sleep, empty
+	 * passes so far, and (telemetry reads them) sleeps and time asleep. */
+	bool can_sleep;
+	unsigned int idle;
+	uint64_t sleeps, slept_cycles;
 	int ret;
 };
 
@@ -191,6 +197,8 @@ struct rb2_pipeline {
 	_Atomic int stop;                       /* 1: drain, 2: abort */
 	_Atomic int stop_by_peer;               /* stop 1 came as a receiver's notice */
 	unsigned int stop_timeout_ms;           /* for a remote sender's end of stream */
+	unsigned int idle_sleep;                /* empty passes before a worker sleeps; 0: never */
+	unsigned int sleep_max_us;              /* longest sleep (stop, peer checks) */
 	uint64_t run_cycles;
 	_Atomic int failed;                     /* a link failed */
 };

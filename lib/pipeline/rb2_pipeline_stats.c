@@ -131,6 +131,14 @@ rb2_pipeline_report(struct rb2_pipeline *pl, FILE *out)
 			fprintf(out, "  %14s%-20s %" PRIu64 "\n", "", st->counters[j].name,
 				st->counters[j].value);
 	}
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
+		const struct rb2_worker *w = &pl->workers[l];
+
+		if (w->can_sleep)
+			fprintf(out, "  lcore %u: adaptive polling: slept %" PRIu64 " times, %.1f%% of "
+				"the run\n", l, w->sleeps, pl->run_cycles ?
+				100.0 * (double)w->slept_cycles / (double)pl->run_cycles : 0.0);
+	}
 	for (unsigned int i = 0; i < pl->nstages; i++)
 		if (pl->stages[i].local && pl->stages[i].ops->report != NULL)
 			pl->stages[i].ops->report(&pl->stages[i], out);
@@ -177,6 +185,16 @@ rb2_pipeline_stats_json(struct rb2_pipeline *pl, FILE *out)
 			fprintf(out, "%s\"%s\": %" PRIu64, j ? ", " : "", st->counters[j].name,
 				st->counters[j].value);
 		fprintf(out, "}}");
+	}
+	fprintf(out, "], \"lcores\": [");
+	for (unsigned int l = 0, k = 0; l < RTE_MAX_LCORE; l++) {
+		const struct rb2_worker *w = &pl->workers[l];
+
+		if (w->nstages == 0)
+			continue;
+		fprintf(out, "%s{\"lcore\": %u, \"adaptive\": %s, \"sleeps\": %" PRIu64
+			", \"slept_seconds\": %.6f}", k++ ? ", " : "", l,
+			w->can_sleep ? "true" : "false", w->sleeps, (double)w->slept_cycles / hz);
 	}
 	fprintf(out, "]}");
 }
@@ -248,8 +266,39 @@ tel_stages(const char *cmd __rte_unused, const char *params __rte_unused,
 	return 0;
 }
 
+static int
+tel_lcores(const char *cmd __rte_unused, const char *params __rte_unused,
+	   struct rte_tel_data *d)
+{
+	struct rb2_pipeline *pl;
+	char key[16];
+
+	rte_tel_data_start_dict(d);
+	pthread_mutex_lock(&telemetry_lock);
+	pl = telemetry_pl;
+	for (unsigned int l = 0; pl != NULL && l < RTE_MAX_LCORE; l++) {
+		struct rb2_worker *w = &pl->workers[l];
+		struct rte_tel_data *c;
+
+		if (w->nstages == 0 || (c = rte_tel_data_alloc()) == NULL)
+			continue;
+		rte_tel_data_start_dict(c);
+		rte_tel_data_add_dict_u64(c, "adaptive", w->can_sleep);
+		rte_tel_data_add_dict_u64(c, "sleeps", STAT_READ(w->sleeps));
+		rte_tel_data_add_dict_u64(c, "slept_us", STAT_READ(w->slept_cycles) * 1000000 /
+					  rte_get_tsc_hz());
+		snprintf(key, sizeof(key), "%u", l);
+		rte_tel_data_add_dict_container(d, key, c, 0);
+	}
+	pthread_mutex_unlock(&telemetry_lock);
+	return 0;
+}
+
 RTE_INIT(rb2_pipeline_telemetry_init)
 {
+	rte_telemetry_register_cmd("/rb2/pipeline/lcores", tel_lcores,
+				   "Per-lcore adaptive polling of the running pipeline: sleeps and "
+				   "time asleep. No parameters.");
 	rte_telemetry_register_cmd("/rb2/pipeline/stages", tel_stages,
 				   "Per-stage counters of the running pipeline. No parameters.");
 }

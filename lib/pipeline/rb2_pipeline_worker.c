@@ -220,6 +220,47 @@ poll_ring(struct rb2_worker *w, struct rb2_link *l)
 	return 1;
 }
 
+/*
+ * Adaptive polling (RDMAbox's hybrid; [pipeline] idle_sleep): after
+ * idle_sleep empty passes (RDMAbox's hook, which catches the next message of
+ * a burst without a sleep), the worker says on every input that it sleeps
+ * and blocks on all their doorbells at once; the first sender to publish
+ * wakes it. At most sleep_max_us, so that a stop, a signal and the peer
+ * checks are still seen in bounded time. A worker that runs a source (a
+ * port, a trace: nothing rings for them) or reads an input that cannot ring
+ * (an rte_ring, a transport without RB2_XPORT_CAP_WAKE) keeps polling.
+ */
+static void
+worker_sleep(struct rb2_worker *w)
+{
+	struct rb2_xport_doorbell db[LINKS_MAX];
+	struct rb2_rx *armed[LINKS_MAX];
+	unsigned int n = 0, i;
+
+	w->idle = 0;
+	for (i = 0; i < w->nstages; i++)
+		if (!w->stages[i]->done && w->stages[i]->ops->poll != NULL)
+			return;
+	for (i = 0; i < w->ninputs; i++) {
+		struct rb2_link *l = w->inputs[i];
+
+		if (l->ended)
+			continue;
+		if (rb2_rx_sleep_arm(l->rx, &db[n]) != 0)
+			break;              /* a message came: poll on */
+		armed[n++] = l->rx;
+	}
+	if (i == w->ninputs && n > 0) {
+		uint64_t t0 = rte_rdtsc();
+
+		rb2_xport_doorbell_wait(db, n, w->pl->sleep_max_us);
+		STAT_ADD(w->slept_cycles, rte_rdtsc() - t0);
+		STAT_ADD(w->sleeps, 1);
+	}
+	for (i = 0; i < n; i++)
+		rb2_rx_sleep_disarm(armed[i]);
+}
+
 static int
 worker_main(void *arg)
 {
@@ -315,11 +356,34 @@ worker_main(void *arg)
 			for (unsigned int i = 0; i < w->noutputs; i++)
 				rb2_tx_flush(w->outputs[i]);
 			check_outputs(w);
-			rte_pause();
+			if (w->can_sleep && ++w->idle >= pl->idle_sleep && pl->stop == 0)
+				worker_sleep(w);
+			else
+				rte_pause();
+		} else {
+			w->idle = 0;
 		}
 	}
 	w->ret = left > 0 ? -ECANCELED : 0;
 	return 0;
+}
+
+/* May this worker sleep when idle? Every input must be able to ring it. */
+static void
+worker_can_sleep(struct rb2_pipeline *pl, struct rb2_worker *w)
+{
+	w->can_sleep = false;
+	if (pl->idle_sleep == 0 || w->nstages == 0 || w->ninputs == 0)
+		return;
+	for (unsigned int i = 0; i < w->ninputs; i++)
+		if (!w->inputs[i]->sleep) {
+			PL_LOG(NOTICE, "lcore %u keeps polling: its input link '%s' %s", w->lcore,
+			       w->inputs[i]->name, w->inputs[i]->via_ring ?
+			       "is an rte_ring, which cannot wake a sleeper" :
+			       "is over a transport that cannot wake a sleeper (shm can)");
+			return;
+		}
+	w->can_sleep = true;
 }
 
 int
@@ -329,6 +393,8 @@ rb2_pipeline_run(struct rb2_pipeline *pl)
 	uint64_t t0 = rte_rdtsc();
 	int ret = 0;
 
+	for (l = 0; l < RTE_MAX_LCORE; l++)
+		worker_can_sleep(pl, &pl->workers[l]);
 	RTE_LCORE_FOREACH_WORKER(l) {
 		if (pl->workers[l].nstages == 0)
 			continue;

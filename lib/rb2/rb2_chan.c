@@ -89,8 +89,8 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 		WHY("invalid slots=%u: need a power of two in [2, 2^24]", p->slots);
 		return -EINVAL;
 	}
-	if (p->flags & ~(RB2_CHAN_F_NO_ELASTIC | RB2_CHAN_F_UNALIGNED)) {
-		WHY("invalid flags=0x%x: only RB2_CHAN_F_NO_ELASTIC and RB2_CHAN_F_UNALIGNED exist",
+	if (p->flags & ~(RB2_CHAN_F_NO_ELASTIC | RB2_CHAN_F_UNALIGNED | RB2_CHAN_F_SLEEP)) {
+		WHY("invalid flags=0x%x: only RB2_CHAN_F_NO_ELASTIC, RB2_CHAN_F_UNALIGNED and RB2_CHAN_F_SLEEP exist",
 		    p->flags);
 		return -EINVAL;
 	}
@@ -214,6 +214,12 @@ half_create(const char *name, struct rb2_xport *xp, const struct rb2_chan_params
 		return NULL;
 	}
 	p = *in;
+	if ((p.flags & RB2_CHAN_F_SLEEP) && !(rb2_xport_caps(xp) & RB2_XPORT_CAP_WAKE)) {
+		RB2_CHAN_LOG(ERR, "channel '%s': RB2_CHAN_F_SLEEP (adaptive polling) needs a transport that can wake a sleeping receiver; %s cannot yet: keep the receiver polling (no sleep flag), or use shm",
+			     name, rb2_xport_name(xp));
+		rte_errno = ENOTSUP;
+		return NULL;
+	}
 	loadstore = (rb2_xport_caps(xp) & RB2_XPORT_CAP_LOADSTORE) != 0;
 	lcore = p.lcore_id == LCORE_ID_ANY ? rte_lcore_id() : p.lcore_id;
 	socket = p.socket_id == SOCKET_ID_ANY ? rb2_xport_socket(xp) : p.socket_id;
@@ -319,6 +325,8 @@ rb2_tx_create(const char *name, struct rb2_xport *xp,
 	tx->skip_at = UINT64_MAX;
 	tx->local_head = RTE_PTR_ADD(base, RB2_REGION_PTR_OFF);
 	tx->notices = RTE_PTR_ADD(base, RB2_REGION_NOTICE_OFF);
+	if (p->flags & RB2_CHAN_F_SLEEP)
+		tx->rx_sleep = RTE_PTR_ADD(base, RB2_REGION_SLEEP_OFF);
 	tx->tail_shadow = RTE_PTR_ADD(base, RB2_REGION_SHADOW_OFF);
 	/* lens[] always goes through the local mirror and slot transmission,
 	 * even in load/store mode: stored one entry per message into the
@@ -362,6 +370,8 @@ rb2_rx_create(const char *name, struct rb2_xport *xp,
 	rx->head_shadow[RB2_PULL_CHECK] = ~0ull; /* head 0, published */
 	rx->lens = RTE_PTR_ADD(base, RB2_REGION_LENS_OFF);
 	rx->slots = RTE_PTR_ADD(base, rb2_region_slots_off(p->slots, p->flags));
+	if (p->flags & RB2_CHAN_F_SLEEP)
+		rx->doorbell = RTE_PTR_ADD(base, RB2_REGION_DOORBELL_OFF);
 	if (p->msg_size != 0) {
 		/* Fixed size: lengths are known, read from local memory. */
 		rx->own_lens = rte_malloc_socket("rb2_rx_lens",
@@ -471,7 +481,7 @@ rb2_chan_desc_check(const void *blob, size_t len, int role,
 		return -EPROTO;
 	}
 	if (d.flags != (p->flags & RB2_CHAN_F_WIRE)) {
-		WHYD("peer flags 0x%x differ from ours 0x%x (both halves must set RB2_CHAN_F_UNALIGNED, or neither)",
+		WHYD("peer flags 0x%x differ from ours 0x%x (both halves must set RB2_CHAN_F_UNALIGNED and RB2_CHAN_F_SLEEP alike)",
 		     d.flags, p->flags & RB2_CHAN_F_WIRE);
 		return -EPROTO;
 	}
@@ -534,6 +544,8 @@ rx_attach(struct rb2_rx *rx, const struct rb2_chan_desc *peer)
 						   peer->rkey, sizeof(uint64_t));
 		rx->peer_notices = rb2_xport_peer_ptr(rx->h.qp, peer->addr + RB2_REGION_NOTICE_OFF,
 						      peer->rkey, sizeof(uint64_t));
+		rx->peer_sleep = rb2_xport_peer_ptr(rx->h.qp, peer->addr + RB2_REGION_SLEEP_OFF,
+						    peer->rkey, sizeof(uint64_t));
 	}
 	if (rx->h.tail->rx_attach != NULL && (ret = rx->h.tail->rx_attach(rx)) < 0)
 		return ret;

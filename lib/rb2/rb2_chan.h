@@ -161,6 +161,43 @@ void rb2_rx_pointers(const struct rb2_rx *rx, struct rb2_rx_ptrs *ptrs);
 int rb2_rx_notify(struct rb2_rx *rx, uint64_t flags);
 
 /**
+ * Adaptive polling (RDMAbox's hybrid), the receiver's half; the channel
+ * needs RB2_CHAN_F_SLEEP on both halves. A receiver that has found nothing
+ * for a while says that it sleeps (a word in the sender's region, which the
+ * sender looks at after every publication), then looks at the ring once
+ * more; if it is still empty, it may block on the doorbell @p db names, with
+ * rb2_xport_doorbell_wait() (one call for every channel of an lcore). The
+ * sender rings it when it publishes. Either the sender sees the sleep, or
+ * this last look sees the message: no wake-up is lost. Slow path.
+ *
+ * @code
+ * struct rb2_xport_doorbell db;
+ * if (rb2_rx_sleep_arm(rx, &db) == 0) {
+ *	rb2_xport_doorbell_wait(&db, 1, 10000);
+ *	rb2_rx_sleep_disarm(rx);
+ * }
+ * @endcode
+ *
+ * @return 0 (armed: sleep on @p db, then disarm); -EAGAIN (a message is
+ *   there: read it; nothing to disarm); -ENOTSUP (no RB2_CHAN_F_SLEEP); or
+ *   the channel's error.
+ */
+int rb2_rx_sleep_arm(struct rb2_rx *rx, struct rb2_xport_doorbell *db);
+
+/** Say that the receiver polls again (after rb2_rx_sleep_arm() returned 0,
+ * once awake, or when another channel's message called the sleep off). */
+void rb2_rx_sleep_disarm(struct rb2_rx *rx);
+
+/**
+ * Arm, sleep at most @p timeout_us, disarm: the whole of adaptive polling's
+ * sleep for a receiver with one channel.
+ *
+ * @return 0 (woken, or timed out: peek again), -EAGAIN (a message was
+ *   there), -ENOTSUP, or the channel's error.
+ */
+int rb2_rx_sleep(struct rb2_rx *rx, unsigned int timeout_us);
+
+/**
  * @return the notices the receiver has raised (RB2_NOTICE_*): a load from
  *   the sender's own memory, cheap enough for a worker's every loop.
  */

@@ -92,6 +92,12 @@ extern "C" {
 
 /** Offset of the receiver's notices in RB_S (rb2_rx_notify()). */
 #define RB2_REGION_NOTICE_OFF (RB2_REGION_PTR_OFF + 16)
+/** Offset in RB_S of the receiver's sleep word (RB2_CHAN_F_SLEEP): 0 while it
+ * polls, a new number each time it goes to sleep. */
+#define RB2_REGION_SLEEP_OFF (RB2_REGION_PTR_OFF + 24)
+/** Offset in RB_R of the receiver's doorbell (RB2_CHAN_F_SLEEP): a 32-bit
+ * word the sender's transport changes to wake it (rb2_xport_wake()). */
+#define RB2_REGION_DOORBELL_OFF (RB2_REGION_PTR_OFF + 32)
 
 /**
  * Notices a receiver raises for its sender (rb2_rx_notify()), the one thing
@@ -143,8 +149,16 @@ struct rb2_chan_params {
  */
 #define RB2_CHAN_F_NO_ELASTIC (1u << 0)
 #define RB2_CHAN_F_UNALIGNED (1u << 1)
+/**
+ * SLEEP (both halves; not an ablation): the receiver may sleep instead of
+ * polling an idle ring (adaptive polling, rb2_rx_sleep_arm()). The sender
+ * then looks, after every publication, whether its receiver sleeps, and wakes
+ * it: one full fence per publication (every alpha slots, or per flush). Needs
+ * a transport with RB2_XPORT_CAP_WAKE (shm).
+ */
+#define RB2_CHAN_F_SLEEP (1u << 2)
 /** Flags both halves must agree on (they travel in the descriptor). */
-#define RB2_CHAN_F_WIRE RB2_CHAN_F_UNALIGNED
+#define RB2_CHAN_F_WIRE (RB2_CHAN_F_UNALIGNED | RB2_CHAN_F_SLEEP)
 /** Where the slots start in an UNALIGNED region, past the cache line. */
 #define RB2_UNALIGNED_OFF 8
 
@@ -184,7 +198,8 @@ struct rb2_chan_desc {
 	X(cqes, "completion entries sent (WRITE_WITH_IMM sync)") \
 	X(credit_waits, "tail syncs deferred: no receive-queue credit") \
 	X(flushes, "explicit or idle flushes that sent something")             \
-	X(full_events, "reservations refused: ring full")
+	X(full_events, "reservations refused: ring full") \
+	X(wakeups, "sleeping receivers woken (RB2_CHAN_F_SLEEP)")
 
 #define RB2_RX_STATS(X)                                       \
 	X(messages, "messages released")                      \
@@ -193,7 +208,9 @@ struct rb2_chan_desc {
 	X(idle_pushes, "of which pushed because the ring drained") \
 	X(cqes, "completion entries polled (WRITE_WITH_IMM sync)") \
 	X(cq_returns, "receive-queue replenishments WRITTEN back") \
-	X(empty_events, "polls that found the ring empty")
+	X(empty_events, "polls that found the ring empty") \
+	X(sleeps, "times the receiver went to sleep (RB2_CHAN_F_SLEEP)") \
+	X(sleep_aborts, "sleeps called off: a message came as it said it sleeps")
 
 #define RB2_STAT_FIELD(n, d) _Atomic uint64_t n;
 /** Sender counters. Written only by the sender's lcore. */
@@ -288,6 +305,10 @@ struct rb2_tx {
 	 * so publishing is a memcpy and a release store, not a WR chain. */
 	uint32_t *peer_lens;
 	_Atomic uint64_t *peer_tail;
+	/* RB2_CHAN_F_SLEEP: the receiver's sleep word (in RB_S), and the
+	 * sleep we last woke it from. NULL: the receiver never sleeps. */
+	_Atomic uint64_t *rx_sleep;
+	uint64_t woken;
 	struct rb2_chan_half h;       /**< name, transport, memory, peer, policies */
 } __rte_cache_aligned;
 
@@ -326,6 +347,12 @@ struct rb2_rx {
 	_Atomic uint64_t *peer_head;  /**< sender's local_head, mapped (load/store) */
 	_Atomic uint64_t *peer_notices; /**< sender's notice word, mapped (load/store) */
 	uint64_t notices;             /**< RB2_NOTICE_* raised so far */
+	/* RB2_CHAN_F_SLEEP: our doorbell (in RB_R; NULL without the flag),
+	 * the sender's sleep word, mapped (load/store), and the number of
+	 * our last sleep. */
+	uint32_t *doorbell;
+	_Atomic uint64_t *peer_sleep;
+	uint64_t sleep_epoch;
 	struct rb2_chan_half h;       /**< name, transport, memory, peer, policies */
 } __rte_cache_aligned;
 

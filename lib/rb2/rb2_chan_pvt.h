@@ -50,11 +50,12 @@
 /* The receiver's shadow line (rx->head_shadow): [0] its head (the lazy push
  * WRITE's source, or what lazy pull READs), [RB2_PULL_CHECK] the head's
  * complement (lazy pull READs [0, 2) at once, so nothing else may live in
- * it), [RB2_SHADOW_CREDITS] and [RB2_SHADOW_NOTICES] the sources of those
- * WRITEs. */
+ * it), [RB2_SHADOW_CREDITS], [RB2_SHADOW_NOTICES] and [RB2_SHADOW_SLEEP]
+ * the sources of those WRITEs. */
 #define RB2_PULL_CHECK 1
 #define RB2_SHADOW_CREDITS 2
 #define RB2_SHADOW_NOTICES 3
+#define RB2_SHADOW_SLEEP 4
 
 #define RB2_POST_SPINS 10000000u /* reaps before a full queue is an error */
 #define RB2_STATUS_CHECK_US 1000 /* idle halves ask after their peer this often */

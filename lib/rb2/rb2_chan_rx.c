@@ -109,6 +109,77 @@ rb2_rx_notify(struct rb2_rx *rx, uint64_t flags)
 	return ret;
 }
 
+/* Set our sleep word in the sender's region (RB2_CHAN_F_SLEEP): a store, or a
+ * WRITE, which a transport with RB2_XPORT_CAP_WAKE executes at post. */
+static int
+publish_sleep(struct rb2_rx *rx, uint64_t v)
+{
+	struct rb2_xport_wr w;
+	int ret;
+
+	if (rx->peer_sleep != NULL) {
+		atomic_store_explicit(rx->peer_sleep, v, memory_order_release);
+		return 0;
+	}
+	rx->head_shadow[RB2_SHADOW_SLEEP] = v;
+	rb2_chan_word_wr(&w, &rx->h, &rx->head_shadow[RB2_SHADOW_SLEEP], RB2_REGION_SLEEP_OFF,
+			 0, 0);
+	ret = rb2_chan_post(&rx->h, &w, 1, rb2_rx_reap);
+	if (ret < 0)
+		rb2_rx_fail(rx, ret, "posting the sleep word: %s", rte_strerror(-ret));
+	return ret;
+}
+
+int
+rb2_rx_sleep_arm(struct rb2_rx *rx, struct rb2_xport_doorbell *db)
+{
+	struct rb2_msg m;
+	int n;
+
+	if (rx->doorbell == NULL)
+		return -ENOTSUP;
+	if (rx->h.err != 0)
+		return rx->h.err;
+	/* The doorbell first: a ring after this look changes it, and the
+	 * wait then returns at once. */
+	db->word = rx->doorbell;
+	db->seen = __atomic_load_n(rx->doorbell, __ATOMIC_ACQUIRE);
+	n = publish_sleep(rx, ++rx->sleep_epoch);
+	if (n < 0)
+		return n;
+	/* Dekker's handshake with the sender's wake_check(): our sleep word
+	 * before our last look at the ring. */
+	atomic_thread_fence(memory_order_seq_cst);
+	n = rb2_rx_peek_burst(rx, &m, 1);
+	if (n != 0) {
+		publish_sleep(rx, 0);
+		RB2_STAT_ADD(&rx->stats, sleep_aborts, 1);
+		return n < 0 ? n : -EAGAIN;
+	}
+	RB2_STAT_ADD(&rx->stats, sleeps, 1);
+	return 0;
+}
+
+void
+rb2_rx_sleep_disarm(struct rb2_rx *rx)
+{
+	if (rx->doorbell != NULL && rx->h.err == 0)
+		publish_sleep(rx, 0);
+}
+
+int
+rb2_rx_sleep(struct rb2_rx *rx, unsigned int timeout_us)
+{
+	struct rb2_xport_doorbell db;
+	int ret = rb2_rx_sleep_arm(rx, &db);
+
+	if (ret < 0)
+		return ret;
+	ret = rb2_xport_doorbell_wait(&db, 1, timeout_us);
+	rb2_rx_sleep_disarm(rx);
+	return ret == -ETIMEDOUT || ret == -EINTR ? 0 : ret;
+}
+
 /*
  * The receiver found its ring empty: is the sender still there? Its death is
  * only final once the ring has been found empty by a look that started after

@@ -180,6 +180,33 @@ transmit_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w)
 	return n;
 }
 
+/*
+ * Adaptive polling (RB2_CHAN_F_SLEEP): after a publication, does the
+ * receiver sleep? Dekker's handshake with rb2_rx_sleep_arm(): we publish,
+ * then look at its sleep word; it sets the word, then looks at the ring.
+ * With a full fence on both sides between the store and the load, one of
+ * the two sees the other's store: we ring, or it finds the message and does
+ * not sleep. (A transport with RB2_XPORT_CAP_WAKE executes a WRITE at post,
+ * as shm does, so the publication is a store by the time we get here.)
+ */
+static void __rte_noinline
+wake_check(struct rb2_tx *tx)
+{
+	uint64_t sleep;
+	int ret;
+
+	atomic_thread_fence(memory_order_seq_cst);
+	sleep = atomic_load_explicit(tx->rx_sleep, memory_order_relaxed);
+	if (likely(sleep == 0 || sleep == tx->woken))
+		return;
+	tx->woken = sleep;             /* once per sleep */
+	ret = rb2_xport_wake(tx->h.qp, tx->h.peer.addr + RB2_REGION_DOORBELL_OFF,
+			     tx->h.peer.rkey);
+	if (unlikely(ret < 0))
+		rb2_tx_fail(tx, ret, "waking the receiver");
+	RB2_STAT_ADD(&tx->stats, wakeups, 1);
+}
+
 /* With WRs: transmit what is committed and publish it as @how says, in one
  * chain behind one doorbell: slots first, then the policy's tail WRITE. */
 static void __rte_noinline
@@ -194,6 +221,8 @@ sync_tail_wrs(struct rb2_tx *tx, enum rb2_publish how)
 	}
 	n += tx->h.tail->tx_publish(tx, w + n, how);
 	rb2_tx_post(tx, w, n);
+	if (unlikely(tx->rx_sleep != NULL))
+		wake_check(tx);
 }
 
 /*
@@ -208,6 +237,8 @@ sync_tail_ls(struct rb2_tx *tx, enum rb2_publish how)
 	if (how != RB2_PUBLISH_NONE)
 		tx->synced_tail = tx->tail;
 	tx->h.tail->tx_publish(tx, NULL, how);
+	if (unlikely(tx->rx_sleep != NULL))
+		wake_check(tx);
 }
 
 /* The entry points only pick the path: a test and a tail call. */

@@ -5,8 +5,13 @@
 /* Transport layer: driver registry and the slow-path wrappers. */
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 
 #include <rte_errno.h>
 #include <rte_lcore.h>
@@ -77,6 +82,12 @@ dummy_post_recv(struct rb2_xport_qp *qp __rte_unused, unsigned int n __rte_unuse
 {
 	return -ENOTSUP;
 }
+static int
+dummy_wake(struct rb2_xport_qp *qp __rte_unused, uint64_t r __rte_unused,
+	   uint32_t k __rte_unused)
+{
+	return -ENOTSUP;
+}
 static const char *
 dummy_wc_status_str(int status)
 {
@@ -96,6 +107,7 @@ static const struct rb2_xport_ops dummy_ops = {
 	.qp_status = dummy_qp_status,
 	.wc_status_str = dummy_wc_status_str,
 	.post_recv = dummy_post_recv,
+	.wake = dummy_wake,
 };
 
 #define OVERLAY(f) (drv->full.f = drv->ops->f ? drv->ops->f : dummy_ops.f)
@@ -122,6 +134,7 @@ rb2_xport_driver_register(struct rb2_xport_driver *drv)
 	OVERLAY(qp_status);
 	OVERLAY(wc_status_str);
 	OVERLAY(post_recv);
+	OVERLAY(wake);
 	drivers[n_drivers++] = drv;
 }
 
@@ -375,6 +388,49 @@ rb2_xport_post_recv(struct rb2_xport_qp *qp, unsigned int n)
 	if (!(qp->xp->caps & RB2_XPORT_CAP_IMM))
 		return -ENOTSUP;
 	return n == 0 ? 0 : qp->xp->ops->post_recv(qp, n);
+}
+
+int
+rb2_xport_wake(struct rb2_xport_qp *qp, uint64_t remote, uint32_t rkey)
+{
+	if (!(qp->xp->caps & RB2_XPORT_CAP_WAKE))
+		return -ENOTSUP;
+	return qp->connected ? qp->xp->ops->wake(qp, remote, rkey) : -ENOTCONN;
+}
+
+int
+rb2_xport_doorbell_wait(const struct rb2_xport_doorbell *db, unsigned int n,
+			unsigned int timeout_us)
+{
+	struct futex_waitv wv[FUTEX_WAITV_MAX];
+	struct timespec ts;
+	long ret;
+
+	if (n == 0 || n > FUTEX_WAITV_MAX)
+		return -EINVAL;
+	if (n == 1) {
+		/* Not FUTEX_PRIVATE: the word may be shared with a process
+		 * that rings it (a memzone of a multi-process group). */
+		ts.tv_sec = timeout_us / 1000000;
+		ts.tv_nsec = (long)(timeout_us % 1000000) * 1000;
+		ret = syscall(SYS_futex, db[0].word, FUTEX_WAIT, db[0].seen, &ts, NULL, 0);
+	} else {
+		for (unsigned int i = 0; i < n; i++)
+			wv[i] = (struct futex_waitv){ .val = db[i].seen,
+				.uaddr = (uint64_t)(uintptr_t)db[i].word, .flags = FUTEX_32 };
+		/* futex_waitv's timeout is absolute. */
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += timeout_us / 1000000;
+		ts.tv_nsec += (long)(timeout_us % 1000000) * 1000;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		ret = syscall(SYS_futex_waitv, wv, n, 0, &ts, CLOCK_MONOTONIC);
+	}
+	if (ret >= 0 || errno == EAGAIN)   /* rung, or changed before we slept */
+		return 0;
+	return -errno;
 }
 
 const char *

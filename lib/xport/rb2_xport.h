@@ -208,6 +208,36 @@ int rb2_xport_qp_status(struct rb2_xport_qp *qp);
  */
 int rb2_xport_post_recv(struct rb2_xport_qp *qp, unsigned int n);
 
+/**
+ * Wake a peer that sleeps on a doorbell word in its registered memory
+ * (RB2_XPORT_CAP_WAKE): the word at @p remote (4 bytes, aligned) changes,
+ * and a peer blocked in rb2_xport_doorbell_wait() on it returns. Slow path:
+ * the channel calls it only when the peer has said that it sleeps.
+ * shm: an atomic increment and a futex wake (shared memory, so across
+ * processes too).
+ *
+ * @return 0, -ENOTSUP (no RB2_XPORT_CAP_WAKE), or a driver error.
+ */
+int rb2_xport_wake(struct rb2_xport_qp *qp, uint64_t remote, uint32_t rkey);
+
+/** One doorbell word to sleep on, and the value it had when last looked at. */
+struct rb2_xport_doorbell {
+	uint32_t *word; /**< in our own registered memory */
+	uint32_t seen;  /**< a change from this value ends the wait */
+};
+
+/**
+ * Sleep until one of @p n doorbell words (at most 128) differs from the value
+ * it was seen with (rb2_xport_wake() rang it), or @p timeout_us passed. A
+ * word that has changed already ends the wait at once, so a ring between the
+ * look and the call is never lost. Linux futexes: futex_waitv (5.16) for
+ * several words, FUTEX_WAIT for one.
+ *
+ * @return 0 (rung, or spurious: look again), -ETIMEDOUT, -EINTR, -EINVAL.
+ */
+int rb2_xport_doorbell_wait(const struct rb2_xport_doorbell *db, unsigned int n,
+			    unsigned int timeout_us);
+
 /** @return a readable name for a completion status of this transport. */
 const char *rb2_xport_wc_status_str(const struct rb2_xport *xp, int status);
 

@@ -79,6 +79,8 @@ struct rb2_xport_wc {
 #define RB2_XPORT_CAP_IMM (1u << 3)
 /** READ is supported. */
 #define RB2_XPORT_CAP_READ (1u << 4)
+/** A sleeping peer can be woken (rb2_xport_wake(), rb2_xport_doorbell_wait()). */
+#define RB2_XPORT_CAP_WAKE (1u << 5)
 
 /** Memory registered with a transport. Peers address it by (addr, rkey). */
 struct rb2_xport_mr {

@@ -22,6 +22,9 @@
  *   copy       the faithful "NIC copy" mode: every slot goes through a
  *              WRITE, as on RDMA, so the algorithm itself can be measured.
  *
+ * A sleeping peer is woken through a futex on a doorbell word in its memory
+ * (RB2_XPORT_CAP_WAKE).
+ *
  * A peer in another process is watched as a NIC watches its link: the
  * rendezvous records its pid and start time, and the status check (idle
  * halves, at most every millisecond) reports it gone once /proc says it
@@ -31,8 +34,11 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <limits.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 
 #include <rte_cycles.h>
 #include <rte_errno.h>
@@ -101,7 +107,7 @@ shm_open(struct rb2_xport *xp, const char *args)
 		return -EINVAL;
 	}
 	xp->priv = priv;
-	xp->caps = RB2_XPORT_CAP_MULTIPROC | RB2_XPORT_CAP_READ;
+	xp->caps = RB2_XPORT_CAP_MULTIPROC | RB2_XPORT_CAP_READ | RB2_XPORT_CAP_WAKE;
 	if (priv->mode == SHM_LOADSTORE)
 		xp->caps |= RB2_XPORT_CAP_LOADSTORE;
 	/* Shared memory lives wherever the opening lcore runs. */
@@ -444,6 +450,24 @@ shm_peer_ptr(struct rb2_xport_qp *qp __rte_unused, uint64_t remote,
 	return p;
 }
 
+/*
+ * Ring a sleeping peer's doorbell: change the word, then wake whoever sleeps
+ * on it. The change comes first, so a peer that has not yet called
+ * FUTEX_WAIT finds the word changed and does not sleep. Not FUTEX_PRIVATE:
+ * the peer may be another process mapping the same memzone.
+ */
+static int
+shm_wake(struct rb2_xport_qp *qp __rte_unused, uint64_t remote,
+	 uint32_t rkey __rte_unused)
+{
+	uint32_t *word = (uint32_t *)(uintptr_t)remote;
+
+	__atomic_fetch_add(word, 1, __ATOMIC_SEQ_CST);
+	if (syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0) < 0)
+		return -errno;
+	return 0;
+}
+
 static const char *
 shm_wc_status_str(int status)
 {
@@ -462,6 +486,7 @@ static const struct rb2_xport_ops shm_ops = {
 	.peer_ptr = shm_peer_ptr,
 	.qp_status = shm_qp_status,
 	.wc_status_str = shm_wc_status_str,
+	.wake = shm_wake,
 };
 
 RB2_XPORT_REGISTER(shm, shm_ops);

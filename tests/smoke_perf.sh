@@ -81,6 +81,19 @@ for k in ("rb2", "raw_cacheline"):
     l = d[k]
     assert 0 < l["min_ns"] <= l["p50_ns"] <= l["p99_ns"] <= l["p99_9_ns"] <= l["max_ns"], l
 PY
+# Adaptive polling against polling: the sleeper slept and was woken, its idle
+# CPU is a small fraction of the poller's, and nothing was lost.
+"$perf" "${eal[@]}" --file-prefix "smk$$w" -- --mode wake --rounds 1 --paced 200 \
+	--count 100000 --json "$tmp/wake.json" > "$tmp/wake.txt" || fail "--mode wake"
+python3 - "$tmp/wake.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["mode"] == "wake" and d["errors"] == 0 and d["samples"] == 200, d
+assert d["sleeps"] > 100, d
+assert d["idle_cpu_pct_adaptive"] * 5 < d["idle_cpu_pct_poll"], d
+assert d["busy_mps_adaptive"] > 0 and d["busy_mps_poll"] > 0, d
+PY
+expect_error "mode wake runs one design" --mode wake --preset l5
 # The paper's designs side by side, and each sync policy, delivering
 # everything; an unknown design is refused.
 "$perf" "${eal[@]}" --file-prefix "smk$$d" -- --mode bw --size 64 --slots 128 \

@@ -34,10 +34,16 @@ usage(FILE *f, const char *prog)
 "\n"
 "Measures an RB2 channel between two lcores (EAL args must give two, e.g. -l 0-1).\n"
 "\n"
-"  --mode bw|lat|ops    bw: streaming throughput (default); lat: ping-pong round trip;\n"
-"                       ops: both halves on one lcore, in turns: the code's own\n"
-"                       cost per message (repeatable instruction counts under\n"
-"                       callgrind; usertools/rb2-perf-ab.py --callgrind)\n"
+"  --mode bw|lat|ops|wake  bw: streaming throughput (default); lat: ping-pong round\n"
+"                       trip; ops: both halves on one lcore, in turns: the code's\n"
+"                       own cost per message (repeatable instruction counts under\n"
+"                       callgrind; usertools/rb2-perf-ab.py --callgrind); wake:\n"
+"                       adaptive polling against polling: wake-up latency and idle\n"
+"                       CPU of paced messages, and the rate of a busy stream\n"
+"  --gap-us US          wake: paced messages US microseconds apart (default 1000)\n"
+"  --paced N            wake: paced messages per round (default 2000)\n"
+"  --idle-sleep N       wake: empty polls before the receiver sleeps (default 120,\n"
+"                       RDMAbox's MAX_RETRY)\n"
 "  --transport SPEC     transport and its arguments (default shm):\n"
 "                         shm[,mode=loadstore|copy]\n"
 "  --size BYTES         message size, >= 8 (default 64)\n"
@@ -156,6 +162,9 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		{"unaligned", no_argument, NULL, 'U'},
 		{"head-sync", required_argument, NULL, 'H'},
 		{"tail-sync", required_argument, NULL, 'T'},
+		{"gap-us", required_argument, NULL, 'g'},
+		{"paced", required_argument, NULL, 'q'},
+		{"idle-sleep", required_argument, NULL, 'i'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -171,6 +180,9 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 	o->rounds = 5;
 	o->burst = 32;
 	o->port = 18515;
+	o->gap_us = 1000;
+	o->paced = 2000;
+	o->idle_sleep = 120;
 	rb2_chan_params_init(&o->chan);
 
 	optind = 1;
@@ -183,8 +195,10 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 				o->mode = MODE_LAT;
 			} else if (strcmp(optarg, "ops") == 0) {
 				o->mode = MODE_OPS;
+			} else if (strcmp(optarg, "wake") == 0) {
+				o->mode = MODE_WAKE;
 			} else {
-				fprintf(stderr, "rb2-perf: invalid --mode '%s': use bw, lat or ops\n", optarg);
+				fprintf(stderr, "rb2-perf: invalid --mode '%s': use bw, lat, ops or wake\n", optarg);
 				return -1;
 			}
 			break;
@@ -356,6 +370,19 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 				return -1;
 			}
 			break;
+		case 'g':
+			if (parse_u64("gap-us", optarg, 1, 10000000, &o->gap_us) < 0)
+				return -1;
+			break;
+		case 'q':
+			if (parse_u64("paced", optarg, 1, 100000000, &o->paced) < 0)
+				return -1;
+			break;
+		case 'i':
+			if (parse_u64("idle-sleep", optarg, 1, UINT32_MAX, &v) < 0)
+				return -1;
+			o->idle_sleep = (unsigned int)v;
+			break;
 		case 'h':
 			usage(stdout, argv[0]);
 			exit(EXIT_SUCCESS);
@@ -370,7 +397,7 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		return -1;
 	}
 	if (!have_count)
-		o->count = o->mode == MODE_BW ? 10000000 : 100000;
+		o->count = o->mode == MODE_BW ? 10000000 : o->mode == MODE_WAKE ? 2000000 : 100000;
 	if (!have_warmup)
 		o->warmup = o->count / 10;
 	if (o->mode == MODE_LAT) {
@@ -439,6 +466,11 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 	if (o->npresets > 0 && o->compare && o->npresets > PERF_MAX_VARIANTS - 2) {
 		fprintf(stderr, "rb2-perf: --preset with --compare: at most %d presets\n",
 			PERF_MAX_VARIANTS - 2);
+		return -1;
+	}
+	if (o->mode == MODE_WAKE && (o->server || o->client || o->compare || o->pairs ||
+				      o->bounce || o->npresets > 0 || o->size < 16)) {
+		fprintf(stderr, "rb2-perf: --mode wake runs one design in one process, messages of at least 16 B: no --server, --client, --compare, --pairs, --bounce or --preset\n");
 		return -1;
 	}
 	if (o->compare && o->mode != MODE_BW) {
@@ -552,7 +584,8 @@ perf_json_begin(FILE *f, const struct perf_opts *o)
 		"\"msg_size\": %u, \"flags\": %u, \"burst\": %u, \"count\": %" PRIu64 ", "
 		"\"duration\": %g, \"tsc_hz\": %" PRIu64 "",
 		RB2_VERSION, (long long)time(NULL),
-		o->mode == MODE_BW ? "bw" : o->mode == MODE_LAT ? "lat" : "ops", o->transport, o->size,
+		o->mode == MODE_BW ? "bw" : o->mode == MODE_LAT ? "lat" :
+		o->mode == MODE_WAKE ? "wake" : "ops", o->transport, o->size,
 		o->chan.slots, o->chan.slot_size, o->chan.alpha, o->chan.beta,
 		o->chan.gamma, o->chan.msg_size, o->chan.flags, o->burst, o->count, o->duration,
 		rte_get_tsc_hz());
@@ -674,6 +707,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	ret = o.mode == MODE_OPS ? perf_ops_run(&o, json) :
+		o.mode == MODE_WAKE ? perf_wake_run(&o, json) :
 		o.mode == MODE_LAT ? perf_lat_run(&o, json) :
 		o.pairs > 0 ? perf_pairs_run(&o, json) : perf_bw_run(&o, json);
 	if (json != NULL)

@@ -20,7 +20,7 @@
 #define PERF_MAX_ROUNDS 101
 #define PERF_MAX_PAIRS 64       /* --pairs: channel pairs at once */
 
-enum perf_mode { MODE_BW, MODE_LAT, MODE_OPS };
+enum perf_mode { MODE_BW, MODE_LAT, MODE_OPS, MODE_WAKE };
 
 struct perf_opts {
 	enum perf_mode mode;
@@ -51,6 +51,10 @@ struct perf_opts {
 	/* --preset: designs of the paper's evaluation, interleaved (bw). */
 	char presets[PERF_MAX_VARIANTS][24];
 	unsigned int npresets;
+	/* --mode wake: adaptive polling. */
+	uint64_t gap_us;        /* paced messages this far apart */
+	uint64_t paced;         /* paced messages per round */
+	unsigned int idle_sleep; /* empty polls before the adaptive receiver sleeps */
 };
 
 /* One benchmarked implementation in bw mode. */
@@ -92,6 +96,8 @@ int perf_lat_run(const struct perf_opts *o, FILE *json);
 void perf_lat_summarize(uint64_t *cyc, uint64_t n, struct perf_lat *l);
 /* perf_ops.c */
 int perf_ops_run(const struct perf_opts *o, FILE *json);
+/* perf_wake.c */
+int perf_wake_run(const struct perf_opts *o, FILE *json);
 /* perf_remote.c */
 int perf_remote_run(const struct perf_opts *o, FILE *json);
 

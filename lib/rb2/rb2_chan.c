@@ -13,6 +13,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
 
 #include <rte_cycles.h>
 #include <rte_errno.h>
@@ -220,6 +223,8 @@ half_create(const char *name, struct rb2_xport *xp, const struct rb2_chan_params
 		rte_errno = ENOTSUP;
 		return NULL;
 	}
+	if (p.flags & RB2_CHAN_F_SLEEP)
+		rb2_sleep_fence_init();
 	loadstore = (rb2_xport_caps(xp) & RB2_XPORT_CAP_LOADSTORE) != 0;
 	lcore = p.lcore_id == LCORE_ID_ANY ? rte_lcore_id() : p.lcore_id;
 	socket = p.socket_id == SOCKET_ID_ANY ? rb2_xport_socket(xp) : p.socket_id;
@@ -280,6 +285,40 @@ half_create(const char *name, struct rb2_xport *xp, const struct rb2_chan_params
 	h->tail = rb2_tail_ops_of(&p);
 	strlcpy(h->name, name, sizeof(h->name));
 	return half;
+}
+
+/* ---- adaptive polling's asymmetric fence (rb2_chan_pvt.h) ---------------- */
+
+int rb2_sleep_fence_asym;
+static pthread_once_t sleep_fence_once = PTHREAD_ONCE_INIT;
+
+static void
+sleep_fence_setup(void)
+{
+	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) ||
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) < 0) {
+		RB2_CHAN_LOG(NOTICE, "membarrier(2) GLOBAL_EXPEDITED is not available: senders of "
+			     "channels whose receivers may sleep fence at every publication");
+		return;
+	}
+	__atomic_store_n(&rb2_sleep_fence_asym, 1, __ATOMIC_RELEASE);
+}
+
+void
+rb2_sleep_fence_init(void)
+{
+	pthread_once(&sleep_fence_once, sleep_fence_setup);
+}
+
+void
+rb2_sleep_fence_heavy(void)
+{
+	if (__atomic_load_n(&rb2_sleep_fence_asym, __ATOMIC_ACQUIRE) &&
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0)
+		return;
+	atomic_thread_fence(memory_order_seq_cst);
 }
 
 /* The half is complete: list it (telemetry, name checks). */

@@ -148,8 +148,9 @@ rb2_rx_sleep_arm(struct rb2_rx *rx, struct rb2_xport_doorbell *db)
 	if (n < 0)
 		return n;
 	/* Dekker's handshake with the sender's wake_check(): our sleep word
-	 * before our last look at the ring. */
-	atomic_thread_fence(memory_order_seq_cst);
+	 * before our last look at the ring, and the sender's publication
+	 * before its look at our word (rb2_chan_pvt.h). */
+	rb2_sleep_fence_heavy();
 	n = rb2_rx_peek_burst(rx, &m, 1);
 	if (n != 0) {
 		publish_sleep(rx, 0);

@@ -184,10 +184,12 @@ transmit_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w)
  * Adaptive polling (RB2_CHAN_F_SLEEP): after a publication, does the
  * receiver sleep? Dekker's handshake with rb2_rx_sleep_arm(): we publish,
  * then look at its sleep word; it sets the word, then looks at the ring.
- * With a full fence on both sides between the store and the load, one of
+ * With a full barrier on both sides between the store and the load, one of
  * the two sees the other's store: we ring, or it finds the message and does
- * not sleep. (A transport with RB2_XPORT_CAP_WAKE executes a WRITE at post,
- * as shm does, so the publication is a store by the time we get here.)
+ * not sleep. Ours is only the compiler's where the receiver's is
+ * membarrier(2) (rb2_chan_pvt.h). (A transport with RB2_XPORT_CAP_WAKE
+ * executes a WRITE at post, as shm does, so the publication is a store by
+ * the time we get here.)
  */
 static void __rte_noinline
 wake_check(struct rb2_tx *tx)
@@ -195,7 +197,10 @@ wake_check(struct rb2_tx *tx)
 	uint64_t sleep;
 	int ret;
 
-	atomic_thread_fence(memory_order_seq_cst);
+	if (likely(__atomic_load_n(&rb2_sleep_fence_asym, __ATOMIC_RELAXED)))
+		atomic_signal_fence(memory_order_seq_cst);
+	else
+		atomic_thread_fence(memory_order_seq_cst);
 	sleep = atomic_load_explicit(tx->rx_sleep, memory_order_relaxed);
 	if (likely(sleep == 0 || sleep == tx->woken))
 		return;

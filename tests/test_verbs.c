@@ -6,7 +6,7 @@
  * Integration tests of the verbs transport, one process per side, run by
  * tests/verbs-vm/suite.sh inside the Soft-RoCE guest:
  *
- *   test_verbs [EAL args] -- server|client stream|elastic|lat|kill|baddesc IP:PORT [COUNT]
+ *   test_verbs [EAL args] -- server|client stream|elastic|lat|kill|baddesc|conn|sleep IP:PORT [COUNT]
  *
  * stream   COUNT messages of 8..200 B (1 to 4 slots of 64 B, across the wrap
  *          of a 256-slot ring) under alpha=32 beta=16 gamma=32: exactly once,
@@ -17,6 +17,12 @@
  * kill     the client streams until the harness kills it; the server must get
  *          an error, not hang, and report how long it took.
  * baddesc  the client sends a malformed descriptor; the server must refuse it.
+ * sleep    adaptive polling (RB2_CHAN_F_SLEEP): the client sends COUNT
+ *          messages 0 to 2 ms apart, each stamped with its TSC; the server
+ *          sleeps on its completion channel when idle and is woken by the
+ *          client's WRITE_WITH_IMM: every message once, in order, and none
+ *          waiting anywhere near the 1 s sleep timeout (RB2_TEST_STAMPS=0
+ *          across hosts, whose TSCs differ: then the whole run's length).
  * conn     connections (lib/conn) over one channel pair, so one QP each way:
  *          the client opens 1000 and sends COUNT messages spread over them at
  *          random, then half-closes each; the server checks every one (once,
@@ -240,6 +246,133 @@ stream_client(struct rb2_xport *xp, const char *addr, uint64_t count, int foreve
 	       (uint64_t)st.deferred_tail_syncs, (uint64_t)st.full_events);
 	rb2_tx_destroy(tx);
 	return 0;
+}
+
+/* Adaptive polling over a real QP: see the file's comment. */
+#define SLEEP_TIMEOUT_US 1000000
+#define SLEEP_IDLE_POLLS 120
+#define SLEEP_WAKE_BOUND_MS 50.0
+
+static int
+sleep_server(struct rb2_xport *xp, const char *addr, uint64_t count)
+{
+	const char *st = getenv("RB2_TEST_STAMPS");
+	int stamps = st == NULL || strcmp(st, "0") != 0;
+	struct rb2_chan_params p;
+	struct rb2_rx_stats rs;
+	struct rb2_rx *rx;
+	uint64_t got = 0, bad = 0, slept = 0, worst = 0;
+	unsigned int idle = 0;
+	double t0;
+
+	params(&p, P_STREAM);
+	p.flags |= RB2_CHAN_F_SLEEP;
+	rx = rb2_rx_create("vz", xp, &p);
+	if (rx == NULL || rb2_rx_connect(rx, addr, 60000) != 0)
+		return 1;
+	t0 = now_s();
+	while (got < count) {
+		struct rb2_msg m[8];
+		int n = rb2_rx_peek_burst(rx, m, 8);
+
+		if (n < 0) {
+			printf("sleep: receiver failed after %" PRIu64 " messages: %s\n", got,
+			       strerror(-n));
+			return 1;
+		}
+		for (int i = 0; i < n; i++, got++) {
+			const uint64_t *w = m[i].data;
+			uint64_t now = rte_get_timer_cycles();
+
+			bad += w[0] != got;
+			if (stamps && now > w[1] && now - w[1] > worst)
+				worst = now - w[1];
+		}
+		if (n > 0) {
+			rb2_rx_release_burst(rx, m, (unsigned int)n);
+			idle = 0;
+			continue;
+		}
+		if (++idle >= SLEEP_IDLE_POLLS) {
+			int ret = rb2_rx_sleep(rx, SLEEP_TIMEOUT_US);
+
+			if (ret < 0 && ret != -EAGAIN) {
+				printf("sleep: %s\n", strerror(-ret));
+				return 1;
+			}
+			slept += ret == 0;
+			idle = 0;
+		}
+	}
+	rb2_rx_stats_get(rx, &rs);
+	printf("sleep: %" PRIu64 " messages in %.2f s, %" PRIu64 " out of order; slept %" PRIu64
+	       " times, %" PRIu64 " wake-ups received, %" PRIu64 " sleeps called off; longest wait %.2f ms\n",
+	       got, now_s() - t0, bad, slept, (uint64_t)rs.wakeups, (uint64_t)rs.sleep_aborts,
+	       (double)worst * 1000.0 / (double)rte_get_timer_hz());
+	if (bad > 0 || slept < count / 4 || rs.wakeups == 0 ||
+	    (stamps && (double)worst * 1000.0 / (double)rte_get_timer_hz() > SLEEP_WAKE_BOUND_MS) ||
+	    (!stamps && now_s() - t0 > (double)count * 0.002 + 5.0)) {
+		printf("sleep: FAILED (want in order, slept at least %" PRIu64 " times, woken, every wait below %.0f ms)\n",
+		       count / 4, SLEEP_WAKE_BOUND_MS);
+		return 1;
+	}
+	for (int i = 0; i < 200; i++) {   /* let the sender see its last head */
+		struct rb2_msg m;
+
+		rb2_rx_peek_burst(rx, &m, 1);
+		usleep(1000);
+	}
+	rb2_rx_destroy(rx);
+	return 0;
+}
+
+static int
+sleep_client(struct rb2_xport *xp, const char *addr, uint64_t count)
+{
+	struct rb2_chan_params p;
+	struct rb2_tx_stats ts;
+	struct rb2_tx *tx;
+	uint64_t r = 88172645463325252ull;
+
+	params(&p, P_STREAM);
+	p.flags |= RB2_CHAN_F_SLEEP;
+	tx = rb2_tx_create("vz", xp, &p);
+	if (tx == NULL || tx_connect_retry(tx, addr) != 0)
+		return 1;
+	for (uint64_t seq = 0; seq < count; seq++) {
+		uint64_t *w;
+		void *slot = NULL;
+		int ret;
+
+		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+		usleep((useconds_t)(r % 2000));
+		while ((ret = rb2_tx_reserve(tx, 16, &slot)) == -ENOBUFS)
+			rb2_tx_flush(tx);
+		if (ret < 0) {
+			printf("sleep: sender failed at %" PRIu64 ": %s\n", seq, strerror(-ret));
+			return 1;
+		}
+		w = slot;
+		w[0] = seq;
+		w[1] = rte_get_timer_cycles();
+		rb2_tx_commit(tx, 16);
+		rb2_tx_flush(tx);
+		/* Idle until the next: the flush looks at the sleep word, as a
+		 * worker's idle pass does. */
+		for (int i = 0; i < 10; i++)
+			rb2_tx_flush(tx);
+	}
+	for (double t = now_s(); atomic_load(tx->local_head) != tx->tail && now_s() - t < 30;) {
+		void *slot;
+
+		rb2_tx_flush(tx);
+		(void)rb2_tx_reserve(tx, 8, &slot);
+	}
+	rb2_tx_stats_get(tx, &ts);
+	printf("sleep: sender: %" PRIu64 " messages, %" PRIu64 " wake-ups sent\n",
+	       (uint64_t)ts.messages, (uint64_t)ts.wakeups);
+	rb2_tx_destroy(tx);
+	return ts.wakeups > 0 ? 0 : 1;
 }
 
 /* Ping-pong: the client sends on port P, the server answers on port P+1. */
@@ -507,7 +640,7 @@ main(int argc, char **argv)
 	argc -= ret;
 	argv += ret;
 	if (argc < 4) {
-		fprintf(stderr, "usage: test_verbs [EAL] -- server|client stream|lat|kill|guestkill|qperr|baddesc|conn IP:PORT [COUNT]\n");
+		fprintf(stderr, "usage: test_verbs [EAL] -- server|client stream|lat|kill|guestkill|qperr|baddesc|conn|sleep IP:PORT [COUNT]\n");
 		return 2;
 	}
 	role = argv[1];
@@ -538,6 +671,8 @@ main(int argc, char **argv)
 		ret = baddesc(xp, addr, server);
 	else if (strcmp(test, "conn") == 0)
 		ret = conn_test(xp, addr, server, count);
+	else if (strcmp(test, "sleep") == 0)
+		ret = server ? sleep_server(xp, addr, count) : sleep_client(xp, addr, count);
 	else
 		ret = 2;
 	rb2_xport_close(xp);

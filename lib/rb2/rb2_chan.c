@@ -256,6 +256,11 @@ half_create(const char *name, struct rb2_xport *xp, const struct rb2_chan_params
 	if (!is_tx && p.tail_sync == RB2_TAIL_WRITE_IMM &&
 	    (rb2_xport_caps(xp) & RB2_XPORT_CAP_IMM))
 		attr.recv_depth = RB2_CQ_ENTRIES; /* one per credit */
+	if (!is_tx && (p.flags & RB2_CHAN_F_SLEEP)) {
+		attr.wake = 1;
+		if (rb2_xport_caps(xp) & RB2_XPORT_CAP_IMM)
+			attr.recv_depth += RB2_WAKE_RECVS;
+	}
 	qp = rb2_xport_qp_create(xp, &attr);
 	if (qp == NULL) {
 		ret = rte_errno;
@@ -588,6 +593,17 @@ rx_attach(struct rb2_rx *rx, const struct rb2_chan_desc *peer)
 	}
 	if (rx->h.tail->rx_attach != NULL && (ret = rx->h.tail->rx_attach(rx)) < 0)
 		return ret;
+	/* A sleeper's wake-ups are receive completions where there are. */
+	if (rx->doorbell != NULL && (rb2_xport_caps(rx->h.xp) & RB2_XPORT_CAP_IMM) &&
+	    rx->wake_recvs == 0) {
+		ret = rb2_xport_post_recv(rx->h.qp, RB2_WAKE_RECVS);
+		if (ret < 0) {
+			RB2_CHAN_LOG(ERR, "channel '%s': posting %d receives for wake-ups: %s",
+				     rx->h.name, RB2_WAKE_RECVS, rte_strerror(-ret));
+			return ret;
+		}
+		rx->wake_recvs = RB2_WAKE_RECVS;
+	}
 	rx->h.err = 0;
 	return 0;
 }

@@ -397,7 +397,9 @@ rb2_tx_send(struct rb2_tx *tx, const void *buf, uint32_t len)
 static inline int
 rb2_tx_flush(struct rb2_tx *tx)
 {
-	if (likely(tx->tail == tx->pub_tail && tx->h.err == 0))
+	/* rx_sleep: a sleeping receiver may not have seen our last
+	 * publication yet (verbs: it landed after its last look). */
+	if (likely(tx->tail == tx->pub_tail && tx->h.err == 0 && tx->rx_sleep == NULL))
 		return 0;
 	return __rb2_tx_flush(tx);
 }

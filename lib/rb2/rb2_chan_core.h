@@ -93,7 +93,8 @@ extern "C" {
 /** Offset of the receiver's notices in RB_S (rb2_rx_notify()). */
 #define RB2_REGION_NOTICE_OFF (RB2_REGION_PTR_OFF + 16)
 /** Offset in RB_S of the receiver's sleep word (RB2_CHAN_F_SLEEP): 0 while it
- * polls, a new number each time it goes to sleep. */
+ * polls; asleep, 1 + the position up to which it has seen everything (its
+ * head), so the sender wakes it once it has published past that. */
 #define RB2_REGION_SLEEP_OFF (RB2_REGION_PTR_OFF + 24)
 /** Offset in RB_R of the receiver's doorbell (RB2_CHAN_F_SLEEP): a 32-bit
  * word the sender's transport changes to wake it (rb2_xport_wake()). */
@@ -152,9 +153,9 @@ struct rb2_chan_params {
 /**
  * SLEEP (both halves; not an ablation): the receiver may sleep instead of
  * polling an idle ring (adaptive polling, rb2_rx_sleep_arm()). The sender
- * then looks, after every publication, whether its receiver sleeps, and wakes
- * it: one full fence per publication (every alpha slots, or per flush). Needs
- * a transport with RB2_XPORT_CAP_WAKE (shm).
+ * then looks, after every publication and when idle (rb2_tx_flush()), whether
+ * its receiver sleeps having seen less than it published, and wakes it with
+ * an RB2_WR_WAKE. Needs a transport with RB2_XPORT_CAP_WAKE (shm, verbs).
  */
 #define RB2_CHAN_F_SLEEP (1u << 2)
 /** Flags both halves must agree on (they travel in the descriptor). */
@@ -210,7 +211,8 @@ struct rb2_chan_desc {
 	X(cq_returns, "receive-queue replenishments WRITTEN back") \
 	X(empty_events, "polls that found the ring empty") \
 	X(sleeps, "times the receiver went to sleep (RB2_CHAN_F_SLEEP)") \
-	X(sleep_aborts, "sleeps called off: a message came as it said it sleeps")
+	X(sleep_aborts, "sleeps called off: a message came as it said it sleeps") \
+	X(wakeups, "wake-ups received (a receive completion: verbs)")
 
 #define RB2_STAT_FIELD(n, d) _Atomic uint64_t n;
 /** Sender counters. Written only by the sender's lcore. */
@@ -348,11 +350,13 @@ struct rb2_rx {
 	_Atomic uint64_t *peer_notices; /**< sender's notice word, mapped (load/store) */
 	uint64_t notices;             /**< RB2_NOTICE_* raised so far */
 	/* RB2_CHAN_F_SLEEP: our doorbell (in RB_R; NULL without the flag),
-	 * the sender's sleep word, mapped (load/store), and the number of
-	 * our last sleep. */
+	 * the sender's sleep word, mapped (load/store), the acknowledged
+	 * WRITEs of it (verbs: a sleep waits until its word has landed), and
+	 * the wake-up receives we keep posted (verbs). */
 	uint32_t *doorbell;
 	_Atomic uint64_t *peer_sleep;
-	uint64_t sleep_epoch;
+	uint64_t sleep_writes, sleep_acked;
+	uint32_t wake_recvs;
 	struct rb2_chan_half h;       /**< name, transport, memory, peer, policies */
 } __rte_cache_aligned;
 

@@ -46,6 +46,12 @@
 #define WRID_TAIL 1
 #define WRID_HEAD 2
 #define WRID_PULL 3
+#define WRID_SLEEP 4
+
+/* Receives a sleeping receiver keeps posted for the sender's wake-ups
+ * (RB2_CHAN_F_SLEEP on a transport with RB2_XPORT_CAP_IMM), re-posted as
+ * they are consumed; a sender wakes a sleep once. */
+#define RB2_WAKE_RECVS 4
 
 /* The receiver's shadow line (rx->head_shadow): [0] its head (the lazy push
  * WRITE's source, or what lazy pull READs), [RB2_PULL_CHECK] the head's

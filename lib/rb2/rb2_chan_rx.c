@@ -40,25 +40,36 @@ rb2_rx_reap(struct rb2_chan_half *h)
 	struct rb2_rx *rx = rb2_half_rx(h);
 	struct rb2_xport_wc wc[16];
 	uint64_t slots = 0;
-	unsigned int got = 0;
+	unsigned int got = 0, wakes = 0;
 	int n = rb2_xport_poll(h->qp, wc, RTE_DIM(wc));
 
 	if (n < 0) {
 		rb2_rx_fail(rx, n, "polling completions: %s", rte_strerror(-n));
 		return n;
 	}
-	/* Receives of WRITE_WITH_IMM (each immediate: slots published), and
-	 * failed sends: the head and credit WRITEs are unsignaled, so only
-	 * failures come back. */
+	/* Receives of WRITE_WITH_IMM (each immediate: slots published, or a
+	 * wake-up), our sleep word's WRITE, and failed sends: the head and
+	 * credit WRITEs are unsignaled, so only failures come back. */
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status != RB2_WC_SUCCESS) {
 			rb2_rx_fail(rx, -EIO, "%s completion error: %s",
 				    wc[i].opcode == RB2_WC_RECV_IMM ? "WRITE_WITH_IMM receive" :
 				    "head/credit WRITE", rb2_xport_wc_status_str(h->xp, wc[i].status));
+		} else if (wc[i].opcode == RB2_WC_RECV_IMM && wc[i].imm == RB2_IMM_WAKE) {
+			wakes++;           /* a sender woke us (RB2_WR_WAKE) */
 		} else if (wc[i].opcode == RB2_WC_RECV_IMM) {
 			slots += wc[i].imm;
 			got++;
+		} else if (wc[i].wr_id == WRID_SLEEP) {
+			rx->sleep_acked++; /* our sleep word has landed */
 		}
+	}
+	if (wakes > 0) {
+		int ret = rb2_xport_post_recv(h->qp, wakes);
+
+		RB2_STAT_ADD(&rx->stats, wakeups, wakes);
+		if (ret < 0)
+			rb2_rx_fail(rx, ret, "re-posting wake-up receives: %s", rte_strerror(-ret));
 	}
 	if (got > 0) {
 		if (h->tail->rx_received == NULL)
@@ -109,10 +120,11 @@ rb2_rx_notify(struct rb2_rx *rx, uint64_t flags)
 	return ret;
 }
 
-/* Set our sleep word in the sender's region (RB2_CHAN_F_SLEEP): a store, or a
- * WRITE, which a transport with RB2_XPORT_CAP_WAKE executes at post. */
+/* Set our sleep word in the sender's region (RB2_CHAN_F_SLEEP): a store, or
+ * a WRITE; @landed: wait until it has (its completion), so that every
+ * publication the sender makes from now on sees it. */
 static int
-publish_sleep(struct rb2_rx *rx, uint64_t v)
+publish_sleep(struct rb2_rx *rx, uint64_t v, int landed)
 {
 	struct rb2_xport_wr w;
 	int ret;
@@ -123,11 +135,24 @@ publish_sleep(struct rb2_rx *rx, uint64_t v)
 	}
 	rx->head_shadow[RB2_SHADOW_SLEEP] = v;
 	rb2_chan_word_wr(&w, &rx->h, &rx->head_shadow[RB2_SHADOW_SLEEP], RB2_REGION_SLEEP_OFF,
-			 0, 0);
+			 WRID_SLEEP, landed ? RB2_WR_SIGNALED : 0);
 	ret = rb2_chan_post(&rx->h, &w, 1, rb2_rx_reap);
-	if (ret < 0)
+	if (ret < 0) {
 		rb2_rx_fail(rx, ret, "posting the sleep word: %s", rte_strerror(-ret));
-	return ret;
+		return ret;
+	}
+	if (!landed)
+		return 0;
+	rx->sleep_writes++;
+	for (uint32_t spins = 0; rx->sleep_acked != rx->sleep_writes; spins++) {
+		if (spins == RB2_POST_SPINS) {
+			rb2_rx_fail(rx, -ETIMEDOUT, "the sleep word's WRITE never completed");
+			return -ETIMEDOUT;
+		}
+		if ((ret = rb2_rx_reap(&rx->h)) < 0)
+			return ret;
+	}
+	return 0;
 }
 
 int
@@ -140,21 +165,24 @@ rb2_rx_sleep_arm(struct rb2_rx *rx, struct rb2_xport_doorbell *db)
 		return -ENOTSUP;
 	if (rx->h.err != 0)
 		return rx->h.err;
-	/* The doorbell first: a ring after this look changes it, and the
-	 * wait then returns at once. */
-	db->word = rx->doorbell;
-	db->seen = __atomic_load_n(rx->doorbell, __ATOMIC_ACQUIRE);
-	n = publish_sleep(rx, ++rx->sleep_epoch);
+	/* "Asleep, having seen everything before head": the sender wakes
+	 * us once it has published past it. Landed before we look again. */
+	n = publish_sleep(rx, rx->head + 1, 1);
 	if (n < 0)
 		return n;
-	/* Dekker's handshake with the sender's wake_check(): our sleep word
-	 * before our last look at the ring, and the sender's publication
-	 * before its look at our word (rb2_chan_pvt.h). */
-	rb2_sleep_fence_heavy();
-	n = rb2_rx_peek_burst(rx, &m, 1);
+	/* Where WRITEs are the CPU's stores (shm), Dekker's handshake with
+	 * the sender's wake_check(): our sleep word before our last look,
+	 * its publication before its look at our word (rb2_chan_pvt.h). */
+	if (!(rb2_xport_caps(rx->h.xp) & RB2_XPORT_CAP_REMOTE))
+		rb2_sleep_fence_heavy();
+	/* Armed before the last look: a ring after it ends the wait. */
+	n = rb2_xport_doorbell_arm(rx->h.qp, rx->doorbell, db);
+	if (n == 0)
+		n = rb2_rx_peek_burst(rx, &m, 1);
 	if (n != 0) {
-		publish_sleep(rx, 0);
-		RB2_STAT_ADD(&rx->stats, sleep_aborts, 1);
+		rb2_rx_sleep_disarm(rx);
+		if (n > 0)
+			RB2_STAT_ADD(&rx->stats, sleep_aborts, 1);
 		return n < 0 ? n : -EAGAIN;
 	}
 	RB2_STAT_ADD(&rx->stats, sleeps, 1);
@@ -164,8 +192,14 @@ rb2_rx_sleep_arm(struct rb2_rx *rx, struct rb2_xport_doorbell *db)
 void
 rb2_rx_sleep_disarm(struct rb2_rx *rx)
 {
-	if (rx->doorbell != NULL && rx->h.err == 0)
-		publish_sleep(rx, 0);
+	if (rx->doorbell == NULL || rx->h.err != 0)
+		return;
+	publish_sleep(rx, 0, 0);
+	rb2_xport_doorbell_done(rx->h.qp);
+	/* Take the wake-up's receive completion and post its receive again
+	 * (under WRITE_WITH_IMM sync the peek polls them anyway). */
+	if (rx->wake_recvs > 0)
+		rb2_rx_reap(&rx->h);
 }
 
 int

@@ -181,34 +181,39 @@ transmit_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w)
 }
 
 /*
- * Adaptive polling (RB2_CHAN_F_SLEEP): after a publication, does the
- * receiver sleep? Dekker's handshake with rb2_rx_sleep_arm(): we publish,
- * then look at its sleep word; it sets the word, then looks at the ring.
- * With a full barrier on both sides between the store and the load, one of
- * the two sees the other's store: we ring, or it finds the message and does
- * not sleep. Ours is only the compiler's where the receiver's is
- * membarrier(2) (rb2_chan_pvt.h). (A transport with RB2_XPORT_CAP_WAKE
- * executes a WRITE at post, as shm does, so the publication is a store by
- * the time we get here.)
+ * Adaptive polling (RB2_CHAN_F_SLEEP): after a publication, and when idle,
+ * does the receiver sleep having seen less than we have published? Then wake
+ * it, once per sleep, with an RB2_WR_WAKE behind what we published.
+ *
+ * Where WRITEs are the CPU's stores (shm), this is Dekker's handshake with
+ * rb2_rx_sleep_arm(): we publish, then look at its sleep word; it sets the
+ * word, then looks at the ring; with a full barrier on both sides between
+ * the store and the load, one of the two sees the other's store. Ours is only
+ * the compiler's where the receiver's is membarrier(2) (rb2_chan_pvt.h).
+ * Over a network (verbs) a publication may land after the receiver's last
+ * look although we looked at its word before it had landed: the receiver
+ * waits until its word has, so our next look, at the next publication or
+ * when idle, finds it, and the word says what it had seen.
  */
 static void __rte_noinline
 wake_check(struct rb2_tx *tx)
 {
+	struct rb2_xport_wr w;
 	uint64_t sleep;
-	int ret;
 
 	if (likely(__atomic_load_n(&rb2_sleep_fence_asym, __ATOMIC_RELAXED)))
 		atomic_signal_fence(memory_order_seq_cst);
 	else
 		atomic_thread_fence(memory_order_seq_cst);
 	sleep = atomic_load_explicit(tx->rx_sleep, memory_order_relaxed);
-	if (likely(sleep == 0 || sleep == tx->woken))
+	if (likely(sleep == 0 || sleep == tx->woken || tx->pub_tail < sleep))
 		return;
 	tx->woken = sleep;             /* once per sleep */
-	ret = rb2_xport_wake(tx->h.qp, tx->h.peer.addr + RB2_REGION_DOORBELL_OFF,
-			     tx->h.peer.rkey);
-	if (unlikely(ret < 0))
-		rb2_tx_fail(tx, ret, "waking the receiver");
+	w = (struct rb2_xport_wr){
+		.remote = tx->h.peer.addr + RB2_REGION_DOORBELL_OFF,
+		.rkey = tx->h.peer.rkey, .opcode = RB2_WR_WAKE,
+	};
+	rb2_tx_post(tx, &w, 1);
 	RB2_STAT_ADD(&tx->stats, wakeups, 1);
 }
 
@@ -270,6 +275,10 @@ __rb2_tx_flush(struct rb2_tx *tx)
 {
 	if (tx->h.err != 0)
 		return tx->h.err;
+	if (tx->tail == tx->pub_tail) {   /* idle, the receiver may sleep */
+		wake_check(tx);
+		return tx->h.err;
+	}
 	RB2_STAT_ADD(&tx->stats, flushes, 1);
 	if (tx->h.loadstore)
 		sync_tail_ls(tx, RB2_PUBLISH_FLUSH);

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -82,12 +83,17 @@ dummy_post_recv(struct rb2_xport_qp *qp __rte_unused, unsigned int n __rte_unuse
 {
 	return -ENOTSUP;
 }
+/* The default doorbell: a futex on a word of shared memory. */
 static int
-dummy_wake(struct rb2_xport_qp *qp __rte_unused, uint64_t r __rte_unused,
-	   uint32_t k __rte_unused)
+futex_doorbell_arm(struct rb2_xport_qp *qp __rte_unused, uint32_t *word,
+		   struct rb2_xport_doorbell *db)
 {
-	return -ENOTSUP;
+	db->word = word;
+	db->seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+	db->fd = -1;
+	return 0;
 }
+static void dummy_doorbell_done(struct rb2_xport_qp *qp __rte_unused) {}
 static const char *
 dummy_wc_status_str(int status)
 {
@@ -107,7 +113,8 @@ static const struct rb2_xport_ops dummy_ops = {
 	.qp_status = dummy_qp_status,
 	.wc_status_str = dummy_wc_status_str,
 	.post_recv = dummy_post_recv,
-	.wake = dummy_wake,
+	.doorbell_arm = futex_doorbell_arm,
+	.doorbell_done = dummy_doorbell_done,
 };
 
 #define OVERLAY(f) (drv->full.f = drv->ops->f ? drv->ops->f : dummy_ops.f)
@@ -134,7 +141,8 @@ rb2_xport_driver_register(struct rb2_xport_driver *drv)
 	OVERLAY(qp_status);
 	OVERLAY(wc_status_str);
 	OVERLAY(post_recv);
-	OVERLAY(wake);
+	OVERLAY(doorbell_arm);
+	OVERLAY(doorbell_done);
 	drivers[n_drivers++] = drv;
 }
 
@@ -391,11 +399,66 @@ rb2_xport_post_recv(struct rb2_xport_qp *qp, unsigned int n)
 }
 
 int
-rb2_xport_wake(struct rb2_xport_qp *qp, uint64_t remote, uint32_t rkey)
+rb2_xport_doorbell_arm(struct rb2_xport_qp *qp, uint32_t *word, struct rb2_xport_doorbell *db)
 {
 	if (!(qp->xp->caps & RB2_XPORT_CAP_WAKE))
 		return -ENOTSUP;
-	return qp->connected ? qp->xp->ops->wake(qp, remote, rkey) : -ENOTCONN;
+	return qp->xp->ops->doorbell_arm(qp, word, db);
+}
+
+void
+rb2_xport_doorbell_done(struct rb2_xport_qp *qp)
+{
+	qp->xp->ops->doorbell_done(qp);
+}
+
+static int
+words_changed(const struct rb2_xport_doorbell *db, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (db[i].word != NULL && __atomic_load_n(db[i].word, __ATOMIC_ACQUIRE) != db[i].seen)
+			return 1;
+	return 0;
+}
+
+static uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* Some doorbells are descriptors: poll(2) them, and look at the words every
+ * millisecond (a sleeper mixing the two is not the common case). */
+static int
+wait_fds(const struct rb2_xport_doorbell *db, unsigned int n, unsigned int timeout_us)
+{
+	struct pollfd pfd[FUTEX_WAITV_MAX];
+	unsigned int nfd = 0, words = 0;
+	uint64_t deadline = now_us() + timeout_us;
+
+	for (unsigned int i = 0; i < n; i++) {
+		if (db[i].fd >= 0)
+			pfd[nfd++] = (struct pollfd){ .fd = db[i].fd, .events = POLLIN };
+		words += db[i].word != NULL;
+	}
+	for (;;) {
+		uint64_t t = now_us();
+		int ret;
+
+		if (words > 0 && words_changed(db, n))
+			return 0;
+		if (t >= deadline)
+			return -ETIMEDOUT;
+		ret = poll(pfd, nfd, words > 0 ? 1 : (int)RTE_MIN((deadline - t + 999) / 1000,
+								  (uint64_t)INT_MAX));
+		if (ret > 0)
+			return 0;
+		if (ret < 0)
+			return -errno;
+	}
 }
 
 int
@@ -408,6 +471,9 @@ rb2_xport_doorbell_wait(const struct rb2_xport_doorbell *db, unsigned int n,
 
 	if (n == 0 || n > FUTEX_WAITV_MAX)
 		return -EINVAL;
+	for (unsigned int i = 0; i < n; i++)
+		if (db[i].fd >= 0)
+			return wait_fds(db, n, timeout_us);
 	if (n == 1) {
 		/* Not FUTEX_PRIVATE: the word may be shared with a process
 		 * that rings it (a memzone of a multi-process group). */

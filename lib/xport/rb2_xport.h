@@ -209,29 +209,26 @@ int rb2_xport_qp_status(struct rb2_xport_qp *qp);
 int rb2_xport_post_recv(struct rb2_xport_qp *qp, unsigned int n);
 
 /**
- * Wake a peer that sleeps on a doorbell word in its registered memory
- * (RB2_XPORT_CAP_WAKE): the word at @p remote (4 bytes, aligned) changes,
- * and a peer blocked in rb2_xport_doorbell_wait() on it returns. Slow path:
- * the channel calls it only when the peer has said that it sleeps.
- * shm: an atomic increment and a futex wake (shared memory, so across
- * processes too).
+ * Get ready to sleep on queue @p qp (created with attr.wake): fill @p db with
+ * what to wait on. @p word is a doorbell word in our registered memory, the
+ * one a peer's RB2_WR_WAKE names. shm: the word and its value now; verbs:
+ * the completion channel, armed for the next completion. Anything that
+ * rings after this call ends the wait, so: arm, look once more for work,
+ * then wait. Slow path.
  *
  * @return 0, -ENOTSUP (no RB2_XPORT_CAP_WAKE), or a driver error.
  */
-int rb2_xport_wake(struct rb2_xport_qp *qp, uint64_t remote, uint32_t rkey);
+int rb2_xport_doorbell_arm(struct rb2_xport_qp *qp, uint32_t *word,
+			   struct rb2_xport_doorbell *db);
 
-/** One doorbell word to sleep on, and the value it had when last looked at. */
-struct rb2_xport_doorbell {
-	uint32_t *word; /**< in our own registered memory */
-	uint32_t seen;  /**< a change from this value ends the wait */
-};
+/** Awake again: consume what woke us (verbs: the channel's events). */
+void rb2_xport_doorbell_done(struct rb2_xport_qp *qp);
 
 /**
- * Sleep until one of @p n doorbell words (at most 128) differs from the value
- * it was seen with (rb2_xport_wake() rang it), or @p timeout_us passed. A
- * word that has changed already ends the wait at once, so a ring between the
- * look and the call is never lost. Linux futexes: futex_waitv (5.16) for
- * several words, FUTEX_WAIT for one.
+ * Sleep until one of @p n doorbells (at most 128) rings, or @p timeout_us
+ * passed. A doorbell that rang already ends the wait at once. Words alone:
+ * futex_waitv (Linux 5.16; FUTEX_WAIT for one); with descriptors, poll(2),
+ * words looked at every millisecond.
  *
  * @return 0 (rung, or spurious: look again), -ETIMEDOUT, -EINTR, -EINVAL.
  */

@@ -30,7 +30,19 @@ enum rb2_wr_opcode {
 	RB2_WR_WRITE = 0,     /**< one-sided WRITE of local -> remote */
 	RB2_WR_WRITE_IMM = 1, /**< WRITE that also raises a peer completion */
 	RB2_WR_READ = 2,      /**< one-sided READ of remote -> local */
+	/**
+	 * Wake a peer that sleeps on this queue's doorbell (RB2_XPORT_CAP_WAKE);
+	 * @c remote is its doorbell word, no payload. In chain order, so it
+	 * lands after every WRITE before it. shm: the word changes and a
+	 * futex wakes its sleeper; verbs: a zero-length WRITE_WITH_IMM of
+	 * RB2_IMM_WAKE, whose receive completion raises the peer's completion
+	 * channel.
+	 */
+	RB2_WR_WAKE = 3,
 };
+
+/** Immediate of a wake-up (RB2_WR_WAKE on verbs): never a slot count. */
+#define RB2_IMM_WAKE UINT32_MAX
 
 /** Work request flags. */
 #define RB2_WR_SIGNALED (1u << 0) /**< report a completion for this WR */
@@ -79,7 +91,7 @@ struct rb2_xport_wc {
 #define RB2_XPORT_CAP_IMM (1u << 3)
 /** READ is supported. */
 #define RB2_XPORT_CAP_READ (1u << 4)
-/** A sleeping peer can be woken (rb2_xport_wake(), rb2_xport_doorbell_wait()). */
+/** A sleeping peer can be woken (RB2_WR_WAKE, rb2_xport_doorbell_arm()). */
 #define RB2_XPORT_CAP_WAKE (1u << 5)
 
 /** Memory registered with a transport. Peers address it by (addr, rkey). */
@@ -124,6 +136,15 @@ struct rb2_xport_qp_attr {
 	uint32_t cq_depth;     /**< pending completions needed; 0: driver default */
 	uint32_t max_inline;   /**< inline bytes needed; 0: driver default */
 	uint32_t recv_depth;   /**< receive WRs for WRITE_WITH_IMM; 0: none */
+	uint32_t wake;         /**< 1: its owner may sleep on it (RB2_XPORT_CAP_WAKE) */
+};
+
+/** What a sleeper waits on (rb2_xport_doorbell_arm()): a 32-bit word that
+ * changes, or a file descriptor that becomes readable. */
+struct rb2_xport_doorbell {
+	uint32_t *word; /**< futex word in our own memory, or NULL */
+	uint32_t seen;  /**< a change from this value ends the wait */
+	int fd;         /**< or: readable ends the wait (verbs: a completion channel) */
 };
 
 /** Which side of a connection this is. */

@@ -90,9 +90,12 @@ struct rb2_xport_ops {
 	const char *(*wc_status_str)(int status);
 	/** Post @p n receives for incoming WRITE_WITH_IMM (RB2_XPORT_CAP_IMM). */
 	int (*post_recv)(struct rb2_xport_qp *qp, unsigned int n);
-	/** Ring the peer's doorbell word at @p remote (RB2_XPORT_CAP_WAKE):
-	 *  see rb2_xport_wake(). */
-	int (*wake)(struct rb2_xport_qp *qp, uint64_t remote, uint32_t rkey);
+	/** Arm a sleep on @p qp (RB2_XPORT_CAP_WAKE): see
+	 *  rb2_xport_doorbell_arm(). Default: the futex @p word. */
+	int (*doorbell_arm)(struct rb2_xport_qp *qp, uint32_t *word,
+			    struct rb2_xport_doorbell *db);
+	/** Awake: consume what woke us (optional). */
+	void (*doorbell_done)(struct rb2_xport_qp *qp);
 };
 
 /** A registered driver. */

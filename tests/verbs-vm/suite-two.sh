@@ -22,6 +22,10 @@ run() { # NAME TEST PORT COUNT
 }
 
 run stream stream 21000 200000
+# Adaptive polling across the wire, where a publication can land after the
+# receiver's last look: the sender's idle look at the sleep word wakes it
+# (the TSCs of two guests differ: the run's length bounds the waits).
+RB2_TEST_STAMPS=0 run sleep sleep 21100 300
 # Connections (lib/conn): 1000 over one channel pair across the wire; the
 # way back is a channel the server opens to the client (B, .2).
 RB2_TEST_BACK=169.254.77.2:21201 run conn conn 21200 100000

@@ -42,6 +42,11 @@ pair elastic_threshold elastic 50000
 d=$(sed -n 's/.*, \([0-9]*\) deferred tail syncs.*/\1/p' /tmp/elastic_threshold.c)
 echo "INFO elastic threshold: ${d:-0} deferred tail syncs (one guest: completions are synchronous)"
 pair latency_mode lat 20000
+# Adaptive polling: the receiver sleeps on its completion channel, each paced
+# message's WRITE_WITH_IMM wakes it, under every tail sync.
+pair sleep_adaptive_polling sleep 300
+RB2_TEST_SYNC=push+imm pair sleep_adaptive_polling_imm sleep 200
+RB2_TEST_SYNC=push+poll pair sleep_adaptive_polling_poll sleep 200
 # Connections (lib/conn): 1000 over one channel pair, so one QP each way.
 pair conn_1000_connections_one_qp_each_way conn 100000
 

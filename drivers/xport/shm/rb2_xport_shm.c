@@ -23,7 +23,8 @@
  *              WRITE, as on RDMA, so the algorithm itself can be measured.
  *
  * A sleeping peer is woken through a futex on a doorbell word in its memory
- * (RB2_XPORT_CAP_WAKE).
+ * (RB2_WR_WAKE; RB2_XPORT_CAP_WAKE); the sleeper waits with the layer's
+ * default doorbell, the futex.
  *
  * A peer in another process is watched as a NIC watches its link: the
  * rendezvous records its pid and start time, and the status check (idle
@@ -161,6 +162,21 @@ shm_mr_free(struct rb2_xport *xp __rte_unused, struct rb2_xport_mr *mr)
 }
 
 /*
+ * Ring a sleeping peer's doorbell: change the word, then wake whoever sleeps
+ * on it. The change comes first, so a peer that has not yet called
+ * FUTEX_WAIT finds the word changed and does not sleep. Not FUTEX_PRIVATE:
+ * the peer may be another process mapping the same memzone. (A failed wake
+ * leaves the peer to its sleep's timeout; FUTEX_WAKE on mapped memory does
+ * not fail.)
+ */
+static void
+shm_wake(uint32_t *word)
+{
+	__atomic_fetch_add(word, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/*
  * The doorbell: execute the chain now, in order.
  * Cost: the copies themselves; the pointer WRITE is one release store.
  */
@@ -174,7 +190,7 @@ shm_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs,
 	/* Refuse the whole chain before running any of it. */
 	for (i = 0; i < n; i++) {
 		if (unlikely(wrs[i].opcode != RB2_WR_WRITE &&
-			     wrs[i].opcode != RB2_WR_READ))
+			     wrs[i].opcode != RB2_WR_READ && wrs[i].opcode != RB2_WR_WAKE))
 			return -ENOTSUP;
 		signaled += (wrs[i].flags & RB2_WR_SIGNALED) != 0;
 	}
@@ -190,6 +206,9 @@ shm_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs,
 			break;
 		case RB2_WR_READ:
 			rb2_xport_dma_read(wr->local, (const void *)(uintptr_t)wr->remote, wr->len);
+			break;
+		case RB2_WR_WAKE:
+			shm_wake((uint32_t *)(uintptr_t)wr->remote);
 			break;
 		default: /* refused above */
 			break;
@@ -450,24 +469,6 @@ shm_peer_ptr(struct rb2_xport_qp *qp __rte_unused, uint64_t remote,
 	return p;
 }
 
-/*
- * Ring a sleeping peer's doorbell: change the word, then wake whoever sleeps
- * on it. The change comes first, so a peer that has not yet called
- * FUTEX_WAIT finds the word changed and does not sleep. Not FUTEX_PRIVATE:
- * the peer may be another process mapping the same memzone.
- */
-static int
-shm_wake(struct rb2_xport_qp *qp __rte_unused, uint64_t remote,
-	 uint32_t rkey __rte_unused)
-{
-	uint32_t *word = (uint32_t *)(uintptr_t)remote;
-
-	__atomic_fetch_add(word, 1, __ATOMIC_SEQ_CST);
-	if (syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0) < 0)
-		return -errno;
-	return 0;
-}
-
 static const char *
 shm_wc_status_str(int status)
 {
@@ -486,7 +487,6 @@ static const struct rb2_xport_ops shm_ops = {
 	.peer_ptr = shm_peer_ptr,
 	.qp_status = shm_qp_status,
 	.wc_status_str = shm_wc_status_str,
-	.wake = shm_wake,
 };
 
 RB2_XPORT_REGISTER(shm, shm_ops);

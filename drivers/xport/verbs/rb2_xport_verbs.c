@@ -18,6 +18,12 @@
  * other's QP number and the device's own GID, the loopback path perftest
  * also takes.
  *
+ * A sleeping receiver (RB2_XPORT_CAP_WAKE): its queue's CQ has a completion
+ * channel; it arms the CQ (ibv_req_notify_cq) and sleeps on the channel's
+ * descriptor; a sender's RB2_WR_WAKE is a zero-length WRITE_WITH_IMM of
+ * RB2_IMM_WAKE, whose receive completion raises the channel (RDMAbox's
+ * event mode: a one-sided WRITE alone completes nowhere on the receiver).
+ *
  * Liveness: a peer that exits is reported by rdma_cm (DISCONNECTED); a peer
  * that goes with its host (a power cut, a killed VM) sends nothing, and its
  * QP only learns when a WR's retries run out. So the status check, which an
@@ -82,6 +88,8 @@ struct verbs_qp {
 	struct rdma_cm_id *listen_id; /* passive side, until accepted */
 	struct rdma_event_channel *ec;
 	struct rb2_verbs_sq sq;       /* send-queue accounting */
+	struct ibv_comp_channel *cc;  /* attr.wake: the sleeper's channel, or NULL */
+	unsigned int cc_events;       /* events got, not yet acknowledged */
 	uint32_t recv_depth;          /* receives that may be posted */
 	int failed;                   /* -errno once the QP is unusable */
 	uint64_t next_probe;          /* TSC of the next liveness probe */
@@ -194,7 +202,8 @@ verbs_open(struct rb2_xport *xp, const char *args)
 		d->gid_index = ipv4_gid_index(d->ctx, d->port);
 	d->numa_node = sysfs_numa_node(d->ctx);
 	xp->priv = d;
-	xp->caps = RB2_XPORT_CAP_REMOTE | RB2_XPORT_CAP_READ | RB2_XPORT_CAP_IMM;
+	xp->caps = RB2_XPORT_CAP_REMOTE | RB2_XPORT_CAP_READ | RB2_XPORT_CAP_IMM |
+		RB2_XPORT_CAP_WAKE;
 	xp->socket_id = d->numa_node >= 0 ? d->numa_node : (int)rte_socket_id();
 	RB2_XPORT_LOG(INFO, "verbs: %s port %u gid %d, NUMA node %d, max_qp_wr %d",
 		      ibv_get_device_name(d->ctx->device), d->port, d->gid_index,
@@ -293,6 +302,7 @@ verbs_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs,
 		[RB2_WR_WRITE] = IBV_WR_RDMA_WRITE,
 		[RB2_WR_WRITE_IMM] = IBV_WR_RDMA_WRITE_WITH_IMM,
 		[RB2_WR_READ] = IBV_WR_RDMA_READ,
+		[RB2_WR_WAKE] = IBV_WR_RDMA_WRITE_WITH_IMM,
 	};
 	struct verbs_qp *v = qp->drv;
 	uint32_t flags[VERBS_MAX_CHAIN];
@@ -309,7 +319,7 @@ verbs_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs,
 	for (unsigned int i = 0; i < n; i++) {
 		struct ibv_send_wr *w = &v->wr[i];
 
-		if (unlikely(wrs[i].opcode > RB2_WR_READ))
+		if (unlikely(wrs[i].opcode > RB2_WR_WAKE))
 			return -ENOTSUP;
 		v->sge[i] = (struct ibv_sge){
 			.addr = (uintptr_t)wrs[i].local,
@@ -325,6 +335,10 @@ verbs_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs,
 		w->send_flags = ((flags[i] & RB2_VERBS_F_SIGNALED) ? IBV_SEND_SIGNALED : 0) |
 			((flags[i] & RB2_VERBS_F_INLINE) ? IBV_SEND_INLINE : 0);
 		w->imm_data = htonl(wrs[i].imm);
+		if (unlikely(wrs[i].opcode == RB2_WR_WAKE)) {
+			w->num_sge = 0;        /* no payload: the receive completes */
+			w->imm_data = htonl(RB2_IMM_WAKE);
+		}
 		w->wr.rdma.remote_addr = wrs[i].remote;
 		w->wr.rdma.rkey = wrs[i].rkey;
 	}
@@ -430,10 +444,26 @@ verbs_qp_create(struct rb2_xport *xp, struct rb2_xport_qp *qp,
 		rte_free(v);
 		return ret;
 	}
+	/* A sleeper's completion channel, read without blocking (poll(2)
+	 * does the waiting). */
+	if (attr->wake) {
+		v->cc = ibv_create_comp_channel(d->ctx);
+		if (v->cc == NULL ||
+		    fcntl(v->cc->fd, F_SETFL, fcntl(v->cc->fd, F_GETFL) | O_NONBLOCK) < 0) {
+			RB2_XPORT_LOG(ERR, "verbs: ibv_create_comp_channel: %s", strerror(errno));
+			if (v->cc != NULL)
+				ibv_destroy_comp_channel(v->cc);
+			rb2_verbs_sq_fini(&v->sq);
+			rte_free(v);
+			return -ENOMEM;
+		}
+	}
 	/* Every send WR may complete; receives of WRITE_WITH_IMM too. */
-	v->cq = ibv_create_cq(d->ctx, (int)(depth + attr->recv_depth + 1), NULL, NULL, 0);
+	v->cq = ibv_create_cq(d->ctx, (int)(depth + attr->recv_depth + 1), NULL, v->cc, 0);
 	if (v->cq == NULL) {
 		RB2_XPORT_LOG(ERR, "verbs: ibv_create_cq(%u): %s", depth, strerror(errno));
+		if (v->cc != NULL)
+			ibv_destroy_comp_channel(v->cc);
 		rb2_verbs_sq_fini(&v->sq);
 		rte_free(v);
 		return -ENOMEM;
@@ -464,10 +494,56 @@ verbs_qp_destroy(struct rb2_xport_qp *qp)
 		rdma_destroy_id(v->listen_id);
 	if (v->ec != NULL)
 		rdma_destroy_event_channel(v->ec);
+	if (v->cc_events > 0)
+		ibv_ack_cq_events(v->cq, v->cc_events);
 	ibv_destroy_cq(v->cq);
+	if (v->cc != NULL)
+		ibv_destroy_comp_channel(v->cc);
 	rb2_verbs_sq_fini(&v->sq);
 	rte_free(v);
 	qp->drv = NULL;
+}
+
+/* Sleep on the completion channel: armed for the next completion, so one
+ * that comes after this call raises the descriptor. */
+static int
+verbs_doorbell_arm(struct rb2_xport_qp *qp, uint32_t *word __rte_unused,
+		   struct rb2_xport_doorbell *db)
+{
+	struct verbs_qp *v = qp->drv;
+	int ret;
+
+	if (v->cc == NULL)
+		return -EINVAL;     /* not created with attr.wake */
+	ret = ibv_req_notify_cq(v->cq, 0);
+	if (ret != 0) {
+		RB2_XPORT_LOG(ERR, "verbs: ibv_req_notify_cq: %s", strerror(ret));
+		return -ret;
+	}
+	db->word = NULL;
+	db->seen = 0;
+	db->fd = v->cc->fd;
+	return 0;
+}
+
+/* Awake: take the channel's events (acknowledged in batches: each
+ * acknowledgement takes the CQ's lock). The completions themselves stay in
+ * the CQ for the caller's poll. */
+static void
+verbs_doorbell_done(struct rb2_xport_qp *qp)
+{
+	struct verbs_qp *v = qp->drv;
+	struct ibv_cq *cq;
+	void *ctx;
+
+	if (v->cc == NULL)
+		return;
+	while (ibv_get_cq_event(v->cc, &cq, &ctx) == 0)
+		v->cc_events++;
+	if (v->cc_events >= 64) {
+		ibv_ack_cq_events(v->cq, v->cc_events);
+		v->cc_events = 0;
+	}
 }
 
 /*
@@ -976,6 +1052,8 @@ static const struct rb2_xport_ops verbs_ops = {
 	.qp_connect_local = verbs_qp_connect_local,
 	.qp_exchange = verbs_qp_exchange,
 	.post_recv = verbs_post_recv,
+	.doorbell_arm = verbs_doorbell_arm,
+	.doorbell_done = verbs_doorbell_done,
 	.qp_status = verbs_qp_status,
 	.wc_status_str = verbs_wc_status_str,
 };

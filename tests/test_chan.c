@@ -935,3 +935,137 @@ Test(rb2_chan, poll_message_receiver_zeroes_every_slot_end_loadstore)
 {
 	poll_zeroes_slot_ends("shm,mode=loadstore");
 }
+
+/* ---- the paper's designs (§V-A), as rb2_chan_params_preset() builds them:
+ * what each signals and how many WRITEs it may have in flight (what each
+ * copies is the application's: rb2-perf copies as each does). */
+
+static void
+preset_pair(const char *preset)
+{
+	struct rb2_chan_params p;
+
+	rb2_chan_params_init(&p);
+	p.slots = 64;
+	cr_assert_eq(rb2_chan_params_preset(&p, preset), 0);
+	open_pair("shm,mode=copy", &p);
+}
+
+static void
+send_and_drain(uint64_t n)
+{
+	for (uint64_t seq = 0; seq < n; seq++) {
+		write_msg(seq);
+		read_msg(seq);
+	}
+}
+
+/* RB²: one signaled WR per pointer advancement (the tail WRITE), none else. */
+Test(rb2_chan, preset_rb2_signals_only_its_tail_writes)
+{
+	struct rb2_tx_stats ts;
+
+	preset_pair("rb2");
+	for (uint64_t seq = 0; seq < 320; seq += 32) {
+		for (uint64_t i = seq; i < seq + 32; i++)
+			write_msg(i);
+		rb2_tx_flush(tx);
+		for (uint64_t i = seq; i < seq + 32; i++)
+			read_msg(i);
+	}
+	rb2_tx_stats_get(tx, &ts);
+	cr_assert_eq(ts.signaled_wrs, ts.tail_writes, "signaled %" PRIu64 ", tail WRITEs %" PRIu64,
+		     (uint64_t)ts.signaled_wrs, (uint64_t)ts.tail_writes);
+	cr_assert_lt(ts.tail_writes * 8, 320, "batched: %" PRIu64 " tail WRITEs for 320", (uint64_t)ts.tail_writes);
+	cr_assert_eq(ts.admission_deferrals, 0);
+}
+
+/* L5: a data WRITE and a tail WRITE per message, the head READ (lazy pull). */
+Test(rb2_chan, preset_l5_writes_twice_per_message_and_reads_the_head)
+{
+	struct rb2_tx_stats ts;
+
+	preset_pair("l5");
+	for (uint64_t seq = 0; seq < 200; seq++) {   /* past the ring: READs */
+		write_msg(seq);
+		read_msg(seq);
+	}
+	rb2_tx_stats_get(tx, &ts);
+	cr_assert_eq(ts.tail_writes, 200, "%" PRIu64 " tail WRITEs", (uint64_t)ts.tail_writes);
+	cr_assert_eq(ts.slot_writes, 200, "%" PRIu64 " slot WRITEs", (uint64_t)ts.slot_writes);
+	cr_assert_gt(ts.head_reads, 0, "the head is READ");
+}
+
+/* FaRM: a WRITE per message (marker, and its length), no tail WRITE. */
+Test(rb2_chan, preset_farm_polls_a_marker_per_message)
+{
+	struct rb2_tx_stats ts;
+
+	preset_pair("farm");
+	send_and_drain(200);
+	rb2_tx_stats_get(tx, &ts);
+	cr_assert_eq(ts.tail_writes, 0);
+	cr_assert_eq(ts.slot_writes, 200, "%" PRIu64 " slot WRITEs", (uint64_t)ts.slot_writes);
+}
+
+/* SocksDirect: a completion for every WRITE, at most 10 in flight; while
+ * the window is full (here: a NIC that does not answer, played by a hook
+ * that refuses until the test lets it go; shm completes every WR at once)
+ * messages accumulate and go out together, a WRITE_WITH_IMM publishing
+ * several. */
+static int
+nic_busy(void *arg, uint32_t inflight, uint32_t want, uint32_t window)
+{
+	int *busy = arg;
+
+	return !*busy && inflight + want <= window;
+}
+
+Test(rb2_chan, preset_socksdirect_signals_every_write_and_caps_ten_in_flight)
+{
+	struct rb2_tx_stats ts;
+	struct rb2_rx_stats rs;
+	int busy = 0;
+
+	preset_pair("socksdirect");
+	send_and_drain(50);
+	rb2_tx_stats_get(tx, &ts);
+	cr_assert_gt(ts.wrs, 100);
+	cr_assert_eq(ts.signaled_wrs, ts.wrs, "a completion for every WR: %" PRIu64 " of %" PRIu64,
+		     (uint64_t)ts.signaled_wrs, (uint64_t)ts.wrs);
+	cr_assert_leq(ts.max_inflight_seen, 10, "%" PRIu64 " in flight", (uint64_t)ts.max_inflight_seen);
+	cr_assert_eq(ts.cqes, 50, "one WRITE_WITH_IMM per message while the window is open");
+
+	/* A window that stays full: 30 messages accumulate behind the first. */
+	cr_assert_eq(rb2_tx_admission_hook(tx, nic_busy, &busy), 0);
+	busy = 1;
+	for (uint64_t seq = 50; seq < 80; seq++)
+		write_msg(seq);
+	rb2_tx_stats_get(tx, &ts);
+	cr_assert_gt(ts.admission_deferrals, 0);
+	busy = 0;
+	rb2_tx_flush(tx);
+	for (uint64_t seq = 50; seq < 80; seq++)
+		read_msg(seq);
+	rb2_tx_stats_get(tx, &ts);
+	rb2_rx_stats_get(rx, &rs);
+	cr_assert_lt(ts.cqes, 50 + 30, "accumulated messages share a WRITE_WITH_IMM: %" PRIu64 " CQEs",
+		     (uint64_t)ts.cqes);
+	cr_assert_eq(rs.messages, 80);
+	cr_assert_eq(rb2_tx_admission_hook(tx, NULL, NULL), 0);
+}
+
+Test(rb2_chan, an_admission_window_needs_room_for_a_transmission)
+{
+	struct rb2_chan_params p;
+	char why[160];
+
+	rb2_chan_params_init(&p);
+	p.max_inflight = 3;
+	cr_assert_eq(rb2_chan_params_check(&p, why, sizeof(why)), -EINVAL);
+	cr_assert(strstr(why, "max_inflight") != NULL, "%s", why);
+	p.max_inflight = 0;
+	open_pair("shm", &p);
+	cr_assert_eq(rb2_tx_admission_hook(tx, nic_busy, NULL), -EINVAL, "no window, no hook");
+}
+

@@ -39,6 +39,7 @@ struct prop_cfg {
 	uint32_t max_len;   /* largest message this run sends */
 	int sleep;          /* two lcores, a transport that wakes: the receiver
 			       sleeps when idle (RB2_CHAN_F_SLEEP) */
+	int refuse;         /* an admission hook refuses at random */
 };
 
 static void
@@ -95,6 +96,37 @@ random_cfg(uint64_t seed, struct prop_cfg *c)
 		c->p.flags |= RB2_CHAN_F_NO_ELASTIC;
 	/* Adaptive polling, one in three (drawn last). */
 	c->sleep = rb2_test_rand(&r) % 3 == 0;
+	/* An admission window, one in four (every WR signaled, transmissions
+	 * deferred when full); half of those also refuse one admission in
+	 * three through the hook, so deferrals happen on shm too. */
+	c->refuse = 0;
+	if (rb2_test_rand(&r) % 4 == 0) {
+		c->p.max_inflight = RB2_TX_CHAIN_MAX + (uint32_t)(rb2_test_rand(&r) % 32);
+		c->refuse = rb2_test_rand(&r) % 2 == 0;
+	}
+}
+
+/* The admission hook of c->refuse: the window's rule, and one admission in
+ * three refused while anything is in flight. */
+static int
+refusing_admit(void *arg, uint32_t inflight, uint32_t want, uint32_t window)
+{
+	uint64_t *r = arg;
+
+	if (inflight > 0 && rb2_test_rand(r) % 3 == 0)
+		return 0;
+	return inflight + want <= window;
+}
+
+static uint64_t admit_rand[2] = {1, 2}; /* the hooks' PRNGs: one per run kind */
+
+static void
+maybe_hook(struct rb2_tx *tx, const struct prop_cfg *c, int which)
+{
+	if (c->refuse) {
+		admit_rand[which] = c->seed | 1;
+		cr_assert_eq(rb2_tx_admission_hook(tx, refusing_admit, &admit_rand[which]), 0);
+	}
 }
 
 /* Length of message @seq: mostly within one slot, some multi-slot, a few
@@ -137,10 +169,11 @@ check_one(struct rx_state *st, const void *data, uint32_t len)
 			rb2_test_explain(why, sizeof(why), data, len, st->next);
 		if (st->bad++ == 0)
 			cr_log_error("seed %" PRIu64 " (N=%u S=%u a=%u b=%u g=%u msg_size=%u head_sync=%d "
-				     "tail_sync=%d flags=0x%x): message %" PRIu64 " has len %u (want %u) or a bad payload: %s",
+				     "tail_sync=%d flags=0x%x window=%u%s): message %" PRIu64 " has len %u (want %u) or a bad payload: %s",
 				     st->c->seed, st->c->p.slots, st->c->p.slot_size, st->c->p.alpha,
 				     st->c->p.beta, st->c->p.gamma, st->c->p.msg_size,
 				     (int)st->c->p.head_sync, (int)st->c->p.tail_sync, st->c->p.flags,
+				     st->c->p.max_inflight, st->c->refuse ? " refusing" : "",
 				     st->next, len, want, why);
 	}
 	st->next++;
@@ -247,6 +280,7 @@ run_single(uint64_t seed, const char *spec, uint64_t msgs)
 	rx = rb2_rx_create(name, xp, &c.p);
 	cr_assert(tx != NULL && rx != NULL, "seed %" PRIu64, seed);
 	cr_assert_eq(rb2_chan_pair(tx, rx), 0);
+	maybe_hook(tx, &c, 0);
 
 	while (st.next < msgs && st.bad == 0) {
 		uint64_t k = rb2_test_rand(&r);
@@ -359,6 +393,8 @@ run_concurrent(uint64_t seed, const char *spec, uint64_t msgs)
 	k.c.p.lcore_id = worker;
 	snprintf(name, sizeof(name), "c%" PRIu64, seed);
 	k.tx = rb2_tx_create(name, xp, &k.c.p);
+	if (k.tx != NULL)
+		maybe_hook(k.tx, &k.c, 1);
 	k.c.p.lcore_id = rte_lcore_id();
 	rx = rb2_rx_create(name, xp, &k.c.p);
 	cr_assert(k.tx != NULL && rx != NULL);

@@ -500,6 +500,31 @@ perf_ablate(struct rb2_chan_params *p, const struct perf_opts *o)
 	}
 }
 
+struct perf_copies
+perf_design_copies(const char *preset)
+{
+	size_t n = strcspn(preset, ":");
+
+	/* pfent/L5RDMA: send() copies into the send buffer, receive() copies
+	 * out and then zeroes what it read. SocksDirect: socket semantics,
+	 * copied in at send, out at recv. FaRM: the message is built in a
+	 * registered send buffer and WRITTEN; the receiver reads it in place. */
+	if (n == 2 && strncmp(preset, "l5", 2) == 0)
+		return (struct perf_copies){ .in = 1, .out = 1, .zero = 1 };
+	if (n == 11 && strncmp(preset, "socksdirect", 11) == 0)
+		return (struct perf_copies){ .in = 1, .out = 1 };
+	if (n == 4 && strncmp(preset, "farm", 4) == 0)
+		return (struct perf_copies){ .in = 1 };
+	return (struct perf_copies){ 0 };
+}
+
+const char *
+perf_copies_name(struct perf_copies c)
+{
+	return c.in && c.out ? (c.zero ? "in+out+zero" : "in+out") : c.in ? "in" :
+		c.out ? "out" : "none";
+}
+
 int
 perf_preset_is_rb2(const char *name)
 {

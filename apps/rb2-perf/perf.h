@@ -71,6 +71,9 @@ struct perf_variant {
 	struct rb2_rx *rx;
 	struct rte_ring *ring;
 	int kind;               /* VAR_RB2, VAR_RING_ELEM, VAR_RING_ZC */
+	/* What the design copies (perf_design_copies()), and the bytes it did. */
+	struct perf_copies { int in, out, zero; } copies;
+	uint64_t copied_bytes;
 };
 
 enum { VAR_RB2, VAR_RING_ELEM, VAR_RING_ZC };
@@ -86,6 +89,12 @@ struct perf_lat {
 int perf_apply_preset(struct rb2_chan_params *p, const char *name,
 		      const struct perf_opts *o);
 int perf_preset_is_rb2(const char *name);
+/* What a design's application copies, as its paper or code does (see
+ * doc/design.md): in (the sender builds the message elsewhere and copies it
+ * into the ring), out (the receiver copies it out before using it), zero
+ * (the receiver clears what it read: L5). RB² and the sync pairs: nothing. */
+struct perf_copies perf_design_copies(const char *preset);
+const char *perf_copies_name(struct perf_copies c);
 void perf_ablate(struct rb2_chan_params *p, const struct perf_opts *o);
 
 /* perf_bw.c */

@@ -81,11 +81,14 @@ recv_rb2(struct round_ctl *c)
 		for (int i = 0; i < n; i++) {
 			const void *data = m[i].data;
 
-			if (unlikely(c->o->bounce)) {   /* M6: copy out first */
+			/* M6, or a design that copies out: copy first. */
+			if (unlikely(c->o->bounce || c->v->copies.out)) {
 				rte_memcpy(c->bounce_rx, data, RTE_MIN(m[i].len, size));
 				data = c->bounce_rx;
 			}
 			errors += m[i].len != size || !perf_check(data, size, got + (uint64_t)i);
+			if (unlikely(c->v->copies.zero))   /* L5 clears what it read */
+				memset(m[i].data, 0, m[i].len);
 		}
 		rb2_rx_release_burst(rx, m, (unsigned int)n);
 		got += (uint64_t)n;
@@ -182,7 +185,7 @@ send_rb2(struct round_ctl *c, uint64_t count, uint64_t deadline)
 
 	const size_t stride = rb2_tx_stride(tx, size);
 	const unsigned int burst = c->o->burst;
-	uint8_t *bounce = c->o->bounce ? c->bounce_tx : NULL;
+	uint8_t *bounce = c->o->bounce || c->v->copies.in ? c->bounce_tx : NULL;
 
 	while (seq < count) {
 		unsigned int k = (unsigned int)RTE_MIN((uint64_t)burst, count - seq);
@@ -198,9 +201,10 @@ send_rb2(struct round_ctl *c, uint64_t count, uint64_t deadline)
 			continue;
 		}
 		if (unlikely(bounce != NULL)) {
-			/* Ablation M6, no zero copy: build each message in a
-			 * buffer of its own, then copy it into the ring with
-			 * rte_memcpy, as a DPDK application would. (glibc's
+			/* Ablation M6, no zero copy, or a design that copies
+			 * in: build each message in a buffer of its own, then
+			 * copy it into the ring with rte_memcpy, as a DPDK
+			 * application would. (glibc's
 			 * memcpy switches to non-temporal stores for large
 			 * copies, which skip the read-for-ownership that the
 			 * zero-copy fill pays: at 1 MB the copy came out faster
@@ -294,7 +298,7 @@ run_round(struct perf_variant *v, const struct perf_opts *o, uint64_t count,
 
 	static uint8_t *bounce[2];
 
-	if (o->bounce && bounce[0] == NULL) {
+	if ((o->bounce || v->copies.in || v->copies.out) && bounce[0] == NULL) {
 		bounce[0] = rte_malloc_socket("perf_bounce", o->size, RTE_CACHE_LINE_SIZE,
 					      (int)rte_lcore_to_socket_id(o->tx_lcore));
 		bounce[1] = rte_malloc_socket("perf_bounce", o->size, RTE_CACHE_LINE_SIZE,
@@ -338,6 +342,8 @@ run_round(struct perf_variant *v, const struct perf_opts *o, uint64_t count,
 		exit(EXIT_FAILURE);
 	}
 	v->errors += c.errors + (c.got != sent ? 1 : 0);
+	v->copied_bytes += (uint64_t)o->size * (sent * (uint64_t)(o->bounce || v->copies.in) +
+						c.got * (uint64_t)(o->bounce || v->copies.out));
 	if (c.got != sent)
 		fprintf(stderr, "rb2-perf: %s: sent %" PRIu64 " but received %" PRIu64 "\n",
 			v->name, sent, c.got);
@@ -359,6 +365,8 @@ variant_open_rb2(struct perf_variant *v, const struct perf_opts *o,
 		p.msg_size = o->size;
 	if (preset != NULL && perf_apply_preset(&p, preset, o) != 0)
 		return -1;          /* refused by the option parser already */
+	if (preset != NULL)
+		v->copies = perf_design_copies(preset);
 	if (rb2_chan_params_check(&p, why, sizeof(why)) != 0) {
 		fprintf(stderr, "rb2-perf: %s%s%s: %s\n", v->name, preset ? " preset " : "",
 			preset ? preset : "", why);
@@ -592,7 +600,8 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 				v->median * o->size * 8 / 1e3, v->errors);
 			for (r = 0; r < v->n; r++)
 				fprintf(json, "%s%.6g", r ? ", " : "", v->mps[r]);
-			fprintf(json, "]");
+			fprintf(json, "], \"copies\": \"%s\", \"copied_bytes\": %" PRIu64,
+				perf_copies_name(v->copies), v->copied_bytes);
 			if (v->kind == VAR_RB2)
 				json_tx_stats(json, v);
 			fprintf(json, "}");

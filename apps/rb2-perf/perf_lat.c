@@ -19,14 +19,23 @@
 #include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
+#include <rte_memcpy.h>
 #include <rte_pause.h>
 
 #include <rb2_lcore.h>
 
 #include "perf.h"
 
+/* What the design copies (perf_design_copies()), with one message buffer
+ * per side and direction. */
+struct lat_copy {
+	struct perf_copies cp;
+	uint8_t *in, *out;
+};
+
 struct lat_ctl {
 	const struct perf_opts *o;
+	struct lat_copy echo_copy;  /* the echo side's */
 	struct rb2_rx *ping_rx;
 	struct rb2_tx *pong_tx;
 	uint64_t rounds;
@@ -59,8 +68,21 @@ wait_msg(struct rb2_rx *rx, struct rb2_msg *m, int *fail)
 	return 1;
 }
 
+/* The message's bytes to check: in place, or copied out first (and, for
+ * L5, the ring's copy cleared after). */
+static const void *
+take_msg(const struct rb2_msg *m, uint32_t size, const struct lat_copy *lc)
+{
+	if (!lc->cp.out)
+		return m->data;
+	rte_memcpy(lc->out, m->data, RTE_MIN(m->len, size));
+	if (lc->cp.zero)
+		memset(m->data, 0, m->len);
+	return lc->out;
+}
+
 static int
-send_msg(struct rb2_tx *tx, uint32_t size, uint64_t seq, int *fail)
+send_msg(struct rb2_tx *tx, uint32_t size, uint64_t seq, const struct lat_copy *lc, int *fail)
 {
 	void *slot;
 	int ret;
@@ -71,7 +93,12 @@ send_msg(struct rb2_tx *tx, uint32_t size, uint64_t seq, int *fail)
 		*fail = ret;
 		return 0;
 	}
-	perf_fill(slot, size, seq);
+	if (lc->cp.in) {          /* built elsewhere, copied in */
+		perf_fill(lc->in, size, seq);
+		rte_memcpy(slot, lc->in, size);
+	} else {
+		perf_fill(slot, size, seq);
+	}
 	rb2_tx_commit(tx, size);
 	/* With alpha > 1 the message would wait for more: send it now. */
 	return rb2_tx_flush(tx) == 0;
@@ -87,7 +114,8 @@ echo_main(void *arg)
 	for (uint64_t i = 0; i < c->rounds; i++) {
 		if (!wait_msg(c->ping_rx, &m, &c->fail))
 			return 0;
-		if (!send_msg(c->pong_tx, size, i, &c->fail))
+		(void)take_msg(&m, size, &c->echo_copy);
+		if (!send_msg(c->pong_tx, size, i, &c->echo_copy, &c->fail))
 			return 0;
 		rb2_rx_release_burst(c->ping_rx, &m, 1);
 	}
@@ -148,6 +176,7 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 	struct lat_ctl *c;
 	uint64_t *cyc;
 	struct rb2_msg m = {0};
+	struct lat_copy my_copy;
 	int fail = 0;
 
 	if (xp == NULL) {
@@ -172,6 +201,17 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 		return -1;
 	}
 	c->o = o;
+	c->echo_copy.cp = my_copy.cp = o->npresets == 1 ?
+		perf_design_copies(o->presets[0]) : (struct perf_copies){ 0 };
+	c->echo_copy.in = rte_malloc(NULL, o->size, RTE_CACHE_LINE_SIZE);
+	c->echo_copy.out = rte_malloc(NULL, o->size, RTE_CACHE_LINE_SIZE);
+	my_copy.in = rte_malloc(NULL, o->size, RTE_CACHE_LINE_SIZE);
+	my_copy.out = rte_malloc(NULL, o->size, RTE_CACHE_LINE_SIZE);
+	if (c->echo_copy.in == NULL || c->echo_copy.out == NULL || my_copy.in == NULL ||
+	    my_copy.out == NULL) {
+		fprintf(stderr, "rb2-perf: out of memory for copy buffers of %u B\n", o->size);
+		return -1;
+	}
 	c->ping_rx = ping_rx;
 	c->pong_tx = pong_tx;
 	c->rounds = total;
@@ -187,11 +227,14 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 	for (uint64_t i = 0; i < total && fail == 0; i++) {
 		uint64_t t0 = rte_rdtsc();
 
-		if (!send_msg(ping_tx, o->size, i, &fail) || !wait_msg(pong_rx, &m, &fail))
+		const void *data;
+
+		if (!send_msg(ping_tx, o->size, i, &my_copy, &fail) || !wait_msg(pong_rx, &m, &fail))
 			break;
+		data = take_msg(&m, o->size, &my_copy);
 		if (i >= o->warmup)
 			cyc[i - o->warmup] = rte_rdtsc() - t0;
-		errors += m.len != o->size || !perf_check(m.data, o->size, i);
+		errors += m.len != o->size || !perf_check(data, o->size, i);
 		rb2_rx_release_burst(pong_rx, &m, 1);
 	}
 	if (fail != 0) {
@@ -227,13 +270,17 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 
 	if (json != NULL) {
 		perf_json_begin(json, o);
-		fprintf(json, ", \"warmup\": %" PRIu64 ", \"errors\": %" PRIu64 ", ",
-			o->warmup, errors);
+		fprintf(json, ", \"warmup\": %" PRIu64 ", \"errors\": %" PRIu64 ", \"copies\": \"%s\", ",
+			o->warmup, errors, perf_copies_name(my_copy.cp));
 		perf_json_lat(json, "rb2", &rb2, 0);
 		perf_json_lat(json, "raw_cacheline", &raw, 0);
 		fprintf(json, "\"ratio_p50_rb2_raw\": %.4f}\n", rb2.p50 / raw.p50);
 	}
 	free(cyc);
+	rte_free(my_copy.in);
+	rte_free(my_copy.out);
+	rte_free(c->echo_copy.in);
+	rte_free(c->echo_copy.out);
 	rte_free(c);
 	rb2_tx_destroy(ping_tx);
 	rb2_rx_destroy(ping_rx);

@@ -52,16 +52,20 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 {
 	uint32_t unbatched = strcmp(name, "l5") == 0 || strcmp(name, "farm") == 0;
 
+	p->max_inflight = 0;
 	if (strcmp(name, "socksdirect") == 0) {
-		/* WRITE_WITH_IMM + CQ polling, at most 10 messages per batch. */
+		/* WRITE_WITH_IMM + CQ polling; a WRITE per message, each
+		 * signaled, at most 10 in flight; the head pushed every 10. */
 		p->head_sync = RB2_HEAD_LAZY_PUSH;
 		p->tail_sync = RB2_TAIL_WRITE_IMM;
-		p->alpha = p->beta = p->gamma = RTE_MIN(10u, p->slots - 1);
+		p->alpha = p->beta = 1;
+		p->gamma = RTE_MIN(10u, p->slots - 1);
+		p->max_inflight = 10;
 		return 0;
 	}
 	if (!unbatched && strcmp(name, "rb2") != 0)
 		return -ENOENT;
-	p->head_sync = RB2_HEAD_LAZY_PUSH;
+	p->head_sync = strcmp(name, "l5") == 0 ? RB2_HEAD_LAZY_PULL : RB2_HEAD_LAZY_PUSH;
 	p->tail_sync = strcmp(name, "farm") == 0 ? RB2_TAIL_POLL_MSG : RB2_TAIL_WRITE_TWICE;
 	p->alpha = unbatched ? 1 : RTE_MIN(32u, p->slots - 1);
 	p->beta = unbatched ? 1 : RTE_MIN(16u, p->alpha);
@@ -144,6 +148,11 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 		WHY("invalid msg_size=%u: with poll-message sync a slot also holds the %d-byte "
 		    "marker (msg_size <= slot_size - %d = %u)", p->msg_size, RB2_MARKER_SIZE,
 		    RB2_MARKER_SIZE, p->slot_size - RB2_MARKER_SIZE);
+		return -EINVAL;
+	}
+	if (p->max_inflight != 0 && p->max_inflight < RB2_TX_CHAIN_MAX) {
+		WHY("invalid max_inflight=%u: an admission window holds at least one transmission's %d WRs (0: no window)",
+		    p->max_inflight, RB2_TX_CHAIN_MAX);
 		return -EINVAL;
 	}
 	if (p->lcore_id != LCORE_ID_ANY && p->lcore_id >= RTE_MAX_LCORE) {
@@ -369,6 +378,7 @@ rb2_tx_create(const char *name, struct rb2_xport *xp,
 	tx->skip_at = UINT64_MAX;
 	tx->local_head = RTE_PTR_ADD(base, RB2_REGION_PTR_OFF);
 	tx->notices = RTE_PTR_ADD(base, RB2_REGION_NOTICE_OFF);
+	tx->max_inflight = p->max_inflight;
 	if (p->flags & RB2_CHAN_F_SLEEP)
 		tx->rx_sleep = RTE_PTR_ADD(base, RB2_REGION_SLEEP_OFF);
 	tx->tail_shadow = RTE_PTR_ADD(base, RB2_REGION_SHADOW_OFF);

@@ -68,11 +68,16 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
  * Apply a design of the paper's evaluation (§V-A) to @p p, keeping its ring
  * geometry (slots, slot_size, msg_size):
  *  - "rb2": lazy push, write-twice, alpha=32 beta=16 gamma=32 (the default);
- *  - "l5": write-twice with no batching (alpha = beta = gamma = 1);
+ *  - "l5": write-twice with no batching (alpha = beta = gamma = 1), the head
+ *    READ by the sender when short of room (lazy pull), as pfent/L5RDMA;
  *  - "farm": poll message (marker after each message, its length in a second
  *    WRITE), no batching;
- *  - "socksdirect": WRITE_WITH_IMM with CQ polling, at most 10 messages per
- *    batch (alpha = beta = gamma = 10).
+ *  - "socksdirect": WRITE_WITH_IMM with CQ polling, a WRITE per message and a
+ *    completion for every WRITE, at most 10 in flight (max_inflight): while
+ *    the window is full messages accumulate and go out together (its
+ *    adaptive batching).
+ * What each copies is the application's: doc/design.md says, and rb2-perf
+ * copies as each does.
  *
  * @return 0, or -ENOENT (no such preset).
  */
@@ -216,6 +221,24 @@ rb2_tx_notices(const struct rb2_tx *tx)
  * @return 0, or the channel's error (-ECONNRESET: the receiver is gone).
  */
 int rb2_tx_check(struct rb2_tx *tx);
+
+/**
+ * An admission rule (RDMAbox's hook for applications): may a transmission of
+ * @p want WRs go out with @p inflight in flight, under the channel's window
+ * (params.max_inflight)? Return non-zero to admit. Called on the sender's
+ * lcore; it must admit when @p inflight is 0, or a flush waits for ever
+ * (it fails the channel after a bounded wait).
+ */
+typedef int (*rb2_tx_admit_t)(void *arg, uint32_t inflight, uint32_t want,
+			      uint32_t window);
+
+/**
+ * Replace the admission window's rule ("inflight + want <= window") with
+ * @p fn, or restore it (NULL). The sender must have a window (max_inflight).
+ *
+ * @return 0, or -EINVAL (no window).
+ */
+int rb2_tx_admission_hook(struct rb2_tx *tx, rb2_tx_admit_t fn, void *arg);
 
 /** Copy a sender's counters. */
 void rb2_tx_stats_get(const struct rb2_tx *tx, struct rb2_tx_stats *st);

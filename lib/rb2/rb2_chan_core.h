@@ -77,6 +77,10 @@ extern "C" {
 /** Longest channel name (memzones are named "rb2r.<name>"). */
 #define RB2_CHAN_NAMESIZE 24
 
+/** The most WRs one transmission posts: 2 ranges x (lens + slots), a tail,
+ * and a wake-up. */
+#define RB2_TX_CHAIN_MAX 6
+
 /** Messages a single reservation prefetches ahead (see rb2_tx_reserve_burst()). */
 #define RB2_TX_PREFETCH_AHEAD 8
 
@@ -136,6 +140,18 @@ struct rb2_chan_params {
 	enum rb2_head_sync head_sync;
 	enum rb2_tail_sync tail_sync;
 	uint32_t flags;       /**< RB2_CHAN_F_*: ablations of Table II; 0 */
+	/**
+	 * Admission window (RDMAbox's traffic regulator, SocksDirect's
+	 * in-flight cap): how many WRs the sender may have posted and not yet
+	 * seen complete; 0 (the default): no window. With one, every WR the
+	 * sender posts is signaled (its completion is how it knows), and a slot
+	 * transmission or pointer advancement that would exceed the window is
+	 * deferred (counted), its messages accumulating into the next, larger
+	 * WRITE; a flush waits for room. At least RB2_TX_CHAIN_MAX. The sender's
+	 * alone: not in the descriptor. rb2_tx_admission_hook() replaces the
+	 * rule.
+	 */
+	uint32_t max_inflight;
 	int socket_id;        /**< memory socket; SOCKET_ID_ANY: the transport's */
 	unsigned int lcore_id; /**< lcore using this half; LCORE_ID_ANY: caller */
 };
@@ -200,7 +216,11 @@ struct rb2_chan_desc {
 	X(credit_waits, "tail syncs deferred: no receive-queue credit") \
 	X(flushes, "explicit or idle flushes that sent something")             \
 	X(full_events, "reservations refused: ring full") \
-	X(wakeups, "sleeping receivers woken (RB2_CHAN_F_SLEEP)")
+	X(wakeups, "sleeping receivers woken (RB2_CHAN_F_SLEEP)") \
+	X(wrs, "WRs posted (each a WRITE, READ or wake-up)") \
+	X(signaled_wrs, "of which signaled (a completion each)") \
+	X(admission_deferrals, "transmissions deferred: the admission window was full") \
+	X(max_inflight_seen, "most WRs in flight at once (admission window set)")
 
 #define RB2_RX_STATS(X)                                       \
 	X(messages, "messages released")                      \
@@ -311,6 +331,12 @@ struct rb2_tx {
 	 * sleep we last woke it from. NULL: the receiver never sleeps. */
 	_Atomic uint64_t *rx_sleep;
 	uint64_t woken;
+	/* Admission window (params.max_inflight, 0: none): WRs posted and not
+	 * seen complete, and the application's rule, if it gave one. */
+	uint32_t max_inflight;
+	uint32_t wr_inflight;
+	int (*admit)(void *arg, uint32_t inflight, uint32_t want, uint32_t window);
+	void *admit_arg;
 	struct rb2_chan_half h;       /**< name, transport, memory, peer, policies */
 } __rte_cache_aligned;
 

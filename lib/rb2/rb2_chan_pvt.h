@@ -47,6 +47,7 @@
 #define WRID_HEAD 2
 #define WRID_PULL 3
 #define WRID_SLEEP 4
+#define WRID_DATA 5 /* a slot or lens[] WRITE, signaled for an admission window */
 
 /* Receives a sleeping receiver keeps posted for the sender's wake-ups
  * (RB2_CHAN_F_SLEEP on a transport with RB2_XPORT_CAP_IMM), re-posted as

@@ -50,6 +50,8 @@ rb2_tx_reap(struct rb2_chan_half *h)
 					 rb2_xport_wc_status_str(h->xp, wc[i].status));
 				rb2_tx_fail(tx, -EIO, what);
 			}
+			if (tx->max_inflight != 0 && tx->wr_inflight > 0)
+				tx->wr_inflight--;  /* with a window, every WR completes */
 			if (wc[i].wr_id == WRID_TAIL && tx->tail_inflight > 0)
 				tx->tail_inflight--;
 			if (wc[i].wr_id == WRID_PULL && tx->pull_inflight > 0)
@@ -62,10 +64,96 @@ rb2_tx_reap(struct rb2_chan_half *h)
 void
 rb2_tx_post(struct rb2_tx *tx, const struct rb2_xport_wr *w, unsigned int n)
 {
-	int ret = rb2_chan_post(&tx->h, w, n, rb2_tx_reap);
+	struct rb2_xport_wr all[RB2_TX_CHAIN_MAX];
+	unsigned int sig = 0;
+	int ret;
 
-	if (unlikely(ret < 0))
+	if (n == 0)
+		return;
+	if (unlikely(tx->max_inflight != 0 && n <= RTE_DIM(all))) {
+		/* An admission window counts completions: signal every WR. */
+		for (unsigned int i = 0; i < n; i++) {
+			all[i] = w[i];
+			all[i].flags |= RB2_WR_SIGNALED;
+			if (all[i].wr_id == 0)
+				all[i].wr_id = WRID_DATA;
+		}
+		w = all;
+	}
+	ret = rb2_chan_post(&tx->h, w, n, rb2_tx_reap);
+	if (unlikely(ret < 0)) {
 		rb2_tx_fail(tx, ret, "posting WRITEs");
+		return;
+	}
+	for (unsigned int i = 0; i < n; i++)
+		sig += (w[i].flags & RB2_WR_SIGNALED) != 0;
+	RB2_STAT_ADD(&tx->stats, wrs, n);
+	RB2_STAT_ADD(&tx->stats, signaled_wrs, sig);
+	if (tx->max_inflight != 0) {
+		tx->wr_inflight += n;
+		if (tx->wr_inflight > tx->stats.max_inflight_seen)
+			atomic_store_explicit(&tx->stats.max_inflight_seen, tx->wr_inflight,
+					      memory_order_relaxed);
+	}
+}
+
+int
+rb2_tx_admission_hook(struct rb2_tx *tx, rb2_tx_admit_t fn, void *arg)
+{
+	if (tx->max_inflight == 0)
+		return -EINVAL;
+	tx->admit_arg = arg;
+	tx->admit = fn;
+	return 0;
+}
+
+/* The WRs a transmission of what is committed, published as @how says,
+ * may take (an upper bound: the lens[] WRITE of a fixed-size channel and a
+ * deferred tail WRITE are not sent). */
+static uint32_t
+wrs_needed(const struct rb2_tx *tx, enum rb2_publish how)
+{
+	uint32_t pos = (uint32_t)tx->esc_tail & tx->mask;
+	uint32_t ranges = tx->tail - tx->esc_tail > (uint64_t)(tx->mask + 1 - pos) ? 2 : 1;
+
+	return ranges * (tx->msg_size == 0 ? 2 : 1) + (how != RB2_PUBLISH_NONE);
+}
+
+static int
+admitted(const struct rb2_tx *tx, uint32_t want)
+{
+	return tx->admit != NULL ?
+		tx->admit(tx->admit_arg, tx->wr_inflight, want, tx->max_inflight) :
+		tx->wr_inflight + want <= tx->max_inflight;
+}
+
+/*
+ * The admission window (params.max_inflight): may this transmission go out?
+ * A slot transmission or pointer advancement that does not fit is deferred:
+ * its messages stay committed and go out with the next, in fewer, larger
+ * WRITEs (RDMAbox merges while its regulator holds requests back;
+ * SocksDirect batches while its ten are in flight). A flush waits, reaping,
+ * for room.
+ */
+static int
+admit(struct rb2_tx *tx, enum rb2_publish how)
+{
+	uint32_t want = wrs_needed(tx, how);
+
+	if (admitted(tx, want))
+		return 1;
+	for (uint32_t spins = 0; spins < RB2_POST_SPINS && tx->h.err == 0; spins++) {
+		rb2_tx_reap(&tx->h);
+		if (admitted(tx, want))
+			return 1;
+		if (how != RB2_PUBLISH_FLUSH) {
+			RB2_STAT_ADD(&tx->stats, admission_deferrals, 1);
+			return 0;
+		}
+	}
+	if (tx->h.err == 0)
+		rb2_tx_fail(tx, -ETIMEDOUT, "a flush found no room in the admission window (an admission hook that never admits?)");
+	return 0;
 }
 
 /* One contiguous range of slots [a, a+k): its lens entries (unless the
@@ -222,8 +310,12 @@ wake_check(struct rb2_tx *tx)
 static void __rte_noinline
 sync_tail_wrs(struct rb2_tx *tx, enum rb2_publish how)
 {
-	struct rb2_xport_wr w[5]; /* 2 ranges x (lens + slots) + the tail */
-	unsigned int n = transmit_wrs(tx, w);
+	struct rb2_xport_wr w[RB2_TX_CHAIN_MAX]; /* 2 x (lens + slots) + the tail */
+	unsigned int n;
+
+	if (unlikely(tx->max_inflight != 0) && !admit(tx, how))
+		return;
+	n = transmit_wrs(tx, w);
 
 	if (how != RB2_PUBLISH_NONE) {
 		tx->synced_tail = tx->tail;

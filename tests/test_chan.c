@@ -1055,6 +1055,34 @@ Test(rb2_chan, preset_socksdirect_signals_every_write_and_caps_ten_in_flight)
 	cr_assert_eq(rb2_tx_admission_hook(tx, NULL, NULL), 0);
 }
 
+/* Lean (RB²'s latency mode): with a fixed-size channel one WRITE per
+ * message, no tail WRITE, and the head pushed every half ring, never because
+ * the ring drained. */
+Test(rb2_chan, preset_lean_writes_once_per_message_and_pushes_the_head_rarely)
+{
+	struct rb2_chan_params p;
+	struct rb2_tx_stats ts;
+	struct rb2_rx_stats rs;
+	char why[200];
+
+	rb2_chan_params_init(&p);
+	p.slots = 64;
+	p.slot_size = 64;
+	p.msg_size = 40;
+	cr_assert_eq(rb2_chan_params_preset(&p, "lean"), 0);
+	open_pair("shm,mode=copy", &p);
+	send_and_drain(200);                 /* a ping-pong: drained every time */
+	rb2_tx_stats_get(tx, &ts);
+	rb2_rx_stats_get(rx, &rs);
+	cr_assert_eq(ts.wrs, 200, "%" PRIu64 " WRs for 200 messages", (uint64_t)ts.wrs);
+	cr_assert_eq(ts.tail_writes, 0);
+	cr_assert_eq(rs.idle_pushes, 0);
+	cr_assert_leq(rs.head_pushes, 200 / 32, "%" PRIu64 " head pushes", (uint64_t)rs.head_pushes);
+	p.gamma = 33;
+	cr_assert_eq(rb2_chan_params_check(&p, why, sizeof(why)), -EINVAL);
+	cr_assert(strstr(why, "LAZY_HEAD") != NULL, "%s", why);
+}
+
 Test(rb2_chan, an_admission_window_needs_room_for_a_transmission)
 {
 	struct rb2_chan_params p;

@@ -72,7 +72,10 @@ usage(FILE *f, const char *prog)
 "  --preset LIST        bw: the paper's designs, rounds interleaved, each with its\n"
 "                       ratio to rb2: rb2, l5 (write-twice, no batching), farm\n"
 "                       (poll message, no batching), socksdirect (WRITE_WITH_IMM\n"
-"                       + CQ polling, batches of 10). Also sync pairs HEAD+TAIL:\n"
+"                       + CQ polling, a completion per WRITE, 10 in flight), lean\n"
+"                       (RB2's latency mode: one WRITE per message, the head\n"
+"                       pushed every half ring). Each copies as its application\n"
+"                       does (doc/design.md). Also sync pairs HEAD+TAIL:\n"
 "                       push|pull + wt|cq|poll (alpha/beta/gamma as given).\n"
 "                       A suffix :fixed makes that one a fixed-size channel\n"
 "                       (no length crosses: the paper's slot = message size),\n"
@@ -458,9 +461,9 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		fprintf(stderr, "rb2-perf: --mode ops runs one channel in one lcore: no --server, --client, --compare, --pairs or --bounce\n");
 		return -1;
 	}
-	if (o->npresets > 0 && (o->server || o->client ||
+	if (o->npresets > 0 && (((o->server || o->client) && o->mode != MODE_LAT) ||
 				(o->mode == MODE_LAT && o->npresets > 1))) {
-		fprintf(stderr, "rb2-perf: --preset: several (bw) or one (lat), in one process\n");
+		fprintf(stderr, "rb2-perf: --preset: several (bw, in one process) or one (lat)\n");
 		return -1;
 	}
 	if (o->npresets > 0 && o->compare && o->npresets > PERF_MAX_VARIANTS - 2) {
@@ -595,7 +598,7 @@ preset_sync(struct rb2_chan_params *p, const char *name)
 	if (ret != -ENOENT)
 		return ret;
 bad:
-	fprintf(stderr, "rb2-perf: unknown preset '%s': a design (rb2, l5, farm, socksdirect) or a "
+	fprintf(stderr, "rb2-perf: unknown preset '%s': a design (rb2, l5, farm, socksdirect, lean) or a "
 		"sync pair HEAD+TAIL (push|pull + wt|cq|poll)\n", name);
 	return -ENOENT;
 }

@@ -56,6 +56,18 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 	uint32_t unbatched = strcmp(name, "l5") == 0 || strcmp(name, "farm") == 0;
 
 	p->max_inflight = 0;
+	p->flags &= ~RB2_CHAN_F_LAZY_HEAD;
+	if (strcmp(name, "lean") == 0) {
+		/* Latency: one WRITE per message (a fixed-size slot and its
+		 * marker are contiguous: no length, no tail), the head pushed
+		 * only every half ring. */
+		p->head_sync = RB2_HEAD_LAZY_PUSH;
+		p->tail_sync = RB2_TAIL_POLL_MSG;
+		p->alpha = p->beta = 1;
+		p->gamma = RTE_MAX(1u, p->slots / 2);
+		p->flags |= RB2_CHAN_F_LAZY_HEAD;
+		return 0;
+	}
 	if (strcmp(name, "socksdirect") == 0) {
 		/* WRITE_WITH_IMM + CQ polling; a WRITE per message, each
 		 * signaled, at most 10 in flight; the head pushed every 10. */
@@ -99,9 +111,15 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 		WHY("invalid slots=%u: need a power of two in [2, 2^24]", p->slots);
 		return -EINVAL;
 	}
-	if (p->flags & ~(RB2_CHAN_F_NO_ELASTIC | RB2_CHAN_F_UNALIGNED | RB2_CHAN_F_SLEEP)) {
-		WHY("invalid flags=0x%x: only RB2_CHAN_F_NO_ELASTIC, RB2_CHAN_F_UNALIGNED and RB2_CHAN_F_SLEEP exist",
+	if (p->flags & ~(RB2_CHAN_F_NO_ELASTIC | RB2_CHAN_F_UNALIGNED | RB2_CHAN_F_SLEEP |
+			 RB2_CHAN_F_LAZY_HEAD)) {
+		WHY("invalid flags=0x%x: only RB2_CHAN_F_NO_ELASTIC, RB2_CHAN_F_UNALIGNED, RB2_CHAN_F_SLEEP and RB2_CHAN_F_LAZY_HEAD exist",
 		    p->flags);
+		return -EINVAL;
+	}
+	if ((p->flags & RB2_CHAN_F_LAZY_HEAD) && p->gamma > p->slots / 2) {
+		WHY("invalid gamma=%u with RB2_CHAN_F_LAZY_HEAD: the head is then pushed only every gamma slots, so gamma <= slots/2 = %u keeps the sender from waiting for it",
+		    p->gamma, p->slots / 2);
 		return -EINVAL;
 	}
 	if (p->slot_size == 0 || (p->flags & RB2_CHAN_F_UNALIGNED ?

@@ -76,6 +76,9 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
  *    completion for every WRITE, at most 10 in flight (max_inflight): while
  *    the window is full messages accumulate and go out together (its
  *    adaptive batching).
+ *  - "lean": RB²'s latency mode: poll message (with a fixed-size channel a
+ *    message, its marker and so its publication are one WRITE), no batching,
+ *    the head pushed only every half ring (RB2_CHAN_F_LAZY_HEAD).
  * What each copies is the application's: doc/design.md says, and rb2-perf
  * copies as each does.
  *

@@ -174,6 +174,14 @@ struct rb2_chan_params {
  * an RB2_WR_WAKE. Needs a transport with RB2_XPORT_CAP_WAKE (shm, verbs).
  */
 #define RB2_CHAN_F_SLEEP (1u << 2)
+/**
+ * LAZY_HEAD (receiver only; the "lean" preset): push the head only every
+ * gamma slots, not also whenever the ring drains (the idle push). A sender
+ * is never blocked by it while gamma <= slots / 2: its stale view of the
+ * head lags by less than gamma, so room remains. In a ping-pong, the idle
+ * push is a WRITE per message that nobody waits for.
+ */
+#define RB2_CHAN_F_LAZY_HEAD (1u << 3)
 /** Flags both halves must agree on (they travel in the descriptor). */
 #define RB2_CHAN_F_WIRE (RB2_CHAN_F_UNALIGNED | RB2_CHAN_F_SLEEP)
 /** Where the slots start in an UNALIGNED region, past the cache line. */

@@ -251,6 +251,9 @@ __rb2_rx_idle(struct rb2_rx *rx)
 	RB2_STAT_ADD(&rx->stats, empty_events, 1);
 	if (rx->h.err == 0)
 		check_peer(rx);
+	/* RB2_CHAN_F_LAZY_HEAD: only every gamma (the lean latency mode). */
+	if (unlikely(rx->h.p.flags & RB2_CHAN_F_LAZY_HEAD))
+		return rx->h.err == -ENOTCONN ? 0 : rx->h.err;
 	/* Idle push: the ring is drained, so the sender may be blocked on a
 	 * stale local_head; give it all the room back now. */
 	if (rx->head != rx->synced_head) {

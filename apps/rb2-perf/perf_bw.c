@@ -483,9 +483,10 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 	} else if (o->npresets > 0) {
 		static const char *const what[][2] = {
 			{"rb2", "RB2: lazy push, write-twice, alpha=32 beta=16 gamma=32"},
-			{"l5", "L5: write-twice, no batching"},
-			{"farm", "FaRM: poll message (marker + length WRITE), no batching"},
-			{"socksdirect", "SocksDirect: WRITE_WITH_IMM + CQ polling, batches of 10"},
+			{"l5", "L5: write-twice, no batching, head READ; copies in, out, clears"},
+			{"farm", "FaRM: poll message (marker + length WRITE), no batching; copies in"},
+			{"socksdirect", "SocksDirect: WRITE_WITH_IMM + CQ polling, a completion per WRITE, 10 in flight; copies in and out"},
+			{"lean", "RB2 latency mode: poll message, one WRITE per message, lazy head"},
 		};
 		for (i = 0; i < o->npresets; i++) {
 			char chan[RB2_CHAN_NAMESIZE];

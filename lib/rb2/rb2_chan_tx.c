@@ -367,8 +367,9 @@ __rb2_tx_flush(struct rb2_tx *tx)
 {
 	if (tx->h.err != 0)
 		return tx->h.err;
-	if (tx->tail == tx->pub_tail) {   /* idle, the receiver may sleep */
-		wake_check(tx);
+	if (tx->tail == tx->pub_tail) {   /* idle: the receiver may sleep */
+		if (tx->rx_sleep != NULL)
+			wake_check(tx);
 		return tx->h.err;
 	}
 	RB2_STAT_ADD(&tx->stats, flushes, 1);

@@ -68,13 +68,16 @@ l=$(pt ib_write_lat 64 5000)
 echo "$l" | awk '{printf "| ib_write_lat (one way, x2) | %.2f | %.2f | %.2f |\n", 2*$6, 2*$5, 2*$9}'
 ibl=$(echo "$l" | awk '{print 2*$6}')
 for v in "" --fixed "--preset lean:fixed"; do
+	case "$v" in
+	"") what="(alpha=beta=gamma=1)" ;;
+	--fixed) what="--fixed (alpha=beta=gamma=1)" ;;
+	*) what="--preset lean:fixed (one WRITE per message)" ;;
+	esac
 	rb lat 64 5000 --warmup 500 $v
 	awk -v a="$(jnum /tmp/rb.c.json avg_ns)" -v p="$(jnum /tmp/rb.c.json p50_ns)" \
-		-v t="$(jnum /tmp/rb.c.json p99_9_ns)" -v f="$v" -v ib="${ibl:-0}" \
-		'BEGIN { printf "| rb2-perf lat %s | %.2f | %.2f | %.2f |%s\n",
-			f == "" ? "(alpha=beta=gamma=1)" : f == "--fixed" ? "--fixed (alpha=beta=gamma=1)" :
-			"--preset lean:fixed (one WRITE per message)", a / 1e3, p / 1e3, t / 1e3,
-			ib > 0 ? sprintf(" %.2fx ib_write_lat avg", a / 1e3 / ib) : "" }'
+		-v t="$(jnum /tmp/rb.c.json p99_9_ns)" -v w="$what" -v ib="${ibl:-0}" 'BEGIN {
+		r = ib > 0 ? sprintf(" %.2fx ib_write_lat avg |", a / 1e3 / ib) : " |"
+		printf "| rb2-perf lat %s | %.2f | %.2f | %.2f |%s\n", w, a / 1e3, p / 1e3, t / 1e3, r }'
 done
 echo
 echo "## Connections over rxe0 (rb2-connperf, both ends in one process, QPs connected locally)"

@@ -58,7 +58,7 @@ open_pairs(const char *spec, const struct rb2_chan_params *p, unsigned int n)
 	xp = rb2_xport_open_spec(spec);
 	cr_assert_not_null(xp, "open %s: %s", spec, rte_strerror(rte_errno));
 	for (unsigned int i = 0; i < n; i++) {
-		char name[8];
+		char name[16];
 
 		snprintf(name, sizeof(name), "s%u", i);
 		txs[i] = rb2_tx_create(name, xp, p);

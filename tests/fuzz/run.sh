@@ -36,20 +36,23 @@ flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
 	"$src/lib/trace/rb2_trace.c" -lpcap || exit 1
 "$cc" "${flags[@]}" -o "$out/fuzz_config" "$src/tests/fuzz/fuzz_config.c" \
 	"$src/lib/pipeline/rb2_config.c" || exit 1
+# The channel library asks libnuma where its rings are, where the build has it.
+numa_libs=
+grep -q "RB2_HAS_NUMA 1" "$build/config/rb2_build_config.h" && numa_libs=$(pkg-config --libs numa)
 # The descriptor check with the channel library it belongs to (instrumented
 # too: the region size comes from the sync policies' tables).
-# shellcheck disable=SC2046 # pkg-config's words
+# shellcheck disable=SC2046,SC2086 # pkg-config's words
 "$cc" "${flags[@]}" -I"$build/config" -include rb2_build_config.h -I"$src/lib/rb2" \
 	-I"$src/lib/xport" $(pkg-config --cflags libdpdk) -o "$out/fuzz_desc" \
 	"$src/tests/fuzz/fuzz_desc.c" "$src"/lib/rb2/*.c "$src"/lib/xport/*.c \
-	$(pkg-config --libs libdpdk) || exit 1
+	$(pkg-config --libs libdpdk) $numa_libs || exit 1
 # Connection frames into an endpoint, over a shm channel pair (the driver
 # registers itself from its constructor).
-# shellcheck disable=SC2046 # pkg-config's words
+# shellcheck disable=SC2046,SC2086 # pkg-config's words
 "$cc" "${flags[@]}" -I"$build/config" -include rb2_build_config.h -I"$src/lib/rb2" \
 	-I"$src/lib/xport" -I"$src/lib/conn" $(pkg-config --cflags libdpdk) -o "$out/fuzz_conn" \
 	"$src/tests/fuzz/fuzz_conn.c" "$src"/lib/conn/*.c "$src"/lib/rb2/*.c \
-	"$src"/lib/xport/*.c "$src"/drivers/xport/shm/*.c $(pkg-config --libs libdpdk) || exit 1
+	"$src"/lib/xport/*.c "$src"/drivers/xport/shm/*.c $(pkg-config --libs libdpdk) $numa_libs || exit 1
 
 # Seeds: captures of every link type, and every configuration we ship.
 seeds=$out/seeds

@@ -172,11 +172,13 @@ int rb2_rx_notify(struct rb2_rx *rx, uint64_t flags);
  * Adaptive polling (RDMAbox's hybrid), the receiver's half; the channel
  * needs RB2_CHAN_F_SLEEP on both halves. A receiver that has found nothing
  * for a while says that it sleeps (a word in the sender's region, which the
- * sender looks at after every publication), then looks at the ring once
- * more; if it is still empty, it may block on the doorbell @p db names, with
- * rb2_xport_doorbell_wait() (one call for every channel of an lcore). The
- * sender rings it when it publishes. Either the sender sees the sleep, or
- * this last look sees the message: no wake-up is lost. Slow path.
+ * sender looks at after every publication and in its idle rb2_tx_flush()),
+ * then looks at the ring once more; if it is still empty, it may block on the
+ * doorbell @p db names, with rb2_xport_doorbell_wait() (one call for every
+ * channel of an lcore). The sender rings it when it publishes. On shm either
+ * the sender sees the sleep or this last look sees the message; over a
+ * network a publication that lands after the last look is caught by the
+ * sender's next look, so a sender must flush when idle. Slow path.
  *
  * @code
  * struct rb2_xport_doorbell db;

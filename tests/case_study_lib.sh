@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright(c) 2026 The rb2 authors
 #
-# What the case studies' tests (test_kv.sh, test_http.sh) share; sourced
+# What the tests through rb2-raasd (test_raasd.sh, test_kv.sh, test_http.sh) share; sourced
 # with $build and $pfx (a --file-prefix unique to the test) set.
 set -u
 raasd=$build/apps/rb2-raasd/rb2-raasd

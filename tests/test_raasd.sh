@@ -16,30 +16,14 @@
 #   test_raasd.sh BUILD_DIR
 set -u
 build=$1
-raasd=$build/apps/rb2-raasd/rb2-raasd
 app=$build/tests/test_raas_app
-base_va=${RB2_BASE_VIRTADDR:-0x200000000000}
 pfx=rb2t-raas-$$
-tmp=$(mktemp -d)
-fails=0
-pids=()
+. "$(dirname "$0")/case_study_lib.sh"
 
-cleanup() {
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -f /dev/hugepages/"$pfx"map_* 2>/dev/null
-	rm -rf "/var/run/dpdk/$pfx" "$tmp"
-}
-trap cleanup EXIT
-
-free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
-if [ "${free:-0}" -lt 128 ] || ! mountpoint -q /dev/hugepages; then
+if ! have_hugepages; then
 	echo "SKIP: DPDK multi-process needs hugepages: as root, dpdk-hugepages.py -p 2M --setup 1G"
 	exit 77
 fi
-
-ok() { echo "PASS $1"; }
-fail() { echo "FAIL $1"; fails=$((fails + 1)); }
 
 # app NAME ARGS...: an application, a secondary of the service, logging to
 # tmp/NAME. Run it in the background (app ... &: then $! is the application
@@ -61,21 +45,8 @@ wait_gone() {
 	done
 }
 
-start_service() {
-	( trap - EXIT; exec "$raasd" -l 0 --no-pci -m 256 --file-prefix "$pfx" \
-		--proc-type=primary --base-virtaddr="$base_va" --log-level=lib.eal:error -- \
-		>"$tmp/raasd" 2>&1 ) &   # $!: the service itself (the subshell execs)
-	raasd_pid=$!
-	pids+=("$raasd_pid")
-	for _ in $(seq 200); do
-		grep -q "ready" "$tmp/raasd" && return 0
-		sleep 0.05
-	done
-	echo "rb2-raasd did not start:"; cat "$tmp/raasd"
-	exit 1
-}
-
-start_service
+start_raasd
+raasd_pid=${pids[-1]}   # the service itself (the subshell execs)
 
 # 1. Two applications through the service, both ways.
 app server-a server 7 500 40 & s=$!; pids+=("$s")

@@ -391,6 +391,9 @@ struct rb2_rx {
 	_Atomic uint64_t *peer_sleep;
 	uint64_t sleep_writes, sleep_acked;
 	uint32_t wake_recvs;
+	/* rb2_bulk.h: READs of lent buffers, signaled ones posted and
+	 * completed (a bulk receiver waits for its own). */
+	uint64_t bulk_reads_posted, bulk_reads_done;
 	struct rb2_chan_half h;       /**< name, transport, memory, peer, policies */
 } __rte_cache_aligned;
 

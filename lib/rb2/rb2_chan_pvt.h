@@ -48,6 +48,7 @@
 #define WRID_PULL 3
 #define WRID_SLEEP 4
 #define WRID_DATA 5 /* a slot or lens[] WRITE, signaled for an admission window */
+#define WRID_BULK 6 /* the receiver's READ of a lent buffer (rb2_bulk.c) */
 
 /* Receives a sleeping receiver keeps posted for the sender's wake-ups
  * (RB2_CHAN_F_SLEEP on a transport with RB2_XPORT_CAP_IMM), re-posted as

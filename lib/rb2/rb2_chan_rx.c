@@ -48,13 +48,16 @@ rb2_rx_reap(struct rb2_chan_half *h)
 		return n;
 	}
 	/* Receives of WRITE_WITH_IMM (each immediate: slots published, or a
-	 * wake-up), our sleep word's WRITE, and failed sends: the head and
+	 * wake-up), our sleep word's WRITE, bulk READs, and failed sends: the head and
 	 * credit WRITEs are unsignaled, so only failures come back. */
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status != RB2_WC_SUCCESS) {
 			rb2_rx_fail(rx, -EIO, "%s completion error: %s",
 				    wc[i].opcode == RB2_WC_RECV_IMM ? "WRITE_WITH_IMM receive" :
+				    wc[i].wr_id == WRID_BULK ? "READ of a lent buffer (the sender unregistered it?)" :
 				    "head/credit WRITE", rb2_xport_wc_status_str(h->xp, wc[i].status));
+		} else if (wc[i].opcode == RB2_WR_READ && wc[i].wr_id == WRID_BULK) {
+			rx->bulk_reads_done++; /* rb2_bulk_recv() waits for it */
 		} else if (wc[i].opcode == RB2_WC_RECV_IMM && wc[i].imm == RB2_IMM_WAKE) {
 			wakes++;           /* a sender woke us (RB2_WR_WAKE) */
 		} else if (wc[i].opcode == RB2_WC_RECV_IMM) {

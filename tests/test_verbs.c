@@ -6,7 +6,7 @@
  * Integration tests of the verbs transport, one process per side, run by
  * tests/verbs-vm/suite.sh inside the Soft-RoCE guest:
  *
- *   test_verbs [EAL args] -- server|client stream|elastic|lat|kill|baddesc|conn|sleep IP:PORT [COUNT]
+ *   test_verbs [EAL args] -- server|client stream|elastic|lat|kill|baddesc|conn|sleep|bulk IP:PORT [COUNT]
  *
  * stream   COUNT messages of 8..200 B (1 to 4 slots of 64 B, across the wrap
  *          of a 256-slot ring) under alpha=32 beta=16 gamma=32: exactly once,
@@ -31,6 +31,14 @@
  *          channel, the client passive: at RB2_TEST_BACK (ip:port; default
  *          the server's address, port + 1).
  *
+ * bulk     large messages from application memory (rb2_bulk.h): COUNT
+ *          messages of 100 B to 4 MiB from four mmap'd buffers, lent above
+ *          64 KiB and READ by the server into its destination, each checked
+ *          word by word. Halfway the client unmaps a buffer and maps other
+ *          pages at its address, forgetting it first: a registration kept
+ *          past that would READ the old pages (RB2_TEST_BULK_NO_FORGET=1
+ *          shows it does). Both sides print their caches' hits.
+ *
  * Exit 0 on success, 1 on failure, 77 when there is no RDMA device.
  *
  * RB2_TEST_XPORT=SPEC runs the same tests over another transport, e.g.
@@ -43,13 +51,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 
+#include <rb2_bulk.h>
 #include <rb2_chan.h>
+#include <rb2_mr_cache.h>
 #include <rb2_conn.h>
 #include <rb2_xport.h>
 
@@ -630,6 +641,202 @@ conn_test(struct rb2_xport *xp, const char *addr, int server, uint64_t count)
 	return ok ? 0 : 1;
 }
 
+/* ---- large messages from application memory (rb2_bulk.h) ---------------- */
+
+#define BULK_BUFS 4
+#define BULK_MAX ((4u << 20) + 4096)
+
+/* Sizes on both sides of the crossover (64 KiB), the largest spanning many
+ * pages of the lender's buffer and of the receiver's. */
+static uint32_t
+bulk_len(uint64_t seq)
+{
+	static const uint32_t lens[] = {100, 5000, 65536, 200000, 1u << 20, (4u << 20) + 123};
+
+	return lens[seq % RTE_DIM(lens)];
+}
+
+static void
+bulk_fill(uint8_t *p, uint32_t len, uint64_t seq)
+{
+	uint32_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t v = seq * 0x9e3779b97f4a7c15ull + i;
+		memcpy(p + i, &v, 8);
+	}
+	for (; i < len; i++)
+		p[i] = (uint8_t)seq;
+}
+
+static int
+bulk_check(const uint8_t *p, uint32_t len, uint64_t seq)
+{
+	uint32_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t v = seq * 0x9e3779b97f4a7c15ull + i, got;
+		memcpy(&got, p + i, 8);
+		if (got != v)
+			return 0;
+	}
+	for (; i < len; i++)
+		if (p[i] != (uint8_t)seq)
+			return 0;
+	return 1;
+}
+
+static void
+bulk_params(struct rb2_chan_params *p)
+{
+	params(p, P_STREAM);
+	p->slot_size = 1024; /* inline messages up to 128 KiB */
+}
+
+static void
+print_cache(const char *who, struct rb2_mr_cache *c)
+{
+	struct rb2_mr_cache_stats cs;
+
+	rb2_mr_cache_stats_get(c, &cs);
+	printf("bulk: %s cache: %" PRIu64 " gets, %" PRIu64 " hits (%.1f%%), %" PRIu64
+	       " registrations, %" PRIu64 " invalidations\n", who, cs.gets, cs.hits,
+	       cs.gets ? 100.0 * (double)cs.hits / (double)cs.gets : 0.0,
+	       cs.registrations, cs.invalidations);
+}
+
+/* Every message into one destination, each checked word by word. */
+static int
+bulk_server(struct rb2_xport *xp, const char *addr, uint64_t count)
+{
+	struct rb2_chan_params p;
+	struct rb2_bulk_stats st;
+	struct rb2_bulk_rx *b;
+	struct rb2_rx *rx;
+	uint8_t *dst = malloc(BULK_MAX);
+	uint64_t got = 0, bad = 0;
+	double t0;
+
+	bulk_params(&p);
+	rx = rb2_rx_create("vb", xp, &p);
+	if (dst == NULL || rx == NULL || rb2_rx_connect(rx, addr, 60000) != 0 ||
+	    (b = rb2_bulk_rx_create(rx, NULL)) == NULL)
+		return 1;
+	t0 = now_s();
+	while (got < count && now_s() - t0 < 120) {
+		int ret = rb2_bulk_recv(b, dst, BULK_MAX);
+
+		if (ret == -EAGAIN || ret == -EINPROGRESS)
+			continue;
+		if (ret < 0) {
+			printf("bulk: receive failed after %" PRIu64 " messages: %s\n", got,
+			       strerror(-ret));
+			return 1;
+		}
+		if (((uint32_t)ret != bulk_len(got) || !bulk_check(dst, (uint32_t)ret, got)) &&
+		    bad++ < 5)
+			printf("bulk: message %" PRIu64 " of %d bytes (want %u) has stale or wrong content\n",
+			       got, ret, bulk_len(got));
+		got++;
+	}
+	rb2_bulk_rx_stats_get(b, &st);
+	printf("bulk: %" PRIu64 " messages received, %" PRIu64 " bad: %" PRIu64
+	       " copied through the ring, %" PRIu64 " READ from the sender's memory in %" PRIu64
+	       " READs\n", got, bad, st.inline_msgs, st.ref_msgs, st.reads);
+	print_cache("receiver", rb2_bulk_rx_cache(b));
+	for (int i = 0; i < 2000; i++) {      /* until the sender has its buffers */
+		rb2_rx_peek_burst(rx, &(struct rb2_msg){0}, 1);
+		usleep(1000);
+	}
+	rb2_bulk_rx_destroy(b);
+	rb2_rx_destroy(rx);
+	free(dst);
+	return bad == 0 && got == count ? 0 : 1;
+}
+
+/* Messages from BULK_BUFS buffers, message k from buffer k % BULK_BUFS once
+ * it is back. Halfway, buffer 0 is unmapped and mapped again at the same
+ * address (other pages): forgotten first, its next send is registered
+ * afresh; with RB2_TEST_BULK_NO_FORGET=1 it is not, and the receiver must
+ * see the old pages' content (the check can fail). */
+static int
+bulk_client(struct rb2_xport *xp, const char *addr, uint64_t count)
+{
+	int forget = getenv("RB2_TEST_BULK_NO_FORGET") == NULL;
+	struct rb2_chan_params p;
+	struct rb2_bulk_stats st;
+	struct rb2_bulk_tx *b;
+	struct rb2_tx *tx;
+	uint8_t *buf[BULK_BUFS];
+	int lent[BULK_BUFS] = {0};
+	uint64_t sent = 0;
+	double t0 = now_s();
+
+	bulk_params(&p);
+	tx = rb2_tx_create("vb", xp, &p);
+	if (tx == NULL || tx_connect_retry(tx, addr) != 0 || (b = rb2_bulk_tx_create(tx, NULL)) == NULL)
+		return 1;
+	for (int i = 0; i < BULK_BUFS; i++) {
+		buf[i] = mmap(NULL, BULK_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (buf[i] == MAP_FAILED)
+			return 1;
+	}
+	while (now_s() - t0 < 120) {
+		struct rb2_bulk_done d[8];
+		int n = rb2_bulk_tx_done(b, d, RTE_DIM(d));
+
+		for (int i = 0; i < n; i++) {
+			if (d[i].status != 0) {
+				printf("bulk: buffer of message %" PRIu64 " came back failed: %s\n",
+				       d[i].cookie, strerror(-d[i].status));
+				return 1;
+			}
+			lent[d[i].cookie % BULK_BUFS] = 0;
+		}
+		if (sent == count) {
+			int out = 0;
+
+			for (int i = 0; i < BULK_BUFS; i++)
+				out += lent[i];
+			if (out == 0)
+				break;
+			continue;
+		}
+		unsigned int k = (unsigned int)(sent % BULK_BUFS);
+		if (lent[k])
+			continue;
+		if (sent == count / 2 && k == 0) {
+			if (forget && rb2_bulk_tx_forget(b, buf[0], BULK_MAX) != 0)
+				return 1;
+			if (munmap(buf[0], BULK_MAX) != 0 ||
+			    mmap(buf[0], BULK_MAX, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != buf[0])
+				return 1;
+			printf("bulk: message %" PRIu64 ": buffer 0 unmapped and mapped again at %p%s\n",
+			       sent, (void *)buf[0], forget ? ", forgotten first" : ", NOT forgotten");
+		}
+		bulk_fill(buf[k], bulk_len(sent), sent);
+		int ret = rb2_bulk_send(b, buf[k], bulk_len(sent), sent);
+		if (ret == -EAGAIN)
+			continue;
+		if (ret < 0) {
+			printf("bulk: send of message %" PRIu64 " failed: %s\n", sent, strerror(-ret));
+			return 1;
+		}
+		lent[k] = ret == 1;
+		sent++;
+		(void)rb2_tx_flush(tx);
+	}
+	rb2_bulk_tx_stats_get(b, &st);
+	printf("bulk: %" PRIu64 " messages sent: %" PRIu64 " copied through the ring, %" PRIu64
+	       " lent (%" PRIu64 " given back), %" PRIu64 " sends waited for a lent buffer\n",
+	       sent, st.inline_msgs, st.ref_msgs, st.ref_done, st.ref_waits);
+	print_cache("sender", rb2_bulk_tx_cache(b));
+	rb2_bulk_tx_destroy(b);
+	rb2_tx_destroy(tx);
+	return sent == count && st.ref_done == st.ref_msgs ? 0 : 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -645,7 +852,7 @@ main(int argc, char **argv)
 	argc -= ret;
 	argv += ret;
 	if (argc < 4) {
-		fprintf(stderr, "usage: test_verbs [EAL] -- server|client stream|lat|kill|guestkill|qperr|baddesc|conn|sleep IP:PORT [COUNT]\n");
+		fprintf(stderr, "usage: test_verbs [EAL] -- server|client stream|lat|kill|guestkill|qperr|baddesc|conn|sleep|bulk IP:PORT [COUNT]\n");
 		return 2;
 	}
 	role = argv[1];
@@ -678,6 +885,8 @@ main(int argc, char **argv)
 		ret = conn_test(xp, addr, server, count);
 	else if (strcmp(test, "sleep") == 0)
 		ret = server ? sleep_server(xp, addr, count) : sleep_client(xp, addr, count);
+	else if (strcmp(test, "bulk") == 0)
+		ret = server ? bulk_server(xp, addr, count) : bulk_client(xp, addr, count);
 	else
 		ret = 2;
 	rb2_xport_close(xp);

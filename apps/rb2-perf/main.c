@@ -34,12 +34,15 @@ usage(FILE *f, const char *prog)
 "\n"
 "Measures an RB2 channel between two lcores (EAL args must give two, e.g. -l 0-1).\n"
 "\n"
-"  --mode bw|lat|ops|wake  bw: streaming throughput (default); lat: ping-pong round\n"
-"                       trip; ops: both halves on one lcore, in turns: the code's\n"
-"                       own cost per message (repeatable instruction counts under\n"
-"                       callgrind; usertools/rb2-perf-ab.py --callgrind); wake:\n"
+"  --mode bw|lat|ops|wake|bulk  bw: streaming throughput (default); lat: ping-pong\n"
+"                       round trip; ops: both halves on one lcore, in turns: the\n"
+"                       code's own cost per message (repeatable instruction counts\n"
+"                       under callgrind; usertools/rb2-perf-ab.py --callgrind); wake:\n"
 "                       adaptive polling against polling: wake-up latency and idle\n"
-"                       CPU of paced messages, and the rate of a busy stream\n"
+"                       CPU of paced messages, and the rate of a busy stream; bulk:\n"
+"                       4 KiB to 4 MiB messages copied through the ring against\n"
+"                       lent from application memory (rb2_bulk.h), with and without\n"
+"                       the registration cache: the crossover (verbs, or loop)\n"
 "  --gap-us US          wake: paced messages US microseconds apart (default 1000)\n"
 "  --paced N            wake: paced messages per round (default 2000)\n"
 "  --idle-sleep N       wake: empty polls before the receiver sleeps (default 120,\n"
@@ -200,8 +203,10 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 				o->mode = MODE_OPS;
 			} else if (strcmp(optarg, "wake") == 0) {
 				o->mode = MODE_WAKE;
+			} else if (strcmp(optarg, "bulk") == 0) {
+				o->mode = MODE_BULK;
 			} else {
-				fprintf(stderr, "rb2-perf: invalid --mode '%s': use bw, lat, ops or wake\n", optarg);
+				fprintf(stderr, "rb2-perf: invalid --mode '%s': use bw, lat, ops, wake or bulk\n", optarg);
 				return -1;
 			}
 			break;
@@ -476,6 +481,11 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		fprintf(stderr, "rb2-perf: --mode wake runs one design in one process, messages of at least 16 B: no --server, --client, --compare, --pairs, --bounce or --preset\n");
 		return -1;
 	}
+	if (o->mode == MODE_BULK && (o->server || o->client || o->compare || o->pairs ||
+				      o->bounce || o->npresets > 0)) {
+		fprintf(stderr, "rb2-perf: --mode bulk runs its own sizes in one process: no --server, --client, --compare, --pairs, --bounce or --preset\n");
+		return -1;
+	}
 	if (o->compare && o->mode != MODE_BW) {
 		fprintf(stderr, "rb2-perf: --compare applies to --mode bw\n");
 		return -1;
@@ -613,7 +623,8 @@ perf_json_begin(FILE *f, const struct perf_opts *o)
 		"\"duration\": %g, \"tsc_hz\": %" PRIu64 "",
 		RB2_VERSION, (long long)time(NULL),
 		o->mode == MODE_BW ? "bw" : o->mode == MODE_LAT ? "lat" :
-		o->mode == MODE_WAKE ? "wake" : "ops", o->transport, o->size,
+		o->mode == MODE_WAKE ? "wake" : o->mode == MODE_BULK ? "bulk" : "ops",
+		o->transport, o->size,
 		o->chan.slots, o->chan.slot_size, o->chan.alpha, o->chan.beta,
 		o->chan.gamma, o->chan.msg_size, o->chan.flags, o->burst, o->count, o->duration,
 		rte_get_tsc_hz());
@@ -736,6 +747,7 @@ main(int argc, char **argv)
 	}
 	ret = o.mode == MODE_OPS ? perf_ops_run(&o, json) :
 		o.mode == MODE_WAKE ? perf_wake_run(&o, json) :
+		o.mode == MODE_BULK ? perf_bulk_run(&o, json) :
 		o.mode == MODE_LAT ? perf_lat_run(&o, json) :
 		o.pairs > 0 ? perf_pairs_run(&o, json) : perf_bw_run(&o, json);
 	if (json != NULL)

@@ -20,7 +20,7 @@
 #define PERF_MAX_ROUNDS 101
 #define PERF_MAX_PAIRS 64       /* --pairs: channel pairs at once */
 
-enum perf_mode { MODE_BW, MODE_LAT, MODE_OPS, MODE_WAKE };
+enum perf_mode { MODE_BW, MODE_LAT, MODE_OPS, MODE_WAKE, MODE_BULK };
 
 struct perf_opts {
 	enum perf_mode mode;
@@ -107,6 +107,8 @@ void perf_lat_summarize(uint64_t *cyc, uint64_t n, struct perf_lat *l);
 int perf_ops_run(const struct perf_opts *o, FILE *json);
 /* perf_wake.c */
 int perf_wake_run(const struct perf_opts *o, FILE *json);
+/* perf_bulk.c */
+int perf_bulk_run(const struct perf_opts *o, FILE *json);
 /* perf_remote.c */
 int perf_remote_run(const struct perf_opts *o, FILE *json);
 

@@ -102,6 +102,20 @@ echo
 echo '```'
 cat /tmp/mr.json
 echo '```'
+echo
+echo "## Large messages from application memory (rb2-perf --mode bulk, one process)"
+echo
+echo "copy: through the ring (a copy in, the NIC's WRITE, a copy out); lend: the buffer lent"
+echo "(registration cached), the receiver READs it into its own buffer; lend-reg: registered"
+echo "on every message, both sides. GB/s are TCG's; the ratio and the crossover count."
+echo
+"$perf" -l 0-1 --no-pci --no-huge -m 1024 --file-prefix bk --log-level lib.eal:error -- \
+	--mode bulk --transport verbs,dev=rxe0 --rounds 3 --json /tmp/bulk.json > /tmp/bulk.out 2>&1 ||
+	{ failed=1; cat /tmp/bulk.out; }
+echo '```'
+grep -vE "^(TELEMETRY|round )" /tmp/bulk.out
+cat /tmp/bulk.json
+echo '```'
 } | tee "$out"
 [ $failed -eq 0 ] || { echo "perf: a run failed"; cat /tmp/rb.s /tmp/rb.c /tmp/pt.s /tmp/pt.c | grep -v TELEM | tail -20; }
 exit $failed

@@ -47,6 +47,22 @@ pair latency_mode lat 20000
 pair sleep_adaptive_polling sleep 300
 RB2_TEST_SYNC=push+imm pair sleep_adaptive_polling_imm sleep 200
 RB2_TEST_SYNC=push+poll pair sleep_adaptive_polling_poll sleep 200
+# Large messages from application memory (rb2_bulk.h): lent above 64 KiB,
+# READ by the receiver into its own memory, a buffer remapped halfway.
+pair bulk_lent_buffers_read_zero_copy bulk 120
+# ... and that check can fail: a buffer remapped without being forgotten is
+# READ through its old registration, from the old pages.
+p0=$pass f0=$fail
+RB2_TEST_BULK_NO_FORGET=1 pair bulk_stale_registration_control bulk 120 >/dev/null
+pass=$p0 fail=$f0
+if grep -q "stale or wrong content" /tmp/bulk_stale_registration_control.s; then
+	pass=$((pass + 1))
+	echo "PASS bulk_stale_registration_control (a registration kept past munmap READ the old pages, and the check saw it)"
+else
+	fail=$((fail + 1))
+	echo "FAIL bulk_stale_registration_control: without forgetting, the old pages went unnoticed"
+	cat /tmp/bulk_stale_registration_control.[sc]
+fi
 # Connections (lib/conn): 1000 over one channel pair, so one QP each way.
 pair conn_1000_connections_one_qp_each_way conn 100000
 

@@ -684,6 +684,16 @@ set_connected(struct rb2_xport_qp *qp, struct verbs_qp *v, struct rdma_cm_id *id
 	}
 }
 
+/* READs a queue keeps in flight, both ways (a bulk receiver's READs of a
+ * lent buffer, lazy pull's head READs): what the device allows, up to 16. */
+static uint8_t
+verbs_rd_depth(const struct verbs_dev *d)
+{
+	int depth = RTE_MIN(d->attr.max_qp_rd_atom, d->attr.max_qp_init_rd_atom);
+
+	return (uint8_t)RTE_MAX(1, RTE_MIN(depth, 16));
+}
+
 static int
 verbs_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 		  enum rb2_xport_role role, const void *blob, size_t len,
@@ -692,7 +702,8 @@ verbs_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 	struct verbs_qp *v = qp->drv;
 	struct rdma_conn_param cp = {
 		.private_data = blob, .private_data_len = (uint8_t)len,
-		.responder_resources = 1, .initiator_depth = 1,
+		.responder_resources = verbs_rd_depth(qp->xp->priv),
+		.initiator_depth = verbs_rd_depth(qp->xp->priv),
 		.retry_count = VERBS_RETRY_CNT, .rnr_retry_count = 7,
 	};
 	struct rdma_cm_event *ev = NULL;
@@ -843,7 +854,7 @@ local_qp_rts(struct verbs_dev *d, struct ibv_qp *qp, uint32_t dest_qpn)
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = pa.active_mtu;
 	a.dest_qp_num = dest_qpn;
-	a.max_dest_rd_atomic = 1;
+	a.max_dest_rd_atomic = verbs_rd_depth(d);
 	a.min_rnr_timer = 1;
 	a.ah_attr.is_global = 1; /* RoCE: addressed by GID */
 	a.ah_attr.grh.dgid = gid;
@@ -860,7 +871,7 @@ local_qp_rts(struct verbs_dev *d, struct ibv_qp *qp, uint32_t dest_qpn)
 	a.timeout = VERBS_ACK_TIMEOUT;
 	a.retry_cnt = VERBS_RETRY_CNT;
 	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
+	a.max_rd_atomic = verbs_rd_depth(d);
 	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 	return -ret;

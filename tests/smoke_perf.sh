@@ -94,6 +94,31 @@ assert d["idle_cpu_pct_adaptive"] * 5 < d["idle_cpu_pct_poll"], d
 assert d["busy_mps_adaptive"] > 0 and d["busy_mps_poll"] > 0, d
 PY
 expect_error "mode wake runs one design" --mode wake --preset l5
+# Doorbells across channels: on a lane, one doorbell per sender pass for all
+# its channels; each on its own QP, one per channel flush. Nothing lost.
+"$perf" "${eal[@]}" --file-prefix "smk$$l" -- --mode lanes --transport shm,mode=copy \
+	--channels 1,8 --rounds 1 --count 20000 --json "$tmp/lanes.json" > "$tmp/lanes.txt" ||
+	fail "--mode lanes"
+python3 - "$tmp/lanes.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["mode"] == "lanes" and d["errors"] == 0, d
+r = {(x["channels"], x["variant"]): x for x in d["runs"]}
+assert r[(8, "qp-per-channel")]["tx_doorbells_per_msg"] > 0.9, r
+assert r[(8, "lane")]["tx_doorbells_per_msg"] < 0.2, r
+assert r[(8, "lane")]["posted_wrs_per_msg"] <= r[(8, "lane")]["wrs_per_msg"], r
+PY
+# Large messages lent from application memory (loop: in one process), each
+# checked on arrival; shm cannot lend, and says so.
+"$perf" "${eal[@]}" --file-prefix "smk$$b" -- --mode bulk --transport loop --rounds 1 \
+	--json "$tmp/bulk.json" > "$tmp/bulk.txt" || fail "--mode bulk"
+python3 - "$tmp/bulk.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["mode"] == "bulk" and d["errors"] == 0 and len(d["sizes"]) == 6, d
+assert d["sender_cache_hit_pct"] > 90, d
+PY
+expect_error "cannot (use verbs, or loop" --mode bulk --transport shm
 # The paper's designs side by side, and each sync policy, delivering
 # everything; an unknown design is refused.
 "$perf" "${eal[@]}" --file-prefix "smk$$d" -- --mode bw --size 64 --slots 128 \

@@ -34,8 +34,8 @@ usage(FILE *f, const char *prog)
 "\n"
 "Measures an RB2 channel between two lcores (EAL args must give two, e.g. -l 0-1).\n"
 "\n"
-"  --mode bw|lat|ops|wake|bulk  bw: streaming throughput (default); lat: ping-pong\n"
-"                       round trip; ops: both halves on one lcore, in turns: the\n"
+"  --mode bw|lat|ops|wake|bulk|lanes  bw: streaming throughput (default); lat:\n"
+"                       ping-pong round trip; ops: both halves on one lcore, in turns: the\n"
 "                       code's own cost per message (repeatable instruction counts\n"
 "                       under callgrind; usertools/rb2-perf-ab.py --callgrind); wake:\n"
 "                       adaptive polling against polling: wake-up latency and idle\n"
@@ -43,6 +43,11 @@ usage(FILE *f, const char *prog)
 "                       4 KiB to 4 MiB messages copied through the ring against\n"
 "                       lent from application memory (rb2_bulk.h), with and without\n"
 "                       the registration cache: the crossover (verbs, or loop)\n"
+"  --mode lanes         K channels between two lcores, each on a QP of its own\n"
+"                       against all on one lane (rb2_xport_lane.h: one QP, one\n"
+"                       doorbell per pass): WRs and doorbells per message, rate\n"
+"  --channels LIST      lanes: channel counts (default 1,8,64; at most 4, each <= 256)\n"
+"  --per-pass N         lanes: messages per channel per sender pass (default 1)\n"
 "  --gap-us US          wake: paced messages US microseconds apart (default 1000)\n"
 "  --paced N            wake: paced messages per round (default 2000)\n"
 "  --idle-sleep N       wake: empty polls before the receiver sleeps (default 120,\n"
@@ -171,6 +176,8 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		{"gap-us", required_argument, NULL, 'g'},
 		{"paced", required_argument, NULL, 'q'},
 		{"idle-sleep", required_argument, NULL, 'i'},
+		{"channels", required_argument, NULL, 'k'},
+		{"per-pass", required_argument, NULL, 'e'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -189,6 +196,11 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 	o->gap_us = 1000;
 	o->paced = 2000;
 	o->idle_sleep = 120;
+	o->per_pass = 1;
+	o->channels[0] = 1;
+	o->channels[1] = 8;
+	o->channels[2] = 64;
+	o->nchannels = 3;
 	rb2_chan_params_init(&o->chan);
 
 	optind = 1;
@@ -205,8 +217,10 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 				o->mode = MODE_WAKE;
 			} else if (strcmp(optarg, "bulk") == 0) {
 				o->mode = MODE_BULK;
+			} else if (strcmp(optarg, "lanes") == 0) {
+				o->mode = MODE_LANES;
 			} else {
-				fprintf(stderr, "rb2-perf: invalid --mode '%s': use bw, lat, ops, wake or bulk\n", optarg);
+				fprintf(stderr, "rb2-perf: invalid --mode '%s': use bw, lat, ops, wake, bulk or lanes\n", optarg);
 				return -1;
 			}
 			break;
@@ -382,6 +396,28 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 			if (parse_u64("gap-us", optarg, 1, 10000000, &o->gap_us) < 0)
 				return -1;
 			break;
+		case 'k': {
+			char list[64], *save = NULL;
+
+			snprintf(list, sizeof(list), "%s", optarg);
+			o->nchannels = 0;
+			for (char *t = strtok_r(list, ",", &save); t != NULL;
+			     t = strtok_r(NULL, ",", &save)) {
+				if (o->nchannels == PERF_MAX_CHANNEL_COUNTS ||
+				    parse_u64("channels", t, 1, 256, &v) < 0) {
+					fprintf(stderr, "rb2-perf: --channels takes up to %d counts of 1 to 256\n",
+						PERF_MAX_CHANNEL_COUNTS);
+					return -1;
+				}
+				o->channels[o->nchannels++] = (unsigned int)v;
+			}
+			break;
+		}
+		case 'e':
+			if (parse_u64("per-pass", optarg, 1, 1024, &v) < 0)
+				return -1;
+			o->per_pass = (unsigned int)v;
+			break;
 		case 'q':
 			if (parse_u64("paced", optarg, 1, 100000000, &o->paced) < 0)
 				return -1;
@@ -405,7 +441,8 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		return -1;
 	}
 	if (!have_count)
-		o->count = o->mode == MODE_BW ? 10000000 : o->mode == MODE_WAKE ? 2000000 : 100000;
+		o->count = o->mode == MODE_BW ? 10000000 : o->mode == MODE_WAKE ? 2000000 :
+			o->mode == MODE_LANES ? 200000 : 100000;
 	if (!have_warmup)
 		o->warmup = o->count / 10;
 	if (o->mode == MODE_LAT) {
@@ -479,6 +516,11 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 	if (o->mode == MODE_WAKE && (o->server || o->client || o->compare || o->pairs ||
 				      o->bounce || o->npresets > 0 || o->size < 16)) {
 		fprintf(stderr, "rb2-perf: --mode wake runs one design in one process, messages of at least 16 B: no --server, --client, --compare, --pairs, --bounce or --preset\n");
+		return -1;
+	}
+	if (o->mode == MODE_LANES && (o->server || o->client || o->compare || o->pairs ||
+				       o->bounce || o->npresets > 0 || o->size < 8)) {
+		fprintf(stderr, "rb2-perf: --mode lanes runs in one process, messages of at least 8 B: no --server, --client, --compare, --pairs, --bounce or --preset\n");
 		return -1;
 	}
 	if (o->mode == MODE_BULK && (o->server || o->client || o->compare || o->pairs ||
@@ -623,7 +665,8 @@ perf_json_begin(FILE *f, const struct perf_opts *o)
 		"\"duration\": %g, \"tsc_hz\": %" PRIu64 "",
 		RB2_VERSION, (long long)time(NULL),
 		o->mode == MODE_BW ? "bw" : o->mode == MODE_LAT ? "lat" :
-		o->mode == MODE_WAKE ? "wake" : o->mode == MODE_BULK ? "bulk" : "ops",
+		o->mode == MODE_WAKE ? "wake" : o->mode == MODE_BULK ? "bulk" :
+		o->mode == MODE_LANES ? "lanes" : "ops",
 		o->transport, o->size,
 		o->chan.slots, o->chan.slot_size, o->chan.alpha, o->chan.beta,
 		o->chan.gamma, o->chan.msg_size, o->chan.flags, o->burst, o->count, o->duration,
@@ -748,6 +791,7 @@ main(int argc, char **argv)
 	ret = o.mode == MODE_OPS ? perf_ops_run(&o, json) :
 		o.mode == MODE_WAKE ? perf_wake_run(&o, json) :
 		o.mode == MODE_BULK ? perf_bulk_run(&o, json) :
+		o.mode == MODE_LANES ? perf_lanes_run(&o, json) :
 		o.mode == MODE_LAT ? perf_lat_run(&o, json) :
 		o.pairs > 0 ? perf_pairs_run(&o, json) : perf_bw_run(&o, json);
 	if (json != NULL)

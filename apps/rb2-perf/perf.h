@@ -19,8 +19,9 @@
 #define PERF_MAX_VARIANTS 6
 #define PERF_MAX_ROUNDS 101
 #define PERF_MAX_PAIRS 64       /* --pairs: channel pairs at once */
+#define PERF_MAX_CHANNEL_COUNTS 4 /* --channels: counts compared */
 
-enum perf_mode { MODE_BW, MODE_LAT, MODE_OPS, MODE_WAKE, MODE_BULK };
+enum perf_mode { MODE_BW, MODE_LAT, MODE_OPS, MODE_WAKE, MODE_BULK, MODE_LANES };
 
 struct perf_opts {
 	enum perf_mode mode;
@@ -55,6 +56,9 @@ struct perf_opts {
 	uint64_t gap_us;        /* paced messages this far apart */
 	uint64_t paced;         /* paced messages per round */
 	unsigned int idle_sleep; /* empty polls before the adaptive receiver sleeps */
+	/* --mode lanes: channel counts, messages per channel per pass. */
+	unsigned int channels[PERF_MAX_CHANNEL_COUNTS], nchannels;
+	unsigned int per_pass;
 };
 
 /* One benchmarked implementation in bw mode. */
@@ -107,6 +111,8 @@ void perf_lat_summarize(uint64_t *cyc, uint64_t n, struct perf_lat *l);
 int perf_ops_run(const struct perf_opts *o, FILE *json);
 /* perf_wake.c */
 int perf_wake_run(const struct perf_opts *o, FILE *json);
+/* perf_lanes.c */
+int perf_lanes_run(const struct perf_opts *o, FILE *json);
 /* perf_bulk.c */
 int perf_bulk_run(const struct perf_opts *o, FILE *json);
 /* perf_remote.c */

@@ -311,6 +311,7 @@ half_create(const char *name, struct rb2_xport *xp, const struct rb2_chan_params
 	check_numa(name, side, &mr, lcore, socket);
 	memset(&attr, 0, sizeof(attr));
 	attr.lcore_id = lcore;
+	attr.lane = p.lane;
 	/* A hint: eight pointer-advancement periods of chains (alpha/beta + 1
 	 * transmissions of at most 2 ranges x (lens + slots), and a tail).
 	 * A fuller queue is reaped (rb2_chan_post()); drivers clamp to their

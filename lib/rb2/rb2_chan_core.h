@@ -154,6 +154,12 @@ struct rb2_chan_params {
 	uint32_t max_inflight;
 	int socket_id;        /**< memory socket; SOCKET_ID_ANY: the transport's */
 	unsigned int lcore_id; /**< lcore using this half; LCORE_ID_ANY: caller */
+	/**
+	 * Post through this lane (rb2_xport_lane.h: the channels of an lcore
+	 * over one QP, one doorbell per loop pass), or NULL (the default): a
+	 * QP of the half's own. The half's alone: not in the descriptor.
+	 */
+	struct rb2_xport_lane *lane;
 };
 
 /**
@@ -226,6 +232,7 @@ struct rb2_chan_desc {
 	X(full_events, "reservations refused: ring full") \
 	X(wakeups, "sleeping receivers woken (RB2_CHAN_F_SLEEP)") \
 	X(wrs, "WRs posted (each a WRITE, READ or wake-up)") \
+	X(chains, "WR chains posted (a doorbell each; on a lane, the lane rings)") \
 	X(signaled_wrs, "of which signaled (a completion each)") \
 	X(admission_deferrals, "transmissions deferred: the admission window was full") \
 	X(max_inflight_seen, "most WRs in flight at once (admission window set)")

@@ -88,6 +88,7 @@ rb2_tx_post(struct rb2_tx *tx, const struct rb2_xport_wr *w, unsigned int n)
 	for (unsigned int i = 0; i < n; i++)
 		sig += (w[i].flags & RB2_WR_SIGNALED) != 0;
 	RB2_STAT_ADD(&tx->stats, wrs, n);
+	RB2_STAT_ADD(&tx->stats, chains, 1);
 	RB2_STAT_ADD(&tx->stats, signaled_wrs, sig);
 	if (tx->max_inflight != 0) {
 		tx->wr_inflight += n;

@@ -19,6 +19,7 @@
 #include <rte_malloc.h>
 
 #include "rb2_xport_driver.h"
+#include "rb2_xport_lane_pvt.h"
 
 RTE_LOG_REGISTER(rb2_xport_logtype, rb2.xport, INFO);
 
@@ -331,7 +332,8 @@ rb2_xport_qp_create(struct rb2_xport *xp, const struct rb2_xport_qp_attr *attr)
 	qp->lcore_id = attr->lcore_id;
 	qp->post = unconnected_post;
 	qp->poll = unconnected_poll;
-	ret = xp->ops->qp_create(xp, qp, attr);
+	ret = attr->lane != NULL ? rb2_xport_lane_qp_create(qp, attr) :
+		xp->ops->qp_create(xp, qp, attr);
 	if (ret < 0) {
 		rte_free(qp);
 		rte_errno = -ret;
@@ -345,7 +347,10 @@ rb2_xport_qp_destroy(struct rb2_xport_qp *qp)
 {
 	if (qp == NULL)
 		return;
-	qp->xp->ops->qp_destroy(qp);
+	if (qp->lane != NULL)
+		rb2_xport_lane_qp_destroy(qp);
+	else
+		qp->xp->ops->qp_destroy(qp);
 	rte_free(qp);
 }
 
@@ -356,6 +361,8 @@ rb2_xport_qp_connect_local(struct rb2_xport_qp *a, struct rb2_xport_qp *b)
 		return -EINVAL;
 	if (a->connected || b->connected)
 		return -EISCONN;
+	if (a->lane != NULL || b->lane != NULL)
+		return rb2_xport_lane_qp_connect_local(a, b);
 	return a->xp->ops->qp_connect_local(a, b);
 }
 
@@ -371,6 +378,11 @@ rb2_xport_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 		return -EMSGSIZE;
 	if (qp->connected)
 		return -EISCONN;
+	if (qp->lane != NULL) {
+		RB2_XPORT_LOG(ERR, "a queue of a lane connects in this process only (rb2_xport_qp_connect_local()); to reach '%s', give it a QP of its own",
+			      peer);
+		return -ENOTSUP;
+	}
 	return qp->xp->ops->qp_exchange(qp, peer, role, blob, len, peer_blob,
 					peer_cap, timeout_ms);
 }
@@ -387,13 +399,15 @@ rb2_xport_peer_ptr(struct rb2_xport_qp *qp, uint64_t remote, uint32_t rkey,
 int
 rb2_xport_qp_status(struct rb2_xport_qp *qp)
 {
-	return qp->connected ? qp->xp->ops->qp_status(qp) : -ENOTCONN;
+	if (!qp->connected)
+		return -ENOTCONN;
+	return qp->lane != NULL ? rb2_xport_lane_qp_status(qp) : qp->xp->ops->qp_status(qp);
 }
 
 int
 rb2_xport_post_recv(struct rb2_xport_qp *qp, unsigned int n)
 {
-	if (!(qp->xp->caps & RB2_XPORT_CAP_IMM))
+	if (!(qp->xp->caps & RB2_XPORT_CAP_IMM) || qp->lane != NULL)
 		return -ENOTSUP;
 	return n == 0 ? 0 : qp->xp->ops->post_recv(qp, n);
 }
@@ -401,7 +415,7 @@ rb2_xport_post_recv(struct rb2_xport_qp *qp, unsigned int n)
 int
 rb2_xport_doorbell_arm(struct rb2_xport_qp *qp, uint32_t *word, struct rb2_xport_doorbell *db)
 {
-	if (!(qp->xp->caps & RB2_XPORT_CAP_WAKE))
+	if (!(qp->xp->caps & RB2_XPORT_CAP_WAKE) || qp->lane != NULL)
 		return -ENOTSUP;
 	return qp->xp->ops->doorbell_arm(qp, word, db);
 }

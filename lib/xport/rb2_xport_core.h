@@ -24,6 +24,7 @@ extern "C" {
 
 struct rb2_xport;
 struct rb2_xport_qp;
+struct rb2_xport_lane;
 
 /** Work request opcodes, as the RDMA verbs that carry them. */
 enum rb2_wr_opcode {
@@ -127,6 +128,7 @@ struct rb2_xport_qp {
 	uint32_t sq_depth;     /**< WRs that may be outstanding */
 	uint32_t cq_depth;     /**< completions that may be pending */
 	int connected;         /**< 1 once connected to a peer */
+	struct rb2_xport_lane *lane; /**< the lane it posts into, or NULL (rb2_xport_lane.h) */
 } __rte_cache_aligned;
 
 /** Attributes of a new queue. */
@@ -137,6 +139,9 @@ struct rb2_xport_qp_attr {
 	uint32_t max_inline;   /**< inline bytes needed; 0: driver default */
 	uint32_t recv_depth;   /**< receive WRs for WRITE_WITH_IMM; 0: none */
 	uint32_t wake;         /**< 1: its owner may sleep on it (RB2_XPORT_CAP_WAKE) */
+	/** Post into this lane instead of a QP of its own (rb2_xport_lane.h);
+	 *  NULL: its own QP. */
+	struct rb2_xport_lane *lane;
 };
 
 /** What a sleeper waits on (rb2_xport_doorbell_arm()): a 32-bit word that

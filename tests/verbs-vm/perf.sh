@@ -116,6 +116,19 @@ echo '```'
 grep -vE "^(TELEMETRY|round )" /tmp/bulk.out
 cat /tmp/bulk.json
 echo '```'
+echo
+echo "## Doorbells across channels (rb2-perf --mode lanes, one process)"
+echo
+echo "K channels between two lcores, each on a QP of its own, against all of them on one"
+echo "lane per side (one QP, one doorbell per pass). Per message: WRs, doorbells, rate."
+echo
+"$perf" -l 0-1 --no-pci --no-huge -m 1024 --file-prefix ln --log-level lib.eal:error -- \
+	--mode lanes --transport verbs,dev=rxe0 --channels 1,8,64 --rounds 3 --count 20000 \
+	--json /tmp/lanes.json > /tmp/lanes.out 2>&1 || { failed=1; cat /tmp/lanes.out; }
+echo '```'
+grep -vE "^(TELEMETRY|rb2_xport)" /tmp/lanes.out
+cat /tmp/lanes.json
+echo '```'
 } | tee "$out"
 [ $failed -eq 0 ] || { echo "perf: a run failed"; cat /tmp/rb.s /tmp/rb.c /tmp/pt.s /tmp/pt.c | grep -v TELEM | tail -20; }
 exit $failed

@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * Doorbells across channels (--mode lanes, rb2_xport_lane.h): K channels from
+ * one lcore to another, each with a QP of its own on both sides (Kalia's
+ * "several QPs per lcore"), against all of them on one lane per side (one
+ * QP, one doorbell per loop pass, adjacent WRITEs merged). K from --channels
+ * (default 1,8,64), rounds interleaved.
+ *
+ * Each sender pass puts --per-pass messages on every channel and flushes it
+ * (a worker whose outputs all have something each pass), then flushes its
+ * lane; the receiver drains every channel, then flushes its lane (its head
+ * pushes). Per message: the sender's WRs (posted by the channels, and those
+ * the lane actually posted after merging), its doorbells, the receiver's
+ * doorbells; and the rate. Every message's sequence number is checked.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+
+#include <rb2_lcore.h>
+#include <rb2_xport_lane.h>
+
+#include "perf.h"
+
+enum { V_OWN, V_LANE, NV };
+static const char *const vname[NV] = {"qp-per-channel", "lane"};
+
+/* The channels of one K and one variant. */
+struct lane_set {
+	unsigned int k;
+	struct rb2_tx **tx;
+	struct rb2_rx **rx;
+	struct rb2_xport_lane *ltx, *lrx; /* V_LANE */
+	uint64_t *next_tx, *next_rx;      /* per channel sequence numbers */
+};
+
+struct lane_rx_arg {
+	struct lane_set *s;
+	uint64_t expect, got, bad;
+	int fail;
+};
+
+struct lane_fig {
+	double mps[PERF_MAX_ROUNDS];
+	double wrs_in, wrs_out, tx_doorbells, rx_doorbells, merged; /* per message, summed */
+	uint64_t msgs;
+};
+
+static int
+lane_receiver(void *arg)
+{
+	struct lane_rx_arg *a = arg;
+	struct lane_set *s = a->s;
+	struct rb2_msg m[32];
+
+	while (a->got < a->expect) {
+		for (unsigned int c = 0; c < s->k; c++) {
+			int n = rb2_rx_peek_burst(s->rx[c], m, RTE_DIM(m));
+
+			if (n < 0) {
+				a->fail = n;
+				return 0;
+			}
+			for (int i = 0; i < n; i++)
+				a->bad += *(const uint64_t *)m[i].data != s->next_rx[c]++;
+			if (n > 0)
+				rb2_rx_release_burst(s->rx[c], m, (unsigned int)n);
+			a->got += (uint64_t)n;
+		}
+		if (s->lrx != NULL) {
+			int ret = rb2_xport_lane_flush(s->lrx);
+
+			if (ret < 0 && ret != -ENOSPC) {   /* -ENOSPC: again next pass */
+				a->fail = ret;
+				return 0;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Sender: @count messages round robin, --per-pass on each channel a pass. */
+static int
+lane_send(const struct perf_opts *o, struct lane_set *s, uint64_t count)
+{
+	uint64_t sent = 0;
+
+	while (sent < count) {
+		for (unsigned int c = 0; c < s->k && sent < count; c++) {
+			for (unsigned int i = 0; i < o->per_pass && sent < count; i++) {
+				void *slot;
+				int ret = rb2_tx_reserve(s->tx[c], o->size, &slot);
+
+				if (ret == -ENOBUFS)
+					break;             /* that receiver is behind */
+				if (ret < 0)
+					return ret;
+				*(uint64_t *)slot = s->next_tx[c]++;
+				rb2_tx_commit(s->tx[c], o->size);
+				sent++;
+			}
+			int ret = rb2_tx_flush(s->tx[c]);
+			if (ret < 0)
+				return ret;
+		}
+		if (s->ltx != NULL) {
+			int ret = rb2_xport_lane_flush(s->ltx);
+
+			if (ret < 0 && ret != -ENOSPC)
+				return ret;
+		}
+	}
+	/* Everything out, then the lane's last chain. */
+	for (unsigned int c = 0; c < s->k; c++)
+		if (rb2_tx_flush(s->tx[c]) < 0)
+			return -EIO;
+	return s->ltx != NULL ? rb2_xport_lane_flush(s->ltx) : 0;
+}
+
+static int
+set_create(const struct perf_opts *o, struct rb2_xport *xp, struct lane_set *s,
+	   unsigned int k, int v)
+{
+	struct rb2_chan_params p = o->chan;
+
+	s->k = k;
+	s->tx = calloc(k, sizeof(*s->tx));
+	s->rx = calloc(k, sizeof(*s->rx));
+	s->next_tx = calloc(k, sizeof(uint64_t));
+	s->next_rx = calloc(k, sizeof(uint64_t));
+	if (s->tx == NULL || s->rx == NULL || s->next_tx == NULL || s->next_rx == NULL)
+		return -ENOMEM;
+	if (v == V_LANE) {
+		s->ltx = rb2_xport_lane_create(xp, &(struct rb2_xport_lane_params){
+			.lcore_id = o->tx_lcore });
+		s->lrx = rb2_xport_lane_create(xp, &(struct rb2_xport_lane_params){
+			.lcore_id = o->rx_lcore });
+		if (s->ltx == NULL || s->lrx == NULL)
+			return -rte_errno;
+	}
+	for (unsigned int c = 0; c < k; c++) {
+		char name[24];
+
+		snprintf(name, sizeof(name), "l%c%u.%u", v == V_LANE ? 'l' : 'q', k, c);
+		p.lcore_id = o->tx_lcore;
+		p.lane = s->ltx;
+		s->tx[c] = rb2_tx_create(name, xp, &p);
+		p.lcore_id = o->rx_lcore;
+		p.lane = s->lrx;
+		s->rx[c] = rb2_rx_create(name, xp, &p);
+		if (s->tx[c] == NULL || s->rx[c] == NULL || rb2_chan_pair(s->tx[c], s->rx[c]) != 0)
+			return -rte_errno;
+	}
+	return 0;
+}
+
+static void
+set_destroy(struct lane_set *s)
+{
+	for (unsigned int c = 0; s->tx != NULL && c < s->k; c++) {
+		rb2_tx_destroy(s->tx[c]);
+		rb2_rx_destroy(s->rx[c]);
+	}
+	rb2_xport_lane_destroy(s->ltx);
+	rb2_xport_lane_destroy(s->lrx);
+	free(s->tx);
+	free(s->rx);
+	free(s->next_tx);
+	free(s->next_rx);
+}
+
+/* The sender's and receiver's WRs and doorbells so far. */
+static void
+set_counts(const struct lane_set *s, double *wrs_in, double *wrs_out, double *txd, double *rxd,
+	   double *merged)
+{
+	*wrs_in = *wrs_out = *txd = *rxd = *merged = 0;
+	for (unsigned int c = 0; c < s->k; c++) {
+		struct rb2_tx_stats ts;
+		struct rb2_rx_stats rs;
+
+		rb2_tx_stats_get(s->tx[c], &ts);
+		rb2_rx_stats_get(s->rx[c], &rs);
+		*wrs_in += (double)ts.wrs;
+		*txd += (double)ts.chains;
+		*rxd += (double)rs.head_pushes;
+	}
+	*wrs_out = *wrs_in;
+	if (s->ltx != NULL) {
+		struct rb2_xport_lane_stats a, b;
+
+		rb2_xport_lane_stats_get(s->ltx, &a);
+		rb2_xport_lane_stats_get(s->lrx, &b);
+		*wrs_out = (double)a.wrs_out;
+		*txd = (double)a.doorbells;
+		*rxd = (double)b.doorbells;
+		*merged = (double)(a.merged + a.superseded);
+	}
+}
+
+int
+perf_lanes_run(const struct perf_opts *o, FILE *json)
+{
+	struct rb2_xport *xp = rb2_xport_open_spec(o->transport);
+	static struct lane_set sets[PERF_MAX_CHANNEL_COUNTS][NV];
+	static struct lane_fig fig[PERF_MAX_CHANNEL_COUNTS][NV];
+	double hz = (double)rte_get_tsc_hz();
+	uint64_t bad = 0;
+	int ret = 0;
+
+	if (xp == NULL) {
+		fprintf(stderr, "rb2-perf: cannot open transport '%s': %s\n", o->transport,
+			rte_strerror(rte_errno));
+		return -1;
+	}
+	for (unsigned int i = 0; i < o->nchannels && ret == 0; i++)
+		for (int v = 0; v < NV && ret == 0; v++) {
+			ret = set_create(o, xp, &sets[i][v], o->channels[i], v);
+			if (ret < 0)
+				fprintf(stderr, "rb2-perf: cannot set up %u channels (%s): %s\n",
+					o->channels[i], vname[v], rte_strerror(-ret));
+		}
+	if (ret < 0)
+		return -1;
+	printf("rb2-perf lanes: %u B over %s; %" PRIu64 " messages per run, %u per channel per pass; alpha %u beta %u gamma %u; %u rounds, interleaved\n",
+	       o->size, o->transport, o->count, o->per_pass, o->chan.alpha, o->chan.beta,
+	       o->chan.gamma, o->rounds);
+	for (unsigned int r = 0; r < o->rounds; r++) {
+		for (unsigned int i = 0; i < o->nchannels; i++) {
+			for (int k = 0; k < NV; k++) {
+				int v = (int)(r + (unsigned int)k) % NV;
+				struct lane_set *s = &sets[i][v];
+				struct lane_rx_arg a = { .s = s, .expect = o->count };
+				double c0[5], c1[5];
+				uint64_t t0;
+
+				set_counts(s, &c0[0], &c0[1], &c0[2], &c0[3], &c0[4]);
+				if (rb2_lcore_launch(lane_receiver, &a, o->rx_lcore) != 0)
+					return -1;
+				t0 = rte_rdtsc();
+				ret = lane_send(o, s, o->count);
+				rb2_lcore_wait(o->rx_lcore);
+				if (ret == 0)
+					ret = a.fail;
+				if (ret < 0) {
+					fprintf(stderr, "rb2-perf: %u channels (%s), round %u: %s\n",
+						s->k, vname[v], r, strerror(-ret));
+					return -1;
+				}
+				fig[i][v].mps[r] = (double)o->count / ((double)(rte_rdtsc() - t0) / hz) / 1e6;
+				set_counts(s, &c1[0], &c1[1], &c1[2], &c1[3], &c1[4]);
+				fig[i][v].wrs_in += c1[0] - c0[0];
+				fig[i][v].wrs_out += c1[1] - c0[1];
+				fig[i][v].tx_doorbells += c1[2] - c0[2];
+				fig[i][v].rx_doorbells += c1[3] - c0[3];
+				fig[i][v].merged += c1[4] - c0[4];
+				fig[i][v].msgs += o->count;
+				bad += a.bad;
+			}
+		}
+	}
+	printf("\n%9s %-15s %9s %11s %11s %11s %11s %9s\n", "channels", "variant", "Mmsg/s",
+	       "WRs/msg", "posted/msg", "tx db/msg", "rx db/msg", "lane/own");
+	for (unsigned int i = 0; i < o->nchannels; i++)
+		for (int v = 0; v < NV; v++) {
+			const struct lane_fig *f = &fig[i][v];
+			double ratio[PERF_MAX_ROUNDS];
+
+			for (unsigned int r = 0; r < o->rounds; r++)
+				ratio[r] = fig[i][V_LANE].mps[r] / fig[i][V_OWN].mps[r];
+			printf("%9u %-15s %9.3f %11.3f %11.3f %11.4f %11.4f", o->channels[i], vname[v],
+			       perf_median((double *)f->mps, o->rounds), f->wrs_in / (double)f->msgs,
+			       f->wrs_out / (double)f->msgs, f->tx_doorbells / (double)f->msgs,
+			       f->rx_doorbells / (double)f->msgs);
+			if (v == V_LANE)
+				printf(" %9.3f", perf_median(ratio, o->rounds));
+			printf("\n");
+		}
+	printf("\nerrors %" PRIu64 " (lane/own: median of per-round rate ratios)\n", bad);
+	if (json != NULL) {
+		perf_json_begin(json, o);
+		fprintf(json, ", \"per_pass\": %u, \"errors\": %" PRIu64 ", \"runs\": [", o->per_pass, bad);
+		for (unsigned int i = 0; i < o->nchannels; i++)
+			for (int v = 0; v < NV; v++) {
+				const struct lane_fig *f = &fig[i][v];
+
+				fprintf(json, "%s{\"channels\": %u, \"variant\": \"%s\", \"mmsg_s\": %.4f, "
+					"\"wrs_per_msg\": %.4f, \"posted_wrs_per_msg\": %.4f, "
+					"\"tx_doorbells_per_msg\": %.5f, \"rx_doorbells_per_msg\": %.5f, "
+					"\"merged_per_msg\": %.5f}", i + v ? ", " : "", o->channels[i],
+					vname[v], perf_median((double *)f->mps, o->rounds),
+					f->wrs_in / (double)f->msgs, f->wrs_out / (double)f->msgs,
+					f->tx_doorbells / (double)f->msgs,
+					f->rx_doorbells / (double)f->msgs, f->merged / (double)f->msgs);
+			}
+		fprintf(json, "]}\n");
+	}
+	for (unsigned int i = 0; i < o->nchannels; i++)
+		for (int v = 0; v < NV; v++)
+			set_destroy(&sets[i][v]);
+	rb2_xport_close(xp);
+	return bad == 0 ? 0 : -1;
+}

@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * Lanes (rb2_xport_lane.h): queues of one lcore multiplexed over one real QP,
+ * their WRs chained until the lane's flush. The queues are ordinary struct
+ * rb2_xport_qp whose post and poll are this file's; rb2_xport.c hands a
+ * queue with a lane to the functions of rb2_xport_lane_pvt.h.
+ */
+
+#include <errno.h>
+#include <string.h>
+
+#include <rte_errno.h>
+#include <rte_malloc.h>
+
+#include "rb2_xport_driver.h"
+#include "rb2_xport_lane.h"
+#include "rb2_xport_lane_pvt.h"
+
+#define LANE_MAX_QUEUES 1024
+#define LANE_STAGE 256       /* inline bytes captured per waiting WR, at most */
+
+/* A queue of the lane: its completions, handed over by whichever queue
+ * polled the real QP. */
+struct lane_vq {
+	struct rb2_xport_lane *lane;
+	uint16_t idx;
+	uint64_t pend_gen;          /* == lane->gen: it has WRs in the lane */
+	uint32_t mask, head, tail;  /* its completion ring */
+	struct rb2_xport_wc cq[];
+};
+
+/* Whose a signaled WR on the real QP is. */
+struct lane_sig {
+	uint16_t vq;
+	uint64_t wr_id;
+};
+
+struct rb2_xport_lane {
+	struct rb2_xport_qp *qp;    /* the real one */
+	struct rb2_xport_lane *peer;
+	uint32_t max_pending, npend;
+	uint64_t gen;               /* flushes so far */
+	int no_merge;
+	int err;
+	uint32_t sig_mask;
+	uint64_t sig_next;          /* the next signaled WR's number (its wr_id) */
+	struct rb2_xport_lane_stats st;
+	struct rb2_xport_wr *pend;  /* waiting, in order; wr_id: the index */
+	uint64_t *pend_wr_id;       /* ... their own wr_id */
+	uint16_t *pend_vq;          /* ... whose */
+	uint8_t *stage;             /* ... captured inline payloads */
+	struct rb2_xport_wr *out;   /* the chain being built */
+	struct lane_sig *sig;       /* signaled WRs in flight, by number */
+	struct lane_vq *vqs[LANE_MAX_QUEUES];
+};
+
+struct rb2_xport_lane *
+rb2_xport_lane_create(struct rb2_xport *xp, const struct rb2_xport_lane_params *p)
+{
+	struct rb2_xport_qp_attr attr = {0};
+	struct rb2_xport_lane *la;
+	uint32_t maxp;
+
+	if (xp == NULL || p == NULL) {
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	if (rb2_xport_caps(xp) & RB2_XPORT_CAP_LOADSTORE) {
+		RB2_XPORT_LOG(ERR, "lane on '%s': a load/store transport posts nothing to batch; use the queues directly",
+			      rb2_xport_name(xp));
+		rte_errno = ENOTSUP;
+		return NULL;
+	}
+	maxp = p->max_pending ? p->max_pending : 256;
+	la = rte_zmalloc("rb2_lane", sizeof(*la), RTE_CACHE_LINE_SIZE);
+	if (la == NULL) {
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	attr.lcore_id = p->lcore_id;
+	attr.sq_depth = p->sq_depth ? p->sq_depth : 4 * maxp;
+	attr.cq_depth = p->cq_depth;
+	la->qp = rb2_xport_qp_create(xp, &attr);
+	if (la->qp == NULL) {
+		int err = rte_errno;
+
+		rte_free(la);
+		rte_errno = err;
+		return NULL;
+	}
+	la->max_pending = maxp;
+	la->no_merge = p->no_merge;
+	/* Signaled WRs in flight: at most what the send queue holds. */
+	la->sig_mask = rte_align32pow2(RTE_MAX(la->qp->sq_depth, maxp)) - 1;
+	la->pend = rte_zmalloc("rb2_lane_pend", maxp * sizeof(la->pend[0]), 0);
+	la->out = rte_zmalloc("rb2_lane_out", maxp * sizeof(la->out[0]), 0);
+	la->pend_vq = rte_zmalloc("rb2_lane_pvq", maxp * sizeof(la->pend_vq[0]), 0);
+	la->pend_wr_id = rte_zmalloc("rb2_lane_pid", maxp * sizeof(la->pend_wr_id[0]), 0);
+	la->stage = rte_zmalloc("rb2_lane_stage", (size_t)maxp * LANE_STAGE, RTE_CACHE_LINE_SIZE);
+	la->sig = rte_zmalloc("rb2_lane_sig", (la->sig_mask + 1) * sizeof(la->sig[0]), 0);
+	if (la->pend == NULL || la->out == NULL || la->pend_vq == NULL || la->stage == NULL ||
+	    la->sig == NULL || la->pend_wr_id == NULL) {
+		rb2_xport_lane_destroy(la);
+		rte_errno = ENOMEM;
+		return NULL;
+	}
+	return la;
+}
+
+void
+rb2_xport_lane_destroy(struct rb2_xport_lane *la)
+{
+	if (la == NULL)
+		return;
+	if (la->st.queues > 0)
+		RB2_XPORT_LOG(ERR, "lane destroyed with %u queues still on it", la->st.queues);
+	if (la->peer != NULL)
+		la->peer->peer = NULL;
+	rb2_xport_qp_destroy(la->qp);
+	rte_free(la->pend);
+	rte_free(la->out);
+	rte_free(la->pend_vq);
+	rte_free(la->pend_wr_id);
+	rte_free(la->stage);
+	rte_free(la->sig);
+	rte_free(la);
+}
+
+/* May @b continue @a as one WRITE? */
+static int
+mergeable(const struct rb2_xport_wr *a, const struct rb2_xport_wr *b)
+{
+	return a->opcode == RB2_WR_WRITE && b->opcode == RB2_WR_WRITE &&
+	       !(a->flags & (RB2_WR_SIGNALED | RB2_WR_INLINE)) && !(b->flags & RB2_WR_INLINE) &&
+	       a->lkey == b->lkey && a->rkey == b->rkey &&
+	       (const uint8_t *)a->local + a->len == b->local &&
+	       a->remote + a->len == b->remote && (uint64_t)a->len + b->len <= (1u << 30);
+}
+
+/* Does @b overwrite all of an unsignaled inline @a (a pointer written
+ * twice in a row)? */
+static int
+supersedes(const struct rb2_xport_wr *a, const struct rb2_xport_wr *b)
+{
+	return a->opcode == RB2_WR_WRITE && b->opcode == RB2_WR_WRITE &&
+	       (a->flags & (RB2_WR_SIGNALED | RB2_WR_INLINE)) == RB2_WR_INLINE &&
+	       a->rkey == b->rkey && b->remote <= a->remote &&
+	       a->remote + a->len <= b->remote + b->len;
+}
+
+int
+rb2_xport_lane_flush(struct rb2_xport_lane *la)
+{
+	uint32_t nout = 0, nsig = 0;
+	int ret;
+
+	if (la->npend == 0)
+		return la->err;
+	if (la->err != 0)
+		return la->err;
+	/* Tighten the chain. An out WR keeps the wr_id (the index in pend[])
+	 * of the WR whose flags it has. */
+	for (uint32_t i = 0; i < la->npend; i++) {
+		const struct rb2_xport_wr *w = &la->pend[i];
+		struct rb2_xport_wr *last = nout > 0 ? &la->out[nout - 1] : NULL;
+
+		if (last != NULL && !la->no_merge && mergeable(last, w)) {
+			last->len += w->len;
+			last->flags = w->flags;
+			last->wr_id = w->wr_id;
+			la->st.merged++;
+		} else if (last != NULL && !la->no_merge && supersedes(last, w)) {
+			*last = *w;
+			la->st.superseded++;
+		} else {
+			la->out[nout++] = *w;
+		}
+	}
+	/* Number the signaled WRs: the completion's wr_id finds its owner. */
+	for (uint32_t i = 0; i < nout; i++) {
+		struct rb2_xport_wr *w = &la->out[i];
+
+		if (w->flags & RB2_WR_SIGNALED) {
+			uint32_t k = (uint32_t)w->wr_id;      /* index in pend[] */
+			struct lane_sig *s = &la->sig[(la->sig_next + nsig) & la->sig_mask];
+
+			s->vq = la->pend_vq[k];
+			s->wr_id = la->pend_wr_id[k];
+			w->wr_id = la->sig_next + nsig;
+			nsig++;
+		} else {
+			w->wr_id = UINT64_MAX;
+		}
+	}
+	ret = rb2_xport_post(la->qp, la->out, nout);
+	if (ret < 0) {
+		/* Nothing was posted: the WRs still wait, as they were. */
+		if (ret != -ENOSPC)
+			la->err = ret;
+		return ret;
+	}
+	la->sig_next += nsig;
+	la->st.doorbells++;
+	la->st.wrs_out += nout;
+	la->npend = 0;
+	la->gen++;
+	return 0;
+}
+
+/* ---- the lane's queues ---------------------------------------------------- */
+
+/* Hand the real QP's completions to their queues. */
+static int
+lane_reap(struct rb2_xport_lane *la)
+{
+	struct rb2_xport_wc wc[32];
+	int n;
+
+	do {
+		n = rb2_xport_poll(la->qp, wc, RTE_DIM(wc));
+		if (n < 0) {
+			la->err = n;
+			return n;
+		}
+		for (int i = 0; i < n; i++) {
+			const struct lane_sig *s = &la->sig[wc[i].wr_id & la->sig_mask];
+			struct lane_vq *q;
+
+			if (wc[i].wr_id == UINT64_MAX) {
+				/* An unsignaled WR completing in error: the
+				 * lane has failed. */
+				if (wc[i].status != RB2_WC_SUCCESS)
+					la->err = -EIO;
+				continue;
+			}
+			q = la->vqs[s->vq];
+			if (q == NULL)
+				continue;        /* destroyed since it posted */
+			if (q->tail - q->head > q->mask) {
+				la->err = -EOVERFLOW; /* a queue that never polls */
+				continue;
+			}
+			wc[i].wr_id = s->wr_id;
+			q->cq[q->tail++ & q->mask] = wc[i];
+			if (wc[i].status != RB2_WC_SUCCESS && la->err == 0)
+				la->err = -EIO;
+		}
+	} while (n == (int)RTE_DIM(wc));
+	return 0;
+}
+
+static int
+lane_vq_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs, unsigned int n)
+{
+	struct lane_vq *q = qp->drv;
+	struct rb2_xport_lane *la = q->lane;
+
+	if (unlikely(la->err != 0))
+		return la->err;
+	if (unlikely(n > la->max_pending))
+		return -EINVAL;
+	if (la->npend + n > la->max_pending) {
+		int ret = rb2_xport_lane_flush(la);
+
+		la->st.forced++;
+		if (ret < 0)
+			return ret;      /* -ENOSPC: the caller polls and retries */
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		uint32_t k = la->npend++;
+		struct rb2_xport_wr *w = &la->pend[k];
+
+		*w = wrs[i];
+		if (w->flags & RB2_WR_INLINE) {
+			/* Capture it now, as the NIC would at post time. */
+			uint8_t *st = la->stage + (size_t)k * LANE_STAGE;
+
+			if (w->len > LANE_STAGE || w->len > qp->max_inline) {
+				la->npend -= i + 1;
+				return -EINVAL;
+			}
+			memcpy(st, w->local, w->len);
+			w->local = st;
+		}
+		la->pend_wr_id[k] = w->wr_id;
+		la->pend_vq[k] = q->idx;
+		w->wr_id = k;
+	}
+	q->pend_gen = la->gen;
+	la->st.wrs_in += n;
+	return 0;
+}
+
+static int
+lane_vq_poll(struct rb2_xport_qp *qp, struct rb2_xport_wc *wcs, unsigned int n)
+{
+	struct lane_vq *q = qp->drv;
+	struct rb2_xport_lane *la = q->lane;
+	unsigned int i = 0;
+
+	/* A queue waiting for its own WRs must not wait on a flush that its
+	 * lcore would only make after the wait. */
+	if (q->pend_gen == la->gen && la->npend > 0) {
+		la->st.forced++;
+		(void)rb2_xport_lane_flush(la);
+	}
+	if (q->head == q->tail)
+		(void)lane_reap(la);
+	while (i < n && q->head != q->tail)
+		wcs[i++] = q->cq[q->head++ & q->mask];
+	if (i == 0 && la->err != 0)
+		return la->err;
+	return (int)i;
+}
+
+int
+rb2_xport_lane_qp_create(struct rb2_xport_qp *qp, const struct rb2_xport_qp_attr *attr)
+{
+	struct rb2_xport_lane *la = attr->lane;
+	struct lane_vq *q;
+	uint16_t idx;
+
+	if (la->qp->xp != qp->xp) {
+		RB2_XPORT_LOG(ERR, "a queue and its lane come from different transports");
+		return -EINVAL;
+	}
+	if (attr->recv_depth != 0 || attr->wake) {
+		RB2_XPORT_LOG(ERR, "a queue of a lane cannot take receives (WRITE_WITH_IMM natively, or a sleeping receiver's wake-ups): give it a QP of its own");
+		return -ENOTSUP;
+	}
+	for (idx = 0; idx < LANE_MAX_QUEUES && la->vqs[idx] != NULL; idx++)
+		;
+	if (idx == LANE_MAX_QUEUES) {
+		RB2_XPORT_LOG(ERR, "a lane carries %d queues at most", LANE_MAX_QUEUES);
+		return -ENOSPC;
+	}
+	q = rte_zmalloc("rb2_lane_vq", sizeof(*q) + (la->sig_mask + 1) * sizeof(q->cq[0]),
+			RTE_CACHE_LINE_SIZE);
+	if (q == NULL)
+		return -ENOMEM;
+	q->lane = la;
+	q->idx = idx;
+	q->mask = la->sig_mask;
+	q->pend_gen = UINT64_MAX;
+	la->vqs[idx] = q;
+	la->st.queues++;
+	qp->drv = q;
+	qp->lane = la;
+	qp->max_inline = RTE_MIN(la->qp->max_inline, (uint32_t)LANE_STAGE);
+	qp->sq_depth = la->qp->sq_depth;
+	qp->cq_depth = la->sig_mask + 1;
+	return 0;
+}
+
+void
+rb2_xport_lane_qp_destroy(struct rb2_xport_qp *qp)
+{
+	struct lane_vq *q = qp->drv;
+	struct rb2_xport_lane *la = q->lane;
+
+	/* Its waiting WRs read memory its owner is about to free. */
+	if (q->pend_gen == la->gen && la->npend > 0)
+		for (int i = 0; i < 1000000 && rb2_xport_lane_flush(la) == -ENOSPC; i++)
+			(void)lane_reap(la);
+	la->vqs[q->idx] = NULL;
+	la->st.queues--;
+	rte_free(q);
+}
+
+int
+rb2_xport_lane_qp_connect_local(struct rb2_xport_qp *a, struct rb2_xport_qp *b)
+{
+	struct rb2_xport_lane *la = a->lane, *lb = b->lane;
+
+	if (la == NULL || lb == NULL || la == lb) {
+		RB2_XPORT_LOG(ERR, "a queue of a lane connects to a queue of another lane");
+		return -EINVAL;
+	}
+	if (la->peer == NULL && lb->peer == NULL) {
+		int ret = rb2_xport_qp_connect_local(la->qp, lb->qp);
+
+		if (ret < 0)
+			return ret;
+		la->peer = lb;
+		lb->peer = la;
+	} else if (la->peer != lb) {
+		RB2_XPORT_LOG(ERR, "these lanes are connected to other lanes: every queue of a lane goes to the same peer lane");
+		return -EINVAL;
+	}
+	a->post = b->post = lane_vq_post;
+	a->poll = b->poll = lane_vq_poll;
+	a->connected = b->connected = 1;
+	return 0;
+}
+
+int
+rb2_xport_lane_qp_status(struct rb2_xport_qp *qp)
+{
+	struct rb2_xport_lane *la = qp->lane;
+
+	return la->err != 0 ? la->err : rb2_xport_qp_status(la->qp);
+}
+
+void
+rb2_xport_lane_stats_get(const struct rb2_xport_lane *la, struct rb2_xport_lane_stats *st)
+{
+	*st = la->st;
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef RB2_XPORT_LANE_H
+#define RB2_XPORT_LANE_H
+
+/**
+ * @file
+ * Lanes: many queues of one lcore over one real QP, one doorbell per loop
+ * pass (Kalia's doorbell batching, RDMAbox's request chaining).
+ *
+ * A queue created with rb2_xport_qp_attr.lane posts into its lane: its WRs
+ * wait there, in order, behind those of the lane's other queues, until
+ * rb2_xport_lane_flush() posts them all as one chain on the lane's QP,
+ * behind one doorbell. Before posting, the chain is tightened:
+ *  - a WRITE that continues the one before it (adjacent local and remote
+ *    addresses, same keys, the first unsignaled) is merged into it: one WR;
+ *  - an unsignaled inline WRITE that the next WR overwrites entirely (a
+ *    pointer WRITTEN twice in a row) is dropped: the peer sees the same
+ *    memory at the end of the chain.
+ * Inline payloads are captured when posted to the lane, as a NIC captures
+ * them at ibv_post_send, so a source word may change before the flush.
+ * Completions come back to the queue whose WR it was.
+ *
+ * The lcore must flush its lanes at the end of every loop pass (an empty
+ * lane's flush is one compare). A queue that polls while WRs of its own wait
+ * in the lane flushes it, so nothing waiting on its own completion can
+ * deadlock. Lanes carry one-sided WRs only: no receives (WRITE_WITH_IMM
+ * natively, a sleeping receiver's wake-up), no load/store transport (shm in
+ * loadstore mode posts nothing). Queues of a lane connect in one process
+ * (rb2_xport_qp_connect_local(): both lanes connect on the first pair);
+ * across hosts every channel still has its own QP.
+ *
+ * @code
+ * struct rb2_xport_lane *la = rb2_xport_lane_create(xp, &(struct rb2_xport_lane_params){
+ *         .lcore_id = 1 });
+ * chan_params.lane = la;     // every channel of lcore 1
+ * ...
+ * for (;;) {
+ *         for (c = 0; c < n; c++) { send on channel c; rb2_tx_flush(tx[c]); }
+ *         rb2_xport_lane_flush(la);   // one doorbell for all of them
+ * }
+ * @endcode
+ */
+
+#include <stdint.h>
+
+#include <rb2_xport_core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rb2_xport;
+struct rb2_xport_lane;
+
+/** Lane configuration. */
+struct rb2_xport_lane_params {
+	unsigned int lcore_id;  /**< the lcore that posts on it */
+	uint32_t max_pending;   /**< WRs held until the flush (default 256) */
+	uint32_t sq_depth;      /**< the real QP's; 0: 4 x max_pending */
+	uint32_t cq_depth;      /**< the real QP's; 0: the driver's default */
+	int no_merge;           /**< 1: post the chain as it came (a baseline) */
+};
+
+/**
+ * @return a lane, or NULL with rte_errno: ENOTSUP (a load/store transport:
+ *   nothing is posted), EINVAL, ENOMEM, or the QP's error.
+ */
+struct rb2_xport_lane *rb2_xport_lane_create(struct rb2_xport *xp,
+					     const struct rb2_xport_lane_params *p);
+
+/** Free a lane; its queues must be destroyed first. */
+void rb2_xport_lane_destroy(struct rb2_xport_lane *lane);
+
+/**
+ * Post every WR waiting in the lane as one chain, behind one doorbell.
+ *
+ * @return 0 (also when nothing waits), -ENOSPC (the QP is full: poll the
+ *   lane's queues and flush again; nothing was posted), or the QP's error.
+ */
+int rb2_xport_lane_flush(struct rb2_xport_lane *lane);
+
+/** What a lane did. */
+struct rb2_xport_lane_stats {
+	uint64_t doorbells;     /**< chains posted on the real QP */
+	uint64_t wrs_in;        /**< WRs its queues posted into it */
+	uint64_t wrs_out;       /**< WRs it posted on the real QP */
+	uint64_t merged;        /**< WRITEs merged into the one before */
+	uint64_t superseded;    /**< WRITEs dropped: overwritten next in the chain */
+	uint64_t forced;        /**< flushes forced: lane full, or a queue waiting */
+	uint32_t queues;        /**< queues on it now */
+};
+
+void rb2_xport_lane_stats_get(const struct rb2_xport_lane *lane,
+			      struct rb2_xport_lane_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RB2_XPORT_LANE_H */

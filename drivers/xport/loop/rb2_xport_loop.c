@@ -71,11 +71,11 @@ static int
 loop_mr_reg(struct rb2_xport *xp __rte_unused, void *addr, size_t len,
 	    struct rb2_xport_mr *mr)
 {
-	static uint32_t next_key;
+	static _Atomic uint32_t next_key; /* both halves' lcores register */
 
 	mr->addr = addr;
 	mr->len = len;
-	mr->lkey = mr->rkey = ++next_key;
+	mr->lkey = mr->rkey = atomic_fetch_add_explicit(&next_key, 1, memory_order_relaxed) + 1;
 	mr->socket_id = SOCKET_ID_ANY;
 	return 0;
 }

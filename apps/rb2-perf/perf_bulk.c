@@ -41,6 +41,7 @@
 #define BULK_BUFS 4
 #define BULK_MAX (4u << 20)
 #define BULK_ROUND_BYTES (32u << 20) /* per size, variant and round */
+#define ROUND_TIMEOUT_S 120          /* a run that takes longer has stalled */
 
 enum { V_COPY, V_LEND, V_LEND_REG, NV };
 static const char *const vname[NV] = {"copy", "lend", "lend-reg"};
@@ -52,6 +53,7 @@ struct bulk_round {
 	uint64_t expect, got, bad;
 	int forget;          /* lend-reg: drop the destination's registration */
 	int fail;
+	int stop;            /* the sender failed: give up */
 };
 
 static int
@@ -59,7 +61,7 @@ receiver_main(void *arg)
 {
 	struct bulk_round *r = arg;
 
-	while (r->got < r->expect) {
+	while (r->got < r->expect && !__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
 		int ret = rb2_bulk_recv(r->b, r->dst, BULK_MAX);
 
 		if (ret == -EAGAIN || ret == -EINPROGRESS)
@@ -83,9 +85,11 @@ send_round(struct rb2_bulk_tx *b, struct rb2_tx *tx, uint8_t **bufs, uint32_t si
 	   uint64_t n, int forget)
 {
 	int lent[BULK_BUFS] = {0}, out = 0;
-	uint64_t seq = 0;
+	uint64_t seq = 0, deadline = rte_rdtsc() + ROUND_TIMEOUT_S * rte_get_tsc_hz();
 
 	while (seq < n || out > 0) {
+		if (rte_rdtsc() > deadline)
+			return -ETIMEDOUT;   /* the receiver stopped taking them */
 		struct rb2_bulk_done d[BULK_BUFS];
 		int k = rb2_bulk_tx_done(b, d, BULK_BUFS);
 
@@ -205,6 +209,8 @@ perf_bulk_run(const struct perf_opts *o, FILE *json)
 					return -1;
 				t0 = rte_rdtsc();
 				ret = send_round(btx[v], tx[v], bufs, sizes[s], n, v == V_LEND_REG);
+				if (ret < 0)
+					__atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
 				rb2_lcore_wait(o->rx_lcore);
 				if (ret == 0)
 					ret = r.fail;

@@ -30,6 +30,8 @@
 
 #include "perf.h"
 
+#define ROUND_TIMEOUT_S 120 /* a run that takes longer has stalled */
+
 enum { V_OWN, V_LANE, NV };
 static const char *const vname[NV] = {"qp-per-channel", "lane"};
 
@@ -46,6 +48,7 @@ struct lane_rx_arg {
 	struct lane_set *s;
 	uint64_t expect, got, bad;
 	int fail;
+	int stop;        /* the sender failed: give up */
 };
 
 struct lane_fig {
@@ -61,7 +64,7 @@ lane_receiver(void *arg)
 	struct lane_set *s = a->s;
 	struct rb2_msg m[32];
 
-	while (a->got < a->expect) {
+	while (a->got < a->expect && !__atomic_load_n(&a->stop, __ATOMIC_RELAXED)) {
 		for (unsigned int c = 0; c < s->k; c++) {
 			int n = rb2_rx_peek_burst(s->rx[c], m, RTE_DIM(m));
 
@@ -91,9 +94,11 @@ lane_receiver(void *arg)
 static int
 lane_send(const struct perf_opts *o, struct lane_set *s, uint64_t count)
 {
-	uint64_t sent = 0;
+	uint64_t sent = 0, deadline = rte_rdtsc() + ROUND_TIMEOUT_S * rte_get_tsc_hz();
 
 	while (sent < count) {
+		if (rte_rdtsc() > deadline)
+			return -ETIMEDOUT;   /* a receiver stopped taking them */
 		for (unsigned int c = 0; c < s->k && sent < count; c++) {
 			for (unsigned int i = 0; i < o->per_pass && sent < count; i++) {
 				void *slot;
@@ -247,6 +252,8 @@ perf_lanes_run(const struct perf_opts *o, FILE *json)
 					return -1;
 				t0 = rte_rdtsc();
 				ret = lane_send(o, s, o->count);
+				if (ret < 0)
+					__atomic_store_n(&a.stop, 1, __ATOMIC_RELAXED);
 				rb2_lcore_wait(o->rx_lcore);
 				if (ret == 0)
 					ret = a.fail;
@@ -256,6 +263,9 @@ perf_lanes_run(const struct perf_opts *o, FILE *json)
 					return -1;
 				}
 				fig[i][v].mps[r] = (double)o->count / ((double)(rte_rdtsc() - t0) / hz) / 1e6;
+				printf("round %u: %u channels, %s: %.3f Mmsg/s\n", r, s->k, vname[v],
+				       fig[i][v].mps[r]);
+				fflush(stdout);
 				set_counts(s, &c1[0], &c1[1], &c1[2], &c1[3], &c1[4]);
 				fig[i][v].wrs_in += c1[0] - c0[0];
 				fig[i][v].wrs_out += c1[1] - c0[1];

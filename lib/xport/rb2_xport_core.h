@@ -127,6 +127,7 @@ struct rb2_xport_qp {
 	uint32_t max_inline;   /**< largest payload accepted with RB2_WR_INLINE */
 	uint32_t sq_depth;     /**< WRs that may be outstanding */
 	uint32_t cq_depth;     /**< completions that may be pending */
+	uint32_t max_chain;    /**< WRs one post takes, at most; 0: any number */
 	int connected;         /**< 1 once connected to a peer */
 	struct rb2_xport_lane *lane; /**< the lane it posts into, or NULL (rb2_xport_lane.h) */
 } __rte_cache_aligned;

@@ -66,7 +66,8 @@ struct rb2_xport_ops {
 		      struct rb2_xport_mr *mr);
 	/** Deregister what mr_reg() registered. */
 	void (*mr_dereg)(struct rb2_xport *xp, struct rb2_xport_mr *mr);
-	/** Set a new queue up: qp->drv, qp->sq_depth, cq_depth, max_inline.
+	/** Set a new queue up: qp->drv, qp->sq_depth, cq_depth, max_inline,
+	 * and max_chain if one post takes a limited number of WRs.
 	 * Not post/poll: those are set when the queue connects. */
 	int (*qp_create)(struct rb2_xport *xp, struct rb2_xport_qp *qp,
 			 const struct rb2_xport_qp_attr *attr);

@@ -21,6 +21,8 @@
 
 #define LANE_MAX_QUEUES 1024
 #define LANE_STAGE 256       /* inline bytes captured per waiting WR, at most */
+#define LANE_WAIT_POLLS 16   /* empty polls with WRs waiting: a wait, flush */
+#define LANE_LOOK 32         /* later WRITEs a superseded one is looked for in */
 
 /* A queue of the lane: its completions, handed over by whichever queue
  * polled the real QP. */
@@ -28,6 +30,7 @@ struct lane_vq {
 	struct rb2_xport_lane *lane;
 	uint16_t idx;
 	uint64_t pend_gen;          /* == lane->gen: it has WRs in the lane */
+	uint32_t waiting;           /* polls that found nothing, WRs waiting */
 	uint32_t mask, head, tail;  /* its completion ring */
 	struct rb2_xport_wc cq[];
 };
@@ -42,6 +45,8 @@ struct rb2_xport_lane {
 	struct rb2_xport_qp *qp;    /* the real one */
 	struct rb2_xport_lane *peer;
 	uint32_t max_pending, npend;
+	uint32_t nout, out_pos;     /* the chain, and how much of it is posted */
+	uint32_t max_chain;         /* WRs per post */
 	uint64_t gen;               /* flushes so far */
 	int no_merge;
 	int err;
@@ -51,6 +56,7 @@ struct rb2_xport_lane {
 	struct rb2_xport_wr *pend;  /* waiting, in order; wr_id: the index */
 	uint64_t *pend_wr_id;       /* ... their own wr_id */
 	uint16_t *pend_vq;          /* ... whose */
+	uint8_t *drop;              /* ... superseded (the flush's scratch) */
 	uint8_t *stage;             /* ... captured inline payloads */
 	struct rb2_xport_wr *out;   /* the chain being built */
 	struct lane_sig *sig;       /* signaled WRs in flight, by number */
@@ -92,17 +98,22 @@ rb2_xport_lane_create(struct rb2_xport *xp, const struct rb2_xport_lane_params *
 		return NULL;
 	}
 	la->max_pending = maxp;
+	la->max_chain = la->qp->max_chain ? la->qp->max_chain : maxp;
+	if (p->max_chain != 0)
+		la->max_chain = RTE_MIN(la->max_chain, p->max_chain);
 	la->no_merge = p->no_merge;
-	/* Signaled WRs in flight: at most what the send queue holds. */
-	la->sig_mask = rte_align32pow2(RTE_MAX(la->qp->sq_depth, maxp)) - 1;
+	/* Signaled WRs numbered and not completed: what the send queue
+	 * holds, and a chain not yet posted. */
+	la->sig_mask = rte_align32pow2(la->qp->sq_depth + maxp) - 1;
 	la->pend = rte_zmalloc("rb2_lane_pend", maxp * sizeof(la->pend[0]), 0);
 	la->out = rte_zmalloc("rb2_lane_out", maxp * sizeof(la->out[0]), 0);
 	la->pend_vq = rte_zmalloc("rb2_lane_pvq", maxp * sizeof(la->pend_vq[0]), 0);
 	la->pend_wr_id = rte_zmalloc("rb2_lane_pid", maxp * sizeof(la->pend_wr_id[0]), 0);
+	la->drop = rte_zmalloc("rb2_lane_drop", maxp, 0);
 	la->stage = rte_zmalloc("rb2_lane_stage", (size_t)maxp * LANE_STAGE, RTE_CACHE_LINE_SIZE);
 	la->sig = rte_zmalloc("rb2_lane_sig", (la->sig_mask + 1) * sizeof(la->sig[0]), 0);
 	if (la->pend == NULL || la->out == NULL || la->pend_vq == NULL || la->stage == NULL ||
-	    la->sig == NULL || la->pend_wr_id == NULL) {
+	    la->sig == NULL || la->pend_wr_id == NULL || la->drop == NULL) {
 		rb2_xport_lane_destroy(la);
 		rte_errno = ENOMEM;
 		return NULL;
@@ -124,10 +135,13 @@ rb2_xport_lane_destroy(struct rb2_xport_lane *la)
 	rte_free(la->out);
 	rte_free(la->pend_vq);
 	rte_free(la->pend_wr_id);
+	rte_free(la->drop);
 	rte_free(la->stage);
 	rte_free(la->sig);
 	rte_free(la);
 }
+
+static int lane_reap(struct rb2_xport_lane *la);
 
 /* May @b continue @a as one WRITE? */
 static int
@@ -140,74 +154,140 @@ mergeable(const struct rb2_xport_wr *a, const struct rb2_xport_wr *b)
 	       a->remote + a->len == b->remote && (uint64_t)a->len + b->len <= (1u << 30);
 }
 
-/* Does @b overwrite all of an unsignaled inline @a (a pointer written
- * twice in a row)? */
+/* Does @b overwrite all of @a? */
 static int
-supersedes(const struct rb2_xport_wr *a, const struct rb2_xport_wr *b)
+covers(const struct rb2_xport_wr *b, const struct rb2_xport_wr *a)
 {
-	return a->opcode == RB2_WR_WRITE && b->opcode == RB2_WR_WRITE &&
-	       (a->flags & (RB2_WR_SIGNALED | RB2_WR_INLINE)) == RB2_WR_INLINE &&
-	       a->rkey == b->rkey && b->remote <= a->remote &&
+	return a->rkey == b->rkey && b->remote <= a->remote &&
 	       a->remote + a->len <= b->remote + b->len;
+}
+
+/*
+ * Mark in la->drop the WRs a later one makes invisible: an unsignaled
+ * inline WRITE (a pointer, a length word) that a later WRITE of the chain
+ * overwrites entirely, with only WRITEs between them (a READ or a wake-up
+ * between could observe it). Over RC the peer cannot tell: it might as well
+ * have looked at the memory only after the later WRITE. The later WRITEs
+ * looked at are the LANE_LOOK nearest.
+ */
+static void
+mark_superseded(struct rb2_xport_lane *la)
+{
+	const struct rb2_xport_wr *later[LANE_LOOK];
+	unsigned int nl = 0, next = 0;
+
+	for (uint32_t i = la->npend; i-- > 0;) {
+		const struct rb2_xport_wr *w = &la->pend[i];
+
+		la->drop[i] = 0;
+		if (w->opcode != RB2_WR_WRITE) {
+			nl = next = 0;
+			continue;
+		}
+		if ((w->flags & (RB2_WR_SIGNALED | RB2_WR_INLINE)) == RB2_WR_INLINE) {
+			for (unsigned int j = 0; j < nl; j++)
+				if (covers(later[j], w)) {
+					la->drop[i] = 1;
+					break;
+				}
+			if (la->drop[i])
+				continue;
+		}
+		later[next] = w;                   /* the nearest LANE_LOOK */
+		next = (next + 1) % LANE_LOOK;
+		nl = RTE_MIN(nl + 1, (unsigned int)LANE_LOOK);
+	}
+}
+
+/*
+ * Move what waits in pend[] into the chain out[], tightened, and number its
+ * signaled WRs (a signaled WR's number is its wr_id on the real QP, and
+ * finds its owner in sig[]). An out WR keeps, until numbered, the index in
+ * pend[] of the WR whose flags it has.
+ */
+static void
+build_chain(struct rb2_xport_lane *la)
+{
+	uint32_t nout = 0;
+
+	if (!la->no_merge)
+		mark_superseded(la);
+	for (uint32_t i = 0; i < la->npend; i++) {
+		const struct rb2_xport_wr *w = &la->pend[i];
+		struct rb2_xport_wr *last = nout > 0 ? &la->out[nout - 1] : NULL;
+
+		if (!la->no_merge && la->drop[i]) {
+			la->st.superseded++;
+		} else if (last != NULL && !la->no_merge && mergeable(last, w)) {
+			last->len += w->len;
+			last->flags = w->flags;
+			last->wr_id = w->wr_id;
+			la->st.merged++;
+		} else {
+			la->out[nout++] = *w;
+		}
+	}
+	for (uint32_t i = 0; i < nout; i++) {
+		struct rb2_xport_wr *w = &la->out[i];
+
+		if (w->flags & RB2_WR_SIGNALED) {
+			uint32_t k = (uint32_t)w->wr_id;
+			struct lane_sig *sg = &la->sig[la->sig_next & la->sig_mask];
+
+			sg->vq = la->pend_vq[k];
+			sg->wr_id = la->pend_wr_id[k];
+			w->wr_id = la->sig_next++;
+		} else {
+			w->wr_id = UINT64_MAX;
+		}
+	}
+	la->nout = nout;
+	la->out_pos = 0;
+	la->npend = 0;
+	la->gen++;
+}
+
+/* Post out[] from out_pos, in pieces the QP takes in one post (a doorbell
+ * each); what the send queue cannot take yet stays for the next flush. */
+static int
+post_chain(struct rb2_xport_lane *la)
+{
+	uint32_t max = la->max_chain;
+
+	while (la->out_pos < la->nout) {
+		uint32_t n = RTE_MIN(la->nout - la->out_pos, max);
+		int ret = rb2_xport_post(la->qp, la->out + la->out_pos, n);
+
+		/* The send queue frees as its completions are polled, and the
+		 * lane's queues may never poll (nothing of theirs signaled). */
+		if (ret == -ENOSPC && lane_reap(la) == 0)
+			ret = rb2_xport_post(la->qp, la->out + la->out_pos, n);
+		if (ret < 0) {
+			if (ret != -ENOSPC)
+				la->err = ret;
+			return ret;
+		}
+		la->out_pos += n;
+		la->st.doorbells++;
+		la->st.wrs_out += n;
+	}
+	return 0;
 }
 
 int
 rb2_xport_lane_flush(struct rb2_xport_lane *la)
 {
-	uint32_t nout = 0, nsig = 0;
 	int ret;
 
-	if (la->npend == 0)
-		return la->err;
 	if (la->err != 0)
 		return la->err;
-	/* Tighten the chain. An out WR keeps the wr_id (the index in pend[])
-	 * of the WR whose flags it has. */
-	for (uint32_t i = 0; i < la->npend; i++) {
-		const struct rb2_xport_wr *w = &la->pend[i];
-		struct rb2_xport_wr *last = nout > 0 ? &la->out[nout - 1] : NULL;
-
-		if (last != NULL && !la->no_merge && mergeable(last, w)) {
-			last->len += w->len;
-			last->flags = w->flags;
-			last->wr_id = w->wr_id;
-			la->st.merged++;
-		} else if (last != NULL && !la->no_merge && supersedes(last, w)) {
-			*last = *w;
-			la->st.superseded++;
-		} else {
-			la->out[nout++] = *w;
-		}
-	}
-	/* Number the signaled WRs: the completion's wr_id finds its owner. */
-	for (uint32_t i = 0; i < nout; i++) {
-		struct rb2_xport_wr *w = &la->out[i];
-
-		if (w->flags & RB2_WR_SIGNALED) {
-			uint32_t k = (uint32_t)w->wr_id;      /* index in pend[] */
-			struct lane_sig *s = &la->sig[(la->sig_next + nsig) & la->sig_mask];
-
-			s->vq = la->pend_vq[k];
-			s->wr_id = la->pend_wr_id[k];
-			w->wr_id = la->sig_next + nsig;
-			nsig++;
-		} else {
-			w->wr_id = UINT64_MAX;
-		}
-	}
-	ret = rb2_xport_post(la->qp, la->out, nout);
-	if (ret < 0) {
-		/* Nothing was posted: the WRs still wait, as they were. */
-		if (ret != -ENOSPC)
-			la->err = ret;
+	/* First what an earlier flush could not post: the order is the
+	 * chain's. */
+	ret = post_chain(la);
+	if (ret < 0 || la->npend == 0)
 		return ret;
-	}
-	la->sig_next += nsig;
-	la->st.doorbells++;
-	la->st.wrs_out += nout;
-	la->npend = 0;
-	la->gen++;
-	return 0;
+	build_chain(la);
+	return post_chain(la);
 }
 
 /* ---- the lane's queues ---------------------------------------------------- */
@@ -301,9 +381,13 @@ lane_vq_poll(struct rb2_xport_qp *qp, struct rb2_xport_wc *wcs, unsigned int n)
 	struct rb2_xport_lane *la = q->lane;
 	unsigned int i = 0;
 
-	/* A queue waiting for its own WRs must not wait on a flush that its
-	 * lcore would only make after the wait. */
-	if (q->pend_gen == la->gen && la->npend > 0) {
+	/* A queue that keeps polling while WRs of its own wait in the lane
+	 * is waiting for them (a full queue, a full ring, a flush): it must
+	 * not wait on a flush its lcore would only make after the wait. One
+	 * poll is not a wait: a sender looks at its completions at every
+	 * pointer advancement, and flushing then would undo the batching. */
+	if (((q->pend_gen == la->gen && la->npend > 0) || la->out_pos < la->nout) &&
+	    ++q->waiting >= LANE_WAIT_POLLS) {
 		la->st.forced++;
 		(void)rb2_xport_lane_flush(la);
 	}
@@ -311,6 +395,8 @@ lane_vq_poll(struct rb2_xport_qp *qp, struct rb2_xport_wc *wcs, unsigned int n)
 		(void)lane_reap(la);
 	while (i < n && q->head != q->tail)
 		wcs[i++] = q->cq[q->head++ & q->mask];
+	if (i > 0 || (q->pend_gen != la->gen && la->out_pos == la->nout))
+		q->waiting = 0;
 	if (i == 0 && la->err != 0)
 		return la->err;
 	return (int)i;
@@ -352,6 +438,7 @@ rb2_xport_lane_qp_create(struct rb2_xport_qp *qp, const struct rb2_xport_qp_attr
 	qp->max_inline = RTE_MIN(la->qp->max_inline, (uint32_t)LANE_STAGE);
 	qp->sq_depth = la->qp->sq_depth;
 	qp->cq_depth = la->sig_mask + 1;
+	qp->max_chain = la->max_pending;
 	return 0;
 }
 
@@ -362,9 +449,8 @@ rb2_xport_lane_qp_destroy(struct rb2_xport_qp *qp)
 	struct rb2_xport_lane *la = q->lane;
 
 	/* Its waiting WRs read memory its owner is about to free. */
-	if (q->pend_gen == la->gen && la->npend > 0)
-		for (int i = 0; i < 1000000 && rb2_xport_lane_flush(la) == -ENOSPC; i++)
-			(void)lane_reap(la);
+	for (int i = 0; i < 1000000 && rb2_xport_lane_flush(la) == -ENOSPC; i++)
+		(void)lane_reap(la);
 	la->vqs[q->idx] = NULL;
 	la->st.queues--;
 	rte_free(q);

@@ -16,17 +16,18 @@
  * behind one doorbell. Before posting, the chain is tightened:
  *  - a WRITE that continues the one before it (adjacent local and remote
  *    addresses, same keys, the first unsignaled) is merged into it: one WR;
- *  - an unsignaled inline WRITE that the next WR overwrites entirely (a
- *    pointer WRITTEN twice in a row) is dropped: the peer sees the same
- *    memory at the end of the chain.
+ *  - an unsignaled inline WRITE that a later WRITE of the chain overwrites
+ *    entirely, with only WRITEs between them (a pointer WRITTEN twice in one
+ *    pass: a channel's tail, a receiver's head), is dropped: over RC the
+ *    peer cannot tell it from having looked only after the later one.
  * Inline payloads are captured when posted to the lane, as a NIC captures
  * them at ibv_post_send, so a source word may change before the flush.
  * Completions come back to the queue whose WR it was.
  *
  * The lcore must flush its lanes at the end of every loop pass (an empty
- * lane's flush is one compare). A queue that polls while WRs of its own wait
- * in the lane flushes it, so nothing waiting on its own completion can
- * deadlock. Lanes carry one-sided WRs only: no receives (WRITE_WITH_IMM
+ * lane's flush is one compare). A queue that keeps polling while WRs of its
+ * own wait in the lane (a wait: a full queue, a full ring) flushes it, so
+ * nothing waiting on its own completion can deadlock. Lanes carry one-sided WRs only: no receives (WRITE_WITH_IMM
  * natively, a sleeping receiver's wake-up), no load/store transport (shm in
  * loadstore mode posts nothing). Queues of a lane connect in one process
  * (rb2_xport_qp_connect_local(): both lanes connect on the first pair);
@@ -61,6 +62,7 @@ struct rb2_xport_lane_params {
 	uint32_t max_pending;   /**< WRs held until the flush (default 256) */
 	uint32_t sq_depth;      /**< the real QP's; 0: 4 x max_pending */
 	uint32_t cq_depth;      /**< the real QP's; 0: the driver's default */
+	uint32_t max_chain;     /**< WRs per doorbell at most; 0: what the QP takes */
 	int no_merge;           /**< 1: post the chain as it came (a baseline) */
 };
 
@@ -88,7 +90,7 @@ struct rb2_xport_lane_stats {
 	uint64_t wrs_in;        /**< WRs its queues posted into it */
 	uint64_t wrs_out;       /**< WRs it posted on the real QP */
 	uint64_t merged;        /**< WRITEs merged into the one before */
-	uint64_t superseded;    /**< WRITEs dropped: overwritten next in the chain */
+	uint64_t superseded;    /**< WRITEs dropped: overwritten later in the chain */
 	uint64_t forced;        /**< flushes forced: lane full, or a queue waiting */
 	uint32_t queues;        /**< queues on it now */
 };

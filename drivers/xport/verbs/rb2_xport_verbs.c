@@ -59,7 +59,7 @@
 
 #include "rb2_xport_verbs.h"
 
-#define VERBS_MAX_CHAIN 16     /* WRs in one doorbell */
+#define VERBS_MAX_CHAIN 64     /* WRs in one doorbell (a lane posts longer chains in pieces) */
 #define VERBS_INTERNAL_WRID (1ull << 63) /* forced-signal completions */
 #define VERBS_RECV_WRID (1ull << 62)     /* receives for WRITE_WITH_IMM */
 #define VERBS_CM_TIMEOUT_MS 2000
@@ -472,6 +472,7 @@ verbs_qp_create(struct rb2_xport *xp, struct rb2_xport_qp *qp,
 	v->recv_depth = attr->recv_depth;
 	qp->sq_depth = depth;
 	qp->cq_depth = depth;
+	qp->max_chain = VERBS_MAX_CHAIN;
 	qp->max_inline = attr->max_inline ? attr->max_inline : 64;
 	return 0;
 }

@@ -20,6 +20,8 @@
 
 #include <rb2_lcore.h>
 
+#include <rb2_xport_lane.h>
+
 #include "rb2_test.h"
 
 TestSuite(rb2_property, .init = rb2_test_eal_init, .fini = rb2_test_eal_fini,
@@ -40,6 +42,8 @@ struct prop_cfg {
 	int sleep;          /* two lcores, a transport that wakes: the receiver
 			       sleeps when idle (RB2_CHAN_F_SLEEP) */
 	int refuse;         /* an admission hook refuses at random */
+	int lane;           /* each half posts through its lcore's lane (a
+			       transport that posts WRs, no sleeping receiver) */
 };
 
 static void
@@ -104,6 +108,49 @@ random_cfg(uint64_t seed, struct prop_cfg *c)
 		c->p.max_inflight = RB2_TX_CHAIN_MAX + (uint32_t)(rb2_test_rand(&r) % 32);
 		c->refuse = rb2_test_rand(&r) % 2 == 0;
 	}
+	/* Lanes (merged, superseded, batched chains), one in three. */
+	c->lane = rb2_test_rand(&r) % 3 == 0;
+}
+
+static unsigned int lane_runs; /* runs with lanes: the tests check some were */
+
+/* The halves' lanes of a run, or NULL where it has none: a load/store
+ * transport posts nothing, and a sleeping receiver needs its own QP. */
+struct lanes {
+	struct rb2_xport_lane *tx, *rx;
+};
+
+static void
+lanes_open(struct lanes *l, struct rb2_xport *xp, struct prop_cfg *c,
+	   unsigned int tx_lcore, unsigned int rx_lcore)
+{
+	l->tx = l->rx = NULL;
+	if (!c->lane || (rb2_xport_caps(xp) & RB2_XPORT_CAP_LOADSTORE) ||
+	    (c->p.flags & RB2_CHAN_F_SLEEP))
+		return;
+	lane_runs++;
+	/* A short lane and short posts: chains wait, fill and go in pieces. */
+	l->tx = rb2_xport_lane_create(xp, &(struct rb2_xport_lane_params){
+		.lcore_id = tx_lcore, .max_pending = 8 + (uint32_t)(c->seed % 64),
+		.max_chain = 1 + (uint32_t)(c->seed % 7) });
+	l->rx = rb2_xport_lane_create(xp, &(struct rb2_xport_lane_params){
+		.lcore_id = rx_lcore, .max_pending = 8 + (uint32_t)(c->seed % 32) });
+	cr_assert(l->tx != NULL && l->rx != NULL, "lanes: %s", rte_strerror(rte_errno));
+}
+
+static void
+lane_flush(struct rb2_xport_lane *l)
+{
+	int ret = l != NULL ? rb2_xport_lane_flush(l) : 0;
+
+	cr_assert(ret == 0 || ret == -ENOSPC, "lane flush: %d", ret);
+}
+
+static void
+lanes_close(struct lanes *l)
+{
+	rb2_xport_lane_destroy(l->tx);
+	rb2_xport_lane_destroy(l->rx);
 }
 
 /* The admission hook of c->refuse: the window's rule, and one admission in
@@ -169,11 +216,12 @@ check_one(struct rx_state *st, const void *data, uint32_t len)
 			rb2_test_explain(why, sizeof(why), data, len, st->next);
 		if (st->bad++ == 0)
 			cr_log_error("seed %" PRIu64 " (N=%u S=%u a=%u b=%u g=%u msg_size=%u head_sync=%d "
-				     "tail_sync=%d flags=0x%x window=%u%s): message %" PRIu64 " has len %u (want %u) or a bad payload: %s",
+				     "tail_sync=%d flags=0x%x window=%u%s%s): message %" PRIu64 " has len %u (want %u) or a bad payload: %s",
 				     st->c->seed, st->c->p.slots, st->c->p.slot_size, st->c->p.alpha,
 				     st->c->p.beta, st->c->p.gamma, st->c->p.msg_size,
 				     (int)st->c->p.head_sync, (int)st->c->p.tail_sync, st->c->p.flags,
 				     st->c->p.max_inflight, st->c->refuse ? " refusing" : "",
+				     st->c->p.lane != NULL ? " lanes" : "",
 				     st->next, len, want, why);
 	}
 	st->next++;
@@ -271,12 +319,16 @@ run_single(uint64_t seed, const char *spec, uint64_t msgs)
 	struct rb2_rx *rx;
 	struct rx_state st = {.c = &c};
 	uint64_t sent = 0, r = seed ^ 0x5555, idle = 0;
+	struct lanes ln;
 	char name[16];
 
 	random_cfg(seed, &c);
 	snprintf(name, sizeof(name), "p%" PRIu64, seed);
 	cr_assert_not_null(xp);
+	lanes_open(&ln, xp, &c, rte_lcore_id(), rte_lcore_id());
+	c.p.lane = ln.tx;
 	tx = rb2_tx_create(name, xp, &c.p);
+	c.p.lane = ln.rx;
 	rx = rb2_rx_create(name, xp, &c.p);
 	cr_assert(tx != NULL && rx != NULL, "seed %" PRIu64, seed);
 	cr_assert_eq(rb2_chan_pair(tx, rx), 0);
@@ -299,16 +351,23 @@ run_single(uint64_t seed, const char *spec, uint64_t msgs)
 			}
 		} else if (k % 8 == 4) {
 			cr_assert_eq(rb2_tx_flush(tx), 0);
+			/* The sender's pass ends, or not yet: chains grow. */
+			if ((k >> 8) % 2 == 0)
+				lane_flush(ln.tx);
 		} else {
 			int n = receive_some(rx, &st, (unsigned int)(k >> 8),
 					     1 + (unsigned int)((k >> 12) % 64));
 			cr_assert_geq(n, 0, "seed %" PRIu64 ": receive: %d", seed, n);
+			if ((k >> 20) % 2 == 0)
+				lane_flush(ln.rx);
 		}
 		/* Liveness: without flushes the sender must still progress
 		 * (stall flush, idle push); a few hundred idle steps is a hang. */
 		idle = st.next + sent == before ? idle + 1 : 0;
 		if (idle > 200) {
 			cr_assert_eq(rb2_tx_flush(tx), 0);
+			lane_flush(ln.tx);
+			lane_flush(ln.rx);
 			idle = 0;
 		}
 	}
@@ -316,9 +375,11 @@ run_single(uint64_t seed, const char *spec, uint64_t msgs)
 		     seed, spec, st.bad);
 	cr_assert_eq(st.next, msgs);
 	cr_assert_eq(rb2_tx_flush(tx), 0);
+	lane_flush(ln.tx);
 	cr_assert_eq(receive_some(rx, &st, 0, 64), 0, "nothing beyond what was sent");
 	rb2_tx_destroy(tx);
 	rb2_rx_destroy(rx);
+	lanes_close(&ln);
 	rb2_xport_close(xp);
 }
 
@@ -338,8 +399,10 @@ Test(rb2_property, random_configs_exactly_once_in_order_10M)
 			total += per;
 		}
 	}
-	cr_log_info("%" PRIu64 " messages delivered exactly once, in order", total);
+	cr_log_info("%" PRIu64 " messages delivered exactly once, in order (%u runs on lanes)",
+		    total, lane_runs);
 	cr_assert_geq(total, 10000000 * scale());
+	cr_assert_gt(lane_runs, 0, "no run drew lanes");
 }
 
 /* ---- two lcores: real concurrency ------------------------------------- */
@@ -347,6 +410,7 @@ Test(rb2_property, random_configs_exactly_once_in_order_10M)
 struct conc {
 	struct prop_cfg c;
 	struct rb2_tx *tx;
+	struct rb2_xport_lane *lane; /* the sender's, or NULL */
 	uint64_t msgs;
 	int err;
 	_Atomic int stop;   /* the receiver saw a bad message: give up */
@@ -363,6 +427,8 @@ sender_lcore(void *arg)
 
 		if (ret == -ENOBUFS) {
 			rb2_tx_flush(k->tx); /* idle: publish what we have */
+			if (k->lane != NULL)
+				(void)rb2_xport_lane_flush(k->lane);
 			rte_pause();
 			continue;
 		}
@@ -371,8 +437,14 @@ sender_lcore(void *arg)
 			return 0;
 		}
 		sent++;
+		/* A pass of the sender's loop ends every few messages. */
+		if (k->lane != NULL && rb2_test_rand(&r) % 8 == 0)
+			(void)rb2_xport_lane_flush(k->lane);
 	}
 	k->err = rb2_tx_flush(k->tx);
+	if (k->err == 0 && k->lane != NULL)
+		for (int i = 0; i < 1000000 && (k->err = rb2_xport_lane_flush(k->lane)) == -ENOSPC; i++)
+			;
 	return 0;
 }
 
@@ -385,17 +457,22 @@ run_concurrent(uint64_t seed, const char *spec, uint64_t msgs)
 	unsigned int worker = rte_get_next_lcore(rte_lcore_id(), 1, 0);
 	struct rb2_rx *rx;
 	uint64_t r = seed;
+	struct lanes ln;
 	char name[16];
 
 	random_cfg(seed, &k.c);
 	if (k.c.sleep && (rb2_xport_caps(xp) & RB2_XPORT_CAP_WAKE))
 		k.c.p.flags |= RB2_CHAN_F_SLEEP;
+	lanes_open(&ln, xp, &k.c, worker, rte_lcore_id());
+	k.lane = ln.tx;
 	k.c.p.lcore_id = worker;
+	k.c.p.lane = ln.tx;
 	snprintf(name, sizeof(name), "c%" PRIu64, seed);
 	k.tx = rb2_tx_create(name, xp, &k.c.p);
 	if (k.tx != NULL)
 		maybe_hook(k.tx, &k.c, 1);
 	k.c.p.lcore_id = rte_lcore_id();
+	k.c.p.lane = ln.rx;
 	rx = rb2_rx_create(name, xp, &k.c.p);
 	cr_assert(k.tx != NULL && rx != NULL);
 	cr_assert_eq(rb2_chan_pair(k.tx, rx), 0);
@@ -404,6 +481,8 @@ run_concurrent(uint64_t seed, const char *spec, uint64_t msgs)
 		int n = receive_some(rx, &st, (unsigned int)rb2_test_rand(&r), 32);
 
 		cr_assert_geq(n, 0);
+		if (ln.rx != NULL && rb2_test_rand(&r) % 4 == 0)
+			lane_flush(ln.rx);     /* the receiver's pass ends */
 		/* Adaptive polling: sleep after 32 empty polls, until the
 		 * sender's next publication (or 100 ms) wakes us. */
 		empty = n > 0 ? 0 : empty + 1;
@@ -427,6 +506,7 @@ run_concurrent(uint64_t seed, const char *spec, uint64_t msgs)
 	cr_assert_eq(receive_some(rx, &st, 0, 64), 0, "no duplicates");
 	rb2_tx_destroy(k.tx);
 	rb2_rx_destroy(rx);
+	lanes_close(&ln);
 	rb2_xport_close(xp);
 }
 
@@ -453,6 +533,7 @@ Test(rb2_property, two_lcores_random_configs_exactly_once_in_order)
 		if (seed % 2 == 0)
 			run_concurrent(seed + 700, "loop", 300000 * scale());
 	}
+	cr_assert_gt(lane_runs, 0, "no run drew lanes");
 }
 
 /*

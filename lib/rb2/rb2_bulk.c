@@ -276,10 +276,11 @@ rb2_bulk_tx_done(struct rb2_bulk_tx *b, struct rb2_bulk_done *done, unsigned int
 
 	if (b->lent_head == b->lent_tail)
 		return 0;
-	/* The idle flush looks after the peer (its death, a sleeping
-	 * receiver to wake), as a sending loop would. */
+	/* Buffers are out: publish anything pending (a sleeping receiver is
+	 * woken there) and ask after the receiver (rate-limited), so that a
+	 * dead one gives every buffer back, failed, in bounded time. */
 	(void)rb2_tx_flush(b->tx);
-	err = b->tx->h.err;
+	err = rb2_tx_check(b->tx);
 	/* Acquire: the receiver's head WRITE (or store) comes after its
 	 * READs completed; nothing of ours is read after this. */
 	head = atomic_load_explicit(b->tx->local_head, memory_order_acquire);

@@ -109,8 +109,8 @@ echo "copy: through the ring (a copy in, the NIC's WRITE, a copy out); lend: the
 echo "(registration cached), the receiver READs it into its own buffer; lend-reg: registered"
 echo "on every message, both sides. GB/s are TCG's; the ratio and the crossover count."
 echo
-"$perf" -l 0-1 --no-pci --no-huge -m 1024 --file-prefix bk --log-level lib.eal:error -- \
-	--mode bulk --transport verbs,dev=rxe0 --rounds 3 --json /tmp/bulk.json > /tmp/bulk.out 2>&1 ||
+timeout -k 5 900 "$perf" -l 0-1 --no-pci --no-huge -m 1024 --file-prefix bk --log-level lib.eal:error -- \
+	--mode bulk --transport verbs,dev=rxe0 --rounds 5 --json /tmp/bulk.json > /tmp/bulk.out 2>&1 ||
 	{ failed=1; cat /tmp/bulk.out; }
 echo '```'
 grep -vE "^(TELEMETRY|round )" /tmp/bulk.out
@@ -122,11 +122,11 @@ echo
 echo "K channels between two lcores, each on a QP of its own, against all of them on one"
 echo "lane per side (one QP, one doorbell per pass). Per message: WRs, doorbells, rate."
 echo
-"$perf" -l 0-1 --no-pci --no-huge -m 1024 --file-prefix ln --log-level lib.eal:error -- \
-	--mode lanes --transport verbs,dev=rxe0 --channels 1,8,64 --rounds 3 --count 20000 \
+timeout -k 5 900 "$perf" -l 0-1 --no-pci --no-huge -m 1024 --file-prefix ln --log-level lib.eal:error -- \
+	--mode lanes --transport verbs,dev=rxe0 --channels 1,8,64 --rounds 5 --count 20000 \
 	--json /tmp/lanes.json > /tmp/lanes.out 2>&1 || { failed=1; cat /tmp/lanes.out; }
 echo '```'
-grep -vE "^(TELEMETRY|rb2_xport)" /tmp/lanes.out
+grep -vE "^(TELEMETRY|rb2_xport|round )" /tmp/lanes.out
 cat /tmp/lanes.json
 echo '```'
 } | tee "$out"

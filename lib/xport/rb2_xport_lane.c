@@ -29,6 +29,7 @@
 struct lane_vq {
 	struct rb2_xport_lane *lane;
 	uint16_t idx;
+	uint32_t id;                /* unique in the lane: a slot is reused */
 	uint64_t pend_gen;          /* == lane->gen: it has WRs in the lane */
 	uint32_t waiting;           /* polls that found nothing, WRs waiting */
 	uint32_t mask, head, tail;  /* its completion ring */
@@ -38,6 +39,7 @@ struct lane_vq {
 /* Whose a signaled WR on the real QP is. */
 struct lane_sig {
 	uint16_t vq;
+	uint32_t id;                /* the queue's, not a later one's in its slot */
 	uint64_t wr_id;
 };
 
@@ -48,6 +50,7 @@ struct rb2_xport_lane {
 	uint32_t nout, out_pos;     /* the chain, and how much of it is posted */
 	uint32_t max_chain;         /* WRs per post */
 	uint64_t gen;               /* flushes so far */
+	uint32_t next_id;           /* of the next queue */
 	int no_merge;
 	int err;
 	uint32_t sig_mask;
@@ -57,7 +60,7 @@ struct rb2_xport_lane {
 	uint64_t *pend_wr_id;       /* ... their own wr_id */
 	uint16_t *pend_vq;          /* ... whose */
 	uint8_t *drop;              /* ... superseded (the flush's scratch) */
-	uint8_t *stage;             /* ... captured inline payloads */
+	uint8_t *stage;             /* ... captured inline payloads (two halves) */
 	struct rb2_xport_wr *out;   /* the chain being built */
 	struct lane_sig *sig;       /* signaled WRs in flight, by number */
 	struct lane_vq *vqs[LANE_MAX_QUEUES];
@@ -110,7 +113,8 @@ rb2_xport_lane_create(struct rb2_xport *xp, const struct rb2_xport_lane_params *
 	la->pend_vq = rte_zmalloc("rb2_lane_pvq", maxp * sizeof(la->pend_vq[0]), 0);
 	la->pend_wr_id = rte_zmalloc("rb2_lane_pid", maxp * sizeof(la->pend_wr_id[0]), 0);
 	la->drop = rte_zmalloc("rb2_lane_drop", maxp, 0);
-	la->stage = rte_zmalloc("rb2_lane_stage", (size_t)maxp * LANE_STAGE, RTE_CACHE_LINE_SIZE);
+	la->stage = rte_zmalloc("rb2_lane_stage", 2 * (size_t)maxp * LANE_STAGE,
+				RTE_CACHE_LINE_SIZE);
 	la->sig = rte_zmalloc("rb2_lane_sig", (la->sig_mask + 1) * sizeof(la->sig[0]), 0);
 	if (la->pend == NULL || la->out == NULL || la->pend_vq == NULL || la->stage == NULL ||
 	    la->sig == NULL || la->pend_wr_id == NULL || la->drop == NULL) {
@@ -235,6 +239,7 @@ build_chain(struct rb2_xport_lane *la)
 			struct lane_sig *sg = &la->sig[la->sig_next & la->sig_mask];
 
 			sg->vq = la->pend_vq[k];
+			sg->id = la->vqs[sg->vq] != NULL ? la->vqs[sg->vq]->id : UINT32_MAX;
 			sg->wr_id = la->pend_wr_id[k];
 			w->wr_id = la->sig_next++;
 		} else {
@@ -317,7 +322,7 @@ lane_reap(struct rb2_xport_lane *la)
 				continue;
 			}
 			q = la->vqs[s->vq];
-			if (q == NULL)
+			if (q == NULL || q->id != s->id)
 				continue;        /* destroyed since it posted */
 			if (q->tail - q->head > q->mask) {
 				la->err = -EOVERFLOW; /* a queue that never polls */
@@ -356,7 +361,10 @@ lane_vq_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs, unsigned i
 		*w = wrs[i];
 		if (w->flags & RB2_WR_INLINE) {
 			/* Capture it now, as the NIC would at post time. */
-			uint8_t *st = la->stage + (size_t)k * LANE_STAGE;
+			/* Two halves, by generation: the chain built last
+			 * may still wait, in part, for room in the QP. */
+			uint8_t *st = la->stage +
+				((la->gen & 1) * la->max_pending + k) * (size_t)LANE_STAGE;
 
 			if (w->len > LANE_STAGE || w->len > qp->max_inline) {
 				la->npend -= i + 1;
@@ -429,6 +437,7 @@ rb2_xport_lane_qp_create(struct rb2_xport_qp *qp, const struct rb2_xport_qp_attr
 		return -ENOMEM;
 	q->lane = la;
 	q->idx = idx;
+	q->id = la->next_id++;
 	q->mask = la->sig_mask;
 	q->pend_gen = UINT64_MAX;
 	la->vqs[idx] = q;
@@ -449,8 +458,15 @@ rb2_xport_lane_qp_destroy(struct rb2_xport_qp *qp)
 	struct rb2_xport_lane *la = q->lane;
 
 	/* Its waiting WRs read memory its owner is about to free. */
-	for (int i = 0; i < 1000000 && rb2_xport_lane_flush(la) == -ENOSPC; i++)
+	int ret = rb2_xport_lane_flush(la);
+
+	for (int i = 0; i < 1000000 && ret == -ENOSPC; i++) {
 		(void)lane_reap(la);
+		ret = rb2_xport_lane_flush(la);
+	}
+	if (ret < 0 && la->err == 0)
+		RB2_XPORT_LOG(ERR, "lane: a queue destroyed with WRs its QP never took (%s)",
+			      rte_strerror(-ret));
 	la->vqs[q->idx] = NULL;
 	la->st.queues--;
 	rte_free(q);

@@ -63,6 +63,16 @@ else
 	echo "FAIL bulk_stale_registration_control: without forgetting, the old pages went unnoticed"
 	cat /tmp/bulk_stale_registration_control.[sc]
 fi
+# Lanes over rxe0: 8 and 64 channels each way on one QP per side, one
+# doorbell per pass, every message's sequence checked (rb2-perf counts the
+# errors); each channel on its own QP alongside.
+if timeout -k 5 600 "$RB2_BUILD/apps/rb2-perf/rb2-perf" $(eal 0-1 ln) -- --mode lanes \
+	--transport verbs,dev=rxe0 --channels 8,64 --rounds 1 --count 5000 \
+	--json /tmp/lanes.json > /tmp/lanes.out 2>&1 && grep -q '"errors": 0,' /tmp/lanes.json; then
+	pass=$((pass + 1)); grep -E "^ +(8|64) " /tmp/lanes.out; echo "PASS lanes_8_and_64_channels_one_qp"
+else
+	fail=$((fail + 1)); tail -20 /tmp/lanes.out; echo "FAIL lanes_8_and_64_channels_one_qp"
+fi
 # Connections (lib/conn): 1000 over one channel pair, so one QP each way.
 pair conn_1000_connections_one_qp_each_way conn 100000
 

@@ -65,6 +65,7 @@
 #include <rb2_xport.h>
 
 #include "rb2_conn_traffic.h"
+#include "rb2_test_pattern.h"
 
 /* How long after its last message a channel must report a dead peer or a
  * failed QP: rdma_cm's DISCONNECTED when the peer's process dies; the
@@ -657,36 +658,6 @@ bulk_len(uint64_t seq)
 }
 
 static void
-bulk_fill(uint8_t *p, uint32_t len, uint64_t seq)
-{
-	uint32_t i = 0;
-
-	for (; i + 8 <= len; i += 8) {
-		uint64_t v = seq * 0x9e3779b97f4a7c15ull + i;
-		memcpy(p + i, &v, 8);
-	}
-	for (; i < len; i++)
-		p[i] = (uint8_t)seq;
-}
-
-static int
-bulk_check(const uint8_t *p, uint32_t len, uint64_t seq)
-{
-	uint32_t i = 0;
-
-	for (; i + 8 <= len; i += 8) {
-		uint64_t v = seq * 0x9e3779b97f4a7c15ull + i, got;
-		memcpy(&got, p + i, 8);
-		if (got != v)
-			return 0;
-	}
-	for (; i < len; i++)
-		if (p[i] != (uint8_t)seq)
-			return 0;
-	return 1;
-}
-
-static void
 bulk_params(struct rb2_chan_params *p)
 {
 	params(p, P_STREAM);
@@ -733,7 +704,7 @@ bulk_server(struct rb2_xport *xp, const char *addr, uint64_t count)
 			       strerror(-ret));
 			return 1;
 		}
-		if (((uint32_t)ret != bulk_len(got) || !bulk_check(dst, (uint32_t)ret, got)) &&
+		if (((uint32_t)ret != bulk_len(got) || !rb2_test_check(dst, (uint32_t)ret, got)) &&
 		    bad++ < 5)
 			printf("bulk: message %" PRIu64 " of %d bytes (want %u) has stale or wrong content\n",
 			       got, ret, bulk_len(got));
@@ -815,7 +786,7 @@ bulk_client(struct rb2_xport *xp, const char *addr, uint64_t count)
 			printf("bulk: message %" PRIu64 ": buffer 0 unmapped and mapped again at %p%s\n",
 			       sent, (void *)buf[0], forget ? ", forgotten first" : ", NOT forgotten");
 		}
-		bulk_fill(buf[k], bulk_len(sent), sent);
+		rb2_test_fill(buf[k], bulk_len(sent), sent);
 		int ret = rb2_bulk_send(b, buf[k], bulk_len(sent), sent);
 		if (ret == -EAGAIN)
 			continue;

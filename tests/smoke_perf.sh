@@ -94,6 +94,7 @@ assert d["idle_cpu_pct_adaptive"] * 5 < d["idle_cpu_pct_poll"], d
 assert d["busy_mps_adaptive"] > 0 and d["busy_mps_poll"] > 0, d
 PY
 expect_error "mode wake runs one design" --mode wake --preset l5
+expect_error "bw --channels takes one count" --channels 1,8
 # Doorbells across channels: on a lane, one doorbell per sender pass for all
 # its channels; each on its own QP, one per channel flush. Nothing lost.
 "$perf" "${eal[@]}" --file-prefix "smk$$l" -- --mode lanes --transport shm,mode=copy \

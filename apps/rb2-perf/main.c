@@ -48,6 +48,10 @@ usage(FILE *f, const char *prog)
 "                       doorbell per pass): WRs and doorbells per message, rate\n"
 "  --channels LIST      lanes: channel counts (default 1,8,64; at most 4, each <= 256)\n"
 "  --per-pass N         lanes: messages per channel per sender pass (default 1)\n"
+"                       bw --server/--client: --channels K (one count) streams on K\n"
+"                       channels from one lcore to one lcore, on ports --port + i\n"
+"  --max-inflight W     admission window: WRs in flight per QP at most (0: none;\n"
+"                       else >= 6); the client reports deferrals and the most seen\n"
 "  --gap-us US          wake: paced messages US microseconds apart (default 1000)\n"
 "  --paced N            wake: paced messages per round (default 2000)\n"
 "  --idle-sleep N       wake: empty polls before the receiver sleeps (default 120,\n"
@@ -178,6 +182,7 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		{"idle-sleep", required_argument, NULL, 'i'},
 		{"channels", required_argument, NULL, 'k'},
 		{"per-pass", required_argument, NULL, 'e'},
+		{"max-inflight", required_argument, NULL, 'W'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -411,8 +416,14 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 				}
 				o->channels[o->nchannels++] = (unsigned int)v;
 			}
+			o->channels_given = 1;
 			break;
 		}
+		case 'W':
+			if (parse_u64("max-inflight", optarg, 0, 1u << 20, &v) < 0)
+				return -1;
+			o->chan.max_inflight = (uint32_t)v;
+			break;
 		case 'e':
 			if (parse_u64("per-pass", optarg, 1, 1024, &v) < 0)
 				return -1;
@@ -492,6 +503,10 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 	if (o->pairs > 0 && (o->mode != MODE_BW || o->server || o->client || o->compare ||
 			     o->bounce || o->npresets > 1)) {
 		fprintf(stderr, "rb2-perf: --pairs: bw mode in one process, one design (at most one --preset), without --compare or --bounce\n");
+		return -1;
+	}
+	if (o->channels_given && o->mode == MODE_BW && (o->nchannels != 1 || !(o->server || o->client))) {
+		fprintf(stderr, "rb2-perf: bw --channels takes one count, with --server or --client (in one process: --pairs, or --mode lanes)\n");
 		return -1;
 	}
 	if ((o->server || o->client) && o->compare) {

@@ -20,6 +20,7 @@
 #define PERF_MAX_ROUNDS 101
 #define PERF_MAX_PAIRS 64       /* --pairs: channel pairs at once */
 #define PERF_MAX_CHANNEL_COUNTS 4 /* --channels: counts compared */
+#define PERF_MAX_REMOTE_CHANNELS 256 /* --channels K of a two-process bw run */
 
 enum perf_mode { MODE_BW, MODE_LAT, MODE_OPS, MODE_WAKE, MODE_BULK, MODE_LANES };
 
@@ -58,6 +59,7 @@ struct perf_opts {
 	unsigned int idle_sleep; /* empty polls before the adaptive receiver sleeps */
 	/* --mode lanes: channel counts, messages per channel per pass. */
 	unsigned int channels[PERF_MAX_CHANNEL_COUNTS], nchannels;
+	int channels_given;     /* --channels on the command line */
 	unsigned int per_pass;
 };
 

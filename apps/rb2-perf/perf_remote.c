@@ -76,38 +76,54 @@ addr(char *buf, size_t len, const struct perf_opts *o, struct rb2_xport *xp,
 		snprintf(buf, len, "%s:%u", o->server ? "0.0.0.0" : o->client, port);
 }
 
+/* Channels of a bw run: --channels K (one count), each on its own port
+ * (--port + i), all on one lcore per side. */
+static unsigned int
+bw_channels(const struct perf_opts *o)
+{
+	return o->channels_given ? o->channels[0] : 1;
+}
+
 static int
 bw_server(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
 {
 	struct perf_variant v = {.name = "rb2", .desc = o->transport};
+	unsigned int k = bw_channels(o), c = 0;
 	struct rb2_msg m[256];
-	char where[96];
-	struct rb2_rx *rx;
+	char where[96], name[24];
+	struct rb2_rx *rx[PERF_MAX_REMOTE_CHANNELS];
+	uint64_t next[PERF_MAX_REMOTE_CHANNELS] = {0};
 	uint64_t got = 0, total = (uint64_t)o->rounds * o->count, t0 = 0;
 	unsigned int r = 0;
 
-	addr(where, sizeof(where), o, xp, 0);
-	rx = open_rx(xp, o, "perf", where);
-	if (rx == NULL)
-		return -1;
+	for (unsigned int i = 0; i < k; i++) {
+		addr(where, sizeof(where), o, xp, (int)i);
+		snprintf(name, sizeof(name), "perf%u", i);
+		rx[i] = open_rx(xp, o, name, where);
+		if (rx[i] == NULL)
+			return -1;
+	}
 	while (got < total) {
-		int n = rb2_rx_peek_burst(rx, m, o->burst);
+		int n = rb2_rx_peek_burst(rx[c], m, o->burst);
 
 		if (n <= 0) {
 			if (n < 0) {
-				fprintf(stderr, "rb2-perf: receiver failed after %" PRIu64 " messages: %s\n",
-					got, strerror(-n));
+				fprintf(stderr, "rb2-perf: receiver %u failed after %" PRIu64 " messages: %s\n",
+					c, got, strerror(-n));
 				return -1;
 			}
+			c = (c + 1) % k;
 			continue;
 		}
 		if (t0 == 0)
 			t0 = rte_rdtsc();
 		for (int i = 0; i < n; i++)
 			v.errors += m[i].len != o->size ||
-				!perf_check(m[i].data, o->size, got + (uint64_t)i);
-		rb2_rx_release_burst(rx, m, (unsigned int)n);
+				!perf_check(m[i].data, o->size, next[c] + (uint64_t)i);
+		rb2_rx_release_burst(rx[c], m, (unsigned int)n);
+		next[c] += (uint64_t)n;
 		got += (uint64_t)n;
+		c = (c + 1) % k;
 		if (got >= (uint64_t)(r + 1) * o->count) {
 			uint64_t t1 = rte_rdtsc();
 			v.mps[v.n++] = (double)o->count /
@@ -121,67 +137,106 @@ bw_server(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
 		memcpy(mps, v.mps, sizeof(mps));
 		v.median = perf_median(mps, v.n);
 	}
-	printf("rb2-perf bw server: %u B messages over %s, %u rounds of %" PRIu64 "\n",
-	       o->size, o->transport, o->rounds, o->count);
+	printf("rb2-perf bw server: %u B messages over %s, %u channel(s), %u rounds of %" PRIu64 "\n",
+	       o->size, o->transport, k, o->rounds, o->count);
 	printf("%-10s %12s %10s %8s\n", "", "Mmsg/s(med)", "Gbit/s", "errors");
 	printf("%-10s %12.4f %10.4f %8" PRIu64 "\n", "rb2", v.median,
 	       v.median * o->size * 8 / 1e3, v.errors);
 	if (json != NULL) {
 		perf_json_begin(json, o);
-		fprintf(json, ", \"role\": \"server\", \"rounds\": %u, \"median_mmsg_s\": %.6f, "
+		fprintf(json, ", \"role\": \"server\", \"channels\": %u, \"rounds\": %u, \"median_mmsg_s\": %.6f, "
 			"\"median_gbit_s\": %.6f, \"errors\": %" PRIu64 ", \"rounds_mmsg_s\": [",
-			o->rounds, v.median, v.median * o->size * 8 / 1e3, v.errors);
+			k, o->rounds, v.median, v.median * o->size * 8 / 1e3, v.errors);
 		for (unsigned int i = 0; i < v.n; i++)
 			fprintf(json, "%s%.6f", i ? ", " : "", v.mps[i]);
 		fprintf(json, "]}\n");
 	}
-	/* Let the sender see its last slots released before we go. */
+	/* Let the senders see their last slots released before we go. */
 	for (int i = 0; i < 1000; i++) {
-		rb2_rx_peek_burst(rx, m, 1);
+		for (unsigned int j = 0; j < k; j++)
+			rb2_rx_peek_burst(rx[j], m, 1);
 		usleep(1000);
 	}
-	rb2_rx_destroy(rx);
+	for (unsigned int i = 0; i < k; i++)
+		rb2_rx_destroy(rx[i]);
 	return v.errors == 0 ? 0 : -1;
 }
 
+/* The client streams on its channels round robin, a burst each; with
+ * --max-inflight every channel's QP has that admission window, and the
+ * summed counters say what it did. */
 static int
-bw_client(struct rb2_xport *xp, const struct perf_opts *o)
+bw_client(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
 {
 	uint64_t total = (uint64_t)o->rounds * o->count, seq = 0;
-	char where[96];
-	struct rb2_tx *tx;
+	unsigned int k = bw_channels(o);
+	uint64_t next[PERF_MAX_REMOTE_CHANNELS] = {0};
+	struct rb2_tx *tx[PERF_MAX_REMOTE_CHANNELS];
+	uint64_t wrs = 0, sig = 0, defer = 0, seen = 0, t0;
+	char where[96], name[24];
 	size_t stride;
 
-	addr(where, sizeof(where), o, xp, 0);
-	tx = open_tx(xp, o, "perf", where);
-	if (tx == NULL)
-		return -1;
-	stride = rb2_tx_stride(tx, o->size);
-	while (seq < total) {
-		unsigned int k = (unsigned int)RTE_MIN((uint64_t)o->burst, total - seq);
+	for (unsigned int i = 0; i < k; i++) {
+		addr(where, sizeof(where), o, xp, (int)i);
+		snprintf(name, sizeof(name), "perf%u", i);
+		tx[i] = open_tx(xp, o, name, where);
+		if (tx[i] == NULL)
+			return -1;
+	}
+	stride = rb2_tx_stride(tx[0], o->size);
+	t0 = rte_rdtsc();
+	for (unsigned int c = 0; seq < total; c = (c + 1) % k) {
+		unsigned int want = (unsigned int)RTE_MIN((uint64_t)o->burst, total - seq);
 		uint8_t *first;
-		int n = rb2_tx_reserve_burst(tx, o->size, k, (void **)&first);
+		int n = rb2_tx_reserve_burst(tx[c], o->size, want, (void **)&first);
 
 		if (n == -ENOBUFS)
 			continue;
 		if (n < 0) {
-			fprintf(stderr, "rb2-perf: sender failed: %s\n", strerror(-n));
+			fprintf(stderr, "rb2-perf: sender %u failed: %s\n", c, strerror(-n));
 			return -1;
 		}
 		for (int i = 0; i < n; i++)
-			perf_fill(first + (size_t)i * stride, o->size, seq + (uint64_t)i);
-		rb2_tx_commit_burst(tx, o->size, (unsigned int)n);
+			perf_fill(first + (size_t)i * stride, o->size, next[c] + (uint64_t)i);
+		rb2_tx_commit_burst(tx[c], o->size, (unsigned int)n);
+		next[c] += (uint64_t)n;
 		seq += (uint64_t)n;
 	}
-	rb2_tx_flush(tx);
-	for (uint64_t t = rte_get_timer_cycles();
-	     atomic_load(tx->local_head) != tx->tail &&
-	     rte_get_timer_cycles() - t < 30 * rte_get_timer_hz();) {
+	for (unsigned int c = 0; c < k; c++)
+		rb2_tx_flush(tx[c]);
+	for (uint64_t t = rte_get_timer_cycles(), c = 0; rte_get_timer_cycles() - t < 30 * rte_get_timer_hz();) {
+		unsigned int busy = 0;
 		void *slot;
-		(void)rb2_tx_reserve(tx, o->size, &slot); /* reap, see the peer */
+
+		for (c = 0; c < k; c++) {
+			busy += atomic_load(tx[c]->local_head) != tx[c]->tail;
+			(void)rb2_tx_reserve(tx[c], o->size, &slot); /* reap, see the peer */
+		}
+		if (busy == 0)
+			break;
 	}
-	printf("rb2-perf bw client: sent %" PRIu64 " messages of %u B\n", seq, o->size);
-	rb2_tx_destroy(tx);
+	double secs = (double)(rte_rdtsc() - t0) / (double)rte_get_tsc_hz();
+	for (unsigned int c = 0; c < k; c++) {
+		struct rb2_tx_stats st;
+
+		rb2_tx_stats_get(tx[c], &st);
+		wrs += st.wrs;
+		sig += st.signaled_wrs;
+		defer += st.admission_deferrals;
+		seen = RTE_MAX(seen, (uint64_t)st.max_inflight_seen);
+	}
+	printf("rb2-perf bw client: sent %" PRIu64 " messages of %u B on %u channel(s) in %.2f s; window %u: %.3f WRs per message (%" PRIu64 " signaled), %" PRIu64 " transmissions deferred, at most %" PRIu64 " WRs in flight on a QP\n",
+	       seq, o->size, k, secs, o->chan.max_inflight, seq ? (double)wrs / (double)seq : 0.0,
+	       sig, defer, seen);
+	if (json != NULL) {
+		perf_json_begin(json, o);
+		fprintf(json, ", \"role\": \"client\", \"channels\": %u, \"max_inflight\": %u, \"messages\": %" PRIu64
+			", \"seconds\": %.4f, \"wrs\": %" PRIu64 ", \"signaled_wrs\": %" PRIu64
+			", \"admission_deferrals\": %" PRIu64 ", \"max_inflight_seen\": %" PRIu64 "}\n",
+			k, o->chan.max_inflight, seq, secs, wrs, sig, defer, seen);
+	}
+	for (unsigned int c = 0; c < k; c++)
+		rb2_tx_destroy(tx[c]);
 	return 0;
 }
 
@@ -282,7 +337,7 @@ perf_remote_run(const struct perf_opts *o, FILE *json)
 	if (o->mode == MODE_LAT)
 		ret = lat_pair(xp, o, json);
 	else
-		ret = o->server ? bw_server(xp, o, json) : bw_client(xp, o);
+		ret = o->server ? bw_server(xp, o, json) : bw_client(xp, o, json);
 	rb2_xport_close(xp);
 	return ret;
 }

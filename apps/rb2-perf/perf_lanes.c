@@ -123,11 +123,16 @@ lane_send(const struct perf_opts *o, struct lane_set *s, uint64_t count)
 				return ret;
 		}
 	}
-	/* Everything out, then the lane's last chain. */
+	/* Everything out, then the lane's last chain (its flush polls the QP
+	 * when the send queue is full: try until it has room). */
 	for (unsigned int c = 0; c < s->k; c++)
 		if (rb2_tx_flush(s->tx[c]) < 0)
 			return -EIO;
-	return s->ltx != NULL ? rb2_xport_lane_flush(s->ltx) : 0;
+	int ret = s->ltx != NULL ? rb2_xport_lane_flush(s->ltx) : 0;
+
+	while (ret == -ENOSPC && rte_rdtsc() < deadline)
+		ret = rb2_xport_lane_flush(s->ltx);
+	return ret;
 }
 
 static int

@@ -132,12 +132,37 @@ assert names == ["rb2", "farm", "l5"], names
 for v in d["variants"]:
     tx, rx = v["stats"]["tx"], v["stats"]["rx"]
     assert v["errors"] == 0 and tx["messages"] == rx["messages"] == 210000, v
-fa, l5 = d["variants"][1]["stats"]["tx"], d["variants"][2]["stats"]["tx"]
+fa, l5 = d["variants"][1]["stats"]["tx"], d["variants"][2]
 assert fa["tail_writes"] == 0, fa                 # poll message: no tail pointer
-assert l5["tail_writes"] == l5["messages"], l5    # no batching: one per message
+# L5's own ring on load/store: its stores are the WRITEs; copied in and out,
+# and every message with its length and validity word cleared.
+assert l5["copies"] == "in+out+zero" and l5["copied_bytes"] == 2 * 64 * 210000, l5
+assert l5["stats"]["rx"]["cleared_bytes"] == (64 + 16) * 210000, l5
 assert d["ratios"]["rb2/farm"] > 0 and d["ratios"]["rb2/l5"] > 0, d["ratios"]
 PY
 grep -q "rb2 / farm" "$tmp/pre.txt" || fail "preset ratios"
+# L5 through WRITEs (shm's NIC-copy mode): payload and length in two WRITEs
+# of two posts per message (three where it wraps), every 4096th signaled
+# and waited for, the reader's position READ when the ring is full.
+"$perf" "${eal[@]}" --file-prefix "smk$$d" -- --mode bw --transport shm,mode=copy --size 200 \
+	--slots 64 --preset l5 --count 50000 --rounds 1 --json "$tmp/l5.json" >/dev/null ||
+	fail "l5 over WRITEs"
+python3 - "$tmp/l5.json" <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))["variants"][0]
+tx, rx = v["stats"]["tx"], v["stats"]["rx"]
+n = 55000
+assert v["errors"] == 0 and tx["messages"] == rx["messages"] == n, v
+# (a message whose length word ends the ring wraps without a third WRITE)
+assert 2 * n < tx["writes"] <= 2 * n + tx["wrapped"], tx
+assert tx["signaled"] == (n + 4095) // 4096 and tx["head_reads"] > 0, tx
+assert tx["posts"] == 2 * n + tx["head_reads"], tx
+PY
+"$perf" "${eal[@]}" --file-prefix "smk$$d" -- --mode lat --size 64 --preset l5 --count 2000 \
+	--warmup 100 --json "$tmp/l5lat.json" >/dev/null || fail "lat on L5's ring"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['errors']==0 and d['design']=='l5' and d['copies']=='in+out+zero', d" "$tmp/l5lat.json" ||
+	fail "lat on L5's ring: errors"
+expect_error "connects its halves within one process" --mode bw --preset l5 --pairs 1
 for pol in "--head-sync pull" "--tail-sync poll" "--tail-sync imm" "--head-sync pull --tail-sync poll"; do
 	# shellcheck disable=SC2086
 	"$perf" "${eal[@]}" --file-prefix "smk$$e" -- --mode bw --size 100 --count 100000 \

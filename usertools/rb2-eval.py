@@ -99,10 +99,12 @@ def geometry(size, slots=128):
     return ["--size", str(size), "--slots", str(slots)]
 
 
-# The designs as rb2-perf presets. RB2, L5 and SocksDirect are rings of
+# The designs as rb2-perf presets. RB2 and SocksDirect are rings of
 # fixed-size slots (the paper: slot = message size, no length on the wire);
-# FaRM sends the length in a second WRITE (section V-A), so it is
-# variable-length; rb2-var is RB2 carrying lengths too, for comparison.
+# L5 is its own ring (rb2-perf's perf_l5.c: length, payload and validity word
+# back to back in 128 x size bytes); FaRM sends the length in a second WRITE
+# (section V-A), so it is variable-length; rb2-var is RB2 carrying lengths
+# too, for comparison.
 DESIGNS = {"rb2": "rb2:fixed", "farm": "farm", "socksdirect": "socksdirect:fixed",
            "l5": "l5:fixed", "rb2-var": "rb2"}
 
@@ -730,10 +732,13 @@ def report(out, res, plot_err):
           "fixed-size channels (slot = message size).", "",
           "## Fig. 5: throughput against the baselines", "",
           "Paper: 2.5-7.5x the existing designs at 64 B; 1.8-8.5x at 1 MB.", "",
-          "Ring = 128 slots. RB², L5 and SocksDirect are rings of fixed-size slots, slot = "
-          "message size, no length on the wire (the paper's setting); FaRM sends each "
-          "message's length in a second WRITE (§V-A), and its slot also holds its 8-byte "
-          "marker. RB² (var.) is RB² carrying lengths as FaRM does, for comparison.", "",
+          "Ring = 128 slots, or 128 x message size bytes. RB² and SocksDirect are rings of "
+          "fixed-size slots, slot = message size, no length on the wire (the paper's "
+          "setting); L5 is its own ring as pfent/L5RDMA builds it: each message's length, "
+          "payload and validity word back to back in 128 x message size bytes; FaRM sends "
+          "each message's length in a second WRITE (§V-A), and its slot also holds its "
+          "8-byte marker. RB² (var.) is RB² carrying lengths as FaRM does, for "
+          "comparison.", "",
           "![fig5](fig5-throughput.png)", "",
           "| size | RB² Mmsg/s | FaRM | SocksDirect | L5 | RB² (var.) | RB²/FaRM | RB²/SD | "
           "RB²/L5 | RB²/RB² (var.) |" + (" ib_write_bw | RB²/ib_write_bw |" if ib else ""),
@@ -751,8 +756,9 @@ def report(out, res, plot_err):
     L += ["", "The baselines as the paper built them (§V-A; doc/design.md says more): "
           "**SocksDirect** copies each message into the ring and out of it, WRITEs each "
           "message with a completion for every WRITE and at most ten in flight, messages "
-          "accumulating while the window is full; **L5** (pfent/L5RDMA) copies in and out, "
-          "clears what it read, WRITEs data then length per message and READs the head; "
+          "accumulating while the window is full; **L5** (pfent/L5RDMA's ring) copies in "
+          "and out, clears what it read, WRITEs payload and validity word then the length "
+          "per message, waits for every 4096th, and READs the reader's position when full; "
           "**FaRM** builds each message in a send buffer (a copy in), WRITEs it with its "
           "marker, no batching, and is read in place. RB² copies nothing and signals only "
           "its tail WRITEs." + (" On shm a WRITE is a store that completes at once: "

@@ -82,7 +82,10 @@ usage(FILE *f, const char *prog)
 "  --peer HOST          lat --server: the client's host (for the reply channel)\n"
 "  --port N             rendezvous port (default 18515; lat also uses N+1)\n"
 "  --preset LIST        bw: the paper's designs, rounds interleaved, each with its\n"
-"                       ratio to rb2: rb2, l5 (write-twice, no batching), farm\n"
+"                       ratio to rb2: rb2, l5 (L5's own ring, as pfent/L5RDMA\n"
+"                       builds it: length, payload and validity word back to\n"
+"                       back, payload then length WRITE, no batching; in ops\n"
+"                       mode an RB2 channel set up as L5), farm\n"
 "                       (poll message, no batching), socksdirect (WRITE_WITH_IMM\n"
 "                       + CQ polling, a completion per WRITE, 10 in flight), lean\n"
 "                       (RB2's latency mode: one WRITE per message, the head\n"
@@ -523,6 +526,13 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		fprintf(stderr, "rb2-perf: --preset: several (bw, in one process) or one (lat)\n");
 		return -1;
 	}
+	for (unsigned int i = 0; i < o->npresets; i++)
+		if (perf_preset_is_l5(o->presets[i]) &&
+		    (o->pairs || o->server || o->client != NULL)) {
+			fprintf(stderr, "rb2-perf: --preset %s: L5's own ring (perf_l5.h) connects its halves within one process, in bw and lat; --pairs and two-process runs take the RB2 channel designs\n",
+				o->presets[i]);
+			return -1;
+		}
 	if (o->npresets > 0 && o->compare && o->npresets > PERF_MAX_VARIANTS - 2) {
 		fprintf(stderr, "rb2-perf: --preset with --compare: at most %d presets\n",
 			PERF_MAX_VARIANTS - 2);
@@ -593,6 +603,12 @@ perf_copies_name(struct perf_copies c)
 {
 	return c.in && c.out ? (c.zero ? "in+out+zero" : "in+out") : c.in ? "in" :
 		c.out ? "out" : "none";
+}
+
+int
+perf_preset_is_l5(const char *name)
+{
+	return strncmp(name, "l5", 2) == 0 && (name[2] == '\0' || name[2] == ':');
 }
 
 int

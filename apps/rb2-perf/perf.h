@@ -16,6 +16,8 @@
 
 #include <rb2_chan.h>
 
+struct perf_l5;
+
 #define PERF_MAX_VARIANTS 6
 #define PERF_MAX_ROUNDS 101
 #define PERF_MAX_PAIRS 64       /* --pairs: channel pairs at once */
@@ -76,13 +78,14 @@ struct perf_variant {
 	struct rb2_tx *tx;
 	struct rb2_rx *rx;
 	struct rte_ring *ring;
-	int kind;               /* VAR_RB2, VAR_RING_ELEM, VAR_RING_ZC */
+	struct perf_l5 *l5;     /* VAR_L5: L5's own ring (perf_l5.h) */
+	int kind;               /* VAR_RB2, VAR_RING_ELEM, VAR_RING_ZC, VAR_L5 */
 	/* What the design copies (perf_design_copies()), and the bytes it did. */
 	struct perf_copies { int in, out, zero; } copies;
 	uint64_t copied_bytes;
 };
 
-enum { VAR_RB2, VAR_RING_ELEM, VAR_RING_ZC };
+enum { VAR_RB2, VAR_RING_ELEM, VAR_RING_ZC, VAR_L5 };
 
 /* Latency results, nanoseconds. */
 struct perf_lat {
@@ -95,6 +98,9 @@ struct perf_lat {
 int perf_apply_preset(struct rb2_chan_params *p, const char *name,
 		      const struct perf_opts *o);
 int perf_preset_is_rb2(const char *name);
+/* "l5" or "l5:...": in bw and lat, L5's own ring (perf_l5.h) runs instead of
+ * an RB² channel set up as L5. */
+int perf_preset_is_l5(const char *name);
 /* What a design's application copies, as its paper or code does (see
  * doc/design.md): in (the sender builds the message elsewhere and copies it
  * into the ring), out (the receiver copies it out before using it), zero

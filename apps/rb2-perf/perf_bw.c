@@ -29,6 +29,7 @@
 #include <rb2_lcore.h>
 
 #include "perf.h"
+#include "perf_l5.h"
 
 /* What the two lcores of one round share. Each side's writes sit in a cache
  * line of their own, away from the sender's stack, so that the receiver's
@@ -45,6 +46,7 @@ struct round_ctl {
 	uint64_t t_start, t_end;    /* receiver's TSC at go and at the last message */
 	uint64_t got, errors;
 	int fail;                   /* a channel error (negative errno) */
+	int tx_fail;                /* the sender's (L5: a failed WRITE or READ) */
 	uint8_t *bounce_tx, *bounce_rx; /* --bounce: one message each */
 } __rte_cache_aligned;
 
@@ -92,6 +94,31 @@ recv_rb2(struct round_ctl *c)
 		}
 		rb2_rx_release_burst(rx, m, (unsigned int)n);
 		got += (uint64_t)n;
+	}
+	c->got = got;
+	c->errors = errors;
+}
+
+/* L5's receive(): copy out and clear (perf_l5.c), one message at a time. */
+static void
+recv_l5(struct round_ctl *c)
+{
+	const uint32_t size = c->o->size;
+	uint64_t got = 0, total = atomic_load(&c->total), errors = 0;
+
+	while (got < total) {
+		int n = perf_l5_recv(c->v->l5, c->bounce_rx, size);
+
+		if (unlikely(n < 0)) {
+			if (n != -EAGAIN) {
+				c->fail = n;
+				break;
+			}
+			total = atomic_load_explicit(&c->total, memory_order_acquire);
+			continue;
+		}
+		errors += (uint32_t)n != size || !perf_check(c->bounce_rx, size, got);
+		got++;
 	}
 	c->got = got;
 	c->errors = errors;
@@ -162,6 +189,7 @@ receiver_main(void *arg)
 	c->t_start = rte_rdtsc();
 	switch (c->v->kind) {
 	case VAR_RB2: recv_rb2(c); break;
+	case VAR_L5: recv_l5(c); break;
 	case VAR_RING_ELEM: recv_ring_elem(c); break;
 	default: recv_ring_zc(c); break;
 	}
@@ -223,6 +251,27 @@ send_rb2(struct round_ctl *c, uint64_t count, uint64_t deadline)
 			break;
 	}
 	rb2_tx_flush(tx);
+	return seq;
+}
+
+/* L5's send(): the application builds each message, send() copies it into
+ * the ring's send buffer and WRITEs it, one message per call. */
+static uint64_t
+send_l5(struct round_ctl *c, uint64_t count, uint64_t deadline)
+{
+	const uint32_t size = c->o->size;
+	uint64_t seq;
+
+	for (seq = 0; seq < count && !PAST(deadline, seq); seq++) {
+		int ret;
+
+		perf_fill(c->bounce_tx, size, seq);
+		ret = perf_l5_send(c->v->l5, c->bounce_tx, size);
+		if (unlikely(ret < 0)) {
+			c->tx_fail = ret;
+			break;
+		}
+	}
 	return seq;
 }
 
@@ -329,6 +378,7 @@ run_round(struct perf_variant *v, const struct perf_opts *o, uint64_t count,
 	atomic_store_explicit(&c.go, 1, memory_order_release);
 	switch (v->kind) {
 	case VAR_RB2: sent = send_rb2(&c, count, deadline); break;
+	case VAR_L5: sent = send_l5(&c, count, deadline); break;
 	case VAR_RING_ELEM: sent = send_ring_elem(&c, count, deadline); break;
 	default: sent = send_ring_zc(&c, count, deadline); break;
 	}
@@ -337,8 +387,9 @@ run_round(struct perf_variant *v, const struct perf_opts *o, uint64_t count,
 	atomic_store_explicit(&c.total, sent, memory_order_release);
 	rb2_lcore_wait(o->rx_lcore);
 
-	if (c.fail != 0) {
-		fprintf(stderr, "rb2-perf: %s failed: %s\n", v->name, strerror(-c.fail));
+	if (c.fail != 0 || c.tx_fail != 0) {
+		fprintf(stderr, "rb2-perf: %s failed: %s\n", v->name,
+			strerror(-(c.fail != 0 ? c.fail : c.tx_fail)));
 		exit(EXIT_FAILURE);
 	}
 	v->errors += c.errors + (c.got != sent ? 1 : 0);
@@ -351,6 +402,8 @@ run_round(struct perf_variant *v, const struct perf_opts *o, uint64_t count,
 				(double)rte_get_tsc_hz()) / 1e6;
 #undef c
 }
+
+#define IS_RTE_RING(kind) ((kind) == VAR_RING_ELEM || (kind) == VAR_RING_ZC)
 
 /* ---- set-up ---------------------------------------------------------------- */
 
@@ -392,6 +445,30 @@ variant_open_rb2(struct perf_variant *v, const struct perf_opts *o,
 	return 0;
 }
 
+/* L5 as its code builds it (perf_l5.h): a ring of slots x size bytes, the
+ * paper's 128 x message size. */
+static int
+variant_open_l5(struct perf_variant *v, const struct perf_opts *o, const char *spec,
+		const char *name)
+{
+	v->kind = VAR_L5;
+	v->copies = perf_design_copies("l5");
+	v->xp = rb2_xport_open_spec(spec);
+	if (v->xp == NULL) {
+		fprintf(stderr, "rb2-perf: cannot open transport '%s': %s\n", spec,
+			rte_strerror(rte_errno));
+		return -1;
+	}
+	v->l5 = perf_l5_create(v->xp, name, perf_l5_ring_bytes(o->chan.slots, o->size),
+			       o->tx_lcore, o->rx_lcore);
+	if (v->l5 != NULL && o->size + 16 > perf_l5_ring_bytes(o->chan.slots, o->size)) {
+		fprintf(stderr, "rb2-perf: l5: a %u-byte message and its 16 bytes of length and validity do not fit a ring of %u x %u B; raise --slots\n",
+			o->size, o->chan.slots, o->size);
+		return -1;
+	}
+	return v->l5 != NULL ? 0 : -1;
+}
+
 static int
 variant_open_ring(struct perf_variant *v, const struct perf_opts *o, int kind,
 		  const char *name)
@@ -411,6 +488,7 @@ variant_open_ring(struct perf_variant *v, const struct perf_opts *o, int kind,
 static void
 variant_close(struct perf_variant *v)
 {
+	perf_l5_destroy(v->l5);
 	rb2_tx_destroy(v->tx);
 	rb2_rx_destroy(v->rx);
 	rb2_xport_close(v->xp);
@@ -434,6 +512,20 @@ json_tx_stats(FILE *f, const struct perf_variant *v)
 	RB2_RX_STATS(J)
 #undef J
 	fprintf(f, "\"_\": 0}}");
+}
+
+/* L5's counters in the channels' shape: per side, "messages" first. */
+static void
+json_l5_stats(FILE *f, const struct perf_variant *v)
+{
+	struct perf_l5_stats st;
+
+	perf_l5_stats_get(v->l5, &st);
+	fprintf(f, ", \"stats\": {\"tx\": {\"messages\": %" PRIu64 ", \"writes\": %" PRIu64
+		", \"posts\": %" PRIu64 ", \"signaled\": %" PRIu64 ", \"head_reads\": %" PRIu64
+		", \"wrapped\": %" PRIu64 "}, \"rx\": {\"messages\": %" PRIu64
+		", \"cleared_bytes\": %" PRIu64 "}}", st.messages, st.writes, st.posts,
+		st.signaled, st.head_reads, st.wrapped, st.received, st.cleared_bytes);
 }
 
 /* "A/B": ratio, or null when B measured nothing (JSON has no inf). */
@@ -483,7 +575,8 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 	} else if (o->npresets > 0) {
 		static const char *const what[][2] = {
 			{"rb2", "RB2: lazy push, write-twice, alpha=32 beta=16 gamma=32"},
-			{"l5", "L5: write-twice, no batching, head READ; copies in, out, clears"},
+			{"l5", "L5's own ring (pfent/L5RDMA): length, payload, validity word back to back; data then length WRITE, head READ when full; copies in, out, clears"},
+			{"l5:fixed", "L5's own ring (pfent/L5RDMA; its length always travels): data then length WRITE, head READ when full; copies in, out, clears"},
 			{"farm", "FaRM: poll message (marker + length WRITE), no batching; copies in"},
 			{"socksdirect", "SocksDirect: WRITE_WITH_IMM + CQ polling, a completion per WRITE, 10 in flight; copies in and out"},
 			{"lean", "RB2 latency mode: poll message, one WRITE per message, lazy head"},
@@ -498,7 +591,9 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 					vars[nv].desc = what[k][1];
 			/* Preset names are at most 18 characters (main.c). */
 			snprintf(chan, sizeof(chan), "perf-%.18s", o->presets[i]);
-			if (variant_open_rb2(&vars[nv++], o, o->transport, chan, o->fixed,
+			if (perf_preset_is_l5(o->presets[i]) ?
+			    variant_open_l5(&vars[nv++], o, o->transport, chan) < 0 :
+			    variant_open_rb2(&vars[nv++], o, o->transport, chan, o->fixed,
 					     o->presets[i]) < 0)
 				return -1;
 		}
@@ -569,11 +664,20 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 		printf("\nratios of medians (side by side, same run):\n");
 		for (i = 0; i < nv; i++)
 			for (unsigned int j = 0; j < nv; j++)
-				if (vars[i].kind == VAR_RB2 && vars[j].kind != VAR_RB2)
+				if (vars[i].kind == VAR_RB2 && IS_RTE_RING(vars[j].kind))
 					printf("  %-18s / %-10s = %.2fx\n", vars[i].name,
 					       vars[j].name, vars[i].median / vars[j].median);
 	}
 	for (i = 0; i < nv; i++) {
+		struct perf_l5_stats l5;
+
+		if (vars[i].kind == VAR_L5) {
+			perf_l5_stats_get(vars[i].l5, &l5);
+			printf("\n%s ring counters: %" PRIu64 " messages, %" PRIu64 " WRITEs in %" PRIu64
+			       " posts, %" PRIu64 " waited-for signals, %" PRIu64 " head READs, %" PRIu64
+			       " split at the end\n", vars[i].name, l5.messages, l5.writes, l5.posts,
+			       l5.signaled, l5.head_reads, l5.wrapped);
+		}
 		if (vars[i].kind != VAR_RB2)
 			continue;
 		struct rb2_tx_stats t;
@@ -605,19 +709,21 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 				perf_copies_name(v->copies), v->copied_bytes);
 			if (v->kind == VAR_RB2)
 				json_tx_stats(json, v);
+			else if (v->kind == VAR_L5)
+				json_l5_stats(json, v);
 			fprintf(json, "}");
 		}
 		fprintf(json, "], \"ratios\": {");
 		int first = 1;
 		for (i = 0; i < nv; i++)
 			for (unsigned int j = 0; j < nv; j++)
-				if (vars[i].kind == VAR_RB2 && vars[j].kind != VAR_RB2) {
+				if (vars[i].kind == VAR_RB2 && IS_RTE_RING(vars[j].kind)) {
 					json_ratio(json, first, &vars[i], &vars[j]);
 					first = 0;
 				}
 		/* Presets: the first RB2 variant over each design. */
 		for (unsigned int j = 0; ref >= 0 && j < nv; j++)
-			if ((int)j != ref && vars[j].kind == VAR_RB2) {
+			if ((int)j != ref && !IS_RTE_RING(vars[j].kind)) {
 				json_ratio(json, first, &vars[ref], &vars[j]);
 				first = 0;
 			}

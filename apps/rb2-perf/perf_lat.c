@@ -25,6 +25,7 @@
 #include <rb2_lcore.h>
 
 #include "perf.h"
+#include "perf_l5.h"
 
 /* What the design copies (perf_design_copies()), with one message buffer
  * per side and direction. */
@@ -33,11 +34,17 @@ struct lat_copy {
 	uint8_t *in, *out;
 };
 
+/* One direction: an RB² channel, or L5's own ring (--preset l5). */
+struct lat_link {
+	struct rb2_tx *tx;
+	struct rb2_rx *rx;
+	struct perf_l5 *l5;
+};
+
 struct lat_ctl {
 	const struct perf_opts *o;
 	struct lat_copy echo_copy;  /* the echo side's */
-	struct rb2_rx *ping_rx;
-	struct rb2_tx *pong_tx;
+	struct lat_link *ping_link, *pong_link;
 	uint64_t rounds;
 	int fail;
 	/* Raw ping-pong lines, each alone in its cache line. */
@@ -53,26 +60,34 @@ cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Busy-wait for one message; returns 1 with the view, or 0 on error. */
-static int
-wait_msg(struct rb2_rx *rx, struct rb2_msg *m, int *fail)
+/*
+ * Busy-wait for one message on @k. Returns its bytes, in place or copied out
+ * first as the design does (L5: its receive() copies out and clears the
+ * ring's copy), with *len set; NULL on error. lat_done() then frees it.
+ */
+static const void *
+lat_recv(const struct lat_link *k, struct rb2_msg *m, uint32_t size,
+	 const struct lat_copy *lc, uint32_t *len, int *fail)
 {
 	int n;
 
-	while ((n = rb2_rx_peek_burst(rx, m, 1)) == 0)
+	if (k->l5 != NULL) {
+		while ((n = perf_l5_recv(k->l5, lc->out, size)) == -EAGAIN)
+			;
+		if (n < 0) {
+			*fail = n;
+			return NULL;
+		}
+		*len = (uint32_t)n;
+		return lc->out;
+	}
+	while ((n = rb2_rx_peek_burst(k->rx, m, 1)) == 0)
 		;
 	if (n < 0) {
 		*fail = n;
-		return 0;
+		return NULL;
 	}
-	return 1;
-}
-
-/* The message's bytes to check: in place, or copied out first (and, for
- * L5, the ring's copy cleared after). */
-static const void *
-take_msg(const struct rb2_msg *m, uint32_t size, const struct lat_copy *lc)
-{
+	*len = m->len;
 	if (!lc->cp.out)
 		return m->data;
 	rte_memcpy(lc->out, m->data, RTE_MIN(m->len, size));
@@ -81,13 +96,28 @@ take_msg(const struct rb2_msg *m, uint32_t size, const struct lat_copy *lc)
 	return lc->out;
 }
 
+static void
+lat_done(const struct lat_link *k, struct rb2_msg *m)
+{
+	if (k->l5 == NULL)
+		rb2_rx_release_burst(k->rx, m, 1);
+}
+
 static int
-send_msg(struct rb2_tx *tx, uint32_t size, uint64_t seq, const struct lat_copy *lc, int *fail)
+lat_send(const struct lat_link *k, uint32_t size, uint64_t seq, const struct lat_copy *lc,
+	 int *fail)
 {
 	void *slot;
 	int ret;
 
-	while ((ret = rb2_tx_reserve(tx, size, &slot)) == -ENOBUFS)
+	if (k->l5 != NULL) {      /* built elsewhere; send() copies it in */
+		perf_fill(lc->in, size, seq);
+		ret = perf_l5_send(k->l5, lc->in, size);
+		if (ret < 0)
+			*fail = ret;
+		return ret == 0;
+	}
+	while ((ret = rb2_tx_reserve(k->tx, size, &slot)) == -ENOBUFS)
 		rte_pause();
 	if (ret < 0) {
 		*fail = ret;
@@ -99,9 +129,9 @@ send_msg(struct rb2_tx *tx, uint32_t size, uint64_t seq, const struct lat_copy *
 	} else {
 		perf_fill(slot, size, seq);
 	}
-	rb2_tx_commit(tx, size);
+	rb2_tx_commit(k->tx, size);
 	/* With alpha > 1 the message would wait for more: send it now. */
-	return rb2_tx_flush(tx) == 0;
+	return rb2_tx_flush(k->tx) == 0;
 }
 
 static int
@@ -110,14 +140,14 @@ echo_main(void *arg)
 	struct lat_ctl *c = arg;
 	const uint32_t size = c->o->size;
 	struct rb2_msg m = {0};
+	uint32_t len;
 
 	for (uint64_t i = 0; i < c->rounds; i++) {
-		if (!wait_msg(c->ping_rx, &m, &c->fail))
+		if (lat_recv(c->ping_link, &m, size, &c->echo_copy, &len, &c->fail) == NULL)
 			return 0;
-		(void)take_msg(&m, size, &c->echo_copy);
-		if (!send_msg(c->pong_tx, size, i, &c->echo_copy, &c->fail))
+		if (!lat_send(c->pong_link, size, i, &c->echo_copy, &c->fail))
 			return 0;
-		rb2_rx_release_burst(c->ping_rx, &m, 1);
+		lat_done(c->ping_link, &m);
 	}
 	/* The raw cache-line ping-pong, same count. */
 	for (uint64_t i = 1; i <= c->rounds; i++) {
@@ -170,8 +200,9 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 {
 	uint64_t total = o->warmup + o->count, errors = 0;
 	struct rb2_xport *xp = rb2_xport_open_spec(o->transport);
-	struct rb2_tx *ping_tx, *pong_tx;
-	struct rb2_rx *ping_rx, *pong_rx;
+	struct lat_link ping = {0}, pong = {0};
+	const int l5 = o->npresets == 1 && perf_preset_is_l5(o->presets[0]);
+	const char *design = o->npresets == 1 ? o->presets[0] : "rb2";
 	struct perf_lat rb2, raw;
 	struct lat_ctl *c;
 	uint64_t *cyc;
@@ -184,15 +215,29 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 			o->transport, rte_strerror(rte_errno));
 		return -1;
 	}
-	ping_tx = make_tx(xp, o, "lat-ping", o->tx_lcore);
-	ping_rx = make_rx(xp, o, "lat-ping", o->rx_lcore);
-	pong_tx = make_tx(xp, o, "lat-pong", o->rx_lcore);
-	pong_rx = make_rx(xp, o, "lat-pong", o->tx_lcore);
-	if (ping_tx == NULL || ping_rx == NULL || pong_tx == NULL || pong_rx == NULL ||
-	    rb2_chan_pair(ping_tx, ping_rx) != 0 || rb2_chan_pair(pong_tx, pong_rx) != 0) {
-		fprintf(stderr, "rb2-perf: cannot set up the ping-pong channels: %s\n",
-			rte_strerror(rte_errno));
-		return -1;
+	if (l5) {                 /* L5's own rings, 128 x size each (perf_l5.h) */
+		size_t bytes = perf_l5_ring_bytes(o->chan.slots, o->size);
+
+		ping.l5 = perf_l5_create(xp, "lat-ping", bytes, o->tx_lcore, o->rx_lcore);
+		pong.l5 = perf_l5_create(xp, "lat-pong", bytes, o->rx_lcore, o->tx_lcore);
+		if (ping.l5 == NULL || pong.l5 == NULL)
+			return -1;
+		if (o->size + 16 > bytes) {
+			fprintf(stderr, "rb2-perf: l5: a %u-byte message and its 16 bytes of length and validity do not fit a ring of %zu B; raise --slots\n",
+				o->size, bytes);
+			return -1;
+		}
+	} else {
+		ping.tx = make_tx(xp, o, "lat-ping", o->tx_lcore);
+		ping.rx = make_rx(xp, o, "lat-ping", o->rx_lcore);
+		pong.tx = make_tx(xp, o, "lat-pong", o->rx_lcore);
+		pong.rx = make_rx(xp, o, "lat-pong", o->tx_lcore);
+		if (ping.tx == NULL || ping.rx == NULL || pong.tx == NULL || pong.rx == NULL ||
+		    rb2_chan_pair(ping.tx, ping.rx) != 0 || rb2_chan_pair(pong.tx, pong.rx) != 0) {
+			fprintf(stderr, "rb2-perf: cannot set up the ping-pong channels: %s\n",
+				rte_strerror(rte_errno));
+			return -1;
+		}
 	}
 	c = rte_zmalloc(NULL, sizeof(*c), RTE_CACHE_LINE_SIZE);
 	cyc = malloc(sizeof(*cyc) * (o->count + 1));
@@ -212,14 +257,19 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 		fprintf(stderr, "rb2-perf: out of memory for copy buffers of %u B\n", o->size);
 		return -1;
 	}
-	c->ping_rx = ping_rx;
-	c->pong_tx = pong_tx;
+	c->ping_link = &ping;
+	c->pong_link = &pong;
 	c->rounds = total;
 
-	printf("rb2-perf lat: %u B ping-pong over %s, alpha=%u beta=%u gamma=%u, %" PRIu64
-	       " warm-up + %" PRIu64 " measured round trips\n",
-	       o->size, o->transport, o->chan.alpha, o->chan.beta, o->chan.gamma,
-	       o->warmup, o->count);
+	if (l5)
+		printf("rb2-perf lat: %u B ping-pong over %s on L5's own rings, %" PRIu64
+		       " warm-up + %" PRIu64 " measured round trips\n",
+		       o->size, o->transport, o->warmup, o->count);
+	else
+		printf("rb2-perf lat: %u B ping-pong over %s, alpha=%u beta=%u gamma=%u, %" PRIu64
+		       " warm-up + %" PRIu64 " measured round trips\n",
+		       o->size, o->transport, o->chan.alpha, o->chan.beta, o->chan.gamma,
+		       o->warmup, o->count);
 	if (rb2_lcore_launch(echo_main, c, o->rx_lcore) != 0) {
 		fprintf(stderr, "rb2-perf: cannot launch the echo lcore %u\n", o->rx_lcore);
 		return -1;
@@ -228,14 +278,15 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 		uint64_t t0 = rte_rdtsc();
 
 		const void *data;
+		uint32_t len;
 
-		if (!send_msg(ping_tx, o->size, i, &my_copy, &fail) || !wait_msg(pong_rx, &m, &fail))
+		if (!lat_send(&ping, o->size, i, &my_copy, &fail) ||
+		    (data = lat_recv(&pong, &m, o->size, &my_copy, &len, &fail)) == NULL)
 			break;
-		data = take_msg(&m, o->size, &my_copy);
 		if (i >= o->warmup)
 			cyc[i - o->warmup] = rte_rdtsc() - t0;
-		errors += m.len != o->size || !perf_check(data, o->size, i);
-		rb2_rx_release_burst(pong_rx, &m, 1);
+		errors += len != o->size || !perf_check(data, o->size, i);
+		lat_done(&pong, &m);
 	}
 	if (fail != 0) {
 		fprintf(stderr, "rb2-perf: channel failed: %s\n", strerror(-fail));
@@ -261,17 +312,18 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 
 	printf("\n%-22s %9s %9s %9s %9s %9s %9s   (ns, round trip)\n", "", "avg",
 	       "p50", "p99", "p99.9", "min", "max");
-	printf("%-22s %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f\n", "rb2", rb2.avg,
+	printf("%-22s %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f\n", design, rb2.avg,
 	       rb2.p50, rb2.p99, rb2.p999, rb2.min, rb2.max);
 	printf("%-22s %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f\n", "raw cache-line",
 	       raw.avg, raw.p50, raw.p99, raw.p999, raw.min, raw.max);
-	printf("\np50 rb2 / raw cache line = %.2fx, errors %" PRIu64 "\n",
+	printf("\np50 %s / raw cache line = %.2fx, errors %" PRIu64 "\n", design,
 	       rb2.p50 / raw.p50, errors);
 
 	if (json != NULL) {
 		perf_json_begin(json, o);
-		fprintf(json, ", \"warmup\": %" PRIu64 ", \"errors\": %" PRIu64 ", \"copies\": \"%s\", ",
-			o->warmup, errors, perf_copies_name(my_copy.cp));
+		/* "rb2": the design measured (named in "design"). */
+		fprintf(json, ", \"warmup\": %" PRIu64 ", \"errors\": %" PRIu64 ", \"copies\": \"%s\", "
+			"\"design\": \"%s\", ", o->warmup, errors, perf_copies_name(my_copy.cp), design);
 		perf_json_lat(json, "rb2", &rb2, 0);
 		perf_json_lat(json, "raw_cacheline", &raw, 0);
 		fprintf(json, "\"ratio_p50_rb2_raw\": %.4f}\n", rb2.p50 / raw.p50);
@@ -282,10 +334,12 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 	rte_free(c->echo_copy.in);
 	rte_free(c->echo_copy.out);
 	rte_free(c);
-	rb2_tx_destroy(ping_tx);
-	rb2_rx_destroy(ping_rx);
-	rb2_tx_destroy(pong_tx);
-	rb2_rx_destroy(pong_rx);
+	perf_l5_destroy(ping.l5);
+	perf_l5_destroy(pong.l5);
+	rb2_tx_destroy(ping.tx);
+	rb2_rx_destroy(ping.rx);
+	rb2_tx_destroy(pong.tx);
+	rb2_rx_destroy(pong.rx);
 	rb2_xport_close(xp);
 	return errors == 0 ? 0 : -1;
 }

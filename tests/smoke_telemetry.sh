@@ -2,9 +2,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright(c) 2026 The rb2 authors
 #
-# Channel counters are readable through DPDK telemetry while rb2-perf runs.
+# Channel counters are readable through DPDK telemetry while rb2-perf runs;
+# so are transports and their QPs, registration caches (rb2-perf's large
+# sends lend buffers through one) and, page by page, a connection
+# endpoint's connections (rb2-connperf), each answered by the lcore that
+# owns it.
 set -euo pipefail
 perf=$1
+connperf=$2
 tel=$(command -v dpdk-telemetry.py || true)
 if [ -z "$tel" ]; then
 	echo "SKIP: dpdk-telemetry.py not found (it ships in Debian's dpdk-dev package)"
@@ -28,4 +33,63 @@ done
 wait "$pid"
 [ "$ok" -eq 1 ] || { echo "FAIL: telemetry did not show the channel:"; cat "$out"; exit 1; }
 grep -o '"tx": {[^}]*}' "$out" | head -1
+
+# The replies in $out, merged into one dict r (dpdk-telemetry.py prints a
+# JSON object per command, after one about itself); then ARG evaluated.
+replies() {
+	python3 - "$out" "$1" <<'PY'
+import json, sys
+text, r, dec = open(sys.argv[1]).read(), {}, json.JSONDecoder()
+i = text.find("{")
+while i >= 0:
+    try:
+        obj, end = dec.raw_decode(text, i)
+    except ValueError:
+        i = text.find("{", i + 1)
+        continue
+    if isinstance(obj, dict):
+        r.update(obj)
+    i = text.find("{", end)
+v = eval(sys.argv[2])
+if isinstance(v, bool):
+    sys.exit(0 if v else 1)
+print(v)
+PY
+}
+
+# query PREFIX CHECK CMD...: ask until CHECK holds for the replies, for up
+# to 10 s.
+query() {
+	local pfx=$1 check=$2; shift 2
+	for _ in $(seq 1 40); do
+		sleep 0.25
+		printf '%s\n' "$@" | python3 "$tel" -f "$pfx" >"$out" 2>&1 || true
+		if replies "bool($check)" 2>/dev/null; then return 0; fi
+	done
+	echo "FAIL: telemetry never satisfied: $check"; cat "$out"; return 1
+}
+
+# Connections: 16 over one shared channel pair, two QPs whatever their
+# number (shm: two queues), and each connection's credit and counts.
+prefix="smktelc$$"
+"$connperf" -l 0-1 --no-pci --no-huge -m 512 --file-prefix "$prefix" --log-level lib.eal:error -- \
+	--modes shared --conns 16 --seconds 4 --rounds 1 >/dev/null &
+pid=$!
+query "$prefix" 'any(e for e in r.get("/rb2/conn/endpoints", []))' /rb2/conn/endpoints
+ep=$(replies 'r["/rb2/conn/endpoints"][0]')
+query "$prefix" "len(r['/rb2/conn/connections'].get('connections', {})) >= 16 and all(c['state'] == 'open' for c in r['/rb2/conn/connections']['connections'].values()) and any(c['tx_credit_used'] + c['rx_msgs'] > 0 for c in r['/rb2/conn/connections']['connections'].values()) and any(x['qps'] >= 2 for x in r['/rb2/xports'].values())" \
+	"/rb2/conn/connections,$ep" /rb2/xports
+grep -o '"connections": {"[0-9]*": {[^}]*}' "$out" | head -1
+wait "$pid"
+
+# A registration cache: rb2-perf's large sends over loop lend buffers.
+prefix="smktelm$$"
+"$perf" -l 0-1 --no-pci --no-huge -m 512 --file-prefix "$prefix" --log-level lib.eal:error -- \
+	--mode bulk --transport loop --rounds 60 >/dev/null &
+pid=$!
+query "$prefix" '"bulk-tx.bulk-lend" in r.get("/rb2/mr_caches", [])' /rb2/mr_caches
+query "$prefix" "r['/rb2/mr_cache']['gets'] > 0 and r['/rb2/mr_cache']['hits'] > 0 and r['/rb2/mr_cache']['regions'] > 0" \
+	"/rb2/mr_cache,bulk-tx.bulk-lend"
+grep -o '"/rb2/mr_cache": {[^}]*}' "$out" | head -1
+wait "$pid"
 echo "smoke_telemetry: ok"

@@ -836,12 +836,47 @@ relay_in(struct rb2_conn_ep *ep, struct rb2_msg *m, int n)
  * receive leaves that to the explicit ones, for an event loop calls it per
  * connection.
  */
+/* Telemetry asked for a page of connections: copy it, on this lcore. */
+static void
+tel_snapshot(struct rb2_conn_ep *ep, uint64_t asked)
+{
+	uint32_t i = (uint32_t)asked, n = 0;
+
+	for (; i < ep->p.max_conns && n < RB2_CONN_TEL_PAGE; i++) {
+		const struct rb2_conn_slot *c = &ep->conns[i];
+		struct rb2_conn_tel *t = &ep->tel[n];
+
+		if (c->state == RB2_CONN_ST_FREE)
+			continue;
+		t->cd = c->cd;
+		t->peer_cd = c->peer_cd;
+		t->state = c->state;
+		t->port = c->port;
+		t->credit = c->state == RB2_CONN_ST_OPEN ?
+			(uint32_t)(c->peer_window - (c->sent - c->acked)) : 0;
+		t->tx_credit_used = c->sent;
+		t->rx_msgs = c->rx_msgs;
+		t->rx_bytes = c->rx_bytes;
+		t->buffered = (uint32_t)(c->wpos - c->rpos);
+		n++;
+	}
+	ep->tel_n = n;
+	ep->tel_next = i;
+	atomic_store_explicit(&ep->tel_taken, (uint32_t)(asked >> 32), memory_order_release);
+}
+
 static int
 ep_progress(struct rb2_conn_ep *ep, int check_peer)
 {
 	struct rb2_msg m[32];
+	uint64_t asked;
 	int n, ret;
 
+	/* One load and a branch, for telemetry (rb2_conn_telemetry.c). */
+	asked = atomic_load_explicit(&ep->tel_asked, memory_order_acquire);
+	if (unlikely((uint32_t)(asked >> 32) !=
+		     atomic_load_explicit(&ep->tel_taken, memory_order_relaxed)))
+		tel_snapshot(ep, asked);
 	if (unlikely(ep->err != 0))
 		return ep->err;
 	n = rb2_rx_peek_burst(ep->rx, m, RTE_DIM(m));

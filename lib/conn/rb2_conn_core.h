@@ -54,6 +54,7 @@ extern "C" {
 #define RB2_CONN_MAX 65535
 /** Bytes of header in front of every frame on the ring. */
 #define RB2_CONN_HDR_LEN 8
+#define RB2_CONN_TEL_PAGE 32      /* connections per telemetry reply */
 
 /** Endpoint configuration. */
 struct rb2_conn_ep_params {
@@ -250,6 +251,23 @@ struct rb2_conn_ep {
 	struct rb2_conn_ep_counters ctr;
 	_Atomic uint64_t ctrl_bytes_tx; /* to tell data from control in the ring's counts */
 	TAILQ_ENTRY(rb2_conn_ep) next;
+	/* Telemetry's view of the connections (/rb2/conn/connections): the
+	 * telemetry thread asks (sequence << 32 | first slot), the endpoint's
+	 * own poll takes the snapshot and says which request it answered,
+	 * so no connection field is read from another thread. */
+	_Atomic uint64_t tel_asked;
+	_Atomic uint32_t tel_taken;
+	uint32_t tel_next;        /* the slot after the last one seen */
+	uint32_t tel_n;
+	struct rb2_conn_tel {
+		uint32_t cd, peer_cd;
+		uint8_t state;
+		uint16_t port;
+		uint32_t credit;          /* bytes the peer still takes */
+		uint64_t tx_credit_used;  /* 8 B a message + its length rounded to 8 */
+		uint64_t rx_msgs, rx_bytes;
+		uint32_t buffered;        /* received, not yet read */
+	} tel[RB2_CONN_TEL_PAGE];
 };
 
 /* ---- helpers of the inline fast paths (rb2_conn.h) ---------------------- */

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <rte_errno.h>
@@ -128,9 +129,15 @@ static struct rb2_mr_cache *
 own_cache(struct rb2_chan_half *h)
 {
 	struct rb2_mr_cache *c = NULL;
+	struct rb2_mr_cache_params p;
+	char name[RB2_MR_CACHE_NAMESIZE];
 
+	/* Named after its channel half in telemetry: bulk-tx.<channel>. */
+	rb2_mr_cache_params_init(&p);
+	snprintf(name, sizeof(name), "bulk-%s.%s", h->is_tx ? "tx" : "rx", h->name);
+	p.name = name;
 	if ((rb2_xport_caps(h->xp) & RB2_XPORT_CAP_READ) != 0 && !h->loadstore)
-		c = rb2_mr_cache_create_xport(h->xp, NULL);
+		c = rb2_mr_cache_create_xport(h->xp, &p);
 	if (c == NULL && h->is_tx)
 		RB2_CHAN_LOG(INFO, "bulk sender on '%s': transport '%s' cannot lend application memory to its peer; every message is copied through the ring",
 			     h->name, rb2_xport_name(h->xp));

@@ -7,9 +7,18 @@
  * an array sorted by address (they never overlap, so their ends are sorted
  * too, and one binary search finds where a request starts) and in an LRU
  * stack (a list, top first).
+ *
+ * Its counters are in DPDK telemetry while the application runs:
+ *   --> /rb2/mr_caches
+ *   --> /rb2/mr_cache,<name>
+ * The owner's lcore is the only writer; each counter is stored whole
+ * (relaxed atomics, no locked instruction), so a reader on the telemetry
+ * thread sees every counter at some recent value.
  */
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
@@ -17,6 +26,7 @@
 
 #include <rte_common.h>
 #include <rte_errno.h>
+#include <rte_telemetry.h>
 
 #include "rb2_mr_cache.h"
 #include "rb2_xport_driver.h"
@@ -35,12 +45,25 @@ TAILQ_HEAD(mr_stack, rb2_mr_region);
 
 struct rb2_mr_cache {
 	struct rb2_mr_cache_params p;
+	char name[RB2_MR_CACHE_NAMESIZE];
+	TAILQ_ENTRY(rb2_mr_cache) next;   /* in the process's list, for telemetry */
 	struct rb2_mr_region **by_addr;   /* sorted by start, p.max_regions */
 	unsigned int n;
 	struct mr_stack stack;            /* top first */
 	size_t pages;
 	struct rb2_mr_cache_stats st;
 };
+
+/* One writer (the owner), readers on the telemetry thread. */
+#define MRC_ADD(c, f, v) \
+	__atomic_store_n(&(c)->st.f, (c)->st.f + (uint64_t)(v), __ATOMIC_RELAXED)
+#define MRC_READ(c, f) __atomic_load_n(&(c)->st.f, __ATOMIC_RELAXED)
+
+static struct {
+	pthread_mutex_t lock;
+	TAILQ_HEAD(, rb2_mr_cache) caches;
+	unsigned int created;
+} mr_caches = { PTHREAD_MUTEX_INITIALIZER, TAILQ_HEAD_INITIALIZER(mr_caches.caches), 0 };
 
 void
 rb2_mr_cache_params_init(struct rb2_mr_cache_params *p)
@@ -77,6 +100,15 @@ rb2_mr_cache_create(const struct rb2_mr_cache_params *params)
 	if (c->p.evict_batch_pages == 0)
 		c->p.evict_batch_pages = RTE_MAX(c->p.max_pages / 8, (size_t)1);
 	TAILQ_INIT(&c->stack);
+	pthread_mutex_lock(&mr_caches.lock);
+	if (params->name != NULL && params->name[0] != '\0')
+		snprintf(c->name, sizeof(c->name), "%s", params->name);
+	else
+		snprintf(c->name, sizeof(c->name), "mr_cache%u", mr_caches.created);
+	mr_caches.created++;
+	TAILQ_INSERT_TAIL(&mr_caches.caches, c, next);
+	pthread_mutex_unlock(&mr_caches.lock);
+	c->p.name = c->name;
 	return c;
 }
 
@@ -84,8 +116,8 @@ static void
 region_free(struct rb2_mr_cache *c, struct rb2_mr_region *r)
 {
 	c->p.dereg(c->p.ctx, &r->reg, 1);
-	c->st.deregistrations++;
-	c->st.dereg_batches++;
+	MRC_ADD(c, deregistrations, 1);
+	MRC_ADD(c, dereg_batches, 1);
 	free(r);
 }
 
@@ -100,6 +132,8 @@ region_unlink(struct rb2_mr_cache *c, struct rb2_mr_region *r)
 	memmove(&c->by_addr[i], &c->by_addr[i + 1], (c->n - i - 1) * sizeof(r));
 	c->n--;
 	c->pages -= r->pages;
+	MRC_ADD(c, regions, -1);
+	MRC_ADD(c, pages, -r->pages);
 	TAILQ_REMOVE(&c->stack, r, lru);
 }
 
@@ -110,6 +144,9 @@ rb2_mr_cache_destroy(struct rb2_mr_cache *c)
 
 	if (c == NULL)
 		return;
+	pthread_mutex_lock(&mr_caches.lock);
+	TAILQ_REMOVE(&mr_caches.caches, c, next);
+	pthread_mutex_unlock(&mr_caches.lock);
 	while ((r = TAILQ_FIRST(&c->stack)) != NULL) {
 		if (r->refs != 0)
 			RB2_XPORT_LOG(ERR, "mr cache: destroyed with a region in use "
@@ -227,9 +264,9 @@ make_room(struct rb2_mr_cache *c, size_t pages)
 		free(victims[i]);
 	}
 	c->p.dereg(c->p.ctx, regs, k);
-	c->st.deregistrations += k;
-	c->st.evictions += k;
-	c->st.dereg_batches++;
+	MRC_ADD(c, deregistrations, k);
+	MRC_ADD(c, evictions, k);
+	MRC_ADD(c, dereg_batches, 1);
 	free(sec);
 	free(victims);
 	free(regs);
@@ -266,8 +303,10 @@ region_new(struct rb2_mr_cache *c, uintptr_t start, uintptr_t end,
 	c->by_addr[at] = r;
 	c->n++;
 	c->pages += pages;
+	MRC_ADD(c, regions, 1);
+	MRC_ADD(c, pages, pages);
 	TAILQ_INSERT_HEAD(&c->stack, r, lru);
-	c->st.registrations++;
+	MRC_ADD(c, registrations, 1);
 	*out = r;
 	return 0;
 }
@@ -340,16 +379,16 @@ rb2_mr_cache_get(struct rb2_mr_cache *c, void *addr, size_t len,
 		segs[i].rkey = r->reg.rkey;
 		segs[i].region = r;
 	}
-	c->st.gets++;
+	MRC_ADD(c, gets, 1);
 	if (cached == np) {
-		c->st.hits++;
-		c->st.exact_hits += np == 1 && piece[0].r->start == ps && piece[0].r->end == pe;
+		MRC_ADD(c, hits, 1);
+		MRC_ADD(c, exact_hits, np == 1 && piece[0].r->start == ps && piece[0].r->end == pe);
 	} else if (cached > 0) {
-		c->st.partial_hits++;
+		MRC_ADD(c, partial_hits, 1);
 	} else {
-		c->st.misses++;
+		MRC_ADD(c, misses, 1);
 	}
-	c->st.in_use += np;
+	MRC_ADD(c, in_use, np);
 	return (int)np;
 }
 
@@ -359,7 +398,7 @@ rb2_mr_cache_put(struct rb2_mr_cache *c, const struct rb2_mr_seg *segs, unsigned
 	for (unsigned int i = 0; i < n; i++) {
 		struct rb2_mr_region *r = segs[i].region;
 
-		c->st.in_use--;
+		MRC_ADD(c, in_use, -1);
 		if (--r->refs == 0 && r->invalid)
 			region_free(c, r);
 	}
@@ -381,16 +420,26 @@ rb2_mr_cache_invalidate(struct rb2_mr_cache *c, void *addr, size_t len)
 		else
 			r->invalid = 1;
 	}
-	c->st.invalidations += k;
+	MRC_ADD(c, invalidations, k);
 	return (int)k;
 }
+
+#define RB2_MR_CACHE_STATS(X) X(gets) X(hits) X(exact_hits) X(partial_hits) X(misses) \
+	X(registrations) X(deregistrations) X(dereg_batches) X(evictions) X(invalidations) \
+	X(regions) X(pages) X(in_use)
 
 void
 rb2_mr_cache_stats_get(const struct rb2_mr_cache *c, struct rb2_mr_cache_stats *st)
 {
-	*st = c->st;
-	st->regions = c->n;
-	st->pages = c->pages;
+#define MRC_COPY(f) st->f = MRC_READ(c, f);
+	RB2_MR_CACHE_STATS(MRC_COPY)
+#undef MRC_COPY
+}
+
+const char *
+rb2_mr_cache_name(const struct rb2_mr_cache *c)
+{
+	return c->name;
 }
 
 void
@@ -453,4 +502,60 @@ rb2_mr_cache_create_xport(struct rb2_xport *xp, const struct rb2_mr_cache_params
 	p.dereg = xport_dereg;
 	p.ctx = xp;
 	return rb2_mr_cache_create(&p);
+}
+
+/* ---- telemetry ----------------------------------------------------------- */
+
+static int
+tel_caches(const char *cmd __rte_unused, const char *params __rte_unused,
+	   struct rte_tel_data *d)
+{
+	struct rb2_mr_cache *c;
+
+	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+	pthread_mutex_lock(&mr_caches.lock);
+	TAILQ_FOREACH(c, &mr_caches.caches, next)
+		rte_tel_data_add_array_string(d, c->name);
+	pthread_mutex_unlock(&mr_caches.lock);
+	return 0;
+}
+
+static int
+tel_cache(const char *cmd __rte_unused, const char *params, struct rte_tel_data *d)
+{
+	struct rb2_mr_cache_stats st;
+	struct rb2_mr_cache *c;
+	int found = 0;
+
+	if (params == NULL || params[0] == '\0')
+		return -1;
+	rte_tel_data_start_dict(d);
+	pthread_mutex_lock(&mr_caches.lock);
+	TAILQ_FOREACH(c, &mr_caches.caches, next) {
+		if (strcmp(c->name, params) != 0)
+			continue;
+		found = 1;
+		rte_tel_data_add_dict_string(d, "name", c->name);
+		rte_tel_data_add_dict_u64(d, "max_pages", c->p.max_pages);
+		rte_tel_data_add_dict_u64(d, "max_regions", c->p.max_regions);
+		rte_tel_data_add_dict_u64(d, "page_size", c->p.page_size);
+		rb2_mr_cache_stats_get(c, &st);
+#define MRC_TEL(f) rte_tel_data_add_dict_u64(d, #f, st.f);
+		RB2_MR_CACHE_STATS(MRC_TEL)
+#undef MRC_TEL
+		/* Hits per thousand gets. */
+		rte_tel_data_add_dict_u64(d, "hit_permille",
+					  st.gets ? st.hits * 1000 / st.gets : 0);
+		break;
+	}
+	pthread_mutex_unlock(&mr_caches.lock);
+	return found ? 0 : -1;
+}
+
+RTE_INIT(rb2_mr_cache_telemetry_init)
+{
+	rte_telemetry_register_cmd("/rb2/mr_caches", tel_caches,
+		"Lists the memory registration caches of this process. Takes no parameters");
+	rte_telemetry_register_cmd("/rb2/mr_cache", tel_cache,
+		"Returns a registration cache's size and counters (hits, misses, evictions, ...). Parameters: cache name");
 }

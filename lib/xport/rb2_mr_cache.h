@@ -73,7 +73,12 @@ struct rb2_mr_cache_params {
 	rb2_mr_reg_fn reg;
 	rb2_mr_dereg_fn dereg;
 	void *ctx;
+	/** Its name in telemetry (/rb2/mr_cache,<name>), at most
+	 *  RB2_MR_CACHE_NAMESIZE - 1 bytes; NULL: "mr_cache<N>". */
+	const char *name;
 };
+
+#define RB2_MR_CACHE_NAMESIZE 32
 
 /** Fill @p p with the defaults (reg, dereg and ctx NULL). */
 void rb2_mr_cache_params_init(struct rb2_mr_cache_params *p);
@@ -140,8 +145,11 @@ struct rb2_mr_cache_stats {
 	uint64_t in_use;           /**< regions held now */
 };
 
-/** Copy a cache's counters. */
+/** Copy a cache's counters (from any thread: telemetry reads them too). */
 void rb2_mr_cache_stats_get(const struct rb2_mr_cache *c, struct rb2_mr_cache_stats *st);
+
+/** Its name in telemetry. */
+const char *rb2_mr_cache_name(const struct rb2_mr_cache *c);
 
 /**
  * Walk the stack from the top: @p cb(arg, start, pages, refs) for every

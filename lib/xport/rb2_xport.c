@@ -2,11 +2,17 @@
  * Copyright(c) 2026 The rb2 authors
  */
 
-/* Transport layer: driver registry and the slow-path wrappers. */
+/*
+ * Transport layer: driver registry and the slow-path wrappers.
+ *
+ * Every open transport and the queues on it are in DPDK telemetry:
+ *   --> /rb2/xports
+ */
 
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -17,6 +23,7 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
+#include <rte_telemetry.h>
 
 #include "rb2_xport_driver.h"
 #include "rb2_xport_lane_pvt.h"
@@ -26,6 +33,12 @@ RTE_LOG_REGISTER(rb2_xport_logtype, rb2.xport, INFO);
 #define MAX_DRIVERS 16
 static struct rb2_xport_driver *drivers[MAX_DRIVERS];
 static unsigned int n_drivers;
+
+/* Open transports, for telemetry. */
+static struct {
+	pthread_mutex_t lock;
+	TAILQ_HEAD(, rb2_xport) open;
+} xports = { PTHREAD_MUTEX_INITIALIZER, TAILQ_HEAD_INITIALIZER(xports.open) };
 
 /* The -ENOTSUP table every driver is overlaid on. */
 static int
@@ -198,6 +211,10 @@ rb2_xport_open(const char *name, const char *args)
 		rte_errno = -ret;
 		return NULL;
 	}
+	snprintf(xp->args, sizeof(xp->args), "%s", args ? args : "");
+	pthread_mutex_lock(&xports.lock);
+	TAILQ_INSERT_TAIL(&xports.open, xp, next);
+	pthread_mutex_unlock(&xports.lock);
 	return xp;
 }
 
@@ -224,6 +241,9 @@ rb2_xport_close(struct rb2_xport *xp)
 {
 	if (xp == NULL)
 		return;
+	pthread_mutex_lock(&xports.lock);
+	TAILQ_REMOVE(&xports.open, xp, next);
+	pthread_mutex_unlock(&xports.lock);
 	xp->ops->close(xp);
 	rte_free(xp);
 }
@@ -339,6 +359,12 @@ rb2_xport_qp_create(struct rb2_xport *xp, const struct rb2_xport_qp_attr *attr)
 		rte_errno = -ret;
 		return NULL;
 	}
+	if (attr->lane != NULL) {
+		atomic_fetch_add_explicit(&xp->lane_queues, 1, memory_order_relaxed);
+	} else {
+		atomic_fetch_add_explicit(&xp->qps, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&xp->qps_created, 1, memory_order_relaxed);
+	}
 	return qp;
 }
 
@@ -347,10 +373,13 @@ rb2_xport_qp_destroy(struct rb2_xport_qp *qp)
 {
 	if (qp == NULL)
 		return;
-	if (qp->lane != NULL)
+	if (qp->lane != NULL) {
 		rb2_xport_lane_qp_destroy(qp);
-	else
+		atomic_fetch_sub_explicit(&qp->xp->lane_queues, 1, memory_order_relaxed);
+	} else {
 		qp->xp->ops->qp_destroy(qp);
+		atomic_fetch_sub_explicit(&qp->xp->qps, 1, memory_order_relaxed);
+	}
 	rte_free(qp);
 }
 
@@ -573,4 +602,48 @@ rb2_xport_args_check(const char *drv, const char *args,
 		p = end ? end + 1 : NULL;
 	}
 	return 0;
+}
+
+/* ---- telemetry ----------------------------------------------------------- */
+
+/* /rb2/xports: each open transport, by its place in the list. */
+static int
+tel_xports(const char *cmd __rte_unused, const char *params __rte_unused,
+	   struct rte_tel_data *d)
+{
+	struct rb2_xport *xp;
+	unsigned int i = 0;
+
+	rte_tel_data_start_dict(d);
+	pthread_mutex_lock(&xports.lock);
+	TAILQ_FOREACH(xp, &xports.open, next) {
+		struct rte_tel_data *x = rte_tel_data_alloc();
+		char key[16];
+
+		if (x == NULL)
+			break;
+		rte_tel_data_start_dict(x);
+		rte_tel_data_add_dict_string(x, "driver", xp->drv->name);
+		rte_tel_data_add_dict_string(x, "args", xp->args);
+		rte_tel_data_add_dict_int(x, "socket", xp->socket_id);
+		rte_tel_data_add_dict_u64(x, "caps", xp->caps);
+		/* QPs (shm: queues) in use now: what sharing keeps down. */
+		rte_tel_data_add_dict_u64(x, "qps",
+			atomic_load_explicit(&xp->qps, memory_order_relaxed));
+		rte_tel_data_add_dict_u64(x, "lane_queues",
+			atomic_load_explicit(&xp->lane_queues, memory_order_relaxed));
+		rte_tel_data_add_dict_u64(x, "qps_created",
+			atomic_load_explicit(&xp->qps_created, memory_order_relaxed));
+		snprintf(key, sizeof(key), "%u", i++);
+		if (rte_tel_data_add_dict_container(d, key, x, 0) != 0)
+			rte_tel_data_free(x);
+	}
+	pthread_mutex_unlock(&xports.lock);
+	return 0;
+}
+
+RTE_INIT(rb2_xport_telemetry_init)
+{
+	rte_telemetry_register_cmd("/rb2/xports", tel_xports,
+		"Returns each open transport: driver, arguments, QPs in use and queues on lanes. Takes no parameters");
 }

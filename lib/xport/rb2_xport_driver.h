@@ -38,6 +38,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <string.h>
 
 #include <rte_common.h>
@@ -113,6 +114,12 @@ struct rb2_xport {
 	uint32_t caps;                   /**< RB2_XPORT_CAP_* */
 	int socket_id;                   /**< NUMA socket of the device */
 	void *priv;                      /**< driver private */
+	/* Telemetry (/rb2/xports), kept by rb2_xport.c. */
+	char args[64];                   /**< as opened (truncated) */
+	_Atomic uint32_t qps;            /**< the driver's queues (QPs) now */
+	_Atomic uint32_t lane_queues;    /**< queues posting into lanes now */
+	_Atomic uint64_t qps_created;    /**< ever */
+	TAILQ_ENTRY(rb2_xport) next;     /**< in the process's list */
 };
 
 /** Register a driver (called from a constructor; see RB2_XPORT_REGISTER). */

@@ -24,6 +24,7 @@
 #include <rte_string_fns.h>
 
 #include <rb2_xport.h>
+#include <rb2_xport_lane.h>
 
 #include "rb2_pipeline_private.h"
 
@@ -466,6 +467,65 @@ start_stages(struct rb2_pipeline *pl, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * [pipeline] lanes: the lane @lcore posts into towards @peer's lcore on @xp,
+ * made on first use. A lane's QP connects to one other lane's QP, so there is
+ * one per (lcore, peer lcore, transport); both directions between two lcores
+ * share that QP pair. NULL (with the reason logged) where the link keeps a
+ * QP of its own.
+ */
+static struct rb2_xport_lane *
+lane_get(struct rb2_pipeline *pl, struct rb2_xport *xp, unsigned int lcore, unsigned int peer)
+{
+	struct rb2_worker *w = &pl->workers[lcore];
+	struct rb2_xport_lane *la;
+
+	for (unsigned int i = 0; i < pl->nlanes; i++)
+		if (pl->lane_tab[i].xp == xp && pl->lane_tab[i].lcore == lcore &&
+		    pl->lane_tab[i].peer == peer)
+			return pl->lane_tab[i].lane;
+	if (pl->nlanes == LANES_MAX || w->nlanes == WORKER_LANES_MAX) {
+		PL_LOG(NOTICE, "lanes: lcore %u has %u lanes (at most %d, %d in all): its link to lcore %u keeps a QP of its own",
+		       lcore, w->nlanes, WORKER_LANES_MAX, LANES_MAX, peer);
+		return NULL;
+	}
+	la = rb2_xport_lane_create(xp, &(struct rb2_xport_lane_params){ .lcore_id = lcore });
+	if (la == NULL) {
+		PL_LOG(NOTICE, "lanes: no lane on transport '%s' for lcore %u (%s): its channels keep QPs of their own",
+		       rb2_xport_name(xp), lcore, rte_strerror(rte_errno));
+		return NULL;
+	}
+	pl->lane_tab[pl->nlanes].xp = xp;
+	pl->lane_tab[pl->nlanes].lcore = lcore;
+	pl->lane_tab[pl->nlanes].peer = peer;
+	pl->lane_tab[pl->nlanes++].lane = la;
+	w->lanes[w->nlanes++] = la;
+	return la;
+}
+
+/* May this link's halves post into lanes? Both here (a lane connects in
+ * this process only), a transport that posts WRs (not load/store), and a
+ * channel that needs no receives (WRITE_WITH_IMM, a sleeping receiver's
+ * wake-up): lanes carry one-sided WRs only. */
+static bool
+link_on_lanes(const struct rb2_pipeline *pl, const struct rb2_link *lk, struct rb2_xport *xp,
+	      const struct rb2_chan_params *p)
+{
+	const char *why = NULL;
+
+	if (!pl->lanes)
+		return false;
+	if (!lk->from->local || !lk->to->local)
+		why = "its other half is in another process";
+	else if (rb2_xport_caps(xp) & RB2_XPORT_CAP_LOADSTORE)
+		why = "its transport stores straight into the peer's memory and posts nothing";
+	else if (p->tail_sync == RB2_TAIL_WRITE_IMM || (p->flags & RB2_CHAN_F_SLEEP))
+		why = "it needs receive completions (WRITE_WITH_IMM, or idle_sleep's wake-ups)";
+	if (why != NULL)
+		PL_LOG(INFO, "link '%s' keeps a QP of its own: %s", lk->name, why);
+	return why == NULL;
+}
+
 /* Create this process's halves of a link's channel and connect them (direct
  * links, both ends on one lcore, have no channel). */
 static int
@@ -505,12 +565,20 @@ open_link(struct rb2_pipeline *pl, struct rb2_link *lk, char *err, size_t errlen
 		p.flags |= RB2_CHAN_F_SLEEP;
 		lk->sleep = true;
 	}
+	if (link_on_lanes(pl, lk, xp, &p)) {
+		lk->tx_lane = lane_get(pl, xp, lk->from->lcore, lk->to->lcore);
+		lk->rx_lane = lane_get(pl, xp, lk->to->lcore, lk->from->lcore);
+		if (lk->tx_lane == NULL || lk->rx_lane == NULL)
+			lk->tx_lane = lk->rx_lane = NULL;
+	}
 	if (tx_here) {
 		p.lcore_id = lk->from->lcore;
+		p.lane = lk->tx_lane;
 		lk->tx = rb2_tx_create(lk->name, xp, &p);
 	}
 	if (rx_here) {
 		p.lcore_id = lk->to->lcore;
+		p.lane = lk->rx_lane;
 		lk->rx = rb2_rx_create(lk->name, xp, &p);
 	}
 	if ((tx_here && lk->tx == NULL) || (rx_here && lk->rx == NULL))
@@ -689,7 +757,7 @@ rb2_pipeline_load(const char *path, const struct rb2_pipeline_opts *opts,
 	struct rb2_cfg_section *secs[STAGES_MAX] = { NULL };
 	struct rb2_cfg_section *top = NULL;
 	unsigned int nlocal = 0;
-	uint64_t burst, stop_ms, idle_sleep, sleep_max_us;
+	uint64_t burst, stop_ms, idle_sleep, sleep_max_us, lanes;
 
 	if (pl == NULL) {
 		snprintf(err, errlen, "%s: out of memory", path);
@@ -736,6 +804,7 @@ rb2_pipeline_load(const char *path, const struct rb2_pipeline_opts *opts,
 	stop_ms = 10000;
 	idle_sleep = 0;
 	sleep_max_us = 10000;
+	lanes = 0;
 	if (top != NULL && (get_uint(pl, top, "burst", 32, 1, RB2_STAGE_BURST_MAX, &burst,
 				     err, errlen) != 0 ||
 			    get_uint(pl, top, "stop_timeout_ms", 10000, 1, 3600000, &stop_ms,
@@ -744,9 +813,11 @@ rb2_pipeline_load(const char *path, const struct rb2_pipeline_opts *opts,
 				     err, errlen) != 0 ||
 			    get_uint(pl, top, "sleep_max_us", 10000, 1, 1000000, &sleep_max_us,
 				     err, errlen) != 0 ||
-			    no_other_keys(pl, top, "burst, stop_timeout_ms, idle_sleep, sleep_max_us",
-					  err, errlen) != 0))
+			    get_uint(pl, top, "lanes", 0, 0, 1, &lanes, err, errlen) != 0 ||
+			    no_other_keys(pl, top, "burst, stop_timeout_ms, idle_sleep, sleep_max_us, "
+					  "lanes", err, errlen) != 0))
 		goto fail;
+	pl->lanes = lanes != 0;
 	pl->burst = (unsigned int)burst;
 	pl->stop_timeout_ms = (unsigned int)stop_ms;
 	pl->idle_sleep = (unsigned int)idle_sleep;
@@ -819,6 +890,8 @@ rb2_pipeline_free(struct rb2_pipeline *pl)
 		rb2_rx_destroy(pl->links[i].rx);
 		rte_ring_free(pl->links[i].ring);
 	}
+	for (unsigned int i = 0; i < pl->nlanes; i++)   /* after their queues */
+		rb2_xport_lane_destroy(pl->lane_tab[i].lane);
 	for (unsigned int i = 0; i < pl->nxports; i++)
 		rb2_xport_close(pl->xports[i].xp);
 	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {

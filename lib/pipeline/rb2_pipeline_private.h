@@ -32,6 +32,8 @@
 #include "rb2_stage.h"
 #include "rb2_stage_pkt.h"
 
+struct rb2_xport_lane;
+
 /* Statistics: written by their stage's lcore only, read meanwhile by the
  * telemetry thread. Relaxed atomics, the same plain add and load on x86. */
 #define STAT_ADD(field, n) rb2_stage_count(&(field), (n))
@@ -45,6 +47,8 @@ extern int rb2_pipeline_logtype;
 #define STAGES_MAX 64
 #define LINKS_MAX 128
 #define XPORTS_MAX 8
+#define LANES_MAX 64             /* [pipeline] lanes: one per (lcore, peer lcore, transport) */
+#define WORKER_LANES_MAX 16
 #define STAGE_COUNTERS_MAX 16
 #define STAGE_NAME_MAX 32
 #define CHUNK_ARENA (64u << 10) /* bytes of one queued burst's messages */
@@ -131,6 +135,7 @@ struct rb2_link {
 	bool direct;                /* both ends on one lcore of this process */
 	struct rb2_tx *tx;          /* when `from` is local */
 	struct rb2_rx *rx;          /* when `to` is local */
+	struct rb2_xport_lane *tx_lane, *rx_lane; /* [pipeline] lanes: its halves' */
 	bool pkts;                  /* carries packets */
 	int carry;                  /* LINK_CARRY_*: how packets travel */
 	unsigned int peek;          /* messages read at once (packet links: <= 256 packets) */
@@ -178,6 +183,10 @@ struct rb2_worker {
 	bool can_sleep;
 	unsigned int idle;
 	uint64_t sleeps, slept_cycles;
+	/* [pipeline] lanes: the lanes its channels post into, flushed at
+	 * the end of every loop pass (one doorbell each for all of them). */
+	struct rb2_xport_lane *lanes[WORKER_LANES_MAX];
+	unsigned int nlanes;
 	int ret;
 };
 
@@ -191,6 +200,13 @@ struct rb2_pipeline {
 	unsigned int nlinks;
 	struct { char spec[128]; struct rb2_xport *xp; } xports[XPORTS_MAX];
 	unsigned int nxports;
+	bool lanes;                             /* [pipeline] lanes = 1 */
+	struct {
+		struct rb2_xport *xp;
+		unsigned int lcore, peer;       /* posted by lcore, towards peer's */
+		struct rb2_xport_lane *lane;
+	} lane_tab[LANES_MAX];
+	unsigned int nlanes;
 	struct rb2_worker workers[RTE_MAX_LCORE];
 	/* Set by any lcore or a signal handler, read by every worker: atomics
 	 * (lock-free, so signal-safe; a read is a plain load on x86). */

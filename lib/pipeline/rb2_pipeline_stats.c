@@ -15,6 +15,8 @@
 #include <rte_cycles.h>
 #include <rte_telemetry.h>
 
+#include <rb2_xport_lane.h>
+
 #include "rb2_pipeline_private.h"
 
 /* Messages an instance emitted, and emits that failed, over its edges. */
@@ -139,6 +141,16 @@ rb2_pipeline_report(struct rb2_pipeline *pl, FILE *out)
 				"the run\n", l, w->sleeps, pl->run_cycles ?
 				100.0 * (double)w->slept_cycles / (double)pl->run_cycles : 0.0);
 	}
+	for (unsigned int i = 0; i < pl->nlanes; i++) {
+		struct rb2_xport_lane_stats ls;
+
+		rb2_xport_lane_stats_get(pl->lane_tab[i].lane, &ls);
+		fprintf(out, "  lcore %u: lane to lcore %u (%s): %" PRIu64 " WRs from %u channel "
+			"halves in %" PRIu64 " doorbells (%" PRIu64 " WRs posted, %" PRIu64
+			" merged, %" PRIu64 " superseded)\n", pl->lane_tab[i].lcore,
+			pl->lane_tab[i].peer, rb2_xport_name(pl->lane_tab[i].xp), ls.wrs_in,
+			ls.queues, ls.doorbells, ls.wrs_out, ls.merged, ls.superseded);
+	}
 	for (unsigned int i = 0; i < pl->nstages; i++)
 		if (pl->stages[i].local && pl->stages[i].ops->report != NULL)
 			pl->stages[i].ops->report(&pl->stages[i], out);
@@ -195,6 +207,18 @@ rb2_pipeline_stats_json(struct rb2_pipeline *pl, FILE *out)
 		fprintf(out, "%s{\"lcore\": %u, \"adaptive\": %s, \"sleeps\": %" PRIu64
 			", \"slept_seconds\": %.6f}", k++ ? ", " : "", l,
 			w->can_sleep ? "true" : "false", w->sleeps, (double)w->slept_cycles / hz);
+	}
+	fprintf(out, "], \"lanes\": [");
+	for (unsigned int i = 0; i < pl->nlanes; i++) {
+		struct rb2_xport_lane_stats ls;
+
+		rb2_xport_lane_stats_get(pl->lane_tab[i].lane, &ls);
+		fprintf(out, "%s{\"lcore\": %u, \"peer_lcore\": %u, \"transport\": \"%s\", "
+			"\"queues\": %u, \"wrs_in\": %" PRIu64 ", \"doorbells\": %" PRIu64
+			", \"wrs_out\": %" PRIu64 ", \"merged\": %" PRIu64 ", \"superseded\": %"
+			PRIu64 ", \"forced\": %" PRIu64 "}", i ? ", " : "", pl->lane_tab[i].lcore,
+			pl->lane_tab[i].peer, rb2_xport_name(pl->lane_tab[i].xp), ls.queues,
+			ls.wrs_in, ls.doorbells, ls.wrs_out, ls.merged, ls.superseded, ls.forced);
 	}
 	fprintf(out, "]}");
 }

@@ -20,6 +20,7 @@
 #include <rte_ring.h>
 
 #include <rb2_lcore.h>
+#include <rb2_xport_lane.h>
 
 #include "rb2_pipeline_private.h"
 
@@ -261,6 +262,25 @@ worker_sleep(struct rb2_worker *w)
 		rb2_rx_sleep_disarm(armed[i]);
 }
 
+/* [pipeline] lanes: post what this lcore's channels queued in its lanes,
+ * one chain (one doorbell) per lane for the whole loop pass. A full send
+ * queue keeps the rest for the next pass; @drain waits until it is out (the
+ * worker's last pass: nothing may stay behind). */
+static void
+flush_lanes(struct rb2_worker *w, bool drain)
+{
+	for (unsigned int i = 0; i < w->nlanes; i++) {
+		int ret;
+
+		while ((ret = rb2_xport_lane_flush(w->lanes[i])) == -ENOSPC && drain &&
+		       w->pl->stop < 2)
+			rte_pause();
+		/* A failed lane fails its channels: their next post or poll
+		 * returns the error, and the link reports it. */
+		(void)ret;
+	}
+}
+
 static int
 worker_main(void *arg)
 {
@@ -355,6 +375,7 @@ worker_main(void *arg)
 			/* Idle: nothing committed may wait for a threshold. */
 			for (unsigned int i = 0; i < w->noutputs; i++)
 				rb2_tx_flush(w->outputs[i]);
+			flush_lanes(w, false);
 			check_outputs(w);
 			if (w->can_sleep && ++w->idle >= pl->idle_sleep && pl->stop == 0)
 				worker_sleep(w);
@@ -362,8 +383,10 @@ worker_main(void *arg)
 				rte_pause();
 		} else {
 			w->idle = 0;
+			flush_lanes(w, false);
 		}
 	}
+	flush_lanes(w, true);
 	w->ret = left > 0 ? -ECANCELED : 0;
 	return 0;
 }

@@ -155,7 +155,8 @@ if ! have_hugepages; then
 	[ $fails -eq 0 ]; exit
 fi
 start_raasd
-( trap - EXIT; exec $kv $(sec 1) -- server --port 7000 --records 50000 >"$tmp/rserver" 2>&1 ) &
+# The server on two lcores: rb2 ports 7000 (lcore 0) and 7001 (lcore 1).
+( trap - EXIT; exec $kv $(sec 0-1) -- server --port 7000 --records 50000 >"$tmp/rserver" 2>&1 ) &
 rsrv=$!; pids+=("$rsrv")
 for _ in $(seq 200); do grep -q "serving" "$tmp/rserver" && break; sleep 0.05; done
 ( trap - EXIT; exec $kv $(sec 1) -- client --port 7000 --workload a --records 5000 \
@@ -164,13 +165,27 @@ victim=$!; pids+=("$victim")
 for _ in $(seq 200); do grep -q "load phase" "$tmp/victim" && break; sleep 0.05; done
 sleep 0.5
 kill -9 "$victim"
-if $kv $(sec 0-1) -- client --port 7000 --workload a --records 5000 --operations 50000 \
+if $kv $(sec 0-1) -- client --port 7000 --ports 2 --workload a --records 5000 --operations 50000 \
 	--key-space 2 --conns 8 --depth 2 --quiet >"$tmp/survivor" 2>&1 &&
 	grep -q "^\[UPDATE\], Return=OK" "$tmp/survivor"; then
-	ok "through rb2-raasd: a client killed mid-run, another then runs workload a (2 lcores x 8 connections), every value checked"
+	ok "through rb2-raasd: a client killed mid-run, another then runs workload a (2 lcores x 8 connections over both server ports), every value checked"
 else
 	fail "through rb2-raasd"; cat "$tmp/victim" "$tmp/survivor" "$tmp/rserver" "$tmp/raasd"
 fi
-kill -0 "$rsrv" 2>/dev/null && ok "the server outlived its killed client" || fail "the server died"
+if kill -0 "$rsrv" 2>/dev/null; then
+	ok "the server outlived its killed client"
+	# Stopped, it says what each of its lcores served: both did.
+	kill -INT "$rsrv"
+	wait_for "$tmp/rserver" "lcore 1 served"
+	if python3 - "$tmp/rserver" <<'PY'
+import re, sys
+served = {int(l): int(n) for l, n in re.findall(r"lcore (\d+) served (\d+) requests", open(sys.argv[1]).read())}
+sys.exit(0 if sorted(served) == [0, 1] and min(served.values()) > 0 else 1)
+PY
+	then ok "a server on two lcores: both served ($(grep -o 'lcore . served [0-9]*' "$tmp/rserver" | tr '\n' ' '))"
+	else fail "a server on two lcores"; cat "$tmp/rserver"; fi
+else
+	fail "the server died"
+fi
 
 [ $fails -eq 0 ]

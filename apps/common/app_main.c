@@ -5,6 +5,7 @@
 /* The serve and bench commands of the case-study apps (app_main.h). */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +145,15 @@ app_serve(const struct app_serve_opts *o)
 		rb2_lcore_launch(serve_lcore, NULL, id);
 	serve_lcore(NULL);
 	rb2_lcore_wait_all();
+	/* What each lcore served: a server on several lcores shares its load
+	 * only as the clients spread their connections (rb2: ports P+i). */
+	RTE_LCORE_FOREACH(id) {
+		struct app_server_stats st;
+
+		app_server_stats_get(S.sv[id], &st);
+		printf("%s: lcore %u served %" PRIu64 " requests on %" PRIu64 " connections\n",
+		       o->app, id, st.requests, st.conns_accepted);
+	}
 	RTE_LCORE_FOREACH(id) {
 		app_server_free(S.sv[id]);
 		rb2_conn_ep_destroy(S.ep[id]);

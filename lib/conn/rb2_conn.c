@@ -830,12 +830,6 @@ relay_in(struct rb2_conn_ep *ep, struct rb2_msg *m, int n)
 	return n;
 }
 
-/*
- * The poll. @p check_peer: ask the transport whether the peer lives when
- * nothing came (at most every millisecond); the implicit poll of an empty
- * receive leaves that to the explicit ones, for an event loop calls it per
- * connection.
- */
 /* Telemetry asked for a page of connections: copy it, on this lcore. */
 static void
 tel_snapshot(struct rb2_conn_ep *ep, uint64_t asked)
@@ -865,6 +859,12 @@ tel_snapshot(struct rb2_conn_ep *ep, uint64_t asked)
 	atomic_store_explicit(&ep->tel_taken, (uint32_t)(asked >> 32), memory_order_release);
 }
 
+/*
+ * The poll. @p check_peer: ask the transport whether the peer lives when
+ * nothing came (at most every millisecond); the implicit poll of an empty
+ * receive leaves that to the explicit ones, for an event loop calls it per
+ * connection.
+ */
 static int
 ep_progress(struct rb2_conn_ep *ep, int check_peer)
 {
@@ -872,7 +872,7 @@ ep_progress(struct rb2_conn_ep *ep, int check_peer)
 	uint64_t asked;
 	int n, ret;
 
-	/* One load and a branch, for telemetry (rb2_conn_telemetry.c). */
+	/* Telemetry (rb2_conn_telemetry.c): two loads and a branch per poll. */
 	asked = atomic_load_explicit(&ep->tel_asked, memory_order_acquire);
 	if (unlikely((uint32_t)(asked >> 32) !=
 		     atomic_load_explicit(&ep->tel_taken, memory_order_relaxed)))

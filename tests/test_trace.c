@@ -85,6 +85,38 @@ Test(rb2_trace, linux_sll_and_null_loop)
 	expect_v4(&r, 0);
 }
 
+/* Point-to-point links (DLT_PPP, PPP_SERIAL): with and without the HDLC
+ * address and control bytes, a compressed protocol field, MPLS over PPP (as
+ * on the PPP links of tcpdump's lspping captures), and LCP named. */
+Test(rb2_trace, ppp_links_ip_mpls_and_control)
+{
+	uint8_t f[4 + 4 + sizeof(ipv4_tcp)];
+	struct rb2_rec r;
+
+	f[0] = 0xff; f[1] = 0x03; f[2] = 0x00; f[3] = 0x21;   /* IPv4 */
+	memcpy(f + 4, ipv4_tcp, sizeof(ipv4_tcp));
+	cr_assert_eq(rb2_trace_parse(9, f, 4 + sizeof(ipv4_tcp), 4 + sizeof(ipv4_tcp), &r), 0);
+	expect_v4(&r, 0);
+	cr_assert_eq(rb2_trace_parse(50, f, 4 + sizeof(ipv4_tcp), 4 + sizeof(ipv4_tcp), &r), 0);
+	expect_v4(&r, 0);
+	f[2] = 0x21;                                           /* compressed, no HDLC bytes */
+	memmove(f + 3, f + 4, sizeof(ipv4_tcp));
+	rb2_trace_parse(9, f + 2, 1 + sizeof(ipv4_tcp), 1 + sizeof(ipv4_tcp), &r);
+	expect_v4(&r, 0);
+	/* MPLS unicast, one label (bottom of stack), then IPv4. */
+	f[0] = 0xff; f[1] = 0x03; f[2] = 0x02; f[3] = 0x81;
+	f[4] = 0x00; f[5] = 0x01; f[6] = 0x01; f[7] = 0x40;   /* label 16, S=1, TTL 64 */
+	memcpy(f + 8, ipv4_tcp, sizeof(ipv4_tcp));
+	rb2_trace_parse(9, f, sizeof(f), sizeof(f), &r);
+	expect_v4(&r, 0);
+	f[2] = 0xc0; f[3] = 0x21;                              /* LCP */
+	rb2_trace_parse(9, f, sizeof(f), sizeof(f), &r);
+	cr_expect_eq(r.kind, RB2_REC_NONIP);
+	cr_expect_str_eq(rb2_rec_nonip_name(RB2_REC_WHY(&r)), "ppp_control");
+	rb2_trace_parse(9, f, 3, 3, &r);                       /* protocol cut short */
+	cr_expect_eq(r.kind, RB2_REC_MALFORMED);
+}
+
 Test(rb2_trace, ipv6_extension_headers_own_kind_and_digest)
 {
 	uint8_t p[40 + 8 + 8] = {0}, q[sizeof(p)];

@@ -26,6 +26,8 @@ struct rb2_trace {
 /* Link types we know, with their DLT_ numbers (some differ from LINKTYPE_). */
 #define LT_NULL 0
 #define LT_EN10MB 1
+#define LT_PPP 9
+#define LT_PPP_SERIAL 50
 #define LT_RAW_A 12
 #define LT_RAW_B 14
 #define LT_LOOP 108
@@ -41,6 +43,7 @@ known_linktype(int lt)
 	switch (lt) {
 	case LT_NULL: case LT_EN10MB: case LT_RAW_A: case LT_RAW_B: case LT_LOOP:
 	case LT_LINUX_SLL: case LT_RAW: case LT_IPV4: case LT_IPV6: case LT_LINUX_SLL2:
+	case LT_PPP: case LT_PPP_SERIAL:
 		return 1;
 	}
 	return 0;
@@ -187,36 +190,55 @@ parse_ip(const uint8_t *p, uint32_t len, struct rb2_rec *r, unsigned int why)
 	}
 }
 
+static void parse_mpls(const uint8_t *p, uint32_t len, struct rb2_rec *r);
+
 /*
- * A PPPoE session frame (RFC 2516): version/type, code, session, length,
- * then PPP's protocol field (RFC 1661; one byte when compressed, RFC 1661
- * §6.5: an odd first byte).
+ * A PPP frame (RFC 1661): the HDLC address and control bytes (0xff 0x03,
+ * RFC 1662) when present, then the protocol field, one byte when
+ * compressed (§6.5: an odd first byte). IPv4, IPv6 and MPLS (RFC 3032 §5)
+ * are decoded; every other protocol (LCP, IPCP, ...) is named.
  */
+static void
+parse_ppp(const uint8_t *p, uint32_t len, struct rb2_rec *r)
+{
+	uint32_t off = 0;
+	uint16_t proto;
+
+	if (len >= 2 && p[0] == 0xff && p[1] == 0x03)
+		off = 2;
+	if (len < off + 1) {
+		r->kind = RB2_REC_MALFORMED;
+		return;
+	}
+	proto = p[off];
+	if ((proto & 1) == 0) {
+		if (len < off + 2) {
+			r->kind = RB2_REC_MALFORMED;
+			return;
+		}
+		proto = be16(p + off);
+		off += 2;
+	} else {
+		off += 1;
+	}
+	switch (proto) {
+	case 0x0021: parse_ipv4(p + off, len - off, r); break;
+	case 0x0057: parse_ipv6(p + off, len - off, r); break;
+	case 0x0281: case 0x0283: parse_mpls(p + off, len - off, r); break;
+	default: nonip(r, RB2_NONIP_PPP_CTRL); break;
+	}
+}
+
+/* A PPPoE session frame (RFC 2516): version/type, code, session, length,
+ * then a PPP frame without address and control. */
 static void
 parse_pppoe(const uint8_t *p, uint32_t len, struct rb2_rec *r)
 {
-	uint32_t off = 6 + 1;
-	uint16_t proto;
-
 	if (len < 6 + 1 || p[0] != 0x11) {
 		r->kind = RB2_REC_MALFORMED;
 		return;
 	}
-	proto = p[6];
-	if ((proto & 1) == 0) {
-		if (len < 6 + 2) {
-			r->kind = RB2_REC_MALFORMED;
-			return;
-		}
-		proto = be16(p + 6);
-		off = 6 + 2;
-	}
-	if (proto == 0x0021)
-		parse_ipv4(p + off, len - off, r);
-	else if (proto == 0x0057)
-		parse_ipv6(p + off, len - off, r);
-	else
-		nonip(r, RB2_NONIP_PPP_CTRL);
+	parse_ppp(p + 6, len - 6, r);
 }
 
 /*
@@ -307,6 +329,10 @@ rb2_trace_parse(int lt, const uint8_t *p, uint32_t caplen, uint32_t wire_len,
 			return 0;
 		}
 		parse_ethertype(be16(p), p + 20, caplen - 20, r);
+		return 0;
+	case LT_PPP: case LT_PPP_SERIAL:
+		/* PPP_SERIAL is HDLC-framed PPP: the same 0xff 0x03 in front. */
+		parse_ppp(p, caplen, r);
 		return 0;
 	case LT_NULL: case LT_LOOP: {
 		uint32_t af;
@@ -400,7 +426,7 @@ wrap(pcap_t *p, const char *name, const char *perr, char *err, size_t errlen)
 		return NULL;
 	}
 	if (!known_linktype(pcap_datalink(p))) {
-		snprintf(err, errlen, "%s: link type %d (%s) is not supported: use RAW, Ethernet, Linux SLL or NULL/LOOP",
+		snprintf(err, errlen, "%s: link type %d (%s) is not supported: use RAW, Ethernet, Linux SLL, PPP or NULL/LOOP",
 			 name, pcap_datalink(p),
 			 pcap_datalink_val_to_name(pcap_datalink(p)) ?
 			 pcap_datalink_val_to_name(pcap_datalink(p)) : "unknown");

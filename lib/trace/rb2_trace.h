@@ -37,7 +37,8 @@
  *
  * Reading uses libpcap: pcap and pcapng, microsecond and nanosecond
  * timestamps, link types RAW, Ethernet (with 802.1Q/802.1ad tags, PPPoE
- * sessions and MPLS label stacks), Linux SLL and SLL2, NULL and LOOP. Captures truncated to 40-96 bytes (CAIDA) keep
+ * sessions and MPLS label stacks), PPP and PPP_SERIAL (with MPLS), Linux SLL
+ * and SLL2, NULL and LOOP. Captures truncated to 40-96 bytes (CAIDA) keep
  * their key when the transport ports were captured, else are flagged.
  */
 

@@ -93,19 +93,6 @@ ring_zero(uint8_t *ring, size_t mask, uint64_t off, size_t n)
 		memset(ring, 0, n - first);
 }
 
-/* A word the peer's NIC (or store) may be writing: read it afresh. */
-static inline uint64_t
-ring_word(const uint8_t *ring, size_t mask, uint64_t off)
-{
-	uint64_t v;
-
-	if (likely(((off & mask) & 7) == 0))
-		return __atomic_load_n((const uint64_t *)(ring + (off & mask)), __ATOMIC_RELAXED);
-	rte_compiler_barrier();
-	ring_get(ring, mask, off, &v, 8);
-	return v;
-}
-
 static void
 l5_free_regions(struct perf_l5 *r)
 {
@@ -294,14 +281,24 @@ l5_wait_room(struct perf_l5 *r, uint64_t need)
 	return 0;
 }
 
+/* A message's bytes in the ring: rounded up to 8, so that every length
+ * word is one aligned 8-byte store. */
+static inline uint64_t
+l5_footprint(uint32_t len)
+{
+	return RTE_ALIGN_CEIL(L5_HDR + (uint64_t)len + L5_TRL, 8);
+}
+
 int
 perf_l5_send(struct perf_l5 *r, const void *data, uint32_t len)
 {
-	const uint64_t total = L5_HDR + (uint64_t)len + L5_TRL, pos = r->send_pos;
-	const uint64_t length = len, validity = L5_VALIDITY;
+	const uint64_t total = l5_footprint(len), pos = r->send_pos;
+	const uint64_t validity = L5_VALIDITY;
 	int signal = r->tx_st.messages % PERF_L5_SIGNAL_EVERY == 0;
 	int ret;
 
+	if (unlikely(len == 0))
+		return -EINVAL;
 	if (unlikely(total > r->size))
 		return -EMSGSIZE;
 	ret = l5_wait_room(r, total);
@@ -313,20 +310,19 @@ perf_l5_send(struct perf_l5 *r, const void *data, uint32_t len)
 	ring_put(r->sbuf, r->mask, pos + L5_HDR + len, &validity, L5_TRL);
 	r->tx_st.copied_bytes += len;
 	if (r->loadstore) {
-		/* The stores are the WRITEs; the length goes last. */
-		rte_atomic_thread_fence(__ATOMIC_RELEASE);
-		if (likely(((pos & r->mask) & 7) == 0))
-			__atomic_store_n((uint64_t *)(r->sbuf + (pos & r->mask)), length,
-					 __ATOMIC_RELEASE);
-		else
-			ring_put(r->sbuf, r->mask, pos, &length, L5_HDR);
+		/* The stores are the WRITEs; the length goes last, and its
+		 * release publishes the payload and the validity word. */
+		__atomic_store_n((uint64_t *)(r->sbuf + (pos & r->mask)), (uint64_t)len,
+				 __ATOMIC_RELEASE);
 	} else {
+		const uint64_t length = len;
+
 		/* sendParanoid(): payload and validity, then the length, in
 		 * two posts; every 4096th length is signaled and waited for. */
 		struct rb2_xport_wr wrs[2];
 		unsigned int k;
 
-		ring_put(r->sbuf, r->mask, pos, &length, L5_HDR);
+		memcpy(r->sbuf + (pos & r->mask), &length, L5_HDR);
 		k = l5_write_wrs(r, pos + L5_HDR, len + L5_TRL, 0, wrs);
 		ret = l5_post(r, wrs, k);
 		r->tx_st.writes += ret == 0 ? k : 0;
@@ -351,18 +347,24 @@ int
 perf_l5_recv(struct perf_l5 *r, void *dst, uint32_t cap)
 {
 	const uint64_t pos = r->rx_pos;
-	uint64_t len = ring_word(r->ring, r->mask, pos), total;
+	uint64_t len, total, validity;
 
-	/* A length not yet written reads 0, and 0's validity word is the
-	 * payload's first word, or nothing yet: wait. A length that cannot
-	 * be (torn while it lands) is not ready either. */
-	if (len > r->size - L5_HDR - L5_TRL ||
-	    ring_word(r->ring, r->mask, pos + L5_HDR + len) != L5_VALIDITY)
+	/* The length lands last (its own WRITE, or the release store on
+	 * load/store): 0 is no message yet, and once it is there the
+	 * payload and the validity word behind it are too. L5 checks the
+	 * validity word all the same; a mismatch is a message still in
+	 * flight to L5, so wait. */
+	len = __atomic_load_n((const uint64_t *)(r->ring + (pos & r->mask)), __ATOMIC_ACQUIRE);
+	if (len == 0)
+		return -EAGAIN;
+	if (unlikely(len > r->size - L5_HDR - L5_TRL))
+		return -EPROTO;
+	ring_get(r->ring, r->mask, pos + L5_HDR + len, &validity, L5_TRL);
+	if (validity != L5_VALIDITY)
 		return -EAGAIN;
 	if (unlikely(len > cap))
 		return -EMSGSIZE;
-	rte_atomic_thread_fence(__ATOMIC_ACQUIRE);
-	total = L5_HDR + len + L5_TRL;
+	total = l5_footprint((uint32_t)len);
 	/* receive(): copy out, clear what was read, advance. */
 	ring_get(r->ring, r->mask, pos + L5_HDR, dst, len);
 	ring_zero(r->ring, r->mask, pos, total);

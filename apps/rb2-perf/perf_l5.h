@@ -30,10 +30,16 @@
  *   WRITE: the sender copies into the receiver's ring and stores the length
  *   last; the READ is a load.
  *
- * What differs from the authors' code: L5 maps its ring twice in virtual
- * memory so that a message that runs past the end continues at the start;
- * rb2's regions are DPDK memzones, so a message that wraps is written in two
- * pieces instead, as L5's older RDMAMessageBuffer does (counted: wrapped).
+ * What differs from the authors' code:
+ * - L5 maps its ring twice in virtual memory so that a message that runs
+ *   past the end continues at the start; rb2's regions are DPDK memzones, so
+ *   a message that wraps is written in two pieces instead, as L5's older
+ *   RDMAMessageBuffer does (counted: wrapped).
+ * - The next message starts 8-byte aligned (a message takes its 16 bytes
+ *   plus its length rounded up to 8), so that its length is one aligned
+ *   word, stored and loaded whole (L5 packs messages byte to byte); the
+ *   reader takes a zero length as "nothing yet", so a message is at least a
+ *   byte long.
  *
  * One direction, both halves in one process (the sender on one lcore, the
  * receiver on another), as rb2-perf's bw and lat modes run every design.
@@ -78,16 +84,17 @@ void perf_l5_destroy(struct perf_l5 *r);
  * Send @p len bytes from @p data (sender lcore only): waits while the ring
  * is full, as L5's send() does.
  *
- * @return 0, -EMSGSIZE (the message does not fit the ring), or the
- *   transport's error (a failed WRITE or READ).
+ * @return 0, -EINVAL (@p len 0), -EMSGSIZE (the message does not fit the
+ *   ring), or the transport's error (a failed WRITE or READ).
  */
 int perf_l5_send(struct perf_l5 *r, const void *data, uint32_t len);
 
 /**
  * Receive one message into @p dst (receiver lcore only), without waiting.
  *
- * @return The message's length, -EAGAIN (none yet), or -EMSGSIZE (longer
- *   than @p cap: L5 refuses it too; the message stays).
+ * @return The message's length, -EAGAIN (none yet), -EMSGSIZE (longer
+ *   than @p cap: L5 refuses it too; the message stays), or -EPROTO (a
+ *   length no message can have: the ring was overwritten).
  */
 int perf_l5_recv(struct perf_l5 *r, void *dst, uint32_t cap);
 

@@ -460,12 +460,7 @@ variant_open_l5(struct perf_variant *v, const struct perf_opts *o, const char *s
 		return -1;
 	}
 	v->l5 = perf_l5_create(v->xp, name, perf_l5_ring_bytes(o->chan.slots, o->size),
-			       o->tx_lcore, o->rx_lcore);
-	if (v->l5 != NULL && o->size + 16 > perf_l5_ring_bytes(o->chan.slots, o->size)) {
-		fprintf(stderr, "rb2-perf: l5: a %u-byte message and its 16 bytes of length and validity do not fit a ring of %u x %u B; raise --slots\n",
-			o->size, o->chan.slots, o->size);
-		return -1;
-	}
+			       o->size, o->tx_lcore, o->rx_lcore);
 	return v->l5 != NULL ? 0 : -1;
 }
 

@@ -56,6 +56,14 @@ struct perf_l5 {
 	struct perf_l5_stats rx_st __rte_cache_aligned;
 };
 
+/* A message's bytes in the ring: rounded up to 8, so that every length
+ * word is one aligned 8-byte store. */
+static inline uint64_t
+l5_footprint(uint32_t len)
+{
+	return RTE_ALIGN_CEIL(L5_HDR + (uint64_t)len + L5_TRL, 8);
+}
+
 size_t
 perf_l5_ring_bytes(uint32_t slots, uint32_t size)
 {
@@ -103,7 +111,7 @@ l5_free_regions(struct perf_l5 *r)
 }
 
 struct perf_l5 *
-perf_l5_create(struct rb2_xport *xp, const char *name, size_t bytes,
+perf_l5_create(struct rb2_xport *xp, const char *name, size_t bytes, uint32_t max_msg,
 	       unsigned int tx_lcore, unsigned int rx_lcore)
 {
 	struct rb2_xport_qp_attr a = { .sq_depth = 1024, .cq_depth = 64 };
@@ -112,6 +120,11 @@ perf_l5_create(struct rb2_xport *xp, const char *name, size_t bytes,
 	size_t size = rte_align64pow2(RTE_MAX(bytes, (size_t)64));
 	int ret;
 
+	if (l5_footprint(max_msg) > size) {
+		fprintf(stderr, "rb2-perf: l5 '%s': a %u-byte message and its 16 bytes of length and validity do not fit a ring of %zu B; raise --slots\n",
+			name, max_msg, size);
+		return NULL;
+	}
 	r = rte_zmalloc("perf_l5", sizeof(*r), RTE_CACHE_LINE_SIZE);
 	if (r == NULL) {
 		fprintf(stderr, "rb2-perf: l5 '%s': out of memory\n", name);
@@ -279,14 +292,6 @@ l5_wait_room(struct perf_l5 *r, uint64_t need)
 		r->tx_st.head_reads++;
 	}
 	return 0;
-}
-
-/* A message's bytes in the ring: rounded up to 8, so that every length
- * word is one aligned 8-byte store. */
-static inline uint64_t
-l5_footprint(uint32_t len)
-{
-	return RTE_ALIGN_CEIL(L5_HDR + (uint64_t)len + L5_TRL, 8);
 }
 
 int

@@ -73,10 +73,12 @@ struct perf_l5_stats {
  * @param bytes
  *   Ring size, rounded up to a power of two (L5 requires one). A message
  *   takes 16 bytes more than its payload.
+ * @param max_msg
+ *   The largest payload to be sent: refused (NULL) if it cannot fit.
  * @return The ring, or NULL (the reason is printed).
  */
 struct perf_l5 *perf_l5_create(struct rb2_xport *xp, const char *name, size_t bytes,
-			       unsigned int tx_lcore, unsigned int rx_lcore);
+			       uint32_t max_msg, unsigned int tx_lcore, unsigned int rx_lcore);
 
 void perf_l5_destroy(struct perf_l5 *r);
 

@@ -218,15 +218,10 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 	if (l5) {                 /* L5's own rings, 128 x size each (perf_l5.h) */
 		size_t bytes = perf_l5_ring_bytes(o->chan.slots, o->size);
 
-		ping.l5 = perf_l5_create(xp, "lat-ping", bytes, o->tx_lcore, o->rx_lcore);
-		pong.l5 = perf_l5_create(xp, "lat-pong", bytes, o->rx_lcore, o->tx_lcore);
+		ping.l5 = perf_l5_create(xp, "lat-ping", bytes, o->size, o->tx_lcore, o->rx_lcore);
+		pong.l5 = perf_l5_create(xp, "lat-pong", bytes, o->size, o->rx_lcore, o->tx_lcore);
 		if (ping.l5 == NULL || pong.l5 == NULL)
 			return -1;
-		if (o->size + 16 > bytes) {
-			fprintf(stderr, "rb2-perf: l5: a %u-byte message and its 16 bytes of length and validity do not fit a ring of %zu B; raise --slots\n",
-				o->size, bytes);
-			return -1;
-		}
 	} else {
 		ping.tx = make_tx(xp, o, "lat-ping", o->tx_lcore);
 		ping.rx = make_rx(xp, o, "lat-ping", o->rx_lcore);

@@ -269,16 +269,12 @@ worker_sleep(struct rb2_worker *w)
 static void
 flush_lanes(struct rb2_worker *w, bool drain)
 {
-	for (unsigned int i = 0; i < w->nlanes; i++) {
-		int ret;
-
-		while ((ret = rb2_xport_lane_flush(w->lanes[i])) == -ENOSPC && drain &&
+	/* A failed lane fails its channels: their next post or poll returns
+	 * the error, and the link reports it; nothing to do with it here. */
+	for (unsigned int i = 0; i < w->nlanes; i++)
+		while (rb2_xport_lane_flush(w->lanes[i]) == -ENOSPC && drain &&
 		       w->pl->stop < 2)
 			rte_pause();
-		/* A failed lane fails its channels: their next post or poll
-		 * returns the error, and the link reports it. */
-		(void)ret;
-	}
 }
 
 static int

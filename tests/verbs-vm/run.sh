@@ -19,7 +19,8 @@
 #        next to Fig. 5, into doc/eval/verbs (eval-quick: doc/eval/verbs-quick);
 #        the guest has no gnuplot, so the host draws the plots afterwards.
 #        About an hour under TCG (eval-quick: about 15 minutes).
-# cases: the case studies alone (Fig. 8-10) over rxe, into doc/eval/verbs-cases.
+# cases: the case studies alone (Fig. 8-10) over rxe, into doc/eval/verbs (replacing
+#        only those figures of its results.json).
 #
 # Exits with the guest's status; 77 (skip) only when QEMU or debootstrap are
 # missing, saying so.
@@ -209,7 +210,7 @@ fi
 boot "" -nic none
 if [ "$what" = eval ] || [ "$what" = eval-quick ] || [ "$what" = cases ]; then
 	out=$top/doc/eval/verbs${what#eval}
-	[ "$what" = cases ] && out=$top/doc/eval/verbs-cases
+	[ "$what" = cases ] && out=$top/doc/eval/verbs
 	[ -f "$out/results.json" ] && python3 "$top/usertools/rb2-eval.py" --replot "$out"
 fi
 guest_status ""

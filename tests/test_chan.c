@@ -980,6 +980,28 @@ Test(rb2_chan, preset_rb2_signals_only_its_tail_writes)
 	cr_assert_eq(ts.admission_deferrals, 0);
 }
 
+/* RB² with batching turned off (the paper's Fig. 10): rb2's synchronization,
+ * every message published by its own tail WRITE without a flush, the head
+ * pushed for each message. */
+Test(rb2_chan, preset_rb2_unbatched_publishes_every_message_at_once)
+{
+	struct rb2_tx_stats ts;
+	struct rb2_rx_stats rs;
+
+	preset_pair("rb2-unbatched");
+	for (uint64_t seq = 0; seq < 200; seq++) {   /* past the ring, no flush */
+		write_msg(seq);
+		read_msg(seq);
+	}
+	rb2_tx_stats_get(tx, &ts);
+	rb2_rx_stats_get(rx, &rs);
+	cr_assert_eq(ts.tail_writes, 200, "%" PRIu64 " tail WRITEs", (uint64_t)ts.tail_writes);
+	cr_assert_eq(ts.signaled_wrs, ts.tail_writes);
+	cr_assert_eq(ts.head_reads, 0, "the head is pushed, not READ");
+	cr_assert_geq(rs.head_pushes + rs.idle_pushes, 200 - 1, "%" PRIu64 " + %" PRIu64 " head pushes",
+		      (uint64_t)rs.head_pushes, (uint64_t)rs.idle_pushes);
+}
+
 /* L5: a data WRITE and a tail WRITE per message, the head READ (lazy pull). */
 Test(rb2_chan, preset_l5_writes_twice_per_message_and_reads_the_head)
 {

@@ -98,7 +98,7 @@ chan_pair(const char *name, struct rb2_xport *xp, const char *design, struct rb2
 
 	rb2_conn_service_chan_params(&p);
 	if (rb2_chan_params_preset(&p, design) < 0) {
-		fprintf(stderr, "design '%s': none of rb2, l5, farm, socksdirect\n", design);
+		fprintf(stderr, "design '%s': none of tcp, " RB2_CHAN_PRESET_NAMES "\n", design);
 		return -1;
 	}
 	*tx = rb2_tx_create(name, xp, &p);

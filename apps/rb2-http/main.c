@@ -88,7 +88,8 @@ usage(FILE *f)
 "\n"
 "bench: server and client in one process (EAL -l 0-1), files made in a\n"
 "temporary directory, each design in interleaved rounds; prints one JSON object.\n"
-"  --designs LIST       rb2, l5, farm, socksdirect, tcp (default: all five)\n"
+"  --designs LIST       " RB2_CHAN_PRESET_NAMES ", tcp; ratios are\n"
+"                       the first's over each (default rb2,l5,farm,socksdirect,tcp)\n"
 "  --rounds R           (default 3); --requests is per design and round\n"
 "  --file-size B        (default 1024)   --file-count N (default 16)\n"
 "  --conns N            (default 1)      --transport SPEC (default shm)\n");

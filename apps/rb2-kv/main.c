@@ -106,9 +106,10 @@ usage(FILE *f)
 "bench: server and client in one process (EAL -l 0-1: client on the main lcore,\n"
 "server on the next), the same table, each design in interleaved rounds; prints\n"
 "one JSON object.\n"
-"  --designs LIST       rb2, l5, farm, socksdirect (the channel's design, as in\n"
-"                       rb2_chan_params_preset()), tcp (the same server over TCP\n"
-"                       loopback) (default rb2,l5,farm,socksdirect,tcp)\n"
+"  --designs LIST       the channel's design, as in rb2_chan_params_preset() (\n"
+"                       " RB2_CHAN_PRESET_NAMES "), or tcp (the same\n"
+"                       server over TCP loopback); ratios are the first's over\n"
+"                       each (default rb2,l5,farm,socksdirect,tcp)\n"
 "  --rounds R           (default 3); --operations is per design and round\n"
 "  --transport SPEC     the channels' transport (default shm)\n"
 "  and the client's workload options.\n");

@@ -681,7 +681,7 @@ preset_sync(struct rb2_chan_params *p, const char *name)
 	if (ret != -ENOENT)
 		return ret;
 bad:
-	fprintf(stderr, "rb2-perf: unknown preset '%s': a design (rb2, l5, farm, socksdirect, lean) or a "
+	fprintf(stderr, "rb2-perf: unknown preset '%s': a design (" RB2_CHAN_PRESET_NAMES ") or a "
 		"sync pair HEAD+TAIL (push|pull + wt|cq|poll)\n", name);
 	return -ENOENT;
 }

@@ -570,6 +570,7 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 	} else if (o->npresets > 0) {
 		static const char *const what[][2] = {
 			{"rb2", "RB2: lazy push, write-twice, alpha=32 beta=16 gamma=32"},
+			{"rb2-unbatched", "RB2 with batching turned off: lazy push, write-twice, alpha=beta=gamma=1"},
 			{"l5", "L5's own ring (pfent/L5RDMA): length, payload, validity word back to back; data then length WRITE, head READ when full; copies in, out, clears"},
 			{"l5:fixed", "L5's own ring (pfent/L5RDMA; its length always travels): data then length WRITE, head READ when full; copies in, out, clears"},
 			{"farm", "FaRM: poll message (marker + length WRITE), no batching; copies in"},

@@ -285,7 +285,7 @@ add_link(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
 	if ((preset = rb2_cfg_get(s, "preset")) != NULL &&
 	    rb2_chan_params_preset(&lk->params, preset->value) != 0)
 		return cfg_err(pl, err, errlen, preset->line, "link '%s': unknown preset '%s' "
-			       "(rb2, l5, farm, socksdirect)", name, preset->value);
+			       "(" RB2_CHAN_PRESET_NAMES ")", name, preset->value);
 	if (rb2_chan_params_check(&lk->params, why, sizeof(why)) != 0)
 		return cfg_err(pl, err, errlen, s->line, "link '%s': %s", name, why);
 	if (carry != NULL) {

@@ -53,7 +53,8 @@ rb2_chan_params_init(struct rb2_chan_params *p)
 int
 rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 {
-	uint32_t unbatched = strcmp(name, "l5") == 0 || strcmp(name, "farm") == 0;
+	uint32_t unbatched = strcmp(name, "l5") == 0 || strcmp(name, "farm") == 0 ||
+			     strcmp(name, "rb2-unbatched") == 0;
 
 	p->max_inflight = 0;
 	p->flags &= ~RB2_CHAN_F_LAZY_HEAD;
@@ -80,6 +81,8 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 	}
 	if (!unbatched && strcmp(name, "rb2") != 0)
 		return -ENOENT;
+	/* rb2-unbatched keeps rb2's synchronization (lazy push, write-twice)
+	 * with every threshold at 1: the paper's "batching turned off". */
 	p->head_sync = strcmp(name, "l5") == 0 ? RB2_HEAD_LAZY_PULL : RB2_HEAD_LAZY_PUSH;
 	p->tail_sync = strcmp(name, "farm") == 0 ? RB2_TAIL_POLL_MSG : RB2_TAIL_WRITE_TWICE;
 	p->alpha = unbatched ? 1 : RTE_MIN(32u, p->slots - 1);

@@ -68,6 +68,8 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
  * Apply a design of the paper's evaluation (§V-A) to @p p, keeping its ring
  * geometry (slots, slot_size, msg_size):
  *  - "rb2": lazy push, write-twice, alpha=32 beta=16 gamma=32 (the default);
+ *  - "rb2-unbatched": rb2 with batching turned off (alpha = beta = gamma = 1,
+ *    Table II's M2), as the paper runs its HTTP case study (Fig. 10);
  *  - "l5": write-twice with no batching (alpha = beta = gamma = 1), the head
  *    READ by the sender when short of room (lazy pull), as pfent/L5RDMA;
  *  - "farm": poll message (marker after each message, its length in a second
@@ -85,6 +87,9 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
  * @return 0, or -ENOENT (no such preset).
  */
 int rb2_chan_params_preset(struct rb2_chan_params *p, const char *name);
+
+/** The names rb2_chan_params_preset() knows, for messages and --help. */
+#define RB2_CHAN_PRESET_NAMES "rb2, rb2-unbatched, l5, farm, socksdirect, lean"
 
 /** @return the largest message a channel with @p p carries: msg_size if set, else N/2 * S. */
 uint32_t rb2_chan_max_msg(const struct rb2_chan_params *p);

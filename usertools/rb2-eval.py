@@ -433,6 +433,7 @@ def fig9(r, o, res):
         j = bench_json(out)
         rows += [{"design": d, "depth": depth, "median_ops_s": v["median_ops_per_s"],
                   "p50_us": v["median_p50_us"], "p99_us": v["median_p99_us"],
+                  "wrs_per_op": v.get("wrs_per_op"),
                   "rb2_over": j["ratios"].get(f"rb2/{d}", 1.0)}
                  for d, v in j["designs"].items()]
     ref = []
@@ -492,7 +493,7 @@ def fig10(r, o, res):
                       r.transport, "--designs", ",".join(designs)], "fig10")
     j = bench_json(out)
     rows = [{"design": d, "median_qps": v["median_qps"], "p50_us": v["median_p50_us"],
-             "p99_us": v["median_p99_us"],
+             "p99_us": v["median_p99_us"], "wrs_per_op": v.get("wrs_per_op"),
              "rb2_over": j["ratios"].get(f"{designs[0]}/{d}", 1.0)}
             for d, v in j["designs"].items()]
     ref = []
@@ -598,14 +599,25 @@ def report_cases(out, res):
                   "credits batching, which needs requests queued to batch. Then one request "
                   "outstanding, where no design has anything to batch and each is as fast as "
                   "its round trip.", ""]
+        # On shm nothing is posted (a WRITE is a store): no WR column.
+        wrs = not tr.startswith("shm") and any("wrs_per_op" in x for x in f["rows"])
         L += [f"![{key}]({key}.png)", ""]
+        if wrs:
+            L += ["WRs per request: every WRITE and READ posted both ways (data, tails, "
+                  "heads pushed or READ, the connection layer's credit returns), over the "
+                  "measured rounds, per request.", ""]
         for depth in depths:
             L += [f"| design | outstanding | median {'ops/s' if unit == 'ops_s' else 'QPS'} | "
-                  f"p50 µs | p99 µs | {f['rows'][0]['design']} / it |", "|---|---|---|---|---|---|"]
+                  "p50 µs | p99 µs | " + ("WRs per request | " if wrs else "") +
+                  f"{f['rows'][0]['design']} / it |", "|---|---|---|---|---|" +
+                  ("---|" if wrs else "") + "---|"]
             for x in f["rows"]:
                 if x.get("depth", 1) == depth:
+                    w = x.get("wrs_per_op")
                     L.append(f"| {x['design']} | {depth} | {x['median_' + unit]:,.0f} | "
-                             f"{x['p50_us']:.2f} | {x['p99_us']:.2f} | {x['rb2_over']:.2f}x |")
+                             f"{x['p50_us']:.2f} | {x['p99_us']:.2f} | " +
+                             (f"{'' if w is None else f'{w:.2f}'} | " if wrs else "") +
+                             f"{x['rb2_over']:.2f}x |")
             L.append("")
         if key == "fig9":
             L += [f"With {depths[0]} outstanding, against each: " + "; ".join(

@@ -189,9 +189,33 @@ app_serve_stats(struct app_server_stats *a)
 static struct {
 	struct app_server *sv[APP_BENCH_MAX_DESIGNS];
 	struct rb2_conn_ep *srv_ep[APP_BENCH_MAX_DESIGNS];
+	struct app_ep_chans chans[APP_BENCH_MAX_DESIGNS];   /* none for tcp */
+	/* WRs both ways (each half's own: a sender's WRITEs and READs, a
+	 * receiver's head pushes), counted over the measured rounds only. */
+	uint64_t wrs_at_select, signaled_at_select;
+	uint64_t wrs[APP_BENCH_MAX_DESIGNS], signaled[APP_BENCH_MAX_DESIGNS];
+	uint64_t ops[APP_BENCH_MAX_DESIGNS];
 	unsigned int worker;
 	int active;              /* -1: none, -2: stop */
 } B;
+
+/* WRs posted so far on design @p d's four halves, and how many signaled. */
+static void
+bench_wrs(unsigned int d, uint64_t *wrs, uint64_t *signaled)
+{
+	*wrs = *signaled = 0;
+	for (int k = 0; k < 2; k++) {
+		struct rb2_tx_stats ts;
+		struct rb2_rx_stats rs;
+
+		if (B.chans[d].tx[k] == NULL)
+			continue;
+		rb2_tx_stats_get(B.chans[d].tx[k], &ts);
+		rb2_rx_stats_get(B.chans[d].rx[k], &rs);
+		*wrs += ts.wrs + rs.head_pushes + rs.cq_returns;
+		*signaled += ts.signaled_wrs;
+	}
+}
 
 static int
 bench_server(void *arg __rte_unused)
@@ -257,7 +281,8 @@ app_bench_start(const struct app_proto *proto, void *ctx, const char *transport,
 			char name[16];
 
 			snprintf(name, sizeof(name), "bench%u", d);
-			if (app_ep_pair(name, xp, designs[d], &links[d].ep, &B.srv_ep[d]) < 0)
+			if (app_ep_pair(name, xp, designs[d], &links[d].ep, &B.srv_ep[d],
+					&B.chans[d]) < 0)
 				return -1;
 			B.sv[d] = app_server_create(proto, ctx, B.srv_ep[d], 1, -1);
 		}
@@ -272,6 +297,18 @@ void
 app_bench_select(unsigned int d)
 {
 	__atomic_store_n(&B.active, (int)d, __ATOMIC_RELEASE);
+	bench_wrs(d, &B.wrs_at_select, &B.signaled_at_select);
+}
+
+void
+app_bench_measured(unsigned int d, uint64_t ops)
+{
+	uint64_t w, s;
+
+	bench_wrs(d, &w, &s);
+	B.wrs[d] += w - B.wrs_at_select;
+	B.signaled[d] += s - B.signaled_at_select;
+	B.ops[d] += ops;
 }
 
 void
@@ -285,6 +322,7 @@ app_bench_stop(struct app_bench_link *links, unsigned int n)
 		rb2_conn_ep_destroy(links[d].ep);
 		B.sv[d] = NULL;
 		B.srv_ep[d] = NULL;
+		B.chans[d] = (struct app_ep_chans){0};
 		links[d].ep = NULL;
 	}
 }
@@ -301,7 +339,12 @@ app_bench_print(const char *const *designs, unsigned int n, unsigned int rounds,
 		       app_median(p99[d], rounds), unit);
 		for (unsigned int r = 0; r < rounds; r++)
 			printf("%s%.0f", r ? ", " : "", rate[d][r]);
-		printf("]}%s\n", d + 1 < n ? "," : "");
+		printf("]");
+		if (strcmp(designs[d], "tcp") != 0 && B.ops[d] > 0)
+			printf(", \"wrs_per_op\": %.3f, \"signaled_per_op\": %.3f",
+			       (double)B.wrs[d] / (double)B.ops[d],
+			       (double)B.signaled[d] / (double)B.ops[d]);
+		printf("}%s\n", d + 1 < n ? "," : "");
 	}
 	printf("  },\n  \"ratios\": {");
 	for (unsigned int d = 1; d < n; d++) {

@@ -67,16 +67,21 @@ struct app_bench_link {
  */
 int app_bench_start(const struct app_proto *proto, void *ctx, const char *transport,
 		    const char *const *designs, unsigned int n, struct app_bench_link *links);
-/* Serve link @p d (the others idle). */
+/* Serve link @p d (the others idle); its WR count starts here. */
 void app_bench_select(unsigned int d);
+/* Link @p d, selected last, has run a measured round of @p ops operations:
+ * add the WRs posted since its selection to its count (printed per
+ * operation by app_bench_print()). */
+void app_bench_measured(unsigned int d, uint64_t ops);
 /* Stop serving; free the servers and every link's endpoints (the clients
  * on them are closed first, by the caller). */
 void app_bench_stop(struct app_bench_link *links, unsigned int n);
 
 /*
  * Print the rest of a bench's JSON object (the caller printed its opening
- * and parameters): each design's median rate (@p unit), p50 and p99 (µs)
- * and its rate in every round; then the first design's rate over each
+ * and parameters): each design's median rate (@p unit), p50 and p99 (µs),
+ * its rate in every round and (a ring design's) WRs and signaled WRs per
+ * operation over the measured rounds, both ways; then the first design's rate over each
  * other's, the median of per-round ratios (rates here swing between
  * rounds, not within one).
  */

@@ -112,7 +112,7 @@ chan_pair(const char *name, struct rb2_xport *xp, const char *design, struct rb2
 
 int
 app_ep_pair(const char *name, struct rb2_xport *xp, const char *design,
-	    struct rb2_conn_ep **client, struct rb2_conn_ep **server)
+	    struct rb2_conn_ep **client, struct rb2_conn_ep **server, struct app_ep_chans *chans)
 {
 	struct rb2_conn_ep_params p;
 	char n[RB2_CHAN_NAMESIZE];
@@ -125,6 +125,8 @@ app_ep_pair(const char *name, struct rb2_xport *xp, const char *design,
 	snprintf(n, sizeof(n), "%s.s2c", name);
 	if (chan_pair(n, xp, design, &t2, &r2) < 0)
 		return -1;
+	if (chans != NULL)
+		*chans = (struct app_ep_chans){ .tx = { t1, t2 }, .rx = { r1, r2 } };
 	rb2_conn_ep_params_init(&p);
 	snprintf(n, sizeof(n), "%s.cli", name);
 	*client = rb2_conn_ep_create(n, t1, r2, &p);

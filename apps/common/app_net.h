@@ -29,14 +29,22 @@ int app_tcp_listen(const char *addr, uint16_t *port);
  * or -1 (printed why). */
 int app_tcp_connect(const char *addr);
 
+/* The channel halves under an endpoint pair: [0] carries client to
+ * server, [1] server to client. */
+struct app_ep_chans {
+	struct rb2_tx *tx[2];
+	struct rb2_rx *rx[2];
+};
+
 /*
  * Two endpoints connected over two channels made in this process, each
- * channel built as @p design (rb2_chan_params_preset(): rb2, l5, farm,
- * socksdirect) on the geometry of a host-service link.
+ * channel built as @p design (rb2_chan_params_preset()) on the geometry of a
+ * host-service link; the halves in @p chans when not NULL.
  * @return 0, or -1 (printed why).
  */
 int app_ep_pair(const char *name, struct rb2_xport *xp, const char *design,
-		struct rb2_conn_ep **client, struct rb2_conn_ep **server);
+		struct rb2_conn_ep **client, struct rb2_conn_ep **server,
+		struct app_ep_chans *chans);
 
 /*
  * Open @p n connections on @p ep to ports @p port .. @p port + nports - 1

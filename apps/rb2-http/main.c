@@ -472,6 +472,7 @@ run_bench(void *arg)
 				failed = 1;
 				break;
 			}
+			app_bench_measured(d, res.lat.n);
 			qps[d][r] = (double)res.lat.n / ((double)(res.t_end_ns - res.t_start_ns) / 1e9);
 			p50[d][r] = (double)app_hist_quantile(&res.lat, 0.5) / 1e3;
 			p99[d][r] = (double)app_hist_quantile(&res.lat, 0.99) / 1e3;

@@ -643,6 +643,7 @@ run_bench(void *arg)
 			}
 			for (int op = 0; op < YCSB_NOPS; op++)
 				app_hist_merge(&all, &res.lat[op]);
+			app_bench_measured(d, all.n);
 			s = (double)(res.t_end_ns - res.t_start_ns) / 1e9;
 			ops_s[d][r] = (double)all.n / s;
 			p50[d][r] = (double)app_hist_quantile(&all, 0.5) / 1e3;

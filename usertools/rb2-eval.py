@@ -424,12 +424,13 @@ def fig9(r, o, res):
     # ops/s, which only requests kept outstanding reach, and it credits
     # batching, which only they give something to batch), and one request
     # at a time, where no design has anything to batch.
-    for depth in (o.kv_depth, 1):
+    # One at a time, RB²'s latency mode (lean, not in the paper) runs too.
+    for depth, designs in ((o.kv_depth, CASE_DESIGNS + ["tcp"]),
+                           (1, CASE_DESIGNS[:1] + ["lean"] + CASE_DESIGNS[1:] + ["tcp"])):
         out = run_app(r, [kv, *r.eal(False, 1024, 2), "--", "bench", "--workload", "c",
                           "--operations", str(o.kv_ops), "--records", str(records),
                           "--rounds", str(o.case_rounds), "--transport", r.transport,
-                          "--depth", str(depth),
-                          "--designs", ",".join(CASE_DESIGNS + ["tcp"])], "fig9")
+                          "--depth", str(depth), "--designs", ",".join(designs)], "fig9")
         j = bench_json(out)
         rows += [{"design": d, "depth": depth, "median_ops_s": v["median_ops_per_s"],
                   "p50_us": v["median_p50_us"], "p99_us": v["median_p99_us"],
@@ -486,8 +487,9 @@ def fig10(r, o, res):
     http = app_path(r, "rb2-http")
     # "Since the HTTP server is latency-sensitive, we turn off the batching
     # mechanism" (§V-C): RB² as the paper ran it is rb2-unbatched, the
-    # reference of the ratios; rb2 (batching on) is shown beside it.
-    designs = ["rb2-unbatched"] + CASE_DESIGNS + ["tcp"]
+    # reference of the ratios; rb2 (batching on) and RB²'s latency mode
+    # (lean, not in the paper) are shown beside it.
+    designs = ["rb2-unbatched", "rb2", "lean"] + CASE_DESIGNS[1:] + ["tcp"]
     out = run_app(r, [http, *r.eal(False, 1024, 2), "--", "bench", "--requests",
                       str(o.http_requests), "--rounds", str(o.case_rounds), "--transport",
                       r.transport, "--designs", ",".join(designs)], "fig10")
@@ -619,6 +621,14 @@ def report_cases(out, res):
                              (f"{'' if w is None else f'{w:.2f}'} | " if wrs else "") +
                              f"{x['rb2_over']:.2f}x |")
             L.append("")
+        lean = [x for x in f["rows"] if x["design"] == "lean"]
+        if lean:
+            L += [f"lean is RB²'s latency mode (poll message, the head pushed only every half "
+                  f"ring; not in the paper): {f['rows'][0]['design']} / lean = "
+                  f"{lean[0]['rb2_over']:.2f}x" +
+                  "".join(f", lean / {x['design']} = {lean[0]['median_' + unit] / x['median_' + unit]:.2f}x"
+                          for x in f["rows"] if x["design"] in ("l5", "farm", "socksdirect")
+                          and x.get("depth", 1) == lean[0].get("depth", 1)) + ".", ""]
         if key == "fig9":
             L += [f"With {depths[0]} outstanding, against each: " + "; ".join(
                 f"{d} {rows[d]['rb2_over']:.2f}x (paper ≥ {need}x: "

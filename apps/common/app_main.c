@@ -212,7 +212,7 @@ bench_wrs(unsigned int d, uint64_t *wrs, uint64_t *signaled)
 			continue;
 		rb2_tx_stats_get(B.chans[d].tx[k], &ts);
 		rb2_rx_stats_get(B.chans[d].rx[k], &rs);
-		*wrs += ts.wrs + rs.head_pushes + rs.cq_returns;
+		*wrs += ts.wrs + rs.wrs;
 		*signaled += ts.signaled_wrs;
 	}
 }

@@ -409,7 +409,7 @@ post_reads(struct rb2_bulk_rx *b, const struct bulk_seg *src, unsigned int nsrc)
 		}
 	}
 	w[nw - 1].flags = RB2_WR_SIGNALED;
-	ret = rb2_chan_post(&b->rx->h, w, nw, rb2_rx_reap);
+	ret = rb2_rx_post(b->rx, w, nw);
 	if (ret < 0) {
 		rb2_rx_fail(b->rx, ret, "posting %u bulk READs: %s", nw, rte_strerror(-ret));
 		return ret;

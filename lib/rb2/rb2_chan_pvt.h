@@ -179,6 +179,9 @@ void rb2_tx_fail(struct rb2_tx *tx, int err, const char *what);
 int rb2_tx_reap(struct rb2_chan_half *h);
 /* Post a chain on the sender's queue; a failure fails the sender. */
 void rb2_tx_post(struct rb2_tx *tx, const struct rb2_xport_wr *w, unsigned int n);
+/* Post the receiver's own WRs (head WRITEs, notices, sleep words, credit
+ * returns, bulk READs) on its half, and count them. @return 0 or -errno. */
+int rb2_rx_post(struct rb2_rx *rx, const struct rb2_xport_wr *w, unsigned int n);
 
 /* ---- rb2_chan_rx.c ------------------------------------------------------- */
 

@@ -84,6 +84,18 @@ rb2_rx_reap(struct rb2_chan_half *h)
 	return h->err < 0 ? h->err : (int)got;
 }
 
+int
+rb2_rx_post(struct rb2_rx *rx, const struct rb2_xport_wr *w, unsigned int n)
+{
+	/* A full queue is reaped: the driver's forced-signal completions free
+	 * it, and receives of WRITE_WITH_IMM are counted on the way. */
+	int ret = rb2_chan_post(&rx->h, w, n, rb2_rx_reap);
+
+	if (ret >= 0)
+		RB2_STAT_ADD(&rx->stats, wrs, n);
+	return ret;
+}
+
 void
 __rb2_rx_push(struct rb2_rx *rx)
 {
@@ -117,7 +129,7 @@ rb2_rx_notify(struct rb2_rx *rx, uint64_t flags)
 	rx->head_shadow[RB2_SHADOW_NOTICES] = rx->notices;
 	rb2_chan_word_wr(&w, &rx->h, &rx->head_shadow[RB2_SHADOW_NOTICES], RB2_REGION_NOTICE_OFF,
 			 0, 0);
-	ret = rb2_chan_post(&rx->h, &w, 1, rb2_rx_reap);
+	ret = rb2_rx_post(rx, &w, 1);
 	if (ret < 0)
 		rb2_rx_fail(rx, ret, "posting a notice: %s", rte_strerror(-ret));
 	return ret;
@@ -139,7 +151,7 @@ publish_sleep(struct rb2_rx *rx, uint64_t v, int landed)
 	rx->head_shadow[RB2_SHADOW_SLEEP] = v;
 	rb2_chan_word_wr(&w, &rx->h, &rx->head_shadow[RB2_SHADOW_SLEEP], RB2_REGION_SLEEP_OFF,
 			 WRID_SLEEP, landed ? RB2_WR_SIGNALED : 0);
-	ret = rb2_chan_post(&rx->h, &w, 1, rb2_rx_reap);
+	ret = rb2_rx_post(rx, &w, 1);
 	if (ret < 0) {
 		rb2_rx_fail(rx, ret, "posting the sleep word: %s", rte_strerror(-ret));
 		return ret;

@@ -230,7 +230,7 @@ return_credits(struct rb2_rx *rx)
 	rx->head_shadow[RB2_SHADOW_CREDITS] = rx->cq_consumed;
 	rb2_chan_word_wr(&w, &rx->h, &rx->head_shadow[RB2_SHADOW_CREDITS], RB2_REGION_CREDIT_OFF,
 			 0, 0);
-	ret = rb2_chan_post(&rx->h, &w, 1, rb2_rx_reap);
+	ret = rb2_rx_post(rx, &w, 1);
 	if (unlikely(ret < 0))
 		rb2_rx_fail(rx, ret, "posting the credit WRITE: %s", rte_strerror(-ret));
 }

@@ -24,9 +24,7 @@ push_publish(struct rb2_rx *rx)
 	}
 	*rx->head_shadow = rx->head;
 	rb2_chan_word_wr(&w, &rx->h, rx->head_shadow, RB2_REGION_PTR_OFF, WRID_HEAD, 0);
-	/* A full queue is reaped: the driver's forced-signal completions free
-	 * it, and receives of WRITE_WITH_IMM are counted on the way. */
-	return rb2_chan_post(&rx->h, &w, 1, rb2_rx_reap);
+	return rb2_rx_post(rx, &w, 1);
 }
 
 const struct rb2_head_ops rb2_head_push_ops = {

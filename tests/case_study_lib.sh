@@ -39,9 +39,10 @@ have_hugepages() {
 	free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
 	[ "${free:-0}" -ge 128 ] && mountpoint -q /dev/hugepages
 }
+# start_raasd [OPTION...]: the options after the service's "--".
 start_raasd() {
 	( trap - EXIT; exec "$raasd" -l 0 --no-pci -m 256 --file-prefix "$pfx" --proc-type=primary \
-		--base-virtaddr="$base_va" --log-level=lib.eal:error -- >"$tmp/raasd" 2>&1 ) &
+		--base-virtaddr="$base_va" --log-level=lib.eal:error -- "$@" >"$tmp/raasd" 2>&1 ) &
 	pids+=("$!")
 	wait_for "$tmp/raasd" ready || { echo "rb2-raasd did not start:"; cat "$tmp/raasd"; exit 1; }
 }

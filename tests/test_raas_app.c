@@ -6,14 +6,17 @@
  * An application of rb2-raasd, for tests/test_raasd.sh: an EAL secondary of
  * the service that joins it and talks to another application through it.
  *
- *   test_raas_app [EAL] -- server NAME PORT CONNS PER
+ *   test_raas_app [EAL] -- server NAME PORT CONNS PER [STALL]
  *        accept CONNS connections, check PER messages on each (once, in
- *        order, intact), answer each end of stream and close
- *   test_raas_app [EAL] -- client NAME PORT CONNS PER [hang]
+ *        order, intact), answer each end of stream and close; print when
+ *        every message was in ("delivered after S s"); with STALL, stop
+ *        polling for STALL seconds once all are accepted
+ *   test_raas_app [EAL] -- client NAME PORT CONNS PER [hang|PORT2]
  *        open CONNS connections (to host RB2_TEST_HOST through the service;
  *        default 0, this one), send PER messages on each at random, then
  *        half-close and wait for the answers and closes; with "hang", stop
- *        after sending (print "sent") and wait to be killed
+ *        after sending (print "sent") and wait to be killed; with PORT2,
+ *        CONNS more connections to PORT2, sent to in the same loop
  *   test_raas_app [EAL] -- orphan NAME PORT CONNS
  *        accept CONNS connections and read until every one is reset because
  *        the application at the other end is gone
@@ -34,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -42,17 +46,41 @@
 
 #include "rb2_conn_traffic.h"
 
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static int
-server(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, uint32_t per)
+server(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, uint32_t per, unsigned int stall)
 {
 	static struct traffic_rx r;
 	time_t t0 = time(NULL);
-	int ok;
+	double start = now_s();
+	uint32_t full = 0;
+	int ok, told = 0;
 
 	struct rb2_conn_ep_stats st;
 
-	while (r.eof < conns && r.ep_err == 0 && time(NULL) - t0 < 60)
+	while (r.eof < conns && r.ep_err == 0 && time(NULL) - t0 < 60) {
 		traffic_serve(ep, port, &r, traffic_answer, NULL);
+		if (stall > 0 && r.accepted == conns) {
+			/* A destination that stops polling altogether. */
+			printf("server: stalling %u s\n", stall);
+			fflush(stdout);
+			sleep(stall);
+			stall = 0;
+		}
+		if (!told && r.delivered == (uint64_t)conns * per) {
+			printf("server: delivered after %.2f s\n", now_s() - start);
+			fflush(stdout);
+			told = 1;
+		}
+	}
 	/* Until the client has closed every one too: our last answers and
 	 * FINs may be in flight until then. */
 	do {
@@ -60,15 +88,19 @@ server(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, uint32_t per)
 		rb2_conn_ep_stats_get(ep, &st);
 	} while (st.conns_open > 0 && r.ep_err == 0 && time(NULL) - t0 < 60);
 	ok = r.delivered == (uint64_t)conns * per && r.bad == 0 && r.eof == conns;
-	for (uint32_t i = 0; i < conns; i++)
-		ok &= r.next[i] == per;
+	/* Each connection numbers its messages with its index at the client
+	 * (0.. or, for a client's second port, CONNS..): PER on CONNS of them. */
+	for (uint32_t i = 0; i < TRAFFIC_MAX_CONNS; i++)
+		full += r.next[i] == per;
+	ok &= full == conns;
 	printf("server: %" PRIu64 " messages on %u connections, %" PRIu64 " bad, %u ends "
 	       "of stream%s\n", r.delivered, r.accepted, r.bad, r.eof, ok ? "" : " FAILED");
 	return ok ? 0 : 1;
 }
 
 static int
-client(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, uint32_t per, int hang)
+client(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, uint32_t per, int hang,
+       uint16_t port2)
 {
 	static struct traffic_tx t;
 	struct rb2_conn_ep_stats st;
@@ -78,10 +110,12 @@ client(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, uint32_t per, int 
 
 	uint32_t host = getenv("RB2_TEST_HOST") ? (uint32_t)atoi(getenv("RB2_TEST_HOST")) : 0;
 
-	t.conns = conns;
+	if (port2 != 0 && 2 * conns > TRAFFIC_MAX_CONNS)
+		return 2;
+	t.conns = port2 != 0 ? 2 * conns : conns;
 	t.rng = 11;
-	for (uint32_t i = 0; i < conns; i++)
-		t.cd[i] = rb2_conn_connect_host(ep, host, port);
+	for (uint32_t i = 0; i < t.conns; i++)
+		t.cd[i] = rb2_conn_connect_host(ep, host, i < conns ? port : port2);
 	ret = traffic_send(ep, &t, per, 60, &why);
 	if (ret < 0) {
 		printf("client: send: %s (%s)\n", strerror(-ret), why);
@@ -93,11 +127,11 @@ client(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, uint32_t per, int 
 		for (;;)
 			rb2_conn_ep_poll(ep);
 	}
-	traffic_finish(ep, &t, conns, 60, &answered, &closed);
+	traffic_finish(ep, &t, t.conns, 60, &answered, &closed);
 	rb2_conn_ep_stats_get(ep, &st);
 	printf("client: %u connections answered and closed, %u closed here, %" PRIu64
 	       " left open\n", answered, closed, st.conns_open);
-	return answered == conns && closed == conns && st.conns_open == 0 ? 0 : 1;
+	return answered == t.conns && closed == t.conns && st.conns_open == 0 ? 0 : 1;
 }
 
 /* Accept @p conns, then read until each is reset for its peer's death. */
@@ -203,9 +237,11 @@ main(int argc, char **argv)
 		return 1;
 	}
 	if (strcmp(argv[1], "server") == 0)
-		ret = rb2_conn_listen(ep, port, conns) ?: server(ep, port, conns, per);
+		ret = rb2_conn_listen(ep, port, conns) ?:
+			server(ep, port, conns, per, argc > 6 ? (unsigned int)atoi(argv[6]) : 0);
 	else if (strcmp(argv[1], "client") == 0)
-		ret = client(ep, port, conns, per, argc > 6 && strcmp(argv[6], "hang") == 0);
+		ret = client(ep, port, conns, per, argc > 6 && strcmp(argv[6], "hang") == 0,
+			     argc > 6 ? (uint16_t)atoi(argv[6]) : 0);
 	else if (strcmp(argv[1], "orphan") == 0)
 		ret = rb2_conn_listen(ep, port, conns) ?: orphan(ep, port, conns);
 	else if (strcmp(argv[1], "refused") == 0)

@@ -8,6 +8,9 @@
 #     both ways, and every connection closed;
 #   - connects to a port nobody listens on, and to a host the service has
 #     no link to: refused, with the reason;
+#   - an application that stops polling for a while: the same client's
+#     connections to another application go on meanwhile (the service
+#     queues what the stalled one has no room for), and nothing is lost;
 #   - an application killed with its connections open: each one is reset at
 #     the other end, with the reason, within a bound;
 #   - the service killed: every connection of every application fails.
@@ -66,6 +69,24 @@ if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && grep -q "nothing listens" "$tmp/refused-a" 
 	ok "connects to no listener and to an unknown host refused, with the reason"
 else
 	fail "refusals through rb2-raasd ($r1, $r2)"
+fi
+
+# 1c. A destination that stops polling altogether holds up only its own
+# connections: what its ring has no room for waits in the service's queue
+# for it, and the same client's connections to another application go on.
+stall=6
+app stall-s server 11 8 400 $stall & s1=$!; pids+=("$s1")
+app other-s server 12 8 400 & s2=$!; pids+=("$s2")
+sleep 0.3
+(app split-c client 11 8 400 12); crc=$?
+wait "$s1"; r1=$?; wait "$s2"; r2=$?
+cat "$tmp/stall-s" "$tmp/other-s" "$tmp/split-c"
+t=$(sed -n 's/^server: delivered after \([0-9.]*\) s/\1/p' "$tmp/other-s")
+if [ $crc -eq 0 ] && [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && [ -n "$t" ] &&
+	python3 -c "import sys; sys.exit(0 if $t < $stall - 1 else 1)"; then
+	ok "an application that stops polling for $stall s: the same client's other connections all delivered after $t s, and its own after the stall, nothing lost"
+else
+	fail "a stalled destination (client $crc, stalled server $r1, other server $r2, other delivered after ${t:-never} s)"
 fi
 
 # 2. An application killed with its connections open.

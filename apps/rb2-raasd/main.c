@@ -12,11 +12,14 @@
  * listening there (or the peer service of that host, which does), gives the
  * connection a relay id on each side (the vQPN each end puts in its frames),
  * and from then on moves frames between the two links, rewriting only the
- * id in the header. Credits are end to end, so the service holds no data of
- * its own.
+ * id in the header. Credits are end to end. A frame for a destination whose
+ * ring is full waits in that destination's queue (bounded; beyond it, its
+ * source waits), so that one application that stops polling holds up only
+ * the connections to it.
  *
  *   rb2-raasd [EAL args] -- [--host-id N] [--listen IP:PORT]
  *             [--peer [ID@]IP:PORT]... [--transport SPEC] [--max-relays N]
+ *             [--queue-kb N]
  *
  * A link that fails (an application died, a peer service or its host) has
  * every connection through it reset at the other end, with the reason.
@@ -48,6 +51,23 @@
 #define MAX_LINKS 256
 #define MAX_LISTENS 64
 
+/*
+ * Frames waiting for room in one destination's ring, in order: so that a
+ * destination that stops polling holds up only its own connections, not
+ * the sources that also talk to others. Records [u32 len][frame] padded to
+ * 8 bytes; one that does not fit before the end starts again at 0 behind a
+ * QREC_WRAP. Allocated when first needed, bounded by --queue-kb: beyond
+ * it the source is held, as without a queue.
+ */
+struct frame_queue {
+	uint8_t *buf;
+	uint32_t cap, head, tail;       /* byte offsets; head == tail: empty */
+	uint32_t bytes;                 /* queued, records with their headers */
+	uint64_t frames;                /* queued now (atomic, for telemetry) */
+	uint64_t queued, peak_bytes;    /* frames ever queued; the most bytes at once */
+};
+#define QREC_WRAP UINT32_MAX
+
 struct link {
 	char name[96];
 	uint32_t pid;
@@ -56,6 +76,7 @@ struct link {
 	uint16_t listens[MAX_LISTENS];
 	unsigned int nlistens;
 	uint64_t conns;                 /* connections through it now (atomic) */
+	struct frame_queue q;           /* frames for it that its ring had no room for */
 };
 
 /* A connection through the service: side 0 connected, side 1 accepted.
@@ -75,6 +96,9 @@ static struct {
 	uint32_t max_relays;
 	uint32_t *free_idx, nfree;
 	uint64_t relayed, unknown, refused, resets, undeliverable;
+	uint64_t held;                  /* times a source waited: a queue was full */
+	uint64_t queued_all;            /* frames queued, links gone included */
+	uint32_t queue_cap;             /* bytes per destination's queue (--queue-kb) */
 	uint32_t host_id;               /* this host's, in connects (0 is "here" too) */
 	volatile sig_atomic_t stop;
 	pthread_mutex_t lock;           /* the link array, against telemetry */
@@ -116,7 +140,117 @@ relay_free(struct relay *r)
 	S.free_idx[S.nfree++] = (uint32_t)(r - S.relays);
 }
 
-/* Put a header-only control frame on @p l's ring. */
+static inline uint32_t
+qrec_size(uint32_t len)
+{
+	return (uint32_t)RTE_ALIGN_CEIL(sizeof(uint32_t) + len, 8);
+}
+
+/* Keep a copy of @p f behind what @p l's queue holds. @return 0, or
+ * -EAGAIN (the queue is full, or cannot be had: the source waits). */
+static int
+queue_put(struct link *l, const void *f, uint32_t len)
+{
+	struct frame_queue *q = &l->q;
+	uint32_t need = qrec_size(len), at = q->tail;
+
+	if (q->buf == NULL) {
+		if (S.queue_cap == 0)
+			goto full;              /* --queue-kb 0: no queues */
+		q->buf = rte_malloc("rb2_raasd_queue", S.queue_cap, 8);
+		q->cap = q->buf != NULL ? S.queue_cap : 0;
+		q->head = q->tail = q->bytes = 0;
+	}
+	/* One more record, and the skipped end if it has to wrap; the
+	 * tail never catches up with the head. */
+	if (at + need > q->cap) {
+		if (q->bytes + (q->cap - at) + need >= q->cap)
+			goto full;
+		if (q->cap - at >= sizeof(uint32_t))
+			*(uint32_t *)(q->buf + at) = QREC_WRAP;
+		q->bytes += q->cap - at;
+		at = 0;
+	}
+	if (q->bytes + need >= q->cap)
+		goto full;
+	*(uint32_t *)(q->buf + at) = len;
+	memcpy(q->buf + at + sizeof(uint32_t), f, len);
+	q->tail = at + need;
+	q->bytes += need;
+	q->queued++;
+	S.queued_all++;
+	__atomic_store_n(&q->frames, q->frames + 1, __ATOMIC_RELAXED);
+	if (q->bytes > q->peak_bytes)
+		q->peak_bytes = q->bytes;
+	return 0;
+full:
+	__atomic_fetch_add(&S.held, 1, __ATOMIC_RELAXED);
+	return -EAGAIN;
+}
+
+/*
+ * Everything to link @p l goes through here: onto its ring when nothing is
+ * waiting for it, else (or when its ring is full) behind what waits.
+ * @return 0, -EAGAIN (not taken: the caller's source waits and offers it
+ * again), or the link's error.
+ */
+static int
+link_put(struct link *l, const void *f, uint32_t len)
+{
+	int ret;
+
+	if (l->q.bytes == 0) {
+		ret = rb2_conn_ep_forward(l->ep, f, len);
+		if (ret != -EAGAIN)
+			return ret;
+	}
+	return queue_put(l, f, len);
+}
+
+/* Move what waits for @p l onto its ring, as far as there is room. A link
+ * that failed drops it, counted (the next pass resets its connections). */
+static void
+link_drain(struct link *l)
+{
+	struct frame_queue *q = &l->q;
+
+	while (q->bytes > 0) {
+		uint32_t len = q->cap - q->head >= sizeof(uint32_t) ?
+			*(uint32_t *)(q->buf + q->head) : QREC_WRAP;
+		int ret;
+
+		if (len == QREC_WRAP) {
+			q->bytes -= q->cap - q->head;
+			q->head = 0;
+			continue;
+		}
+		ret = rb2_conn_ep_forward(l->ep, q->buf + q->head + sizeof(uint32_t), len);
+		if (ret == -EAGAIN)
+			return;
+		if (ret < 0)
+			__atomic_fetch_add(&S.undeliverable, 1, __ATOMIC_RELAXED);
+		q->head += qrec_size(len);
+		q->bytes -= qrec_size(len);
+		__atomic_store_n(&q->frames, q->frames - 1, __ATOMIC_RELAXED);
+	}
+	q->head = q->tail = 0;
+}
+
+/* A link taken away: what still waited for it is counted undeliverable
+ * (its connections were reset at their other ends). */
+static void
+link_free(struct link *l)
+{
+	if (l->q.frames > 0) {
+		__atomic_fetch_add(&S.undeliverable, l->q.frames, __ATOMIC_RELAXED);
+		fprintf(stderr, "rb2-raasd: %" PRIu64 " frame(s) queued for %s not delivered: it "
+			"is gone\n", l->q.frames, l->name);
+	}
+	rte_free(l->q.buf);
+	free(l);
+}
+
+/* Put a header-only control frame towards @p l. */
 static int
 send_ctrl(struct link *l, uint32_t cid, uint8_t type, uint16_t aux)
 {
@@ -124,7 +258,7 @@ send_ctrl(struct link *l, uint32_t cid, uint8_t type, uint16_t aux)
 	uint64_t h = (uint64_t)cid | (uint64_t)type << 32 | (uint64_t)aux << 48;
 
 	memcpy(f, &h, sizeof(h));
-	return rb2_conn_ep_forward(l->ep, f, sizeof(f));
+	return link_put(l, f, sizeof(f));
 }
 
 static struct link *
@@ -183,7 +317,7 @@ syn_in(struct link *from, uint8_t *f, uint32_t len, uint16_t port)
 	fwd.src_cd = relay_id(idx, 1);
 	fwd.host = 0;
 	memcpy(f + RB2_CONN_HDR_LEN, &fwd, sizeof(fwd));
-	ret = rb2_conn_ep_forward(to->ep, f, len);
+	ret = link_put(to, f, len);
 	memcpy(f + RB2_CONN_HDR_LEN, &h, sizeof(h));   /* as it was, for a retry */
 	if (ret == -EAGAIN)
 		return ret;
@@ -230,7 +364,7 @@ credit_in(struct link *from, uint8_t *f, uint32_t len, uint16_t n)
 		cr.cid = r->cd[!side];
 		memcpy(out, &hdr, sizeof(hdr));
 		memcpy(out + RB2_CONN_HDR_LEN, &cr, sizeof(cr));
-		ret = rb2_conn_ep_forward(r->l[!side]->ep, out, sizeof(out));
+		ret = link_put(r->l[!side], out, sizeof(out));
 		if (ret < 0)
 			return ret;
 	}
@@ -301,7 +435,7 @@ relay_frame(void *arg, struct rb2_conn_ep *ep __rte_unused, uint8_t *f, uint32_t
 	/* The frame as it is, to the other side's descriptor. */
 	orig = cid;
 	memcpy(f, &r->cd[!side], 4);
-	ret = rb2_conn_ep_forward(r->l[!side]->ep, f, len);
+	ret = link_put(r->l[!side], f, len);
 	memcpy(f, &orig, 4);
 	if (ret == -EAGAIN) {
 		if (type == RB2_CONN_FR_SYNACK)
@@ -421,6 +555,8 @@ tel_info(const char *cmd __rte_unused, const char *params __rte_unused,
 	rte_tel_data_add_dict_u64(d, "refused", TEL_LOAD(S.refused));
 	rte_tel_data_add_dict_u64(d, "resets", TEL_LOAD(S.resets));
 	rte_tel_data_add_dict_u64(d, "undeliverable", TEL_LOAD(S.undeliverable));
+	rte_tel_data_add_dict_u64(d, "queue_kb", S.queue_cap / 1024);
+	rte_tel_data_add_dict_u64(d, "sources_held", TEL_LOAD(S.held));
 	/* One channel pair per link (application or peer service), whatever
 	 * the number of connections through it. */
 	rte_tel_data_add_dict_u64(d, "host_id", S.host_id);
@@ -540,6 +676,8 @@ tel_links(const char *cmd __rte_unused, const char *params __rte_unused,
 		rte_tel_data_add_dict_u64(c, "pid", l->pid);
 		rte_tel_data_add_dict_u64(c, "host_id", l->host);
 		rte_tel_data_add_dict_u64(c, "connections", TEL_LOAD(l->conns));
+		/* Frames for it waiting for room in its ring. */
+		rte_tel_data_add_dict_u64(c, "queued_frames", TEL_LOAD(l->q.frames));
 		/* One channel pair: over verbs, one QP each way. */
 		rte_tel_data_add_dict_u64(c, "channel_pairs", 1);
 		rte_tel_data_add_dict_container(d, key, c, 0);
@@ -566,6 +704,10 @@ usage(FILE *f, const char *prog)
 "  --peer [ID@]IP:PORT  a peer service (its --listen; ID: its --host-id, by\n"
 "                       default its address); repeat for more\n"
 "  --transport SPEC     the transport to peers (default verbs; RB2_VERBS_ARGS)\n"
+"  --queue-kb N         frames for a destination whose ring is full wait in a\n"
+"                       queue of N KiB of its own, so that their source goes on\n"
+"                       with its other connections (default 4096; 0: none, the\n"
+"                       source waits)\n"
 "  --help\n", prog);
 }
 
@@ -578,6 +720,7 @@ main(int argc, char **argv)
 		{"listen", required_argument, NULL, 'L'},
 		{"peer", required_argument, NULL, 'P'},
 		{"transport", required_argument, NULL, 'T'},
+		{"queue-kb", required_argument, NULL, 'Q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -596,6 +739,7 @@ main(int argc, char **argv)
 	argc -= ret;
 	argv += ret;
 	S.max_relays = 16384;
+	S.queue_cap = 4096 * 1024;
 	pthread_mutex_init(&S.lock, NULL);
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (opt) {
@@ -618,6 +762,17 @@ main(int argc, char **argv)
 		case 'T':
 			spec = optarg;
 			break;
+		case 'Q': {
+			unsigned long kb = strtoul(optarg, NULL, 0);
+
+			if (kb != 0 && (kb < 256 || kb > 1024 * 1024)) {
+				fprintf(stderr, "rb2-raasd: --queue-kb %s: 0 (none) or 256..1048576 "
+					"(a queue holds at least two of the largest frames)\n", optarg);
+				return 2;
+			}
+			S.queue_cap = (uint32_t)kb * 1024;
+			break;
+		}
 		case 'h':
 			usage(stdout, argv[0]);
 			return 0;
@@ -690,6 +845,9 @@ main(int argc, char **argv)
 		 * frames (relayed as they come), then flush. */
 		while (rte_ring_dequeue(ring, &req) == 0)
 			join(xp, (struct rb2_conn_service_join *)req);
+		/* What waits for a destination goes before anything new. */
+		for (unsigned int i = 0; i < S.nlinks; i++)
+			link_drain(S.links[i]);
 		for (unsigned int i = 0; i < S.nlinks; i++) {
 			struct link *l = S.links[i];
 
@@ -699,17 +857,18 @@ main(int argc, char **argv)
 			pthread_mutex_lock(&S.lock);
 			S.links[i--] = S.links[--S.nlinks];
 			pthread_mutex_unlock(&S.lock);
-			free(l);
+			link_free(l);
 		}
 		/* What was relayed onto links polled before it, out now. */
 		for (unsigned int i = 0; i < S.nlinks; i++)
 			rb2_conn_flush(S.links[i]->ep);
 	}
-	printf("rb2-raasd: stopping: %u link(s) (applications and peers), %" PRIu64 " frames relayed\n",
-	       S.nlinks, S.relayed);
+	printf("rb2-raasd: stopping: %u link(s) (applications and peers), %" PRIu64 " frames relayed"
+	       ", %" PRIu64 " of them queued for a full destination, a source held %" PRIu64
+	       " time(s)\n", S.nlinks, S.relayed, S.queued_all, S.held);
 	for (unsigned int i = 0; i < S.nlinks; i++) {
 		rb2_conn_ep_destroy(S.links[i]->ep);
-		free(S.links[i]);
+		link_free(S.links[i]);
 	}
 	rte_ring_free(ring);
 	rb2_xport_close(xp);

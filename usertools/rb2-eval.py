@@ -547,7 +547,13 @@ def report_cases(out, res):
     L = ["<!-- SPDX-License-Identifier: BSD-3-Clause -->",
          f"# RB² case studies (Fig. 8, 9, 10) on {tr}", "",
          "Each design's rounds are interleaved in one run; figures are medians of rounds, "
-         "ratios medians of per-round ratios. Each figure names the command that made it.", ""]
+         "ratios medians of per-round ratios. Each figure names the command that made it.", "",
+         "The applications talk through rb2 channels, so l5 here is the channel set up as L5 "
+         "(write-twice without batching, the head READ when short of room), not L5's own "
+         "ring that Fig. 5 and 6 run: for a message of any length it posts three WRs (the "
+         "slots, the length, the tail) where L5's ring posts two (payload and validity word, "
+         "then the length). Where WRs cost (verbs), that flatters RB² against L5 by up to "
+         "that third WR per message.", ""]
     if "fig8" in res:
         f = res["fig8"]
         rows = {x["design"]: x for x in f["rows"]}

@@ -17,15 +17,19 @@ one run so that ratios hold on a noisy machine:
   table2  ablations at 512 B and 1 MB, as change from the full design
   fig8    the measurement NF (rb2-nf) replaying 30 M packets with its link as
           each design: the time for each
-  fig9    YCSB-C on rb2-kv over each design, and over kernel TCP; stock
+  fig9    YCSB-C on rb2-kv over each design, and over kernel TCP, with 16
+          requests outstanding (the paper's regime) and with one; stock
           memcached under memcslap as a reference point
-  fig10   HTTP GETs of 1 KB files on rb2-http over each design, and over TCP
-          driven by wrk; nginx under wrk as a reference point
+  fig10   HTTP GETs of 1 KB files on rb2-http over each design (RB² with its
+          batching off, as the paper ran it), and over TCP driven by wrk;
+          nginx under wrk as a reference point
 
 Writes results.json, one CSV per experiment, PNG plots (gnuplot) and
 report.md (each figure next to the paper's claim; the case studies, fig8-10,
 in cases.md) into --out
-(default: doc/eval/TRANSPORT). --quick runs small sizes and short rounds
+(default: doc/eval/TRANSPORT; the case studies alone: TRANSPORT-cases). A
+run into a directory that holds an earlier run's results.json replaces only
+the figures it ran. --quick runs small sizes and short rounds
 (< 2 min, for CI). The transport is shm (load/store) by default; with
 --transport verbs,dev=rxe0 both halves of each channel are QPs of one
 process on one device, and --perftest HOST puts ib_write_bw next to Fig. 5.
@@ -423,8 +427,8 @@ def fig9(r, o, res):
     # Two regimes: the paper's (3 M requests in about 1 s over RB² is 3 M
     # ops/s, which only requests kept outstanding reach, and it credits
     # batching, which only they give something to batch), and one request
-    # at a time, where no design has anything to batch.
-    # One at a time, RB²'s latency mode (lean, not in the paper) runs too.
+    # at a time, where no design has anything to batch; there RB²'s latency
+    # mode (lean, not in the paper) runs too.
     for depth, designs in ((o.kv_depth, CASE_DESIGNS + ["tcp"]),
                            (1, CASE_DESIGNS[:1] + ["lean"] + CASE_DESIGNS[1:] + ["tcp"])):
         out = run_app(r, [kv, *r.eal(False, 1024, 2), "--", "bench", "--workload", "c",
@@ -634,7 +638,8 @@ def report_cases(out, res):
                   f"{lean[0]['rb2_over']:.2f}x" +
                   "".join(f", lean / {x['design']} = {lean[0]['median_' + unit] / x['median_' + unit]:.2f}x"
                           for x in f["rows"] if x["design"] in ("l5", "farm", "socksdirect")
-                          and x.get("depth", 1) == lean[0].get("depth", 1)) + ".", ""]
+                          and x.get("depth", 1) == lean[0].get("depth", 1)) +
+                  " (these three: ratios of medians).", ""]
         if key == "fig9":
             L += [f"With {depths[0]} outstanding, against each: " + "; ".join(
                 f"{d} {rows[d]['rb2_over']:.2f}x (paper ≥ {need}x: "

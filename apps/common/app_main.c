@@ -191,7 +191,7 @@ static struct {
 	struct rb2_conn_ep *srv_ep[APP_BENCH_MAX_DESIGNS];
 	struct app_ep_chans chans[APP_BENCH_MAX_DESIGNS];   /* none for tcp */
 	/* WRs both ways (each half's own: a sender's WRITEs and READs, a
-	 * receiver's head pushes), counted over the measured rounds only. */
+	 * receiver's head WRITEs and credit returns), over measured rounds. */
 	uint64_t wrs_at_select, signaled_at_select;
 	uint64_t wrs[APP_BENCH_MAX_DESIGNS], signaled[APP_BENCH_MAX_DESIGNS];
 	uint64_t ops[APP_BENCH_MAX_DESIGNS];

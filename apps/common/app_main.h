@@ -81,9 +81,9 @@ void app_bench_stop(struct app_bench_link *links, unsigned int n);
  * Print the rest of a bench's JSON object (the caller printed its opening
  * and parameters): each design's median rate (@p unit), p50 and p99 (µs),
  * its rate in every round and (a ring design's) WRs and signaled WRs per
- * operation over the measured rounds, both ways; then the first design's rate over each
- * other's, the median of per-round ratios (rates here swing between
- * rounds, not within one).
+ * operation over the measured rounds, both ways; then the first design's
+ * rate over each other's, the median of per-round ratios (rates here swing
+ * between rounds, not within one).
  */
 void app_bench_print(const char *const *designs, unsigned int n, unsigned int rounds,
 		     const char *unit, double rate[][64], double p50[][64], double p99[][64]);

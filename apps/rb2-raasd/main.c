@@ -64,7 +64,8 @@ struct frame_queue {
 	uint32_t cap, head, tail;       /* byte offsets; head == tail: empty */
 	uint32_t bytes;                 /* queued, records with their headers */
 	uint64_t frames;                /* queued now (atomic, for telemetry) */
-	uint64_t queued, peak_bytes;    /* frames ever queued; the most bytes at once */
+	uint64_t peak_bytes;            /* the most at once (atomic, for telemetry) */
+	int no_memory;                  /* its allocation failed (said once) */
 };
 #define QREC_WRAP UINT32_MAX
 
@@ -155,10 +156,17 @@ queue_put(struct link *l, const void *f, uint32_t len)
 	uint32_t need = qrec_size(len), at = q->tail;
 
 	if (q->buf == NULL) {
-		if (S.queue_cap == 0)
+		if (S.queue_cap == 0 || q->no_memory)
 			goto full;              /* --queue-kb 0: no queues */
 		q->buf = rte_malloc("rb2_raasd_queue", S.queue_cap, 8);
-		q->cap = q->buf != NULL ? S.queue_cap : 0;
+		if (q->buf == NULL) {
+			q->no_memory = 1;
+			fprintf(stderr, "rb2-raasd: no memory for a %u KiB queue for %s: its sources "
+				"wait for its ring instead (give the service more memory, -m, or a "
+				"smaller --queue-kb)\n", S.queue_cap / 1024, l->name);
+			goto full;
+		}
+		q->cap = S.queue_cap;
 		q->head = q->tail = q->bytes = 0;
 	}
 	/* One more record, and the skipped end if it has to wrap; the
@@ -177,11 +185,10 @@ queue_put(struct link *l, const void *f, uint32_t len)
 	memcpy(q->buf + at + sizeof(uint32_t), f, len);
 	q->tail = at + need;
 	q->bytes += need;
-	q->queued++;
 	S.queued_all++;
 	__atomic_store_n(&q->frames, q->frames + 1, __ATOMIC_RELAXED);
 	if (q->bytes > q->peak_bytes)
-		q->peak_bytes = q->bytes;
+		__atomic_store_n(&q->peak_bytes, q->bytes, __ATOMIC_RELAXED);
 	return 0;
 full:
 	__atomic_fetch_add(&S.held, 1, __ATOMIC_RELAXED);
@@ -676,8 +683,10 @@ tel_links(const char *cmd __rte_unused, const char *params __rte_unused,
 		rte_tel_data_add_dict_u64(c, "pid", l->pid);
 		rte_tel_data_add_dict_u64(c, "host_id", l->host);
 		rte_tel_data_add_dict_u64(c, "connections", TEL_LOAD(l->conns));
-		/* Frames for it waiting for room in its ring. */
+		/* Frames for it waiting for room in its ring; the most bytes
+		 * that ever waited (what --queue-kb needs to be). */
 		rte_tel_data_add_dict_u64(c, "queued_frames", TEL_LOAD(l->q.frames));
+		rte_tel_data_add_dict_u64(c, "queue_peak_bytes", TEL_LOAD(l->q.peak_bytes));
 		/* One channel pair: over verbs, one QP each way. */
 		rte_tel_data_add_dict_u64(c, "channel_pairs", 1);
 		rte_tel_data_add_dict_container(d, key, c, 0);

@@ -464,7 +464,6 @@ def fig9(r, o, res):
                 srv.terminate()
                 srv.wait()
     res["fig9"] = {"rows": rows, "operations": o.kv_ops, "records": records,
-                   "depth": o.kv_depth,
                    "scaled_from": 3000000,
                    "rounds": o.case_rounds, "reference": ref,
                    "note": "memcslap: one thread, one connection, blocking gets of "

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include <rte_log.h>
+#include <rte_memzone.h>
 
 #include "rb2_test.h"
 
@@ -1119,3 +1120,80 @@ Test(rb2_chan, an_admission_window_needs_room_for_a_transmission)
 	cr_assert_eq(rb2_tx_admission_hook(tx, nic_busy, NULL), -EINVAL, "no window, no hook");
 }
 
+
+/*
+ * A ring outlives its owner's destroy while its peer may still store into
+ * it. On shm nothing revokes the peer's access as RDMA revokes an rkey: a
+ * sender that has not noticed its receiver go would store into memory the
+ * group hands out next (another channel's ring; raasd saw frames twice that
+ * way). So the ring stays reserved until the sender lets go too, and the
+ * sender's late stores land there, not in anything allocated since.
+ */
+static void
+ring_outlives_owner(const char *spec)
+{
+	struct rb2_chan_params p;
+	struct rb2_xport_mr fresh;
+	const uint8_t *b;
+	size_t zeros = 0;
+
+	rb2_chan_params_init(&p);
+	p.alpha = p.beta = 1;
+	open_pair(spec, &p);
+	write_msg(0);
+	read_msg(0);
+	rb2_rx_destroy(rx);
+	rx = NULL;
+	cr_expect_not_null(rte_memzone_lookup("rb2r.t"),
+			   "%s: the receiver's ring is still reserved while the sender holds it", spec);
+	cr_assert_eq(rb2_xport_mr_alloc(xp, "fresh", 1 << 16, SOCKET_ID_ANY, &fresh), 0);
+	/* The sender has not noticed: its stores still go to the old ring. */
+	for (uint64_t i = 1; i <= 64; i++)
+		write_msg(i);
+	rb2_tx_flush(tx);
+	b = fresh.addr;
+	for (size_t i = 0; i < fresh.len; i++)
+		zeros += b[i] == 0;
+	cr_expect_eq(zeros, fresh.len, "%s: %zu bytes of memory allocated since were stored into",
+		     spec, fresh.len - zeros);
+	rb2_tx_destroy(tx);
+	tx = NULL;
+	cr_expect_null(rte_memzone_lookup("rb2r.t"), "%s: freed once the sender let go", spec);
+	cr_expect_null(rte_memzone_lookup("rb2s.t"), "%s: the sender's own ring freed", spec);
+	/* The name is free for the next channel. */
+	struct rb2_tx *again = rb2_tx_create("t", xp, &p);
+	cr_assert_not_null(again, "%s: the name is free again", spec);
+	rb2_tx_destroy(again);
+	rb2_xport_mr_free(xp, &fresh);
+}
+
+Test(rb2_chan, ring_outlives_its_owner_while_the_peer_holds_it_loadstore)
+{
+	ring_outlives_owner("shm,mode=loadstore");
+}
+
+Test(rb2_chan, ring_outlives_its_owner_while_the_peer_holds_it_copy)
+{
+	ring_outlives_owner("shm,mode=copy");
+}
+
+Test(rb2_chan, a_freed_region_cannot_be_held)
+{
+	struct rb2_xport_mr mr;
+	uint64_t addr;
+	uint32_t rkey;
+
+	xp = rb2_xport_open("shm", NULL);
+	cr_assert_not_null(xp);
+	cr_assert_eq(rb2_xport_mr_alloc(xp, "held", 4096, SOCKET_ID_ANY, &mr), 0);
+	addr = (uintptr_t)mr.addr;
+	rkey = mr.rkey;
+	cr_expect_eq(rb2_xport_peer_hold(xp, addr, rkey ^ 1), -ESTALE, "a wrong key is refused");
+	cr_assert_eq(rb2_xport_peer_hold(xp, addr, rkey), 0);
+	cr_expect_eq(rb2_xport_peer_hold(xp, addr, rkey), -EBUSY, "one holder at a time");
+	rb2_xport_mr_free(xp, &mr);
+	cr_expect_not_null(rte_memzone_lookup("held"), "held: the owner's free leaves it");
+	rb2_xport_peer_release(xp, addr, rkey);
+	cr_expect_null(rte_memzone_lookup("held"), "the last to let go frees it");
+	cr_expect_eq(rb2_xport_peer_hold(xp, addr, rkey), -ESTALE, "a freed region is refused");
+}

@@ -8,7 +8,8 @@
  * exchange 1 million messages, exactly once and in order, in each shm mode.
  * Then a sender killed mid-stream (SIGKILL, no clean-up): the receiver must
  * deliver everything published before the kill, then fail with
- * -ECONNRESET, not wait forever.
+ * -ECONNRESET, not wait forever. Either way both rings are freed at the end,
+ * the dead sender's by the surviving receiver.
  *
  *   test_multiprocess                    the tests above
  *   test_multiprocess --kill-stress N    the kill test N times, under CPU load
@@ -43,6 +44,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
+#include <rte_memzone.h>
 
 #include <rb2_chan.h>
 #include <rb2_conn.h>
@@ -143,6 +145,29 @@ run_sender(const char *spec, const char *name, const char *preset, uint64_t coun
 }
 
 /*
+ * Once both halves are destroyed, or one is and the other's process died,
+ * both rings are freed, whichever process owned them: the survivor frees a
+ * dead process's ring (or a clean one leaves it to the last user). A ring
+ * left reserved would refuse the name to the next channel.
+ */
+static int
+rings_freed(const char *name)
+{
+	int left = 0;
+
+	for (const char *k = "rs"; *k; k++) {
+		char zname[RTE_MEMZONE_NAMESIZE];
+
+		snprintf(zname, sizeof(zname), "rb2%c.%s", *k, name);
+		if (rte_memzone_lookup(zname) != NULL) {
+			printf("FAILED: ring %s still reserved after both halves let go\n", zname);
+			left++;
+		}
+	}
+	return left == 0;
+}
+
+/*
  * The primary: receive from a secondary that sends @count messages under
  * @preset. With @die, the sender is SIGKILLed right after flushing them: the
  * receiver must deliver every one (the sender published them all), then
@@ -205,6 +230,7 @@ run_receiver(const char *self, const char *prefix, const char *spec, const char 
 		waitpid(pid, &status, 0);
 		rb2_rx_destroy(rx);
 		rb2_xport_close(xp);
+		ok &= rings_freed(name);
 		return ok ? 0 : 1;
 	}
 	/* Keep polling so the idle push hands the last slots back. */
@@ -220,7 +246,7 @@ run_receiver(const char *self, const char *prefix, const char *spec, const char 
 	       got, bad);
 	rb2_rx_destroy(rx);
 	rb2_xport_close(xp);
-	return got == count && bad == 0 ? 0 : 1;
+	return got == count && bad == 0 && rings_freed(name) ? 0 : 1;
 }
 
 /* One busy process per CPU until killed: the load under which a race shows. */

@@ -409,7 +409,11 @@ half_destroy(void *half, struct rb2_chan_half *h)
 	pthread_mutex_lock(&rb2_chan_list.lock);
 	TAILQ_REMOVE(&rb2_chan_list.halves, h, next);
 	pthread_mutex_unlock(&rb2_chan_list.lock);
+	/* The queue first: once it is gone, nothing of ours stores into the
+	 * peer's region, and we can let go of it. */
 	rb2_xport_qp_destroy(h->qp);
+	if (h->peer_held)
+		rb2_xport_peer_release(h->xp, h->peer.addr, h->peer.rkey);
 	rb2_xport_mr_free(h->xp, &h->mr);
 	rte_free(half);
 }
@@ -618,13 +622,39 @@ rb2_chan_desc_check(const void *blob, size_t len, int role,
 	return 0;
 }
 
+/* We store into the peer's region from now on: keep it allocated until we
+ * are destroyed (on shm nothing else would stop a late store from landing in
+ * memory the group has reused; rb2_xport_peer_hold()). */
+static int
+peer_hold(struct rb2_chan_half *h, const struct rb2_chan_desc *peer)
+{
+	int ret;
+
+	if (h->peer_held) {
+		RB2_CHAN_LOG(ERR, "channel '%s' is already connected", h->name);
+		return -EISCONN;
+	}
+	ret = rb2_xport_peer_hold(h->xp, peer->addr, peer->rkey);
+	if (ret < 0) {
+		RB2_CHAN_LOG(ERR, "channel '%s': the peer's ring at 0x%" PRIx64 " %s", h->name,
+			     peer->addr, ret == -EBUSY ? "is already held by another sender or receiver" :
+			     "is gone (its owner destroyed it before we connected)");
+		return ret;
+	}
+	h->peer = *peer;
+	h->peer_held = 1;
+	return 0;
+}
+
 /* Both halves know their peer: derive remote addresses and go live. */
 static int
 tx_attach(struct rb2_tx *tx, const struct rb2_chan_desc *peer)
 {
 	void *base = NULL;
+	int ret = peer_hold(&tx->h, peer);
 
-	tx->h.peer = *peer;
+	if (ret < 0)
+		return ret;
 	if (tx->h.loadstore) {
 		base = rb2_xport_peer_ptr(tx->h.qp, peer->addr, peer->rkey, peer->len);
 		if (base == NULL) {
@@ -648,9 +678,10 @@ tx_attach(struct rb2_tx *tx, const struct rb2_chan_desc *peer)
 static int
 rx_attach(struct rb2_rx *rx, const struct rb2_chan_desc *peer)
 {
-	int ret;
+	int ret = peer_hold(&rx->h, peer);
 
-	rx->h.peer = *peer;
+	if (ret < 0)
+		return ret;
 	rx->peer_head = NULL;
 	if (rx->h.loadstore) {
 		rx->peer_head = rb2_xport_peer_ptr(rx->h.qp, peer->addr + RB2_REGION_PTR_OFF,

@@ -296,6 +296,7 @@ struct rb2_chan_half {
 	const struct rb2_tail_ops *tail; /**< tail sync policy */
 	uint32_t loadstore;           /**< the transport maps the peer: stores, no WRs */
 	uint32_t is_tx;               /**< 1: sender, 0: receiver */
+	uint32_t peer_held;           /**< we hold the peer's region (rb2_xport_peer_hold()) */
 	char name[RB2_CHAN_NAMESIZE];
 	TAILQ_ENTRY(rb2_chan_half) next; /**< every half of this process */
 };

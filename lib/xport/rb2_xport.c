@@ -57,6 +57,16 @@ dummy_mr_alloc(struct rb2_xport *xp __rte_unused, const char *n __rte_unused,
 static void
 dummy_mr_free(struct rb2_xport *xp __rte_unused,
 	      struct rb2_xport_mr *mr __rte_unused) {}
+/* Nothing to hold where a freed region's rkey is revoked (RDMA). */
+static int
+dummy_peer_hold(struct rb2_xport *xp __rte_unused, uint64_t r __rte_unused,
+		uint32_t k __rte_unused)
+{
+	return 0;
+}
+static void
+dummy_peer_release(struct rb2_xport *xp __rte_unused, uint64_t r __rte_unused,
+		   uint32_t k __rte_unused) {}
 static int
 dummy_qp_create(struct rb2_xport *xp __rte_unused,
 		struct rb2_xport_qp *qp __rte_unused,
@@ -119,6 +129,8 @@ static const struct rb2_xport_ops dummy_ops = {
 	.close = dummy_close,
 	.mr_alloc = dummy_mr_alloc,
 	.mr_free = dummy_mr_free,
+	.peer_hold = dummy_peer_hold,
+	.peer_release = dummy_peer_release,
 	.qp_create = dummy_qp_create,
 	.qp_destroy = dummy_qp_destroy,
 	.qp_connect_local = dummy_qp_connect_local,
@@ -145,6 +157,8 @@ rb2_xport_driver_register(struct rb2_xport_driver *drv)
 	OVERLAY(close);
 	OVERLAY(mr_alloc);
 	OVERLAY(mr_free);
+	OVERLAY(peer_hold);
+	OVERLAY(peer_release);
 	OVERLAY(mr_reg);        /* optional: NULL where there is nothing to register */
 	OVERLAY(mr_dereg);
 	OVERLAY(qp_create);
@@ -290,6 +304,18 @@ rb2_xport_mr_free(struct rb2_xport *xp, struct rb2_xport_mr *mr)
 		return;
 	xp->ops->mr_free(xp, mr);
 	memset(mr, 0, sizeof(*mr));
+}
+
+int
+rb2_xport_peer_hold(struct rb2_xport *xp, uint64_t remote, uint32_t rkey)
+{
+	return xp->ops->peer_hold(xp, remote, rkey);
+}
+
+void
+rb2_xport_peer_release(struct rb2_xport *xp, uint64_t remote, uint32_t rkey)
+{
+	xp->ops->peer_release(xp, remote, rkey);
 }
 
 int

@@ -93,8 +93,35 @@ int rb2_xport_socket(const struct rb2_xport *xp);
 int rb2_xport_mr_alloc(struct rb2_xport *xp, const char *name, size_t len,
 		       int socket_id, struct rb2_xport_mr *mr);
 
-/** Deregister and free a region from rb2_xport_mr_alloc(). */
+/**
+ * Deregister and free a region from rb2_xport_mr_alloc(). A region a peer
+ * holds (rb2_xport_peer_hold()) stays allocated until the peer releases it
+ * too, or dies.
+ */
 void rb2_xport_mr_free(struct rb2_xport *xp, struct rb2_xport_mr *mr);
+
+/**
+ * Keep a peer's region (from its rb2_xport_mr_alloc()) allocated while this
+ * process may store into it: hold it once connected, and release it after
+ * destroying the queue that stores into it.
+ *
+ * Why: on RDMA, freeing a region revokes its rkey, so a WRITE that arrives
+ * late fails at the NIC; there nothing needs holding. shm has no such check:
+ * a store into freed memory would land in whatever the group allocated there
+ * since (another channel's ring). So an shm region lives until both its
+ * owner and its one holder have let go, or the other of the two has died.
+ *
+ * @param remote, rkey
+ *   The region's address and key, as its owner advertised them.
+ * @return
+ *   0 (also where nothing needs holding), -ESTALE (no region with @p rkey
+ *   at @p remote any more: its owner freed it), -EBUSY (another peer holds
+ *   it).
+ */
+int rb2_xport_peer_hold(struct rb2_xport *xp, uint64_t remote, uint32_t rkey);
+
+/** Let go of a region held by rb2_xport_peer_hold(); its last user frees it. */
+void rb2_xport_peer_release(struct rb2_xport *xp, uint64_t remote, uint32_t rkey);
 
 /**
  * Register memory the application owns (a send buffer outside any ring).

@@ -59,8 +59,13 @@ struct rb2_xport_ops {
 	/** Allocate @p len bytes (zeroed) on @p socket and register them. */
 	int (*mr_alloc)(struct rb2_xport *xp, const char *name, size_t len,
 			int socket, struct rb2_xport_mr *mr);
-	/** Deregister and free. */
+	/** Deregister and free (once no peer holds it: peer_hold). */
 	void (*mr_free)(struct rb2_xport *xp, struct rb2_xport_mr *mr);
+	/** Keep a peer's region allocated until peer_release(): transports
+	 *  without rkey revocation (rb2_xport_peer_hold()); NULL elsewhere. */
+	int (*peer_hold)(struct rb2_xport *xp, uint64_t remote, uint32_t rkey);
+	/** Let go of a held peer region. */
+	void (*peer_release)(struct rb2_xport *xp, uint64_t remote, uint32_t rkey);
 	/** Register the application's memory (optional: NULL where there is
 	 *  nothing to register). */
 	int (*mr_reg)(struct rb2_xport *xp, void *addr, size_t len,

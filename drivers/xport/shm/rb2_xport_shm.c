@@ -33,6 +33,7 @@
  */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <limits.h>
@@ -125,31 +126,153 @@ shm_close(struct rb2_xport *xp)
 	xp->priv = NULL;
 }
 
+/* A process's start time (field 22 of /proc/PID/stat), or 0 once it is
+ * gone: no such process, or a zombie that has exited. */
+static uint64_t
+proc_start(int32_t pid)
+{
+	char path[32], buf[512], *p;
+	unsigned long long start = 0;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* After the command's closing parenthesis: state, then 19 fields to
+	 * the start time. */
+	p = strrchr(buf, ')');
+	if (p == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return 0;
+	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+		   &start) != 1)
+		return 0;
+	return start;
+}
+
+/*
+ * A region's lifetime. RDMA revokes a freed region's rkey, so a peer's late
+ * WRITE fails at the NIC; shared memory has no such check, and a peer's
+ * store into a freed region would land in whatever the group allocates
+ * there next (another channel's ring, read by its receiver as messages).
+ * So a region lives until its owner (shm_mr_free()) and its one holder
+ * (shm_peer_hold(): the peer that stores into it) have both let go, or the
+ * other of the two has died. Its header, the cache line before the region,
+ * is in the group's shared memory: the last one frees the memzone, from
+ * whichever process it is.
+ */
+#define SHM_REGION_MAGIC 0x52423248u /* "RB2H" */
+
+struct shm_region {
+	uint32_t magic;
+	uint32_t rkey;
+	_Atomic uint32_t refs;         /* the owner's, and the holder's */
+	int32_t owner_pid;
+	uint64_t owner_start;          /* proc_start(owner_pid) */
+	_Atomic int32_t holder_pid;    /* 0: nobody holds it */
+	uint32_t pad;
+	uint64_t holder_start;
+	const struct rte_memzone *mz;  /* the same in every process */
+};
+
+static struct shm_region *
+region_of(void *addr)
+{
+	return RTE_PTR_SUB(addr, RTE_CACHE_LINE_SIZE);
+}
+
+/* This process's start time, read once (0 where /proc cannot tell). */
+static uint64_t
+self_start(void)
+{
+	static _Atomic uint64_t start;
+	uint64_t s = atomic_load_explicit(&start, memory_order_relaxed);
+
+	if (s == 0) {
+		s = proc_start(getpid());
+		atomic_store_explicit(&start, s, memory_order_relaxed);
+	}
+	return s;
+}
+
+/* Whether a process may still store: without /proc to tell (start 0), it
+ * is taken to be there, and the region outlives it rather than risk it. */
+static int
+still_there(int32_t pid, uint64_t start)
+{
+	return pid == (int32_t)getpid() || start == 0 || proc_start(pid) == start;
+}
+
+/* Drop one reference; the last frees the region. When one is left and the
+ * process that owes it has died, it is dropped for that process: nobody
+ * else ever will. */
+static void
+region_put(struct shm_region *r, int as_holder)
+{
+	uint32_t left = atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) - 1;
+
+	if (left == 1) {
+		int32_t pid = as_holder ? r->owner_pid :
+			atomic_load_explicit(&r->holder_pid, memory_order_relaxed);
+		uint64_t start = as_holder ? r->owner_start : r->holder_start;
+		uint32_t one = 1;
+
+		if (still_there(pid, start) ||
+		    !atomic_compare_exchange_strong_explicit(&r->refs, &one, 0,
+							     memory_order_acq_rel,
+							     memory_order_relaxed))
+			return;
+		RB2_XPORT_LOG(DEBUG, "shm: '%s' freed for its %s, process %d, which is gone",
+			      r->mz->name, as_holder ? "owner" : "holder", (int)pid);
+		left = 0;
+	}
+	if (left == 0) {
+		r->magic = 0; /* a stale handle never matches again */
+		rte_memzone_free(r->mz);
+	}
+}
+
 static int
 shm_mr_alloc(struct rb2_xport *xp __rte_unused, const char *name, size_t len,
 	     int socket, struct rb2_xport_mr *mr)
 {
+	size_t zlen = len + RTE_CACHE_LINE_SIZE; /* the header line first */
 	const struct rte_memzone *mz;
+	struct shm_region *r;
 
-	mz = rte_memzone_reserve_aligned(name, len, socket, 0,
+	mz = rte_memzone_reserve_aligned(name, zlen, socket, 0,
 					 RTE_CACHE_LINE_SIZE);
 	if (mz == NULL && rte_errno == ENOMEM && socket != SOCKET_ID_ANY) {
 		RB2_XPORT_LOG(WARNING, "shm: no %zu bytes on socket %d for '%s', trying any socket",
 			      len, socket, name);
-		mz = rte_memzone_reserve_aligned(name, len, SOCKET_ID_ANY, 0,
+		mz = rte_memzone_reserve_aligned(name, zlen, SOCKET_ID_ANY, 0,
 						 RTE_CACHE_LINE_SIZE);
 	}
 	if (mz == NULL) {
 		int err = rte_errno;
 		RB2_XPORT_LOG(ERR, "shm: cannot reserve %zu bytes for '%s': %s%s",
 			      len, name, rte_strerror(err),
-			      err == ENOMEM ? " (give the EAL more memory: -m MB, or reserve hugepages)" : "");
+			      err == ENOMEM ? " (give the EAL more memory: -m MB, or reserve hugepages)" :
+			      err == EEXIST ? " (in use: by a live channel, or by one whose peer still holds it)" : "");
 		return err == EEXIST ? -EEXIST : -ENOMEM;
 	}
-	memset(mz->addr, 0, len);
-	mr->addr = mz->addr;
+	memset(mz->addr, 0, zlen);
+	r = mz->addr;
+	r->mz = mz;
+	r->owner_pid = (int32_t)getpid();
+	r->owner_start = self_start();
+	/* A key no earlier region of this name had: a peer still holding the
+	 * last one's handle never matches this one. */
+	r->rkey = name_key(name) ^ (uint32_t)(rte_get_tsc_cycles() * 2654435761u);
+	atomic_store_explicit(&r->refs, 1, memory_order_relaxed);
+	r->magic = SHM_REGION_MAGIC;
+	mr->addr = RTE_PTR_ADD(mz->addr, RTE_CACHE_LINE_SIZE);
 	mr->len = len;
-	mr->lkey = mr->rkey = name_key(name);
+	mr->lkey = mr->rkey = r->rkey;
 	mr->socket_id = mz->socket_id;
 	mr->mz = mz;
 	return 0;
@@ -158,7 +281,63 @@ shm_mr_alloc(struct rb2_xport *xp __rte_unused, const char *name, size_t len,
 static void
 shm_mr_free(struct rb2_xport *xp __rte_unused, struct rb2_xport_mr *mr)
 {
-	rte_memzone_free(mr->mz);
+	region_put(region_of(mr->addr), 0);
+}
+
+/* The header of the region a peer advertised at @p remote with @p rkey, or
+ * NULL if there is none (any more). */
+static struct shm_region *
+region_lookup(uint64_t remote, uint32_t rkey)
+{
+	void *p = (void *)(uintptr_t)remote;
+	struct shm_region *r;
+
+	if (remote < RTE_CACHE_LINE_SIZE || remote % RTE_CACHE_LINE_SIZE != 0)
+		return NULL;
+	r = region_of(p);
+	if (rte_mem_virt2memseg_list(r) == NULL || r->magic != SHM_REGION_MAGIC ||
+	    r->rkey != rkey)
+		return NULL;
+	return r;
+}
+
+static int
+shm_peer_hold(struct rb2_xport *xp __rte_unused, uint64_t remote, uint32_t rkey)
+{
+	struct shm_region *r = region_lookup(remote, rkey);
+	int32_t nobody = 0;
+	uint32_t one = 1;
+
+	if (r == NULL)
+		return -ESTALE;
+	if (!atomic_compare_exchange_strong_explicit(&r->holder_pid, &nobody,
+						     (int32_t)getpid(),
+						     memory_order_relaxed,
+						     memory_order_relaxed))
+		return -EBUSY;
+	r->holder_start = self_start();
+	/* Release: the holder's pid and start before its reference; the
+	 * owner reads them only after seeing it (region_put()). */
+	if (!atomic_compare_exchange_strong_explicit(&r->refs, &one, 2,
+						     memory_order_acq_rel,
+						     memory_order_relaxed)) {
+		atomic_store_explicit(&r->holder_pid, 0, memory_order_relaxed);
+		return -ESTALE; /* its owner let go meanwhile */
+	}
+	return 0;
+}
+
+static void
+shm_peer_release(struct rb2_xport *xp __rte_unused, uint64_t remote, uint32_t rkey)
+{
+	struct shm_region *r = region_lookup(remote, rkey);
+
+	if (r == NULL) {
+		RB2_XPORT_LOG(ERR, "shm: releasing a region at 0x%" PRIx64 " that is not held (key 0x%x)",
+			      remote, rkey);
+		return;
+	}
+	region_put(r, 1);
 }
 
 /*
@@ -269,34 +448,6 @@ shm_qp_destroy(struct rb2_xport_qp *qp)
 {
 	rte_free(qp->drv);
 	qp->drv = NULL;
-}
-
-/* A process's start time (field 22 of /proc/PID/stat), or 0 once it is
- * gone: no such process, or a zombie that has exited. */
-static uint64_t
-proc_start(int32_t pid)
-{
-	char path[32], buf[512], *p;
-	unsigned long long start = 0;
-	size_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (f == NULL)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* After the command's closing parenthesis: state, then 19 fields to
-	 * the start time. */
-	p = strrchr(buf, ')');
-	if (p == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
-		return 0;
-	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-		   &start) != 1)
-		return 0;
-	return start;
 }
 
 static int
@@ -480,6 +631,8 @@ static const struct rb2_xport_ops shm_ops = {
 	.close = shm_close,
 	.mr_alloc = shm_mr_alloc,
 	.mr_free = shm_mr_free,
+	.peer_hold = shm_peer_hold,
+	.peer_release = shm_peer_release,
 	.qp_create = shm_qp_create,
 	.qp_destroy = shm_qp_destroy,
 	.qp_connect_local = shm_qp_connect_local,

@@ -1197,3 +1197,71 @@ Test(rb2_chan, a_freed_region_cannot_be_held)
 	cr_expect_null(rte_memzone_lookup("held"), "the last to let go frees it");
 	cr_expect_eq(rb2_xport_peer_hold(xp, addr, rkey), -ESTALE, "a freed region is refused");
 }
+
+/*
+ * A sender whose receiver pushes its head lazily must still get room for
+ * the largest message at any ring position: with the head pushed only every
+ * gamma slots and the ring drained, the sender's view lags by up to
+ * gamma - 1 slots, and a message that wraps needs its padding too. (The lean
+ * preset allowed half a ring and waited forever for one that wrapped after
+ * three small messages.) With the flag on the receiver only, the sender
+ * learns the limit from its descriptor.
+ */
+static void
+largest_message_at_every_position(const char *preset, int lazy_rx_only)
+{
+	struct rb2_chan_params p, pt;
+	static uint8_t big[8 * 64], out[8 * 64];
+	uint32_t max;
+
+	rb2_chan_params_init(&p);
+	p.slots = 16;
+	p.slot_size = 64;
+	cr_assert_eq(rb2_chan_params_preset(&p, preset), 0);
+	max = rb2_chan_max_msg(&p);
+	pt = p;
+	if (lazy_rx_only)
+		pt.flags &= ~RB2_CHAN_F_LAZY_HEAD;
+	xp = rb2_xport_open("shm", "mode=copy");
+	tx = rb2_tx_create("t", xp, &pt);
+	rx = rb2_rx_create("t", xp, &p);
+	cr_assert(tx != NULL && rx != NULL && rb2_chan_pair(tx, rx) == 0);
+	/* The sender keeps to the lazy receiver's limit, flag or not. */
+	cr_expect_eq(rb2_tx_send(tx, big, max + 1), -EMSGSIZE, "%s: one byte over the limit", preset);
+	cr_assert_leq(max, sizeof(big));
+	for (uint32_t shift = 0; shift < 2 * p.slots; shift++) {
+		int ret = -ENOBUFS, tries;
+
+		/* Move the tail on by one small message each round. */
+		cr_assert_eq(rb2_tx_send(tx, big, 8), 0);
+		rb2_tx_flush(tx);
+		cr_assert_eq(rb2_rx_recv(rx, out, sizeof(out)), 8);
+		memset(big, (int)shift, max);
+		for (tries = 0; tries < 1000 && ret == -ENOBUFS; tries++) {
+			ret = rb2_tx_send(tx, big, max);
+			rb2_tx_flush(tx);
+			/* The receiver polls (finds nothing until the send works). */
+			if (ret == -ENOBUFS)
+				cr_assert_eq(rb2_rx_recv(rx, out, sizeof(out)), -EAGAIN);
+		}
+		cr_assert_eq(ret, 0, "%s: a %u-byte message after %u small ones: %s after %d tries",
+			     preset, max, shift + 1, strerror(-ret), tries);
+		cr_assert_eq(rb2_rx_recv(rx, out, sizeof(out)), (int)max);
+		cr_assert_eq(out[max - 1], (uint8_t)shift);
+	}
+}
+
+Test(rb2_chan, largest_message_fits_at_every_position_rb2)
+{
+	largest_message_at_every_position("rb2", 0);
+}
+
+Test(rb2_chan, largest_message_fits_at_every_position_lean)
+{
+	largest_message_at_every_position("lean", 0);
+}
+
+Test(rb2_chan, largest_message_fits_at_every_position_lean_receiver_only)
+{
+	largest_message_at_every_position("lean", 1);
+}

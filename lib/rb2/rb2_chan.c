@@ -91,14 +91,35 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 	return 0;
 }
 
+/*
+ * RB2_CHAN_F_LAZY_HEAD: the largest message, in slots, that a sender can
+ * place at any ring position. With the ring drained, its view of the head
+ * lags by up to gamma - 1 slots (the head is pushed every gamma), and a
+ * message of k slots that does not fit before the ring's end first pads up
+ * to it, up to k - 1 slots: gamma - 1 + 2k - 1 <= N - 1. Half a ring, as
+ * elsewhere, could wait for a push that never comes.
+ */
+static uint32_t
+lazy_max_slots(uint32_t slots, uint32_t gamma)
+{
+	return (slots - gamma + 1) / 2;
+}
+
+static uint32_t
+trailer_of(const struct rb2_chan_params *p)
+{
+	return p->tail_sync == RB2_TAIL_POLL_MSG ? RB2_MARKER_SIZE : 0;
+}
+
 uint32_t
 rb2_chan_max_msg(const struct rb2_chan_params *p)
 {
-	uint32_t trailer = p->tail_sync == RB2_TAIL_POLL_MSG ? RB2_MARKER_SIZE : 0;
+	uint32_t k = p->flags & RB2_CHAN_F_LAZY_HEAD ? lazy_max_slots(p->slots, p->gamma) :
+		p->slots / 2;
 
 	if (p->msg_size != 0)
 		return p->msg_size;
-	return (uint32_t)((uint64_t)(p->slots / 2) * p->slot_size) - trailer;
+	return (uint32_t)((uint64_t)k * p->slot_size) - trailer_of(p);
 }
 
 #define WHY(...) do { if (why) snprintf(why, len, __VA_ARGS__); } while (0)
@@ -151,6 +172,13 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 	if (p->gamma < 1 || p->gamma >= p->slots) {
 		WHY("invalid gamma=%u: need 1 <= gamma < slots (slots=%u)",
 		    p->gamma, p->slots);
+		return -EINVAL;
+	}
+	if ((p->flags & RB2_CHAN_F_LAZY_HEAD) && p->msg_size != 0 &&
+	    __rb2_nslots(p->msg_size + trailer_of(p), p->slot_size) >
+	    lazy_max_slots(p->slots, p->gamma)) {
+		WHY("invalid msg_size=%u with RB2_CHAN_F_LAZY_HEAD and %u slots: a message must fit in (slots - gamma + 1) / 2 = %u slots, or the sender can wait for a head that is not pushed (more slots, or a smaller gamma)",
+		    p->msg_size, p->slots, lazy_max_slots(p->slots, p->gamma));
 		return -EINVAL;
 	}
 	if (p->msg_size > p->slot_size) {
@@ -549,7 +577,9 @@ fill_desc(struct rb2_chan_desc *d, const struct rb2_chan_half *h)
 	d->addr = (uint64_t)(uintptr_t)h->mr.addr;
 	d->len = h->mr.len;
 	d->msg_size = p->msg_size;
-	d->flags = p->flags & RB2_CHAN_F_WIRE;
+	/* LAZY_HEAD travels too, not to be matched: a receiver's tells its
+	 * sender to keep its messages smaller (tx_attach()). */
+	d->flags = p->flags & (RB2_CHAN_F_WIRE | RB2_CHAN_F_LAZY_HEAD);
 }
 
 #define WHYD(...) do { if (why) snprintf(why, whylen, __VA_ARGS__); } while (0)
@@ -597,9 +627,9 @@ rb2_chan_desc_check(const void *blob, size_t len, int role,
 		     d.msg_size, p->msg_size);
 		return -EPROTO;
 	}
-	if (d.flags != (p->flags & RB2_CHAN_F_WIRE)) {
+	if ((d.flags & ~RB2_CHAN_F_LAZY_HEAD) != (p->flags & RB2_CHAN_F_WIRE)) {
 		WHYD("peer flags 0x%x differ from ours 0x%x (both halves must set RB2_CHAN_F_UNALIGNED and RB2_CHAN_F_SLEEP alike)",
-		     d.flags, p->flags & RB2_CHAN_F_WIRE);
+		     d.flags & ~RB2_CHAN_F_LAZY_HEAD, p->flags & RB2_CHAN_F_WIRE);
 		return -EPROTO;
 	}
 	if (d.policy != (uint8_t)(p->head_sync | (p->tail_sync << 4))) {
@@ -666,6 +696,21 @@ tx_attach(struct rb2_tx *tx, const struct rb2_chan_desc *peer)
 		tx->peer_lens = RTE_PTR_ADD(base, RB2_REGION_LENS_OFF);
 		tx->peer_tail = RTE_PTR_ADD(base, RB2_REGION_PTR_OFF);
 		tx->peer_head_pub = RTE_PTR_ADD(base, RB2_REGION_SHADOW_OFF);
+	}
+	if (peer->flags & RB2_CHAN_F_LAZY_HEAD) {
+		/* A receiver that pushes its head only every gamma: no message
+		 * larger than it can always make room for. */
+		uint32_t k = lazy_max_slots(peer->slots, peer->gamma);
+		uint32_t max = k * tx->slot_size - trailer_of(&tx->h.p);
+
+		if (tx->msg_size != 0 && __rb2_nslots(tx->msg_size + trailer_of(&tx->h.p),
+						      tx->slot_size) > k) {
+			RB2_CHAN_LOG(ERR, "channel '%s': msg_size=%u does not fit the %u slots a receiver with RB2_CHAN_F_LAZY_HEAD and gamma=%u can always make room for",
+				     tx->h.name, tx->msg_size, k, peer->gamma);
+			return -EPROTO;
+		}
+		if (tx->msg_size == 0 && max < tx->max_len)
+			tx->max_len = max;
 	}
 	if (tx->h.tail->tx_attach != NULL)
 		tx->h.tail->tx_attach(tx, base);

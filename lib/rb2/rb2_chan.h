@@ -80,7 +80,8 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
  *    adaptive batching).
  *  - "lean": RB²'s latency mode: poll message (with a fixed-size channel a
  *    message, its marker and so its publication are one WRITE), no batching,
- *    the head pushed only every half ring (RB2_CHAN_F_LAZY_HEAD).
+ *    the head pushed only every half ring (RB2_CHAN_F_LAZY_HEAD), so its
+ *    largest message is a quarter ring.
  * What each copies is the application's: doc/design.md says, and rb2-perf
  * copies as each does.
  *
@@ -91,7 +92,9 @@ int rb2_chan_params_preset(struct rb2_chan_params *p, const char *name);
 /** The names rb2_chan_params_preset() knows, for messages and --help. */
 #define RB2_CHAN_PRESET_NAMES "rb2, rb2-unbatched, l5, farm, socksdirect, lean"
 
-/** @return the largest message a channel with @p p carries: msg_size if set, else N/2 * S. */
+/** @return the largest message a channel with @p p carries: msg_size if set,
+ * else N/2 * S, less a poll message's marker; with RB2_CHAN_F_LAZY_HEAD,
+ * (N - gamma + 1)/2 slots. */
 uint32_t rb2_chan_max_msg(const struct rb2_chan_params *p);
 
 /**

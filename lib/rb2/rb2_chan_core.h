@@ -181,11 +181,14 @@ struct rb2_chan_params {
  */
 #define RB2_CHAN_F_SLEEP (1u << 2)
 /**
- * LAZY_HEAD (receiver only; the "lean" preset): push the head only every
- * gamma slots, not also whenever the ring drains (the idle push). A sender
- * is never blocked by it while gamma <= slots / 2: its stale view of the
- * head lags by less than gamma, so room remains. In a ping-pong, the idle
- * push is a WRITE per message that nobody waits for.
+ * LAZY_HEAD (the receiver's; the "lean" preset): push the head only every
+ * gamma slots, not also whenever the ring drains (the idle push). In a
+ * ping-pong, the idle push is a WRITE per message that nobody waits for.
+ * The sender's view of the head then lags by up to gamma - 1 slots, and a
+ * message that wraps needs its padding as well, so the largest message is
+ * (slots - gamma + 1) / 2 slots, not half the ring (a quarter ring at
+ * gamma = slots/2): the sender always has room for it. The flag travels in
+ * the descriptor, so a sender keeps to its receiver's limit.
  */
 #define RB2_CHAN_F_LAZY_HEAD (1u << 3)
 /** Flags both halves must agree on (they travel in the descriptor). */

@@ -1208,16 +1208,19 @@ Test(rb2_chan, a_freed_region_cannot_be_held)
  * learns the limit from its descriptor.
  */
 static void
-largest_message_at_every_position(const char *preset, int lazy_rx_only)
+largest_message_at_every_position(const char *preset, int lazy_rx_only, uint32_t slots,
+				  uint32_t add_flags)
 {
 	struct rb2_chan_params p, pt;
-	static uint8_t big[8 * 64], out[8 * 64];
+	static uint8_t big[64 * 64], out[64 * 64];
 	uint32_t max;
 
 	rb2_chan_params_init(&p);
-	p.slots = 16;
+	p.slots = slots;
 	p.slot_size = 64;
 	cr_assert_eq(rb2_chan_params_preset(&p, preset), 0);
+	p.flags |= add_flags;
+	cr_assert_eq(rb2_chan_params_check(&p, NULL, 0), 0);
 	max = rb2_chan_max_msg(&p);
 	pt = p;
 	if (lazy_rx_only)
@@ -1229,23 +1232,33 @@ largest_message_at_every_position(const char *preset, int lazy_rx_only)
 	/* The sender keeps to the lazy receiver's limit, flag or not. */
 	cr_expect_eq(rb2_tx_send(tx, big, max + 1), -EMSGSIZE, "%s: one byte over the limit", preset);
 	cr_assert_leq(max, sizeof(big));
-	for (uint32_t shift = 0; shift < 2 * p.slots; shift++) {
+	for (uint32_t shift = 0; shift < 4 * p.slots; shift++) {
+		uint32_t extra = shift % RTE_MIN(p.alpha, p.slots / 4), got = 0;
 		int ret = -ENOBUFS, tries;
 
-		/* Move the tail on by one small message each round. */
+		/* Move the tail on by one small message each round... */
 		cr_assert_eq(rb2_tx_send(tx, big, 8), 0);
 		rb2_tx_flush(tx);
 		cr_assert_eq(rb2_rx_recv(rx, out, sizeof(out)), 8);
+		/* ...and leave some more committed, unpublished if batched
+		 * (fewer than alpha), with nobody flushing them. */
+		for (uint32_t i = 0; i < extra; i++)
+			cr_assert_eq(rb2_tx_send(tx, big, 8), 0);
 		memset(big, (int)shift, max);
 		for (tries = 0; tries < 1000 && ret == -ENOBUFS; tries++) {
 			ret = rb2_tx_send(tx, big, max);
-			rb2_tx_flush(tx);
-			/* The receiver polls (finds nothing until the send works). */
-			if (ret == -ENOBUFS)
-				cr_assert_eq(rb2_rx_recv(rx, out, sizeof(out)), -EAGAIN);
+			if (ret == -ENOBUFS) { /* the receiver polls meanwhile */
+				int r = rb2_rx_recv(rx, out, sizeof(out));
+
+				cr_assert(r == 8 || r == -EAGAIN, "%s: recv %d", preset, r);
+				got += r == 8;
+			}
 		}
-		cr_assert_eq(ret, 0, "%s: a %u-byte message after %u small ones: %s after %d tries",
-			     preset, max, shift + 1, strerror(-ret), tries);
+		cr_assert_eq(ret, 0, "%s: a %u-byte message after %u small ones, %u of them unflushed: %s after %d tries",
+			     preset, max, shift + 1, extra, strerror(-ret), tries);
+		rb2_tx_flush(tx);
+		for (; got < extra; got++)
+			cr_assert_eq(rb2_rx_recv(rx, out, sizeof(out)), 8);
 		cr_assert_eq(rb2_rx_recv(rx, out, sizeof(out)), (int)max);
 		cr_assert_eq(out[max - 1], (uint8_t)shift);
 	}
@@ -1253,15 +1266,85 @@ largest_message_at_every_position(const char *preset, int lazy_rx_only)
 
 Test(rb2_chan, largest_message_fits_at_every_position_rb2)
 {
-	largest_message_at_every_position("rb2", 0);
+	largest_message_at_every_position("rb2", 0, 16, 0);
+}
+
+/* Batching too: up to alpha - 1 committed slots wait unpublished. */
+Test(rb2_chan, largest_message_fits_at_every_position_rb2_lazy_head)
+{
+	largest_message_at_every_position("rb2", 0, 128, RB2_CHAN_F_LAZY_HEAD);
 }
 
 Test(rb2_chan, largest_message_fits_at_every_position_lean)
 {
-	largest_message_at_every_position("lean", 0);
+	largest_message_at_every_position("lean", 0, 16, 0);
 }
 
 Test(rb2_chan, largest_message_fits_at_every_position_lean_receiver_only)
 {
-	largest_message_at_every_position("lean", 1);
+	largest_message_at_every_position("lean", 1, 16, 0);
+}
+
+/*
+ * The worst case exactly: the head unpushed by as much as it can be (up to
+ * gamma - 1), as many commits unpublished as batching leaves (up to
+ * alpha - 1), and the largest message where it needs the most padding.
+ * Nobody flushes; the receiver only polls. The largest message must fit.
+ */
+static void
+largest_message_worst_case(const char *preset, uint32_t slots, uint32_t add_flags)
+{
+	struct rb2_chan_params p;
+	static uint8_t big[64 * 64], out[64 * 64];
+	uint32_t max, k, pos, u = 0, c = 0, h0, got = 0;
+	int ret = -ENOBUFS, tries;
+
+	rb2_chan_params_init(&p);
+	p.slots = slots;
+	p.slot_size = 64;
+	cr_assert_eq(rb2_chan_params_preset(&p, preset), 0);
+	p.flags |= add_flags;
+	max = rb2_chan_max_msg(&p);
+	k = (max + (p.tail_sync == RB2_TAIL_POLL_MSG ? RB2_MARKER_SIZE : 0) + 63) / 64;
+	pos = slots - (k - 1);      /* a k-slot message here pads k - 1 first */
+	/* The largest lag u + c reachable with one-slot messages from slot 0,
+	 * where pushes fall on multiples of gamma: u = head % gamma. */
+	for (uint32_t cu = 0; cu < p.alpha; cu++)
+		for (uint32_t uu = 0; uu < p.gamma; uu++)
+			if ((pos + slots - cu - uu) % p.gamma == 0 && uu + cu > u + c)
+				u = uu, c = cu;
+	h0 = (pos + slots - c) % slots;
+	open_pair("shm,mode=copy", &p);
+	for (uint32_t i = 0; i < h0; i++) {
+		cr_assert_eq(rb2_tx_send(tx, big, 8), 0);
+		rb2_tx_flush(tx);
+		cr_assert_eq(rb2_rx_recv(rx, out, sizeof(out)), 8);
+	}
+	for (uint32_t i = 0; i < c; i++)
+		cr_assert_eq(rb2_tx_send(tx, big, 8), 0);
+	for (tries = 0; tries < 1000 && ret == -ENOBUFS; tries++) {
+		ret = rb2_tx_send(tx, big, max);
+		if (ret == -ENOBUFS) {
+			int r = rb2_rx_recv(rx, out, sizeof(out));
+
+			cr_assert(r == 8 || r == -EAGAIN, "%s: recv %d", preset, r);
+			got += r == 8;
+		}
+	}
+	cr_assert_eq(ret, 0, "%s: the largest message (%u slots) at slot %u, head %u slots unpushed, %u committed unpublished: %s after %d tries",
+		     preset, k, pos, u, c, strerror(-ret), tries);
+	rb2_tx_flush(tx);
+	for (; got < c; got++)
+		cr_assert_eq(rb2_rx_recv(rx, out, sizeof(out)), 8);
+	cr_assert_eq(rb2_rx_recv(rx, out, sizeof(out)), (int)max);
+}
+
+Test(rb2_chan, largest_message_fits_in_the_worst_case_lean)
+{
+	largest_message_worst_case("lean", 16, 0);
+}
+
+Test(rb2_chan, largest_message_fits_in_the_worst_case_rb2_lazy_head)
+{
+	largest_message_worst_case("rb2", 128, RB2_CHAN_F_LAZY_HEAD);
 }

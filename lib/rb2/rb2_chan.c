@@ -94,15 +94,18 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 /*
  * RB2_CHAN_F_LAZY_HEAD: the largest message, in slots, that a sender can
  * place at any ring position. With the ring drained, its view of the head
- * lags by up to gamma - 1 slots (the head is pushed every gamma), and a
- * message of k slots that does not fit before the ring's end first pads up
- * to it, up to k - 1 slots: gamma - 1 + 2k - 1 <= N - 1. Half a ring, as
- * elsewhere, could wait for a push that never comes.
+ * lags by up to gamma - 1 slots (the head is pushed every gamma); up to
+ * alpha - 1 slots it committed wait unpublished for the next pointer
+ * advancement (it publishes them early only when the head says the receiver
+ * has read everything); and a message of k slots that does not fit before
+ * the ring's end first pads up to it, up to k - 1 slots:
+ * (gamma - 1) + (alpha - 1) + (2k - 1) <= N - 1. Half a ring, as elsewhere,
+ * could wait for a push that never comes. 0: no message fits.
  */
 static uint32_t
-lazy_max_slots(uint32_t slots, uint32_t gamma)
+lazy_max_slots(uint32_t slots, uint32_t gamma, uint32_t alpha)
 {
-	return (slots - gamma + 1) / 2;
+	return slots + 2 < gamma + alpha ? 0 : (slots + 2 - gamma - alpha) / 2;
 }
 
 static uint32_t
@@ -114,11 +117,13 @@ trailer_of(const struct rb2_chan_params *p)
 uint32_t
 rb2_chan_max_msg(const struct rb2_chan_params *p)
 {
-	uint32_t k = p->flags & RB2_CHAN_F_LAZY_HEAD ? lazy_max_slots(p->slots, p->gamma) :
+	uint32_t k = p->flags & RB2_CHAN_F_LAZY_HEAD ? lazy_max_slots(p->slots, p->gamma, p->alpha) :
 		p->slots / 2;
 
 	if (p->msg_size != 0)
 		return p->msg_size;
+	if (k == 0)
+		return 0; /* refused by rb2_chan_params_check() */
 	return (uint32_t)((uint64_t)k * p->slot_size) - trailer_of(p);
 }
 
@@ -174,11 +179,12 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 		    p->gamma, p->slots);
 		return -EINVAL;
 	}
-	if ((p->flags & RB2_CHAN_F_LAZY_HEAD) && p->msg_size != 0 &&
-	    __rb2_nslots(p->msg_size + trailer_of(p), p->slot_size) >
-	    lazy_max_slots(p->slots, p->gamma)) {
-		WHY("invalid msg_size=%u with RB2_CHAN_F_LAZY_HEAD and %u slots: a message must fit in (slots - gamma + 1) / 2 = %u slots, or the sender can wait for a head that is not pushed (more slots, or a smaller gamma)",
-		    p->msg_size, p->slots, lazy_max_slots(p->slots, p->gamma));
+	if ((p->flags & RB2_CHAN_F_LAZY_HEAD) &&
+	    __rb2_nslots(RTE_MAX(p->msg_size, 1u) + trailer_of(p), p->slot_size) >
+	    lazy_max_slots(p->slots, p->gamma, p->alpha)) {
+		WHY("invalid %s with RB2_CHAN_F_LAZY_HEAD, %u slots, alpha=%u and gamma=%u: a message must fit in (slots + 2 - gamma - alpha) / 2 = %u slots, or the sender can wait for a head that is not pushed (more slots, or smaller thresholds)",
+		    p->msg_size != 0 ? "msg_size" : "thresholds", p->slots, p->alpha, p->gamma,
+		    lazy_max_slots(p->slots, p->gamma, p->alpha));
 		return -EINVAL;
 	}
 	if (p->msg_size > p->slot_size) {
@@ -700,7 +706,7 @@ tx_attach(struct rb2_tx *tx, const struct rb2_chan_desc *peer)
 	if (peer->flags & RB2_CHAN_F_LAZY_HEAD) {
 		/* A receiver that pushes its head only every gamma: no message
 		 * larger than it can always make room for. */
-		uint32_t k = lazy_max_slots(peer->slots, peer->gamma);
+		uint32_t k = lazy_max_slots(peer->slots, peer->gamma, tx->alpha);
 		uint32_t max = k * tx->slot_size - trailer_of(&tx->h.p);
 
 		if (tx->msg_size != 0 && __rb2_nslots(tx->msg_size + trailer_of(&tx->h.p),

@@ -94,7 +94,7 @@ int rb2_chan_params_preset(struct rb2_chan_params *p, const char *name);
 
 /** @return the largest message a channel with @p p carries: msg_size if set,
  * else N/2 * S, less a poll message's marker; with RB2_CHAN_F_LAZY_HEAD,
- * (N - gamma + 1)/2 slots. */
+ * (N + 2 - gamma - alpha)/2 slots. */
 uint32_t rb2_chan_max_msg(const struct rb2_chan_params *p);
 
 /**

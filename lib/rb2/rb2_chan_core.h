@@ -184,11 +184,13 @@ struct rb2_chan_params {
  * LAZY_HEAD (the receiver's; the "lean" preset): push the head only every
  * gamma slots, not also whenever the ring drains (the idle push). In a
  * ping-pong, the idle push is a WRITE per message that nobody waits for.
- * The sender's view of the head then lags by up to gamma - 1 slots, and a
- * message that wraps needs its padding as well, so the largest message is
- * (slots - gamma + 1) / 2 slots, not half the ring (a quarter ring at
- * gamma = slots/2): the sender always has room for it. The flag travels in
- * the descriptor, so a sender keeps to its receiver's limit.
+ * The sender's view of the head then lags by up to gamma - 1 slots, up to
+ * alpha - 1 of its slots may wait unpublished, and a message that wraps
+ * needs its padding as well, so the largest message is
+ * (slots + 2 - gamma - alpha) / 2 slots, not half the ring (a quarter ring
+ * for "lean": alpha 1, gamma slots/2): the sender always has room for it.
+ * The flag travels in the descriptor, so a sender keeps to its receiver's
+ * limit.
  */
 #define RB2_CHAN_F_LAZY_HEAD (1u << 3)
 /** Flags both halves must agree on (they travel in the descriptor). */

@@ -1003,6 +1003,49 @@ Test(rb2_chan, preset_rb2_unbatched_publishes_every_message_at_once)
 		      (uint64_t)rs.head_pushes, (uint64_t)rs.idle_pushes);
 }
 
+/* rb2-lazyhead: in a ping-pong (each message read as soon as it is
+ * published, the ring drained after each), the head is pushed every gamma
+ * and never because the ring drained; rb2 pushes it after every message. */
+static uint64_t
+ping_pong_head_pushes(const char *preset, uint64_t *idle)
+{
+	struct rb2_rx_stats rs;
+	uint8_t none[64];
+
+	preset_pair(preset);
+	for (uint64_t seq = 0; seq < 200; seq++) {
+		write_msg(seq);
+		rb2_tx_flush(tx);
+		read_msg(seq);
+		cr_assert_eq(rb2_rx_recv(rx, &none, sizeof(none)), -EAGAIN); /* drained */
+	}
+	rb2_rx_stats_get(rx, &rs);
+	*idle = rs.idle_pushes;
+	rb2_tx_destroy(tx);
+	rb2_rx_destroy(rx);
+	rb2_xport_close(xp);
+	tx = NULL;
+	rx = NULL;
+	xp = NULL;
+	return rs.head_pushes;
+}
+
+Test(rb2_chan, preset_rb2_lazyhead_pushes_the_head_only_every_gamma)
+{
+	struct rb2_chan_params p;
+	uint64_t idle, pushes;
+
+	rb2_chan_params_init(&p);
+	p.slots = 64;
+	cr_assert_eq(rb2_chan_params_preset(&p, "rb2-lazyhead"), 0);
+	cr_assert_eq(p.gamma, 8, "64 slots: thresholds of N/8");
+	pushes = ping_pong_head_pushes("rb2-lazyhead", &idle);
+	cr_expect_eq(idle, 0, "%" PRIu64 " pushes because the ring drained", idle);
+	cr_expect_eq(pushes, 200 / 8, "%" PRIu64 " head pushes for 200 messages at gamma 8", pushes);
+	pushes = ping_pong_head_pushes("rb2", &idle);
+	cr_expect_geq(idle, 200 - 200 / 32 - 1, "rb2: %" PRIu64 " pushes because the ring drained", idle);
+}
+
 /* L5: a data WRITE and a tail WRITE per message, the head READ (lazy pull). */
 Test(rb2_chan, preset_l5_writes_twice_per_message_and_reads_the_head)
 {

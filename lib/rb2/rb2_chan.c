@@ -55,6 +55,7 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 {
 	uint32_t unbatched = strcmp(name, "l5") == 0 || strcmp(name, "farm") == 0 ||
 			     strcmp(name, "rb2-unbatched") == 0;
+	uint32_t lazyhead = strcmp(name, "rb2-lazyhead") == 0;
 
 	p->max_inflight = 0;
 	p->flags &= ~RB2_CHAN_F_LAZY_HEAD;
@@ -79,7 +80,7 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 		p->max_inflight = 10;
 		return 0;
 	}
-	if (!unbatched && strcmp(name, "rb2") != 0)
+	if (!unbatched && !lazyhead && strcmp(name, "rb2") != 0)
 		return -ENOENT;
 	/* rb2-unbatched keeps rb2's synchronization (lazy push, write-twice)
 	 * with every threshold at 1: the paper's "batching turned off". */
@@ -88,6 +89,17 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 	p->alpha = unbatched ? 1 : RTE_MIN(32u, p->slots - 1);
 	p->beta = unbatched ? 1 : RTE_MIN(16u, p->alpha);
 	p->gamma = unbatched ? 1 : RTE_MIN(32u, p->slots - 1);
+	if (lazyhead) {
+		/* rb2 with its head pushed only every gamma, never because
+		 * the ring drained: the largest message is then
+		 * (N + 2 - gamma - alpha)/2 slots. Below 256 slots the
+		 * thresholds shrink to N/8, so that stays above 3N/8. */
+		if (p->slots < 256) {
+			p->alpha = p->gamma = RTE_MAX(1u, p->slots / 8);
+			p->beta = RTE_MIN(16u, p->alpha);
+		}
+		p->flags |= RB2_CHAN_F_LAZY_HEAD;
+	}
 	return 0;
 }
 

@@ -70,6 +70,10 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
  *  - "rb2": lazy push, write-twice, alpha=32 beta=16 gamma=32 (the default);
  *  - "rb2-unbatched": rb2 with batching turned off (alpha = beta = gamma = 1,
  *    Table II's M2), as the paper runs its HTTP case study (Fig. 10);
+ *  - "rb2-lazyhead": rb2 with the head pushed only every gamma, not also
+ *    whenever the ring drains (RB2_CHAN_F_LAZY_HEAD): no head WRITE per
+ *    message in a ping-pong; the largest message is (N + 2 - 2*32)/2 slots
+ *    (thresholds N/8 below 256 slots);
  *  - "l5": write-twice with no batching (alpha = beta = gamma = 1), the head
  *    READ by the sender when short of room (lazy pull), as pfent/L5RDMA;
  *  - "farm": poll message (marker after each message, its length in a second
@@ -90,7 +94,7 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
 int rb2_chan_params_preset(struct rb2_chan_params *p, const char *name);
 
 /** The names rb2_chan_params_preset() knows, for messages and --help. */
-#define RB2_CHAN_PRESET_NAMES "rb2, rb2-unbatched, l5, farm, socksdirect, lean"
+#define RB2_CHAN_PRESET_NAMES "rb2, rb2-unbatched, rb2-lazyhead, l5, farm, socksdirect, lean"
 
 /** @return the largest message a channel with @p p carries: msg_size if set,
  * else N/2 * S, less a poll message's marker; with RB2_CHAN_F_LAZY_HEAD,

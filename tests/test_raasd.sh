@@ -13,6 +13,8 @@
 #     queues what the stalled one has no room for), and nothing is lost;
 #   - an application killed with its connections open: each one is reset at
 #     the other end, with the reason, within a bound;
+#   - the rings of every application that left, the killed one's too, are
+#     freed (the group's memzones, through DPDK telemetry);
 #   - the service killed: every connection of every application fails.
 # Needs hugepages (DPDK multi-process); skips (77) and says so without.
 #
@@ -134,6 +136,26 @@ sys.exit(0 if ok else 1)
 PY
 	then ok "telemetry: 100 connections through each of the two links"
 	else fail "telemetry"; cat "$tmp/tel"; fi
+	# The group's memory: rings of the two live links only (both halves
+	# of both directions); every application that left, the killed one
+	# too, had its rings freed, whichever side owned them.
+	if python3 - "$tel" "$pfx" <<'PY'
+import json, re, subprocess, sys
+tel, pfx = sys.argv[1], sys.argv[2]
+def ask(cmds):
+    out = subprocess.run(["python3", tel, "-f", pfx], input="\n".join(cmds) + "\n",
+                         capture_output=True, text=True, timeout=60).stdout
+    return [json.loads(m) for m in re.findall(r'^\{.*\}$', out, re.M)]
+ids = next(d["/eal/memzone_list"] for d in ask(["/eal/memzone_list"]) if "/eal/memzone_list" in d)
+zones = [d["/eal/memzone_info"]["Name"] for d in ask([f"/eal/memzone_info,{i}" for i in ids])
+         if "/eal/memzone_info" in d]
+rings = sorted(z for z in zones if z.startswith(("rb2r.", "rb2s.")))
+live = sorted(f"rb2{k}.{a}.{d}" for k in "rs" for a in ("linger-c", "linger-d") for d in "ud")
+print("rings in the group's memory:", " ".join(rings))
+sys.exit(0 if rings == live else 1)
+PY
+	then ok "every ring of the applications that left is freed (the killed one's too); the live links' remain"
+	else fail "rings left behind in the group's memory"; fi
 else
 	echo "note: dpdk-telemetry.py not found (Debian's dpdk-dev); telemetry not checked"
 fi

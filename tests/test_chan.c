@@ -22,8 +22,9 @@ setup(void)
 	rb2_test_eal_init();
 }
 
+/* Destroy the pair and its transport (a test may open another after). */
 static void
-teardown(void)
+close_pair(void)
 {
 	rb2_tx_destroy(tx);
 	rb2_rx_destroy(rx);
@@ -31,6 +32,12 @@ teardown(void)
 	tx = NULL;
 	rx = NULL;
 	xp = NULL;
+}
+
+static void
+teardown(void)
+{
+	close_pair();
 	rb2_test_eal_fini();
 }
 
@@ -1017,16 +1024,11 @@ ping_pong_head_pushes(const char *preset, uint64_t *idle)
 		write_msg(seq);
 		rb2_tx_flush(tx);
 		read_msg(seq);
-		cr_assert_eq(rb2_rx_recv(rx, &none, sizeof(none)), -EAGAIN); /* drained */
+		cr_assert_eq(rb2_rx_recv(rx, none, sizeof(none)), -EAGAIN); /* drained */
 	}
 	rb2_rx_stats_get(rx, &rs);
 	*idle = rs.idle_pushes;
-	rb2_tx_destroy(tx);
-	rb2_rx_destroy(rx);
-	rb2_xport_close(xp);
-	tx = NULL;
-	rx = NULL;
-	xp = NULL;
+	close_pair();
 	return rs.head_pushes;
 }
 

@@ -719,16 +719,16 @@ tx_attach(struct rb2_tx *tx, const struct rb2_chan_desc *peer)
 		/* A receiver that pushes its head only every gamma: no message
 		 * larger than it can always make room for. */
 		uint32_t k = lazy_max_slots(peer->slots, peer->gamma, tx->alpha);
-		uint32_t max = k * tx->slot_size - trailer_of(&tx->h.p);
+		uint32_t trailer = trailer_of(&tx->h.p);
 
-		if (tx->msg_size != 0 && __rb2_nslots(tx->msg_size + trailer_of(&tx->h.p),
-						      tx->slot_size) > k) {
-			RB2_CHAN_LOG(ERR, "channel '%s': msg_size=%u does not fit the %u slots a receiver with RB2_CHAN_F_LAZY_HEAD and gamma=%u can always make room for",
-				     tx->h.name, tx->msg_size, k, peer->gamma);
+		if (__rb2_nslots(RTE_MAX(tx->msg_size, 1u) + trailer, tx->slot_size) > k) {
+			RB2_CHAN_LOG(ERR, "channel '%s': its receiver pushes its head only every gamma=%u (RB2_CHAN_F_LAZY_HEAD), so with alpha=%u a sender can always make room for %u slots only: too few for %s",
+				     tx->h.name, peer->gamma, tx->alpha, k,
+				     tx->msg_size != 0 ? "its fixed-size messages" : "any message");
 			return -EPROTO;
 		}
-		if (tx->msg_size == 0 && max < tx->max_len)
-			tx->max_len = max;
+		if (tx->msg_size == 0 && k * tx->slot_size - trailer < tx->max_len)
+			tx->max_len = k * tx->slot_size - trailer;
 	}
 	if (tx->h.tail->tx_attach != NULL)
 		tx->h.tail->tx_attach(tx, base);

@@ -168,7 +168,7 @@ proc_start(int32_t pid)
 #define SHM_REGION_MAGIC 0x52423248u /* "RB2H" */
 
 struct shm_region {
-	uint32_t magic;
+	_Atomic uint32_t magic;        /* 0 once freed */
 	uint32_t rkey;
 	_Atomic uint32_t refs;         /* the owner's, and the holder's */
 	int32_t owner_pid;
@@ -231,7 +231,8 @@ region_put(struct shm_region *r, int as_holder)
 		left = 0;
 	}
 	if (left == 0) {
-		r->magic = 0; /* a stale handle never matches again */
+		/* A stale handle never matches again. */
+		atomic_store_explicit(&r->magic, 0, memory_order_relaxed);
 		rte_memzone_free(r->mz);
 	}
 }
@@ -269,7 +270,7 @@ shm_mr_alloc(struct rb2_xport *xp __rte_unused, const char *name, size_t len,
 	 * last one's handle never matches this one. */
 	r->rkey = name_key(name) ^ (uint32_t)(rte_get_tsc_cycles() * 2654435761u);
 	atomic_store_explicit(&r->refs, 1, memory_order_relaxed);
-	r->magic = SHM_REGION_MAGIC;
+	atomic_store_explicit(&r->magic, SHM_REGION_MAGIC, memory_order_relaxed);
 	mr->addr = RTE_PTR_ADD(mz->addr, RTE_CACHE_LINE_SIZE);
 	mr->len = len;
 	mr->lkey = mr->rkey = r->rkey;
@@ -295,7 +296,8 @@ region_lookup(uint64_t remote, uint32_t rkey)
 	if (remote < RTE_CACHE_LINE_SIZE || remote % RTE_CACHE_LINE_SIZE != 0)
 		return NULL;
 	r = region_of(p);
-	if (rte_mem_virt2memseg_list(r) == NULL || r->magic != SHM_REGION_MAGIC ||
+	if (rte_mem_virt2memseg_list(r) == NULL ||
+	    atomic_load_explicit(&r->magic, memory_order_relaxed) != SHM_REGION_MAGIC ||
 	    r->rkey != rkey)
 		return NULL;
 	return r;

@@ -13,9 +13,10 @@
  * parameters (so that mutations explore near-valid ones, field by field).
  * The oracle:
  *  - a refusal is -EPROTO and says why;
- *  - an acceptance means every field is consistent with our parameters, the
- *    region is aligned and large enough, and anything past 56 bytes is zero
- *    padding;
+ *  - an acceptance means every field is consistent with our parameters (the
+ *    wire flags equal, RB2_CHAN_F_LAZY_HEAD the one flag a peer may add: it
+ *    bounds what its sender sends), the region is aligned and large enough,
+ *    and anything past 56 bytes is zero padding;
  *  - the valid descriptor itself (XORed with zeros: padding) is accepted.
  */
 
@@ -117,7 +118,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(&d, blob, sizeof(d));
 	if (d.magic != RB2_DESC_MAGIC || d.version != RB2_DESC_VERSION || d.role != role ||
 	    d.slots != p.slots || d.slot_size != p.slot_size || d.msg_size != p.msg_size ||
-	    d.flags != (p.flags & RB2_CHAN_F_WIRE) ||
+	    (d.flags & ~RB2_CHAN_F_LAZY_HEAD) != (p.flags & RB2_CHAN_F_WIRE) ||
 	    d.policy != (uint8_t)(p.head_sync | (p.tail_sync << 4)))
 		__builtin_trap();
 	if (d.alpha < 1 || d.alpha >= d.slots || d.beta < 1 || d.beta > d.alpha ||

@@ -1243,6 +1243,28 @@ Test(rb2_chan, a_freed_region_cannot_be_held)
 	cr_expect_eq(rb2_xport_peer_hold(xp, addr, rkey), -ESTALE, "a freed region is refused");
 }
 
+/* Send @p len bytes with nobody flushing, retrying while the ring is full:
+ * meanwhile the receiver only polls, taking the small (8-byte) messages
+ * published before (counted in @p got). @return the send's result, and the
+ * attempts in @p tries. */
+static int
+send_polling(const char *preset, const uint8_t *big, uint32_t len, uint8_t *out, size_t cap,
+	     uint32_t *got, int *tries)
+{
+	int ret = -ENOBUFS;
+
+	for (*tries = 0; *tries < 1000 && ret == -ENOBUFS; (*tries)++) {
+		ret = rb2_tx_send(tx, big, len);
+		if (ret == -ENOBUFS) {
+			int r = rb2_rx_recv(rx, out, (uint32_t)cap);
+
+			cr_assert(r == 8 || r == -EAGAIN, "%s: recv %d", preset, r);
+			*got += r == 8;
+		}
+	}
+	return ret;
+}
+
 /*
  * A sender whose receiver pushes its head lazily must still get room for
  * the largest message at any ring position: with the head pushed only every
@@ -1279,7 +1301,7 @@ largest_message_at_every_position(const char *preset, int lazy_rx_only, uint32_t
 	cr_assert_leq(max, sizeof(big));
 	for (uint32_t shift = 0; shift < 4 * p.slots; shift++) {
 		uint32_t extra = shift % RTE_MIN(p.alpha, p.slots / 4), got = 0;
-		int ret = -ENOBUFS, tries;
+		int ret, tries;
 
 		/* Move the tail on by one small message each round... */
 		cr_assert_eq(rb2_tx_send(tx, big, 8), 0);
@@ -1290,15 +1312,7 @@ largest_message_at_every_position(const char *preset, int lazy_rx_only, uint32_t
 		for (uint32_t i = 0; i < extra; i++)
 			cr_assert_eq(rb2_tx_send(tx, big, 8), 0);
 		memset(big, (int)shift, max);
-		for (tries = 0; tries < 1000 && ret == -ENOBUFS; tries++) {
-			ret = rb2_tx_send(tx, big, max);
-			if (ret == -ENOBUFS) { /* the receiver polls meanwhile */
-				int r = rb2_rx_recv(rx, out, sizeof(out));
-
-				cr_assert(r == 8 || r == -EAGAIN, "%s: recv %d", preset, r);
-				got += r == 8;
-			}
-		}
+		ret = send_polling(preset, big, max, out, sizeof(out), &got, &tries);
 		cr_assert_eq(ret, 0, "%s: a %u-byte message after %u small ones, %u of them unflushed: %s after %d tries",
 			     preset, max, shift + 1, extra, strerror(-ret), tries);
 		rb2_tx_flush(tx);
@@ -1342,7 +1356,7 @@ largest_message_worst_case(const char *preset, uint32_t slots, uint32_t add_flag
 	struct rb2_chan_params p;
 	static uint8_t big[64 * 64], out[64 * 64];
 	uint32_t max, k, pos, u = 0, c = 0, h0, got = 0;
-	int ret = -ENOBUFS, tries;
+	int ret, tries;
 
 	rb2_chan_params_init(&p);
 	p.slots = slots;
@@ -1367,15 +1381,7 @@ largest_message_worst_case(const char *preset, uint32_t slots, uint32_t add_flag
 	}
 	for (uint32_t i = 0; i < c; i++)
 		cr_assert_eq(rb2_tx_send(tx, big, 8), 0);
-	for (tries = 0; tries < 1000 && ret == -ENOBUFS; tries++) {
-		ret = rb2_tx_send(tx, big, max);
-		if (ret == -ENOBUFS) {
-			int r = rb2_rx_recv(rx, out, sizeof(out));
-
-			cr_assert(r == 8 || r == -EAGAIN, "%s: recv %d", preset, r);
-			got += r == 8;
-		}
-	}
+	ret = send_polling(preset, big, max, out, sizeof(out), &got, &tries);
 	cr_assert_eq(ret, 0, "%s: the largest message (%u slots) at slot %u, head %u slots unpushed, %u committed unpublished: %s after %d tries",
 		     preset, k, pos, u, c, strerror(-ret), tries);
 	rb2_tx_flush(tx);

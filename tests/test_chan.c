@@ -303,16 +303,21 @@ Test(rb2_chan, single_message_alpha32_arrives_once_flushed)
 
 /* Liveness: γ larger than the traffic a ring holds. The receiver releases
  * fewer than γ slots, yet the sender needs them back: only the idle push
- * (on finding the ring drained) frees them. Without it this test hangs. */
-Test(rb2_chan, sender_never_stalls_when_gamma_exceeds_traffic)
+ * (on finding the ring drained) frees them, or with RB2_CHAN_F_LAZY_HEAD
+ * the sender's READ of the head the receiver stored. Without either this
+ * test hangs. */
+static void
+gamma_exceeds_traffic(uint32_t flags)
 {
 	struct rb2_chan_params p;
 	struct rb2_rx_stats rs;
+	struct rb2_tx_stats ts;
 	static uint8_t b[256];
 	uint64_t seq = 0;
 
 	rb2_chan_params_init(&p);
 	p.slots = 8; p.alpha = 7; p.beta = 1; p.gamma = 7;
+	p.flags = flags;
 	open_pair("shm,mode=copy", &p);
 	for (int i = 0; i < 1000; i++) {
 		int ret;
@@ -334,7 +339,24 @@ Test(rb2_chan, sender_never_stalls_when_gamma_exceeds_traffic)
 		seq++;
 	}
 	rb2_rx_stats_get(rx, &rs);
-	cr_expect_gt(rs.idle_pushes, 0, "the idle push did the work");
+	rb2_tx_stats_get(tx, &ts);
+	if (flags & RB2_CHAN_F_LAZY_HEAD) {
+		cr_expect_eq(rs.idle_pushes, 0, "%" PRIu64 " idle pushes", (uint64_t)rs.idle_pushes);
+		cr_expect_gt(ts.head_reads, 0, "the sender's READ did the work");
+	} else {
+		cr_expect_gt(rs.idle_pushes, 0, "the idle push did the work");
+		cr_expect_eq(ts.head_reads, 0);
+	}
+}
+
+Test(rb2_chan, sender_never_stalls_when_gamma_exceeds_traffic)
+{
+	gamma_exceeds_traffic(0);
+}
+
+Test(rb2_chan, sender_never_stalls_when_gamma_exceeds_traffic_lazy_head)
+{
+	gamma_exceeds_traffic(RB2_CHAN_F_LAZY_HEAD);
 }
 
 /* The wrap point: multi-slot messages never split; the reader gets one
@@ -1010,13 +1032,15 @@ Test(rb2_chan, preset_rb2_unbatched_publishes_every_message_at_once)
 		      (uint64_t)rs.head_pushes, (uint64_t)rs.idle_pushes);
 }
 
-/* rb2-lazyhead: in a ping-pong (each message read as soon as it is
- * published, the ring drained after each), the head is pushed every gamma
- * and never because the ring drained; rb2 pushes it after every message. */
+/* rb2: in a ping-pong (each message read as soon as it is published, the
+ * ring drained after each), the head is pushed every gamma and never
+ * because the ring drained, and never READ either: the sender is never
+ * short of room. rb2-idlepush pushes it after every message. */
 static uint64_t
-ping_pong_head_pushes(const char *preset, uint64_t *idle)
+ping_pong_head_pushes(const char *preset, uint64_t *idle, uint64_t *reads)
 {
 	struct rb2_rx_stats rs;
+	struct rb2_tx_stats ts;
 	uint8_t none[64];
 
 	preset_pair(preset);
@@ -1027,25 +1051,31 @@ ping_pong_head_pushes(const char *preset, uint64_t *idle)
 		cr_assert_eq(rb2_rx_recv(rx, none, sizeof(none)), -EAGAIN); /* drained */
 	}
 	rb2_rx_stats_get(rx, &rs);
+	rb2_tx_stats_get(tx, &ts);
 	*idle = rs.idle_pushes;
+	*reads = ts.head_reads;
 	close_pair();
 	return rs.head_pushes;
 }
 
-Test(rb2_chan, preset_rb2_lazyhead_pushes_the_head_only_every_gamma)
+Test(rb2_chan, preset_rb2_pushes_the_head_only_every_gamma)
 {
 	struct rb2_chan_params p;
-	uint64_t idle, pushes;
+	uint64_t idle, pushes, reads;
 
 	rb2_chan_params_init(&p);
 	p.slots = 64;
-	cr_assert_eq(rb2_chan_params_preset(&p, "rb2-lazyhead"), 0);
-	cr_assert_eq(p.gamma, 8, "64 slots: thresholds of N/8");
-	pushes = ping_pong_head_pushes("rb2-lazyhead", &idle);
+	cr_assert_eq(rb2_chan_params_preset(&p, "rb2"), 0);
+	cr_assert_eq(p.gamma, 32);
+	cr_assert(p.flags & RB2_CHAN_F_LAZY_HEAD);
+	cr_assert_eq(rb2_chan_max_msg(&p), 32 * 64, "half the ring, as without the flag");
+	pushes = ping_pong_head_pushes("rb2", &idle, &reads);
 	cr_expect_eq(idle, 0, "%" PRIu64 " pushes because the ring drained", idle);
-	cr_expect_eq(pushes, 200 / 8, "%" PRIu64 " head pushes for 200 messages at gamma 8", pushes);
-	pushes = ping_pong_head_pushes("rb2", &idle);
-	cr_expect_geq(idle, 200 - 200 / 32 - 1, "rb2: %" PRIu64 " pushes because the ring drained", idle);
+	cr_expect_eq(reads, 0, "%" PRIu64 " head READs", reads);
+	cr_expect_eq(pushes, 200 / 32, "%" PRIu64 " head pushes for 200 messages at gamma 32", pushes);
+	pushes = ping_pong_head_pushes("rb2-idlepush", &idle, &reads);
+	cr_expect_geq(idle, 200 - 200 / 32 - 1, "rb2-idlepush: %" PRIu64 " pushes because the ring drained", idle);
+	cr_expect_eq(reads, 0);
 }
 
 /* L5: a data WRITE and a tail WRITE per message, the head READ (lazy pull). */
@@ -1131,7 +1161,6 @@ Test(rb2_chan, preset_lean_writes_once_per_message_and_pushes_the_head_rarely)
 	struct rb2_chan_params p;
 	struct rb2_tx_stats ts;
 	struct rb2_rx_stats rs;
-	char why[200];
 
 	rb2_chan_params_init(&p);
 	p.slots = 64;
@@ -1146,9 +1175,7 @@ Test(rb2_chan, preset_lean_writes_once_per_message_and_pushes_the_head_rarely)
 	cr_assert_eq(ts.tail_writes, 0);
 	cr_assert_eq(rs.idle_pushes, 0);
 	cr_assert_leq(rs.head_pushes, 200 / 32, "%" PRIu64 " head pushes", (uint64_t)rs.head_pushes);
-	p.gamma = 33;
-	cr_assert_eq(rb2_chan_params_check(&p, why, sizeof(why)), -EINVAL);
-	cr_assert(strstr(why, "LAZY_HEAD") != NULL, "%s", why);
+	cr_assert_eq(ts.head_reads, 0, "never short of room");
 }
 
 Test(rb2_chan, an_admission_window_needs_room_for_a_transmission)
@@ -1267,16 +1294,31 @@ send_polling(const char *preset, const uint8_t *big, uint32_t len, uint8_t *out,
 
 /*
  * A sender whose receiver pushes its head lazily must still get room for
- * the largest message at any ring position: with the head pushed only every
- * gamma slots and the ring drained, the sender's view lags by up to
- * gamma - 1 slots, and a message that wraps needs its padding too. (The lean
- * preset allowed half a ring and waited forever for one that wrapped after
- * three small messages.) With the flag on the receiver only, the sender
- * learns the limit from its descriptor.
+ * the largest message (half the ring) at any ring position: with the head
+ * pushed only every gamma slots and the ring drained, the sender's view
+ * lags by up to gamma - 1 slots, and a message that wraps needs its padding
+ * too. (The lean preset once waited forever for one that wrapped after three
+ * small messages.) With RB2_CHAN_F_LAZY_HEAD the sender READs the head the
+ * receiver stored when it drained; with the flag on the receiver only, the
+ * sender learns it from the descriptor.
  */
+/* The head was READ at some point exactly when the receiver does not push
+ * on draining (so the tests above did take that path). */
 static void
-largest_message_at_every_position(const char *preset, int lazy_rx_only, uint32_t slots,
-				  uint32_t add_flags)
+expect_reads_iff_lazy(const char *preset, const struct rb2_chan_params *rxp)
+{
+	struct rb2_tx_stats ts;
+
+	rb2_tx_stats_get(tx, &ts);
+	if (rxp->flags & RB2_CHAN_F_LAZY_HEAD)
+		cr_expect_gt(ts.head_reads, 0, "%s: the sender never READ the head", preset);
+	else
+		cr_expect_eq(ts.head_reads, 0, "%s: %" PRIu64 " head READs", preset,
+			     (uint64_t)ts.head_reads);
+}
+
+static void
+largest_message_at_every_position(const char *preset, int lazy_rx_only, uint32_t slots)
 {
 	struct rb2_chan_params p, pt;
 	static uint8_t big[64 * 64], out[64 * 64];
@@ -1286,7 +1328,6 @@ largest_message_at_every_position(const char *preset, int lazy_rx_only, uint32_t
 	p.slots = slots;
 	p.slot_size = 64;
 	cr_assert_eq(rb2_chan_params_preset(&p, preset), 0);
-	p.flags |= add_flags;
 	cr_assert_eq(rb2_chan_params_check(&p, NULL, 0), 0);
 	max = rb2_chan_max_msg(&p);
 	pt = p;
@@ -1296,7 +1337,8 @@ largest_message_at_every_position(const char *preset, int lazy_rx_only, uint32_t
 	tx = rb2_tx_create("t", xp, &pt);
 	rx = rb2_rx_create("t", xp, &p);
 	cr_assert(tx != NULL && rx != NULL && rb2_chan_pair(tx, rx) == 0);
-	/* The sender keeps to the lazy receiver's limit, flag or not. */
+	cr_expect_eq(max, p.slots / 2 * 64 - (p.tail_sync == RB2_TAIL_POLL_MSG ? RB2_MARKER_SIZE : 0),
+		     "%s: half the ring", preset);
 	cr_expect_eq(rb2_tx_send(tx, big, max + 1), -EMSGSIZE, "%s: one byte over the limit", preset);
 	cr_assert_leq(max, sizeof(big));
 	for (uint32_t shift = 0; shift < 4 * p.slots; shift++) {
@@ -1321,27 +1363,33 @@ largest_message_at_every_position(const char *preset, int lazy_rx_only, uint32_t
 		cr_assert_eq(rb2_rx_recv(rx, out, sizeof(out)), (int)max);
 		cr_assert_eq(out[max - 1], (uint8_t)shift);
 	}
+	expect_reads_iff_lazy(preset, &p);
 }
 
 Test(rb2_chan, largest_message_fits_at_every_position_rb2)
 {
-	largest_message_at_every_position("rb2", 0, 16, 0);
+	largest_message_at_every_position("rb2", 0, 16);
+}
+
+Test(rb2_chan, largest_message_fits_at_every_position_rb2_idlepush)
+{
+	largest_message_at_every_position("rb2-idlepush", 0, 16);
 }
 
 /* Batching too: up to alpha - 1 committed slots wait unpublished. */
-Test(rb2_chan, largest_message_fits_at_every_position_rb2_lazy_head)
+Test(rb2_chan, largest_message_fits_at_every_position_rb2_batched)
 {
-	largest_message_at_every_position("rb2", 0, 128, RB2_CHAN_F_LAZY_HEAD);
+	largest_message_at_every_position("rb2", 0, 128);
 }
 
 Test(rb2_chan, largest_message_fits_at_every_position_lean)
 {
-	largest_message_at_every_position("lean", 0, 16, 0);
+	largest_message_at_every_position("lean", 0, 16);
 }
 
 Test(rb2_chan, largest_message_fits_at_every_position_lean_receiver_only)
 {
-	largest_message_at_every_position("lean", 1, 16, 0);
+	largest_message_at_every_position("lean", 1, 16);
 }
 
 /*
@@ -1351,7 +1399,7 @@ Test(rb2_chan, largest_message_fits_at_every_position_lean_receiver_only)
  * Nobody flushes; the receiver only polls. The largest message must fit.
  */
 static void
-largest_message_worst_case(const char *preset, uint32_t slots, uint32_t add_flags)
+largest_message_worst_case(const char *preset, uint32_t slots)
 {
 	struct rb2_chan_params p;
 	static uint8_t big[64 * 64], out[64 * 64];
@@ -1362,7 +1410,6 @@ largest_message_worst_case(const char *preset, uint32_t slots, uint32_t add_flag
 	p.slots = slots;
 	p.slot_size = 64;
 	cr_assert_eq(rb2_chan_params_preset(&p, preset), 0);
-	p.flags |= add_flags;
 	max = rb2_chan_max_msg(&p);
 	k = (max + (p.tail_sync == RB2_TAIL_POLL_MSG ? RB2_MARKER_SIZE : 0) + 63) / 64;
 	pos = slots - (k - 1);      /* a k-slot message here pads k - 1 first */
@@ -1388,14 +1435,15 @@ largest_message_worst_case(const char *preset, uint32_t slots, uint32_t add_flag
 	for (; got < c; got++)
 		cr_assert_eq(rb2_rx_recv(rx, out, sizeof(out)), 8);
 	cr_assert_eq(rb2_rx_recv(rx, out, sizeof(out)), (int)max);
+	expect_reads_iff_lazy(preset, &p);
 }
 
 Test(rb2_chan, largest_message_fits_in_the_worst_case_lean)
 {
-	largest_message_worst_case("lean", 16, 0);
+	largest_message_worst_case("lean", 16);
 }
 
-Test(rb2_chan, largest_message_fits_in_the_worst_case_rb2_lazy_head)
+Test(rb2_chan, largest_message_fits_in_the_worst_case_rb2)
 {
-	largest_message_worst_case("rb2", 128, RB2_CHAN_F_LAZY_HEAD);
+	largest_message_worst_case("rb2", 128);
 }

@@ -137,8 +137,12 @@ run_sender(const char *spec, const char *name, const char *preset, uint64_t coun
 	if (die)
 		raise(SIGKILL);     /* everything is published: now crash */
 	/* The receiver's region outlives us; wait until it has everything. */
-	while (atomic_load_explicit(tx->local_head, memory_order_acquire) != tx->tail)
+	while ((ret = rb2_tx_drained(tx)) == 0)
 		;
+	if (ret < 0) {
+		fprintf(stderr, "secondary: waiting for the receiver: %s\n", strerror(-ret));
+		return 1;
+	}
 	rb2_tx_destroy(tx);
 	rb2_xport_close(xp);
 	return 0;

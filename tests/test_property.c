@@ -110,6 +110,11 @@ random_cfg(uint64_t seed, struct prop_cfg *c)
 	}
 	/* Lanes (merged, superseded, batched chains), one in three. */
 	c->lane = rb2_test_rand(&r) % 3 == 0;
+	/* The head pushed also whenever the ring drains (the idle push,
+	 * without RB2_CHAN_F_LAZY_HEAD), one in two; else READ when no push
+	 * is due (drawn last). */
+	if (rb2_test_rand(&r) % 2 == 0)
+		c->p.flags &= ~RB2_CHAN_F_LAZY_HEAD;
 }
 
 static unsigned int lane_runs; /* runs with lanes: the tests check some were */

@@ -248,11 +248,8 @@ stream_client(struct rb2_xport *xp, const char *addr, uint64_t count, int foreve
 	}
 	rb2_tx_flush(tx);
 	/* Wait until the receiver has released everything. */
-	for (double t = now_s(); atomic_load(tx->local_head) != tx->tail &&
-	     now_s() - t < 30;) {
-		void *slot;
-		(void)rb2_tx_reserve(tx, 8, &slot); /* polls completions and the peer */
-	}
+	for (double t = now_s(); rb2_tx_drained(tx) == 0 && now_s() - t < 30;)
+		;
 	rb2_tx_stats_get(tx, &st);
 	printf("stream: sender: %" PRIu64 " messages, %" PRIu64 " slot WRITEs, %" PRIu64
 	       " tail WRITEs, %" PRIu64 " deferred tail syncs (elastic threshold), %" PRIu64 " full\n",
@@ -403,12 +400,8 @@ sleep_client(struct rb2_xport *xp, const char *addr, uint64_t count)
 		for (int i = 0; i < 10; i++)
 			rb2_tx_flush(tx);
 	}
-	for (double t = now_s(); atomic_load(tx->local_head) != tx->tail && now_s() - t < 30;) {
-		void *slot;
-
-		rb2_tx_flush(tx);
-		(void)rb2_tx_reserve(tx, 8, &slot);
-	}
+	for (double t = now_s(); rb2_tx_drained(tx) == 0 && now_s() - t < 30;)
+		;
 	rb2_tx_stats_get(tx, &ts);
 	printf("sleep: sender: %" PRIu64 " messages, %" PRIu64 " wake-ups sent\n",
 	       (uint64_t)ts.messages, (uint64_t)ts.wakeups);

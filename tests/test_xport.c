@@ -317,8 +317,10 @@ remote_sender(void *arg)
 	if (a->ret == 0)
 		a->ret = rb2_tx_flush(tx);
 	/* Wait for the receiver to take everything before tearing down. */
-	while (a->ret == 0 && atomic_load_explicit(tx->local_head, memory_order_acquire) != tx->tail)
+	while (a->ret == 0 && (a->ret = rb2_tx_drained(tx)) == 0)
 		;
+	if (a->ret == 1)
+		a->ret = 0;
 	rb2_tx_destroy(tx);
 	return 0;
 }

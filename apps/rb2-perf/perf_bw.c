@@ -569,9 +569,9 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 		}
 	} else if (o->npresets > 0) {
 		static const char *const what[][2] = {
-			{"rb2", "RB2: lazy push, write-twice, alpha=32 beta=16 gamma=32"},
+			{"rb2", "RB2: lazy push (every gamma, READ when no push is due), write-twice, alpha=32 beta=16 gamma=32"},
 			{"rb2-unbatched", "RB2 with batching turned off: lazy push, write-twice, alpha=beta=gamma=1"},
-			{"rb2-lazyhead", "RB2 with the head pushed only every gamma (no push because the ring drained)"},
+			{"rb2-idlepush", "RB2 whose receiver also pushes its head whenever the ring drains"},
 			{"l5", "L5's own ring (pfent/L5RDMA): length, payload, validity word back to back; data then length WRITE, head READ when full; copies in, out, clears"},
 			{"l5:fixed", "L5's own ring (pfent/L5RDMA; its length always travels): data then length WRITE, head READ when full; copies in, out, clears"},
 			{"farm", "FaRM: poll message (marker + length WRITE), no batching; copies in"},

@@ -206,12 +206,9 @@ bw_client(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
 		rb2_tx_flush(tx[c]);
 	for (uint64_t t = rte_get_timer_cycles(), c = 0; rte_get_timer_cycles() - t < 30 * rte_get_timer_hz();) {
 		unsigned int busy = 0;
-		void *slot;
 
-		for (c = 0; c < k; c++) {
-			busy += atomic_load(tx[c]->local_head) != tx[c]->tail;
-			(void)rb2_tx_reserve(tx[c], o->size, &slot); /* reap, see the peer */
-		}
+		for (c = 0; c < k; c++)
+			busy += rb2_tx_drained(tx[c]) == 0;
 		if (busy == 0)
 			break;
 	}

@@ -106,7 +106,9 @@ cache_get(struct rb2_mr_cache *c, void *addr, size_t len, struct rb2_mr_seg *seg
 }
 
 /* Both halves: a channel whose messages carry their length, and (sender) a
- * head the receiver pushes, since that is how a lent buffer comes back. */
+ * head the receiver pushes, since that is how a lent buffer comes back (a
+ * bulk receiver pushes it as soon as a READ completes, RB2_CHAN_F_LAZY_HEAD
+ * or not). */
 static int
 check_chan(const struct rb2_chan_half *h, const char *who)
 {
@@ -115,9 +117,8 @@ check_chan(const struct rb2_chan_half *h, const char *who)
 			     who, h->name, h->p.msg_size);
 		return -EINVAL;
 	}
-	if (h->is_tx && (h->p.head_sync != RB2_HEAD_LAZY_PUSH ||
-			 (h->p.flags & RB2_CHAN_F_LAZY_HEAD) != 0)) {
-		RB2_CHAN_LOG(ERR, "bulk sender on '%s': lent buffers come back with the receiver's head, which this channel does not push (lazy pull, or the lean preset's lazy head); use the default head sync",
+	if (h->is_tx && h->p.head_sync != RB2_HEAD_LAZY_PUSH) {
+		RB2_CHAN_LOG(ERR, "bulk sender on '%s': lent buffers come back with the receiver's head, which this channel does not push (lazy pull); use the default head sync",
 			     h->name);
 		return -EINVAL;
 	}

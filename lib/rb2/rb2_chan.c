@@ -46,6 +46,7 @@ rb2_chan_params_init(struct rb2_chan_params *p)
 	p->gamma = 32;
 	p->head_sync = RB2_HEAD_LAZY_PUSH;
 	p->tail_sync = RB2_TAIL_WRITE_TWICE;
+	p->flags = RB2_CHAN_F_LAZY_HEAD;
 	p->socket_id = SOCKET_ID_ANY;
 	p->lcore_id = LCORE_ID_ANY;
 }
@@ -55,7 +56,7 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 {
 	uint32_t unbatched = strcmp(name, "l5") == 0 || strcmp(name, "farm") == 0 ||
 			     strcmp(name, "rb2-unbatched") == 0;
-	uint32_t lazyhead = strcmp(name, "rb2-lazyhead") == 0;
+	uint32_t idlepush = strcmp(name, "rb2-idlepush") == 0;
 
 	p->max_inflight = 0;
 	p->flags &= ~RB2_CHAN_F_LAZY_HEAD;
@@ -80,7 +81,7 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 		p->max_inflight = 10;
 		return 0;
 	}
-	if (!unbatched && !lazyhead && strcmp(name, "rb2") != 0)
+	if (!unbatched && !idlepush && strcmp(name, "rb2") != 0)
 		return -ENOENT;
 	/* rb2-unbatched keeps rb2's synchronization (lazy push, write-twice)
 	 * with every threshold at 1: the paper's "batching turned off". */
@@ -89,35 +90,12 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 	p->alpha = unbatched ? 1 : RTE_MIN(32u, p->slots - 1);
 	p->beta = unbatched ? 1 : RTE_MIN(16u, p->alpha);
 	p->gamma = unbatched ? 1 : RTE_MIN(32u, p->slots - 1);
-	if (lazyhead) {
-		/* rb2 with its head pushed only every gamma, never because
-		 * the ring drained: the largest message is then
-		 * (N + 2 - gamma - alpha)/2 slots. Below 256 slots the
-		 * thresholds shrink to N/8, so that stays above 3N/8. */
-		if (p->slots < 256) {
-			p->alpha = p->gamma = RTE_MAX(1u, p->slots / 8);
-			p->beta = RTE_MIN(16u, p->alpha);
-		}
+	/* rb2 pushes its head every gamma and never because the ring drained
+	 * (a sender short of room READs it when no push is due);
+	 * rb2-idlepush also pushes at every drain, as before. */
+	if (strcmp(name, "rb2") == 0)
 		p->flags |= RB2_CHAN_F_LAZY_HEAD;
-	}
 	return 0;
-}
-
-/*
- * RB2_CHAN_F_LAZY_HEAD: the largest message, in slots, that a sender can
- * place at any ring position. With the ring drained, its view of the head
- * lags by up to gamma - 1 slots (the head is pushed every gamma); up to
- * alpha - 1 slots it committed wait unpublished for the next pointer
- * advancement (it publishes them early only when the head says the receiver
- * has read everything); and a message of k slots that does not fit before
- * the ring's end first pads up to it, up to k - 1 slots:
- * (gamma - 1) + (alpha - 1) + (2k - 1) <= N - 1. Half a ring, as elsewhere,
- * could wait for a push that never comes. 0: no message fits.
- */
-static uint32_t
-lazy_max_slots(uint32_t slots, uint32_t gamma, uint32_t alpha)
-{
-	return slots + 2 < gamma + alpha ? 0 : (slots + 2 - gamma - alpha) / 2;
 }
 
 static uint32_t
@@ -129,14 +107,9 @@ trailer_of(const struct rb2_chan_params *p)
 uint32_t
 rb2_chan_max_msg(const struct rb2_chan_params *p)
 {
-	uint32_t k = p->flags & RB2_CHAN_F_LAZY_HEAD ? lazy_max_slots(p->slots, p->gamma, p->alpha) :
-		p->slots / 2;
-
 	if (p->msg_size != 0)
 		return p->msg_size;
-	if (k == 0)
-		return 0; /* refused by rb2_chan_params_check() */
-	return (uint32_t)((uint64_t)k * p->slot_size) - trailer_of(p);
+	return (uint32_t)((uint64_t)(p->slots / 2) * p->slot_size) - trailer_of(p);
 }
 
 #define WHY(...) do { if (why) snprintf(why, len, __VA_ARGS__); } while (0)
@@ -156,11 +129,6 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 			 RB2_CHAN_F_LAZY_HEAD)) {
 		WHY("invalid flags=0x%x: only RB2_CHAN_F_NO_ELASTIC, RB2_CHAN_F_UNALIGNED, RB2_CHAN_F_SLEEP and RB2_CHAN_F_LAZY_HEAD exist",
 		    p->flags);
-		return -EINVAL;
-	}
-	if ((p->flags & RB2_CHAN_F_LAZY_HEAD) && p->gamma > p->slots / 2) {
-		WHY("invalid gamma=%u with RB2_CHAN_F_LAZY_HEAD: the head is then pushed only every gamma slots, so gamma <= slots/2 = %u keeps the sender from waiting for it",
-		    p->gamma, p->slots / 2);
 		return -EINVAL;
 	}
 	if (p->slot_size == 0 || (p->flags & RB2_CHAN_F_UNALIGNED ?
@@ -189,14 +157,6 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 	if (p->gamma < 1 || p->gamma >= p->slots) {
 		WHY("invalid gamma=%u: need 1 <= gamma < slots (slots=%u)",
 		    p->gamma, p->slots);
-		return -EINVAL;
-	}
-	if ((p->flags & RB2_CHAN_F_LAZY_HEAD) &&
-	    __rb2_nslots(RTE_MAX(p->msg_size, 1u) + trailer_of(p), p->slot_size) >
-	    lazy_max_slots(p->slots, p->gamma, p->alpha)) {
-		WHY("invalid %s with RB2_CHAN_F_LAZY_HEAD, %u slots, alpha=%u and gamma=%u: a message must fit in (slots + 2 - gamma - alpha) / 2 = %u slots, or the sender can wait for a head that is not pushed (more slots, or smaller thresholds)",
-		    p->msg_size != 0 ? "msg_size" : "thresholds", p->slots, p->alpha, p->gamma,
-		    lazy_max_slots(p->slots, p->gamma, p->alpha));
 		return -EINVAL;
 	}
 	if (p->msg_size > p->slot_size) {
@@ -715,21 +675,9 @@ tx_attach(struct rb2_tx *tx, const struct rb2_chan_desc *peer)
 		tx->peer_tail = RTE_PTR_ADD(base, RB2_REGION_PTR_OFF);
 		tx->peer_head_pub = RTE_PTR_ADD(base, RB2_REGION_SHADOW_OFF);
 	}
-	if (peer->flags & RB2_CHAN_F_LAZY_HEAD) {
-		/* A receiver that pushes its head only every gamma: no message
-		 * larger than it can always make room for. */
-		uint32_t k = lazy_max_slots(peer->slots, peer->gamma, tx->alpha);
-		uint32_t trailer = trailer_of(&tx->h.p);
-
-		if (__rb2_nslots(RTE_MAX(tx->msg_size, 1u) + trailer, tx->slot_size) > k) {
-			RB2_CHAN_LOG(ERR, "channel '%s': its receiver pushes its head only every gamma=%u (RB2_CHAN_F_LAZY_HEAD), so with alpha=%u a sender can always make room for %u slots only: too few for %s",
-				     tx->h.name, peer->gamma, tx->alpha, k,
-				     tx->msg_size != 0 ? "its fixed-size messages" : "any message");
-			return -EPROTO;
-		}
-		if (tx->msg_size == 0 && k * tx->slot_size - trailer < tx->max_len)
-			tx->max_len = k * tx->slot_size - trailer;
-	}
+	/* A receiver with RB2_CHAN_F_LAZY_HEAD does not push its head when it
+	 * drains: when no push is due, we READ it (__rb2_tx_make_room()). */
+	tx->peer_gamma = peer->flags & RB2_CHAN_F_LAZY_HEAD ? RTE_MAX(peer->gamma, 1u) : 0;
 	if (tx->h.tail->tx_attach != NULL)
 		tx->h.tail->tx_attach(tx, base);
 	/* Capacity N - 1: full when tail - local_head == N - 1. */

@@ -67,13 +67,14 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
 /**
  * Apply a design of the paper's evaluation (§V-A) to @p p, keeping its ring
  * geometry (slots, slot_size, msg_size):
- *  - "rb2": lazy push, write-twice, alpha=32 beta=16 gamma=32 (the default);
+ *  - "rb2": lazy push, write-twice, alpha=32 beta=16 gamma=32, the head
+ *    pushed only every gamma (RB2_CHAN_F_LAZY_HEAD: a sender short of room
+ *    READs it when no push is due) (the default);
  *  - "rb2-unbatched": rb2 with batching turned off (alpha = beta = gamma = 1,
  *    Table II's M2), as the paper runs its HTTP case study (Fig. 10);
- *  - "rb2-lazyhead": rb2 with the head pushed only every gamma, not also
- *    whenever the ring drains (RB2_CHAN_F_LAZY_HEAD): no head WRITE per
- *    message in a ping-pong; the largest message is (N + 2 - 2*32)/2 slots
- *    (thresholds N/8 below 256 slots);
+ *  - "rb2-idlepush": rb2 whose receiver also pushes its head whenever it
+ *    finds the ring drained (rb2's default before RB2_CHAN_F_LAZY_HEAD): a
+ *    head WRITE per message in a ping-pong;
  *  - "l5": write-twice with no batching (alpha = beta = gamma = 1), the head
  *    READ by the sender when short of room (lazy pull), as pfent/L5RDMA;
  *  - "farm": poll message (marker after each message, its length in a second
@@ -84,8 +85,7 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
  *    adaptive batching).
  *  - "lean": RB²'s latency mode: poll message (with a fixed-size channel a
  *    message, its marker and so its publication are one WRITE), no batching,
- *    the head pushed only every half ring (RB2_CHAN_F_LAZY_HEAD), so its
- *    largest message is a quarter ring.
+ *    the head pushed only every half ring (RB2_CHAN_F_LAZY_HEAD).
  * What each copies is the application's: doc/design.md says, and rb2-perf
  * copies as each does.
  *
@@ -94,11 +94,10 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
 int rb2_chan_params_preset(struct rb2_chan_params *p, const char *name);
 
 /** The names rb2_chan_params_preset() knows, for messages and --help. */
-#define RB2_CHAN_PRESET_NAMES "rb2, rb2-unbatched, rb2-lazyhead, l5, farm, socksdirect, lean"
+#define RB2_CHAN_PRESET_NAMES "rb2, rb2-unbatched, rb2-idlepush, l5, farm, socksdirect, lean"
 
 /** @return the largest message a channel with @p p carries: msg_size if set,
- * else N/2 * S, less a poll message's marker; with RB2_CHAN_F_LAZY_HEAD,
- * (N + 2 - gamma - alpha)/2 slots. */
+ * else N/2 * S, less a poll message's marker. */
 uint32_t rb2_chan_max_msg(const struct rb2_chan_params *p);
 
 /**
@@ -238,6 +237,20 @@ rb2_tx_notices(const struct rb2_tx *tx)
  * @return 0, or the channel's error (-ECONNRESET: the receiver is gone).
  */
 int rb2_tx_check(struct rb2_tx *tx);
+
+/**
+ * Has the receiver released everything this sender committed? For the end of
+ * a stream (before rb2_tx_destroy(), or to stop a clock): flushes what is
+ * unpublished, reaps completions and looks after the peer, as
+ * rb2_tx_check(). A receiver with RB2_CHAN_F_LAZY_HEAD (the default) does not
+ * push its head when it drains, and lazy pull never does: then, while the
+ * head it last pushed is behind, this READs the head (one round trip on
+ * verbs per call). Poll it; do not spin on tx->local_head.
+ *
+ * @return 1: every committed message was released; 0: not yet; or the
+ *   channel's error (-ECONNRESET: the receiver is gone).
+ */
+int rb2_tx_drained(struct rb2_tx *tx);
 
 /**
  * An admission rule (RDMAbox's hook for applications): may a transmission of

@@ -56,7 +56,8 @@
  * Receiver (READMSG): reads [head, local_tail) in place; release advances
  * head; every gamma released slots, head is WRITTEN into the sender's
  * local_head (lazy push). When it finds the ring drained with head !=
- * synced_head it pushes at once (idle push).
+ * synced_head it pushes at once (idle push), or, with RB2_CHAN_F_LAZY_HEAD
+ * (the default), stores it for a sender that READs it when no push is due.
  */
 
 #include <stdatomic.h>
@@ -181,16 +182,14 @@ struct rb2_chan_params {
  */
 #define RB2_CHAN_F_SLEEP (1u << 2)
 /**
- * LAZY_HEAD (the receiver's; the "lean" preset): push the head only every
- * gamma slots, not also whenever the ring drains (the idle push). In a
- * ping-pong, the idle push is a WRITE per message that nobody waits for.
- * The sender's view of the head then lags by up to gamma - 1 slots, up to
- * alpha - 1 of its slots may wait unpublished, and a message that wraps
- * needs its padding as well, so the largest message is
- * (slots + 2 - gamma - alpha) / 2 slots, not half the ring (a quarter ring
- * for "lean": alpha 1, gamma slots/2): the sender always has room for it.
- * The flag travels in the descriptor, so a sender keeps to its receiver's
- * limit.
+ * LAZY_HEAD (the receiver's; the default, and the "rb2" and "lean" presets):
+ * push the head only every gamma slots, not also whenever the ring drains
+ * (the idle push). In a ping-pong, the idle push is a WRITE per message that
+ * nobody waits for. A drained receiver instead stores its head, with its
+ * complement, in its own shadow line, as lazy pull does; a sender short of
+ * room with fewer than gamma published slots beyond the head it has (so no
+ * push may ever come) READs it. Messages keep their half ring. The flag
+ * travels in the descriptor: a sender follows its receiver's.
  */
 #define RB2_CHAN_F_LAZY_HEAD (1u << 3)
 /** Flags both halves must agree on (they travel in the descriptor). */
@@ -337,6 +336,11 @@ struct rb2_tx {
 	uint32_t pull_inflight;       /**< head READs not completed */
 	/* Lazy pull on load/store transports: the receiver's published head. */
 	_Atomic uint64_t *peer_head_pub;
+	/* The receiver's gamma if it has RB2_CHAN_F_LAZY_HEAD (we READ its
+	 * head when no push is due), else 0 (it pushes when it drains); the
+	 * head last READ so (rb2_tx_head()). */
+	uint32_t peer_gamma;
+	uint64_t read_head;
 	/* WRITE_WITH_IMM sync: completion entries posted, our mirror of the
 	 * ring (WRs) or the receiver's, mapped (load/store), and the
 	 * receive-queue credits the receiver WRITEs back (RB_S + 8). With

@@ -240,6 +240,26 @@ struct rb2_tail_ops {
 	void (*rx_received)(struct rb2_rx *rx, unsigned int n, uint64_t slots);
 };
 
+/* Lazy pull's two halves (rb2_sync_pull.c), also RB2_CHAN_F_LAZY_HEAD's
+ * fallback: the receiver stores its head (and its complement) where the
+ * sender READs it; the sender READs it, @return the head READ, or @had (the
+ * head it had) when the READ failed or came back torn. */
+void rb2_rx_store_head(struct rb2_rx *rx);
+uint64_t rb2_tx_read_head(struct rb2_tx *tx, uint64_t had);
+
+/* The sender's view of the head: what the receiver pushed (local_head), or
+ * what we READ (RB2_CHAN_F_LAZY_HEAD's fallback), whichever is further.
+ * The READ is kept apart because a READ that stored into local_head could
+ * undo a push landing meanwhile, and wait for a push already made.
+ * Acquire: pairs with the receiver's head WRITE (a release store on shm), so
+ * its reads of the freed slots are done before we reuse them. */
+static inline uint64_t
+rb2_tx_head(const struct rb2_tx *tx)
+{
+	return RTE_MAX(atomic_load_explicit(tx->local_head, memory_order_acquire),
+		       tx->read_head);
+}
+
 extern const struct rb2_head_ops rb2_head_push_ops;    /* rb2_sync_push.c */
 extern const struct rb2_head_ops rb2_head_pull_ops;    /* rb2_sync_pull.c */
 extern const struct rb2_tail_ops rb2_tail_wt_ops;      /* rb2_sync_wt.c */

@@ -103,6 +103,10 @@ __rb2_rx_push(struct rb2_rx *rx)
 
 	if (rx->h.err != 0)
 		return;
+	/* RB2_CHAN_F_LAZY_HEAD: what a sender READs is never behind what we
+	 * pushed (it takes the larger), and it carries its complement. */
+	if (rx->h.p.flags & RB2_CHAN_F_LAZY_HEAD)
+		rb2_rx_store_head(rx);
 	ret = rx->h.head->rx_publish(rx);
 	if (unlikely(ret < 0)) {
 		rb2_rx_fail(rx, ret, "publishing the head: %s", rte_strerror(-ret));
@@ -266,9 +270,14 @@ __rb2_rx_idle(struct rb2_rx *rx)
 	RB2_STAT_ADD(&rx->stats, empty_events, 1);
 	if (rx->h.err == 0)
 		check_peer(rx);
-	/* RB2_CHAN_F_LAZY_HEAD: only every gamma (the lean latency mode). */
-	if (unlikely(rx->h.p.flags & RB2_CHAN_F_LAZY_HEAD))
+	/* RB2_CHAN_F_LAZY_HEAD: no push, only a store into our own shadow
+	 * line, where a sender short of room READs it. The compare keeps an
+	 * idle poll loop from dirtying the line the sender may be reading. */
+	if (rx->h.p.flags & RB2_CHAN_F_LAZY_HEAD) {
+		if (rx->head_shadow[0] != rx->head)
+			rb2_rx_store_head(rx);
 		return rx->h.err == -ENOTCONN ? 0 : rx->h.err;
+	}
 	/* Idle push: the ring is drained, so the sender may be blocked on a
 	 * stale local_head; give it all the room back now. */
 	if (rx->head != rx->synced_head) {

@@ -392,9 +392,7 @@ __rb2_tx_make_room(struct rb2_tx *tx, uint64_t need)
 		return tx->h.err;
 	if (tx->h.head->tx_refresh != NULL)
 		tx->h.head->tx_refresh(tx);   /* lazy pull: READ the head */
-	/* Acquire: pairs with the receiver's head WRITE (a release store on
-	 * shm), so its reads of the freed slots are done before we reuse them. */
-	h = atomic_load_explicit(tx->local_head, memory_order_acquire);
+	h = rb2_tx_head(tx);
 	tx->limit = h + tx->mask;
 	if (tx->tail + need <= tx->limit)
 		return 0;
@@ -405,6 +403,22 @@ __rb2_tx_make_room(struct rb2_tx *tx, uint64_t need)
 
 		if (gone < 0)
 			rb2_tx_fail(tx, gone, "the receiver is gone");
+	}
+	/* A receiver with RB2_CHAN_F_LAZY_HEAD pushes its head only when it
+	 * has released gamma slots since its last push, never because its
+	 * ring drained. Fewer than gamma published slots beyond the head we
+	 * have: no push may ever come, so READ the head it stores when it
+	 * drains. This is the only READ, and only when short of room, so a
+	 * ping-pong costs no head traffic but the push every gamma. Signed: a
+	 * poll-message receiver on load/store sees each message at its commit,
+	 * so its head, and a push, can run ahead of pub_tail. */
+	if (tx->peer_gamma != 0 && tx->h.head->tx_refresh == NULL && tx->h.err == 0 &&
+	    (int64_t)(tx->pub_tail - h) < (int64_t)tx->peer_gamma) {
+		tx->read_head = rb2_tx_read_head(tx, h);
+		h = rb2_tx_head(tx);
+		tx->limit = h + tx->mask;
+		if (tx->tail + need <= tx->limit)
+			return 0;
 	}
 	/* Liveness: if the receiver has consumed everything we published, only
 	 * a tail WRITE can free room; so can a tail deferred by the elastic
@@ -428,4 +442,23 @@ rb2_tx_check(struct rb2_tx *tx)
 	if (gone < 0)
 		rb2_tx_fail(tx, gone, "the receiver is gone");
 	return tx->h.err;
+}
+
+int
+rb2_tx_drained(struct rb2_tx *tx)
+{
+	if (rb2_tx_check(tx) != 0)
+		return tx->h.err;
+	if (tx->tail != tx->pub_tail && __rb2_tx_flush(tx) != 0)
+		return tx->h.err;
+	rb2_tx_reap(&tx->h);
+	if (rb2_tx_head(tx) == tx->tail)
+		return 1;
+	if (tx->h.head->tx_refresh != NULL)
+		tx->h.head->tx_refresh(tx);     /* lazy pull */
+	else if (tx->peer_gamma != 0)
+		tx->read_head = rb2_tx_read_head(tx, rb2_tx_head(tx)); /* no push at the drain */
+	if (tx->h.err != 0)
+		return tx->h.err;
+	return rb2_tx_head(tx) == tx->tail;
 }

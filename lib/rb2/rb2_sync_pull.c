@@ -36,8 +36,8 @@
 #define PULL_LAND 4   /* where the READ lands in our shadow line: [4, 6) */
 #define PULL_TRIES 4  /* inconsistent READs before keeping the old head */
 
-static int
-pull_publish(struct rb2_rx *rx)
+void
+rb2_rx_store_head(struct rb2_rx *rx)
 {
 	atomic_store_explicit((_Atomic uint64_t *)&rx->head_shadow[RB2_PULL_CHECK], ~rx->head,
 			      memory_order_relaxed);
@@ -46,6 +46,12 @@ pull_publish(struct rb2_rx *rx)
 	 * load/store shm). */
 	atomic_store_explicit((_Atomic uint64_t *)rx->head_shadow, rx->head,
 			      memory_order_release);
+}
+
+static int
+pull_publish(struct rb2_rx *rx)
+{
+	rb2_rx_store_head(rx);
 	return 0;
 }
 
@@ -73,26 +79,22 @@ pull_once(struct rb2_tx *tx, uint64_t *land)
 	return tx->h.err;
 }
 
-static void
-pull_refresh(struct rb2_tx *tx)
+uint64_t
+rb2_tx_read_head(struct rb2_tx *tx, uint64_t had)
 {
 	uint64_t *land = &tx->tail_shadow[PULL_LAND];
-	uint64_t had = atomic_load_explicit(tx->local_head, memory_order_relaxed);
 
 	RB2_STAT_ADD(&tx->stats, head_reads, 1);
 	if (tx->peer_head_pub != NULL) {
 		/* Load/store: the READ is an acquire load, pairing with the
 		 * receiver's release store of its head. */
-		atomic_store_explicit(tx->local_head,
-				      atomic_load_explicit(tx->peer_head_pub, memory_order_acquire),
-				      memory_order_relaxed);
-		return;
+		return RTE_MAX(had, atomic_load_explicit(tx->peer_head_pub, memory_order_acquire));
 	}
 	for (unsigned int i = 0; i < PULL_TRIES; i++) {
 		uint64_t h, c;
 
 		if (pull_once(tx, land) != 0)
-			return;
+			return had;
 		h = atomic_load_explicit((_Atomic uint64_t *)&land[0], memory_order_acquire);
 		c = atomic_load_explicit((_Atomic uint64_t *)&land[RB2_PULL_CHECK],
 					 memory_order_relaxed);
@@ -109,13 +111,23 @@ pull_refresh(struct rb2_tx *tx)
 				 ", outside [%" PRIu64 ", %" PRIu64 "], the head we had and the tail we published",
 				 h, had, tx->pub_tail);
 			rb2_tx_fail(tx, -EPROTO, what);
-			return;
+			return had;
 		}
-		atomic_store_explicit(tx->local_head, h, memory_order_relaxed);
-		return;
+		return h;
 	}
 	/* Keep the head we had: no room this time; the caller tries again
 	 * and the receiver will have finished its publish by then. */
+	return had;
+}
+
+static void
+pull_refresh(struct rb2_tx *tx)
+{
+	/* Lazy pull: nobody else writes local_head. */
+	atomic_store_explicit(tx->local_head,
+			      rb2_tx_read_head(tx, atomic_load_explicit(tx->local_head,
+									memory_order_relaxed)),
+			      memory_order_relaxed);
 }
 
 const struct rb2_head_ops rb2_head_pull_ops = {

@@ -22,7 +22,9 @@ push_publish(struct rb2_rx *rx)
 		atomic_store_explicit(rx->peer_head, rx->head, memory_order_release);
 		return 0;
 	}
-	*rx->head_shadow = rx->head;
+	/* Atomic: with RB2_CHAN_F_LAZY_HEAD the sender may READ this word at
+	 * any time (rb2_tx_read_head()); it holds this value already then. */
+	atomic_store_explicit((_Atomic uint64_t *)rx->head_shadow, rx->head, memory_order_relaxed);
 	rb2_chan_word_wr(&w, &rx->h, rx->head_shadow, RB2_REGION_PTR_OFF, WRID_HEAD, 0);
 	return rb2_rx_post(rx, &w, 1);
 }

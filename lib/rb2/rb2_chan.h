@@ -240,8 +240,9 @@ int rb2_tx_check(struct rb2_tx *tx);
 
 /**
  * Has the receiver released everything this sender committed? For the end of
- * a stream (before rb2_tx_destroy(), or to stop a clock): flushes what is
- * unpublished, reaps completions and looks after the peer, as
+ * a stream (before rb2_tx_destroy(), or to stop a clock): flushes as
+ * rb2_tx_flush() (which also wakes a receiver that sleeps having seen less
+ * than was published), reaps completions and looks after the peer, as
  * rb2_tx_check(). A receiver with RB2_CHAN_F_LAZY_HEAD (the default) does not
  * push its head when it drains, and lazy pull never does: then, while the
  * head it last pushed is behind, this READs the head (one round trip on

@@ -449,7 +449,9 @@ rb2_tx_drained(struct rb2_tx *tx)
 {
 	if (rb2_tx_check(tx) != 0)
 		return tx->h.err;
-	if (tx->tail != tx->pub_tail && __rb2_tx_flush(tx) != 0)
+	/* Also when nothing is unpublished: an idle flush is where a sleeping
+	 * receiver that saw less than we published gets woken. */
+	if (rb2_tx_flush(tx) != 0)
 		return tx->h.err;
 	rb2_tx_reap(&tx->h);
 	if (rb2_tx_head(tx) == tx->tail)

@@ -310,7 +310,7 @@ struct rb2_tx {
 	/* Line 0: what reserve/commit read on every message. */
 	uint8_t *slots;    /**< where payload goes: RB_S, or RB_R (load/store) */
 	uint32_t *lens;    /**< lens[] of the same ring */
-	uint64_t limit;    /**< tail may reach this: local_head + N - 1; 0 = failed */
+	uint64_t limit;    /**< tail may reach this: rb2_tx_head() + N - 1; 0 = failed */
 	uint32_t mask;     /**< N - 1 */
 	uint32_t slot_size;
 	uint32_t max_len;  /**< largest message: N/2 slots */

@@ -269,7 +269,6 @@ Test(rb2_conn, thousand_connections_two_lcores)
 	struct mt_arg m = { .ca = ca, .seed = 7 };
 	uint64_t delivered = 0, rng = 3, spins = 0;
 	struct rb2_conn_ep_params pp;
-	struct rb2_conn_ep_stats sb;
 
 	rb2_conn_ep_params_init(&pp);
 	pp.window = 8192;
@@ -302,58 +301,6 @@ Test(rb2_conn, thousand_connections_two_lcores)
 	rb2_lcore_wait_all();
 	cr_assert_eq(m.err, 0, "sender: %d", m.err);
 	cr_assert_eq(delivered, (uint64_t)NCONN * PER_CONN);
-	rb2_conn_ep_stats_get(b, &sb);
-	cr_expect_eq(sb.rx_msgs, delivered);
-	cr_expect_gt(sb.rx_direct, 0, "no message was read straight from the ring");
-	cr_log_info("%" PRIu64 " of %" PRIu64 " read straight from the ring", sb.rx_direct,
-		    sb.rx_msgs);
-}
-
-/*
- * Direct receive: ep_ready() offers the ring's first frame, and recv() copies
- * it out of the ring. A frame offered and left there goes to its
- * connection's buffer at the next ep_ready(), and the frames behind it are
- * not held up.
- */
-Test(rb2_conn, an_offered_frame_left_unread_goes_to_the_buffer)
-{
-	static int ca[2], cb[2];
-	struct rb2_conn_ep_params pp;
-	struct rb2_conn_ep_stats sb;
-	uint8_t buf[64];
-	int ready[8], k;
-
-	rb2_conn_ep_params_init(&pp);
-	open_eps(&pp, &pp);
-	connect_n(2, ca, cb);
-	cr_assert_eq(rb2_conn_send(a, ca[0], "zero", 4), 0);
-	cr_assert_eq(rb2_conn_send(a, ca[1], "one", 3), 0);
-	cr_assert_eq(rb2_conn_flush(a), 0);
-	k = rb2_conn_ep_ready(b, ready, RTE_DIM(ready));
-	cr_assert_eq(k, 1);
-	cr_assert_eq(ready[0], cb[0], "the ring's first frame is offered");
-	/* Not read: the next call moves it to the buffer, and the second
-	 * connection's frame behind it comes too. */
-	k = rb2_conn_ep_ready(b, ready, RTE_DIM(ready));
-	cr_assert_eq(k, 2, "ready: %d", k);
-	cr_assert_eq(rb2_conn_recv(b, cb[1], buf, sizeof(buf)), 3);
-	cr_assert_eq(memcmp(buf, "one", 3), 0);
-	cr_assert_eq(rb2_conn_recv(b, cb[0], buf, sizeof(buf)), 4);
-	cr_assert_eq(memcmp(buf, "zero", 4), 0);
-	rb2_conn_ep_stats_get(b, &sb);
-	cr_assert_eq(sb.rx_direct, 0);
-	/* Read when offered: straight from the ring. A message too large
-	 * for the caller's buffer stays, as from the buffer. */
-	cr_assert_eq(rb2_conn_send(a, ca[1], "two!", 4), 0);
-	cr_assert_eq(rb2_conn_flush(a), 0);
-	cr_assert_eq(rb2_conn_ep_ready(b, ready, RTE_DIM(ready)), 1);
-	cr_assert_eq(ready[0], cb[1]);
-	cr_assert_eq(rb2_conn_recv(b, cb[1], buf, 3), -EMSGSIZE);
-	cr_assert_eq(rb2_conn_recv(b, cb[1], buf, sizeof(buf)), 4);
-	cr_assert_eq(memcmp(buf, "two!", 4), 0);
-	cr_assert_eq(rb2_conn_recv(b, cb[1], buf, sizeof(buf)), -EAGAIN);
-	rb2_conn_ep_stats_get(b, &sb);
-	cr_assert_eq(sb.rx_msgs, 3);
 }
 
 /*

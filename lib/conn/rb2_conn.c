@@ -916,97 +916,13 @@ rb2_conn_ep_poll(struct rb2_conn_ep *ep)
 	return ep_progress(ep, 1);
 }
 
-/*
- * Direct receive: the ring's first frame is data for a connection whose
- * receive buffer is empty. A recv() on it copies the payload straight from
- * the ring (one copy, not two, and no receive-buffer lines: with many
- * connections those buffers do not stay in cache). The buffer is only for
- * frames that arrive while the application reads something else. Such a
- * frame at the ring's head is passed over once by each kind of call: a
- * recv() on another connection returns -EAGAIN without polling (the
- * application's loop goes to ep_ready()), ep_ready() offers it; if the
- * application leaves it there (a stalled reader, or a loop that reads one
- * connection only), the next call of the same kind polls, which moves it
- * into its buffer and goes on with the frames behind it, as before.
- *
- * @return the connection the first frame is for, or NULL (no such frame,
- *   or the endpoint has other work: control frames, credits owed, sleeps,
- *   a relay, telemetry).
- */
-static struct rb2_conn_slot *
-direct_frame(struct rb2_conn_ep *ep, struct rb2_msg *m)
-{
-	struct rb2_conn_slot *c;
-	const uint8_t *f;
-	uint32_t cid;
-
-	if (ep->relay != NULL || ep->err != 0 || ep->armed || ep->peer_sleeps ||
-	    ep->n_owed != 0 || ep->n_refusals != 0 ||
-	    (uint32_t)(atomic_load_explicit(&ep->tel_asked, memory_order_relaxed) >> 32) !=
-	    atomic_load_explicit(&ep->tel_taken, memory_order_relaxed))
-		return NULL;
-	if (rb2_rx_peek_burst(ep->rx, m, 1) != 1 || m->len <= RB2_CONN_HDR_LEN)
-		return NULL;
-	f = m->data;
-	if (f[4] != RB2_CONN_FR_DATA)
-		return NULL;
-	memcpy(&cid, f, 4);
-	c = slot_of(ep, cid);
-	if (c == NULL || c->state != RB2_CONN_ST_OPEN || c->app_closed || c->err != 0 ||
-	    c->wpos != c->rpos || c->vpos != c->rpos)
-		return NULL;
-	return c;
-}
-
-/* recv() on @p c, whose buffer is empty, of the ring's first frame @p m,
- * which is for @p c; -EAGAIN if it must take the usual path. */
-static int
-recv_direct(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, struct rb2_msg m, void *buf,
-	    uint32_t cap)
-{
-	uint32_t len, fp;
-
-	len = m.len - RB2_CONN_HDR_LEN;
-	fp = rb2_conn_footprint(len);
-	/* Too large for @p buf, or a window violation: the usual path says
-	 * so (-EMSGSIZE with the message kept; a reset). */
-	if (len > cap || len > ep->p.max_msg || c->wpos + fp - c->rpos > ep->p.window)
-		return -EAGAIN;
-	memcpy(buf, (const uint8_t *)m.data + RB2_CONN_HDR_LEN, len);
-	rb2_rx_release_burst(ep->rx, &m, 1);
-	c->wpos += fp;
-	c->rx_msgs++;
-	c->rx_bytes += len;
-	CONN_STAT_ADD(ep, rx_msgs, 1);
-	CONN_STAT_ADD(ep, rx_bytes, len);
-	CONN_STAT_ADD(ep, rx_direct, 1);
-	__rb2_conn_consumed(ep, c, fp);
-	/* What a poll would have done after the frame: a credit owed goes
-	 * out, and what we committed is not held back by a threshold. */
-	if (ep->n_owed != 0)
-		send_owed(ep);
-	if (rb2_tx_flush(ep->tx) < 0)
-		ep_fail(ep, ep->tx->h.err);
-	return (int)len;
-}
-
 int
 rb2_conn_ep_ready(struct rb2_conn_ep *ep, int *cds, unsigned int n)
 {
 	unsigned int k = 0;
 
-	if (ep->n_ready == 0 && n > 0) {
-		struct rb2_msg m;
-		struct rb2_conn_slot *c = direct_frame(ep, &m);
-
-		/* Offered once per frame: left there, it goes to the buffer. */
-		if (c != NULL && ep->offered_head != ep->rx->head + 1) {
-			ep->offered_head = ep->rx->head + 1;
-			cds[0] = (int)c->cd;
-			return 1;
-		}
+	if (ep->n_ready == 0)
 		rb2_conn_ep_poll(ep);
-	}
 	while (k < n && ep->n_ready > 0) {
 		struct rb2_conn_slot *c = &ep->conns[ep->ready[ep->ready_head]];
 
@@ -1421,17 +1337,6 @@ __rb2_conn_recv_slow(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap, in
 		return -EBADF;
 	if (unlikely(!zc && c->vpos != c->rpos))
 		return -EBUSY;
-	if (!zc && c->wpos == c->rpos) {
-		struct rb2_msg m;
-		struct rb2_conn_slot *d = direct_frame(ep, &m);
-
-		if (d == c && (len = recv_direct(ep, c, m, buf, cap)) > 0)
-			return len;
-		if (d != NULL && d != c && ep->passed_head != ep->rx->head + 1) {
-			ep->passed_head = ep->rx->head + 1;
-			return c->err != 0 ? c->err : c->rd_eof ? 0 : -EAGAIN;
-		}
-	}
 	len = next_record(ep, c, &rec);
 	if (len <= 0)
 		return len;

@@ -428,8 +428,6 @@ struct rb2_conn_ep_stats {
 	uint64_t window_violations; /**< data beyond the credit (conn reset) */
 	uint64_t sleeps;          /**< blocking waits that slept */
 	uint64_t doorbells_rung;  /**< the peer's doorbell rung (it slept) */
-	uint64_t rx_direct;       /**< of rx_msgs, copied straight from the ring
-				       (the connection's buffer was empty) */
 };
 
 /** Copy an endpoint's counters. */

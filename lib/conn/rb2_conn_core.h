@@ -205,7 +205,7 @@ struct rb2_conn_listener {
 	X(tx_msgs) X(tx_bytes) X(rx_msgs) X(rx_bytes) \
 	X(ctrl_frames_tx) X(ctrl_frames_rx) X(credit_waits) X(ring_full) \
 	X(discarded_msgs) X(discarded_bytes) X(unknown_conn) X(bad_frames) \
-	X(window_violations) X(sleeps) X(doorbells_rung) X(rx_direct)
+	X(window_violations) X(sleeps) X(doorbells_rung)
 
 #define RB2_CONN_COUNTER_FIELD(f) _Atomic uint64_t f;
 struct rb2_conn_ep_counters {
@@ -243,10 +243,6 @@ struct rb2_conn_ep {
 	uint8_t armed;            /* we told the peer we sleep */
 	rb2_conn_relay_fn relay;  /* frames go there (a service's link) */
 	void *relay_arg;
-	uint64_t offered_head;    /* ring position whose frame ep_ready() offered
-				     for a direct receive (+1; 0: none) */
-	uint64_t passed_head;     /* ... that a recv() on another connection
-				     passed over without polling (+1) */
 	uint8_t peer_sleeps;      /* the peer told us it sleeps */
 	uint64_t peer_head;       /* ... having read this far */
 	uint32_t peer_pid;

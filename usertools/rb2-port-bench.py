@@ -8,15 +8,8 @@
 In interleaved rounds of one run (this machine's throughput swings; only
 ratios within a run mean anything), each variant once per round:
   rb2         the link is an RB2 channel over shm carrying mbuf pointers
-              (measure's lcore frees the mbufs)
-  rb2_lend    the same channel with carry = lend: the mbufs stay rx's, and
-              rx's lcore frees them once the channel's head says they were
-              released, into its own mempool cache
   rte_ring    the same stages joined by DPDK's rte_ring (SP/SC) of mbuf
               pointers instead: the baseline the RB2 channel must match
-  rte_ring_lend  rte_ring with carry = lend, as a DPDK application would lend:
-              a second rte_ring takes the pointers back to rx's lcore, which
-              frees them (what rb2_lend does with the channel's head alone)
   rb2_nocache the RB2 variant with a pool without per-lcore caches: what the
               mempool cache is worth here
   nf_port     config/nf-port.ini's placement instead: rx -> parse on lcore 0,
@@ -28,10 +21,9 @@ ratios within a run mean anything), each variant once per round:
               port layer on this machine
 
 Both links hold the same number of packets (4096). Prints one JSON object:
-every round's Mpps per variant, medians, the ratios rb2/rte_ring,
-rb2_lend/rte_ring and each NF placement/testpmd (per round, then their
-median), and cycles per packet of each stage (rx's include waiting for room
-when the consumer is slower).
+every round's Mpps per variant, medians, the ratios rb2/rte_ring and
+rb2/testpmd (per round, then their median), and cycles per packet of each
+stage (rx's include waiting for room when the consumer is slower).
 
   usertools/rb2-port-bench.py [--build DIR] [--rounds N] [--packets N] [--seconds S]
 """
@@ -91,9 +83,7 @@ def mem_args():
 
 
 def run_nf(build, variant, packets, tmp, n):
-    link = LINKS["rte_ring" if variant.startswith("rte_ring") else "rb2"]
-    if variant.endswith("_lend"):
-        link += "\ncarry = lend"
+    link = LINKS["rte_ring" if variant == "rte_ring" else "rb2"]
     cfg = os.path.join(tmp, f"{variant}.ini")
     text = CONFIG.format(packets=packets, cache=0 if variant == "rb2_nocache" else 256, link=link)
     if variant == "nf_port":
@@ -151,11 +141,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--packets", type=int, default=20_000_000)
     ap.add_argument("--seconds", type=float, default=3, help="testpmd's measured span")
-    ap.add_argument("--quick", action="store_true", help="the RB2 and rte_ring links only")
+    ap.add_argument("--quick", action="store_true", help="rb2 and rte_ring only")
     a = ap.parse_args()
-    variants = ["rb2", "rb2_lend", "rte_ring", "rte_ring_lend"]
-    if not a.quick:
-        variants += ["rb2_nocache", "nf_port", "one_lcore", "testpmd"]
+    variants = ["rb2", "rte_ring"] if a.quick else ["rb2", "rte_ring", "rb2_nocache", "nf_port",
+                                                    "one_lcore", "testpmd"]
     rounds = []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
@@ -171,33 +160,25 @@ def main():
     if a.quick:
         print(json.dumps({"packets": a.packets, "rounds": a.rounds, "mpps_median": med,
                           "rb2_over_rte_ring": ratio("rb2", "rte_ring"),
-                          "rb2_lend_over_rte_ring": ratio("rb2_lend", "rte_ring"),
-                          "rb2_lend_over_rte_ring_lend": ratio("rb2_lend", "rte_ring_lend"),
                           "per_round": [{v: round(r[v]["mpps"], 3) for v in variants}
                                         for r in rounds]}, indent=1))
         return
     cyc = {v: {k: statistics.median(r[v]["cycles_per_packet"][k] for r in rounds)
                for k in ("rx", "parse", "measure")}
-           for v in variants if v != "testpmd"}
+           for v in ("rb2", "rte_ring", "rb2_nocache", "nf_port", "one_lcore")}
     out = {
         "packets": a.packets, "rounds": a.rounds,
         "mpps_median": med,
         "rb2_over_rte_ring": ratio("rb2", "rte_ring"),
-        "rb2_lend_over_rte_ring": ratio("rb2_lend", "rte_ring"),
-        "rb2_lend_over_rte_ring_lend": ratio("rb2_lend", "rte_ring_lend"),
         "rb2_over_testpmd_io": ratio("rb2", "testpmd"),
-        "rb2_lend_over_testpmd_io": ratio("rb2_lend", "testpmd"),
         "nf_port_over_testpmd_io": ratio("nf_port", "testpmd"),
         "one_lcore_over_testpmd_io": ratio("one_lcore", "testpmd"),
         "mempool_cache_gain": ratio("rb2", "rb2_nocache"),
         "cycles_per_packet_median": cyc,
-        "targets": {"rb2 over rte_ring >= 1.0 (measure's lcore frees)":
-                        ratio("rb2", "rte_ring") >= 1.0,
-                    "rb2_lend over rte_ring_lend >= 1.0 (rx's lcore frees)":
-                        ratio("rb2_lend", "rte_ring_lend") >= 1.0,
+        "targets": {"rb2_over_rte_ring >= 1.0": ratio("rb2", "rte_ring") >= 1.0,
                     "best NF placement over testpmd_io >= 0.66":
-                        max(ratio(v, "testpmd") for v in ("rb2", "rb2_lend", "nf_port",
-                                                          "one_lcore")) >= 0.66},
+                        max(ratio(v, "testpmd") for v in ("rb2", "nf_port", "one_lcore"))
+                        >= 0.66},
         "per_round": [{v: round(r[v]["mpps"], 3) for v in variants} for r in rounds],
     }
     print(json.dumps(out, indent=1))

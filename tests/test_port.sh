@@ -6,14 +6,12 @@
 #
 #   test_port.sh MODE BUILD_DIR
 #     pcap      net_pcap: the NF's totals and every flow = the pcap-replay path = the
-#               reference; mbufs as pointers across lcores, lent, and as bytes;
-#               access/core links (PPPoE, MPLS) = tshark; every mbuf back in its pool
+#               reference; mbufs as pointers across lcores and as bytes; access/core
+#               links (PPPoE, MPLS) = tshark; every mbuf back in its pool
 #     forward   rx -> pkt_filter plugin -> tx between two net_pcap ports: out = in,
-#               byte for byte (also with the mbufs lent to tx, which copies them); a
-#               net_ring port whose TX refuses: every packet counted
-#     errors    an unknown port, a vdev that fails to probe, a pool too small (mbufs
-#               passed or lent), a packet edge linked to a message stage, lending
-#               across processes: clear errors or counted drops
+#               byte for byte; a net_ring port whose TX refuses: every packet counted
+#     errors    an unknown port, a vdev that fails to probe, a pool too small, a
+#               packet edge linked to a message stage: clear errors or counted drops
 #     signal    net_null until SIGINT: telemetry shows the port's counters meanwhile; the
 #               pipeline drains (every packet received is measured), the port stops
 #     twoproc   rx in one process, parse and measure in another, mbuf pointers over
@@ -114,14 +112,12 @@ PY
 		grep -q "ipackets 60000, imissed 0, ierrors 0, rx_nombuf 0" "$tmp/p.out" &&
 		ok "net_pcap: port counters reconcile: ipackets 60000 = received" ||
 		{ fail "net_pcap: port counters"; grep -A2 "^rx" "$tmp/p.out"; }
-	# The same across lcores: mbuf pointers through an RB2 channel (the
-	# receiver frees them, or, lent, the sender does once released), and
+	# The same across lcores: mbuf pointers through an RB2 channel, and
 	# the packets' bytes through it (what a link across hosts carries).
 	port_cfg pointers 1 | sed 's/^carry = pointers$/carry = pointers\nvia = rte_ring/' \
 		>"$tmp/ring.ini"
-	port_cfg lend 1 | sed 's/^carry = lend$/carry = lend\nvia = rte_ring/' >"$tmp/ring-lend.ini"
-	for carry in pointers lend bytes ring ring-lend; do
-		[ -f "$tmp/$carry.ini" ] || port_cfg $carry 1 >"$tmp/$carry.ini"
+	for carry in pointers bytes ring; do
+		[ $carry = ring ] || port_cfg $carry 1 >"$tmp/$carry.ini"
 		nf "$tmp/$carry" "net_pcap0,rx_pcap=$tmp/t.pcap" -- --config "$tmp/$carry.ini" \
 			--port net_pcap0 --json "$tmp/$carry.json"
 		rc=$?
@@ -166,27 +162,6 @@ PY
 	fi
 	pool_ok "$tmp/f" && ok "forwarding: every mbuf back in the pool" ||
 		{ fail "forwarding: mbufs not returned"; grep pool "$tmp/f.out"; }
-	# The same with the kept mbufs lent to tx: it takes each one, which
-	# copies it; the filter's lcore frees the lent ones once released.
-	sed 's/^slot_size = 512$/slot_size = 512\ncarry = lend/' "$src/examples/pkt-filter/fwd.ini" \
-		>"$tmp/fwd-lend.ini"
-	nf "$tmp/fl" "net_pcap0,rx_pcap=$tmp/in.pcap" "net_pcap1,tx_pcap=$tmp/out-lend.pcap" -- \
-		--plugin "$filter" --config "$tmp/fwd-lend.ini" --port net_pcap0 \
-		--out-port net_pcap1 --proto 6 --idle-ms 500
-	rc=$?
-	if [ $rc = 0 ] && grep -q "^carry = lend" "$tmp/fwd-lend.ini" &&
-		python3 - "$tmp/out.pcap" "$tmp/out-lend.pcap" "$src/tests" <<'PY' &&
-import sys
-sys.path.insert(0, sys.argv[3])
-import nf_reference as r
-a, b = ([d for lt, ts, d, o in r.read_capture(f)] for f in sys.argv[1:3])
-sys.exit(0 if a and a == b else 1)
-PY
-		pool_ok "$tmp/fl"; then
-		ok "forwarding, lent to tx: the same packets out, byte for byte; every mbuf back"
-	else
-		fail "forwarding, lent: rc $rc"; cat "$tmp/fl.err"; grep pool "$tmp/fl.out"
-	fi
 	# A port that refuses: net_ring's TX ring (1024) fills, nobody reads it,
 	# and the mbufs in it stay there (net_ring frees nothing): in use after
 	# the run = sent, and every other one back in the pool.
@@ -232,32 +207,21 @@ errors)
 		"packets linked to a message stage" \
 		"net_pcap0,rx_pcap=$tmp/t.pcap" -- --config "$tmp/mix.ini" --port net_pcap0 \
 		--json "$tmp/mix.json"
-	{ port_cfg lend 1; } | sed 's/^lcore = 1$/lcore = 1\nproc = other/' >"$tmp/lend2.ini"
-	expect "link 'pkts': carry = lend needs both stages in one process" \
-		"lending across processes" \
-		"net_pcap0,rx_pcap=$tmp/t.pcap" -- --config "$tmp/lend2.ini" --port net_pcap0 \
-		--json "$tmp/l2.json"
 	# A pool too small for what is in flight: rx_nombuf counted, one
 	# warning naming the option, and received + rx_nombuf = the trace.
-	# Lent, the mbufs come back only when rx's lcore learns they were
-	# released: an rx without mbufs must still learn it.
-	for carry in pointers lend ring-lend; do
-		port_cfg ${carry#ring-} 1 >"$tmp/small.ini"
-		[ $carry = ring-lend ] && sed -i 's/^carry = lend$/carry = lend\nvia = rte_ring/' "$tmp/small.ini"
-		nf "$tmp/s" "net_pcap0,rx_pcap=$tmp/t.pcap" -- --config "$tmp/small.ini" \
-			--port net_pcap0 --pool-size 64 --json "$tmp/s.json"
-		got=$(grep -o "[0-9]* packets received" "$tmp/s.out" | cut -d' ' -f1)
-		nombuf=$(grep -o "rx_nombuf [0-9][0-9]*" "$tmp/s.out" | head -1 | cut -d' ' -f2)
-		measured=$(json_get "$tmp/s.json" 'd["totals"]["packets"]' 2>/dev/null)
-		if [ -n "$got" ] && [ -n "$nombuf" ] && [ $((got + nombuf)) = 20000 ] &&
-			[ "$got" -gt 0 ] && [ "$got" = "$measured" ] &&
-			grep -q "raise pool_size" "$tmp/s.err" && pool_ok "$tmp/s"; then
-			ok "a pool of 64 mbufs ($carry): $got received (all measured) + $nombuf rx_nombuf = 20000"
-		else
-			fail "a small pool ($carry): received '$got', rx_nombuf '$nombuf', measured '$measured'"
-			cat "$tmp/s.out" "$tmp/s.err"
-		fi
-	done
+	port_cfg pointers 1 >"$tmp/small.ini"
+	nf "$tmp/s" "net_pcap0,rx_pcap=$tmp/t.pcap" -- --config "$tmp/small.ini" --port net_pcap0 \
+		--pool-size 64 --json "$tmp/s.json"
+	got=$(grep -o "[0-9]* packets received" "$tmp/s.out" | cut -d' ' -f1)
+	nombuf=$(grep -o "rx_nombuf [0-9][0-9]*" "$tmp/s.out" | head -1 | cut -d' ' -f2)
+	measured=$(json_get "$tmp/s.json" 'd["totals"]["packets"]' 2>/dev/null)
+	if [ -n "$got" ] && [ -n "$nombuf" ] && [ $((got + nombuf)) = 20000 ] &&
+		[ "$got" = "$measured" ] && grep -q "raise pool_size" "$tmp/s.err" && pool_ok "$tmp/s"; then
+		ok "a pool of 64 mbufs: $got received (all measured) + $nombuf rx_nombuf = 20000"
+	else
+		fail "a small pool: received '$got', rx_nombuf '$nombuf', measured '$measured'"
+		cat "$tmp/s.out" "$tmp/s.err"
+	fi
 	;;
 signal)
 	timeout -k 5 120 "$nf" "${eal[@]}" --vdev net_null0 -- --config "$src/config/nf-port.ini" \

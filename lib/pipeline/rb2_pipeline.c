@@ -293,11 +293,9 @@ add_link(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
 			lk->carry = LINK_CARRY_PTRS;
 		else if (strcmp(carry->value, "bytes") == 0)
 			lk->carry = LINK_CARRY_BYTES;
-		else if (strcmp(carry->value, "lend") == 0)
-			lk->carry = LINK_CARRY_LEND;
 		else if (strcmp(carry->value, "auto") != 0)
 			return cfg_err(pl, err, errlen, carry->line, "link '%s': carry = '%s': "
-				       "expected auto, pointers, lend or bytes", name, carry->value);
+				       "expected auto, pointers or bytes", name, carry->value);
 	}
 	if (via != NULL) {
 		if (strcmp(via->value, "rte_ring") == 0)
@@ -381,14 +379,13 @@ link_carry(struct rb2_pipeline *pl, struct rb2_link *lk, struct rb2_xport *xp,
 
 	if (!lk->pkts)
 		return 0;
-	if ((lk->carry == LINK_CARRY_PTRS || lk->carry == LINK_CARRY_LEND) && !shared)
-		return cfg_err(pl, err, errlen, lk->line, "link '%s': carry = %s, but over "
+	if (lk->carry == LINK_CARRY_PTRS && !shared)
+		return cfg_err(pl, err, errlen, lk->line, "link '%s': carry = pointers, but over "
 			       "transport '%s' the peers do not share memory: use carry = bytes "
-			       "(or auto)", lk->name, lk->carry == LINK_CARRY_LEND ? "lend" : "pointers",
-			       lk->transport);
+			       "(or auto)", lk->name, lk->transport);
 	if (lk->carry == LINK_CARRY_AUTO)
 		lk->carry = shared ? LINK_CARRY_PTRS : LINK_CARRY_BYTES;
-	if (lk->carry == LINK_CARRY_PTRS || lk->carry == LINK_CARRY_LEND) {
+	if (lk->carry == LINK_CARRY_PTRS) {
 		/* A read of the ring gives the stage at most a burst of packets:
 		 * holding more only spreads the consumer over more mbufs. */
 		unsigned int per = lk->tx != NULL ?
@@ -398,19 +395,12 @@ link_carry(struct rb2_pipeline *pl, struct rb2_link *lk, struct rb2_xport *xp,
 	}
 	if (lk->tx == NULL)
 		return 0;
-	e->ptrs = lk->carry != LINK_CARRY_BYTES;
+	e->ptrs = lk->carry == LINK_CARRY_PTRS;
 	e->ptrs_max = RTE_MIN(RB2_PKT_PTRS_MAX,
 			      rb2_tx_max_msg(lk->tx) / (unsigned int)sizeof(struct rte_mbuf *));
 	if (e->ptrs && e->ptrs_max == 0)
 		return cfg_err(pl, err, errlen, lk->line, "link '%s': a message cannot hold one "
 			       "mbuf pointer: raise slot_size", lk->name);
-	if (lk->carry == LINK_CARRY_LEND) {
-		e->lend = rb2_pkt_lend_create(lk->params.slots, lk->params.slot_size,
-					      lk->from->socket);
-		if (e->lend == NULL)
-			return cfg_err(pl, err, errlen, lk->line, "link '%s': no memory for the "
-				       "record of what carry = lend lent", lk->name);
-	}
 	return 0;
 }
 
@@ -431,13 +421,6 @@ type_links(struct rb2_pipeline *pl, char *err, size_t errlen)
 				       out ? "packets" : "messages", lk->to->name, lk->to->ops->name,
 				       in ? "packets (put a parse stage between them?)" : "messages");
 		lk->pkts = out == 1 || in == 1;
-		if (lk->pkts && lk->carry == LINK_CARRY_LEND &&
-		    strcmp(lk->from->proc, lk->to->proc) != 0)
-			return cfg_err(pl, err, errlen, lk->line, "link '%s': carry = lend needs "
-				       "both stages in one process (the sender frees what it lent "
-				       "once the receiver has released it, and at the end once the "
-				       "receiver's lcore has stopped): use carry = pointers between "
-				       "processes", lk->name);
 		if (lk->via_ring && (!lk->pkts || lk->direct || !lk->from->local || !lk->to->local ||
 				     lk->carry == LINK_CARRY_BYTES))
 			return cfg_err(pl, err, errlen, lk->line, "link '%s': via = rte_ring carries "
@@ -445,9 +428,6 @@ type_links(struct rb2_pipeline *pl, char *err, size_t errlen)
 				       "packet edge, stages on two lcores of one proc, and carry = "
 				       "pointers", lk->name);
 		if (lk->direct) {
-			/* One lcore: the pointers go straight to the next stage,
-			 * which is done with them before the sender runs again
-			 * (the mbufs are freed after it: `lend` changes nothing). */
 			lk->from->edges[lk->edge].ptrs = true;
 			lk->from->edges[lk->edge].ptrs_max = RB2_PKT_PTRS_MAX;
 		}
@@ -567,24 +547,7 @@ open_link(struct rb2_pipeline *pl, struct rb2_link *lk, char *err, size_t errlen
 		if (lk->ring == NULL)
 			return cfg_err(pl, err, errlen, lk->line, "link '%s': cannot create rte_ring "
 				       "'%s': %s", lk->name, rname, rte_strerror(rte_errno));
-		if (lk->carry == LINK_CARRY_LEND) {
-			/* Lending over rte_rings, as a DPDK application would:
-			 * the receiver returns the pointers on a second ring,
-			 * the sender frees what comes back. Either ring can
-			 * hold everything lent (at most the forward ring's
-			 * capacity, plus what the sender has not taken back). */
-			snprintf(rname, sizeof(rname), "rb2b.%s", lk->name);
-			lk->ret_ring = rte_ring_create(rname, 2 * rte_align32pow2(lk->params.slots),
-						       lk->from->socket,
-						       RING_F_SP_ENQ | RING_F_SC_DEQ);
-			if (lk->ret_ring == NULL)
-				return cfg_err(pl, err, errlen, lk->line, "link '%s': cannot create "
-					       "rte_ring '%s': %s", lk->name, rname,
-					       rte_strerror(rte_errno));
-			lk->from->edges[lk->edge].ret_ring = lk->ret_ring;
-		} else {
-			lk->carry = LINK_CARRY_PTRS;
-		}
+		lk->carry = LINK_CARRY_PTRS;
 		lk->from->edges[lk->edge].ring = lk->ring;
 		lk->from->edges[lk->edge].ptrs = true;
 		lk->from->edges[lk->edge].ptrs_max = RB2_PKT_PTRS_MAX;
@@ -907,12 +870,9 @@ rb2_pipeline_free(struct rb2_pipeline *pl)
 	if (pl == NULL)
 		return;
 	rb2_pipeline_telemetry_clear(pl);
-	rb2_pkt_lend_end(pl);
 	for (unsigned int i = 0; i < pl->nstages; i++) {
 		struct rb2_stage *st = &pl->stages[i];
 
-		for (unsigned int j = 0; j < st->nedges; j++)
-			rte_free(st->edges[j].lend);
 		if (st->inited && st->ops->fini != NULL)
 			st->ops->fini(st);
 		for (unsigned int j = 0; j < st->nedges; j++)
@@ -929,7 +889,6 @@ rb2_pipeline_free(struct rb2_pipeline *pl)
 		rb2_tx_destroy(pl->links[i].tx);
 		rb2_rx_destroy(pl->links[i].rx);
 		rte_ring_free(pl->links[i].ring);
-		rte_ring_free(pl->links[i].ret_ring);
 	}
 	for (unsigned int i = 0; i < pl->nlanes; i++)   /* after their queues */
 		rb2_xport_lane_destroy(pl->lane_tab[i].lane);

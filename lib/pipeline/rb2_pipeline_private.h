@@ -85,11 +85,9 @@ struct rb2_edge {
 	uint64_t waits;             /* times the next channel was full */
 	int err;                    /* the error that failed its channel, or 0 */
 	struct rte_ring *ring;      /* a packet link via = rte_ring: its ring */
-	struct rte_ring *ret_ring;  /* ... with carry = lend: the mbufs coming back */
 	bool pkts;                  /* carries packets (ops->pkt_edges) */
 	bool ptrs;                  /* ... as mbuf pointers (else as bytes) */
 	unsigned int ptrs_max;      /* pointers in one message */
-	struct rb2_lend *lend;      /* carry = lend: what it lent, not yet back */
 };
 
 struct rb2_stage_counter {
@@ -143,7 +141,6 @@ struct rb2_link {
 	unsigned int peek;          /* messages read at once (packet links: <= 256 packets) */
 	bool via_ring;              /* via = rte_ring: DPDK's ring of mbuf pointers */
 	struct rte_ring *ring;      /* ... created by open_link */
-	struct rte_ring *ret_ring;  /* ... and, with carry = lend, the way back */
 	bool sleep;                 /* its channel has RB2_CHAN_F_SLEEP */
 	bool ended;                 /* end of stream received */
 	bool notified;              /* we asked its (remote) sender to stop */
@@ -152,30 +149,13 @@ struct rb2_link {
 
 /* A link's `carry` of packets: pointers where the transport's peers share
  * memory (auto), or as asked. */
-enum { LINK_CARRY_AUTO, LINK_CARRY_PTRS, LINK_CARRY_BYTES, LINK_CARRY_LEND };
-
-/*
- * carry = lend (rb2_stage_pkt.c): the mbufs a sender lent, oldest first,
- * until the receiver has released the messages that carried them; the
- * sender frees them then, on its own lcore. Two rings: the mbufs, and per
- * message where it ends in the channel and how many it carried.
- */
-struct rb2_lend {
-	struct rte_mbuf **ptr;
-	uint32_t pmask;             /* ptr[] holds pmask + 1 */
-	uint64_t p_head, p_tail;    /* oldest lent, next free (free-running) */
-	struct { uint64_t end; uint32_t n; } *msg;
-	uint32_t mmask;
-	uint64_t m_head, m_tail;
-	uint64_t returned;          /* mbufs freed once released */
-};
+enum { LINK_CARRY_AUTO, LINK_CARRY_PTRS, LINK_CARRY_BYTES };
 
 /* A burst of packets being given to a stage (rb2_stage_pkt.c): one message
  * per packet, its rb2_pkt, and the mbufs to free after (NULL: taken). */
 struct rb2_pkt_burst {
 	struct rb2_stage *to;       /* the stage running on it, or NULL */
 	unsigned int n;
-	bool lent;                  /* carry = lend: the sender frees the mbufs */
 	struct rte_mempool *pool;   /* for takes on byte links */
 	struct rb2_msg msg[RB2_STAGE_BURST_MAX];
 	struct rb2_pkt pkt[RB2_STAGE_BURST_MAX];
@@ -253,23 +233,10 @@ int rb2_stage_args_unused(struct rb2_stage_args *a, char *err, size_t errlen);
 /* rb2_pipeline_worker.c: run @st's process() on a burst, with its stats. */
 void rb2_stage_run(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n);
 
-/* rb2_stage_pkt.c: run @to on messages that carry packets (@carry:
- * LINK_CARRY_PTRS, _LEND or _BYTES), one message per packet; free what it
- * did not take (lent mbufs are the sender's to free). */
+/* rb2_stage_pkt.c: run @to on messages that carry packets (@ptrs: mbuf
+ * pointers, else bytes), one message per packet; free what it did not take. */
 void rb2_pkt_deliver(struct rb2_worker *w, struct rb2_stage *to, const struct rb2_msg *msgs,
-		     unsigned int n, int carry);
-/* rb2_stage_pkt.c: carry = lend's record for a channel of @slots slots of
- * @slot_size bytes (rte_free() it), or NULL. */
-struct rb2_lend *rb2_pkt_lend_create(uint32_t slots, uint32_t slot_size, int socket);
-/* rb2_stage_pkt.c: free what a lend edge's receiver has released (@fresh:
- * ask for its latest head first, rb2_tx_released()). */
-void rb2_pkt_lend_reclaim(struct rb2_edge *e, bool fresh);
-/* rb2_stage_pkt.c: free what came back on a via = rte_ring, carry = lend
- * edge's return ring. */
-void rb2_pkt_ring_reclaim(struct rb2_edge *e);
-/* rb2_stage_pkt.c: the run is over, no lcore reads any more: free
- * everything every lend edge of this process still has out. */
-void rb2_pkt_lend_end(struct rb2_pipeline *pl);
+		     unsigned int n, bool ptrs);
 /* A via = rte_ring link's end of stream: never an mbuf's address. */
 #define RB2_RING_EOS ((void *)(uintptr_t)1)
 

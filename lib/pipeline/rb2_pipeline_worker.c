@@ -64,8 +64,7 @@ run_queued(struct rb2_worker *w)
 				w->queued--;
 				if (c->n > 0 && w->pl->stop < 2) {
 					if (e->pkts)
-						rb2_pkt_deliver(w, e->next, c->msgs, c->n,
-								LINK_CARRY_PTRS);
+						rb2_pkt_deliver(w, e->next, c->msgs, c->n, true);
 					else
 						rb2_stage_run(e->next, c->msgs, c->n);
 				} else if (e->pkts) {   /* aborted: free, do not leak */
@@ -212,18 +211,8 @@ poll_ring(struct rb2_worker *w, struct rb2_link *l)
 		;
 	if (k > 0) {
 		m.len = k * (uint32_t)sizeof(void *);
-		rb2_pkt_deliver(w, l->to, &m, 1, l->ret_ring != NULL ? LINK_CARRY_LEND :
-				LINK_CARRY_PTRS);
+		rb2_pkt_deliver(w, l->to, &m, 1, true);
 		run_queued(w);
-		/* Lent: back to the sender, which frees them. Room is
-		 * there unless it stopped taking them back (an abort). */
-		for (unsigned int off = 0; l->ret_ring != NULL && off < k;) {
-			off += rte_ring_sp_enqueue_burst(l->ret_ring, ptrs + off, k - off, NULL);
-			if (off < k && w->pl->stop >= 2) {
-				rte_pktmbuf_free_bulk((struct rte_mbuf **)(ptrs + off), k - off);
-				break;
-			}
-		}
 	}
 	if (k < n) {
 		l->ended = true;
@@ -358,7 +347,7 @@ worker_main(void *arg)
 				;
 			if (k > 0) {
 				if (l->pkts)
-					rb2_pkt_deliver(w, l->to, msgs, k, l->carry);
+					rb2_pkt_deliver(w, l->to, msgs, k, l->carry == LINK_CARRY_PTRS);
 				else
 					rb2_stage_run(l->to, msgs, k);
 				run_queued(w);
@@ -379,20 +368,9 @@ worker_main(void *arg)
 			}
 		}
 		if (!busy) {
-			/* Idle: nothing committed may wait for a threshold;
-			 * what we lent and is back is freed (rx may be idle
-			 * for want of those very mbufs). */
-			for (unsigned int i = 0; i < w->noutputs; i++) {
-				struct rb2_link *lk = w->out_links[i];
-
+			/* Idle: nothing committed may wait for a threshold. */
+			for (unsigned int i = 0; i < w->noutputs; i++)
 				rb2_tx_flush(w->outputs[i]);
-				if (lk->from->edges[lk->edge].lend != NULL)
-					rb2_pkt_lend_reclaim(&lk->from->edges[lk->edge], true);
-			}
-			for (unsigned int i = 0; i < w->nstages; i++)
-				for (unsigned int j = 0; j < w->stages[i]->nedges; j++)
-					if (w->stages[i]->edges[j].ret_ring != NULL)
-						rb2_pkt_ring_reclaim(&w->stages[i]->edges[j]);
 			flush_lanes(w, false);
 			check_outputs(w);
 			if (w->can_sleep && ++w->idle >= pl->idle_sleep && pl->stop == 0)
@@ -451,7 +429,6 @@ rb2_pipeline_run(struct rb2_pipeline *pl)
 		if (pl->workers[l].nstages > 0)
 			rb2_lcore_wait(l);
 	pl->run_cycles = rte_rdtsc() - t0;
-	rb2_pkt_lend_end(pl);
 	for (l = 0; l < RTE_MAX_LCORE; l++)
 		if (pl->workers[l].ret < 0 && ret == 0)
 			ret = pl->workers[l].ret;

@@ -14,7 +14,6 @@
 
 #include <rte_errno.h>
 #include <rte_lcore.h>
-#include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <rte_pause.h>
@@ -124,21 +123,15 @@ rb2_stage_pkt_take(struct rb2_stage *st, unsigned int i)
 	if (b == NULL || b->to != st || i >= b->n || b->taken[i])
 		return NULL;
 	b->taken[i] = true;
-	if (b->pkt[i].m != NULL && !b->lent) {  /* pointer link: the mbuf itself */
+	if (b->pkt[i].m != NULL) {         /* pointer link: the mbuf itself */
 		m = b->pkt[i].m;
 		b->free[i] = NULL;
 		return m;
 	}
-	/* A byte link, or a lent mbuf (its sender frees it): a copy. */
 	if (b->pool == NULL)
 		b->pool = rb2_pkt_pool(NULL, st->socket, RB2_PKT_POOL_DEFAULT, 256,
 				       RTE_MBUF_DEFAULT_BUF_SIZE);
-	if (b->pool == NULL)
-		m = NULL;
-	else if (b->pkt[i].m != NULL)
-		m = rte_pktmbuf_copy(b->pkt[i].m, b->pool, 0, UINT32_MAX);
-	else
-		m = pkt_copy(b->pool, b->msg[i].data, b->msg[i].len);
+	m = b->pool != NULL ? pkt_copy(b->pool, b->msg[i].data, b->msg[i].len) : NULL;
 	if (m == NULL) {
 		STAT_ADD(st->pkt_drops, 1);
 		return NULL;
@@ -180,18 +173,17 @@ burst_add(struct rb2_pkt_burst *b, struct rte_mbuf *m)
 	b->pkt[i].ts_ns = rb2_pkt_ts(m);
 	b->pkt[i].pkt_len = m->pkt_len;
 	b->pkt[i].port = m->port;
-	b->free[i] = b->lent ? NULL : m;
+	b->free[i] = m;
 }
 
 void
 rb2_pkt_deliver(struct rb2_worker *w, struct rb2_stage *to, const struct rb2_msg *msgs,
-		unsigned int n, int carry)
+		unsigned int n, bool ptrs)
 {
 	struct rb2_pkt_burst *b = w->pkb;
 
-	b->lent = carry == LINK_CARRY_LEND;
 	for (unsigned int i = 0; i < n; i++) {
-		if (carry != LINK_CARRY_BYTES) {
+		if (ptrs) {
 			struct rte_mbuf *const *p = msgs[i].data;
 			unsigned int k = msgs[i].len / sizeof(*p);
 
@@ -282,138 +274,13 @@ emit_bytes(struct rb2_stage *st, unsigned int edge, struct rte_mbuf **pkts, unsi
 	return (int)sent;
 }
 
-struct rb2_lend *
-rb2_pkt_lend_create(uint32_t slots, uint32_t slot_size, int socket)
-{
-	/* What can be out at once: the tail runs at most N - 1 slots ahead of
-	 * the head the sender knows, and the messages behind that head not
-	 * yet freed (a reservation may learn of a newer head than the last
-	 * reclaim did) are as many again: 2N slots, each holding at most
-	 * slot_size / 8 pointers (and a message at least one slot). */
-	uint32_t n = rte_align32pow2(RTE_MAX(slots, 2u));
-	uint32_t np = rte_align32pow2(2 * n * RTE_MAX(slot_size / 8u, 1u));
-	struct rb2_lend *l;
-
-	l = rte_zmalloc_socket("rb2_lend", sizeof(*l) + (size_t)np * sizeof(*l->ptr) +
-			       (size_t)2 * n * sizeof(*l->msg), RTE_CACHE_LINE_SIZE, socket);
-	if (l == NULL)
-		return NULL;
-	l->ptr = (struct rte_mbuf **)(l + 1);
-	l->pmask = np - 1;
-	l->msg = (void *)(l->ptr + np);
-	l->mmask = 2 * n - 1;
-	return l;
-}
-
-/* Free the @n oldest mbufs lent. */
-static void
-lend_free(struct rb2_lend *l, unsigned int n)
-{
-	uint32_t at = (uint32_t)l->p_head & l->pmask;
-	uint32_t first = RTE_MIN(n, l->pmask + 1 - at);
-
-	if (n == 0)
-		return;
-	rte_pktmbuf_free_bulk(&l->ptr[at], first);
-	if (n > first)
-		rte_pktmbuf_free_bulk(l->ptr, n - first);
-	l->p_head += n;
-	l->returned += n;
-}
-
-void
-rb2_pkt_lend_reclaim(struct rb2_edge *e, bool fresh)
-{
-	struct rb2_lend *l = e->lend;
-	unsigned int n = 0;
-	uint64_t rel;
-
-	if (l->m_head == l->m_tail)
-		return;
-	rel = rb2_tx_released(e->tx, fresh);
-	while (l->m_head != l->m_tail && (int64_t)(rel - l->msg[l->m_head & l->mmask].end) >= 0)
-		n += l->msg[l->m_head++ & l->mmask].n;
-	lend_free(l, n);
-}
-
-void
-rb2_pkt_lend_end(struct rb2_pipeline *pl)
-{
-	for (unsigned int i = 0; i < pl->nstages; i++)
-		for (unsigned int j = 0; j < pl->stages[i].nedges; j++) {
-			struct rb2_lend *l = pl->stages[i].edges[j].lend;
-
-			if (pl->stages[i].edges[j].ret_ring != NULL)
-				rb2_pkt_ring_reclaim(&pl->stages[i].edges[j]);
-			if (l == NULL)
-				continue;
-			lend_free(l, (unsigned int)(l->p_tail - l->p_head));
-			l->m_head = l->m_tail;
-		}
-}
-
-/* carry = lend: the pointers travel as on a pointer link, and are kept
- * until the receiver has released their message; then this lcore frees
- * them, so the mbufs go back to its own mempool cache, where its rx takes
- * them again, instead of crossing the pool's common ring each way. */
-static int
-emit_lent(struct rb2_stage *st, unsigned int edge, struct rb2_edge *e, struct rte_mbuf **pkts,
-	  unsigned int n)
-{
-	struct rb2_lend *l = e->lend;
-
-	rb2_pkt_lend_reclaim(e, false);
-	for (unsigned int off = 0; off < n;) {
-		unsigned int k = RTE_MIN(n - off, e->ptrs_max);
-		struct rb2_tx_ptrs p;
-		int ret;
-
-		/* Never full when sized by rb2_pkt_lend_create(); if it were,
-		 * wait for the receiver rather than lose track of an mbuf. */
-		while ((l->p_tail - l->p_head) + k > l->pmask + 1u ||
-		       l->m_tail - l->m_head > l->mmask) {
-			if (st->pl->stop >= 2) {
-				drop(st, pkts + off, n - off);
-				return -ECANCELED;
-			}
-			rb2_pkt_lend_reclaim(e, true);
-			rte_pause();
-		}
-		ret = rb2_stage_emit(st, edge, pkts + off, k * (uint32_t)sizeof(*pkts));
-		if (ret < 0) {
-			drop(st, pkts + off, n - off);
-			return ret;
-		}
-		for (unsigned int j = 0; j < k; j++)
-			l->ptr[(l->p_tail + j) & l->pmask] = pkts[off + j];
-		l->p_tail += k;
-		rb2_tx_pointers(e->tx, &p);
-		l->msg[l->m_tail & l->mmask].end = p.tail;
-		l->msg[l->m_tail++ & l->mmask].n = k;
-		off += k;
-	}
-	return (int)n;
-}
-
 /* via = rte_ring (a baseline): the pointers into DPDK's SP/SC ring, waiting
  * for room as an RB2 channel's emit does. */
-void
-rb2_pkt_ring_reclaim(struct rb2_edge *e)
-{
-	void *back[RB2_STAGE_BURST_MAX];
-	unsigned int k;
-
-	while ((k = rte_ring_sc_dequeue_burst(e->ret_ring, back, RTE_DIM(back), NULL)) > 0)
-		rte_pktmbuf_free_bulk((struct rte_mbuf **)back, k);
-}
-
 static int
 emit_ring(struct rb2_stage *st, struct rb2_edge *e, struct rte_mbuf **pkts, unsigned int n)
 {
 	unsigned int off = 0;
 
-	if (e->ret_ring != NULL)
-		rb2_pkt_ring_reclaim(e);
 	while (off < n) {
 		off += rte_ring_sp_enqueue_burst(e->ring, (void *const *)(pkts + off), n - off,
 						 NULL);
@@ -425,8 +292,6 @@ emit_ring(struct rb2_stage *st, struct rb2_edge *e, struct rte_mbuf **pkts, unsi
 			return -ECANCELED;
 		}
 		STAT_ADD(e->waits, 1);
-		if (e->ret_ring != NULL)
-			rb2_pkt_ring_reclaim(e);
 		rte_pause();
 	}
 	STAT_ADD(e->msgs, n);
@@ -451,8 +316,6 @@ rb2_stage_emit_pkts(struct rb2_stage *st, unsigned int edge, struct rte_mbuf **p
 		return emit_ring(st, e, pkts, n);
 	if (!e->ptrs)
 		return emit_bytes(st, edge, pkts, n);
-	if (e->lend != NULL)
-		return emit_lent(st, edge, e, pkts, n);
 	for (unsigned int off = 0; off < n;) {
 		unsigned int k = RTE_MIN(n - off, e->ptrs_max);
 		int ret = rb2_stage_emit(st, edge, pkts + off, k * (uint32_t)sizeof(*pkts));

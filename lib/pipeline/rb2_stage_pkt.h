@@ -22,14 +22,6 @@
  *     - `pointers` (the default on a same-lcore edge and on shm, between the
  *       lcores of a process or the processes of one DPDK process group):
  *       the mbuf pointers travel, up to 64 in one ring message; zero copy.
- *     - `lend` (asked for; both stages in one process, on two lcores): the
- *       pointers travel as with `pointers`, but the mbufs stay the
- *       sender's. The receiver reads them in place and releases the
- *       message; once the sender learns that from the channel's head
- *       (rb2_tx_released()), it frees them on its own lcore, into its own
- *       mempool cache, where its rx stage allocates them again. With
- *       `pointers` the receiver frees them, and each mbuf crosses the
- *       pool's common ring on its way back to the rx lcore.
  *     - `bytes` (the default across hosts, over verbs): each packet's bytes
  *       travel in the ring after a 16-byte header (struct rb2_pkt_hdr), and
  *       the mbuf is freed once copied.
@@ -42,12 +34,11 @@
  *     mbuf, receive time, length and port.
  *  4. During process() the stage may take packet i with
  *     rb2_stage_pkt_take(): it then owns the mbuf (on a byte link, a new
- *     one from the stage's socket's pool, the bytes copied in; on a lend
- *     link, a copy of the lent one), and must emit, transmit or free it.
+ *     one from the stage's socket's pool, the bytes copied in), and must
+ *     emit, transmit or free it.
  *  5. When process() returns, the pipeline frees every mbuf of the burst
- *     that was not taken (on a lend link, its sender does, later). A stage
- *     that only reads (parse, counting) never frees anything, and never
- *     copies a packet: `lend` suits it best.
+ *     that was not taken. A stage that only reads (parse, counting) never
+ *     frees anything, and never copies a packet.
  *
  * Size a pointer link's ring below the pool: it holds up to slots x
  * (message size / 8) mbufs. A ring that can hold the whole pool turns a slow

@@ -1078,48 +1078,6 @@ Test(rb2_chan, preset_rb2_pushes_the_head_only_every_gamma)
 	cr_expect_eq(reads, 0);
 }
 
-/* rb2_tx_released(), what a sender that lends learns: with rb2's lazy head,
- * a drained receiver's release shows only when asked for (fresh: one head
- * READ); rb2-idlepush shows it at once, pushed. */
-Test(rb2_chan, released_shows_a_drained_receiver_when_asked)
-{
-	struct rb2_tx_stats ts;
-	struct rb2_tx_ptrs t;
-	uint8_t b[64];
-
-	preset_pair("rb2");
-	for (uint64_t seq = 0; seq < 5; seq++)
-		write_msg(seq);
-	cr_assert_eq(rb2_tx_flush(tx), 0);
-	rb2_tx_pointers(tx, &t);
-	cr_assert_eq(rb2_tx_released(tx, 1), 0, "nothing read yet");
-	for (uint64_t seq = 0; seq < 5; seq++)
-		read_msg(seq);
-	cr_assert_eq(rb2_rx_recv(rx, b, sizeof(b)), -EAGAIN, "drained");
-	cr_assert_eq(rb2_tx_released(tx, 0), 0, "5 slots < gamma: nothing pushed");
-	rb2_tx_stats_get(tx, &ts);
-	cr_assert_eq(ts.head_reads, 1, "the READ before any read");
-	cr_assert_eq(rb2_tx_released(tx, 1), t.tail, "asked: all 5 released");
-	rb2_tx_stats_get(tx, &ts);
-	cr_assert_eq(ts.head_reads, 2);
-	cr_assert_eq(rb2_tx_released(tx, 1), t.tail, "nothing out: no READ");
-	rb2_tx_stats_get(tx, &ts);
-	cr_assert_eq(ts.head_reads, 2);
-	close_pair();
-
-	preset_pair("rb2-idlepush");
-	for (uint64_t seq = 0; seq < 5; seq++)
-		write_msg(seq);
-	cr_assert_eq(rb2_tx_flush(tx), 0);
-	rb2_tx_pointers(tx, &t);
-	for (uint64_t seq = 0; seq < 5; seq++)
-		read_msg(seq);
-	cr_assert_eq(rb2_rx_recv(rx, b, sizeof(b)), -EAGAIN, "drained");
-	cr_assert_eq(rb2_tx_released(tx, 0), t.tail, "pushed when it drained");
-	rb2_tx_stats_get(tx, &ts);
-	cr_assert_eq(ts.head_reads, 0);
-}
-
 /* L5: a data WRITE and a tail WRITE per message, the head READ (lazy pull). */
 Test(rb2_chan, preset_l5_writes_twice_per_message_and_reads_the_head)
 {

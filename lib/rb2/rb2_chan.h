@@ -254,18 +254,6 @@ int rb2_tx_check(struct rb2_tx *tx);
 int rb2_tx_drained(struct rb2_tx *tx);
 
 /**
- * How far the receiver has released the ring, as this sender knows it: every
- * message committed before the returned position (free-running, as
- * rb2_tx_pointers()' tail) has been read and released. For a sender that
- * lends what its messages point to and takes it back once released (a packet
- * link's `carry = lend`). With @p fresh, where the receiver does not push its
- * head when it drains (RB2_CHAN_F_LAZY_HEAD, the default, or lazy pull), this
- * asks for its latest head first: a load on a load/store transport, a READ
- * (one round trip) over verbs. Without, it costs a load of the pushed head.
- */
-uint64_t rb2_tx_released(struct rb2_tx *tx, int fresh);
-
-/**
  * An admission rule (RDMAbox's hook for applications): may a transmission of
  * @p want WRs go out with @p inflight in flight, under the channel's window
  * (params.max_inflight)? Return non-zero to admit. Called on the sender's

@@ -444,19 +444,6 @@ rb2_tx_check(struct rb2_tx *tx)
 	return tx->h.err;
 }
 
-/* Where the receiver does not push its head when it drains (lazy pull, or
- * RB2_CHAN_F_LAZY_HEAD), ask for it: a READ, or a load on load/store. */
-static void
-refresh_head(struct rb2_tx *tx)
-{
-	if (tx->h.err != 0 || rb2_tx_head(tx) == tx->tail)
-		return;
-	if (tx->h.head->tx_refresh != NULL)
-		tx->h.head->tx_refresh(tx);     /* lazy pull */
-	else if (tx->peer_gamma != 0)
-		tx->read_head = rb2_tx_read_head(tx, rb2_tx_head(tx)); /* no push at the drain */
-}
-
 int
 rb2_tx_drained(struct rb2_tx *tx)
 {
@@ -467,16 +454,13 @@ rb2_tx_drained(struct rb2_tx *tx)
 	if (rb2_tx_flush(tx) != 0)
 		return tx->h.err;
 	rb2_tx_reap(&tx->h);
-	refresh_head(tx);
+	if (rb2_tx_head(tx) == tx->tail)
+		return 1;
+	if (tx->h.head->tx_refresh != NULL)
+		tx->h.head->tx_refresh(tx);     /* lazy pull */
+	else if (tx->peer_gamma != 0)
+		tx->read_head = rb2_tx_read_head(tx, rb2_tx_head(tx)); /* no push at the drain */
 	if (tx->h.err != 0)
 		return tx->h.err;
 	return rb2_tx_head(tx) == tx->tail;
-}
-
-uint64_t
-rb2_tx_released(struct rb2_tx *tx, int fresh)
-{
-	if (fresh)
-		refresh_head(tx);
-	return rb2_tx_head(tx);
 }

@@ -4,7 +4,8 @@
 #
 # Runs inside the verbs-vm guest as PID 1 (see run.sh): brings up Soft-RoCE on
 # a dummy netdev (nothing leaves the guest), runs the verbs suite, the
-# perftest comparison or the evaluation against the project's build, writes
+# perftest comparison or the evaluation against the project's build (or
+# captures a PPPoE session, pppoe.sh), writes
 # the status for the host, and powers off.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 build=$(sed -n 's/.*rb2.build=\([^ ]*\).*/\1/p' /proc/cmdline)
@@ -30,6 +31,11 @@ mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 ulimit -l unlimited
 ip link set lo up
+if [ "$what" = pppoe ]; then
+	bash /rb2/tests/verbs-vm/pppoe.sh "$out/pppoe-session.pcap"
+	rc=$?
+	exit
+fi
 if [ "$what" = two ]; then
 	# Two guests on one virtual wire: A is .1 (servers), B is .2 (clients).
 	modprobe virtio_net

@@ -8,7 +8,7 @@
 # uncompressed vmlinux, and a busybox initramfs that mounts the rootfs and the
 # project over 9p. The guest runs tests/verbs-vm/guest.sh against BUILD.
 #
-#   tests/verbs-vm/run.sh BUILD [suite|two|perf|eval|eval-quick|cases]   (default: suite)
+#   tests/verbs-vm/run.sh BUILD [suite|two|perf|eval|eval-quick|cases|pppoe]   (default: suite)
 #
 # suite: one guest, two processes over rxe0 on a dummy netdev.
 # two:   two guests joined by a QEMU socket netdev (TCP on the host's
@@ -21,6 +21,10 @@
 #        About an hour under TCG (eval-quick: about 15 minutes).
 # cases: the case studies alone (Fig. 8-10) over rxe, into doc/eval/verbs (replacing
 #        only those figures of its results.json).
+# pppoe: a real PPPoE session between two namespaces in the guest (Linux's
+#        PPPoE against rp-pppoe's server, tests/verbs-vm/pppoe.sh), captured
+#        into tests/captures/pppoe-session.pcap, which tests/test_nf.sh
+#        checks rb2-nf against tshark on.
 #
 # Exits with the guest's status; 77 (skip) only when QEMU or debootstrap are
 # missing, saying so.
@@ -57,7 +61,7 @@ mkdir -p "$cache"
 # 1. Guest rootfs (cached): rdma-core, perftest, the kernel and its modules,
 #    and the run-time libraries of the host-built binaries.
 #    The marker holds the package list: a changed list rebuilds the guest.
-pkgs=rdma-core,ibverbs-utils,ibverbs-providers,perftest,rdmacm-utils,iproute2,kmod,linux-image-amd64,libnuma1,libbsd0,libpcap0.8,librte-ring23,librte-eal23,librte-telemetry23,librte-kvargs23,librte-ethdev23,librte-mbuf23,librte-mempool23,librte-net23,librte-meter23,librte-net-pcap23,librte-mempool-ring23,librte-hash23,librte-rcu23,libcriterion3,libhttp-parser2.9,procps,python3
+pkgs=rdma-core,ibverbs-utils,ibverbs-providers,perftest,rdmacm-utils,iproute2,kmod,linux-image-amd64,libnuma1,libbsd0,libpcap0.8,librte-ring23,librte-eal23,librte-telemetry23,librte-kvargs23,librte-ethdev23,librte-mbuf23,librte-mempool23,librte-net23,librte-meter23,librte-net-pcap23,librte-mempool-ring23,librte-hash23,librte-rcu23,libcriterion3,libhttp-parser2.9,procps,python3,ppp,pppoe,tcpdump,iputils-ping
 if [ "$(cat "$cache/rootfs/.rb2-ok" 2>/dev/null)" != "$pkgs" ]; then
 	echo "verbs-vm: building the guest rootfs (debootstrap, about a minute)"
 	rm -rf "$cache/rootfs.tmp"
@@ -66,7 +70,7 @@ if [ "$(cat "$cache/rootfs/.rb2-ok" 2>/dev/null)" != "$pkgs" ]; then
 		{ echo "error: debootstrap failed, see $cache/debootstrap.log" >&2; exit 1; }
 	mkdir -p "$cache/rootfs.tmp/rb2"
 	echo "$pkgs" > "$cache/rootfs.tmp/.rb2-ok"
-	rm -rf "$cache/rootfs"
+	rm -rf "$cache/rootfs" "$cache/vmlinux" "$cache/initramfs.cpio" # its kernel may be newer
 	mv "$cache/rootfs.tmp" "$cache/rootfs"
 fi
 rootfs=$cache/rootfs
@@ -208,6 +212,11 @@ if [ "$what" = two ]; then
 	exit $(( ra != 0 || rb != 0 ))
 fi
 boot "" -nic none
+if [ "$what" = pppoe ] && [ "$(cat "$cache/status" 2>/dev/null)" = 0 ]; then
+	mkdir -p "$top/tests/captures"
+	cp "$cache/pppoe-session.pcap" "$top/tests/captures/pppoe-session.pcap"
+	echo "verbs-vm: wrote tests/captures/pppoe-session.pcap"
+fi
 if [ "$what" = eval ] || [ "$what" = eval-quick ] || [ "$what" = cases ]; then
 	out=$top/doc/eval/verbs${what#eval}
 	[ "$what" = cases ] && out=$top/doc/eval/verbs

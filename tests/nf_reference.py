@@ -462,7 +462,10 @@ def access_core_frames(flows=24, seed=7):
 def tshark_compare(trace, nf_json):
     """rb2-nf's kinds and IPv4 flows against tshark's own decoding."""
     import subprocess
+    # The outer header's fields only (occurrence=f): an ICMP error carries the
+    # packet it answers, whose addresses and ports tshark decodes too.
     out = subprocess.run(["tshark", "-n", "-r", trace, "-T", "fields", "-E", "separator=|",
+                          "-E", "occurrence=f",
                           "-e", "ip.src", "-e", "ip.dst", "-e", "ip.proto",
                           "-e", "tcp.srcport", "-e", "tcp.dstport", "-e", "udp.srcport",
                           "-e", "udp.dstport", "-e", "ipv6.src"],
@@ -473,7 +476,7 @@ def tshark_compare(trace, nf_json):
         src, dst, proto, ts, td, us, ud, src6 = line.split("|")
         if src:
             n4 += 1
-            sp, dp = (ts, td) if ts else (us, ud)
+            sp, dp = (ts, td) if proto == "6" else (us, ud) if proto == "17" else (0, 0)
             flows4[(src, dst, int(sp or 0), int(dp or 0), int(proto))] += 1
         elif src6:
             n6 += 1

@@ -8,7 +8,8 @@
 #   test_nf.sh MODE BUILD_DIR
 #     generated   rb2-tracegen traces (IPv4, IPv6, non-IP, snapped, ns), batching, loops, pacing
 #     crafted     every link type, VLAN/QinQ, PPPoE, MPLS, fragments, IPv6 extension headers,
-#                 broken packets; access/core links checked against tshark
+#                 broken packets; access/core links checked against tshark, and a
+#                 real PPPoE session (tests/captures/pppoe-session.pcap)
 #     debian      real captures shipped by Debian (golang-github-google-gopacket-dev)
 #     errors      bad traces, bad configurations, bad arguments: clear errors, nothing lost
 #     plugin      meson install + pkg-config build of examples/stage-filter, and broken plugins
@@ -203,6 +204,23 @@ crafted)
 	grep -q "non-IP by kind: ethertype 5, arp 6, llc 4, pppoe_discovery 5, ppp_control 5" "$tmp/out.txt" &&
 		ok "access-core.pcap: non-IP named by kind" ||
 		{ fail "access-core.pcap: non-IP kinds not reported as expected"; grep "non-IP" "$tmp/out.txt"; }
+	# Not crafted: a real PPPoE session, Linux's PPPoE and pppd against
+	# rp-pppoe's server, captured on the wire (tests/verbs-vm/run.sh BUILD
+	# pppoe made it). IPv4 and IPv6 inside the session, discovery, LCP,
+	# IPCP and IPv6CP around them.
+	cap=$src/tests/captures/pppoe-session.pcap
+	if command -v tshark >/dev/null; then
+		n=$(tshark -n -r "$cap" -Y "pppoes && ip" 2>/dev/null | wc -l)
+		if [ "$n" -lt 10 ]; then
+			fail "pppoe-session.pcap: tshark finds $n IPv4 packets in PPPoE sessions (at least 10 expected)"
+		elif run_nf "$tmp/ps.json" --trace "$cap" &&
+			python3 "$ref" tshark "$cap" "$tmp/ps.json"; then
+			ok "pppoe-session.pcap (real): rb2-nf's kinds and IPv4 flows = tshark's ($n IPv4 in sessions)"
+		else
+			fail "pppoe-session.pcap (real): rb2-nf and tshark differ"
+		fi
+	fi
+	check "$cap"
 	;;
 debian)
 	g=/usr/share/gocode/src/github.com/google/gopacket

@@ -20,6 +20,7 @@
 #include <rte_errno.h>
 #include <rte_cycles.h>
 #include <rte_log.h>
+#include <rte_memcpy.h>
 
 #include "rb2_conn_pvt.h"
 
@@ -133,7 +134,7 @@ mark_ready(struct rb2_conn_ep *ep, struct rb2_conn_slot *c)
 	if (c->in_ready || c->app_closed || c->state == RB2_CONN_ST_BACKLOG)
 		return;
 	c->in_ready = 1;
-	ep->ready[(ep->ready_head + ep->n_ready++) % ep->p.max_conns] = c->cd & 0xffff;
+	ep->ready[(ep->ready_head + ep->n_ready++) & ep->ready_mask] = c->cd & 0xffff;
 }
 
 static void
@@ -273,7 +274,9 @@ rb2_conn_ep_create(const char *name, struct rb2_tx *tx, struct rb2_rx *rx,
 	ep->conns = calloc(p.max_conns, sizeof(*ep->conns));
 	ep->free_idx = calloc(p.max_conns, sizeof(*ep->free_idx));
 	ep->owed = calloc(p.max_conns, sizeof(*ep->owed));
-	ep->ready = calloc(p.max_conns, sizeof(*ep->ready));
+	/* A power of two, for a mask instead of a division per entry. */
+	ep->ready_mask = rte_align32pow2(p.max_conns) - 1;
+	ep->ready = calloc((size_t)ep->ready_mask + 1, sizeof(*ep->ready));
 	if (ep->conns == NULL || ep->free_idx == NULL || ep->owed == NULL ||
 	    ep->ready == NULL)
 		goto nomem;
@@ -521,11 +524,35 @@ __rb2_conn_credit_due(struct rb2_conn_ep *ep, struct rb2_conn_slot *c)
 		send_owed(ep);
 }
 
+/* Append a message to @p c's receive buffer (its window checked). */
+static __rte_always_inline void
+record_in(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t *payload, uint32_t len,
+	  uint32_t fp)
+{
+	uint8_t *rec = c->buf + (c->wpos & ep->win_mask);
+
+	if (c->wpos == c->vpos)
+		mark_ready(ep, c);
+	memcpy(rec, &len, 4);
+	/* Small messages inline: libc's memcpy was a third of the
+	 * receiver's time at 64 B. Large ones through libc, whose rep movsb
+	 * writes a cold buffer without reading it first: 15% more at 64 KiB
+	 * into 1000 connections' buffers than rte_memcpy's vector stores. */
+	if (len <= 256)
+		rte_memcpy(rec + RB2_CONN_HDR_LEN, payload, len);
+	else
+		memcpy(rec + RB2_CONN_HDR_LEN, payload, len);
+	c->wpos += fp;
+	c->rx_msgs++;
+	c->rx_bytes += len;
+	CONN_STAT_ADD(ep, rx_msgs, 1);
+	CONN_STAT_ADD(ep, rx_bytes, len);
+}
+
 static void
 data_in(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t *payload, uint32_t len)
 {
 	uint32_t fp = rb2_conn_footprint(len);
-	uint8_t *rec;
 
 	if (unlikely(c->wpos + fp - c->rpos > ep->p.window || len > ep->p.max_msg)) {
 		CONN_STAT_ADD(ep, window_violations, 1);
@@ -545,16 +572,7 @@ data_in(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t *payload,
 		__rb2_conn_consumed(ep, c, fp);
 		return;
 	}
-	if (c->wpos == c->vpos)
-		mark_ready(ep, c);
-	rec = c->buf + (c->wpos & ep->win_mask);
-	memcpy(rec, &len, 4);
-	memcpy(rec + RB2_CONN_HDR_LEN, payload, len);
-	c->wpos += fp;
-	c->rx_msgs++;
-	c->rx_bytes += len;
-	CONN_STAT_ADD(ep, rx_msgs, 1);
-	CONN_STAT_ADD(ep, rx_bytes, len);
+	record_in(ep, c, payload, len, fp);
 }
 
 static int
@@ -813,6 +831,28 @@ frame_in(struct rb2_conn_ep *ep, const uint8_t *f, uint32_t len)
 
 /* ---- progress ----------------------------------------------------------- */
 
+/* The common frame, inline in the poll: data for an open connection,
+ * within its window. @return 0: anything else, for frame_in(). */
+static __rte_always_inline int
+data_in_fast(struct rb2_conn_ep *ep, const uint8_t *f, uint32_t len)
+{
+	uint32_t blen = len - RB2_CONN_HDR_LEN, fp = rb2_conn_footprint(blen);
+	struct rb2_conn_slot *c;
+	uint64_t hdr;
+
+	if (unlikely(len <= RB2_CONN_HDR_LEN))
+		return 0;
+	memcpy(&hdr, f, sizeof(hdr));
+	if (unlikely((uint8_t)(hdr >> 32) != RB2_CONN_FR_DATA))
+		return 0;
+	c = slot_of(ep, (uint32_t)hdr);
+	if (unlikely(c == NULL || c->state != RB2_CONN_ST_OPEN || c->app_closed || c->err != 0 ||
+		     c->wpos + fp - c->rpos > ep->p.window || blen > ep->p.max_msg))
+		return 0;
+	record_in(ep, c, f + RB2_CONN_HDR_LEN, blen, fp);
+	return 1;
+}
+
 /* A relay's link: the endpoint's own frames (sleep, awake) here, the rest
  * to the relay, which may refuse more for now. @return the frames taken. */
 static int
@@ -888,7 +928,8 @@ ep_progress(struct rb2_conn_ep *ep, int check_peer)
 		n = relay_in(ep, m, n);
 	else
 		for (int i = 0; i < n; i++)
-			frame_in(ep, m[i].data, m[i].len);
+			if (!data_in_fast(ep, m[i].data, m[i].len))
+				frame_in(ep, m[i].data, m[i].len);
 	if (n > 0)
 		rb2_rx_release_burst(ep->rx, m, (unsigned int)n);
 	if (unlikely(ep->armed) && ep->resv_cd < 0)
@@ -926,7 +967,7 @@ rb2_conn_ep_ready(struct rb2_conn_ep *ep, int *cds, unsigned int n)
 	while (k < n && ep->n_ready > 0) {
 		struct rb2_conn_slot *c = &ep->conns[ep->ready[ep->ready_head]];
 
-		ep->ready_head = (ep->ready_head + 1) % ep->p.max_conns;
+		ep->ready_head = (ep->ready_head + 1) & ep->ready_mask;
 		ep->n_ready--;
 		c->in_ready = 0;
 		if (c->state != RB2_CONN_ST_FREE && !c->app_closed)

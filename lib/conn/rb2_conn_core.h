@@ -233,6 +233,7 @@ struct rb2_conn_ep {
 	uint32_t *owed;           /* slot indexes owing control frames */
 	uint32_t n_owed;
 	uint32_t *ready;          /* FIFO of slot indexes with news */
+	uint32_t ready_mask;      /* its size (a power of two) - 1 */
 	uint32_t ready_head, n_ready;
 	struct rb2_conn_refusal *refusals; /* REFUSE frames owed */
 	uint32_t n_refusals, cap_refusals;

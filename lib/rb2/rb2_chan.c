@@ -126,14 +126,9 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 		return -EINVAL;
 	}
 	if (p->flags & ~(RB2_CHAN_F_NO_ELASTIC | RB2_CHAN_F_UNALIGNED | RB2_CHAN_F_SLEEP |
-			 RB2_CHAN_F_LAZY_HEAD | RB2_CHAN_F_TAGS)) {
-		WHY("invalid flags=0x%x: only RB2_CHAN_F_NO_ELASTIC, RB2_CHAN_F_UNALIGNED, RB2_CHAN_F_SLEEP, RB2_CHAN_F_LAZY_HEAD and RB2_CHAN_F_TAGS exist",
+			 RB2_CHAN_F_LAZY_HEAD)) {
+		WHY("invalid flags=0x%x: only RB2_CHAN_F_NO_ELASTIC, RB2_CHAN_F_UNALIGNED, RB2_CHAN_F_SLEEP and RB2_CHAN_F_LAZY_HEAD exist",
 		    p->flags);
-		return -EINVAL;
-	}
-	if ((p->flags & RB2_CHAN_F_TAGS) && (p->msg_size != 0 || p->tail_sync == RB2_TAIL_POLL_MSG)) {
-		WHY("RB2_CHAN_F_TAGS needs a variable-length channel (msg_size 0, not %u) and write-twice or WRITE_WITH_IMM tail sync (poll message's marker does not cover the tag)",
-		    p->msg_size);
 		return -EINVAL;
 	}
 	if (p->slot_size == 0 || (p->flags & RB2_CHAN_F_UNALIGNED ?
@@ -185,9 +180,9 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 		    RB2_MARKER_SIZE, p->slot_size - RB2_MARKER_SIZE);
 		return -EINVAL;
 	}
-	if (p->max_inflight != 0 && p->max_inflight < rb2_chan_chain_max(p)) {
-		WHY("invalid max_inflight=%u: an admission window holds at least one transmission's %u WRs (0: no window)",
-		    p->max_inflight, rb2_chan_chain_max(p));
+	if (p->max_inflight != 0 && p->max_inflight < RB2_TX_CHAIN_MAX) {
+		WHY("invalid max_inflight=%u: an admission window holds at least one transmission's %d WRs (0: no window)",
+		    p->max_inflight, RB2_TX_CHAIN_MAX);
 		return -EINVAL;
 	}
 	if (p->lcore_id != LCORE_ID_ANY && p->lcore_id >= RTE_MAX_LCORE) {
@@ -197,26 +192,11 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 	return 0;
 }
 
-uint32_t
-rb2_chan_chain_max(const struct rb2_chan_params *p)
-{
-	/* Without tags, two WRs fewer: 2 ranges x (lens + slots). */
-	return RB2_TX_CHAIN_MAX - (p->flags & RB2_CHAN_F_TAGS ? 0 : 2);
-}
-
-size_t
-rb2_region_tags_off(uint32_t slots)
-{
-	return RTE_ALIGN_CEIL(RB2_REGION_LENS_OFF + (size_t)slots * sizeof(uint32_t),
-			      RTE_CACHE_LINE_SIZE);
-}
-
 size_t
 rb2_region_slots_off(uint32_t slots, uint32_t flags)
 {
-	return rb2_region_tags_off(slots) +
-		(flags & RB2_CHAN_F_TAGS ?
-		 RTE_ALIGN_CEIL((size_t)slots * sizeof(uint32_t), RTE_CACHE_LINE_SIZE) : 0) +
+	return RTE_ALIGN_CEIL(RB2_REGION_LENS_OFF + (size_t)slots * sizeof(uint32_t),
+			      RTE_CACHE_LINE_SIZE) +
 		(flags & RB2_CHAN_F_UNALIGNED ? RB2_UNALIGNED_OFF : 0);
 }
 
@@ -230,8 +210,8 @@ rb2_region_cq_off(uint32_t slots, uint32_t slot_size, uint32_t flags)
 size_t
 rb2_region_size(const struct rb2_chan_params *p, int with_ring)
 {
-	if (!with_ring) /* a load/store sender's: its lens[] and tags[] mirrors */
-		return rb2_region_slots_off(p->slots, p->flags & RB2_CHAN_F_TAGS);
+	if (!with_ring)
+		return rb2_region_slots_off(p->slots, 0);
 	return rb2_region_cq_off(p->slots, p->slot_size, p->flags) +
 		rb2_tail_ops_of(p)->region_extra;
 }
@@ -481,9 +461,6 @@ rb2_tx_create(const char *name, struct rb2_xport *xp,
 	 * store into it, and transmission leaves it out. */
 	for (uint32_t i = 0; p->msg_size != 0 && i < p->slots; i++)
 		tx->lens[i] = p->msg_size;
-	/* Tags likewise: a mirror, transmitted with lens[]. */
-	if (p->flags & RB2_CHAN_F_TAGS)
-		tx->tags = RTE_PTR_ADD(base, rb2_region_tags_off(p->slots));
 	/* Load/store: the slots are the receiver's, known at connection. */
 	if (!tx->h.loadstore)
 		tx->slots = RTE_PTR_ADD(base, rb2_region_slots_off(p->slots, p->flags));
@@ -516,8 +493,6 @@ rb2_rx_create(const char *name, struct rb2_xport *xp,
 	rx->head_shadow[RB2_PULL_CHECK] = ~0ull; /* head 0, published */
 	rx->lens = RTE_PTR_ADD(base, RB2_REGION_LENS_OFF);
 	rx->slots = RTE_PTR_ADD(base, rb2_region_slots_off(p->slots, p->flags));
-	if (p->flags & RB2_CHAN_F_TAGS)
-		rx->tags = RTE_PTR_ADD(base, rb2_region_tags_off(p->slots));
 	if (p->flags & RB2_CHAN_F_SLEEP)
 		rx->doorbell = RTE_PTR_ADD(base, RB2_REGION_DOORBELL_OFF);
 	if (p->msg_size != 0) {
@@ -631,7 +606,7 @@ rb2_chan_desc_check(const void *blob, size_t len, int role,
 		return -EPROTO;
 	}
 	if ((d.flags & ~RB2_CHAN_F_LAZY_HEAD) != (p->flags & RB2_CHAN_F_WIRE)) {
-		WHYD("peer flags 0x%x differ from ours 0x%x (both halves must set RB2_CHAN_F_UNALIGNED, RB2_CHAN_F_SLEEP and RB2_CHAN_F_TAGS alike)",
+		WHYD("peer flags 0x%x differ from ours 0x%x (both halves must set RB2_CHAN_F_UNALIGNED and RB2_CHAN_F_SLEEP alike)",
 		     d.flags & ~RB2_CHAN_F_LAZY_HEAD, p->flags & RB2_CHAN_F_WIRE);
 		return -EPROTO;
 	}
@@ -697,8 +672,6 @@ tx_attach(struct rb2_tx *tx, const struct rb2_chan_desc *peer)
 		}
 		tx->slots = RTE_PTR_ADD(base, rb2_region_slots_off(peer->slots, peer->flags));
 		tx->peer_lens = RTE_PTR_ADD(base, RB2_REGION_LENS_OFF);
-		if (peer->flags & RB2_CHAN_F_TAGS)
-			tx->peer_tags = RTE_PTR_ADD(base, rb2_region_tags_off(peer->slots));
 		tx->peer_tail = RTE_PTR_ADD(base, RB2_REGION_PTR_OFF);
 		tx->peer_head_pub = RTE_PTR_ADD(base, RB2_REGION_SHADOW_OFF);
 	}

@@ -424,24 +424,6 @@ rb2_tx_commit(struct rb2_tx *tx, uint32_t len)
 }
 
 /**
- * Commit the reserved message with a tag (RB2_CHAN_F_TAGS), which the
- * receiver reads beside it with rb2_rx_msg_tag(). On a tagged channel every
- * message needs one: rb2_tx_commit() would leave the tag of an earlier lap.
- */
-static inline void
-rb2_tx_commit_tag(struct rb2_tx *tx, uint32_t len, uint32_t tag)
-{
-	/* Where the message starts: past the wrap padding, if its
-	 * reservation skipped. tags[] is a private mirror, as lens[] is: an
-	 * unchanged tag stores nothing. */
-	uint32_t pos = (uint32_t)(tx->tail + tx->resv_skip) & tx->mask;
-
-	if (tx->tags[pos] != tag)
-		tx->tags[pos] = tag;
-	rb2_tx_commit_burst(tx, len, 1);
-}
-
-/**
  * Copy one message in (reserve + copy + commit).
  *
  * @return 0, -ENOBUFS, -EMSGSIZE, or the channel's error.
@@ -556,17 +538,6 @@ rb2_rx_peek_burst(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 		h = end;
 	}
 	return (int)i;
-}
-
-/**
- * The tag a message of the last peek was committed with (RB2_CHAN_F_TAGS
- * channels only: rb2_tx_commit_tag()).
- */
-static inline uint32_t
-rb2_rx_msg_tag(const struct rb2_rx *rx, const struct rb2_msg *m)
-{
-	/* next_lo is the slot after the message; it started its slots back. */
-	return rx->tags[(m->next_lo - __rb2_nslots(m->len, rx->slot_size)) & rx->mask];
 }
 
 /**

@@ -22,8 +22,6 @@
  *   +64   [shadow line] source of our own pointer WRITE to the peer
  *   +128  [lens[0..N) ] u32 per slot: length of the message starting there,
  *                       RB2_LEN_SKIP for wrap padding, unused inside a message
- *   +T    [tags[0..N) ] RB2_CHAN_F_TAGS only: u32 per slot, the tag of the
- *                       message starting there (T: lens[]'s end, line-aligned)
  *   +L    [slot 0 ][slot 1 ] ... [slot N-1]   S bytes each, S % 64 == 0
  *                       (RB2_CHAN_F_UNALIGNED: at +L+8, S % 8 == 0)
  *
@@ -80,9 +78,9 @@ extern "C" {
 /** Longest channel name (memzones are named "rb2r.<name>"). */
 #define RB2_CHAN_NAMESIZE 24
 
-/** The most WRs one transmission posts: 2 ranges x (lens + tags + slots), a
- * tail, and a wake-up (two fewer without RB2_CHAN_F_TAGS). */
-#define RB2_TX_CHAIN_MAX 8
+/** The most WRs one transmission posts: 2 ranges x (lens + slots), a tail,
+ * and a wake-up. */
+#define RB2_TX_CHAIN_MAX 6
 
 /** Messages a single reservation prefetches ahead (see rb2_tx_reserve_burst()). */
 #define RB2_TX_PREFETCH_AHEAD 8
@@ -150,9 +148,9 @@ struct rb2_chan_params {
 	 * sender posts is signaled (its completion is how it knows), and a slot
 	 * transmission or pointer advancement that would exceed the window is
 	 * deferred (counted), its messages accumulating into the next, larger
-	 * WRITE; a flush waits for room. At least 6 WRs (8 with
-	 * RB2_CHAN_F_TAGS). The sender's alone: not in the descriptor.
-	 * rb2_tx_admission_hook() replaces the rule.
+	 * WRITE; a flush waits for room. At least RB2_TX_CHAIN_MAX. The sender's
+	 * alone: not in the descriptor. rb2_tx_admission_hook() replaces the
+	 * rule.
 	 */
 	uint32_t max_inflight;
 	int socket_id;        /**< memory socket; SOCKET_ID_ANY: the transport's */
@@ -194,18 +192,8 @@ struct rb2_chan_params {
  * travels in the descriptor: a sender follows its receiver's.
  */
 #define RB2_CHAN_F_LAZY_HEAD (1u << 3)
-/**
- * TAGS (both halves): every message carries a 32-bit tag beside its length,
- * out of band, in a tags[] array after lens[] (rb2_tx_commit_tag(),
- * rb2_rx_msg_tag()). A multiplexer's stream id goes there instead of a
- * header in the slot: with a header, a 64 B message no longer fits a 64 B
- * slot, and its second line costs more than the tags[] line that 16
- * messages share. Variable-length channels, write-twice or WRITE_WITH_IMM
- * tail sync (not poll message, whose marker would have to cover the tag).
- */
-#define RB2_CHAN_F_TAGS (1u << 4)
 /** Flags both halves must agree on (they travel in the descriptor). */
-#define RB2_CHAN_F_WIRE (RB2_CHAN_F_UNALIGNED | RB2_CHAN_F_SLEEP | RB2_CHAN_F_TAGS)
+#define RB2_CHAN_F_WIRE (RB2_CHAN_F_UNALIGNED | RB2_CHAN_F_SLEEP)
 /** Where the slots start in an UNALIGNED region, past the cache line. */
 #define RB2_UNALIGNED_OFF 8
 
@@ -331,7 +319,6 @@ struct rb2_tx {
 	uint32_t resv_skip; /**< slots the pending reservation skips at the wrap */
 	uint32_t msg_size; /**< 0, or the fixed message size */
 	uint32_t trailer;  /**< poll-message sync: bytes of marker after a message */
-	uint32_t *tags;    /**< RB2_CHAN_F_TAGS: the tags[] mirror, else NULL */
 
 	/* Each pointer in its own cache line (§IV-C). */
 	uint64_t tail __rte_cache_aligned;        /**< next slot to write */
@@ -365,7 +352,6 @@ struct rb2_tx {
 	/* Load/store transports: the receiver's lens[] and local_tail, mapped,
 	 * so publishing is a memcpy and a release store, not a WR chain. */
 	uint32_t *peer_lens;
-	uint32_t *peer_tags;          /**< RB2_CHAN_F_TAGS */
 	_Atomic uint64_t *peer_tail;
 	/* RB2_CHAN_F_SLEEP: the receiver's sleep word (in RB_S), and the
 	 * sleep we last woke it from. NULL: the receiver never sleeps. */
@@ -393,7 +379,6 @@ struct rb2_rx {
 	uint32_t max_len;
 	uint32_t msg_size;            /**< 0, or the fixed message size */
 	uint32_t poll_msg;            /**< poll-message sync: no tail pointer */
-	const uint32_t *tags;         /**< RB_R tags[] (RB2_CHAN_F_TAGS), else NULL */
 
 	uint64_t head __rte_cache_aligned;        /**< next slot to read */
 	uint64_t synced_head __rte_cache_aligned; /**< head at the last push */

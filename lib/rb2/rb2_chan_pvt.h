@@ -97,16 +97,11 @@ rb2_half_rx(struct rb2_chan_half *h)
 	return container_of(h, struct rb2_rx, h);
 }
 
-/* The most WRs one transmission of a channel made with @p p posts
- * (RB2_TX_CHAIN_MAX with RB2_CHAN_F_TAGS). */
-uint32_t rb2_chan_chain_max(const struct rb2_chan_params *p);
-/* Offset of tags[] in a region (RB2_CHAN_F_TAGS): after lens[]. */
-size_t rb2_region_tags_off(uint32_t slots);
 /* Offset of slot 0 in a region. */
 size_t rb2_region_slots_off(uint32_t slots, uint32_t flags);
 /* Offset of the completion ring (WRITE_WITH_IMM sync): after the slots. */
 size_t rb2_region_cq_off(uint32_t slots, uint32_t slot_size, uint32_t flags);
-/* Bytes of a region: control lines, lens[] and tags[], plus the slots (and the
+/* Bytes of a region: control lines and lens[], plus the slots (and the
  * completion ring if the policy has one) when @with_ring. */
 size_t rb2_region_size(const struct rb2_chan_params *p, int with_ring);
 

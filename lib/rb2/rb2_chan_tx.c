@@ -117,8 +117,7 @@ wrs_needed(const struct rb2_tx *tx, enum rb2_publish how)
 	uint32_t pos = (uint32_t)tx->esc_tail & tx->mask;
 	uint32_t ranges = tx->tail - tx->esc_tail > (uint64_t)(tx->mask + 1 - pos) ? 2 : 1;
 
-	/* Each range: its lens[] (variable length), its tags[], its slots. */
-	return ranges * ((tx->msg_size == 0) + (tx->tags != NULL) + 1) + (how != RB2_PUBLISH_NONE);
+	return ranges * (tx->msg_size == 0 ? 2 : 1) + (how != RB2_PUBLISH_NONE);
 }
 
 static int
@@ -159,8 +158,8 @@ admit(struct rb2_tx *tx, enum rb2_publish how)
 }
 
 /* One contiguous range of slots [a, a+k): its lens entries (unless the
- * channel is fixed-size) and tags (RB2_CHAN_F_TAGS), then its first @ks slots
- * (the rest is wrap padding, never read: not sent). */
+ * channel is fixed-size), then its first @ks slots (the rest is wrap padding,
+ * never read: not sent). */
 static __rte_always_inline unsigned int
 range_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w, uint32_t a, uint32_t k, uint32_t ks)
 {
@@ -174,14 +173,6 @@ range_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w, uint32_t a, uint32_t k, uin
 	if (tx->msg_size == 0)
 		w[n++] = (struct rb2_xport_wr){
 			.local = &tx->lens[a], .remote = peer_lens + (uint64_t)a * 4,
-			.len = llen, .lkey = tx->h.mr.lkey, .rkey = pd->rkey,
-			.opcode = RB2_WR_WRITE,
-			.flags = llen <= max_inline ? RB2_WR_INLINE : 0,
-		};
-	if (tx->tags != NULL)
-		w[n++] = (struct rb2_xport_wr){
-			.local = &tx->tags[a],
-			.remote = pd->addr + rb2_region_tags_off(pd->slots) + (uint64_t)a * 4,
 			.len = llen, .lkey = tx->h.mr.lkey, .rkey = pd->rkey,
 			.opcode = RB2_WR_WRITE,
 			.flags = llen <= max_inline ? RB2_WR_INLINE : 0,
@@ -231,8 +222,7 @@ count_range(struct rb2_tx *tx, uint64_t from, uint64_t to)
  * Slot transmission of [esc_tail, tail), which may wrap (two ranges at most),
  * on a load/store transport: the slots are in RB_R already, so only lens[] is
  * copied (unless the channel is fixed-size, or the policy stored it at
- * commit), and tags[] (RB2_CHAN_F_TAGS), in the order the WR chain would
- * land them.
+ * commit), in the order the WR chain would land it.
  */
 static inline void
 transmit_ls(struct rb2_tx *tx)
@@ -249,11 +239,6 @@ transmit_ls(struct rb2_tx *tx)
 		memcpy(&tx->peer_lens[a], &tx->lens[a], first * sizeof(uint32_t));
 		if (cnt > first)
 			memcpy(tx->peer_lens, tx->lens, (size_t)(cnt - first) * sizeof(uint32_t));
-	}
-	if (tx->tags != NULL) {
-		memcpy(&tx->peer_tags[a], &tx->tags[a], first * sizeof(uint32_t));
-		if (cnt > first)
-			memcpy(tx->peer_tags, tx->tags, (size_t)(cnt - first) * sizeof(uint32_t));
 	}
 }
 
@@ -326,7 +311,7 @@ wake_check(struct rb2_tx *tx)
 static void __rte_noinline
 sync_tail_wrs(struct rb2_tx *tx, enum rb2_publish how)
 {
-	struct rb2_xport_wr w[RB2_TX_CHAIN_MAX]; /* 2 x (lens + tags + slots) + the tail */
+	struct rb2_xport_wr w[RB2_TX_CHAIN_MAX]; /* 2 x (lens + slots) + the tail */
 	unsigned int n;
 
 	if (unlikely(tx->max_inflight != 0) && !admit(tx, how))

@@ -529,10 +529,13 @@ static __rte_always_inline void
 record_in(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t *payload, uint32_t len,
 	  uint32_t fp)
 {
-	uint8_t *rec = c->buf + (c->wpos & ep->win_mask);
+	uint8_t *rec;
 
 	if (c->wpos == c->vpos)
 		mark_ready(ep, c);
+	if (c->wpos == c->rpos)        /* empty, no views: back to the start */
+		c->origin = c->wpos;
+	rec = __rb2_conn_rec(ep, c, c->wpos);
 	memcpy(rec, &len, 4);
 	/* Small messages inline: libc's memcpy was a third of the
 	 * receiver's time at 64 B. Large ones through libc, whose rep movsb
@@ -1265,7 +1268,7 @@ rb2_conn_close(struct rb2_conn_ep *ep, int cd)
 	while (c->rpos != c->wpos) {
 		uint32_t len;
 
-		memcpy(&len, c->buf + (c->rpos & ep->win_mask), 4);
+		memcpy(&len, __rb2_conn_rec(ep, c, c->rpos), 4);
 		msgs++;
 		bytes += len;
 		__rb2_conn_consumed(ep, c, rb2_conn_footprint(len));
@@ -1362,7 +1365,7 @@ next_record(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t **rec
 		if (c->vpos == c->wpos)
 			return c->err != 0 ? c->err : c->rd_eof ? 0 : -EAGAIN;
 	}
-	*rec = c->buf + (c->vpos & ep->win_mask);
+	*rec = __rb2_conn_rec(ep, c, c->vpos);
 	memcpy(&len, *rec, 4);
 	return (int)len;
 }
@@ -1407,7 +1410,7 @@ rb2_conn_release(struct rb2_conn_ep *ep, int cd, unsigned int n)
 
 		if (pos + fp >= c->vpos)
 			return -EINVAL;
-		memcpy(&len, c->buf + ((pos + fp) & ep->win_mask), 4);
+		memcpy(&len, __rb2_conn_rec(ep, c, pos + fp), 4);
 		fp += rb2_conn_footprint(len);
 	}
 	__rb2_conn_consumed(ep, c, (uint32_t)fp);

@@ -351,7 +351,7 @@ rb2_conn_recv(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap)
 
 	/* Fast path: a record buffered and no views held. */
 	if (likely(c != NULL && c->vpos == c->rpos && c->rpos != c->wpos)) {
-		const uint8_t *rec = c->buf + (c->rpos & ep->win_mask);
+		const uint8_t *rec = __rb2_conn_rec(ep, c, c->rpos);
 		uint32_t len = *(const uint32_t *)rec;
 
 		if (unlikely(len > cap))
@@ -377,7 +377,7 @@ rb2_conn_recv_zc(struct rb2_conn_ep *ep, int cd, const void **data)
 	struct rb2_conn_slot *c = __rb2_conn_of(ep, cd);
 
 	if (likely(c != NULL && c->vpos != c->wpos)) {
-		const uint8_t *rec = c->buf + (c->vpos & ep->win_mask);
+		const uint8_t *rec = __rb2_conn_rec(ep, c, c->vpos);
 		uint32_t len = *(const uint32_t *)rec;
 
 		*data = rec + RB2_CONN_HDR_LEN;

@@ -180,8 +180,13 @@ struct rb2_conn_slot {
 	uint64_t sent, acked;     /* footprint bytes */
 	/* Receiving: records [u32 len][u32 0][payload, padded to 8] at
 	 * logical positions; buf holds window bytes plus one record of
-	 * slack, so that a record is contiguous even across the end. */
+	 * slack, so that a record is contiguous even across the end. A
+	 * record at pos sits at (pos - origin) mod window: origin moves to
+	 * wpos whenever the buffer is empty, so a reader that keeps up
+	 * reuses the buffer's first lines, warm, rather than walking the
+	 * whole window through the cache. */
 	uint8_t *buf;
+	uint64_t origin;
 	uint64_t wpos;            /* next record's position */
 	uint64_t vpos;            /* next record to hand out as a view */
 	uint64_t rpos;            /* oldest unreleased record */
@@ -278,6 +283,13 @@ static inline uint64_t
 __rb2_conn_hdr(uint32_t cid, uint8_t type, uint16_t aux)
 {
 	return (uint64_t)cid | (uint64_t)type << 32 | (uint64_t)aux << 48;
+}
+
+/** @internal Where the record at logical position @p pos of @p c is. */
+static inline uint8_t *
+__rb2_conn_rec(const struct rb2_conn_ep *ep, const struct rb2_conn_slot *c, uint64_t pos)
+{
+	return c->buf + ((pos - c->origin) & ep->win_mask);
 }
 
 /** @internal The slot a wire descriptor names, if open under it. */

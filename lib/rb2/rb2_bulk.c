@@ -10,7 +10,8 @@
  *
  *   struct bulk_hdr   kind, segment count, payload length
  *   inline:           the payload follows the header
- *   by reference:     nsegs struct bulk_seg {addr, len, rkey} follow
+ *   by reference:     a struct rb2_bulk_ref (its tag the kind): nsegs
+ *                     segments {addr, len, rkey} follow the same header
  */
 
 #include <errno.h>
@@ -35,13 +36,8 @@ struct bulk_hdr {
 	uint64_t len;    /* payload bytes */
 };
 
-struct bulk_seg {
-	uint64_t addr;   /* in the sender's address space */
-	uint32_t len;
-	uint32_t rkey;
-};
-
-static_assert(sizeof(struct bulk_hdr) == 16 && sizeof(struct bulk_seg) == 16,
+static_assert(sizeof(struct bulk_hdr) == 16 && sizeof(struct rb2_bulk_seg) == 16 &&
+	      sizeof(struct rb2_bulk_ref) == RB2_BULK_REF_SIZE(RB2_BULK_MAX_SEGS),
 	      "bulk descriptors are wire format");
 
 /* A buffer lent to the receiver: free once the head passes @end. */
@@ -67,14 +63,8 @@ struct rb2_bulk_rx {
 	struct rb2_rx *rx;
 	struct rb2_mr_cache *cache;  /* NULL: the sender never lends */
 	int own_cache;
-	/* The READ in flight: into @dst, done when the receiver's queue has
-	 * completed @reads_target of its bulk READs. */
-	void *dst;
-	uint64_t len;
-	uint64_t reads_target;
+	struct rb2_bulk_read rd;     /* the READ in flight (rd.dst != NULL) */
 	struct rb2_msg msg;          /* its descriptor, held in the ring */
-	unsigned int ndsegs;
-	struct rb2_mr_seg dsegs[RB2_BULK_MAX_SEGS];
 	struct rb2_bulk_stats st;
 };
 
@@ -125,9 +115,9 @@ check_chan(const struct rb2_chan_half *h, const char *who)
 	return 0;
 }
 
-/* The half's own cache, or NULL where the transport cannot lend memory. */
+/* A cache over @h's transport, or NULL where it cannot lend memory. */
 static struct rb2_mr_cache *
-own_cache(struct rb2_chan_half *h)
+half_cache(struct rb2_chan_half *h)
 {
 	struct rb2_mr_cache *c = NULL;
 	struct rb2_mr_cache_params p;
@@ -139,6 +129,21 @@ own_cache(struct rb2_chan_half *h)
 	p.name = name;
 	if ((rb2_xport_caps(h->xp) & RB2_XPORT_CAP_READ) != 0 && !h->loadstore)
 		c = rb2_mr_cache_create_xport(h->xp, &p);
+	return c;
+}
+
+struct rb2_mr_cache *
+rb2_bulk_cache_create(struct rb2_tx *tx, struct rb2_rx *rx)
+{
+	return tx != NULL ? half_cache(&tx->h) : rx != NULL ? half_cache(&rx->h) : NULL;
+}
+
+/* The half's own cache, or NULL (said once, for a sender). */
+static struct rb2_mr_cache *
+own_cache(struct rb2_chan_half *h)
+{
+	struct rb2_mr_cache *c = half_cache(h);
+
 	if (c == NULL && h->is_tx)
 		RB2_CHAN_LOG(INFO, "bulk sender on '%s': transport '%s' cannot lend application memory to its peer; every message is copied through the ring",
 			     h->name, rb2_xport_name(h->xp));
@@ -225,11 +230,29 @@ send_inline(struct rb2_bulk_tx *b, const void *buf, size_t len)
 }
 
 int
+rb2_bulk_ref_make(struct rb2_mr_cache *c, const void *buf, size_t len,
+		  struct rb2_bulk_ref *ref, struct rb2_mr_seg *held)
+{
+	/* The NIC only reads it: the cache's const-less API is for both. */
+	int n = cache_get(c, (void *)(uintptr_t)buf, len, held);
+
+	if (n < 0)
+		return n;
+	ref->nsegs = (uint32_t)n;
+	ref->len = len;
+	for (int i = 0; i < n; i++) {
+		ref->segs[i].addr = (uint64_t)(uintptr_t)held[i].addr;
+		ref->segs[i].len = held[i].len;
+		ref->segs[i].rkey = held[i].rkey;
+	}
+	return n;
+}
+
+int
 rb2_bulk_send(struct rb2_bulk_tx *b, const void *buf, size_t len, uint64_t cookie)
 {
+	struct rb2_bulk_ref ref;
 	struct bulk_lent *l;
-	struct bulk_hdr *hd;
-	struct bulk_seg *ws;
 	uint32_t dlen;
 	void *slot;
 	int n, ret;
@@ -243,26 +266,17 @@ rb2_bulk_send(struct rb2_bulk_tx *b, const void *buf, size_t len, uint64_t cooki
 		return -EAGAIN;
 	}
 	l = &b->lent[b->lent_tail & (b->max_refs - 1)];
-	/* The NIC only reads it: the cache's const-less API is for both. */
-	n = cache_get(b->cache, (void *)(uintptr_t)buf, len, l->segs);
+	n = rb2_bulk_ref_make(b->cache, buf, len, &ref, l->segs);
 	if (n < 0)
 		return n;
-	dlen = (uint32_t)(sizeof(*hd) + (size_t)n * sizeof(*ws));
+	ref.tag = BULK_REF;
+	dlen = RB2_BULK_REF_SIZE(n);
 	ret = rb2_tx_reserve(b->tx, dlen, &slot);
 	if (ret < 0) {
 		rb2_mr_cache_put(b->cache, l->segs, (unsigned int)n);
 		return ret == -ENOBUFS ? -EAGAIN : ret;
 	}
-	hd = slot;
-	hd->kind = BULK_REF;
-	hd->nsegs = (uint32_t)n;
-	hd->len = len;
-	ws = (struct bulk_seg *)(hd + 1);
-	for (int i = 0; i < n; i++) {
-		ws[i].addr = (uint64_t)(uintptr_t)l->segs[i].addr;
-		ws[i].len = l->segs[i].len;
-		ws[i].rkey = l->segs[i].rkey;
-	}
+	memcpy(slot, &ref, dlen);
 	rb2_tx_commit(b->tx, dlen);
 	l->end = b->tx->tail;
 	l->cookie = cookie;
@@ -361,23 +375,20 @@ rb2_bulk_rx_destroy(struct rb2_bulk_rx *b)
 	if (b == NULL)
 		return;
 	/* A READ in flight lands in memory we are about to give back. */
-	while (b->dst != NULL && b->rx->h.err == 0 &&
-	       (int64_t)(b->rx->bulk_reads_done - b->reads_target) < 0)
-		if (rb2_rx_reap(&b->rx->h) < 0)
-			break;
-	if (b->dst != NULL)
-		rb2_mr_cache_put(b->cache, b->dsegs, b->ndsegs);
+	while (b->rd.dst != NULL && rb2_bulk_read_poll(b->rx, b->cache, &b->rd) == -EINPROGRESS)
+		;
 	if (b->own_cache)
 		rb2_mr_cache_destroy(b->cache);
 	rte_free(b);
 }
 
-/* Post the READs of a lent message into the registered @b->dsegs: one per
+/* Post the READs of a lent message into the registered @rd->dsegs: one per
  * piece where a source and a destination segment overlap, all behind one
  * doorbell, the last one signaled (an RC queue completes in order, so its
- * completion is all of theirs). */
+ * completion is all of theirs). @return the WRs posted. */
 static int
-post_reads(struct rb2_bulk_rx *b, const struct bulk_seg *src, unsigned int nsrc)
+post_reads(struct rb2_rx *rx, struct rb2_bulk_read *rd, const struct rb2_bulk_seg *src,
+	   unsigned int nsrc)
 {
 	struct rb2_xport_wr w[2 * RB2_BULK_MAX_SEGS];
 	unsigned int nw = 0, d = 0;
@@ -388,7 +399,7 @@ post_reads(struct rb2_bulk_rx *b, const struct bulk_seg *src, unsigned int nsrc)
 		uint64_t soff = 0;
 
 		while (soff < src[s].len) {
-			const struct rb2_mr_seg *ds = &b->dsegs[d];
+			const struct rb2_mr_seg *ds = &rd->dsegs[d];
 			uint32_t piece = (uint32_t)RTE_MIN((uint64_t)src[s].len - soff,
 							   (uint64_t)ds->len - doff);
 
@@ -410,14 +421,66 @@ post_reads(struct rb2_bulk_rx *b, const struct bulk_seg *src, unsigned int nsrc)
 		}
 	}
 	w[nw - 1].flags = RB2_WR_SIGNALED;
-	ret = rb2_rx_post(b->rx, w, nw);
+	ret = rb2_rx_post(rx, w, nw);
 	if (ret < 0) {
-		rb2_rx_fail(b->rx, ret, "posting %u bulk READs: %s", nw, rte_strerror(-ret));
+		rb2_rx_fail(rx, ret, "posting %u bulk READs: %s", nw, rte_strerror(-ret));
 		return ret;
 	}
-	b->reads_target = b->rx->bulk_reads_posted += 1;
-	b->st.reads += nw;
-	return 0;
+	rd->target = rx->bulk_reads_posted += 1;
+	return (int)nw;
+}
+
+int
+rb2_bulk_ref_valid(const void *desc, uint32_t size)
+{
+	const struct rb2_bulk_ref *r = desc;
+	uint64_t sum = 0;
+
+	if (size < RB2_BULK_REF_SIZE(1) || r->nsegs < 1 || r->nsegs > RB2_BULK_MAX_SEGS ||
+	    size != RB2_BULK_REF_SIZE(r->nsegs))
+		return 0;
+	for (unsigned int i = 0; i < r->nsegs; i++)
+		sum += r->segs[i].len;
+	return sum == r->len;
+}
+
+int
+rb2_bulk_read_start(struct rb2_rx *rx, struct rb2_mr_cache *c, const struct rb2_bulk_ref *ref,
+		    void *dst, size_t cap, struct rb2_bulk_read *rd)
+{
+	int ret;
+
+	if (rx->h.err != 0)
+		return rx->h.err;
+	if (ref->len > cap)
+		return -EMSGSIZE;
+	ret = cache_get(c, dst, cap, rd->dsegs);
+	if (ret < 0)
+		return ret;
+	rd->ndsegs = (unsigned int)ret;
+	ret = post_reads(rx, rd, ref->segs, ref->nsegs);
+	if (ret < 0) {
+		rb2_mr_cache_put(c, rd->dsegs, rd->ndsegs);
+		return ret;
+	}
+	rd->dst = dst;
+	rd->len = ref->len;
+	return ret;
+}
+
+int
+rb2_bulk_read_poll(struct rb2_rx *rx, struct rb2_mr_cache *c, struct rb2_bulk_read *rd)
+{
+	int err = rx->h.err;
+
+	if (err == 0 && (int64_t)(rx->bulk_reads_done - rd->target) < 0) {
+		err = rb2_rx_reap(&rx->h);
+		if (err == 0 && (int64_t)(rx->bulk_reads_done - rd->target) < 0)
+			return -EINPROGRESS;
+	}
+	rb2_mr_cache_put(c, rd->dsegs, rd->ndsegs);
+	rd->dst = NULL;
+	return err < 0 ? err : 0;
 }
 
 /* Check a descriptor against the channel's limits: a corrupt one fails the
@@ -427,39 +490,31 @@ check_desc(struct rb2_bulk_rx *b, const struct rb2_msg *m)
 {
 	static const struct bulk_hdr none;
 	const struct bulk_hdr *hd = m->len >= sizeof(*hd) ? m->data : &none;
-	const struct bulk_seg *s = (const struct bulk_seg *)(hd + 1);
-	uint64_t sum = 0;
 
 	if (hd->kind == BULK_INLINE && m->len == sizeof(*hd) + hd->len)
 		return 0;
-	if (hd->kind == BULK_REF && hd->nsegs >= 1 && hd->nsegs <= RB2_BULK_MAX_SEGS &&
-	    m->len == sizeof(*hd) + hd->nsegs * sizeof(*s)) {
-		for (unsigned int i = 0; i < hd->nsegs; i++)
-			sum += s[i].len;
-		if (sum == hd->len)
-			return 0;
-	}
+	if (hd->kind == BULK_REF && rb2_bulk_ref_valid(m->data, m->len))
+		return 0;
 	rb2_rx_fail(b->rx, -EPROTO, "bulk receiver: a message of %u bytes is not a bulk message (kind %#x, %u segments, length %" PRIu64 "): is the sender a bulk sender?",
 		    m->len, hd->kind, hd->nsegs, hd->len);
 	return -EPROTO;
 }
 
-/* The READ into @b->dst has completed: hand the descriptor's slot back,
- * and tell the sender now (its buffer is free). */
+/* The READ into @b->rd.dst has completed (or failed): hand the
+ * descriptor's slot back, and tell the sender now (its buffer is free). */
 static int
-finish_read(struct rb2_bulk_rx *b)
+finish_read(struct rb2_bulk_rx *b, int ret)
 {
 	struct rb2_rx *rx = b->rx;
-	int len = (int)b->len;
 
-	rb2_mr_cache_put(b->cache, b->dsegs, b->ndsegs);
+	if (ret < 0)
+		return ret;
 	rb2_rx_release_burst(rx, &b->msg, 1);
 	if (rx->head != rx->synced_head)
 		__rb2_rx_push(rx);
-	b->dst = NULL;
 	b->st.ref_msgs++;
-	b->st.ref_bytes += (uint64_t)len;
-	return rx->h.err != 0 ? rx->h.err : len;
+	b->st.ref_bytes += b->rd.len;
+	return rx->h.err != 0 ? rx->h.err : (int)b->rd.len;
 }
 
 int
@@ -468,17 +523,11 @@ rb2_bulk_recv(struct rb2_bulk_rx *b, void *dst, size_t cap)
 	const struct bulk_hdr *hd;
 	int n, ret;
 
-	if (b->dst != NULL) {
-		if (dst != b->dst)
+	if (b->rd.dst != NULL) {
+		if (dst != b->rd.dst)
 			return -EBUSY;
-		if ((int64_t)(b->rx->bulk_reads_done - b->reads_target) < 0) {
-			ret = rb2_rx_reap(&b->rx->h);
-			if (ret < 0)
-				return ret;
-			if ((int64_t)(b->rx->bulk_reads_done - b->reads_target) < 0)
-				return -EINPROGRESS;
-		}
-		return finish_read(b);
+		ret = rb2_bulk_read_poll(b->rx, b->cache, &b->rd);
+		return ret == -EINPROGRESS ? ret : finish_read(b, ret);
 	}
 	n = rb2_rx_peek_burst(b->rx, &b->msg, 1);
 	if (n <= 0)
@@ -501,26 +550,17 @@ rb2_bulk_recv(struct rb2_bulk_rx *b, void *dst, size_t cap)
 			    rb2_xport_name(b->rx->h.xp));
 		return -EPROTO;
 	}
-	/* All of @cap: a destination used again is one region, a hit. */
-	ret = cache_get(b->cache, dst, cap, b->dsegs);
+	ret = rb2_bulk_read_start(b->rx, b->cache, b->msg.data, dst, cap, &b->rd);
 	if (ret < 0)
 		return ret;
-	b->ndsegs = (unsigned int)ret;
-	b->dst = dst;
-	b->len = hd->len;
-	ret = post_reads(b, (const struct bulk_seg *)(hd + 1), hd->nsegs);
-	if (ret < 0) {
-		rb2_mr_cache_put(b->cache, b->dsegs, b->ndsegs);
-		b->dst = NULL;
-		return ret;
-	}
+	b->st.reads += (uint64_t)ret;
 	return rb2_bulk_recv(b, dst, cap);
 }
 
 int
 rb2_bulk_rx_forget(struct rb2_bulk_rx *b, void *dst, size_t len)
 {
-	if (b->dst != NULL && overlaps((uintptr_t)b->dst, b->len, (uintptr_t)dst, len))
+	if (b->rd.dst != NULL && overlaps((uintptr_t)b->rd.dst, b->rd.len, (uintptr_t)dst, len))
 		return -EBUSY;
 	if (b->cache != NULL)
 		rb2_mr_cache_invalidate(b->cache, dst, len);

@@ -52,6 +52,7 @@
 #include <stdint.h>
 
 #include <rb2_chan.h>
+#include <rb2_mr_cache.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -172,6 +173,82 @@ int rb2_bulk_recv(struct rb2_bulk_rx *b, void *dst, size_t cap);
 
 /** The receiver will free [@p dst, @p dst + @p len): as rb2_bulk_tx_forget(). */
 int rb2_bulk_rx_forget(struct rb2_bulk_rx *b, void *dst, size_t len);
+
+/**
+ * @name Lending, one buffer at a time
+ * The pieces rb2_bulk_send() and rb2_bulk_recv() are made of, for a layer
+ * that frames its own messages (lib/conn lends buffers on a connection):
+ * describe a registered buffer, check a descriptor from the wire, and READ
+ * one over a channel's queue.
+ * @{
+ */
+
+/** One registered piece of a lent buffer, as the peer READs it (wire format). */
+struct rb2_bulk_seg {
+	uint64_t addr;   /**< in the lender's address space */
+	uint32_t len;
+	uint32_t rkey;
+};
+
+/** A lent buffer's descriptor (wire format: RB2_BULK_REF_SIZE(nsegs) bytes). */
+struct rb2_bulk_ref {
+	uint32_t tag;    /**< the framing layer's (a kind, an id): not read here */
+	uint32_t nsegs;  /**< 1 to RB2_BULK_MAX_SEGS */
+	uint64_t len;    /**< payload bytes: the sum of the segments' */
+	struct rb2_bulk_seg segs[RB2_BULK_MAX_SEGS];
+};
+
+/** Bytes of a descriptor with @p n segments on the wire. */
+#define RB2_BULK_REF_SIZE(n) (16u + 16u * (unsigned int)(n))
+
+/**
+ * A registration cache for lending over @p tx (or receiving READs over
+ * @p rx: pass one half, the other NULL), named after it in telemetry.
+ * @return NULL where the transport cannot lend application memory to its
+ *   peer (shm: its peers are other processes), or out of memory.
+ */
+struct rb2_mr_cache *rb2_bulk_cache_create(struct rb2_tx *tx, struct rb2_rx *rx);
+
+/**
+ * Register [@p buf, @p buf + @p len) through @p c and describe it in
+ * @p ref (its tag untouched). The segments to give back with
+ * rb2_mr_cache_put() once the peer is done are written to @p held.
+ * @return the segment count, or -EAGAIN (the cache is full of buffers in
+ *   use), or the registration's error.
+ */
+int rb2_bulk_ref_make(struct rb2_mr_cache *c, const void *buf, size_t len,
+		      struct rb2_bulk_ref *ref, struct rb2_mr_seg *held);
+
+/** @return 1 if @p size bytes at @p desc are a well-formed descriptor, else 0. */
+int rb2_bulk_ref_valid(const void *desc, uint32_t size);
+
+/** A READ of a lent buffer in flight (the caller's memory). */
+struct rb2_bulk_read {
+	void *dst;
+	uint64_t len;
+	uint64_t target;          /* done when the queue has completed this many */
+	unsigned int ndsegs;
+	struct rb2_mr_seg dsegs[RB2_BULK_MAX_SEGS];
+};
+
+/**
+ * READ the buffer @p ref describes into @p dst over @p rx's queue. All of
+ * [@p dst, @p dst + @p cap) is registered through @p c (a destination used
+ * again is a hit).
+ * @return the READ WRs posted (> 0), -EMSGSIZE (longer than @p cap),
+ *   -EAGAIN (the cache is full), or the error that failed the channel.
+ */
+int rb2_bulk_read_start(struct rb2_rx *rx, struct rb2_mr_cache *c, const struct rb2_bulk_ref *ref,
+			void *dst, size_t cap, struct rb2_bulk_read *rd);
+
+/**
+ * Has the READ of @p rd completed? Reaps @p rx's completions.
+ * @return 0 (done: @p dst holds the payload, its registration is given
+ *   back), -EINPROGRESS, or the channel's error (given back too: a failed
+ *   queue READs no more).
+ */
+int rb2_bulk_read_poll(struct rb2_rx *rx, struct rb2_mr_cache *c, struct rb2_bulk_read *rd);
+/** @} */
 
 /** Counters of a bulk half (the sender's, then the receiver's). */
 #define RB2_BULK_STATS(X)                                                       \

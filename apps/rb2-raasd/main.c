@@ -78,6 +78,7 @@ struct link {
 	unsigned int nlistens;
 	uint64_t conns;                 /* connections through it now (atomic) */
 	struct frame_queue q;           /* frames for it that its ring had no room for */
+	uint8_t said_ref;               /* logged a lent buffer's frame from it */
 };
 
 /* A connection through the service: side 0 connected, side 1 accepted.
@@ -412,6 +413,19 @@ relay_frame(void *arg, struct rb2_conn_ep *ep __rte_unused, uint8_t *f, uint32_t
 		return syn_in(from, f, len, aux);
 	case RB2_CONN_FR_CREDIT:
 		return credit_in(from, f, len, aux);
+	case RB2_CONN_FR_REF:
+	case RB2_CONN_FR_REFDONE:
+		/* A lent buffer names the application's memory, which no
+		 * device here has registered: the service relays copies only
+		 * (an application's shm endpoint never lends). Dropped as
+		 * unknown, said once. */
+		__atomic_fetch_add(&S.unknown, 1, __ATOMIC_RELAXED);
+		if (!from->said_ref) {
+			from->said_ref = 1;
+			fprintf(stderr, "rb2-raasd: %s: dropped a lent buffer's frame: the service relays copied messages only\n",
+				from->name);
+		}
+		return 0;
 	default:
 		break;
 	}

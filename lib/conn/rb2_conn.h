@@ -338,24 +338,30 @@ rb2_conn_send(struct rb2_conn_ep *ep, int cd, const void *buf, uint32_t len)
 /**
  * Receive one message (copied out).
  *
+ * A message the peer lent (rb2_conn_send_ref()) is READ into @p buf by
+ * the NIC: the call returns -EINPROGRESS, and the caller calls again with
+ * the same @p buf until the length comes back (rb2_conn_ref.h).
+ *
  * @return its length (> 0); 0 at the end of the stream (the peer shut down
  *   its side and everything it sent was read); -EAGAIN; -EMSGSIZE (longer
- *   than @p cap: it stays, for a larger buffer); -EBUSY (zero-copy views are
- *   unreleased); -EBADF; or the connection's error once its messages are
- *   read.
+ *   than @p cap: it stays, for a larger buffer; rb2_conn_next_len() says
+ *   how long); -EBUSY (zero-copy views are unreleased, or a READ into
+ *   another buffer is in flight); -EINPROGRESS (a READ into @p buf is in
+ *   flight); -EBADF; or the connection's error once its messages are read.
  */
 static __rte_always_inline int
 rb2_conn_recv(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap)
 {
 	struct rb2_conn_slot *c = __rb2_conn_of(ep, cd);
 
-	/* Fast path: a record buffered and no views held. */
+	/* Fast path: a record of data buffered and no views held. */
 	if (likely(c != NULL && c->vpos == c->rpos && c->rpos != c->wpos)) {
 		const uint8_t *rec = __rb2_conn_rec(ep, c, c->rpos);
-		uint32_t len = *(const uint32_t *)rec;
+		uint64_t h = *(const uint64_t *)rec;    /* length, kind */
+		uint32_t len = (uint32_t)h;
 
-		if (unlikely(len > cap))
-			return -EMSGSIZE;
+		if (unlikely(len > cap || (h >> 32) != RB2_CONN_REC_DATA))
+			return __rb2_conn_recv_slow(ep, cd, buf, cap, 0);
 		rte_memcpy(buf, rec + RB2_CONN_HDR_LEN, len);
 		__rb2_conn_consumed(ep, c, rb2_conn_footprint(len));
 		return (int)len;
@@ -369,14 +375,17 @@ rb2_conn_recv(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap)
  * are handed out in order and released in order; a held view keeps its
  * bytes out of the sender's credit.
  *
- * @return as rb2_conn_recv() (without -EMSGSIZE and -EBUSY).
+ * @return as rb2_conn_recv(), without -EBUSY and -EINPROGRESS; -EMSGSIZE
+ *   only for a message the peer lent, which has no view here: read it with
+ *   rb2_conn_recv().
  */
 static __rte_always_inline int
 rb2_conn_recv_zc(struct rb2_conn_ep *ep, int cd, const void **data)
 {
 	struct rb2_conn_slot *c = __rb2_conn_of(ep, cd);
 
-	if (likely(c != NULL && c->vpos != c->wpos)) {
+	if (likely(c != NULL && c->vpos != c->wpos &&
+		   *(const uint32_t *)(__rb2_conn_rec(ep, c, c->vpos) + 4) == RB2_CONN_REC_DATA)) {
 		const uint8_t *rec = __rb2_conn_rec(ep, c, c->vpos);
 		uint32_t len = *(const uint32_t *)rec;
 
@@ -386,6 +395,13 @@ rb2_conn_recv_zc(struct rb2_conn_ep *ep, int cd, const void **data)
 	}
 	return __rb2_conn_recv_slow(ep, cd, (void *)data, 0, 1);
 }
+
+/**
+ * The length of the next message on @p cd (the next view's, while views
+ * are held), lent or not, without taking it: to size a buffer.
+ * @return its length (> 0), or as rb2_conn_recv() when there is none.
+ */
+int rb2_conn_next_len(struct rb2_conn_ep *ep, int cd);
 
 /**
  * Release the oldest @p n views of rb2_conn_recv_zc().
@@ -428,6 +444,13 @@ struct rb2_conn_ep_stats {
 	uint64_t window_violations; /**< data beyond the credit (conn reset) */
 	uint64_t sleeps;          /**< blocking waits that slept */
 	uint64_t doorbells_rung;  /**< the peer's doorbell rung (it slept) */
+	/* Large messages by reference (rb2_conn_ref.h); tx_* and rx_* above
+	 * count them too, with their payload's bytes. */
+	uint64_t ref_tx_msgs, ref_tx_bytes; /**< buffers lent */
+	uint64_t ref_rx_msgs, ref_rx_bytes; /**< lent buffers READ here */
+	uint64_t ref_reads;       /**< READ WRs posted for them */
+	uint64_t ref_waits;       /**< lends refused: every slot or the cache in use */
+	uint64_t ref_discarded;   /**< lent messages discarded unread (either side's count) */
 };
 
 /** Copy an endpoint's counters. */

@@ -22,17 +22,20 @@
  *   +4 u8  type   RB2_CONN_FR_*
  *   +5 u8  flags  0
  *   +6 u16 aux    SYN, LISTEN, UNLISTEN: the port; REFUSE, RST: the reason;
- *                 CREDIT: entries
+ *                 CREDIT, REFDONE: entries
  *   +8 body       DATA: the payload; SYN, SYNACK: struct rb2_conn_hello;
  *                 CREDIT: aux x struct rb2_conn_credit; SLEEP: struct
- *                 rb2_conn_sleep; others: none
+ *                 rb2_conn_sleep; REF: struct rb2_bulk_ref, a buffer lent
+ *                 (its tag the lender's id for it, rb2_conn_ref.h);
+ *                 REFDONE: aux x struct rb2_conn_refdone; others: none
  *
  * A descriptor is (generation << 16 | slot index), generation 1..32767, so
  * a late frame for a slot that was freed and reused does not match.
  *
  * Credits count bytes of the receiver's buffer: a message of len bytes
  * costs rb2_conn_footprint(len) = 8 + len rounded up to 8 (its record
- * there). The sender keeps sent and acked (the receiver's consumed count,
+ * there); a lent one costs its descriptor's footprint (the payload stays
+ * in the sender's memory until the receiver READs it). The sender keeps sent and acked (the receiver's consumed count,
  * as it last heard); it may send while sent - acked + footprint <= window.
  */
 
@@ -99,6 +102,8 @@ enum {
 	RB2_CONN_FR_AWAKE,   /* it is awake again */
 	RB2_CONN_FR_LISTEN,  /* to a service: accept connects to port aux here */
 	RB2_CONN_FR_UNLISTEN,/* ... no more */
+	RB2_CONN_FR_REF,     /* data by reference: body struct rb2_bulk_ref */
+	RB2_CONN_FR_REFDONE, /* lent buffers READ or discarded: aux entries */
 	RB2_CONN_FR_MAX,
 };
 
@@ -107,7 +112,7 @@ enum { RB2_CONN_REFUSE_NO_LISTENER = 1, RB2_CONN_REFUSE_BACKLOG, RB2_CONN_REFUSE
 enum { RB2_CONN_RST_UNLISTEN = 1, RB2_CONN_RST_WINDOW, RB2_CONN_RST_PEER_GONE, RB2_CONN_RST_MAX };
 
 #define RB2_CONN_MAGIC 0x7262u   /* "rb" */
-#define RB2_CONN_VERSION 2u
+#define RB2_CONN_VERSION 3u
 
 struct rb2_conn_hello {
 	uint32_t src_cd;     /* the sender's descriptor: put it in frames to it */
@@ -131,7 +136,19 @@ struct rb2_conn_credit {
 	uint32_t consumed;   /* cumulative footprint consumed, mod 2^32 */
 };
 
+/* A lent buffer the receiver is done with: READ (status 0), or discarded
+ * unread (-ECONNABORTED: closed, reset, or no such connection). */
+struct rb2_conn_refdone {
+	uint32_t id;         /* the lender's, from the descriptor's tag */
+	int32_t status;
+};
+
 #define RB2_CONN_CREDITS_PER_FRAME 64u
+#define RB2_CONN_REFDONES_PER_FRAME 64u
+
+/* The kind of a record in a receive buffer (its header's second word). */
+#define RB2_CONN_REC_DATA 0u
+#define RB2_CONN_REC_REF 1u
 #define RB2_CONN_LISTEN_MAX 64u
 
 /* Control frames a connection owes the peer (sent by the poll). */
@@ -178,7 +195,7 @@ struct rb2_conn_slot {
 	uint32_t peer_window, peer_max;
 	uint32_t max_send;        /* min(our max_msg, the peer's) */
 	uint64_t sent, acked;     /* footprint bytes */
-	/* Receiving: records [u32 len][u32 0][payload, padded to 8] at
+	/* Receiving: records [u32 len][u32 kind][payload, padded to 8] at
 	 * logical positions; buf holds window bytes plus one record of
 	 * slack, so that a record is contiguous even across the end. A
 	 * record at pos sits at (pos - origin) mod window: origin moves to
@@ -210,7 +227,9 @@ struct rb2_conn_listener {
 	X(tx_msgs) X(tx_bytes) X(rx_msgs) X(rx_bytes) \
 	X(ctrl_frames_tx) X(ctrl_frames_rx) X(credit_waits) X(ring_full) \
 	X(discarded_msgs) X(discarded_bytes) X(unknown_conn) X(bad_frames) \
-	X(window_violations) X(sleeps) X(doorbells_rung)
+	X(window_violations) X(sleeps) X(doorbells_rung) \
+	X(ref_tx_msgs) X(ref_tx_bytes) X(ref_rx_msgs) X(ref_rx_bytes) X(ref_reads) \
+	X(ref_waits) X(ref_discarded)
 
 #define RB2_CONN_COUNTER_FIELD(f) _Atomic uint64_t f;
 struct rb2_conn_ep_counters {
@@ -242,6 +261,9 @@ struct rb2_conn_ep {
 	uint32_t ready_head, n_ready;
 	struct rb2_conn_refusal *refusals; /* REFUSE frames owed */
 	uint32_t n_refusals, cap_refusals;
+	struct rb2_conn_refs *refs;        /* lending (rb2_conn_ref.h), NULL until used */
+	uint32_t n_refdone_owed;           /* REFDONE entries owed to the peer */
+	_Atomic uint64_t ref_wire_bytes_tx; /* lent messages' descriptors on the ring */
 	struct rb2_conn_listener listeners[RB2_CONN_LISTEN_MAX];
 	uint64_t unknown_logged;  /* log unknown ids at powers of two */
 	/* Blocking mode (rb2_conn_ep_wait()). */

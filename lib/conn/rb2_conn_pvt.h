@@ -26,4 +26,28 @@ extern struct rb2_conn_ep_list rb2_conn_eps;
 #define CONN_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_ ## level, rb2_conn_logtype, "rb2.conn: " fmt "\n", ## __VA_ARGS__)
 
+/* rb2_conn.c, for rb2_conn_ref.c. */
+int __rb2_conn_frame_out(struct rb2_conn_ep *ep, uint32_t cid, uint8_t type, uint16_t aux,
+			 const void *body, uint32_t blen);
+void __rb2_conn_bad_frame(struct rb2_conn_ep *ep, const char *what, uint32_t len,
+			  unsigned int type);
+
+/* Lending (rb2_conn_ref.c), for rb2_conn.c. */
+/* Free the lending state: wait for READs in flight, give registrations back. */
+void __rb2_conn_refs_destroy(struct rb2_conn_ep *ep);
+/* Owe the peer a REFDONE for its lent buffer @id. */
+void __rb2_conn_refdone_owe(struct rb2_conn_ep *ep, uint32_t id, int status);
+/* Send the REFDONEs owed: 0, or -EAGAIN (the ring is full). */
+int __rb2_conn_refdone_send(struct rb2_conn_ep *ep);
+/* A REFDONE frame's @n entries came: give those buffers back. */
+void __rb2_conn_refdone_in(struct rb2_conn_ep *ep, const uint8_t *body, uint32_t blen,
+			   uint16_t n);
+/* rb2_conn_recv() of the lent message at the head of @c (its record @rec). */
+int __rb2_conn_ref_recv(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t *rec,
+			void *buf, uint32_t cap);
+/* The lent message of record @rec is discarded unread (@c closed or
+ * reset): its READ in flight, if any, is waited for; the peer is told. */
+void __rb2_conn_ref_discard(struct rb2_conn_ep *ep, struct rb2_conn_slot *c,
+			    const uint8_t *rec);
+
 #endif /* RB2_CONN_PVT_H */

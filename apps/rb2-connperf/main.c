@@ -14,6 +14,8 @@
  *   shared   every connection over one channel pair (lib/conn)
  *   perconn  one channel pair, and endpoint, per connection
  *   bare     one RB² channel, no connection layer (--conns 1)
+ *   lent     as shared, every message lent from the sender's memory and
+ *            READ by the receiver (rb2_conn_ref.h), not copied
  * Prints one JSON object on stdout.
  */
 
@@ -32,11 +34,15 @@
 #include <rte_lcore.h>
 
 #include <rb2_conn.h>
+#include <rb2_conn_ref.h>
 #include <rb2_lcore.h>
 #include <rb2_mr_cache.h>
 
-enum mode { SHARED, PERCONN, BARE, NMODES };
-static const char *const mode_name[NMODES] = { "shared", "perconn", "bare" };
+enum mode { SHARED, PERCONN, BARE, LENT, NMODES };
+static const char *const mode_name[NMODES] = { "shared", "perconn", "bare", "lent" };
+
+/* Buffers a lending sender cycles through (each lent until given back). */
+#define LENT_BUFS 64
 
 #define MAX_ROUNDS 50
 
@@ -72,6 +78,11 @@ struct variant {
 	int *ca, *cb;
 	struct rb2_tx *tx, *txr;         /* bare: a->b, and b->a for --lat */
 	struct rb2_rx *rx, *rxr;
+	/* lent: the sender's buffers, and those not lent now (kept across
+	 * rounds: a buffer still lent when a round ends comes back in the
+	 * next one). */
+	uint8_t *lbufs;
+	unsigned int lfree[LENT_BUFS], nlfree;
 	double result[MAX_ROUNDS];       /* Mmsg/s, or p50 round trip ns */
 	double p99[MAX_ROUNDS];
 };
@@ -98,7 +109,9 @@ usage(FILE *f, const char *prog)
 "                       shared,perconn): shared: every connection over one\n"
 "                       channel pair; perconn: a channel pair per connection;\n"
 "                       bare: one RB2 channel without the connection layer\n"
-"                       (--conns 1 only)\n"
+"                       (--conns 1 only); lent: as shared, each message lent\n"
+"                       from one of %d sender buffers and READ into the\n"
+"                       receiver's (a transport that READs: loop, verbs)\n"
 "  --conns N[,N...]     connections (default 1); each count is a variant of\n"
 "                       each mode, all in the same interleaved rounds (perconn\n"
 "                       is left out above %d: DPDK's memzone limit)\n"
@@ -126,7 +139,7 @@ usage(FILE *f, const char *prog)
 "                       copying it, 4 KiB to 64 MiB, the size where they cross\n"
 "                       (RaaS's copy/register threshold), and the registration\n"
 "                       cache's hit rate and cost on a repeating workload\n"
-"  --help\n", prog, PERCONN_MAX, MAX_ROUNDS);
+"  --help\n", prog, LENT_BUFS, PERCONN_MAX, MAX_ROUNDS);
 }
 
 static int
@@ -267,7 +280,7 @@ setup(const struct opts *o, struct variant *v, unsigned int id, struct rb2_xport
 		snprintf(name, sizeof(name), "v%ur", id);
 		return o->lat ? make_pair(name, xp, o->size, 1, &v->txr, &v->rxr) : 0;
 	}
-	v->neps = v->mode == SHARED ? 1 : v->conns;
+	v->neps = v->mode == PERCONN ? v->conns : 1;
 	v->ea = calloc(v->neps, sizeof(*v->ea));
 	v->eb = calloc(v->neps, sizeof(*v->eb));
 	v->ca = calloc(v->conns, sizeof(int));
@@ -304,8 +317,20 @@ setup(const struct opts *o, struct variant *v, unsigned int id, struct rb2_xport
 		if (rb2_conn_listen(v->eb[e], 1, 0) < 0)
 			return -1;
 	}
+	if (v->mode == LENT) {
+		struct rb2_conn_ref_params rp;
+
+		rb2_conn_ref_params_init(&rp);
+		rp.ref_min = 0;           /* every message */
+		rp.max_refs = LENT_BUFS;
+		v->lbufs = calloc(LENT_BUFS, o->size);
+		if (v->lbufs == NULL || rb2_conn_ref_setup(v->ea[0], &rp) < 0)
+			return -1;
+		for (unsigned int i = 0; i < LENT_BUFS; i++)
+			v->lfree[v->nlfree++] = i;
+	}
 	for (unsigned int i = 0; i < v->conns; i++) {
-		unsigned int e = v->mode == SHARED ? 0 : i;
+		unsigned int e = v->mode == PERCONN ? i : 0;
 
 		v->ca[i] = rb2_conn_connect(v->ea[e], 1);
 		if (v->ca[i] < 0)
@@ -322,14 +347,56 @@ setup(const struct opts *o, struct variant *v, unsigned int id, struct rb2_xport
 
 /* ---- throughput --------------------------------------------------------- */
 
+/* The lending sender: LENT_BUFS buffers, each lent until given back. */
+static int
+lend(struct bench *b)
+{
+	const struct opts *o = &b->o;
+	struct variant *v = b->v;
+	struct rb2_conn_ep *ep = v->ea[0];
+	struct rb2_conn_ref_done d[LENT_BUFS];
+	unsigned int next = 0;
+
+	while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) {
+		int n = rb2_conn_ref_done(ep, d, LENT_BUFS);
+
+		for (int i = 0; i < n; i++) {
+			if (d[i].status != 0) {
+				b->err = d[i].status;
+				return 0;
+			}
+			v->lfree[v->nlfree++] = (unsigned int)d[i].cookie;
+		}
+		while (v->nlfree > 0) {
+			unsigned int k = v->lfree[v->nlfree - 1];
+			int ret = rb2_conn_send_ref(ep, v->ca[next], v->lbufs + (size_t)k * o->size,
+						    o->size, k);
+
+			if (ret == -EAGAIN || ret == -ENOBUFS)
+				break;
+			if (ret != 1) {
+				b->err = ret < 0 ? ret : -ENOTSUP;   /* copied: no READ here */
+				return 0;
+			}
+			v->nlfree--;
+			next = (next + 1) % v->conns;
+		}
+		rb2_conn_ep_poll(ep);
+	}
+	return 0;
+}
+
 static int
 sender(void *arg)
 {
 	struct bench *b = arg;
 	const struct opts *o = &b->o;
 	struct variant *v = b->v;
-	uint8_t *buf = calloc(1, o->size);
+	uint8_t *buf;
 
+	if (v->mode == LENT)
+		return lend(b);
+	buf = calloc(1, o->size);
 	while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) {
 		if (v->mode == BARE) {
 			for (int k = 0; k < 32 && rb2_tx_send(v->tx, buf, o->size) == 0; k++)
@@ -384,6 +451,21 @@ receive(struct bench *b, uint64_t until, uint8_t *buf)
 		if (v->mode == BARE) {
 			while (rb2_rx_recv(v->rx, buf, o->size) > 0)
 				n++;
+			continue;
+		}
+		if (v->mode == LENT) {
+			/* A READ in flight is finished by calling again
+			 * (the ready list hands a connection out once). */
+			for (unsigned int i = 0; i < v->conns; i++) {
+				int ret, k = 0;
+
+				while (k < 32 && ((ret = rb2_conn_recv(v->eb[0], v->cb[i], buf,
+								       o->size)) > 0 ||
+						  ret == -EINPROGRESS))
+					k += ret > 0;
+				n += (uint64_t)k;
+			}
+			rb2_conn_ep_poll(v->eb[0]);
 			continue;
 		}
 		for (unsigned int e = 0; e < v->neps; e++) {
@@ -789,6 +871,9 @@ print_json(struct bench *b)
 			printf(", \"over_perconn\": %.3f", median_ratio(v, pc, o->rounds));
 		if (v->mode == SHARED && v->conns == 1 && bare != NULL)
 			printf(", \"over_bare\": %.3f", median_ratio(v, bare, o->rounds));
+		if (v->mode == LENT && find(b, SHARED, v->conns) != NULL)
+			printf(", \"over_copied\": %.3f",
+			       median_ratio(v, find(b, SHARED, v->conns), o->rounds));
 		printf("}");
 	}
 	printf("]}\n");

@@ -56,8 +56,10 @@ extern "C" {
 
 struct rb2_mr_cache;
 
-/** Default threshold: messages of this many bytes and more are lent. */
-#define RB2_CONN_REF_MIN_DEFAULT (64u << 10)
+/** Default threshold: messages of this many bytes and more are lent (RaaS's
+ *  128 KB; over rxe, lending overtook copying between 64 and 256 KiB:
+ *  doc/design.md). */
+#define RB2_CONN_REF_MIN_DEFAULT (128u << 10)
 
 /** Lending parameters of an endpoint. */
 struct rb2_conn_ref_params {

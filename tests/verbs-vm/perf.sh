@@ -103,6 +103,21 @@ echo '```'
 cat /tmp/mr.json
 echo '```'
 echo
+echo "## Large messages on a connection: copied or lent (rb2-connperf --modes shared,lent)"
+echo
+echo "shared copies each message (into the ring, into the connection's buffer, out to the"
+echo "application); lent lends it from one of 64 sender buffers and the receiver READs it"
+echo "into its own (rb2_conn_send_ref). Medians of per-round ratios (over_copied)."
+echo
+for size in 4096 16384 65536 262144 1048576; do
+	timeout -k 5 300 "$cp" -l 0-1 --no-pci --no-huge -m 2048 --file-prefix lt$size --log-level lib.eal:error -- \
+		--transport verbs,dev=rxe0 --modes shared,lent --size $size --rounds 3 --seconds 0.5 \
+		> /tmp/lt.json 2>/tmp/lt.err || { failed=1; cat /tmp/lt.err; }
+	echo '```'
+	grep -v '^$' /tmp/lt.json
+	echo '```'
+done
+echo
 echo "## Large messages from application memory (rb2-perf --mode bulk, one process)"
 echo
 echo "copy: through the ring (a copy in, the NIC's WRITE, a copy out); lend: the buffer lent"

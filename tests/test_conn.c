@@ -17,6 +17,7 @@
 #include <rb2_lcore.h>
 
 #include "rb2_test.h"
+#include "rb2_conn_test.h"
 
 static struct rb2_xport *xp;
 static struct rb2_conn_ep *a, *b;   /* a: the client, b: the server */
@@ -45,22 +46,10 @@ static void
 open_eps(const struct rb2_conn_ep_params *pa, const struct rb2_conn_ep_params *pb)
 {
 	struct rb2_chan_params p;
-	struct rb2_tx *tab, *tba;
-	struct rb2_rx *rab, *rba;
 
 	rb2_chan_params_init(&p);
 	p.slots = 4096;
-	tab = rb2_tx_create("ab", xp, &p);
-	rab = rb2_rx_create("ab", xp, &p);
-	tba = rb2_tx_create("ba", xp, &p);
-	rba = rb2_rx_create("ba", xp, &p);
-	cr_assert(tab && rab && tba && rba);
-	cr_assert_eq(rb2_chan_pair(tab, rab), 0);
-	cr_assert_eq(rb2_chan_pair(tba, rba), 0);
-	a = rb2_conn_ep_create("a", tab, rba, pa);
-	b = rb2_conn_ep_create("b", tba, rab, pb);
-	cr_assert(a && b, "rb2_conn_ep_create: %s", rte_strerror(rte_errno));
-	raw_ab = tab;
+	rb2_test_conn_eps(xp, &p, pa, pb, &a, &b, &raw_ab);
 }
 
 /* Poll both ends until @p done(arg) or a bound of passes. */
@@ -81,25 +70,7 @@ pump(int (*done)(void *), void *arg, unsigned int passes)
 static void
 connect_n(unsigned int n, int *ca, int *cb)
 {
-	cr_assert_eq(rb2_conn_listen(b, 7, n), 0);
-	for (unsigned int i = 0; i < n; i++) {
-		ca[i] = rb2_conn_connect(a, 7);
-		cr_assert_geq(ca[i], 0, "connect %u: %d", i, ca[i]);
-	}
-	for (unsigned int i = 0; i < n; i++) {
-		unsigned int tries = 0;
-
-		while ((cb[i] = rb2_conn_accept(b, 7)) == -EAGAIN && tries++ < 1000)
-			rb2_conn_ep_poll(a);
-		cr_assert_geq(cb[i], 0, "accept %u: %d", i, cb[i]);
-	}
-	for (unsigned int i = 0; i < n; i++) {
-		for (unsigned int tries = 0; tries < 1000 &&
-		     rb2_conn_status(a, ca[i]) == -EINPROGRESS; tries++)
-			pump(NULL, NULL, 1);
-		cr_assert_eq(rb2_conn_status(a, ca[i]), 0, "conn %u: %s", i,
-			     rb2_conn_why(a, ca[i]));
-	}
+	rb2_test_conn_connect_n(a, b, n, ca, cb);
 }
 
 /* Message seq of connection conn: [u32 conn][u32 seq][pattern]. */

@@ -19,6 +19,7 @@
 #include <rb2_mr_cache.h>
 
 #include "rb2_test.h"
+#include "rb2_conn_test.h"
 
 static struct rb2_xport *xp;
 static struct rb2_conn_ep *a, *b;   /* a lends, b READs */
@@ -52,25 +53,13 @@ open_eps(const char *spec)
 {
 	struct rb2_conn_ref_params rp;
 	struct rb2_chan_params p;
-	struct rb2_tx *tab, *tba;
-	struct rb2_rx *rab, *rba;
 
 	xp = rb2_xport_open_spec(spec);
 	cr_assert_not_null(xp, "open %s: %s", spec, rte_strerror(rte_errno));
 	rb2_chan_params_init(&p);
 	p.slots = 1024;
 	p.slot_size = 256;
-	tab = rb2_tx_create("ab", xp, &p);
-	rab = rb2_rx_create("ab", xp, &p);
-	tba = rb2_tx_create("ba", xp, &p);
-	rba = rb2_rx_create("ba", xp, &p);
-	cr_assert(tab && rab && tba && rba);
-	cr_assert_eq(rb2_chan_pair(tab, rab), 0);
-	cr_assert_eq(rb2_chan_pair(tba, rba), 0);
-	a = rb2_conn_ep_create("a", tab, rba, NULL);
-	b = rb2_conn_ep_create("b", tba, rab, NULL);
-	cr_assert(a && b, "rb2_conn_ep_create: %s", rte_strerror(rte_errno));
-	raw_ab = tab;
+	rb2_test_conn_eps(xp, &p, NULL, NULL, &a, &b, &raw_ab);
 	rb2_conn_ref_params_init(&rp);
 	rp.ref_min = REF_MIN;
 	rp.max_refs = 16;
@@ -81,25 +70,7 @@ open_eps(const char *spec)
 static void
 connect_n(unsigned int n, int *ca, int *cb)
 {
-	cr_assert_eq(rb2_conn_listen(b, 7, n), 0);
-	for (unsigned int i = 0; i < n; i++) {
-		ca[i] = rb2_conn_connect(a, 7);
-		cr_assert_geq(ca[i], 0);
-	}
-	for (unsigned int i = 0; i < n; i++) {
-		unsigned int tries = 0;
-
-		while ((cb[i] = rb2_conn_accept(b, 7)) == -EAGAIN && tries++ < 1000)
-			rb2_conn_ep_poll(a);
-		cr_assert_geq(cb[i], 0, "accept %u: %d", i, cb[i]);
-	}
-	for (unsigned int i = 0; i < n; i++) {
-		for (unsigned int t = 0; t < 1000 && rb2_conn_status(a, ca[i]) == -EINPROGRESS; t++) {
-			rb2_conn_ep_poll(a);
-			rb2_conn_ep_poll(b);
-		}
-		cr_assert_eq(rb2_conn_status(a, ca[i]), 0);
-	}
+	rb2_test_conn_connect_n(a, b, n, ca, cb);
 }
 
 /* Receive the next message of @p cd on b into @p dst, however long its

@@ -6,7 +6,7 @@
  * Integration tests of the verbs transport, one process per side, run by
  * tests/verbs-vm/suite.sh inside the Soft-RoCE guest:
  *
- *   test_verbs [EAL args] -- server|client stream|elastic|lat|kill|baddesc|conn|sleep|bulk IP:PORT [COUNT]
+ *   test_verbs [EAL args] -- server|client stream|elastic|lat|kill|baddesc|conn|sleep|bulk|connref IP:PORT [COUNT]
  *
  * stream   COUNT messages of 8..200 B (1 to 4 slots of 64 B, across the wrap
  *          of a 256-slot ring) under alpha=32 beta=16 gamma=32: exactly once,
@@ -41,6 +41,13 @@
  *          past that would READ the old pages (RB2_TEST_BULK_NO_FORGET=1
  *          shows it does). Both sides print their caches' hits.
  *
+ * connref  large messages lent on a connection (rb2_conn_ref.h): the client
+ *          sends COUNT messages of 100 B to 4 MiB (lent from 1 KiB up) from
+ *          four buffers, then four more; the server READs the first COUNT
+ *          into its buffer, checks each, and exits without a word, holding
+ *          the last four unread. Every buffer must come back once: READ for
+ *          the COUNT, failed with the channel, within 10 s, for the four.
+ *
  * Exit 0 on success, 1 on failure, 77 when there is no RDMA device.
  *
  * RB2_TEST_XPORT=SPEC runs the same tests over another transport, e.g.
@@ -64,6 +71,7 @@
 #include <rb2_chan.h>
 #include <rb2_mr_cache.h>
 #include <rb2_conn.h>
+#include <rb2_conn_ref.h>
 #include <rb2_xport.h>
 
 #include "rb2_conn_traffic.h"
@@ -682,13 +690,13 @@ bulk_params(struct rb2_chan_params *p)
 }
 
 static void
-print_cache(const char *who, struct rb2_mr_cache *c)
+print_cache(const char *test, const char *who, struct rb2_mr_cache *c)
 {
 	struct rb2_mr_cache_stats cs;
 
 	rb2_mr_cache_stats_get(c, &cs);
-	printf("bulk: %s cache: %" PRIu64 " gets, %" PRIu64 " hits (%.1f%%), %" PRIu64
-	       " registrations, %" PRIu64 " invalidations\n", who, cs.gets, cs.hits,
+	printf("%s: %s cache: %" PRIu64 " gets, %" PRIu64 " hits (%.1f%%), %" PRIu64
+	       " registrations, %" PRIu64 " invalidations\n", test, who, cs.gets, cs.hits,
 	       cs.gets ? 100.0 * (double)cs.hits / (double)cs.gets : 0.0,
 	       cs.registrations, cs.invalidations);
 }
@@ -731,7 +739,7 @@ bulk_server(struct rb2_xport *xp, const char *addr, uint64_t count)
 	printf("bulk: %" PRIu64 " messages received, %" PRIu64 " bad: %" PRIu64
 	       " copied through the ring, %" PRIu64 " READ from the sender's memory in %" PRIu64
 	       " READs\n", got, bad, st.inline_msgs, st.ref_msgs, st.reads);
-	print_cache("receiver", rb2_bulk_rx_cache(b));
+	print_cache("bulk", "receiver", rb2_bulk_rx_cache(b));
 	for (int i = 0; i < 2000; i++) {      /* until the sender has its buffers */
 		rb2_rx_peek_burst(rx, &(struct rb2_msg){0}, 1);
 		usleep(1000);
@@ -819,10 +827,135 @@ bulk_client(struct rb2_xport *xp, const char *addr, uint64_t count)
 	printf("bulk: %" PRIu64 " messages sent: %" PRIu64 " copied through the ring, %" PRIu64
 	       " lent (%" PRIu64 " given back), %" PRIu64 " sends waited for a lent buffer\n",
 	       sent, st.inline_msgs, st.ref_msgs, st.ref_done, st.ref_waits);
-	print_cache("sender", rb2_bulk_tx_cache(b));
+	print_cache("bulk", "sender", rb2_bulk_tx_cache(b));
 	rb2_bulk_tx_destroy(b);
 	rb2_tx_destroy(tx);
 	return sent == count && st.ref_done == st.ref_msgs ? 0 : 1;
+}
+
+/* ---- large messages lent on a connection (rb2_conn_ref.h) --------------- */
+
+static int
+connref_server(struct rb2_xport *xp, const char *addr, uint64_t count)
+{
+	struct rb2_conn_ep *ep = conn_ep(xp, addr, 1);
+	uint8_t *dst = malloc(BULK_MAX);
+	struct rb2_conn_ep_stats st;
+	uint64_t got = 0, bad = 0;
+	double t0 = now_s();
+	int cd = -EAGAIN;
+
+	if (ep == NULL || dst == NULL || rb2_conn_listen(ep, 7, 1) != 0)
+		return 1;
+	while (cd == -EAGAIN && now_s() - t0 < 60)
+		cd = rb2_conn_accept(ep, 7);
+	while (cd >= 0 && got < count && now_s() - t0 < 120) {
+		int len = rb2_conn_next_len(ep, cd), ret;
+
+		if (len == -EAGAIN)
+			continue;
+		if (len > 0 && (uint32_t)len != bulk_len(got) && bad++ < 5)
+			printf("connref: message %" PRIu64 " is %d bytes long, not %u\n", got, len,
+			       bulk_len(got));
+		while ((ret = rb2_conn_recv(ep, cd, dst, BULK_MAX)) == -EINPROGRESS ||
+		       ret == -EAGAIN)
+			;
+		if (ret < 0) {
+			printf("connref: receive failed after %" PRIu64 " messages: %s\n", got,
+			       strerror(-ret));
+			return 1;
+		}
+		if (!rb2_test_check(dst, (uint32_t)ret, got) && bad++ < 5)
+			printf("connref: message %" PRIu64 " has wrong content\n", got);
+		got++;
+	}
+	rb2_conn_ep_stats_get(ep, &st);
+	printf("connref: %" PRIu64 " messages received, %" PRIu64 " bad: %" PRIu64 " READ from "
+	       "the sender's memory (%" PRIu64 " READs), %" PRIu64 " copied\n", got, bad,
+	       st.ref_rx_msgs, st.ref_reads, got - st.ref_rx_msgs);
+	print_cache("connref", "receiver", rb2_conn_ref_rx_cache(ep));
+	/* Until the client's REFDONEs are out of our ring, then die with its
+	 * last buffers lent to us, unread. */
+	for (int i = 0; i < 200; i++) {
+		rb2_conn_ep_poll(ep);
+		usleep(1000);
+	}
+	fflush(stdout);
+	_exit(bad == 0 && got == count && st.ref_rx_msgs > 0 ? 0 : 1);
+}
+
+static int
+connref_client(struct rb2_xport *xp, const char *addr, uint64_t count)
+{
+	struct rb2_conn_ep *ep = conn_ep(xp, addr, 0);
+	struct rb2_conn_ref_params rp;
+	struct rb2_conn_ep_stats st;
+	uint8_t *buf[BULK_BUFS];
+	int lent[BULK_BUFS] = {0}, cd, failed = 0, err = 0;
+	uint64_t sent = 0, back = 0, total = count + BULK_BUFS;
+	double t0 = now_s(), t_fail = 0, t_ok = 0;
+
+	if (ep == NULL)
+		return 1;
+	rb2_conn_ref_params_init(&rp);
+	rp.ref_min = 1024;
+	if (rb2_conn_ref_setup(ep, &rp) != 0 || (cd = rb2_conn_connect(ep, 7)) < 0)
+		return 1;
+	for (int i = 0; i < BULK_BUFS; i++) {
+		buf[i] = mmap(NULL, BULK_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (buf[i] == MAP_FAILED)
+			return 1;
+	}
+	rb2_conn_ep_stats_get(ep, &st);
+	while (now_s() - t0 < 120 && (sent < total || back + failed < st.ref_tx_msgs)) {
+		struct rb2_conn_ref_done d[8];
+		int n = rb2_conn_ref_done(ep, d, RTE_DIM(d));
+
+		rb2_conn_ep_stats_get(ep, &st);
+		for (int i = 0; i < n; i++) {
+			lent[d[i].cookie % BULK_BUFS] = 0;
+			if (d[i].status == 0 && d[i].cookie < count) {
+				back++;
+				t_ok = now_s();
+				continue;
+			}
+			if (d[i].status == 0 || d[i].cookie < count) {
+				printf("connref: buffer of message %" PRIu64 " came back %s\n", d[i].cookie,
+				       d[i].status ? strerror(-d[i].status) : "READ, though never read");
+				return 1;
+			}
+			failed++;
+			t_fail = now_s();
+			err = d[i].status;
+		}
+		unsigned int k = (unsigned int)(sent % BULK_BUFS);
+
+		if (sent == total || lent[k])
+			continue;
+		rb2_test_fill(buf[k], bulk_len(sent), sent);
+		int ret = rb2_conn_send_ref(ep, cd, buf[k], bulk_len(sent), sent);
+
+		if (ret == -EAGAIN || ret == -ENOBUFS)
+			continue;
+		if (ret < 0) {
+			printf("connref: send of message %" PRIu64 " failed: %s\n", sent, strerror(-ret));
+			return 1;
+		}
+		lent[k] = ret == 1;
+		sent++;
+	}
+	rb2_conn_ep_stats_get(ep, &st);
+	printf("connref: %" PRIu64 " messages sent, %" PRIu64 " lent: %" PRIu64 " READ by the "
+	       "server, %d given back failed once it died (%s), the last %.2f s after the last "
+	       "READ (the server lingers 0.2 s, then dies)\n",
+	       sent, st.ref_tx_msgs, back, failed, err ? strerror(-err) : "none",
+	       failed ? t_fail - t_ok : 0.0);
+	print_cache("connref", "sender", rb2_conn_ref_tx_cache(ep));
+	rb2_conn_ep_destroy(ep);
+	/* The four unread were all lent (bulk_len's sizes from 1 KiB up, and
+	 * at most one in six below). */
+	return sent == total && back + (uint64_t)failed == st.ref_tx_msgs && failed >= 1 &&
+		err != 0 && err != -ECONNABORTED && t_fail - t_ok < 10 ? 0 : 1;
 }
 
 int
@@ -840,7 +973,7 @@ main(int argc, char **argv)
 	argc -= ret;
 	argv += ret;
 	if (argc < 4) {
-		fprintf(stderr, "usage: test_verbs [EAL] -- server|client stream|lat|kill|guestkill|qperr|baddesc|conn|sleep|bulk IP:PORT [COUNT]\n");
+		fprintf(stderr, "usage: test_verbs [EAL] -- server|client stream|lat|kill|guestkill|qperr|baddesc|conn|sleep|bulk|connref IP:PORT [COUNT]\n");
 		return 2;
 	}
 	role = argv[1];
@@ -875,6 +1008,8 @@ main(int argc, char **argv)
 		ret = server ? sleep_server(xp, addr, count) : sleep_client(xp, addr, count);
 	else if (strcmp(test, "bulk") == 0)
 		ret = server ? bulk_server(xp, addr, count) : bulk_client(xp, addr, count);
+	else if (strcmp(test, "connref") == 0)
+		ret = server ? connref_server(xp, addr, count) : connref_client(xp, addr, count);
 	else
 		ret = 2;
 	rb2_xport_close(xp);

@@ -63,6 +63,10 @@ else
 	echo "FAIL bulk_stale_registration_control: without forgetting, the old pages went unnoticed"
 	cat /tmp/bulk_stale_registration_control.[sc]
 fi
+# Large messages lent on a connection (rb2_conn_ref.h): READ into the
+# server's buffer and checked; then the server dies holding four unread, and
+# each of those buffers must come back failed, the others READ.
+pair conn_lent_buffers_back_once_peer_dies connref 60
 # Lanes over rxe0: 8 and 64 channels each way on one QP per side, one
 # doorbell per pass, every message's sequence checked (rb2-perf counts the
 # errors); each channel on its own QP alongside.

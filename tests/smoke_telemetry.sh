@@ -95,4 +95,20 @@ grep -o '"/rb2/mr_cache": {[^}]*}' "$out" | head -1
 # ThreadSanitizer by far).
 kill "$pid"
 wait "$pid" 2>/dev/null || true
+
+# Large messages lent on connections (rb2_conn_ref.h), the lender and the
+# reader on two lcores: the endpoints count what they lent and READ.
+prefix="smktelr$$"
+"$connperf" -l 0-1 --no-pci --no-huge -m 512 --file-prefix "$prefix" --log-level lib.eal:error -- \
+	--transport loop --modes lent --size 65536 --seconds 4 --rounds 1 >/dev/null &
+pid=$!
+query "$prefix" 'any(e for e in r.get("/rb2/conn/endpoints", []))' /rb2/conn/endpoints
+a=$(replies '[e for e in r["/rb2/conn/endpoints"] if e.endswith("a0")][0]')
+b=$(replies '[e for e in r["/rb2/conn/endpoints"] if e.endswith("b0")][0]')
+query "$prefix" "r['/rb2/conn/endpoint']['ref_tx_msgs'] > 0 and r['/rb2/conn/endpoint']['ref_tx_bytes'] == 65536 * r['/rb2/conn/endpoint']['ref_tx_msgs']" \
+	"/rb2/conn/endpoint,$a"
+query "$prefix" "r['/rb2/conn/endpoint']['ref_rx_msgs'] > 0 and r['/rb2/conn/endpoint']['ref_reads'] >= r['/rb2/conn/endpoint']['ref_rx_msgs']" \
+	"/rb2/conn/endpoint,$b"
+grep -o '"ref_rx_msgs": [0-9]*' "$out" | head -1
+wait "$pid"
 echo "smoke_telemetry: ok"

@@ -267,6 +267,7 @@ Test(rb2_conn_ref, closed_unread_gives_buffers_back_discarded)
 	for (uint64_t i = 0; i < 3; i++)
 		cr_assert_eq(rb2_conn_send_ref(a, ca, src + i * len, len, i), 1);
 	cr_assert_eq(rb2_conn_send_ref(a, ca, small, 100, 3), 0);
+	cr_assert_eq(rb2_conn_send_ref(a, ca, small, 0, 4), -EINVAL);
 	cr_assert_eq(rb2_conn_ref_forget(a, src + len, 1), -EBUSY, "a lent buffer was forgotten");
 	for (int i = 0; i < 100; i++) {
 		rb2_conn_ep_poll(a);

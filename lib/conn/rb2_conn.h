@@ -340,7 +340,9 @@ rb2_conn_send(struct rb2_conn_ep *ep, int cd, const void *buf, uint32_t len)
  *
  * A message the peer lent (rb2_conn_send_ref()) is READ into @p buf by
  * the NIC: the call returns -EINPROGRESS, and the caller calls again with
- * the same @p buf until the length comes back (rb2_conn_ref.h).
+ * the same @p buf until the length comes back (rb2_conn_ref.h). All of
+ * [@p buf, @p buf + @p cap) is registered for it (through a cache: a buffer
+ * used again is a hit), so it must be memory the caller owns.
  *
  * @return its length (> 0); 0 at the end of the stream (the peer shut down
  *   its side and everything it sent was read); -EAGAIN; -EMSGSIZE (longer

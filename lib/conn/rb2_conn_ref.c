@@ -181,6 +181,8 @@ rb2_conn_send_ref(struct rb2_conn_ep *ep, int cd, const void *buf, size_t len, u
 	}
 	if (len > INT32_MAX)
 		return -EMSGSIZE;
+	if (len == 0)
+		return -EINVAL;         /* as a send: 0 from recv means the end */
 	if (r->n_free == 0) {
 		CONN_STAT_ADD(ep, ref_waits, 1);
 		return -EAGAIN;

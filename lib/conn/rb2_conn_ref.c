@@ -29,8 +29,7 @@
 struct lent {
 	uint32_t id;                 /* gen << 16 | index, gen 1..65535 */
 	uint8_t used;                /* lent, not given back yet */
-	uint8_t back;                /* given back, not yet reaped */
-	int status;                  /* ... with this status */
+	int status;                  /* given back with this status */
 	unsigned int nsegs;
 	uint64_t cookie;
 	struct rb2_mr_seg segs[RB2_BULK_MAX_SEGS];
@@ -43,7 +42,7 @@ struct reading {
 
 struct rb2_conn_refs {
 	struct rb2_mr_cache *tx_cache, *rx_cache;
-	uint8_t own_tx, own_rx, rx_tried, said_copy;
+	uint8_t own_tx, own_rx, tx_tried, rx_tried, said_copy, said_noread;
 	uint32_t ref_min;
 	uint32_t max_refs;
 	/* Sender: the lending slots, a stack of free ones, and the slots
@@ -94,11 +93,10 @@ refs_new(struct rb2_conn_ep *ep, const struct rb2_conn_ref_params *p)
 	r->n_free = p->max_refs;
 	r->tx_cache = p->tx_cache;
 	r->rx_cache = p->rx_cache;
+	/* Caches of our own are made when first needed: a receiver never
+	 * registers to send, nor a sender to receive. */
+	r->tx_tried = r->tx_cache != NULL;
 	r->rx_tried = r->rx_cache != NULL;
-	if (r->tx_cache == NULL) {
-		r->tx_cache = rb2_bulk_cache_create(ep->tx, NULL);
-		r->own_tx = r->tx_cache != NULL;
-	}
 	ep->refs = r;
 	return r;
 }
@@ -169,6 +167,11 @@ rb2_conn_send_ref(struct rb2_conn_ep *ep, int cd, const void *buf, size_t len, u
 
 	if (r == NULL)
 		return -ENOMEM;
+	if (r->tx_cache == NULL && !r->tx_tried && len >= r->ref_min) {
+		r->tx_tried = 1;
+		r->tx_cache = rb2_bulk_cache_create(ep->tx, NULL);
+		r->own_tx = r->tx_cache != NULL;
+	}
 	if (len < r->ref_min || r->tx_cache == NULL) {
 		if (r->tx_cache == NULL && !r->said_copy) {
 			r->said_copy = 1;
@@ -228,7 +231,6 @@ give_back(struct rb2_conn_ep *ep, struct rb2_conn_refs *r, struct lent *l, int s
 	rb2_mr_cache_put(r->tx_cache, l->segs, l->nsegs);
 	r->done[(r->done_head + r->n_done++) % r->max_refs] = (uint32_t)(l - r->lent);
 	l->used = 0;
-	l->back = 1;
 	l->status = status;
 	if (status == -ECONNABORTED)
 		CONN_STAT_ADD(ep, ref_discarded, 1);
@@ -278,7 +280,6 @@ rb2_conn_ref_done(struct rb2_conn_ep *ep, struct rb2_conn_ref_done *done, unsign
 		struct lent *l = &r->lent[idx];
 
 		done[k++] = (struct rb2_conn_ref_done){ .cookie = l->cookie, .status = l->status };
-		l->back = 0;
 		r->free_idx[r->n_free++] = idx;
 		r->done_head = (r->done_head + 1) % r->max_refs;
 		r->n_done--;
@@ -380,9 +381,13 @@ __rb2_conn_ref_recv(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8
 		}
 		if (r->rx_cache == NULL) {
 			/* The sender's transport lends, ours cannot READ:
-			 * the two ends disagree about the channel. */
-			CONN_LOG(ERR, "endpoint %s: connection %#x: the peer lent a buffer, but transport '%s' cannot READ it",
-				 ep->name, c->cd, rb2_xport_name(ep->rx->h.xp));
+			 * the two ends disagree about the channel. Said
+			 * once; closing the connection gives it back. */
+			if (!r->said_noread) {
+				r->said_noread = 1;
+				CONN_LOG(ERR, "endpoint %s: connection %#x: the peer lent a buffer, but transport '%s' cannot READ it",
+					 ep->name, c->cd, rb2_xport_name(ep->rx->h.xp));
+			}
 			return -EPROTO;
 		}
 		if (r->n_reading == REF_READS_MAX)

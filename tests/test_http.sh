@@ -10,7 +10,8 @@
 #     seconds with no errors; every status (400 for malformed requests, the
 #     smuggling shapes and oversized headers; 403 for paths out of the
 #     directory: "..", encoded, symbolic links out; 404; 405; 413); a client
-#     that never reads does not stall another; telemetry;
+#     that never reads does not stall another; telemetry; generated bodies
+#     (--generate), checked by curl against the generator and by the client;
 #   - through rb2-raasd (needs hugepages: skipped without, and said so):
 #     the rb2 client fetches every file byte for byte on 8 connections.
 #
@@ -152,7 +153,44 @@ assert st["status_200"] > 2000 and st["status_403"] >= 4 and st["status_413"] >=
 		ok "telemetry: /rb2/http/stats counts every status"
 	else fail "telemetry"; cat "$tmp/tel"; fi
 fi
+# The client's check of a generated body can fail: this server has no
+# --generate, and its gen/5000 is a file of other bytes.
+mkdir -p "$www/gen" && head -c 5000 /dev/urandom >"$www/gen/5000"
+if $http $(eal 0 cg0) -- client --tcp 127.0.0.1:$port --path /gen/5000 --requests 10 --quiet \
+	>"$tmp/client-gen0" 2>&1 || ! grep -q "10 bad body" "$tmp/client-gen0"; then
+	fail "a wrong generated body went unnoticed"; cat "$tmp/client-gen0"
+fi
 kill -INT "$srv"; wait "$srv"
+
+# Generated bodies, no directory: /gen/N is N bytes of http_gen_fill()'s.
+port=$(free_port)
+( trap - EXIT; exec $http $(eal 1 gsrv) -- server --no-rb2 --tcp 127.0.0.1:$port \
+	--generate 4000000 >"$tmp/gserver" 2>&1 ) &
+gsrv=$!; pids+=("$gsrv")
+for _ in $(seq 100); do grep -q "serving" "$tmp/gserver" && break; sleep 0.05; done
+url=http://127.0.0.1:$port
+python3 -c '
+import sys
+n = int(sys.argv[1])
+sys.stdout.buffer.write(bytes(10 if i % 64 == 63 else 97 + (i * 7 + n) % 26 for i in range(n)))' \
+	100000 >"$tmp/gen-want"
+rc=0
+curl -sf -o "$tmp/gen-got" "$url/gen/100000" && cmp -s "$tmp/gen-got" "$tmp/gen-want" ||
+	{ rc=1; echo "curl /gen/100000 differs from the generator"; }
+for c in "200 $url/gen/0" "413 $url/gen/4000001" "404 $url/gen/12x" "404 $url/gen/" \
+	 "404 $url/index.html"; do
+	set -- $c
+	want=$1; shift
+	got=$(code "$@")
+	[ "$got" = "$want" ] || { echo "curl $*: $got, expected $want"; rc=1; }
+done
+if ! $http $(eal 0 cg1) -- client --tcp 127.0.0.1:$port --path /gen/300000 --conns 2 \
+	--requests 200 --quiet >"$tmp/client-gen" 2>&1; then
+	rc=1; cat "$tmp/client-gen"
+fi
+[ $rc -eq 0 ] && ok "generated bodies (--generate, no directory): curl and the client check them byte for byte; 413 over the limit, 404 for what is not a size" ||
+	fail "generated bodies"
+kill -INT "$gsrv"; wait "$gsrv"
 
 # 3. Through the host service.
 if ! have_hugepages; then

@@ -22,20 +22,22 @@
 #define CACHE_TTL_NS 1000000000ull
 
 struct http_files {
-	int dirfd;
+	int dirfd;               /* -1: no tree */
 	size_t max_file;
+	size_t gen_max;          /* generated bodies up to this; 0: none */
 	struct http_file *cache[CACHE_SLOTS];
 };
 
 struct http_files *
-http_files_open(const char *dir, size_t max_file)
+http_files_open(const char *dir, size_t max_file, size_t gen_max)
 {
 	struct http_files *f = calloc(1, sizeof(*f));
 
 	if (f == NULL)
 		return NULL;
-	f->dirfd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-	if (f->dirfd < 0) {
+	f->gen_max = gen_max;
+	f->dirfd = dir != NULL ? open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC) : -1;
+	if (f->dirfd < 0 && dir != NULL) {
 		fprintf(stderr, "rb2-http: --root %s: %s\n", dir, strerror(errno));
 		free(f);
 		return NULL;
@@ -52,7 +54,8 @@ http_files_close(struct http_files *f)
 	for (unsigned int i = 0; i < CACHE_SLOTS; i++)
 		if (f->cache[i] != NULL)
 			http_file_put(f->cache[i]);
-	close(f->dirfd);
+	if (f->dirfd >= 0)
+		close(f->dirfd);
 	free(f);
 }
 
@@ -92,7 +95,43 @@ path_hash(const char *p)
 	return h;
 }
 
-/* Read @p path under the tree. */
+/* A generated body, if @p path names one: 1 (made, or -errno in @p ret),
+ * 0 (not one). */
+static int
+generate(struct http_files *f, const char *path, struct http_file **out, int *ret)
+{
+	const char *n = path + strlen(HTTP_GEN_PREFIX);
+	struct http_file *file = NULL;
+	char *end;
+	unsigned long long len;
+
+	if (f->gen_max == 0 || strncmp(path, HTTP_GEN_PREFIX, strlen(HTTP_GEN_PREFIX)) != 0)
+		return 0;
+	errno = 0;
+	len = strtoull(n, &end, 10);
+	*ret = 0;
+	if (*n < '0' || *n > '9' || *end != '\0' || errno != 0 || strlen(n) > 19)
+		*ret = -ENOENT;
+	else if (len > f->gen_max)
+		*ret = -EFBIG;
+	else if ((file = calloc(1, sizeof(*file) + strlen(path) + 1)) == NULL ||
+		 (file->data = malloc(len + 1)) == NULL) {
+		free(file);
+		*ret = -ENOMEM;
+	}
+	if (*ret < 0)
+		return 1;
+	http_gen_fill(file->data, len);
+	file->len = len;
+	file->type = "text/plain";
+	file->refs = 1;
+	file->loaded_ns = app_now_ns();
+	strcpy(file->path, path);
+	*out = file;
+	return 1;
+}
+
+/* Read @p path under the tree (or generate it). */
 static int
 load(struct http_files *f, const char *path, struct http_file **out)
 {
@@ -104,8 +143,12 @@ load(struct http_files *f, const char *path, struct http_file **out)
 	struct http_file *file;
 	struct stat st;
 	size_t got = 0;
-	int fd;
+	int fd, ret;
 
+	if (generate(f, path, out, &ret))
+		return ret;
+	if (f->dirfd < 0)
+		return -ENOENT;
 	/* Relative to the tree; "/" and ".../" mean an index. */
 	snprintf(rel, sizeof(rel), "%s%s", path[1] ? path + 1 : ".",
 		 path[strlen(path) - 1] == '/' ? (path[1] ? "index.html" : "/index.html") : "");

@@ -11,6 +11,11 @@
  * RESOLVE_NO_MAGICLINKS), so neither "..", nor an absolute path, nor a
  * symbolic link can lead outside it. Contents are cached per lcore (no
  * locks) for a second, then read again.
+ *
+ * Generated bodies, for benchmarks without a tree: with gen_max > 0,
+ * GET /gen/N answers N bytes (0 <= N <= gen_max, decimal) of
+ * http_gen_fill()'s text, which a client can check without the server's
+ * files.
  */
 
 #include <stddef.h>
@@ -27,9 +32,22 @@ struct http_file {
 
 struct http_files;
 
-/* @return the tree rooted at @p dir, or NULL (printed why). Files over
- *   @p max_file bytes are refused (413 is the client's answer). */
-struct http_files *http_files_open(const char *dir, size_t max_file);
+/* @return the tree rooted at @p dir (NULL: no tree, generated bodies only),
+ *   or NULL (printed why). Files over @p max_file bytes, and generated
+ *   bodies over @p gen_max, are refused (413 is the client's answer);
+ *   @p gen_max 0: no generated bodies (/gen/ is a path like any). */
+struct http_files *http_files_open(const char *dir, size_t max_file, size_t gen_max);
+
+/* The path prefix of generated bodies. */
+#define HTTP_GEN_PREFIX "/gen/"
+
+/* A generated body of @p len bytes: lines of letters, each body its own. */
+static inline void
+http_gen_fill(uint8_t *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = i % 64 == 63 ? '\n' : (uint8_t)('a' + (i * 7 + len) % 26);
+}
 void http_files_close(struct http_files *f);
 
 /*

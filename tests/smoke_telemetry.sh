@@ -97,10 +97,11 @@ kill "$pid"
 wait "$pid" 2>/dev/null || true
 
 # Large messages lent on connections (rb2_conn_ref.h), the lender and the
-# reader on two lcores: the endpoints count what they lent and READ.
+# reader on two lcores: the endpoints count what they lent and READ, and
+# their registration caches show.
 prefix="smktelr$$"
 "$connperf" -l 0-1 --no-pci --no-huge -m 512 --file-prefix "$prefix" --log-level lib.eal:error -- \
-	--transport loop --modes lent --size 65536 --seconds 4 --rounds 1 >/dev/null &
+	--transport loop --modes lent --size 65536 --seconds 8 --rounds 1 >/dev/null &
 pid=$!
 query "$prefix" 'any(e for e in r.get("/rb2/conn/endpoints", []))' /rb2/conn/endpoints
 a=$(replies '[e for e in r["/rb2/conn/endpoints"] if e.endswith("a0")][0]')
@@ -110,5 +111,8 @@ query "$prefix" "r['/rb2/conn/endpoint']['ref_tx_msgs'] > 0 and r['/rb2/conn/end
 query "$prefix" "r['/rb2/conn/endpoint']['ref_rx_msgs'] > 0 and r['/rb2/conn/endpoint']['ref_reads'] >= r['/rb2/conn/endpoint']['ref_rx_msgs']" \
 	"/rb2/conn/endpoint,$b"
 grep -o '"ref_rx_msgs": [0-9]*' "$out" | head -1
+# ... and their registration caches, named after their endpoints, hit.
+query "$prefix" "r['/rb2/mr_cache']['hits'] > 0" "/rb2/mr_cache,conn-tx.$a"
+query "$prefix" "r['/rb2/mr_cache']['hits'] > 0" "/rb2/mr_cache,conn-rx.$b"
 wait "$pid"
 echo "smoke_telemetry: ok"

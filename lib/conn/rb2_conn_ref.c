@@ -101,6 +101,14 @@ refs_new(struct rb2_conn_ep *ep, const struct rb2_conn_ref_params *p)
 	return r;
 }
 
+/* A cache's name in telemetry: conn-tx.<endpoint>. */
+static const char *
+cache_name(const struct rb2_conn_ep *ep, const char *half, char name[RB2_MR_CACHE_NAMESIZE])
+{
+	snprintf(name, RB2_MR_CACHE_NAMESIZE, "conn-%s.%.23s", half, ep->name);
+	return name;
+}
+
 /* The endpoint's lending state, with the defaults if it has none yet. */
 static struct rb2_conn_refs *
 refs_of(struct rb2_conn_ep *ep)
@@ -159,6 +167,7 @@ int
 rb2_conn_send_ref(struct rb2_conn_ep *ep, int cd, const void *buf, size_t len, uint64_t cookie)
 {
 	struct rb2_conn_refs *r = refs_of(ep);
+	char name[RB2_MR_CACHE_NAMESIZE];
 	struct rb2_bulk_ref ref;
 	uint32_t idx, dlen;
 	uint8_t *desc;
@@ -169,7 +178,7 @@ rb2_conn_send_ref(struct rb2_conn_ep *ep, int cd, const void *buf, size_t len, u
 		return -ENOMEM;
 	if (r->tx_cache == NULL && !r->tx_tried && len >= r->ref_min) {
 		r->tx_tried = 1;
-		r->tx_cache = rb2_bulk_cache_create(ep->tx, NULL);
+		r->tx_cache = rb2_bulk_cache_create(ep->tx, NULL, cache_name(ep, "tx", name));
 		r->own_tx = r->tx_cache != NULL;
 	}
 	if (len < r->ref_min || r->tx_cache == NULL) {
@@ -362,6 +371,7 @@ __rb2_conn_ref_recv(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8
 {
 	const struct rb2_bulk_ref *ref = (const struct rb2_bulk_ref *)(rec + RB2_CONN_HDR_LEN);
 	struct rb2_conn_refs *r = refs_of(ep);
+	char name[RB2_MR_CACHE_NAMESIZE];
 	uint32_t dlen, id = ref->tag;
 	struct reading *rd;
 	int ret, len = (int)ref->len;
@@ -376,7 +386,8 @@ __rb2_conn_ref_recv(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8
 			return -EMSGSIZE;
 		if (r->rx_cache == NULL && !r->rx_tried) {
 			r->rx_tried = 1;
-			r->rx_cache = rb2_bulk_cache_create(NULL, ep->rx);
+			r->rx_cache = rb2_bulk_cache_create(NULL, ep->rx,
+							    cache_name(ep, "rx", name));
 			r->own_rx = r->rx_cache != NULL;
 		}
 		if (r->rx_cache == NULL) {

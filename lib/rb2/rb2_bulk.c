@@ -117,32 +117,33 @@ check_chan(const struct rb2_chan_half *h, const char *who)
 
 /* A cache over @h's transport, or NULL where it cannot lend memory. */
 static struct rb2_mr_cache *
-half_cache(struct rb2_chan_half *h)
+half_cache(struct rb2_chan_half *h, const char *cache_name)
 {
 	struct rb2_mr_cache *c = NULL;
 	struct rb2_mr_cache_params p;
 	char name[RB2_MR_CACHE_NAMESIZE];
 
-	/* Named after its channel half in telemetry: bulk-tx.<channel>. */
+	/* Named in telemetry as asked, or after its channel half:
+	 * bulk-tx.<channel>. */
 	rb2_mr_cache_params_init(&p);
 	snprintf(name, sizeof(name), "bulk-%s.%s", h->is_tx ? "tx" : "rx", h->name);
-	p.name = name;
+	p.name = cache_name != NULL ? cache_name : name;
 	if ((rb2_xport_caps(h->xp) & RB2_XPORT_CAP_READ) != 0 && !h->loadstore)
 		c = rb2_mr_cache_create_xport(h->xp, &p);
 	return c;
 }
 
 struct rb2_mr_cache *
-rb2_bulk_cache_create(struct rb2_tx *tx, struct rb2_rx *rx)
+rb2_bulk_cache_create(struct rb2_tx *tx, struct rb2_rx *rx, const char *name)
 {
-	return tx != NULL ? half_cache(&tx->h) : rx != NULL ? half_cache(&rx->h) : NULL;
+	return tx != NULL ? half_cache(&tx->h, name) : rx != NULL ? half_cache(&rx->h, name) : NULL;
 }
 
 /* The half's own cache, or NULL (said once, for a sender). */
 static struct rb2_mr_cache *
 own_cache(struct rb2_chan_half *h)
 {
-	struct rb2_mr_cache *c = half_cache(h);
+	struct rb2_mr_cache *c = half_cache(h, NULL);
 
 	if (c == NULL && h->is_tx)
 		RB2_CHAN_LOG(INFO, "bulk sender on '%s': transport '%s' cannot lend application memory to its peer; every message is copied through the ring",

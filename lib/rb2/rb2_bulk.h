@@ -203,11 +203,13 @@ struct rb2_bulk_ref {
 
 /**
  * A registration cache for lending over @p tx (or receiving READs over
- * @p rx: pass one half, the other NULL), named after it in telemetry.
+ * @p rx: pass one half, the other NULL), called @p name in telemetry
+ * (NULL: after the half, bulk-tx.<channel> or bulk-rx.<channel>).
  * @return NULL where the transport cannot lend application memory to its
  *   peer (shm: its peers are other processes), or out of memory.
  */
-struct rb2_mr_cache *rb2_bulk_cache_create(struct rb2_tx *tx, struct rb2_rx *rx);
+struct rb2_mr_cache *rb2_bulk_cache_create(struct rb2_tx *tx, struct rb2_rx *rx,
+					   const char *name);
 
 /**
  * Register [@p buf, @p buf + @p len) through @p c and describe it in

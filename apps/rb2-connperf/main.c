@@ -323,9 +323,12 @@ setup(const struct opts *o, struct variant *v, unsigned int id, struct rb2_xport
 		rb2_conn_ref_params_init(&rp);
 		rp.ref_min = 0;           /* every message */
 		rp.max_refs = LENT_BUFS;
-		v->lbufs = calloc(LENT_BUFS, o->size);
+		v->lbufs = malloc((size_t)LENT_BUFS * o->size);
 		if (v->lbufs == NULL || rb2_conn_ref_setup(v->ea[0], &rp) < 0)
 			return -1;
+		/* Real pages: untouched calloc memory reads as the one zero
+		 * page, which flatters every copy out of it (by 2x, seen). */
+		memset(v->lbufs, 0x5a, (size_t)LENT_BUFS * o->size);
 		for (unsigned int i = 0; i < LENT_BUFS; i++)
 			v->lfree[v->nlfree++] = i;
 	}
@@ -396,7 +399,12 @@ sender(void *arg)
 
 	if (v->mode == LENT)
 		return lend(b);
-	buf = calloc(1, o->size);
+	buf = malloc(o->size);
+	if (buf == NULL) {
+		b->err = -ENOMEM;
+		return 0;
+	}
+	memset(buf, 0x5a, o->size);        /* real pages, as the lent buffers */
 	while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) {
 		if (v->mode == BARE) {
 			for (int k = 0; k < 32 && rb2_tx_send(v->tx, buf, o->size) == 0; k++)

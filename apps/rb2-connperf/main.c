@@ -225,6 +225,11 @@ parse(int argc, char **argv, struct opts *o)
 			"--rounds 1..%d, and one mode at least\n", MAX_ROUNDS);
 		return -1;
 	}
+	if ((o->modes & 1u << LENT) && o->lat) {
+		fprintf(stderr, "rb2-connperf: --modes lent streams (its round trip would be a copy's): "
+			"drop --lat, or lent\n");
+		return -1;
+	}
 	if (o->window == 0)
 		o->window = RTE_MAX(65536u, rte_align32pow2(2 * (8 + RTE_ALIGN_CEIL(o->size, 8u))));
 	return 0;

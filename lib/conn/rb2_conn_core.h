@@ -35,8 +35,9 @@
  * Credits count bytes of the receiver's buffer: a message of len bytes
  * costs rb2_conn_footprint(len) = 8 + len rounded up to 8 (its record
  * there); a lent one costs its descriptor's footprint (the payload stays
- * in the sender's memory until the receiver READs it). The sender keeps sent and acked (the receiver's consumed count,
- * as it last heard); it may send while sent - acked + footprint <= window.
+ * in the sender's memory until the receiver READs it). The sender keeps
+ * sent and acked (the receiver's consumed count, as it last heard); it may
+ * send while sent - acked + footprint <= window.
  */
 
 #include <stdatomic.h>

@@ -475,8 +475,13 @@ rb2_bulk_read_poll(struct rb2_rx *rx, struct rb2_mr_cache *c, struct rb2_bulk_re
 	int err = rx->h.err;
 
 	if (err == 0 && (int64_t)(rx->bulk_reads_done - rd->target) < 0) {
-		err = rb2_rx_reap(&rx->h);
-		if (err == 0 && (int64_t)(rx->bulk_reads_done - rd->target) < 0)
+		/* Reaping returns the WRITE_WITH_IMM receives it took (>= 0)
+		 * or the error that failed the channel. */
+		int ret = rb2_rx_reap(&rx->h);
+
+		if (ret < 0)
+			err = ret;
+		else if ((int64_t)(rx->bulk_reads_done - rd->target) < 0)
 			return -EINPROGRESS;
 	}
 	rb2_mr_cache_put(c, rd->dsegs, rd->ndsegs);

@@ -50,6 +50,9 @@ RB2_TEST_SYNC=push+poll pair sleep_adaptive_polling_poll sleep 200
 # Large messages from application memory (rb2_bulk.h): lent above 64 KiB,
 # READ by the receiver into its own memory, a buffer remapped halfway.
 pair bulk_lent_buffers_read_zero_copy bulk 120
+# ... under WRITE_WITH_IMM tail sync too, where reaping the receiver's
+# queue also takes receives (a READ must still be waited for).
+RB2_TEST_SYNC=push+imm pair bulk_lent_buffers_push+imm bulk 60
 # ... and that check can fail: a buffer remapped without being forgotten is
 # READ through its old registration, from the old pages.
 p0=$pass f0=$fail

@@ -57,8 +57,8 @@ extern "C" {
 struct rb2_mr_cache;
 
 /** Default threshold: messages of this many bytes and more are lent (RaaS's
- *  128 KB, measured on an RNIC; over rxe here lending overtook copying
- *  somewhere from 16 to 256 KiB: doc/design.md). */
+ *  128 KB, measured on an RNIC; over rxe here lending pays from about
+ *  16 KiB: doc/design.md). */
 #define RB2_CONN_REF_MIN_DEFAULT (128u << 10)
 
 /** Lending parameters of an endpoint. */

@@ -111,7 +111,7 @@ echo "into its own (rb2_conn_send_ref). Medians of per-round ratios (over_copied
 echo
 for size in 4096 16384 65536 262144 1048576; do
 	timeout -k 5 300 "$cp" -l 0-1 --no-pci --no-huge -m 2048 --file-prefix lt$size --log-level lib.eal:error -- \
-		--transport verbs,dev=rxe0 --modes shared,lent --size $size --rounds 3 --seconds 0.5 \
+		--transport verbs,dev=rxe0 --modes shared,lent --size $size --rounds 5 --seconds 0.5 \
 		> /tmp/lt.json 2>/tmp/lt.err || { failed=1; cat /tmp/lt.err; }
 	echo '```'
 	grep -v '^$' /tmp/lt.json

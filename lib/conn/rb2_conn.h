@@ -386,14 +386,17 @@ rb2_conn_recv_zc(struct rb2_conn_ep *ep, int cd, const void **data)
 {
 	struct rb2_conn_slot *c = __rb2_conn_of(ep, cd);
 
-	if (likely(c != NULL && c->vpos != c->wpos &&
-		   *(const uint32_t *)(__rb2_conn_rec(ep, c, c->vpos) + 4) == RB2_CONN_REC_DATA)) {
+	/* Fast path: a record of data not yet viewed. */
+	if (likely(c != NULL && c->vpos != c->wpos)) {
 		const uint8_t *rec = __rb2_conn_rec(ep, c, c->vpos);
-		uint32_t len = *(const uint32_t *)rec;
+		uint64_t h = *(const uint64_t *)rec;    /* length, kind */
+		uint32_t len = (uint32_t)h;
 
-		*data = rec + RB2_CONN_HDR_LEN;
-		c->vpos += rb2_conn_footprint(len);
-		return (int)len;
+		if (likely((h >> 32) == RB2_CONN_REC_DATA)) {
+			*data = rec + RB2_CONN_HDR_LEN;
+			c->vpos += rb2_conn_footprint(len);
+			return (int)len;
+		}
 	}
 	return __rb2_conn_recv_slow(ep, cd, (void *)data, 0, 1);
 }

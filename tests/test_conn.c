@@ -334,6 +334,10 @@ Test(rb2_conn, stalled_reader_blocks_only_itself)
 	cr_expect_lt(info.credit, LEN + 8u);
 	rb2_conn_ep_stats_get(a, &sa);
 	cr_expect_gt(sa.credit_waits, 0);
+	/* Of b's receive buffers only the stalled connection's is lent. */
+	rb2_conn_ep_stats_get(b, &sa);
+	cr_expect_eq(sa.rx_buffers, (uint64_t)b->n_bufs + 1, "%" PRIu64 " buffers, %u free",
+		     sa.rx_buffers, b->n_bufs);
 	/* Reading it later delivers everything, in order. */
 	while (got[0] < MSGS && rounds++ < 200000) {
 		int len;
@@ -554,21 +558,96 @@ Test(rb2_conn, bad_input_is_counted_and_dropped)
 	pump(NULL, NULL, 4);
 	cr_assert_eq(rb2_conn_recv(b, cb, big, sizeof(big)), 2);
 
-	/* A sender that ignores the credit: b resets the connection. */
+	/* A sender that ignores the credit: b resets the connection. The two
+	 * messages that fit its window stay readable, intact, in order,
+	 * whatever else the sender sends after the reset. */
 	cid = (uint32_t)cb;
 	memcpy(big, &cid, 4);
 	big[4] = 1;
-	for (int i = 0; i < 3; i++)
-		cr_assert_eq(rb2_tx_send(raw_ab, big, 8 + 2000), 0);
+	for (int i = 0; i < 4; i++) {       /* the last one within the window */
+		uint32_t len = i < 3 ? 2000 : 40;
+
+		rb2_test_fill(big + 8, len, (uint64_t)i);
+		cr_assert_eq(rb2_tx_send(raw_ab, big, 8 + len), 0);
+	}
 	rb2_tx_flush(raw_ab);
 	pump(NULL, NULL, 8);
 	rb2_conn_ep_stats_get(b, &st);
 	cr_expect_eq(st.window_violations, 1);
+	cr_expect_eq(st.discarded_msgs, 1, "the message after the reset: %" PRIu64,
+		     st.discarded_msgs);
 	cr_expect_eq(rb2_conn_status(b, cb), -EPROTO);
 	status = rb2_conn_status(a, ca);
 	cr_expect_eq(status, -ECONNRESET, "the sender's end: %d", status);
 	cr_expect(strstr(rb2_conn_why(a, ca), "window") != NULL, "%s", rb2_conn_why(a, ca));
 	cr_expect_eq(rb2_conn_send(a, ca, "x", 1), -ECONNRESET);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(rb2_conn_recv(b, cb, big, sizeof(big)), 2000, "message %d", i);
+		cr_assert(rb2_test_check(big, 2000, (uint64_t)i), "message %d is not the one sent", i);
+	}
+	cr_expect_eq(rb2_conn_recv(b, cb, big, sizeof(big)), -EPROTO);
+}
+
+/*
+ * Receive buffers are the endpoint's, lent to a connection only while it
+ * holds unread data: 1000 idle connections hold none, a reader that keeps
+ * up on all of them reuses one, and a connection whose reader stalls keeps
+ * its own while the others go on. (b->n_bufs, the free ones, is read on the
+ * endpoint's own thread.)
+ */
+Test(rb2_conn, receive_buffers_are_lent_while_data_waits)
+{
+	enum { N = 1000, LEN = 256 };
+	static int ca[N], cb[N];
+	static uint8_t buf[LEN];
+	struct rb2_conn_ep_stats st;
+
+	open_eps(NULL, NULL);
+	connect_n(N, ca, cb);
+	rb2_conn_ep_stats_get(b, &st);
+	cr_expect_eq(st.rx_buffers, 0, "idle connections hold %" PRIu64 " buffers",
+		     st.rx_buffers);
+	for (int r = 0; r < 3; r++) {
+		for (uint32_t i = 0; i < N; i++) {
+			rb2_test_fill(buf, LEN, (uint64_t)r << 32 | i);
+			cr_assert_eq(rb2_conn_send(a, ca[i], buf, LEN), 0);
+			rb2_conn_flush(a);
+			cr_assert_eq(rb2_conn_recv(b, cb[i], buf, LEN), LEN, "round %d conn %u", r, i);
+			cr_assert(rb2_test_check(buf, LEN, (uint64_t)r << 32 | i));
+		}
+	}
+	rb2_conn_ep_stats_get(b, &st);
+	cr_expect_eq(st.rx_buffers, 1, "%" PRIu64 " buffers for 3000 messages read at once",
+		     st.rx_buffers);
+	cr_expect_eq(b->n_bufs, 1);
+	/* Connection 0's reader stalls with a message; 1 reads on. */
+	for (uint32_t i = 0; i < 2; i++) {
+		rb2_test_fill(buf, LEN, i);
+		cr_assert_eq(rb2_conn_send(a, ca[i], buf, LEN), 0);
+	}
+	rb2_conn_flush(a);
+	cr_assert_eq(rb2_conn_recv(b, cb[1], buf, LEN), LEN);
+	cr_assert(rb2_test_check(buf, LEN, 1));
+	rb2_conn_ep_stats_get(b, &st);
+	cr_expect_eq(st.rx_buffers, 2);
+	cr_expect_eq(b->n_bufs, 1, "connection 0 holds its buffer");
+	/* A view holds it too; its release gives it back. */
+	const void *view;
+	cr_assert_eq(rb2_conn_recv_zc(b, cb[0], &view), LEN);
+	cr_assert(rb2_test_check(view, LEN, 0));
+	cr_expect_eq(b->n_bufs, 1, "a view holds the buffer");
+	cr_assert_eq(rb2_conn_release(b, cb[0], 1), 0);
+	cr_expect_eq(b->n_bufs, 2);
+	/* Closing with data unread gives the buffer back. */
+	cr_assert_eq(rb2_conn_send(a, ca[2], buf, LEN), 0);
+	rb2_conn_flush(a);
+	rb2_conn_ep_poll(b);
+	cr_expect_eq(b->n_bufs, 1);
+	cr_assert_eq(rb2_conn_close(b, cb[2]), 0);
+	cr_expect_eq(b->n_bufs, 2);
+	rb2_conn_ep_stats_get(b, &st);
+	cr_expect_eq(st.rx_buffers, 2);
+	cr_expect_eq(st.discarded_msgs, 1);
 }
 
 /* Blocking mode: a reader thread sleeps on its doorbell, costs (almost)

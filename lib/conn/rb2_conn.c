@@ -43,6 +43,7 @@ static const char *const rst_why[RB2_CONN_RST_MAX] = {
 	[RB2_CONN_RST_UNLISTEN] = "the peer stopped listening before accepting it",
 	[RB2_CONN_RST_WINDOW] = "a sender overran the receiver's window",
 	[RB2_CONN_RST_PEER_GONE] = "the application at the other end is gone (its link to the service failed)",
+	[RB2_CONN_RST_NOMEM] = "the receiver had no memory for its receive buffer",
 };
 
 void
@@ -80,24 +81,18 @@ slot_alloc(struct rb2_conn_ep *ep)
 {
 	struct rb2_conn_slot *c;
 	uint32_t gen, idx;
-	size_t size = (size_t)ep->p.window + rb2_conn_footprint(ep->p.max_msg);
 
 	if (ep->n_free == 0)
 		return NULL;
-	idx = ep->free_idx[ep->n_free - 1];
+	idx = ep->free_idx[--ep->n_free];
 	c = &ep->conns[idx];
 	gen = (c->cd >> 16) + 1;
 	if (gen > 0x7fff)
 		gen = 1;
-	uint8_t *buf = malloc(size);
-	if (buf == NULL)
-		return NULL;
-	ep->n_free--;
 	uint8_t in_ready = c->in_ready;
-	memset(c, 0, sizeof(*c));
+	memset(c, 0, sizeof(*c));      /* no receive buffer until data comes */
 	c->in_ready = in_ready;
 	c->cd = gen << 16 | idx;
-	c->buf = buf;
 	CONN_STAT_ADD(ep, conns_open, 1);
 	return c;
 }
@@ -108,7 +103,8 @@ slot_free(struct rb2_conn_ep *ep, struct rb2_conn_slot *c)
 	uint32_t cd = c->cd;
 	uint8_t in_ready = c->in_ready;
 
-	free(c->buf);
+	if (c->buf != NULL)
+		ep->bufs[ep->n_bufs++] = c->buf;
 	memset(c, 0, sizeof(*c));
 	c->cd = cd;              /* for the next generation */
 	/* Still queued in the ready list: it stays there once (the next
@@ -275,11 +271,12 @@ rb2_conn_ep_create(const char *name, struct rb2_tx *tx, struct rb2_rx *rx,
 	ep->conns = calloc(p.max_conns, sizeof(*ep->conns));
 	ep->free_idx = calloc(p.max_conns, sizeof(*ep->free_idx));
 	ep->owed = calloc(p.max_conns, sizeof(*ep->owed));
+	ep->bufs = calloc(p.max_conns, sizeof(*ep->bufs));
 	/* A power of two, for a mask instead of a division per entry. */
 	ep->ready_mask = rte_align32pow2(p.max_conns) - 1;
 	ep->ready = calloc((size_t)ep->ready_mask + 1, sizeof(*ep->ready));
 	if (ep->conns == NULL || ep->free_idx == NULL || ep->owed == NULL ||
-	    ep->ready == NULL)
+	    ep->bufs == NULL || ep->ready == NULL)
 		goto nomem;
 	/* Lowest indexes first out of the stack. */
 	for (uint32_t i = 0; i < p.max_conns; i++)
@@ -294,6 +291,7 @@ nomem:
 		free(ep->conns);
 		free(ep->free_idx);
 		free(ep->owed);
+		free(ep->bufs);
 		free(ep->ready);
 		free(ep);
 	}
@@ -312,6 +310,8 @@ rb2_conn_ep_destroy(struct rb2_conn_ep *ep)
 	pthread_mutex_unlock(&rb2_conn_eps.lock);
 	for (uint32_t i = 0; i < ep->p.max_conns; i++)
 		free(ep->conns[i].buf);
+	for (uint32_t i = 0; i < ep->n_bufs; i++)
+		free(ep->bufs[i]);
 	for (uint32_t i = 0; i < RB2_CONN_LISTEN_MAX; i++)
 		free(ep->listeners[i].q);
 	__rb2_conn_refs_destroy(ep);     /* READs in flight need the rx half */
@@ -324,6 +324,7 @@ rb2_conn_ep_destroy(struct rb2_conn_ep *ep)
 	free(ep->conns);
 	free(ep->free_idx);
 	free(ep->owed);
+	free(ep->bufs);
 	free(ep->ready);
 	free(ep->refusals);
 	free(ep);
@@ -553,8 +554,10 @@ record_in(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t *payloa
 
 	if (c->wpos == c->vpos)
 		mark_ready(ep, c);
-	if (c->wpos == c->rpos)        /* empty, no views: back to the start */
+	if (c->buf == NULL) {          /* empty: the warmest free buffer, from its start */
+		c->buf = ep->bufs[--ep->n_bufs];
 		c->origin = c->wpos;
+	}
 	rec = __rb2_conn_rec(ep, c, c->wpos);
 	memcpy(rec, &h, 8);
 	/* libc's memcpy, not rte_memcpy: inline vector copies gained no
@@ -569,6 +572,20 @@ record_in(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t *payloa
 	CONN_STAT_ADD(ep, rx_bytes, len);
 }
 
+/* One more receive buffer on the endpoint's stack (there is none free):
+ * at most one per connection is ever made. 0, or -ENOMEM. */
+static int
+buf_make(struct rb2_conn_ep *ep)
+{
+	uint8_t *b = malloc((size_t)ep->p.window + rb2_conn_footprint(ep->p.max_msg));
+
+	if (b == NULL)
+		return -ENOMEM;
+	ep->bufs[ep->n_bufs++] = b;
+	CONN_STAT_ADD(ep, rx_buffers, 1);
+	return 0;
+}
+
 static void
 data_in(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t *payload, uint32_t len,
 	uint32_t kind)
@@ -576,6 +593,21 @@ data_in(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t *payload,
 	uint32_t fp = rb2_conn_footprint(len);
 	const struct rb2_bulk_ref *ref = (const struct rb2_bulk_ref *)payload;
 
+	if (c->app_closed || c->err != 0) {
+		/* Closed unread by the application, or reset: counted, a lent
+		 * buffer given back. Credit is returned to a connection that
+		 * is only half-closed by us (its peer may still send); a reset
+		 * one keeps the records it has for its reader, in place. */
+		CONN_STAT_ADD(ep, discarded_msgs, 1);
+		CONN_STAT_ADD(ep, discarded_bytes, kind == RB2_CONN_REC_REF ? ref->len : len);
+		if (kind == RB2_CONN_REC_REF)
+			__rb2_conn_refdone_owe(ep, ref->tag, -ECONNABORTED);
+		if (c->rpos == c->wpos) {
+			c->wpos += fp;
+			__rb2_conn_consumed(ep, c, fp);
+		}
+		return;
+	}
 	if (unlikely(c->wpos + fp - c->rpos > ep->p.window || len > ep->p.max_msg)) {
 		CONN_STAT_ADD(ep, window_violations, 1);
 		CONN_LOG(ERR, "endpoint %s: connection %#x got %u bytes beyond its "
@@ -588,15 +620,17 @@ data_in(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t *payload,
 			__rb2_conn_refdone_owe(ep, ref->tag, -ECONNABORTED);
 		return;
 	}
-	if (c->app_closed || c->err != 0) {
-		/* Closed unread by the application: counted, credit returned,
-		 * a lent buffer given back. */
+	if (unlikely(c->buf == NULL && ep->n_bufs == 0 && buf_make(ep) < 0)) {
+		CONN_LOG(ERR, "endpoint %s: connection %#x: no memory for a receive buffer "
+			 "of %u bytes: reset (a smaller window needs less)", ep->name, c->cd,
+			 ep->p.window);
 		CONN_STAT_ADD(ep, discarded_msgs, 1);
 		CONN_STAT_ADD(ep, discarded_bytes, kind == RB2_CONN_REC_REF ? ref->len : len);
+		conn_fail(ep, c, -ENOMEM, rst_why[RB2_CONN_RST_NOMEM]);
+		c->rst_reason = RB2_CONN_RST_NOMEM;
+		owe(ep, c, RB2_CONN_OWE_RST);
 		if (kind == RB2_CONN_REC_REF)
 			__rb2_conn_refdone_owe(ep, ref->tag, -ECONNABORTED);
-		c->wpos += fp;
-		__rb2_conn_consumed(ep, c, fp);
 		return;
 	}
 	record_in(ep, c, payload, len, fp, kind);
@@ -906,7 +940,8 @@ data_in_fast(struct rb2_conn_ep *ep, const uint8_t *f, uint32_t len)
 		return 0;
 	c = slot_of(ep, (uint32_t)hdr);
 	if (unlikely(c == NULL || c->state != RB2_CONN_ST_OPEN || c->app_closed || c->err != 0 ||
-		     c->wpos + fp - c->rpos > ep->p.window || blen > ep->p.max_msg))
+		     c->wpos + fp - c->rpos > ep->p.window || blen > ep->p.max_msg ||
+		     (c->buf == NULL && ep->n_bufs == 0)))
 		return 0;
 	record_in(ep, c, f + RB2_CONN_HDR_LEN, blen, fp, RB2_CONN_REC_DATA);
 	return 1;

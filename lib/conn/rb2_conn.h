@@ -456,6 +456,10 @@ struct rb2_conn_ep_stats {
 	uint64_t ref_reads;       /**< READ WRs posted for them */
 	uint64_t ref_waits;       /**< lends refused: every slot or the cache in use */
 	uint64_t ref_discarded;   /**< lent messages discarded unread (either side's count) */
+	/** Receive buffers allocated, of window bytes plus the largest
+	 *  record each: lent to connections while they hold unread data,
+	 *  so at most the number of connections with data at once. */
+	uint64_t rx_buffers;
 };
 
 /** Copy an endpoint's counters. */

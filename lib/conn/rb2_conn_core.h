@@ -110,7 +110,8 @@ enum {
 
 enum { RB2_CONN_REFUSE_NO_LISTENER = 1, RB2_CONN_REFUSE_BACKLOG, RB2_CONN_REFUSE_TOO_MANY,
        RB2_CONN_REFUSE_NO_ROUTE, RB2_CONN_REFUSE_MAX };
-enum { RB2_CONN_RST_UNLISTEN = 1, RB2_CONN_RST_WINDOW, RB2_CONN_RST_PEER_GONE, RB2_CONN_RST_MAX };
+enum { RB2_CONN_RST_UNLISTEN = 1, RB2_CONN_RST_WINDOW, RB2_CONN_RST_PEER_GONE, RB2_CONN_RST_NOMEM,
+       RB2_CONN_RST_MAX };
 
 #define RB2_CONN_MAGIC 0x7262u   /* "rb" */
 #define RB2_CONN_VERSION 3u
@@ -200,9 +201,11 @@ struct rb2_conn_slot {
 	 * logical positions; buf holds window bytes plus one record of
 	 * slack, so that a record is contiguous even across the end. A
 	 * record at pos sits at (pos - origin) mod window: origin moves to
-	 * wpos whenever the buffer is empty, so a reader that keeps up
-	 * reuses the buffer's first lines, warm, rather than walking the
-	 * whole window through the cache. */
+	 * wpos whenever the buffer is empty. The buffer is the endpoint's
+	 * (ep->bufs), lent to the connection only while it holds records
+	 * (rpos != wpos): NULL when empty. So a reader that keeps up writes
+	 * and reads the same few warm buffers whatever the number of
+	 * connections, and an idle connection holds no memory. */
 	uint8_t *buf;
 	uint64_t origin;
 	uint64_t wpos;            /* next record's position */
@@ -230,7 +233,7 @@ struct rb2_conn_listener {
 	X(discarded_msgs) X(discarded_bytes) X(unknown_conn) X(bad_frames) \
 	X(window_violations) X(sleeps) X(doorbells_rung) \
 	X(ref_tx_msgs) X(ref_tx_bytes) X(ref_rx_msgs) X(ref_rx_bytes) X(ref_reads) \
-	X(ref_waits) X(ref_discarded)
+	X(ref_waits) X(ref_discarded) X(rx_buffers)
 
 #define RB2_CONN_COUNTER_FIELD(f) _Atomic uint64_t f;
 struct rb2_conn_ep_counters {
@@ -260,6 +263,11 @@ struct rb2_conn_ep {
 	uint32_t *ready;          /* FIFO of slot indexes with news */
 	uint32_t ready_mask;      /* its size (a power of two) - 1 */
 	uint32_t ready_head, n_ready;
+	/* Receive buffers not lent to a connection: a stack, so the one
+	 * taken next is the one given back last, still in the cache. At
+	 * most one per connection exists (ctr.rx_buffers counts them). */
+	uint8_t **bufs;           /* max_conns entries */
+	uint32_t n_bufs;
 	struct rb2_conn_refusal *refusals; /* REFUSE frames owed */
 	uint32_t n_refusals, cap_refusals;
 	struct rb2_conn_refs *refs;        /* lending (rb2_conn_ref.h), NULL until used */
@@ -354,6 +362,12 @@ __rb2_conn_consumed(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, uint32_t fp
 	c->rpos += fp;
 	if (c->vpos < c->rpos)
 		c->vpos = c->rpos;
+	if (c->rpos == c->wpos && c->buf != NULL) {
+		/* Drained, no view held: the buffer goes back to the
+		 * endpoint, warm, for whichever connection receives next. */
+		ep->bufs[ep->n_bufs++] = c->buf;
+		c->buf = NULL;
+	}
 	/* Credit back in quarters of the window, or at once for a sender
 	 * that said it waits. */
 	unreturned = c->rpos - c->credited;

@@ -650,6 +650,59 @@ Test(rb2_conn, receive_buffers_are_lent_while_data_waits)
 	cr_expect_eq(st.discarded_msgs, 1);
 }
 
+/*
+ * A poll takes about 64 KiB of frames (what it copies into receive buffers
+ * is read back while still in the cache): after polls of large frames it
+ * takes fewer, after full polls of small ones as many as it may again.
+ * Every message still arrives once, in order.
+ */
+Test(rb2_conn, a_poll_takes_a_bounded_number_of_bytes)
+{
+	enum { BIG = 16384, SMALL = 64 };
+	struct rb2_conn_ep_params pp;
+	static uint8_t buf[BIG];
+	uint32_t sent = 0, got = 0;
+	int ca, cb, n = 0;
+
+	rb2_conn_ep_params_init(&pp);
+	pp.window = 1u << 20;
+	open_eps(&pp, &pp);
+	connect_n(1, &ca, &cb);
+	for (int round = 0; round < 6; round++) {
+		for (int k = 0; k < 12; k++, sent++) {
+			rb2_test_fill(buf, BIG, sent);
+			cr_assert_eq(rb2_conn_send(a, ca, buf, BIG), 0);
+		}
+		rb2_conn_flush(a);
+		while ((n = rb2_conn_ep_poll(b)) > 0)
+			if (round > 2)
+				cr_expect_leq(n, 4, "round %d: a poll took %d frames of %d bytes",
+					      round, n, BIG);
+		for (int len; (len = rb2_conn_recv(b, cb, buf, BIG)) > 0; got++) {
+			cr_assert_eq(len, BIG);
+			cr_assert(rb2_test_check(buf, BIG, got), "message %u", got);
+		}
+		cr_assert_eq(got, sent);
+		rb2_conn_ep_poll(a);          /* credits */
+	}
+	/* Small frames: the poll grows back to 32 frames. */
+	for (int round = 0; round < 8; round++) {
+		for (int k = 0; k < 64; k++, sent++) {
+			rb2_test_fill(buf, SMALL, sent);
+			cr_assert_eq(rb2_conn_send(a, ca, buf, SMALL), 0);
+		}
+		rb2_conn_flush(a);
+		n = rb2_conn_ep_poll(b);
+		for (int len; (len = rb2_conn_recv(b, cb, buf, BIG)) > 0; got++) {
+			cr_assert_eq(len, SMALL);
+			cr_assert(rb2_test_check(buf, SMALL, got), "message %u", got);
+		}
+		cr_assert_eq(got, sent);
+		rb2_conn_ep_poll(a);
+	}
+	cr_expect_eq(n, 32, "the last poll of small frames took %d", n);
+}
+
 /* Blocking mode: a reader thread sleeps on its doorbell, costs (almost)
  * no CPU while idle, and wakes when the peer sends. */
 struct sleeper {

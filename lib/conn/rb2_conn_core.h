@@ -268,6 +268,7 @@ struct rb2_conn_ep {
 	 * most one per connection exists (ctr.rx_buffers counts them). */
 	uint8_t **bufs;           /* max_conns entries */
 	uint32_t n_bufs;
+	uint32_t poll_max;        /* frames a poll takes (ep_progress()) */
 	struct rb2_conn_refusal *refusals; /* REFUSE frames owed */
 	uint32_t n_refusals, cap_refusals;
 	struct rb2_conn_refs *refs;        /* lending (rb2_conn_ref.h), NULL until used */

@@ -887,6 +887,22 @@ print_json(struct bench *b)
 		if (v->mode == LENT && find(b, SHARED, v->conns) != NULL)
 			printf(", \"over_copied\": %.3f",
 			       median_ratio(v, find(b, SHARED, v->conns), o->rounds));
+		if (v->mode != BARE) {
+			/* The receivers' buffers: made when data waits, at most
+			 * one per connection (lib/conn lends them). */
+			uint64_t nbuf = 0, bytes = 0;
+
+			for (unsigned int e = 0; e < v->neps; e++) {
+				struct rb2_conn_ep_stats st;
+
+				rb2_conn_ep_stats_get(v->eb[e], &st);
+				nbuf += st.rx_buffers;
+				bytes += st.rx_buffers * ((uint64_t)o->window +
+					 rb2_conn_footprint(rb2_conn_max_msg(v->eb[e])));
+			}
+			printf(", \"rx_buffers\": %" PRIu64 ", \"rx_buffer_mib\": %.1f", nbuf,
+			       (double)bytes / (1 << 20));
+		}
 		printf("}");
 	}
 	printf("]}\n");

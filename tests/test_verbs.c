@@ -6,7 +6,7 @@
  * Integration tests of the verbs transport, one process per side, run by
  * tests/verbs-vm/suite.sh inside the Soft-RoCE guest:
  *
- *   test_verbs [EAL args] -- server|client stream|elastic|lat|kill|baddesc|conn|sleep|bulk|connref IP:PORT [COUNT]
+ *   test_verbs [EAL args] -- server|client stream|elastic|lat|kill|baddesc|conn|sleep|bulk|connref|srq IP:PORT [COUNT]
  *
  * stream   COUNT messages of 8..200 B (1 to 4 slots of 64 B, across the wrap
  *          of a 256-slot ring) under alpha=32 beta=16 gamma=32: exactly once,
@@ -47,6 +47,12 @@
  *          into its buffer, checks each, and exits without a word, holding
  *          the last four unread. Every buffer must come back once: READ for
  *          the COUNT, failed with the channel, within 10 s, for the four.
+ *
+ * srq      SRQ_ROUNDS channels in turn on one transport, each streaming COUNT
+ *          messages: run with RB2_VERBS_ARGS=srq=N (N under three channels'
+ *          receives) and RB2_TEST_SYNC=push+imm, the receivers' receives
+ *          come from one shared receive queue, and each must reuse what the
+ *          one before left there.
  *
  * Exit 0 on success, 1 on failure, 77 when there is no RDMA device.
  *
@@ -166,7 +172,8 @@ tx_connect_retry(struct rb2_tx *tx, const char *addr)
 }
 
 static int
-stream_server(struct rb2_xport *xp, const char *addr, uint64_t count, int kind)
+stream_server_on(struct rb2_xport *xp, const char *name, const char *addr, uint64_t count,
+		 int kind, unsigned int linger_ms)
 {
 	struct rb2_chan_params p;
 	struct rb2_rx *rx;
@@ -176,7 +183,7 @@ stream_server(struct rb2_xport *xp, const char *addr, uint64_t count, int kind)
 	double t0;
 
 	params(&p, kind);
-	rx = rb2_rx_create("vs", xp, &p);
+	rx = rb2_rx_create(name, xp, &p);
 	if (rx == NULL || rb2_rx_connect(rx, addr, 60000) != 0)
 		return 1;
 	t0 = now_s();
@@ -206,7 +213,7 @@ stream_server(struct rb2_xport *xp, const char *addr, uint64_t count, int kind)
 	       " bad, %.0f msg/s, %" PRIu64 " head pushes\n",
 	       got, bad, (double)got / (now_s() - t0), (uint64_t)st.head_pushes);
 	/* Keep the channel up until the sender has seen everything released. */
-	for (int i = 0; i < 2000; i++) {
+	for (unsigned int i = 0; i < linger_ms; i++) {
 		rb2_rx_peek_burst(rx, m, 1);
 		usleep(1000);
 	}
@@ -215,8 +222,14 @@ stream_server(struct rb2_xport *xp, const char *addr, uint64_t count, int kind)
 }
 
 static int
-stream_client(struct rb2_xport *xp, const char *addr, uint64_t count, int forever,
-	      int kind)
+stream_server(struct rb2_xport *xp, const char *addr, uint64_t count, int kind)
+{
+	return stream_server_on(xp, "vs", addr, count, kind, 2000);
+}
+
+static int
+stream_client_on(struct rb2_xport *xp, const char *name, const char *addr, uint64_t count,
+		 int forever, int kind)
 {
 	struct rb2_chan_params p;
 	struct rb2_tx_stats st;
@@ -225,7 +238,7 @@ stream_client(struct rb2_xport *xp, const char *addr, uint64_t count, int foreve
 	double last;
 
 	params(&p, kind);
-	tx = rb2_tx_create("vs", xp, &p);
+	tx = rb2_tx_create(name, xp, &p);
 	if (tx == NULL || tx_connect_retry(tx, addr) != 0)
 		return 1;
 	last = now_s();
@@ -264,6 +277,42 @@ stream_client(struct rb2_xport *xp, const char *addr, uint64_t count, int foreve
 	       (uint64_t)st.messages, (uint64_t)st.slot_writes, (uint64_t)st.tail_writes,
 	       (uint64_t)st.deferred_tail_syncs, (uint64_t)st.full_events);
 	rb2_tx_destroy(tx);
+	return 0;
+}
+
+static int
+stream_client(struct rb2_xport *xp, const char *addr, uint64_t count, int forever,
+	      int kind)
+{
+	return stream_client_on(xp, "vs", addr, count, forever, kind);
+}
+
+/*
+ * srq: SRQ_ROUNDS channels one after another, each streaming COUNT
+ * messages, created and destroyed on one transport (RB2_VERBS_ARGS=srq=N
+ * with N below three channels' receives, RB2_TEST_SYNC=push+imm): each
+ * receiver's receives come from the shared queue, and those a destroyed one
+ * leaves there must serve the next, or the queue runs out by the third.
+ */
+#define SRQ_ROUNDS 12
+
+static int
+srq_rounds(struct rb2_xport *xp, const char *addr, uint64_t count, int server)
+{
+	for (int r = 0; r < SRQ_ROUNDS; r++) {
+		char name[16];
+		int ret;
+
+		snprintf(name, sizeof(name), "vq%d", r);
+		ret = server ? stream_server_on(xp, name, addr, count, P_STREAM, 200) :
+			stream_client_on(xp, name, addr, count, 0, P_STREAM);
+		if (ret != 0) {
+			printf("srq: round %d of %d failed\n", r + 1, SRQ_ROUNDS);
+			return ret;
+		}
+	}
+	printf("srq: %d channels in turn, %" PRIu64 " messages each, exactly once\n", SRQ_ROUNDS,
+	       count);
 	return 0;
 }
 
@@ -973,7 +1022,7 @@ main(int argc, char **argv)
 	argc -= ret;
 	argv += ret;
 	if (argc < 4) {
-		fprintf(stderr, "usage: test_verbs [EAL] -- server|client stream|lat|kill|guestkill|qperr|baddesc|conn|sleep|bulk|connref IP:PORT [COUNT]\n");
+		fprintf(stderr, "usage: test_verbs [EAL] -- server|client stream|lat|kill|guestkill|qperr|baddesc|conn|sleep|bulk|connref|srq IP:PORT [COUNT]\n");
 		return 2;
 	}
 	role = argv[1];
@@ -1010,6 +1059,8 @@ main(int argc, char **argv)
 		ret = server ? bulk_server(xp, addr, count) : bulk_client(xp, addr, count);
 	else if (strcmp(test, "connref") == 0)
 		ret = server ? connref_server(xp, addr, count) : connref_client(xp, addr, count);
+	else if (strcmp(test, "srq") == 0)
+		ret = srq_rounds(xp, addr, count, server);
 	else
 		ret = 2;
 	rb2_xport_close(xp);

@@ -24,6 +24,19 @@ pair() {
 	verdict "$name" $? $crc
 }
 
+# expect_said NAME PATTERN WHY_PASS WHY_FAIL: a control run (its pair's
+# verdict set aside) must have failed, its server saying PATTERN.
+expect_said() {
+	if grep -q "$2" /tmp/$1.s; then
+		pass=$((pass + 1))
+		echo "PASS $1 ($3)"
+	else
+		fail=$((fail + 1))
+		echo "FAIL $1: $4"
+		cat /tmp/$1.[sc]
+	fi
+}
+
 # verdict NAME SERVER_RC CLIENT_RC: both sides' output, then PASS or FAIL.
 verdict() {
 	cat /tmp/$1.s /tmp/$1.c | grep -vE "^(TELEMETRY|EAL)"
@@ -58,18 +71,30 @@ RB2_TEST_SYNC=push+imm pair bulk_lent_buffers_push+imm bulk 60
 p0=$pass f0=$fail
 RB2_TEST_BULK_NO_FORGET=1 pair bulk_stale_registration_control bulk 120 >/dev/null
 pass=$p0 fail=$f0
-if grep -q "stale or wrong content" /tmp/bulk_stale_registration_control.s; then
-	pass=$((pass + 1))
-	echo "PASS bulk_stale_registration_control (a registration kept past munmap READ the old pages, and the check saw it)"
-else
-	fail=$((fail + 1))
-	echo "FAIL bulk_stale_registration_control: without forgetting, the old pages went unnoticed"
-	cat /tmp/bulk_stale_registration_control.[sc]
-fi
+expect_said bulk_stale_registration_control "stale or wrong content" \
+	"a registration kept past munmap READ the old pages, and the check saw it" \
+	"without forgetting, the old pages went unnoticed"
 # Large messages lent on a connection (rb2_conn_ref.h): READ into the
 # server's buffer and checked; then the server dies holding four unread, and
 # each of those buffers must come back failed, the others READ.
 pair conn_lent_buffers_back_once_peer_dies connref 60
+# The receive side on a shared receive queue (srq=N): WRITE_WITH_IMM's
+# receives come from one SRQ per device, not a queue per QP. 12 channels in
+# turn on one transport, each streaming: with 136 entries (two channels' 64
+# and some) each must reuse what the one before left there. Then a sleeper's
+# wake-up receives from it too.
+RB2_TEST_SYNC=push+imm RB2_VERBS_ARGS=srq=136 pair srq_channels_in_turn srq 20000
+RB2_TEST_SYNC=push+imm RB2_VERBS_ARGS=srq=136 pair sleep_adaptive_polling_imm_srq sleep 100
+# ... and the receives do come from the SRQ: one of 40, under a channel's 64,
+# refuses the first channel, saying what to raise (without the reuse above,
+# 136 would have run out at the third).
+p0=$pass f0=$fail
+RB2_TEST_SYNC=push+imm RB2_VERBS_ARGS=srq=40 timeout -k 5 120 bash -c "$(declare -f pair verdict eal); tv=$tv ip=$ip port=$port pass=0 fail=0; pair srq_too_small_control srq 1000" >/dev/null
+pass=$p0 fail=$f0
+expect_said srq_too_small_control "shared receive queue of 40 is full" \
+	"the first channel's receives did not fit an SRQ of 40, and it said so" \
+	"an SRQ of 40 took a channel's 64 receives, or said nothing"
+port=$((port + 10))
 # Lanes over rxe0: 8 and 64 channels each way on one QP per side, one
 # doorbell per pass, every message's sequence checked (rb2-perf counts the
 # errors); each channel on its own QP alongside.

@@ -31,7 +31,15 @@
  * verbs_probe()): a dead peer is reported within about a second.
  *
  * Open arguments: dev=NAME (default: the first device with an active port),
- * port=N (default 1), gid=N (default: the IPv4-mapped RoCE GID).
+ * port=N (default 1), gid=N (default: the IPv4-mapped RoCE GID), srq=N.
+ *
+ * srq=N: the queues that take receives (WRITE_WITH_IMM tail sync, sleepers'
+ * wake-ups) share one shared receive queue of N entries instead of a
+ * receive queue each (RaaS's receive side). Each queue still posts what its
+ * channel's credits need, so no sender ever meets an empty SRQ; the
+ * receives a destroyed queue leaves in it go to the next queue's posts
+ * (verbs_qp_destroy() counts them once the QP is in error and its CQ
+ * drained: an SRQ's entries are not flushed).
  *
  * Fault injection, for tests: RB2_VERBS_INJECT_QP_ERROR_MS=N moves each QP
  * to the error state N ms after it connects, as a NIC or driver fault would.
@@ -54,6 +62,7 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_memzone.h>
+#include <rte_spinlock.h>
 
 #include <rb2_xport_driver.h>
 
@@ -78,6 +87,13 @@ struct verbs_dev {
 	uint8_t port;
 	int gid_index;
 	int numa_node;
+	/* srq=N: the shared receive queue, and the receives in it that no
+	 * live queue counts as its own (left by destroyed ones). Posted to
+	 * by every lcore with a queue on it, so under the lock. */
+	struct ibv_srq *srq;
+	uint32_t srq_size;
+	rte_spinlock_t srq_lock;
+	uint64_t srq_spare;
 };
 
 /* Per-queue state. Only the owning lcore posts and polls. */
@@ -91,6 +107,8 @@ struct verbs_qp {
 	struct ibv_comp_channel *cc;  /* attr.wake: the sleeper's channel, or NULL */
 	unsigned int cc_events;       /* events got, not yet acknowledged */
 	uint32_t recv_depth;          /* receives that may be posted */
+	uint8_t on_srq;               /* its receives are the device's SRQ's */
+	uint64_t srq_held;            /* ... posted for it there, not yet consumed */
 	int failed;                   /* -errno once the QP is unusable */
 	uint64_t next_probe;          /* TSC of the next liveness probe */
 	uint64_t probed;              /* probes posted */
@@ -148,10 +166,38 @@ sysfs_numa_node(struct ibv_context *ctx)
 	return node;
 }
 
+/* srq=N: the device's shared receive queue (zero-length receives). */
+static int
+srq_open(struct verbs_dev *d)
+{
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = d->srq_size, .max_sge = 1}};
+	const char *name = ibv_get_device_name(d->ctx->device);
+
+	if (d->attr.max_srq <= 0 || d->attr.max_srq_wr <= 0) {
+		RB2_XPORT_LOG(ERR, "verbs: %s has no shared receive queues: leave out srq=", name);
+		return -ENOTSUP;
+	}
+	if (d->srq_size > (uint32_t)d->attr.max_srq_wr) {
+		RB2_XPORT_LOG(ERR, "verbs: srq=%u: %s holds at most %d in a shared receive queue",
+			      d->srq_size, name, d->attr.max_srq_wr);
+		return -EINVAL;
+	}
+	d->srq = ibv_create_srq(d->pd, &sa);
+	if (d->srq == NULL) {
+		RB2_XPORT_LOG(ERR, "verbs: ibv_create_srq(%u) on %s: %s", d->srq_size, name,
+			      strerror(errno));
+		return -errno;
+	}
+	rte_spinlock_init(&d->srq_lock);
+	RB2_XPORT_LOG(INFO, "verbs: %s: a shared receive queue of %u (device maximum %d)",
+		      name, d->srq_size, d->attr.max_srq_wr);
+	return 0;
+}
+
 static int
 verbs_open(struct rb2_xport *xp, const char *args)
 {
-	static const char *const keys[] = {"dev", "port", "gid", NULL};
+	static const char *const keys[] = {"dev", "port", "gid", "srq", NULL};
 	char dev[64] = "", val[16];
 	struct verbs_dev *d;
 	int n = 0, ret;
@@ -168,8 +214,10 @@ verbs_open(struct rb2_xport *xp, const char *args)
 	    (rb2_xport_arg(args, "port", val, sizeof(val)) > 0 &&
 	     (d->port = (uint8_t)atoi(val)) == 0) ||
 	    (rb2_xport_arg(args, "gid", val, sizeof(val)) > 0 &&
-	     (d->gid_index = atoi(val)) < 0)) {
-		RB2_XPORT_LOG(ERR, "verbs: bad arguments '%s': expected dev=NAME,port=N (>= 1),gid=N", args);
+	     (d->gid_index = atoi(val)) < 0) ||
+	    (rb2_xport_arg(args, "srq", val, sizeof(val)) > 0 &&
+	     (atoi(val) <= 0 || (d->srq_size = (uint32_t)atoi(val)) == 0))) {
+		RB2_XPORT_LOG(ERR, "verbs: bad arguments '%s': expected dev=NAME,port=N (>= 1),gid=N,srq=N (>= 1)", args);
 		rte_free(d);
 		return -EINVAL;
 	}
@@ -198,6 +246,15 @@ verbs_open(struct rb2_xport *xp, const char *args)
 		rte_free(d);
 		return -ENODEV;
 	}
+	if (d->srq_size > 0) {
+		ret = srq_open(d);
+		if (ret < 0) {
+			ibv_dealloc_pd(d->pd);
+			rdma_free_devices(d->list);
+			rte_free(d);
+			return ret;
+		}
+	}
 	if (d->gid_index < 0)
 		d->gid_index = ipv4_gid_index(d->ctx, d->port);
 	d->numa_node = sysfs_numa_node(d->ctx);
@@ -218,6 +275,8 @@ verbs_close(struct rb2_xport *xp)
 
 	if (d == NULL)
 		return;
+	if (d->srq != NULL)
+		ibv_destroy_srq(d->srq);
 	ibv_dealloc_pd(d->pd);
 	rdma_free_devices(d->list);
 	rte_free(d);
@@ -370,6 +429,8 @@ verbs_reap(struct verbs_qp *v, struct rb2_xport_wc *wcs, unsigned int n)
 		for (int i = 0; i < got; i++) {
 			/* By wr_id: an error completion's opcode is undefined. */
 			if (wc[i].wr_id == VERBS_RECV_WRID) {
+				if (v->on_srq && v->srq_held > 0)
+					v->srq_held--;
 				if (wc[i].status != IBV_WC_SUCCESS) {
 					RB2_XPORT_LOG(ERR, "verbs: receive completion error: %s (vendor error 0x%x)",
 						      ibv_wc_status_str(wc[i].status), wc[i].vendor_err);
@@ -470,11 +531,41 @@ verbs_qp_create(struct rb2_xport *xp, struct rb2_xport_qp *qp,
 	}
 	qp->drv = v;
 	v->recv_depth = attr->recv_depth;
+	v->on_srq = d->srq != NULL && attr->recv_depth > 0;
 	qp->sq_depth = depth;
 	qp->cq_depth = depth;
 	qp->max_chain = VERBS_MAX_CHAIN;
 	qp->max_inline = attr->max_inline ? attr->max_inline : 64;
 	return 0;
+}
+
+/*
+ * A queue on the SRQ goes: what was posted for it and not consumed stays
+ * in the SRQ (its entries are not flushed with the QP), for the next posts.
+ * Consumed is only known once nothing more can arrive: the QP in error,
+ * then every receive completion left in its CQ counted.
+ */
+static void
+srq_leave(struct verbs_dev *d, struct verbs_qp *v)
+{
+	struct ibv_qp_attr qa = {.qp_state = IBV_QPS_ERR};
+	struct ibv_wc wc[16];
+	int got, rounds = 0;
+
+	if (v->qp != NULL && ibv_modify_qp(v->qp, &qa, IBV_QP_STATE) != 0) {
+		/* Not known to be quiet: its share is given up, not reused. */
+		RB2_XPORT_LOG(WARNING, "verbs: a queue leaving the SRQ could not be stopped (%s): %" PRIu64 " of its receives are not reused",
+			      strerror(errno), v->srq_held);
+		return;
+	}
+	while (rounds++ < 1000 && (got = ibv_poll_cq(v->cq, RTE_DIM(wc), wc)) > 0)
+		for (int i = 0; i < got; i++)
+			if (wc[i].wr_id == VERBS_RECV_WRID && v->srq_held > 0)
+				v->srq_held--;
+	rte_spinlock_lock(&d->srq_lock);
+	d->srq_spare += v->srq_held;
+	rte_spinlock_unlock(&d->srq_lock);
+	v->srq_held = 0;
 }
 
 static void
@@ -484,6 +575,8 @@ verbs_qp_destroy(struct rb2_xport_qp *qp)
 
 	if (v == NULL)
 		return;
+	if (v->on_srq)
+		srq_leave(qp->xp->priv, v);
 	if (v->id != NULL) {
 		rdma_disconnect(v->id); /* both sides must, on RoCE */
 		rdma_destroy_qp(v->id);
@@ -633,10 +726,13 @@ parse_peer(const char *peer, struct addrinfo **ai, int passive)
 static struct ibv_qp_init_attr
 qp_init_attr(const struct rb2_xport_qp *qp, const struct verbs_qp *v)
 {
+	const struct verbs_dev *d = qp->xp->priv;
+
 	return (struct ibv_qp_init_attr){
 		.send_cq = v->cq, .recv_cq = v->cq,
+		.srq = v->on_srq ? d->srq : NULL,
 		.cap = {.max_send_wr = v->sq.depth,
-			.max_recv_wr = v->recv_depth > 0 ? v->recv_depth : 1,
+			.max_recv_wr = v->on_srq ? 0 : v->recv_depth > 0 ? v->recv_depth : 1,
 			.max_send_sge = 1, .max_recv_sge = 1,
 			.max_inline_data = qp->max_inline},
 		.qp_type = IBV_QPT_RC, .sq_sig_all = 0,
@@ -926,6 +1022,44 @@ verbs_qp_connect_local(struct rb2_xport_qp *a, struct rb2_xport_qp *b)
 	return 0;
 }
 
+/* @p n receives for queue @p v, on the SRQ: first those that destroyed
+ * queues left there, then new ones. */
+static int
+srq_post(struct verbs_dev *d, struct verbs_qp *v, unsigned int n)
+{
+	struct ibv_recv_wr wr[16], *bad;
+	unsigned int want = n;
+	int ret = 0;
+
+	rte_spinlock_lock(&d->srq_lock);
+	if (d->srq_spare > 0) {
+		unsigned int take = (unsigned int)RTE_MIN((uint64_t)want, d->srq_spare);
+
+		d->srq_spare -= take;
+		want -= take;
+	}
+	while (want > 0 && ret == 0) {
+		unsigned int k = RTE_MIN(want, (unsigned int)RTE_DIM(wr));
+
+		for (unsigned int i = 0; i < k; i++)
+			wr[i] = (struct ibv_recv_wr){
+				.wr_id = VERBS_RECV_WRID,
+				.next = i + 1 < k ? &wr[i + 1] : NULL,
+			};
+		ret = ibv_post_srq_recv(d->srq, wr, &bad);
+		if (ret == 0)
+			want -= k;
+	}
+	rte_spinlock_unlock(&d->srq_lock);
+	v->srq_held += n - want;       /* a chunk refused was not posted */
+	if (ret != 0) {
+		RB2_XPORT_LOG(ERR, "verbs: ibv_post_srq_recv: %s: the shared receive queue of %u is full; give more (srq=N: each channel that takes WRITE_WITH_IMM needs %u)",
+			      strerror(ret), d->srq_size, v->recv_depth);
+		return -ret;
+	}
+	return 0;
+}
+
 static int
 verbs_post_recv(struct rb2_xport_qp *qp, unsigned int n)
 {
@@ -936,6 +1070,8 @@ verbs_post_recv(struct rb2_xport_qp *qp, unsigned int n)
 		return -ENOTCONN;
 	if (v->failed)
 		return v->failed;
+	if (v->on_srq)
+		return srq_post(qp->xp->priv, v, n);
 	/* Zero-length: a WRITE_WITH_IMM's payload goes where it was
 	 * addressed; its receive only carries the immediate. */
 	while (n > 0) {

@@ -102,6 +102,8 @@ static struct {
 	uint64_t queued_all;            /* frames queued, links gone included */
 	uint32_t queue_cap;             /* bytes per destination's queue (--queue-kb) */
 	uint32_t host_id;               /* this host's, in connects (0 is "here" too) */
+	enum rb2_head_sync peer_head;   /* --peer-sync: the peer links' policies */
+	enum rb2_tail_sync peer_tail;
 	volatile sig_atomic_t stop;
 	pthread_mutex_t lock;           /* the link array, against telemetry */
 } S;
@@ -605,6 +607,8 @@ peer_link(struct rb2_xport *xp, uint32_t id, const char *addr, const char *liste
 	snprintf(in, sizeof(in), "peer%u.i", id);
 	snprintf(out, sizeof(out), "peer%u.o", id);
 	rb2_conn_service_chan_params(&p);
+	p.head_sync = S.peer_head;
+	p.tail_sync = S.peer_tail;
 	rx = rb2_rx_create(in, xp, &p);
 	tx = rb2_tx_create(out, xp, &p);
 	if (l == NULL || rx == NULL || tx == NULL)
@@ -726,7 +730,12 @@ usage(FILE *f, const char *prog)
 "  --listen IP:PORT     where peer services connect to this one\n"
 "  --peer [ID@]IP:PORT  a peer service (its --listen; ID: its --host-id, by\n"
 "                       default its address); repeat for more\n"
-"  --transport SPEC     the transport to peers (default verbs; RB2_VERBS_ARGS)\n"
+"  --transport SPEC     the transport to peers (default verbs; RB2_VERBS_ARGS),\n"
+"                       e.g. verbs,dev=rxe0,srq=4096\n"
+"  --peer-sync H+T      the peer links' sync policy: head push|pull, tail\n"
+"                       wt|imm|poll (default push+wt; every service must use\n"
+"                       the same). With imm, receives come from the device's\n"
+"                       shared receive queue where the transport has srq=N\n"
 "  --queue-kb N         frames for a destination whose ring is full wait in a\n"
 "                       queue of N KiB of its own, so that their source goes on\n"
 "                       with its other connections (default 4096; 0: none, the\n"
@@ -744,6 +753,7 @@ main(int argc, char **argv)
 		{"peer", required_argument, NULL, 'P'},
 		{"transport", required_argument, NULL, 'T'},
 		{"queue-kb", required_argument, NULL, 'Q'},
+		{"peer-sync", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -785,6 +795,24 @@ main(int argc, char **argv)
 		case 'T':
 			spec = optarg;
 			break;
+		case 'S': {
+			const char *plus = strchr(optarg, '+');
+
+			if (plus == NULL || (strncmp(optarg, "push+", 5) != 0 &&
+					     strncmp(optarg, "pull+", 5) != 0) ||
+			    (strcmp(plus + 1, "wt") != 0 && strcmp(plus + 1, "imm") != 0 &&
+			     strcmp(plus + 1, "poll") != 0)) {
+				fprintf(stderr, "rb2-raasd: --peer-sync %s: expected HEAD+TAIL, "
+					"HEAD push or pull, TAIL wt, imm or poll (push+imm)\n", optarg);
+				return 2;
+			}
+			S.peer_head = strncmp(optarg, "pull+", 5) == 0 ? RB2_HEAD_LAZY_PULL :
+				RB2_HEAD_LAZY_PUSH;
+			S.peer_tail = strcmp(plus + 1, "imm") == 0 ? RB2_TAIL_WRITE_IMM :
+				strcmp(plus + 1, "poll") == 0 ? RB2_TAIL_POLL_MSG :
+				RB2_TAIL_WRITE_TWICE;
+			break;
+		}
 		case 'Q': {
 			unsigned long kb = strtoul(optarg, NULL, 0);
 

@@ -394,6 +394,21 @@ lend(struct bench *b)
 	return 0;
 }
 
+/* An application's buffer: zeroed, on a line of its own, as any dataplane
+ * allocates one. malloc()'s 16-byte alignment let the address (which moves
+ * with the length of argv and the environment) decide whether a 64 B copy
+ * stores one cache line or two: 15% of the 64 B rate, run to run. */
+static uint8_t *
+app_buf(uint32_t size)
+{
+	size_t len = RTE_ALIGN_CEIL((size_t)size, RTE_CACHE_LINE_SIZE);
+	uint8_t *p = aligned_alloc(RTE_CACHE_LINE_SIZE, len);
+
+	if (p != NULL)
+		memset(p, 0, len);
+	return p;
+}
+
 static int
 sender(void *arg)
 {
@@ -404,7 +419,7 @@ sender(void *arg)
 
 	if (v->mode == LENT)
 		return lend(b);
-	buf = malloc(o->size);
+	buf = app_buf(o->size);
 	if (buf == NULL) {
 		b->err = -ENOMEM;
 		return 0;
@@ -512,7 +527,7 @@ echo(void *arg)
 	struct bench *b = arg;
 	const struct opts *o = &b->o;
 	struct variant *v = b->v;
-	uint8_t *buf = calloc(1, o->size);
+	uint8_t *buf = app_buf(o->size);
 	int len;
 
 	while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) {
@@ -965,7 +980,7 @@ main(int argc, char **argv)
 		}
 		return run_wake(&b, worker) < 0;
 	}
-	buf = calloc(1, b.o.size);
+	buf = app_buf(b.o.size);
 	rtt = calloc(b.o.lat + 1, sizeof(*rtt));
 	for (unsigned int r = 0; r < b.o.rounds; r++) {
 		for (unsigned int i = 0; i < b.nv; i++) {

@@ -620,7 +620,8 @@ Test(rb2_conn, receive_buffers_are_lent_while_data_waits)
 	cr_expect_eq(st.rx_buffers, 1, "%" PRIu64 " buffers for 3000 messages read at once",
 		     st.rx_buffers);
 	cr_expect_eq(b->n_bufs, 1);
-	/* Connection 0's reader stalls with a message; 1 reads on. */
+	/* Connection 0's reader stalls with a message; 1 reads on. Frames of
+	 * two connections interleaved are filed into their buffers. */
 	for (uint32_t i = 0; i < 2; i++) {
 		rb2_test_fill(buf, LEN, i);
 		cr_assert_eq(rb2_conn_send(a, ca[i], buf, LEN), 0);
@@ -648,6 +649,100 @@ Test(rb2_conn, receive_buffers_are_lent_while_data_waits)
 	rb2_conn_ep_stats_get(b, &st);
 	cr_expect_eq(st.rx_buffers, 2);
 	cr_expect_eq(st.discarded_msgs, 1);
+}
+
+/*
+ * recv() copies a run of one connection's frames straight from the ring
+ * (one copy, no receive buffer), and nothing around a run loses its place:
+ * another connection's reader waits on it a bounded number of calls, a
+ * message longer than the caller's buffer stays, a view taken after a
+ * direct read is the next message, and the end of a stream comes last.
+ */
+Test(rb2_conn, a_run_is_read_straight_from_the_ring)
+{
+	enum { RUN = 20, LEN = 100 };
+	static uint8_t buf[LEN];
+	struct rb2_conn_ep_stats st;
+	uint32_t got = 0, read = 0;
+	const void *view;
+	int ca[2], cb[2], len, calls = 0;
+
+	open_eps(NULL, NULL);
+	connect_n(2, ca, cb);
+	/* A run read as it comes: no receive buffer is ever made. */
+	for (uint32_t i = 0; i < RUN; i++) {
+		rb2_test_fill(buf, LEN, i);
+		cr_assert_eq(rb2_conn_send(a, ca[0], buf, LEN), 0);
+	}
+	rb2_conn_flush(a);
+	for (uint32_t i = 0; i < RUN; i++, read++) {
+		cr_assert_eq(rb2_conn_recv(b, cb[0], buf, LEN), LEN, "message %u", i);
+		cr_assert(rb2_test_check(buf, LEN, i), "message %u", i);
+	}
+	rb2_conn_ep_stats_get(b, &st);
+	cr_expect_eq(st.rx_buffers, 0, "%" PRIu64 " receive buffers for a run read at once",
+		     st.rx_buffers);
+	/* Connection 0's run ahead of connection 1's messages and its end:
+	 * 1's reader gets them all, then the end. The run waits for 0's
+	 * reader through 64 calls on others, then is filed (rb2_conn.c's
+	 * PEND_SKIPS_MAX). */
+	for (uint32_t i = 0; i < RUN; i++) {
+		rb2_test_fill(buf, LEN, 100 + i);
+		cr_assert_eq(rb2_conn_send(a, ca[0], buf, LEN), 0);
+	}
+	for (uint32_t i = 0; i < 3; i++) {
+		rb2_test_fill(buf, LEN, 200 + i);
+		cr_assert_eq(rb2_conn_send(a, ca[1], buf, LEN), 0);
+	}
+	cr_assert_eq(rb2_conn_shutdown(a, ca[1]), 0);
+	rb2_conn_ep_poll(a);
+	while ((len = rb2_conn_recv(b, cb[1], buf, LEN)) != 0) {
+		cr_assert_lt(calls++, 72, "connection 1 still waits after %d calls", calls);
+		if (len == -EAGAIN)
+			continue;
+		cr_assert_eq(len, LEN, "connection 1: %d", len);
+		cr_assert(rb2_test_check(buf, LEN, 200 + got), "connection 1: message %u", got);
+		got++;
+		read++;
+	}
+	cr_assert_eq(got, 3);
+	for (uint32_t i = 0; i < RUN; i++, read++) {
+		cr_assert_eq(rb2_conn_recv(b, cb[0], buf, LEN), LEN);
+		cr_assert(rb2_test_check(buf, LEN, 100 + i), "connection 0: message %u", i);
+	}
+	/* Too long for the buffer given: it stays, for a larger one. */
+	for (uint32_t i = 0; i < 2; i++) {
+		rb2_test_fill(buf, LEN, 300 + i);
+		cr_assert_eq(rb2_conn_send(a, ca[0], buf, LEN), 0);
+	}
+	rb2_conn_flush(a);
+	cr_assert_eq(rb2_conn_recv(b, cb[0], buf, LEN / 2), -EMSGSIZE);
+	cr_assert_eq(rb2_conn_next_len(b, cb[0]), LEN);
+	for (uint32_t i = 0; i < 2; i++, read++) {
+		cr_assert_eq(rb2_conn_recv(b, cb[0], buf, LEN), LEN);
+		cr_assert(rb2_test_check(buf, LEN, 300 + i));
+	}
+	/* A view after a direct read is the next message. */
+	for (uint32_t i = 0; i < 10; i++) {
+		rb2_test_fill(buf, LEN, 400 + i);
+		cr_assert_eq(rb2_conn_send(a, ca[0], buf, LEN), 0);
+	}
+	rb2_conn_flush(a);
+	cr_assert_eq(rb2_conn_recv(b, cb[0], buf, LEN), LEN);
+	cr_assert(rb2_test_check(buf, LEN, 400));
+	cr_assert_eq(rb2_conn_recv_zc(b, cb[0], &view), LEN);
+	cr_assert(rb2_test_check(view, LEN, 401), "the view is not the next message");
+	cr_assert_eq(rb2_conn_release(b, cb[0], 1), 0);
+	read += 2;
+	for (uint32_t i = 2; i < 10; i++, read++) {
+		cr_assert_eq(rb2_conn_recv(b, cb[0], buf, LEN), LEN);
+		cr_assert(rb2_test_check(buf, LEN, 400 + i), "message %u after the view", 400 + i);
+	}
+	cr_assert_eq(rb2_conn_recv(b, cb[0], buf, LEN), -EAGAIN);
+	rb2_conn_ep_stats_get(b, &st);
+	cr_expect_eq(st.rx_msgs, read);
+	cr_expect_eq(st.rx_bytes, (uint64_t)read * LEN);
+	cr_expect_eq(st.discarded_msgs, 0);
 }
 
 /*

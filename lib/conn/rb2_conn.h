@@ -368,6 +368,14 @@ rb2_conn_recv(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap)
 		__rb2_conn_consumed(ep, c, rb2_conn_footprint(len));
 		return (int)len;
 	}
+	/* Nothing buffered and its frame next in the ring, where the poll
+	 * left it: one copy, straight out. */
+	if (likely(c != NULL && c->rpos == c->wpos && ep->pend_i < ep->pend_n)) {
+		int len = __rb2_conn_recv_pend(ep, c, buf, cap);
+
+		if (likely(len > 0))
+			return len;
+	}
 	return __rb2_conn_recv_slow(ep, cd, buf, cap, 0);
 }
 

@@ -269,6 +269,17 @@ struct rb2_conn_ep {
 	uint8_t **bufs;           /* max_conns entries */
 	uint32_t n_bufs;
 	uint32_t poll_max;        /* frames a poll takes (ep_progress()) */
+	/* A run left in the ring: a poll for recv() or rb2_conn_ep_ready()
+	 * that finds a run of data frames for one connection at the head of
+	 * its burst marks it ready and leaves the run where it is, so that
+	 * recv() copies each frame straight out of the ring (one copy, not
+	 * two). pend[pend_i..pend_n) are not yet handled; those before
+	 * pend_i are, and are released together when the last one is. Any
+	 * other poll first files what is left into receive buffers
+	 * (pend_flush() in rb2_conn.c, which says when else it does). */
+	struct rb2_msg pend[32];
+	uint32_t pend_i, pend_n;
+	uint32_t pend_skips;      /* recv()s of others that passed the run */
 	struct rb2_conn_refusal *refusals; /* REFUSE frames owed */
 	uint32_t n_refusals, cap_refusals;
 	struct rb2_conn_refs *refs;        /* lending (rb2_conn_ref.h), NULL until used */
@@ -376,6 +387,15 @@ __rb2_conn_consumed(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, uint32_t fp
 		     (c->peer_wants && unreturned != 0)))
 		__rb2_conn_credit_due(ep, c);
 }
+
+/**
+ * @internal recv() of @p c's next message straight from the ring, where the
+ * poll left it (ep->pend), when it is the next frame there and fits in
+ * @p cap bytes: one copy out, counted and credited as if filed and read.
+ * @return its length, or 0: the next frame is not that (nothing taken).
+ */
+int __rb2_conn_recv_pend(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, void *buf,
+			 uint32_t cap);
 
 #ifdef __cplusplus
 }

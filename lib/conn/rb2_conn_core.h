@@ -42,6 +42,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/queue.h>
 
 #include <rte_common.h>
@@ -388,14 +389,52 @@ __rb2_conn_consumed(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, uint32_t fp
 		__rb2_conn_credit_due(ep, c);
 }
 
+/** @internal Release the run left in the ring, every frame of it taken. */
+void __rb2_conn_pend_done(struct rb2_conn_ep *ep);
+
+/** @internal Add to a counter that only the endpoint's thread writes. */
+static inline void
+__rb2_conn_ctr_add(_Atomic uint64_t *ctr, uint64_t v)
+{
+	atomic_store_explicit(ctr, atomic_load_explicit(ctr, memory_order_relaxed) + v,
+			      memory_order_relaxed);
+}
+
 /**
- * @internal recv() of @p c's next message straight from the ring, where the
- * poll left it (ep->pend), when it is the next frame there and fits in
- * @p cap bytes: one copy out, counted and credited as if filed and read.
- * @return its length, or 0: the next frame is not that (nothing taken).
+ * @internal May recv() take the frame @p f, with @p len bytes of payload,
+ * that a poll left in the ring (ep->pend[ep->pend_i]) as @p c's next
+ * message? @p c has nothing buffered; a frame not taken is filed.
  */
-int __rb2_conn_recv_pend(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, void *buf,
-			 uint32_t cap);
+static __rte_always_inline int
+__rb2_conn_pend_mine(const struct rb2_conn_ep *ep, const struct rb2_conn_slot *c,
+		     const uint8_t *f, uint32_t len)
+{
+	uint32_t cid;
+
+	memcpy(&cid, f, sizeof(cid));    /* a data frame: the poll checked */
+	return cid == c->cd && c->state == RB2_CONN_ST_OPEN && c->err == 0 &&
+	       len <= ep->p.max_msg && rb2_conn_footprint(len) <= ep->p.window;
+}
+
+/**
+ * @internal The frame at ep->pend[ep->pend_i], @p c's, was copied out:
+ * count it as filed and read at once (the same positions, so the same
+ * credits), and release the run with its last frame.
+ */
+static __rte_always_inline void
+__rb2_conn_pend_taken(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, uint32_t len)
+{
+	uint32_t fp = rb2_conn_footprint(len);
+
+	if (unlikely(++ep->pend_i == ep->pend_n))
+		__rb2_conn_pend_done(ep);
+	c->wpos += fp;
+	c->rx_msgs++;
+	c->rx_bytes += len;
+	__rb2_conn_ctr_add(&ep->ctr.rx_msgs, 1);
+	__rb2_conn_ctr_add(&ep->ctr.rx_bytes, len);
+	__rb2_conn_consumed(ep, c, fp);
+}
 
 #ifdef __cplusplus
 }

@@ -45,7 +45,6 @@
 
 #include <stdint.h>
 
-#include <rte_memcpy.h>
 
 #include <rb2_conn_core.h>
 
@@ -330,7 +329,7 @@ rb2_conn_send(struct rb2_conn_ep *ep, int cd, const void *buf, uint32_t len)
 
 	if (unlikely(ret < 0))
 		return ret;
-	rte_memcpy(p, buf, len);
+	__rb2_conn_copy(p, buf, len);
 	__rb2_conn_commit(ep, cd, len);
 	return 0;
 }
@@ -364,7 +363,7 @@ rb2_conn_recv(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap)
 
 		if (unlikely(len > cap || (h >> 32) != RB2_CONN_REC_DATA))
 			return __rb2_conn_recv_slow(ep, cd, buf, cap, 0);
-		rte_memcpy(buf, rec + RB2_CONN_HDR_LEN, len);
+		__rb2_conn_copy(buf, rec + RB2_CONN_HDR_LEN, len);
 		__rb2_conn_consumed(ep, c, rb2_conn_footprint(len));
 		return (int)len;
 	}
@@ -379,7 +378,7 @@ rb2_conn_recv(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap)
 		if (unlikely(len > cap))
 			return __rb2_conn_recv_slow(ep, cd, buf, cap, 0);
 		if (likely(__rb2_conn_pend_mine(ep, c, f, len))) {
-			rte_memcpy(buf, f + RB2_CONN_HDR_LEN, len);
+			__rb2_conn_copy(buf, f + RB2_CONN_HDR_LEN, len);
 			__rb2_conn_pend_taken(ep, c, len);
 			return (int)len;
 		}

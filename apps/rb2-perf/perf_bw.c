@@ -20,7 +20,6 @@
 #include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
-#include <rte_memcpy.h>
 #include <rte_pause.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
@@ -85,7 +84,7 @@ recv_rb2(struct round_ctl *c)
 
 			/* M6, or a design that copies out: copy first. */
 			if (unlikely(c->o->bounce || c->v->copies.out)) {
-				rte_memcpy(c->bounce_rx, data, RTE_MIN(m[i].len, size));
+				perf_copy(c->bounce_rx, data, RTE_MIN(m[i].len, size));
 				data = c->bounce_rx;
 			}
 			errors += m[i].len != size || !perf_check(data, size, got + (uint64_t)i);
@@ -231,15 +230,12 @@ send_rb2(struct round_ctl *c, uint64_t count, uint64_t deadline)
 		if (unlikely(bounce != NULL)) {
 			/* Ablation M6, no zero copy, or a design that copies
 			 * in: build each message in a buffer of its own, then
-			 * copy it into the ring with rte_memcpy, as a DPDK
-			 * application would. (glibc's
-			 * memcpy switches to non-temporal stores for large
-			 * copies, which skip the read-for-ownership that the
-			 * zero-copy fill pays: at 1 MB the copy came out faster
-			 * than writing in place.) */
+			 * copy it into the ring (perf_copy(): libc's memcpy
+			 * above two lines, which at 1 MB can beat writing in
+			 * place, the zero-copy fill's read for ownership). */
 			for (int i = 0; i < n; i++) {
 				perf_fill(bounce, size, seq + (uint64_t)i);
-				rte_memcpy(first + (size_t)i * stride, bounce, size);
+				perf_copy(first + (size_t)i * stride, bounce, size);
 			}
 		} else {
 			for (int i = 0; i < n; i++)

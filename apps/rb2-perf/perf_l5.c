@@ -18,9 +18,9 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
-#include <rte_memcpy.h>
 #include <rte_pause.h>
 
+#include "perf.h"
 #include "perf_l5.h"
 
 #define L5_VALIDITY UINT64_C(0xDEADDEADBEEFBEEF)
@@ -76,9 +76,9 @@ ring_put(uint8_t *ring, size_t mask, uint64_t off, const void *src, size_t n)
 {
 	size_t at = off & mask, first = RTE_MIN(n, mask + 1 - at);
 
-	rte_memcpy(ring + at, src, first);
+	perf_copy(ring + at, src, first);
 	if (unlikely(first < n))
-		rte_memcpy(ring, (const uint8_t *)src + first, n - first);
+		perf_copy(ring, (const uint8_t *)src + first, n - first);
 }
 
 static inline void
@@ -86,9 +86,9 @@ ring_get(const uint8_t *ring, size_t mask, uint64_t off, void *dst, size_t n)
 {
 	size_t at = off & mask, first = RTE_MIN(n, mask + 1 - at);
 
-	rte_memcpy(dst, ring + at, first);
+	perf_copy(dst, ring + at, first);
 	if (unlikely(first < n))
-		rte_memcpy((uint8_t *)dst + first, ring, n - first);
+		perf_copy((uint8_t *)dst + first, ring, n - first);
 }
 
 static inline void

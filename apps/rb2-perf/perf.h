@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include <rte_common.h>
-#include <rte_memcpy.h>
 
 #include <rb2_chan.h>
 
@@ -126,21 +125,6 @@ int perf_lanes_run(const struct perf_opts *o, FILE *json);
 int perf_bulk_run(const struct perf_opts *o, FILE *json);
 /* perf_remote.c */
 int perf_remote_run(const struct perf_opts *o, FILE *json);
-
-/* The copy of every design that copies (SocksDirect, L5, FaRM, and the
- * no-zero-copy ablation M6): the fastest measured here, so that no baseline
- * is slowed by our choice of copy. Their code calls libc's memcpy; at two
- * lines or less rte_memcpy's inline copy is faster, above it libc's: into a
- * ring the other core holds, rte_memcpy made 1 MB baselines 30-40% slower
- * (doc/design.md). The connection layer copies the same way. */
-static inline void
-perf_copy(void *dst, const void *src, size_t n)
-{
-	if (n <= 128)
-		rte_memcpy(dst, src, n);
-	else
-		memcpy(dst, src, n);
-}
 
 /* Payload: every 8-byte word holds the sequence number (the tail bytes of a
  * size that is not a multiple of 8 too), so a reader checks the first and the

@@ -84,7 +84,7 @@ recv_rb2(struct round_ctl *c)
 
 			/* M6, or a design that copies out: copy first. */
 			if (unlikely(c->o->bounce || c->v->copies.out)) {
-				perf_copy(c->bounce_rx, data, RTE_MIN(m[i].len, size));
+				rb2_msg_copy(c->bounce_rx, data, RTE_MIN(m[i].len, size));
 				data = c->bounce_rx;
 			}
 			errors += m[i].len != size || !perf_check(data, size, got + (uint64_t)i);
@@ -230,12 +230,12 @@ send_rb2(struct round_ctl *c, uint64_t count, uint64_t deadline)
 		if (unlikely(bounce != NULL)) {
 			/* Ablation M6, no zero copy, or a design that copies
 			 * in: build each message in a buffer of its own, then
-			 * copy it into the ring (perf_copy(): libc's memcpy
+			 * copy it into the ring (rb2_msg_copy(): libc's memcpy
 			 * above two lines, which at 1 MB can beat writing in
 			 * place, the zero-copy fill's read for ownership). */
 			for (int i = 0; i < n; i++) {
 				perf_fill(bounce, size, seq + (uint64_t)i);
-				perf_copy(first + (size_t)i * stride, bounce, size);
+				rb2_msg_copy(first + (size_t)i * stride, bounce, size);
 			}
 		} else {
 			for (int i = 0; i < n; i++)

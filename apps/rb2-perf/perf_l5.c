@@ -20,7 +20,8 @@
 #include <rte_malloc.h>
 #include <rte_pause.h>
 
-#include "perf.h"
+#include <rb2_chan.h>
+
 #include "perf_l5.h"
 
 #define L5_VALIDITY UINT64_C(0xDEADDEADBEEFBEEF)
@@ -76,9 +77,9 @@ ring_put(uint8_t *ring, size_t mask, uint64_t off, const void *src, size_t n)
 {
 	size_t at = off & mask, first = RTE_MIN(n, mask + 1 - at);
 
-	perf_copy(ring + at, src, first);
+	rb2_msg_copy(ring + at, src, first);
 	if (unlikely(first < n))
-		perf_copy(ring, (const uint8_t *)src + first, n - first);
+		rb2_msg_copy(ring, (const uint8_t *)src + first, n - first);
 }
 
 static inline void
@@ -86,9 +87,9 @@ ring_get(const uint8_t *ring, size_t mask, uint64_t off, void *dst, size_t n)
 {
 	size_t at = off & mask, first = RTE_MIN(n, mask + 1 - at);
 
-	perf_copy(dst, ring + at, first);
+	rb2_msg_copy(dst, ring + at, first);
 	if (unlikely(first < n))
-		perf_copy((uint8_t *)dst + first, ring, n - first);
+		rb2_msg_copy((uint8_t *)dst + first, ring, n - first);
 }
 
 static inline void

@@ -89,7 +89,7 @@ lat_recv(const struct lat_link *k, struct rb2_msg *m, uint32_t size,
 	*len = m->len;
 	if (!lc->cp.out)
 		return m->data;
-	perf_copy(lc->out, m->data, RTE_MIN(m->len, size));
+	rb2_msg_copy(lc->out, m->data, RTE_MIN(m->len, size));
 	if (lc->cp.zero)
 		memset(m->data, 0, m->len);
 	return lc->out;
@@ -124,7 +124,7 @@ lat_send(const struct lat_link *k, uint32_t size, uint64_t seq, const struct lat
 	}
 	if (lc->cp.in) {          /* built elsewhere, copied in */
 		perf_fill(lc->in, size, seq);
-		perf_copy(slot, lc->in, size);
+		rb2_msg_copy(slot, lc->in, size);
 	} else {
 		perf_fill(slot, size, seq);
 	}

@@ -1590,7 +1590,7 @@ recv_pend(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, void *buf, uint32_t c
 
 	if (len > cap || !__rb2_conn_pend_mine(ep, c, f, len))
 		return 0;
-	__rb2_conn_copy(buf, f + RB2_CONN_HDR_LEN, len);
+	rb2_msg_copy(buf, f + RB2_CONN_HDR_LEN, len);
 	__rb2_conn_pend_taken(ep, c, len);
 	return (int)len;
 }

@@ -45,7 +45,6 @@
 
 #include <stdint.h>
 
-
 #include <rb2_conn_core.h>
 
 #ifdef __cplusplus
@@ -329,7 +328,7 @@ rb2_conn_send(struct rb2_conn_ep *ep, int cd, const void *buf, uint32_t len)
 
 	if (unlikely(ret < 0))
 		return ret;
-	__rb2_conn_copy(p, buf, len);
+	rb2_msg_copy(p, buf, len);
 	__rb2_conn_commit(ep, cd, len);
 	return 0;
 }
@@ -363,7 +362,7 @@ rb2_conn_recv(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap)
 
 		if (unlikely(len > cap || (h >> 32) != RB2_CONN_REC_DATA))
 			return __rb2_conn_recv_slow(ep, cd, buf, cap, 0);
-		__rb2_conn_copy(buf, rec + RB2_CONN_HDR_LEN, len);
+		rb2_msg_copy(buf, rec + RB2_CONN_HDR_LEN, len);
 		__rb2_conn_consumed(ep, c, rb2_conn_footprint(len));
 		return (int)len;
 	}
@@ -378,7 +377,7 @@ rb2_conn_recv(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap)
 		if (unlikely(len > cap))
 			return __rb2_conn_recv_slow(ep, cd, buf, cap, 0);
 		if (likely(__rb2_conn_pend_mine(ep, c, f, len))) {
-			__rb2_conn_copy(buf, f + RB2_CONN_HDR_LEN, len);
+			rb2_msg_copy(buf, f + RB2_CONN_HDR_LEN, len);
 			__rb2_conn_pend_taken(ep, c, len);
 			return (int)len;
 		}

@@ -46,7 +46,6 @@
 #include <sys/queue.h>
 
 #include <rte_common.h>
-#include <rte_memcpy.h>
 
 #include <rb2_chan.h>
 
@@ -388,22 +387,6 @@ __rb2_conn_consumed(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, uint32_t fp
 	if (unlikely(unreturned >= (ep->p.window >> 2) ||
 		     (c->peer_wants && unreturned != 0)))
 		__rb2_conn_credit_due(ep, c);
-}
-
-/**
- * @internal A message's copy, into the ring or out of it: inline vector
- * copies up to two lines, libc's above. With rte_memcpy at every size, a
- * 4 KiB round trip took 5.0 us against 2.4 with libc's, 1 KiB 2.1 against
- * 1.2; 64 KiB streamed 18% less on one connection and 20% less on 16, and
- * 128 B 6% more (doc/design.md).
- */
-static __rte_always_inline void
-__rb2_conn_copy(void *dst, const void *src, uint32_t len)
-{
-	if (len <= 128)
-		rte_memcpy(dst, src, len);
-	else
-		memcpy(dst, src, len);
 }
 
 /** @internal Release the run left in the ring, every frame of it taken. */

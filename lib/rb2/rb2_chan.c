@@ -808,6 +808,12 @@ rb2_chan_peer_check(struct rb2_chan_half *h)
 	return ret == -ENOTCONN ? 0 : ret;
 }
 
+void
+rb2_msg_copy_long(void *dst, const void *src, size_t n)
+{
+	memcpy(dst, src, n);
+}
+
 /* ---- introspection ------------------------------------------------------- */
 
 void

@@ -996,10 +996,10 @@ tel_snapshot(struct rb2_conn_ep *ep, uint64_t asked)
 
 /* ep_progress()'s flags. */
 #define POLL_CHECK_PEER 1u   /* nothing came: ask whether the peer lives */
-#define POLL_LAZY 2u         /* a burst of data only may stay in the ring */
+#define POLL_LAZY 2u         /* a run of one connection's data may stay in the ring */
 
-/* File what is left of a burst left in the ring (ep->pend) into receive
- * buffers, in order, and release it. @return the frames filed. */
+/* File what is left of the run left in the ring (ep->pend) into its
+ * receive buffer, in order, and release it. @return the frames filed. */
 static unsigned int
 pend_flush(struct rb2_conn_ep *ep)
 {
@@ -1071,7 +1071,8 @@ pend_run(struct rb2_conn_ep *ep, const struct rb2_msg *m, unsigned int n)
  * lives when nothing came (at most every millisecond); the implicit poll of
  * an empty receive leaves that to the explicit ones, for an event loop calls
  * it per connection. POLL_LAZY (recv(), rb2_conn_ep_ready()) may leave a
- * burst of data in the ring for recv() to copy out (ep->pend).
+ * run of one connection's data in the ring for recv() to copy out
+ * (ep->pend, pend_run()).
  */
 static int
 ep_progress(struct rb2_conn_ep *ep, unsigned int flags)
@@ -1087,7 +1088,7 @@ ep_progress(struct rb2_conn_ep *ep, unsigned int flags)
 		tel_snapshot(ep, asked);
 	if (unlikely(ep->err != 0))
 		return ep->err;
-	/* The last burst first: nothing overtakes it. */
+	/* What is left of the last run first: nothing overtakes it. */
 	if (ep->pend_n != 0)
 		filed = (int)pend_flush(ep);
 	head0 = ep->rx->head;

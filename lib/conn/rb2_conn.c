@@ -1008,8 +1008,7 @@ pend_flush(struct rb2_conn_ep *ep)
 	for (unsigned int i = ep->pend_i; i < ep->pend_n; i++)
 		if (!data_in_fast(ep, ep->pend[i].data, ep->pend[i].len))
 			frame_in(ep, ep->pend[i].data, ep->pend[i].len);
-	rb2_rx_release_burst(ep->rx, ep->pend, ep->pend_n);
-	ep->pend_i = ep->pend_n = 0;
+	__rb2_conn_pend_done(ep);
 	return n;
 }
 

@@ -118,6 +118,7 @@ random_cfg(uint64_t seed, struct prop_cfg *c)
 }
 
 static unsigned int lane_runs; /* runs with lanes: the tests check some were */
+static uint64_t lane_deferrals; /* ... and that some lane's window bound */
 
 /* The halves' lanes of a run, or NULL where it has none: a load/store
  * transport posts nothing, and a sleeping receiver needs its own QP. */
@@ -134,12 +135,16 @@ lanes_open(struct lanes *l, struct rb2_xport *xp, struct prop_cfg *c,
 	    (c->p.flags & RB2_CHAN_F_SLEEP))
 		return;
 	lane_runs++;
-	/* A short lane and short posts: chains wait, fill and go in pieces. */
+	/* A short lane and short posts: chains wait, fill and go in pieces;
+	 * in half the runs, a window for each lane's QP as a whole. */
+	uint32_t window = c->seed % 2 == 0 ? 1 + (uint32_t)(c->seed / 2 % 40) : 0;
+
 	l->tx = rb2_xport_lane_create(xp, &(struct rb2_xport_lane_params){
 		.lcore_id = tx_lcore, .max_pending = 8 + (uint32_t)(c->seed % 64),
-		.max_chain = 1 + (uint32_t)(c->seed % 7) });
+		.max_chain = 1 + (uint32_t)(c->seed % 7), .max_inflight = window });
 	l->rx = rb2_xport_lane_create(xp, &(struct rb2_xport_lane_params){
-		.lcore_id = rx_lcore, .max_pending = 8 + (uint32_t)(c->seed % 32) });
+		.lcore_id = rx_lcore, .max_pending = 8 + (uint32_t)(c->seed % 32),
+		.max_inflight = window });
 	cr_assert(l->tx != NULL && l->rx != NULL, "lanes: %s", rte_strerror(rte_errno));
 }
 
@@ -154,6 +159,16 @@ lane_flush(struct rb2_xport_lane *l)
 static void
 lanes_close(struct lanes *l)
 {
+	struct rb2_xport_lane_stats st;
+
+	for (int i = 0; i < 2; i++) {
+		struct rb2_xport_lane *la = i == 0 ? l->tx : l->rx;
+
+		if (la != NULL) {
+			rb2_xport_lane_stats_get(la, &st);
+			lane_deferrals += st.deferrals;
+		}
+	}
 	rb2_xport_lane_destroy(l->tx);
 	rb2_xport_lane_destroy(l->rx);
 }
@@ -400,7 +415,9 @@ Test(rb2_property, random_configs_exactly_once_in_order_10M)
 		run_single(seed + 1000, "shm,mode=loadstore", per);
 		total += 2 * per;
 		if (seed % 4 == 0) {
-			run_single(seed + 2000, "loop", per);
+			/* Half of them on a "NIC" whose completions come
+			 * late, so that admission windows bind. */
+			run_single(seed + 2000, seed % 8 == 0 ? "loop,lag=3" : "loop", per);
 			total += per;
 		}
 	}
@@ -408,6 +425,7 @@ Test(rb2_property, random_configs_exactly_once_in_order_10M)
 		    total, lane_runs);
 	cr_assert_geq(total, 10000000 * scale());
 	cr_assert_gt(lane_runs, 0, "no run drew lanes");
+	cr_assert_gt(lane_deferrals, 0, "no lane's admission window ever bound");
 }
 
 /* ---- two lcores: real concurrency ------------------------------------- */
@@ -536,7 +554,8 @@ Test(rb2_property, two_lcores_random_configs_exactly_once_in_order)
 		run_concurrent(seed + 500, "shm,mode=copy", 300000 * scale());
 		run_concurrent(seed + 600, "shm,mode=loadstore", 300000 * scale());
 		if (seed % 2 == 0)
-			run_concurrent(seed + 700, "loop", 300000 * scale());
+			run_concurrent(seed + 700, seed == 4 ? "loop,lag=3" : "loop",
+				       300000 * scale());
 	}
 	cr_assert_gt(lane_runs, 0, "no run drew lanes");
 }

@@ -15,6 +15,11 @@
  * pushes). Per message: the sender's WRs (posted by the channels, and those
  * the lane actually posted after merging), its doorbells, the receiver's
  * doorbells; and the rate. Every message's sequence number is checked.
+ *
+ * --max-inflight W caps the WRs in flight per QP in both variants: each
+ * channel's own window where it has a QP of its own, the lane's window
+ * (all its channels together) on the lane. Deferrals and the most WRs seen
+ * in flight are reported for each.
  */
 
 #include <errno.h>
@@ -55,6 +60,8 @@ struct lane_fig {
 	double mps[PERF_MAX_ROUNDS];
 	double wrs_in, wrs_out, tx_doorbells, rx_doorbells, merged; /* per message, summed */
 	uint64_t msgs;
+	uint64_t deferrals;         /* the sender's, by its windows */
+	uint32_t inflight_seen;     /* most WRs in flight on one of its QPs */
 };
 
 static int
@@ -149,12 +156,14 @@ set_create(const struct perf_opts *o, struct rb2_xport *xp, struct lane_set *s,
 	if (s->tx == NULL || s->rx == NULL || s->next_tx == NULL || s->next_rx == NULL)
 		return -ENOMEM;
 	if (v == V_LANE) {
+		/* The window is the QP's: on a lane, the lane's. */
 		s->ltx = rb2_xport_lane_create(xp, &(struct rb2_xport_lane_params){
-			.lcore_id = o->tx_lcore });
+			.lcore_id = o->tx_lcore, .max_inflight = p.max_inflight });
 		s->lrx = rb2_xport_lane_create(xp, &(struct rb2_xport_lane_params){
-			.lcore_id = o->rx_lcore });
+			.lcore_id = o->rx_lcore, .max_inflight = p.max_inflight });
 		if (s->ltx == NULL || s->lrx == NULL)
 			return -rte_errno;
+		p.max_inflight = 0;
 	}
 	for (unsigned int c = 0; c < k; c++) {
 		char name[24];
@@ -187,12 +196,12 @@ set_destroy(struct lane_set *s)
 	free(s->next_rx);
 }
 
-/* The sender's and receiver's WRs and doorbells so far. */
+/* The sender's and receiver's WRs and doorbells, and the windows' deferrals, so far. */
 static void
 set_counts(const struct lane_set *s, double *wrs_in, double *wrs_out, double *txd, double *rxd,
-	   double *merged)
+	   double *merged, double *deferrals, uint32_t *seen)
 {
-	*wrs_in = *wrs_out = *txd = *rxd = *merged = 0;
+	*wrs_in = *wrs_out = *txd = *rxd = *merged = *deferrals = 0;
 	for (unsigned int c = 0; c < s->k; c++) {
 		struct rb2_tx_stats ts;
 		struct rb2_rx_stats rs;
@@ -202,6 +211,8 @@ set_counts(const struct lane_set *s, double *wrs_in, double *wrs_out, double *tx
 		*wrs_in += (double)ts.wrs;
 		*txd += (double)ts.chains;
 		*rxd += (double)rs.head_pushes;
+		*deferrals += (double)ts.admission_deferrals;
+		*seen = RTE_MAX(*seen, (uint32_t)ts.max_inflight_seen);
 	}
 	*wrs_out = *wrs_in;
 	if (s->ltx != NULL) {
@@ -213,6 +224,8 @@ set_counts(const struct lane_set *s, double *wrs_in, double *wrs_out, double *tx
 		*txd = (double)a.doorbells;
 		*rxd = (double)b.doorbells;
 		*merged = (double)(a.merged + a.superseded);
+		*deferrals += (double)a.deferrals;
+		*seen = RTE_MAX(*seen, a.max_inflight_seen);
 	}
 }
 
@@ -249,10 +262,11 @@ perf_lanes_run(const struct perf_opts *o, FILE *json)
 				int v = (int)(r + (unsigned int)k) % NV;
 				struct lane_set *s = &sets[i][v];
 				struct lane_rx_arg a = { .s = s, .expect = o->count };
-				double c0[5], c1[5];
+				double c0[6], c1[6];
 				uint64_t t0;
 
-				set_counts(s, &c0[0], &c0[1], &c0[2], &c0[3], &c0[4]);
+				set_counts(s, &c0[0], &c0[1], &c0[2], &c0[3], &c0[4], &c0[5],
+					   &fig[i][v].inflight_seen);
 				if (rb2_lcore_launch(lane_receiver, &a, o->rx_lcore) != 0)
 					return -1;
 				t0 = rte_rdtsc();
@@ -271,12 +285,14 @@ perf_lanes_run(const struct perf_opts *o, FILE *json)
 				printf("round %u: %u channels, %s: %.3f Mmsg/s\n", r, s->k, vname[v],
 				       fig[i][v].mps[r]);
 				fflush(stdout);
-				set_counts(s, &c1[0], &c1[1], &c1[2], &c1[3], &c1[4]);
+				set_counts(s, &c1[0], &c1[1], &c1[2], &c1[3], &c1[4], &c1[5],
+					   &fig[i][v].inflight_seen);
 				fig[i][v].wrs_in += c1[0] - c0[0];
 				fig[i][v].wrs_out += c1[1] - c0[1];
 				fig[i][v].tx_doorbells += c1[2] - c0[2];
 				fig[i][v].rx_doorbells += c1[3] - c0[3];
 				fig[i][v].merged += c1[4] - c0[4];
+				fig[i][v].deferrals += (uint64_t)(c1[5] - c0[5]);
 				fig[i][v].msgs += o->count;
 				bad += a.bad;
 			}
@@ -299,10 +315,21 @@ perf_lanes_run(const struct perf_opts *o, FILE *json)
 				printf(" %9.3f", perf_median(ratio, o->rounds));
 			printf("\n");
 		}
+	if (o->chan.max_inflight != 0) {
+		printf("\nadmission window: %u WRs in flight per QP (the lane's QP: all its channels)\n",
+		       o->chan.max_inflight);
+		for (unsigned int i = 0; i < o->nchannels; i++)
+			for (int v = 0; v < NV; v++)
+				printf("%9u %-15s deferrals/msg %.4f, most in flight %u\n",
+				       o->channels[i], vname[v],
+				       (double)fig[i][v].deferrals / (double)fig[i][v].msgs,
+				       fig[i][v].inflight_seen);
+	}
 	printf("\nerrors %" PRIu64 " (lane/own: median of per-round rate ratios)\n", bad);
 	if (json != NULL) {
 		perf_json_begin(json, o);
-		fprintf(json, ", \"per_pass\": %u, \"errors\": %" PRIu64 ", \"runs\": [", o->per_pass, bad);
+		fprintf(json, ", \"per_pass\": %u, \"max_inflight\": %u, \"errors\": %" PRIu64 ", \"runs\": [",
+			o->per_pass, o->chan.max_inflight, bad);
 		for (unsigned int i = 0; i < o->nchannels; i++)
 			for (int v = 0; v < NV; v++) {
 				const struct lane_fig *f = &fig[i][v];
@@ -310,11 +337,13 @@ perf_lanes_run(const struct perf_opts *o, FILE *json)
 				fprintf(json, "%s{\"channels\": %u, \"variant\": \"%s\", \"mmsg_s\": %.4f, "
 					"\"wrs_per_msg\": %.4f, \"posted_wrs_per_msg\": %.4f, "
 					"\"tx_doorbells_per_msg\": %.5f, \"rx_doorbells_per_msg\": %.5f, "
-					"\"merged_per_msg\": %.5f}", i + v ? ", " : "", o->channels[i],
+					"\"merged_per_msg\": %.5f, \"deferrals_per_msg\": %.5f, "
+					"\"max_inflight_seen\": %u}", i + v ? ", " : "", o->channels[i],
 					vname[v], perf_median((double *)f->mps, o->rounds),
 					f->wrs_in / (double)f->msgs, f->wrs_out / (double)f->msgs,
 					f->tx_doorbells / (double)f->msgs,
-					f->rx_doorbells / (double)f->msgs, f->merged / (double)f->msgs);
+					f->rx_doorbells / (double)f->msgs, f->merged / (double)f->msgs,
+					(double)f->deferrals / (double)f->msgs, f->inflight_seen);
 			}
 		fprintf(json, "]}\n");
 	}

@@ -23,6 +23,7 @@
 #define LANE_STAGE 256       /* inline bytes captured per waiting WR, at most */
 #define LANE_WAIT_POLLS 16   /* empty polls with WRs waiting: a wait, flush */
 #define LANE_LOOK 32         /* later WRITEs a superseded one is looked for in */
+#define LANE_NOBODY UINT16_MAX /* lane_sig.vq of a WR signaled for the window only */
 
 /* A queue of the lane: its completions, handed over by whichever queue
  * polled the real QP. */
@@ -38,7 +39,7 @@ struct lane_vq {
 
 /* Whose a signaled WR on the real QP is. */
 struct lane_sig {
-	uint16_t vq;
+	uint16_t vq;                /* LANE_NOBODY: signaled for the window */
 	uint32_t id;                /* the queue's, not a later one's in its slot */
 	uint64_t wr_id;
 };
@@ -53,6 +54,7 @@ struct rb2_xport_lane {
 	uint32_t next_id;           /* of the next queue */
 	int no_merge;
 	int err;
+	uint32_t window, inflight;  /* admission window (0: none), WRs in it */
 	uint32_t sig_mask;
 	uint64_t sig_next;          /* the next signaled WR's number (its wr_id) */
 	struct rb2_xport_lane_stats st;
@@ -105,6 +107,14 @@ rb2_xport_lane_create(struct rb2_xport *xp, const struct rb2_xport_lane_params *
 	if (p->max_chain != 0)
 		la->max_chain = RTE_MIN(la->max_chain, p->max_chain);
 	la->no_merge = p->no_merge;
+	la->window = p->max_inflight;
+	if (la->window > RTE_MIN(la->qp->sq_depth, la->qp->cq_depth)) {
+		RB2_XPORT_LOG(ERR, "lane: an admission window of %u WRs is deeper than its QP's send queue (%u) or completion queue (%u): lower max_inflight, or raise sq_depth/cq_depth",
+			      la->window, la->qp->sq_depth, la->qp->cq_depth);
+		rb2_xport_lane_destroy(la);
+		rte_errno = EINVAL;
+		return NULL;
+	}
 	/* Signaled WRs numbered and not completed: what the send queue
 	 * holds, and a chain not yet posted. */
 	la->sig_mask = rte_align32pow2(la->qp->sq_depth + maxp) - 1;
@@ -207,7 +217,9 @@ mark_superseded(struct rb2_xport_lane *la)
  * Move what waits in pend[] into the chain out[], tightened, and number its
  * signaled WRs (a signaled WR's number is its wr_id on the real QP, and
  * finds its owner in sig[]). An out WR keeps, until numbered, the index in
- * pend[] of the WR whose flags it has.
+ * pend[] of the WR whose flags it has. Under an admission window every WR
+ * is signaled, those no queue asked about for the lane alone: merging is
+ * decided first, on the queues' own flags, so the window does not stop it.
  */
 static void
 build_chain(struct rb2_xport_lane *la)
@@ -242,6 +254,12 @@ build_chain(struct rb2_xport_lane *la)
 			sg->id = la->vqs[sg->vq] != NULL ? la->vqs[sg->vq]->id : UINT32_MAX;
 			sg->wr_id = la->pend_wr_id[k];
 			w->wr_id = la->sig_next++;
+		} else if (la->window != 0) {
+			struct lane_sig *sg = &la->sig[la->sig_next & la->sig_mask];
+
+			sg->vq = LANE_NOBODY;
+			w->flags |= RB2_WR_SIGNALED;
+			w->wr_id = la->sig_next++;
 		} else {
 			w->wr_id = UINT64_MAX;
 		}
@@ -253,7 +271,8 @@ build_chain(struct rb2_xport_lane *la)
 }
 
 /* Post out[] from out_pos, in pieces the QP takes in one post (a doorbell
- * each); what the send queue cannot take yet stays for the next flush. */
+ * each); what the send queue, or the admission window, cannot take yet
+ * stays for the next flush. */
 static int
 post_chain(struct rb2_xport_lane *la)
 {
@@ -261,7 +280,21 @@ post_chain(struct rb2_xport_lane *la)
 
 	while (la->out_pos < la->nout) {
 		uint32_t n = RTE_MIN(la->nout - la->out_pos, max);
-		int ret = rb2_xport_post(la->qp, la->out + la->out_pos, n);
+		int ret;
+
+		if (la->window != 0) {
+			/* The window counts completions: look for them only
+			 * when it is short of room, as a sender looks at its
+			 * CQ when it must. */
+			if (la->inflight + n > la->window && lane_reap(la) < 0)
+				return la->err;
+			n = RTE_MIN(n, la->window - la->inflight);
+			if (n == 0) {
+				la->st.deferrals++;
+				return -ENOSPC;
+			}
+		}
+		ret = rb2_xport_post(la->qp, la->out + la->out_pos, n);
 
 		/* The send queue frees as its completions are polled, and the
 		 * lane's queues may never poll (nothing of theirs signaled). */
@@ -275,6 +308,10 @@ post_chain(struct rb2_xport_lane *la)
 		la->out_pos += n;
 		la->st.doorbells++;
 		la->st.wrs_out += n;
+		if (la->window != 0) {
+			la->inflight += n;
+			la->st.max_inflight_seen = RTE_MAX(la->st.max_inflight_seen, la->inflight);
+		}
 	}
 	return 0;
 }
@@ -317,6 +354,13 @@ lane_reap(struct rb2_xport_lane *la)
 			if (wc[i].wr_id == UINT64_MAX) {
 				/* An unsignaled WR completing in error: the
 				 * lane has failed. */
+				if (wc[i].status != RB2_WC_SUCCESS)
+					la->err = -EIO;
+				continue;
+			}
+			if (la->window != 0 && la->inflight > 0)
+				la->inflight--;  /* with a window, every WR completes */
+			if (s->vq == LANE_NOBODY) {
 				if (wc[i].status != RB2_WC_SUCCESS)
 					la->err = -EIO;
 				continue;

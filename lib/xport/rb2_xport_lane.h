@@ -24,6 +24,14 @@
  * them at ibv_post_send, so a source word may change before the flush.
  * Completions come back to the queue whose WR it was.
  *
+ * An admission window (max_inflight; RDMAbox's traffic regulator, per QP)
+ * caps the WRs the lane has posted on its QP and not yet seen complete,
+ * whichever queue they came from: the lane then signals every WR it posts
+ * (a completion is how it counts), and what the window has no room for
+ * waits in the lane, where the queues' later WRs join it and adjacent
+ * WRITEs merge before they go (RDMAbox's merging behind its regulator). A
+ * queue's own window (rb2_chan_params.max_inflight) still applies too.
+ *
  * The lcore must flush its lanes at the end of every loop pass (an empty
  * lane's flush is one compare). A queue that keeps polling while WRs of its
  * own wait in the lane (a wait: a full queue, a full ring) flushes it, so
@@ -64,11 +72,16 @@ struct rb2_xport_lane_params {
 	uint32_t cq_depth;      /**< the real QP's; 0: the driver's default */
 	uint32_t max_chain;     /**< WRs per doorbell at most; 0: what the QP takes */
 	int no_merge;           /**< 1: post the chain as it came (a baseline) */
+	uint32_t max_inflight;  /**< admission window: WRs posted on the QP and not
+				     completed, at most, all queues together (0:
+				     none); at most the QP's send and completion
+				     queue depths */
 };
 
 /**
  * @return a lane, or NULL with rte_errno: ENOTSUP (a load/store transport:
- *   nothing is posted), EINVAL, ENOMEM, or the QP's error.
+ *   nothing is posted), EINVAL (also a window deeper than the QP's queues),
+ *   ENOMEM, or the QP's error.
  */
 struct rb2_xport_lane *rb2_xport_lane_create(struct rb2_xport *xp,
 					     const struct rb2_xport_lane_params *p);
@@ -79,8 +92,9 @@ void rb2_xport_lane_destroy(struct rb2_xport_lane *lane);
 /**
  * Post every WR waiting in the lane as one chain, behind one doorbell.
  *
- * @return 0 (also when nothing waits), -ENOSPC (the QP is full: poll the
- *   lane's queues and flush again; nothing was posted), or the QP's error.
+ * @return 0 (also when nothing waits), -ENOSPC (the QP is full, or the
+ *   admission window: what did not go waits; flush again later, or poll the
+ *   lane's queues), or the QP's error.
  */
 int rb2_xport_lane_flush(struct rb2_xport_lane *lane);
 
@@ -92,6 +106,8 @@ struct rb2_xport_lane_stats {
 	uint64_t merged;        /**< WRITEs merged into the one before */
 	uint64_t superseded;    /**< WRITEs dropped: overwritten later in the chain */
 	uint64_t forced;        /**< flushes forced: lane full, or a queue waiting */
+	uint64_t deferrals;     /**< posts the admission window held back */
+	uint32_t max_inflight_seen; /**< most WRs in flight at once (with a window) */
 	uint32_t queues;        /**< queues on it now */
 };
 

@@ -144,6 +144,17 @@ echo '```'
 grep -vE "^(TELEMETRY|rb2_xport|round )" /tmp/lanes.out
 cat /tmp/lanes.json
 echo '```'
+echo
+echo "The same with an admission window of 16 WRs in flight per QP: each channel's own"
+echo "where it has a QP, the lane's (all its channels together) on the lane."
+echo
+timeout -k 5 900 "$perf" -l 0-1 --no-pci --no-huge -m 1024 --file-prefix lw --log-level lib.eal:error -- \
+	--mode lanes --transport verbs,dev=rxe0 --channels 8,64 --rounds 5 --count 20000 \
+	--max-inflight 16 --json /tmp/lanew.json > /tmp/lanew.out 2>&1 || { failed=1; cat /tmp/lanew.out; }
+echo '```'
+grep -vE "^(TELEMETRY|rb2_xport|round )" /tmp/lanew.out
+cat /tmp/lanew.json
+echo '```'
 } | tee "$out"
 [ $failed -eq 0 ] || { echo "perf: a run failed"; cat /tmp/rb.s /tmp/rb.c /tmp/pt.s /tmp/pt.c | grep -v TELEM | tail -20; }
 exit $failed

@@ -105,6 +105,17 @@ if timeout -k 5 600 "$RB2_BUILD/apps/rb2-perf/rb2-perf" $(eal 0-1 ln) -- --mode 
 else
 	fail=$((fail + 1)); tail -20 /tmp/lanes.out; echo "FAIL lanes_8_and_64_channels_one_qp"
 fi
+# The same under an admission window of 8 WRs per QP: on a lane, the QP's
+# window holds all its channels together. Every message once, in order, and
+# no QP ever had more than 8 in flight.
+if timeout -k 5 600 "$RB2_BUILD/apps/rb2-perf/rb2-perf" $(eal 0-1 lw) -- --mode lanes \
+	--transport verbs,dev=rxe0 --channels 8,64 --rounds 1 --count 5000 --max-inflight 8 \
+	--json /tmp/lanew.json > /tmp/lanew.out 2>&1 &&
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d["errors"] == 0 and d["runs"] and all(0 < r["max_inflight_seen"] <= 8 for r in d["runs"])))' /tmp/lanew.json; then
+	pass=$((pass + 1)); grep -E "deferrals" /tmp/lanew.out; echo "PASS lanes_under_a_window_of_8_per_qp"
+else
+	fail=$((fail + 1)); tail -20 /tmp/lanew.out; echo "FAIL lanes_under_a_window_of_8_per_qp"
+fi
 # Connections (lib/conn): 1000 over one channel pair, so one QP each way.
 pair conn_1000_connections_one_qp_each_way conn 100000
 

@@ -14,10 +14,16 @@
  * What each op must do is in lib/xport/rb2_xport_driver.h; ops left out
  * default to -ENOTSUP. tests/test_xport.c and tests/test_property.c run
  * every registered driver that can pair two local queues.
+ *
+ * One argument, for tests: "lag=N" lets a queue's polls find its completions
+ * only every N-th time, as a NIC that takes its time. A WR still executes
+ * at the doorbell; only its completion is late, so admission windows, which
+ * count completions, bind here as they do across a wire.
  */
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_lcore.h>
@@ -28,20 +34,50 @@
 /* A queue's completions of signaled WRs. Only its lcore posts and polls. */
 struct loop_qp {
 	uint32_t mask, head, tail;
+	uint32_t lag, polls;        /* "lag=N": completions seen every N-th poll */
 	struct rb2_xport_wc cq[];
+};
+
+struct loop_priv {
+	uint32_t lag;
 };
 
 static int
 loop_open(struct rb2_xport *xp, const char *args)
 {
-	static const char *const keys[] = {NULL}; /* it takes no arguments */
+	static const char *const keys[] = {"lag", NULL};
+	struct loop_priv *priv;
+	char val[16], *end;
+	unsigned long lag = 1;
 	int ret = rb2_xport_args_check("loop", args, keys);
 
 	if (ret < 0)
 		return ret;
+	ret = rb2_xport_arg(args, "lag", val, sizeof(val));
+	if (ret != 0) {
+		errno = 0;
+		lag = ret > 0 ? strtoul(val, &end, 10) : 0;
+		if (ret < 0 || errno != 0 || *end != '\0' || lag < 1 || lag > 1000000) {
+			RB2_XPORT_LOG(ERR, "loop: bad lag '%s': use lag=N, 1 <= N <= 1000000 (polls per completion seen)",
+				      ret > 0 ? val : "(too long)");
+			return -EINVAL;
+		}
+	}
+	priv = rte_zmalloc("loop_priv", sizeof(*priv), 0);
+	if (priv == NULL)
+		return -ENOMEM;
+	priv->lag = (uint32_t)lag;
+	xp->priv = priv;
 	xp->caps = RB2_XPORT_CAP_READ;
 	xp->socket_id = (int)rte_socket_id();
 	return 0;
+}
+
+static void
+loop_close(struct rb2_xport *xp)
+{
+	rte_free(xp->priv);
+	xp->priv = NULL;
 }
 
 /* Registered memory is plain memory: the key is never checked. */
@@ -128,13 +164,16 @@ loop_poll(struct rb2_xport_qp *qp, struct rb2_xport_wc *wcs, unsigned int n)
 	struct loop_qp *q = qp->drv;
 	unsigned int i = 0;
 
+	if (q->lag > 1 && ++q->polls % q->lag != 0)
+		return 0;         /* the NIC has not got there yet */
+
 	while (i < n && q->head != q->tail)
 		wcs[i++] = q->cq[q->head++ & q->mask];
 	return (int)i;
 }
 
 static int
-loop_qp_create(struct rb2_xport *xp __rte_unused, struct rb2_xport_qp *qp,
+loop_qp_create(struct rb2_xport *xp, struct rb2_xport_qp *qp,
 	       const struct rb2_xport_qp_attr *attr)
 {
 	uint32_t depth = rte_align32pow2(attr->cq_depth ? attr->cq_depth : 256);
@@ -144,6 +183,7 @@ loop_qp_create(struct rb2_xport *xp __rte_unused, struct rb2_xport_qp *qp,
 	if (q == NULL)
 		return -ENOMEM;
 	q->mask = depth - 1;
+	q->lag = ((const struct loop_priv *)xp->priv)->lag;
 	qp->drv = q;
 	qp->cq_depth = depth;
 	qp->sq_depth = attr->sq_depth ? attr->sq_depth : 1024;
@@ -173,6 +213,7 @@ loop_qp_connect_local(struct rb2_xport_qp *a, struct rb2_xport_qp *b)
 
 static const struct rb2_xport_ops loop_ops = {
 	.open = loop_open,
+	.close = loop_close,
 	.mr_alloc = loop_mr_alloc,
 	.mr_free = loop_mr_free,
 	.mr_reg = loop_mr_reg,            /* optional */

@@ -164,9 +164,10 @@ Test(rb2_lane, merges_supersedes_captures_and_routes_completions)
 	cr_assert_eq(s0.superseded, st.superseded, "dropped across a READ");
 	cr_assert_eq(s0.wrs_out - st.wrs_out, 3);
 
-	/* A queue of a lane does not meet remote peers or take receives. */
+	/* A queue of a lane connected in this process does not meet remote
+	 * peers, and takes no receives. */
 	cr_assert_eq(rb2_xport_qp_exchange(queue(la), "127.0.0.1:1", RB2_XPORT_ACTIVE, &word, 8,
-					   &word, 8, 10), -ENOTSUP);
+					   &word, 8, 10), -EINVAL);
 	struct rb2_xport_qp_attr attr = { .lcore_id = rte_lcore_id(), .lane = la,
 		.recv_depth = 4 };
 	cr_assert_null(rb2_xport_qp_create(xp, &attr));
@@ -230,12 +231,21 @@ channels_on_lanes(const char *spec, uint32_t max_chain, uint32_t window)
 		cr_assert(tx[c] != NULL && rx[c] != NULL);
 		cr_assert_eq(rb2_chan_pair(tx[c], rx[c]), 0);
 	}
-	/* Across hosts a channel still needs a QP of its own. */
+	/* A lane connected in this process reaches nobody else; and a
+	 * transport that cannot exchange out of band (loop) keeps its lanes
+	 * in one process. */
 	p.lane = la;
 	struct rb2_tx *lone = rb2_tx_create("lnx", xp, &p);
 	cr_assert_not_null(lone);
+	cr_assert_eq(rb2_tx_connect(lone, "127.0.0.1:1", 10), -EINVAL);
+	rb2_tx_destroy(lone);
+	struct rb2_xport_lane *fresh = lane();
+	p.lane = fresh;
+	lone = rb2_tx_create("lny", xp, &p);
+	cr_assert_not_null(lone);
 	cr_assert_eq(rb2_tx_connect(lone, "127.0.0.1:1", 10), -ENOTSUP);
 	rb2_tx_destroy(lone);
+	rb2_xport_lane_destroy(fresh);
 	for (int pass = 0; pass < PASSES; pass++) {
 		for (int c = 0; c < NCH; c++) {
 			unsigned int k = (unsigned int)(rb2_test_rand(&seed) % 6);

@@ -3,15 +3,21 @@
  */
 
 /* Transport layer: driver registry, the -ENOTSUP defaults, argument checks,
- * WR chains and completions, and the shm rendezvous between lcores. */
+ * WR chains and completions, the shm rendezvous between lcores, and the
+ * out-of-band exchange over TCP. */
 
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <rte_launch.h>
 #include <rte_memzone.h>
 
 #include <rb2_lcore.h>
 #include <rb2_xport_driver.h>
+#include <rb2_xport_oob.h>
 
 #include "rb2_test.h"
 
@@ -415,4 +421,85 @@ Test(rb2_xport, dma_write_and_read_move_exactly_the_range_at_every_alignment)
 					cr_assert_arr_eq(dst, want, sizeof(dst), "%s src+%u dst+%u len %u",
 							 read ? "read" : "write", so, dof, len);
 				}
+}
+
+/* ---- out-of-band exchange (rb2_xport_oob.h) ------------------------------ */
+
+/* A TCP port nobody listens on now (the kernel's pick, then let go). */
+static unsigned int
+free_port(void)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	close(fd);
+	return ntohs(sa.sin_port);
+}
+
+struct oob_side {
+	char where[32];
+	enum rb2_xport_role role;
+	char blob[160], got[200];
+	size_t len, cap;
+	int ret;
+};
+
+static void *
+oob_run(void *arg)
+{
+	struct oob_side *s = arg;
+
+	s->ret = rb2_xport_tcp_exchange(s->where, s->role, s->blob, s->len, s->got, s->cap, 5000);
+	return NULL;
+}
+
+Test(rb2_xport, tcp_exchange_swaps_blobs_and_bounds_its_waits)
+{
+	unsigned int port = free_port();
+	struct oob_side a = {.role = RB2_XPORT_PASSIVE, .cap = 200},
+			b = {.role = RB2_XPORT_ACTIVE, .cap = 200};
+	pthread_t ta, tb;
+	uint64_t t0;
+
+	/* Both ways, whoever comes first (the active side retries while it
+	 * is refused). */
+	snprintf(a.where, sizeof(a.where), "127.0.0.1:%u", port);
+	snprintf(b.where, sizeof(b.where), "127.0.0.1:%u", port);
+	a.len = 150;
+	memset(a.blob, 'a', sizeof(a.blob));
+	b.len = 7;
+	memcpy(b.blob, "bbbbbbb", 7);
+	cr_assert_eq(pthread_create(&tb, NULL, oob_run, &b), 0);
+	usleep(200 * 1000);
+	cr_assert_eq(pthread_create(&ta, NULL, oob_run, &a), 0);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	cr_assert_eq(a.ret, 7, "passive: %d", a.ret);
+	cr_assert_eq(b.ret, 150, "active: %d", b.ret);
+	cr_assert_eq(memcmp(a.got, "bbbbbbb", 7), 0);
+	cr_assert_eq(memcmp(b.got, a.blob, 150), 0);
+
+	/* A blob longer than the caller's room. */
+	a.cap = 4;
+	a.ret = b.ret = 0;
+	cr_assert_eq(pthread_create(&ta, NULL, oob_run, &a), 0);
+	cr_assert_eq(pthread_create(&tb, NULL, oob_run, &b), 0);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	cr_assert_eq(a.ret, -EMSGSIZE);
+
+	/* Nobody there: each side gives up at its timeout, not before. */
+	t0 = rte_get_timer_cycles();
+	cr_assert_eq(rb2_xport_tcp_exchange(a.where, RB2_XPORT_PASSIVE, "x", 1, a.got, 8, 300),
+		     -ETIMEDOUT);
+	cr_assert_eq(rb2_xport_tcp_exchange(a.where, RB2_XPORT_ACTIVE, "x", 1, a.got, 8, 300),
+		     -ECONNREFUSED);
+	cr_assert_geq(rte_get_timer_cycles() - t0, rte_get_timer_hz() / 2, "gave up early");
+	cr_assert_lt(rte_get_timer_cycles() - t0, 3 * rte_get_timer_hz(), "waited too long");
+	cr_assert_eq(rb2_xport_tcp_exchange("no-port", RB2_XPORT_ACTIVE, "x", 1, a.got, 8, 300),
+		     -EINVAL);
 }

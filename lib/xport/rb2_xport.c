@@ -91,6 +91,14 @@ dummy_qp_exchange(struct rb2_xport_qp *qp __rte_unused,
 {
 	return -ENOTSUP;
 }
+static int
+dummy_oob_exchange(struct rb2_xport *xp __rte_unused, const char *peer __rte_unused,
+		   enum rb2_xport_role role __rte_unused, const void *blob __rte_unused,
+		   size_t len __rte_unused, void *pb __rte_unused, size_t pc __rte_unused,
+		   unsigned int t __rte_unused)
+{
+	return -ENOTSUP;
+}
 static void *
 dummy_peer_ptr(struct rb2_xport_qp *qp __rte_unused, uint64_t r __rte_unused,
 	       uint32_t k __rte_unused, size_t l __rte_unused)
@@ -135,6 +143,7 @@ static const struct rb2_xport_ops dummy_ops = {
 	.qp_destroy = dummy_qp_destroy,
 	.qp_connect_local = dummy_qp_connect_local,
 	.qp_exchange = dummy_qp_exchange,
+	.oob_exchange = dummy_oob_exchange,
 	.peer_ptr = dummy_peer_ptr,
 	.qp_status = dummy_qp_status,
 	.wc_status_str = dummy_wc_status_str,
@@ -165,6 +174,7 @@ rb2_xport_driver_register(struct rb2_xport_driver *drv)
 	OVERLAY(qp_destroy);
 	OVERLAY(qp_connect_local);
 	OVERLAY(qp_exchange);
+	OVERLAY(oob_exchange);
 	OVERLAY(peer_ptr);
 	OVERLAY(qp_status);
 	OVERLAY(wc_status_str);
@@ -433,11 +443,9 @@ rb2_xport_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 		return -EMSGSIZE;
 	if (qp->connected)
 		return -EISCONN;
-	if (qp->lane != NULL) {
-		RB2_XPORT_LOG(ERR, "a queue of a lane connects in this process only (rb2_xport_qp_connect_local()); to reach '%s', give it a QP of its own",
-			      peer);
-		return -ENOTSUP;
-	}
+	if (qp->lane != NULL)
+		return rb2_xport_lane_qp_exchange(qp, peer, role, blob, len, peer_blob, peer_cap,
+						  timeout_ms);
 	return qp->xp->ops->qp_exchange(qp, peer, role, blob, len, peer_blob,
 					peer_cap, timeout_ms);
 }

@@ -88,6 +88,13 @@ struct rb2_xport_ops {
 			   enum rb2_xport_role role, const void *blob, size_t len,
 			   void *peer_blob, size_t peer_cap,
 			   unsigned int timeout_ms);
+	/** Exchange blobs with a peer at the same rendezvous, connecting no
+	 *  queue (optional: rb2_xport_oob.h has one over TCP for drivers whose
+	 *  rendezvous is "ip:port"); returns the peer blob length. Lanes tell
+	 *  each other their later queues' blobs with it. */
+	int (*oob_exchange)(struct rb2_xport *xp, const char *peer,
+			    enum rb2_xport_role role, const void *blob, size_t len,
+			    void *peer_blob, size_t peer_cap, unsigned int timeout_ms);
 	/** Map a peer address (load/store transports). */
 	void *(*peer_ptr)(struct rb2_xport_qp *qp, uint64_t remote,
 			  uint32_t rkey, size_t len);

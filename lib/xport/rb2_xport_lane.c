@@ -10,10 +10,12 @@
  */
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include <rte_errno.h>
 #include <rte_malloc.h>
+#include <rte_random.h>
 
 #include "rb2_xport_driver.h"
 #include "rb2_xport_lane.h"
@@ -46,7 +48,9 @@ struct lane_sig {
 
 struct rb2_xport_lane {
 	struct rb2_xport_qp *qp;    /* the real one */
-	struct rb2_xport_lane *peer;
+	struct rb2_xport_lane *peer; /* connected in this process */
+	uint64_t token;             /* names it to a peer in another process */
+	uint64_t peer_token;        /* connected to that peer's lane (0: not) */
 	uint32_t max_pending, npend;
 	uint32_t nout, out_pos;     /* the chain, and how much of it is posted */
 	uint32_t max_chain;         /* WRs per post */
@@ -107,6 +111,7 @@ rb2_xport_lane_create(struct rb2_xport *xp, const struct rb2_xport_lane_params *
 	if (p->max_chain != 0)
 		la->max_chain = RTE_MIN(la->max_chain, p->max_chain);
 	la->no_merge = p->no_merge;
+	la->token = rte_rand() | 1;
 	la->window = p->max_inflight;
 	if (la->window > RTE_MIN(la->qp->sq_depth, la->qp->cq_depth)) {
 		RB2_XPORT_LOG(ERR, "lane: an admission window of %u WRs is deeper than its QP's send queue (%u) or completion queue (%u): lower max_inflight, or raise sq_depth/cq_depth",
@@ -525,6 +530,10 @@ rb2_xport_lane_qp_connect_local(struct rb2_xport_qp *a, struct rb2_xport_qp *b)
 		RB2_XPORT_LOG(ERR, "a queue of a lane connects to a queue of another lane");
 		return -EINVAL;
 	}
+	if (la->peer_token != 0 || lb->peer_token != 0) {
+		RB2_XPORT_LOG(ERR, "a lane connected to another process's lane carries queues to that process only");
+		return -EINVAL;
+	}
 	if (la->peer == NULL && lb->peer == NULL) {
 		int ret = rb2_xport_qp_connect_local(la->qp, lb->qp);
 
@@ -540,6 +549,93 @@ rb2_xport_lane_qp_connect_local(struct rb2_xport_qp *a, struct rb2_xport_qp *b)
 	a->poll = b->poll = lane_vq_poll;
 	a->connected = b->connected = 1;
 	return 0;
+}
+
+/*
+ * Across processes (and hosts), each queue's blob goes to its peer out of
+ * band (the driver's oob_exchange), in a hello that names both lanes: the
+ * first queue's exchange connects the lanes' QPs, over the transport's
+ * rendezvous at the same address (their private data: the two names,
+ * checked), and every later queue's must come from that same peer lane. A
+ * queue whose peer is on another lane, or on none, is refused: its WRs
+ * would travel a QP that does not reach its peer's memory.
+ */
+#define LANE_HELLO_MAGIC 0x4c324252u /* "RB2L" */
+
+struct lane_hello {
+	uint32_t magic;
+	uint32_t len;               /* of blob */
+	uint64_t lane;              /* the sender's lane */
+	uint64_t peer_lane;         /* the lane it is connected to, 0: none yet */
+	uint8_t blob[RB2_XPORT_BLOB_MAX];
+};
+
+int
+rb2_xport_lane_qp_exchange(struct rb2_xport_qp *qp, const char *peer, enum rb2_xport_role role,
+			   const void *blob, size_t len, void *peer_blob, size_t peer_cap,
+			   unsigned int timeout_ms)
+{
+	struct lane_vq *q = qp->drv;
+	struct rb2_xport_lane *la = q->lane;
+	struct rb2_xport *xp = la->qp->xp;
+	struct lane_hello mine = {
+		.magic = LANE_HELLO_MAGIC, .len = (uint32_t)len,
+		.lane = la->token, .peer_lane = la->peer_token,
+	}, theirs;
+	const size_t head = offsetof(struct lane_hello, blob);
+	int n;
+
+	if (la->peer != NULL) {
+		RB2_XPORT_LOG(ERR, "lane: connected to a lane of this process, it cannot reach '%s': give the queue another lane",
+			      peer);
+		return -EINVAL;
+	}
+	memcpy(mine.blob, blob, len);
+	n = xp->ops->oob_exchange(xp, peer, role, &mine, head + len, &theirs, sizeof(theirs),
+				  timeout_ms);
+	if (n == -ENOTSUP) {
+		RB2_XPORT_LOG(ERR, "lane: transport '%s' cannot exchange out of band, so its lanes connect in one process only: to reach '%s', give the queue a QP of its own",
+			      rb2_xport_name(xp), peer);
+		return -ENOTSUP;
+	}
+	if (n < 0)
+		return n;
+	if ((size_t)n < head || theirs.magic != LANE_HELLO_MAGIC ||
+	    theirs.len > RB2_XPORT_BLOB_MAX || (size_t)n != head + theirs.len) {
+		RB2_XPORT_LOG(ERR, "lane: the peer at '%s' is not a queue of a lane: put both halves on lanes, or neither",
+			      peer);
+		return -EPROTO;
+	}
+	if (la->peer_token == 0) {
+		uint64_t names[2] = {la->token, theirs.lane}, back[2] = {0, 0};
+		int ret;
+
+		if (theirs.peer_lane != 0) {
+			RB2_XPORT_LOG(ERR, "lane: the peer's lane at '%s' is already connected to another lane: every queue between two lanes goes over that pair",
+				      peer);
+			return -ECONNREFUSED;
+		}
+		/* The lanes' QPs meet at the same rendezvous. */
+		ret = rb2_xport_qp_exchange(la->qp, peer, role, names, sizeof(names), back,
+					    sizeof(back), timeout_ms);
+		if (ret < 0)
+			return ret;
+		if (ret != (int)sizeof(back) || back[0] != theirs.lane || back[1] != la->token) {
+			RB2_XPORT_LOG(ERR, "lane: at '%s' another lane's QP answered than the lane that sent the hello",
+				      peer);
+			return -EPROTO;
+		}
+		la->peer_token = theirs.lane;
+	} else if (theirs.lane != la->peer_token || theirs.peer_lane != la->token) {
+		RB2_XPORT_LOG(ERR, "lane: the peer at '%s' is on %s lane than the one this lane is connected to: put every queue between the two lcores on the one pair of lanes",
+			      peer, theirs.peer_lane == 0 ? "a new" : "another");
+		return -ECONNREFUSED;
+	}
+	memcpy(peer_blob, theirs.blob, RTE_MIN((size_t)theirs.len, peer_cap));
+	qp->post = lane_vq_post;
+	qp->poll = lane_vq_poll;
+	qp->connected = 1;
+	return (int)theirs.len;
 }
 
 int

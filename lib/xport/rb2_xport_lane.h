@@ -35,11 +35,17 @@
  * The lcore must flush its lanes at the end of every loop pass (an empty
  * lane's flush is one compare). A queue that keeps polling while WRs of its
  * own wait in the lane (a wait: a full queue, a full ring) flushes it, so
- * nothing waiting on its own completion can deadlock. Lanes carry one-sided WRs only: no receives (WRITE_WITH_IMM
- * natively, a sleeping receiver's wake-up), no load/store transport (shm in
- * loadstore mode posts nothing). Queues of a lane connect in one process
- * (rb2_xport_qp_connect_local(): both lanes connect on the first pair);
- * across hosts every channel still has its own QP.
+ * nothing waiting on its own completion can deadlock. Lanes carry one-sided
+ * WRs only: no receives (WRITE_WITH_IMM natively, a sleeping receiver's
+ * wake-up), no load/store transport (shm in loadstore mode posts nothing).
+ *
+ * Queues of a lane connect in one process (rb2_xport_qp_connect_local():
+ * both lanes connect on the first pair), or to another process's or host's
+ * lane (rb2_xport_qp_exchange(), through rb2_tx_connect()/rb2_rx_connect()):
+ * each queue's blob goes out of band (verbs: TCP to the same ip:port) in a
+ * hello naming both lanes, the first connects the lanes' QPs at the same
+ * rendezvous, and every later one must come from that same peer lane.
+ * Connect a lane's queues one at a time.
  *
  * @code
  * struct rb2_xport_lane *la = rb2_xport_lane_create(xp, &(struct rb2_xport_lane_params){

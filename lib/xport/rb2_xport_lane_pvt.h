@@ -18,6 +18,11 @@ int rb2_xport_lane_qp_create(struct rb2_xport_qp *qp, const struct rb2_xport_qp_
 void rb2_xport_lane_qp_destroy(struct rb2_xport_qp *qp);
 /* Connect two queues of lanes; the lanes' QPs connect on the first pair. */
 int rb2_xport_lane_qp_connect_local(struct rb2_xport_qp *a, struct rb2_xport_qp *b);
+/* Connect a queue of a lane to a peer's queue at @peer: the lanes' QPs
+ * connect on the first (rb2_xport_qp_exchange() semantics). */
+int rb2_xport_lane_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
+			       enum rb2_xport_role role, const void *blob, size_t len,
+			       void *peer_blob, size_t peer_cap, unsigned int timeout_ms);
 /* Its lane's QP's status. */
 int rb2_xport_lane_qp_status(struct rb2_xport_qp *qp);
 

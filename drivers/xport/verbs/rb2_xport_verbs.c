@@ -65,6 +65,7 @@
 #include <rte_spinlock.h>
 
 #include <rb2_xport_driver.h>
+#include <rb2_xport_oob.h>
 
 #include "rb2_xport_verbs.h"
 
@@ -1188,6 +1189,16 @@ verbs_wc_status_str(int status)
 	return ibv_wc_status_str((enum ibv_wc_status)status);
 }
 
+/* Blobs without a queue, for lanes' later queues: over TCP to the same
+ * ip:port, as perftest exchanges its QPs' details. */
+static int
+verbs_oob_exchange(struct rb2_xport *xp __rte_unused, const char *peer,
+		   enum rb2_xport_role role, const void *blob, size_t len, void *peer_blob,
+		   size_t peer_cap, unsigned int timeout_ms)
+{
+	return rb2_xport_tcp_exchange(peer, role, blob, len, peer_blob, peer_cap, timeout_ms);
+}
+
 static const struct rb2_xport_ops verbs_ops = {
 	.open = verbs_open,
 	.close = verbs_close,
@@ -1199,6 +1210,7 @@ static const struct rb2_xport_ops verbs_ops = {
 	.qp_destroy = verbs_qp_destroy,
 	.qp_connect_local = verbs_qp_connect_local,
 	.qp_exchange = verbs_qp_exchange,
+	.oob_exchange = verbs_oob_exchange,
 	.post_recv = verbs_post_recv,
 	.doorbell_arm = verbs_doorbell_arm,
 	.doorbell_done = verbs_doorbell_done,

@@ -52,6 +52,9 @@ usage(FILE *f, const char *prog)
 "                       channels from one lcore to one lcore, on ports --port + i\n"
 "  --max-inflight W     admission window: WRs in flight per QP at most (0: none;\n"
 "                       else >= 6); the client reports deferrals and the most seen\n"
+"  --lane               bw --server/--client: the K channels on one lane a side,\n"
+"                       so one QP between the processes (rb2_xport_lane.h); the\n"
+"                       window, if any, is then the lane's\n"
 "  --gap-us US          wake: paced messages US microseconds apart (default 1000)\n"
 "  --paced N            wake: paced messages per round (default 2000)\n"
 "  --idle-sleep N       wake: empty polls before the receiver sleeps (default 120,\n"
@@ -186,6 +189,7 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 		{"channels", required_argument, NULL, 'k'},
 		{"per-pass", required_argument, NULL, 'e'},
 		{"max-inflight", required_argument, NULL, 'W'},
+		{"lane", no_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -422,6 +426,9 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 			o->channels_given = 1;
 			break;
 		}
+		case 'L':
+			o->lane = 1;
+			break;
 		case 'W':
 			if (parse_u64("max-inflight", optarg, 0, 1u << 20, &v) < 0)
 				return -1;
@@ -510,6 +517,10 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 	}
 	if (o->channels_given && o->mode == MODE_BW && (o->nchannels != 1 || !(o->server || o->client))) {
 		fprintf(stderr, "rb2-perf: bw --channels takes one count, with --server or --client (in one process: --pairs, or --mode lanes)\n");
+		return -1;
+	}
+	if (o->lane && (o->mode != MODE_BW || !(o->server || o->client))) {
+		fprintf(stderr, "rb2-perf: --lane is for bw --server/--client (in one process: --mode lanes)\n");
 		return -1;
 	}
 	if ((o->server || o->client) && o->compare) {

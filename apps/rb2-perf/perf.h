@@ -63,6 +63,7 @@ struct perf_opts {
 	unsigned int channels[PERF_MAX_CHANNEL_COUNTS], nchannels;
 	int channels_given;     /* --channels on the command line */
 	unsigned int per_pass;
+	int lane;               /* bw --server/--client: the channels on one lane a side */
 };
 
 /* One benchmarked implementation in bw mode. */

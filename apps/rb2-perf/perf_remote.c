@@ -23,15 +23,24 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 
+#include <rb2_xport_lane.h>
+
 #include "perf.h"
 
 #define CONNECT_TRIES 300 /* x 100 ms: the other side may start later */
 
 static struct rb2_tx *
-open_tx(struct rb2_xport *xp, const struct perf_opts *o, const char *name,
-	const char *peer)
+open_tx_on(struct rb2_xport *xp, const struct perf_opts *o, const char *name,
+	   const char *peer, struct rb2_xport_lane *lane)
 {
-	struct rb2_tx *tx = rb2_tx_create(name, xp, &o->chan);
+	struct rb2_chan_params p = o->chan;
+	struct rb2_tx *tx;
+
+	if (lane != NULL) {
+		p.lane = lane;
+		p.max_inflight = 0;     /* the window is the lane's */
+	}
+	tx = rb2_tx_create(name, xp, &p);
 	int ret = -1;
 
 	/* The receiver may not be listening yet: retry for a while. */
@@ -48,11 +57,24 @@ open_tx(struct rb2_xport *xp, const struct perf_opts *o, const char *name,
 	return tx;
 }
 
-static struct rb2_rx *
-open_rx(struct rb2_xport *xp, const struct perf_opts *o, const char *name,
-	const char *peer)
+static struct rb2_tx *
+open_tx(struct rb2_xport *xp, const struct perf_opts *o, const char *name, const char *peer)
 {
-	struct rb2_rx *rx = rb2_rx_create(name, xp, &o->chan);
+	return open_tx_on(xp, o, name, peer, NULL);
+}
+
+static struct rb2_rx *
+open_rx_on(struct rb2_xport *xp, const struct perf_opts *o, const char *name,
+	   const char *peer, struct rb2_xport_lane *lane)
+{
+	struct rb2_chan_params p = o->chan;
+	struct rb2_rx *rx;
+
+	if (lane != NULL) {
+		p.lane = lane;
+		p.max_inflight = 0;
+	}
+	rx = rb2_rx_create(name, xp, &p);
 
 	if (rx == NULL || rb2_rx_connect(rx, peer, 120000) != 0) {
 		fprintf(stderr, "rb2-perf: no sender connected on %s\n", peer);
@@ -60,6 +82,40 @@ open_rx(struct rb2_xport *xp, const struct perf_opts *o, const char *name,
 		return NULL;
 	}
 	return rx;
+}
+
+static struct rb2_rx *
+open_rx(struct rb2_xport *xp, const struct perf_opts *o, const char *name, const char *peer)
+{
+	return open_rx_on(xp, o, name, peer, NULL);
+}
+
+/* --lane: one lane for this side's channels, with --max-inflight as its
+ * window; NULL without --lane, or (said) when it cannot be made. */
+static int
+lane_open(struct rb2_xport *xp, const struct perf_opts *o, unsigned int lcore,
+	  struct rb2_xport_lane **lane)
+{
+	*lane = NULL;
+	if (!o->lane)
+		return 0;
+	*lane = rb2_xport_lane_create(xp, &(struct rb2_xport_lane_params){
+		.lcore_id = lcore, .max_inflight = o->chan.max_inflight });
+	if (*lane == NULL) {
+		fprintf(stderr, "rb2-perf: cannot make a lane on %s: %s\n", o->transport,
+			rte_strerror(rte_errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The end of a loop pass: one doorbell for every channel's WRs. */
+static int
+lane_pass(struct rb2_xport_lane *lane)
+{
+	int ret = lane != NULL ? rb2_xport_lane_flush(lane) : 0;
+
+	return ret == -ENOSPC ? 0 : ret;   /* full or held by its window: next pass */
 }
 
 /* Rendezvous of a channel: a host transport listens on every address and
@@ -94,17 +150,26 @@ bw_server(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
 	struct rb2_rx *rx[PERF_MAX_REMOTE_CHANNELS];
 	uint64_t next[PERF_MAX_REMOTE_CHANNELS] = {0};
 	uint64_t got = 0, total = (uint64_t)o->rounds * o->count, t0 = 0;
+	struct rb2_xport_lane *lane;
 	unsigned int r = 0;
 
+	if (lane_open(xp, o, rte_lcore_id(), &lane) < 0)
+		return -1;
 	for (unsigned int i = 0; i < k; i++) {
 		addr(where, sizeof(where), o, xp, (int)i);
 		snprintf(name, sizeof(name), "perf%u", i);
-		rx[i] = open_rx(xp, o, name, where);
+		rx[i] = open_rx_on(xp, o, name, where, lane);
 		if (rx[i] == NULL)
 			return -1;
 	}
 	while (got < total) {
-		int n = rb2_rx_peek_burst(rx[c], m, o->burst);
+		int n;
+
+		if (c == 0 && lane_pass(lane) < 0) {
+			fprintf(stderr, "rb2-perf: the receivers' lane failed\n");
+			return -1;
+		}
+		n = rb2_rx_peek_burst(rx[c], m, o->burst);
 
 		if (n <= 0) {
 			if (n < 0) {
@@ -155,10 +220,19 @@ bw_server(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
 	for (int i = 0; i < 1000; i++) {
 		for (unsigned int j = 0; j < k; j++)
 			rb2_rx_peek_burst(rx[j], m, 1);
+		(void)lane_pass(lane);
 		usleep(1000);
+	}
+	if (lane != NULL) {
+		struct rb2_xport_lane_stats ls;
+
+		rb2_xport_lane_stats_get(lane, &ls);
+		printf("receivers' lane: %" PRIu64 " doorbells, %" PRIu64 " WRs posted\n",
+		       ls.doorbells, ls.wrs_out);
 	}
 	for (unsigned int i = 0; i < k; i++)
 		rb2_rx_destroy(rx[i]);
+	rb2_xport_lane_destroy(lane);
 	return v.errors == 0 ? 0 : -1;
 }
 
@@ -172,14 +246,17 @@ bw_client(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
 	unsigned int k = bw_channels(o);
 	uint64_t next[PERF_MAX_REMOTE_CHANNELS] = {0};
 	struct rb2_tx *tx[PERF_MAX_REMOTE_CHANNELS];
-	uint64_t wrs = 0, sig = 0, defer = 0, seen = 0, t0;
+	uint64_t wrs = 0, sig = 0, defer = 0, seen = 0, doorbells = 0, t0;
+	struct rb2_xport_lane *lane;
 	char where[96], name[24];
 	size_t stride;
 
+	if (lane_open(xp, o, rte_lcore_id(), &lane) < 0)
+		return -1;
 	for (unsigned int i = 0; i < k; i++) {
 		addr(where, sizeof(where), o, xp, (int)i);
 		snprintf(name, sizeof(name), "perf%u", i);
-		tx[i] = open_tx(xp, o, name, where);
+		tx[i] = open_tx_on(xp, o, name, where, lane);
 		if (tx[i] == NULL)
 			return -1;
 	}
@@ -188,7 +265,13 @@ bw_client(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
 	for (unsigned int c = 0; seq < total; c = (c + 1) % k) {
 		unsigned int want = (unsigned int)RTE_MIN((uint64_t)o->burst, total - seq);
 		uint8_t *first;
-		int n = rb2_tx_reserve_burst(tx[c], o->size, want, (void **)&first);
+		int n;
+
+		if (c == 0 && lane_pass(lane) < 0) {
+			fprintf(stderr, "rb2-perf: the senders' lane failed\n");
+			return -1;
+		}
+		n = rb2_tx_reserve_burst(tx[c], o->size, want, (void **)&first);
 
 		if (n == -ENOBUFS)
 			continue;
@@ -209,6 +292,7 @@ bw_client(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
 
 		for (c = 0; c < k; c++)
 			busy += rb2_tx_drained(tx[c]) == 0;
+		(void)lane_pass(lane);
 		if (busy == 0)
 			break;
 	}
@@ -221,19 +305,32 @@ bw_client(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
 		sig += st.signaled_wrs;
 		defer += st.admission_deferrals;
 		seen = RTE_MAX(seen, (uint64_t)st.max_inflight_seen);
+		doorbells += st.chains;
 	}
-	printf("rb2-perf bw client: sent %" PRIu64 " messages of %u B on %u channel(s) in %.2f s; window %u: %.3f WRs per message (%" PRIu64 " signaled), %" PRIu64 " transmissions deferred, at most %" PRIu64 " WRs in flight on a QP\n",
-	       seq, o->size, k, secs, o->chan.max_inflight, seq ? (double)wrs / (double)seq : 0.0,
-	       sig, defer, seen);
+	if (lane != NULL) {
+		struct rb2_xport_lane_stats ls;
+
+		rb2_xport_lane_stats_get(lane, &ls);
+		defer += ls.deferrals;
+		seen = RTE_MAX(seen, (uint64_t)ls.max_inflight_seen);
+		doorbells = ls.doorbells;
+	}
+	printf("rb2-perf bw client: sent %" PRIu64 " messages of %u B on %u channel(s)%s in %.2f s; window %u: %.3f WRs per message (%" PRIu64 " signaled), %.4f doorbells per message, %" PRIu64 " deferred, at most %" PRIu64 " WRs in flight on a QP\n",
+	       seq, o->size, k, lane != NULL ? " on one lane" : "", secs, o->chan.max_inflight,
+	       seq ? (double)wrs / (double)seq : 0.0, sig,
+	       seq ? (double)doorbells / (double)seq : 0.0, defer, seen);
 	if (json != NULL) {
 		perf_json_begin(json, o);
-		fprintf(json, ", \"role\": \"client\", \"channels\": %u, \"max_inflight\": %u, \"messages\": %" PRIu64
+		fprintf(json, ", \"role\": \"client\", \"channels\": %u, \"lane\": %s, \"max_inflight\": %u, \"messages\": %" PRIu64
 			", \"seconds\": %.4f, \"wrs\": %" PRIu64 ", \"signaled_wrs\": %" PRIu64
-			", \"admission_deferrals\": %" PRIu64 ", \"max_inflight_seen\": %" PRIu64 "}\n",
-			k, o->chan.max_inflight, seq, secs, wrs, sig, defer, seen);
+			", \"doorbells\": %" PRIu64 ", \"admission_deferrals\": %" PRIu64
+			", \"max_inflight_seen\": %" PRIu64 "}\n",
+			k, lane != NULL ? "true" : "false", o->chan.max_inflight, seq, secs, wrs, sig,
+			doorbells, defer, seen);
 	}
 	for (unsigned int c = 0; c < k; c++)
 		rb2_tx_destroy(tx[c]);
+	rb2_xport_lane_destroy(lane);
 	return 0;
 }
 

@@ -155,6 +155,27 @@ echo '```'
 grep -vE "^(TELEMETRY|rb2_xport|round )" /tmp/lanew.out
 cat /tmp/lanew.json
 echo '```'
+echo
+echo "## Lanes across processes (rb2-perf bw --server/--client --channels 8, with and without --lane)"
+echo
+echo "8 channels from one process's lcore to another's: a QP each, against one lane a side"
+echo "(one QP between the processes; the first channel connects it, the others' rings are"
+echo "told out of band). 64 B, 3 alternating rounds of 2 x 20 000 messages."
+echo
+echo "| round | QP per channel Mmsg/s | doorbells/msg | one lane Mmsg/s | doorbells/msg | lane/own |"
+echo "|---|---|---|---|---|---|"
+for r in 1 2 3; do
+	rb bw 64 20000 --rounds 2 --channels 8
+	o=$(jnum /tmp/rb.s.json median_mmsg_s); od=$(jnum /tmp/rb.c.json doorbells)
+	om=$(jnum /tmp/rb.c.json messages)
+	rb bw 64 20000 --rounds 2 --channels 8 --lane
+	l=$(jnum /tmp/rb.s.json median_mmsg_s); ld=$(jnum /tmp/rb.c.json doorbells)
+	lm=$(jnum /tmp/rb.c.json messages)
+	awk -v r=$r -v o="${o:-0}" -v od="${od:-0}" -v om="${om:-1}" -v l="${l:-0}" \
+		-v ld="${ld:-0}" -v lm="${lm:-1}" 'BEGIN {
+		printf "| %d | %.4f | %.4f | %.4f | %.4f | %s |\n", r, o, od / om, l, ld / lm,
+			o > 0 ? sprintf("%.2f", l / o) : "n/a" }'
+done
 } | tee "$out"
 [ $failed -eq 0 ] || { echo "perf: a run failed"; cat /tmp/rb.s /tmp/rb.c /tmp/pt.s /tmp/pt.c | grep -v TELEM | tail -20; }
 exit $failed

@@ -116,6 +116,28 @@ if timeout -k 5 600 "$RB2_BUILD/apps/rb2-perf/rb2-perf" $(eal 0-1 lw) -- --mode 
 else
 	fail=$((fail + 1)); tail -20 /tmp/lanew.out; echo "FAIL lanes_under_a_window_of_8_per_qp"
 fi
+# Lanes across processes: 8 channels from one process's lcore to another's,
+# all on one lane a side, so one QP between the two processes; the first
+# channel's exchange connects the lanes' QPs, the others' descriptors go out
+# of band. Every message's sequence checked by the server.
+port=$((port + 10))
+perfbin="$RB2_BUILD/apps/rb2-perf/rb2-perf"
+lx="--transport verbs,dev=rxe0 --channels 8 --lane --size 64 --count 20000 --rounds 2 --port $port"
+timeout -k 5 300 "$perfbin" $(eal 0 lxs) -- --server $lx --json /tmp/lx.s.json > /tmp/lx.s 2>&1 &
+lxs=$!
+sleep 0.5
+timeout -k 5 300 "$perfbin" $(eal 1 lxc) -- --client "$ip" $lx --json /tmp/lx.c.json > /tmp/lx.c 2>&1
+lxc=$?
+wait $lxs
+lxsrc=$?
+if [ $lxc -eq 0 ] && [ $lxsrc -eq 0 ] &&
+	python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); c=json.load(open(sys.argv[2])); sys.exit(not (s["errors"] == 0 and c["lane"] and c["messages"] == 40000 and c["doorbells"] < c["messages"]))' /tmp/lx.s.json /tmp/lx.c.json; then
+	pass=$((pass + 1)); grep -hE "^rb2-perf bw client|lane:" /tmp/lx.c /tmp/lx.s; echo "PASS lanes_across_processes_8_channels_one_qp"
+else
+	fail=$((fail + 1)); grep -vhE "^(TELEMETRY|EAL)" /tmp/lx.s /tmp/lx.c | tail -30
+	echo "FAIL lanes_across_processes_8_channels_one_qp (server $lxsrc, client $lxc)"
+fi
+port=$((port + 10))
 # Connections (lib/conn): 1000 over one channel pair, so one QP each way.
 pair conn_1000_connections_one_qp_each_way conn 100000
 

@@ -23,31 +23,37 @@ run() { # NAME TEST PORT COUNT
 
 run stream stream 21000 200000
 # The admission window across the wire: 8 channels from one lcore to one
-# lcore (a QP each), without a window and with 6 WRs in flight per QP at
-# most (RB2_TX_CHAIN_MAX, the least): every message checked on arrival
-# (rb2-perf counts the errors), and the client says how often the window
-# deferred a transmission and how many WRs a QP had in flight at most.
+# lcore, a QP each, without a window and with 6 WRs in flight per QP at
+# most (RB2_TX_CHAIN_MAX, the least); then the same 8 on one lane a side
+# (--lane: one QP across the wire, its later channels told out of band),
+# without and with a window of 6 for the lane's QP as a whole. Every
+# message checked on arrival (rb2-perf counts the errors), and the client
+# says how often a window deferred and how many WRs a QP had in flight.
 perf=$RB2_BUILD/apps/rb2-perf/rb2-perf
-for w in 0 6; do
-	port=$((21400 + w * 10))
+i=0
+for v in 0 6 lane0 lane6; do
+	port=$((21400 + i * 10)); i=$((i + 1))
+	w=${v#lane}; lane=; [ "$v" != "$w" ] && lane=--lane
+	name=admission_window_${w}_8_channels${lane:+_on_one_lane}
 	if [ $side = server ]; then
-		timeout -k 5 300 "$perf" -l 0-1 --no-pci --no-huge -m 512 --file-prefix adm$w \
+		timeout -k 5 300 "$perf" -l 0-1 --no-pci --no-huge -m 512 --file-prefix adm$v \
 			--log-level lib.eal:error -- --transport verbs,dev=rxe0 --mode bw --server \
-			--channels 8 --size 64 --count 20000 --rounds 3 --port $port \
-			--json /tmp/adm$w.json > /tmp/adm$w 2>&1
+			--channels 8 --size 64 --count 20000 --rounds 3 --port $port $lane \
+			--json /tmp/adm$v.json > /tmp/adm$v 2>&1
 	else
 		sleep 1
-		timeout -k 5 300 "$perf" -l 0-1 --no-pci --no-huge -m 512 --file-prefix adm$w \
+		timeout -k 5 300 "$perf" -l 0-1 --no-pci --no-huge -m 512 --file-prefix adm$v \
 			--log-level lib.eal:error -- --transport verbs,dev=rxe0 --mode bw --client "$addr" \
 			--channels 8 --size 64 --count 20000 --rounds 3 --port $port --max-inflight $w \
-			--json /tmp/adm$w.json > /tmp/adm$w 2>&1
+			$lane --json /tmp/adm$v.json > /tmp/adm$v 2>&1
 	fi
 	rc=$?
-	grep -vE "^(TELEMETRY|EAL|rb2_xport)" /tmp/adm$w
-	if [ $rc -eq 0 ] && grep -q '"role": "'$side'"' /tmp/adm$w.json; then
-		pass=$((pass + 1)); echo "PASS two_guests_admission_window_${w}_8_channels ($side)"
+	grep -vE "^(TELEMETRY|EAL|rb2_xport)" /tmp/adm$v
+	if [ $rc -eq 0 ] && grep -q '"role": "'$side'"' /tmp/adm$v.json &&
+		{ [ $side = server ] || [ -z "$lane" ] || grep -q '"lane": true' /tmp/adm$v.json; }; then
+		pass=$((pass + 1)); echo "PASS two_guests_$name ($side)"
 	else
-		fail=$((fail + 1)); echo "FAIL two_guests_admission_window_${w}_8_channels ($side, $rc)"
+		fail=$((fail + 1)); echo "FAIL two_guests_$name ($side, $rc)"
 	fi
 done
 

@@ -312,8 +312,10 @@ veth)
 	ip -n "$ns" link set v1 up
 	"$gen" -o "$tmp/t.pcap" --packets 20000 --flows 500 --seed 4 --ipv6 0.2 --nonip 0.01 \
 		--snaplen 1400 >/dev/null
+	# rx stops at the 20000th packet; only if some never come does it wait
+	# out 10 s of quiet (a loaded machine can stall tcpreplay for seconds).
 	ip netns exec "$ns" timeout -k 5 120 "$nf" "${eal[@]}" --vdev net_af_packet0,iface=v1 -- \
-		--config "$src/config/nf-port.ini" --port net_af_packet0 --idle-ms 3000 \
+		--config "$src/config/nf-port.ini" --port net_af_packet0 --count 20000 --idle-ms 10000 \
 		--json "$tmp/v.json" >"$tmp/v.out" 2>"$tmp/v.err" &
 	vpid=$!
 	for _ in $(seq 100); do grep -q "rb2-nf: running" "$tmp/v.err" && break; sleep 0.1; done

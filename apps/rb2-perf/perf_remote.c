@@ -29,18 +29,25 @@
 
 #define CONNECT_TRIES 300 /* x 100 ms: the other side may start later */
 
-static struct rb2_tx *
-open_tx_on(struct rb2_xport *xp, const struct perf_opts *o, const char *name,
-	   const char *peer, struct rb2_xport_lane *lane)
+/* The run's channel parameters, on @lane if there is one. */
+static struct rb2_chan_params
+chan_on(const struct perf_opts *o, struct rb2_xport_lane *lane)
 {
 	struct rb2_chan_params p = o->chan;
-	struct rb2_tx *tx;
 
 	if (lane != NULL) {
 		p.lane = lane;
 		p.max_inflight = 0;     /* the window is the lane's */
 	}
-	tx = rb2_tx_create(name, xp, &p);
+	return p;
+}
+
+static struct rb2_tx *
+open_tx_on(struct rb2_xport *xp, const struct perf_opts *o, const char *name,
+	   const char *peer, struct rb2_xport_lane *lane)
+{
+	struct rb2_chan_params p = chan_on(o, lane);
+	struct rb2_tx *tx = rb2_tx_create(name, xp, &p);
 	int ret = -1;
 
 	/* The receiver may not be listening yet: retry for a while. */
@@ -67,14 +74,8 @@ static struct rb2_rx *
 open_rx_on(struct rb2_xport *xp, const struct perf_opts *o, const char *name,
 	   const char *peer, struct rb2_xport_lane *lane)
 {
-	struct rb2_chan_params p = o->chan;
-	struct rb2_rx *rx;
-
-	if (lane != NULL) {
-		p.lane = lane;
-		p.max_inflight = 0;
-	}
-	rx = rb2_rx_create(name, xp, &p);
+	struct rb2_chan_params p = chan_on(o, lane);
+	struct rb2_rx *rx = rb2_rx_create(name, xp, &p);
 
 	if (rx == NULL || rb2_rx_connect(rx, peer, 120000) != 0) {
 		fprintf(stderr, "rb2-perf: no sender connected on %s\n", peer);
@@ -91,7 +92,7 @@ open_rx(struct rb2_xport *xp, const struct perf_opts *o, const char *name, const
 }
 
 /* --lane: one lane for this side's channels, with --max-inflight as its
- * window; NULL without --lane, or (said) when it cannot be made. */
+ * window (*lane stays NULL without --lane); -1, said, if it cannot be made. */
 static int
 lane_open(struct rb2_xport *xp, const struct perf_opts *o, unsigned int lcore,
 	  struct rb2_xport_lane **lane)

@@ -26,6 +26,8 @@
 #include <rte_malloc.h>
 #include <rte_string_fns.h>
 
+#include <rb2_xport_lane.h>
+
 #include "rb2_chan_pvt.h"
 
 RTE_LOG_REGISTER(rb2_chan_logtype, rb2.chan, INFO);
@@ -448,6 +450,14 @@ rb2_tx_create(const char *name, struct rb2_xport *xp,
 	tx->local_head = RTE_PTR_ADD(base, RB2_REGION_PTR_OFF);
 	tx->notices = RTE_PTR_ADD(base, RB2_REGION_NOTICE_OFF);
 	tx->max_inflight = p->max_inflight;
+	if (p->lane != NULL && rb2_xport_lane_window(p->lane) != 0) {
+		/* The lane's QP has a window for all its channels: each asks
+		 * it before a transmission, so that a full window defers in
+		 * its ring, where messages merge (and signals every WR, as a
+		 * window needs). */
+		tx->lane_window = p->lane;
+		tx->max_inflight = rb2_xport_lane_window(p->lane);
+	}
 	if (p->flags & RB2_CHAN_F_SLEEP)
 		tx->rx_sleep = RTE_PTR_ADD(base, RB2_REGION_SLEEP_OFF);
 	tx->tail_shadow = RTE_PTR_ADD(base, RB2_REGION_SHADOW_OFF);

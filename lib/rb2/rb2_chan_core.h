@@ -363,6 +363,7 @@ struct rb2_tx {
 	uint32_t wr_inflight;
 	int (*admit)(void *arg, uint32_t inflight, uint32_t want, uint32_t window);
 	void *admit_arg;
+	struct rb2_xport_lane *lane_window; /* on a lane with a window: admit by its room */
 	struct rb2_chan_half h;       /**< name, transport, memory, peer, policies */
 } __rte_cache_aligned;
 

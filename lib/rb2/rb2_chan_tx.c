@@ -16,6 +16,8 @@
 
 #include <rte_errno.h>
 
+#include <rb2_xport_lane.h>
+
 #include "rb2_chan_pvt.h"
 
 void
@@ -123,9 +125,13 @@ wrs_needed(const struct rb2_tx *tx, enum rb2_publish how)
 static int
 admitted(const struct rb2_tx *tx, uint32_t want)
 {
-	return tx->admit != NULL ?
-		tx->admit(tx->admit_arg, tx->wr_inflight, want, tx->max_inflight) :
-		tx->wr_inflight + want <= tx->max_inflight;
+	if (tx->admit != NULL)
+		return tx->admit(tx->admit_arg, tx->wr_inflight, want, tx->max_inflight);
+	/* On a lane with a window the window is the lane's QP's, shared by
+	 * every channel on it. */
+	if (tx->lane_window != NULL)
+		return rb2_xport_lane_room(tx->lane_window, want) >= want;
+	return tx->wr_inflight + want <= tx->max_inflight;
 }
 
 /*

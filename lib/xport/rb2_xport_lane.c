@@ -621,14 +621,14 @@ rb2_xport_lane_qp_exchange(struct rb2_xport_qp *qp, const char *peer, enum rb2_x
 		if (ret < 0)
 			return ret;
 		if (ret != (int)sizeof(back) || back[0] != theirs.lane || back[1] != la->token) {
-			RB2_XPORT_LOG(ERR, "lane: at '%s' another lane's QP answered than the lane that sent the hello",
+			RB2_XPORT_LOG(ERR, "lane: the QP that answered at '%s' is not the one of the lane that sent the hello",
 				      peer);
 			return -EPROTO;
 		}
 		la->peer_token = theirs.lane;
 	} else if (theirs.lane != la->peer_token || theirs.peer_lane != la->token) {
-		RB2_XPORT_LOG(ERR, "lane: the peer at '%s' is on %s lane than the one this lane is connected to: put every queue between the two lcores on the one pair of lanes",
-			      peer, theirs.peer_lane == 0 ? "a new" : "another");
+		RB2_XPORT_LOG(ERR, "lane: the peer at '%s' is on %s, not on the lane this one is connected to: put every queue between the two lcores on the one pair of lanes",
+			      peer, theirs.peer_lane == 0 ? "a lane not connected yet" : "another lane");
 		return -ECONNREFUSED;
 	}
 	memcpy(peer_blob, theirs.blob, RTE_MIN((size_t)theirs.len, peer_cap));
@@ -644,6 +644,33 @@ rb2_xport_lane_qp_status(struct rb2_xport_qp *qp)
 	struct rb2_xport_lane *la = qp->lane;
 
 	return la->err != 0 ? la->err : rb2_xport_qp_status(la->qp);
+}
+
+static uint32_t
+lane_used(const struct rb2_xport_lane *la)
+{
+	return la->inflight + la->npend + (la->nout - la->out_pos);
+}
+
+uint32_t
+rb2_xport_lane_room(struct rb2_xport_lane *la, uint32_t want)
+{
+	if (la->window == 0)
+		return UINT32_MAX;
+	if (lane_used(la) + want > la->window) {
+		(void)lane_reap(la);
+		if (lane_used(la) + want > la->window && lane_used(la) > la->inflight) {
+			(void)rb2_xport_lane_flush(la);
+			(void)lane_reap(la);
+		}
+	}
+	return lane_used(la) < la->window ? la->window - lane_used(la) : 0;
+}
+
+uint32_t
+rb2_xport_lane_window(const struct rb2_xport_lane *la)
+{
+	return la->window;
 }
 
 void

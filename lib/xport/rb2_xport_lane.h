@@ -104,6 +104,21 @@ void rb2_xport_lane_destroy(struct rb2_xport_lane *lane);
  */
 int rb2_xport_lane_flush(struct rb2_xport_lane *lane);
 
+/**
+ * Room in the lane's admission window for @p want more WRs: its window less
+ * what is in flight and what waits in the lane. When that is short of
+ * @p want it first looks for completions, and if WRs wait, posts what the
+ * window takes (a wait, so no flush of a later pass is waited for).
+ * Channels on a lane with a window ask it before each transmission, so
+ * that a full window defers in their rings, where messages merge.
+ *
+ * @return the room (UINT32_MAX without a window).
+ */
+uint32_t rb2_xport_lane_room(struct rb2_xport_lane *lane, uint32_t want);
+
+/** @return the lane's admission window (0: none). */
+uint32_t rb2_xport_lane_window(const struct rb2_xport_lane *lane);
+
 /** What a lane did. */
 struct rb2_xport_lane_stats {
 	uint64_t doorbells;     /**< chains posted on the real QP */

@@ -351,8 +351,9 @@ Test(rb2_lane, refusals)
 	cr_assert_eq(rte_errno, ENOTSUP);
 }
 
-/* A window deeper than the lane's QP could ever hold in flight, and a
- * loop "NIC" told to lag by nonsense: refused, saying what to change. */
+/* A window deeper than the lane's QP could ever hold in flight, one too
+ * small for a transmission, and a loop "NIC" told to lag by nonsense:
+ * refused, saying what to change. */
 Test(rb2_lane, a_window_deeper_than_the_qp_is_refused)
 {
 	cr_assert_null(rb2_xport_open("loop", "lag=0"));
@@ -362,4 +363,13 @@ Test(rb2_lane, a_window_deeper_than_the_qp_is_refused)
 	cr_assert_null(rb2_xport_lane_create(xp, &(struct rb2_xport_lane_params){
 		.max_inflight = 100000 }));
 	cr_assert_eq(rte_errno, EINVAL);
+	/* A window too small for one transmission would hold a channel
+	 * back for ever: a channel refuses such a lane. */
+	struct rb2_xport_lane *la = lane_with(0, 4);
+	struct rb2_chan_params p;
+
+	rb2_chan_params_init(&p);
+	p.lane = la;
+	cr_assert_null(rb2_tx_create("lnw", xp, &p));
+	rb2_xport_lane_destroy(la);
 }

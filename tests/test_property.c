@@ -137,7 +137,7 @@ lanes_open(struct lanes *l, struct rb2_xport *xp, struct prop_cfg *c,
 	lane_runs++;
 	/* A short lane and short posts: chains wait, fill and go in pieces;
 	 * in half the runs, a window for each lane's QP as a whole. */
-	uint32_t window = c->seed % 2 == 0 ? 1 + (uint32_t)(c->seed / 2 % 40) : 0;
+	uint32_t window = c->seed % 2 == 0 ? RB2_TX_CHAIN_MAX + (uint32_t)(c->seed / 2 % 40) : 0;
 
 	l->tx = rb2_xport_lane_create(xp, &(struct rb2_xport_lane_params){
 		.lcore_id = tx_lcore, .max_pending = 8 + (uint32_t)(c->seed % 64),

@@ -187,6 +187,12 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 		    p->max_inflight, RB2_TX_CHAIN_MAX);
 		return -EINVAL;
 	}
+	if (p->lane != NULL && rb2_xport_lane_window(p->lane) != 0 &&
+	    rb2_xport_lane_window(p->lane) < RB2_TX_CHAIN_MAX) {
+		WHY("the lane's admission window (%u WRs) cannot hold one transmission's %d WRs: give the lane max_inflight >= %d",
+		    rb2_xport_lane_window(p->lane), RB2_TX_CHAIN_MAX, RB2_TX_CHAIN_MAX);
+		return -EINVAL;
+	}
 	if (p->lcore_id != LCORE_ID_ANY && p->lcore_id >= RTE_MAX_LCORE) {
 		WHY("invalid lcore_id=%u", p->lcore_id);
 		return -EINVAL;

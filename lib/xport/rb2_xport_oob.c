@@ -149,7 +149,8 @@ accept_one(const struct sockaddr_in *sa, uint64_t deadline)
 }
 
 /* The active side: connected to @sa, retrying while refused (the peer may
- * not listen yet), or -ETIMEDOUT. */
+ * not listen yet); -ECONNREFUSED once the deadline is near, -ETIMEDOUT if
+ * the connection itself hangs. */
 static int
 connect_one(const struct sockaddr_in *sa, uint64_t deadline)
 {

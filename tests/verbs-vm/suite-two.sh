@@ -26,12 +26,13 @@ run stream stream 21000 200000
 # lcore, a QP each, without a window and with 6 WRs in flight per QP at
 # most (RB2_TX_CHAIN_MAX, the least); then the same 8 on one lane a side
 # (--lane: one QP across the wire, its later channels told out of band),
-# without and with a window of 6 for the lane's QP as a whole. Every
+# without a window, with 6 for the lane's QP as a whole, and with 48 (what
+# the 8 QPs had in flight together). Every
 # message checked on arrival (rb2-perf counts the errors), and the client
 # says how often a window deferred and how many WRs a QP had in flight.
 perf=$RB2_BUILD/apps/rb2-perf/rb2-perf
 i=0
-for v in 0 6 lane0 lane6; do
+for v in 0 6 lane0 lane6 lane48; do
 	port=$((21400 + i * 10)); i=$((i + 1))
 	w=${v#lane}; lane=; [ "$v" != "$w" ] && lane=--lane
 	name=admission_window_${w}_8_channels${lane:+_on_one_lane}

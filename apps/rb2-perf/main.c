@@ -61,6 +61,8 @@ usage(FILE *f, const char *prog)
 "                       RDMAbox's MAX_RETRY)\n"
 "  --transport SPEC     transport and its arguments (default shm):\n"
 "                         shm[,mode=loadstore|copy]\n"
+"                         loop[,lag=N] (one process; lag: completions seen every\n"
+"                         N-th poll), verbs[,dev=NAME,...] (README: Transports)\n"
 "  --size BYTES         message size, >= 8 (default 64)\n"
 "  --count N            bw: messages per round (default 10000000);\n"
 "                       lat: measured round trips (default 100000)\n"

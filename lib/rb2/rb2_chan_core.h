@@ -150,7 +150,9 @@ struct rb2_chan_params {
 	 * deferred (counted), its messages accumulating into the next, larger
 	 * WRITE; a flush waits for room. At least RB2_TX_CHAIN_MAX. The sender's
 	 * alone: not in the descriptor. rb2_tx_admission_hook() replaces the
-	 * rule.
+	 * rule. On a lane with a window (rb2_xport_lane_params.max_inflight)
+	 * the window is the lane's QP's, shared by its channels, and this one
+	 * is not used.
 	 */
 	uint32_t max_inflight;
 	int socket_id;        /**< memory socket; SOCKET_ID_ANY: the transport's */

@@ -174,7 +174,7 @@ for r in 1 2 3; do
 	awk -v r=$r -v o="${o:-0}" -v od="${od:-0}" -v om="${om:-1}" -v l="${l:-0}" \
 		-v ld="${ld:-0}" -v lm="${lm:-1}" 'BEGIN {
 		printf "| %d | %.4f | %.4f | %.4f | %.4f | %s |\n", r, o, od / om, l, ld / lm,
-			o > 0 ? sprintf("%.2f", l / o) : "n/a" }'
+			(o > 0 ? sprintf("%.2f", l / o) : "n/a") }'
 done
 } | tee "$out"
 [ $failed -eq 0 ] || { echo "perf: a run failed"; cat /tmp/rb.s /tmp/rb.c /tmp/pt.s /tmp/pt.c | grep -v TELEM | tail -20; }

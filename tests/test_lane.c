@@ -354,7 +354,7 @@ Test(rb2_lane, refusals)
 /* A window deeper than the lane's QP could ever hold in flight, one too
  * small for a transmission, and a loop "NIC" told to lag by nonsense:
  * refused, saying what to change. */
-Test(rb2_lane, a_window_deeper_than_the_qp_is_refused)
+Test(rb2_lane, windows_that_cannot_work_and_bad_lags_are_refused)
 {
 	cr_assert_null(rb2_xport_open("loop", "lag=0"));
 	cr_assert_null(rb2_xport_open("loop", "lag=x"));

@@ -197,35 +197,39 @@ set_destroy(struct lane_set *s)
 }
 
 /* The sender's and receiver's WRs and doorbells, and the windows' deferrals, so far. */
+struct lane_counts {
+	double wrs_in, wrs_out, txd, rxd, merged, deferrals;
+	uint32_t seen;          /* most WRs in flight on one QP */
+};
+
 static void
-set_counts(const struct lane_set *s, double *wrs_in, double *wrs_out, double *txd, double *rxd,
-	   double *merged, double *deferrals, uint32_t *seen)
+set_counts(const struct lane_set *s, struct lane_counts *k)
 {
-	*wrs_in = *wrs_out = *txd = *rxd = *merged = *deferrals = 0;
+	*k = (struct lane_counts){0};
 	for (unsigned int c = 0; c < s->k; c++) {
 		struct rb2_tx_stats ts;
 		struct rb2_rx_stats rs;
 
 		rb2_tx_stats_get(s->tx[c], &ts);
 		rb2_rx_stats_get(s->rx[c], &rs);
-		*wrs_in += (double)ts.wrs;
-		*txd += (double)ts.chains;
-		*rxd += (double)rs.head_pushes;
-		*deferrals += (double)ts.admission_deferrals;
-		*seen = RTE_MAX(*seen, (uint32_t)ts.max_inflight_seen);
+		k->wrs_in += (double)ts.wrs;
+		k->txd += (double)ts.chains;
+		k->rxd += (double)rs.head_pushes;
+		k->deferrals += (double)ts.admission_deferrals;
+		k->seen = RTE_MAX(k->seen, (uint32_t)ts.max_inflight_seen);
 	}
-	*wrs_out = *wrs_in;
+	k->wrs_out = k->wrs_in;
 	if (s->ltx != NULL) {
 		struct rb2_xport_lane_stats a, b;
 
 		rb2_xport_lane_stats_get(s->ltx, &a);
 		rb2_xport_lane_stats_get(s->lrx, &b);
-		*wrs_out = (double)a.wrs_out;
-		*txd = (double)a.doorbells;
-		*rxd = (double)b.doorbells;
-		*merged = (double)(a.merged + a.superseded);
-		*deferrals += (double)a.deferrals;
-		*seen = RTE_MAX(*seen, a.max_inflight_seen);
+		k->wrs_out = (double)a.wrs_out;
+		k->txd = (double)a.doorbells;
+		k->rxd = (double)b.doorbells;
+		k->merged = (double)(a.merged + a.superseded);
+		k->deferrals += (double)a.deferrals;
+		k->seen = RTE_MAX(k->seen, a.max_inflight_seen);
 	}
 }
 
@@ -262,11 +266,10 @@ perf_lanes_run(const struct perf_opts *o, FILE *json)
 				int v = (int)(r + (unsigned int)k) % NV;
 				struct lane_set *s = &sets[i][v];
 				struct lane_rx_arg a = { .s = s, .expect = o->count };
-				double c0[6], c1[6];
+				struct lane_counts c0, c1;
 				uint64_t t0;
 
-				set_counts(s, &c0[0], &c0[1], &c0[2], &c0[3], &c0[4], &c0[5],
-					   &fig[i][v].inflight_seen);
+				set_counts(s, &c0);
 				if (rb2_lcore_launch(lane_receiver, &a, o->rx_lcore) != 0)
 					return -1;
 				t0 = rte_rdtsc();
@@ -285,14 +288,14 @@ perf_lanes_run(const struct perf_opts *o, FILE *json)
 				printf("round %u: %u channels, %s: %.3f Mmsg/s\n", r, s->k, vname[v],
 				       fig[i][v].mps[r]);
 				fflush(stdout);
-				set_counts(s, &c1[0], &c1[1], &c1[2], &c1[3], &c1[4], &c1[5],
-					   &fig[i][v].inflight_seen);
-				fig[i][v].wrs_in += c1[0] - c0[0];
-				fig[i][v].wrs_out += c1[1] - c0[1];
-				fig[i][v].tx_doorbells += c1[2] - c0[2];
-				fig[i][v].rx_doorbells += c1[3] - c0[3];
-				fig[i][v].merged += c1[4] - c0[4];
-				fig[i][v].deferrals += (uint64_t)(c1[5] - c0[5]);
+				set_counts(s, &c1);
+				fig[i][v].wrs_in += c1.wrs_in - c0.wrs_in;
+				fig[i][v].wrs_out += c1.wrs_out - c0.wrs_out;
+				fig[i][v].tx_doorbells += c1.txd - c0.txd;
+				fig[i][v].rx_doorbells += c1.rxd - c0.rxd;
+				fig[i][v].merged += c1.merged - c0.merged;
+				fig[i][v].deferrals += (uint64_t)(c1.deferrals - c0.deferrals);
+				fig[i][v].inflight_seen = RTE_MAX(fig[i][v].inflight_seen, c1.seen);
 				fig[i][v].msgs += o->count;
 				bad += a.bad;
 			}

@@ -141,8 +141,8 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 		    "cache-line slots");
 		return -EINVAL;
 	}
-	if ((uint64_t)(p->slots / 2) * p->slot_size >= RB2_LEN_SKIP) {
-		WHY("invalid slot_size=%u with slots=%u: the largest message (slots/2 * slot_size) must stay below 4 GiB",
+	if ((uint64_t)(p->slots / 2) * p->slot_size >= RB2_MSG_MARK) {
+		WHY("invalid slot_size=%u with slots=%u: the largest message (slots/2 * slot_size) must stay below 2 GiB (bit 31 of a length is the sender's mark)",
 		    p->slot_size, p->slots);
 		return -EINVAL;
 	}

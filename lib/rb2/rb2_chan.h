@@ -357,7 +357,7 @@ rb2_tx_stride(const struct rb2_tx *tx, uint32_t len)
 static inline void
 rb2_tx_commit_burst(struct rb2_tx *tx, uint32_t len, unsigned int n)
 {
-	uint32_t need = __rb2_nslots(len + tx->trailer, tx->slot_size);
+	uint32_t need = __rb2_nslots((len & ~RB2_MSG_MARK) + tx->trailer, tx->slot_size);
 	uint64_t t = tx->tail;
 
 	/* alpha = 1 is "no batching" (L5, FaRM): every message gets its own
@@ -417,7 +417,8 @@ rb2_tx_reserve(struct rb2_tx *tx, uint32_t len, void **slot)
  * Commit the reserved message with its final length (at most the reserved
  * one). The message becomes visible to the receiver at the next pointer
  * advancement or flush. In a fixed-size channel the receiver always sees
- * msg_size bytes.
+ * msg_size bytes. @p len | RB2_MSG_MARK marks the message: the receiver's
+ * view carries the mark in its length (rb2_msg_marked()).
  */
 static inline void
 rb2_tx_commit(struct rb2_tx *tx, uint32_t len)
@@ -534,13 +535,15 @@ rb2_rx_peek_burst(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 		uint64_t end = h + 1;
 
 		/* Fast path: a message within one slot cannot run past t. A
-		 * skip marker (> any slot size) and multi-slot messages take
-		 * the branch. */
+		 * skip marker (> any slot size), marked messages (the mark is
+		 * bit 31) and multi-slot messages take the branch. */
 		if (unlikely(len > rx->slot_size)) {
-			if (unlikely(len != RB2_LEN_SKIP && len > rx->max_len))
+			uint32_t bytes = len & ~RB2_MSG_MARK;
+
+			if (unlikely(len != RB2_LEN_SKIP && bytes > rx->max_len))
 				return i > 0 ? (int)i : __rb2_rx_corrupt(rx, h, len);
 			end = len == RB2_LEN_SKIP ? h + rx->mask + 1 - pos + 1 :
-				h + __rb2_nslots(len, rx->slot_size);
+				h + __rb2_nslots(bytes, rx->slot_size);
 			/* A message (or a skip and the message after it) past
 			 * the tail was cut by a torn tail read: it is not
 			 * published yet; refresh the tail on the next call. */
@@ -585,7 +588,7 @@ rb2_rx_release_burst(struct rb2_rx *rx, const struct rb2_msg *msgs,
 	if (rx->msg_size != 0)
 		bytes = (uint64_t)n * rx->msg_size;
 	for (unsigned int i = 0; rx->msg_size == 0 && i < n; i++)
-		bytes += msgs[i].len;
+		bytes += rb2_msg_len(&msgs[i]);
 	/* A burst spans less than one ring (< 2^24 slots): the low 32 bits of
 	 * the next head pin down the whole 64-bit value. */
 	RB2_POS_STORE(rx->head, rx->head + (uint32_t)(msgs[n - 1].next_lo - (uint32_t)rx->head));
@@ -616,7 +619,7 @@ rb2_rx_read_burst(struct rb2_rx *rx, rb2_rx_cb_t cb, void *arg, unsigned int n)
 		if (got <= 0)
 			return total > 0 ? total : got;
 		for (int i = 0; i < got; i++)
-			cb(arg, m[i].data, m[i].len);
+			cb(arg, m[i].data, rb2_msg_len(&m[i]));
 		rb2_rx_release_burst(rx, m, (unsigned int)got);
 		total += got;
 		if ((unsigned int)got < want)
@@ -640,11 +643,11 @@ rb2_rx_recv(struct rb2_rx *rx, void *buf, uint32_t cap)
 
 	if (n <= 0)
 		return n == 0 ? -EAGAIN : n;
-	if (m.len > cap)
+	if (rb2_msg_len(&m) > cap)
 		return -EMSGSIZE;
-	memcpy(buf, m.data, m.len);
+	memcpy(buf, m.data, rb2_msg_len(&m));
 	rb2_rx_release_burst(rx, &m, 1);
-	return (int)m.len;
+	return (int)rb2_msg_len(&m);
 }
 
 /** Log type of the channel library. */

@@ -89,6 +89,16 @@ extern "C" {
 #define RB2_LEN_SKIP UINT32_MAX
 /** Poll-message sync: a lens[] entry the receiver has consumed (0 is a valid length). */
 #define RB2_LEN_EMPTY (UINT32_MAX - 1)
+/**
+ * The sender's mark: one bit a variable-size channel carries for its user
+ * beside each message's length, in lens[] (rb2_tx_commit(tx, len |
+ * RB2_MSG_MARK)), as an immediate carries a word beside a WRITE. It comes
+ * out in rb2_msg.len; rb2_msg_len() strips it. A channel whose sender never
+ * marks never shows it; a fixed-size channel drops it (it keeps no lens[]).
+ * The connection layer marks a frame that continues the previous frame's
+ * connection and so needs no header (lib/conn).
+ */
+#define RB2_MSG_MARK (UINT32_C(1) << 31)
 
 /** Region layout offsets. */
 #define RB2_REGION_PTR_OFF 0
@@ -227,6 +237,7 @@ struct rb2_chan_desc {
 #define RB2_TX_STATS(X)                                                        \
 	X(messages, "messages transmitted (counted per slot transmission)")   \
 	X(bytes, "payload bytes transmitted")                                  \
+	X(marked, "of which messages the sender marked (RB2_MSG_MARK)")        \
 	X(slot_writes, "data WRITEs posted (slot transmissions)")              \
 	X(tail_writes, "tail WRITEs posted (pointer advancements)")            \
 	X(deferred_tail_syncs, "tail syncs deferred by the elastic threshold") \
@@ -430,9 +441,23 @@ static_assert(sizeof(struct rb2_chan_desc) == 56, "descriptor is wire format");
 /** A message read in place: valid until released. 16 bytes, 4 per line. */
 struct rb2_msg {
 	void *data;       /**< first byte, 64-byte aligned (8: UNALIGNED) */
-	uint32_t len;     /**< bytes */
+	uint32_t len;     /**< bytes, with RB2_MSG_MARK if the sender marked it */
 	uint32_t next_lo; /**< @internal low 32 bits of the head after it */
 };
+
+/** The bytes of @p m, without the sender's mark. */
+static inline uint32_t
+rb2_msg_len(const struct rb2_msg *m)
+{
+	return m->len & ~RB2_MSG_MARK;
+}
+
+/** Did the sender mark @p m (RB2_MSG_MARK)? */
+static inline int
+rb2_msg_marked(const struct rb2_msg *m)
+{
+	return (m->len & RB2_MSG_MARK) != 0;
+}
 
 /*
  * Out-of-line slow paths, called from the inline fast path (so exported):

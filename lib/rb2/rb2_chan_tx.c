@@ -201,7 +201,7 @@ range_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w, uint32_t a, uint32_t k, uin
 static void
 count_range(struct rb2_tx *tx, uint64_t from, uint64_t to)
 {
-	uint64_t msgs = 0, bytes = 0;
+	uint64_t msgs = 0, bytes = 0, marked = 0;
 
 	if (tx->msg_size != 0) { /* one slot per message, all the same size */
 		RB2_STAT_ADD(&tx->stats, messages, to - from);
@@ -216,12 +216,16 @@ count_range(struct rb2_tx *tx, uint64_t from, uint64_t to)
 			from += tx->mask + 1 - pos;
 			continue;
 		}
+		marked += len >> 31;
+		len &= ~RB2_MSG_MARK;
 		msgs++;
 		bytes += len;
 		from += __rb2_nslots(len + tx->trailer, tx->slot_size);
 	}
 	RB2_STAT_ADD(&tx->stats, messages, msgs);
 	RB2_STAT_ADD(&tx->stats, bytes, bytes);
+	if (marked != 0)
+		RB2_STAT_ADD(&tx->stats, marked, marked);
 }
 
 /*

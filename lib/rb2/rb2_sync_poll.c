@@ -77,7 +77,7 @@ poll_publish(struct rb2_tx *tx, struct rb2_xport_wr *w __rte_unused,
 void
 __rb2_tx_mark(struct rb2_tx *tx, uint64_t t, uint32_t skip, uint32_t len, unsigned int n)
 {
-	uint32_t need = __rb2_nslots(len + RB2_MARKER_SIZE, tx->slot_size);
+	uint32_t need = __rb2_nslots((len & ~RB2_MSG_MARK) + RB2_MARKER_SIZE, tx->slot_size);
 
 	/* With WRITEs, lens[] travels by ranges from the mirror, inner entries
 	 * of multi-slot messages and of the wrap padding included: those must
@@ -155,8 +155,10 @@ __rb2_rx_peek_poll(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 				RB2_POS_STORE(rx->head, h);
 				continue;
 			}
-			need = __rb2_nslots(len + RB2_MARKER_SIZE, rx->slot_size);
-			if (unlikely(len > rx->max_len || pos + need > rx->mask + 1)) {
+			need = __rb2_nslots((len & ~RB2_MSG_MARK) + RB2_MARKER_SIZE,
+					    rx->slot_size);
+			if (unlikely((len & ~RB2_MSG_MARK) > rx->max_len ||
+				     pos + need > rx->mask + 1)) {
 				/* Torn (a WRITE landing on the empty mark byte by
 				 * byte, as rxe does) or corrupt: only a torn one
 				 * changes. */

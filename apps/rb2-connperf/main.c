@@ -236,10 +236,12 @@ parse(int argc, char **argv, struct opts *o)
 }
 
 /* A channel that carries messages of @p len bytes: one slot each up to
- * 1 KiB, packed (8-byte aligned: a connection's 8-byte header does not
- * cost a second cache line); 64-byte slots and room for two beyond. A
- * shared channel has @p scale times the slots (its connections' rings
- * would have had more). */
+ * 1 KiB (packed, 8-byte aligned, where @p len is not whole cache lines);
+ * 64-byte slots and room for two beyond. A shared channel has @p scale
+ * times the slots (its connections' rings would have had more). Bare and
+ * connection channels are alike: a connection's frames in a run carry no
+ * header (the ring marks them, lib/conn), and the first of a run takes
+ * one slot more. */
 static void
 chan_params(struct rb2_chan_params *p, uint32_t len, unsigned int scale)
 {
@@ -301,14 +303,14 @@ setup(const struct opts *o, struct variant *v, unsigned int id, struct rb2_xport
 		snprintf(name, sizeof(name), "v%uf%u", id, e);
 		/* A shared ring grows with its connections, to 16 times
 		 * (1/16 of what per-connection rings would take at 256). */
-		if (make_pair(name, xp, o->size + RB2_CONN_HDR_LEN, o->ring_scale ? o->ring_scale :
+		if (make_pair(name, xp, o->size, o->ring_scale ? o->ring_scale :
 			      v->mode == SHARED ? rte_align32pow2(RTE_MIN(v->conns, 16u)) : 1,
 			      &t1, &r1) < 0)
 			return -1;
 		snprintf(name, sizeof(name), "v%ur%u", id, e);
 		/* The return direction carries credits (and --lat's replies);
 		 * an endpoint's largest message is the same both ways. */
-		if (make_pair(name, xp, o->lat || o->size > 1024 ? o->size + RB2_CONN_HDR_LEN : 64, 1,
+		if (make_pair(name, xp, o->lat || o->size > 1024 ? o->size : 64, 1,
 			      &t2, &r2) < 0)
 			return -1;
 		snprintf(name, sizeof(name), "v%ua%u", id, e);

@@ -245,6 +245,13 @@ rb2_conn_ep_create(const char *name, struct rb2_tx *tx, struct rb2_rx *rx,
 		rte_errno = EINVAL;
 		return NULL;
 	}
+	if (tx->msg_size != 0 || rx->msg_size != 0) {
+		CONN_LOG(ERR, "endpoint %s: its channels must carry messages of any length "
+			 "(msg_size 0), not of a fixed size (%u): frames differ in length",
+			 name, RTE_MAX(tx->msg_size, rx->msg_size));
+		rte_errno = EINVAL;
+		return NULL;
+	}
 	if (params == NULL)
 		rb2_conn_ep_params_init(&p);
 	else
@@ -266,6 +273,8 @@ rb2_conn_ep_create(const char *name, struct rb2_tx *tx, struct rb2_rx *rx,
 	ep->p = p;
 	ep->win_mask = p.window - 1;
 	ep->resv_cd = -1;
+	ep->tx_run_cid = ep->rx_run_cid = ep->pend_cid = RB2_CONN_CID_NONE;
+	ep->tx_marks = !(tx->h.p.flags & RB2_CHAN_F_UNALIGNED);
 	ep->poll_max = 32;
 	ep->efd = -1;
 	ep->peer_efd = -1;
@@ -328,6 +337,7 @@ rb2_conn_ep_destroy(struct rb2_conn_ep *ep)
 	free(ep->bufs);
 	free(ep->ready);
 	free(ep->refusals);
+	free(ep->relay_buf);
 	free(ep);
 }
 
@@ -354,6 +364,7 @@ frame_out(struct rb2_conn_ep *ep, uint32_t cid, uint8_t type, uint16_t aux,
 	if (blen != 0)
 		memcpy(slot + RB2_CONN_HDR_LEN, body, blen);
 	rb2_tx_commit(ep->tx, RB2_CONN_HDR_LEN + blen);
+	ep->tx_run_cid = RB2_CONN_CID_NONE;      /* no run continues past it */
 	CONN_STAT_ADD(ep, ctrl_frames_tx, 1);
 	atomic_store_explicit(&ep->ctrl_bytes_tx, atomic_load_explicit(&ep->ctrl_bytes_tx,
 		memory_order_relaxed) + RB2_CONN_HDR_LEN + blen, memory_order_relaxed);
@@ -819,21 +830,67 @@ disarm(struct rb2_conn_ep *ep)
 	/* else the ring is full: the peer rings once more, at worst */
 }
 
-static void
-frame_in(struct rb2_conn_ep *ep, const uint8_t *f, uint32_t len)
+/* A frame as it came off the ring, its header read, or, for a marked
+ * frame, which has none, taken from the run it continues. */
+struct frame {
+	uint32_t cid;
+	uint8_t type;             /* 0: no header (too short, or marked out of a run) */
+	uint8_t marked;
+	uint16_t aux;
+	const uint8_t *body;
+	uint32_t blen;
+	uint32_t len;             /* its bytes in the ring */
+};
+
+/* Read the frame @p m, which follows in the ring a DATA frame of
+ * connection @p run (or RB2_CONN_CID_NONE: any other frame). @return the
+ * run after it, for the frame that follows it. */
+static __rte_always_inline uint32_t
+frame_get(const struct rb2_msg *m, uint32_t run, struct frame *fr)
 {
-	uint32_t cid, blen = len - RB2_CONN_HDR_LEN;
-	const uint8_t *body = f + RB2_CONN_HDR_LEN;
+	uint64_t hdr;
+
+	fr->len = rb2_msg_len(m);
+	fr->marked = rb2_msg_marked(m);
+	fr->aux = 0;
+	if (fr->marked) {
+		/* No header: the run's DATA, from the first byte. */
+		fr->cid = run;
+		fr->type = run != RB2_CONN_CID_NONE ? RB2_CONN_FR_DATA : 0;
+		fr->body = m->data;
+		fr->blen = fr->len;
+		return run;
+	}
+	if (unlikely(fr->len < RB2_CONN_HDR_LEN)) {
+		fr->cid = RB2_CONN_CID_NONE;
+		fr->type = 0;
+		fr->body = m->data;
+		fr->blen = 0;
+		return RB2_CONN_CID_NONE;
+	}
+	memcpy(&hdr, m->data, sizeof(hdr));      /* cid, type, flags, aux */
+	fr->cid = (uint32_t)hdr;
+	fr->type = (uint8_t)(hdr >> 32);
+	fr->aux = (uint16_t)(hdr >> 48);
+	fr->body = (const uint8_t *)m->data + RB2_CONN_HDR_LEN;
+	fr->blen = fr->len - RB2_CONN_HDR_LEN;
+	return fr->type == RB2_CONN_FR_DATA ? fr->cid : RB2_CONN_CID_NONE;
+}
+
+static void
+frame_in(struct rb2_conn_ep *ep, const struct frame *fr)
+{
+	uint32_t cid = fr->cid, blen = fr->blen, len = fr->len;
+	const uint8_t *body = fr->body;
+	uint16_t aux = fr->aux;
+	uint8_t type = fr->type;
 	struct rb2_conn_hello h;
 	struct rb2_conn_slot *c;
-	uint16_t aux;
-	uint8_t type;
 
-	if (unlikely(len < RB2_CONN_HDR_LEN))
+	if (unlikely(fr->marked && cid == RB2_CONN_CID_NONE))
+		return bad_frame(ep, "marked as a run's, with no data frame before it", len, 0);
+	if (unlikely(!fr->marked && len < RB2_CONN_HDR_LEN))
 		return bad_frame(ep, "shorter than the header", len, 0);
-	memcpy(&cid, f, 4);
-	type = f[4];
-	memcpy(&aux, f + 6, 2);
 	if (likely(type == RB2_CONN_FR_DATA)) {
 		c = slot_of(ep, cid);
 		if (unlikely(c == NULL || c->state == RB2_CONN_ST_SYN_SENT))
@@ -928,24 +985,54 @@ frame_in(struct rb2_conn_ep *ep, const uint8_t *f, uint32_t len)
 /* The common frame, inline in the poll: data for an open connection,
  * within its window. @return 0: anything else, for frame_in(). */
 static __rte_always_inline int
-data_in_fast(struct rb2_conn_ep *ep, const uint8_t *f, uint32_t len)
+data_in_fast(struct rb2_conn_ep *ep, const struct frame *fr)
 {
-	uint32_t blen = len - RB2_CONN_HDR_LEN, fp = rb2_conn_footprint(blen);
+	uint32_t fp = rb2_conn_footprint(fr->blen);
 	struct rb2_conn_slot *c;
-	uint64_t hdr;
 
-	if (unlikely(len <= RB2_CONN_HDR_LEN))
+	if (unlikely(fr->type != RB2_CONN_FR_DATA || fr->blen == 0))
 		return 0;
-	memcpy(&hdr, f, sizeof(hdr));
-	if (unlikely((uint8_t)(hdr >> 32) != RB2_CONN_FR_DATA))
-		return 0;
-	c = slot_of(ep, (uint32_t)hdr);
+	c = slot_of(ep, fr->cid);
 	if (unlikely(c == NULL || c->state != RB2_CONN_ST_OPEN || c->app_closed || c->err != 0 ||
-		     c->wpos + fp - c->rpos > ep->p.window || blen > ep->p.max_msg ||
+		     c->wpos + fp - c->rpos > ep->p.window || fr->blen > ep->p.max_msg ||
 		     (c->buf == NULL && ep->n_bufs == 0)))
 		return 0;
-	record_in(ep, c, f + RB2_CONN_HDR_LEN, blen, fp, RB2_CONN_REC_DATA);
+	record_in(ep, c, fr->body, fr->blen, fp, RB2_CONN_REC_DATA);
 	return 1;
+}
+
+/* Take the next frame off the ring (@p m): file its data, or act on it. */
+static __rte_always_inline void
+frame_take(struct rb2_conn_ep *ep, const struct rb2_msg *m)
+{
+	struct frame fr;
+
+	ep->rx_run_cid = frame_get(m, ep->rx_run_cid, &fr);
+	if (!data_in_fast(ep, &fr))
+		frame_in(ep, &fr);
+}
+
+/* A marked DATA frame @p fr with the header it was sent without, in the
+ * endpoint's relay buffer: the relay forwards frames of many runs. @return
+ * the buffer, or NULL (the frame is counted as bad, with the reason). */
+static uint8_t *
+relay_headed(struct rb2_conn_ep *ep, const struct frame *fr)
+{
+	if (fr->blen > ep->p.max_msg) {
+		bad_frame(ep, "marked, and longer than the largest message", fr->len,
+			  RB2_CONN_FR_DATA);
+		return NULL;
+	}
+	if (ep->relay_buf == NULL)
+		ep->relay_buf = malloc(RB2_CONN_HDR_LEN + ep->p.max_msg);
+	if (ep->relay_buf == NULL) {
+		bad_frame(ep, "marked, and no memory to give it its header for the relay",
+			  fr->len, RB2_CONN_FR_DATA);
+		return NULL;
+	}
+	*(uint64_t *)ep->relay_buf = __rb2_conn_hdr(fr->cid, RB2_CONN_FR_DATA, 0);
+	memcpy(ep->relay_buf + RB2_CONN_HDR_LEN, fr->body, fr->blen);
+	return ep->relay_buf;
 }
 
 /* A relay's link: the endpoint's own frames (sleep, awake) here, the rest
@@ -954,13 +1041,20 @@ static int
 relay_in(struct rb2_conn_ep *ep, struct rb2_msg *m, int n)
 {
 	for (int i = 0; i < n; i++) {
+		struct frame fr;
+		uint32_t run = frame_get(&m[i], ep->rx_run_cid, &fr);
 		uint8_t *f = m[i].data;
 
-		if (m[i].len >= RB2_CONN_HDR_LEN &&
-		    (f[4] == RB2_CONN_FR_SLEEP || f[4] == RB2_CONN_FR_AWAKE))
-			frame_in(ep, f, m[i].len);
-		else if (ep->relay(ep->relay_arg, ep, f, m[i].len) == -EAGAIN)
+		/* Its own frames, and a marked one out of any run (counted
+		 * as bad there), are the endpoint's. */
+		if (fr.type == RB2_CONN_FR_SLEEP || fr.type == RB2_CONN_FR_AWAKE ||
+		    (fr.marked && fr.cid == RB2_CONN_CID_NONE))
+			frame_in(ep, &fr);
+		else if ((!fr.marked || (f = relay_headed(ep, &fr)) != NULL) &&
+			 ep->relay(ep->relay_arg, ep, f, fr.marked ? RB2_CONN_HDR_LEN + fr.blen :
+				   fr.len) == -EAGAIN)
 			return i;
+		ep->rx_run_cid = run;
 	}
 	return n;
 }
@@ -1006,8 +1100,7 @@ pend_flush(struct rb2_conn_ep *ep)
 	unsigned int n = ep->pend_n - ep->pend_i;
 
 	for (unsigned int i = ep->pend_i; i < ep->pend_n; i++)
-		if (!data_in_fast(ep, ep->pend[i].data, ep->pend[i].len))
-			frame_in(ep, ep->pend[i].data, ep->pend[i].len);
+		frame_take(ep, &ep->pend[i]);
 	__rb2_conn_pend_done(ep);
 	return n;
 }
@@ -1030,27 +1123,30 @@ pend_flush(struct rb2_conn_ep *ep)
 static unsigned int
 pend_run(struct rb2_conn_ep *ep, const struct rb2_msg *m, unsigned int n)
 {
+	uint32_t run = ep->rx_run_cid, cid = RB2_CONN_CID_NONE;
 	struct rb2_conn_slot *c;
 	unsigned int k = 0;
-	uint32_t cid = 0;
 
+	/* A marked frame's header is not read: its miss waits for recv()'s
+	 * copy (the peek prefetched it). */
 	for (; k < n; k++) {
-		uint64_t hdr;
+		struct frame fr;
 
-		if (unlikely(m[k].len <= RB2_CONN_HDR_LEN))
+		run = frame_get(&m[k], run, &fr);
+		if (unlikely(fr.type != RB2_CONN_FR_DATA || fr.blen == 0) ||
+		    (k > 0 && fr.cid != cid))
 			break;
-		memcpy(&hdr, m[k].data, sizeof(hdr));
-		if (unlikely((uint8_t)(hdr >> 32) != RB2_CONN_FR_DATA) ||
-		    (k > 0 && (uint32_t)hdr != cid))
-			break;
-		cid = (uint32_t)hdr;
+		cid = fr.cid;
 	}
-	if ((k < n && k < PEND_MIN_RUN) || (k == 1 && m[0].len < PEND_LONE_MIN))
+	if (k == 0 || (k < n && k < PEND_MIN_RUN) ||
+	    (k == 1 && rb2_msg_len(&m[0]) < PEND_LONE_MIN))
 		return 0;
 	c = slot_of(ep, cid);
 	if (c == NULL || c->state != RB2_CONN_ST_OPEN)
 		return 0;
 	mark_ready(ep, c);
+	/* Every frame of the run is handled before anything after it. */
+	ep->pend_cid = ep->rx_run_cid = cid;
 	return k;
 }
 
@@ -1118,8 +1214,7 @@ ep_progress(struct rb2_conn_ep *ep, unsigned int flags)
 			taken = (int)run;
 		} else {
 			for (int i = 0; i < n; i++)
-				if (!data_in_fast(ep, m[i].data, m[i].len))
-					frame_in(ep, m[i].data, m[i].len);
+				frame_take(ep, &m[i]);
 			rb2_rx_release_burst(ep->rx, m, (unsigned int)n);
 		}
 		if (unlikely(span > CONN_POLL_BYTES)) {
@@ -1358,6 +1453,7 @@ rb2_conn_ep_forward(struct rb2_conn_ep *ep, const void *frame, uint32_t len)
 	}
 	memcpy(slot, frame, len);
 	rb2_tx_commit(ep->tx, len);
+	ep->tx_run_cid = RB2_CONN_CID_NONE;      /* no run continues past it */
 	return 0;
 }
 
@@ -1525,6 +1621,7 @@ __rb2_conn_reserve_slow(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf
 {
 	struct rb2_conn_slot *c = conn_of(ep, cd);
 	uint8_t *slot;
+	uint32_t hl;
 	int ret;
 
 	if (unlikely(c == NULL))
@@ -1538,7 +1635,8 @@ __rb2_conn_reserve_slow(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf
 	}
 	if (unlikely(ret < 0))
 		return ret;
-	ret = rb2_tx_reserve(ep->tx, RB2_CONN_HDR_LEN + len, (void **)&slot);
+	hl = __rb2_conn_hdr_len(ep, c);
+	ret = rb2_tx_reserve(ep->tx, hl + len, (void **)&slot);
 	if (unlikely(ret == -ENOBUFS)) {
 		/* Room comes back as the peer reads (the reservation sees it);
 		 * polling here would not make any. Every connection of the
@@ -1550,9 +1648,10 @@ __rb2_conn_reserve_slow(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf
 		ep_fail(ep, ret);
 		return ret;
 	}
-	*(uint64_t *)slot = __rb2_conn_hdr(c->peer_cd, RB2_CONN_FR_DATA, 0);
-	*buf = slot + RB2_CONN_HDR_LEN;
-	return 0;
+	if (hl != 0)
+		*(uint64_t *)slot = __rb2_conn_hdr(c->peer_cd, RB2_CONN_FR_DATA, 0);
+	*buf = slot + hl;
+	return (int)hl;
 }
 
 /* The next unviewed record of @p c, polling once if there is none. */
@@ -1585,12 +1684,12 @@ __rb2_conn_pend_done(struct rb2_conn_ep *ep)
 static int
 recv_pend(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, void *buf, uint32_t cap)
 {
-	const uint8_t *f = ep->pend[ep->pend_i].data;
-	uint32_t len = ep->pend[ep->pend_i].len - RB2_CONN_HDR_LEN;
+	uint32_t len;
+	const uint8_t *p = __rb2_conn_payload(&ep->pend[ep->pend_i], &len);
 
-	if (len > cap || !__rb2_conn_pend_mine(ep, c, f, len))
+	if (len > cap || !__rb2_conn_pend_mine(ep, c, len))
 		return 0;
-	rb2_msg_copy(buf, f + RB2_CONN_HDR_LEN, len);
+	rb2_msg_copy(buf, p, len);
 	__rb2_conn_pend_taken(ep, c, len);
 	return (int)len;
 }
@@ -1607,10 +1706,7 @@ recv_pend(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, void *buf, uint32_t c
 static inline int
 pend_is(const struct rb2_conn_ep *ep, const struct rb2_conn_slot *c)
 {
-	uint32_t cid;
-
-	memcpy(&cid, ep->pend[ep->pend_i].data, sizeof(cid));
-	return cid == c->cd;
+	return ep->pend_cid == c->cd;
 }
 
 /*
@@ -1729,7 +1825,7 @@ void
 rb2_conn_ep_stats_get(const struct rb2_conn_ep *ep, struct rb2_conn_ep_stats *st)
 {
 	struct rb2_tx_stats ts;
-	uint64_t msgs, bytes;
+	uint64_t msgs, bytes, marked;
 
 #define CONN_COUNTER_COPY(f) st->f = atomic_load_explicit(&ep->ctr.f, memory_order_relaxed);
 	RB2_CONN_EP_COUNTERS(CONN_COUNTER_COPY)
@@ -1743,7 +1839,10 @@ rb2_conn_ep_stats_get(const struct rb2_conn_ep *ep, struct rb2_conn_ep_stats *st
 	bytes -= RTE_MIN(bytes, atomic_load_explicit(&ep->ctrl_bytes_tx, memory_order_relaxed));
 	/* A lent message counts its payload, not its descriptor. */
 	bytes -= RTE_MIN(bytes, atomic_load_explicit(&ep->ref_wire_bytes_tx, memory_order_relaxed));
-	st->tx_bytes = bytes - RTE_MIN(bytes, st->tx_msgs * RB2_CONN_HDR_LEN) + st->ref_tx_bytes;
+	/* Headers: every frame has one but the marked (rb2_conn_core.h). */
+	marked = atomic_load_explicit(&ts.marked, memory_order_relaxed);
+	bytes -= RTE_MIN(bytes, (st->tx_msgs - RTE_MIN(st->tx_msgs, marked)) * RB2_CONN_HDR_LEN);
+	st->tx_bytes = bytes + st->ref_tx_bytes;
 }
 
 int

@@ -214,16 +214,34 @@ int rb2_conn_status(struct rb2_conn_ep *ep, int cd);
 /** @return why the connection failed ("" while it has not). */
 const char *rb2_conn_why(struct rb2_conn_ep *ep, int cd);
 
-/** @internal The slow half of a reservation: checks, polls, errors. */
+/** @internal The slow half of a reservation: checks, polls, errors.
+ *  @return as __rb2_conn_reserve(). */
 int __rb2_conn_reserve_slow(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf);
 /** @internal The slow half of a receive (empty, views held, errors). */
 int __rb2_conn_recv_slow(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap, int zc);
 
-/** @internal Room for @p len bytes on @p cd in the ring, header written. */
+/**
+ * @internal The header a DATA frame of @p c needs now: none (0) when it
+ * directly follows one of @p c's in the ring (on a channel whose slots are
+ * whole cache lines), so that the ring's mark says whose it is
+ * (rb2_conn_core.h); else RB2_CONN_HDR_LEN.
+ */
+static __rte_always_inline uint32_t
+__rb2_conn_hdr_len(const struct rb2_conn_ep *ep, const struct rb2_conn_slot *c)
+{
+	return ep->tx_run_cid == c->peer_cd ? 0 : RB2_CONN_HDR_LEN;
+}
+
+/**
+ * @internal Room for @p len bytes on @p cd in the ring, header written.
+ * @return the header's length (0 or RB2_CONN_HDR_LEN, for
+ *   __rb2_conn_commit()), or a negative errno as rb2_conn_send().
+ */
 static __rte_always_inline int
 __rb2_conn_reserve(struct rb2_conn_ep *ep, int cd, uint32_t len, uint8_t **payload)
 {
 	struct rb2_conn_slot *c = __rb2_conn_of(ep, cd);
+	uint32_t hl;
 	uint8_t *slot;
 
 	/* Fast path: open, credit for it, and room in the ring. Anything
@@ -231,24 +249,34 @@ __rb2_conn_reserve(struct rb2_conn_ep *ep, int cd, uint32_t len, uint8_t **paylo
 	if (likely(c != NULL && c->state == RB2_CONN_ST_OPEN && c->err == 0 &&
 		   !c->wr_shut && !(c->owed & RB2_CONN_OWE_SYNACK) && len - 1 < c->max_send &&
 		   c->sent + rb2_conn_footprint(len) - c->acked <= c->peer_window &&
-		   rb2_tx_reserve(ep->tx, RB2_CONN_HDR_LEN + len, (void **)&slot) == 0)) {
-		*(uint64_t *)slot = __rb2_conn_hdr(c->peer_cd, RB2_CONN_FR_DATA, 0);
-		*payload = slot + RB2_CONN_HDR_LEN;
-		return 0;
+		   rb2_tx_reserve(ep->tx, (hl = __rb2_conn_hdr_len(ep, c)) + len,
+				  (void **)&slot) == 0)) {
+		if (hl != 0)
+			*(uint64_t *)slot = __rb2_conn_hdr(c->peer_cd, RB2_CONN_FR_DATA, 0);
+		*payload = slot + hl;
+		return (int)hl;
 	}
 	return __rb2_conn_reserve_slow(ep, cd, len, (void **)payload);
 }
 
-/** @internal Commit @p len bytes reserved on @p cd. */
+/** @internal Commit @p len bytes reserved on @p cd behind a header of
+ *  @p hl bytes (0: marked, none). */
 static __rte_always_inline void
-__rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len)
+__rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len, uint32_t hl)
 {
 	struct rb2_conn_slot *c = &ep->conns[cd & 0xffff];
 
-	/* Nothing else is counted here: every store holds a store-buffer
-	 * entry behind the slot's, which miss (rb2_tx_reserve_burst()).
-	 * The endpoint's counts come from the ring's. */
-	rb2_tx_commit(ep->tx, RB2_CONN_HDR_LEN + len);
+	/* Nothing else is counted or stored per frame: every store holds a
+	 * store-buffer entry behind the slot's, which miss
+	 * (rb2_tx_reserve_burst()). The endpoint's counts come from the
+	 * ring's (which counts the marked frames too). */
+	if (hl != 0) {
+		rb2_tx_commit(ep->tx, hl + len);
+		if (ep->tx_run_cid != c->peer_cd && ep->tx_marks)
+			ep->tx_run_cid = c->peer_cd;
+	} else {
+		rb2_tx_commit(ep->tx, len | RB2_MSG_MARK);
+	}
 	c->sent += rb2_conn_footprint(len);
 }
 
@@ -266,10 +294,12 @@ rb2_conn_reserve(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf)
 {
 	int ret = __rb2_conn_reserve(ep, cd, len, (uint8_t **)buf);
 
-	if (likely(ret == 0)) {
+	if (likely(ret >= 0)) {
 		ep->resv_cd = cd;
 		ep->resv_len = len;
 		ep->resv_tail = ep->tx->tail;
+		ep->resv_hl = (uint32_t)ret;
+		ret = 0;
 	}
 	return ret;
 }
@@ -291,7 +321,7 @@ rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len)
 		return -EINVAL;
 	}
 	ep->resv_cd = -1;
-	__rb2_conn_commit(ep, cd, len);
+	__rb2_conn_commit(ep, cd, len, ep->resv_hl);
 	return 0;
 }
 
@@ -324,12 +354,12 @@ static __rte_always_inline int
 rb2_conn_send(struct rb2_conn_ep *ep, int cd, const void *buf, uint32_t len)
 {
 	uint8_t *p;
-	int ret = __rb2_conn_reserve(ep, cd, len, &p);
+	int hl = __rb2_conn_reserve(ep, cd, len, &p);
 
-	if (unlikely(ret < 0))
-		return ret;
+	if (unlikely(hl < 0))
+		return hl;
 	rb2_msg_copy(p, buf, len);
-	__rb2_conn_commit(ep, cd, len);
+	__rb2_conn_commit(ep, cd, len, (uint32_t)hl);
 	return 0;
 }
 
@@ -369,15 +399,15 @@ rb2_conn_recv(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap)
 	/* Nothing buffered and its frame next in the ring, where the poll
 	 * left it: one copy, straight out. */
 	if (likely(c != NULL && c->rpos == c->wpos && ep->pend_i < ep->pend_n)) {
-		const uint8_t *f = (const uint8_t *)ep->pend[ep->pend_i].data;
-		uint32_t len = ep->pend[ep->pend_i].len - RB2_CONN_HDR_LEN;
+		uint32_t len;
+		const uint8_t *p = __rb2_conn_payload(&ep->pend[ep->pend_i], &len);
 
 		/* (cap first and on its own: the compiler then knows the
 		 * copy's bound, and says nothing of small buffers.) */
 		if (unlikely(len > cap))
 			return __rb2_conn_recv_slow(ep, cd, buf, cap, 0);
-		if (likely(__rb2_conn_pend_mine(ep, c, f, len))) {
-			rb2_msg_copy(buf, f + RB2_CONN_HDR_LEN, len);
+		if (likely(__rb2_conn_pend_mine(ep, c, len))) {
+			rb2_msg_copy(buf, p, len);
 			__rb2_conn_pend_taken(ep, c, len);
 			return (int)len;
 		}

@@ -29,6 +29,19 @@
  *                 (its tag the lender's id for it, rb2_conn_ref.h);
  *                 REFDONE: aux x struct rb2_conn_refdone; others: none
  *
+ * A DATA frame that follows a DATA frame of the same connection directly in
+ * the ring goes without the header: the ring marks it instead
+ * (RB2_MSG_MARK, a bit beside its length in lens[]), and the payload starts
+ * at its first byte. The receiver takes the connection from the frame
+ * before it. So a connection's run of small messages costs the ring what
+ * a bare channel's would (a 64 B message fills one 64 B slot, not 72 B
+ * straddling two lines); RaaS carries its vQPN in the immediate for the
+ * same reason. Every other frame, and the first of a run, has the header.
+ * Only a channel whose slots are whole cache lines marks (not
+ * RB2_CHAN_F_UNALIGNED): there a frame starts a line, and the header is
+ * what can cost one more. In packed 8-byte slots every message costs its
+ * stride either way, and marked frames measured slower (doc/design.md).
+ *
  * A descriptor is (generation << 16 | slot index), generation 1..32767, so
  * a late frame for a slot that was freed and reused does not match.
  *
@@ -256,6 +269,17 @@ struct rb2_conn_ep {
 	int resv_cd;              /* descriptor holding the ring's reservation */
 	uint32_t resv_len;
 	uint64_t resv_tail;       /* the ring's tail when it was made */
+	uint32_t resv_hl;         /* its header's length: 0 (a marked run frame) or 8 */
+	/* Runs (the top of this file): the last frame put on the ring was
+	 * DATA for the peer's tx_run_cid (RB2_CONN_CID_NONE: another kind),
+	 * so the next DATA frame for it goes marked, without a header. Every
+	 * frame that is not DATA resets it; a data frame stores it only when
+	 * it changes, and only where tx_marks: slots of whole cache lines. */
+	uint32_t tx_run_cid;
+	uint8_t tx_marks;
+	/* The connection of the last DATA frame taken off the ring, in ring
+	 * order (RB2_CONN_CID_NONE after any other frame): a marked frame's. */
+	uint32_t rx_run_cid;
 	struct rb2_conn_slot *conns;       /* max_conns slots */
 	uint32_t *free_idx;       /* stack of free slot indexes */
 	uint32_t n_free;
@@ -280,12 +304,14 @@ struct rb2_conn_ep {
 	 * (pend_flush() in rb2_conn.c, which says when else it does). */
 	struct rb2_msg pend[32];
 	uint32_t pend_i, pend_n;
+	uint32_t pend_cid;        /* the run's connection (its frames' cid) */
 	uint32_t pend_skips;      /* recv()s of others that passed the run */
 	struct rb2_conn_refusal *refusals; /* REFUSE frames owed */
 	uint32_t n_refusals, cap_refusals;
 	struct rb2_conn_refs *refs;        /* lending (rb2_conn_ref.h), NULL until used */
 	uint32_t n_refdone_owed;           /* REFDONE entries owed to the peer */
 	_Atomic uint64_t ref_wire_bytes_tx; /* lent messages' descriptors on the ring */
+	uint8_t *relay_buf;       /* a marked frame given its header, for the relay */
 	struct rb2_conn_listener listeners[RB2_CONN_LISTEN_MAX];
 	uint64_t unknown_logged;  /* log unknown ids at powers of two */
 	/* Blocking mode (rb2_conn_ep_wait()). */
@@ -401,18 +427,29 @@ __rb2_conn_ctr_add(_Atomic uint64_t *ctr, uint64_t v)
 }
 
 /**
- * @internal May recv() take the frame @p f, with @p len bytes of payload,
- * that a poll left in the ring (ep->pend[ep->pend_i]) as @p c's next
- * message? @p c has nothing buffered; a frame not taken is filed.
+ * @internal The payload of a DATA frame @p m as it came off the ring, and
+ * its length in @p len: after the header, or from the first byte of a
+ * marked frame, which has none.
+ */
+static __rte_always_inline const uint8_t *
+__rb2_conn_payload(const struct rb2_msg *m, uint32_t *len)
+{
+	uint32_t hl = rb2_msg_marked(m) ? 0 : RB2_CONN_HDR_LEN;
+
+	*len = rb2_msg_len(m) - hl;
+	return (const uint8_t *)m->data + hl;
+}
+
+/**
+ * @internal May recv() take the frame with @p len bytes of payload that a
+ * poll left in the ring (ep->pend[ep->pend_i], of connection ep->pend_cid)
+ * as @p c's next message? @p c has nothing buffered; a frame not taken is
+ * filed.
  */
 static __rte_always_inline int
-__rb2_conn_pend_mine(const struct rb2_conn_ep *ep, const struct rb2_conn_slot *c,
-		     const uint8_t *f, uint32_t len)
+__rb2_conn_pend_mine(const struct rb2_conn_ep *ep, const struct rb2_conn_slot *c, uint32_t len)
 {
-	uint32_t cid;
-
-	memcpy(&cid, f, sizeof(cid));    /* a data frame: the poll checked */
-	return cid == c->cd && c->state == RB2_CONN_ST_OPEN && c->err == 0 &&
+	return ep->pend_cid == c->cd && c->state == RB2_CONN_ST_OPEN && c->err == 0 &&
 	       len <= ep->p.max_msg && rb2_conn_footprint(len) <= ep->p.window;
 }
 

@@ -201,7 +201,9 @@ rb2_conn_send_ref(struct rb2_conn_ep *ep, int cd, const void *buf, size_t len, u
 	}
 	/* Room and credit for the descriptor first (the longest one: the
 	 * commit says how long it is), so that nothing is registered for a
-	 * message that cannot go. */
+	 * message that cannot go. A REF frame always has its header (its
+	 * type is there): no run may continue into it, nor from it. */
+	ep->tx_run_cid = RB2_CONN_CID_NONE;
 	ret = __rb2_conn_reserve(ep, cd, RB2_BULK_REF_SIZE(RB2_BULK_MAX_SEGS), &desc);
 	if (ret < 0)
 		return ret;
@@ -223,7 +225,8 @@ rb2_conn_send_ref(struct rb2_conn_ep *ep, int cd, const void *buf, size_t len, u
 	dlen = RB2_BULK_REF_SIZE(n);
 	desc[4 - RB2_CONN_HDR_LEN] = RB2_CONN_FR_REF;   /* the header's type */
 	memcpy(desc, &ref, dlen);
-	__rb2_conn_commit(ep, cd, dlen);
+	__rb2_conn_commit(ep, cd, dlen, RB2_CONN_HDR_LEN);
+	ep->tx_run_cid = RB2_CONN_CID_NONE;
 	CONN_STAT_ADD(ep, ref_tx_msgs, 1);
 	CONN_STAT_ADD(ep, ref_tx_bytes, len);
 	atomic_store_explicit(&ep->ref_wire_bytes_tx, atomic_load_explicit(&ep->ref_wire_bytes_tx,

@@ -82,13 +82,14 @@ done
 echo
 echo "## Connections over rxe0 (rb2-connperf, both ends in one process, QPs connected locally)"
 echo
-echo "shared: every connection over one channel pair (2 QPs); perconn: a pair per connection."
+echo "shared: every connection over one channel pair (2 QPs); perconn: a pair per connection;"
+echo "bare: one channel each way, no connection layer (over_bare: the layer's cost at 1 connection)."
 echo "Medians of per-round ratios; Mmsg/s are TCG's."
 echo
 cp=$RB2_BUILD/apps/rb2-connperf/rb2-connperf
 for size in 64 65536; do
 	"$cp" -l 0-1 --no-pci --no-huge -m 2048 --file-prefix cp$size --log-level lib.eal:error -- \
-		--transport verbs,dev=rxe0 --modes shared,perconn --conns 1,16,256,1000 --size $size \
+		--transport verbs,dev=rxe0 --modes shared,perconn,bare --conns 1,16,256,1000 --size $size \
 		--rounds 5 --seconds 0.5 > /tmp/cp.json 2>/tmp/cp.err || { failed=1; cat /tmp/cp.err; }
 	echo '```'
 	grep -v '^$' /tmp/cp.json

@@ -329,7 +329,8 @@ Test(rb2_pipeline, channels_on_lanes_share_a_doorbell_per_pass_and_lose_nothing)
 	/* Two lanes: lcore 0 towards 1 (both senders), 1 towards 0 (both
 	 * receivers); fewer doorbells than WRs on the senders' side. */
 	while ((at = strstr(at, "{\"lcore\": ")) != NULL) {
-		cr_assert_eq(sscanf(at, "{\"lcore\": %lu, \"peer_lcore\": %lu, \"transport\": \"loop\", "
+		cr_assert_eq(sscanf(at, "{\"lcore\": %lu, \"peer_lcore\": %lu, \"peer_proc\": \"main\", "
+				    "\"transport\": \"loop\", "
 				    "\"queues\": %lu, \"wrs_in\": %lu, \"doorbells\": %lu", &lc, &peer,
 				    &queues, &wrs_in, &doorbells), 5, "%s", at);
 		cr_expect_eq(lc + peer, 1, "lanes between lcores 0 and 1: %s", at);

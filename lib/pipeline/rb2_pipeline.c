@@ -468,25 +468,30 @@ start_stages(struct rb2_pipeline *pl, char *err, size_t errlen)
 }
 
 /*
- * [pipeline] lanes: the lane @lcore posts into towards @peer's lcore on @xp,
- * made on first use. A lane's QP connects to one other lane's QP, so there is
- * one per (lcore, peer lcore, transport); both directions between two lcores
- * share that QP pair. NULL (with the reason logged) where the link keeps a
- * QP of its own.
+ * [pipeline] lanes: the lane this process's @lcore posts into towards the
+ * lcore of stage @peer (here or in another process) on @xp, made on first
+ * use. A lane's QP connects to one other lane's QP, so there is one per
+ * (lcore, peer process and lcore, transport); both directions between two
+ * lcores share that QP pair. Across processes the peer's own lane is the
+ * other end: the first channel's connect joins the two lanes' QPs, and the
+ * others' descriptors go out of band (rb2_xport_lane.h). NULL (with the
+ * reason logged) where the link keeps a QP of its own.
  */
 static struct rb2_xport_lane *
-lane_get(struct rb2_pipeline *pl, struct rb2_xport *xp, unsigned int lcore, unsigned int peer)
+lane_get(struct rb2_pipeline *pl, struct rb2_xport *xp, unsigned int lcore,
+	 const struct rb2_stage *peer)
 {
 	struct rb2_worker *w = &pl->workers[lcore];
 	struct rb2_xport_lane *la;
 
 	for (unsigned int i = 0; i < pl->nlanes; i++)
 		if (pl->lane_tab[i].xp == xp && pl->lane_tab[i].lcore == lcore &&
-		    pl->lane_tab[i].peer == peer)
+		    pl->lane_tab[i].peer == peer->lcore &&
+		    strcmp(pl->lane_tab[i].peer_proc, peer->proc) == 0)
 			return pl->lane_tab[i].lane;
 	if (pl->nlanes == LANES_MAX || w->nlanes == WORKER_LANES_MAX) {
 		PL_LOG(NOTICE, "lanes: lcore %u has %u lanes (at most %d, %d in all): its link to lcore %u keeps a QP of its own",
-		       lcore, w->nlanes, WORKER_LANES_MAX, LANES_MAX, peer);
+		       lcore, w->nlanes, WORKER_LANES_MAX, LANES_MAX, peer->lcore);
 		return NULL;
 	}
 	la = rb2_xport_lane_create(xp, &(struct rb2_xport_lane_params){ .lcore_id = lcore });
@@ -497,16 +502,19 @@ lane_get(struct rb2_pipeline *pl, struct rb2_xport *xp, unsigned int lcore, unsi
 	}
 	pl->lane_tab[pl->nlanes].xp = xp;
 	pl->lane_tab[pl->nlanes].lcore = lcore;
-	pl->lane_tab[pl->nlanes].peer = peer;
+	pl->lane_tab[pl->nlanes].peer = peer->lcore;
+	pl->lane_tab[pl->nlanes].peer_proc = peer->proc;
 	pl->lane_tab[pl->nlanes++].lane = la;
 	w->lanes[w->nlanes++] = la;
 	return la;
 }
 
-/* May this link's halves post into lanes? Both here (a lane connects in
- * this process only), a transport that posts WRs (not load/store), and a
- * channel that needs no receives (WRITE_WITH_IMM, a sleeping receiver's
- * wake-up): lanes carry one-sided WRs only. */
+/* May this link's halves post into lanes? A transport that posts WRs (not
+ * load/store), one that exchanges descriptors out of band if the other half
+ * is in another process, and a channel that needs no receives
+ * (WRITE_WITH_IMM, a sleeping receiver's wake-up): lanes carry one-sided
+ * WRs only. Both processes of a link read the same configuration and open
+ * the same transport, so both halves agree. */
 static bool
 link_on_lanes(const struct rb2_pipeline *pl, const struct rb2_link *lk, struct rb2_xport *xp,
 	      const struct rb2_chan_params *p)
@@ -515,10 +523,10 @@ link_on_lanes(const struct rb2_pipeline *pl, const struct rb2_link *lk, struct r
 
 	if (!pl->lanes)
 		return false;
-	if (!lk->from->local || !lk->to->local)
-		why = "its other half is in another process";
-	else if (rb2_xport_caps(xp) & RB2_XPORT_CAP_LOADSTORE)
+	if (rb2_xport_caps(xp) & RB2_XPORT_CAP_LOADSTORE)
 		why = "its transport stores straight into the peer's memory and posts nothing";
+	else if ((!lk->from->local || !lk->to->local) && !(rb2_xport_caps(xp) & RB2_XPORT_CAP_OOB))
+		why = "its other half is in another process, which its transport's lanes do not reach";
 	else if (p->tail_sync == RB2_TAIL_WRITE_IMM || (p->flags & RB2_CHAN_F_SLEEP))
 		why = "it needs receive completions (WRITE_WITH_IMM, or idle_sleep's wake-ups)";
 	if (why != NULL)
@@ -566,9 +574,15 @@ open_link(struct rb2_pipeline *pl, struct rb2_link *lk, char *err, size_t errlen
 		lk->sleep = true;
 	}
 	if (link_on_lanes(pl, lk, xp, &p)) {
-		lk->tx_lane = lane_get(pl, xp, lk->from->lcore, lk->to->lcore);
-		lk->rx_lane = lane_get(pl, xp, lk->to->lcore, lk->from->lcore);
-		if (lk->tx_lane == NULL || lk->rx_lane == NULL)
+		if (tx_here)
+			lk->tx_lane = lane_get(pl, xp, lk->from->lcore, lk->to);
+		if (rx_here)
+			lk->rx_lane = lane_get(pl, xp, lk->to->lcore, lk->from);
+		/* Both halves on lanes or neither: a lane's channel connects
+		 * only to another lane's. Across processes a half that could
+		 * not have one fails to connect, saying so (the limits in
+		 * the log above). */
+		if ((tx_here && lk->tx_lane == NULL) || (rx_here && lk->rx_lane == NULL))
 			lk->tx_lane = lk->rx_lane = NULL;
 	}
 	if (tx_here) {

@@ -47,7 +47,7 @@ extern int rb2_pipeline_logtype;
 #define STAGES_MAX 64
 #define LINKS_MAX 128
 #define XPORTS_MAX 8
-#define LANES_MAX 64             /* [pipeline] lanes: one per (lcore, peer lcore, transport) */
+#define LANES_MAX 64             /* [pipeline] lanes: one per (lcore, peer process and lcore, transport) */
 #define WORKER_LANES_MAX 16
 #define STAGE_COUNTERS_MAX 16
 #define STAGE_NAME_MAX 32
@@ -204,6 +204,7 @@ struct rb2_pipeline {
 	struct {
 		struct rb2_xport *xp;
 		unsigned int lcore, peer;       /* posted by lcore, towards peer's */
+		const char *peer_proc;          /* ... in that process */
 		struct rb2_xport_lane *lane;
 	} lane_tab[LANES_MAX];
 	unsigned int nlanes;

@@ -145,10 +145,11 @@ rb2_pipeline_report(struct rb2_pipeline *pl, FILE *out)
 		struct rb2_xport_lane_stats ls;
 
 		rb2_xport_lane_stats_get(pl->lane_tab[i].lane, &ls);
-		fprintf(out, "  lcore %u: lane to lcore %u (%s): %" PRIu64 " WRs from %u channel "
+		fprintf(out, "  lcore %u: lane to lcore %u%s%s (%s): %" PRIu64 " WRs from %u channel "
 			"halves in %" PRIu64 " doorbells (%" PRIu64 " WRs posted, %" PRIu64
 			" merged, %" PRIu64 " superseded)\n", pl->lane_tab[i].lcore,
-			pl->lane_tab[i].peer, rb2_xport_name(pl->lane_tab[i].xp), ls.wrs_in,
+			pl->lane_tab[i].peer, pl->lane_tab[i].peer_proc[0] ? " of proc " : "",
+			pl->lane_tab[i].peer_proc, rb2_xport_name(pl->lane_tab[i].xp), ls.wrs_in,
 			ls.queues, ls.doorbells, ls.wrs_out, ls.merged, ls.superseded);
 	}
 	for (unsigned int i = 0; i < pl->nstages; i++)
@@ -213,11 +214,13 @@ rb2_pipeline_stats_json(struct rb2_pipeline *pl, FILE *out)
 		struct rb2_xport_lane_stats ls;
 
 		rb2_xport_lane_stats_get(pl->lane_tab[i].lane, &ls);
-		fprintf(out, "%s{\"lcore\": %u, \"peer_lcore\": %u, \"transport\": \"%s\", "
+		fprintf(out, "%s{\"lcore\": %u, \"peer_lcore\": %u, \"peer_proc\": \"%s\", "
+			"\"transport\": \"%s\", "
 			"\"queues\": %u, \"wrs_in\": %" PRIu64 ", \"doorbells\": %" PRIu64
 			", \"wrs_out\": %" PRIu64 ", \"merged\": %" PRIu64 ", \"superseded\": %"
 			PRIu64 ", \"forced\": %" PRIu64 "}", i ? ", " : "", pl->lane_tab[i].lcore,
-			pl->lane_tab[i].peer, rb2_xport_name(pl->lane_tab[i].xp), ls.queues,
+			pl->lane_tab[i].peer, pl->lane_tab[i].peer_proc,
+			rb2_xport_name(pl->lane_tab[i].xp), ls.queues,
 			ls.wrs_in, ls.doorbells, ls.wrs_out, ls.merged, ls.superseded, ls.forced);
 	}
 	fprintf(out, "]}");

@@ -235,6 +235,8 @@ rb2_xport_open(const char *name, const char *args)
 		rte_errno = -ret;
 		return NULL;
 	}
+	if (drv->ops->oob_exchange != NULL)
+		xp->caps |= RB2_XPORT_CAP_OOB;
 	snprintf(xp->args, sizeof(xp->args), "%s", args ? args : "");
 	pthread_mutex_lock(&xports.lock);
 	TAILQ_INSERT_TAIL(&xports.open, xp, next);

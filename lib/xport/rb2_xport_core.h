@@ -94,6 +94,9 @@ struct rb2_xport_wc {
 #define RB2_XPORT_CAP_READ (1u << 4)
 /** A sleeping peer can be woken (RB2_WR_WAKE, rb2_xport_doorbell_arm()). */
 #define RB2_XPORT_CAP_WAKE (1u << 5)
+/** Descriptors go to a peer out of band (the driver's oob_exchange): a lane
+ *  reaches lanes of other processes and hosts (rb2_xport_lane.h). */
+#define RB2_XPORT_CAP_OOB (1u << 6)
 
 /** Memory registered with a transport. Peers address it by (addr, rkey). */
 struct rb2_xport_mr {

@@ -138,6 +138,101 @@ else
 	echo "FAIL lanes_across_processes_8_channels_one_qp (server $lxsrc, client $lxc)"
 fi
 port=$((port + 10))
+# A pipeline split over two processes, on lanes ([pipeline] lanes = 1): two
+# replays on process a's lcore 0, two measures on process b's lcore 1, so
+# both links share one lane a side (one QP between the processes). Each
+# measure must count every flow as the same trace measured in one process,
+# and each process must report one lane carrying both channels.
+nf=$RB2_BUILD/apps/rb2-nf/rb2-nf
+"$RB2_BUILD/apps/rb2-tracegen/rb2-tracegen" -o /tmp/pl.pcap --packets 50000 --flows 2000 \
+	--seed 5 > /dev/null 2>&1
+cat > /tmp/pl-two.ini <<EOF
+[pipeline]
+lanes = 1
+[stage replay1]
+type = replay
+proc = a
+lcore = 0
+trace = \${trace:-}
+[stage replay2]
+type = replay
+proc = a
+lcore = 0
+trace = \${trace:-}
+[stage measure]
+type = measure
+proc = b
+lcore = 1
+flows = 4096
+json = \${json:-}
+[stage measure2]
+type = measure
+proc = b
+lcore = 1
+flows = 4096
+csv = \${csv:-}
+[link l1]
+from = replay1
+to = measure
+transport = verbs,dev=rxe0
+peer = $ip:$((port + 1))
+timeout_ms = 60000
+[link l2]
+from = replay2
+to = measure2
+transport = verbs,dev=rxe0
+peer = $ip:$((port + 2))
+timeout_ms = 60000
+EOF
+cat > /tmp/pl-one.ini <<'EOF'
+[stage replay]
+type = replay
+lcore = 0
+trace = ${trace}
+[stage measure]
+type = measure
+lcore = 0
+flows = 4096
+json = ${json}
+csv = ${csv}
+[link direct]
+from = replay
+to = measure
+EOF
+timeout -k 5 300 "$nf" $(eal 1 plb) -- --config /tmp/pl-two.ini --proc b --json /tmp/pl-b.json \
+	--csv /tmp/pl-b.csv --stats-json /tmp/pl-b.stats > /tmp/pl-b 2>&1 &
+plb=$!
+sleep 0.5
+timeout -k 5 300 "$nf" $(eal 0 pla) -- --config /tmp/pl-two.ini --proc a --trace /tmp/pl.pcap \
+	--stats-json /tmp/pl-a.stats > /tmp/pl-a 2>&1
+plarc=$?
+wait $plb
+plbrc=$?
+"$nf" $(eal 0 plo) -- --config /tmp/pl-one.ini --trace /tmp/pl.pcap --json /tmp/pl-one.json \
+	--csv /tmp/pl-one.csv > /tmp/pl-one 2>&1
+# (Files, not <(...): the guest has no /dev/fd.)
+plwhy=""
+[ $plarc -eq 0 ] && [ $plbrc -eq 0 ] || plwhy="exit codes a $plarc, b $plbrc"
+grep -v cycles_per_record /tmp/pl-one.json > /tmp/pl-one.cmp
+grep -v cycles_per_record /tmp/pl-b.json > /tmp/pl-b.cmp 2>/dev/null
+[ -s /tmp/pl-b.cmp ] && cmp -s /tmp/pl-one.cmp /tmp/pl-b.cmp ||
+	plwhy="$plwhy; measure's JSON differs from one process's: $(diff /tmp/pl-one.cmp /tmp/pl-b.cmp 2>&1 | head -c 600)"
+cmp -s /tmp/pl-one.csv /tmp/pl-b.csv ||
+	plwhy="$plwhy; measure2's CSV differs: $(diff /tmp/pl-one.csv /tmp/pl-b.csv 2>&1 | head -c 400)"
+python3 -c 'import json,sys
+for f, peer in ((sys.argv[1], "b"), (sys.argv[2], "a")):
+    l = json.load(open(f))["lanes"]
+    if not (len(l) == 1 and l[0]["queues"] == 2 and l[0]["peer_proc"] == peer):
+        sys.exit("%s: lanes %s" % (f, l))' /tmp/pl-a.stats /tmp/pl-b.stats 2> /tmp/pl-lanes ||
+	plwhy="$plwhy; $(cat /tmp/pl-lanes)"
+if [ -z "$plwhy" ]; then
+	pass=$((pass + 1)); grep -h "lane to" /tmp/pl-a /tmp/pl-b
+	echo "PASS pipeline_across_processes_on_lanes (2 links, one QP, every flow as in one process)"
+else
+	fail=$((fail + 1)); grep -vhE "^(TELEMETRY|EAL)" /tmp/pl-a /tmp/pl-b | tail -30
+	echo "FAIL pipeline_across_processes_on_lanes: $plwhy"
+fi
+port=$((port + 10))
 # Connections (lib/conn): 1000 over one channel pair, so one QP each way.
 pair conn_1000_connections_one_qp_each_way conn 100000
 

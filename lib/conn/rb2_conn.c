@@ -274,7 +274,8 @@ rb2_conn_ep_create(const char *name, struct rb2_tx *tx, struct rb2_rx *rx,
 	ep->win_mask = p.window - 1;
 	ep->resv_cd = -1;
 	ep->tx_run_cid = ep->rx_run_cid = ep->pend_cid = RB2_CONN_CID_NONE;
-	ep->tx_marks = !(tx->h.p.flags & RB2_CHAN_F_UNALIGNED);
+	/* Marked frames: those of one slot, where slots are whole lines. */
+	ep->tx_mark_max = tx->h.p.flags & RB2_CHAN_F_UNALIGNED ? 0 : tx->h.p.slot_size;
 	ep->poll_max = 32;
 	ep->efd = -1;
 	ep->peer_efd = -1;
@@ -1635,7 +1636,7 @@ __rb2_conn_reserve_slow(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf
 	}
 	if (unlikely(ret < 0))
 		return ret;
-	hl = __rb2_conn_hdr_len(ep, c);
+	hl = __rb2_conn_hdr_len(ep, c, len);
 	ret = rb2_tx_reserve(ep->tx, hl + len, (void **)&slot);
 	if (unlikely(ret == -ENOBUFS)) {
 		/* Room comes back as the peer reads (the reservation sees it);

@@ -221,15 +221,15 @@ int __rb2_conn_reserve_slow(struct rb2_conn_ep *ep, int cd, uint32_t len, void *
 int __rb2_conn_recv_slow(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap, int zc);
 
 /**
- * @internal The header a DATA frame of @p c needs now: none (0) when it
- * directly follows one of @p c's in the ring (on a channel whose slots are
- * whole cache lines), so that the ring's mark says whose it is
+ * @internal The header a DATA frame of @p len bytes for @p c needs now:
+ * none (0) when it directly follows one of @p c's in the ring and fits one
+ * slot of whole cache lines, so that the ring's mark says whose it is
  * (rb2_conn_core.h); else RB2_CONN_HDR_LEN.
  */
 static __rte_always_inline uint32_t
-__rb2_conn_hdr_len(const struct rb2_conn_ep *ep, const struct rb2_conn_slot *c)
+__rb2_conn_hdr_len(const struct rb2_conn_ep *ep, const struct rb2_conn_slot *c, uint32_t len)
 {
-	return ep->tx_run_cid == c->peer_cd ? 0 : RB2_CONN_HDR_LEN;
+	return len <= ep->tx_mark_max && ep->tx_run_cid == c->peer_cd ? 0 : RB2_CONN_HDR_LEN;
 }
 
 /**
@@ -249,7 +249,7 @@ __rb2_conn_reserve(struct rb2_conn_ep *ep, int cd, uint32_t len, uint8_t **paylo
 	if (likely(c != NULL && c->state == RB2_CONN_ST_OPEN && c->err == 0 &&
 		   !c->wr_shut && !(c->owed & RB2_CONN_OWE_SYNACK) && len - 1 < c->max_send &&
 		   c->sent + rb2_conn_footprint(len) - c->acked <= c->peer_window &&
-		   rb2_tx_reserve(ep->tx, (hl = __rb2_conn_hdr_len(ep, c)) + len,
+		   rb2_tx_reserve(ep->tx, (hl = __rb2_conn_hdr_len(ep, c, len)) + len,
 				  (void **)&slot) == 0)) {
 		if (hl != 0)
 			*(uint64_t *)slot = __rb2_conn_hdr(c->peer_cd, RB2_CONN_FR_DATA, 0);
@@ -272,7 +272,7 @@ __rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len, uint32_t hl)
 	 * ring's (which counts the marked frames too). */
 	if (hl != 0) {
 		rb2_tx_commit(ep->tx, hl + len);
-		if (ep->tx_run_cid != c->peer_cd && ep->tx_marks)
+		if (ep->tx_run_cid != c->peer_cd)
 			ep->tx_run_cid = c->peer_cd;
 	} else {
 		rb2_tx_commit(ep->tx, len | RB2_MSG_MARK);

@@ -37,10 +37,11 @@
  * a bare channel's would (a 64 B message fills one 64 B slot, not 72 B
  * straddling two lines); RaaS carries its vQPN in the immediate for the
  * same reason. Every other frame, and the first of a run, has the header.
- * Only a channel whose slots are whole cache lines marks (not
- * RB2_CHAN_F_UNALIGNED): there a frame starts a line, and the header is
- * what can cost one more. In packed 8-byte slots every message costs its
- * stride either way, and marked frames measured slower (doc/design.md).
+ * Only frames of one slot are marked, and only where slots are whole cache
+ * lines (not RB2_CHAN_F_UNALIGNED): there a frame starts a line, and the
+ * header is what can cost one more. In packed 8-byte slots every message
+ * costs its stride either way, and marked frames measured slower; marked
+ * frames of several slots cost rb2-kv a fifth of its rate (doc/design.md).
  *
  * A descriptor is (generation << 16 | slot index), generation 1..32767, so
  * a late frame for a slot that was freed and reused does not match.
@@ -272,11 +273,12 @@ struct rb2_conn_ep {
 	uint32_t resv_hl;         /* its header's length: 0 (a marked run frame) or 8 */
 	/* Runs (the top of this file): the last frame put on the ring was
 	 * DATA for the peer's tx_run_cid (RB2_CONN_CID_NONE: another kind),
-	 * so the next DATA frame for it goes marked, without a header. Every
+	 * so the next DATA frame for it goes marked, without a header, if it
+	 * is at most tx_mark_max bytes (one slot; 0 in packed slots). Every
 	 * frame that is not DATA resets it; a data frame stores it only when
-	 * it changes, and only where tx_marks: slots of whole cache lines. */
+	 * it changes. */
 	uint32_t tx_run_cid;
-	uint8_t tx_marks;
+	uint32_t tx_mark_max;
 	/* The connection of the last DATA frame taken off the ring, in ring
 	 * order (RB2_CONN_CID_NONE after any other frame): a marked frame's. */
 	uint32_t rx_run_cid;

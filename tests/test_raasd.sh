@@ -15,7 +15,13 @@
 #     the other end, with the reason, within a bound;
 #   - the rings of every application that left, the killed one's too, are
 #     freed (the group's memzones, through DPDK telemetry);
-#   - the service killed: every connection of every application fails.
+#   - the service killed: every connection of every application fails;
+#   - lent messages (rb2_conn_send_ref() from shared memory) through the
+#     service: each READ once, intact and in order among copied ones, into
+#     shared memory in place and into private memory through a bounce
+#     buffer, every buffer back to its lender; a borrower that closes with
+#     lent messages unread, and one killed holding them: every buffer back,
+#     unread, and no loan left in the service (telemetry).
 # Needs hugepages (DPDK multi-process); skips (77) and says so without.
 #
 #   test_raasd.sh BUILD_DIR
@@ -71,6 +77,44 @@ if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && grep -q "nothing listens" "$tmp/refused-a" 
 	ok "connects to no listener and to an unknown host refused, with the reason"
 else
 	fail "refusals through rb2-raasd ($r1, $r2)"
+fi
+
+# 1c. Lent messages through the service: the borrower asks it to READ
+# (here: one copy, lender's buffer to reader's), in place or bounced.
+app borrow-a borrower 13 4 24 & s=$!; pids+=("$s")
+sleep 0.3
+(app lend-a lender 13 4 24); lrc=$?
+wait "$s"; brc=$?
+cat "$tmp/borrow-a" "$tmp/lend-a"
+if [ $lrc -eq 0 ] && [ $brc -eq 0 ] && grep -q "through a bounce buffer, 0 bad$" "$tmp/borrow-a"; then
+	ok "lent messages through rb2-raasd: 72 lent and 24 copied on 4 connections, each READ once and intact, every buffer back"
+else
+	fail "lent messages through rb2-raasd (lender $lrc, borrower $brc)"
+fi
+app borrow-b borrower 14 4 24 abort & s=$!; pids+=("$s")
+sleep 0.3
+(app lend-b lender 14 4 24 abort); lrc=$?
+wait "$s"; brc=$?
+cat "$tmp/borrow-b" "$tmp/lend-b"
+if [ $lrc -eq 0 ] && [ $brc -eq 0 ]; then
+	ok "a borrower that closes with lent messages unread: every buffer back, unread ones as such"
+else
+	fail "a borrower closing with lent messages unread (lender $lrc, borrower $brc)"
+fi
+app borrow-c borrower 15 4 24 stall & s=$!; pids+=("$s")
+sleep 0.3
+app lend-c lender 15 4 24 abort & l=$!; pids+=("$l")
+wait_for "$tmp/borrow-c" stalled && sleep 1
+kill -9 "$s"
+if wait_gone 20 "$l"; then wait "$l"; lrc=$?; else lrc=124; fi
+cat "$tmp/lend-c"
+loans=$(printf '/rb2/raasd/info\n' | python3 "$(command -v dpdk-telemetry.py || echo /nonexistent)" -f "$pfx" 2>/dev/null |
+	python3 -c 'import json,re,sys; t=sys.stdin.read(); d=[json.loads(m) for m in re.findall(r"^\{.*\}$", t, re.M)]; i=d[0]["/rb2/raasd/info"]; print(i["loans_in_use"], i["lent"], i["bad_lend_frames"])' 2>/dev/null)
+echo "service: loans in use, lent, bad lend frames: ${loans:-(no answer from telemetry)}"
+if [ $lrc -eq 0 ] && [ "${loans%% *}" = 0 ]; then
+	ok "a borrower killed holding lent messages: every buffer back to its lender, no loan left in the service"
+else
+	fail "a borrower killed holding lent messages (lender $lrc, service: ${loans:-?})"
 fi
 
 # 2. A destination that stops polling altogether holds up only its own

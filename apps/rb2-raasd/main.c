@@ -45,8 +45,10 @@
 #include <rte_ring.h>
 #include <rte_telemetry.h>
 
+#include <rb2_bulk.h>
 #include <rb2_conn_service.h>
 #include <rb2_lcore.h>
+#include <rb2_mr_cache.h>
 
 #define MAX_LINKS 256
 #define MAX_LISTENS 64
@@ -69,6 +71,14 @@ struct frame_queue {
 };
 #define QREC_WRAP UINT32_MAX
 
+/* Entries (id, status) owed to a link: REFDONEs to a lender, READDONEs
+ * to a reader. Sent as frames of up to RB2_CONN_REFDONES_PER_FRAME, as
+ * the link's ring has room (owed_flush()). */
+struct owed {
+	struct rb2_conn_refdone *e;
+	uint32_t n, cap;
+};
+
 struct link {
 	char name[96];
 	uint32_t pid;
@@ -78,7 +88,39 @@ struct link {
 	unsigned int nlistens;
 	uint64_t conns;                 /* connections through it now (atomic) */
 	struct frame_queue q;           /* frames for it that its ring had no room for */
-	uint8_t said_ref;               /* logged a lent buffer's frame from it */
+	struct owed refdone, readdone;  /* answers owed to it about lent buffers */
+	/* A peer's: registrations of applications' buffers for its READs,
+	 * and of applications' buffers our READs from it land in. */
+	struct rb2_mr_cache *tx_cache, *rx_cache;
+	uint8_t tx_tried, rx_tried;
+};
+
+/*
+ * A buffer lent through the service (RaaS's registered sends, §IV-C). Its
+ * lender is an application here, whose buffer is in the process group's
+ * shared memory and so at the same address here, or a peer service, which
+ * registered it there. Its borrower is the application here that receives
+ * it, or the peer service on the way to it. The REF frame passed on names
+ * the loan by our id (gen << 16 | index); the lender's id for it is kept,
+ * to answer the lender: every loan ends with exactly one REFDONE to it.
+ *
+ * An application never sees a registration: the REF it receives names
+ * only the length (one segment, no key: the same size as the lender's, so
+ * that both ends count the same credit), and it asks us to READ (READREQ)
+ * into its shared memory. A lender here and a reader here: one copy, by us,
+ * from buffer to buffer. A lender across the wire: one RDMA READ, from its
+ * application's memory straight into ours (zero copy).
+ */
+struct loan {
+	struct link *lender, *borrower;   /* NULL once gone */
+	uint32_t lender_id;
+	uint16_t gen;
+	uint8_t used, reading;
+	uint32_t reader_id;               /* the READDONE's id (ours, as the reader has it) */
+	struct rb2_bulk_ref ref;          /* where the payload is, as we READ or copy it */
+	unsigned int nheld;               /* segments registered here for a peer */
+	struct rb2_mr_seg held[RB2_BULK_MAX_SEGS];
+	struct rb2_bulk_read rd;          /* our READ for the reader */
 };
 
 /* A connection through the service: side 0 connected, side 1 accepted.
@@ -106,6 +148,16 @@ static struct {
 	enum rb2_tail_sync peer_tail;
 	volatile sig_atomic_t stop;
 	pthread_mutex_t lock;           /* the link array, against telemetry */
+	struct loan *loans;
+	uint32_t max_loans;             /* --max-loans */
+	uint32_t *loan_free, nloan_free;
+	uint32_t nreading;              /* loans with a READ of ours in flight */
+	uint64_t lent, lent_bytes;      /* loans made (atomic, for telemetry) */
+	uint64_t copied_here, copied_bytes; /* READs served by one copy here */
+	uint64_t reads, read_bytes;     /* READs from peers' lenders */
+	uint64_t loans_failed;          /* lenders answered other than 0 */
+	uint64_t bad_lends;             /* malformed REF, READREQ, REFDONE frames */
+	uint32_t *reading;              /* the loans of those READs (nreading) */
 } S;
 
 static void
@@ -256,6 +308,11 @@ link_free(struct link *l)
 		fprintf(stderr, "rb2-raasd: %" PRIu64 " frame(s) queued for %s not delivered: it "
 			"is gone\n", l->q.frames, l->name);
 	}
+	if (l->refdone.n + l->readdone.n > 0)
+		fprintf(stderr, "rb2-raasd: %u answer(s) about lent buffers owed to %s not sent: it "
+			"is gone\n", l->refdone.n + l->readdone.n, l->name);
+	free(l->refdone.e);
+	free(l->readdone.e);
 	rte_free(l->q.buf);
 	free(l);
 }
@@ -269,6 +326,147 @@ send_ctrl(struct link *l, uint32_t cid, uint8_t type, uint16_t aux)
 
 	memcpy(f, &h, sizeof(h));
 	return link_put(l, f, sizeof(f));
+}
+
+/* ---- lent buffers (struct loan) ------------------------------------------ */
+
+static void
+owe(struct link *l, struct owed *o, uint32_t id, int status, const char *what)
+{
+	if (o->n == o->cap) {
+		uint32_t cap = o->cap != 0 ? 2 * o->cap : 64;
+		void *e = realloc(o->e, cap * sizeof(*o->e));
+
+		if (e == NULL) {
+			/* The lender's buffer stays lent until its link goes. */
+			fprintf(stderr, "rb2-raasd: %s: out of memory for a %s about buffer %#x\n",
+				l->name, what, id);
+			return;
+		}
+		o->e = e;
+		o->cap = cap;
+	}
+	o->e[o->n++] = (struct rb2_conn_refdone){ .id = id, .status = status };
+}
+
+/* Send what is owed to @p l, as far as its ring and queue take it. */
+static void
+owed_flush(struct link *l)
+{
+	struct owed *o[2] = { &l->refdone, &l->readdone };
+	const uint8_t type[2] = { RB2_CONN_FR_REFDONE, RB2_CONN_FR_READDONE };
+
+	for (int k = 0; k < 2; k++) {
+		uint32_t sent = 0;
+
+		while (sent < o[k]->n) {
+			uint8_t f[RB2_CONN_HDR_LEN + RB2_CONN_REFDONES_PER_FRAME *
+				  sizeof(struct rb2_conn_refdone)];
+			uint32_t m = RTE_MIN(o[k]->n - sent, RB2_CONN_REFDONES_PER_FRAME);
+			uint64_t h = (uint64_t)RB2_CONN_CID_NONE | (uint64_t)type[k] << 32 |
+				(uint64_t)m << 48;
+
+			memcpy(f, &h, sizeof(h));
+			memcpy(f + RB2_CONN_HDR_LEN, o[k]->e + sent, m * sizeof(*o[k]->e));
+			/* Taken, or the link failed: link_settle() then ends
+			 * its loans. */
+			if (link_put(l, f, RB2_CONN_HDR_LEN + m * sizeof(*o[k]->e)) == -EAGAIN)
+				break;
+			sent += m;
+		}
+		memmove(o[k]->e, o[k]->e + sent, (o[k]->n - sent) * sizeof(*o[k]->e));
+		o[k]->n -= sent;
+	}
+}
+
+static inline uint32_t
+loan_id(const struct loan *ln)
+{
+	return (uint32_t)ln->gen << 16 | (uint32_t)(ln - S.loans);
+}
+
+static struct loan *
+loan_of(uint32_t id)
+{
+	struct loan *ln = (id & 0xffff) < S.max_loans ? &S.loans[id & 0xffff] : NULL;
+
+	return ln != NULL && ln->used && ln->gen == id >> 16 ? ln : NULL;
+}
+
+static struct loan *
+loan_new(struct link *lender, uint32_t lender_id, struct link *borrower)
+{
+	struct loan *ln;
+
+	if (S.nloan_free == 0)
+		return NULL;
+	ln = &S.loans[S.loan_free[--S.nloan_free]];
+	ln->gen = (uint16_t)(ln->gen % 0xffffu + 1);
+	ln->used = 1;
+	ln->reading = 0;
+	ln->nheld = 0;
+	ln->lender = lender;
+	ln->lender_id = lender_id;
+	ln->borrower = borrower;
+	return ln;
+}
+
+/* Free @p ln without a word to its lender (its REF was not passed on:
+ * the lender's frame is offered again). */
+static void
+loan_drop(struct loan *ln)
+{
+	if (ln->nheld != 0)
+		rb2_mr_cache_put(ln->borrower->tx_cache, ln->held, ln->nheld);
+	ln->used = 0;
+	S.loan_free[S.nloan_free++] = (uint32_t)(ln - S.loans);
+}
+
+/* End @p ln: its lender, if still here, hears @p status. */
+static void
+loan_end(struct loan *ln, int status)
+{
+	if (ln->lender != NULL)
+		owe(ln->lender, &ln->lender->refdone, ln->lender_id, status, "REFDONE");
+	if (status != 0)
+		__atomic_fetch_add(&S.loans_failed, 1, __ATOMIC_RELAXED);
+	loan_drop(ln);
+}
+
+/* A peer link's registration cache: for its READs of our applications'
+ * buffers (@p tx), or for our READs from it. NULL where its transport
+ * cannot lend (said once). */
+static struct rb2_mr_cache *
+peer_cache(struct link *l, int tx)
+{
+	char name[RB2_MR_CACHE_NAMESIZE];
+
+	if (tx && !l->tx_tried) {
+		l->tx_tried = 1;
+		snprintf(name, sizeof(name), "raasd-tx.%u", l->host);
+		l->tx_cache = rb2_bulk_cache_create(l->ep->tx, NULL, name);
+	} else if (!tx && !l->rx_tried) {
+		l->rx_tried = 1;
+		snprintf(name, sizeof(name), "raasd-rx.%u", l->host);
+		l->rx_cache = rb2_bulk_cache_create(NULL, l->ep->rx, name);
+	} else {
+		return tx ? l->tx_cache : l->rx_cache;
+	}
+	if ((tx ? l->tx_cache : l->rx_cache) == NULL)
+		fprintf(stderr, "rb2-raasd: the link to peer service %s cannot %s applications' memory (its transport, '%s'): connections that lend buffers over it are reset\n",
+			l->name, tx ? "lend" : "READ",
+			rb2_xport_name((tx ? &l->ep->tx->h : &l->ep->rx->h)->xp));
+	return tx ? l->tx_cache : l->rx_cache;
+}
+
+static void
+bad_lend(struct link *from, const char *what)
+{
+	uint64_t n = __atomic_add_fetch(&S.bad_lends, 1, __ATOMIC_RELAXED);
+
+	if ((n & (n - 1)) == 0)                 /* at powers of two */
+		fprintf(stderr, "rb2-raasd: %s: %s (%" PRIu64 " such frame(s) so far)\n",
+			from->name, what, n);
 }
 
 static struct link *
@@ -381,6 +579,258 @@ credit_in(struct link *from, uint8_t *f, uint32_t len, uint16_t n)
 	return 0;
 }
 
+/* A lent buffer that cannot go on (see peer_cache()): the lender has it
+ * back, and the connection is reset at both ends, with the reason. */
+static int
+lend_fail(struct link *from, struct relay *r, int side, uint32_t tag)
+{
+	owe(from, &from->refdone, tag, -ECONNABORTED, "REFDONE");
+	__atomic_fetch_add(&S.loans_failed, 1, __ATOMIC_RELAXED);
+	send_ctrl(from, r->cd[side], RB2_CONN_FR_RST, RB2_CONN_RST_LEND);
+	if (r->l[!side] != NULL && r->cd[!side] != UINT32_MAX)
+		send_ctrl(r->l[!side], r->cd[!side], RB2_CONN_FR_RST, RB2_CONN_RST_LEND);
+	__atomic_fetch_add(&S.resets, 1, __ATOMIC_RELAXED);
+	relay_free(r);
+	return 0;
+}
+
+/*
+ * A REF frame on relay @p r from side @p side: a buffer lent. Made a loan
+ * and passed on: to a peer service with the buffer registered for its
+ * READ; to an application with its length only (struct loan).
+ * @return 0, or -EAGAIN (no loan, registration or room now: offered again).
+ */
+static int
+lend_in(struct link *from, struct relay *r, int side, const uint8_t *f, uint32_t len)
+{
+	uint8_t out[RB2_CONN_HDR_LEN + RB2_BULK_REF_SIZE(RB2_BULK_MAX_SEGS)];
+	struct link *to = r->l[!side];
+	struct rb2_bulk_ref ref, fwd;
+	struct loan *ln;
+	uint64_t h;
+	int ret;
+
+	if (!rb2_bulk_ref_valid(f + RB2_CONN_HDR_LEN, len - RB2_CONN_HDR_LEN)) {
+		/* No id to answer: the lender's connection waits for credit. */
+		bad_lend(from, "dropped a REF frame that describes no buffer");
+		return 0;
+	}
+	memcpy(&ref, f + RB2_CONN_HDR_LEN, len - RB2_CONN_HDR_LEN);
+	if (from->host == 0 && (ref.nsegs != 1 || ref.segs[0].rkey != 0 ||
+				!rb2_conn_service_shared((void *)(uintptr_t)ref.segs[0].addr,
+							 ref.len))) {
+		bad_lend(from, "a lent buffer outside the process group's shared memory: its connection is reset");
+		return lend_fail(from, r, side, ref.tag);
+	}
+	if (to == NULL || r->cd[!side] == UINT32_MAX) {
+		owe(from, &from->refdone, ref.tag, -ECONNABORTED, "REFDONE");
+		return 0;
+	}
+	ln = loan_new(from, ref.tag, to);
+	if (ln == NULL)
+		return -EAGAIN;             /* every loan out (--max-loans): wait */
+	ln->ref = ref;
+	if (to->host != 0) {
+		/* On to a peer service: registered here for its READ. */
+		struct rb2_mr_cache *c = peer_cache(to, 1);
+		int n = c == NULL ? -ENOTSUP :
+			rb2_bulk_ref_make(c, (void *)(uintptr_t)ref.segs[0].addr, ref.len, &fwd,
+					  ln->held);
+
+		if (n == -EAGAIN) {
+			loan_drop(ln);      /* every registration in use: wait */
+			return -EAGAIN;
+		}
+		if (n < 0) {
+			if (n != -ENOTSUP)
+				fprintf(stderr, "rb2-raasd: cannot register a buffer of %s for %s: %s\n",
+					from->name, to->name, strerror(-n));
+			loan_drop(ln);
+			return lend_fail(from, r, side, ref.tag);
+		}
+		ln->nheld = (unsigned int)n;
+	} else {
+		/* To an application: the length only, in the lender's size. */
+		memset(&fwd, 0, sizeof(fwd));
+		fwd.nsegs = 1;
+		fwd.len = ref.len;
+		fwd.segs[0].len = (uint32_t)ref.len;
+	}
+	fwd.tag = loan_id(ln);
+	h = (uint64_t)r->cd[!side] | (uint64_t)RB2_CONN_FR_REF << 32;
+	memcpy(out, &h, sizeof(h));
+	memcpy(out + RB2_CONN_HDR_LEN, &fwd, RB2_BULK_REF_SIZE(fwd.nsegs));
+	ret = link_put(to, out, RB2_CONN_HDR_LEN + RB2_BULK_REF_SIZE(fwd.nsegs));
+	if (ret == -EAGAIN) {
+		loan_drop(ln);
+		return ret;
+	}
+	if (ret < 0) {
+		/* Its link failed: the lender has its buffer back. */
+		loan_end(ln, -ECONNRESET);
+		__atomic_fetch_add(&S.undeliverable, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	__atomic_fetch_add(&S.lent, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&S.lent_bytes, ref.len, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&S.relayed, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* REFDONE entries from the borrower of each: those loans end. */
+static int
+refdone_in(struct link *from, const uint8_t *f, uint32_t len, uint16_t n)
+{
+	if (n == 0 || len != RB2_CONN_HDR_LEN + n * sizeof(struct rb2_conn_refdone)) {
+		bad_lend(from, "a REFDONE frame whose count and length disagree");
+		return 0;
+	}
+	for (uint16_t i = 0; i < n; i++) {
+		struct rb2_conn_refdone d;
+		struct loan *ln;
+
+		memcpy(&d, f + RB2_CONN_HDR_LEN + i * sizeof(d), sizeof(d));
+		ln = loan_of(d.id);
+		if (ln == NULL || ln->borrower != from || ln->reading) {
+			bad_lend(from, "a REFDONE for no buffer it borrowed");
+			continue;
+		}
+		loan_end(ln, d.status == 0 || d.status == -ECONNRESET ? d.status : -ECONNABORTED);
+	}
+	return 0;
+}
+
+/* Our READ for @p ln is over with @p status: its reader hears it. */
+static void
+read_over(struct loan *ln, int status, unsigned int at)
+{
+	ln->reading = 0;
+	S.reading[at] = S.reading[--S.nreading];
+	if (status == 0) {
+		__atomic_fetch_add(&S.reads, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&S.read_bytes, ln->ref.len, __ATOMIC_RELAXED);
+	}
+	if (ln->borrower != NULL)
+		owe(ln->borrower, &ln->borrower->readdone, ln->reader_id, status, "READDONE");
+}
+
+/*
+ * An application asks us to READ the buffer it borrowed into its own
+ * (shared memory): copied once, here, from a lender here; READ from a
+ * lender across the wire straight into it. @return 0, or -EAGAIN (no
+ * registration now: asked again).
+ */
+static int
+readreq_in(struct link *from, const uint8_t *f, uint32_t len)
+{
+	struct rb2_conn_readreq q;
+	struct rb2_mr_cache *c;
+	struct loan *ln;
+	void *dst;
+	int ret;
+
+	if (from->host != 0 || len != RB2_CONN_HDR_LEN + sizeof(q)) {
+		bad_lend(from, "a READREQ frame from a peer service, or of the wrong size");
+		return 0;
+	}
+	memcpy(&q, f + RB2_CONN_HDR_LEN, sizeof(q));
+	ln = loan_of(q.id);
+	dst = (void *)(uintptr_t)q.dst;
+	if (ln == NULL || ln->borrower != from || ln->reading) {
+		bad_lend(from, "a READREQ for no buffer it borrowed");
+		owe(from, &from->readdone, q.id, -EINVAL, "READDONE");
+		return 0;
+	}
+	if (q.len != ln->ref.len || !rb2_conn_service_shared(dst, q.len)) {
+		bad_lend(from, "a READREQ into memory outside the process group's shared memory, or of the wrong length");
+		owe(from, &from->readdone, q.id, -EFAULT, "READDONE");
+		return 0;
+	}
+	if (ln->lender == NULL) {
+		owe(from, &from->readdone, q.id, -ECONNRESET, "READDONE");
+		return 0;
+	}
+	if (ln->lender->host == 0) {
+		/* Both here: one copy, from the lender's buffer to the reader's. */
+		memcpy(dst, (const void *)(uintptr_t)ln->ref.segs[0].addr, ln->ref.len);
+		__atomic_fetch_add(&S.copied_here, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&S.copied_bytes, ln->ref.len, __ATOMIC_RELAXED);
+		owe(from, &from->readdone, q.id, 0, "READDONE");
+		return 0;
+	}
+	c = peer_cache(ln->lender, 0);
+	ret = c == NULL ? -ENOTSUP :
+		rb2_bulk_read_start(ln->lender->ep->rx, c, &ln->ref, dst, q.len, &ln->rd);
+	if (ret == -EAGAIN)
+		return ret;
+	if (ret < 0) {
+		owe(from, &from->readdone, q.id, ret, "READDONE");
+		return 0;
+	}
+	ln->reading = 1;
+	ln->reader_id = q.id;
+	S.reading[S.nreading++] = (uint32_t)(ln - S.loans);
+	return 0;
+}
+
+/* Our READs that completed (each pass). */
+static void
+reads_poll(void)
+{
+	for (uint32_t i = 0; i < S.nreading; ) {
+		struct loan *ln = &S.loans[S.reading[i]];
+		int ret = rb2_bulk_read_poll(ln->lender->ep->rx, ln->lender->rx_cache, &ln->rd);
+
+		if (ret == -EINPROGRESS) {
+			i++;
+			continue;
+		}
+		read_over(ln, ret, i);
+	}
+}
+
+/*
+ * Link @p l is going: settle every loan through it, before its channels
+ * and caches go. A READ in flight lands in an application's memory: it is
+ * waited for (a failed queue ends it at once). A lender gone leaves its
+ * loans to their borrowers, who are answered when they ask; a borrower
+ * gone ends its loans (the lender hears -ECONNABORTED, or -ECONNRESET for
+ * a peer service).
+ */
+static void
+link_settle(struct link *l)
+{
+	for (uint32_t i = 0; i < S.nreading; ) {
+		struct loan *ln = &S.loans[S.reading[i]];
+		int ret;
+
+		if (ln->lender != l && ln->borrower != l) {
+			i++;
+			continue;
+		}
+		while ((ret = rb2_bulk_read_poll(ln->lender->ep->rx, ln->lender->rx_cache,
+						 &ln->rd)) == -EINPROGRESS)
+			;
+		read_over(ln, ret, i);
+	}
+	for (uint32_t i = 0; i < S.max_loans; i++) {
+		struct loan *ln = &S.loans[i];
+
+		if (!ln->used)
+			continue;
+		if (ln->lender == l)
+			ln->lender = NULL;
+		if (ln->borrower == l)
+			loan_end(ln, l->host != 0 ? -ECONNRESET : -ECONNABORTED);
+	}
+	if (l->tx_cache != NULL)
+		rb2_mr_cache_destroy(l->tx_cache);
+	if (l->rx_cache != NULL)
+		rb2_mr_cache_destroy(l->rx_cache);
+	l->tx_cache = l->rx_cache = NULL;
+	l->tx_tried = l->rx_tried = 1;
+}
+
 /* Every frame from an application's link (rb2_conn_relay_fn). */
 static int
 relay_frame(void *arg, struct rb2_conn_ep *ep __rte_unused, uint8_t *f, uint32_t len)
@@ -415,18 +865,12 @@ relay_frame(void *arg, struct rb2_conn_ep *ep __rte_unused, uint8_t *f, uint32_t
 		return syn_in(from, f, len, aux);
 	case RB2_CONN_FR_CREDIT:
 		return credit_in(from, f, len, aux);
-	case RB2_CONN_FR_REF:
 	case RB2_CONN_FR_REFDONE:
-		/* A lent buffer names the application's memory, which no
-		 * device here has registered: the service relays copies only
-		 * (an application's shm endpoint never lends). Dropped as
-		 * unknown, said once. */
-		__atomic_fetch_add(&S.unknown, 1, __ATOMIC_RELAXED);
-		if (!from->said_ref) {
-			from->said_ref = 1;
-			fprintf(stderr, "rb2-raasd: %s: dropped a lent buffer's frame: the service relays copied messages only\n",
-				from->name);
-		}
+		return refdone_in(from, f, len, aux);
+	case RB2_CONN_FR_READREQ:
+		return readreq_in(from, f, len);
+	case RB2_CONN_FR_READDONE:
+		bad_lend(from, "a READDONE frame, which only a service sends");
 		return 0;
 	default:
 		break;
@@ -434,8 +878,17 @@ relay_frame(void *arg, struct rb2_conn_ep *ep __rte_unused, uint8_t *f, uint32_t
 	r = relay_of(cid, &side);
 	if (r == NULL || r->l[side] != from) {
 		__atomic_fetch_add(&S.unknown, 1, __ATOMIC_RELAXED);
+		/* A lent buffer for no connection goes back to its lender. */
+		if (type == RB2_CONN_FR_REF && len >= RB2_CONN_HDR_LEN + RB2_BULK_REF_SIZE(1)) {
+			uint32_t tag;
+
+			memcpy(&tag, f + RB2_CONN_HDR_LEN, sizeof(tag));
+			owe(from, &from->refdone, tag, -ECONNABORTED, "REFDONE");
+		}
 		return 0;
 	}
+	if (type == RB2_CONN_FR_REF)
+		return lend_in(from, r, side, f, len);
 	if (r->l[!side] == NULL) {
 		/* The connector died before this accept: reset it here. */
 		if (type == RB2_CONN_FR_SYNACK && len == RB2_CONN_HDR_LEN + sizeof(h)) {
@@ -580,6 +1033,19 @@ tel_info(const char *cmd __rte_unused, const char *params __rte_unused,
 	rte_tel_data_add_dict_u64(d, "undeliverable", TEL_LOAD(S.undeliverable));
 	rte_tel_data_add_dict_u64(d, "queue_kb", S.queue_cap / 1024);
 	rte_tel_data_add_dict_u64(d, "sources_held", TEL_LOAD(S.held));
+	/* Lent buffers (RaaS's registered sends): loans out now, made, and
+	 * how each reader got its bytes. Registrations: /rb2/mr_cache,
+	 * raasd-tx.<peer host> and raasd-rx.<peer host>. */
+	rte_tel_data_add_dict_u64(d, "loans_in_use", S.max_loans - TEL_LOAD(S.nloan_free));
+	rte_tel_data_add_dict_u64(d, "max_loans", S.max_loans);
+	rte_tel_data_add_dict_u64(d, "lent", TEL_LOAD(S.lent));
+	rte_tel_data_add_dict_u64(d, "lent_bytes", TEL_LOAD(S.lent_bytes));
+	rte_tel_data_add_dict_u64(d, "copied_here", TEL_LOAD(S.copied_here));
+	rte_tel_data_add_dict_u64(d, "copied_here_bytes", TEL_LOAD(S.copied_bytes));
+	rte_tel_data_add_dict_u64(d, "reads", TEL_LOAD(S.reads));
+	rte_tel_data_add_dict_u64(d, "read_bytes", TEL_LOAD(S.read_bytes));
+	rte_tel_data_add_dict_u64(d, "loans_failed", TEL_LOAD(S.loans_failed));
+	rte_tel_data_add_dict_u64(d, "bad_lend_frames", TEL_LOAD(S.bad_lends));
 	/* One channel pair per link (application or peer service), whatever
 	 * the number of connections through it. */
 	rte_tel_data_add_dict_u64(d, "host_id", S.host_id);
@@ -725,6 +1191,8 @@ usage(FILE *f, const char *prog)
 "\n"
 "  --max-relays N       connections through the service at once (default 16384,\n"
 "                       at most 32767)\n"
+"  --max-loans N        buffers lent through the service at once (default 4096,\n"
+"                       at most 65535); beyond, lenders wait\n"
 "  --host-id N          this host's id in connects (default: the --listen IPv4\n"
 "                       address as a number; applications may also use 0)\n"
 "  --listen IP:PORT     where peer services connect to this one\n"
@@ -748,6 +1216,7 @@ main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{"max-relays", required_argument, NULL, 'r'},
+		{"max-loans", required_argument, NULL, 'l'},
 		{"host-id", required_argument, NULL, 'H'},
 		{"listen", required_argument, NULL, 'L'},
 		{"peer", required_argument, NULL, 'P'},
@@ -772,12 +1241,16 @@ main(int argc, char **argv)
 	argc -= ret;
 	argv += ret;
 	S.max_relays = 16384;
+	S.max_loans = 4096;
 	S.queue_cap = 4096 * 1024;
 	pthread_mutex_init(&S.lock, NULL);
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'r':
 			S.max_relays = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'l':
+			S.max_loans = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
 		case 'H':
 			S.host_id = (uint32_t)strtoul(optarg, NULL, 0);
@@ -836,6 +1309,10 @@ main(int argc, char **argv)
 		fprintf(stderr, "rb2-raasd: --max-relays %u: 1..32767\n", S.max_relays);
 		return 2;
 	}
+	if (S.max_loans == 0 || S.max_loans > 65535) {
+		fprintf(stderr, "rb2-raasd: --max-loans %u: 1..65535\n", S.max_loans);
+		return 2;
+	}
 	if (npeers > 0 && listen == NULL) {
 		fprintf(stderr, "rb2-raasd: --peer needs --listen (where the peer connects back)\n");
 		return 2;
@@ -853,9 +1330,16 @@ main(int argc, char **argv)
 	for (uint32_t i = 0; i < S.max_relays; i++)
 		S.free_idx[i] = S.max_relays - 1 - i;
 	S.nfree = S.max_relays;
+	S.loans = calloc(S.max_loans, sizeof(*S.loans));
+	S.loan_free = calloc(S.max_loans, sizeof(*S.loan_free));
+	S.reading = calloc(S.max_loans, sizeof(*S.reading));
+	for (uint32_t i = 0; i < S.max_loans; i++)
+		S.loan_free[i] = S.max_loans - 1 - i;
+	S.nloan_free = S.max_loans;
 	ring = rte_ring_create(RB2_CONN_SERVICE_RING, 64, rte_socket_id(), RING_F_SC_DEQ);
 	xp = rb2_xport_open("shm", NULL);
-	if (ring == NULL || xp == NULL || S.relays == NULL || S.free_idx == NULL) {
+	if (ring == NULL || xp == NULL || S.relays == NULL || S.free_idx == NULL ||
+	    S.loans == NULL || S.loan_free == NULL || S.reading == NULL) {
 		fprintf(stderr, "rb2-raasd: cannot start: %s\n", rte_strerror(rte_errno));
 		return 1;
 	}
@@ -904,19 +1388,49 @@ main(int argc, char **argv)
 
 			if (rb2_conn_ep_poll(l->ep) >= 0 || link_gone(l) < 0)
 				continue;
+			link_settle(l);
 			rb2_conn_ep_destroy(l->ep);
 			pthread_mutex_lock(&S.lock);
 			S.links[i--] = S.links[--S.nlinks];
 			pthread_mutex_unlock(&S.lock);
 			link_free(l);
 		}
-		/* What was relayed onto links polled before it, out now. */
-		for (unsigned int i = 0; i < S.nlinks; i++)
+		/* Our READs for applications; then the answers about lent
+		 * buffers, and what was relayed onto links polled before it,
+		 * out now. */
+		if (S.nreading > 0)
+			reads_poll();
+		for (unsigned int i = 0; i < S.nlinks; i++) {
+			if (S.links[i]->refdone.n + S.links[i]->readdone.n > 0)
+				owed_flush(S.links[i]);
 			rb2_conn_flush(S.links[i]->ep);
+		}
 	}
 	printf("rb2-raasd: stopping: %u link(s) (applications and peers), %" PRIu64 " frames relayed"
 	       ", %" PRIu64 " of them queued for a full destination, a source held %" PRIu64
 	       " time(s)\n", S.nlinks, S.relayed, S.queued_all, S.held);
+	printf("rb2-raasd: lent buffers: %" PRIu64 " lent (%" PRIu64 " bytes); %" PRIu64
+	       " copied here, lender to reader; %" PRIu64 " READ from peers (%" PRIu64
+	       " bytes); %" PRIu64 " given back unread or failed; %" PRIu64 " bad frame(s)\n",
+	       S.lent, S.lent_bytes, S.copied_here, S.reads, S.read_bytes, S.loans_failed,
+	       S.bad_lends);
+	for (unsigned int i = 0; i < S.nlinks; i++) {
+		struct rb2_mr_cache *c[2] = { S.links[i]->tx_cache, S.links[i]->rx_cache };
+
+		for (int k = 0; k < 2; k++) {
+			struct rb2_mr_cache_stats st;
+
+			if (c[k] == NULL)
+				continue;
+			rb2_mr_cache_stats_get(c[k], &st);
+			printf("rb2-raasd: registrations %s: %" PRIu64 " gets, %" PRIu64 " hits, %"
+			       PRIu64 " misses, %" PRIu64 " registrations, %" PRIu64 " evictions\n",
+			       rb2_mr_cache_name(c[k]), st.gets, st.hits, st.misses,
+			       st.registrations, st.evictions);
+		}
+	}
+	for (unsigned int i = 0; i < S.nlinks; i++)
+		link_settle(S.links[i]);
 	for (unsigned int i = 0; i < S.nlinks; i++) {
 		rb2_conn_ep_destroy(S.links[i]->ep);
 		link_free(S.links[i]);

@@ -44,6 +44,7 @@ static const char *const rst_why[RB2_CONN_RST_MAX] = {
 	[RB2_CONN_RST_WINDOW] = "a sender overran the receiver's window",
 	[RB2_CONN_RST_PEER_GONE] = "the application at the other end is gone (its link to the service failed)",
 	[RB2_CONN_RST_NOMEM] = "the receiver had no memory for its receive buffer",
+	[RB2_CONN_RST_LEND] = "the service could not pass a lent buffer on (its link to that host cannot READ applications' memory, or the registration failed: its log says)",
 };
 
 void
@@ -316,6 +317,8 @@ rb2_conn_ep_destroy(struct rb2_conn_ep *ep)
 {
 	if (ep == NULL)
 		return;
+	if (ep->p.service)
+		__rb2_conn_ref_quiesce(ep, -1);
 	pthread_mutex_lock(&rb2_conn_eps.lock);
 	TAILQ_REMOVE(&rb2_conn_eps.eps, ep, next);
 	pthread_mutex_unlock(&rb2_conn_eps.lock);
@@ -915,6 +918,12 @@ frame_in(struct rb2_conn_ep *ep, const struct frame *fr)
 		return;
 	case RB2_CONN_FR_REFDONE:
 		return __rb2_conn_refdone_in(ep, body, blen, aux);
+	case RB2_CONN_FR_READDONE:
+		if (!ep->p.service)
+			return bad_frame(ep, "READDONE, which only a service sends", len, type);
+		return __rb2_conn_readdone_in(ep, body, blen, aux);
+	case RB2_CONN_FR_READREQ:
+		return bad_frame(ep, "READREQ, which only a service takes", len, type);
 	case RB2_CONN_FR_CREDIT:
 		if (aux == 0 || blen != aux * sizeof(struct rb2_conn_credit))
 			return bad_frame(ep, "credit count and length disagree", len, type);
@@ -1553,6 +1562,8 @@ rb2_conn_close(struct rb2_conn_ep *ep, int cd)
 
 	if (c == NULL)
 		return -EBADF;
+	if (ep->p.service)
+		__rb2_conn_ref_quiesce(ep, cd);
 	if (ep->resv_cd == cd)
 		ep->resv_cd = -1;
 	/* What the application leaves unread is counted, and credited back

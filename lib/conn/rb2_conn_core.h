@@ -18,16 +18,17 @@
  *
  *   +0 u32 cid    the receiver's descriptor (RaaS's vQPN), RB2_CONN_CID_NONE when
  *                 the frame is for the endpoint (SYN, CREDIT, SLEEP, AWAKE,
- *                 LISTEN, UNLISTEN)
+ *                 LISTEN, UNLISTEN, REFDONE, READREQ, READDONE)
  *   +4 u8  type   RB2_CONN_FR_*
  *   +5 u8  flags  0
  *   +6 u16 aux    SYN, LISTEN, UNLISTEN: the port; REFUSE, RST: the reason;
- *                 CREDIT, REFDONE: entries
+ *                 CREDIT, REFDONE, READDONE: entries
  *   +8 body       DATA: the payload; SYN, SYNACK: struct rb2_conn_hello;
  *                 CREDIT: aux x struct rb2_conn_credit; SLEEP: struct
  *                 rb2_conn_sleep; REF: struct rb2_bulk_ref, a buffer lent
  *                 (its tag the lender's id for it, rb2_conn_ref.h);
- *                 REFDONE: aux x struct rb2_conn_refdone; others: none
+ *                 REFDONE, READDONE: aux x struct rb2_conn_refdone;
+ *                 READREQ: struct rb2_conn_readreq; others: none
  *
  * A DATA frame that follows a DATA frame of the same connection directly in
  * the ring goes without the header: the ring marks it instead
@@ -120,16 +121,20 @@ enum {
 	RB2_CONN_FR_UNLISTEN,/* ... no more */
 	RB2_CONN_FR_REF,     /* data by reference: body struct rb2_bulk_ref */
 	RB2_CONN_FR_REFDONE, /* lent buffers READ or discarded: aux entries */
+	RB2_CONN_FR_READREQ, /* to a service: READ a lent buffer for us: body
+			      * struct rb2_conn_readreq */
+	RB2_CONN_FR_READDONE,/* from it: those READs are over: aux x struct
+			      * rb2_conn_refdone (status 0 or why not) */
 	RB2_CONN_FR_MAX,
 };
 
 enum { RB2_CONN_REFUSE_NO_LISTENER = 1, RB2_CONN_REFUSE_BACKLOG, RB2_CONN_REFUSE_TOO_MANY,
        RB2_CONN_REFUSE_NO_ROUTE, RB2_CONN_REFUSE_MAX };
 enum { RB2_CONN_RST_UNLISTEN = 1, RB2_CONN_RST_WINDOW, RB2_CONN_RST_PEER_GONE, RB2_CONN_RST_NOMEM,
-       RB2_CONN_RST_MAX };
+       RB2_CONN_RST_LEND, RB2_CONN_RST_MAX };
 
 #define RB2_CONN_MAGIC 0x7262u   /* "rb" */
-#define RB2_CONN_VERSION 3u
+#define RB2_CONN_VERSION 4u
 
 struct rb2_conn_hello {
 	uint32_t src_cd;     /* the sender's descriptor: put it in frames to it */
@@ -154,10 +159,24 @@ struct rb2_conn_credit {
 };
 
 /* A lent buffer the receiver is done with: READ (status 0), or discarded
- * unread (-ECONNABORTED: closed, reset, or no such connection). */
+ * unread (-ECONNABORTED: closed, reset, or no such connection; through a
+ * service also -ECONNRESET: the service lost the receiver's host). As a
+ * READDONE entry, from a service to the reader: the READ it asked for is
+ * over (0), or failed with that status. */
 struct rb2_conn_refdone {
 	uint32_t id;         /* the lender's, from the descriptor's tag */
 	int32_t status;
+};
+
+/* Through a service (rb2_conn_ref.h): an application has no verbs, so it
+ * asks its service to READ lent buffer @id (the REF frame's tag, as the
+ * service gave it) into [dst, dst + len) of the process group's shared
+ * memory. The service answers with a READDONE entry for @id. */
+struct rb2_conn_readreq {
+	uint32_t id;
+	uint32_t rsvd;       /* 0 */
+	uint64_t dst;
+	uint64_t len;
 };
 
 #define RB2_CONN_CREDITS_PER_FRAME 64u

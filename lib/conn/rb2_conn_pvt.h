@@ -45,6 +45,13 @@ void __rb2_conn_refdone_in(struct rb2_conn_ep *ep, const uint8_t *body, uint32_t
 /* rb2_conn_recv() of the lent message at the head of @c (its record @rec). */
 int __rb2_conn_ref_recv(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t *rec,
 			void *buf, uint32_t cap);
+/* A READDONE frame's @n entries came from the service: those READs are over. */
+void __rb2_conn_readdone_in(struct rb2_conn_ep *ep, const uint8_t *body, uint32_t blen,
+			    uint16_t n);
+/* Through a service: wait until no READ it does for us lands in @cd's
+ * buffer any more (@cd -1: any connection's), polling the endpoint. Before
+ * a close or a destroy, which poll nothing afterwards. */
+void __rb2_conn_ref_quiesce(struct rb2_conn_ep *ep, int cd);
 /* The lent message of record @rec is discarded unread (@c closed or
  * reset): its READ in flight, if any, is waited for; the peer is told. */
 void __rb2_conn_ref_discard(struct rb2_conn_ep *ep, struct rb2_conn_slot *c,

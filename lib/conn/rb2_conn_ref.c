@@ -15,12 +15,15 @@
 #include <string.h>
 
 #include <rte_common.h>
+#include <rte_cycles.h>
+#include <rte_malloc.h>
 
 #include <rb2_bulk.h>
 #include <rb2_mr_cache.h>
 
 #include "rb2_conn_ref.h"
 #include "rb2_conn_pvt.h"
+#include "rb2_conn_service.h"
 
 /* READs in flight at once per endpoint: one per connection whose
  * application is receiving a lent message. */
@@ -37,12 +40,18 @@ struct lent {
 
 struct reading {
 	uint32_t cd;                 /* the connection receiving */
-	struct rb2_bulk_read rd;
+	struct rb2_bulk_read rd;     /* dst, len; the rest for our own READ */
+	/* Through a service, which READs for us (READREQ, READDONE): */
+	uint8_t by_service, over;
+	int status;                  /* the READDONE's, once over */
+	uint32_t id;                 /* the lent buffer's, as the REF named it */
+	void *bounce;                /* shared memory the READ lands in, when
+				      * the application's buffer is not */
 };
 
 struct rb2_conn_refs {
 	struct rb2_mr_cache *tx_cache, *rx_cache;
-	uint8_t own_tx, own_rx, tx_tried, rx_tried, said_copy, said_noread;
+	uint8_t own_tx, own_rx, tx_tried, rx_tried, said_copy, said_noread, said_unshared;
 	uint32_t ref_min;
 	uint32_t max_refs;
 	/* Sender: the lending slots, a stack of free ones, and the slots
@@ -142,10 +151,16 @@ __rb2_conn_refs_destroy(struct rb2_conn_ep *ep)
 	if (r == NULL)
 		return;
 	/* READs in flight land in the applications' buffers: wait for them
-	 * (a failed channel READs no more). */
-	for (uint32_t i = 0; i < r->n_reading; i++)
+	 * (a failed channel READs no more). A service's were waited for
+	 * already (__rb2_conn_ref_quiesce()). */
+	for (uint32_t i = 0; i < r->n_reading; i++) {
+		if (r->reading[i].by_service) {
+			rte_free(r->reading[i].bounce);
+			continue;
+		}
 		while (rb2_bulk_read_poll(ep->rx, r->rx_cache, &r->reading[i].rd) == -EINPROGRESS)
 			;
+	}
 	for (uint32_t i = 0; i < r->max_refs; i++)
 		if (r->lent[i].used)
 			rb2_mr_cache_put(r->tx_cache, r->lent[i].segs, r->lent[i].nsegs);
@@ -163,26 +178,98 @@ __rb2_conn_refs_destroy(struct rb2_conn_ep *ep)
 
 /* ---- sending ------------------------------------------------------------ */
 
+/* Put the descriptor @ref of a buffer lent on @cd (@nheld registered
+ * segments, held in the next free slot's segs) in @desc, reserved for
+ * it, and send it. @return 1 (lent), or the flush's error. */
+static int
+lend(struct rb2_conn_ep *ep, struct rb2_conn_refs *r, int cd, uint8_t *desc,
+     struct rb2_bulk_ref *ref, unsigned int nheld, size_t len, uint64_t cookie)
+{
+	uint32_t idx = r->free_idx[--r->n_free];
+	struct lent *l = &r->lent[idx];
+	uint32_t dlen = RB2_BULK_REF_SIZE(ref->nsegs);
+	int ret;
+
+	/* The generation tells a late REFDONE from the slot's next buffer. */
+	l->id = ((l->id >> 16) % 0xffffu + 1) << 16 | idx;
+	l->used = 1;
+	l->nsegs = nheld;
+	l->cookie = cookie;
+	ref->tag = l->id;
+	desc[4 - RB2_CONN_HDR_LEN] = RB2_CONN_FR_REF;   /* the header's type */
+	memcpy(desc, ref, dlen);
+	__rb2_conn_commit(ep, cd, dlen, RB2_CONN_HDR_LEN);
+	ep->tx_run_cid = RB2_CONN_CID_NONE;
+	CONN_STAT_ADD(ep, ref_tx_msgs, 1);
+	CONN_STAT_ADD(ep, ref_tx_bytes, len);
+	atomic_store_explicit(&ep->ref_wire_bytes_tx, atomic_load_explicit(&ep->ref_wire_bytes_tx,
+		memory_order_relaxed) + dlen, memory_order_relaxed);
+	/* The receiver may start its READ now. */
+	ret = rb2_tx_flush(ep->tx);
+	return ret < 0 ? ret : 1;
+}
+
+/*
+ * Lend through a service. The application has no verbs: its buffer is
+ * named by its address in the process group's shared memory, where the
+ * service sees it too (rb2_conn_service_shared()). The service registers
+ * it for the peer service that READs it, or copies it once straight into
+ * the reader's buffer when the reader is on this host. A buffer elsewhere
+ * is copied through the ring, as on any transport that cannot lend.
+ */
+static int
+send_ref_shared(struct rb2_conn_ep *ep, struct rb2_conn_refs *r, int cd, const void *buf,
+		size_t len, uint64_t cookie)
+{
+	struct rb2_bulk_ref ref;
+	uint8_t *desc;
+	int ret;
+
+	if (len > INT32_MAX)
+		return -EMSGSIZE;
+	if (!rb2_conn_service_shared(buf, len)) {
+		if (!r->said_unshared) {
+			r->said_unshared = 1;
+			CONN_LOG(INFO, "endpoint %s: a buffer outside DPDK's shared memory cannot be lent through the service: copied through the ring (allocate large messages with rte_malloc() to lend them)",
+				 ep->name);
+		}
+		return len > UINT32_MAX ? -EMSGSIZE : rb2_conn_send(ep, cd, buf, (uint32_t)len);
+	}
+	if (r->n_free == 0) {
+		CONN_STAT_ADD(ep, ref_waits, 1);
+		return -EAGAIN;
+	}
+	ep->tx_run_cid = RB2_CONN_CID_NONE;
+	ret = __rb2_conn_reserve(ep, cd, RB2_BULK_REF_SIZE(1), &desc);
+	if (ret < 0)
+		return ret;
+	ref.nsegs = 1;
+	ref.len = len;
+	ref.segs[0] = (struct rb2_bulk_seg){ .addr = (uint64_t)(uintptr_t)buf,
+					     .len = (uint32_t)len, .rkey = 0 };
+	return lend(ep, r, cd, desc, &ref, 0, len, cookie);
+}
+
 int
 rb2_conn_send_ref(struct rb2_conn_ep *ep, int cd, const void *buf, size_t len, uint64_t cookie)
 {
 	struct rb2_conn_refs *r = refs_of(ep);
 	char name[RB2_MR_CACHE_NAMESIZE];
 	struct rb2_bulk_ref ref;
-	uint32_t idx, dlen;
 	uint8_t *desc;
-	struct lent *l;
 	int n, ret;
 
 	if (r == NULL)
 		return -ENOMEM;
+	if (ep->p.service && len >= r->ref_min)
+		return send_ref_shared(ep, r, cd, buf, len, cookie);
 	if (r->tx_cache == NULL && !r->tx_tried && len >= r->ref_min) {
 		r->tx_tried = 1;
 		r->tx_cache = rb2_bulk_cache_create(ep->tx, NULL, cache_name(ep, "tx", name));
 		r->own_tx = r->tx_cache != NULL;
 	}
 	if (len < r->ref_min || r->tx_cache == NULL) {
-		if (r->tx_cache == NULL && !r->said_copy) {
+		if (r->tx_tried && r->tx_cache == NULL && !r->said_copy) {
 			r->said_copy = 1;
 			CONN_LOG(INFO, "endpoint %s: transport '%s' cannot lend application memory to its peer; large messages are copied through the ring",
 				 ep->name, rb2_xport_name(ep->tx->h.xp));
@@ -207,44 +294,27 @@ rb2_conn_send_ref(struct rb2_conn_ep *ep, int cd, const void *buf, size_t len, u
 	ret = __rb2_conn_reserve(ep, cd, RB2_BULK_REF_SIZE(RB2_BULK_MAX_SEGS), &desc);
 	if (ret < 0)
 		return ret;
-	idx = r->free_idx[r->n_free - 1];
-	l = &r->lent[idx];
-	n = rb2_bulk_ref_make(r->tx_cache, buf, len, &ref, l->segs);
+	/* Registered into the slot lend() takes. */
+	n = rb2_bulk_ref_make(r->tx_cache, buf, len, &ref,
+			      r->lent[r->free_idx[r->n_free - 1]].segs);
 	if (n < 0) {
 		if (n == -EAGAIN)
 			CONN_STAT_ADD(ep, ref_waits, 1);
 		return n;     /* the reservation lapses: nothing committed */
 	}
-	r->n_free--;
-	/* The generation tells a late REFDONE from the slot's next buffer. */
-	l->id = ((l->id >> 16) % 0xffffu + 1) << 16 | idx;
-	l->used = 1;
-	l->nsegs = (unsigned int)n;
-	l->cookie = cookie;
-	ref.tag = l->id;
-	dlen = RB2_BULK_REF_SIZE(n);
-	desc[4 - RB2_CONN_HDR_LEN] = RB2_CONN_FR_REF;   /* the header's type */
-	memcpy(desc, &ref, dlen);
-	__rb2_conn_commit(ep, cd, dlen, RB2_CONN_HDR_LEN);
-	ep->tx_run_cid = RB2_CONN_CID_NONE;
-	CONN_STAT_ADD(ep, ref_tx_msgs, 1);
-	CONN_STAT_ADD(ep, ref_tx_bytes, len);
-	atomic_store_explicit(&ep->ref_wire_bytes_tx, atomic_load_explicit(&ep->ref_wire_bytes_tx,
-		memory_order_relaxed) + dlen, memory_order_relaxed);
-	/* The receiver may start its READ now. */
-	ret = rb2_tx_flush(ep->tx);
-	return ret < 0 ? ret : 1;
+	return lend(ep, r, cd, desc, &ref, (unsigned int)n, len, cookie);
 }
 
 /* Give lent buffer @l back with @status, for rb2_conn_ref_done(). */
 static void
 give_back(struct rb2_conn_ep *ep, struct rb2_conn_refs *r, struct lent *l, int status)
 {
-	rb2_mr_cache_put(r->tx_cache, l->segs, l->nsegs);
+	if (l->nsegs != 0)
+		rb2_mr_cache_put(r->tx_cache, l->segs, l->nsegs);
 	r->done[(r->done_head + r->n_done++) % r->max_refs] = (uint32_t)(l - r->lent);
 	l->used = 0;
 	l->status = status;
-	if (status == -ECONNABORTED)
+	if (status == -ECONNABORTED || status == -ECONNRESET)
 		CONN_STAT_ADD(ep, ref_discarded, 1);
 }
 
@@ -263,7 +333,8 @@ __rb2_conn_refdone_in(struct rb2_conn_ep *ep, const uint8_t *body, uint32_t blen
 		memcpy(&d, body + i * sizeof(d), sizeof(d));
 		l = r != NULL && (d.id & 0xffff) < r->max_refs ? &r->lent[d.id & 0xffff] : NULL;
 		if (l == NULL || !l->used || l->id != d.id ||
-		    (d.status != 0 && d.status != -ECONNABORTED)) {
+		    (d.status != 0 && d.status != -ECONNABORTED &&
+		     !(ep->p.service && d.status == -ECONNRESET))) {
 			__rb2_conn_bad_frame(ep, "REFDONE for no lent buffer", blen,
 					     RB2_CONN_FR_REFDONE);
 			continue;
@@ -368,6 +439,137 @@ reading_poll(struct rb2_conn_ep *ep, struct rb2_conn_refs *r, struct reading *rd
 	return ret;
 }
 
+/* The READ of the buffer @rec lends is over (@status): the record is
+ * consumed either way, the lender told. @return its length, or @status. */
+static int
+ref_taken(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t *rec, int status)
+{
+	const struct rb2_bulk_ref *ref = (const struct rb2_bulk_ref *)(rec + RB2_CONN_HDR_LEN);
+	uint32_t dlen;
+
+	memcpy(&dlen, rec, 4);
+	__rb2_conn_refdone_owe(ep, ref->tag, status == 0 ? 0 : -ECONNABORTED);
+	__rb2_conn_consumed(ep, c, rb2_conn_footprint(dlen));
+	if (status != 0)
+		return status;
+	CONN_STAT_ADD(ep, ref_rx_msgs, 1);
+	CONN_STAT_ADD(ep, ref_rx_bytes, ref->len);
+	return (int)ref->len;
+}
+
+/*
+ * Receive a lent message through a service: ask it to READ (READREQ) into
+ * @buf, in place where @buf is shared memory, else into a bounce buffer
+ * of shared memory that is then copied to @buf; -EINPROGRESS until its
+ * READDONE comes. Each call polls the endpoint once, so that a caller
+ * that only calls recv() still sees the answer.
+ */
+static int
+ref_recv_service(struct rb2_conn_ep *ep, struct rb2_conn_refs *r, struct rb2_conn_slot *c,
+		 const uint8_t *rec, void *buf, uint32_t cap)
+{
+	const struct rb2_bulk_ref *ref = (const struct rb2_bulk_ref *)(rec + RB2_CONN_HDR_LEN);
+	struct rb2_conn_readreq q;
+	struct reading *rd = reading_of(r, c->cd);
+	int ret;
+
+	if (rd != NULL && rd->rd.dst != buf)
+		return -EBUSY;
+	if (rd == NULL) {
+		void *bounce = NULL;
+
+		if (ref->len > cap)
+			return -EMSGSIZE;
+		if (r->n_reading == REF_READS_MAX)
+			return -EAGAIN;
+		if (!rb2_conn_service_shared(buf, ref->len)) {
+			bounce = rte_malloc("rb2_conn_bounce", ref->len, RTE_CACHE_LINE_SIZE);
+			if (bounce == NULL)
+				return -ENOMEM;     /* the heap may have room later */
+		}
+		q = (struct rb2_conn_readreq){ .id = ref->tag, .len = ref->len,
+			.dst = (uint64_t)(uintptr_t)(bounce != NULL ? bounce : buf) };
+		ret = __rb2_conn_frame_out(ep, RB2_CONN_CID_NONE, RB2_CONN_FR_READREQ, 0, &q,
+					   sizeof(q));
+		if (ret < 0) {
+			rte_free(bounce);
+			return ret;
+		}
+		rb2_tx_flush(ep->tx);
+		rd = &r->reading[r->n_reading++];
+		*rd = (struct reading){ .cd = c->cd, .by_service = 1, .id = ref->tag,
+					.bounce = bounce };
+		rd->rd.dst = buf;
+		rd->rd.len = ref->len;
+		CONN_STAT_ADD(ep, ref_reads, 1);
+	}
+	if (!rd->over) {
+		rb2_conn_ep_poll(ep);
+		rd = reading_of(r, c->cd);          /* the poll may move it */
+		if (!rd->over)
+			return ep->err != 0 ? ep->err : -EINPROGRESS;
+	}
+	ret = rd->status;
+	if (ret == 0 && rd->bounce != NULL)
+		memcpy(buf, rd->bounce, rd->rd.len);
+	rte_free(rd->bounce);
+	*rd = r->reading[--r->n_reading];
+	return ref_taken(ep, c, rec, ret);
+}
+
+void
+__rb2_conn_readdone_in(struct rb2_conn_ep *ep, const uint8_t *body, uint32_t blen, uint16_t n)
+{
+	struct rb2_conn_refs *r = ep->refs;
+
+	if (n == 0 || blen != n * sizeof(struct rb2_conn_refdone))
+		return __rb2_conn_bad_frame(ep, "READDONE count and length disagree", blen,
+					    RB2_CONN_FR_READDONE);
+	for (uint32_t i = 0; i < n; i++) {
+		struct rb2_conn_refdone d;
+		struct reading *rd = NULL;
+
+		memcpy(&d, body + i * sizeof(d), sizeof(d));
+		for (uint32_t k = 0; r != NULL && k < r->n_reading; k++)
+			if (r->reading[k].by_service && !r->reading[k].over &&
+			    r->reading[k].id == d.id)
+				rd = &r->reading[k];
+		if (rd == NULL || d.status > 0) {
+			__rb2_conn_bad_frame(ep, "READDONE for no READ asked", blen,
+					     RB2_CONN_FR_READDONE);
+			continue;
+		}
+		rd->over = 1;
+		rd->status = d.status;
+	}
+}
+
+void
+__rb2_conn_ref_quiesce(struct rb2_conn_ep *ep, int cd)
+{
+	struct rb2_conn_refs *r = ep->refs;
+	uint64_t end = rte_get_timer_cycles() + 30 * rte_get_timer_hz();
+
+	/* The service's READ lands in the application's buffer: not after
+	 * the connection is gone. It ends in bounded time, or the link to
+	 * the service fails. */
+	for (uint32_t i = 0; r != NULL && i < r->n_reading; i++) {
+		struct reading *rd = &r->reading[i];
+
+		if (!rd->by_service || rd->over || (cd >= 0 && rd->cd != (uint32_t)cd))
+			continue;
+		while (!rd->over && ep->err == 0) {
+			rb2_conn_ep_poll(ep);
+			if (rte_get_timer_cycles() > end) {
+				CONN_LOG(ERR, "endpoint %s: the service has not finished a READ into connection %#x's buffer in 30 s; leaving it",
+					 ep->name, rd->cd);
+				break;
+			}
+		}
+		i = UINT32_MAX;             /* the poll may have moved them: again */
+	}
+}
+
 int
 __rb2_conn_ref_recv(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t *rec,
 		    void *buf, uint32_t cap)
@@ -375,12 +577,13 @@ __rb2_conn_ref_recv(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8
 	const struct rb2_bulk_ref *ref = (const struct rb2_bulk_ref *)(rec + RB2_CONN_HDR_LEN);
 	struct rb2_conn_refs *r = refs_of(ep);
 	char name[RB2_MR_CACHE_NAMESIZE];
-	uint32_t dlen, id = ref->tag;
 	struct reading *rd;
-	int ret, len = (int)ref->len;
+	int ret;
 
 	if (r == NULL)
 		return -ENOMEM;
+	if (ep->p.service)
+		return ref_recv_service(ep, r, c, rec, buf, cap);
 	rd = reading_of(r, c->cd);
 	if (rd != NULL && rd->rd.dst != buf)
 		return -EBUSY;
@@ -417,12 +620,7 @@ __rb2_conn_ref_recv(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8
 	ret = reading_poll(ep, r, rd, 0);
 	if (ret < 0)
 		return ret;
-	memcpy(&dlen, rec, 4);
-	__rb2_conn_refdone_owe(ep, id, 0);
-	__rb2_conn_consumed(ep, c, rb2_conn_footprint(dlen));
-	CONN_STAT_ADD(ep, ref_rx_msgs, 1);
-	CONN_STAT_ADD(ep, ref_rx_bytes, (uint64_t)len);
-	return len;
+	return ref_taken(ep, c, rec, 0);
 }
 
 void
@@ -432,9 +630,15 @@ __rb2_conn_ref_discard(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const ui
 	struct rb2_conn_refs *r = ep->refs;
 	struct reading *rd = r != NULL ? reading_of(r, c->cd) : NULL;
 
-	/* Its READ lands in the application's buffer: not after close. */
-	if (rd != NULL)
+	/* Its READ lands in the application's buffer: not after close (a
+	 * service's READ was waited for before, __rb2_conn_ref_quiesce()). */
+	if (rd != NULL && rd->by_service) {
+		if (rd->over)                   /* else the service may still write it */
+			rte_free(rd->bounce);
+		*rd = r->reading[--r->n_reading];
+	} else if (rd != NULL) {
 		reading_poll(ep, r, rd, 1);
+	}
 	__rb2_conn_refdone_owe(ep, ref->tag, -ECONNABORTED);
 }
 

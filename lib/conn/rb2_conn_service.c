@@ -11,6 +11,7 @@
 
 #include <rte_errno.h>
 #include <rte_malloc.h>
+#include <rte_memory.h>
 #include <rte_ring.h>
 
 #include "rb2_conn_pvt.h"
@@ -21,6 +22,27 @@ rb2_conn_service_chan_params(struct rb2_chan_params *p)
 {
 	rb2_chan_params_init(p);
 	p->slots = 4096;            /* 256 KiB each way, messages up to 128 KiB */
+}
+
+int
+rb2_conn_service_shared(const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p, end = a + len;
+	struct rte_memseg_list *msl;
+
+	if (len == 0 || end < a)
+		return 0;
+	msl = rte_mem_virt2memseg_list(p);
+	/* One list is one reservation of address space: the whole range in
+	 * it, and each of its pages allocated (a list's pages come and go
+	 * with the heap). */
+	if (msl == NULL || msl->external || end > (uintptr_t)msl->base_va + msl->len)
+		return 0;
+	for (uintptr_t pg = RTE_ALIGN_FLOOR(a, msl->page_sz); pg < end; pg += msl->page_sz)
+		if (rte_fbarray_is_used(&msl->memseg_arr,
+					(unsigned int)((pg - (uintptr_t)msl->base_va) / msl->page_sz)) != 1)
+			return 0;
+	return 1;
 }
 
 struct rb2_conn_ep *

@@ -42,6 +42,17 @@ struct rb2_conn_service_join {
 void rb2_conn_service_chan_params(struct rb2_chan_params *p);
 
 /**
+ * Does [@p p, @p p + @p len) lie in this process group's DPDK memory
+ * (rte_malloc(), mempools, memzones; not external heaps), every page of it
+ * allocated, so that the service and the other applications see it at the
+ * same address? Only such a buffer can be lent through the service
+ * (rb2_conn_send_ref()) or READ into in place (rb2_conn_recv()); others are
+ * copied.
+ * @return 1 or 0 (0 also for @p len 0).
+ */
+int rb2_conn_service_shared(const void *p, size_t len);
+
+/**
  * Join the service: make a channel pair to it, ask it to take the other
  * ends, and connect, within @p timeout_ms.
  *

@@ -556,11 +556,25 @@ Test(rb2_conn, bad_input_is_counted_and_dropped)
 		memset(slot, 0, 16);
 		rb2_tx_commit(raw_ab, 16 | RB2_MSG_MARK);
 	}
+	/* A service's frames, to an endpoint that has none: a READ asked of
+	 * it, and a READ it never asked for said done. */
+	{
+		uint8_t q[RB2_CONN_HDR_LEN + sizeof(struct rb2_conn_readreq)] = {0};
+		uint64_t h = (uint64_t)RB2_CONN_CID_NONE | (uint64_t)RB2_CONN_FR_READREQ << 32;
+
+		memcpy(q, &h, sizeof(h));
+		cr_assert_eq(rb2_tx_send(raw_ab, q, sizeof(q)), 0);
+		h = (uint64_t)RB2_CONN_CID_NONE | (uint64_t)RB2_CONN_FR_READDONE << 32 |
+			(uint64_t)1 << 48;
+		memcpy(q, &h, sizeof(h));
+		cr_assert_eq(rb2_tx_send(raw_ab, q, RB2_CONN_HDR_LEN +
+					 sizeof(struct rb2_conn_refdone)), 0);
+	}
 	rb2_tx_flush(raw_ab);
 	pump(NULL, NULL, 4);
 	rb2_conn_ep_stats_get(b, &st);
 	cr_expect_eq(st.unknown_conn, 1);
-	cr_expect_eq(st.bad_frames, 3);
+	cr_expect_eq(st.bad_frames, 5);
 	/* The connection is unharmed. */
 	cr_assert_eq(rb2_conn_send(a, ca, "ok", 2), 0);
 	pump(NULL, NULL, 4);

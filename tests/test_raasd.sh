@@ -117,6 +117,24 @@ else
 	fail "a borrower killed holding lent messages (lender $lrc, service: ${loans:-?})"
 fi
 
+# 1d. The benchmark of lent against copied runs through the service (one
+# short round: its JSON must name both modes' rates; no figure is judged).
+bench=$build/apps/rb2-raasbench/rb2-raasbench
+( trap - EXIT; exec "$bench" -l 1 --no-pci --proc-type=secondary --file-prefix "$pfx" \
+	--log-level=lib.eal:error -- recv --port 16 >"$tmp/bench-r" 2>&1 ) & s=$!; pids+=("$s")
+wait_for "$tmp/bench-r" listening
+"$bench" -l 1 --no-pci --proc-type=secondary --file-prefix "$pfx" --log-level=lib.eal:error \
+	-- send --port 16 --size 262144 --rounds 1 --seconds 0.1 >"$tmp/bench-s" 2>&1; bsc=$?
+wait "$s"; brc=$?
+if [ $bsc -eq 0 ] && [ $brc -eq 0 ] && python3 -c '
+import json, sys
+d = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+sys.exit(0 if d["lent_MBps"][0] > 0 and d["copied_MBps"][0] > 0 else 1)' "$tmp/bench-s"; then
+	ok "rb2-raasbench: lent and copied 256 KiB messages through the service ($(tail -1 "$tmp/bench-s" | grep -o '"lent_over_copied_median": [0-9.]*'))"
+else
+	fail "rb2-raasbench through the service (sender $bsc, receiver $brc)"; cat "$tmp/bench-s" "$tmp/bench-r"
+fi
+
 # 2. A destination that stops polling altogether holds up only its own
 # connections: what its ring has no room for waits in the service's queue
 # for it, and the same client's connections to another application go on.

@@ -370,7 +370,10 @@ rb2_conn_send(struct rb2_conn_ep *ep, int cd, const void *buf, uint32_t len)
  * the NIC: the call returns -EINPROGRESS, and the caller calls again with
  * the same @p buf until the length comes back (rb2_conn_ref.h). All of
  * [@p buf, @p buf + @p cap) is registered for it (through a cache: a buffer
- * used again is a hit), so it must be memory the caller owns.
+ * used again is a hit), so it must be memory the caller owns. Through a
+ * host service, the service READs for us: in place into a @p buf of the
+ * process group's shared memory (rte_malloc()), else into a bounce buffer
+ * copied to @p buf.
  *
  * @return its length (> 0); 0 at the end of the stream (the peer shut down
  *   its side and everything it sent was read); -EAGAIN; -EMSGSIZE (longer

@@ -31,8 +31,12 @@
  * so that the cache never hands its dead registration to a later buffer.
  *
  * Needs a transport whose peer can READ application memory
- * (RB2_XPORT_CAP_READ: verbs, loop). On shm (other processes) and through
- * a host service every message is copied, and the endpoint says so once.
+ * (RB2_XPORT_CAP_READ: verbs, loop). On shm (other processes) every
+ * message is copied, and the endpoint says so once. Through a host service
+ * (rb2_conn_service.h) buffers of the process group's shared memory are
+ * lent (rte_malloc(): rb2_conn_service_shared()); the service registers
+ * them for the peer host, and READs for the receiver, in place where the
+ * receiver's buffer is shared memory too, else through a bounce buffer.
  *
  * @code
  * rb2_conn_send_ref(ep, cd, buf, len, cookie);   // 1: lent, 0: copied
@@ -104,7 +108,8 @@ int rb2_conn_send_ref(struct rb2_conn_ep *ep, int cd, const void *buf, size_t le
 /** A lent buffer given back. */
 struct rb2_conn_ref_done {
 	uint64_t cookie;
-	/** 0 (READ by the receiver), -ECONNABORTED (discarded unread), or
+	/** 0 (READ by the receiver), -ECONNABORTED (discarded unread),
+	 *  -ECONNRESET (through a service: it lost the receiver's host), or
 	 *  the endpoint's error (the channel failed). */
 	int status;
 };

@@ -36,7 +36,7 @@ if [ "$what" = pppoe ]; then
 	rc=$?
 	exit
 fi
-if [ "$what" = two ]; then
+if [ "$what" = two ] || [ "$what" = two-bench ]; then
 	# Two guests on one virtual wire: A is .1 (servers), B is .2 (clients).
 	modprobe virtio_net
 	for i in $(seq 50); do [ -e /sys/class/net/eth0 ] && break; sleep 0.1; done
@@ -59,6 +59,7 @@ suite) bash /rb2/tests/verbs-vm/suite.sh; rc=$? ;;
 two) RB2_ROLE=$role RB2_PEER_IP=$peer RB2_GUESTKILL=${guestkill:-0} \
 	bash /rb2/tests/verbs-vm/suite-two.sh; rc=$? ;;
 perf) RB2_OUT=$out bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
+two-bench) RB2_ROLE=$role RB2_PEER_IP=$peer bash /rb2/tests/verbs-vm/bench-two.sh; rc=$? ;;
 eval|eval-quick)
 	# Hugepages for all but Table II's M8 (800 MB of the guest's 3 GB).
 	echo 400 > /proc/sys/vm/nr_hugepages

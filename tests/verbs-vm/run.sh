@@ -8,12 +8,16 @@
 # uncompressed vmlinux, and a busybox initramfs that mounts the rootfs and the
 # project over 9p. The guest runs tests/verbs-vm/guest.sh against BUILD.
 #
-#   tests/verbs-vm/run.sh BUILD [suite|two|perf|eval|eval-quick|cases|pppoe]   (default: suite)
+#   tests/verbs-vm/run.sh BUILD [suite|two|two-bench|perf|eval|eval-quick|cases|pppoe]
+#   (default: suite)
 #
 # suite: one guest, two processes over rxe0 on a dummy netdev.
 # two:   two guests joined by a QEMU socket netdev (TCP on the host's
 #        loopback), real RoCEv2 frames between them: the same channel tests
 #        across the link, where the elastic threshold must defer.
+# two-bench: the two guests, each with a host service (rb2-raasd) linked to
+#        the other's: large messages lent against copied through both
+#        (rb2-raasbench, tests/verbs-vm/bench-two.sh); JSON lines.
 # perf:  rb2-perf and perftest side by side in one guest boot.
 # eval:  usertools/rb2-eval.py --transport verbs,dev=rxe0 with ib_write_bw
 #        next to Fig. 5, into doc/eval/verbs (eval-quick: doc/eval/verbs-quick);
@@ -34,6 +38,7 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(cd "${1:?usage: run.sh BUILD [suite|perf]}" && pwd)
 what=${2:-suite}
 guestkill=${RB2_VM_GUESTKILL:-1} # two: end by killing guest B mid-stream (0: do not)
+[ "$what" = two-bench ] && guestkill=0
 cache=$build/verbs-vm
 mirror=${RB2_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 case "$what" in
@@ -165,7 +170,7 @@ guest_status() { # ROLE
 rm -f "$cache"/status*
 echo "verbs-vm: booting (QEMU TCG, $what)"
 set +e
-if [ "$what" = two ]; then
+if [ "$what" = two ] || [ "$what" = two-bench ]; then
 	port=$((20000 + $$ % 20000))
 	boot -a -nic none -netdev socket,id=n0,listen=127.0.0.1:$port \
 		-device virtio-net-pci,netdev=n0,mac=52:54:00:b2:00:01 > "$cache/guest-a.log" 2>&1 &
@@ -189,9 +194,13 @@ if [ "$what" = two ]; then
 	done
 	wait $bpid 2>/dev/null
 	wait $apid
-	grep -hE "^(PASS|FAIL|INFO|stream|kill|guestkill|lat|two)" "$cache/guest-a.log" \
+	grep -hE "^(PASS|FAIL|INFO|stream|kill|guestkill|lat|two|\{)" "$cache/guest-a.log" \
 		"$cache/guest-b.log"
 	guest_status -a; ra=$?
+	if [ "$what" = two-bench ]; then
+		guest_status -b; rb=$?
+		exit $(( ra != 0 || rb != 0 ))
+	fi
 	# Ctrl-C across hosts: every record B sent, A measured.
 	sent=$(sed -n 's/^stop_over_verbs: sent \([0-9]*\).*/\1/p' "$cache/guest-b.log")
 	got=$(sed -n 's/^stop_over_verbs: measured \([0-9]*\).*/\1/p' "$cache/guest-a.log")

@@ -1,0 +1,486 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * rb2-raasbench: large messages through the host service, lent against
+ * copied, in interleaved rounds of one run (RaaS's copy/register threshold,
+ * measured through rb2-raasd). Two applications, secondaries of the
+ * service (on one host, or one on each of two hosts whose services are
+ * peers):
+ *
+ *   rb2-raasbench [EAL] -- recv --port P [--private]
+ *   rb2-raasbench [EAL] -- send --port P [--host H] --size BYTES
+ *                 [--modes lent,copied] [--rounds R] [--seconds S]
+ *                 [--buffers K] [--json FILE]
+ *
+ * lent: each message is one buffer of the group's shared memory, lent with
+ * rb2_conn_send_ref() (K of them in flight; the service registers them
+ * once, then hits). copied: the same bytes with rb2_conn_send(), in chunks
+ * of the largest message a connection through the service takes. The
+ * receiver takes both with rb2_conn_recv() into one buffer of shared memory
+ * (--private: of malloc(), so the service READs into a bounce buffer). A
+ * round ends with a 4-byte mark that the receiver answers with its byte
+ * count, so each figure is bytes the receiver had, over the time until it
+ * had them. The sender prints one JSON object.
+ */
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_malloc.h>
+
+#include <rb2_conn_ref.h>
+#include <rb2_conn_service.h>
+#include <rb2_lcore.h>
+
+#define MAX_BUFFERS 64
+#define MARK_LEN 4u
+
+enum { LENT, COPIED, NMODES };
+static const char *const mode_name[NMODES] = { "lent", "copied" };
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double
+median(double *v, unsigned int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Poll once, or (blocking mode, the default) spin for --spin-us and then
+ * sleep until the service sends: the service polls a core of its own, and
+ * the two applications share what is left. */
+static int busy_poll;
+static unsigned int spin_us = 50;
+
+static void
+idle(struct rb2_conn_ep *ep)
+{
+	int cds[8];
+
+	if (busy_poll) {
+		rb2_conn_ep_poll(ep);
+		return;
+	}
+	while (rb2_conn_ep_ready(ep, cds, 8) > 0)
+		;                       /* the ready list does not wake a wait */
+	rb2_conn_ep_wait(ep, spin_us, 10);
+}
+
+/* Wait out a send's -EAGAIN (no credit: a CREDIT frame wakes us) or
+ * -ENOBUFS (our ring to the service is full: nothing wakes us when the
+ * service makes room, so poll and let the others run). */
+static void
+send_wait(struct rb2_conn_ep *ep, int why)
+{
+	if (why == -EAGAIN) {
+		idle(ep);
+	} else {
+		rb2_conn_ep_poll(ep);
+		if (!busy_poll)
+			sched_yield();
+	}
+}
+
+/* Send all of @p len bytes at @p p as one message. */
+static int
+send_all(struct rb2_conn_ep *ep, int cd, const void *p, uint32_t len)
+{
+	int ret;
+
+	while ((ret = rb2_conn_send(ep, cd, p, len)) == -EAGAIN || ret == -ENOBUFS)
+		send_wait(ep, ret);
+	return ret;
+}
+
+/* ---- the receiver ------------------------------------------------------- */
+
+static int
+receiver(struct rb2_conn_ep *ep, uint16_t port, int private_mem)
+{
+	size_t cap = 64u << 20;
+	uint8_t *dst = private_mem ? malloc(cap) : rte_malloc("raasbench", cap, 64);
+	uint64_t bytes = 0;
+	int cd, len;
+
+	if (dst == NULL) {
+		fprintf(stderr, "recv: no memory for a %zu MiB buffer\n", cap >> 20);
+		return 1;
+	}
+	memset(dst, 0, cap);
+	printf("recv: listening on port %u (%s memory)\n", port, private_mem ? "private" :
+	       "shared");
+	fflush(stdout);
+	while ((cd = rb2_conn_accept(ep, port)) == -EAGAIN)
+		idle(ep);
+	if (cd < 0) {
+		fprintf(stderr, "recv: accept: %s\n", strerror(-cd));
+		return 1;
+	}
+	for (;;) {
+		len = rb2_conn_recv(ep, cd, dst, (uint32_t)cap);
+		if (len == -EAGAIN || len == -EINPROGRESS) {
+			idle(ep);           /* the same dst until done */
+			continue;
+		}
+		if (len <= 0)
+			break;
+		if ((uint32_t)len == MARK_LEN) {
+			if (send_all(ep, cd, &bytes, sizeof(bytes)) < 0)
+				break;
+			rb2_conn_flush(ep);
+			continue;
+		}
+		bytes += (uint64_t)len;
+	}
+	printf("recv: %" PRIu64 " bytes, then %s\n", bytes, len == 0 ? "the end" : strerror(-len));
+	rb2_conn_close(ep, cd);
+	if (private_mem)
+		free(dst);
+	else
+		rte_free(dst);
+	return len == 0 ? 0 : 1;
+}
+
+/* ---- the sender --------------------------------------------------------- */
+
+struct sender {
+	struct rb2_conn_ep *ep;
+	int cd;
+	uint32_t size, chunk, nbuf;
+	uint8_t *buf[MAX_BUFFERS];   /* shared memory, each message's */
+	uint8_t busy[MAX_BUFFERS];
+	uint32_t out;
+	uint64_t peer_bytes;          /* what the receiver had at the last mark */
+};
+
+/* Reap lent buffers given back. @return the first failure, or 0. */
+static int
+reap(struct sender *s)
+{
+	struct rb2_conn_ref_done d[16];
+	int n = rb2_conn_ref_done(s->ep, d, 16), err = 0;
+
+	for (int k = 0; k < n; k++) {
+		s->busy[d[k].cookie] = 0;
+		s->out--;
+		if (d[k].status != 0 && err == 0)
+			err = d[k].status;
+	}
+	return err;
+}
+
+/* One round of @p mode for @p seconds. @return bytes/s the receiver took,
+ * or a negative error. */
+static double
+run(struct sender *s, int mode, double seconds)
+{
+	double t0 = now_s(), t1;
+	uint64_t sent = 0, before = s->peer_bytes;
+	uint64_t got;
+	int ret, len;
+
+	while (now_s() - t0 < seconds) {
+		if (mode == LENT) {
+			uint32_t b = 0;
+
+			if ((ret = reap(s)) < 0)
+				return ret;
+			while (b < s->nbuf && s->busy[b])
+				b++;
+			if (b == s->nbuf) {
+				idle(s->ep);
+				continue;
+			}
+			ret = rb2_conn_send_ref(s->ep, s->cd, s->buf[b], s->size, b);
+			if (ret == -EAGAIN || ret == -ENOBUFS) {
+				send_wait(s->ep, ret);
+				continue;
+			}
+			if (ret < 0)
+				return ret;
+			if (ret == 1) {
+				s->busy[b] = 1;
+				s->out++;
+			}
+		} else {
+			for (uint32_t off = 0; off < s->size; off += s->chunk) {
+				ret = send_all(s->ep, s->cd, s->buf[0] + off,
+					       RTE_MIN(s->chunk, s->size - off));
+				if (ret < 0)
+					return ret;
+			}
+		}
+		sent += s->size;
+	}
+	/* The mark: answered once the receiver has had all before it. */
+	while (s->out > 0) {
+		if ((ret = reap(s)) < 0)
+			return ret;
+		if (s->out > 0)
+			idle(s->ep);
+	}
+	if ((ret = send_all(s->ep, s->cd, "mark", MARK_LEN)) < 0)
+		return ret;
+	rb2_conn_flush(s->ep);
+	while ((len = rb2_conn_recv(s->ep, s->cd, &got, sizeof(got))) == -EAGAIN)
+		idle(s->ep);
+	t1 = now_s();
+	if (len != (int)sizeof(got))
+		return len < 0 ? len : -EPROTO;
+	s->peer_bytes = got;
+	if (got - before != sent) {
+		fprintf(stderr, "send: the receiver had %" PRIu64 " bytes of %" PRIu64 " sent\n",
+			got - before, sent);
+		return -EPROTO;
+	}
+	return (double)sent / (t1 - t0);
+}
+
+static void
+usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+"usage: %s [EAL args] -- recv --port P [--private]\n"
+"       %s [EAL args] -- send --port P [--host H] --size BYTES [options]\n"
+"\n"
+"Large messages through rb2-raasd, lent (rb2_conn_send_ref) against copied\n"
+"(rb2_conn_send, in chunks, by default the largest a connection takes), in\n"
+"interleaved rounds. Both processes are secondaries of the service\n"
+"(--proc-type=secondary, its --file-prefix); the sender prints one JSON object.\n"
+"\n"
+"  --port P        the receiver's port\n"
+"  --host H        the receiver's host (its service's --host-id; default 0,\n"
+"                  this one)\n"
+"  --size BYTES    message size, a multiple of 64, at most 64 MiB\n"
+"  --modes LIST    lent,copied (default both)\n"
+"  --rounds R      rounds (default 5)\n"
+"  --seconds S     per round and mode (default 1)\n"
+"  --buffers K     lent buffers in flight (default 8, at most %d)\n"
+"  --private       receiver: READ into malloc()'d memory (through a bounce\n"
+"                  buffer) instead of shared memory (in place)\n"
+"  --json FILE     also write the JSON there\n"
+"  --spin-us U     wait for the service by polling U us, then sleeping on the\n"
+"                  endpoint's doorbell (default 50)\n"
+"  --busy-poll     poll without sleeping (for a core of each process's own)\n"
+"  --window BYTES  each connection's receive window (default 1 MiB, a power of\n"
+"                  two): what a copying sender may have in flight\n"
+"  --chunk BYTES   copied: the largest message sent (a multiple of 64; default\n"
+"                  and at most the largest a connection takes)\n"
+"  --connect-wait S  retry a refused connect for S seconds (the receiver may\n"
+"                  not listen yet)\n"
+"  --help\n", prog, prog, MAX_BUFFERS);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"port", required_argument, NULL, 'p'},
+		{"host", required_argument, NULL, 'H'},
+		{"size", required_argument, NULL, 's'},
+		{"modes", required_argument, NULL, 'm'},
+		{"rounds", required_argument, NULL, 'r'},
+		{"seconds", required_argument, NULL, 't'},
+		{"buffers", required_argument, NULL, 'b'},
+		{"private", no_argument, NULL, 'P'},
+		{"json", required_argument, NULL, 'j'},
+		{"busy-poll", no_argument, NULL, 'B'},
+		{"window", required_argument, NULL, 'w'},
+		{"chunk", required_argument, NULL, 'c'},
+		{"connect-wait", required_argument, NULL, 'W'},
+		{"spin-us", required_argument, NULL, 'S'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	double rate[NMODES][50], ratio[50], seconds = 1, connect_wait = 0;
+	unsigned int rounds = 5, host = 0;
+	int modes[NMODES] = { 1, 1 }, private_mem = 0, opt, ret, port = -1;
+	const char *json = NULL, *role;
+	struct sender s = { .nbuf = 8 };
+	struct rb2_conn_ep_params epp;
+	uint32_t window = 1u << 20, chunk = 0;
+	struct rb2_conn_ep *ep;
+	char name[RB2_CONN_SERVICE_NAMESIZE];
+	FILE *jf;
+
+	ret = rb2_eal_init(argc, argv, 30);
+	if (ret < 0) {
+		fprintf(stderr, "rb2-raasbench: EAL: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	argc -= ret;
+	argv += ret;
+	if (argc < 2 || (strcmp(argv[1], "send") != 0 && strcmp(argv[1], "recv") != 0)) {
+		usage(argc >= 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr, argv[0]);
+		return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+	}
+	role = argv[1];
+	argc--;
+	argv++;
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'p': port = atoi(optarg); break;
+		case 'H': host = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 's': s.size = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'm':
+			modes[LENT] = strstr(optarg, "lent") != NULL;
+			modes[COPIED] = strstr(optarg, "copied") != NULL;
+			break;
+		case 'r': rounds = (unsigned int)atoi(optarg); break;
+		case 't': seconds = atof(optarg); break;
+		case 'b': s.nbuf = (uint32_t)atoi(optarg); break;
+		case 'P': private_mem = 1; break;
+		case 'j': json = optarg; break;
+		case 'B': busy_poll = 1; break;
+		case 'w': window = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'c': chunk = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'W': connect_wait = atof(optarg); break;
+		case 'S': spin_us = (unsigned int)atoi(optarg); break;
+		case 'h': usage(stdout, argv[0]); return 0;
+		default: usage(stderr, argv[0]); return 2;
+		}
+	}
+	if (port <= 0 || port > 65535) {
+		fprintf(stderr, "rb2-raasbench: --port 1..65535 is needed\n");
+		return 2;
+	}
+	if (role[0] == 's' && (s.size == 0 || s.size % 64 != 0 || s.size > (64u << 20) ||
+			       rounds == 0 || rounds > 50 || seconds <= 0 || s.nbuf == 0 ||
+			       s.nbuf > MAX_BUFFERS || !(modes[LENT] | modes[COPIED]))) {
+		fprintf(stderr, "rb2-raasbench: --size a multiple of 64 up to 64 MiB, --rounds "
+			"1..50, --seconds > 0, --buffers 1..%d, --modes lent and/or copied\n",
+			MAX_BUFFERS);
+		return 2;
+	}
+	snprintf(name, sizeof(name), "bench%c%d", role[0], (int)getpid());
+	rb2_conn_ep_params_init(&epp);
+	epp.window = window;
+	ep = rb2_conn_service_join(name, &epp, 10000);
+	if (ep == NULL) {
+		fprintf(stderr, "rb2-raasbench: cannot join the service: %s\n",
+			rte_strerror(rte_errno));
+		return 1;
+	}
+	if (role[0] == 'r') {
+		ret = rb2_conn_listen(ep, (uint16_t)port, 1) ?: receiver(ep, (uint16_t)port,
+									private_mem);
+		goto out;
+	}
+	/* Every message lent: the threshold is this benchmark's to choose. */
+	struct rb2_conn_ref_params rp;
+
+	rb2_conn_ref_params_init(&rp);
+	rp.ref_min = 1;
+	rp.max_refs = MAX_BUFFERS;
+	s.ep = ep;
+	ret = rb2_conn_ref_setup(ep, &rp);
+	for (uint32_t b = 0; ret == 0 && b < s.nbuf; b++) {
+		s.buf[b] = rte_malloc("raasbench", s.size, 64);
+		if (s.buf[b] == NULL)
+			ret = -ENOMEM;
+		else
+			memset(s.buf[b], (int)b + 1, s.size);   /* written: no zero page */
+	}
+	for (double until = now_s() + connect_wait;;) {
+		s.cd = ret == 0 ? rb2_conn_connect_host(ep, host, (uint16_t)port) : ret;
+		if (s.cd < 0) {
+			fprintf(stderr, "rb2-raasbench: set-up: %s\n", strerror(-s.cd));
+			ret = 1;
+			goto out;
+		}
+		while ((ret = rb2_conn_status(ep, s.cd)) == -EINPROGRESS || ret == -EAGAIN)
+			idle(ep);
+		if (ret != -ECONNREFUSED || now_s() > until)
+			break;
+		rb2_conn_close(ep, s.cd);   /* nobody listens yet: again */
+		usleep(100000);
+		ret = 0;
+	}
+	s.chunk = rb2_conn_max_msg(ep) / 64 * 64;
+	if (chunk != 0 && chunk % 64 == 0 && chunk < s.chunk)
+		s.chunk = chunk;
+	if (ret != 0) {
+		fprintf(stderr, "rb2-raasbench: connect: %s (%s)\n", strerror(-ret),
+			rb2_conn_why(ep, s.cd));
+		ret = 1;
+		goto out;
+	}
+	for (unsigned int r = 0; r < rounds; r++) {
+		for (int m = 0; m < NMODES; m++) {
+			double v;
+
+			if (!modes[m])
+				continue;
+			v = run(&s, m, seconds);
+			if (v < 0) {
+				fprintf(stderr, "rb2-raasbench: %s: %s\n", mode_name[m],
+					strerror((int)-v));
+				ret = 1;
+				goto out;
+			}
+			rate[m][r] = v;
+		}
+		ratio[r] = modes[LENT] && modes[COPIED] ? rate[LENT][r] / rate[COPIED][r] : 0;
+	}
+	jf = json != NULL ? fopen(json, "w") : NULL;
+	for (FILE *f = stdout; f != NULL; f = f == stdout ? jf : NULL) {
+		fprintf(f, "{\"bench\": \"raas-lend\", \"size\": %u, \"chunk\": %u, \"buffers\": %u, "
+			"\"host\": %u, \"rounds\": %u, \"seconds\": %g, \"busy_poll\": %s, \"window\": %u",
+			s.size, s.chunk, s.nbuf, host, rounds, seconds, busy_poll ? "true" : "false",
+			window);
+		for (int m = 0; m < NMODES; m++) {
+			double v[50];
+
+			if (!modes[m])
+				continue;
+			fprintf(f, ", \"%s_MBps\": [", mode_name[m]);
+			for (unsigned int r = 0; r < rounds; r++)
+				fprintf(f, "%s%.1f", r ? ", " : "", rate[m][r] / 1e6);
+			memcpy(v, rate[m], sizeof(v));
+			fprintf(f, "], \"%s_MBps_median\": %.1f", mode_name[m], median(v, rounds) / 1e6);
+		}
+		if (modes[LENT] && modes[COPIED])
+			fprintf(f, ", \"lent_over_copied_median\": %.3f", median(ratio, rounds));
+		fprintf(f, "}\n");
+	}
+	if (jf != NULL)
+		fclose(jf);
+	ret = 0;
+out:
+	if (s.cd >= 0 && role[0] == 's') {
+		rb2_conn_shutdown(ep, s.cd);
+		rb2_conn_flush(ep);
+	}
+	for (uint32_t b = 0; b < s.nbuf; b++)
+		rte_free(s.buf[b]);
+	rb2_conn_ep_destroy(ep);
+	rte_eal_cleanup();
+	return ret;
+}

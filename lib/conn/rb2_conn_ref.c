@@ -47,6 +47,7 @@ struct reading {
 	uint32_t id;                 /* the lent buffer's, as the REF named it */
 	void *bounce;                /* shared memory the READ lands in, when
 				      * the application's buffer is not */
+	size_t bounce_len;
 };
 
 struct rb2_conn_refs {
@@ -66,6 +67,11 @@ struct rb2_conn_refs {
 	 * them), and the READs in flight. */
 	struct rb2_conn_refdone *owed;
 	uint32_t cap_owed;
+	/* The last bounce buffer given back, kept for the next: rte_malloc()
+	 * of a large block in a secondary can ask the primary for memory,
+	 * which measured slower than the READ itself. */
+	void *spare;
+	size_t spare_len;
 	uint32_t n_reading;
 	struct reading reading[REF_READS_MAX];
 };
@@ -153,6 +159,7 @@ __rb2_conn_refs_destroy(struct rb2_conn_ep *ep)
 	/* READs in flight land in the applications' buffers: wait for them
 	 * (a failed channel READs no more). A service's were waited for
 	 * already (__rb2_conn_ref_quiesce()). */
+	rte_free(r->spare);
 	for (uint32_t i = 0; i < r->n_reading; i++) {
 		if (r->reading[i].by_service) {
 			rte_free(r->reading[i].bounce);
@@ -457,6 +464,36 @@ ref_taken(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t *rec, i
 	return (int)ref->len;
 }
 
+/* A bounce buffer of at least @len bytes of shared memory, or NULL. */
+static void *
+bounce_get(struct rb2_conn_refs *r, size_t len, size_t *got)
+{
+	void *p = r->spare;
+
+	if (p != NULL && r->spare_len >= len) {
+		*got = r->spare_len;
+		r->spare = NULL;
+		return p;
+	}
+	*got = RTE_ALIGN_CEIL(len, (size_t)64 << 10);
+	return rte_malloc("rb2_conn_bounce", *got, RTE_CACHE_LINE_SIZE);
+}
+
+/* Done with bounce buffer @p of @len bytes: kept if it is the larger. */
+static void
+bounce_put(struct rb2_conn_refs *r, void *p, size_t len)
+{
+	if (p == NULL)
+		return;
+	if (r->spare != NULL && r->spare_len >= len) {
+		rte_free(p);
+		return;
+	}
+	rte_free(r->spare);
+	r->spare = p;
+	r->spare_len = len;
+}
+
 /*
  * Receive a lent message through a service: ask it to READ (READREQ) into
  * @buf, in place where @buf is shared memory, else into a bounce buffer
@@ -477,13 +514,14 @@ ref_recv_service(struct rb2_conn_ep *ep, struct rb2_conn_refs *r, struct rb2_con
 		return -EBUSY;
 	if (rd == NULL) {
 		void *bounce = NULL;
+		size_t blen = 0;
 
 		if (ref->len > cap)
 			return -EMSGSIZE;
 		if (r->n_reading == REF_READS_MAX)
 			return -EAGAIN;
 		if (!rb2_conn_service_shared(buf, ref->len)) {
-			bounce = rte_malloc("rb2_conn_bounce", ref->len, RTE_CACHE_LINE_SIZE);
+			bounce = bounce_get(r, ref->len, &blen);
 			if (bounce == NULL)
 				return -ENOMEM;     /* the heap may have room later */
 		}
@@ -492,13 +530,13 @@ ref_recv_service(struct rb2_conn_ep *ep, struct rb2_conn_refs *r, struct rb2_con
 		ret = __rb2_conn_frame_out(ep, RB2_CONN_CID_NONE, RB2_CONN_FR_READREQ, 0, &q,
 					   sizeof(q));
 		if (ret < 0) {
-			rte_free(bounce);
+			bounce_put(r, bounce, blen);
 			return ret;
 		}
 		rb2_tx_flush(ep->tx);
 		rd = &r->reading[r->n_reading++];
 		*rd = (struct reading){ .cd = c->cd, .by_service = 1, .id = ref->tag,
-					.bounce = bounce };
+					.bounce = bounce, .bounce_len = blen };
 		rd->rd.dst = buf;
 		rd->rd.len = ref->len;
 		CONN_STAT_ADD(ep, ref_reads, 1);
@@ -512,7 +550,7 @@ ref_recv_service(struct rb2_conn_ep *ep, struct rb2_conn_refs *r, struct rb2_con
 	ret = rd->status;
 	if (ret == 0 && rd->bounce != NULL)
 		memcpy(buf, rd->bounce, rd->rd.len);
-	rte_free(rd->bounce);
+	bounce_put(r, rd->bounce, rd->bounce_len);
 	*rd = r->reading[--r->n_reading];
 	return ref_taken(ep, c, rec, ret);
 }
@@ -634,7 +672,7 @@ __rb2_conn_ref_discard(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const ui
 	 * service's READ was waited for before, __rb2_conn_ref_quiesce()). */
 	if (rd != NULL && rd->by_service) {
 		if (rd->over)                   /* else the service may still write it */
-			rte_free(rd->bounce);
+			bounce_put(r, rd->bounce, rd->bounce_len);
 		*rd = r->reading[--r->n_reading];
 	} else if (rd != NULL) {
 		reading_poll(ep, r, rd, 1);

@@ -192,7 +192,11 @@ links = {l["name"]: l for d in docs if "/rb2/raasd/links" in d
          for l in d["/rb2/raasd/links"].values()}
 info = next(d["/rb2/raasd/info"] for d in docs if "/rb2/raasd/info" in d)
 ok = (links["linger-c"]["connections"] == 100 and links["linger-d"]["connections"] == 100
-      and info["relays_in_use"] == 100)
+      and info["relays_in_use"] == 100
+      # 100 SYNs from one, relayed to the other; its 100 SYNACKs back.
+      and links["linger-d"]["frames_in"] >= 100 and links["linger-c"]["frames_out"] >= 100
+      and links["linger-c"]["frames_in"] >= 100 and links["linger-d"]["frames_out"] >= 100
+      and links["linger-c"]["qps"] == 0)
 print("telemetry:", json.dumps(links), json.dumps(info))
 sys.exit(0 if ok else 1)
 PY

@@ -87,6 +87,9 @@ struct link {
 	uint16_t listens[MAX_LISTENS];
 	unsigned int nlistens;
 	uint64_t conns;                 /* connections through it now (atomic) */
+	/* Frames and bytes from it and to it (written by the loop alone,
+	 * read by telemetry: relaxed atomics). */
+	uint64_t frames_in, bytes_in, frames_out, bytes_out;
 	struct frame_queue q;           /* frames for it that its ring had no room for */
 	struct owed refdone, readdone;  /* answers owed to it about lent buffers */
 	/* A peer's: registrations of applications' buffers for its READs,
@@ -256,17 +259,25 @@ full:
  * @return 0, -EAGAIN (not taken: the caller's source waits and offers it
  * again), or the link's error.
  */
+static inline void
+count(uint64_t *frames, uint64_t *bytes, uint32_t len)
+{
+	__atomic_store_n(frames, *frames + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(bytes, *bytes + len, __ATOMIC_RELAXED);
+}
+
 static int
 link_put(struct link *l, const void *f, uint32_t len)
 {
-	int ret;
+	int ret = -EAGAIN;
 
-	if (l->q.bytes == 0) {
+	if (l->q.bytes == 0)
 		ret = rb2_conn_ep_forward(l->ep, f, len);
-		if (ret != -EAGAIN)
-			return ret;
-	}
-	return queue_put(l, f, len);
+	if (ret == -EAGAIN)
+		ret = queue_put(l, f, len);
+	if (ret == 0)
+		count(&l->frames_out, &l->bytes_out, len);
+	return ret;
 }
 
 /* Move what waits for @p l onto its ring, as far as there is room. A link
@@ -831,9 +842,10 @@ link_settle(struct link *l)
 	l->tx_tried = l->rx_tried = 1;
 }
 
-/* Every frame from an application's link (rb2_conn_relay_fn). */
+/* A frame from link @p arg: relayed, answered, or counted and dropped.
+ * @return 0, or -EAGAIN (not now: offered again). */
 static int
-relay_frame(void *arg, struct rb2_conn_ep *ep __rte_unused, uint8_t *f, uint32_t len)
+frame_from(void *arg, uint8_t *f, uint32_t len)
 {
 	struct link *from = arg;
 	struct rb2_conn_hello h;
@@ -929,6 +941,18 @@ relay_frame(void *arg, struct rb2_conn_ep *ep __rte_unused, uint8_t *f, uint32_t
 	if (type == RB2_CONN_FR_REFUSE || type == RB2_CONN_FR_RST || (r->fin[0] && r->fin[1]))
 		relay_free(r);
 	return 0;
+}
+
+/* Every frame from a link (rb2_conn_relay_fn), counted once taken. */
+static int
+relay_frame(void *arg, struct rb2_conn_ep *ep __rte_unused, uint8_t *f, uint32_t len)
+{
+	struct link *from = arg;
+	int ret = frame_from(arg, f, len);
+
+	if (ret != -EAGAIN)
+		count(&from->frames_in, &from->bytes_in, len);
+	return ret;
 }
 
 /* An application's link failed: reset the other end of each of its
@@ -1171,8 +1195,16 @@ tel_links(const char *cmd __rte_unused, const char *params __rte_unused,
 		 * that ever waited (what --queue-kb needs to be). */
 		rte_tel_data_add_dict_u64(c, "queued_frames", TEL_LOAD(l->q.frames));
 		rte_tel_data_add_dict_u64(c, "queue_peak_bytes", TEL_LOAD(l->q.peak_bytes));
-		/* One channel pair: over verbs, one QP each way. */
+		/* Frames (and bytes, headers included) it sent us and we
+		 * put towards it, queued ones included. */
+		rte_tel_data_add_dict_u64(c, "frames_in", TEL_LOAD(l->frames_in));
+		rte_tel_data_add_dict_u64(c, "bytes_in", TEL_LOAD(l->bytes_in));
+		rte_tel_data_add_dict_u64(c, "frames_out", TEL_LOAD(l->frames_out));
+		rte_tel_data_add_dict_u64(c, "bytes_out", TEL_LOAD(l->bytes_out));
+		/* One channel pair: over verbs, one QP each way; an
+		 * application's is shm, no QP. */
 		rte_tel_data_add_dict_u64(c, "channel_pairs", 1);
+		rte_tel_data_add_dict_u64(c, "qps", l->host != 0 ? 2 : 0);
 		rte_tel_data_add_dict_container(d, key, c, 0);
 	}
 	pthread_mutex_unlock(&S.lock);

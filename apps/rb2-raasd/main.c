@@ -253,12 +253,7 @@ full:
 	return -EAGAIN;
 }
 
-/*
- * Everything to link @p l goes through here: onto its ring when nothing is
- * waiting for it, else (or when its ring is full) behind what waits.
- * @return 0, -EAGAIN (not taken: the caller's source waits and offers it
- * again), or the link's error.
- */
+/* One frame of @p len bytes more on a link's counters. */
 static inline void
 count(uint64_t *frames, uint64_t *bytes, uint32_t len)
 {
@@ -266,6 +261,12 @@ count(uint64_t *frames, uint64_t *bytes, uint32_t len)
 	__atomic_store_n(bytes, *bytes + len, __ATOMIC_RELAXED);
 }
 
+/*
+ * Everything to link @p l goes through here: onto its ring when nothing is
+ * waiting for it, else (or when its ring is full) behind what waits.
+ * @return 0, -EAGAIN (not taken: the caller's source waits and offers it
+ * again), or the link's error.
+ */
 static int
 link_put(struct link *l, const void *f, uint32_t len)
 {
@@ -349,7 +350,8 @@ owe(struct link *l, struct owed *o, uint32_t id, int status, const char *what)
 		void *e = realloc(o->e, cap * sizeof(*o->e));
 
 		if (e == NULL) {
-			/* The lender's buffer stays lent until its link goes. */
+			/* Lost: its lender's buffer stays lent, or its
+			 * reader waits, until that link goes. */
 			fprintf(stderr, "rb2-raasd: %s: out of memory for a %s about buffer %#x\n",
 				l->name, what, id);
 			return;

@@ -162,7 +162,8 @@ __rb2_conn_refs_destroy(struct rb2_conn_ep *ep)
 	rte_free(r->spare);
 	for (uint32_t i = 0; i < r->n_reading; i++) {
 		if (r->reading[i].by_service) {
-			rte_free(r->reading[i].bounce);
+			if (r->reading[i].over)     /* else the service may write it */
+				rte_free(r->reading[i].bounce);
 			continue;
 		}
 		while (rb2_bulk_read_poll(ep->rx, r->rx_cache, &r->reading[i].rd) == -EINPROGRESS)
@@ -544,7 +545,7 @@ ref_recv_service(struct rb2_conn_ep *ep, struct rb2_conn_refs *r, struct rb2_con
 	if (!rd->over) {
 		rb2_conn_ep_poll(ep);
 		rd = reading_of(r, c->cd);          /* the poll may move it */
-		if (!rd->over)
+		if (rd == NULL || !rd->over)
 			return ep->err != 0 ? ep->err : -EINPROGRESS;
 	}
 	ret = rd->status;
@@ -582,6 +583,19 @@ __rb2_conn_readdone_in(struct rb2_conn_ep *ep, const uint8_t *body, uint32_t ble
 	}
 }
 
+/* Does the service READ into @cd's buffer (@cd -1: any connection's)? */
+static int
+service_reading(const struct rb2_conn_refs *r, int cd)
+{
+	for (uint32_t i = 0; i < r->n_reading; i++) {
+		const struct reading *rd = &r->reading[i];
+
+		if (rd->by_service && !rd->over && (cd < 0 || rd->cd == (uint32_t)cd))
+			return 1;
+	}
+	return 0;
+}
+
 void
 __rb2_conn_ref_quiesce(struct rb2_conn_ep *ep, int cd)
 {
@@ -590,21 +604,14 @@ __rb2_conn_ref_quiesce(struct rb2_conn_ep *ep, int cd)
 
 	/* The service's READ lands in the application's buffer: not after
 	 * the connection is gone. It ends in bounded time, or the link to
-	 * the service fails. */
-	for (uint32_t i = 0; r != NULL && i < r->n_reading; i++) {
-		struct reading *rd = &r->reading[i];
-
-		if (!rd->by_service || rd->over || (cd >= 0 && rd->cd != (uint32_t)cd))
-			continue;
-		while (!rd->over && ep->err == 0) {
-			rb2_conn_ep_poll(ep);
-			if (rte_get_timer_cycles() > end) {
-				CONN_LOG(ERR, "endpoint %s: the service has not finished a READ into connection %#x's buffer in 30 s; leaving it",
-					 ep->name, rd->cd);
-				break;
-			}
+	 * the service fails (then nothing more comes from it). */
+	while (r != NULL && ep->err == 0 && service_reading(r, cd)) {
+		if (rte_get_timer_cycles() > end) {
+			CONN_LOG(ERR, "endpoint %s: the service has not finished a READ into an application buffer in 30 s; going on without it",
+				 ep->name);
+			return;
 		}
-		i = UINT32_MAX;             /* the poll may have moved them: again */
+		rb2_conn_ep_poll(ep);
 	}
 }
 

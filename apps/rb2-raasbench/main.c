@@ -32,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -43,6 +42,8 @@
 #include <rb2_conn_service.h>
 #include <rb2_lcore.h>
 
+#include "app_hist.h"
+
 #define MAX_BUFFERS 64
 #define MARK_LEN 4u
 
@@ -52,25 +53,7 @@ static const char *const mode_name[NMODES] = { "lent", "copied" };
 static double
 now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double
-median(double *v, unsigned int n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return (double)app_now_ns() / 1e9;
 }
 
 /* Poll once, or (blocking mode, the default) spin for --spin-us and then
@@ -456,18 +439,17 @@ main(int argc, char **argv)
 			s.size, s.chunk, s.nbuf, host, rounds, seconds, busy_poll ? "true" : "false",
 			window);
 		for (int m = 0; m < NMODES; m++) {
-			double v[50];
-
 			if (!modes[m])
 				continue;
 			fprintf(f, ", \"%s_MBps\": [", mode_name[m]);
 			for (unsigned int r = 0; r < rounds; r++)
 				fprintf(f, "%s%.1f", r ? ", " : "", rate[m][r] / 1e6);
-			memcpy(v, rate[m], sizeof(v));
-			fprintf(f, "], \"%s_MBps_median\": %.1f", mode_name[m], median(v, rounds) / 1e6);
+			fprintf(f, "], \"%s_MBps_median\": %.1f", mode_name[m],
+				app_median(rate[m], rounds) / 1e6);
 		}
 		if (modes[LENT] && modes[COPIED])
-			fprintf(f, ", \"lent_over_copied_median\": %.3f", median(ratio, rounds));
+			fprintf(f, ", \"lent_over_copied_median\": %.3f",
+				app_median(ratio, rounds));
 		fprintf(f, "}\n");
 	}
 	if (jf != NULL)

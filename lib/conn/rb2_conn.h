@@ -145,7 +145,10 @@ int rb2_conn_ep_arm(struct rb2_conn_ep *ep);
  * doorbell until the peer sends, for at most @p timeout_ms (-1: no limit).
  * Connections already in the ready list do not count: take them with
  * rb2_conn_ep_ready() first. A dead peer is found within 100 ms of its
- * transport knowing.
+ * transport knowing. A sender held by -ENOBUFS (its ring to the peer is
+ * full) cannot sleep here: the notice that it sleeps needs room in that
+ * very ring, so this returns at once; poll (and sched_yield()) until the
+ * peer has read. -EAGAIN (no credit) sleeps well: the credit is a frame.
  *
  * @return 1 (frames came: rb2_conn_ep_ready() has the connections they
  *   were for), 0 (timed out), or the endpoint's error.

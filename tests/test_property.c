@@ -138,13 +138,16 @@ lanes_open(struct lanes *l, struct rb2_xport *xp, struct prop_cfg *c,
 	/* A short lane and short posts: chains wait, fill and go in pieces;
 	 * in half the runs, a window for each lane's QP as a whole. */
 	uint32_t window = c->seed % 2 == 0 ? RB2_TX_CHAIN_MAX + (uint32_t)(c->seed / 2 % 40) : 0;
+	uint32_t tx_pending = 8 + (uint32_t)(c->seed % 64), rx_pending = 8 + (uint32_t)(c->seed % 32);
 
+	/* A window deeper than a lane's queues (4 x max_pending by default)
+	 * is refused, and tested as such elsewhere (test_lane). */
+	window = RTE_MIN(window, 4 * RTE_MIN(tx_pending, rx_pending));
 	l->tx = rb2_xport_lane_create(xp, &(struct rb2_xport_lane_params){
-		.lcore_id = tx_lcore, .max_pending = 8 + (uint32_t)(c->seed % 64),
+		.lcore_id = tx_lcore, .max_pending = tx_pending,
 		.max_chain = 1 + (uint32_t)(c->seed % 7), .max_inflight = window });
 	l->rx = rb2_xport_lane_create(xp, &(struct rb2_xport_lane_params){
-		.lcore_id = rx_lcore, .max_pending = 8 + (uint32_t)(c->seed % 32),
-		.max_inflight = window });
+		.lcore_id = rx_lcore, .max_pending = rx_pending, .max_inflight = window });
 	cr_assert(l->tx != NULL && l->rx != NULL, "lanes: %s", rte_strerror(rte_errno));
 }
 

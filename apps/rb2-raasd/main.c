@@ -387,6 +387,8 @@ owed_flush(struct link *l)
 				break;
 			sent += m;
 		}
+		if (sent == 0)
+			continue;               /* none owed, or no room: e may be NULL */
 		memmove(o[k]->e, o[k]->e + sent, (o[k]->n - sent) * sizeof(*o[k]->e));
 		o[k]->n -= sent;
 	}

@@ -306,7 +306,7 @@ main(int argc, char **argv)
 	unsigned int rounds = 5, host = 0;
 	int modes[NMODES] = { 1, 1 }, private_mem = 0, opt, ret, port = -1;
 	const char *json = NULL, *role;
-	struct sender s = { .nbuf = 8 };
+	struct sender s = { .nbuf = 8, .cd = -1 };
 	struct rb2_conn_ep_params epp;
 	uint32_t window = 1u << 20, chunk = 0;
 	struct rb2_conn_ep *ep;
@@ -372,8 +372,10 @@ main(int argc, char **argv)
 		return 1;
 	}
 	if (role[0] == 'r') {
-		ret = rb2_conn_listen(ep, (uint16_t)port, 1) ?: receiver(ep, (uint16_t)port,
-									private_mem);
+		ret = rb2_conn_listen(ep, (uint16_t)port, 1);
+		if (ret < 0)
+			fprintf(stderr, "rb2-raasbench: listen on %d: %s\n", port, strerror(-ret));
+		ret = ret < 0 ? 1 : receiver(ep, (uint16_t)port, private_mem);
 		goto out;
 	}
 	/* Every message lent: the threshold is this benchmark's to choose. */

@@ -239,4 +239,7 @@ if [ $rc -eq 0 ]; then
 	else fail "the service killed (applications $r1, $r2)"; fi
 fi
 
+# A failure here is often the service's: its log says why (a sanitizer's
+# report included).
+[ $fails -eq 0 ] || { echo "--- rb2-raasd's log:"; cat "$tmp/raasd"; }
 [ $fails -eq 0 ]

@@ -116,6 +116,7 @@ Test(rb2_chan, paper_example_fig4_pointers_after_each_step)
 	p.alpha = 4;
 	p.beta = 2;
 	p.gamma = 2;
+	p.eager = 0;            /* the paper's batching alone */
 	open_pair("shm,mode=copy", &p);
 
 	/* Reach Fig. 4(a): write 4 (slot transmission at 2, pointer
@@ -288,6 +289,7 @@ Test(rb2_chan, single_message_alpha32_arrives_once_flushed)
 	struct rb2_msg m[4];
 
 	rb2_chan_params_init(&p); /* α=32 β=16 γ=32 */
+	p.eager = 0;              /* or the first message would go at once */
 	open_pair("shm,mode=copy", &p);
 	write_msg(0);
 	cr_expect_eq(rb2_rx_peek_burst(rx, m, 4), 0, "batched, not yet visible");
@@ -299,6 +301,62 @@ Test(rb2_chan, single_message_alpha32_arrives_once_flushed)
 	rb2_rx_release_burst(rx, m, 1);
 	cr_expect_eq(rb2_tx_flush(tx), 0);
 	cr_expect_eq(rb2_rx_peek_burst(rx, m, 4), 0, "delivered once");
+}
+
+/*
+ * Eager publication (params.eager): a sender whose flush found nothing to
+ * publish has gone idle, so the next eager commits are published at once;
+ * the one after them batches again until a flush. A stream that never
+ * idles batches exactly as with eager = 0: one advancement per alpha.
+ */
+Test(rb2_chan, eager_publishes_after_an_idle_flush_then_batches)
+{
+	struct rb2_chan_params p;
+	struct rb2_tx_stats st;
+	struct rb2_msg m[8];
+	uint64_t seq = 0;
+
+	rb2_chan_params_init(&p); /* α=32 β=16 γ=32 */
+	p.eager = 2;
+	open_pair("shm,mode=copy", &p);
+	/* A new channel counts as idle. */
+	for (int i = 0; i < 2; i++) {
+		write_msg(seq);
+		cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 1, "eager commit %d visible at once", i);
+		read_msg(seq++);
+	}
+	write_msg(seq);
+	cr_expect_eq(rb2_rx_peek_burst(rx, m, 8), 0, "the third commit batches");
+	cr_expect_eq(rb2_tx_flush(tx), 0);     /* publishes it: not idle */
+	read_msg(seq++);
+	write_msg(seq);
+	cr_expect_eq(rb2_rx_peek_burst(rx, m, 8), 0, "a flush that sent something does not arm it");
+	cr_expect_eq(rb2_tx_flush(tx), 0);
+	read_msg(seq++);
+	cr_expect_eq(rb2_tx_flush(tx), 0);     /* nothing pending: idle, armed */
+	write_msg(seq);
+	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 1, "visible at once after an idle flush");
+	read_msg(seq++);
+	rb2_tx_stats_get(tx, &st);
+	cr_expect_eq(st.eager_advances, 3);
+
+	/* A stream with no idle flush: the one eager commit left goes at
+	 * once, then one advancement per alpha (32) messages: 1 + 7 for 256,
+	 * the last 31 waiting for the flush. */
+	{
+		uint64_t tw = st.tail_writes, first = seq;
+
+		for (int i = 0; i < 256; i++)
+			write_msg(seq++);
+		rb2_tx_stats_get(tx, &st);
+		cr_expect_eq(st.tail_writes - tw, 8, "%" PRIu64 " advancements",
+			     (uint64_t)(st.tail_writes - tw));
+		cr_expect_eq(st.eager_advances, 4);
+		cr_expect_eq(rb2_tx_flush(tx), 0);
+		for (uint64_t k = first; k < seq; k++)
+			read_msg(k);
+		cr_expect_eq(rb2_rx_peek_burst(rx, m, 8), 0, "delivered once");
+	}
 }
 
 /* Liveness: γ larger than the traffic a ring holds. The receiver releases
@@ -1342,17 +1400,22 @@ largest_message_at_every_position(const char *preset, int lazy_rx_only, uint32_t
 	cr_expect_eq(rb2_tx_send(tx, big, max + 1), -EMSGSIZE, "%s: one byte over the limit", preset);
 	cr_assert_leq(max, sizeof(big));
 	for (uint32_t shift = 0; shift < 4 * p.slots; shift++) {
-		uint32_t extra = shift % RTE_MIN(p.alpha, p.slots / 4), got = 0;
+		uint32_t extra = shift % RTE_MIN(p.alpha, p.slots / 4), got = 0, none = 0;
 		int ret, tries;
 
-		/* Move the tail on by one small message each round... */
-		cr_assert_eq(rb2_tx_send(tx, big, 8), 0);
+		/* Move the tail on by one small message each round (the
+		 * receiver polling meanwhile, as its loop would: its head
+		 * may not have been pushed since it drained)... */
+		cr_assert_eq(send_polling(preset, big, 8, out, sizeof(out), &none, &tries), 0,
+			     "%s: a small message into a drained ring", preset);
+		cr_assert_eq(none, 0);
 		rb2_tx_flush(tx);
 		cr_assert_eq(rb2_rx_recv(rx, out, sizeof(out)), 8);
 		/* ...and leave some more committed, unpublished if batched
-		 * (fewer than alpha), with nobody flushing them. */
+		 * (fewer than alpha, and past params.eager), with nobody
+		 * flushing them. */
 		for (uint32_t i = 0; i < extra; i++)
-			cr_assert_eq(rb2_tx_send(tx, big, 8), 0);
+			cr_assert_eq(send_polling(preset, big, 8, out, sizeof(out), &got, &tries), 0);
 		memset(big, (int)shift, max);
 		ret = send_polling(preset, big, max, out, sizeof(out), &got, &tries);
 		cr_assert_eq(ret, 0, "%s: a %u-byte message after %u small ones, %u of them unflushed: %s after %d tries",
@@ -1380,6 +1443,11 @@ Test(rb2_chan, largest_message_fits_at_every_position_rb2_idlepush)
 Test(rb2_chan, largest_message_fits_at_every_position_rb2_batched)
 {
 	largest_message_at_every_position("rb2", 0, 128);
+}
+
+Test(rb2_chan, largest_message_fits_at_every_position_rb2_noeager)
+{
+	largest_message_at_every_position("rb2-noeager", 0, 16);
 }
 
 Test(rb2_chan, largest_message_fits_at_every_position_lean)

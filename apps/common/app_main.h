@@ -50,7 +50,7 @@ int app_serve(const struct app_serve_opts *o);
 /* Sum of every serving lcore's counters (for telemetry). */
 void app_serve_stats(struct app_server_stats *sum);
 
-#define APP_BENCH_MAX_DESIGNS 8
+#define APP_BENCH_MAX_DESIGNS 12
 
 /* One link under test: for rb2 designs the client's endpoint (its peer is
  * served), for "tcp" the server's address. */

@@ -232,7 +232,7 @@ add_link(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
 	struct rb2_cfg_entry *carry = rb2_cfg_get(s, "carry");
 	struct rb2_cfg_entry *via = rb2_cfg_get(s, "via");
 	struct rb2_cfg_entry *preset;
-	uint64_t v[6];
+	uint64_t v[7];
 	char why[256];
 	int ret;
 
@@ -273,7 +273,8 @@ add_link(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
 	    get_uint(pl, s, "alpha", lk->params.alpha, 1, 1u << 24, &v[2], err, errlen) ||
 	    get_uint(pl, s, "beta", lk->params.beta, 1, 1u << 24, &v[3], err, errlen) ||
 	    get_uint(pl, s, "gamma", lk->params.gamma, 1, 1u << 24, &v[4], err, errlen) ||
-	    get_uint(pl, s, "timeout_ms", 60000, 1, 3600000, &v[5], err, errlen))
+	    get_uint(pl, s, "timeout_ms", 60000, 1, 3600000, &v[5], err, errlen) ||
+	    get_uint(pl, s, "eager", lk->params.eager, 0, RB2_EAGER_MAX, &v[6], err, errlen))
 		return -EINVAL;
 	lk->params.slots = (uint32_t)v[0];
 	lk->params.slot_size = (uint32_t)v[1];
@@ -281,6 +282,7 @@ add_link(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
 	lk->params.beta = (uint32_t)v[3];
 	lk->params.gamma = (uint32_t)v[4];
 	lk->timeout_ms = (unsigned int)v[5];
+	lk->params.eager = (uint32_t)v[6];
 	/* A design of the paper instead of alpha/beta/gamma and policies. */
 	if ((preset = rb2_cfg_get(s, "preset")) != NULL &&
 	    rb2_chan_params_preset(&lk->params, preset->value) != 0)

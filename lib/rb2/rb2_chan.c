@@ -46,6 +46,7 @@ rb2_chan_params_init(struct rb2_chan_params *p)
 	p->alpha = 32;
 	p->beta = 16;
 	p->gamma = 32;
+	p->eager = 4;
 	p->head_sync = RB2_HEAD_LAZY_PUSH;
 	p->tail_sync = RB2_TAIL_WRITE_TWICE;
 	p->flags = RB2_CHAN_F_LAZY_HEAD;
@@ -59,8 +60,11 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 	uint32_t unbatched = strcmp(name, "l5") == 0 || strcmp(name, "farm") == 0 ||
 			     strcmp(name, "rb2-unbatched") == 0;
 	uint32_t idlepush = strcmp(name, "rb2-idlepush") == 0;
+	uint32_t noeager = strcmp(name, "rb2-noeager") == 0;
 
 	p->max_inflight = 0;
+	/* Without batching every commit is published anyway. */
+	p->eager = 0;
 	p->flags &= ~RB2_CHAN_F_LAZY_HEAD;
 	if (strcmp(name, "lean") == 0) {
 		/* Latency: one WRITE per message (a fixed-size slot and its
@@ -83,7 +87,7 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 		p->max_inflight = 10;
 		return 0;
 	}
-	if (!unbatched && !idlepush && strcmp(name, "rb2") != 0)
+	if (!unbatched && !idlepush && !noeager && strcmp(name, "rb2") != 0)
 		return -ENOENT;
 	/* rb2-unbatched keeps rb2's synchronization (lazy push, write-twice)
 	 * with every threshold at 1: the paper's "batching turned off". */
@@ -95,8 +99,11 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 	/* rb2 pushes its head every gamma and never because the ring drained
 	 * (a sender short of room READs it when no push is due);
 	 * rb2-idlepush also pushes at every drain, as before. */
-	if (strcmp(name, "rb2") == 0)
+	if (strcmp(name, "rb2") == 0 || noeager)
 		p->flags |= RB2_CHAN_F_LAZY_HEAD;
+	/* rb2-noeager is rb2 with the paper's batching alone. */
+	if (!unbatched && !noeager)
+		p->eager = 4;
 	return 0;
 }
 
@@ -180,6 +187,11 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 		WHY("invalid msg_size=%u: with poll-message sync a slot also holds the %d-byte "
 		    "marker (msg_size <= slot_size - %d = %u)", p->msg_size, RB2_MARKER_SIZE,
 		    RB2_MARKER_SIZE, p->slot_size - RB2_MARKER_SIZE);
+		return -EINVAL;
+	}
+	if (p->eager > RB2_EAGER_MAX) {
+		WHY("invalid eager=%u: at most %d commits after an idle flush are published at once (0: off)",
+		    p->eager, RB2_EAGER_MAX);
 		return -EINVAL;
 	}
 	if (p->max_inflight != 0 && p->max_inflight < RB2_TX_CHAIN_MAX) {
@@ -450,6 +462,7 @@ rb2_tx_create(const char *name, struct rb2_xport *xp,
 	tx->max_len = rb2_chan_max_msg(p);
 	tx->alpha = p->alpha;
 	tx->beta = p->beta;
+	tx->eager = tx->eager_left = (uint8_t)p->eager;
 	tx->msg_size = p->msg_size;
 	tx->limit = 0; /* nothing may be reserved until connected */
 	tx->skip_at = UINT64_MAX;

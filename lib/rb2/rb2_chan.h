@@ -71,7 +71,10 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
  * geometry (slots, slot_size, msg_size):
  *  - "rb2": lazy push, write-twice, alpha=32 beta=16 gamma=32, the head
  *    pushed only every gamma (RB2_CHAN_F_LAZY_HEAD: a sender short of room
- *    READs it when no push is due) (the default);
+ *    READs it when no push is due), and the first 4 commits after an idle
+ *    flush published at once (eager = 4) (the default);
+ *  - "rb2-noeager": rb2 without eager publication (eager = 0): the paper's
+ *    adaptive batching alone;
  *  - "rb2-unbatched": rb2 with batching turned off (alpha = beta = gamma = 1,
  *    Table II's M2), as the paper runs its HTTP case study (Fig. 10);
  *  - "rb2-idlepush": rb2 whose receiver also pushes its head whenever it
@@ -96,7 +99,7 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
 int rb2_chan_params_preset(struct rb2_chan_params *p, const char *name);
 
 /** The names rb2_chan_params_preset() knows, for messages and --help. */
-#define RB2_CHAN_PRESET_NAMES "rb2, rb2-unbatched, rb2-idlepush, l5, farm, socksdirect, lean"
+#define RB2_CHAN_PRESET_NAMES "rb2, rb2-noeager, rb2-unbatched, rb2-idlepush, l5, farm, socksdirect, lean"
 
 /** @return the largest message a channel with @p p carries: msg_size if set,
  * else N/2 * S, less a poll message's marker. */
@@ -388,6 +391,8 @@ rb2_tx_commit_burst(struct rb2_tx *tx, uint32_t len, unsigned int n)
 
 	if (unlikely(t - tx->synced_tail >= tx->alpha))
 		__rb2_tx_advance(tx);      /* pointer advancement */
+	else if (unlikely(tx->eager_left != 0))
+		__rb2_tx_advance_eager(tx); /* the sender was idle: publish now */
 	else if (unlikely(t - tx->esc_tail >= tx->beta))
 		__rb2_tx_transmit(tx);     /* slot transmission */
 }
@@ -479,8 +484,13 @@ rb2_tx_flush(struct rb2_tx *tx)
 {
 	/* rx_sleep: a sleeping receiver may not have seen our last
 	 * publication yet (verbs: it landed after its last look). */
-	if (likely(tx->tail == tx->pub_tail && tx->h.err == 0 && tx->rx_sleep == NULL))
+	if (likely(tx->tail == tx->pub_tail && tx->h.err == 0 && tx->rx_sleep == NULL)) {
+		/* Idle: the next commits go out at once (params.eager). Stored
+		 * only when it changes: this runs on every idle loop pass. */
+		if (unlikely(tx->eager_left != tx->eager))
+			tx->eager_left = tx->eager;
 		return 0;
+	}
 	return __rb2_tx_flush(tx);
 }
 

@@ -373,12 +373,22 @@ __rb2_tx_advance(struct rb2_tx *tx)
 		sync_tail_wrs(tx, RB2_PUBLISH_ADVANCE);
 }
 
+/* A commit after an idle flush (params.eager): an advancement, counted. */
+void
+__rb2_tx_advance_eager(struct rb2_tx *tx)
+{
+	tx->eager_left--;
+	RB2_STAT_ADD(&tx->stats, eager_advances, 1);
+	__rb2_tx_advance(tx);
+}
+
 int
 __rb2_tx_flush(struct rb2_tx *tx)
 {
 	if (tx->h.err != 0)
 		return tx->h.err;
 	if (tx->tail == tx->pub_tail) {   /* idle: the receiver may sleep */
+		tx->eager_left = tx->eager;
 		if (tx->rx_sleep != NULL)
 			wake_check(tx);
 		return tx->h.err;

@@ -565,7 +565,7 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 		}
 	} else if (o->npresets > 0) {
 		static const char *const what[][2] = {
-			{"rb2", "RB2: lazy push (every gamma, READ when no push is due), write-twice, alpha=32 beta=16 gamma=32, eager=4"},
+			{"rb2", "RB2: lazy push (every gamma, READ when no push is due), write-twice, alpha=32 beta=16 gamma=32, eager (shm: 4)"},
 			{"rb2-noeager", "RB2 without eager publication: the paper's batching alone"},
 			{"rb2-unbatched", "RB2 with batching turned off: lazy push, write-twice, alpha=beta=gamma=1"},
 			{"rb2-idlepush", "RB2 whose receiver also pushes its head whenever the ring drains"},

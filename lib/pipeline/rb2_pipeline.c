@@ -274,7 +274,7 @@ add_link(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
 	    get_uint(pl, s, "beta", lk->params.beta, 1, 1u << 24, &v[3], err, errlen) ||
 	    get_uint(pl, s, "gamma", lk->params.gamma, 1, 1u << 24, &v[4], err, errlen) ||
 	    get_uint(pl, s, "timeout_ms", 60000, 1, 3600000, &v[5], err, errlen) ||
-	    get_uint(pl, s, "eager", lk->params.eager, 0, RB2_EAGER_MAX, &v[6], err, errlen))
+	    get_uint(pl, s, "eager", lk->params.eager, 0, RB2_EAGER_AUTO, &v[6], err, errlen))
 		return -EINVAL;
 	lk->params.slots = (uint32_t)v[0];
 	lk->params.slot_size = (uint32_t)v[1];
@@ -308,7 +308,7 @@ add_link(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
 				       "pointers, a baseline)", name, via->value);
 	}
 	ret = no_other_keys(pl, s, "from, to, transport, peer, slots, slot_size, alpha, beta, "
-			    "gamma, preset, timeout_ms, carry, via", err, errlen);
+			    "gamma, eager, preset, timeout_ms, carry, via", err, errlen);
 	if (ret != 0)
 		return ret;
 	lk->to->n_in++;

@@ -46,7 +46,7 @@ rb2_chan_params_init(struct rb2_chan_params *p)
 	p->alpha = 32;
 	p->beta = 16;
 	p->gamma = 32;
-	p->eager = 4;
+	p->eager = RB2_EAGER_AUTO;
 	p->head_sync = RB2_HEAD_LAZY_PUSH;
 	p->tail_sync = RB2_TAIL_WRITE_TWICE;
 	p->flags = RB2_CHAN_F_LAZY_HEAD;
@@ -103,7 +103,7 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 		p->flags |= RB2_CHAN_F_LAZY_HEAD;
 	/* rb2-noeager is rb2 with the paper's batching alone. */
 	if (!unbatched && !noeager)
-		p->eager = 4;
+		p->eager = RB2_EAGER_AUTO;
 	return 0;
 }
 
@@ -189,9 +189,9 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 		    RB2_MARKER_SIZE, p->slot_size - RB2_MARKER_SIZE);
 		return -EINVAL;
 	}
-	if (p->eager > RB2_EAGER_MAX) {
-		WHY("invalid eager=%u: at most %d commits after an idle flush are published at once (0: off)",
-		    p->eager, RB2_EAGER_MAX);
+	if (p->eager > RB2_EAGER_MAX && p->eager != RB2_EAGER_AUTO) {
+		WHY("invalid eager=%u: at most %d commits after an idle flush are published at once (0: off; %d: %d on load/store transports, 0 over WRs)",
+		    p->eager, RB2_EAGER_MAX, RB2_EAGER_AUTO, RB2_EAGER_LOADSTORE);
 		return -EINVAL;
 	}
 	if (p->max_inflight != 0 && p->max_inflight < RB2_TX_CHAIN_MAX) {
@@ -462,7 +462,9 @@ rb2_tx_create(const char *name, struct rb2_xport *xp,
 	tx->max_len = rb2_chan_max_msg(p);
 	tx->alpha = p->alpha;
 	tx->beta = p->beta;
-	tx->eager = tx->eager_left = (uint8_t)p->eager;
+	tx->eager = (uint8_t)(p->eager != RB2_EAGER_AUTO ? p->eager :
+			      tx->h.loadstore ? RB2_EAGER_LOADSTORE : 0);
+	tx->eager_left = tx->eager;
 	tx->msg_size = p->msg_size;
 	tx->limit = 0; /* nothing may be reserved until connected */
 	tx->skip_at = UINT64_MAX;

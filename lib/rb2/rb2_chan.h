@@ -71,8 +71,9 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
  * geometry (slots, slot_size, msg_size):
  *  - "rb2": lazy push, write-twice, alpha=32 beta=16 gamma=32, the head
  *    pushed only every gamma (RB2_CHAN_F_LAZY_HEAD: a sender short of room
- *    READs it when no push is due), and the first 4 commits after an idle
- *    flush published at once (eager = 4) (the default);
+ *    READs it when no push is due), and on load/store transports the
+ *    first 4 commits after an idle flush published at once (eager =
+ *    RB2_EAGER_AUTO) (the default);
  *  - "rb2-noeager": rb2 without eager publication (eager = 0): the paper's
  *    adaptive batching alone;
  *  - "rb2-unbatched": rb2 with batching turned off (alpha = beta = gamma = 1,

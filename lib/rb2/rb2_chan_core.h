@@ -173,11 +173,14 @@ struct rb2_chan_params {
 	 * idle flush. A sender that was idle has a receiver waiting for its
 	 * next message, and batching only delays it: in a closed loop of
 	 * requests, answers held to the end of the server's pass leave the
-	 * client idle meanwhile (rb2-kv with 4 outstanding: 1.45x the
+	 * client idle meanwhile (rb2-kv with 4 outstanding on shm: 1.56x the
 	 * requests per second with it, doc/design.md). A sender that never
 	 * idles, a stream, batches exactly as before. 0: off (the paper's
-	 * batching alone, preset "rb2-noeager"); default 4; at most
-	 * RB2_EAGER_MAX. The sender's alone: not in the descriptor.
+	 * batching alone, preset "rb2-noeager"); at most RB2_EAGER_MAX; or
+	 * RB2_EAGER_AUTO (the default): 4 where a publication is a store
+	 * (RB2_XPORT_CAP_LOADSTORE), 0 where it is a WR, since over rxe each
+	 * eager publication was a tail WRITE and rb2-kv with 16 outstanding
+	 * ran at 0.40x. The sender's alone: not in the descriptor.
 	 */
 	uint32_t eager;
 	int socket_id;        /**< memory socket; SOCKET_ID_ANY: the transport's */
@@ -221,6 +224,10 @@ struct rb2_chan_params {
 #define RB2_CHAN_F_LAZY_HEAD (1u << 3)
 /** The largest rb2_chan_params.eager. */
 #define RB2_EAGER_MAX 255
+/** rb2_chan_params.eager: 4 on load/store transports, 0 over WRs. */
+#define RB2_EAGER_AUTO 256
+/** What RB2_EAGER_AUTO is on a load/store transport. */
+#define RB2_EAGER_LOADSTORE 4
 
 /** Flags both halves must agree on (they travel in the descriptor). */
 #define RB2_CHAN_F_WIRE (RB2_CHAN_F_UNALIGNED | RB2_CHAN_F_SLEEP)

@@ -359,6 +359,34 @@ Test(rb2_chan, eager_publishes_after_an_idle_flush_then_batches)
 	}
 }
 
+/* RB2_EAGER_AUTO, the default: eager where a publication is a store (shm's
+ * load/store mode), not where it is a WR (shm's NIC-copy mode, like verbs). */
+static void
+eager_auto(const char *spec, int eager)
+{
+	struct rb2_chan_params p;
+	struct rb2_msg m[2];
+
+	rb2_chan_params_init(&p);
+	cr_assert_eq(p.eager, RB2_EAGER_AUTO);
+	open_pair(spec, &p);
+	write_msg(0);
+	cr_expect_eq(rb2_rx_peek_burst(rx, m, 2), eager, "%s: %s", spec,
+		     eager ? "published at commit" : "batched until a flush");
+	cr_expect_eq(rb2_tx_flush(tx), 0);
+	read_msg(0);
+}
+
+Test(rb2_chan, eager_by_default_on_loadstore)
+{
+	eager_auto("shm", 1);
+}
+
+Test(rb2_chan, no_eager_by_default_over_wrs)
+{
+	eager_auto("shm,mode=copy", 0);
+}
+
 /* Liveness: γ larger than the traffic a ring holds. The receiver releases
  * fewer than γ slots, yet the sender needs them back: only the idle push
  * (on finding the ring drained) frees them, or with RB2_CHAN_F_LAZY_HEAD

@@ -176,21 +176,53 @@ burst_add(struct rb2_pkt_burst *b, struct rte_mbuf *m)
 	b->free[i] = m;
 }
 
+/*
+ * Pointer carriers: the mbufs were last written on the sender's lcore (rx
+ * reset them), so each of their header lines is a cross-core miss. A cursor
+ * PF_AHEAD packets ahead, across the messages of the burst, prefetches both
+ * lines (the second holds the receive time) while the packets before it are
+ * taken, so that the misses overlap instead of coming one by one.
+ */
+#define PF_AHEAD 16u
+
+struct pf_cursor {
+	const struct rb2_msg *msgs;
+	unsigned int n, i, j;
+};
+
+static inline void
+pf_next(struct pf_cursor *c)
+{
+	struct rte_mbuf *m;
+
+	while (c->i < c->n && c->j >= c->msgs[c->i].len / sizeof(m)) {
+		c->i++;
+		c->j = 0;
+	}
+	if (c->i == c->n)
+		return;
+	m = ((struct rte_mbuf *const *)c->msgs[c->i].data)[c->j++];
+	rte_prefetch0(m);
+	rte_prefetch0(RTE_PTR_ADD(m, RTE_CACHE_LINE_SIZE));
+}
+
 void
 rb2_pkt_deliver(struct rb2_worker *w, struct rb2_stage *to, const struct rb2_msg *msgs,
 		unsigned int n, bool ptrs)
 {
 	struct rb2_pkt_burst *b = w->pkb;
+	struct pf_cursor pf = { .msgs = msgs, .n = n };
 
+	if (ptrs)
+		for (unsigned int d = 0; d < PF_AHEAD; d++)
+			pf_next(&pf);
 	for (unsigned int i = 0; i < n; i++) {
 		if (ptrs) {
 			struct rte_mbuf *const *p = msgs[i].data;
 			unsigned int k = msgs[i].len / sizeof(*p);
 
 			for (unsigned int j = 0; j < k; j++) {
-				/* The header line of the packets a few ahead. */
-				if (j + 4 < k)
-					rte_prefetch0(p[j + 4]);
+				pf_next(&pf);
 				if (b->n == RB2_STAGE_BURST_MAX)
 					burst_run(b, to);
 				burst_add(b, p[j]);

@@ -16,6 +16,11 @@ ratios within a run mean anything), each variant once per round:
               the records over an RB2 channel to measure on lcore 1
   one_lcore   rx -> parse -> measure all on lcore 1, run to completion (no
               channel): one forwarding lcore, as testpmd's
+  two_queues  two RX queues, each lcore running rx -> parse -> measure of its
+              own queue to completion (no channel): one_lcore scaled out
+  two_cross   two RX queues, each lcore running rx -> parse of its own queue
+              and the measure of the other's, the records crossing over RB2
+              channels both ways: both lcores busy, every record on a channel
   testpmd     dpdk-testpmd's io forwarding on one net_null port (loop
               topology, one forwarding lcore): the packet-rate ceiling of the
               port layer on this machine
@@ -72,6 +77,37 @@ LINKS = {
 }
 
 
+# Two RX queues of net_null0 (a pipeline configures one per rx stage), half
+# the packets each; {m0} and {m1}: the lcores of the two measure stages.
+TWO_QUEUES = """
+[pipeline]
+burst = 32
+""" + "".join(f"""
+[stage rx{q}]
+type = rx
+lcore = {q}
+port = net_null0
+count = {{half}}
+pool_size = 16383
+pool_cache = 256
+[stage parse{q}]
+type = parse
+lcore = {q}
+batch = 32
+[stage measure{q}]
+type = measure
+lcore = {{m{q}}}
+top = 0
+flows = 1k
+[link pkts{q}]
+from = rx{q}.out
+to = parse{q}
+[link records{q}]
+from = parse{q}.out
+to = measure{q}
+""" for q in (0, 1))
+
+
 def mem_args():
     try:
         free = int(re.search(r"HugePages_Free:\s+(\d+)", open("/proc/meminfo").read()).group(1))
@@ -86,6 +122,10 @@ def run_nf(build, variant, packets, tmp, n):
     link = LINKS["rte_ring" if variant == "rte_ring" else "rb2"]
     cfg = os.path.join(tmp, f"{variant}.ini")
     text = CONFIG.format(packets=packets, cache=0 if variant == "rb2_nocache" else 256, link=link)
+    if variant in ("two_queues", "two_cross"):
+        packets -= packets % 2
+        cross = variant == "two_cross"
+        text = TWO_QUEUES.format(half=packets // 2, m0=int(cross), m1=int(not cross))
     if variant == "nf_port":
         text = text.replace("[stage parse]\ntype = parse\nlcore = 1",
                             "[stage parse]\ntype = parse\nlcore = 0")
@@ -101,13 +141,16 @@ def run_nf(build, variant, packets, tmp, n):
     if p.returncode != 0:
         sys.exit(f"rb2-port-bench: {variant}: rb2-nf failed:\n{p.stderr}")
     d = json.load(open(st))
-    stages = {s["name"]: s for s in d["stages"]}
-    got = stages["rx"]["counters"]["received"]
-    if got != packets or stages["measure"]["counters"]["records"] != packets:
-        sys.exit(f"rb2-port-bench: {variant}: {got} received, "
-                 f"{stages['measure']['counters']['records']} measured, of {packets}")
+    # Counters and cycles by stage type, over every queue's stages.
+    total = lambda typ, key: sum(s["counters"][key] if key else s["cycles"]
+                                 for s in d["stages"] if s["type"] == typ)
+    got, measured = total("rx", "received"), total("measure", "records")
+    if got != packets or measured != packets:
+        sys.exit(f"rb2-port-bench: {variant}: {got} received, {measured} measured, "
+                 f"of {packets}")
     return {"mpps": packets / d["seconds"] / 1e6,
-            "cycles_per_packet": {k: s["cycles"] / packets for k, s in stages.items()}}
+            "cycles_per_packet": {t: total(t, None) / packets
+                                  for t in ("rx", "parse", "measure")}}
 
 
 def run_testpmd(seconds, n):
@@ -143,8 +186,10 @@ def main():
     ap.add_argument("--seconds", type=float, default=3, help="testpmd's measured span")
     ap.add_argument("--quick", action="store_true", help="rb2 and rte_ring only")
     a = ap.parse_args()
+    placements = ["rb2", "nf_port", "one_lcore", "two_queues", "two_cross"]
     variants = ["rb2", "rte_ring"] if a.quick else ["rb2", "rte_ring", "rb2_nocache", "nf_port",
-                                                    "one_lcore", "testpmd"]
+                                                    "one_lcore", "two_queues", "two_cross",
+                                                    "testpmd"]
     rounds = []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
@@ -165,7 +210,7 @@ def main():
         return
     cyc = {v: {k: statistics.median(r[v]["cycles_per_packet"][k] for r in rounds)
                for k in ("rx", "parse", "measure")}
-           for v in ("rb2", "rte_ring", "rb2_nocache", "nf_port", "one_lcore")}
+           for v in ("rte_ring", "rb2_nocache", *placements)}
     out = {
         "packets": a.packets, "rounds": a.rounds,
         "mpps_median": med,
@@ -173,11 +218,13 @@ def main():
         "rb2_over_testpmd_io": ratio("rb2", "testpmd"),
         "nf_port_over_testpmd_io": ratio("nf_port", "testpmd"),
         "one_lcore_over_testpmd_io": ratio("one_lcore", "testpmd"),
+        "two_queues_over_testpmd_io": ratio("two_queues", "testpmd"),
+        "two_cross_over_testpmd_io": ratio("two_cross", "testpmd"),
         "mempool_cache_gain": ratio("rb2", "rb2_nocache"),
         "cycles_per_packet_median": cyc,
         "targets": {"rb2_over_rte_ring >= 1.0": ratio("rb2", "rte_ring") >= 1.0,
                     "best NF placement over testpmd_io >= 0.66":
-                        max(ratio(v, "testpmd") for v in ("rb2", "nf_port", "one_lcore"))
+                        max(ratio(v, "testpmd") for v in placements)
                         >= 0.66},
         "per_round": [{v: round(r[v]["mpps"], 3) for v in variants} for r in rounds],
     }

@@ -542,7 +542,7 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 	for (unsigned int i = 0; i < o->npresets; i++)
 		if (perf_preset_is_l5(o->presets[i]) &&
 		    (o->pairs || o->server || o->client != NULL)) {
-			fprintf(stderr, "rb2-perf: --preset %s: L5's own ring (perf_l5.h) connects its halves within one process, in bw and lat; --pairs and two-process runs take the RB2 channel designs\n",
+			fprintf(stderr, "rb2-perf: --preset %s: L5's own ring (rb2_l5.h) connects its halves within one process, in bw and lat; --pairs and two-process runs take the RB2 channel designs\n",
 				o->presets[i]);
 			return -1;
 		}

@@ -16,7 +16,7 @@
 
 #include <rb2_chan.h>
 
-struct perf_l5;
+struct rb2_l5;
 
 #define PERF_MAX_VARIANTS 6
 #define PERF_MAX_ROUNDS 101
@@ -79,7 +79,7 @@ struct perf_variant {
 	struct rb2_tx *tx;
 	struct rb2_rx *rx;
 	struct rte_ring *ring;
-	struct perf_l5 *l5;     /* VAR_L5: L5's own ring (perf_l5.h) */
+	struct rb2_l5 *l5;     /* VAR_L5: L5's own ring (rb2_l5.h) */
 	int kind;               /* VAR_RB2, VAR_RING_ELEM, VAR_RING_ZC, VAR_L5 */
 	/* What the design copies (perf_design_copies()), and the bytes it did. */
 	struct perf_copies { int in, out, zero; } copies;
@@ -99,7 +99,7 @@ struct perf_lat {
 int perf_apply_preset(struct rb2_chan_params *p, const char *name,
 		      const struct perf_opts *o);
 int perf_preset_is_rb2(const char *name);
-/* "l5" or "l5:...": in bw and lat, L5's own ring (perf_l5.h) runs instead of
+/* "l5" or "l5:...": in bw and lat, L5's own ring (rb2_l5.h) runs instead of
  * an RB² channel set up as L5. */
 int perf_preset_is_l5(const char *name);
 /* What a design's application copies, as its paper or code does (see

@@ -28,7 +28,7 @@
 #include <rb2_lcore.h>
 
 #include "perf.h"
-#include "perf_l5.h"
+#include <rb2_l5.h>
 
 /* What the two lcores of one round share. Each side's writes sit in a cache
  * line of their own, away from the sender's stack, so that the receiver's
@@ -98,7 +98,7 @@ recv_rb2(struct round_ctl *c)
 	c->errors = errors;
 }
 
-/* L5's receive(): copy out and clear (perf_l5.c), one message at a time. */
+/* L5's receive(): copy out and clear (rb2_l5.c), one message at a time. */
 static void
 recv_l5(struct round_ctl *c)
 {
@@ -106,7 +106,7 @@ recv_l5(struct round_ctl *c)
 	uint64_t got = 0, total = atomic_load(&c->total), errors = 0;
 
 	while (got < total) {
-		int n = perf_l5_recv(c->v->l5, c->bounce_rx, size);
+		int n = rb2_l5_recv(c->v->l5, c->bounce_rx, size);
 
 		if (unlikely(n < 0)) {
 			if (n != -EAGAIN) {
@@ -262,7 +262,7 @@ send_l5(struct round_ctl *c, uint64_t count, uint64_t deadline)
 		int ret;
 
 		perf_fill(c->bounce_tx, size, seq);
-		ret = perf_l5_send(c->v->l5, c->bounce_tx, size);
+		ret = rb2_l5_send(c->v->l5, c->bounce_tx, size);
 		if (unlikely(ret < 0)) {
 			c->tx_fail = ret;
 			break;
@@ -441,7 +441,7 @@ variant_open_rb2(struct perf_variant *v, const struct perf_opts *o,
 	return 0;
 }
 
-/* L5 as its code builds it (perf_l5.h): a ring of slots x size bytes, the
+/* L5 as its code builds it (rb2_l5.h): a ring of slots x size bytes, the
  * paper's 128 x message size. */
 static int
 variant_open_l5(struct perf_variant *v, const struct perf_opts *o, const char *spec,
@@ -455,7 +455,7 @@ variant_open_l5(struct perf_variant *v, const struct perf_opts *o, const char *s
 			rte_strerror(rte_errno));
 		return -1;
 	}
-	v->l5 = perf_l5_create(v->xp, name, perf_l5_ring_bytes(o->chan.slots, o->size),
+	v->l5 = rb2_l5_create(v->xp, name, rb2_l5_ring_bytes(o->chan.slots, o->size),
 			       o->size, o->tx_lcore, o->rx_lcore);
 	return v->l5 != NULL ? 0 : -1;
 }
@@ -479,7 +479,7 @@ variant_open_ring(struct perf_variant *v, const struct perf_opts *o, int kind,
 static void
 variant_close(struct perf_variant *v)
 {
-	perf_l5_destroy(v->l5);
+	rb2_l5_destroy(v->l5);
 	rb2_tx_destroy(v->tx);
 	rb2_rx_destroy(v->rx);
 	rb2_xport_close(v->xp);
@@ -509,9 +509,9 @@ json_tx_stats(FILE *f, const struct perf_variant *v)
 static void
 json_l5_stats(FILE *f, const struct perf_variant *v)
 {
-	struct perf_l5_stats st;
+	struct rb2_l5_stats st;
 
-	perf_l5_stats_get(v->l5, &st);
+	rb2_l5_stats_get(v->l5, &st);
 	fprintf(f, ", \"stats\": {\"tx\": {\"messages\": %" PRIu64 ", \"writes\": %" PRIu64
 		", \"posts\": %" PRIu64 ", \"signaled\": %" PRIu64 ", \"head_reads\": %" PRIu64
 		", \"wrapped\": %" PRIu64 "}, \"rx\": {\"messages\": %" PRIu64
@@ -663,10 +663,10 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 					       vars[j].name, vars[i].median / vars[j].median);
 	}
 	for (i = 0; i < nv; i++) {
-		struct perf_l5_stats l5;
+		struct rb2_l5_stats l5;
 
 		if (vars[i].kind == VAR_L5) {
-			perf_l5_stats_get(vars[i].l5, &l5);
+			rb2_l5_stats_get(vars[i].l5, &l5);
 			printf("\n%s ring counters: %" PRIu64 " messages, %" PRIu64 " WRITEs in %" PRIu64
 			       " posts, %" PRIu64 " waited-for signals, %" PRIu64 " head READs, %" PRIu64
 			       " split at the end\n", vars[i].name, l5.messages, l5.writes, l5.posts,

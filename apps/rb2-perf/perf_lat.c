@@ -24,7 +24,7 @@
 #include <rb2_lcore.h>
 
 #include "perf.h"
-#include "perf_l5.h"
+#include <rb2_l5.h>
 
 /* What the design copies (perf_design_copies()), with one message buffer
  * per side and direction. */
@@ -37,7 +37,7 @@ struct lat_copy {
 struct lat_link {
 	struct rb2_tx *tx;
 	struct rb2_rx *rx;
-	struct perf_l5 *l5;
+	struct rb2_l5 *l5;
 };
 
 struct lat_ctl {
@@ -71,7 +71,7 @@ lat_recv(const struct lat_link *k, struct rb2_msg *m, uint32_t size,
 	int n;
 
 	if (k->l5 != NULL) {
-		while ((n = perf_l5_recv(k->l5, lc->out, size)) == -EAGAIN)
+		while ((n = rb2_l5_recv(k->l5, lc->out, size)) == -EAGAIN)
 			;
 		if (n < 0) {
 			*fail = n;
@@ -111,7 +111,7 @@ lat_send(const struct lat_link *k, uint32_t size, uint64_t seq, const struct lat
 
 	if (k->l5 != NULL) {      /* built elsewhere; send() copies it in */
 		perf_fill(lc->in, size, seq);
-		ret = perf_l5_send(k->l5, lc->in, size);
+		ret = rb2_l5_send(k->l5, lc->in, size);
 		if (ret < 0)
 			*fail = ret;
 		return ret == 0;
@@ -214,11 +214,11 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 			o->transport, rte_strerror(rte_errno));
 		return -1;
 	}
-	if (l5) {                 /* L5's own rings, 128 x size each (perf_l5.h) */
-		size_t bytes = perf_l5_ring_bytes(o->chan.slots, o->size);
+	if (l5) {                 /* L5's own rings, 128 x size each (rb2_l5.h) */
+		size_t bytes = rb2_l5_ring_bytes(o->chan.slots, o->size);
 
-		ping.l5 = perf_l5_create(xp, "lat-ping", bytes, o->size, o->tx_lcore, o->rx_lcore);
-		pong.l5 = perf_l5_create(xp, "lat-pong", bytes, o->size, o->rx_lcore, o->tx_lcore);
+		ping.l5 = rb2_l5_create(xp, "lat-ping", bytes, o->size, o->tx_lcore, o->rx_lcore);
+		pong.l5 = rb2_l5_create(xp, "lat-pong", bytes, o->size, o->rx_lcore, o->tx_lcore);
 		if (ping.l5 == NULL || pong.l5 == NULL)
 			return -1;
 	} else {
@@ -328,8 +328,8 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 	rte_free(c->echo_copy.in);
 	rte_free(c->echo_copy.out);
 	rte_free(c);
-	perf_l5_destroy(ping.l5);
-	perf_l5_destroy(pong.l5);
+	rb2_l5_destroy(ping.l5);
+	rb2_l5_destroy(pong.l5);
 	rb2_tx_destroy(ping.tx);
 	rb2_rx_destroy(ping.rx);
 	rb2_tx_destroy(pong.tx);

@@ -2,14 +2,16 @@
  * Copyright(c) 2026 The rb2 authors
  */
 
-#ifndef RB2_PERF_L5_H
-#define RB2_PERF_L5_H
+#ifndef RB2_L5_H
+#define RB2_L5_H
 
 /*
  * The L5 baseline as its authors' code builds it (pfent/L5RDMA,
  * datastructures/VirtualRDMARingBuffer.h), on rb2's transports, so that
- * rb2-perf measures L5's own ring next to RB²'s and not an RB² channel
- * configured to look like it.
+ * rb2-perf and the pipeline's `via = l5` links (rb2-nf --preset l5, Fig. 8)
+ * measure L5's own ring next to RB²'s and not an RB² channel configured to
+ * look like it. A baseline, not an API to build on: it has no end of stream,
+ * no peer checks and no wake-ups.
  *
  * The ring is one byte array of a power-of-two size, with no slots and no
  * tail pointer. Each message sits where the last one ended:
@@ -43,6 +45,7 @@
  *
  * One direction, both halves in one process (the sender on one lcore, the
  * receiver on another), as rb2-perf's bw and lat modes run every design.
+ * Errors are logged (log type rb2.l5) and returned.
  */
 
 #include <stdint.h>
@@ -50,11 +53,11 @@
 #include <rb2_xport.h>
 
 /** Signal (and wait for) every this many messages, as L5 does. */
-#define PERF_L5_SIGNAL_EVERY 4096
+#define RB2_L5_SIGNAL_EVERY 4096
 
-struct perf_l5;
+struct rb2_l5;
 
-struct perf_l5_stats {
+struct rb2_l5_stats {
 	uint64_t messages;   /**< sent */
 	uint64_t received;   /**< received, copied out and cleared */
 	uint64_t writes;     /**< WRITE WRs posted (0 on load/store) */
@@ -75,12 +78,12 @@ struct perf_l5_stats {
  *   takes 16 bytes more than its payload.
  * @param max_msg
  *   The largest payload to be sent: refused (NULL) if it cannot fit.
- * @return The ring, or NULL (the reason is printed).
+ * @return The ring, or NULL with rte_errno set (the reason is logged).
  */
-struct perf_l5 *perf_l5_create(struct rb2_xport *xp, const char *name, size_t bytes,
+struct rb2_l5 *rb2_l5_create(struct rb2_xport *xp, const char *name, size_t bytes,
 			       uint32_t max_msg, unsigned int tx_lcore, unsigned int rx_lcore);
 
-void perf_l5_destroy(struct perf_l5 *r);
+void rb2_l5_destroy(struct rb2_l5 *r);
 
 /**
  * Send @p len bytes from @p data (sender lcore only): waits while the ring
@@ -89,7 +92,27 @@ void perf_l5_destroy(struct perf_l5 *r);
  * @return 0, -EINVAL (@p len 0), -EMSGSIZE (the message does not fit the
  *   ring), or the transport's error (a failed WRITE or READ).
  */
-int perf_l5_send(struct perf_l5 *r, const void *data, uint32_t len);
+int rb2_l5_send(struct rb2_l5 *r, const void *data, uint32_t len);
+
+/**
+ * How many messages of @p len bytes, up to @p n, fit now (sender lcore
+ * only), for callers that must see a stop while they wait: where the ring
+ * looks full it reads the receiver's position once (a READ, waited for, as
+ * L5 does). rb2_l5_send() of that many then finds the room without waiting.
+ *
+ * @return 1..n, -ENOBUFS (not even one yet), -EINVAL, -EMSGSIZE, or the
+ *   transport's error.
+ */
+int rb2_l5_room(struct rb2_l5 *r, uint32_t len, unsigned int n);
+
+/**
+ * Whether the receiver has taken every message sent (sender lcore only):
+ * reads its position once (a READ over verbs). L5 has no end of stream;
+ * a caller that needs one says so out of band once this is 1.
+ *
+ * @return 1, 0 (not yet), or the transport's error.
+ */
+int rb2_l5_drained(struct rb2_l5 *r);
 
 /**
  * Receive one message into @p dst (receiver lcore only), without waiting.
@@ -98,11 +121,11 @@ int perf_l5_send(struct perf_l5 *r, const void *data, uint32_t len);
  *   than @p cap: L5 refuses it too; the message stays), or -EPROTO (a
  *   length no message can have: the ring was overwritten).
  */
-int perf_l5_recv(struct perf_l5 *r, void *dst, uint32_t cap);
+int rb2_l5_recv(struct rb2_l5 *r, void *dst, uint32_t cap);
 
-void perf_l5_stats_get(const struct perf_l5 *r, struct perf_l5_stats *st);
+void rb2_l5_stats_get(const struct rb2_l5 *r, struct rb2_l5_stats *st);
 
 /** Ring bytes for @p slots messages of @p size: the paper's 128 x size. */
-size_t perf_l5_ring_bytes(uint32_t slots, uint32_t size);
+size_t rb2_l5_ring_bytes(uint32_t slots, uint32_t size);
 
-#endif /* RB2_PERF_L5_H */
+#endif /* RB2_L5_H */

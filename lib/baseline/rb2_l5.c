@@ -3,13 +3,14 @@
  */
 
 /*
- * L5's ring (pfent/L5RDMA), written for rb2's transports: see perf_l5.h for
+ * L5's ring (pfent/L5RDMA), written for rb2's transports: see rb2_l5.h for
  * the layout and what it does at each step.
  */
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +18,17 @@
 #include <rte_common.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
+#include <rte_log.h>
 #include <rte_malloc.h>
 #include <rte_pause.h>
 
 #include <rb2_chan.h>
 
-#include "perf_l5.h"
+#include "rb2_l5.h"
+
+RTE_LOG_REGISTER(rb2_l5_logtype, rb2.l5, INFO);
+#define L5_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_##level, rb2_l5_logtype, "rb2_l5: " fmt "\n", ##__VA_ARGS__)
 
 #define L5_VALIDITY UINT64_C(0xDEADDEADBEEFBEEF)
 #define L5_HDR 8                  /* the length in front */
@@ -30,7 +36,7 @@
 #define L5_WRID_SIGNAL 1
 #define L5_WRID_READ 2
 
-struct perf_l5 {
+struct rb2_l5 {
 	struct rb2_xport *xp;
 	struct rb2_xport_qp *sq;      /* the sender's queue */
 	struct rb2_xport_qp *rq;      /* the receiver's (it never posts) */
@@ -53,8 +59,8 @@ struct perf_l5 {
 	_Atomic uint64_t *read_pos;
 	uint64_t rx_pos;
 
-	struct perf_l5_stats tx_st __rte_cache_aligned;
-	struct perf_l5_stats rx_st __rte_cache_aligned;
+	struct rb2_l5_stats tx_st __rte_cache_aligned;
+	struct rb2_l5_stats rx_st __rte_cache_aligned;
 };
 
 /* A message's bytes in the ring: rounded up to 8, so that every length
@@ -66,7 +72,7 @@ l5_footprint(uint32_t len)
 }
 
 size_t
-perf_l5_ring_bytes(uint32_t slots, uint32_t size)
+rb2_l5_ring_bytes(uint32_t slots, uint32_t size)
 {
 	return rte_align64pow2((uint64_t)slots * RTE_MAX(size, 8u));
 }
@@ -103,7 +109,7 @@ ring_zero(uint8_t *ring, size_t mask, uint64_t off, size_t n)
 }
 
 static void
-l5_free_regions(struct perf_l5 *r)
+l5_free_regions(struct rb2_l5 *r)
 {
 	if (r->smr.addr != NULL)
 		rb2_xport_mr_free(r->xp, &r->smr);
@@ -111,24 +117,26 @@ l5_free_regions(struct perf_l5 *r)
 		rb2_xport_mr_free(r->xp, &r->rmr);
 }
 
-struct perf_l5 *
-perf_l5_create(struct rb2_xport *xp, const char *name, size_t bytes, uint32_t max_msg,
+struct rb2_l5 *
+rb2_l5_create(struct rb2_xport *xp, const char *name, size_t bytes, uint32_t max_msg,
 	       unsigned int tx_lcore, unsigned int rx_lcore)
 {
 	struct rb2_xport_qp_attr a = { .sq_depth = 1024, .cq_depth = 64 };
 	char zname[RTE_MEMZONE_NAMESIZE];
-	struct perf_l5 *r;
+	struct rb2_l5 *r;
 	size_t size = rte_align64pow2(RTE_MAX(bytes, (size_t)64));
 	int ret;
 
 	if (l5_footprint(max_msg) > size) {
-		fprintf(stderr, "rb2-perf: l5 '%s': a %u-byte message and its 16 bytes of length and validity do not fit a ring of %zu B; raise --slots\n",
-			name, max_msg, size);
+		L5_LOG(ERR, "'%s': a %u-byte message and its 16 bytes of length and validity do not fit a ring of %zu B: give it more slots",
+		       name, max_msg, size);
+		rte_errno = EMSGSIZE;
 		return NULL;
 	}
-	r = rte_zmalloc("perf_l5", sizeof(*r), RTE_CACHE_LINE_SIZE);
+	r = rte_zmalloc("rb2_l5", sizeof(*r), RTE_CACHE_LINE_SIZE);
 	if (r == NULL) {
-		fprintf(stderr, "rb2-perf: l5 '%s': out of memory\n", name);
+		L5_LOG(ERR, "'%s': out of memory", name);
+		rte_errno = ENOMEM;
 		return NULL;
 	}
 	r->xp = xp;
@@ -148,9 +156,9 @@ perf_l5_create(struct rb2_xport *xp, const char *name, size_t bytes, uint32_t ma
 					 (int)rte_lcore_to_socket_id(tx_lcore), &r->smr);
 	}
 	if (ret < 0) {
-		fprintf(stderr, "rb2-perf: l5 '%s': cannot allocate a %zu-byte ring on %s: %s "
-			"(raise the EAL's memory, -m)\n", name, size, rb2_xport_name(xp),
-			strerror(-ret));
+		L5_LOG(ERR, "'%s': cannot allocate a %zu-byte ring on %s: %s (raise the EAL's "
+		       "memory, -m)", name, size, rb2_xport_name(xp), strerror(-ret));
+		rte_errno = -ret;
 		goto fail;
 	}
 	r->ring = r->rmr.addr;
@@ -166,15 +174,17 @@ perf_l5_create(struct rb2_xport *xp, const char *name, size_t bytes, uint32_t ma
 	r->rq = rb2_xport_qp_create(xp, &a);
 	if (r->sq == NULL || r->rq == NULL ||
 	    (ret = rb2_xport_qp_connect_local(r->sq, r->rq)) != 0) {
-		fprintf(stderr, "rb2-perf: l5 '%s': cannot connect its queues on %s: %s\n", name,
-			rb2_xport_name(xp), r->sq == NULL || r->rq == NULL ?
-			rte_strerror(rte_errno) : strerror(-ret));
+		L5_LOG(ERR, "'%s': cannot connect its queues on %s: %s", name,
+		       rb2_xport_name(xp), r->sq == NULL || r->rq == NULL ?
+		       rte_strerror(rte_errno) : strerror(-ret));
+		rte_errno = r->sq == NULL || r->rq == NULL ? rte_errno : -ret;
 		goto fail;
 	}
 	if (r->loadstore) {
 		r->sbuf = rb2_xport_peer_ptr(r->sq, r->remote_ring, r->rkey, size + RTE_CACHE_LINE_SIZE);
 		if (r->sbuf == NULL) {
-			fprintf(stderr, "rb2-perf: l5 '%s': cannot map the receiver's ring\n", name);
+			L5_LOG(ERR, "'%s': cannot map the receiver's ring", name);
+			rte_errno = EFAULT;
 			goto fail;
 		}
 		r->peer_rpos = (const _Atomic uint64_t *)(r->sbuf + size);
@@ -183,12 +193,12 @@ perf_l5_create(struct rb2_xport *xp, const char *name, size_t bytes, uint32_t ma
 	}
 	return r;
 fail:
-	perf_l5_destroy(r);
+	rb2_l5_destroy(r);
 	return NULL;
 }
 
 void
-perf_l5_destroy(struct perf_l5 *r)
+rb2_l5_destroy(struct rb2_l5 *r)
 {
 	if (r == NULL)
 		return;
@@ -202,7 +212,7 @@ perf_l5_destroy(struct perf_l5 *r)
 
 /* Post a chain, reaping the send queue while it is full. */
 static int
-l5_post(struct perf_l5 *r, const struct rb2_xport_wr *wrs, unsigned int n)
+l5_post(struct rb2_l5 *r, const struct rb2_xport_wr *wrs, unsigned int n)
 {
 	struct rb2_xport_wc wc[8];
 	int ret;
@@ -220,7 +230,7 @@ l5_post(struct perf_l5 *r, const struct rb2_xport_wr *wrs, unsigned int n)
 
 /* Wait for the completion of the one signaled WR in flight. */
 static int
-l5_wait(struct perf_l5 *r, uint64_t wr_id)
+l5_wait(struct rb2_l5 *r, uint64_t wr_id)
 {
 	struct rb2_xport_wc wc;
 
@@ -232,9 +242,8 @@ l5_wait(struct perf_l5 *r, uint64_t wr_id)
 		if (k == 0)
 			continue;
 		if (wc.status != RB2_WC_SUCCESS) {
-			fprintf(stderr, "rb2-perf: l5: a %s failed: %s\n",
-				wr_id == L5_WRID_READ ? "READ" : "WRITE",
-				rb2_xport_wc_status_str(r->xp, wc.status));
+			L5_LOG(ERR, "a %s failed: %s", wr_id == L5_WRID_READ ? "READ" : "WRITE",
+			       rb2_xport_wc_status_str(r->xp, wc.status));
 			return -EIO;
 		}
 		if (wc.wr_id == wr_id)
@@ -244,7 +253,7 @@ l5_wait(struct perf_l5 *r, uint64_t wr_id)
 
 /* WRITEs of ring bytes [off, off + n): one, or two at the end of the ring. */
 static unsigned int
-l5_write_wrs(struct perf_l5 *r, uint64_t off, uint32_t n, uint16_t flags,
+l5_write_wrs(struct rb2_l5 *r, uint64_t off, uint32_t n, uint16_t flags,
 	     struct rb2_xport_wr *wrs)
 {
 	size_t at = off & r->mask;
@@ -268,46 +277,60 @@ l5_write_wrs(struct perf_l5 *r, uint64_t off, uint32_t n, uint16_t flags,
 	return k;
 }
 
-/* L5's waitUntilSendFree(): READ the receiver's position until it frees
- * room, waiting for each READ. */
+/* Learn the receiver's read position: a load, or a READ waited for. */
 static int
-l5_wait_room(struct perf_l5 *r, uint64_t need)
+l5_read_rpos(struct rb2_l5 *r)
 {
-	while (r->size - (r->send_pos - r->known_rpos) < need) {
-		if (r->loadstore) {
-			r->known_rpos = atomic_load_explicit(r->peer_rpos, memory_order_acquire);
-		} else {
-			struct rb2_xport_wr rd = {
-				.opcode = RB2_WR_READ, .local = r->rpos_copy,
-				.remote = r->remote_rpos, .len = 8, .lkey = r->smr.lkey,
-				.rkey = r->rkey, .flags = RB2_WR_SIGNALED, .wr_id = L5_WRID_READ,
-			};
-			int ret = l5_post(r, &rd, 1);
+	if (r->loadstore) {
+		r->known_rpos = atomic_load_explicit(r->peer_rpos, memory_order_acquire);
+	} else {
+		struct rb2_xport_wr rd = {
+			.opcode = RB2_WR_READ, .local = r->rpos_copy,
+			.remote = r->remote_rpos, .len = 8, .lkey = r->smr.lkey,
+			.rkey = r->rkey, .flags = RB2_WR_SIGNALED, .wr_id = L5_WRID_READ,
+		};
+		int ret = l5_post(r, &rd, 1);
 
-			if (ret == 0)
-				ret = l5_wait(r, L5_WRID_READ);
-			if (ret < 0)
-				return ret;
-			r->known_rpos = __atomic_load_n(r->rpos_copy, __ATOMIC_ACQUIRE);
-		}
-		r->tx_st.head_reads++;
+		if (ret == 0)
+			ret = l5_wait(r, L5_WRID_READ);
+		if (ret < 0)
+			return ret;
+		r->known_rpos = __atomic_load_n(r->rpos_copy, __ATOMIC_ACQUIRE);
+	}
+	r->tx_st.head_reads++;
+	return 0;
+}
+
+/* L5's waitUntilSendFree(): READ the receiver's position until it frees
+ * room, waiting for each READ (@once: one READ at most, then -ENOBUFS). */
+static int
+l5_wait_room(struct rb2_l5 *r, uint64_t need, bool once)
+{
+	for (unsigned int reads = 0; r->size - (r->send_pos - r->known_rpos) < need; reads++) {
+		int ret;
+
+		if (once && reads == 1)
+			return -ENOBUFS;
+		ret = l5_read_rpos(r);
+		if (ret < 0)
+			return ret;
 	}
 	return 0;
 }
 
 int
-perf_l5_send(struct perf_l5 *r, const void *data, uint32_t len)
+rb2_l5_send(struct rb2_l5 *r, const void *data, uint32_t len)
 {
 	const uint64_t total = l5_footprint(len), pos = r->send_pos;
 	const uint64_t validity = L5_VALIDITY;
-	int signal = r->tx_st.messages % PERF_L5_SIGNAL_EVERY == 0;
+	int signal = r->tx_st.messages % RB2_L5_SIGNAL_EVERY == 0;
 	int ret;
 
 	if (unlikely(len == 0))
 		return -EINVAL;
 	if (unlikely(total > r->size))
 		return -EMSGSIZE;
-	ret = l5_wait_room(r, total);
+	ret = l5_wait_room(r, total, false);
 	if (unlikely(ret < 0))
 		return ret;
 	r->tx_st.wrapped += (pos & r->mask) + total > r->size;
@@ -350,7 +373,34 @@ perf_l5_send(struct perf_l5 *r, const void *data, uint32_t len)
 }
 
 int
-perf_l5_recv(struct perf_l5 *r, void *dst, uint32_t cap)
+rb2_l5_room(struct rb2_l5 *r, uint32_t len, unsigned int n)
+{
+	uint64_t fp = l5_footprint(len);
+	int ret;
+
+	if (unlikely(len == 0 || n == 0))
+		return -EINVAL;
+	if (unlikely(fp > r->size))
+		return -EMSGSIZE;
+	ret = l5_wait_room(r, fp, true);
+	if (ret < 0)
+		return ret;
+	return (int)RTE_MIN((uint64_t)n, (r->size - (r->send_pos - r->known_rpos)) / fp);
+}
+
+int
+rb2_l5_drained(struct rb2_l5 *r)
+{
+	int ret;
+
+	if (r->known_rpos == r->send_pos)
+		return 1;
+	ret = l5_read_rpos(r);
+	return ret < 0 ? ret : r->known_rpos == r->send_pos;
+}
+
+int
+rb2_l5_recv(struct rb2_l5 *r, void *dst, uint32_t cap)
 {
 	const uint64_t pos = r->rx_pos;
 	uint64_t len, total, validity;
@@ -383,7 +433,7 @@ perf_l5_recv(struct perf_l5 *r, void *dst, uint32_t cap)
 }
 
 void
-perf_l5_stats_get(const struct perf_l5 *r, struct perf_l5_stats *st)
+rb2_l5_stats_get(const struct rb2_l5 *r, struct rb2_l5_stats *st)
 {
 	*st = r->tx_st;
 	st->received = r->rx_st.received;

@@ -154,6 +154,7 @@ generated)
 		fail "tshark is not installed (apt-get install tshark): cannot check the traces"
 	fi
 	check "$tmp/b.pcap" --batch 7                     # several records per message
+	check "$tmp/b.pcap" --batch 7 --preset l5         # ... through L5's ring
 	check "$tmp/a.pcap" --cm-width 4096               # with the sketch
 	# The link as each of the paper's designs (sync policies end to end):
 	# --preset, which the default config gives its link (a wrong one says so,
@@ -161,6 +162,19 @@ generated)
 	for pre in farm socksdirect l5; do
 		check "$tmp/b.pcap" --preset $pre
 	done
+	# --preset l5 is L5's own ring (via = l5), not a channel: every record
+	# copied in and out (40 B each way) and cleared with its 16 B of length
+	# and validity, as pfent/L5RDMA does.
+	run_nf "$tmp/l5.json" --trace "$tmp/b.pcap" --preset l5 --stats-json "$tmp/l5s.json" &&
+	l5=$(json_get "$tmp/l5s.json" 'd["l5_links"][0]') &&
+	recs=$(json_get "$tmp/l5.json" 'd["totals"]["packets"]') &&
+	python3 - "$l5" "$recs" <<'EOF' && ok "--preset l5 ran L5's own ring: $l5" ||
+import ast, sys
+l5, n = ast.literal_eval(sys.argv[1]), int(sys.argv[2])
+sys.exit(not (n > 0 and l5["messages"] == l5["received"] == n and
+              l5["copied_bytes"] == 2 * 40 * n and l5["cleared_bytes"] == 56 * n))
+EOF
+		fail "--preset l5: not L5's own ring, or it lost records: $l5 for ${recs:-?} records"
 	expect_err "link 'records': unknown preset 'nonsense'" \
 		"$nf" "${eal[@]}" -- --trace "$tmp/b.pcap" --preset nonsense
 	# The reference must be able to fail: b's NF output is not a's.
@@ -329,6 +343,15 @@ open('$tmp/ts.pcap', 'wb').write(d)"
 	expect_err "c.ini:11: \[link r\]: invalid alpha = '0'" run
 	cfg "${base[@]}" "slots = 1000"
 	expect_err "c.ini:8: link 'r': .*slots" run
+	cfg "${base[@]}" "via = smoke"
+	expect_err "c.ini:11: link 'r': via = 'smoke': expected rb2 .* or l5" run
+	cfg "${base[@]:0:6}" "lcore = 0" "${base[@]:7}" "via = l5"
+	expect_err "link 'r': via = l5 carries messages between two lcores of this process" run
+	# A message larger than half of L5's ring (128 B here) is refused, and
+	# the run fails saying so.
+	cfg "${base[@]:0:4}" "batch = 7" "${base[@]:4}" "via = l5" "slots = 2" "alpha = 1" \
+		"beta = 1" "gamma = 1"
+	expect_err "stage 'replay' stopped: Message too long" run
 	cfg "${base[@]:0:4}" "tpo = 5" "${base[@]:4}"
 	expect_err "c.ini:5: stage 'replay' \(type replay\) takes no argument 'tpo'; it takes: trace" run
 	cfg "${base[@]:0:9}" "to = nobody"

@@ -39,6 +39,7 @@ static struct rb2_cfg_var vars[] = {
 	{ .name = "allow_truncated" }, { .name = "allow_non_ip" },
 	{ .name = "port" }, { .name = "count" }, { .name = "idle_ms" }, { .name = "pool_size" },
 	{ .name = "out_port" }, { .name = "proto" }, { .name = "preset" },
+	{ .name = "via" },          /* not an option: --preset l5 sets it */
 };
 
 static struct rb2_pipeline *running;
@@ -77,7 +78,8 @@ usage(FILE *o, const char *prog)
 "  --interval-ms T    rate interval in trace time (default 1000)\n"
 "  --flows N          expected flows (sizes the table; default 1M)\n"
 "  --transport SPEC   the link's transport (default shm)\n"
-"  --preset NAME      the link's design: rb2 (default), l5, farm, socksdirect\n"
+"  --preset NAME      the link's design: rb2 (default), farm, socksdirect, or l5:\n"
+"                     L5's own ring (pfent/L5RDMA's) instead of a channel\n"
 "  --port P           (config/nf-port.ini, nf-fwd.ini) a port index or device name\n"
 "  --count N          rx stops after N packets   --idle-ms T  ... after T ms idle\n"
 "  --pool-size N      mbufs in the rx stage's pool (default 8191)\n"
@@ -216,6 +218,11 @@ main(int argc, char **argv)
 			argv[optind]);
 		return 1;
 	}
+	/* L5 is its own ring, as in rb2-perf: the link runs via = l5. */
+	for (unsigned int i = 0; i < RTE_DIM(vars); i++)
+		if (strcmp(vars[i].name, "preset") == 0 && vars[i].value != NULL &&
+		    strcmp(vars[i].value, "l5") == 0)
+			set_var("via", "l5");
 	if (rb2_stage_registry_check(err, sizeof(err)) != 0) {
 		fprintf(stderr, "rb2-nf: %s\n", err);
 		return 1;

@@ -23,6 +23,7 @@
 #include <rte_ring.h>
 #include <rte_string_fns.h>
 
+#include <rb2_l5.h>
 #include <rb2_xport.h>
 #include <rb2_xport_lane.h>
 
@@ -302,10 +303,13 @@ add_link(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
 	if (via != NULL) {
 		if (strcmp(via->value, "rte_ring") == 0)
 			lk->via_ring = true;
+		else if (strcmp(via->value, "l5") == 0)
+			lk->via_l5 = true;
 		else if (strcmp(via->value, "rb2") != 0)
 			return cfg_err(pl, err, errlen, via->line, "link '%s': via = '%s': expected "
-				       "rb2 (an RB2 channel) or rte_ring (DPDK's ring of mbuf "
-				       "pointers, a baseline)", name, via->value);
+				       "rb2 (an RB2 channel), rte_ring (DPDK's ring of mbuf "
+				       "pointers, a baseline) or l5 (L5's own ring, a baseline)",
+				       name, via->value);
 	}
 	ret = no_other_keys(pl, s, "from, to, transport, peer, slots, slot_size, alpha, beta, "
 			    "gamma, eager, preset, timeout_ms, carry, via", err, errlen);
@@ -429,6 +433,11 @@ type_links(struct rb2_pipeline *pl, char *err, size_t errlen)
 				       "mbuf pointers between two lcores of this process: it needs a "
 				       "packet edge, stages on two lcores of one proc, and carry = "
 				       "pointers", lk->name);
+		if (lk->via_l5 && (lk->pkts || lk->direct || !lk->from->local || !lk->to->local))
+			return cfg_err(pl, err, errlen, lk->line, "link '%s': via = l5 carries "
+				       "messages between two lcores of this process (L5's ring "
+				       "connects its halves in one process): it needs a message edge "
+				       "and stages on two lcores of one proc", lk->name);
 		if (lk->direct) {
 			lk->from->edges[lk->edge].ptrs = true;
 			lk->from->edges[lk->edge].ptrs_max = RB2_PKT_PTRS_MAX;
@@ -536,6 +545,37 @@ link_on_lanes(const struct rb2_pipeline *pl, const struct rb2_link *lk, struct r
 	return why == NULL;
 }
 
+/* via = l5: L5's ring of slots x slot_size bytes (as rb2-perf sizes it),
+ * whose largest message is half of it as a channel's is; the sender builds
+ * each message in a buffer of its own and L5 copies it in, the receiver
+ * copies messages out into another (L5's send() and receive()). */
+static int
+open_l5(struct rb2_pipeline *pl, struct rb2_link *lk, struct rb2_xport *xp, char *err,
+	size_t errlen)
+{
+	size_t bytes = rb2_l5_ring_bytes(lk->params.slots, lk->params.slot_size);
+	struct rb2_edge *e = &lk->from->edges[lk->edge];
+
+	lk->l5_max = (uint32_t)RTE_MIN(bytes / 2 - 16, (size_t)UINT32_MAX / 2);
+	lk->l5 = rb2_l5_create(xp, lk->name, bytes, lk->l5_max, lk->from->lcore, lk->to->lcore);
+	if (lk->l5 == NULL)
+		return cfg_err(pl, err, errlen, lk->line, "link '%s': cannot create L5's ring "
+			       "(%zu B) over '%s': %s (the log says more)", lk->name, bytes,
+			       lk->transport, rte_strerror(rte_errno));
+	lk->l5_cap = RTE_MAX((size_t)L5_RX_BUF, (size_t)lk->l5_max);
+	lk->l5_buf = rte_malloc_socket("rb2_l5_rx", lk->l5_cap, RTE_CACHE_LINE_SIZE,
+				       lk->to->socket);
+	lk->l5_msg = rte_malloc_socket("rb2_l5_tx", lk->l5_max, RTE_CACHE_LINE_SIZE,
+				       lk->from->socket);
+	if (lk->l5_buf == NULL || lk->l5_msg == NULL)
+		return cfg_err(pl, err, errlen, lk->line, "link '%s': out of memory for L5's "
+			       "buffers (%zu B): raise the EAL's memory (-m)", lk->name,
+			       lk->l5_cap + lk->l5_max);
+	e->l5 = lk->l5;
+	e->l5_msg = lk->l5_msg;
+	return 0;
+}
+
 /* Create this process's halves of a link's channel and connect them (direct
  * links, both ends on one lcore, have no channel). */
 static int
@@ -568,6 +608,8 @@ open_link(struct rb2_pipeline *pl, struct rb2_link *lk, char *err, size_t errlen
 		return cfg_err(pl, err, errlen, lk->line,
 			       "link '%s': cannot open transport '%s': %s (the log says more)",
 			       lk->name, lk->transport, rte_strerror(rte_errno));
+	if (lk->via_l5)
+		return open_l5(pl, lk, xp, err, errlen);
 	/* Adaptive polling: the receiver may sleep where the transport can
 	 * wake it. Both processes of a link read the same config, so both
 	 * halves agree. */
@@ -751,7 +793,7 @@ place_workers(struct rb2_pipeline *pl)
 	for (unsigned int i = 0; i < pl->nlinks; i++) {
 		struct rb2_link *lk = &pl->links[i];
 
-		if (lk->rx != NULL || lk->ring != NULL) {
+		if (lk->rx != NULL || lk->ring != NULL || lk->l5 != NULL) {
 			struct rb2_worker *w = &pl->workers[lk->to->lcore];
 
 			w->inputs[w->ninputs++] = lk;
@@ -905,6 +947,13 @@ rb2_pipeline_free(struct rb2_pipeline *pl)
 		rb2_tx_destroy(pl->links[i].tx);
 		rb2_rx_destroy(pl->links[i].rx);
 		rte_ring_free(pl->links[i].ring);
+		if (pl->links[i].l5 != NULL) {
+			struct rb2_link *lk = &pl->links[i];
+
+			rte_free(lk->l5_msg);
+			rte_free(lk->l5_buf);
+			rb2_l5_destroy(lk->l5);
+		}
 	}
 	for (unsigned int i = 0; i < pl->nlanes; i++)   /* after their queues */
 		rb2_xport_lane_destroy(pl->lane_tab[i].lane);

@@ -56,6 +56,7 @@ extern int rb2_pipeline_logtype;
 
 struct rb2_link;
 struct rb2_worker;
+struct rb2_l5;
 
 /*
  * A burst queued on a same-lcore edge: up to RB2_STAGE_BURST_MAX views of
@@ -85,6 +86,8 @@ struct rb2_edge {
 	uint64_t waits;             /* times the next channel was full */
 	int err;                    /* the error that failed its channel, or 0 */
 	struct rte_ring *ring;      /* a packet link via = rte_ring: its ring */
+	struct rb2_l5 *l5;          /* a message link via = l5: L5's ring ... */
+	uint8_t *l5_msg;            /* ... and the message being built (L5 copies it in) */
 	bool pkts;                  /* carries packets (ops->pkt_edges) */
 	bool ptrs;                  /* ... as mbuf pointers (else as bytes) */
 	unsigned int ptrs_max;      /* pointers in one message */
@@ -141,6 +144,13 @@ struct rb2_link {
 	unsigned int peek;          /* messages read at once (packet links: <= 256 packets) */
 	bool via_ring;              /* via = rte_ring: DPDK's ring of mbuf pointers */
 	struct rte_ring *ring;      /* ... created by open_link */
+	bool via_l5;                /* via = l5: L5's own ring (rb2_l5.h), a baseline */
+	struct rb2_l5 *l5;          /* ... created by open_link */
+	uint32_t l5_max;            /* ... its largest message */
+	uint8_t *l5_msg;            /* ... where its sender builds a message */
+	uint8_t *l5_buf;            /* ... where its receiver copies messages out */
+	size_t l5_cap;              /* ... of this many bytes */
+	_Atomic bool l5_eos;        /* ... end of stream: set once the receiver took all */
 	bool sleep;                 /* its channel has RB2_CHAN_F_SLEEP */
 	bool ended;                 /* end of stream received */
 	bool notified;              /* we asked its (remote) sender to stop */
@@ -238,6 +248,9 @@ void rb2_stage_run(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned in
  * pointers, else bytes), one message per packet; free what it did not take. */
 void rb2_pkt_deliver(struct rb2_worker *w, struct rb2_stage *to, const struct rb2_msg *msgs,
 		     unsigned int n, bool ptrs);
+/* A via = l5 link's receive buffer: at least this, or its largest message. */
+#define L5_RX_BUF (64u * 1024)
+
 /* A via = rte_ring link's end of stream: never an mbuf's address. */
 #define RB2_RING_EOS ((void *)(uintptr_t)1)
 

@@ -15,6 +15,7 @@
 #include <rte_cycles.h>
 #include <rte_telemetry.h>
 
+#include <rb2_l5.h>
 #include <rb2_xport_lane.h>
 
 #include "rb2_pipeline_private.h"
@@ -152,6 +153,19 @@ rb2_pipeline_report(struct rb2_pipeline *pl, FILE *out)
 			pl->lane_tab[i].peer_proc, rb2_xport_name(pl->lane_tab[i].xp), ls.wrs_in,
 			ls.queues, ls.doorbells, ls.wrs_out, ls.merged, ls.superseded);
 	}
+	for (unsigned int i = 0; i < pl->nlinks; i++) {
+		struct rb2_l5_stats ls;
+
+		if (pl->links[i].l5 == NULL)
+			continue;
+		rb2_l5_stats_get(pl->links[i].l5, &ls);
+		fprintf(out, "  link '%s': L5's own ring (via = l5): %" PRIu64 " messages sent, %"
+			PRIu64 " received; %" PRIu64 " WRITEs in %" PRIu64 " posts, %" PRIu64
+			" signaled, %" PRIu64 " reads of its read position; %" PRIu64 " bytes "
+			"copied in and out, %" PRIu64 " cleared\n", pl->links[i].name, ls.messages,
+			ls.received, ls.writes, ls.posts, ls.signaled, ls.head_reads,
+			ls.copied_bytes, ls.cleared_bytes);
+	}
 	for (unsigned int i = 0; i < pl->nstages; i++)
 		if (pl->stages[i].local && pl->stages[i].ops->report != NULL)
 			pl->stages[i].ops->report(&pl->stages[i], out);
@@ -222,6 +236,21 @@ rb2_pipeline_stats_json(struct rb2_pipeline *pl, FILE *out)
 			pl->lane_tab[i].peer, pl->lane_tab[i].peer_proc,
 			rb2_xport_name(pl->lane_tab[i].xp), ls.queues,
 			ls.wrs_in, ls.doorbells, ls.wrs_out, ls.merged, ls.superseded, ls.forced);
+	}
+	fprintf(out, "], \"l5_links\": [");
+	for (unsigned int i = 0, k = 0; i < pl->nlinks; i++) {
+		struct rb2_l5_stats ls;
+
+		if (pl->links[i].l5 == NULL)
+			continue;
+		rb2_l5_stats_get(pl->links[i].l5, &ls);
+		fprintf(out, "%s{\"name\": \"%s\", \"messages\": %" PRIu64 ", \"received\": %"
+			PRIu64 ", \"writes\": %" PRIu64 ", \"posts\": %" PRIu64 ", \"signaled\": %"
+			PRIu64 ", \"head_reads\": %" PRIu64 ", \"wrapped\": %" PRIu64
+			", \"copied_bytes\": %" PRIu64 ", \"cleared_bytes\": %" PRIu64 "}",
+			k++ ? ", " : "", pl->links[i].name, ls.messages, ls.received, ls.writes,
+			ls.posts, ls.signaled, ls.head_reads, ls.wrapped, ls.copied_bytes,
+			ls.cleared_bytes);
 	}
 	fprintf(out, "]}");
 }

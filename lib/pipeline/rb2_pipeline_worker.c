@@ -11,6 +11,7 @@
  */
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include <rte_cycles.h>
@@ -19,6 +20,7 @@
 #include <rte_pause.h>
 #include <rte_ring.h>
 
+#include <rb2_l5.h>
 #include <rb2_lcore.h>
 #include <rb2_xport_lane.h>
 
@@ -77,6 +79,27 @@ run_queued(struct rb2_worker *w)
 	}
 }
 
+/* A via = l5 link's end of stream. L5's ring has none (a zero length is
+ * "nothing yet"), and its halves share this process: once the receiver has
+ * taken every message, which its read position tells, the flag says no more
+ * will come. Over verbs the position is READ, so nothing is still on the
+ * wire when the flag is set. */
+static void
+l5_end(struct rb2_stage *st, struct rb2_edge *e)
+{
+	int ret;
+
+	while ((ret = rb2_l5_drained(e->l5)) == 0 && st->pl->stop < 2)
+		rte_pause();
+	if (ret < 0 && e->err == 0) {
+		PL_LOG(ERR, "stage '%s': link '%s' (L5's ring) failed at its end: %s", st->name,
+		       e->link->name, strerror(-ret));
+		e->err = ret;
+		st->pl->failed = 1;
+	}
+	atomic_store_explicit(&e->link->l5_eos, true, memory_order_release);
+}
+
 /* Every input has ended: let the stage emit its last, then pass the end of
  * stream on. */
 static void
@@ -98,6 +121,10 @@ finish(struct rb2_stage *st)
 			while (rte_ring_sp_enqueue(e->ring, RB2_RING_EOS) != 0 &&
 			       st->pl->stop < 2)
 				rte_pause();
+			continue;
+		}
+		if (e->l5 != NULL) {        /* via = l5: no end of stream in L5 */
+			l5_end(st, e);
 			continue;
 		}
 		if (e->tx == NULL)
@@ -221,6 +248,49 @@ poll_ring(struct rb2_worker *w, struct rb2_link *l)
 	return 1;
 }
 
+/* A via = l5 input (the baseline): L5's receive(), each message copied out
+ * (and cleared in the ring) into the link's buffer while a burst's worth
+ * fits, then the stage runs on them. The end: the flag, then an empty ring. */
+static int
+poll_l5(struct rb2_worker *w, struct rb2_link *l)
+{
+	struct rb2_msg msgs[RB2_STAGE_BURST_MAX];
+	unsigned int n = 0, max = RTE_MIN(w->pl->burst, (unsigned int)RB2_STAGE_BURST_MAX);
+	size_t used = 0;
+	bool eos = atomic_load_explicit(&l->l5_eos, memory_order_acquire);
+
+	while (n < max) {
+		int len = rb2_l5_recv(l->l5, l->l5_buf + used, (uint32_t)(l->l5_cap - used));
+
+		if (len == -EAGAIN || (len == -EMSGSIZE && n > 0))
+			break;
+		if (unlikely(len < 0)) {
+			PL_LOG(ERR, "link '%s' (L5's ring) failed: %s; what stage '%s' had not sent "
+			       "is lost (its summary says how much it sent)", l->name,
+			       strerror(-len), l->from->name);
+			w->pl->failed = 1;
+			l->err = len;
+			l->ended = true;
+			l->to->n_in_done++;
+			break;
+		}
+		msgs[n].data = l->l5_buf + used;
+		msgs[n++].len = (uint32_t)len;
+		used += RTE_ALIGN_CEIL((size_t)len, 8);
+	}
+	if (n > 0) {
+		rb2_stage_run(l->to, msgs, n);
+		run_queued(w);
+		return 1;
+	}
+	/* Set once everything sent was taken: nothing can follow it. */
+	if (eos && !l->ended) {
+		l->ended = true;
+		l->to->n_in_done++;
+	}
+	return 0;
+}
+
 /*
  * Adaptive polling (RDMAbox's hybrid; [pipeline] idle_sleep): after
  * idle_sleep empty passes (RDMAbox's hook, which catches the next message of
@@ -326,6 +396,10 @@ worker_main(void *arg)
 
 			if (l->ended)
 				continue;
+			if (l->l5 != NULL) {
+				busy |= poll_l5(w, l);
+				continue;
+			}
 			if (l->ring != NULL) {
 				busy |= poll_ring(w, l);
 				continue;
@@ -398,7 +472,8 @@ worker_can_sleep(struct rb2_pipeline *pl, struct rb2_worker *w)
 		if (!w->inputs[i]->sleep) {
 			PL_LOG(NOTICE, "lcore %u keeps polling: its input link '%s' %s", w->lcore,
 			       w->inputs[i]->name, w->inputs[i]->via_ring ?
-			       "is an rte_ring, which cannot wake a sleeper" :
+			       "is an rte_ring, which cannot wake a sleeper" : w->inputs[i]->via_l5 ?
+			       "is L5's ring, which cannot wake a sleeper" :
 			       "is over a transport that cannot wake a sleeper (shm can)");
 			return;
 		}

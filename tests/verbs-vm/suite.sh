@@ -341,5 +341,28 @@ for preset in rb2 farm socksdirect l5 pull+cq pull+poll; do
 	fi
 done
 
+# L5's own ring (rb2-nf --preset l5: the link runs via = l5) over rxe0, in
+# one process: the same flows as the RB2 channel's, and L5's WRITEs posted.
+l5why=""
+for preset in rb2 l5; do
+	timeout -k 5 300 "$nf" $(eal 0-1 nl5) -- --trace /tmp/pl.pcap --transport verbs,dev=rxe0 \
+		--preset $preset --top 3 --flows 4096 --json /tmp/nl5-$preset.json \
+		--stats-json /tmp/nl5-$preset.stats > /tmp/nl5-$preset 2>&1 ||
+		l5why="$l5why; --preset $preset exited $?: $(grep -vE '^(TELEMETRY|EAL)' /tmp/nl5-$preset | tail -5)"
+	grep -v cycles_per_record /tmp/nl5-$preset.json > /tmp/nl5-$preset.cmp 2>/dev/null
+done
+cmp -s /tmp/nl5-rb2.cmp /tmp/nl5-l5.cmp && [ -s /tmp/nl5-l5.cmp ] ||
+	l5why="$l5why; the flows differ: $(diff /tmp/nl5-rb2.cmp /tmp/nl5-l5.cmp 2>&1 | head -c 400)"
+python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+l, n = d["l5_links"], [s for s in d["stages"] if s["type"] == "measure"][0]["counters"]["records"]
+sys.exit(not (len(l) == 1 and n > 0 and l[0]["received"] == n and l[0]["writes"] >= 2 * n))' \
+	/tmp/nl5-l5.stats 2>/dev/null || l5why="$l5why; L5's counters: $(grep -o '"l5_links.*' /tmp/nl5-l5.stats)"
+if [ -z "$l5why" ]; then
+	pass=$((pass + 1)); echo "PASS nf_l5_ring_over_rxe"
+else
+	fail=$((fail + 1)); echo "FAIL nf_l5_ring_over_rxe:$l5why"
+fi
+
 echo "verbs suite: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -105,7 +105,7 @@ def geometry(size, slots=128):
 
 # The designs as rb2-perf presets. RB2 and SocksDirect are rings of
 # fixed-size slots (the paper: slot = message size, no length on the wire);
-# L5 is its own ring (rb2-perf's perf_l5.c: length, payload and validity word
+# L5 is its own ring (lib/baseline/rb2_l5.c: length, payload and validity word
 # back to back in 128 x size bytes); FaRM sends the length in a second WRITE
 # (section V-A), so it is variable-length; rb2-var is RB2 carrying lengths
 # too, for comparison.
@@ -569,12 +569,14 @@ def report_cases(out, res):
          f"# RB² case studies (Fig. 8, 9, 10) on {tr}", "",
          "Each design's rounds are interleaved in one run; figures are medians of rounds, "
          "ratios medians of per-round ratios. Each figure names the command that made it.", "",
-         "The applications talk through rb2 channels, so l5 here is the channel set up as L5 "
-         "(write-twice without batching, the head READ when short of room), not L5's own "
-         "ring that Fig. 5 and 6 run: for a message of any length it posts three WRs (the "
-         "slots, the length, the tail) where L5's ring posts two (payload and validity word, "
-         "then the length). Where WRs cost (verbs), that flatters RB² against L5 by up to "
-         "that third WR per message.", ""]
+         "In Fig. 8, l5 is L5's own ring (pfent/L5RDMA's, lib/baseline/rb2_l5.c, the one "
+         "Fig. 5 and 6 run): the NF's link runs via = l5, each record copied into the ring "
+         "and out of it, and cleared. In Fig. 9 and 10 the applications talk through rb2 "
+         "connections, which run on channels, so l5 there is the channel set up as L5 "
+         "(write-twice without batching, the head READ when short of room): for a message of "
+         "any length it posts three WRs (the slots, the length, the tail) where L5's ring "
+         "posts two (payload and validity word, then the length). Where WRs cost (verbs), "
+         "that flatters RB² against L5 by up to that third WR per message.", ""]
     if "fig8" in res:
         f = res["fig8"]
         rows = {x["design"]: x for x in f["rows"]}

@@ -186,24 +186,31 @@ app_serve_stats(struct app_server_stats *a)
 
 /* ---- bench ---------------------------------------------------------- */
 
+/* WRs of a design's four halves (a count, or a sum over measured rounds). */
+struct bench_wrs {
+	uint64_t all, signaled;
+	uint64_t data, tail, head;  /* slot WRITEs; tail WRITEs; head WRITEs and READs */
+};
+
 static struct {
 	struct app_server *sv[APP_BENCH_MAX_DESIGNS];
 	struct rb2_conn_ep *srv_ep[APP_BENCH_MAX_DESIGNS];
 	struct app_ep_chans chans[APP_BENCH_MAX_DESIGNS];   /* none for tcp */
 	/* WRs both ways (each half's own: a sender's WRITEs and READs, a
 	 * receiver's head WRITEs and credit returns), over measured rounds. */
-	uint64_t wrs_at_select, signaled_at_select;
-	uint64_t wrs[APP_BENCH_MAX_DESIGNS], signaled[APP_BENCH_MAX_DESIGNS];
+	struct bench_wrs at_select;
+	struct bench_wrs wrs[APP_BENCH_MAX_DESIGNS];
 	uint64_t ops[APP_BENCH_MAX_DESIGNS];
 	unsigned int worker;
 	int active;              /* -1: none, -2: stop */
 } B;
 
-/* WRs posted so far on design @p d's four halves, and how many signaled. */
+/* WRs posted so far on design @p d's four halves: all, signaled, and by
+ * what they carry (what is left of all: wake-ups, notices, credits). */
 static void
-bench_wrs(unsigned int d, uint64_t *wrs, uint64_t *signaled)
+bench_wrs(unsigned int d, struct bench_wrs *c)
 {
-	*wrs = *signaled = 0;
+	*c = (struct bench_wrs){0};
 	for (int k = 0; k < 2; k++) {
 		struct rb2_tx_stats ts;
 		struct rb2_rx_stats rs;
@@ -212,8 +219,11 @@ bench_wrs(unsigned int d, uint64_t *wrs, uint64_t *signaled)
 			continue;
 		rb2_tx_stats_get(B.chans[d].tx[k], &ts);
 		rb2_rx_stats_get(B.chans[d].rx[k], &rs);
-		*wrs += ts.wrs + rs.wrs;
-		*signaled += ts.signaled_wrs;
+		c->all += ts.wrs + rs.wrs;
+		c->signaled += ts.signaled_wrs;
+		c->data += ts.slot_writes;
+		c->tail += ts.tail_writes;
+		c->head += ts.head_reads + rs.head_pushes;
 	}
 }
 
@@ -297,17 +307,20 @@ void
 app_bench_select(unsigned int d)
 {
 	__atomic_store_n(&B.active, (int)d, __ATOMIC_RELEASE);
-	bench_wrs(d, &B.wrs_at_select, &B.signaled_at_select);
+	bench_wrs(d, &B.at_select);
 }
 
 void
 app_bench_measured(unsigned int d, uint64_t ops)
 {
-	uint64_t w, s;
+	struct bench_wrs c, *t = &B.wrs[d], *a = &B.at_select;
 
-	bench_wrs(d, &w, &s);
-	B.wrs[d] += w - B.wrs_at_select;
-	B.signaled[d] += s - B.signaled_at_select;
+	bench_wrs(d, &c);
+	t->all += c.all - a->all;
+	t->signaled += c.signaled - a->signaled;
+	t->data += c.data - a->data;
+	t->tail += c.tail - a->tail;
+	t->head += c.head - a->head;
 	B.ops[d] += ops;
 }
 
@@ -340,10 +353,17 @@ app_bench_print(const char *const *designs, unsigned int n, unsigned int rounds,
 		for (unsigned int r = 0; r < rounds; r++)
 			printf("%s%.0f", r ? ", " : "", rate[d][r]);
 		printf("]");
-		if (strcmp(designs[d], "tcp") != 0 && B.ops[d] > 0)
-			printf(", \"wrs_per_op\": %.3f, \"signaled_per_op\": %.3f",
-			       (double)B.wrs[d] / (double)B.ops[d],
-			       (double)B.signaled[d] / (double)B.ops[d]);
+		if (strcmp(designs[d], "tcp") != 0 && B.ops[d] > 0) {
+			const struct bench_wrs *t = &B.wrs[d];
+			double ops = (double)B.ops[d];
+
+			printf(", \"wrs_per_op\": %.3f, \"signaled_per_op\": %.3f, "
+			       "\"wrs_per_op_by_kind\": {\"data\": %.3f, \"tail\": %.3f, "
+			       "\"head\": %.3f, \"other\": %.3f}", (double)t->all / ops,
+			       (double)t->signaled / ops, (double)t->data / ops,
+			       (double)t->tail / ops, (double)t->head / ops,
+			       (double)(t->all - t->data - t->tail - t->head) / ops);
+		}
 		printf("}%s\n", d + 1 < n ? "," : "");
 	}
 	printf("  },\n  \"ratios\": {");

@@ -357,12 +357,16 @@ app_bench_print(const char *const *designs, unsigned int n, unsigned int rounds,
 			const struct bench_wrs *t = &B.wrs[d];
 			double ops = (double)B.ops[d];
 
-			printf(", \"wrs_per_op\": %.3f, \"signaled_per_op\": %.3f, "
-			       "\"wrs_per_op_by_kind\": {\"data\": %.3f, \"tail\": %.3f, "
-			       "\"head\": %.3f, \"other\": %.3f}", (double)t->all / ops,
-			       (double)t->signaled / ops, (double)t->data / ops,
-			       (double)t->tail / ops, (double)t->head / ops,
-			       (double)(t->all - t->data - t->tail - t->head) / ops);
+			printf(", \"wrs_per_op\": %.3f, \"signaled_per_op\": %.3f",
+			       (double)t->all / ops, (double)t->signaled / ops);
+			/* Where nothing is posted (shm's stores) the counters
+			 * count stores, not WRs: no breakdown. */
+			if (t->all >= t->data + t->tail + t->head && t->all > 0)
+				printf(", \"wrs_per_op_by_kind\": {\"data\": %.3f, \"tail\": "
+				       "%.3f, \"head\": %.3f, \"other\": %.3f}",
+				       (double)t->data / ops, (double)t->tail / ops,
+				       (double)t->head / ops,
+				       (double)(t->all - t->data - t->tail - t->head) / ops);
 		}
 		printf("}%s\n", d + 1 < n ? "," : "");
 	}

@@ -135,8 +135,10 @@ l5_reserve(struct rb2_stage *st, struct rb2_edge *e, uint32_t len, unsigned int 
 		return -EMSGSIZE;
 	}
 	n = (unsigned int)RTE_MIN((size_t)n, e->link->l5_max / s);
-	while ((ret = rb2_l5_room(e->l5, len, n)) == -ENOBUFS && st->pl->stop < 2)
+	while ((ret = rb2_l5_room(e->l5, len, n)) == -ENOBUFS && st->pl->stop < 2) {
 		STAT_ADD(e->waits, 1);
+		rte_pause();
+	}
 	if (ret < 0) {
 		STAT_ADD(e->failed, 1);
 		if (ret == -ENOBUFS)

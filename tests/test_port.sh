@@ -224,7 +224,9 @@ errors)
 	fi
 	;;
 signal)
-	timeout -k 5 120 "$nf" "${eal[@]}" --vdev net_null0 -- --config "$src/config/nf-port.ini" \
+	# --foreground: without it, timeout passes our one SIGINT on to rb2-nf
+	# and then to its whole process group, so rb2-nf may take two and abort.
+	timeout --foreground -k 5 120 "$nf" "${eal[@]}" --vdev net_null0 -- --config "$src/config/nf-port.ini" \
 		--port net_null0 --json "$tmp/s.json" --stats-json "$tmp/st.json" \
 		>"$tmp/s.out" 2>"$tmp/s.err" &
 	pid=$!

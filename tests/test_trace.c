@@ -161,6 +161,39 @@ Test(rb2_trace, fragments_truncation_and_malformed_are_flagged)
 	cr_expect_eq(rb2_trace_parse(147, ipv4_tcp, 10, 10, &r), -ENOTSUP);
 }
 
+/* The per-packet path counts a message's records at once, in registers:
+ * it must give what counting each one does, on every kind, flag and run of
+ * non-IP kinds. */
+Test(rb2_trace, counting_a_burst_equals_counting_each_record)
+{
+	enum { N = 257 };
+	struct rb2_rec recs[N];
+	struct rb2_trace_stats one = {0}, burst = {0};
+	uint64_t x = 88172645463325252ull;
+	unsigned int i, k, step;
+
+	for (i = 0; i < N; i++) {
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		memset(&recs[i], 0, sizeof(recs[i]));
+		recs[i].kind = (uint8_t)(x % 5);          /* 0 (never made) .. 4 */
+		recs[i].wire_len = (uint32_t)(x >> 20) % 9000;
+		recs[i].flags = (uint16_t)((x >> 40) & (RB2_REC_F_FRAG | RB2_REC_F_TRUNC));
+		if (recs[i].kind == RB2_REC_NONIP)  /* runs: the kind changes every 4th */
+			recs[i].flags |= (uint16_t)(((i / 4) % RB2_NONIP_KINDS) << RB2_REC_WHY_SHIFT);
+		rb2_trace_count(&one, &recs[i]);
+	}
+	/* In uneven pieces, as messages of different sizes come. */
+	for (i = 0, step = 1; i < N; i += k, step = step % 37 + 5) {
+		k = step < N - i ? step : N - i;
+		rb2_trace_count_burst(&burst, &recs[i], k);
+	}
+	cr_expect_eq(memcmp(&one, &burst, sizeof(one)), 0);
+	cr_expect_eq(burst.packets, N);
+	cr_expect_eq(burst.ipv4 + burst.ipv6 + burst.nonip + burst.malformed, burst.packets);
+	cr_expect_gt(burst.nonip, 0);
+	cr_expect_gt(burst.fragments, 0);
+}
+
 /* ---- files ----------------------------------------------------------------- */
 
 static void

@@ -79,8 +79,8 @@ parse_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 					pk[i].pkt_len, &r[j]);
 			r[j].ts_ns = pk[i].ts_ns;
 			r[j].seq = p->seq++;
-			rb2_trace_count(&p->tst, &r[j]);
 		}
+		rb2_trace_count_burst(&p->tst, r, k);
 		rb2_stage_emit_commit(st, 0, len, 1);
 	}
 	rb2_stage_count(p->c_ipv4, p->tst.ipv4 - before[0]);

@@ -397,21 +397,53 @@ rb2_trace_nonip_format(const struct rb2_trace_stats *st, char *buf, size_t size)
 }
 
 void
+rb2_trace_count_burst(struct rb2_trace_stats *st, const struct rb2_rec *r, unsigned int n)
+{
+	/*
+	 * Sums in locals, not in @st: incrementing @st's fields record by
+	 * record makes each increment wait for the store of the one before
+	 * (a chain through memory), which cost the parse stage 7 of its 26
+	 * cycles per packet (doc/design.md). The non-IP kinds are counted
+	 * as runs of one kind, for the same reason.
+	 */
+	uint64_t bytes = 0, ipv4 = 0, ipv6 = 0, nonip = 0, frag = 0, trunc = 0, run = 0;
+	unsigned int why = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		unsigned int kind = r[i].kind, flags = r[i].flags;
+
+		bytes += r[i].wire_len;
+		ipv4 += kind == RB2_REC_IPV4;
+		ipv6 += kind == RB2_REC_IPV6;
+		if (kind == RB2_REC_NONIP) {
+			unsigned int w = RB2_REC_WHY(&r[i]);
+
+			if (w != why) {
+				st->nonip_by[why] += run;
+				run = 0;
+				why = w;
+			}
+			run++;
+			nonip++;
+		}
+		frag += (flags & RB2_REC_F_FRAG) != 0;
+		trunc += (flags & RB2_REC_F_TRUNC) != 0;
+	}
+	st->nonip_by[why] += run;
+	st->packets += n;
+	st->bytes += bytes;
+	st->ipv4 += ipv4;
+	st->ipv6 += ipv6;
+	st->nonip += nonip;
+	st->malformed += n - ipv4 - ipv6 - nonip;
+	st->fragments += frag;
+	st->truncated += trunc;
+}
+
+void
 rb2_trace_count(struct rb2_trace_stats *st, const struct rb2_rec *r)
 {
-	st->packets++;
-	st->bytes += r->wire_len;
-	switch (r->kind) {
-	case RB2_REC_IPV4: st->ipv4++; break;
-	case RB2_REC_IPV6: st->ipv6++; break;
-	case RB2_REC_NONIP:
-		st->nonip++;
-		st->nonip_by[RB2_REC_WHY(r)]++;
-		break;
-	default: st->malformed++; break;
-	}
-	st->fragments += (r->flags & RB2_REC_F_FRAG) != 0;
-	st->truncated += (r->flags & RB2_REC_F_TRUNC) != 0;
+	rb2_trace_count_burst(st, r, 1);
 }
 
 /* Wrap an opened pcap handle (or report why there is none). */

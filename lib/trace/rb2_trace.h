@@ -178,6 +178,11 @@ size_t rb2_trace_nonip_format(const struct rb2_trace_stats *st, char *buf, size_
 /** Add a record to counters (as the reader does). */
 void rb2_trace_count(struct rb2_trace_stats *st, const struct rb2_rec *rec);
 
+/** Add @n consecutive records to counters: what rb2_trace_count() of each
+ * would, summed in registers first (the per-packet path's version). */
+void rb2_trace_count_burst(struct rb2_trace_stats *st, const struct rb2_rec *recs,
+			   unsigned int n);
+
 /**
  * Of a packet that did not decode as IP under its link type, what it looks
  * like: DLT_RAW (an IPv4 or IPv6 header at byte 0), DLT_EN10MB (an IP

@@ -139,6 +139,10 @@ rb2_flowtab_add_ptrs(struct rb2_flowtab *ft, const struct rb2_rec *const *recs,
 {
 	uint64_t keys[BURST][3], hs[BURST];
 	struct rb2_nf_totals *t = &ft->tot;
+	/* The totals in locals over the call: in @t, each record's sums would
+	 * wait for the one before's stores (the flows' writes may alias @t). */
+	uint64_t bytes = 0, ipv4 = 0, ipv6 = 0, nonip = 0, lost = 0;
+	uint64_t first = t->packets > 0 ? t->first_ns : UINT64_MAX, last = t->last_ns;
 
 	for (unsigned int b = 0; b < n; b += BURST) {
 		unsigned int m = n - b < BURST ? n - b : BURST;
@@ -159,20 +163,17 @@ rb2_flowtab_add_ptrs(struct rb2_flowtab *ft, const struct rb2_rec *const *recs,
 			const struct rb2_rec *r = recs[b + i];
 			struct rb2_flow *f;
 
-			if (t->packets == 0 || r->ts_ns < t->first_ns)
-				t->first_ns = r->ts_ns;
-			if (r->ts_ns > t->last_ns)
-				t->last_ns = r->ts_ns;
-			t->packets++;
-			t->bytes += r->wire_len;
+			first = r->ts_ns < first ? r->ts_ns : first;
+			last = r->ts_ns > last ? r->ts_ns : last;
+			bytes += r->wire_len;
 			switch (r->kind) {
-			case RB2_REC_IPV4: t->ipv4++; break;
-			case RB2_REC_IPV6: t->ipv6++; break;
-			case RB2_REC_NONIP: t->nonip++; continue;
-			default: t->malformed++; continue;
+			case RB2_REC_IPV4: ipv4++; break;
+			case RB2_REC_IPV6: ipv6++; break;
+			case RB2_REC_NONIP: nonip++; continue;
+			default: continue;
 			}
 			if (unlikely_full(full)) {
-				t->lost++;
+				lost++;
 				continue;
 			}
 			f = probe(ft->slots, ft->mask, hs[i], keys[i]);
@@ -192,6 +193,17 @@ rb2_flowtab_add_ptrs(struct rb2_flowtab *ft, const struct rb2_rec *const *recs,
 				       cm_col(hs[i], row, ft->cm_width)]++;
 		}
 	}
+	if (n == 0)
+		return;
+	t->first_ns = first;
+	t->last_ns = last;
+	t->packets += n;
+	t->bytes += bytes;
+	t->ipv4 += ipv4;
+	t->ipv6 += ipv6;
+	t->nonip += nonip;
+	t->malformed += n - ipv4 - ipv6 - nonip;
+	t->lost += lost;
 }
 
 void

@@ -161,12 +161,26 @@ bucket(struct measure *m, uint64_t ts)
 	return m->cur;
 }
 
+/* Add a bucket's sums, kept in registers while its records come: adding
+ * to @c record by record would make each wait for the one before's store. */
+static inline void
+flush_bucket(uint64_t *c, uint64_t *pk, uint64_t *by)
+{
+	if (*pk > 0) {
+		c[0] += *pk;
+		c[1] += *by;
+		*pk = 0;
+		*by = 0;
+	}
+}
+
 static void
 measure_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 {
 	struct measure *m = rb2_stage_priv(st);
 	const struct rb2_rec *recs[RB2_STAGE_BURST_MAX];
 	uint64_t t0 = rte_rdtsc(), total = 0;
+	uint64_t *c = m->cur, pk = 0, by = 0; /* the current bucket, and its sums so far */
 	unsigned int k = 0;
 
 	for (unsigned int i = 0; i < n; i++) {
@@ -180,16 +194,17 @@ measure_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n
 			continue;
 		}
 		for (uint32_t j = 0; j < nr; j++, r++) {
-			uint64_t *c = m->cur;
-
 			/* Most records fall in the bucket of the one before. */
-			if (unlikely(c == NULL || r->ts_ns < m->cur_lo || r->ts_ns >= m->cur_hi))
+			if (unlikely(c == NULL || r->ts_ns < m->cur_lo || r->ts_ns >= m->cur_hi)) {
+				flush_bucket(c, &pk, &by); /* before bucket() moves it */
 				c = bucket(m, r->ts_ns);
+			}
 			if (likely(c != NULL)) {
-				c[0]++;
-				c[1] += r->wire_len;
+				pk++;
+				by += r->wire_len;
 			} else {
 				rb2_stage_count(m->c_iv_out, 1);
+				c = m->cur;     /* the next record starts from the last bucket */
 			}
 			recs[k++] = r;
 			if (k == RB2_STAGE_BURST_MAX) {
@@ -199,6 +214,7 @@ measure_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n
 			}
 		}
 	}
+	flush_bucket(c, &pk, &by);
 	if (k > 0)
 		rb2_flowtab_add_ptrs(m->ft, recs, k);
 	total += k;

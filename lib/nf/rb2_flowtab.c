@@ -153,8 +153,13 @@ rb2_flowtab_add_ptrs(struct rb2_flowtab *ft, const struct rb2_rec *const *recs,
 		 * records as lost, never drop them silently. */
 		if (ft->count + m > ft->grow_at && grow(ft) < 0)
 			full = ft->count + m >= ft->mask;
-		/* Hash all, and start every bucket's miss at once. */
+		/* Hash all that go in a flow, and start every bucket's miss
+		 * at once. */
 		for (unsigned int i = 0; i < m; i++) {
+			unsigned int kind = recs[b + i]->kind;
+
+			if (kind != RB2_REC_IPV4 && kind != RB2_REC_IPV6)
+				continue;
 			key_of(recs[b + i], keys[i]);
 			hs[i] = hash_of(keys[i]);
 			__builtin_prefetch(&ft->slots[hs[i] & ft->mask], 1, 3);

@@ -171,6 +171,8 @@ struct rb2_pkt_burst {
 	struct rb2_pkt pkt[RB2_STAGE_BURST_MAX];
 	struct rte_mbuf *free[RB2_STAGE_BURST_MAX];
 	bool taken[RB2_STAGE_BURST_MAX];
+	unsigned int ntaken;        /* takes in this burst */
+	unsigned int nbytes;        /* byte carriers in it (nothing to free) */
 };
 
 /* What one lcore runs. */
@@ -244,10 +246,17 @@ int rb2_stage_args_unused(struct rb2_stage_args *a, char *err, size_t errlen);
 /* rb2_pipeline_worker.c: run @st's process() on a burst, with its stats. */
 void rb2_stage_run(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n);
 
-/* rb2_stage_pkt.c: run @to on messages that carry packets (@ptrs: mbuf
- * pointers, else bytes), one message per packet; free what it did not take. */
+/* What the messages given to rb2_pkt_deliver() carry. */
+enum rb2_pkt_carrier {
+	RB2_PKTS_LOCAL,  /* mbuf pointers from a stage of this lcore (hot in cache) */
+	RB2_PKTS_PTRS,   /* mbuf pointers from another lcore: prefetched ahead */
+	RB2_PKTS_BYTES,  /* a header and the packet's bytes */
+};
+
+/* rb2_stage_pkt.c: run @to on messages that carry packets, one message per
+ * packet; free what it did not take. */
 void rb2_pkt_deliver(struct rb2_worker *w, struct rb2_stage *to, const struct rb2_msg *msgs,
-		     unsigned int n, bool ptrs);
+		     unsigned int n, enum rb2_pkt_carrier carrier);
 /* A via = l5 link's receive buffer: at least this, or its largest message. */
 #define L5_RX_BUF (64u * 1024)
 

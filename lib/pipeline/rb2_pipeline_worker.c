@@ -66,7 +66,7 @@ run_queued(struct rb2_worker *w)
 				w->queued--;
 				if (c->n > 0 && w->pl->stop < 2) {
 					if (e->pkts)
-						rb2_pkt_deliver(w, e->next, c->msgs, c->n, true);
+						rb2_pkt_deliver(w, e->next, c->msgs, c->n, RB2_PKTS_LOCAL);
 					else
 						rb2_stage_run(e->next, c->msgs, c->n);
 				} else if (e->pkts) {   /* aborted: free, do not leak */
@@ -238,7 +238,7 @@ poll_ring(struct rb2_worker *w, struct rb2_link *l)
 		;
 	if (k > 0) {
 		m.len = k * (uint32_t)sizeof(void *);
-		rb2_pkt_deliver(w, l->to, &m, 1, true);
+		rb2_pkt_deliver(w, l->to, &m, 1, RB2_PKTS_PTRS);
 		run_queued(w);
 	}
 	if (k < n) {
@@ -421,7 +421,9 @@ worker_main(void *arg)
 				;
 			if (k > 0) {
 				if (l->pkts)
-					rb2_pkt_deliver(w, l->to, msgs, k, l->carry == LINK_CARRY_PTRS);
+					rb2_pkt_deliver(w, l->to, msgs, k,
+							l->carry == LINK_CARRY_PTRS ?
+							RB2_PKTS_PTRS : RB2_PKTS_BYTES);
 				else
 					rb2_stage_run(l->to, msgs, k);
 				run_queued(w);

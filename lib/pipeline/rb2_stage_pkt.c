@@ -123,6 +123,7 @@ rb2_stage_pkt_take(struct rb2_stage *st, unsigned int i)
 	if (b == NULL || b->to != st || i >= b->n || b->taken[i])
 		return NULL;
 	b->taken[i] = true;
+	b->ntaken++;
 	if (b->pkt[i].m != NULL) {         /* pointer link: the mbuf itself */
 		m = b->pkt[i].m;
 		b->free[i] = NULL;
@@ -152,14 +153,20 @@ burst_run(struct rb2_pkt_burst *b, struct rb2_stage *to)
 	b->to = to;
 	rb2_stage_run(to, b->msg, b->n);
 	b->to = NULL;
-	for (unsigned int i = 0; i < b->n; i++) {
-		b->taken[i] = false;
-		if (b->free[i] != NULL)
-			b->free[left++] = b->free[i];
+	if (b->ntaken == 0 && b->nbytes == 0) {  /* the common case: free them all */
+		rte_pktmbuf_free_bulk(b->free, b->n);
+	} else {
+		for (unsigned int i = 0; i < b->n; i++) {
+			b->taken[i] = false;
+			if (b->free[i] != NULL)
+				b->free[left++] = b->free[i];
+		}
+		if (left > 0)
+			rte_pktmbuf_free_bulk(b->free, left);
 	}
-	if (left > 0)
-		rte_pktmbuf_free_bulk(b->free, left);
 	b->n = 0;
+	b->ntaken = 0;
+	b->nbytes = 0;
 }
 
 static inline void
@@ -208,21 +215,20 @@ pf_next(struct pf_cursor *c)
 
 void
 rb2_pkt_deliver(struct rb2_worker *w, struct rb2_stage *to, const struct rb2_msg *msgs,
-		unsigned int n, bool ptrs)
+		unsigned int n, enum rb2_pkt_carrier carrier)
 {
 	struct rb2_pkt_burst *b = w->pkb;
-	struct pf_cursor pf = { .msgs = msgs, .n = n };
+	struct pf_cursor pf = { .msgs = msgs, .n = carrier == RB2_PKTS_PTRS ? n : 0 };
 
-	if (ptrs)
-		for (unsigned int d = 0; d < PF_AHEAD; d++)
-			pf_next(&pf);
+	for (unsigned int d = 0; d < PF_AHEAD; d++)
+		pf_next(&pf);
 	for (unsigned int i = 0; i < n; i++) {
-		if (ptrs) {
+		if (carrier != RB2_PKTS_BYTES) {
 			struct rte_mbuf *const *p = msgs[i].data;
 			unsigned int k = msgs[i].len / sizeof(*p);
 
 			for (unsigned int j = 0; j < k; j++) {
-				pf_next(&pf);
+				pf_next(&pf);     /* nothing, unless from another lcore */
 				if (b->n == RB2_STAGE_BURST_MAX)
 					burst_run(b, to);
 				burst_add(b, p[j]);
@@ -243,6 +249,7 @@ rb2_pkt_deliver(struct rb2_worker *w, struct rb2_stage *to, const struct rb2_msg
 		if (b->n == RB2_STAGE_BURST_MAX)
 			burst_run(b, to);
 		j = b->n++;
+		b->nbytes++;
 		b->msg[j].data = (void *)(h + 1);
 		b->msg[j].len = h->pkt_len;
 		b->pkt[j] = (struct rb2_pkt){ .m = NULL, .ts_ns = h->ts_ns, .pkt_len = h->pkt_len,

@@ -270,6 +270,7 @@ Test(rb2_pipeline, an_idle_worker_sleeps_and_wakes_on_the_next_message)
 	struct rb2_pipeline *pl;
 	struct check c;
 	unsigned long sleeps = 0;
+	unsigned long long cyc;
 	char *json = NULL, *at;
 	size_t len = 0;
 	FILE *f;
@@ -288,6 +289,15 @@ Test(rb2_pipeline, an_idle_worker_sleeps_and_wakes_on_the_next_message)
 	 * wake-up would stretch the run far beyond 0.3 s; a worker that never
 	 * slept would show no sleeps. */
 	cr_expect_gt(sleeps, 100, "the worker slept %lu times between 300 paced messages", sleeps);
+	/* Cycles are timed on one call in eight and scaled up: a stage's
+	 * figure is still there, and no larger than the lcore's whole run. */
+	at = strstr(json, "{\"name\": \"check\"");
+	cr_assert_not_null(at, "%s", json);
+	at = strstr(at, "\"cycles\": ");
+	cr_assert_not_null(at, "%s", json);
+	cyc = strtoull(at + strlen("\"cycles\": "), NULL, 10);
+	cr_expect_gt(cyc, 0, "check: no cycles counted");
+	cr_expect_lt(cyc, rte_get_tsc_hz() * 10, "check: %llu cycles in a 0.3 s run", cyc);
 	free(json);
 	rb2_pipeline_free(pl);
 }

@@ -21,6 +21,16 @@
 #include "rb2_pipeline_private.h"
 
 /* Messages an instance emitted, and emits that failed, over its edges. */
+uint64_t
+rb2_stage_cycles(const struct rb2_stage *st)
+{
+	uint64_t calls = STAT_READ(st->calls), cycles = STAT_READ(st->cycles);
+	/* Calls 0, CYCLES_SAMPLE, 2 CYCLES_SAMPLE, ... were timed. */
+	uint64_t timed = (calls + CYCLES_SAMPLE - 1) / CYCLES_SAMPLE;
+
+	return timed ? (uint64_t)((unsigned __int128)cycles * calls / timed) : 0;
+}
+
 static void
 edge_totals(const struct rb2_stage *st, uint64_t *out, uint64_t *failed)
 {
@@ -129,7 +139,7 @@ rb2_pipeline_report(struct rb2_pipeline *pl, FILE *out)
 		edge_totals(st, &outm, &failed);
 		fprintf(out, "  %-12s %5u %14" PRIu64 " %14" PRIu64 " %12" PRIu64 " %10.1f\n",
 			st->name, st->lcore, st->in_msgs, outm, failed + st->emit_errors,
-			n ? (double)st->cycles / (double)n : 0.0);
+			n ? (double)rb2_stage_cycles(st) / (double)n : 0.0);
 		for (unsigned int j = 0; j < st->ncounters; j++)
 			fprintf(out, "  %14s%-20s %" PRIu64 "\n", "", st->counters[j].name,
 				st->counters[j].value);
@@ -199,7 +209,7 @@ rb2_pipeline_stats_json(struct rb2_pipeline *pl, FILE *out)
 			", \"bursts\": %" PRIu64 ", \"cycles\": %" PRIu64 ", \"emit_errors\": %" PRIu64
 			", \"pkt_drops\": %" PRIu64 ", \"edges\": {",
 			k++ ? ", " : "", st->name, st->ops->name, st->lcore, st->in_msgs,
-			st->in_bytes, st->produced, st->bursts, st->cycles, st->emit_errors,
+			st->in_bytes, st->produced, st->bursts, rb2_stage_cycles(st), st->emit_errors,
 			st->pkt_drops);
 		for (unsigned int j = 0; j < st->nedges; j++)
 			fprintf(out, "%s\"%s\": {\"msgs\": %" PRIu64 ", \"bytes\": %" PRIu64
@@ -311,7 +321,7 @@ tel_stages(const char *cmd __rte_unused, const char *params __rte_unused,
 		rte_tel_data_add_dict_u64(c, "out_msgs", outm);
 		rte_tel_data_add_dict_u64(c, "failed", failed + STAT_READ(st->emit_errors));
 		rte_tel_data_add_dict_u64(c, "pkt_drops", STAT_READ(st->pkt_drops));
-		rte_tel_data_add_dict_u64(c, "cycles", STAT_READ(st->cycles));
+		rte_tel_data_add_dict_u64(c, "cycles", rb2_stage_cycles(st));
 		rte_tel_data_add_dict_u64(c, "done", STAT_READ(st->done));
 		for (unsigned int j = 0; j < st->ncounters; j++)
 			rte_tel_data_add_dict_u64(c, st->counters[j].name,

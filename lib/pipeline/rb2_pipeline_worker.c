@@ -29,11 +29,16 @@
 void
 rb2_stage_run(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 {
-	uint64_t t0 = rte_rdtsc();
 	uint64_t bytes = 0;
 
-	st->ops->process(st, msgs, n);
-	STAT_ADD(st->cycles, rte_rdtsc() - t0);
+	if (stage_timed(st)) {
+		uint64_t t0 = rte_rdtsc();
+
+		st->ops->process(st, msgs, n);
+		STAT_ADD(st->cycles, rte_rdtsc() - t0);
+	} else {
+		st->ops->process(st, msgs, n);
+	}
 	for (unsigned int i = 0; i < n; i++)
 		bytes += msgs[i].len;
 	STAT_ADD(st->in_msgs, n);
@@ -365,7 +370,6 @@ worker_main(void *arg)
 
 		for (unsigned int i = 0; i < w->nstages; i++) {
 			struct rb2_stage *st = w->stages[i];
-			uint64_t t0;
 			int r;
 
 			if (st->done || st->ops->poll == NULL)
@@ -375,9 +379,14 @@ worker_main(void *arg)
 				left--;
 				continue;
 			}
-			t0 = rte_rdtsc();
-			r = st->ops->poll(st);
-			STAT_ADD(st->cycles, rte_rdtsc() - t0);
+			if (stage_timed(st)) {
+				uint64_t t0 = rte_rdtsc();
+
+				r = st->ops->poll(st);
+				STAT_ADD(st->cycles, rte_rdtsc() - t0);
+			} else {
+				r = st->ops->poll(st);
+			}
 			run_queued(w);
 			if (r > 0) {
 				STAT_ADD(st->produced, (uint64_t)r);

@@ -141,7 +141,7 @@ rb2_flowtab_add_ptrs(struct rb2_flowtab *ft, const struct rb2_rec *const *recs,
 	struct rb2_nf_totals *t = &ft->tot;
 	/* The totals in locals over the call: in @t, each record's sums would
 	 * wait for the one before's stores (the flows' writes may alias @t). */
-	uint64_t bytes = 0, ipv4 = 0, ipv6 = 0, nonip = 0, lost = 0;
+	uint64_t bytes = 0, ipv4 = 0, ipv6 = 0, malformed = 0, lost = 0;
 	uint64_t first = t->packets > 0 ? t->first_ns : UINT64_MAX, last = t->last_ns;
 
 	for (unsigned int b = 0; b < n; b += BURST) {
@@ -174,8 +174,8 @@ rb2_flowtab_add_ptrs(struct rb2_flowtab *ft, const struct rb2_rec *const *recs,
 			switch (r->kind) {
 			case RB2_REC_IPV4: ipv4++; break;
 			case RB2_REC_IPV6: ipv6++; break;
-			case RB2_REC_NONIP: nonip++; continue;
-			default: continue;
+			case RB2_REC_NONIP: continue;
+			default: malformed++; continue;  /* rare: the one to spill */
 			}
 			if (unlikely_full(full)) {
 				lost++;
@@ -206,8 +206,8 @@ rb2_flowtab_add_ptrs(struct rb2_flowtab *ft, const struct rb2_rec *const *recs,
 	t->bytes += bytes;
 	t->ipv4 += ipv4;
 	t->ipv6 += ipv6;
-	t->nonip += nonip;
-	t->malformed += n - ipv4 - ipv6 - nonip;
+	t->malformed += malformed;
+	t->nonip += n - ipv4 - ipv6 - malformed;
 	t->lost += lost;
 }
 

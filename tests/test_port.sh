@@ -114,10 +114,18 @@ PY
 		{ fail "net_pcap: port counters"; grep -A2 "^rx" "$tmp/p.out"; }
 	# The same across lcores: mbuf pointers through an RB2 channel, and
 	# the packets' bytes through it (what a link across hosts carries).
+	# Over an RB2 channel, pointers travel in descriptors; plain mbufs go
+	# back to the pool unread, chained ones (a data room of 128 bytes:
+	# the larger packets take several segments) by rte_pktmbuf_free(),
+	# both in one burst. DPDK's rte_ring of pointers, and of the same
+	# descriptors.
 	port_cfg pointers 1 | sed 's/^carry = pointers$/carry = pointers\nvia = rte_ring/' \
 		>"$tmp/ring.ini"
-	for carry in pointers bytes ring; do
-		[ $carry = ring ] || port_cfg $carry 1 >"$tmp/$carry.ini"
+	port_cfg descriptors 1 | sed 's/^carry = descriptors$/carry = descriptors\nvia = rte_ring/' \
+		>"$tmp/ring_desc.ini"
+	port_cfg pointers 1 | sed 's/^type = rx$/type = rx\ndata_room = 256/' >"$tmp/chained.ini"
+	for carry in pointers bytes ring ring_desc chained; do
+		[ -f "$tmp/$carry.ini" ] || port_cfg $carry 1 >"$tmp/$carry.ini"
 		nf "$tmp/$carry" "net_pcap0,rx_pcap=$tmp/t.pcap" -- --config "$tmp/$carry.ini" \
 			--port net_pcap0 --json "$tmp/$carry.json"
 		rc=$?

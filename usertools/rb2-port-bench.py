@@ -7,9 +7,16 @@
 
 In interleaved rounds of one run (this machine's throughput swings; only
 ratios within a run mean anything), each variant once per round:
-  rb2         the link is an RB2 channel over shm carrying mbuf pointers
+  rb2         the link is an RB2 channel over shm carrying mbuf pointers,
+              each in a descriptor (the mbuf, its data address, lengths,
+              port, receive time, and its pool if it is plain), so that
+              parse's lcore never reads an mbuf header and puts plain mbufs
+              back in their pool without reading them
   rte_ring    the same stages joined by DPDK's rte_ring (SP/SC) of mbuf
               pointers instead: the baseline the RB2 channel must match
+  rte_ring_desc  an rte_ring of the same 40-byte descriptors (carry =
+              descriptors): the same idea on DPDK's ring, to tell what the
+              ring is worth from what the descriptor is
   rb2_nocache the RB2 variant with a pool without per-lcore caches: what the
               mempool cache is worth here
   nf_port     config/nf-port.ini's placement instead: rx -> parse on lcore 0,
@@ -26,8 +33,8 @@ ratios within a run mean anything), each variant once per round:
               port layer on this machine
 
 Both links hold the same number of packets (4096). Prints one JSON object:
-every round's Mpps per variant, medians, the ratios rb2/rte_ring and
-rb2/testpmd (per round, then their median), and cycles per packet of each
+every round's Mpps per variant, medians, the ratios rb2/rte_ring,
+rb2/rte_ring_desc and rb2/testpmd (per round, then their median), and cycles per packet of each
 stage (rx's include waiting for room when the consumer is slower).
 
   usertools/rb2-port-bench.py [--build DIR] [--rounds N] [--packets N] [--seconds S]
@@ -70,10 +77,12 @@ from = parse.out
 to = measure
 """
 
-# Equal capacity in packets: 128 messages of 32 pointers, or 4096 pointers.
+# Equal capacity in packets: 128 messages of 32 descriptors (40 bytes each),
+# or 4096 ring elements.
 LINKS = {
-    "rb2": "slots = 128\nslot_size = 256\nalpha = 4\nbeta = 4\ngamma = 4",
+    "rb2": "slots = 128\nslot_size = 1280\nalpha = 4\nbeta = 4\ngamma = 4",
     "rte_ring": "via = rte_ring\nslots = 4096",
+    "rte_ring_desc": "via = rte_ring\ncarry = descriptors\nslots = 4096",
 }
 
 
@@ -119,7 +128,7 @@ def mem_args():
 
 
 def run_nf(build, variant, packets, tmp, n):
-    link = LINKS["rte_ring" if variant == "rte_ring" else "rb2"]
+    link = LINKS[variant if variant in LINKS else "rb2"]
     cfg = os.path.join(tmp, f"{variant}.ini")
     text = CONFIG.format(packets=packets, cache=0 if variant == "rb2_nocache" else 256, link=link)
     if variant in ("two_queues", "two_cross"):
@@ -184,12 +193,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--packets", type=int, default=20_000_000)
     ap.add_argument("--seconds", type=float, default=3, help="testpmd's measured span")
-    ap.add_argument("--quick", action="store_true", help="rb2 and rte_ring only")
+    ap.add_argument("--quick", action="store_true", help="rb2, rte_ring and rte_ring_desc only")
     a = ap.parse_args()
     placements = ["rb2", "nf_port", "one_lcore", "two_queues", "two_cross"]
-    variants = ["rb2", "rte_ring"] if a.quick else ["rb2", "rte_ring", "rb2_nocache", "nf_port",
-                                                    "one_lcore", "two_queues", "two_cross",
-                                                    "testpmd"]
+    variants = ["rb2", "rte_ring", "rte_ring_desc"]
+    if not a.quick:
+        variants += ["rb2_nocache", "nf_port", "one_lcore", "two_queues", "two_cross", "testpmd"]
     rounds = []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
@@ -205,16 +214,18 @@ def main():
     if a.quick:
         print(json.dumps({"packets": a.packets, "rounds": a.rounds, "mpps_median": med,
                           "rb2_over_rte_ring": ratio("rb2", "rte_ring"),
+                          "rb2_over_rte_ring_desc": ratio("rb2", "rte_ring_desc"),
                           "per_round": [{v: round(r[v]["mpps"], 3) for v in variants}
                                         for r in rounds]}, indent=1))
         return
     cyc = {v: {k: statistics.median(r[v]["cycles_per_packet"][k] for r in rounds)
                for k in ("rx", "parse", "measure")}
-           for v in ("rte_ring", "rb2_nocache", *placements)}
+           for v in ("rte_ring", "rte_ring_desc", "rb2_nocache", *placements)}
     out = {
         "packets": a.packets, "rounds": a.rounds,
         "mpps_median": med,
         "rb2_over_rte_ring": ratio("rb2", "rte_ring"),
+        "rb2_over_rte_ring_desc": ratio("rb2", "rte_ring_desc"),
         "rb2_over_testpmd_io": ratio("rb2", "testpmd"),
         "nf_port_over_testpmd_io": ratio("nf_port", "testpmd"),
         "one_lcore_over_testpmd_io": ratio("one_lcore", "testpmd"),

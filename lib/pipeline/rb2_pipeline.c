@@ -294,11 +294,14 @@ add_link(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
 	if (carry != NULL) {
 		if (strcmp(carry->value, "pointers") == 0)
 			lk->carry = LINK_CARRY_PTRS;
+		else if (strcmp(carry->value, "descriptors") == 0)
+			lk->carry = LINK_CARRY_PTRS, lk->carry_desc = true;
 		else if (strcmp(carry->value, "bytes") == 0)
 			lk->carry = LINK_CARRY_BYTES;
 		else if (strcmp(carry->value, "auto") != 0)
 			return cfg_err(pl, err, errlen, carry->line, "link '%s': carry = '%s': "
-				       "expected auto, pointers or bytes", name, carry->value);
+				       "expected auto, pointers, descriptors or bytes", name,
+				       carry->value);
 	}
 	if (via != NULL) {
 		if (strcmp(via->value, "rte_ring") == 0)
@@ -386,27 +389,31 @@ link_carry(struct rb2_pipeline *pl, struct rb2_link *lk, struct rb2_xport *xp,
 	if (!lk->pkts)
 		return 0;
 	if (lk->carry == LINK_CARRY_PTRS && !shared)
-		return cfg_err(pl, err, errlen, lk->line, "link '%s': carry = pointers, but over "
+		return cfg_err(pl, err, errlen, lk->line, "link '%s': carry = %s, but over "
 			       "transport '%s' the peers do not share memory: use carry = bytes "
-			       "(or auto)", lk->name, lk->transport);
+			       "(or auto)", lk->name, lk->carry_desc ? "descriptors" : "pointers",
+			       lk->transport);
 	if (lk->carry == LINK_CARRY_AUTO)
 		lk->carry = shared ? LINK_CARRY_PTRS : LINK_CARRY_BYTES;
 	if (lk->carry == LINK_CARRY_PTRS) {
 		/* A read of the ring gives the stage at most a burst of packets:
 		 * holding more only spreads the consumer over more mbufs. */
 		unsigned int per = lk->tx != NULL ?
-			RTE_MIN(RB2_PKT_PTRS_MAX, rb2_tx_max_msg(lk->tx) / 8) : RB2_PKT_PTRS_MAX;
+			RTE_MIN(RB2_PKT_PTRS_MAX, rb2_tx_max_msg(lk->tx) /
+				(unsigned int)sizeof(struct rb2_pkt_desc)) : RB2_PKT_PTRS_MAX;
 
 		lk->peek = RTE_MAX(1u, RTE_MIN(pl->burst, RB2_STAGE_BURST_MAX / RTE_MAX(per, 1u)));
 	}
 	if (lk->tx == NULL)
 		return 0;
 	e->ptrs = lk->carry == LINK_CARRY_PTRS;
+	e->desc = e->ptrs;
 	e->ptrs_max = RTE_MIN(RB2_PKT_PTRS_MAX,
-			      rb2_tx_max_msg(lk->tx) / (unsigned int)sizeof(struct rte_mbuf *));
+			      rb2_tx_max_msg(lk->tx) / (unsigned int)sizeof(struct rb2_pkt_desc));
 	if (e->ptrs && e->ptrs_max == 0)
 		return cfg_err(pl, err, errlen, lk->line, "link '%s': a message cannot hold one "
-			       "mbuf pointer: raise slot_size", lk->name);
+			       "packet's descriptor (%zu bytes): raise slot_size", lk->name,
+			       sizeof(struct rb2_pkt_desc));
 	return 0;
 }
 
@@ -592,14 +599,19 @@ open_link(struct rb2_pipeline *pl, struct rb2_link *lk, char *err, size_t errlen
 		char rname[RTE_RING_NAMESIZE];
 
 		snprintf(rname, sizeof(rname), "rb2q.%s", lk->name);
-		lk->ring = rte_ring_create(rname, rte_align32pow2(lk->params.slots),
-					   lk->to->socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		/* carry = descriptors: elements of the RB2 channel's descriptor
+		 * instead of pointers, to tell the ring from what it carries. */
+		lk->ring = rte_ring_create_elem(rname, lk->carry_desc ?
+						sizeof(struct rb2_pkt_desc) : sizeof(void *),
+						rte_align32pow2(lk->params.slots), lk->to->socket,
+						RING_F_SP_ENQ | RING_F_SC_DEQ);
 		if (lk->ring == NULL)
 			return cfg_err(pl, err, errlen, lk->line, "link '%s': cannot create rte_ring "
 				       "'%s': %s", lk->name, rname, rte_strerror(rte_errno));
 		lk->carry = LINK_CARRY_PTRS;
 		lk->from->edges[lk->edge].ring = lk->ring;
 		lk->from->edges[lk->edge].ptrs = true;
+		lk->from->edges[lk->edge].desc = lk->carry_desc;
 		lk->from->edges[lk->edge].ptrs_max = RB2_PKT_PTRS_MAX;
 		return 0;
 	}

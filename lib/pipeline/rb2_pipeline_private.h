@@ -98,7 +98,28 @@ struct rb2_edge {
 	uint8_t *l5_msg;            /* ... and the message being built (L5 copies it in) */
 	bool pkts;                  /* carries packets (ops->pkt_edges) */
 	bool ptrs;                  /* ... as mbuf pointers (else as bytes) */
-	unsigned int ptrs_max;      /* pointers in one message */
+	bool desc;                  /* ... each with its descriptor (a channel) */
+	unsigned int ptrs_max;      /* pointers (or descriptors) in one message */
+};
+
+/*
+ * What a channel of mbuf pointers carries per packet: the mbuf, and all the
+ * receiving lcore needs of it. The sender's lcore wrote the mbuf's header
+ * (the PMD's rx reset it); reading it on the receiver costs a cross-core
+ * miss per line, and freeing it there sends its lines back again. With the
+ * descriptor the receiver reads neither, and a plain mbuf (direct, one
+ * segment, refcnt 1, checked by the sender while its header is in its
+ * cache) goes back to its pool with rte_mempool_put(), the header unread:
+ * the mbuf's lines never leave the sender's lcore.
+ */
+struct rb2_pkt_desc {
+	struct rte_mbuf *m;
+	void *data;                 /* its first segment's data */
+	struct rte_mempool *pool;   /* plain: its pool; NULL: rte_pktmbuf_free() it */
+	uint64_t ts_ns;
+	uint32_t pkt_len;
+	uint16_t data_len;
+	uint16_t port;
 };
 
 struct rb2_stage_counter {
@@ -152,6 +173,8 @@ struct rb2_link {
 	int carry;                  /* LINK_CARRY_*: how packets travel */
 	unsigned int peek;          /* messages read at once (packet links: <= 256 packets) */
 	bool via_ring;              /* via = rte_ring: DPDK's ring of mbuf pointers */
+	bool carry_desc;            /* carry = descriptors: on an rte_ring, 40-byte
+				     * elements (struct rb2_pkt_desc), not pointers */
 	struct rte_ring *ring;      /* ... created by open_link */
 	bool via_l5;                /* via = l5: L5's own ring (rb2_l5.h), a baseline */
 	struct rb2_l5 *l5;          /* ... created by open_link */
@@ -179,9 +202,13 @@ struct rb2_pkt_burst {
 	struct rb2_msg msg[RB2_STAGE_BURST_MAX];
 	struct rb2_pkt pkt[RB2_STAGE_BURST_MAX];
 	struct rte_mbuf *free[RB2_STAGE_BURST_MAX];
+	struct rte_mempool *put[RB2_STAGE_BURST_MAX]; /* a plain mbuf's pool, or NULL */
 	bool taken[RB2_STAGE_BURST_MAX];
 	unsigned int ntaken;        /* takes in this burst */
 	unsigned int nbytes;        /* byte carriers in it (nothing to free) */
+	unsigned int nplain;        /* plain mbufs (descriptors with a pool) */
+	struct rte_mempool *pool0;  /* the first one's pool ... */
+	bool pools_mixed;           /* ... and whether another has another */
 };
 
 /* What one lcore runs. */
@@ -272,6 +299,7 @@ uint64_t rb2_stage_cycles(const struct rb2_stage *st);
 enum rb2_pkt_carrier {
 	RB2_PKTS_LOCAL,  /* mbuf pointers from a stage of this lcore (hot in cache) */
 	RB2_PKTS_PTRS,   /* mbuf pointers from another lcore: prefetched ahead */
+	RB2_PKTS_DESC,   /* struct rb2_pkt_desc, from a channel */
 	RB2_PKTS_BYTES,  /* a header and the packet's bytes */
 };
 

@@ -123,7 +123,12 @@ finish(struct rb2_stage *st)
 			continue;
 		}
 		if (e->ring != NULL) {      /* via = rte_ring: its end-of-stream mark */
-			while (rte_ring_sp_enqueue(e->ring, RB2_RING_EOS) != 0 &&
+			struct rb2_pkt_desc eos = { .m = RB2_RING_EOS };
+			void *eos_ptr = RB2_RING_EOS;
+
+			while (rte_ring_sp_enqueue_elem(e->ring, e->desc ? (void *)&eos :
+							(void *)&eos_ptr, e->desc ?
+							sizeof(eos) : sizeof(eos_ptr)) != 0 &&
 			       st->pl->stop < 2)
 				rte_pause();
 			continue;
@@ -233,17 +238,25 @@ static int
 poll_ring(struct rb2_worker *w, struct rb2_link *l)
 {
 	void *ptrs[RB2_STAGE_BURST_MAX];
-	struct rb2_msg m = { .data = ptrs };
+	struct rb2_pkt_desc descs[RB2_STAGE_BURST_MAX];
+	struct rb2_msg m = { .data = l->carry_desc ? (void *)descs : (void *)ptrs };
 	unsigned int n, k;
 
-	n = rte_ring_sc_dequeue_burst(l->ring, ptrs, RB2_STAGE_BURST_MAX, NULL);
+	if (l->carry_desc) {
+		n = rte_ring_sc_dequeue_burst_elem(l->ring, descs, sizeof(descs[0]),
+						   RB2_STAGE_BURST_MAX, NULL);
+		for (k = 0; k < n && descs[k].m != RB2_RING_EOS; k++)
+			;
+	} else {
+		n = rte_ring_sc_dequeue_burst(l->ring, ptrs, RB2_STAGE_BURST_MAX, NULL);
+		for (k = 0; k < n && ptrs[k] != RB2_RING_EOS; k++)
+			;
+	}
 	if (n == 0)
 		return 0;
-	for (k = 0; k < n && ptrs[k] != RB2_RING_EOS; k++)
-		;
 	if (k > 0) {
-		m.len = k * (uint32_t)sizeof(void *);
-		rb2_pkt_deliver(w, l->to, &m, 1, RB2_PKTS_PTRS);
+		m.len = k * (uint32_t)(l->carry_desc ? sizeof(descs[0]) : sizeof(void *));
+		rb2_pkt_deliver(w, l->to, &m, 1, l->carry_desc ? RB2_PKTS_DESC : RB2_PKTS_PTRS);
 		run_queued(w);
 	}
 	if (k < n) {
@@ -432,7 +445,7 @@ worker_main(void *arg)
 				if (l->pkts)
 					rb2_pkt_deliver(w, l->to, msgs, k,
 							l->carry == LINK_CARRY_PTRS ?
-							RB2_PKTS_PTRS : RB2_PKTS_BYTES);
+							RB2_PKTS_DESC : RB2_PKTS_BYTES);
 				else
 					rb2_stage_run(l->to, msgs, k);
 				run_queued(w);

@@ -153,12 +153,19 @@ burst_run(struct rb2_pkt_burst *b, struct rb2_stage *to)
 	b->to = to;
 	rb2_stage_run(to, b->msg, b->n);
 	b->to = NULL;
-	if (b->ntaken == 0 && b->nbytes == 0) {  /* the common case: free them all */
-		rte_pktmbuf_free_bulk(b->free, b->n);
+	if (b->ntaken == 0 && b->nbytes == 0 && b->nplain == 0) {
+		rte_pktmbuf_free_bulk(b->free, b->n);     /* all, the headers read */
+	} else if (b->ntaken == 0 && b->nplain == b->n && !b->pools_mixed) {
+		/* All plain, of one pool: back to it, no header read. */
+		rte_mempool_put_bulk(b->pool0, (void *const *)b->free, b->n);
 	} else {
 		for (unsigned int i = 0; i < b->n; i++) {
 			b->taken[i] = false;
-			if (b->free[i] != NULL)
+			if (b->free[i] == NULL)
+				continue;
+			if (b->put[i] != NULL)
+				rte_mempool_put(b->put[i], b->free[i]);
+			else
 				b->free[left++] = b->free[i];
 		}
 		if (left > 0)
@@ -167,6 +174,8 @@ burst_run(struct rb2_pkt_burst *b, struct rb2_stage *to)
 	b->n = 0;
 	b->ntaken = 0;
 	b->nbytes = 0;
+	b->nplain = 0;
+	b->pools_mixed = false;
 }
 
 static inline void
@@ -181,6 +190,27 @@ burst_add(struct rb2_pkt_burst *b, struct rte_mbuf *m)
 	b->pkt[i].pkt_len = m->pkt_len;
 	b->pkt[i].port = m->port;
 	b->free[i] = m;
+	b->put[i] = NULL;
+}
+
+/* A packet of a descriptor: nothing of its mbuf is read. */
+static inline void
+burst_add_desc(struct rb2_pkt_burst *b, const struct rb2_pkt_desc *d)
+{
+	unsigned int i = b->n++;
+
+	b->msg[i].data = d->data;
+	b->msg[i].len = d->data_len;
+	b->pkt[i] = (struct rb2_pkt){ .m = d->m, .ts_ns = d->ts_ns, .pkt_len = d->pkt_len,
+				      .port = d->port };
+	b->free[i] = d->m;
+	b->put[i] = d->pool;
+	if (d->pool != NULL) {
+		if (b->nplain++ == 0)
+			b->pool0 = d->pool;
+		else if (d->pool != b->pool0)
+			b->pools_mixed = true;
+	}
 }
 
 /*
@@ -195,20 +225,26 @@ burst_add(struct rb2_pkt_burst *b, struct rte_mbuf *m)
 struct pf_cursor {
 	const struct rb2_msg *msgs;
 	unsigned int n, i, j;
+	bool desc;          /* descriptors: prefetch the data, not the mbuf */
 };
 
 static inline void
 pf_next(struct pf_cursor *c)
 {
-	struct rte_mbuf *m;
+	size_t each = c->desc ? sizeof(struct rb2_pkt_desc) : sizeof(struct rte_mbuf *);
 
-	while (c->i < c->n && c->j >= c->msgs[c->i].len / sizeof(m)) {
+	while (c->i < c->n && c->j >= c->msgs[c->i].len / each) {
 		c->i++;
 		c->j = 0;
 	}
 	if (c->i == c->n)
 		return;
-	m = ((struct rte_mbuf *const *)c->msgs[c->i].data)[c->j++];
+	if (c->desc) {
+		rte_prefetch0(((const struct rb2_pkt_desc *)c->msgs[c->i].data)[c->j++].data);
+		return;
+	}
+	struct rte_mbuf *m = ((struct rte_mbuf *const *)c->msgs[c->i].data)[c->j++];
+
 	rte_prefetch0(m);
 	rte_prefetch0(RTE_PTR_ADD(m, RTE_CACHE_LINE_SIZE));
 }
@@ -218,11 +254,24 @@ rb2_pkt_deliver(struct rb2_worker *w, struct rb2_stage *to, const struct rb2_msg
 		unsigned int n, enum rb2_pkt_carrier carrier)
 {
 	struct rb2_pkt_burst *b = w->pkb;
-	struct pf_cursor pf = { .msgs = msgs, .n = carrier == RB2_PKTS_PTRS ? n : 0 };
+	struct pf_cursor pf = { .msgs = msgs, .desc = carrier == RB2_PKTS_DESC,
+				.n = carrier == RB2_PKTS_PTRS || carrier == RB2_PKTS_DESC ? n : 0 };
 
 	for (unsigned int d = 0; d < PF_AHEAD; d++)
 		pf_next(&pf);
 	for (unsigned int i = 0; i < n; i++) {
+		if (carrier == RB2_PKTS_DESC) {
+			const struct rb2_pkt_desc *d = msgs[i].data;
+			unsigned int k = msgs[i].len / sizeof(*d);
+
+			for (unsigned int j = 0; j < k; j++) {
+				pf_next(&pf);
+				if (b->n == RB2_STAGE_BURST_MAX)
+					burst_run(b, to);
+				burst_add_desc(b, &d[j]);
+			}
+			continue;
+		}
 		if (carrier != RB2_PKTS_BYTES) {
 			struct rte_mbuf *const *p = msgs[i].data;
 			unsigned int k = msgs[i].len / sizeof(*p);
@@ -313,16 +362,75 @@ emit_bytes(struct rb2_stage *st, unsigned int edge, struct rte_mbuf **pkts, unsi
 	return (int)sent;
 }
 
-/* via = rte_ring (a baseline): the pointers into DPDK's SP/SC ring, waiting
- * for room as an RB2 channel's emit does. */
+/* A plain mbuf's pool (direct, one segment, refcnt 1: what
+ * rte_pktmbuf_free() would put back as it is), or NULL. */
+static inline struct rte_mempool *
+plain_pool(const struct rte_mbuf *m)
+{
+	return RTE_MBUF_DIRECT(m) && m->nb_segs == 1 && m->next == NULL &&
+		rte_mbuf_refcnt_read(m) == 1 ? m->pool : NULL;
+}
+
+static inline void
+pkt_desc(struct rb2_pkt_desc *d, struct rte_mbuf *m)
+{
+	*d = (struct rb2_pkt_desc){ .m = m, .data = rte_pktmbuf_mtod(m, void *),
+				    .pool = plain_pool(m), .ts_ns = rb2_pkt_ts(m),
+				    .pkt_len = m->pkt_len, .data_len = m->data_len,
+				    .port = m->port };
+}
+
+/* A channel of pointers: a descriptor per packet (struct rb2_pkt_desc),
+ * up to ptrs_max in one message. */
+static int
+emit_desc(struct rb2_stage *st, unsigned int edge, struct rb2_edge *e, struct rte_mbuf **pkts,
+	  unsigned int n)
+{
+	for (unsigned int off = 0; off < n;) {
+		unsigned int k = RTE_MIN(n - off, e->ptrs_max);
+		uint32_t len = k * (uint32_t)sizeof(struct rb2_pkt_desc);
+		struct rb2_pkt_desc *d;
+		size_t stride;
+		int ret;
+
+		ret = rb2_stage_emit_reserve(st, edge, len, 1, (void **)&d, &stride);
+		if (ret < 0) {
+			drop(st, pkts + off, n - off);
+			return ret;
+		}
+		for (unsigned int j = 0; j < k; j++)
+			pkt_desc(&d[j], pkts[off + j]);
+		rb2_stage_emit_commit(st, edge, len, 1);
+		off += k;
+	}
+	return (int)n;
+}
+
+/* via = rte_ring (a baseline): the pointers (or, with carry = descriptors,
+ * the RB2 channel's descriptors) into DPDK's SP/SC ring, waiting for room as
+ * an RB2 channel's emit does. */
 static int
 emit_ring(struct rb2_stage *st, struct rb2_edge *e, struct rte_mbuf **pkts, unsigned int n)
 {
-	unsigned int off = 0;
+	struct rb2_pkt_desc d[RB2_PKT_PTRS_MAX];
+	unsigned int off = 0, k = 0;
 
 	while (off < n) {
-		off += rte_ring_sp_enqueue_burst(e->ring, (void *const *)(pkts + off), n - off,
-						 NULL);
+		if (e->desc) {              /* elements of struct rb2_pkt_desc */
+			if (k == 0) {
+				k = RTE_MIN(n - off, RB2_PKT_PTRS_MAX);
+				for (unsigned int j = 0; j < k; j++)
+					pkt_desc(&d[j], pkts[off + j]);
+			}
+			unsigned int sent = rte_ring_sp_enqueue_burst_elem(e->ring, d, sizeof(d[0]),
+									    k, NULL);
+			memmove(d, d + sent, (k - sent) * sizeof(d[0]));
+			k -= sent;
+			off += sent;
+		} else {
+			off += rte_ring_sp_enqueue_burst(e->ring, (void *const *)(pkts + off),
+							 n - off, NULL);
+		}
 		if (off == n)
 			break;
 		if (st->pl->stop >= 2) {
@@ -334,7 +442,7 @@ emit_ring(struct rb2_stage *st, struct rb2_edge *e, struct rte_mbuf **pkts, unsi
 		rte_pause();
 	}
 	STAT_ADD(e->msgs, n);
-	STAT_ADD(e->bytes, (uint64_t)n * sizeof(*pkts));
+	STAT_ADD(e->bytes, (uint64_t)n * (e->desc ? sizeof(*d) : sizeof(*pkts)));
 	return (int)n;
 }
 
@@ -355,6 +463,8 @@ rb2_stage_emit_pkts(struct rb2_stage *st, unsigned int edge, struct rte_mbuf **p
 		return emit_ring(st, e, pkts, n);
 	if (!e->ptrs)
 		return emit_bytes(st, edge, pkts, n);
+	if (e->desc)
+		return emit_desc(st, edge, e, pkts, n);
 	for (unsigned int off = 0; off < n;) {
 		unsigned int k = RTE_MIN(n - off, e->ptrs_max);
 		int ret = rb2_stage_emit(st, edge, pkts + off, k * (uint32_t)sizeof(*pkts));

@@ -21,7 +21,14 @@
  *     link's `carry`:
  *     - `pointers` (the default on a same-lcore edge and on shm, between the
  *       lcores of a process or the processes of one DPDK process group):
- *       the mbuf pointers travel, up to 64 in one ring message; zero copy.
+ *       the mbufs travel, zero copy. On a same-lcore edge as pointers; on an
+ *       RB2 channel each in a 40-byte descriptor (the mbuf, its data
+ *       address, lengths, port, receive time, and its pool when it is
+ *       plain: direct, one segment, refcnt 1), up to 64 in one message, so
+ *       that the receiving lcore reads no mbuf header and puts plain mbufs
+ *       back in their pool unread. (`descriptors` is the same; it matters
+ *       only for `via = rte_ring`, whose ring then holds descriptors, not
+ *       pointers.)
  *     - `bytes` (the default across hosts, over verbs): each packet's bytes
  *       travel in the ring after a 16-byte header (struct rb2_pkt_hdr), and
  *       the mbuf is freed once copied.
@@ -41,7 +48,7 @@
  *     frees anything, and never copies a packet.
  *
  * Size a pointer link's ring below the pool: it holds up to slots x
- * (message size / 8) mbufs. A ring that can hold the whole pool turns a slow
+ * (slot size / 40) mbufs. A ring that can hold the whole pool turns a slow
  * consumer into an rx stage without mbufs (the port drops, counting
  * rx_nombuf) instead of backpressure (rx waits, the port's queue holds).
  */

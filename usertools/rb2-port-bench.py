@@ -28,6 +28,9 @@ ratios within a run mean anything), each variant once per round:
   two_cross   two RX queues, each lcore running rx -> parse of its own queue
               and the measure of the other's, the records crossing over RB2
               channels both ways: both lcores busy, every record on a channel
+  two_ports   two_queues with a net_null port per lcore instead of two queues
+              of one (two queues of one net_null port cost each rx 5-6 more
+              cycles per packet than one: state they share, it seems)
   testpmd     dpdk-testpmd's io forwarding on one net_null port (loop
               topology, one forwarding lcore): the packet-rate ceiling of the
               port layer on this machine
@@ -131,10 +134,15 @@ def run_nf(build, variant, packets, tmp, n):
     link = LINKS[variant if variant in LINKS else "rb2"]
     cfg = os.path.join(tmp, f"{variant}.ini")
     text = CONFIG.format(packets=packets, cache=0 if variant == "rb2_nocache" else 256, link=link)
-    if variant in ("two_queues", "two_cross"):
+    vdevs = ["--vdev", "net_null0"]
+    if variant in ("two_queues", "two_cross", "two_ports"):
         packets -= packets % 2
         cross = variant == "two_cross"
         text = TWO_QUEUES.format(half=packets // 2, m0=int(cross), m1=int(not cross))
+    if variant == "two_ports":
+        i = text.index("[stage rx1]")
+        text = text[:i] + text[i:].replace("port = net_null0", "port = net_null1", 1)
+        vdevs += ["--vdev", "net_null1"]
     if variant == "nf_port":
         text = text.replace("[stage parse]\ntype = parse\nlcore = 1",
                             "[stage parse]\ntype = parse\nlcore = 0")
@@ -145,7 +153,7 @@ def run_nf(build, variant, packets, tmp, n):
     st = os.path.join(tmp, f"{variant}-{n}.json")
     cmd = [os.path.join(build, "apps/rb2-nf/rb2-nf"), "-l", "0-1", "--no-pci",
            "--file-prefix", f"rb2pb-{os.getpid()}-{n}", "--log-level=lib.eal:warning",
-           "--vdev", "net_null0"] + mem_args() + ["--", "--config", cfg, "--stats-json", st]
+           *vdevs] + mem_args() + ["--", "--config", cfg, "--stats-json", st]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         sys.exit(f"rb2-port-bench: {variant}: rb2-nf failed:\n{p.stderr}")
@@ -195,10 +203,11 @@ def main():
     ap.add_argument("--seconds", type=float, default=3, help="testpmd's measured span")
     ap.add_argument("--quick", action="store_true", help="rb2, rte_ring and rte_ring_desc only")
     a = ap.parse_args()
-    placements = ["rb2", "nf_port", "one_lcore", "two_queues", "two_cross"]
+    placements = ["rb2", "nf_port", "one_lcore", "two_queues", "two_cross", "two_ports"]
     variants = ["rb2", "rte_ring", "rte_ring_desc"]
     if not a.quick:
-        variants += ["rb2_nocache", "nf_port", "one_lcore", "two_queues", "two_cross", "testpmd"]
+        variants += ["rb2_nocache", "nf_port", "one_lcore", "two_queues", "two_cross",
+                     "two_ports", "testpmd"]
     rounds = []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
@@ -231,6 +240,7 @@ def main():
         "one_lcore_over_testpmd_io": ratio("one_lcore", "testpmd"),
         "two_queues_over_testpmd_io": ratio("two_queues", "testpmd"),
         "two_cross_over_testpmd_io": ratio("two_cross", "testpmd"),
+        "two_ports_over_testpmd_io": ratio("two_ports", "testpmd"),
         "mempool_cache_gain": ratio("rb2", "rb2_nocache"),
         "cycles_per_packet_median": cyc,
         "targets": {"rb2_over_rte_ring >= 1.0": ratio("rb2", "rte_ring") >= 1.0,

@@ -294,8 +294,10 @@ add_link(struct rb2_pipeline *pl, struct rb2_cfg_section *s, const char *name,
 	if (carry != NULL) {
 		if (strcmp(carry->value, "pointers") == 0)
 			lk->carry = LINK_CARRY_PTRS;
-		else if (strcmp(carry->value, "descriptors") == 0)
-			lk->carry = LINK_CARRY_PTRS, lk->carry_desc = true;
+		else if (strcmp(carry->value, "descriptors") == 0) {
+			lk->carry = LINK_CARRY_PTRS;
+			lk->carry_desc = true;
+		}
 		else if (strcmp(carry->value, "bytes") == 0)
 			lk->carry = LINK_CARRY_BYTES;
 		else if (strcmp(carry->value, "auto") != 0)

@@ -20,7 +20,6 @@
 
 #include "rb2_pipeline_private.h"
 
-/* Messages an instance emitted, and emits that failed, over its edges. */
 uint64_t
 rb2_stage_cycles(const struct rb2_stage *st)
 {
@@ -31,6 +30,7 @@ rb2_stage_cycles(const struct rb2_stage *st)
 	return timed ? (uint64_t)((unsigned __int128)cycles * calls / timed) : 0;
 }
 
+/* Messages an instance emitted, and emits that failed, over its edges. */
 static void
 edge_totals(const struct rb2_stage *st, uint64_t *out, uint64_t *failed)
 {

@@ -45,7 +45,9 @@
  *     emit, transmit or free it.
  *  5. When process() returns, the pipeline frees every mbuf of the burst
  *     that was not taken. A stage that only reads (parse, counting) never
- *     frees anything, and never copies a packet.
+ *     frees anything, and never copies a packet. A stage must not change
+ *     an mbuf it did not take (its refcnt, segments or data): a plain one
+ *     goes back to its pool as the sender described it.
  *
  * Size a pointer link's ring below the pool: it holds up to slots x
  * (slot size / 40) mbufs. A ring that can hold the whole pool turns a slow

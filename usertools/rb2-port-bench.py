@@ -30,7 +30,8 @@ ratios within a run mean anything), each variant once per round:
               channels both ways: both lcores busy, every record on a channel
   two_ports   two_queues with a net_null port per lcore instead of two queues
               of one (two queues of one net_null port cost each rx 5-6 more
-              cycles per packet than one: state they share, it seems)
+              cycles per packet: net_null keeps its queues' counters side by
+              side, so both lcores add to one cache line every burst)
   testpmd     dpdk-testpmd's io forwarding on one net_null port (loop
               topology, one forwarding lcore): the packet-rate ceiling of the
               port layer on this machine

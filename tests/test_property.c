@@ -515,8 +515,11 @@ run_concurrent(uint64_t seed, const char *spec, uint64_t msgs)
 	k.c.p.lcore_id = rte_lcore_id();
 	k.c.p.lane = ln.rx;
 	rx = rb2_rx_create(name, xp, &k.c.p);
-	cr_assert(k.tx != NULL && rx != NULL);
-	cr_assert_eq(rb2_chan_pair(k.tx, rx), 0);
+	/* Every failure names the seed and transport: random_cfg(seed)
+	 * rebuilds the configuration. */
+	cr_assert(k.tx != NULL && rx != NULL, "seed %" PRIu64 " (%s): no channel", seed, spec);
+	cr_assert_eq(rb2_chan_pair(k.tx, rx), 0, "seed %" PRIu64 " (%s, lanes %s): pairing failed",
+		     seed, spec, ln.tx != NULL ? "on" : "off");
 	cr_assert_eq(rb2_lcore_launch(sender_lcore, &k, worker), 0);
 	for (uint64_t idle = 0, empty = 0; st.next < msgs && st.bad == 0;) {
 		int n = receive_some(rx, &st, (unsigned int)rb2_test_rand(&r), 32);

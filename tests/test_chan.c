@@ -1285,7 +1285,11 @@ Test(rb2_chan, an_admission_window_needs_room_for_a_transmission)
  * sender that has not noticed its receiver go would store into memory the
  * group hands out next (another channel's ring; raasd saw frames twice that
  * way). So the ring stays reserved until the sender lets go too, and the
- * sender's late stores land there, not in anything allocated since.
+ * sender's late stores land there, not in anything allocated since. The
+ * loop driver's WRITEs are stores too: a lane flushes a destroyed queue's
+ * waiting WRITEs after its peer may have freed its ring (the soak once
+ * found a fresh lane's fields written that way), so it holds rings alike.
+ * Only shm's rings are memzones, which the checks by name need.
  */
 static void
 ring_outlives_owner(const char *spec)
@@ -1294,6 +1298,7 @@ ring_outlives_owner(const char *spec)
 	struct rb2_xport_mr fresh;
 	const uint8_t *b;
 	size_t zeros = 0;
+	bool memzones = strncmp(spec, "shm", 3) == 0;
 
 	rb2_chan_params_init(&p);
 	p.alpha = p.beta = 1;
@@ -1302,8 +1307,8 @@ ring_outlives_owner(const char *spec)
 	read_msg(0);
 	rb2_rx_destroy(rx);
 	rx = NULL;
-	cr_expect_not_null(rte_memzone_lookup("rb2r.t"),
-			   "%s: the receiver's ring is still reserved while the sender holds it", spec);
+	cr_expect(!memzones || rte_memzone_lookup("rb2r.t") != NULL,
+		  "%s: the receiver's ring is still reserved while the sender holds it", spec);
 	cr_assert_eq(rb2_xport_mr_alloc(xp, "fresh", 1 << 16, SOCKET_ID_ANY, &fresh), 0);
 	/* The sender has not noticed: its stores still go to the old ring. */
 	for (uint64_t i = 1; i <= 64; i++)
@@ -1316,8 +1321,10 @@ ring_outlives_owner(const char *spec)
 		     spec, fresh.len - zeros);
 	rb2_tx_destroy(tx);
 	tx = NULL;
-	cr_expect_null(rte_memzone_lookup("rb2r.t"), "%s: freed once the sender let go", spec);
-	cr_expect_null(rte_memzone_lookup("rb2s.t"), "%s: the sender's own ring freed", spec);
+	cr_expect(!memzones || rte_memzone_lookup("rb2r.t") == NULL,
+		  "%s: freed once the sender let go", spec);
+	cr_expect(!memzones || rte_memzone_lookup("rb2s.t") == NULL,
+		  "%s: the sender's own ring freed", spec);
 	/* The name is free for the next channel. */
 	struct rb2_tx *again = rb2_tx_create("t", xp, &p);
 	cr_assert_not_null(again, "%s: the name is free again", spec);
@@ -1335,13 +1342,20 @@ Test(rb2_chan, ring_outlives_its_owner_while_the_peer_holds_it_copy)
 	ring_outlives_owner("shm,mode=copy");
 }
 
-Test(rb2_chan, a_freed_region_cannot_be_held)
+Test(rb2_chan, ring_outlives_its_owner_while_the_peer_holds_it_loop)
 {
+	ring_outlives_owner("loop");
+}
+
+static void
+freed_region_not_held(const char *name)
+{
+	bool memzones = strcmp(name, "shm") == 0;
 	struct rb2_xport_mr mr;
 	uint64_t addr;
 	uint32_t rkey;
 
-	xp = rb2_xport_open("shm", NULL);
+	xp = rb2_xport_open(name, NULL);
 	cr_assert_not_null(xp);
 	cr_assert_eq(rb2_xport_mr_alloc(xp, "held", 4096, SOCKET_ID_ANY, &mr), 0);
 	addr = (uintptr_t)mr.addr;
@@ -1350,10 +1364,24 @@ Test(rb2_chan, a_freed_region_cannot_be_held)
 	cr_assert_eq(rb2_xport_peer_hold(xp, addr, rkey), 0);
 	cr_expect_eq(rb2_xport_peer_hold(xp, addr, rkey), -EBUSY, "one holder at a time");
 	rb2_xport_mr_free(xp, &mr);
-	cr_expect_not_null(rte_memzone_lookup("held"), "held: the owner's free leaves it");
+	cr_expect(!memzones || rte_memzone_lookup("held") != NULL,
+		  "held: the owner's free leaves it");
+	cr_expect_eq(rb2_xport_peer_hold(xp, addr, rkey), -EBUSY,
+		     "%s: still held after its owner's free", name);
 	rb2_xport_peer_release(xp, addr, rkey);
-	cr_expect_null(rte_memzone_lookup("held"), "the last to let go frees it");
-	cr_expect_eq(rb2_xport_peer_hold(xp, addr, rkey), -ESTALE, "a freed region is refused");
+	cr_expect(!memzones || rte_memzone_lookup("held") == NULL, "the last to let go frees it");
+	cr_expect_eq(rb2_xport_peer_hold(xp, addr, rkey), -ESTALE,
+		     "%s: a freed region is refused", name);
+}
+
+Test(rb2_chan, a_freed_region_cannot_be_held)
+{
+	freed_region_not_held("shm");
+}
+
+Test(rb2_chan, a_freed_loop_region_cannot_be_held)
+{
+	freed_region_not_held("loop");
 }
 
 /* Send @p len bytes with nobody flushing, retrying while the ring is full:

@@ -80,17 +80,72 @@ loop_close(struct rb2_xport *xp)
 	xp->priv = NULL;
 }
 
-/* Registered memory is plain memory: the key is never checked. */
+/*
+ * A region (ring memory) starts one cache line after its header. The header
+ * counts who may still store into it: its owner, and the peer half that
+ * holds it (loop_peer_hold()). A NIC revokes a freed region's key, so a
+ * late WRITE fails; here the WRITE is a store, so the memory itself must
+ * outlive the last queue that may write into it. A lane flushes a queue's
+ * waiting WRs when that queue is destroyed, which may be after the peer
+ * half freed its ring: the hold keeps that ring allocated until then.
+ */
+#define LOOP_REGION_MAGIC 0x6c6f6f7052454731ull /* "loopREG1" */
+
+struct loop_region {
+	_Atomic uint64_t magic;
+	_Atomic uint32_t refs;      /* the owner, and the holder if any */
+	_Atomic uint32_t held;      /* a peer holds it (one at a time) */
+	uint32_t rkey;
+};
+
+static _Atomic uint32_t loop_next_key; /* both halves' lcores register */
+
+static uint32_t
+loop_key(void)
+{
+	return atomic_fetch_add_explicit(&loop_next_key, 1, memory_order_relaxed) + 1;
+}
+
+static void
+region_put(struct loop_region *r)
+{
+	if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
+		atomic_store_explicit(&r->magic, 0, memory_order_relaxed);
+		rte_free(r);
+	}
+}
+
+static struct loop_region *
+region_lookup(uint64_t remote, uint32_t rkey)
+{
+	struct loop_region *r;
+
+	if (remote < RTE_CACHE_LINE_SIZE || remote % RTE_CACHE_LINE_SIZE != 0)
+		return NULL;
+	r = (struct loop_region *)(uintptr_t)(remote - RTE_CACHE_LINE_SIZE);
+	if (atomic_load_explicit(&r->magic, memory_order_relaxed) != LOOP_REGION_MAGIC ||
+	    r->rkey != rkey)
+		return NULL;
+	return r;
+}
+
 static int
 loop_mr_alloc(struct rb2_xport *xp __rte_unused, const char *name, size_t len, int socket,
 	      struct rb2_xport_mr *mr)
 {
-	mr->addr = rte_zmalloc_socket(name, len, RTE_CACHE_LINE_SIZE, socket);
-	if (mr->addr == NULL)
-		mr->addr = rte_zmalloc(name, len, RTE_CACHE_LINE_SIZE);
-	if (mr->addr == NULL)
+	size_t size = RTE_CACHE_LINE_SIZE + len;
+	struct loop_region *r = rte_zmalloc_socket(name, size, RTE_CACHE_LINE_SIZE, socket);
+
+	if (r == NULL)
+		r = rte_zmalloc(name, size, RTE_CACHE_LINE_SIZE);
+	if (r == NULL)
 		return -ENOMEM;
+	r->rkey = loop_key();
+	atomic_store_explicit(&r->refs, 1, memory_order_relaxed);
+	atomic_store_explicit(&r->magic, LOOP_REGION_MAGIC, memory_order_release);
+	mr->addr = (uint8_t *)r + RTE_CACHE_LINE_SIZE;
 	mr->len = len;
+	mr->lkey = mr->rkey = r->rkey;
 	mr->socket_id = socket;
 	return 0;
 }
@@ -98,7 +153,38 @@ loop_mr_alloc(struct rb2_xport *xp __rte_unused, const char *name, size_t len, i
 static void
 loop_mr_free(struct rb2_xport *xp __rte_unused, struct rb2_xport_mr *mr)
 {
-	rte_free(mr->addr);
+	region_put((struct loop_region *)((uint8_t *)mr->addr - RTE_CACHE_LINE_SIZE));
+}
+
+/* One holder at a time, as on shm: the half paired with the region's
+ * owner. A holder keeps it after the owner's free (refs 1), until it lets
+ * go; a second holder is refused all the same. */
+static int
+loop_peer_hold(struct rb2_xport *xp __rte_unused, uint64_t remote, uint32_t rkey)
+{
+	struct loop_region *r = region_lookup(remote, rkey);
+	uint32_t nobody = 0, one = 1;
+
+	if (r == NULL)
+		return -ESTALE;
+	if (!atomic_compare_exchange_strong_explicit(&r->held, &nobody, 1, memory_order_relaxed,
+						     memory_order_relaxed))
+		return -EBUSY;
+	if (!atomic_compare_exchange_strong_explicit(&r->refs, &one, 2, memory_order_acq_rel,
+						     memory_order_relaxed)) {
+		atomic_store_explicit(&r->held, 0, memory_order_relaxed);
+		return -ESTALE; /* its owner let go meanwhile */
+	}
+	return 0;
+}
+
+static void
+loop_peer_release(struct rb2_xport *xp __rte_unused, uint64_t remote, uint32_t rkey)
+{
+	struct loop_region *r = region_lookup(remote, rkey);
+
+	if (r != NULL)
+		region_put(r);
 }
 
 /* The application's memory: nothing to pin; a key names the region, so
@@ -107,11 +193,9 @@ static int
 loop_mr_reg(struct rb2_xport *xp __rte_unused, void *addr, size_t len,
 	    struct rb2_xport_mr *mr)
 {
-	static _Atomic uint32_t next_key; /* both halves' lcores register */
-
 	mr->addr = addr;
 	mr->len = len;
-	mr->lkey = mr->rkey = atomic_fetch_add_explicit(&next_key, 1, memory_order_relaxed) + 1;
+	mr->lkey = mr->rkey = loop_key();
 	mr->socket_id = SOCKET_ID_ANY;
 	return 0;
 }
@@ -218,6 +302,8 @@ static const struct rb2_xport_ops loop_ops = {
 	.mr_free = loop_mr_free,
 	.mr_reg = loop_mr_reg,            /* optional */
 	.mr_dereg = loop_mr_dereg,
+	.peer_hold = loop_peer_hold,      /* optional: where memory outlives no key */
+	.peer_release = loop_peer_release,
 	.qp_create = loop_qp_create,
 	.qp_destroy = loop_qp_destroy,
 	.qp_connect_local = loop_qp_connect_local,

@@ -19,6 +19,7 @@
 #include <rte_lcore.h>
 
 #include <rb2_chan.h>
+#include <rb2_lcore.h>
 #include <rb2_xport.h>
 
 #include "rb2_test_pattern.h"
@@ -40,7 +41,7 @@ rb2_test_eal_init(void)
 static inline void
 rb2_test_eal_fini(void)
 {
-	rte_eal_cleanup();
+	rb2_eal_cleanup();
 }
 
 /*

@@ -24,6 +24,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 
+#include <rb2_lcore.h>
 #include <rb2_mr_cache.h>
 #include <rb2_xport.h>
 
@@ -592,5 +593,5 @@ Test(rb2_mr_cache, through_a_transport)
 	cr_assert_null(rb2_mr_cache_create_xport(xp, NULL));
 	cr_assert_eq(rte_errno, ENOTSUP);
 	rb2_xport_close(xp);
-	rte_eal_cleanup();
+	rb2_eal_cleanup();
 }

@@ -48,6 +48,7 @@
 
 #include <rb2_chan.h>
 #include <rb2_conn.h>
+#include <rb2_lcore.h>
 
 #include "rb2_conn_traffic.h"
 #include <rb2_xport.h>
@@ -576,7 +577,7 @@ main(int argc, char **argv)
 		}
 		rc = run_sender(argv[3], argv[4], argv[5], strtoull(argv[6], NULL, 10),
 				strcmp(argv[7], "die") == 0);
-		rte_eal_cleanup();
+		rb2_eal_cleanup();
 		return rc;
 	}
 	if (argc == 5 && strcmp(argv[1], "--conn-client") == 0) {
@@ -585,7 +586,7 @@ main(int argc, char **argv)
 			return 1;
 		}
 		rc = run_conn_client((unsigned int)atoi(argv[3]), strcmp(argv[4], "die") == 0);
-		rte_eal_cleanup();
+		rb2_eal_cleanup();
 		return rc;
 	}
 	if (argc == 3 && strcmp(argv[1], "--kill-stress") == 0) {
@@ -619,7 +620,7 @@ main(int argc, char **argv)
 		rc |= run_receiver(self, prefix, specs[0], "mpkill", "rb2", KILLED_AFTER, 1, 0);
 		rc |= run_conn_server(self, prefix);
 	}
-	rte_eal_cleanup();
+	rb2_eal_cleanup();
 	remove_hugepage_files(prefix);
 	return rc;
 }

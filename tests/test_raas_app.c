@@ -60,6 +60,7 @@
 #include <rte_malloc.h>
 
 #include <rb2_conn_ref.h>
+#include <rb2_lcore.h>
 #include <rb2_conn_service.h>
 
 #include "rb2_conn_traffic.h"
@@ -510,6 +511,6 @@ main(int argc, char **argv)
 	} else
 		ret = 2;
 	rb2_conn_ep_destroy(ep);
-	rte_eal_cleanup();
+	rb2_eal_cleanup();
 	return ret;
 }

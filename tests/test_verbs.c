@@ -78,6 +78,7 @@
 #include <rb2_mr_cache.h>
 #include <rb2_conn.h>
 #include <rb2_conn_ref.h>
+#include <rb2_lcore.h>
 #include <rb2_xport.h>
 
 #include "rb2_conn_traffic.h"
@@ -1064,6 +1065,6 @@ main(int argc, char **argv)
 	else
 		ret = 2;
 	rb2_xport_close(xp);
-	rte_eal_cleanup();
+	rb2_eal_cleanup();
 	return ret;
 }

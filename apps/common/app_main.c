@@ -46,7 +46,7 @@ app_cli_main(const struct app_cli *cli, int argc, char **argv)
 		if (cli->parse(argc - 1, argv + 1, cli->opts) < 0)
 			return 2;
 		ret = cli->run[i](cli->opts);
-		rte_eal_cleanup();
+		rb2_eal_cleanup();
 		return ret;
 	}
 	fprintf(stderr, "%s: server, client or bench expected after the EAL args and '--'%s%s\n",

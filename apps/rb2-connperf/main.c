@@ -925,23 +925,16 @@ print_json(struct bench *b)
 	printf("]}\n");
 }
 
-int
-main(int argc, char **argv)
+/* Everything after the EAL's start: @return the exit status. */
+static int
+connperf(int argc, char **argv)
 {
 	static struct bench b;
 	struct rb2_xport *xp;
 	unsigned int worker;
 	uint64_t *rtt;
 	uint8_t *buf;
-	int ret;
 
-	ret = rb2_eal_init(argc, argv, 30);
-	if (ret < 0) {
-		fprintf(stderr, "rb2-connperf: EAL: %s\n", rte_strerror(rte_errno));
-		return 1;
-	}
-	argc -= ret;
-	argv += ret;
 	if (parse(argc, argv, &b.o) < 0)
 		return 2;
 	worker = rte_get_next_lcore(-1, 1, 0);
@@ -994,4 +987,18 @@ main(int argc, char **argv)
 	}
 	print_json(&b);
 	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	int ret = rb2_eal_init(argc, argv, 30);
+
+	if (ret < 0) {
+		fprintf(stderr, "rb2-connperf: EAL: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	ret = connperf(argc - ret, argv + ret);
+	rb2_eal_cleanup();
+	return ret;
 }

@@ -129,8 +129,9 @@ set_var(const char *name, const char *value)
 	return -1;
 }
 
-int
-main(int argc, char **argv)
+/* Everything after the EAL's start: @return the exit status. */
+static int
+nf_main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -170,19 +171,6 @@ main(int argc, char **argv)
 	FILE *stats_f = NULL;
 	char err[768];
 
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout, argv[0]);
-			return 0;
-		}
-	ret = rb2_eal_init(argc, argv, 30); /* a secondary waits for its primary */
-	if (ret < 0) {
-		fprintf(stderr, "rb2-nf: EAL initialization failed (%s): check the EAL arguments "
-			"before '--' (rb2-nf --help)\n", rte_strerror(rte_errno));
-		return 1;
-	}
-	argc -= ret;
-	argv += ret;
 	while ((opt = getopt_long(argc, argv, "h", lo, &idx)) != -1) {
 		switch (opt) {
 		case 'c': config = optarg; break;
@@ -282,10 +270,30 @@ main(int argc, char **argv)
 	signal(SIGTERM, SIG_DFL);
 	rb2_pipeline_free(running);
 	running = NULL;
-	rte_eal_cleanup();
 	if (ret == -EIO)
 		fprintf(stderr, "rb2-nf: the run was not clean (the summary says why)\n");
 	else if (ret != 0)
 		fprintf(stderr, "rb2-nf: the pipeline did not drain: %s\n", strerror(-ret));
 	return ret == 0 ? 0 : ret == -ECANCELED ? 130 : 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	int ret;
+
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout, argv[0]);
+			return 0;
+		}
+	ret = rb2_eal_init(argc, argv, 30); /* a secondary waits for its primary */
+	if (ret < 0) {
+		fprintf(stderr, "rb2-nf: EAL initialization failed (%s): check the EAL arguments "
+			"before '--' (rb2-nf --help)\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	ret = nf_main(argc - ret, argv + ret);
+	rb2_eal_cleanup();
+	return ret;
 }

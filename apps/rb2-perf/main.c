@@ -790,7 +790,7 @@ main(int argc, char **argv)
 	}
 	argv[ret] = argv[0];
 	if (parse_args(argc - ret, argv + ret, &o) < 0) {
-		rte_eal_cleanup();
+		rb2_eal_cleanup();
 		return 2;
 	}
 	o.tx_lcore = rte_get_main_lcore();
@@ -803,7 +803,7 @@ main(int argc, char **argv)
 			"which needs hugepages: drop --no-huge and reserve some (as root: "
 			"dpdk-hugepages.py -p 2M --setup 1G), give both the same --file-prefix, and "
 			"start the second with --proc-type=secondary\n", o.transport);
-		rte_eal_cleanup();
+		rb2_eal_cleanup();
 		return 2;
 	}
 	if (o.server || o.client != NULL) {
@@ -812,24 +812,24 @@ main(int argc, char **argv)
 		o.chan.lcore_id = o.tx_lcore;
 		if (o.json != NULL && (json = fopen(o.json, "w")) == NULL) {
 			fprintf(stderr, "rb2-perf: cannot write --json %s: %s\n", o.json, strerror(errno));
-			rte_eal_cleanup();
+			rb2_eal_cleanup();
 			return 2;
 		}
 		ret = perf_remote_run(&o, json);
 		if (json != NULL)
 			fclose(json);
-		rte_eal_cleanup();
+		rb2_eal_cleanup();
 		return ret == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 	}
 	if (o.mode != MODE_OPS && (rte_lcore_count() < 2 || o.rx_lcore >= RTE_MAX_LCORE)) {
 		fprintf(stderr, "rb2-perf: needs two lcores, one per half of the channel; EAL has %u (use -l 0-1)\n",
 			rte_lcore_count());
-		rte_eal_cleanup();
+		rb2_eal_cleanup();
 		return 2;
 	}
 	if (o.json != NULL && (json = fopen(o.json, "w")) == NULL) {
 		fprintf(stderr, "rb2-perf: cannot write --json %s: %s\n", o.json, strerror(errno));
-		rte_eal_cleanup();
+		rb2_eal_cleanup();
 		return 2;
 	}
 	ret = o.mode == MODE_OPS ? perf_ops_run(&o, json) :
@@ -840,6 +840,6 @@ main(int argc, char **argv)
 		o.pairs > 0 ? perf_pairs_run(&o, json) : perf_bw_run(&o, json);
 	if (json != NULL)
 		fclose(json);
-	rte_eal_cleanup();
+	rb2_eal_cleanup();
 	return ret == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -281,8 +281,9 @@ usage(FILE *f, const char *prog)
 "  --help\n", prog, prog, MAX_BUFFERS);
 }
 
-int
-main(int argc, char **argv)
+/* Everything after the EAL's start: @return the exit status. */
+static int
+raasbench_main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{"port", required_argument, NULL, 'p'},
@@ -313,13 +314,6 @@ main(int argc, char **argv)
 	char name[RB2_CONN_SERVICE_NAMESIZE];
 	FILE *jf;
 
-	ret = rb2_eal_init(argc, argv, 30);
-	if (ret < 0) {
-		fprintf(stderr, "rb2-raasbench: EAL: %s\n", rte_strerror(rte_errno));
-		return 1;
-	}
-	argc -= ret;
-	argv += ret;
 	if (argc < 2 || (strcmp(argv[1], "send") != 0 && strcmp(argv[1], "recv") != 0)) {
 		usage(argc >= 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr, argv[0]);
 		return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
@@ -465,6 +459,19 @@ out:
 	for (uint32_t b = 0; b < s.nbuf; b++)
 		rte_free(s.buf[b]);
 	rb2_conn_ep_destroy(ep);
-	rte_eal_cleanup();
+	return ret;
+}
+
+int
+main(int argc, char **argv)
+{
+	int ret = rb2_eal_init(argc, argv, 30);
+
+	if (ret < 0) {
+		fprintf(stderr, "rb2-raasbench: EAL: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	ret = raasbench_main(argc - ret, argv + ret);
+	rb2_eal_cleanup();
 	return ret;
 }

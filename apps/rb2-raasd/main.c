@@ -1247,8 +1247,9 @@ usage(FILE *f, const char *prog)
 "  --help\n", prog);
 }
 
-int
-main(int argc, char **argv)
+/* Everything after the EAL's start: @return the exit status. */
+static int
+raasd_main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{"max-relays", required_argument, NULL, 'r'},
@@ -1267,15 +1268,8 @@ main(int argc, char **argv)
 	struct rb2_xport *pxp = NULL;
 	struct rte_ring *ring;
 	struct rb2_xport *xp;
-	int ret, opt;
+	int opt;
 
-	ret = rb2_eal_init(argc, argv, 30);
-	if (ret < 0) {
-		fprintf(stderr, "rb2-raasd: EAL: %s\n", rte_strerror(rte_errno));
-		return 1;
-	}
-	argc -= ret;
-	argv += ret;
 	S.max_relays = 16384;
 	S.max_loans = 4096;
 	S.queue_cap = 4096 * 1024;
@@ -1475,6 +1469,19 @@ main(int argc, char **argv)
 	rb2_xport_close(xp);
 	if (pxp != NULL)
 		rb2_xport_close(pxp);
-	rte_eal_cleanup();
 	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	int ret = rb2_eal_init(argc, argv, 30);
+
+	if (ret < 0) {
+		fprintf(stderr, "rb2-raasd: EAL: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	ret = raasd_main(argc - ret, argv + ret);
+	rb2_eal_cleanup();
+	return ret;
 }

@@ -2,9 +2,12 @@
  * Copyright(c) 2026 The rb2 authors
  */
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,4 +157,28 @@ rb2_lcore_wait_all(void)
 
 	RTE_LCORE_FOREACH_WORKER(lcore_id)
 		rb2_lcore_wait(lcore_id);
+}
+
+int
+rb2_eal_cleanup(void)
+{
+	char dir[PATH_MAX];
+	bool primary = rte_eal_process_type() == RTE_PROC_PRIMARY;
+	int ret;
+
+	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
+	ret = rte_eal_cleanup();
+	if (primary && dir[0] != '\0') {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+
+		while (d != NULL && (e = readdir(d)) != NULL) {
+			if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+				(void)unlinkat(dirfd(d), e->d_name, 0);
+		}
+		if (d != NULL)
+			closedir(d);
+		(void)rmdir(dir);
+	}
+	return ret;
 }

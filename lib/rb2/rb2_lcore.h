@@ -7,7 +7,8 @@
 
 /**
  * @file
- * Starting the EAL without waiting forever, and launching a function on a
+ * Starting the EAL without waiting forever, stopping it without leaving
+ * its files behind, and launching a function on a
  * worker lcore and waiting for it, as rte_eal_remote_launch() and
  * rte_eal_wait_lcore() do, with a hand-off a race detector can see.
  *
@@ -38,6 +39,17 @@ extern "C" {
  * @return rte_eal_init()'s return value.
  */
 int rb2_eal_init(int argc, char **argv, unsigned int timeout_s);
+
+/**
+ * rte_eal_cleanup(), then, in a primary process, remove its runtime
+ * directory (/var/run/dpdk/PREFIX, or under $XDG_RUNTIME_DIR). DPDK 22.11
+ * leaves it behind with its fbarray files: about 6 MB a process with
+ * --no-huge, which fills a disk over the hundreds of processes a test
+ * suite starts, each with its own --file-prefix. A secondary leaves it to
+ * its primary. Call it last: nothing of the EAL may be used afterwards.
+ * @return rte_eal_cleanup()'s return value.
+ */
+int rb2_eal_cleanup(void);
 
 /**
  * rte_eal_remote_launch(): run @p f(@p arg) on worker lcore @p lcore_id.

@@ -17,7 +17,7 @@ if [ -z "$tel" ]; then
 fi
 prefix="smktel$$"
 out=$(mktemp)
-trap 'rm -f "$out"; kill "$pid" 2>/dev/null || true' EXIT
+trap 'rm -f "$out"; kill "$pid" 2>/dev/null || true; rm -rf /var/run/dpdk/smktelm$$' EXIT
 "$perf" -l 0-1 --no-pci --no-huge -m 512 --file-prefix "$prefix" --log-level lib.eal:error -- \
 	--mode bw --size 64 --duration 4 --rounds 1 >/dev/null &
 pid=$!

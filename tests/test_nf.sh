@@ -26,7 +26,9 @@ gen=$build/apps/rb2-tracegen/rb2-tracegen
 ref=$src/tests/nf_reference.py
 tmp=$(mktemp -d)
 # Whatever ends this script, no rb2-nf it started outlives it.
-trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+# Processes killed on purpose leave their EAL runtime directories (6 MB
+# each with --no-huge): every prefix this script uses starts rb2t-nf.
+trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$tmp" /var/run/dpdk/rb2t-nf*-$$' EXIT
 eal=(-l 0-1 --no-pci --no-huge -m 512 --file-prefix "rb2t-nf-$mode-$$" --log-level=lib.eal:warning)
 fails=0
 # Where a primary maps its shared memory, so the secondary can map it at the

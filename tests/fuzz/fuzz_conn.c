@@ -20,17 +20,28 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
 
 #include <rb2_conn.h>
+#include <rb2_lcore.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 static struct rb2_xport *xp;
+
+/* libFuzzer ends with exit(): close the transport, and leave no EAL
+ * runtime directory behind. */
+static void
+fuzz_fini(void)
+{
+	rb2_xport_close(xp);
+	rb2_eal_cleanup();
+}
 
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -47,6 +58,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	xp = rb2_xport_open("shm", NULL);
 	if (xp == NULL)
 		__builtin_trap();
+	atexit(fuzz_fini);
 	return 0;
 }
 

@@ -158,22 +158,24 @@ loop_mr_free(struct rb2_xport *xp __rte_unused, struct rb2_xport_mr *mr)
 
 /* One holder at a time, as on shm: the half paired with the region's
  * owner. A holder keeps it after the owner's free (refs 1), until it lets
- * go; a second holder is refused all the same. */
+ * go; a second holder is refused all the same. The reference first: a
+ * failed compare-exchange stores nothing, so a region freed meanwhile is
+ * never written. */
 static int
 loop_peer_hold(struct rb2_xport *xp __rte_unused, uint64_t remote, uint32_t rkey)
 {
 	struct loop_region *r = region_lookup(remote, rkey);
-	uint32_t nobody = 0, one = 1;
+	uint32_t one = 1, nobody = 0;
 
 	if (r == NULL)
 		return -ESTALE;
-	if (!atomic_compare_exchange_strong_explicit(&r->held, &nobody, 1, memory_order_relaxed,
-						     memory_order_relaxed))
-		return -EBUSY;
 	if (!atomic_compare_exchange_strong_explicit(&r->refs, &one, 2, memory_order_acq_rel,
+						     memory_order_relaxed))
+		return one == 0 ? -ESTALE : -EBUSY;
+	if (!atomic_compare_exchange_strong_explicit(&r->held, &nobody, 1, memory_order_relaxed,
 						     memory_order_relaxed)) {
-		atomic_store_explicit(&r->held, 0, memory_order_relaxed);
-		return -ESTALE; /* its owner let go meanwhile */
+		region_put(r);  /* its owner gone, another half holds it */
+		return -EBUSY;
 	}
 	return 0;
 }

@@ -58,6 +58,10 @@ check() {
 	else
 		fail "$(basename "$trace") $*: NF and reference differ"
 	fi
+	# rb2_eal_cleanup(): a primary that ends leaves no runtime directory.
+	if [ -e "/var/run/dpdk/rb2t-nf-$mode-$$" ]; then
+		fail "rb2-nf left its runtime directory /var/run/dpdk/rb2t-nf-$mode-$$"
+	fi
 }
 
 # expect_err WANT_REGEX CMD...: CMD fails, and says WANT on stderr.

@@ -172,13 +172,20 @@ rb2_eal_cleanup(void)
 		DIR *d = opendir(dir);
 		struct dirent *e;
 
+		/* No shared config (--in-memory, --no-shconf): other processes
+		 * may run with this prefix, and their files are not ours. */
+		if (d != NULL && faccessat(dirfd(d), "config", F_OK, 0) != 0) {
+			closedir(d);
+			d = NULL;
+		}
 		while (d != NULL && (e = readdir(d)) != NULL) {
 			if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
 				(void)unlinkat(dirfd(d), e->d_name, 0);
 		}
-		if (d != NULL)
+		if (d != NULL) {
 			closedir(d);
-		(void)rmdir(dir);
+			(void)rmdir(dir);
+		}
 	}
 	return ret;
 }

@@ -46,7 +46,9 @@ int rb2_eal_init(int argc, char **argv, unsigned int timeout_s);
  * leaves it behind with its fbarray files: about 6 MB a process with
  * --no-huge, which fills a disk over the hundreds of processes a test
  * suite starts, each with its own --file-prefix. A secondary leaves it to
- * its primary. Call it last: nothing of the EAL may be used afterwards.
+ * its primary, and a primary without a shared configuration (--in-memory,
+ * --no-shconf) leaves it to the others that may share its prefix. Call it
+ * last: nothing of the EAL may be used afterwards.
  * @return rte_eal_cleanup()'s return value.
  */
 int rb2_eal_cleanup(void);

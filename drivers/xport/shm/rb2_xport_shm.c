@@ -548,8 +548,17 @@ shm_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 			return -ENOMEM;
 		}
 		rv = mz->addr;
-		memset(rv, 0, sizeof(*rv));
-		/* Release: the zeroed zone before the magic; pairs with the
+		/* The active side may find the zone by name and poll magic
+		 * from this moment on, so magic is only ever written
+		 * atomically (a freed zone's memory comes back zeroed, and
+		 * every release clears magic first). The atomics are reset one
+		 * by one; only the plain fields, which nobody reads before the
+		 * acquire of magic, are cleared in bulk. */
+		atomic_store_explicit(&rv->ready[0], 0, memory_order_relaxed);
+		atomic_store_explicit(&rv->ready[1], 0, memory_order_relaxed);
+		atomic_store_explicit(&rv->done, 0, memory_order_relaxed);
+		memset(rv->len, 0, sizeof(*rv) - offsetof(struct shm_rv, len));
+		/* Release: the cleared zone before the magic; pairs with the
 		 * active side's acquire load of magic. */
 		atomic_store_explicit(&rv->magic, RV_MAGIC, memory_order_release);
 	} else {

@@ -29,10 +29,10 @@ port=$(free_port)
 for w in a b c d f; do
 	out=$tmp/bench-$w
 	if $kv $(eal 0-1 b$w) -- bench --workload $w --records 2000 --operations 20000 \
-		--rounds 1 --conns 8 --depth 4 --designs rb2,l5,farm,socksdirect,tcp >"$out" 2>&1 &&
-		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["designs"]) == 5' \
+		--rounds 1 --conns 8 --depth 4 --designs rb2,l5,l5-chan,farm,socksdirect,tcp >"$out" 2>&1 &&
+		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["designs"]) == 6' \
 			<(sed -n '/^{/,$p' "$out"); then
-		ok "workload $w: 8 connections x 4 outstanding, every value checked, 4 ring designs and TCP"
+		ok "workload $w: 8 connections x 4 outstanding, every value checked, 5 ring designs (L5's own ring among them) and TCP"
 	else
 		fail "workload $w"; cat "$out"
 	fi

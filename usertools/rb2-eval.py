@@ -569,14 +569,15 @@ def report_cases(out, res):
          f"# RB² case studies (Fig. 8, 9, 10) on {tr}", "",
          "Each design's rounds are interleaved in one run; figures are medians of rounds, "
          "ratios medians of per-round ratios. Each figure names the command that made it.", "",
-         "In Fig. 8, l5 is L5's own ring (pfent/L5RDMA's, lib/baseline/rb2_l5.c, the one "
-         "Fig. 5 and 6 run): the NF's link runs via = l5, each record copied into the ring "
-         "and out of it, and cleared. In Fig. 9 and 10 the applications talk through rb2 "
-         "connections, which run on channels, so l5 there is the channel set up as L5 "
-         "(write-twice without batching, the head READ when short of room): for a message of "
-         "any length it posts three WRs (the slots, the length, the tail) where L5's ring "
-         "posts two (payload and validity word, then the length). Where WRs cost (verbs), "
-         "that flatters RB² against L5 by up to that third WR per message.", ""]
+         "l5 is L5's own ring everywhere (pfent/L5RDMA's, lib/baseline/rb2_l5.c, the one "
+         "Fig. 5 and 6 run). In Fig. 8 the NF's link runs via = l5, each record copied into "
+         "the ring and out of it, and cleared. In Fig. 9 and 10 each connection is a pair of "
+         "L5 rings, one each way, as L5 builds a connection: the request or answer is built "
+         "in the application's memory, copied into the ring, copied out and cleared. The "
+         "other designs run the applications over rb2 connections, many multiplexed on one "
+         "channel pair (RaaS), with the connection layer's framing and credits; L5 has no "
+         "such layer, and pays for it with a ring pair and a QP pair per connection. "
+         "(l5-chan, an RB² channel set up as L5, is what these figures ran as l5 before.)", ""]
     if "fig8" in res:
         f = res["fig8"]
         rows = {x["design"]: x for x in f["rows"]}

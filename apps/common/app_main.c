@@ -195,7 +195,8 @@ struct bench_wrs {
 static struct {
 	struct app_server *sv[APP_BENCH_MAX_DESIGNS];
 	struct rb2_conn_ep *srv_ep[APP_BENCH_MAX_DESIGNS];
-	struct app_ep_chans chans[APP_BENCH_MAX_DESIGNS];   /* none for tcp */
+	struct app_ep_chans chans[APP_BENCH_MAX_DESIGNS];   /* none for tcp, l5 */
+	const struct app_bench_link *links;
 	/* WRs both ways (each half's own: a sender's WRITEs and READs, a
 	 * receiver's head WRITEs and credit returns), over measured rounds. */
 	struct bench_wrs at_select;
@@ -224,6 +225,21 @@ bench_wrs(unsigned int d, struct bench_wrs *c)
 		c->data += ts.slot_writes;
 		c->tail += ts.tail_writes;
 		c->head += ts.head_reads + rs.head_pushes;
+	}
+	/* L5 posts two WRs per message (the payload with its validity word,
+	 * then its length; a third where it wraps) and a READ of the read
+	 * position when short of room. */
+	for (unsigned int i = 0; B.links != NULL && i < B.links[d].n_l5; i++) {
+		for (int k = 0; k < 2; k++) {
+			struct rb2_l5_stats st;
+
+			rb2_l5_stats_get(B.links[d].l5[i].ring[k], &st);
+			c->all += st.writes + st.head_reads;
+			c->signaled += st.signaled;
+			c->data += st.writes - RTE_MIN(st.writes, st.messages);
+			c->tail += RTE_MIN(st.writes, st.messages);
+			c->head += st.head_reads;
+		}
 	}
 }
 
@@ -263,7 +279,8 @@ app_bench_designs(const char *list, const char **designs)
 
 int
 app_bench_start(const struct app_proto *proto, void *ctx, const char *transport,
-		const char *const *designs, unsigned int n, struct app_bench_link *links)
+		const char *const *designs, unsigned int n, unsigned int conns,
+		struct app_bench_link *links)
 {
 	struct rb2_xport *xp;
 
@@ -287,11 +304,33 @@ app_bench_start(const struct app_proto *proto, void *ctx, const char *transport,
 				return -1;
 			snprintf(links[d].tcp, sizeof(links[d].tcp), "127.0.0.1:%u", port);
 			B.sv[d] = app_server_create(proto, ctx, NULL, 0, fd);
+		} else if (strcmp(designs[d], "l5") == 0) {
+			if (conns > APP_SERVER_L5_MAX) {
+				fprintf(stderr, "design l5: at most %d connections\n",
+					APP_SERVER_L5_MAX);
+				return -1;
+			}
+			B.sv[d] = app_server_create(proto, ctx, NULL, 0, -1);
+			links[d].l5 = calloc(conns, sizeof(*links[d].l5));
+			if (B.sv[d] == NULL || links[d].l5 == NULL)
+				return -1;
+			for (unsigned int i = 0; i < conns; i++) {
+				char name[24];
+
+				snprintf(name, sizeof(name), "bench%u.%u", d, i);
+				if (app_l5_conn_create(name, xp, rte_lcore_id(), B.worker,
+						       &links[d].l5[i]) < 0)
+					return -1;
+				links[d].n_l5++;
+				if (app_server_add_l5(B.sv[d], &links[d].l5[i]) < 0)
+					return -1;
+			}
 		} else {
 			char name[16];
 
 			snprintf(name, sizeof(name), "bench%u", d);
-			if (app_ep_pair(name, xp, designs[d], &links[d].ep, &B.srv_ep[d],
+			if (app_ep_pair(name, xp, strcmp(designs[d], "l5-chan") == 0 ? "l5" :
+					designs[d], &links[d].ep, &B.srv_ep[d],
 					&B.chans[d]) < 0)
 				return -1;
 			B.sv[d] = app_server_create(proto, ctx, B.srv_ep[d], 1, -1);
@@ -299,6 +338,7 @@ app_bench_start(const struct app_proto *proto, void *ctx, const char *transport,
 		if (B.sv[d] == NULL)
 			return -1;
 	}
+	B.links = links;
 	B.active = -1;
 	return rb2_lcore_launch(bench_server, NULL, B.worker) < 0 ? -1 : 0;
 }
@@ -333,11 +373,17 @@ app_bench_stop(struct app_bench_link *links, unsigned int n)
 		app_server_free(B.sv[d]);
 		rb2_conn_ep_destroy(B.srv_ep[d]);
 		rb2_conn_ep_destroy(links[d].ep);
+		for (unsigned int i = 0; i < links[d].n_l5; i++)
+			app_l5_conn_destroy(&links[d].l5[i]);
+		free(links[d].l5);
+		links[d].l5 = NULL;
+		links[d].n_l5 = 0;
 		B.sv[d] = NULL;
 		B.srv_ep[d] = NULL;
 		B.chans[d] = (struct app_ep_chans){0};
 		links[d].ep = NULL;
 	}
+	B.links = NULL;
 }
 
 void

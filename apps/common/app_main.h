@@ -52,21 +52,28 @@ void app_serve_stats(struct app_server_stats *sum);
 
 #define APP_BENCH_MAX_DESIGNS 12
 
-/* One link under test: for rb2 designs the client's endpoint (its peer is
- * served), for "tcp" the server's address. */
+/* One link under test: for ring designs over channels the client's
+ * endpoint (its peer is served), for "l5" (L5's own rings) its @p conns
+ * connections, for "tcp" the server's address. */
 struct app_bench_link {
 	const char *design;
 	struct rb2_conn_ep *ep;
+	struct app_l5_conn *l5;  /* "l5": n_l5 connections */
+	unsigned int n_l5;
 	char tcp[32];
 };
 
 /*
  * Set up every design's link, served by @p proto with @p ctx on the first
- * worker lcore (rb2 port 1), and start serving.
+ * worker lcore (rb2 port 1; "l5": @p conns connections, the client's halves
+ * on this lcore), and start serving. A design is "tcp", "l5" (L5's own
+ * ring, lib/baseline/rb2_l5.h), "l5-chan" (an RB² channel set up as L5) or
+ * another channel preset.
  * @return 0, or -1 (printed why).
  */
 int app_bench_start(const struct app_proto *proto, void *ctx, const char *transport,
-		    const char *const *designs, unsigned int n, struct app_bench_link *links);
+		    const char *const *designs, unsigned int n, unsigned int conns,
+		    struct app_bench_link *links);
 /* Serve link @p d (the others idle); its WR count starts here. */
 void app_bench_select(unsigned int d);
 /* Link @p d, selected last, has run a measured round of @p ops operations:

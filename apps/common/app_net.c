@@ -98,7 +98,7 @@ chan_pair(const char *name, struct rb2_xport *xp, const char *design, struct rb2
 
 	rb2_conn_service_chan_params(&p);
 	if (rb2_chan_params_preset(&p, design) < 0) {
-		fprintf(stderr, "design '%s': none of tcp, " RB2_CHAN_PRESET_NAMES "\n", design);
+		fprintf(stderr, "design '%s': none of tcp, l5-chan, " RB2_CHAN_PRESET_NAMES "\n", design);
 		return -1;
 	}
 	*tx = rb2_tx_create(name, xp, &p);
@@ -137,6 +137,35 @@ app_ep_pair(const char *name, struct rb2_xport *xp, const char *design,
 		return -1;
 	}
 	return 0;
+}
+
+int
+app_l5_conn_create(const char *name, struct rb2_xport *xp, unsigned int client_lcore,
+		   unsigned int server_lcore, struct app_l5_conn *c)
+{
+	char n[RB2_CHAN_NAMESIZE];
+
+	snprintf(n, sizeof(n), "%s.c2s", name);
+	c->ring[0] = rb2_l5_create(xp, n, APP_L5_RING_BYTES, APP_L5_MAX_MSG, client_lcore,
+				   server_lcore);
+	snprintf(n, sizeof(n), "%s.s2c", name);
+	c->ring[1] = c->ring[0] == NULL ? NULL :
+		     rb2_l5_create(xp, n, APP_L5_RING_BYTES, APP_L5_MAX_MSG, server_lcore,
+				   client_lcore);
+	if (c->ring[1] == NULL) {
+		fprintf(stderr, "L5 connection %s: %s\n", name, rte_strerror(rte_errno));
+		app_l5_conn_destroy(c);
+		return -1;
+	}
+	return 0;
+}
+
+void
+app_l5_conn_destroy(struct app_l5_conn *c)
+{
+	rb2_l5_destroy(c->ring[0]);
+	rb2_l5_destroy(c->ring[1]);
+	c->ring[0] = c->ring[1] = NULL;
 }
 
 int

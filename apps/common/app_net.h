@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 #include <rb2_conn.h>
+#include <rb2_l5.h>
 #include <rb2_xport.h>
 
 /* Parse "IP:PORT" (IPv4). @return 0, or -1 (printed why, naming @p what). */
@@ -45,6 +46,28 @@ struct app_ep_chans {
 int app_ep_pair(const char *name, struct rb2_xport *xp, const char *design,
 		struct rb2_conn_ep **client, struct rb2_conn_ep **server,
 		struct app_ep_chans *chans);
+
+/*
+ * A connection of L5 as pfent/L5RDMA builds it: its own ring each way
+ * (lib/baseline/rb2_l5.h), no multiplexing, no end of stream. [0] carries
+ * client to server, [1] server to client. The case studies' benchmarks run
+ * their "l5" design on these; "l5-chan" is an RB² channel set up as L5.
+ */
+struct app_l5_conn {
+	struct rb2_l5 *ring[2];
+};
+
+#define APP_L5_RING_BYTES (256u << 10)  /* each way: as a host-service link */
+#define APP_L5_MAX_MSG (128u << 10)     /* the longest message */
+
+/*
+ * One L5 connection made in this process: the client's halves on
+ * @p client_lcore, the server's on @p server_lcore.
+ * @return 0, or -1 (printed why).
+ */
+int app_l5_conn_create(const char *name, struct rb2_xport *xp, unsigned int client_lcore,
+		       unsigned int server_lcore, struct app_l5_conn *c);
+void app_l5_conn_destroy(struct app_l5_conn *c);
 
 /*
  * Open @p n connections on @p ep to ports @p port .. @p port + nports - 1

@@ -24,9 +24,10 @@
 #include "app_hist.h"
 #include "app_server.h"
 
-/* A connection, either transport. Its input is a byte stream: over rb2,
+/* A connection, on any transport. Its input is a byte stream: over rb2,
  * the messages' bytes are read in place (view) while requests end inside
- * them, and copied to `in` only when a request spans messages. */
+ * them, and copied to `in` only when a request spans messages; over TCP
+ * and L5 they are received into `in`. */
 struct conn {
 	int cd;                     /* rb2 descriptor, -1: free slot */
 	int fd;                     /* TCP */
@@ -34,7 +35,10 @@ struct conn {
 	uint64_t linger_until;      /* TCP: closed for sending at last, input
 				     * is drained (so that the client reads
 				     * the answer, not a reset) until then */
-	int pending;                /* TCP: an answer is unfinished */
+	int pending;                /* TCP, L5: an answer is unfinished */
+	int blocked;                /* TCP, L5: an answer waits for room */
+	struct rb2_l5 *l5_in, *l5_out;   /* L5: its two rings */
+	int l5_err;                 /* L5: a ring's error */
 	int on_wait;                /* rb2: on the waiting list */
 	const uint8_t *view;        /* rb2: the message being executed */
 	uint32_t vlen, voff;
@@ -60,6 +64,8 @@ struct app_server {
 	struct conn *tcp[APP_SERVER_TCP_MAX];
 	unsigned int n_tcp;
 	unsigned int n_lingering;
+	struct conn *l5[APP_SERVER_L5_MAX];
+	unsigned int n_l5;
 	unsigned int passes;
 	struct app_server_stats st;
 };
@@ -375,22 +381,29 @@ tcp_watch(struct app_server *sv, unsigned int i)
 	}
 }
 
-/* Execute what @p t has buffered, while its answers fit its backlog. */
+/* Execute what @p t has buffered into @p out, while its answers fit (a TCP
+ * connection's backlog; an L5 connection has none: out_len stays 0). */
 static int
-tcp_execute(struct app_server *sv, struct conn *t)
+execute_buffered(struct app_server *sv, struct conn *t, const struct app_out *out)
 {
-	const struct app_out out = { tcp_reserve, tcp_commit, tcp_cancel, t,
-				     APP_SERVER_TCP_BACKLOG };
 	uint32_t pos = 0;
 	int n = 0, ret;
 
+	t->blocked = 0;
 	while (!t->closing && t->out_len - t->out_head < APP_SERVER_TCP_BACKLOG) {
 		/* An unfinished answer goes on, a part at a time, first. */
 		if (sv->p->resume != NULL) {
-			ret = sv->p->resume(sv->ctx, t->proto, &out);
+			ret = sv->p->resume(sv->ctx, t->proto, out);
 			t->pending = ret == -EAGAIN;
-			if (ret == -EAGAIN)
+			if (ret == -EAGAIN) {
+				/* TCP's reservations always succeed: its backlog
+				 * ends this loop. L5's wait for the ring. */
+				if (t->fd < 0) {
+					t->blocked = 1;
+					break;
+				}
 				continue;
+			}
 			if (ret < 0) {
 				t->closing = 1;
 				break;
@@ -398,7 +411,8 @@ tcp_execute(struct app_server *sv, struct conn *t)
 		}
 		if (pos == t->in_len)
 			break;
-		ret = sv->p->exec(sv->ctx, t->proto, t->in + pos, t->in_len - pos, &out);
+		ret = sv->p->exec(sv->ctx, t->proto, t->in + pos, t->in_len - pos, out);
+		t->blocked = ret == -EAGAIN;
 		if (ret == 0 || ret == -EAGAIN)
 			break;
 		if (ret < 0) {
@@ -414,6 +428,15 @@ tcp_execute(struct app_server *sv, struct conn *t)
 	memmove(t->in, t->in + pos, t->in_len - pos);
 	t->in_len -= pos;
 	return n;
+}
+
+static int
+tcp_execute(struct app_server *sv, struct conn *t)
+{
+	const struct app_out out = { tcp_reserve, tcp_commit, tcp_cancel, t,
+				     APP_SERVER_TCP_BACKLOG };
+
+	return execute_buffered(sv, t, &out);
 }
 
 #define LINGER_NS 500000000ull
@@ -553,6 +576,131 @@ poll_tcp(struct app_server *sv)
 	return done;
 }
 
+/* ---- L5 connections ------------------------------------------------ */
+
+/* An answer is written into the connection's buffer, and L5's send copies
+ * it into the ring, as L5's send() copies from its caller's memory. */
+static void *
+l5_reserve(void *ctx, uint32_t len)
+{
+	struct conn *c = ctx;
+	int room = len <= APP_L5_MAX_MSG ? rb2_l5_room(c->l5_out, len, 1) : -EMSGSIZE;
+
+	if (room < 0 && room != -ENOBUFS && c->l5_err == 0)
+		c->l5_err = room;
+	return room > 0 ? c->out : NULL;
+}
+
+static void
+l5_commit(void *ctx, uint32_t len)
+{
+	struct conn *c = ctx;
+	int ret = rb2_l5_send(c->l5_out, c->out, len);   /* the room is there */
+
+	if (ret < 0 && c->l5_err == 0)
+		c->l5_err = ret;
+}
+
+static void
+l5_cancel(void *ctx __rte_unused)
+{
+}
+
+int
+app_server_add_l5(struct app_server *sv, const struct app_l5_conn *l)
+{
+	struct conn *c;
+
+	if (sv->n_l5 == APP_SERVER_L5_MAX) {
+		fprintf(stderr, "%s: at most %d L5 connections per server\n", sv->p->name,
+			APP_SERVER_L5_MAX);
+		return -1;
+	}
+	c = conn_new(sv);
+	if (c == NULL || (c->out = malloc(APP_L5_MAX_MSG)) == NULL) {
+		fprintf(stderr, "%s: no memory for an L5 connection\n", sv->p->name);
+		if (c != NULL)
+			conn_free(sv, c);
+		return -1;
+	}
+	c->cd = c->fd = -1;
+	c->l5_in = l->ring[0];
+	c->l5_out = l->ring[1];
+	sv->l5[sv->n_l5++] = c;
+	sv->st.conns_accepted++;
+	return 0;
+}
+
+/* A connection whose ring failed, or that the protocol closed: L5 has no
+ * end of stream to send, so it is only no longer served. */
+static void
+l5_end(struct app_server *sv, struct conn *c, int failed)
+{
+	c->closing = 1;
+	sv->st.conns_closed++;
+	sv->st.conns_failed += failed != 0;
+	sv->st.closed_by_protocol += failed == 0;
+}
+
+/* Execute, then take the next message, until there is none or an answer
+ * waits for room (then the ring holds the rest, and the client waits). */
+static int
+serve_l5(struct app_server *sv, struct conn *c)
+{
+	const struct app_out out = { l5_reserve, l5_commit, l5_cancel, c, APP_L5_MAX_MSG };
+	int n = 0, got;
+
+	for (;;) {
+		n += execute_buffered(sv, c, &out);
+		if (c->l5_err != 0) {
+			l5_end(sv, c, 1);
+			return n;
+		}
+		if (c->closing) {          /* the protocol closed it */
+			l5_end(sv, c, 0);
+			return n;
+		}
+		if (c->blocked)
+			return n;
+		if (c->in_len >= sv->p->in_max) {    /* no request in all that */
+			l5_end(sv, c, 0);
+			return n;
+		}
+		if (c->in_cap - c->in_len < APP_L5_MAX_MSG) {
+			uint32_t cap = c->in_len + APP_L5_MAX_MSG;
+			uint8_t *p = realloc(c->in, cap);
+
+			if (p == NULL) {
+				l5_end(sv, c, 1);
+				return n;
+			}
+			c->in = p;
+			c->in_cap = cap;
+		}
+		/* L5's receive: copied out of the ring (here straight into the
+		 * input), the ring's bytes zeroed, the read position moved. */
+		got = rb2_l5_recv(c->l5_in, c->in + c->in_len, c->in_cap - c->in_len);
+		if (got == -EAGAIN)
+			return n;
+		if (got < 0) {
+			l5_end(sv, c, 1);
+			return n;
+		}
+		c->in_len += (uint32_t)got;
+	}
+}
+
+static int
+poll_l5(struct app_server *sv)
+{
+	int done = 0;
+
+	for (unsigned int i = 0; i < sv->n_l5; i++)
+		if (!sv->l5[i]->closing)
+			done += serve_l5(sv, sv->l5[i]);
+	return done;
+}
+
 /* ---- the server ---------------------------------------------------- */
 
 struct app_server *
@@ -604,6 +752,8 @@ app_server_free(struct app_server *sv)
 		return;
 	while (sv->n_tcp > 0)
 		tcp_close(sv, sv->n_tcp - 1, 0);
+	while (sv->n_l5 > 0)
+		conn_free(sv, sv->l5[--sv->n_l5]);
 	for (uint32_t i = 0; sv->rb2 != NULL && i <= RB2_CONN_MAX; i++)
 		if (sv->rb2[i] != NULL)
 			rb2_close(sv, sv->rb2[i], 0);
@@ -620,6 +770,8 @@ app_server_poll(struct app_server *sv)
 	int done = 0, ret;
 
 	sv->passes++;
+	if (sv->n_l5 > 0)
+		done += poll_l5(sv);
 	if (sv->ep != NULL && sv->ep_err == 0) {
 		ret = poll_rb2(sv);
 		if (ret < 0)

@@ -13,6 +13,10 @@
  * connection as a byte stream, whatever the messages it came in, and
  * executes one request at a time.
  *
+ * It also serves L5 connections (app_net.h), for the benchmarks: their
+ * messages are copied out of the ring into the connection's input and each
+ * answer is copied into the ring, as L5 does.
+ *
  * Nothing waits on a slow client: an rb2 connection out of credit keeps
  * its input (a zero-copy view) until the client reads; a TCP client whose
  * answers pile up past APP_SERVER_TCP_BACKLOG is not read from until it
@@ -23,8 +27,11 @@
 
 #include <rb2_conn.h>
 
+#include "app_net.h"
+
 #define APP_SERVER_TCP_BACKLOG (1u << 20)  /* unsent answer bytes per TCP client */
 #define APP_SERVER_TCP_MAX 1024            /* TCP clients per lcore */
+#define APP_SERVER_L5_MAX 64               /* L5 connections per server */
 
 /*
  * Where a protocol writes its answer: room for @p len bytes (NULL: none
@@ -87,6 +94,11 @@ struct app_server;
 struct app_server *app_server_create(const struct app_proto *proto, void *ctx,
 				     struct rb2_conn_ep *ep, uint16_t port, int tcp_fd);
 void app_server_free(struct app_server *sv);
+
+/* Serve L5 connection @p c (its rings stay the caller's, to destroy after
+ * app_server_free()). @return 0, or -1 (APP_SERVER_L5_MAX reached, or no
+ * memory: printed why). */
+int app_server_add_l5(struct app_server *sv, const struct app_l5_conn *c);
 
 /* One pass over everything: accept, read, execute, answer, flush.
  * @return the requests executed, or the endpoint's error (its peer, the

@@ -23,6 +23,7 @@
 
 struct hconn {
 	int cd, fd;
+	struct rb2_l5 *l5_tx, *l5_rx;   /* L5 */
 	http_parser parser;
 	const struct http_target *t;
 	unsigned int next;         /* the next target's index */
@@ -35,7 +36,7 @@ struct hconn {
 
 struct http_client {
 	struct rb2_conn_ep *ep;
-	int tcp;
+	int tcp, l5;
 	struct hconn *conns;
 	unsigned int n_conns;
 	uint32_t *of_slot;         /* rb2: 1 + the index of a descriptor's slot's
@@ -43,7 +44,7 @@ struct http_client {
 	const struct http_target *targets;
 	unsigned int n_targets;
 	struct http_result *res;
-	uint8_t buf[1 << 16];
+	uint8_t buf[APP_L5_MAX_MSG];   /* TCP: a recv; L5: a message */
 };
 
 static void
@@ -146,6 +147,22 @@ http_client_tcp(const char *addr, unsigned int conns, const struct http_target *
 	return c;
 }
 
+struct http_client *
+http_client_l5(const struct app_l5_conn *l5, unsigned int conns,
+	       const struct http_target *targets, unsigned int n_targets, unsigned int idx)
+{
+	struct http_client *c = client_new(conns, targets, n_targets, idx);
+
+	if (c == NULL)
+		return NULL;
+	c->l5 = 1;
+	for (unsigned int i = 0; i < conns; i++) {
+		c->conns[i].l5_tx = l5[i].ring[0];
+		c->conns[i].l5_rx = l5[i].ring[1];
+	}
+	return c;
+}
+
 void
 http_client_free(struct http_client *c)
 {
@@ -173,6 +190,15 @@ ask(struct http_client *c, struct hconn *k)
 	if (c->tcp) {
 		if (send(k->fd, req, (size_t)n, MSG_NOSIGNAL) != n)
 			return -errno;
+	} else if (c->l5) {
+		int ret = rb2_l5_room(k->l5_tx, (uint32_t)n, 1);
+
+		if (ret == -ENOBUFS)
+			return 1;
+		if (ret > 0)
+			ret = rb2_l5_send(k->l5_tx, req, (uint32_t)n);   /* copied in */
+		if (ret < 0)
+			return ret;
 	} else {
 		int ret = rb2_conn_send(c->ep, k->cd, req, (uint32_t)n);
 
@@ -257,6 +283,21 @@ http_client_run(struct http_client *c, uint64_t requests, int quiet, struct http
 				if (r > 0 && (ret = feed(c, k, c->buf, (size_t)r)) < 0)
 					goto failed;
 				answered += ret == 1;
+			}
+		} else if (c->l5) {
+			for (unsigned int i = 0; i < c->n_conns; i++) {
+				struct hconn *k = &c->conns[i];
+				int len;
+
+				/* Each message copied out, as L5 does. */
+				while (k->t != NULL && (len = rb2_l5_recv(k->l5_rx, c->buf,
+									 sizeof(c->buf))) != -EAGAIN) {
+					if (len < 0 || (ret = feed(c, k, c->buf, (size_t)len)) < 0) {
+						ret = len < 0 ? len : ret;
+						goto failed;
+					}
+					answered += ret == 1;
+				}
 			}
 		} else {
 			int cds[64], n;

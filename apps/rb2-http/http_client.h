@@ -18,6 +18,7 @@
 #include <rb2_conn.h>
 
 #include "app_hist.h"
+#include "app_net.h"
 
 /* A file to ask for, and what its body must be (NULL: not checked). */
 struct http_target {
@@ -44,6 +45,11 @@ struct http_client *http_client_rb2(struct rb2_conn_ep *ep, int via_service, uin
 struct http_client *http_client_tcp(const char *addr, unsigned int conns,
 				    const struct http_target *targets, unsigned int n_targets,
 				    unsigned int idx);
+/* Over L5's own rings (the bench's "l5"): @p conns connections @p l5, the
+ * client's halves on this lcore. */
+struct http_client *http_client_l5(const struct app_l5_conn *l5, unsigned int conns,
+				   const struct http_target *targets, unsigned int n_targets,
+				   unsigned int idx);
 void http_client_free(struct http_client *c);
 
 /* Make @p requests requests. @return 0, or -errno (a connection failed:

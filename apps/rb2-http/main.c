@@ -92,8 +92,10 @@ usage(FILE *f)
 "\n"
 "bench: server and client in one process (EAL -l 0-1), files made in a\n"
 "temporary directory, each design in interleaved rounds; prints one JSON object.\n"
-"  --designs LIST       " RB2_CHAN_PRESET_NAMES ", tcp; ratios are\n"
-"                       the first's over each (default rb2,l5,farm,socksdirect,tcp)\n"
+"  --designs LIST       " RB2_CHAN_PRESET_NAMES ", tcp, l5-chan; l5 is L5's\n"
+"                       own ring (a pair per connection), l5-chan the channel\n"
+"                       set up as L5; ratios are the first's over each\n"
+"                       (default rb2,l5,farm,socksdirect,tcp)\n"
 "  --rounds R           (default 3); --requests is per design and round\n"
 "  --file-size B        (default 1024)   --file-count N (default 16)\n"
 "  --conns N            (default 1)      --transport SPEC (default shm)\n");
@@ -470,12 +472,15 @@ run_bench(void *arg)
 	http_parser_set_max_header_size(HTTP_SERVER_HEADER_MAX);
 	ctx.files = http_files_open(dir, o->max_file, 0);
 	if (ctx.files == NULL ||
-	    app_bench_start(&http_proto, &ctx, o->transport, o->designs, o->n_designs, links) < 0)
+	    app_bench_start(&http_proto, &ctx, o->transport, o->designs, o->n_designs, o->conns,
+			    links) < 0)
 		failed = 1;
 	for (unsigned int d = 0; d < o->n_designs && !failed; d++) {
 		app_bench_select(d);
 		cl[d] = links[d].ep != NULL ?
 			http_client_rb2(links[d].ep, 0, 0, 1, o->conns, t, (unsigned int)nt, 0) :
+			links[d].l5 != NULL ?
+			http_client_l5(links[d].l5, o->conns, t, (unsigned int)nt, 0) :
 			http_client_tcp(links[d].tcp, o->conns, t, (unsigned int)nt, 0);
 		failed = cl[d] == NULL;
 	}

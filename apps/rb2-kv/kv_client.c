@@ -33,11 +33,13 @@ struct req {
 struct conn {
 	int cd;                /* rb2 descriptor */
 	int fd;                /* TCP */
+	struct rb2_l5 *l5_tx, *l5_rx;   /* L5 */
 	struct req *fifo;      /* 2 * depth entries: a read-modify-write's
 				* write takes its read's place */
 	uint32_t head, sent, tail;   /* [head, sent) on the wire, [sent, tail) not yet */
 	uint32_t tag;
-	/* TCP: bytes received and not yet parsed, bytes not yet sent */
+	/* TCP: bytes received and not yet parsed, bytes not yet sent; L5:
+	 * the answer copied out, the request to copy in */
 	uint8_t *in, *out;
 	uint32_t in_len, out_len;
 };
@@ -45,7 +47,7 @@ struct conn {
 struct kv_client {
 	struct kv_shared *sh;
 	struct rb2_conn_ep *ep;
-	int tcp;
+	int tcp, l5;
 	unsigned int idx;
 	struct conn *conns;
 	unsigned int n_conns;
@@ -136,6 +138,29 @@ kv_client_tcp(struct kv_shared *sh, const char *addr, unsigned int lcore_idx)
 		k->in = malloc(TCP_BUF);
 		k->out = malloc(TCP_BUF);
 		if (k->fd < 0 || k->in == NULL || k->out == NULL) {
+			kv_client_free(c);
+			return NULL;
+		}
+	}
+	return c;
+}
+
+struct kv_client *
+kv_client_l5(struct kv_shared *sh, const struct app_l5_conn *l5, unsigned int lcore_idx)
+{
+	struct kv_client *c = client_new(sh, lcore_idx);
+
+	if (c == NULL)
+		return NULL;
+	c->l5 = 1;
+	for (unsigned int i = 0; i < c->n_conns; i++) {
+		struct conn *k = &c->conns[i];
+
+		k->l5_tx = l5[i].ring[0];
+		k->l5_rx = l5[i].ring[1];
+		k->in = malloc(APP_L5_MAX_MSG);
+		k->out = malloc(APP_L5_MAX_MSG);
+		if (k->in == NULL || k->out == NULL) {
 			kv_client_free(c);
 			return NULL;
 		}
@@ -245,6 +270,19 @@ send_queued(struct kv_client *c, struct conn *k)
 				break;
 			encode(c, k, r, k->out + k->out_len);
 			k->out_len += len;
+		} else if (c->l5) {
+			/* As L5's users do: the request built in our memory,
+			 * which L5's send copies into its ring. */
+			int ret = rb2_l5_room(k->l5_tx, len, 1);
+
+			if (ret == -ENOBUFS || (ret > 0 && stamp(c->sh, r) < 0))
+				break;
+			if (ret < 0)
+				return ret;
+			encode(c, k, r, k->out);
+			ret = rb2_l5_send(k->l5_tx, k->out, len);
+			if (ret < 0)
+				return ret;
 		} else {
 			void *buf;
 			int ret = rb2_conn_reserve(c->ep, k->cd, len, &buf);
@@ -391,6 +429,22 @@ receive(struct kv_client *c)
 		}
 		return 0;
 	}
+	if (c->l5) {
+		for (unsigned int i = 0; i < c->n_conns; i++) {
+			struct conn *k = &c->conns[i];
+			int len;
+
+			/* One message, one answer; copied out, as L5 does. */
+			while (k->head != k->sent &&
+			       (len = rb2_l5_recv(k->l5_rx, k->in, APP_L5_MAX_MSG)) != -EAGAIN) {
+				if (len < 0)
+					return len;
+				if (answer(c, k, k->in, (uint32_t)len) < 0)
+					return -EPROTO;
+			}
+		}
+		return 0;
+	}
 	int cds[64], n = rb2_conn_ep_ready(c->ep, cds, RTE_DIM(cds));
 
 	if (n < 0)
@@ -445,7 +499,7 @@ kv_client_run(struct kv_client *c, enum kv_phase phase, uint64_t ops, unsigned i
 			if (ret < 0)
 				goto failed;
 		}
-		if (!c->tcp)
+		if (c->ep != NULL)
 			rb2_conn_flush(c->ep);
 		ret = receive(c);
 		if (ret < 0)

@@ -26,6 +26,7 @@
 #include <rb2_conn.h>
 
 #include "app_hist.h"
+#include "app_net.h"
 #include "ycsb.h"
 
 /* What every client lcore shares: the run's parameters and the versions
@@ -72,6 +73,10 @@ struct kv_client *kv_client_rb2(struct kv_shared *sh, struct rb2_conn_ep *ep, in
 				uint32_t host, unsigned int lcore_idx);
 /* Over TCP to @p addr (IP:PORT). */
 struct kv_client *kv_client_tcp(struct kv_shared *sh, const char *addr, unsigned int lcore_idx);
+/* Over L5's own rings (the bench's "l5"): sh->conns connections @p l5,
+ * the client's halves on this lcore. */
+struct kv_client *kv_client_l5(struct kv_shared *sh, const struct app_l5_conn *l5,
+			       unsigned int lcore_idx);
 void kv_client_free(struct kv_client *c);
 
 /*

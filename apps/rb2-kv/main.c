@@ -107,9 +107,11 @@ usage(FILE *f)
 "server on the next), the same table, each design in interleaved rounds; prints\n"
 "one JSON object.\n"
 "  --designs LIST       the channel's design, as in rb2_chan_params_preset() (\n"
-"                       " RB2_CHAN_PRESET_NAMES "), or tcp (the same\n"
-"                       server over TCP loopback); ratios are the first's over\n"
-"                       each (default rb2,l5,farm,socksdirect,tcp)\n"
+"                       " RB2_CHAN_PRESET_NAMES "), but l5 is L5's own\n"
+"                       ring (a pair per connection; l5-chan: the channel set\n"
+"                       up as L5), or tcp (the same server over TCP loopback);\n"
+"                       ratios are the first's over each (default\n"
+"                       rb2,l5,farm,socksdirect,tcp)\n"
 "  --rounds R           (default 3); --operations is per design and round\n"
 "  --transport SPEC     the channels' transport (default shm)\n"
 "  and the client's workload options.\n");
@@ -614,11 +616,13 @@ run_bench(void *arg)
 					       o->operations * o->rounds : 0));
 	ctx.store = make_store(o, "rb2_kv_bench");
 	if (ctx.store == NULL ||
-	    app_bench_start(&kv_proto, &ctx, o->transport, o->designs, o->n_designs, links) < 0)
+	    app_bench_start(&kv_proto, &ctx, o->transport, o->designs, o->n_designs, o->conns,
+			    links) < 0)
 		return 1;
 	for (unsigned int d = 0; d < o->n_designs && !failed; d++) {
 		app_bench_select(d);
 		cl[d] = links[d].ep != NULL ? kv_client_rb2(&C.sh, links[d].ep, 0, 0, 0) :
+			links[d].l5 != NULL ? kv_client_l5(&C.sh, links[d].l5, 0) :
 					      kv_client_tcp(&C.sh, links[d].tcp, 0);
 		failed = cl[d] == NULL;
 	}

@@ -330,6 +330,8 @@ struct rb2_chan_half {
 	int peer_gone;                /**< receiver: the sender's death, seen, not yet final */
 	uint64_t gone_tsc;            /**< when it was seen */
 	uint64_t next_check;          /**< TSC of the next peer check */
+	uint32_t check_calls;         /**< peer checks asked for (the clock is
+				       * read on every RB2_CHECK_CALLS-th) */
 	struct rb2_xport *xp;
 	struct rb2_xport_qp *qp;
 	struct rb2_xport_mr mr;       /**< our region: RB_S or RB_R */

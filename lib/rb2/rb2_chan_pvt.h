@@ -68,6 +68,7 @@
 #define RB2_POST_SPINS 10000000u /* reaps before a full queue is an error */
 #define RB2_STATUS_CHECK_US 1000 /* idle halves ask after their peer this often */
 #define RB2_GONE_GRACE_US 2000   /* a dead sender's last WRITEs may still land */
+#define RB2_CHECK_CALLS 16       /* peer checks per read of the clock */
 
 /* Region offsets beyond rb2_chan_core.h's: the sender's credit word (WRITE
  * by the receiver, WRITE_WITH_IMM sync) next to its local_head. */

@@ -704,6 +704,17 @@ def report_cases(out, res):
             L += ["Between the ring designs the same caveat holds as for Fig. 8: on shm they "
                   "differ only in how often they store their pointers, which is close to free "
                   "next to a request's own work."]
+            if any(x["design"] == "l5" and x["rb2_over"] < 1 for x in f["rows"]):
+                L += ["", "Where L5 is ahead, it is ahead by its missing connection layer. "
+                      "An L5 connection is a bare ring pair, polled by the application. The "
+                      "other designs run under rb2 connections: all connections share one "
+                      "channel pair, each frame is copied into its connection's receive "
+                      "buffer, credits flow back, and the endpoint is polled as a whole. The "
+                      "rings alone ping-pong alike here (`rb2-perf --mode lat --preset rb2` "
+                      "and `--preset l5`, interleaved, 64 B: 240-270 ns against 250-260 ns "
+                      "round trips in the same placement of the vCPUs). On shm a WR costs "
+                      "nothing, so L5's two per message do not count against it. In return, "
+                      "L5 needs a ring pair (and, over verbs, a QP pair) per connection."]
         else:
             L += ["Over rxe there is no kernel bypass to win against TCP: rxe is RDMA in "
                   "software, every WRITE is handled by the kernel driver and looped back as a "

@@ -24,18 +24,15 @@
 
 /* ---- the command line ------------------------------------------------ */
 
-int
-app_cli_main(const struct app_cli *cli, int argc, char **argv)
+static const struct app_cli *cli_now;
+
+/* After the EAL: every return goes through rb2_eal_run()'s cleanup. */
+static int
+cli_run(int argc, char **argv)
 {
 	static const char *const cmds[3] = { "server", "client", "bench" };
-	int ret = rb2_eal_init(argc, argv, 30);
+	const struct app_cli *cli = cli_now;
 
-	if (ret < 0) {
-		fprintf(stderr, "%s: EAL: %s\n", cli->app, rte_strerror(rte_errno));
-		return 1;
-	}
-	argc -= ret;
-	argv += ret;
 	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		cli->usage(stdout);
 		return 0;
@@ -45,14 +42,19 @@ app_cli_main(const struct app_cli *cli, int argc, char **argv)
 			continue;
 		if (cli->parse(argc - 1, argv + 1, cli->opts) < 0)
 			return 2;
-		ret = cli->run[i](cli->opts);
-		rb2_eal_cleanup();
-		return ret;
+		return cli->run[i](cli->opts);
 	}
 	fprintf(stderr, "%s: server, client or bench expected after the EAL args and '--'%s%s\n",
 		cli->app, argc >= 2 ? ", not " : "", argc >= 2 ? argv[1] : "");
 	cli->usage(stderr);
 	return 2;
+}
+
+int
+app_cli_main(const struct app_cli *cli, int argc, char **argv)
+{
+	cli_now = cli;
+	return rb2_eal_run(cli->app, argc, argv, cli_run);
 }
 
 /* ---- serve ---------------------------------------------------------- */

@@ -992,13 +992,5 @@ connperf(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-	int ret = rb2_eal_init(argc, argv, 30);
-
-	if (ret < 0) {
-		fprintf(stderr, "rb2-connperf: EAL: %s\n", rte_strerror(rte_errno));
-		return 1;
-	}
-	ret = connperf(argc - ret, argv + ret);
-	rb2_eal_cleanup();
-	return ret;
+	return rb2_eal_run("rb2-connperf", argc, argv, connperf);
 }

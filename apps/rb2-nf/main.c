@@ -280,20 +280,10 @@ nf_main(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-	int ret;
-
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage(stdout, argv[0]);
 			return 0;
 		}
-	ret = rb2_eal_init(argc, argv, 30); /* a secondary waits for its primary */
-	if (ret < 0) {
-		fprintf(stderr, "rb2-nf: EAL initialization failed (%s): check the EAL arguments "
-			"before '--' (rb2-nf --help)\n", rte_strerror(rte_errno));
-		return 1;
-	}
-	ret = nf_main(argc - ret, argv + ret);
-	rb2_eal_cleanup();
-	return ret;
+	return rb2_eal_run("rb2-nf", argc, argv, nf_main);
 }

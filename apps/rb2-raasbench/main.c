@@ -465,13 +465,5 @@ out:
 int
 main(int argc, char **argv)
 {
-	int ret = rb2_eal_init(argc, argv, 30);
-
-	if (ret < 0) {
-		fprintf(stderr, "rb2-raasbench: EAL: %s\n", rte_strerror(rte_errno));
-		return 1;
-	}
-	ret = raasbench_main(argc - ret, argv + ret);
-	rb2_eal_cleanup();
-	return ret;
+	return rb2_eal_run("rb2-raasbench", argc, argv, raasbench_main);
 }

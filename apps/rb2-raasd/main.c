@@ -1475,13 +1475,5 @@ raasd_main(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-	int ret = rb2_eal_init(argc, argv, 30);
-
-	if (ret < 0) {
-		fprintf(stderr, "rb2-raasd: EAL: %s\n", rte_strerror(rte_errno));
-		return 1;
-	}
-	ret = raasd_main(argc - ret, argv + ret);
-	rb2_eal_cleanup();
-	return ret;
+	return rb2_eal_run("rb2-raasd", argc, argv, raasd_main);
 }

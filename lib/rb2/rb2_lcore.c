@@ -16,6 +16,7 @@
 
 #include <rte_common.h>
 #include <rte_eal.h>
+#include <rte_errno.h>
 #include <rte_lcore.h>
 
 #include "rb2_lcore.h"
@@ -157,6 +158,23 @@ rb2_lcore_wait_all(void)
 
 	RTE_LCORE_FOREACH_WORKER(lcore_id)
 		rb2_lcore_wait(lcore_id);
+}
+
+int
+rb2_eal_run(const char *app, int argc, char **argv, int (*app_main)(int, char **))
+{
+	int ret = rb2_eal_init(argc, argv, 30);
+
+	if (ret < 0) {
+		fprintf(stderr, "%s: EAL initialization failed (%s): check the EAL arguments "
+			"before '--' (%s --help)\n", app, rte_strerror(rte_errno), app);
+		return 1;
+	}
+	/* argv[ret] is the program name again (rte_eal_init() puts it
+	 * there), as getopt expects. */
+	ret = app_main(argc - ret, argv + ret);
+	rb2_eal_cleanup();
+	return ret;
 }
 
 int

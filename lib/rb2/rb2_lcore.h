@@ -54,6 +54,17 @@ int rb2_eal_init(int argc, char **argv, unsigned int timeout_s);
 int rb2_eal_cleanup(void);
 
 /**
+ * An application's whole life with the EAL: rb2_eal_init() (a secondary
+ * waits 30 s at most), @p app_main on the arguments after the EAL's (the
+ * program name first), then rb2_eal_cleanup(), so that every return from
+ * @p app_main leaves nothing behind. A failed start is printed as
+ * "@p app: EAL initialization failed (why): check the EAL arguments before
+ * '--' (@p app --help)".
+ * @return @p app_main's return value, or 1 when the EAL did not start.
+ */
+int rb2_eal_run(const char *app, int argc, char **argv, int (*app_main)(int, char **));
+
+/**
  * rte_eal_remote_launch(): run @p f(@p arg) on worker lcore @p lcore_id.
  * @return 0, -EBUSY if that lcore is still running something, -EINVAL for
  *   a bad lcore id.

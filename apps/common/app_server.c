@@ -425,8 +425,10 @@ execute_buffered(struct app_server *sv, struct conn *t, const struct app_out *ou
 		n++;
 		pos += (uint32_t)ret;
 	}
-	memmove(t->in, t->in + pos, t->in_len - pos);
-	t->in_len -= pos;
+	if (pos > 0) {                /* (an L5 connection may have no input yet) */
+		memmove(t->in, t->in + pos, t->in_len - pos);
+		t->in_len -= pos;
+	}
 	return n;
 }
 

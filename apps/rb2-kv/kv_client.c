@@ -434,9 +434,9 @@ receive(struct kv_client *c)
 			struct conn *k = &c->conns[i];
 			int len;
 
-			/* One message, one answer; copied out, as L5 does. */
-			while (k->head != k->sent &&
-			       (len = rb2_l5_recv(k->l5_rx, k->in, APP_L5_MAX_MSG)) != -EAGAIN) {
+			/* One message, one answer; copied out, as L5 does. (A
+			 * message with no request outstanding fails answer().) */
+			while ((len = rb2_l5_recv(k->l5_rx, k->in, APP_L5_MAX_MSG)) != -EAGAIN) {
 				if (len < 0)
 					return len;
 				if (answer(c, k, k->in, (uint32_t)len) < 0)

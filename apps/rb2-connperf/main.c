@@ -60,6 +60,7 @@ struct opts {
 	unsigned int rounds;
 	uint32_t window;
 	unsigned int lat;       /* ping-pong round trips (0: throughput) */
+	int one_lcore;          /* --lat with both ends on this lcore, in turns */
 	unsigned int wake;      /* blocking-mode wake-ups (0: not that test) */
 	const char *transport;  /* rb2_xport_open_spec() */
 	int mr_cost;            /* registration against copying, and the cache */
@@ -122,6 +123,11 @@ usage(FILE *f, const char *prog)
 "                       two messages' worth, whichever is more)\n"
 "  --lat N              ping-pong N round trips on connection 0 per round\n"
 "                       (flushing each message) instead of streaming\n"
+"  --one-lcore          with --lat: both ends on this lcore, in turns (send,\n"
+"                       receive, send back, receive back): no line crosses a\n"
+"                       core, so a round trip is the code's own cost, which\n"
+"                       the cross-core figure holds beside the cost of moving\n"
+"                       lines (doc/design.md, The layer's cost)\n"
 "  --wake N             blocking mode (shared, 1 connection): the reader idles\n"
 "                       in rb2_conn_ep_wait() for a second (its CPU use is\n"
 "                       reported), then is woken N times, 1 ms apart (the\n"
@@ -153,6 +159,7 @@ parse(int argc, char **argv, struct opts *o)
 		{"rounds", required_argument, NULL, 'r'},
 		{"window", required_argument, NULL, 'w'},
 		{"lat", required_argument, NULL, 'l'},
+		{"one-lcore", no_argument, NULL, 'O'},
 		{"wake", required_argument, NULL, 'W'},
 		{"spin-us", required_argument, NULL, 'P'},
 		{"transport", required_argument, NULL, 't'},
@@ -215,6 +222,7 @@ parse(int argc, char **argv, struct opts *o)
 		case 'M': o->mr_cost = 1; break;
 		case 'R': o->ring_scale = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case 'Z': o->zc = 1; break;
+		case 'O': o->one_lcore = 1; break;
 		case 'h': usage(stdout, argv[0]); exit(0);
 		default: usage(stderr, argv[0]); return -1;
 		}
@@ -223,6 +231,10 @@ parse(int argc, char **argv, struct opts *o)
 	    o->rounds == 0 || o->rounds > MAX_ROUNDS) {
 		fprintf(stderr, "rb2-connperf: --size must be 8 B..16 MiB, --seconds > 0, "
 			"--rounds 1..%d, and one mode at least\n", MAX_ROUNDS);
+		return -1;
+	}
+	if (o->one_lcore && o->lat == 0) {
+		fprintf(stderr, "rb2-connperf: --one-lcore times --lat's round trips: give --lat N\n");
 		return -1;
 	}
 	if ((o->modes & 1u << LENT) && o->lat) {
@@ -571,6 +583,43 @@ cmp_dbl(const void *x, const void *y)
 	return a < c ? -1 : a > c;
 }
 
+/*
+ * --one-lcore: one round trip with both ends on this lcore, in turns. On
+ * shm each receive finds its message there (the send flushed it), so
+ * nothing waits and this is the sends', receives' and flushes' own cost; a
+ * transport whose WRITEs land later (verbs) is polled until they have.
+ * @return the length that came back, or a negative errno.
+ */
+static int
+turn_trip(struct variant *v, uint8_t *buf, uint32_t size)
+{
+	int ret;
+
+	if (v->mode == BARE) {
+		if ((ret = rb2_tx_send(v->tx, buf, size)) < 0 || (ret = rb2_tx_flush(v->tx)) < 0)
+			return ret;
+		while ((ret = rb2_rx_recv(v->rx, buf, size)) == -EAGAIN)
+			;
+		if (ret < 0 || (ret = rb2_tx_send(v->txr, buf, size)) < 0 ||
+		    (ret = rb2_tx_flush(v->txr)) < 0)
+			return ret;
+		while ((ret = rb2_rx_recv(v->rxr, buf, size)) == -EAGAIN)
+			;
+		return ret;
+	}
+	if ((ret = rb2_conn_send(v->ea[0], v->ca[0], buf, size)) < 0 ||
+	    (ret = rb2_conn_flush(v->ea[0])) < 0)
+		return ret;
+	while ((ret = rb2_conn_recv(v->eb[0], v->cb[0], buf, size)) == -EAGAIN)
+		;
+	if (ret <= 0 || (ret = rb2_conn_send(v->eb[0], v->cb[0], buf, (uint32_t)ret)) < 0 ||
+	    (ret = rb2_conn_flush(v->eb[0])) < 0)
+		return ret < 0 ? ret : -ECONNRESET;
+	while ((ret = rb2_conn_recv(v->ea[0], v->ca[0], buf, size)) == -EAGAIN)
+		;
+	return ret;
+}
+
 /* Round trips on connection 0 (or the bare pair); sorted into @p rtt. */
 static int
 pingpong(struct bench *b, uint8_t *buf, uint64_t *rtt)
@@ -582,7 +631,9 @@ pingpong(struct bench *b, uint8_t *buf, uint64_t *rtt)
 		uint64_t t0 = rte_rdtsc();
 		int ret;
 
-		if (v->mode == BARE) {
+		if (o->one_lcore) {
+			ret = turn_trip(v, buf, o->size);
+		} else if (v->mode == BARE) {
 			while (rb2_tx_send(v->tx, buf, o->size) == -ENOBUFS)
 				;
 			rb2_tx_flush(v->tx);
@@ -601,6 +652,11 @@ pingpong(struct bench *b, uint8_t *buf, uint64_t *rtt)
 		}
 		if (ret < 0) {
 			fprintf(stderr, "rb2-connperf: round trip %u: %s\n", i, strerror(-ret));
+			return -1;
+		}
+		if (o->one_lcore && (uint32_t)ret != o->size) {
+			fprintf(stderr, "rb2-connperf: round trip %u: %d bytes came back, not %u\n",
+				i, ret, o->size);
 			return -1;
 		}
 		if (i >= o->lat / 10)           /* the first tenth warms up */
@@ -813,7 +869,8 @@ run_round(struct bench *b, unsigned int worker, unsigned int r, uint8_t *buf, ui
 	if (b->o.lat) {
 		double ns = 1e9 / (double)hz;
 
-		rb2_lcore_launch(echo, b, worker);
+		if (!b->o.one_lcore)
+			rb2_lcore_launch(echo, b, worker);
 		ret = pingpong(b, buf, rtt);
 		v->result[r] = (double)rtt[b->o.lat / 2] * ns;
 		v->p99[r] = (double)rtt[(uint64_t)b->o.lat * 99 / 100] * ns;
@@ -878,7 +935,8 @@ print_json(struct bench *b)
 	       "\"zero_copy_receive\": %s, \"rounds\": %u, \"seconds\": %.2f, \"test\": \"%s\", \"unit\": \"%s\", "
 	       "\"variants\": [", o->transport, o->size, o->window, o->ring_scale,
 	       o->zc ? "true" : "false",
-	       o->rounds, o->seconds, o->lat ? "latency" : "throughput",
+	       o->rounds, o->seconds,
+	       o->one_lcore ? "latency_one_lcore" : o->lat ? "latency" : "throughput",
 	       o->lat ? "rtt_ns_p50" : "mmsg_per_s");
 	for (unsigned int i = 0; i < b->nv; i++) {
 		struct variant *v = &b->vs[i], *pc = find(b, PERCONN, v->conns);

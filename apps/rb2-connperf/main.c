@@ -61,6 +61,7 @@ struct opts {
 	uint32_t window;
 	unsigned int lat;       /* ping-pong round trips (0: throughput) */
 	int one_lcore;          /* --lat with both ends on this lcore, in turns */
+	int one_way;            /* --lat: stamp both ends, split the round trip */
 	unsigned int wake;      /* blocking-mode wake-ups (0: not that test) */
 	const char *transport;  /* rb2_xport_open_spec() */
 	int mr_cost;            /* registration against copying, and the cache */
@@ -86,6 +87,9 @@ struct variant {
 	unsigned int lfree[LENT_BUFS], nlfree;
 	double result[MAX_ROUNDS];       /* Mmsg/s, or p50 round trip ns */
 	double p99[MAX_ROUNDS];
+	/* --one-way: p50s of the request's flight, the echo's turnaround and
+	 * the reply's flight, ns, per round. */
+	double one_way[3][MAX_ROUNDS];
 };
 
 struct bench {
@@ -95,6 +99,12 @@ struct bench {
 	unsigned int nv;
 	_Atomic int stop;
 	int err;
+	/* --one-way: TSC stamps of every round trip i: the pinger's flush done
+	 * (sent) and its receive back (back), the echo's receive (in) and its
+	 * flush done (out). The echo counts its own messages (n_in): one is
+	 * outstanding at a time, so its k-th is round trip k. */
+	uint64_t *sent, *back, *in, *out;
+	unsigned int n_in;
 };
 
 static void
@@ -123,6 +133,13 @@ usage(FILE *f, const char *prog)
 "                       two messages' worth, whichever is more)\n"
 "  --lat N              ping-pong N round trips on connection 0 per round\n"
 "                       (flushing each message) instead of streaming\n"
+"  --one-way            with --lat: split each round trip at the echo, from\n"
+"                       TSC stamps taken on both lcores (the TSC must be\n"
+"                       invariant and in step across cores, as on current x86\n"
+"                       and KVM): the request's flight (the pinger's flush to\n"
+"                       the echo's receive), the echo's turnaround and the\n"
+"                       reply's flight, p50s per variant (four stamps a round\n"
+"                       trip: each adds a TSC read, 12 ns on some VMs)\n"
 "  --one-lcore          with --lat: both ends on this lcore, in turns (send,\n"
 "                       receive, send back, receive back): no line crosses a\n"
 "                       core, so a round trip is the code's own cost, which\n"
@@ -160,6 +177,7 @@ parse(int argc, char **argv, struct opts *o)
 		{"window", required_argument, NULL, 'w'},
 		{"lat", required_argument, NULL, 'l'},
 		{"one-lcore", no_argument, NULL, 'O'},
+		{"one-way", no_argument, NULL, 'F'},
 		{"wake", required_argument, NULL, 'W'},
 		{"spin-us", required_argument, NULL, 'P'},
 		{"transport", required_argument, NULL, 't'},
@@ -223,6 +241,7 @@ parse(int argc, char **argv, struct opts *o)
 		case 'R': o->ring_scale = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case 'Z': o->zc = 1; break;
 		case 'O': o->one_lcore = 1; break;
+		case 'F': o->one_way = 1; break;
 		case 'h': usage(stdout, argv[0]); exit(0);
 		default: usage(stderr, argv[0]); return -1;
 		}
@@ -233,8 +252,14 @@ parse(int argc, char **argv, struct opts *o)
 			"--rounds 1..%d, and one mode at least\n", MAX_ROUNDS);
 		return -1;
 	}
-	if (o->one_lcore && o->lat == 0) {
-		fprintf(stderr, "rb2-connperf: --one-lcore times --lat's round trips: give --lat N\n");
+	if ((o->one_lcore || o->one_way) && o->lat == 0) {
+		fprintf(stderr, "rb2-connperf: --one-lcore and --one-way time --lat's round trips: "
+			"give --lat N\n");
+		return -1;
+	}
+	if (o->one_lcore && o->one_way) {
+		fprintf(stderr, "rb2-connperf: --one-way splits a round trip between two lcores: "
+			"drop --one-lcore\n");
 		return -1;
 	}
 	if ((o->modes & 1u << LENT) && o->lat) {
@@ -535,6 +560,22 @@ receive(struct bench *b, uint64_t until, uint8_t *buf)
 
 /* ---- latency ------------------------------------------------------------ */
 
+/*
+ * --one-way: the echo's stamps of the k-th message it answered (@p t_in:
+ * taken as its receive returned), in its own arrays. Its count stays in a
+ * register until it stops: a counter in struct bench would share a line
+ * with what the pinger reads, and move it between the cores every message.
+ */
+static inline void
+stamp_echo(uint64_t *in, uint64_t *out, unsigned int *k, unsigned int cap, uint64_t t_in)
+{
+	if (*k < cap) {
+		in[*k] = t_in;
+		out[*k] = rte_rdtsc();
+	}
+	++*k;
+}
+
 static int
 echo(void *arg)
 {
@@ -542,27 +583,37 @@ echo(void *arg)
 	const struct opts *o = &b->o;
 	struct variant *v = b->v;
 	uint8_t *buf = app_buf(o->size);
+	uint64_t *in = b->in, *out = b->out;
+	unsigned int n_in = 0, cap = o->lat + o->lat / 10;
 	int len;
 
 	while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) {
 		if (v->mode == BARE) {
 			if (rb2_rx_recv(v->rx, buf, o->size) > 0) {
+				uint64_t t_in = o->one_way ? rte_rdtsc() : 0;
+
 				while (rb2_tx_send(v->txr, buf, o->size) == -ENOBUFS)
 					;
 				rb2_tx_flush(v->txr);
+				if (o->one_way)
+					stamp_echo(in, out, &n_in, cap, t_in);
 			}
 			continue;
 		}
 		len = rb2_conn_recv(v->eb[0], v->cb[0], buf, o->size);
 		if (len > 0) {
+			uint64_t t_in = o->one_way ? rte_rdtsc() : 0;
 			int ret;
 
 			while ((ret = rb2_conn_send(v->eb[0], v->cb[0], buf, (uint32_t)len)) == -EAGAIN ||
 			       ret == -ENOBUFS)
 				;
 			rb2_conn_flush(v->eb[0]);
+			if (o->one_way)
+				stamp_echo(in, out, &n_in, cap, t_in);
 		}
 	}
+	b->n_in = n_in;
 	free(buf);
 	return 0;
 }
@@ -626,6 +677,7 @@ pingpong(struct bench *b, uint8_t *buf, uint64_t *rtt)
 {
 	const struct opts *o = &b->o;
 	struct variant *v = b->v;
+	uint64_t *sent = b->sent, *back = b->back;
 
 	for (unsigned int i = 0; i < o->lat + o->lat / 10; i++) {
 		uint64_t t0 = rte_rdtsc();
@@ -637,6 +689,8 @@ pingpong(struct bench *b, uint8_t *buf, uint64_t *rtt)
 			while (rb2_tx_send(v->tx, buf, o->size) == -ENOBUFS)
 				;
 			rb2_tx_flush(v->tx);
+			if (o->one_way)
+				sent[i] = rte_rdtsc();
 			while ((ret = rb2_rx_recv(v->rxr, buf, o->size)) == -EAGAIN)
 				;
 		} else {
@@ -645,6 +699,8 @@ pingpong(struct bench *b, uint8_t *buf, uint64_t *rtt)
 				;
 			if (ret == 0) {
 				rb2_conn_flush(v->ea[0]);
+				if (o->one_way)
+					sent[i] = rte_rdtsc();
 				do
 					ret = rb2_conn_recv(v->ea[0], v->ca[0], buf, o->size);
 				while (ret == -EAGAIN);
@@ -659,6 +715,8 @@ pingpong(struct bench *b, uint8_t *buf, uint64_t *rtt)
 				i, ret, o->size);
 			return -1;
 		}
+		if (o->one_way)
+			back[i] = rte_rdtsc();
 		if (i >= o->lat / 10)           /* the first tenth warms up */
 			rtt[i - o->lat / 10] = rte_rdtsc() - t0;
 	}
@@ -857,6 +915,27 @@ run_mr_cost(struct rb2_xport *xp)
 	return 0;
 }
 
+/* --one-way: the p50s of the measured round trips' three parts, into
+ * v->one_way[.][r]. The echo has stopped: its stamps are all written. */
+static void
+split_round(struct bench *b, unsigned int r, uint64_t *scratch)
+{
+	unsigned int first = b->o.lat / 10, n = RTE_MIN(b->n_in, b->o.lat + first);
+	double ns = 1e9 / (double)rte_get_tsc_hz();
+
+	for (int part = 0; part < 3; part++) {
+		unsigned int k = 0;
+
+		for (unsigned int i = first; i < n; i++)
+			scratch[k++] = part == 0 ? b->in[i] - b->sent[i] :
+				       part == 1 ? b->out[i] - b->in[i] : b->back[i] - b->out[i];
+		qsort(scratch, k, sizeof(*scratch), cmp_u64);
+		/* A stamp that runs backwards would wrap: TSCs out of step. */
+		b->v->one_way[part][r] = k > 0 && scratch[k / 2] < (UINT64_C(1) << 62) ?
+					 (double)scratch[k / 2] * ns : -1;
+	}
+}
+
 /* One round of one variant. */
 static int
 run_round(struct bench *b, unsigned int worker, unsigned int r, uint8_t *buf, uint64_t *rtt)
@@ -869,11 +948,17 @@ run_round(struct bench *b, unsigned int worker, unsigned int r, uint8_t *buf, ui
 	if (b->o.lat) {
 		double ns = 1e9 / (double)hz;
 
+		b->n_in = 0;
 		if (!b->o.one_lcore)
 			rb2_lcore_launch(echo, b, worker);
 		ret = pingpong(b, buf, rtt);
 		v->result[r] = (double)rtt[b->o.lat / 2] * ns;
 		v->p99[r] = (double)rtt[(uint64_t)b->o.lat * 99 / 100] * ns;
+		if (b->o.one_way && ret == 0) {
+			atomic_store(&b->stop, 1);
+			rb2_lcore_wait(worker);
+			split_round(b, r, rtt);     /* sorted already: free to reuse */
+		}
 	} else {
 		uint64_t t0, n;
 
@@ -950,6 +1035,10 @@ print_json(struct bench *b)
 		printf("]");
 		if (o->lat)
 			printf(", \"p99_median\": %.1f", median(v->p99, o->rounds));
+		if (o->one_way)
+			printf(", \"one_way_ns_p50\": {\"request\": %.0f, \"turnaround\": %.0f, "
+			       "\"reply\": %.0f}", median(v->one_way[0], o->rounds),
+			       median(v->one_way[1], o->rounds), median(v->one_way[2], o->rounds));
 		else
 			printf(", \"gbit_per_s\": %.3f", med * o->size * 8 / 1e3);
 		/* Medians of per-round ratios. */
@@ -1035,6 +1124,18 @@ connperf(int argc, char **argv)
 	}
 	buf = app_buf(b.o.size);
 	rtt = calloc(b.o.lat + 1, sizeof(*rtt));
+	if (b.o.one_way) {
+		size_t n = (size_t)b.o.lat + b.o.lat / 10;
+
+		b.sent = calloc(n, sizeof(uint64_t));
+		b.back = calloc(n, sizeof(uint64_t));
+		b.in = calloc(n, sizeof(uint64_t));
+		b.out = calloc(n, sizeof(uint64_t));
+		if (b.sent == NULL || b.back == NULL || b.in == NULL || b.out == NULL) {
+			fprintf(stderr, "rb2-connperf: --one-way: no memory for %zu stamps\n", 4 * n);
+			return 1;
+		}
+	}
 	for (unsigned int r = 0; r < b.o.rounds; r++) {
 		for (unsigned int i = 0; i < b.nv; i++) {
 			b.v = &b.vs[i];

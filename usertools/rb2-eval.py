@@ -714,7 +714,11 @@ def report_cases(out, res):
                       "and `--preset l5`, interleaved, 64 B: 240-270 ns against 250-260 ns "
                       "round trips in the same placement of the vCPUs). On shm a WR costs "
                       "nothing, so L5's two per message do not count against it. In return, "
-                      "L5 needs a ring pair (and, over verbs, a QP pair) per connection."]
+                      "L5 needs a ring pair (and, over verbs, a QP pair) per connection. "
+                      "To split the layer's cost on a machine: `rb2-connperf --modes shared,bare "
+                      "--lat 100000 --one-lcore` times its code alone (both ends on one lcore), "
+                      "and `--one-way` splits the cross-core round trip at the echo "
+                      "(doc/design.md, *The layer's cost, split*)."]
         else:
             L += ["Over rxe there is no kernel bypass to win against TCP: rxe is RDMA in "
                   "software, every WRITE is handled by the kernel driver and looped back as a "

@@ -112,6 +112,36 @@ Test(kv, store_semantics)
 	kv_store_free(s);
 }
 
+/* Every key length, up to memcached's 250 bytes: keys that are prefixes of
+ * each other, or differ in one byte anywhere, are different keys (the
+ * table key is built a word at a time, from loads within the key). */
+Test(kv, store_every_key_length)
+{
+	struct kv_store *s = store(1024, KV_KEY_MAX, 16);
+	uint8_t key[KV_KEY_MAX], buf[16];
+	uint32_t v;
+
+	for (uint32_t i = 0; i < KV_KEY_MAX; i++)
+		key[i] = (uint8_t)(i * 31 + 7);
+	for (uint32_t len = 1; len <= KV_KEY_MAX; len++)
+		cr_assert_eq(kv_store_put(s, key, len, &len, sizeof(len), 0, KV_PUT_ADD), 0,
+			     "key of %u bytes", len);
+	for (uint32_t len = 1; len <= KV_KEY_MAX; len++) {
+		const uint32_t at[3] = { 0, len / 2, len - 1 };
+
+		cr_assert_eq(kv_store_get(s, key, len, buf, sizeof(buf), NULL, NULL), 4);
+		memcpy(&v, buf, 4);
+		cr_assert_eq(v, len, "key of %u bytes read %u's value", len, v);
+		for (int j = 0; j < 3; j++) {
+			key[at[j]] ^= 0x5a;
+			cr_assert_eq(kv_store_get(s, key, len, buf, sizeof(buf), NULL, NULL),
+				     -ENOENT, "key of %u bytes, byte %u changed", len, at[j]);
+			key[at[j]] ^= 0x5a;
+		}
+	}
+	kv_store_free(s);
+}
+
 Test(kv, store_full_is_an_error_not_an_eviction)
 {
 	struct kv_store *s = store(8, 15, 16);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <rte_byteorder.h>
 #include <rte_common.h>
 #include <rte_errno.h>
 #include <rte_hash_crc.h>
@@ -60,15 +61,70 @@ entry(struct kv_store *s, int32_t pos)
 	return (struct kv_entry *)(s->entries + (size_t)pos * s->stride);
 }
 
-/* The table's key: a length byte, the key, zeros. @return -ENAMETOOLONG. */
+/* Up to 8 bytes at @p p as a little-endian word, zeros above: whole loads
+ * within [p, p + n) only, the last overlapping the first. */
+static inline uint64_t
+load_upto8(const uint8_t *p, uint32_t n)
+{
+	uint64_t v;
+	uint32_t lo, hi;
+	uint16_t lo2, hi2;
+
+	if (n >= 8) {
+		memcpy(&v, p, 8);
+		return v;
+	}
+	if (n >= 4) {
+		memcpy(&lo, p, 4);
+		memcpy(&hi, p + n - 4, 4);
+		return lo | (uint64_t)hi << (8 * (n - 4));
+	}
+	if (n >= 2) {
+		memcpy(&lo2, p, 2);
+		memcpy(&hi2, p + n - 2, 2);
+		return lo2 | (uint64_t)hi2 << (8 * (n - 2));
+	}
+	return n != 0 ? p[0] : 0;
+}
+
+/* Two words stored as one 16-byte store. */
+typedef uint64_t kv_key16 __attribute__((vector_size(16)));
+
+/*
+ * The table's key: a length byte, the key, zeros. @return -ENAMETOOLONG.
+ *
+ * Built in registers and stored 16 bytes at a time, the width rte_hash's
+ * compare loads, whose CRC then loads 8-byte halves of them: each of those
+ * loads is served by one store. Built with memset(), a byte store and a
+ * memcpy() of the key's length, the CRC's first load overlapped three
+ * stores still in flight, and a load that no single store covers waits for
+ * all of them to reach the cache: perf put a quarter of the server lcore's
+ * samples on that load (rb2-kv bench, 16 outstanding; doc/design.md).
+ */
 static inline int
 table_key(const struct kv_store *s, uint8_t *tk, const void *key, uint32_t klen)
 {
+	const uint8_t *k = key;
+
+	RTE_BUILD_BUG_ON(RTE_BYTE_ORDER != RTE_LITTLE_ENDIAN);
 	if (unlikely(klen > s->key_max))
 		return -ENAMETOOLONG;
-	memset(tk, 0, s->key_len);
-	tk[0] = (uint8_t)klen;
-	memcpy(tk + 1, key, klen);
+	for (uint32_t off = 0; off < s->key_len; off += 16) {
+		uint64_t w[2];
+		kv_key16 v;
+
+		for (uint32_t j = 0; j < 2; j++) {
+			/* Table byte b is key byte b - 1 (byte 0: klen). */
+			uint32_t b = off + 8 * j;
+
+			if (b == 0)
+				w[j] = klen | load_upto8(k, RTE_MIN(klen, 7u)) << 8;
+			else
+				w[j] = b - 1 < klen ? load_upto8(k + b - 1, RTE_MIN(klen - (b - 1), 8u)) : 0;
+		}
+		v = (kv_key16){ w[0], w[1] };
+		memcpy(tk + off, &v, sizeof(v));
+	}
 	return 0;
 }
 

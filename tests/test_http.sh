@@ -122,6 +122,13 @@ out = ask(b"GET /index.html HTTP/1.1\r\n\r\nHEAD /nothing HTTP/1.1\r\n\r\n"
 parts = out.split(b"HTTP/1.1 ")
 assert [p[:3] for p in parts[1:]] == [b"200", b"404", b"404"], out[:400]
 assert parts[2].endswith(b"\r\n\r\n"), parts[2]
+# The parser carries on from one request to the next on a connection (it is
+# un-paused, not re-created): a smuggling shape after a good request is
+# still refused.
+out = ask(b"GET /index.html HTTP/1.1\r\n\r\n"
+          b"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab")
+parts = out.split(b"HTTP/1.1 ")
+assert [p[:3] for p in parts[1:]] == [b"200", b"400"], out[:400]
 # A slow client: many pipelined GETs of 2 MB, nothing read; another is
 # served meanwhile.
 slow = socket.create_connection(("127.0.0.1", port))

@@ -209,8 +209,14 @@ ask(struct http_client *c, struct hconn *k)
 	}
 	k->t = t;
 	k->next = (k->next + 1) % c->n_targets;
-	http_parser_init(&k->parser, HTTP_RESPONSE);
-	k->parser.data = k;
+	/* As the server's next_request(): a parser paused at the end of the
+	 * last answer is at the start of the next one already. */
+	if (k->parser.data == k && HTTP_PARSER_ERRNO(&k->parser) == HPE_PAUSED) {
+		http_parser_pause(&k->parser, 0);
+	} else {
+		http_parser_init(&k->parser, HTTP_RESPONSE);
+		k->parser.data = k;
+	}
 	k->body_off = 0;
 	k->body_bad = 0;
 	k->done = 0;

@@ -17,9 +17,13 @@ if [ -z "$tel" ]; then
 fi
 prefix="smktel$$"
 out=$(mktemp)
-trap 'rm -f "$out"; kill "$pid" 2>/dev/null || true; rm -rf /var/run/dpdk/smktelm$$' EXIT
+# Each app runs far longer than its queries need and is killed once they
+# are answered: a query is a Python start and a socket round trip, 1-2.5 s
+# where python3 is a pyenv shim, and apps that ran 4-8 s outlived too few
+# of them. A killed app leaves its runtime directory: removed here.
+trap 'rm -f "$out"; kill "$pid" 2>/dev/null || true; for p in smktel smktelc smktelm smktelr; do rm -rf "/var/run/dpdk/$p$$"; done' EXIT
 "$perf" -l 0-1 --no-pci --no-huge -m 512 --file-prefix "$prefix" --log-level lib.eal:error -- \
-	--mode bw --size 64 --duration 4 --rounds 1 >/dev/null &
+	--mode bw --size 64 --duration 60 --rounds 1 >/dev/null &
 pid=$!
 ok=0
 for _ in $(seq 1 40); do
@@ -30,7 +34,8 @@ for _ in $(seq 1 40); do
 		break
 	fi
 done
-wait "$pid"
+kill "$pid"
+wait "$pid" 2>/dev/null || true
 [ "$ok" -eq 1 ] || { echo "FAIL: telemetry did not show the channel:"; cat "$out"; exit 1; }
 grep -o '"tx": {[^}]*}' "$out" | head -1
 
@@ -73,14 +78,15 @@ query() {
 # number (shm: two queues), and each connection's credit and counts.
 prefix="smktelc$$"
 "$connperf" -l 0-1 --no-pci --no-huge -m 512 --file-prefix "$prefix" --log-level lib.eal:error -- \
-	--modes shared --conns 16 --seconds 4 --rounds 1 >/dev/null &
+	--modes shared --conns 16 --seconds 60 --rounds 1 >/dev/null &
 pid=$!
 query "$prefix" 'any(e for e in r.get("/rb2/conn/endpoints", []))' /rb2/conn/endpoints
 ep=$(replies 'r["/rb2/conn/endpoints"][0]')
 query "$prefix" "len(r['/rb2/conn/connections'].get('connections', {})) >= 16 and all(c['state'] == 'open' for c in r['/rb2/conn/connections']['connections'].values()) and any(c['tx_credit_used'] + c['rx_msgs'] > 0 for c in r['/rb2/conn/connections']['connections'].values()) and any(x['qps'] >= 2 for x in r['/rb2/xports'].values())" \
 	"/rb2/conn/connections,$ep" /rb2/xports
 grep -o '"connections": {"[0-9]*": {[^}]*}' "$out" | head -1
-wait "$pid"
+kill "$pid"
+wait "$pid" 2>/dev/null || true
 
 # A registration cache: rb2-perf's large sends over loop lend buffers.
 prefix="smktelm$$"
@@ -101,7 +107,7 @@ wait "$pid" 2>/dev/null || true
 # their registration caches show.
 prefix="smktelr$$"
 "$connperf" -l 0-1 --no-pci --no-huge -m 512 --file-prefix "$prefix" --log-level lib.eal:error -- \
-	--transport loop --modes lent --size 65536 --seconds 8 --rounds 1 >/dev/null &
+	--transport loop --modes lent --size 65536 --seconds 60 --rounds 1 >/dev/null &
 pid=$!
 query "$prefix" 'any(e for e in r.get("/rb2/conn/endpoints", []))' /rb2/conn/endpoints
 a=$(replies '[e for e in r["/rb2/conn/endpoints"] if e.endswith("a0")][0]')
@@ -114,5 +120,6 @@ grep -o '"ref_rx_msgs": [0-9]*' "$out" | head -1
 # ... and their registration caches, named after their endpoints, hit.
 query "$prefix" "r['/rb2/mr_cache']['hits'] > 0" "/rb2/mr_cache,conn-tx.$a"
 query "$prefix" "r['/rb2/mr_cache']['hits'] > 0" "/rb2/mr_cache,conn-rx.$b"
-wait "$pid"
+kill "$pid"
+wait "$pid" 2>/dev/null || true
 echo "smoke_telemetry: ok"

@@ -84,6 +84,15 @@ wait_socket() {
 	done
 }
 
+# wait_text SECONDS FILE TEXT: until FILE holds TEXT (at most SECONDS): a
+# fixed sleep was too short for a start under ThreadSanitizer here.
+wait_text() {
+	local end=$(( $(date +%s) + $1 ))
+	while ! grep -q -- "$3" "$2" 2>/dev/null && [ "$(date +%s)" -lt $end ]; do
+		sleep 0.1
+	done
+}
+
 # wait_gone SECONDS PID...: until every PID has exited (at most SECONDS).
 wait_gone() {
 	local end=$(( $(date +%s) + $1 )); shift
@@ -564,7 +573,9 @@ PY
 		--log-level=lib.eal:warning -- --config "$cfg" --proc replay --loop 0 --pps 1000 \
 		--trace "$tmp/g.pcap" >"$tmp/r.txt" 2>&1 &
 	rpid=$!
-	sleep 2
+	# Killed once the link is up (the replay runs), not after a guess.
+	wait_text 90 "$tmp/r.txt" "running process replay"
+	sleep 1
 	kill -9 $mpid
 	t0=$(date +%s%N)
 	wait_gone 30 $rpid
@@ -584,10 +595,16 @@ signal)
 		--stats-json "$tmp/st.json" >"$tmp/out.txt" 2>"$tmp/err.txt" &
 	pid=$!
 	sleep 2
-	# While it runs, the stages' counters are in DPDK telemetry.
+	# While it runs, the stages' counters are in DPDK telemetry (asked
+	# until they are there: the stages register once the pipeline runs,
+	# later than 2 s under ThreadSanitizer).
 	tel=$(command -v dpdk-telemetry.py || true)
 	if [ -n "$tel" ]; then
-		echo /rb2/pipeline/stages | python3 "$tel" -f "rb2t-nf-$mode-$$" >"$tmp/tel.txt" 2>&1
+		for _ in $(seq 30); do
+			echo /rb2/pipeline/stages | python3 "$tel" -f "rb2t-nf-$mode-$$" >"$tmp/tel.txt" 2>&1
+			grep -q '"records"' "$tmp/tel.txt" && break
+			sleep 0.5
+		done
 		grep -q '"measure": {"type": "measure"' "$tmp/tel.txt" &&
 			grep -q '"records"' "$tmp/tel.txt" && ok "telemetry /rb2/pipeline/stages" ||
 			{ fail "telemetry /rb2/pipeline/stages"; cat "$tmp/tel.txt"; }

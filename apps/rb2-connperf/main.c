@@ -954,11 +954,6 @@ run_round(struct bench *b, unsigned int worker, unsigned int r, uint8_t *buf, ui
 		ret = pingpong(b, buf, rtt);
 		v->result[r] = (double)rtt[b->o.lat / 2] * ns;
 		v->p99[r] = (double)rtt[(uint64_t)b->o.lat * 99 / 100] * ns;
-		if (b->o.one_way && ret == 0) {
-			atomic_store(&b->stop, 1);
-			rb2_lcore_wait(worker);
-			split_round(b, r, rtt);     /* sorted already: free to reuse */
-		}
 	} else {
 		uint64_t t0, n;
 
@@ -970,6 +965,8 @@ run_round(struct bench *b, unsigned int worker, unsigned int r, uint8_t *buf, ui
 	}
 	atomic_store(&b->stop, 1);
 	rb2_lcore_wait(worker);
+	if (b->o.one_way && ret == 0)
+		split_round(b, r, rtt);     /* rtt is read already: free to reuse */
 	if (b->err != 0) {
 		fprintf(stderr, "rb2-connperf: %s: send: %s\n", mode_name[v->mode],
 			strerror(-b->err));

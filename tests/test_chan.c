@@ -708,6 +708,44 @@ Test(rb2_chan, lazy_pull_fails_on_a_head_past_the_published_tail)
 	torn_head(1);
 }
 
+/* 5000 messages through the open pair, many laps with wraps, nothing lost
+ * or repeated: @p msg_size bytes each, or (0) 0-199 bytes. */
+static void
+laps_of_lengths(uint32_t msg_size)
+{
+	struct rb2_msg m[8];
+	uint8_t buf[256];
+
+	for (uint64_t seq = 0, got = 0, spins = 0; got < 5000; spins++) {
+		uint32_t len = msg_size ? msg_size : (uint32_t)(seq * 37 % 200);
+		struct rb2_tx_ptrs tp;
+		int n;
+
+		rb2_tx_pointers(tx, &tp);
+		cr_assert_lt(spins, 1000000, "stuck: sent %" PRIu64 ", received %" PRIu64
+			     ", tail %" PRIu64 ", local_head %" PRIu64, seq, got, tp.tail,
+			     tp.local_head);
+
+		if (seq < 5000) {
+			rb2_test_fill(buf, len, seq);
+			if (rb2_tx_send(tx, buf, len) == 0)
+				seq++;
+			else
+				rb2_tx_flush(tx);
+		}
+		if ((n = rb2_rx_peek_burst(rx, m, 8)) > 0) {
+			for (int i = 0; i < n; i++, got++) {
+				uint32_t want = msg_size ? msg_size : (uint32_t)(got * 37 % 200);
+
+				cr_assert_eq(m[i].len, want, "message %" PRIu64, got);
+				cr_assert(rb2_test_check(m[i].data, want, got), "message %" PRIu64, got);
+			}
+			rb2_rx_release_burst(rx, m, (unsigned int)n);
+		}
+		cr_assert_geq(n, 0);
+	}
+}
+
 /* Poll-message sync: no tail pointer crosses the link; each message's
  * marker publishes it, and the receiver zeroes marker and length after use. */
 static void
@@ -747,34 +785,7 @@ poll_message(const char *spec, uint32_t msg_size)
 		cr_assert_eq(m[0].next_lo, 3, "two slots");
 		rb2_rx_release_burst(rx, m, 1);
 	}
-	/* Many laps, with wraps, nothing lost or repeated. */
-	for (uint64_t seq = 0, got = 0, spins = 0; got < 5000; spins++) {
-		uint32_t len = msg_size ? msg_size : (uint32_t)(seq * 37 % 200);
-		struct rb2_tx_ptrs tp;
-
-		rb2_tx_pointers(tx, &tp);
-		cr_assert_lt(spins, 1000000, "stuck: sent %" PRIu64 ", received %" PRIu64
-			     ", tail %" PRIu64 ", local_head %" PRIu64, seq, got, tp.tail,
-			     tp.local_head);
-
-		if (seq < 5000) {
-			rb2_test_fill(buf, len, seq);
-			if (rb2_tx_send(tx, buf, len) == 0)
-				seq++;
-			else
-				rb2_tx_flush(tx);
-		}
-		if ((n = rb2_rx_peek_burst(rx, m, 8)) > 0) {
-			for (int i = 0; i < n; i++, got++) {
-				uint32_t want = msg_size ? msg_size : (uint32_t)(got * 37 % 200);
-
-				cr_assert_eq(m[i].len, want, "message %" PRIu64, got);
-				cr_assert(rb2_test_check(m[i].data, want, got), "message %" PRIu64, got);
-			}
-			rb2_rx_release_burst(rx, m, (unsigned int)n);
-		}
-		cr_assert_geq(n, 0);
-	}
+	laps_of_lengths(msg_size);
 	rb2_tx_stats_get(tx, &ts);
 	cr_assert_eq(ts.tail_writes, 0, "no tail pointer with poll-message sync");
 	rb2_rx_pointers(rx, &rp);
@@ -1239,6 +1250,165 @@ Test(rb2_chan, preset_socksdirect_signals_every_write_and_caps_ten_in_flight)
 	cr_assert_eq(rb2_tx_admission_hook(tx, NULL, NULL), 0);
 }
 
+/* ---- RB2_CHAN_F_LEN_IN_SLOT: a poll message's length in its first slot ---- */
+
+/* A lean channel of @p slots x 64 B, variable-size (the length in the slot),
+ * or without the flag (@p in_slot 0: FaRM's lens[] WRITE). */
+static void
+open_lean(const char *spec, uint32_t slots, int in_slot)
+{
+	struct rb2_chan_params p;
+
+	rb2_chan_params_init(&p);
+	p.slots = slots;
+	cr_assert_eq(rb2_chan_params_preset(&p, "lean"), 0);
+	cr_assert(p.flags & RB2_CHAN_F_LEN_IN_SLOT, "lean carries lengths in the slot");
+	if (!in_slot)
+		p.flags &= ~RB2_CHAN_F_LEN_IN_SLOT;
+	open_pair(spec, &p);
+}
+
+/* The header's place and the payload's: 8 bytes into the slot, the header
+ * zeroed once the message is released; lengths, zero and marked ones
+ * included, across many laps and wraps. */
+static void
+len_in_slot_carries_every_length(const char *spec)
+{
+	struct rb2_msg m[8];
+	uint8_t buf[256];
+	uint64_t hdr;
+	void *slot = NULL;
+
+	open_lean(spec, 16, 1);
+	cr_assert_eq(rb2_tx_max_msg(tx), 8 * 64 - 16, "half the ring less header and marker");
+	/* 48 bytes fit one slot with header and marker, 49 take two. */
+	rb2_test_fill(buf, 48, 1);
+	cr_assert_eq(rb2_tx_reserve(tx, 48, &slot), 0);
+	cr_assert_eq((uintptr_t)slot % 64, 8, "the payload follows the header");
+	memcpy(slot, buf, 48);
+	rb2_tx_commit(tx, 48);
+	rb2_tx_flush(tx);
+	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 1);
+	cr_assert_eq(m[0].data, (void *)(rx->slots + 8));
+	cr_assert_eq(m[0].len, 48);
+	cr_assert_eq(m[0].next_lo, 1, "one slot");
+	cr_assert(rb2_test_check(m[0].data, 48, 1));
+	memcpy(&hdr, rx->slots, 8);
+	cr_assert_eq(hdr, __rb2_len_hdr(0, 48), "header %#" PRIx64, hdr);
+	rb2_rx_release_burst(rx, m, 1);
+	memcpy(&hdr, rx->slots, 8);
+	cr_assert_eq(hdr, 0, "the receiver zeroed the header");
+	cr_assert_eq(rb2_tx_send(tx, buf, 49), 0);
+	cr_assert_eq(rb2_tx_send(tx, buf, 0), 0);
+	cr_assert_eq(rb2_tx_reserve(tx, 16, &slot), 0);
+	memset(slot, 7, 16);
+	rb2_tx_commit(tx, 16 | RB2_MSG_MARK);
+	rb2_tx_flush(tx);
+	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 3);
+	cr_assert_eq(m[0].len, 49);
+	cr_assert_eq(m[0].next_lo, 3, "two slots");
+	cr_assert_eq(m[1].len, 0, "an empty message");
+	cr_assert(rb2_msg_marked(&m[2]) && rb2_msg_len(&m[2]) == 16, "the mark beside the length");
+	rb2_rx_release_burst(rx, m, 3);
+	laps_of_lengths(0);
+}
+
+Test(rb2_chan, len_in_slot_carries_every_length_copy)
+{
+	len_in_slot_carries_every_length("shm,mode=copy");
+}
+
+Test(rb2_chan, len_in_slot_carries_every_length_loadstore)
+{
+	len_in_slot_carries_every_length("shm,mode=loadstore");
+}
+
+/* One WRITE per message of any length that fits: the same poll message
+ * without the flag (FaRM's) posts its length in a second one. */
+static uint64_t
+lean_wrs_for_40(int in_slot)
+{
+	struct rb2_tx_stats ts;
+
+	open_lean("shm,mode=copy", 64, in_slot);
+	send_and_drain(40);          /* 40-byte messages, one slot each, no wrap */
+	rb2_tx_stats_get(tx, &ts);
+	cr_assert_eq(ts.tail_writes, 0);
+	close_pair();
+	return ts.wrs;
+}
+
+Test(rb2_chan, len_in_slot_is_one_write_per_message)
+{
+	uint64_t with = lean_wrs_for_40(1), without = lean_wrs_for_40(0);
+
+	cr_assert_eq(with, 40, "%" PRIu64 " WRs for 40 messages", with);
+	cr_assert_eq(without, 80, "%" PRIu64 " WRs for 40 messages without the flag", without);
+}
+
+/* Wrap padding is its header alone: an 8-byte WRITE into the first padded
+ * slot; the rest of the padding is not sent. The receiver skips it on
+ * sight and zeroes the padding's headers and markers. */
+Test(rb2_chan, len_in_slot_padding_is_its_header_alone)
+{
+	struct rb2_msg m[8];
+	uint8_t buf[256];
+	uint64_t hdr;
+
+	open_lean("shm,mode=copy", 8, 1);
+	memset(buf, 0x11, sizeof(buf));
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(rb2_tx_send(tx, buf, 40), 0);
+	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 5);
+	rb2_rx_release_burst(rx, m, 5);
+	memset((uint8_t *)(uintptr_t)rx->slots + 5 * 64, 0xa5, 3 * 64); /* as the wire would */
+	cr_assert_eq(rb2_tx_send(tx, buf, 200), 0);  /* 4 slots: wraps */
+	memcpy(&hdr, rx->slots + 5 * 64, 8);
+	cr_assert_eq(hdr, __rb2_len_hdr(5, RB2_LEN_SKIP), "the padding's header %#" PRIx64, hdr);
+	for (uint32_t i = 5 * 64 + 8; i < 8 * 64; i++)
+		cr_assert_eq(rx->slots[i], 0xa5, "padding byte %u was written", i);
+	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 1);
+	cr_assert_eq(m[0].data, (void *)(rx->slots + 8), "wrapped to slot 0");
+	cr_assert_eq(m[0].len, 200);
+	for (uint32_t s = 5; s < 8; s++) {
+		uint64_t start, end;
+
+		memcpy(&start, rx->slots + s * 64, 8);
+		memcpy(&end, rx->slots + (s + 1) * 64 - 8, 8);
+		cr_expect(start == 0 && end == 0, "padding slot %u left %#" PRIx64 " / %#" PRIx64,
+			  s, start, end);
+	}
+	rb2_rx_release_burst(rx, m, 1);
+}
+
+Test(rb2_chan, len_in_slot_needs_poll_message_and_both_halves)
+{
+	struct rb2_chan_params p, q;
+	char why[256];
+
+	rb2_chan_params_init(&p);
+	p.flags |= RB2_CHAN_F_LEN_IN_SLOT;
+	cr_expect_eq(rb2_chan_params_check(&p, why, sizeof(why)), -EINVAL);
+	cr_expect(strstr(why, "poll message") != NULL, "%s", why);
+	/* No effect on a fixed-size channel: its length is known. */
+	rb2_chan_params_init(&p);
+	cr_assert_eq(rb2_chan_params_preset(&p, "lean"), 0);
+	p.msg_size = 40;
+	cr_expect_eq(rb2_chan_params_check(&p, NULL, 0), 0);
+	cr_expect(!rb2_chan_len_in_slot(&p));
+	cr_expect_eq(rb2_chan_max_msg(&p), 40);
+	/* A sender with it and a receiver without do not pair. */
+	rb2_chan_params_init(&p);
+	cr_assert_eq(rb2_chan_params_preset(&p, "lean"), 0);
+	q = p;
+	q.flags &= ~RB2_CHAN_F_LEN_IN_SLOT;
+	xp = rb2_xport_open_spec("shm");
+	tx = rb2_tx_create("t", xp, &p);
+	rx = rb2_rx_create("t", xp, &q);
+	cr_assert(tx != NULL && rx != NULL);
+	cr_expect_neq(rb2_chan_pair(tx, rx), 0, "halves that disagree on the length's place");
+}
+
 /* Lean (RB²'s latency mode): with a fixed-size channel one WRITE per
  * message, no tail WRITE, and the head pushed every half ring, never because
  * the ring drained. */
@@ -1418,6 +1588,16 @@ send_polling(const char *preset, const uint8_t *big, uint32_t len, uint8_t *out,
  */
 /* The head was READ at some point exactly when the receiver does not push
  * on draining (so the tests above did take that path). */
+/* Bytes a message of a channel with @p p takes besides its payload: a poll
+ * message's marker, and its header where its length is in the slot. */
+static uint32_t
+poll_overhead(const struct rb2_chan_params *p)
+{
+	if (p->tail_sync != RB2_TAIL_POLL_MSG)
+		return 0;
+	return RB2_MARKER_SIZE + (rb2_chan_len_in_slot(p) ? RB2_LEN_HDR_SIZE : 0);
+}
+
 static void
 expect_reads_iff_lazy(const char *preset, const struct rb2_chan_params *rxp)
 {
@@ -1451,7 +1631,7 @@ largest_message_at_every_position(const char *preset, int lazy_rx_only, uint32_t
 	tx = rb2_tx_create("t", xp, &pt);
 	rx = rb2_rx_create("t", xp, &p);
 	cr_assert(tx != NULL && rx != NULL && rb2_chan_pair(tx, rx) == 0);
-	cr_expect_eq(max, p.slots / 2 * 64 - (p.tail_sync == RB2_TAIL_POLL_MSG ? RB2_MARKER_SIZE : 0),
+	cr_expect_eq(max, p.slots / 2 * 64 - poll_overhead(&p),
 		     "%s: half the ring", preset);
 	cr_expect_eq(rb2_tx_send(tx, big, max + 1), -EMSGSIZE, "%s: one byte over the limit", preset);
 	cr_assert_leq(max, sizeof(big));
@@ -1535,7 +1715,7 @@ largest_message_worst_case(const char *preset, uint32_t slots)
 	p.slot_size = 64;
 	cr_assert_eq(rb2_chan_params_preset(&p, preset), 0);
 	max = rb2_chan_max_msg(&p);
-	k = (max + (p.tail_sync == RB2_TAIL_POLL_MSG ? RB2_MARKER_SIZE : 0) + 63) / 64;
+	k = (max + poll_overhead(&p) + 63) / 64;
 	pos = slots - (k - 1);      /* a k-slot message here pads k - 1 first */
 	/* The largest lag u + c reachable with one-slot messages from slot 0,
 	 * where pushes fall on multiples of gamma: u = head % gamma. */

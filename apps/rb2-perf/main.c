@@ -100,7 +100,8 @@ usage(FILE *f, const char *prog)
 "                       A suffix :fixed makes that one a fixed-size channel\n"
 "                       (no length crosses: the paper's slot = message size),\n"
 "                       :var a variable-length one. Poll-message presets get\n"
-"                       a slot that also holds their 8-byte marker unless\n"
+"                       a slot that also holds their 8-byte marker (and\n"
+"                       lean:var its 8-byte length header) unless\n"
 "                       --slot-size is given. lat: one preset\n"
 "  --pairs K            bw: K channel pairs at once, pair i sending from the EAL's\n"
 "                       lcore 2i to lcore 2i+1 (Fig. 7); the sum of their rates\n"
@@ -634,7 +635,8 @@ perf_preset_is_rb2(const char *name)
  * A preset: DESIGN or HEAD+TAIL, optionally :fixed (a fixed-size channel,
  * no length crosses: the paper's slot = message size) or :var (lengths in
  * lens[], as any message size needs). Poll-message presets get a slot that
- * also holds their 8-byte marker unless --slot-size was given, so that each
+ * also holds their 8-byte marker (and 8-byte header where the length is in
+ * the slot, "lean" :var) unless --slot-size was given, so that each
  * of their messages takes one slot, as everyone else's does.
  */
 int
@@ -658,7 +660,8 @@ perf_apply_preset(struct rb2_chan_params *p, const char *spec,
 	}
 	ret = preset_sync(p, name);
 	if (ret == 0 && p->tail_sync == RB2_TAIL_POLL_MSG && !o->slot_size_given)
-		p->slot_size = RTE_ALIGN_CEIL(o->size + RB2_MARKER_SIZE,
+		p->slot_size = RTE_ALIGN_CEIL(o->size + RB2_MARKER_SIZE +
+					      (rb2_chan_len_in_slot(p) ? RB2_LEN_HDR_SIZE : 0),
 					      p->flags & RB2_CHAN_F_UNALIGNED ? 8 : 64);
 	if (ret == 0)
 		perf_ablate(p, o);

@@ -65,16 +65,16 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 	p->max_inflight = 0;
 	/* Without batching every commit is published anyway. */
 	p->eager = 0;
-	p->flags &= ~RB2_CHAN_F_LAZY_HEAD;
+	p->flags &= ~(RB2_CHAN_F_LAZY_HEAD | RB2_CHAN_F_LEN_IN_SLOT);
 	if (strcmp(name, "lean") == 0) {
-		/* Latency: one WRITE per message (a fixed-size slot and its
-		 * marker are contiguous: no length, no tail), the head pushed
-		 * only every half ring. */
+		/* Latency: one WRITE per message (the message, its length in
+		 * the slot's header and its marker are contiguous: no lens[],
+		 * no tail), the head pushed only every half ring. */
 		p->head_sync = RB2_HEAD_LAZY_PUSH;
 		p->tail_sync = RB2_TAIL_POLL_MSG;
 		p->alpha = p->beta = 1;
 		p->gamma = RTE_MAX(1u, p->slots / 2);
-		p->flags |= RB2_CHAN_F_LAZY_HEAD;
+		p->flags |= RB2_CHAN_F_LAZY_HEAD | RB2_CHAN_F_LEN_IN_SLOT;
 		return 0;
 	}
 	if (strcmp(name, "socksdirect") == 0) {
@@ -107,10 +107,20 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 	return 0;
 }
 
+/* Bytes a poll message carries besides its payload: its marker, and its
+ * header where the length travels in the slot. */
 static uint32_t
 trailer_of(const struct rb2_chan_params *p)
 {
-	return p->tail_sync == RB2_TAIL_POLL_MSG ? RB2_MARKER_SIZE : 0;
+	if (p->tail_sync != RB2_TAIL_POLL_MSG)
+		return 0;
+	return RB2_MARKER_SIZE + (rb2_chan_len_in_slot(p) ? RB2_LEN_HDR_SIZE : 0);
+}
+
+int
+rb2_chan_len_in_slot(const struct rb2_chan_params *p)
+{
+	return (p->flags & RB2_CHAN_F_LEN_IN_SLOT) && p->msg_size == 0;
 }
 
 uint32_t
@@ -135,9 +145,14 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 		return -EINVAL;
 	}
 	if (p->flags & ~(RB2_CHAN_F_NO_ELASTIC | RB2_CHAN_F_UNALIGNED | RB2_CHAN_F_SLEEP |
-			 RB2_CHAN_F_LAZY_HEAD)) {
-		WHY("invalid flags=0x%x: only RB2_CHAN_F_NO_ELASTIC, RB2_CHAN_F_UNALIGNED, RB2_CHAN_F_SLEEP and RB2_CHAN_F_LAZY_HEAD exist",
+			 RB2_CHAN_F_LAZY_HEAD | RB2_CHAN_F_LEN_IN_SLOT)) {
+		WHY("invalid flags=0x%x: only RB2_CHAN_F_NO_ELASTIC, RB2_CHAN_F_UNALIGNED, RB2_CHAN_F_SLEEP, RB2_CHAN_F_LAZY_HEAD and RB2_CHAN_F_LEN_IN_SLOT exist",
 		    p->flags);
+		return -EINVAL;
+	}
+	if ((p->flags & RB2_CHAN_F_LEN_IN_SLOT) && p->tail_sync != RB2_TAIL_POLL_MSG) {
+		WHY("RB2_CHAN_F_LEN_IN_SLOT puts a poll message's length in its slot: it needs tail_sync=2 (poll message; the \"lean\" preset), not %d",
+		    (int)p->tail_sync);
 		return -EINVAL;
 	}
 	if (p->slot_size == 0 || (p->flags & RB2_CHAN_F_UNALIGNED ?
@@ -519,6 +534,7 @@ rb2_rx_create(const char *name, struct rb2_xport *xp,
 	rx->gamma = p->gamma;
 	rx->max_len = rb2_chan_max_msg(p);
 	rx->msg_size = p->msg_size;
+	rx->leader = rb2_chan_len_in_slot(p) ? RB2_LEN_HDR_SIZE : 0;
 	rx->local_tail = RTE_PTR_ADD(base, RB2_REGION_PTR_OFF);
 	rx->head_shadow = RTE_PTR_ADD(base, RB2_REGION_SHADOW_OFF);
 	rx->head_shadow[RB2_PULL_CHECK] = ~0ull; /* head 0, published */
@@ -637,7 +653,7 @@ rb2_chan_desc_check(const void *blob, size_t len, int role,
 		return -EPROTO;
 	}
 	if ((d.flags & ~RB2_CHAN_F_LAZY_HEAD) != (p->flags & RB2_CHAN_F_WIRE)) {
-		WHYD("peer flags 0x%x differ from ours 0x%x (both halves must set RB2_CHAN_F_UNALIGNED and RB2_CHAN_F_SLEEP alike)",
+		WHYD("peer flags 0x%x differ from ours 0x%x (both halves must set RB2_CHAN_F_UNALIGNED, RB2_CHAN_F_SLEEP and RB2_CHAN_F_LEN_IN_SLOT alike)",
 		     d.flags & ~RB2_CHAN_F_LAZY_HEAD, p->flags & RB2_CHAN_F_WIRE);
 		return -EPROTO;
 	}

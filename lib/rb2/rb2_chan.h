@@ -89,9 +89,10 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
  *    completion for every WRITE, at most 10 in flight (max_inflight): while
  *    the window is full messages accumulate and go out together (its
  *    adaptive batching).
- *  - "lean": RB²'s latency mode: poll message (with a fixed-size channel a
- *    message, its marker and so its publication are one WRITE), no batching,
- *    the head pushed only every half ring (RB2_CHAN_F_LAZY_HEAD).
+ *  - "lean": RB²'s latency mode: poll message with the length in the slot
+ *    (RB2_CHAN_F_LEN_IN_SLOT: a message, its length and its marker, and so
+ *    its publication, are one WRITE), no batching, the head pushed only
+ *    every half ring (RB2_CHAN_F_LAZY_HEAD).
  * What each copies is the application's: doc/design.md says, and rb2-perf
  * copies as each does.
  *
@@ -103,8 +104,13 @@ int rb2_chan_params_preset(struct rb2_chan_params *p, const char *name);
 #define RB2_CHAN_PRESET_NAMES "rb2, rb2-noeager, rb2-unbatched, rb2-idlepush, l5, farm, socksdirect, lean"
 
 /** @return the largest message a channel with @p p carries: msg_size if set,
- * else N/2 * S, less a poll message's marker. */
+ * else N/2 * S, less a poll message's marker (and header, with
+ * RB2_CHAN_F_LEN_IN_SLOT). */
 uint32_t rb2_chan_max_msg(const struct rb2_chan_params *p);
+
+/** @return whether a channel with @p p carries each message's length in its
+ * slot (RB2_CHAN_F_LEN_IN_SLOT on a variable-size channel). */
+int rb2_chan_len_in_slot(const struct rb2_chan_params *p);
 
 /**
  * Create the sender's half: allocates and registers RB_S on the socket the
@@ -297,7 +303,7 @@ rb2_tx_max_msg(const struct rb2_tx *tx)
  *
  * @param[out] first
  *   64-byte aligned start of the first message (8-byte with
- *   RB2_CHAN_F_UNALIGNED).
+ *   RB2_CHAN_F_UNALIGNED or RB2_CHAN_F_LEN_IN_SLOT).
  * @return
  *   The number of messages reserved (1..n); -ENOBUFS when not even one fits;
  *   -EMSGSIZE; or the channel's error. Commit with rb2_tx_commit_burst().
@@ -334,7 +340,8 @@ rb2_tx_reserve_burst(struct rb2_tx *tx, uint32_t len, unsigned int n,
 		fit /= need;
 		room /= need;
 	}
-	*first = tx->slots + (size_t)pos * tx->slot_size;
+	/* RB2_CHAN_F_LEN_IN_SLOT: the payload follows the length header. */
+	*first = tx->slots + (size_t)pos * tx->slot_size + tx->leader;
 	/* Ask now for ownership of the slots of the next burst (or, for
 	 * single messages, a few ahead), so that their RFO misses overlap
 	 * this burst's fill instead of stalling the next one. Only free
@@ -404,8 +411,9 @@ rb2_tx_commit_burst(struct rb2_tx *tx, uint32_t len, unsigned int n)
  * returns the same room.
  *
  * @param[out] slot
- *   64-byte aligned (8-byte with RB2_CHAN_F_UNALIGNED), @p len contiguous
- *   bytes (never split at the wrap).
+ *   64-byte aligned (8-byte with RB2_CHAN_F_UNALIGNED or
+ *   RB2_CHAN_F_LEN_IN_SLOT), @p len contiguous bytes (never split at the
+ *   wrap).
  * @return
  *   0; -ENOBUFS (full: retry later, nothing was taken); -EMSGSIZE (@p len
  *   exceeds rb2_tx_max_msg()); or the error that failed the channel

@@ -24,6 +24,10 @@
  *                       RB2_LEN_SKIP for wrap padding, unused inside a message
  *   +L    [slot 0 ][slot 1 ] ... [slot N-1]   S bytes each, S % 64 == 0
  *                       (RB2_CHAN_F_UNALIGNED: at +L+8, S % 8 == 0)
+ *   A poll message (RB2_TAIL_POLL_MSG) ends its last slot with an 8-byte
+ *   marker; with RB2_CHAN_F_LEN_IN_SLOT it also starts its first with an
+ *   8-byte header, [u32 length][u32 low word of the marker], and lens[] is
+ *   not used:  [hdr][payload ...            ][marker]
  *
  *   Sender (four pointers, free-running u64, masked at slot access):
  *
@@ -222,6 +226,20 @@ struct rb2_chan_params {
  * travels in the descriptor: a sender follows its receiver's.
  */
 #define RB2_CHAN_F_LAZY_HEAD (1u << 3)
+/**
+ * LEN_IN_SLOT (both halves; poll-message sync, variable-size channels; the
+ * "lean" preset): each message's length travels in an 8-byte header at the
+ * start of its first slot, not in lens[]. The header's other half is the
+ * low word of the message's marker, so a header from an earlier lap never
+ * passes for this one. A message, its length and its publication (the
+ * marker) are then one WRITE, or one cache line on load/store where a
+ * message and its 16 bytes fit 64; without it a poll message's length is a
+ * second WRITE, and on load/store a store into a lens[] line the receiver
+ * is reading. The payload starts 8 bytes into the slot: reservations and
+ * views are 8-byte aligned. No effect on a fixed-size channel (its length
+ * is known).
+ */
+#define RB2_CHAN_F_LEN_IN_SLOT (1u << 4)
 /** The largest rb2_chan_params.eager. */
 #define RB2_EAGER_MAX 255
 /** rb2_chan_params.eager: 4 on load/store transports, 0 over WRs. */
@@ -230,7 +248,7 @@ struct rb2_chan_params {
 #define RB2_EAGER_LOADSTORE 4
 
 /** Flags both halves must agree on (they travel in the descriptor). */
-#define RB2_CHAN_F_WIRE (RB2_CHAN_F_UNALIGNED | RB2_CHAN_F_SLEEP)
+#define RB2_CHAN_F_WIRE (RB2_CHAN_F_UNALIGNED | RB2_CHAN_F_SLEEP | RB2_CHAN_F_LEN_IN_SLOT)
 /** Where the slots start in an UNALIGNED region, past the cache line. */
 #define RB2_UNALIGNED_OFF 8
 
@@ -359,7 +377,8 @@ struct rb2_tx {
 	uint32_t beta;
 	uint32_t resv_skip; /**< slots the pending reservation skips at the wrap */
 	uint32_t msg_size; /**< 0, or the fixed message size */
-	uint32_t trailer;  /**< poll-message sync: bytes of marker after a message */
+	uint32_t trailer;  /**< poll-message sync: bytes of header and marker around a message */
+	uint32_t leader;   /**< RB2_CHAN_F_LEN_IN_SLOT: the header's bytes before the payload */
 	uint8_t eager_left; /**< commits still to publish at once (params.eager) */
 	uint8_t eager;      /**< params.eager: eager_left after an idle flush */
 
@@ -423,6 +442,7 @@ struct rb2_rx {
 	uint32_t max_len;
 	uint32_t msg_size;            /**< 0, or the fixed message size */
 	uint32_t poll_msg;            /**< poll-message sync: no tail pointer */
+	uint32_t leader;              /**< RB2_CHAN_F_LEN_IN_SLOT: header bytes before the payload */
 
 	uint64_t head __rte_cache_aligned;        /**< next slot to read */
 	uint64_t synced_head __rte_cache_aligned; /**< head at the last push */
@@ -546,6 +566,9 @@ struct rb2_cqe {
 
 /** Poll-message sync: bytes of the marker that ends every message. */
 #define RB2_MARKER_SIZE 8
+/** RB2_CHAN_F_LEN_IN_SLOT: bytes of the header that starts every message
+ * (its length, then the low word of its marker). */
+#define RB2_LEN_HDR_SIZE 8
 
 /** The marker of the message starting at free-running slot @p t: odd, so
  * never the zero the receiver leaves, and different on every lap. */
@@ -553,6 +576,15 @@ static inline uint64_t
 __rb2_marker(uint64_t t)
 {
 	return t << 1 | 1;
+}
+
+/** RB2_CHAN_F_LEN_IN_SLOT: the header of a message of @p len (its mark
+ * included) starting at free-running slot @p t. Never 0, which the
+ * receiver leaves: the marker's low word is odd. */
+static inline uint64_t
+__rb2_len_hdr(uint64_t t, uint32_t len)
+{
+	return (uint64_t)(uint32_t)__rb2_marker(t) << 32 | len;
 }
 
 #ifdef __cplusplus

@@ -164,8 +164,9 @@ admit(struct rb2_tx *tx, enum rb2_publish how)
 }
 
 /* One contiguous range of slots [a, a+k): its lens entries (unless the
- * channel is fixed-size), then its first @ks slots (the rest is wrap padding,
- * never read: not sent). */
+ * channel is fixed-size or carries lengths in the slots), then its first
+ * @ks slots (the rest is wrap padding: not sent, but for its header where
+ * lengths are in the slots, which is how the receiver learns of the skip). */
 static __rte_always_inline unsigned int
 range_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w, uint32_t a, uint32_t k, uint32_t ks)
 {
@@ -176,23 +177,31 @@ range_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w, uint32_t a, uint32_t k, uin
 	uint32_t max_inline = tx->h.qp->max_inline;
 	unsigned int n = 0;
 
-	if (tx->msg_size == 0)
+	if (tx->msg_size == 0 && tx->leader == 0)
 		w[n++] = (struct rb2_xport_wr){
 			.local = &tx->lens[a], .remote = peer_lens + (uint64_t)a * 4,
 			.len = llen, .lkey = tx->h.mr.lkey, .rkey = pd->rkey,
 			.opcode = RB2_WR_WRITE,
 			.flags = llen <= max_inline ? RB2_WR_INLINE : 0,
 		};
-	if (ks == 0)
-		return n;
-	w[n++] = (struct rb2_xport_wr){
-		.local = tx->slots + (size_t)a * tx->slot_size,
-		.remote = peer_slots + (uint64_t)a * tx->slot_size,
-		.len = ks * tx->slot_size, .lkey = tx->h.mr.lkey, .rkey = pd->rkey,
-		.opcode = RB2_WR_WRITE,
-		.flags = ks * tx->slot_size <= max_inline ? RB2_WR_INLINE : 0,
-	};
-	RB2_STAT_ADD(&tx->stats, slot_writes, 1);
+	if (ks != 0) {
+		w[n++] = (struct rb2_xport_wr){
+			.local = tx->slots + (size_t)a * tx->slot_size,
+			.remote = peer_slots + (uint64_t)a * tx->slot_size,
+			.len = ks * tx->slot_size, .lkey = tx->h.mr.lkey, .rkey = pd->rkey,
+			.opcode = RB2_WR_WRITE,
+			.flags = ks * tx->slot_size <= max_inline ? RB2_WR_INLINE : 0,
+		};
+		RB2_STAT_ADD(&tx->stats, slot_writes, 1);
+	}
+	if (ks < k && tx->leader != 0)      /* the padding's header */
+		w[n++] = (struct rb2_xport_wr){
+			.local = tx->slots + (size_t)(a + ks) * tx->slot_size,
+			.remote = peer_slots + (uint64_t)(a + ks) * tx->slot_size,
+			.len = RB2_LEN_HDR_SIZE, .lkey = tx->h.mr.lkey, .rkey = pd->rkey,
+			.opcode = RB2_WR_WRITE,
+			.flags = RB2_LEN_HDR_SIZE <= max_inline ? RB2_WR_INLINE : 0,
+		};
 	return n;
 }
 

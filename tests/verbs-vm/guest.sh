@@ -59,6 +59,7 @@ suite) bash /rb2/tests/verbs-vm/suite.sh; rc=$? ;;
 two) RB2_ROLE=$role RB2_PEER_IP=$peer RB2_GUESTKILL=${guestkill:-0} \
 	bash /rb2/tests/verbs-vm/suite-two.sh; rc=$? ;;
 perf) RB2_OUT=$out bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
+perf-lat) RB2_OUT=$out RB2_PERF_LAT_ONLY=3 bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
 two-bench) RB2_ROLE=$role RB2_PEER_IP=$peer bash /rb2/tests/verbs-vm/bench-two.sh; rc=$? ;;
 eval|eval-quick)
 	# Hugepages for all but Table II's M8 (800 MB of the guest's 3 GB).

@@ -40,15 +40,22 @@ rb() { # MODE SIZE COUNT EXTRA...
 }
 # One number out of rb2-perf's one-line JSON (the guest has no python).
 jnum() { sed -n "s/.*\"$2\": \([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
+rm -f /tmp/perf.failed
 
 {
 echo "# rb2-perf over rxe0 next to perftest (one QEMU TCG guest, Soft-RoCE)"
 echo
 echo "TCG makes every absolute figure meaningless; the ratios, measured in this boot, count."
 echo
+# RB2_PERF_LAT_ONLY=N (run.sh BUILD perf-lat): the round-trip table alone,
+# its rows in N interleaved rounds, for ratios within one boot.
+lat_only=${RB2_PERF_LAT_ONLY:-}
+[ -z "$lat_only" ] && {
 echo "| size | ib_write_bw Mmsg/s | rb2 Mmsg/s (var.) | ratio | rb2 Mmsg/s (fixed) | ratio |"
 echo "|---|---|---|---|---|---|"
+}
 for size in 64 65536; do
+	[ -n "$lat_only" ] && break
 	n=20000; c=40000; slots=1024; ss=64
 	[ $size = 65536 ] && n=2000 c=2000 slots=128 ss=65536
 	l=$(pt ib_write_bw $size $n); ib=$(echo "$l" | awk '{print $5}')
@@ -64,14 +71,16 @@ done
 echo
 echo "| 64 B round trip | avg us | p50 us | p99.9 us | |"
 echo "|---|---|---|---|---|"
+for round in $(seq "${lat_only:-1}"); do
 l=$(pt ib_write_lat 64 5000)
 echo "$l" | awk '{printf "| ib_write_lat (one way, x2) | %.2f | %.2f | %.2f |\n", 2*$6, 2*$5, 2*$9}'
 ibl=$(echo "$l" | awk '{print 2*$6}')
-for v in "" --fixed "--preset lean:fixed"; do
+for v in "" --fixed "--preset lean:fixed" "--preset lean:var"; do
 	case "$v" in
 	"") what="(alpha=beta=gamma=1)" ;;
 	--fixed) what="--fixed (alpha=beta=gamma=1)" ;;
-	*) what="--preset lean:fixed (one WRITE per message)" ;;
+	*:fixed) what="--preset lean:fixed (one WRITE per message)" ;;
+	*) what="--preset lean:var (one WRITE per message, its length in the slot)" ;;
 	esac
 	rb lat 64 5000 --warmup 500 $v
 	awk -v a="$(jnum /tmp/rb.c.json avg_ns)" -v p="$(jnum /tmp/rb.c.json p50_ns)" \
@@ -79,6 +88,11 @@ for v in "" --fixed "--preset lean:fixed"; do
 		r = ib > 0 ? sprintf(" %.2fx ib_write_lat avg |", a / 1e3 / ib) : " |"
 		printf "| rb2-perf lat %s | %.2f | %.2f | %.2f |%s\n", w, a / 1e3, p / 1e3, t / 1e3, r }'
 done
+done
+if [ -n "$lat_only" ]; then
+	echo "$failed" > /tmp/perf.failed
+	exit
+fi
 echo
 echo "## Connections over rxe0 (rb2-connperf, both ends in one process, QPs connected locally)"
 echo
@@ -177,6 +191,9 @@ for r in 1 2 3; do
 		printf "| %d | %.4f | %.4f | %.4f | %.4f | %s |\n", r, o, od / om, l, ld / lm,
 			(o > 0 ? sprintf("%.2f", l / o) : "n/a") }'
 done
+echo "$failed" > /tmp/perf.failed
 } | tee "$out"
+# The group ran in the pipeline's subshell: its verdict comes back in a file.
+failed=$(cat /tmp/perf.failed 2>/dev/null || echo 1)
 [ $failed -eq 0 ] || { echo "perf: a run failed"; cat /tmp/rb.s /tmp/rb.c /tmp/pt.s /tmp/pt.c | grep -v TELEM | tail -20; }
 exit $failed

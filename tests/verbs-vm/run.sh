@@ -8,7 +8,7 @@
 # uncompressed vmlinux, and a busybox initramfs that mounts the rootfs and the
 # project over 9p. The guest runs tests/verbs-vm/guest.sh against BUILD.
 #
-#   tests/verbs-vm/run.sh BUILD [suite|two|two-bench|perf|eval|eval-quick|cases|pppoe]
+#   tests/verbs-vm/run.sh BUILD [suite|two|two-bench|perf|perf-lat|eval|eval-quick|cases|pppoe]
 #   (default: suite)
 #
 # suite: one guest, two processes over rxe0 on a dummy netdev.
@@ -19,6 +19,7 @@
 #        the other's: large messages lent against copied through both
 #        (rb2-raasbench, tests/verbs-vm/bench-two.sh); JSON lines.
 # perf:  rb2-perf and perftest side by side in one guest boot.
+# perf-lat: its 64 B round-trip table alone, in 3 interleaved rounds.
 # eval:  usertools/rb2-eval.py --transport verbs,dev=rxe0 with ib_write_bw
 #        next to Fig. 5, into doc/eval/verbs (eval-quick: doc/eval/verbs-quick);
 #        the guest has no gnuplot, so the host draws the plots afterwards.

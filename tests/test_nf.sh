@@ -37,6 +37,14 @@ base_va=${RB2_BASE_VIRTADDR:-0x200000000000}
 # How much slower than a release build this one runs (meson: 5 under TSan):
 # waits for progress and time bounds scale with it.
 slow=${RB2_TEST_SLOWDOWN:-1}
+# Under ThreadSanitizer (meson: RB2_TEST_TSAN=1) the two-process runs
+# preallocate their memory (--legacy-mem): a secondary that frees then
+# returns memory to the shared heap itself, rather than asking the
+# primary's IPC thread, whose heap updates (under DPDK's own lock, in
+# uninstrumented code) TSan takes for races with the primary's own frees
+# when the two processes end together (tests/tsan/README.md).
+mp_mem=()
+[ "${RB2_TEST_TSAN:-0}" = 1 ] && mp_mem=(--legacy-mem)
 
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
@@ -481,13 +489,13 @@ twoproc)
 	pfx=rb2t-nf2-$$
 	cfg=$src/config/nf-two-proc.ini
 	# measure is the primary (it outlives the sender); replay a secondary.
-	"$nf" -l 1 --no-pci -m 256 --file-prefix "$pfx" --proc-type=primary \
+	"$nf" -l 1 --no-pci -m 256 --file-prefix "$pfx" --proc-type=primary "${mp_mem[@]}" \
 		--base-virtaddr="$base_va" --log-level=lib.eal:warning -- \
 		--config "$cfg" --proc measure --json "$tmp/two.json" \
 		>"$tmp/m.txt" 2>&1 &
 	mpid=$!
 	wait_socket "$pfx"
-	"$nf" -l 0 --no-pci -m 256 --file-prefix "$pfx" --proc-type=secondary \
+	"$nf" -l 0 --no-pci -m 256 --file-prefix "$pfx" --proc-type=secondary "${mp_mem[@]}" \
 		--log-level=lib.eal:warning -- --config "$cfg" --proc replay --trace "$tmp/g.pcap" \
 		>"$tmp/r.txt" 2>&1 || { fail "replay process"; cat "$tmp/r.txt"; }
 	wait $mpid || { fail "measure process"; cat "$tmp/m.txt"; }
@@ -513,7 +521,7 @@ PY
 	pfx=rb2t-nf2z-$$
 	mkdir -p "/var/run/dpdk/$pfx" && truncate -s 16M "/var/run/dpdk/$pfx/config"
 	RB2_SECONDARY_WAIT_S=2 timeout 60 "$nf" -l 0 --no-pci -m 256 --file-prefix "$pfx" \
-		--proc-type=secondary --log-level=lib.eal:warning -- --config "$cfg" --proc replay \
+		--proc-type=secondary "${mp_mem[@]}" --log-level=lib.eal:warning -- --config "$cfg" --proc replay \
 		--trace "$tmp/g.pcap" >"$tmp/z.txt" 2>&1
 	rc=$?
 	grep -q "has waited 2 s for its primary (--file-prefix $pfx) to finish starting" "$tmp/z.txt" &&
@@ -528,12 +536,12 @@ PY
 	"$gen" -o "$tmp/small.pcap" --packets 20000 --flows 500 --seed 9 >/dev/null
 	for victim in measure replay; do
 		pfx=rb2t-nf2s-$victim-$$
-		"$nf" -l 1 --no-pci -m 256 --file-prefix "$pfx" --proc-type=primary \
+		"$nf" -l 1 --no-pci -m 256 --file-prefix "$pfx" --proc-type=primary "${mp_mem[@]}" \
 			--base-virtaddr="$base_va" --log-level=lib.eal:warning -- \
 			--config "$cfg" --proc measure --json "$tmp/s.json" >"$tmp/m.txt" 2>&1 &
 		mpid=$!
 		wait_socket "$pfx"
-		"$nf" -l 0 --no-pci -m 256 --file-prefix "$pfx" --proc-type=secondary \
+		"$nf" -l 0 --no-pci -m 256 --file-prefix "$pfx" --proc-type=secondary "${mp_mem[@]}" \
 			--log-level=lib.eal:warning -- --config "$cfg" --proc replay --loop 0 \
 			--trace "$tmp/small.pcap" --stats-json "$tmp/rs.json" >"$tmp/r.txt" 2>&1 &
 		rpid=$!
@@ -564,12 +572,12 @@ PY
 	# The measure process killed: the replay process sees its receiver die
 	# within a bounded time, exits non-zero, and says how much it had sent.
 	pfx=rb2t-nf2k-$$
-	"$nf" -l 1 --no-pci -m 256 --file-prefix "$pfx" --proc-type=primary \
+	"$nf" -l 1 --no-pci -m 256 --file-prefix "$pfx" --proc-type=primary "${mp_mem[@]}" \
 		--base-virtaddr="$base_va" --log-level=lib.eal:warning -- \
 		--config "$cfg" --proc measure >"$tmp/m.txt" 2>&1 &
 	mpid=$!
 	wait_socket "$pfx"
-	"$nf" -l 0 --no-pci -m 256 --file-prefix "$pfx" --proc-type=secondary \
+	"$nf" -l 0 --no-pci -m 256 --file-prefix "$pfx" --proc-type=secondary "${mp_mem[@]}" \
 		--log-level=lib.eal:warning -- --config "$cfg" --proc replay --loop 0 --pps 1000 \
 		--trace "$tmp/g.pcap" >"$tmp/r.txt" 2>&1 &
 	rpid=$!

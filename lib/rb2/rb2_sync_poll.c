@@ -153,17 +153,24 @@ __rb2_tx_mark(struct rb2_tx *tx, uint64_t t, uint32_t skip, uint32_t len, unsign
 	}
 }
 
-/* Poll message: does an impossible length (@p width 4: a lens[] entry) or
- * header (8) at @p p change within 100 ms? A WRITE still landing does; a
- * corrupt ring does not. */
+/* The word that says a poll message's length: a lens[] entry (@p width 4)
+ * or the slot's header (8, RB2_CHAN_F_LEN_IN_SLOT). Relaxed: the marker's
+ * acquire orders what follows. */
+static inline uint64_t
+len_word(const void *p, unsigned int width)
+{
+	return width == 8 ? atomic_load_explicit((const _Atomic uint64_t *)p, memory_order_relaxed) :
+		atomic_load_explicit((const _Atomic uint32_t *)p, memory_order_relaxed);
+}
+
+/* Poll message: does an impossible length word at @p p change within
+ * 100 ms? A WRITE still landing does; a corrupt ring does not. */
 static int
 poll_word_settles(const void *p, unsigned int width, uint64_t was)
 {
 	uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() / 10;
 
-	while ((width == 8 ? atomic_load_explicit((const _Atomic uint64_t *)p,
-						  memory_order_relaxed) :
-		atomic_load_explicit((const _Atomic uint32_t *)p, memory_order_relaxed)) == was) {
+	while (len_word(p, width) == was) {
 		if (rte_get_timer_cycles() > deadline)
 			return 0;
 		rte_pause();
@@ -190,19 +197,13 @@ __rb2_rx_peek_poll(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 		const _Atomic uint64_t *mark;
 
 		if (rx->msg_size == 0) {
-			if (rx->leader != 0) {
-				word = atomic_load_explicit((const _Atomic uint64_t *)lp,
-							    memory_order_relaxed);
-				/* Zero, or an earlier lap's: nothing (yet). */
-				if ((uint32_t)(word >> 32) != (uint32_t)__rb2_marker(h))
-					break;
-				len = (uint32_t)word;
-			} else {
-				word = len = atomic_load_explicit((const _Atomic uint32_t *)lp,
-								  memory_order_relaxed);
-				if (len == RB2_LEN_EMPTY)
-					break;                /* nothing (yet) */
-			}
+			word = len_word(lp, width);
+			len = (uint32_t)word;
+			/* A header that is zero or an earlier lap's, or a
+			 * consumed lens[] entry: nothing (yet). */
+			if (rx->leader != 0 ? (uint32_t)(word >> 32) != (uint32_t)__rb2_marker(h) :
+			    len == RB2_LEN_EMPTY)
+				break;
 			if (len == RB2_LEN_SKIP) {
 				/* Wrap padding: nothing to deliver; free it now
 				 * (only the first message of a peek may follow). */
@@ -235,10 +236,7 @@ __rb2_rx_peek_poll(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 			break;                        /* not all there yet */
 		/* A length read before the marker may have been torn (a NIC
 		 * writes byte-wise); it is final now. */
-		if (rx->msg_size == 0 &&
-		    (width == 8 ? atomic_load_explicit((const _Atomic uint64_t *)lp,
-						       memory_order_relaxed) :
-		     atomic_load_explicit((const _Atomic uint32_t *)lp, memory_order_relaxed)) != word)
+		if (rx->msg_size == 0 && len_word(lp, width) != word)
 			continue;
 		msgs[i].data = (void *)(uintptr_t)(slot + rx->leader);
 		rte_prefetch0(msgs[i].data);

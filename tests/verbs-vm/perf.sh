@@ -50,12 +50,10 @@ echo
 # RB2_PERF_LAT_ONLY=N (run.sh BUILD perf-lat): the round-trip table alone,
 # its rows in N interleaved rounds, for ratios within one boot.
 lat_only=${RB2_PERF_LAT_ONLY:-}
-[ -z "$lat_only" ] && {
+if [ -z "$lat_only" ]; then
 echo "| size | ib_write_bw Mmsg/s | rb2 Mmsg/s (var.) | ratio | rb2 Mmsg/s (fixed) | ratio |"
 echo "|---|---|---|---|---|---|"
-}
 for size in 64 65536; do
-	[ -n "$lat_only" ] && break
 	n=20000; c=40000; slots=1024; ss=64
 	[ $size = 65536 ] && n=2000 c=2000 slots=128 ss=65536
 	l=$(pt ib_write_bw $size $n); ib=$(echo "$l" | awk '{print $5}')
@@ -68,6 +66,7 @@ for size in 64 65536; do
 		if (ib > 0) { rv = sprintf("%.2fx", v / ib); rf = sprintf("%.2fx", f / ib) }
 		printf "| %d B | %.4f | %.4f | %s | %.4f | %s |\n", s, ib, v, rv, f, rf }'
 done
+fi
 echo
 echo "| 64 B round trip | avg us | p50 us | p99.9 us | |"
 echo "|---|---|---|---|---|"

@@ -1086,9 +1086,11 @@ def main():
                     http_requests=1000000, wrk_seconds=10)
     if verbs:
         # A software RNIC under TCG: a round trip takes hundreds of us. The
-        # case studies are scaled down by 1000 (the report says so).
-        prof.update(rounds=3, lat_count=3000, lat_warmup=300, nf_packets=30000,
-                    kv_ops=3000, http_requests=1000)
+        # case studies are scaled down by 100 (the report says so): by 1000,
+        # a FaRM round of Fig. 9 lasted a quarter of a second and its ratio
+        # fell on the paper's 4x (3.996x), too few requests to decide.
+        prof.update(rounds=3, lat_count=3000, lat_warmup=300, nf_packets=300000,
+                    kv_ops=30000, http_requests=10000)
     o.lat_min = 200 if verbs else 2000
     for k, v in prof.items():
         if getattr(o, k) is None:

@@ -732,6 +732,8 @@ laps_of_lengths(uint32_t msg_size)
 				seq++;
 			else
 				rb2_tx_flush(tx);
+		} else {
+			rb2_tx_flush(tx);  /* batched: publish the last ones */
 		}
 		if ((n = rb2_rx_peek_burst(rx, m, 8)) > 0) {
 			for (int i = 0; i < n; i++, got++) {
@@ -1165,7 +1167,7 @@ Test(rb2_chan, preset_rb2_pushes_the_head_only_every_gamma)
 	cr_assert_eq(rb2_chan_params_preset(&p, "rb2"), 0);
 	cr_assert_eq(p.gamma, 32);
 	cr_assert(p.flags & RB2_CHAN_F_LAZY_HEAD);
-	cr_assert_eq(rb2_chan_max_msg(&p), 32 * 64, "half the ring, as without the flag");
+	cr_assert_eq(rb2_chan_max_msg(&p), 32 * 64 - 8, "half the ring less the length's header");
 	pushes = ping_pong_head_pushes("rb2", &idle, &reads);
 	cr_expect_eq(idle, 0, "%" PRIu64 " pushes because the ring drained", idle);
 	cr_expect_eq(reads, 0, "%" PRIu64 " head READs", reads);
@@ -1225,7 +1227,8 @@ Test(rb2_chan, preset_socksdirect_signals_every_write_and_caps_ten_in_flight)
 	preset_pair("socksdirect");
 	send_and_drain(50);
 	rb2_tx_stats_get(tx, &ts);
-	cr_assert_gt(ts.wrs, 100);
+	cr_assert_eq(ts.wrs, 100, "a slot WRITE and a WRITE_WITH_IMM per message: %" PRIu64,
+		     (uint64_t)ts.wrs);
 	cr_assert_eq(ts.signaled_wrs, ts.wrs, "a completion for every WR: %" PRIu64 " of %" PRIu64,
 		     (uint64_t)ts.signaled_wrs, (uint64_t)ts.wrs);
 	cr_assert_leq(ts.max_inflight_seen, 10, "%" PRIu64 " in flight", (uint64_t)ts.max_inflight_seen);
@@ -1381,15 +1384,17 @@ Test(rb2_chan, len_in_slot_padding_is_its_header_alone)
 	rb2_rx_release_burst(rx, m, 1);
 }
 
-Test(rb2_chan, len_in_slot_needs_poll_message_and_both_halves)
+Test(rb2_chan, len_in_slot_needs_both_halves)
 {
 	struct rb2_chan_params p, q;
-	char why[256];
 
+	/* Any tail sync may carry it (write-twice here). */
 	rb2_chan_params_init(&p);
 	p.flags |= RB2_CHAN_F_LEN_IN_SLOT;
-	cr_expect_eq(rb2_chan_params_check(&p, why, sizeof(why)), -EINVAL);
-	cr_expect(strstr(why, "poll message") != NULL, "%s", why);
+	cr_expect_eq(rb2_chan_params_check(&p, NULL, 0), 0);
+	cr_expect(rb2_chan_len_in_slot(&p));
+	cr_expect_eq(rb2_chan_msg_overhead(&p), 8);
+	cr_expect_eq(rb2_chan_max_msg(&p), p.slots / 2 * p.slot_size - 8);
 	/* No effect on a fixed-size channel: its length is known. */
 	rb2_chan_params_init(&p);
 	cr_assert_eq(rb2_chan_params_preset(&p, "lean"), 0);
@@ -1397,6 +1402,7 @@ Test(rb2_chan, len_in_slot_needs_poll_message_and_both_halves)
 	cr_expect_eq(rb2_chan_params_check(&p, NULL, 0), 0);
 	cr_expect(!rb2_chan_len_in_slot(&p));
 	cr_expect_eq(rb2_chan_max_msg(&p), 40);
+	cr_expect_eq(rb2_chan_msg_overhead(&p), 8, "a fixed-size poll message keeps its marker");
 	/* A sender with it and a receiver without do not pair. */
 	rb2_chan_params_init(&p);
 	cr_assert_eq(rb2_chan_params_preset(&p, "lean"), 0);
@@ -1407,6 +1413,150 @@ Test(rb2_chan, len_in_slot_needs_poll_message_and_both_halves)
 	rx = rb2_rx_create("t", xp, &q);
 	cr_assert(tx != NULL && rx != NULL);
 	cr_expect_neq(rb2_chan_pair(tx, rx), 0, "halves that disagree on the length's place");
+}
+
+/* ---- RB2_CHAN_F_LEN_IN_SLOT under a tail (write-twice, WRITE_WITH_IMM) ---- */
+
+/* A variable-size channel of @p slots x 64 B set up by @p preset, with the
+ * length in the slot (@p in_slot) or in lens[]. */
+static void
+open_preset(const char *spec, const char *preset, uint32_t slots, int in_slot)
+{
+	struct rb2_chan_params p;
+
+	rb2_chan_params_init(&p);
+	p.slots = slots;
+	cr_assert_eq(rb2_chan_params_preset(&p, preset), 0);
+	cr_assert(p.flags & RB2_CHAN_F_LEN_IN_SLOT, "%s carries lengths in the slot", preset);
+	if (!in_slot)
+		p.flags &= ~RB2_CHAN_F_LEN_IN_SLOT;
+	open_pair(spec, &p);
+}
+
+/* The header [length][0] heads the slot, the payload 8 bytes in; 56 bytes
+ * fit one 64-byte slot, 57 take two; zero-length and marked messages; then
+ * laps of every length from 0 to 199 across wraps. Headers stay: under a
+ * tail nothing is read past it, so nothing needs clearing. */
+static void
+tail_len_in_slot(const char *spec, const char *preset)
+{
+	struct rb2_msg m[8];
+	uint8_t buf[256];
+	uint32_t hdr[2];
+	void *slot = NULL;
+
+	open_preset(spec, preset, 16, 1);
+	cr_assert_eq(rb2_tx_max_msg(tx), 8 * 64 - 8, "half the ring less the header");
+	rb2_test_fill(buf, 56, 1);
+	cr_assert_eq(rb2_tx_reserve(tx, 56, &slot), 0);
+	cr_assert_eq((uintptr_t)slot % 64, 8, "the payload follows the header");
+	memcpy(slot, buf, 56);
+	rb2_tx_commit(tx, 56);
+	rb2_tx_flush(tx);
+	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 1);
+	cr_assert_eq(m[0].data, (void *)(rx->slots + 8));
+	cr_assert_eq(m[0].len, 56);
+	cr_assert_eq(m[0].next_lo, 1, "one slot");
+	cr_assert(rb2_test_check(m[0].data, 56, 1));
+	memcpy(hdr, rx->slots, 8);
+	cr_assert(hdr[0] == 56 && hdr[1] == 0, "header %#x %#x", hdr[0], hdr[1]);
+	rb2_rx_release_burst(rx, m, 1);
+	cr_assert_eq(rb2_tx_send(tx, buf, 57), 0);
+	cr_assert_eq(rb2_tx_send(tx, buf, 0), 0);
+	cr_assert_eq(rb2_tx_reserve(tx, 16, &slot), 0);
+	memset(slot, 7, 16);
+	rb2_tx_commit(tx, 16 | RB2_MSG_MARK);
+	rb2_tx_flush(tx);
+	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 3);
+	cr_assert_eq(m[0].len, 57);
+	cr_assert_eq(m[0].next_lo, 3, "two slots");
+	cr_assert_eq(m[1].len, 0, "an empty message");
+	cr_assert(rb2_msg_marked(&m[2]) && rb2_msg_len(&m[2]) == 16, "the mark beside the length");
+	rb2_rx_release_burst(rx, m, 3);
+	laps_of_lengths(0);
+}
+
+Test(rb2_chan, len_in_slot_write_twice_copy)
+{
+	tail_len_in_slot("shm,mode=copy", "rb2");
+}
+
+Test(rb2_chan, len_in_slot_write_twice_loadstore)
+{
+	tail_len_in_slot("shm,mode=loadstore", "rb2");
+}
+
+Test(rb2_chan, len_in_slot_unbatched_copy)
+{
+	tail_len_in_slot("shm,mode=copy", "rb2-unbatched");
+}
+
+Test(rb2_chan, len_in_slot_write_imm_copy)
+{
+	tail_len_in_slot("shm,mode=copy", "socksdirect");
+}
+
+Test(rb2_chan, len_in_slot_write_imm_loadstore)
+{
+	tail_len_in_slot("shm,mode=loadstore", "socksdirect");
+}
+
+/* rb2-unbatched publishes each message: its slot and its tail, two WRITEs;
+ * with the length in lens[] three. */
+static uint64_t
+unbatched_wrs_for_40(int in_slot)
+{
+	struct rb2_tx_stats ts;
+
+	open_preset("shm,mode=copy", "rb2-unbatched", 64, in_slot);
+	send_and_drain(40);          /* 40-byte messages, one slot each, no wrap */
+	rb2_tx_stats_get(tx, &ts);
+	cr_assert_eq(ts.tail_writes, 40);
+	close_pair();
+	return ts.wrs;
+}
+
+Test(rb2_chan, len_in_slot_drops_the_lens_write_under_a_tail)
+{
+	uint64_t with = unbatched_wrs_for_40(1), without = unbatched_wrs_for_40(0);
+
+	cr_assert_eq(with, 80, "%" PRIu64 " WRs for 40 messages", with);
+	cr_assert_eq(without, 120, "%" PRIu64 " WRs for 40 messages without the flag", without);
+}
+
+/* Wrap padding under a tail: its header alone is written, into the first
+ * padded slot, as an 8-byte WRITE; the receiver skips to slot 0. */
+Test(rb2_chan, len_in_slot_tail_padding_is_its_header_alone)
+{
+	struct rb2_tx_stats before, after;
+	struct rb2_msg m[8];
+	uint8_t buf[256];
+	uint32_t hdr[2];
+
+	open_preset("shm,mode=copy", "rb2-unbatched", 8, 1);
+	memset(buf, 0x11, sizeof(buf));
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(rb2_tx_send(tx, buf, 40), 0);
+	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 5);
+	rb2_rx_release_burst(rx, m, 5);
+	memset((uint8_t *)(uintptr_t)rx->slots + 5 * 64, 0xa5, 3 * 64); /* as the wire would */
+	rb2_tx_stats_get(tx, &before);
+	rb2_test_fill(buf, 200, 9);
+	cr_assert_eq(rb2_tx_send(tx, buf, 200), 0);  /* 4 slots: wraps */
+	rb2_tx_flush(tx);
+	rb2_tx_stats_get(tx, &after);
+	cr_assert_eq(after.wrs - before.wrs, 3, "the padding's header, the slots, the tail: %" PRIu64,
+		     (uint64_t)(after.wrs - before.wrs));
+	memcpy(hdr, rx->slots + 5 * 64, 8);
+	cr_assert(hdr[0] == RB2_LEN_SKIP && hdr[1] == 0, "the padding's header %#x %#x", hdr[0],
+		  hdr[1]);
+	for (uint32_t i = 5 * 64 + 8; i < 8 * 64; i++)
+		cr_assert_eq(rx->slots[i], 0xa5, "padding byte %u was written", i);
+	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 1);
+	cr_assert_eq(m[0].data, (void *)(rx->slots + 8), "wrapped to slot 0");
+	cr_assert_eq(m[0].len, 200);
+	cr_assert(rb2_test_check(m[0].data, 200, 9));
+	rb2_rx_release_burst(rx, m, 1);
 }
 
 /* Lean (RB²'s latency mode): with a fixed-size channel one WRITE per
@@ -1588,15 +1738,6 @@ send_polling(const char *preset, const uint8_t *big, uint32_t len, uint8_t *out,
  */
 /* The head was READ at some point exactly when the receiver does not push
  * on draining (so the tests above did take that path). */
-/* Bytes a message of a channel with @p p takes besides its payload: a poll
- * message's marker, and its header where its length is in the slot. */
-static uint32_t
-poll_overhead(const struct rb2_chan_params *p)
-{
-	if (p->tail_sync != RB2_TAIL_POLL_MSG)
-		return 0;
-	return RB2_MARKER_SIZE + (rb2_chan_len_in_slot(p) ? RB2_LEN_HDR_SIZE : 0);
-}
 
 static void
 expect_reads_iff_lazy(const char *preset, const struct rb2_chan_params *rxp)
@@ -1631,7 +1772,7 @@ largest_message_at_every_position(const char *preset, int lazy_rx_only, uint32_t
 	tx = rb2_tx_create("t", xp, &pt);
 	rx = rb2_rx_create("t", xp, &p);
 	cr_assert(tx != NULL && rx != NULL && rb2_chan_pair(tx, rx) == 0);
-	cr_expect_eq(max, p.slots / 2 * 64 - poll_overhead(&p),
+	cr_expect_eq(max, p.slots / 2 * 64 - rb2_chan_msg_overhead(&p),
 		     "%s: half the ring", preset);
 	cr_expect_eq(rb2_tx_send(tx, big, max + 1), -EMSGSIZE, "%s: one byte over the limit", preset);
 	cr_assert_leq(max, sizeof(big));
@@ -1715,7 +1856,7 @@ largest_message_worst_case(const char *preset, uint32_t slots)
 	p.slot_size = 64;
 	cr_assert_eq(rb2_chan_params_preset(&p, preset), 0);
 	max = rb2_chan_max_msg(&p);
-	k = (max + poll_overhead(&p) + 63) / 64;
+	k = (max + rb2_chan_msg_overhead(&p) + 63) / 64;
 	pos = slots - (k - 1);      /* a k-slot message here pads k - 1 first */
 	/* The largest lag u + c reachable with one-slot messages from slot 0,
 	 * where pushes fall on multiples of gamma: u = head % gamma. */

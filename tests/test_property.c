@@ -115,9 +115,9 @@ random_cfg(uint64_t seed, struct prop_cfg *c)
 	 * is due (drawn last). */
 	if (rb2_test_rand(&r) % 2 == 0)
 		c->p.flags &= ~RB2_CHAN_F_LAZY_HEAD;
-	/* A poll message's length in its slot (RB2_CHAN_F_LEN_IN_SLOT), one
-	 * poll-message configuration in two (drawn last). */
-	if (c->p.tail_sync == RB2_TAIL_POLL_MSG && rb2_test_rand(&r) % 2 == 0) {
+	/* The length in the message's slot (RB2_CHAN_F_LEN_IN_SLOT), one
+	 * configuration in two, under every tail sync (drawn last). */
+	if (rb2_test_rand(&r) % 2 == 0) {
 		c->p.flags |= RB2_CHAN_F_LEN_IN_SLOT;
 		c->max_len = RTE_MIN(rb2_chan_max_msg(&c->p), 4096u);
 	}

@@ -99,7 +99,8 @@ class Runner:
 
 def geometry(size, slots=128):
     # The slot is the message size rounded up to a cache line (rb2-perf's
-    # default), plus the marker for poll-message presets.
+    # default), with room for what the preset adds to a message (a poll
+    # message's marker, the header of a length carried in the slot).
     return ["--size", str(size), "--slots", str(slots)]
 
 
@@ -108,7 +109,7 @@ def geometry(size, slots=128):
 # L5 is its own ring (lib/baseline/rb2_l5.c: length, payload and validity word
 # back to back in 128 x size bytes); FaRM sends the length in a second WRITE
 # (section V-A), so it is variable-length; rb2-var is RB2 carrying lengths
-# too, for comparison.
+# too (in a header in each message's slot), for comparison.
 DESIGNS = {"rb2": "rb2:fixed", "farm": "farm", "socksdirect": "socksdirect:fixed",
            "l5": "l5:fixed", "rb2-var": "rb2"}
 
@@ -867,7 +868,8 @@ def report(out, res, plot_err):
           "setting); L5 is its own ring as pfent/L5RDMA builds it: each message's length, "
           "payload and validity word back to back in 128 x message size bytes; FaRM sends "
           "each message's length in a second WRITE (§V-A), and its slot also holds its "
-          "8-byte marker. RB² (var.) is RB² carrying lengths as FaRM does, for "
+          "8-byte marker. RB² (var.) is RB² carrying lengths too, each in an 8-byte "
+          "header in the message's slot (before 2026-11-28, in lens[] as FaRM does), for "
           "comparison.", "",
           "![fig5](fig5-throughput.png)", "",
           "| size | RB² Mmsg/s | FaRM | SocksDirect | L5 | RB² (var.) | RB²/FaRM | RB²/SD | "

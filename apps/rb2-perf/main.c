@@ -634,10 +634,11 @@ perf_preset_is_rb2(const char *name)
 /*
  * A preset: DESIGN or HEAD+TAIL, optionally :fixed (a fixed-size channel,
  * no length crosses: the paper's slot = message size) or :var (lengths in
- * lens[], as any message size needs). Poll-message presets get a slot that
- * also holds their 8-byte marker (and 8-byte header where the length is in
- * the slot, "lean" :var) unless --slot-size was given, so that each
- * of their messages takes one slot, as everyone else's does.
+ * the slots or lens[], as any message size needs). Each preset's slot also
+ * holds what its ring adds to a message (a poll message's 8-byte marker, an
+ * 8-byte header where the length is in the slot: :var of rb2, lean and
+ * socksdirect) unless --slot-size was given, so that each message takes one
+ * slot.
  */
 int
 perf_apply_preset(struct rb2_chan_params *p, const char *spec,
@@ -659,9 +660,10 @@ perf_apply_preset(struct rb2_chan_params *p, const char *spec,
 		return -EINVAL;
 	}
 	ret = preset_sync(p, name);
-	if (ret == 0 && p->tail_sync == RB2_TAIL_POLL_MSG && !o->slot_size_given)
-		p->slot_size = RTE_ALIGN_CEIL(o->size + RB2_MARKER_SIZE +
-					      (rb2_chan_len_in_slot(p) ? RB2_LEN_HDR_SIZE : 0),
+	/* A message of --size and what the ring adds to it (its header, its
+	 * marker) in one slot, unless --slot-size says otherwise. */
+	if (ret == 0 && !o->slot_size_given)
+		p->slot_size = RTE_ALIGN_CEIL(o->size + rb2_chan_msg_overhead(p),
 					      p->flags & RB2_CHAN_F_UNALIGNED ? 8 : 64);
 	if (ret == 0)
 		perf_ablate(p, o);

@@ -275,8 +275,11 @@ rb2_conn_ep_create(const char *name, struct rb2_tx *tx, struct rb2_rx *rx,
 	ep->win_mask = p.window - 1;
 	ep->resv_cd = -1;
 	ep->tx_run_cid = ep->rx_run_cid = ep->pend_cid = RB2_CONN_CID_NONE;
-	/* Marked frames: those of one slot, where slots are whole lines. */
-	ep->tx_mark_max = tx->h.p.flags & RB2_CHAN_F_UNALIGNED ? 0 : tx->h.p.slot_size;
+	/* Marked frames: those of one slot, where slots are whole lines
+	 * (less what the ring adds to a message there: its header, its
+	 * marker). */
+	ep->tx_mark_max = tx->h.p.flags & RB2_CHAN_F_UNALIGNED ? 0 :
+			  tx->h.p.slot_size - rb2_chan_msg_overhead(&tx->h.p);
 	ep->poll_max = 32;
 	ep->efd = -1;
 	ep->peer_efd = -1;

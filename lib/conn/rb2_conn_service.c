@@ -22,6 +22,10 @@ rb2_conn_service_chan_params(struct rb2_chan_params *p)
 {
 	rb2_chan_params_init(p);
 	p->slots = 4096;            /* 256 KiB each way, messages up to 128 KiB */
+	/* Frames vary in length: each carries its own in its slot, so a
+	 * transmission is its slots' WRITE and the tail's, not lens[]'s too
+	 * (the "rb2" preset's choice). */
+	p->flags |= RB2_CHAN_F_LEN_IN_SLOT;
 }
 
 int

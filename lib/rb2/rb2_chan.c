@@ -85,6 +85,11 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 		p->alpha = p->beta = 1;
 		p->gamma = RTE_MIN(10u, p->slots - 1);
 		p->max_inflight = 10;
+		/* Its ring holds each message behind a header with its size
+		 * (bojieli/SocksDirect, locklessq_v2_rdma.hpp: a 16-byte
+		 * element, size first, then the payload), so the length is
+		 * not a WRITE of its own. */
+		p->flags |= RB2_CHAN_F_LEN_IN_SLOT;
 		return 0;
 	}
 	if (!unbatched && !idlepush && !noeager && strcmp(name, "rb2") != 0)
@@ -101,20 +106,22 @@ rb2_chan_params_preset(struct rb2_chan_params *p, const char *name)
 	 * rb2-idlepush also pushes at every drain, as before. */
 	if (strcmp(name, "rb2") == 0 || noeager)
 		p->flags |= RB2_CHAN_F_LAZY_HEAD;
+	/* Every RB² configuration carries a message's length in its slot;
+	 * L5's channel form and FaRM as the paper built it (§V-A: "the second
+	 * [WRITE] writes the message length") keep lens[]. */
+	if (strcmp(name, "l5") != 0 && strcmp(name, "farm") != 0)
+		p->flags |= RB2_CHAN_F_LEN_IN_SLOT;
 	/* rb2-noeager is rb2 with the paper's batching alone. */
 	if (!unbatched && !noeager)
 		p->eager = RB2_EAGER_AUTO;
 	return 0;
 }
 
-/* Bytes a poll message carries besides its payload: its marker, and its
- * header where the length travels in the slot. */
-static uint32_t
-trailer_of(const struct rb2_chan_params *p)
+uint32_t
+rb2_chan_msg_overhead(const struct rb2_chan_params *p)
 {
-	if (p->tail_sync != RB2_TAIL_POLL_MSG)
-		return 0;
-	return RB2_MARKER_SIZE + (rb2_chan_len_in_slot(p) ? RB2_LEN_HDR_SIZE : 0);
+	return (p->tail_sync == RB2_TAIL_POLL_MSG ? RB2_MARKER_SIZE : 0) +
+	       (rb2_chan_len_in_slot(p) ? RB2_LEN_HDR_SIZE : 0);
 }
 
 int
@@ -128,7 +135,7 @@ rb2_chan_max_msg(const struct rb2_chan_params *p)
 {
 	if (p->msg_size != 0)
 		return p->msg_size;
-	return (uint32_t)((uint64_t)(p->slots / 2) * p->slot_size) - trailer_of(p);
+	return (uint32_t)((uint64_t)(p->slots / 2) * p->slot_size) - rb2_chan_msg_overhead(p);
 }
 
 #define WHY(...) do { if (why) snprintf(why, len, __VA_ARGS__); } while (0)
@@ -148,11 +155,6 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 			 RB2_CHAN_F_LAZY_HEAD | RB2_CHAN_F_LEN_IN_SLOT)) {
 		WHY("invalid flags=0x%x: only RB2_CHAN_F_NO_ELASTIC, RB2_CHAN_F_UNALIGNED, RB2_CHAN_F_SLEEP, RB2_CHAN_F_LAZY_HEAD and RB2_CHAN_F_LEN_IN_SLOT exist",
 		    p->flags);
-		return -EINVAL;
-	}
-	if ((p->flags & RB2_CHAN_F_LEN_IN_SLOT) && p->tail_sync != RB2_TAIL_POLL_MSG) {
-		WHY("RB2_CHAN_F_LEN_IN_SLOT puts a poll message's length in its slot: it needs tail_sync=2 (poll message; the \"lean\" preset), not %d",
-		    (int)p->tail_sync);
 		return -EINVAL;
 	}
 	if (p->slot_size == 0 || (p->flags & RB2_CHAN_F_UNALIGNED ?
@@ -510,6 +512,10 @@ rb2_tx_create(const char *name, struct rb2_xport *xp,
 	/* Load/store: the slots are the receiver's, known at connection. */
 	if (!tx->h.loadstore)
 		tx->slots = RTE_PTR_ADD(base, rb2_region_slots_off(p->slots, p->flags));
+	/* RB2_CHAN_F_LEN_IN_SLOT: the header before the payload (a poll
+	 * message's marker is added by its policy's tx_init). */
+	tx->leader = rb2_chan_len_in_slot(p) ? RB2_LEN_HDR_SIZE : 0;
+	tx->trailer = tx->leader;
 	if (tx->h.tail->tx_init != NULL)
 		tx->h.tail->tx_init(tx);
 	half_publish(&tx->h);

@@ -73,7 +73,9 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
  *    pushed only every gamma (RB2_CHAN_F_LAZY_HEAD: a sender short of room
  *    READs it when no push is due), and on load/store transports the
  *    first 4 commits after an idle flush published at once (eager =
- *    RB2_EAGER_AUTO) (the default);
+ *    RB2_EAGER_AUTO): rb2_chan_params_init()'s defaults, and a variable
+ *    length in the message's slot (RB2_CHAN_F_LEN_IN_SLOT). Every "rb2-"
+ *    preset carries its lengths so too;
  *  - "rb2-noeager": rb2 without eager publication (eager = 0): the paper's
  *    adaptive batching alone;
  *  - "rb2-unbatched": rb2 with batching turned off (alpha = beta = gamma = 1,
@@ -88,7 +90,8 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
  *  - "socksdirect": WRITE_WITH_IMM with CQ polling, a WRITE per message and a
  *    completion for every WRITE, at most 10 in flight (max_inflight): while
  *    the window is full messages accumulate and go out together (its
- *    adaptive batching).
+ *    adaptive batching); each message behind a header with its length, as
+ *    SocksDirect's ring holds them (RB2_CHAN_F_LEN_IN_SLOT);
  *  - "lean": RB²'s latency mode: poll message with the length in the slot
  *    (RB2_CHAN_F_LEN_IN_SLOT: a message, its length and its marker, and so
  *    its publication, are one WRITE), no batching, the head pushed only
@@ -104,13 +107,18 @@ int rb2_chan_params_preset(struct rb2_chan_params *p, const char *name);
 #define RB2_CHAN_PRESET_NAMES "rb2, rb2-noeager, rb2-unbatched, rb2-idlepush, l5, farm, socksdirect, lean"
 
 /** @return the largest message a channel with @p p carries: msg_size if set,
- * else N/2 * S, less a poll message's marker (and header, with
- * RB2_CHAN_F_LEN_IN_SLOT). */
+ * else N/2 * S less rb2_chan_msg_overhead(). */
 uint32_t rb2_chan_max_msg(const struct rb2_chan_params *p);
 
 /** @return whether a channel with @p p carries each message's length in its
  * slot (RB2_CHAN_F_LEN_IN_SLOT on a variable-size channel). */
 int rb2_chan_len_in_slot(const struct rb2_chan_params *p);
+
+/** @return the bytes a message on a channel with @p p takes in its slots
+ * besides its payload: its header (rb2_chan_len_in_slot()) and a poll
+ * message's marker. A message of len bytes fits one slot when len plus
+ * this is at most slot_size. */
+uint32_t rb2_chan_msg_overhead(const struct rb2_chan_params *p);
 
 /**
  * Create the sender's half: allocates and registers RB_S on the socket the
@@ -361,6 +369,29 @@ rb2_tx_stride(const struct rb2_tx *tx, uint32_t len)
 	return (size_t)__rb2_nslots(len + tx->trailer, tx->slot_size) * tx->slot_size;
 }
 
+/* RB2_CHAN_F_LEN_IN_SLOT under a tail: head each of @p n messages of @p len
+ * bytes from free-running slot @p t (after a wrap skip of @p skip slots,
+ * whose header says so) with [u32 length][u32 0]. Plain stores: the tail's
+ * publication orders them, as it orders the payload (and on load/store
+ * they go straight into the receiver's ring, in the lines the payload
+ * fills anyway). */
+static __rte_always_inline void
+__rb2_tx_put_lens(struct rb2_tx *tx, uint64_t t, uint32_t skip, uint32_t len, unsigned int n)
+{
+	uint32_t need = __rb2_nslots((len & ~RB2_MSG_MARK) + tx->trailer, tx->slot_size);
+	uint32_t hdr[2] = { RB2_LEN_SKIP, 0 };
+
+	if (unlikely(skip != 0)) {
+		memcpy(tx->slots + (size_t)((uint32_t)t & tx->mask) * tx->slot_size, hdr,
+		       sizeof(hdr));
+		t += skip;
+	}
+	hdr[0] = len;
+	for (unsigned int i = 0; i < n; i++, t += need)
+		memcpy(tx->slots + (size_t)((uint32_t)t & tx->mask) * tx->slot_size, hdr,
+		       sizeof(hdr));
+}
+
 /**
  * Commit @p n messages of @p len bytes reserved by rb2_tx_reserve_burst()
  * (@p n at most the count it returned).
@@ -378,8 +409,12 @@ rb2_tx_commit_burst(struct rb2_tx *tx, uint32_t len, unsigned int n)
 			rb2_tx_commit_burst(tx, len, 1);
 		return;
 	}
-	if (unlikely(tx->trailer != 0))     /* poll message: mark each one */
-		__rb2_tx_mark(tx, t, tx->resv_skip, len, n);
+	if (unlikely(tx->trailer != 0)) {
+		if (tx->trailer != tx->leader) /* poll message: mark each one */
+			__rb2_tx_mark(tx, t, tx->resv_skip, len, n);
+		else                           /* a tail: headers only */
+			__rb2_tx_put_lens(tx, t, tx->resv_skip, len, n);
+	}
 	if (unlikely(tx->resv_skip != 0)) {
 		tx->lens[t & tx->mask] = RB2_LEN_SKIP;
 		tx->skip_at = t;           /* for transmission: not sent */
@@ -550,19 +585,25 @@ rb2_rx_peek_burst(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 	}
 	while (i < n && h != t) {
 		uint32_t pos = (uint32_t)h & rx->mask;
-		uint32_t len = rx->lens[pos];
+		const uint8_t *slot = rx->slots + (size_t)pos * rx->slot_size;
+		/* RB2_CHAN_F_LEN_IN_SLOT: the length heads the slot, below
+		 * the tail, so landed (the tail orders it). Each header's
+		 * load misses, but the fast path's next slot is h + 1 with no
+		 * dependence on the length, so the CPU runs ahead and the
+		 * misses of a burst overlap as lens[]'s prefetches did. */
+		uint32_t len = rx->leader != 0 ? *(const uint32_t *)slot : rx->lens[pos];
 		uint64_t end = h + 1;
 
 		/* Fast path: a message within one slot cannot run past t. A
 		 * skip marker (> any slot size), marked messages (the mark is
 		 * bit 31) and multi-slot messages take the branch. */
-		if (unlikely(len > rx->slot_size)) {
+		if (unlikely(len > rx->slot_size - rx->leader)) {
 			uint32_t bytes = len & ~RB2_MSG_MARK;
 
 			if (unlikely(len != RB2_LEN_SKIP && bytes > rx->max_len))
 				return i > 0 ? (int)i : __rb2_rx_corrupt(rx, h, len);
 			end = len == RB2_LEN_SKIP ? h + rx->mask + 1 - pos + 1 :
-				h + __rb2_nslots(bytes, rx->slot_size);
+				h + __rb2_nslots(bytes + rx->leader, rx->slot_size);
 			/* A message (or a skip and the message after it) past
 			 * the tail was cut by a torn tail read: it is not
 			 * published yet; refresh the tail on the next call. */
@@ -575,8 +616,7 @@ rb2_rx_peek_burst(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 				continue;
 			}
 		}
-		msgs[i].data = (void *)(uintptr_t)(rx->slots +
-						   (size_t)pos * rx->slot_size);
+		msgs[i].data = (void *)(uintptr_t)(slot + rx->leader);
 		/* Start the payload's miss now, not when the caller reads. */
 		rte_prefetch0(msgs[i].data);
 		msgs[i].len = len;

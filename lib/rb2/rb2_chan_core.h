@@ -25,9 +25,10 @@
  *   +L    [slot 0 ][slot 1 ] ... [slot N-1]   S bytes each, S % 64 == 0
  *                       (RB2_CHAN_F_UNALIGNED: at +L+8, S % 8 == 0)
  *   A poll message (RB2_TAIL_POLL_MSG) ends its last slot with an 8-byte
- *   marker; with RB2_CHAN_F_LEN_IN_SLOT it also starts its first with an
- *   8-byte header, [u32 length][u32 low word of the marker], and lens[] is
- *   not used:  [hdr][payload ...            ][marker]
+ *   marker. With RB2_CHAN_F_LEN_IN_SLOT a message starts its first slot
+ *   with an 8-byte header, [u32 length][u32 low word of the marker, or 0
+ *   under a tail], and lens[] is not used:
+ *                       [hdr][payload ...            ][marker]
  *
  *   Sender (four pointers, free-running u64, masked at slot access):
  *
@@ -227,17 +228,22 @@ struct rb2_chan_params {
  */
 #define RB2_CHAN_F_LAZY_HEAD (1u << 3)
 /**
- * LEN_IN_SLOT (both halves; poll-message sync, variable-size channels; the
- * "lean" preset): each message's length travels in an 8-byte header at the
- * start of its first slot, not in lens[]. The header's other half is the
- * low word of the message's marker, so a header from an earlier lap never
- * passes for this one. A message, its length and its publication (the
- * marker) are then one WRITE, or one cache line on load/store where a
- * message and its 16 bytes fit 64; without it a poll message's length is a
- * second WRITE, and on load/store a store into a lens[] line the receiver
- * is reading. The payload starts 8 bytes into the slot: reservations and
- * views are 8-byte aligned. No effect on a fixed-size channel (its length
- * is known).
+ * LEN_IN_SLOT (both halves; variable-size channels; the "rb2", "lean" and
+ * "socksdirect" presets): each message's length travels in an 8-byte header
+ * at the start of its first slot, not in lens[]. A message and its length
+ * are then one WRITE, or one cache line on load/store where the message
+ * and its header fit 64 bytes; without it the length is a WRITE of lens[]
+ * more per transmission, and on load/store a line of lens[] more for the
+ * receiver to miss on.
+ * - Poll message: the header's other half is the low word of the
+ *   message's marker, so a header from an earlier lap never passes for
+ *   this one; the message, its length and its publication (the marker)
+ *   are one WRITE.
+ * - A tail (write-twice, WRITE_WITH_IMM): the header is [u32 length][u32 0];
+ *   the tail orders it as it orders the payload, and the receiver reads
+ *   headers only below the tail, so old ones need no clearing.
+ * The payload starts 8 bytes into the slot: reservations and views are
+ * 8-byte aligned. No effect on a fixed-size channel (its length is known).
  */
 #define RB2_CHAN_F_LEN_IN_SLOT (1u << 4)
 /** The largest rb2_chan_params.eager. */
@@ -377,7 +383,7 @@ struct rb2_tx {
 	uint32_t beta;
 	uint32_t resv_skip; /**< slots the pending reservation skips at the wrap */
 	uint32_t msg_size; /**< 0, or the fixed message size */
-	uint32_t trailer;  /**< poll-message sync: bytes of header and marker around a message */
+	uint32_t trailer;  /**< bytes a message carries besides its payload: its header (RB2_CHAN_F_LEN_IN_SLOT) and its marker (poll message) */
 	uint32_t leader;   /**< RB2_CHAN_F_LEN_IN_SLOT: the header's bytes before the payload */
 	uint8_t eager_left; /**< commits still to publish at once (params.eager) */
 	uint8_t eager;      /**< params.eager: eager_left after an idle flush */

@@ -240,8 +240,8 @@ count_range(struct rb2_tx *tx, uint64_t from, uint64_t to)
 /*
  * Slot transmission of [esc_tail, tail), which may wrap (two ranges at most),
  * on a load/store transport: the slots are in RB_R already, so only lens[] is
- * copied (unless the channel is fixed-size, or the policy stored it at
- * commit), in the order the WR chain would land it.
+ * copied (unless the channel is fixed-size, carries lengths in the slots, or
+ * the policy stored it at commit), in the order the WR chain would land it.
  */
 static inline void
 transmit_ls(struct rb2_tx *tx)
@@ -254,7 +254,7 @@ transmit_ls(struct rb2_tx *tx)
 		return;
 	count_range(tx, from, tx->tail);
 	tx->esc_tail = tx->tail;
-	if (tx->msg_size == 0 && !tx->h.tail->lens_at_commit) {
+	if (tx->msg_size == 0 && tx->leader == 0 && !tx->h.tail->lens_at_commit) {
 		memcpy(&tx->peer_lens[a], &tx->lens[a], first * sizeof(uint32_t));
 		if (cnt > first)
 			memcpy(tx->peer_lens, tx->lens, (size_t)(cnt - first) * sizeof(uint32_t));

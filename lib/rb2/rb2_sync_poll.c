@@ -46,7 +46,6 @@
 static void
 poll_tx_init(struct rb2_tx *tx)
 {
-	tx->leader = rb2_chan_len_in_slot(&tx->h.p) ? RB2_LEN_HDR_SIZE : 0;
 	tx->trailer = RB2_MARKER_SIZE + tx->leader;
 }
 

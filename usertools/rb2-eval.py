@@ -868,9 +868,10 @@ def report(out, res, plot_err):
           "setting); L5 is its own ring as pfent/L5RDMA builds it: each message's length, "
           "payload and validity word back to back in 128 x message size bytes; FaRM sends "
           "each message's length in a second WRITE (§V-A), and its slot also holds its "
-          "8-byte marker. RB² (var.) is RB² carrying lengths too, each in an 8-byte "
-          "header in the message's slot (before 2026-11-28, in lens[] as FaRM does), for "
-          "comparison.", "",
+          "8-byte marker. RB² (var.) is RB² carrying lengths too, for comparison: in "
+          "lens[] as FaRM does in runs before 2026-11-28 (the Fig. 5 and 6 of doc/eval/shm "
+          "and doc/eval/verbs are such runs), in an 8-byte header in each message's slot "
+          "since.", "",
           "![fig5](fig5-throughput.png)", "",
           "| size | RB² Mmsg/s | FaRM | SocksDirect | L5 | RB² (var.) | RB²/FaRM | RB²/SD | "
           "RB²/L5 | RB²/RB² (var.) |" + (" ib_write_bw | RB²/ib_write_bw |" if ib else ""),

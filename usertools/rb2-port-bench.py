@@ -47,6 +47,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -88,6 +89,11 @@ LINKS = {
     "rte_ring": "via = rte_ring\nslots = 4096",
     "rte_ring_desc": "via = rte_ring\ncarry = descriptors\nslots = 4096",
 }
+
+# The placements whose packets or records cross an RB² channel between the
+# two lcores, as the issue's pipeline does; one_lcore, two_queues and
+# two_ports run each lcore's stages to completion, with no channel.
+CHANNEL_PLACEMENTS = ["rb2", "nf_port", "two_cross"]
 
 
 # Two RX queues of net_null0 (a pipeline configures one per rx stage), half
@@ -171,9 +177,17 @@ def run_nf(build, variant, packets, tmp, n):
                                   for t in ("rx", "parse", "measure")}}
 
 
+def dpdk_runtime_dir(prefix):
+    """Where the EAL keeps a process's runtime files (its config, its IPC
+    socket): testpmd leaves them behind, so the bench removes them."""
+    base = "/var/run" if os.getuid() == 0 else os.environ.get("XDG_RUNTIME_DIR", "/tmp")
+    return os.path.join(base, "dpdk", prefix)
+
+
 def run_testpmd(seconds, n):
+    prefix = f"rb2pb-tp-{os.getpid()}-{n}"
     cmd = ["dpdk-testpmd", "-l", "0-1", "--no-pci", "--file-prefix",
-           f"rb2pb-tp-{os.getpid()}-{n}", "--log-level=lib.eal:warning", "--vdev", "net_null0"] + \
+           prefix, "--log-level=lib.eal:warning", "--vdev", "net_null0"] + \
         mem_args() + ["--", "-i", "--forward-mode=io", "--nb-cores=1", "--port-topology=loop",
                       "--total-num-mbufs=16384"]
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -189,6 +203,7 @@ def run_testpmd(seconds, n):
         p.stdin.flush()
         time.sleep(1 if line == "start" else 0.2)
     out, _ = p.communicate(timeout=60)
+    shutil.rmtree(dpdk_runtime_dir(prefix), ignore_errors=True)
     pps = [int(x) for x in re.findall(r"Rx-pps:\s+(\d+)", out)]
     if len(pps) < 2:
         sys.exit(f"rb2-port-bench: testpmd gave no rate:\n{out[-2000:]}")
@@ -244,10 +259,14 @@ def main():
         "two_ports_over_testpmd_io": ratio("two_ports", "testpmd"),
         "mempool_cache_gain": ratio("rb2", "rb2_nocache"),
         "cycles_per_packet_median": cyc,
+        # The issue's pipeline has an RB² channel between two lcores
+        # (rx -> parse -> channel -> measure): the placements with one are
+        # judged apart from those that run each lcore to completion.
         "targets": {"rb2_over_rte_ring >= 1.0": ratio("rb2", "rte_ring") >= 1.0,
-                    "best NF placement over testpmd_io >= 0.66":
-                        max(ratio(v, "testpmd") for v in placements)
-                        >= 0.66},
+                    "best NF placement with an RB2 channel over testpmd_io >= 0.66":
+                        max(ratio(v, "testpmd") for v in CHANNEL_PLACEMENTS) >= 0.66,
+                    "best NF placement of any kind over testpmd_io >= 0.66":
+                        max(ratio(v, "testpmd") for v in placements) >= 0.66},
         "per_round": [{v: round(r[v]["mpps"], 3) for v in variants} for r in rounds],
     }
     print(json.dumps(out, indent=1))

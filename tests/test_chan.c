@@ -1253,62 +1253,72 @@ Test(rb2_chan, preset_socksdirect_signals_every_write_and_caps_ten_in_flight)
 	cr_assert_eq(rb2_tx_admission_hook(tx, NULL, NULL), 0);
 }
 
-/* ---- RB2_CHAN_F_LEN_IN_SLOT: a poll message's length in its first slot ---- */
+/* ---- RB2_CHAN_F_LEN_IN_SLOT: a message's length in its first slot ---- */
 
-/* A lean channel of @p slots x 64 B, variable-size (the length in the slot),
- * or without the flag (@p in_slot 0: FaRM's lens[] WRITE). */
+/* A variable-size channel of @p slots x 64 B set up by @p preset, with the
+ * length in the slot (@p in_slot) or in lens[] (lean without it: FaRM's
+ * lens[] WRITE). */
 static void
-open_lean(const char *spec, uint32_t slots, int in_slot)
+open_preset(const char *spec, const char *preset, uint32_t slots, int in_slot)
 {
 	struct rb2_chan_params p;
 
 	rb2_chan_params_init(&p);
 	p.slots = slots;
-	cr_assert_eq(rb2_chan_params_preset(&p, "lean"), 0);
-	cr_assert(p.flags & RB2_CHAN_F_LEN_IN_SLOT, "lean carries lengths in the slot");
+	cr_assert_eq(rb2_chan_params_preset(&p, preset), 0);
+	cr_assert(p.flags & RB2_CHAN_F_LEN_IN_SLOT, "%s carries lengths in the slot", preset);
 	if (!in_slot)
 		p.flags &= ~RB2_CHAN_F_LEN_IN_SLOT;
 	open_pair(spec, &p);
 }
 
-/* The header's place and the payload's: 8 bytes into the slot, the header
- * zeroed once the message is released; lengths, zero and marked ones
- * included, across many laps and wraps. */
+/* The header's place and the payload's, 8 bytes into the slot: the most that
+ * fits one 64-byte slot (48 bytes with a poll message's header and marker,
+ * 56 under a tail) and one byte more, which takes two; zero-length and
+ * marked messages; then laps of every length from 0 to 199 across wraps. A
+ * poll message's header is [length][its marker's low word] and zeroed once
+ * released; under a tail it is [length][0] and stays (nothing is read past
+ * the tail, so nothing needs clearing). */
 static void
-len_in_slot_carries_every_length(const char *spec)
+lengths_in_slot(const char *spec, const char *preset)
 {
 	struct rb2_msg m[8];
 	uint8_t buf[256];
-	uint64_t hdr;
+	uint64_t hdr, want;
+	uint32_t fit;
+	int poll;
 	void *slot = NULL;
 
-	open_lean(spec, 16, 1);
-	cr_assert_eq(rb2_tx_max_msg(tx), 8 * 64 - 16, "half the ring less header and marker");
-	/* 48 bytes fit one slot with header and marker, 49 take two. */
-	rb2_test_fill(buf, 48, 1);
-	cr_assert_eq(rb2_tx_reserve(tx, 48, &slot), 0);
+	open_preset(spec, preset, 16, 1);
+	poll = tx->h.p.tail_sync == RB2_TAIL_POLL_MSG;
+	fit = 64 - (poll ? 16 : 8);
+	cr_assert_eq(rb2_tx_max_msg(tx), 8 * 64 - (64 - fit), "half the ring less header (and marker)");
+	rb2_test_fill(buf, fit, 1);
+	cr_assert_eq(rb2_tx_reserve(tx, fit, &slot), 0);
 	cr_assert_eq((uintptr_t)slot % 64, 8, "the payload follows the header");
-	memcpy(slot, buf, 48);
-	rb2_tx_commit(tx, 48);
+	memcpy(slot, buf, fit);
+	rb2_tx_commit(tx, fit);
 	rb2_tx_flush(tx);
 	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 1);
 	cr_assert_eq(m[0].data, (void *)(rx->slots + 8));
-	cr_assert_eq(m[0].len, 48);
+	cr_assert_eq(m[0].len, fit);
 	cr_assert_eq(m[0].next_lo, 1, "one slot");
-	cr_assert(rb2_test_check(m[0].data, 48, 1));
+	cr_assert(rb2_test_check(m[0].data, fit, 1));
 	memcpy(&hdr, rx->slots, 8);
-	cr_assert_eq(hdr, __rb2_len_hdr(0, 48), "header %#" PRIx64, hdr);
+	want = poll ? __rb2_len_hdr(0, fit) : fit;    /* [fit][0] */
+	cr_assert_eq(hdr, want, "header %#" PRIx64, hdr);
 	rb2_rx_release_burst(rx, m, 1);
 	memcpy(&hdr, rx->slots, 8);
-	cr_assert_eq(hdr, 0, "the receiver zeroed the header");
-	cr_assert_eq(rb2_tx_send(tx, buf, 49), 0);
+	if (poll)
+		cr_assert_eq(hdr, 0, "the receiver zeroed the header");
+	cr_assert_eq(rb2_tx_send(tx, buf, fit + 1), 0);
 	cr_assert_eq(rb2_tx_send(tx, buf, 0), 0);
 	cr_assert_eq(rb2_tx_reserve(tx, 16, &slot), 0);
 	memset(slot, 7, 16);
 	rb2_tx_commit(tx, 16 | RB2_MSG_MARK);
 	rb2_tx_flush(tx);
 	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 3);
-	cr_assert_eq(m[0].len, 49);
+	cr_assert_eq(m[0].len, fit + 1);
 	cr_assert_eq(m[0].next_lo, 3, "two slots");
 	cr_assert_eq(m[1].len, 0, "an empty message");
 	cr_assert(rb2_msg_marked(&m[2]) && rb2_msg_len(&m[2]) == 16, "the mark beside the length");
@@ -1318,35 +1328,111 @@ len_in_slot_carries_every_length(const char *spec)
 
 Test(rb2_chan, len_in_slot_carries_every_length_copy)
 {
-	len_in_slot_carries_every_length("shm,mode=copy");
+	lengths_in_slot("shm,mode=copy", "lean");
 }
 
 Test(rb2_chan, len_in_slot_carries_every_length_loadstore)
 {
-	len_in_slot_carries_every_length("shm,mode=loadstore");
+	lengths_in_slot("shm,mode=loadstore", "lean");
 }
 
-/* One WRITE per message of any length that fits: the same poll message
- * without the flag (FaRM's) posts its length in a second one. */
+Test(rb2_chan, len_in_slot_write_twice_copy)
+{
+	lengths_in_slot("shm,mode=copy", "rb2");
+}
+
+Test(rb2_chan, len_in_slot_write_twice_loadstore)
+{
+	lengths_in_slot("shm,mode=loadstore", "rb2");
+}
+
+Test(rb2_chan, len_in_slot_unbatched_copy)
+{
+	lengths_in_slot("shm,mode=copy", "rb2-unbatched");
+}
+
+Test(rb2_chan, len_in_slot_write_imm_copy)
+{
+	lengths_in_slot("shm,mode=copy", "socksdirect");
+}
+
+Test(rb2_chan, len_in_slot_write_imm_loadstore)
+{
+	lengths_in_slot("shm,mode=loadstore", "socksdirect");
+}
+
+/* The WRs of 40 messages of 40 bytes (one slot each, no wrap) on @p preset,
+ * with the length in the slot or not, and its tail WRITEs checked. */
 static uint64_t
-lean_wrs_for_40(int in_slot)
+wrs_for_40(const char *preset, int in_slot, uint64_t tail_writes)
 {
 	struct rb2_tx_stats ts;
 
-	open_lean("shm,mode=copy", 64, in_slot);
-	send_and_drain(40);          /* 40-byte messages, one slot each, no wrap */
+	open_preset("shm,mode=copy", preset, 64, in_slot);
+	send_and_drain(40);
 	rb2_tx_stats_get(tx, &ts);
-	cr_assert_eq(ts.tail_writes, 0);
+	cr_assert_eq(ts.tail_writes, tail_writes);
 	close_pair();
 	return ts.wrs;
 }
 
+/* One WRITE per message of any length that fits: the same poll message
+ * without the flag (FaRM's) posts its length in a second one. */
 Test(rb2_chan, len_in_slot_is_one_write_per_message)
 {
-	uint64_t with = lean_wrs_for_40(1), without = lean_wrs_for_40(0);
+	uint64_t with = wrs_for_40("lean", 1, 0), without = wrs_for_40("lean", 0, 0);
 
 	cr_assert_eq(with, 40, "%" PRIu64 " WRs for 40 messages", with);
 	cr_assert_eq(without, 80, "%" PRIu64 " WRs for 40 messages without the flag", without);
+}
+
+/* rb2-unbatched publishes each message: its slot and its tail, two WRITEs;
+ * with the length in lens[] three. */
+Test(rb2_chan, len_in_slot_drops_the_lens_write_under_a_tail)
+{
+	uint64_t with = wrs_for_40("rb2-unbatched", 1, 40);
+	uint64_t without = wrs_for_40("rb2-unbatched", 0, 40);
+
+	cr_assert_eq(with, 80, "%" PRIu64 " WRs for 40 messages", with);
+	cr_assert_eq(without, 120, "%" PRIu64 " WRs for 40 messages without the flag", without);
+}
+
+/* Five one-slot messages of @p preset on 8 slots, taken; then 200 bytes (4
+ * slots) that pad slots 5-7 and wrap, over padding slots poisoned as the
+ * wire would leave them. @return the WRs the wrapping send posted. */
+static uint64_t
+wrap_past_padding(const char *preset)
+{
+	struct rb2_tx_stats before, after;
+	struct rb2_msg m[8];
+	uint8_t buf[256];
+
+	open_preset("shm,mode=copy", preset, 8, 1);
+	memset(buf, 0x11, sizeof(buf));
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(rb2_tx_send(tx, buf, 40), 0);
+	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 5);
+	rb2_rx_release_burst(rx, m, 5);
+	memset((uint8_t *)(uintptr_t)rx->slots + 5 * 64, 0xa5, 3 * 64);
+	rb2_tx_stats_get(tx, &before);
+	rb2_test_fill(buf, 200, 9);
+	cr_assert_eq(rb2_tx_send(tx, buf, 200), 0);
+	rb2_tx_flush(tx);
+	rb2_tx_stats_get(tx, &after);
+	return after.wrs - before.wrs;
+}
+
+/* Only the padding's header was written (no other padding byte), and the
+ * receiver skips to the message at slot 0, left peeked in @p m. */
+static void
+expect_padding_skipped(struct rb2_msg *m)
+{
+	for (uint32_t i = 5 * 64 + 8; i < 8 * 64; i++)
+		cr_assert_eq(rx->slots[i], 0xa5, "padding byte %u was written", i);
+	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 1);
+	cr_assert_eq(m[0].data, (void *)(rx->slots + 8), "wrapped to slot 0");
+	cr_assert_eq(m[0].len, 200);
+	cr_assert(rb2_test_check(m[0].data, 200, 9));
 }
 
 /* Wrap padding is its header alone: an 8-byte WRITE into the first padded
@@ -1355,24 +1441,12 @@ Test(rb2_chan, len_in_slot_is_one_write_per_message)
 Test(rb2_chan, len_in_slot_padding_is_its_header_alone)
 {
 	struct rb2_msg m[8];
-	uint8_t buf[256];
 	uint64_t hdr;
 
-	open_lean("shm,mode=copy", 8, 1);
-	memset(buf, 0x11, sizeof(buf));
-	for (int i = 0; i < 5; i++)
-		cr_assert_eq(rb2_tx_send(tx, buf, 40), 0);
-	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 5);
-	rb2_rx_release_burst(rx, m, 5);
-	memset((uint8_t *)(uintptr_t)rx->slots + 5 * 64, 0xa5, 3 * 64); /* as the wire would */
-	cr_assert_eq(rb2_tx_send(tx, buf, 200), 0);  /* 4 slots: wraps */
+	wrap_past_padding("lean");
 	memcpy(&hdr, rx->slots + 5 * 64, 8);
 	cr_assert_eq(hdr, __rb2_len_hdr(5, RB2_LEN_SKIP), "the padding's header %#" PRIx64, hdr);
-	for (uint32_t i = 5 * 64 + 8; i < 8 * 64; i++)
-		cr_assert_eq(rx->slots[i], 0xa5, "padding byte %u was written", i);
-	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 1);
-	cr_assert_eq(m[0].data, (void *)(rx->slots + 8), "wrapped to slot 0");
-	cr_assert_eq(m[0].len, 200);
+	expect_padding_skipped(m);
 	for (uint32_t s = 5; s < 8; s++) {
 		uint64_t start, end;
 
@@ -1381,6 +1455,23 @@ Test(rb2_chan, len_in_slot_padding_is_its_header_alone)
 		cr_expect(start == 0 && end == 0, "padding slot %u left %#" PRIx64 " / %#" PRIx64,
 			  s, start, end);
 	}
+	rb2_rx_release_burst(rx, m, 1);
+}
+
+/* The same under a tail: its header [RB2_LEN_SKIP][0] alone is written,
+ * and the wrapping send is 3 WRs: the padding's header, the slots, the
+ * tail. */
+Test(rb2_chan, len_in_slot_tail_padding_is_its_header_alone)
+{
+	struct rb2_msg m[8];
+	uint64_t wrs = wrap_past_padding("rb2-unbatched");
+	uint32_t hdr[2];
+
+	cr_assert_eq(wrs, 3, "the padding's header, the slots, the tail: %" PRIu64, wrs);
+	memcpy(hdr, rx->slots + 5 * 64, 8);
+	cr_assert(hdr[0] == RB2_LEN_SKIP && hdr[1] == 0, "the padding's header %#x %#x", hdr[0],
+		  hdr[1]);
+	expect_padding_skipped(m);
 	rb2_rx_release_burst(rx, m, 1);
 }
 
@@ -1413,150 +1504,6 @@ Test(rb2_chan, len_in_slot_needs_both_halves)
 	rx = rb2_rx_create("t", xp, &q);
 	cr_assert(tx != NULL && rx != NULL);
 	cr_expect_neq(rb2_chan_pair(tx, rx), 0, "halves that disagree on the length's place");
-}
-
-/* ---- RB2_CHAN_F_LEN_IN_SLOT under a tail (write-twice, WRITE_WITH_IMM) ---- */
-
-/* A variable-size channel of @p slots x 64 B set up by @p preset, with the
- * length in the slot (@p in_slot) or in lens[]. */
-static void
-open_preset(const char *spec, const char *preset, uint32_t slots, int in_slot)
-{
-	struct rb2_chan_params p;
-
-	rb2_chan_params_init(&p);
-	p.slots = slots;
-	cr_assert_eq(rb2_chan_params_preset(&p, preset), 0);
-	cr_assert(p.flags & RB2_CHAN_F_LEN_IN_SLOT, "%s carries lengths in the slot", preset);
-	if (!in_slot)
-		p.flags &= ~RB2_CHAN_F_LEN_IN_SLOT;
-	open_pair(spec, &p);
-}
-
-/* The header [length][0] heads the slot, the payload 8 bytes in; 56 bytes
- * fit one 64-byte slot, 57 take two; zero-length and marked messages; then
- * laps of every length from 0 to 199 across wraps. Headers stay: under a
- * tail nothing is read past it, so nothing needs clearing. */
-static void
-tail_len_in_slot(const char *spec, const char *preset)
-{
-	struct rb2_msg m[8];
-	uint8_t buf[256];
-	uint32_t hdr[2];
-	void *slot = NULL;
-
-	open_preset(spec, preset, 16, 1);
-	cr_assert_eq(rb2_tx_max_msg(tx), 8 * 64 - 8, "half the ring less the header");
-	rb2_test_fill(buf, 56, 1);
-	cr_assert_eq(rb2_tx_reserve(tx, 56, &slot), 0);
-	cr_assert_eq((uintptr_t)slot % 64, 8, "the payload follows the header");
-	memcpy(slot, buf, 56);
-	rb2_tx_commit(tx, 56);
-	rb2_tx_flush(tx);
-	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 1);
-	cr_assert_eq(m[0].data, (void *)(rx->slots + 8));
-	cr_assert_eq(m[0].len, 56);
-	cr_assert_eq(m[0].next_lo, 1, "one slot");
-	cr_assert(rb2_test_check(m[0].data, 56, 1));
-	memcpy(hdr, rx->slots, 8);
-	cr_assert(hdr[0] == 56 && hdr[1] == 0, "header %#x %#x", hdr[0], hdr[1]);
-	rb2_rx_release_burst(rx, m, 1);
-	cr_assert_eq(rb2_tx_send(tx, buf, 57), 0);
-	cr_assert_eq(rb2_tx_send(tx, buf, 0), 0);
-	cr_assert_eq(rb2_tx_reserve(tx, 16, &slot), 0);
-	memset(slot, 7, 16);
-	rb2_tx_commit(tx, 16 | RB2_MSG_MARK);
-	rb2_tx_flush(tx);
-	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 3);
-	cr_assert_eq(m[0].len, 57);
-	cr_assert_eq(m[0].next_lo, 3, "two slots");
-	cr_assert_eq(m[1].len, 0, "an empty message");
-	cr_assert(rb2_msg_marked(&m[2]) && rb2_msg_len(&m[2]) == 16, "the mark beside the length");
-	rb2_rx_release_burst(rx, m, 3);
-	laps_of_lengths(0);
-}
-
-Test(rb2_chan, len_in_slot_write_twice_copy)
-{
-	tail_len_in_slot("shm,mode=copy", "rb2");
-}
-
-Test(rb2_chan, len_in_slot_write_twice_loadstore)
-{
-	tail_len_in_slot("shm,mode=loadstore", "rb2");
-}
-
-Test(rb2_chan, len_in_slot_unbatched_copy)
-{
-	tail_len_in_slot("shm,mode=copy", "rb2-unbatched");
-}
-
-Test(rb2_chan, len_in_slot_write_imm_copy)
-{
-	tail_len_in_slot("shm,mode=copy", "socksdirect");
-}
-
-Test(rb2_chan, len_in_slot_write_imm_loadstore)
-{
-	tail_len_in_slot("shm,mode=loadstore", "socksdirect");
-}
-
-/* rb2-unbatched publishes each message: its slot and its tail, two WRITEs;
- * with the length in lens[] three. */
-static uint64_t
-unbatched_wrs_for_40(int in_slot)
-{
-	struct rb2_tx_stats ts;
-
-	open_preset("shm,mode=copy", "rb2-unbatched", 64, in_slot);
-	send_and_drain(40);          /* 40-byte messages, one slot each, no wrap */
-	rb2_tx_stats_get(tx, &ts);
-	cr_assert_eq(ts.tail_writes, 40);
-	close_pair();
-	return ts.wrs;
-}
-
-Test(rb2_chan, len_in_slot_drops_the_lens_write_under_a_tail)
-{
-	uint64_t with = unbatched_wrs_for_40(1), without = unbatched_wrs_for_40(0);
-
-	cr_assert_eq(with, 80, "%" PRIu64 " WRs for 40 messages", with);
-	cr_assert_eq(without, 120, "%" PRIu64 " WRs for 40 messages without the flag", without);
-}
-
-/* Wrap padding under a tail: its header alone is written, into the first
- * padded slot, as an 8-byte WRITE; the receiver skips to slot 0. */
-Test(rb2_chan, len_in_slot_tail_padding_is_its_header_alone)
-{
-	struct rb2_tx_stats before, after;
-	struct rb2_msg m[8];
-	uint8_t buf[256];
-	uint32_t hdr[2];
-
-	open_preset("shm,mode=copy", "rb2-unbatched", 8, 1);
-	memset(buf, 0x11, sizeof(buf));
-	for (int i = 0; i < 5; i++)
-		cr_assert_eq(rb2_tx_send(tx, buf, 40), 0);
-	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 5);
-	rb2_rx_release_burst(rx, m, 5);
-	memset((uint8_t *)(uintptr_t)rx->slots + 5 * 64, 0xa5, 3 * 64); /* as the wire would */
-	rb2_tx_stats_get(tx, &before);
-	rb2_test_fill(buf, 200, 9);
-	cr_assert_eq(rb2_tx_send(tx, buf, 200), 0);  /* 4 slots: wraps */
-	rb2_tx_flush(tx);
-	rb2_tx_stats_get(tx, &after);
-	cr_assert_eq(after.wrs - before.wrs, 3, "the padding's header, the slots, the tail: %" PRIu64,
-		     (uint64_t)(after.wrs - before.wrs));
-	memcpy(hdr, rx->slots + 5 * 64, 8);
-	cr_assert(hdr[0] == RB2_LEN_SKIP && hdr[1] == 0, "the padding's header %#x %#x", hdr[0],
-		  hdr[1]);
-	for (uint32_t i = 5 * 64 + 8; i < 8 * 64; i++)
-		cr_assert_eq(rx->slots[i], 0xa5, "padding byte %u was written", i);
-	cr_assert_eq(rb2_rx_peek_burst(rx, m, 8), 1);
-	cr_assert_eq(m[0].data, (void *)(rx->slots + 8), "wrapped to slot 0");
-	cr_assert_eq(m[0].len, 200);
-	cr_assert(rb2_test_check(m[0].data, 200, 9));
-	rb2_rx_release_burst(rx, m, 1);
 }
 
 /* Lean (RB²'s latency mode): with a fixed-size channel one WRITE per

@@ -370,15 +370,15 @@ rb2_tx_stride(const struct rb2_tx *tx, uint32_t len)
 }
 
 /* RB2_CHAN_F_LEN_IN_SLOT under a tail: head each of @p n messages of @p len
- * bytes from free-running slot @p t (after a wrap skip of @p skip slots,
- * whose header says so) with [u32 length][u32 0]. Plain stores: the tail's
- * publication orders them, as it orders the payload (and on load/store
- * they go straight into the receiver's ring, in the lines the payload
- * fills anyway). */
+ * bytes, @p need slots each, from free-running slot @p t (after a wrap skip
+ * of @p skip slots, whose header says so) with [u32 length][u32 0]. Plain
+ * stores: the tail's publication orders them, as it orders the payload (and
+ * on load/store they go straight into the receiver's ring, in the lines the
+ * payload fills anyway). */
 static __rte_always_inline void
-__rb2_tx_put_lens(struct rb2_tx *tx, uint64_t t, uint32_t skip, uint32_t len, unsigned int n)
+__rb2_tx_put_lens(struct rb2_tx *tx, uint64_t t, uint32_t skip, uint32_t len, uint32_t need,
+		  unsigned int n)
 {
-	uint32_t need = __rb2_nslots((len & ~RB2_MSG_MARK) + tx->trailer, tx->slot_size);
 	uint32_t hdr[2] = { RB2_LEN_SKIP, 0 };
 
 	if (unlikely(skip != 0)) {
@@ -413,7 +413,7 @@ rb2_tx_commit_burst(struct rb2_tx *tx, uint32_t len, unsigned int n)
 		if (tx->trailer != tx->leader) /* poll message: mark each one */
 			__rb2_tx_mark(tx, t, tx->resv_skip, len, n);
 		else                           /* a tail: headers only */
-			__rb2_tx_put_lens(tx, t, tx->resv_skip, len, n);
+			__rb2_tx_put_lens(tx, t, tx->resv_skip, len, need, n);
 	}
 	if (unlikely(tx->resv_skip != 0)) {
 		tx->lens[t & tx->mask] = RB2_LEN_SKIP;

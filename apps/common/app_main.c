@@ -5,6 +5,7 @@
 /* The serve and bench commands of the case-study apps (app_main.h). */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -53,8 +54,11 @@ cli_run(int argc, char **argv)
 int
 app_cli_main(const struct app_cli *cli, int argc, char **argv)
 {
+	const struct rb2_app app = { .name = cli->app, .usage = cli->usage,
+				     .options = cli->options };
+
 	cli_now = cli;
-	return rb2_eal_run(cli->app, argc, argv, cli_run);
+	return rb2_app_run(&app, argc, argv, cli_run);
 }
 
 /* ---- serve ---------------------------------------------------------- */
@@ -74,6 +78,13 @@ on_signal(int sig __rte_unused)
 	stop = 1;
 }
 
+/*
+ * A server that lost the service stops, TCP and all, and exits 1: an EAL
+ * secondary stays mapped to the memory of the primary it started with, so
+ * it can never join a restarted service, and a server that went on over TCP
+ * alone would serve half of what it was started for without end. Exiting
+ * lets a supervisor restart it against the new service.
+ */
 static int
 serve_lcore(void *arg __rte_unused)
 {
@@ -85,10 +96,11 @@ serve_lcore(void *arg __rte_unused)
 		if (ret < 0 && !S.lost[id]) {
 			S.lost[id] = 1;
 			fprintf(stderr, "%s: lcore %u: the service is gone (%s): its rb2 "
-				"connections are closed%s\n", S.o->app, id, strerror(-ret),
-				S.o->tcp ? "; TCP goes on" : "; stopping");
-			if (S.o->tcp == NULL)
-				stop = 1;
+				"connections are closed, and a secondary cannot join a restarted "
+				"service: stopping%s, exit status 1 (restart this server once "
+				"rb2-raasd runs again)\n", S.o->app, id, strerror(-ret),
+				S.o->tcp ? " TCP too" : "");
+			stop = 1;
 		}
 	}
 	return 0;
@@ -98,10 +110,11 @@ int
 app_serve(const struct app_serve_opts *o)
 {
 	unsigned int id, n = 0;
+	int lfd = -1, lost = 0;
 
 	if (o->no_rb2 && o->tcp == NULL) {
 		fprintf(stderr, "%s: --no-rb2 without --tcp serves nothing\n", o->app);
-		return 1;
+		return -1;
 	}
 	S.o = o;
 	RTE_LCORE_FOREACH(id) {
@@ -119,15 +132,21 @@ app_serve(const struct app_serve_opts *o)
 			if (S.ep[id] == NULL) {
 				fprintf(stderr, "%s: joining rb2-raasd: %s (or serve TCP only: "
 					"--no-rb2 --tcp IP:PORT)\n", o->app, rte_strerror(rte_errno));
-				return 1;
+				return -1;
 			}
 		}
-		if (o->tcp != NULL && (fd = app_tcp_listen(o->tcp, NULL)) < 0)
-			return 1;
+		/* One listening socket, each lcore's server a descriptor of it:
+		 * an accepted connection is the lcore's that took it. */
+		if (o->tcp != NULL && lfd < 0 && (lfd = app_tcp_listen(o->tcp, NULL)) < 0)
+			return -1;
+		if (lfd >= 0 && (fd = n == 0 ? lfd : fcntl(lfd, F_DUPFD_CLOEXEC, 0)) < 0) {
+			fprintf(stderr, "%s: TCP %s: %s\n", o->app, o->tcp, strerror(errno));
+			return -1;
+		}
 		S.sv[id] = app_server_create(o->proto, o->ctx[id], S.ep[id],
 					     (uint16_t)(o->port + n), fd);
 		if (S.sv[id] == NULL)
-			return 1;
+			return -1;
 		n++;
 	}
 	signal(SIGINT, on_signal);
@@ -160,8 +179,9 @@ app_serve(const struct app_serve_opts *o)
 		app_server_free(S.sv[id]);
 		rb2_conn_ep_destroy(S.ep[id]);
 		S.sv[id] = NULL;
+		lost |= S.lost[id];
 	}
-	return 0;
+	return lost ? 1 : 0;
 }
 
 void

@@ -15,6 +15,7 @@
  *    the paper's ring designs in turn, or TCP loopback.
  */
 
+#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -26,6 +27,7 @@
 struct app_cli {
 	const char *app;                         /* "rb2-kv" */
 	void (*usage)(FILE *f);
+	const struct option *options;            /* every command's long options */
 	int (*parse)(int argc, char **argv, void *opts);   /* -1: printed why */
 	int (*run[3])(void *opts);               /* server, client, bench */
 	void *opts;
@@ -44,7 +46,10 @@ struct app_serve_opts {
 	int no_rb2;
 };
 
-/* @return 0, or 1 (could not start: printed why). */
+/* Serve until SIGINT or SIGTERM, or until the service is gone (an rb2
+ * server: then it stops, TCP too, since a secondary cannot join a restarted
+ * service). @return 0 (stopped by a signal), 1 (the service is gone), or -1
+ * (could not start; printed why). */
 int app_serve(const struct app_serve_opts *o);
 
 /* Sum of every serving lcore's counters (for telemetry). */

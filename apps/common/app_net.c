@@ -57,11 +57,15 @@ app_tcp_listen(const char *addr, uint16_t *port)
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
+	/* SO_REUSEADDR, not SO_REUSEPORT: the kernel would let another
+	 * process bind the same port too, and split the connections between
+	 * two servers with two tables. The lcores of one server share this
+	 * one socket instead (app_serve()). */
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in)) < 0 ||
 	    listen(fd, 1024) < 0) {
-		fprintf(stderr, "TCP %s: %s\n", addr, strerror(errno));
+		fprintf(stderr, "TCP %s: %s%s\n", addr, strerror(errno),
+			errno == EADDRINUSE ? " (another server listens on that port)" : "");
 		close(fd);
 		return -1;
 	}

@@ -21,9 +21,10 @@
 /* Parse "IP:PORT" (IPv4). @return 0, or -1 (printed why, naming @p what). */
 int app_parse_addr(const char *what, const char *addr, struct sockaddr_storage *sa);
 
-/* A non-blocking listening TCP socket on @p addr (port 0: any; SO_REUSEPORT,
- * so several lcores can listen on one port). @return the fd, or -1
- * (printed why). Its port in *port when not NULL. */
+/* A non-blocking listening TCP socket on @p addr (port 0: any). A port
+ * another socket listens on is refused (EADDRINUSE): the lcores of one
+ * server share this socket, and no other process can join them. @return
+ * the fd, or -1 (printed why). Its port in *port when not NULL. */
 int app_tcp_listen(const char *addr, uint16_t *port);
 
 /* A blocking TCP connection to @p addr with TCP_NODELAY. @return the fd,

@@ -761,6 +761,8 @@ app_server_free(struct app_server *sv)
 			rb2_close(sv, sv->rb2[i], 0);
 	if (sv->efd >= 0)
 		close(sv->efd);
+	if (sv->lfd >= 0)
+		close(sv->lfd);
 	free(sv->rb2);
 	free(sv->waiting);
 	free(sv);

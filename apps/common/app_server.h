@@ -88,7 +88,8 @@ struct app_server;
 /*
  * @param ep      an endpoint to serve (NULL: none): the server listens on
  *                @p port on it (the caller keeps and destroys it)
- * @param tcp_fd  a listening TCP socket (-1: none), made non-blocking
+ * @param tcp_fd  a listening TCP socket (-1: none), made non-blocking; the
+ *                server's from here on (app_server_free() closes it)
  * @return the server, or NULL (printed why)
  */
 struct app_server *app_server_create(const struct app_proto *proto, void *ctx,

@@ -165,28 +165,30 @@ usage(FILE *f, const char *prog)
 "  --help\n", prog, LENT_BUFS, PERCONN_MAX, MAX_ROUNDS);
 }
 
+/* The options after '--' (also told apart before it: rb2_app_run()). */
+static const struct option lo[] = {
+	{"modes", required_argument, NULL, 'm'},
+	{"conns", required_argument, NULL, 'c'},
+	{"size", required_argument, NULL, 's'},
+	{"seconds", required_argument, NULL, 'S'},
+	{"rounds", required_argument, NULL, 'r'},
+	{"window", required_argument, NULL, 'w'},
+	{"lat", required_argument, NULL, 'l'},
+	{"one-lcore", no_argument, NULL, 'O'},
+	{"one-way", no_argument, NULL, 'F'},
+	{"wake", required_argument, NULL, 'W'},
+	{"spin-us", required_argument, NULL, 'P'},
+	{"transport", required_argument, NULL, 't'},
+	{"mr-cost", no_argument, NULL, 'M'},
+	{"ring-scale", required_argument, NULL, 'R'},
+	{"zc", no_argument, NULL, 'Z'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
 static int
 parse(int argc, char **argv, struct opts *o)
 {
-	static const struct option lo[] = {
-		{"modes", required_argument, NULL, 'm'},
-		{"conns", required_argument, NULL, 'c'},
-		{"size", required_argument, NULL, 's'},
-		{"seconds", required_argument, NULL, 'S'},
-		{"rounds", required_argument, NULL, 'r'},
-		{"window", required_argument, NULL, 'w'},
-		{"lat", required_argument, NULL, 'l'},
-		{"one-lcore", no_argument, NULL, 'O'},
-		{"one-way", no_argument, NULL, 'F'},
-		{"wake", required_argument, NULL, 'W'},
-		{"spin-us", required_argument, NULL, 'P'},
-		{"transport", required_argument, NULL, 't'},
-		{"mr-cost", no_argument, NULL, 'M'},
-		{"ring-scale", required_argument, NULL, 'R'},
-		{"zc", no_argument, NULL, 'Z'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	char *list, *tok, *save;
 	int opt;
 
@@ -1145,8 +1147,17 @@ connperf(int argc, char **argv)
 	return 0;
 }
 
+/* The usage with the name it is installed under. */
+static void
+app_usage(FILE *f)
+{
+	usage(f, "rb2-connperf");
+}
+
 int
 main(int argc, char **argv)
 {
-	return rb2_eal_run("rb2-connperf", argc, argv, connperf);
+	const struct rb2_app app = { .name = "rb2-connperf", .usage = app_usage, .options = lo };
+
+	return rb2_app_run(&app, argc, argv, connperf);
 }

@@ -101,26 +101,28 @@ usage(FILE *f)
 "  --conns N            (default 1)      --transport SPEC (default shm)\n");
 }
 
+/* The options after '--' (also told apart before it: rb2_app_run()). */
+static const struct option lo[] = {
+	{"root", required_argument, NULL, 'r'}, {"port", required_argument, NULL, 'p'},
+	{"tcp", required_argument, NULL, 't'}, {"no-rb2", no_argument, NULL, 'N'},
+	{"max-file", required_argument, NULL, 'm'},
+	{"generate", required_argument, NULL, 'g'},
+	{"host", required_argument, NULL, 'H'}, {"files", required_argument, NULL, 'f'},
+	{"path", required_argument, NULL, 'P'}, {"conns", required_argument, NULL, 'c'},
+	{"requests", required_argument, NULL, 'n'},
+	{"json", required_argument, NULL, 'j'}, {"quiet", no_argument, NULL, 'q'},
+	{"designs", required_argument, NULL, 'x'},
+	{"rounds", required_argument, NULL, 'R'},
+	{"transport", required_argument, NULL, 'T'},
+	{"file-size", required_argument, NULL, 's'},
+	{"file-count", required_argument, NULL, 'C'},
+	{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+};
+
 static int
 parse(int argc, char **argv, void *arg)
 {
 	struct opts *o = arg;
-	static const struct option lo[] = {
-		{"root", required_argument, NULL, 'r'}, {"port", required_argument, NULL, 'p'},
-		{"tcp", required_argument, NULL, 't'}, {"no-rb2", no_argument, NULL, 'N'},
-		{"max-file", required_argument, NULL, 'm'},
-		{"generate", required_argument, NULL, 'g'},
-		{"host", required_argument, NULL, 'H'}, {"files", required_argument, NULL, 'f'},
-		{"path", required_argument, NULL, 'P'}, {"conns", required_argument, NULL, 'c'},
-		{"requests", required_argument, NULL, 'n'},
-		{"json", required_argument, NULL, 'j'}, {"quiet", no_argument, NULL, 'q'},
-		{"designs", required_argument, NULL, 'x'},
-		{"rounds", required_argument, NULL, 'R'},
-		{"transport", required_argument, NULL, 'T'},
-		{"file-size", required_argument, NULL, 's'},
-		{"file-count", required_argument, NULL, 'C'},
-		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
-	};
 	const char *designs = NULL;
 	int c, n;
 
@@ -250,8 +252,9 @@ run_server(void *arg)
 	ret = app_serve(&so);
 	RTE_LCORE_FOREACH(id)
 		http_files_close(server_ctx[id].files);
-	printf("rb2-http: stopped\n");
-	return ret;
+	if (ret >= 0)
+		printf("rb2-http: stopped\n");
+	return ret < 0 ? 1 : ret;
 }
 
 /* ---- client --------------------------------------------------------- */
@@ -521,7 +524,7 @@ main(int argc, char **argv)
 {
 	static struct opts o;
 	const struct app_cli cli = {
-		.app = "rb2-http", .usage = usage, .parse = parse,
+		.app = "rb2-http", .usage = usage, .options = lo, .parse = parse,
 		.run = { run_server, run_client, run_bench }, .opts = &o,
 	};
 

@@ -129,41 +129,43 @@ set_var(const char *name, const char *value)
 	return -1;
 }
 
+/* The options after '--' (also told apart before it: rb2_app_run()). */
+static const struct option lo[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "proc", required_argument, NULL, 'p' },
+	{ "plugin", required_argument, NULL, 'P' },
+	{ "list-stages", no_argument, NULL, 'L' },
+	{ "stats-json", required_argument, NULL, 'S' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "trace", required_argument, NULL, 'v' },
+	{ "pps", required_argument, NULL, 'v' },
+	{ "multiplier", required_argument, NULL, 'v' },
+	{ "loop", required_argument, NULL, 'v' },
+	{ "batch", required_argument, NULL, 'v' },
+	{ "top", required_argument, NULL, 'v' },
+	{ "json", required_argument, NULL, 'v' },
+	{ "csv", required_argument, NULL, 'v' },
+	{ "cm-width", required_argument, NULL, 'v' },
+	{ "interval-ms", required_argument, NULL, 'v' },
+	{ "flows", required_argument, NULL, 'v' },
+	{ "transport", required_argument, NULL, 'v' },
+	{ "maxsleep-ms", required_argument, NULL, 'v' },
+	{ "allow-truncated", no_argument, NULL, 'v' },
+	{ "allow-non-ip", no_argument, NULL, 'v' },
+	{ "port", required_argument, NULL, 'v' },
+	{ "count", required_argument, NULL, 'v' },
+	{ "idle-ms", required_argument, NULL, 'v' },
+	{ "pool-size", required_argument, NULL, 'v' },
+	{ "out-port", required_argument, NULL, 'v' },
+	{ "proto", required_argument, NULL, 'v' },
+	{ "preset", required_argument, NULL, 'v' },
+	{ NULL, 0, NULL, 0 },
+};
+
 /* Everything after the EAL's start: @return the exit status. */
 static int
 nf_main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "proc", required_argument, NULL, 'p' },
-		{ "plugin", required_argument, NULL, 'P' },
-		{ "list-stages", no_argument, NULL, 'L' },
-		{ "stats-json", required_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "trace", required_argument, NULL, 'v' },
-		{ "pps", required_argument, NULL, 'v' },
-		{ "multiplier", required_argument, NULL, 'v' },
-		{ "loop", required_argument, NULL, 'v' },
-		{ "batch", required_argument, NULL, 'v' },
-		{ "top", required_argument, NULL, 'v' },
-		{ "json", required_argument, NULL, 'v' },
-		{ "csv", required_argument, NULL, 'v' },
-		{ "cm-width", required_argument, NULL, 'v' },
-		{ "interval-ms", required_argument, NULL, 'v' },
-		{ "flows", required_argument, NULL, 'v' },
-		{ "transport", required_argument, NULL, 'v' },
-		{ "maxsleep-ms", required_argument, NULL, 'v' },
-		{ "allow-truncated", no_argument, NULL, 'v' },
-		{ "allow-non-ip", no_argument, NULL, 'v' },
-		{ "port", required_argument, NULL, 'v' },
-		{ "count", required_argument, NULL, 'v' },
-		{ "idle-ms", required_argument, NULL, 'v' },
-		{ "pool-size", required_argument, NULL, 'v' },
-		{ "out-port", required_argument, NULL, 'v' },
-		{ "proto", required_argument, NULL, 'v' },
-		{ "preset", required_argument, NULL, 'v' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct rb2_pipeline_opts o = { .vars = vars, .nvars = RTE_DIM(vars) };
 	const char *config = NULL, *stats_json = NULL, *plugins[16];
 	unsigned int nplugins = 0;
@@ -277,13 +279,17 @@ nf_main(int argc, char **argv)
 	return ret == 0 ? 0 : ret == -ECANCELED ? 130 : 1;
 }
 
+/* The usage with the name it is installed under. */
+static void
+app_usage(FILE *f)
+{
+	usage(f, "rb2-nf");
+}
+
 int
 main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout, argv[0]);
-			return 0;
-		}
-	return rb2_eal_run("rb2-nf", argc, argv, nf_main);
+	const struct rb2_app app = { .name = "rb2-nf", .usage = app_usage, .options = lo };
+
+	return rb2_app_run(&app, argc, argv, nf_main);
 }

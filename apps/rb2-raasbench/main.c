@@ -281,28 +281,30 @@ usage(FILE *f, const char *prog)
 "  --help\n", prog, prog, MAX_BUFFERS);
 }
 
+/* The options after '--' (also told apart before it: rb2_app_run()). */
+static const struct option lo[] = {
+	{"port", required_argument, NULL, 'p'},
+	{"host", required_argument, NULL, 'H'},
+	{"size", required_argument, NULL, 's'},
+	{"modes", required_argument, NULL, 'm'},
+	{"rounds", required_argument, NULL, 'r'},
+	{"seconds", required_argument, NULL, 't'},
+	{"buffers", required_argument, NULL, 'b'},
+	{"private", no_argument, NULL, 'P'},
+	{"json", required_argument, NULL, 'j'},
+	{"busy-poll", no_argument, NULL, 'B'},
+	{"window", required_argument, NULL, 'w'},
+	{"chunk", required_argument, NULL, 'c'},
+	{"connect-wait", required_argument, NULL, 'W'},
+	{"spin-us", required_argument, NULL, 'S'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
 /* Everything after the EAL's start: @return the exit status. */
 static int
 raasbench_main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{"port", required_argument, NULL, 'p'},
-		{"host", required_argument, NULL, 'H'},
-		{"size", required_argument, NULL, 's'},
-		{"modes", required_argument, NULL, 'm'},
-		{"rounds", required_argument, NULL, 'r'},
-		{"seconds", required_argument, NULL, 't'},
-		{"buffers", required_argument, NULL, 'b'},
-		{"private", no_argument, NULL, 'P'},
-		{"json", required_argument, NULL, 'j'},
-		{"busy-poll", no_argument, NULL, 'B'},
-		{"window", required_argument, NULL, 'w'},
-		{"chunk", required_argument, NULL, 'c'},
-		{"connect-wait", required_argument, NULL, 'W'},
-		{"spin-us", required_argument, NULL, 'S'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	double rate[NMODES][50], ratio[50], seconds = 1, connect_wait = 0;
 	unsigned int rounds = 5, host = 0;
 	int modes[NMODES] = { 1, 1 }, private_mem = 0, opt, ret, port = -1;
@@ -462,8 +464,17 @@ out:
 	return ret;
 }
 
+/* The usage with the name it is installed under. */
+static void
+app_usage(FILE *f)
+{
+	usage(f, "rb2-raasbench");
+}
+
 int
 main(int argc, char **argv)
 {
-	return rb2_eal_run("rb2-raasbench", argc, argv, raasbench_main);
+	const struct rb2_app app = { .name = "rb2-raasbench", .usage = app_usage, .options = lo };
+
+	return rb2_app_run(&app, argc, argv, raasbench_main);
 }

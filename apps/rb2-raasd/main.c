@@ -1247,22 +1247,24 @@ usage(FILE *f, const char *prog)
 "  --help\n", prog);
 }
 
+/* The options after '--' (also told apart before it: rb2_app_run()). */
+static const struct option lo[] = {
+	{"max-relays", required_argument, NULL, 'r'},
+	{"max-loans", required_argument, NULL, 'l'},
+	{"host-id", required_argument, NULL, 'H'},
+	{"listen", required_argument, NULL, 'L'},
+	{"peer", required_argument, NULL, 'P'},
+	{"transport", required_argument, NULL, 'T'},
+	{"queue-kb", required_argument, NULL, 'Q'},
+	{"peer-sync", required_argument, NULL, 'S'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
 /* Everything after the EAL's start: @return the exit status. */
 static int
 raasd_main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{"max-relays", required_argument, NULL, 'r'},
-		{"max-loans", required_argument, NULL, 'l'},
-		{"host-id", required_argument, NULL, 'H'},
-		{"listen", required_argument, NULL, 'L'},
-		{"peer", required_argument, NULL, 'P'},
-		{"transport", required_argument, NULL, 'T'},
-		{"queue-kb", required_argument, NULL, 'Q'},
-		{"peer-sync", required_argument, NULL, 'S'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	const char *listen = NULL, *spec = NULL, *peers[16];
 	unsigned int npeers = 0;
 	struct rb2_xport *pxp = NULL;
@@ -1472,8 +1474,17 @@ raasd_main(int argc, char **argv)
 	return 0;
 }
 
+/* The usage with the name it is installed under. */
+static void
+app_usage(FILE *f)
+{
+	usage(f, "rb2-raasd");
+}
+
 int
 main(int argc, char **argv)
 {
-	return rb2_eal_run("rb2-raasd", argc, argv, raasd_main);
+	const struct rb2_app app = { .name = "rb2-raasd", .usage = app_usage, .options = lo };
+
+	return rb2_app_run(&app, argc, argv, raasd_main);
 }

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,6 +19,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
+#include <rte_memory.h>
 
 #include "rb2_lcore.h"
 
@@ -160,14 +162,166 @@ rb2_lcore_wait_all(void)
 		rb2_lcore_wait(lcore_id);
 }
 
-int
-rb2_eal_run(const char *app, int argc, char **argv, int (*app_main)(int, char **))
-{
-	int ret = rb2_eal_init(argc, argv, 30);
+/* ---- an application's life with the EAL --------------------------------- */
 
+static const struct rb2_app *app_now;
+
+/* The EAL's help calls this after its own. */
+static void
+app_usage_hook(const char *prgname __rte_unused)
+{
+	if (app_now != NULL && app_now->usage != NULL)
+		app_now->usage(stdout);
+}
+
+/* The directory DPDK 22.11 keeps a prefix's files in (eal_create_runtime_dir()). */
+static void
+eal_runtime_dir(const char *prefix, char *buf, size_t len)
+{
+	const char *base = "/var/run";
+
+	if (getuid() != 0) {
+		base = getenv("XDG_RUNTIME_DIR");
+		if (base == NULL)
+			base = "/tmp";
+	}
+	snprintf(buf, len, "%s/dpdk/%s", base, prefix);
+}
+
+/* The pid of the primary that holds @p dir's shared configuration (its
+ * write lock on the config file), or 0. */
+static pid_t
+eal_primary_of(const char *dir)
+{
+	char path[PATH_MAX + 16];
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/config", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fcntl(fd, F_GETLK, &fl) != 0 || fl.l_type == F_UNLCK)
+		fl.l_pid = 0;
+	close(fd);
+	return fl.l_pid;
+}
+
+/* Why the EAL did not start, where it can be told from the outside. */
+static void
+eal_explain(const char *app, int argc, char **argv)
+{
+	const char *type = eal_opt(argc, argv, "--proc-type");
+	const char *prefix = eal_opt(argc, argv, "--file-prefix");
+	int secondary = type != NULL && strcmp(type, "secondary") == 0;
+	char dir[PATH_MAX], comm[64] = "a process", path[64];
+	pid_t holder;
+	FILE *f;
+
+	if (prefix == NULL)
+		prefix = "rte";
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--in-memory") == 0 || strcmp(argv[i], "--no-shconf") == 0)
+			return;         /* no shared configuration: nothing to hold */
+	eal_runtime_dir(prefix, dir, sizeof(dir));
+	holder = eal_primary_of(dir);
+	if (holder > 0) {
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)holder);
+		f = fopen(path, "r");
+		if (f != NULL) {
+			if (fgets(comm, sizeof(comm), f) != NULL)
+				comm[strcspn(comm, "\n")] = '\0';
+			fclose(f);
+		}
+	}
+	if (secondary && holder <= 0) {
+		fprintf(stderr, "%s: no primary process runs with --file-prefix %s to join as a "
+			"secondary: start it first (rb2-raasd ... --file-prefix %s), or give the "
+			"prefix it runs with\n", app, prefix, prefix);
+		/* The EAL made the directory for a primary that does not exist:
+		 * take out what this process left there, and the directory if
+		 * that empties it. */
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		char mine[64];
+
+		snprintf(mine, sizeof(mine), "mp_socket_%d_", (int)getpid());
+		while (d != NULL && (e = readdir(d)) != NULL)
+			if (strncmp(e->d_name, mine, strlen(mine)) == 0)
+				(void)unlinkat(dirfd(d), e->d_name, 0);
+		if (d != NULL)
+			closedir(d);
+		(void)rmdir(dir);
+	} else if (!secondary && holder > 0 && holder != getpid()) {
+		if (strcmp(comm, app) == 0)
+			fprintf(stderr, "%s: another %s (pid %d) already runs with --file-prefix %s: "
+				"stop it, or give this one a --file-prefix of its own\n", app, comm,
+				(int)holder, prefix);
+		else
+			fprintf(stderr, "%s: %s (pid %d) already runs as the primary process of "
+				"--file-prefix %s: to join it, add --proc-type=secondary (an "
+				"application of rb2-raasd is its secondary); to run alone, give "
+				"this one a --file-prefix of its own\n", app, comm, (int)holder,
+				prefix);
+	}
+}
+
+/* With no '--' on the command line, an application option among the
+ * arguments is one given in the wrong place. @return it, or NULL. */
+static const char *
+app_opt_before_dashes(const struct rb2_app *app, int argc, char **argv)
+{
+	if (app->options == NULL)
+		return NULL;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0)
+			return NULL;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		size_t n;
+
+		if (strncmp(a, "--", 2) != 0)
+			continue;
+		a += 2;
+		n = strcspn(a, "=");
+		for (const struct option *o = app->options; o->name != NULL; o++)
+			if (strlen(o->name) == n && strncmp(o->name, a, n) == 0)
+				return argv[i];
+	}
+	return NULL;
+}
+
+int
+rb2_app_run(const struct rb2_app *app, int argc, char **argv, int (*app_main)(int, char **))
+{
+	const char *misplaced;
+	int ret;
+
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (app->usage != NULL &&
+		    (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)) {
+			app->usage(stdout);
+			return 0;
+		}
+	misplaced = app_opt_before_dashes(app, argc, argv);
+	if (misplaced != NULL) {
+		fprintf(stderr, "%s: %s is an option of %s, and its options go after '--': "
+			"%s [EAL args] -- %s ... (an EAL option of the same name: end the EAL "
+			"args with '--'; %s --help)\n", app->name, misplaced, app->name, app->name,
+			misplaced, app->name);
+		return 2;
+	}
+	app_now = app;
+	if (app->usage != NULL)
+		rte_set_application_usage_hook(app_usage_hook);
+	ret = rb2_eal_init(argc, argv, 30);
 	if (ret < 0) {
-		fprintf(stderr, "%s: EAL initialization failed (%s): check the EAL arguments "
-			"before '--' (%s --help)\n", app, rte_strerror(rte_errno), app);
+		int err = rte_errno;
+
+		eal_explain(app->name, argc, argv);
+		fprintf(stderr, "%s: EAL initialization failed%s%s%s: check the EAL arguments "
+			"before '--' (%s --help)\n", app->name, err ? " (" : "",
+			err ? rte_strerror(err) : "", err ? ")" : "", app->name);
 		return 1;
 	}
 	/* argv[ret] is the program name again (rte_eal_init() puts it
@@ -178,13 +332,63 @@ rb2_eal_run(const char *app, int argc, char **argv, int (*app_main)(int, char **
 }
 
 int
+rb2_eal_run(const char *app, int argc, char **argv, int (*app_main)(int, char **))
+{
+	const struct rb2_app a = { .name = app };
+
+	return rb2_app_run(&a, argc, argv, app_main);
+}
+
+/* The hugepage files of this process's memory, collected before
+ * rte_eal_cleanup() closes them. */
+struct huge_files {
+	char (*path)[PATH_MAX];
+	unsigned int n, cap;
+};
+
+static int
+huge_file_of(const struct rte_memseg_list *msl __rte_unused, const struct rte_memseg *ms,
+	     void *arg)
+{
+	struct huge_files *h = arg;
+	char link[64], path[PATH_MAX];
+	int fd = rte_memseg_get_fd_thread_unsafe(ms);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;       /* --no-huge, or anonymous memory */
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0)
+		return 0;
+	path[n] = '\0';
+	/* With --single-file-segments one file holds many segments. */
+	if (h->n > 0 && strcmp(h->path[h->n - 1], path) == 0)
+		return 0;
+	if (h->n == h->cap) {
+		unsigned int cap = h->cap ? 2 * h->cap : 64;
+		void *p = realloc(h->path, cap * sizeof(*h->path));
+
+		if (p == NULL)
+			return -1;
+		h->path = p;
+		h->cap = cap;
+	}
+	memcpy(h->path[h->n++], path, (size_t)n + 1);
+	return 0;
+}
+
+int
 rb2_eal_cleanup(void)
 {
 	char dir[PATH_MAX];
 	bool primary = rte_eal_process_type() == RTE_PROC_PRIMARY;
+	struct huge_files huge = {0};
 	int ret;
 
 	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
+	if (primary)
+		(void)rte_memseg_walk(huge_file_of, &huge);
 	ret = rte_eal_cleanup();
 	if (primary && dir[0] != '\0') {
 		DIR *d = opendir(dir);
@@ -196,6 +400,9 @@ rb2_eal_cleanup(void)
 			closedir(d);
 			d = NULL;
 		}
+		/* Ours: a secondary still running keeps its mapping of them. */
+		for (unsigned int i = 0; d != NULL && i < huge.n; i++)
+			(void)unlink(huge.path[i]);
 		while (d != NULL && (e = readdir(d)) != NULL) {
 			if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
 				(void)unlinkat(dirfd(d), e->d_name, 0);
@@ -205,5 +412,6 @@ rb2_eal_cleanup(void)
 			(void)rmdir(dir);
 		}
 	}
+	free(huge.path);
 	return ret;
 }

@@ -23,6 +23,9 @@
  * measurable outside TSan builds.
  */
 
+#include <getopt.h>
+#include <stdio.h>
+
 #include <rte_launch.h>
 
 #ifdef __cplusplus
@@ -42,13 +45,16 @@ int rb2_eal_init(int argc, char **argv, unsigned int timeout_s);
 
 /**
  * rte_eal_cleanup(), then, in a primary process, remove its runtime
- * directory (/var/run/dpdk/PREFIX, or under $XDG_RUNTIME_DIR). DPDK 22.11
- * leaves it behind with its fbarray files: about 6 MB a process with
- * --no-huge, which fills a disk over the hundreds of processes a test
- * suite starts, each with its own --file-prefix. A secondary leaves it to
- * its primary, and a primary without a shared configuration (--in-memory,
- * --no-shconf) leaves it to the others that may share its prefix. Call it
- * last: nothing of the EAL may be used afterwards.
+ * directory (/var/run/dpdk/PREFIX, or under $XDG_RUNTIME_DIR) and its
+ * hugepage files (PREFIXmap_N in the hugetlbfs mount). DPDK 22.11 leaves
+ * both behind: the directory with its fbarray files, about 6 MB a process
+ * with --no-huge, which fills a disk over the hundreds of processes a test
+ * suite starts, each with its own --file-prefix; the hugepage files hold
+ * their pages, so that the next process, or a script that sizes the
+ * reservation, finds them taken. A secondary leaves both to its primary, and
+ * a primary without a shared configuration (--in-memory, --no-shconf)
+ * leaves them to the others that may share its prefix. Call it last:
+ * nothing of the EAL may be used afterwards.
  * @return rte_eal_cleanup()'s return value.
  */
 int rb2_eal_cleanup(void);
@@ -59,10 +65,39 @@ int rb2_eal_cleanup(void);
  * program name first), then rb2_eal_cleanup(), so that every return from
  * @p app_main leaves nothing behind. A failed start is printed as
  * "@p app: EAL initialization failed (why): check the EAL arguments before
- * '--' (@p app --help)".
+ * '--' (@p app --help)", with the cause where rb2_app_run() can tell it:
+ * this is rb2_app_run() with a name alone.
  * @return @p app_main's return value, or 1 when the EAL did not start.
  */
 int rb2_eal_run(const char *app, int argc, char **argv, int (*app_main)(int, char **));
+
+/** What rb2_app_run() knows of an application, to help a user who got the
+ * command line wrong. */
+struct rb2_app {
+	const char *name;               /**< "rb2-kv": every message starts with it */
+	void (*usage)(FILE *f);         /**< the application's own options; or NULL */
+	const struct option *options;   /**< its long options (getopt_long()'s table,
+					 *   ending with a zeroed entry); or NULL */
+};
+
+/**
+ * rb2_eal_run() for an application that has its own usage and options,
+ * the way a DPDK user expects them:
+ *  - `--help` or `-h` anywhere before '--' prints @p app's usage (the EAL's
+ *    own help prints it too, after the EAL's: rte_set_application_usage_hook());
+ *  - with no '--' at all, an argument that is one of @p app's long options
+ *    is refused before the EAL starts, saying that the application's options
+ *    go after '--' (status 2);
+ *  - a failed EAL start says what is wrong where it can tell: another
+ *    primary process already holds the --file-prefix (with its pid and name:
+ *    "another rb2-raasd"), or a secondary found no primary to join; a failed
+ *    secondary removes the runtime directory it made for a primary that
+ *    does not exist.
+ * @return @p app_main's value, 1 when the EAL did not start, 2 for options
+ *   given before '--', 0 after --help.
+ */
+int rb2_app_run(const struct rb2_app *app, int argc, char **argv,
+		int (*app_main)(int, char **));
 
 /**
  * rte_eal_remote_launch(): run @p f(@p arg) on worker lcore @p lcore_id.

@@ -55,8 +55,11 @@ pkt_filter_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned in
 		struct rb2_rec r;
 		struct rte_mbuf *m;
 
-		/* The packet is read in place: msgs[i] is its first segment. */
-		rb2_trace_parse(1 /* Ethernet */, msgs[i].data, msgs[i].len, pk[i].pkt_len, &r);
+		/* The packet is read in place: msgs[i] is its first segment,
+		 * framed as its port frames packets (Ethernet, or a capture's
+		 * own link type through net_pcap). */
+		rb2_trace_parse(rb2_pkt_linktype(&pk[i]), msgs[i].data, msgs[i].len,
+				pk[i].pkt_len, &r);
 		if ((r.kind != RB2_REC_IPV4 && r.kind != RB2_REC_IPV6) ||
 		    (f->proto != 0 && r.proto != f->proto)) {
 			rb2_stage_count(f->filtered, 1);

@@ -10,7 +10,9 @@
  * frees nothing: the pipeline frees the mbufs after the burst.
  *
  *   batch = K      records per message (default 32, at most 64)
- *   linktype = N   the packets' DLT_ link type (default 1, Ethernet)
+ *   linktype = N   the packets' DLT_ link type; default auto: each packet's
+ *                  port's (rb2_pkt_linktype(): Ethernet, or the capture's
+ *                  own for a net_pcap port reading a file)
  */
 
 #include <errno.h>
@@ -23,6 +25,7 @@
 
 struct parse_priv {
 	uint64_t batch, linktype;
+	int by_port;                 /* linktype = auto */
 	uint64_t seq;
 	struct rb2_trace_stats tst;
 	uint64_t *c_ipv4, *c_ipv6, *c_nonip, *c_malformed;
@@ -34,10 +37,16 @@ parse_init(struct rb2_stage *st, struct rb2_stage_args *a)
 	struct parse_priv *p = rb2_stage_priv(st);
 	struct rb2_rec probe;
 
+	const char *lt;
+
 	if (rb2_stage_arg_u64(a, "batch", 32, 1, RB2_REC_BATCH_MAX, &p->batch) < 0 ||
+	    rb2_stage_arg_str(a, "linktype", "auto", &lt) < 0)
+		return -EINVAL;
+	p->by_port = strcmp(lt, "auto") == 0;
+	if (!p->by_port &&
 	    rb2_stage_arg_u64(a, "linktype", 1, 0, 65535, &p->linktype) < 0)
 		return -EINVAL;
-	if (rb2_trace_parse((int)p->linktype, NULL, 0, 0, &probe) == -ENOTSUP) {
+	if (!p->by_port && rb2_trace_parse((int)p->linktype, NULL, 0, 0, &probe) == -ENOTSUP) {
 		rb2_stage_err(st, "linktype %" PRIu64 " is not one the decoder knows "
 			      "(1 Ethernet, 101 raw IP, 113 Linux SLL, ...)", p->linktype);
 		return -EINVAL;
@@ -75,8 +84,9 @@ parse_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 		for (uint32_t o = 0; o < len; o += RTE_CACHE_LINE_SIZE)
 			__builtin_prefetch(RTE_PTR_ADD(r, o), 1, 3);
 		for (unsigned int j = 0; j < k; j++, i++) {
-			rb2_trace_parse((int)p->linktype, msgs[i].data, msgs[i].len,
-					pk[i].pkt_len, &r[j]);
+			int lt = p->by_port ? rb2_pkt_linktype(&pk[i]) : (int)p->linktype;
+
+			rb2_trace_parse(lt, msgs[i].data, msgs[i].len, pk[i].pkt_len, &r[j]);
 			r[j].ts_ns = pk[i].ts_ns;
 			r[j].seq = p->seq++;
 		}

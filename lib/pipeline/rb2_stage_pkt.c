@@ -9,18 +9,27 @@
  */
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_kvargs.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <rte_pause.h>
 #include <rte_ring.h>
 
+#include "rb2_build_config.h"
 #include "rb2_pipeline_private.h"
 #include "rb2_stage_pkt.h"
+#if RB2_HAS_PCAP
+#include "rb2_trace.h"
+#endif
 
 int rb2_pkt_ts_offset = -1;
 uint64_t rb2_pkt_ts_flag;
@@ -478,3 +487,55 @@ rb2_stage_emit_pkts(struct rb2_stage *st, unsigned int edge, struct rte_mbuf **p
 	return (int)n;
 }
 
+
+/* ---- link types of ports ---------------------------------------------- */
+
+uint16_t rb2_pkt_port_lt[RTE_MAX_ETHPORTS];
+
+/* The capture a net_pcap port reads, into @p path (empty: none). */
+static void
+pcap_rx_file(uint16_t port, char *path, size_t len)
+{
+	struct rte_eth_dev_info info;
+	const struct rte_devargs *da;
+	struct rte_kvargs *kv;
+	const char *file;
+
+	path[0] = '\0';
+	if (rte_eth_dev_info_get(port, &info) != 0 || info.driver_name == NULL ||
+	    strcmp(info.driver_name, "net_pcap") != 0 || info.device == NULL)
+		return;
+	da = rte_dev_devargs(info.device);
+	if (da == NULL || da->args == NULL)
+		return;
+	kv = rte_kvargs_parse(da->args, NULL);
+	if (kv == NULL)
+		return;
+	file = rte_kvargs_get(kv, "rx_pcap");
+	if (file != NULL)
+		snprintf(path, len, "%s", file);
+	rte_kvargs_free(kv);
+}
+
+int
+rb2_pkt_port_linktype(uint16_t port)
+{
+	int lt = 1;     /* DLT_EN10MB: what every other port receives */
+	char path[PATH_MAX];
+
+	pcap_rx_file(port, path, sizeof(path));
+#if RB2_HAS_PCAP
+	if (path[0] != '\0') {
+		char err[256];
+		struct rb2_trace *t = rb2_trace_open(path, err, sizeof(err));
+
+		if (t != NULL) {
+			lt = rb2_trace_linktype(t);
+			rb2_trace_close(t);
+		}
+	}
+#endif
+	if (port < RTE_MAX_ETHPORTS)
+		__atomic_store_n(&rb2_pkt_port_lt[port], (uint16_t)(lt + 1), __ATOMIC_RELAXED);
+	return lt;
+}

@@ -123,6 +123,29 @@ int rb2_stage_emit_pkts(struct rb2_stage *st, unsigned int edge, struct rte_mbuf
 struct rte_mempool *rb2_pkt_pool(const char *name, int socket, unsigned int size,
 				 unsigned int cache, uint16_t data_room);
 
+/**
+ * The DLT_* link type of the packets port @p port receives (what
+ * rb2_trace_parse() takes): Ethernet (1), except for a net_pcap port that
+ * reads a capture file (rx_pcap=FILE), which hands each of the file's
+ * records up as it is: the file's own link type then (raw IP for
+ * rb2-tracegen's default output). Found once per port (it opens the file),
+ * then remembered; see rb2_pkt_linktype() for the fast path.
+ */
+int rb2_pkt_port_linktype(uint16_t port);
+
+/** @internal Each port's link type plus one, 0 until rb2_pkt_port_linktype() found it. */
+extern uint16_t rb2_pkt_port_lt[RTE_MAX_ETHPORTS];
+
+/** In process(): the link type of packet @p pk's bytes (rb2_pkt_port_linktype()). */
+static inline int
+rb2_pkt_linktype(const struct rb2_pkt *pk)
+{
+	uint16_t v = pk->port < RTE_MAX_ETHPORTS ?
+		     __atomic_load_n(&rb2_pkt_port_lt[pk->port], __ATOMIC_RELAXED) : 0;
+
+	return likely(v != 0) ? v - 1 : rb2_pkt_port_linktype(pk->port);
+}
+
 /** @internal The mbuf rx-timestamp field and flag (registered by rb2_pkt_pool()). */
 extern int rb2_pkt_ts_offset;
 extern uint64_t rb2_pkt_ts_flag;

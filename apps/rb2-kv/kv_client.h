@@ -13,6 +13,12 @@
  * write acknowledged when the read was sent and no newer than the last
  * write sent when its answer came.
  *
+ * Versions carry this client process's epoch in their top 24 bits (struct
+ * kv_shared): a value written by another process, such as an earlier
+ * `--phase load`, is one this process cannot date. It is taken as correct
+ * (its checksum still is checked) until this process has a write of that
+ * record acknowledged; after that, reading it is reading a lost write.
+ *
  * That check is exact because the client never has two writes to one key
  * in flight (a write waits, unsent, for the one before it to be answered):
  * versions are then applied in the order they were numbered. (Two writes
@@ -41,11 +47,19 @@ struct kv_shared {
 	uint64_t key_space;
 	uint64_t seed;
 	uint64_t tracked;               /* records tracked: records + room for inserts */
-	uint64_t *issued, *acked;       /* versions, by record */
+	uint64_t *issued, *acked;       /* versions, by record: epoch << 40 | count */
+	uint64_t epoch;                 /* this process's, KV_EPOCH_SHIFT up */
 	uint8_t *writing;               /* a write of the record is in flight */
 	struct ycsb_inserts inserts;    /* the shared insert counter (workload D) */
 	int quiet;                      /* no progress lines */
 };
+
+#define KV_EPOCH_SHIFT 40
+#define KV_COUNT_MASK ((1ull << KV_EPOCH_SHIFT) - 1)
+
+/* Set every tracked record's versions to "none written by this process",
+ * in an epoch drawn for it. */
+void kv_shared_versions_init(struct kv_shared *sh);
 
 /* The 8-byte key of record @p keynum. */
 static inline uint64_t
@@ -60,8 +74,10 @@ struct kv_result {
 	struct app_hist lat[YCSB_NOPS];
 	uint64_t ok[YCSB_NOPS], not_found[YCSB_NOPS], failed[YCSB_NOPS];
 	uint64_t check_failures;        /* values that were not what was written */
+	uint64_t no_space;              /* writes the server refused: its table is full */
 	uint64_t t_start_ns, t_end_ns;
-	char first_failure[160];
+	char first_failure[160];        /* the first wrong value, or the error that ended it */
+	char first_status[96];          /* the first answer other than OK */
 };
 
 /* One lcore's client. */

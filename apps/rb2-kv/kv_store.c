@@ -44,6 +44,7 @@ struct kv_store {
 	uint32_t n_entries;      /* rte_hash_max_key_id() + 1 */
 	uint32_t key_max, key_len, value_max;
 	uint64_t cas_next;       /* atomic */
+	uint8_t said_full;       /* the table-full warning is out */
 	struct kv_counts counts[RTE_MAX_LCORE + 1]; /* the last: non-EAL threads */
 };
 
@@ -285,6 +286,12 @@ kv_store_put(struct kv_store *s, const void *key, uint32_t klen, const void *val
 		pos = rte_hash_add_key(s->h, tk);
 		if (pos < 0) {
 			c->full++;
+			/* Said once: every write of a new key fails from here. */
+			if (!__atomic_exchange_n(&s->said_full, 1, __ATOMIC_RELAXED))
+				RTE_LOG(WARNING, USER1, "kv: the table is full (%u keys): writes of "
+					"new keys are refused (NO_SPACE, or memcached's SERVER_ERROR "
+					"out of memory) and counted as table_full; start the server "
+					"with a larger --records\n", rte_hash_count(s->h));
 			return -ENOSPC;
 		}
 	}

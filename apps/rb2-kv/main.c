@@ -117,30 +117,32 @@ usage(FILE *f)
 "  and the client's workload options.\n");
 }
 
+/* The options after '--' (also told apart before it: rb2_app_run()). */
+static const struct option lo[] = {
+	{"port", required_argument, NULL, 'p'}, {"tcp", required_argument, NULL, 't'},
+	{"no-rb2", no_argument, NULL, 'N'}, {"records", required_argument, NULL, 'r'},
+	{"key-max", required_argument, NULL, 'k'},
+	{"value-max", required_argument, NULL, 'v'},
+	{"name", required_argument, NULL, 'n'}, {"host", required_argument, NULL, 'H'},
+	{"ports", required_argument, NULL, 'P'},
+	{"workload", required_argument, NULL, 'w'},
+	{"distribution", required_argument, NULL, 'd'},
+	{"operations", required_argument, NULL, 'o'},
+	{"value-size", required_argument, NULL, 's'},
+	{"conns", required_argument, NULL, 'c'}, {"depth", required_argument, NULL, 'D'},
+	{"phase", required_argument, NULL, 'f'},
+	{"key-space", required_argument, NULL, 'K'},
+	{"seed", required_argument, NULL, 'S'}, {"json", required_argument, NULL, 'j'},
+	{"quiet", no_argument, NULL, 'q'}, {"designs", required_argument, NULL, 'x'},
+	{"rounds", required_argument, NULL, 'R'},
+	{"transport", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
 static int
 parse(int argc, char **argv, void *arg)
 {
 	struct opts *o = arg;
-	static const struct option lo[] = {
-		{"port", required_argument, NULL, 'p'}, {"tcp", required_argument, NULL, 't'},
-		{"no-rb2", no_argument, NULL, 'N'}, {"records", required_argument, NULL, 'r'},
-		{"key-max", required_argument, NULL, 'k'},
-		{"value-max", required_argument, NULL, 'v'},
-		{"name", required_argument, NULL, 'n'}, {"host", required_argument, NULL, 'H'},
-		{"ports", required_argument, NULL, 'P'},
-		{"workload", required_argument, NULL, 'w'},
-		{"distribution", required_argument, NULL, 'd'},
-		{"operations", required_argument, NULL, 'o'},
-		{"value-size", required_argument, NULL, 's'},
-		{"conns", required_argument, NULL, 'c'}, {"depth", required_argument, NULL, 'D'},
-		{"phase", required_argument, NULL, 'f'},
-		{"key-space", required_argument, NULL, 'K'},
-		{"seed", required_argument, NULL, 'S'}, {"json", required_argument, NULL, 'j'},
-		{"quiet", no_argument, NULL, 'q'}, {"designs", required_argument, NULL, 'x'},
-		{"rounds", required_argument, NULL, 'R'},
-		{"transport", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	const char *designs = NULL;
 	char *end;
 	int c, n;
@@ -309,10 +311,12 @@ run_server(void *arg)
 				   "The table's and the server's counters. No parameters");
 	ret = app_serve(&so);
 	kv_store_stats_get(server_store, &st);
-	printf("rb2-kv: stopped: %" PRIu64 " keys, %" PRIu64 " gets (%" PRIu64 " hits), %"
-	       PRIu64 " puts, %" PRIu64 " deletes\n", st.keys, st.gets, st.hits, st.puts, st.dels);
+	if (ret >= 0)
+		printf("rb2-kv: stopped: %" PRIu64 " keys, %" PRIu64 " gets (%" PRIu64 " hits), %"
+		       PRIu64 " puts, %" PRIu64 " deletes, %" PRIu64 " writes refused (table "
+		       "full)\n", st.keys, st.gets, st.hits, st.puts, st.dels, st.full);
 	kv_store_free(server_store);
-	return ret;
+	return ret < 0 ? 1 : ret;
 }
 
 /* ---- client --------------------------------------------------------- */
@@ -387,6 +391,7 @@ shared_init(struct kv_shared *sh, const struct opts *o)
 		fprintf(stderr, "rb2-kv: no memory to track %" PRIu64 " records\n", sh->tracked);
 		return -1;
 	}
+	kv_shared_versions_init(sh);
 	return 0;
 }
 
@@ -414,8 +419,11 @@ merge(struct kv_result *all, const struct kv_result *res, const unsigned int *id
 			all->failed[op] += r->failed[op];
 		}
 		all->check_failures += r->check_failures;
+		all->no_space += r->no_space;
 		if (all->first_failure[0] == '\0')
 			memcpy(all->first_failure, r->first_failure, sizeof(all->first_failure));
+		if (all->first_status[0] == '\0')
+			memcpy(all->first_status, r->first_status, sizeof(all->first_status));
 		if (i == 0 || r->t_start_ns < all->t_start_ns)
 			all->t_start_ns = r->t_start_ns;
 		all->t_end_ns = RTE_MAX(all->t_end_ns, r->t_end_ns);
@@ -488,6 +496,31 @@ print_json_phase(FILE *f, const char *phase, const struct kv_result *r, int last
 	fprintf(f, "}}%s\n", last ? "" : ",");
 }
 
+/* What failed, each kind in its own words, with its likely cause. */
+static void
+print_failures(FILE *f, const struct kv_result *r, int loading)
+{
+	uint64_t not_found = 0, failed = 0;
+
+	for (int op = 0; op < YCSB_NOPS; op++) {
+		not_found += r->not_found[op];
+		failed += r->failed[op];
+	}
+	if (r->no_space)
+		fprintf(f, "# %" PRIu64 " writes refused: the server's table is full (it holds "
+			"the keys its --records says: start it with at least this client's "
+			"--records)\n", r->no_space);
+	if (not_found && !loading)
+		fprintf(f, "# %" PRIu64 " reads found no value: load the records first (--phase "
+			"load, or both, with the same --records and --key-space)\n", not_found);
+	if (failed > r->no_space)
+		fprintf(f, "# %" PRIu64 " operations failed; the first: %s\n",
+			failed - r->no_space, r->first_status);
+	if (r->check_failures)
+		fprintf(f, "# %" PRIu64 " values read were wrong; the first: %s\n",
+			r->check_failures, r->first_failure);
+}
+
 static int
 phase_failed(const struct kv_result *r)
 {
@@ -554,9 +587,7 @@ run_client(void *arg)
 		       o->tcp ? "TCP" : "rb2", o->records, n, n > 1 ? "s" : "", o->conns,
 		       o->conns > 1 ? "s" : "", o->depth);
 		print_ycsb(stdout, all);
-		if (all->check_failures)
-			printf("# %" PRIu64 " values read were wrong; the first: %s\n",
-			       all->check_failures, all->first_failure);
+		print_failures(stdout, all, p == 0);
 		failed |= phase_failed(all);
 		if (failed)
 			break;
@@ -630,7 +661,7 @@ run_bench(void *arg)
 		app_bench_select(0);
 		failed = kv_client_run(cl[0], KV_LOAD, 0, 1, &res) < 0 || phase_failed(&res);
 		if (failed)
-			fprintf(stderr, "rb2-kv: load: %s\n", res.first_failure);
+			fprintf(stderr, "rb2-kv: load: %s\n", res.first_failure[0] ? res.first_failure : res.first_status);
 	}
 	for (unsigned int r = 0; r < o->rounds && !failed; r++) {
 		for (unsigned int d = 0; d < o->n_designs && !failed; d++) {
@@ -641,7 +672,7 @@ run_bench(void *arg)
 			if (kv_client_run(cl[d], KV_RUN, o->operations, 1, &res) < 0 ||
 			    phase_failed(&res)) {
 				fprintf(stderr, "rb2-kv: %s, round %u: %s\n", o->designs[d], r + 1,
-					res.first_failure);
+					res.first_failure[0] ? res.first_failure : res.first_status);
 				failed = 1;
 				break;
 			}
@@ -676,7 +707,7 @@ main(int argc, char **argv)
 {
 	static struct opts o;
 	const struct app_cli cli = {
-		.app = "rb2-kv", .usage = usage, .parse = parse,
+		.app = "rb2-kv", .usage = usage, .options = lo, .parse = parse,
 		.run = { run_server, run_client, run_bench }, .opts = &o,
 	};
 

@@ -32,12 +32,7 @@ if [ ! -f "$trace" ]; then
 		--flows "$flows" --snaplen 64 --seed 42 >&2
 fi
 mem=(--no-huge -m 2048)
-if [ "$(id -u)" -eq 0 ]; then
-	free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
-	if [ "${free:-0}" -lt 1024 ]; then
-		dpdk-hugepages.py -p 2M --setup 3G >&2 || true
-	fi
-fi
+"$(dirname "$0")/rb2-hugepages.sh" 2048 >&2
 free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
 if [ "${free:-0}" -ge 1024 ] && mountpoint -q /dev/hugepages; then
 	mem=(-m $((free * 2 - 64)) --huge-unlink)

@@ -39,7 +39,8 @@ usage: $0 main [TRACE]|test
          pass, the quick evaluation (usertools/rb2-eval.py --quick), and
          the verbs suite on Soft-RoCE inside a QEMU guest (tests/verbs-vm/run.sh)
 
-environment: RB2_BUILD, RB2_BUILD_ASAN, RB2_BUILD_TSAN (build dirs), RB2_HUGEMEM (default 1G),
+environment: RB2_BUILD, RB2_BUILD_ASAN, RB2_BUILD_TSAN (build dirs), RB2_HUGEMEM (hugepages made free, default
+             1G; a larger reservation is never lowered),
              RB2_FUZZ_SECONDS (per fuzz target, default 30), CI=true (adds -Werror)
 EOF
 }
@@ -75,15 +76,21 @@ install_packages() {
 	[ $rc -eq 0 ] || exit $rc
 }
 
+# 1G, 512M or 768 (MiB) -> MiB.
+to_mib() {
+	case "$1" in
+	*G|*g) echo $(( ${1%[Gg]} * 1024 )) ;;
+	*M|*m) echo "${1%[Mm]}" ;;
+	*) echo "$1" ;;
+	esac
+}
+
 # Sets EAL_MEM to the EAL memory arguments this machine supports.
 setup_hugepages() {
 	EAL_MEM="--no-huge -m 1024"
 	HUGE=0
-	if [ "$(id -u)" -eq 0 ]; then
-		mkdir -p /dev/hugepages
-		mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages 2>/dev/null || true
-		dpdk-hugepages.py -p 2M --setup "$hugemem" >/dev/null 2>&1 || true
-	fi
+	# At least $hugemem free; a larger reservation is left as it is.
+	[ "$(id -u)" -ne 0 ] || log "$("$top/usertools/rb2-hugepages.sh" "$(to_mib "$hugemem")")"
 	local free
 	free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
 	if [ "${free:-0}" -ge 256 ] && mountpoint -q /dev/hugepages; then
@@ -91,7 +98,7 @@ setup_hugepages() {
 		HUGE=1
 		log "hugepages: $free x 2 MiB free on /dev/hugepages"
 	else
-		log "hugepages: none reserved, running with --no-huge (to enable: as root, dpdk-hugepages.py -p 2M --setup 1G)"
+		log "hugepages: none free, running with --no-huge (to enable: as root, usertools/rb2-hugepages.sh 1024)"
 	fi
 }
 

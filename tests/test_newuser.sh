@@ -1,0 +1,164 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rb2 authors
+#
+# What a new user trips over, each finding of the new-user sweep checked the
+# way the user met it (every check failed before its fix):
+#   - two servers on one TCP port: the second is refused, naming the port;
+#   - the README's net_pcap example on rb2-tracegen's raw-IP trace: the
+#     port's results equal the file's, and the pkt-filter example keeps what
+#     it should;
+#   - hugepages: a run leaves no hugepage files behind, and the scripts'
+#     reservation never shrinks one that is larger;
+#   - rb2-kv: load and run as separate processes pass; a full table is
+#     reported as full on both sides, never as wrong values;
+#   - a server whose service is gone exits non-zero;
+#   - a failed EAL start says why: another rb2-raasd on the prefix, an
+#     application that forgot --proc-type=secondary, a secondary with no
+#     primary (whose runtime directory is then removed);
+#   - `app --help` without '--' prints the application's usage, and the
+#     application's options given before '--' are refused with a hint.
+# The parts through rb2-raasd need hugepages (DPDK multi-process): skipped
+# without, and said so.
+#
+#   test_newuser.sh BUILD_DIR
+build=$1
+pfx=rb2t-nu-$$
+. "$(dirname "$0")/case_study_lib.sh"
+kv=$build/apps/rb2-kv/rb2-kv
+http=$build/apps/rb2-http/rb2-http
+nf=$build/apps/rb2-nf/rb2-nf
+tg=$build/apps/rb2-tracegen/rb2-tracegen
+quiet=--log-level=lib.*:error
+
+# expect NAME STATUS PATTERN CMD...: CMD exits with STATUS and prints PATTERN.
+expect() {
+	local name=$1 want=$2 pat=$3 rc
+	shift 3
+	timeout 60 "$@" >"$tmp/out" 2>&1
+	rc=$?
+	if [ "$rc" = "$want" ] && grep -q -- "$pat" "$tmp/out"; then ok "$name"
+	else fail "$name (exit $rc, want $want and '$pat')"; tail -5 "$tmp/out"; fi
+}
+
+# 1. Two servers on one TCP port.
+for app in kv http; do
+	port=$(free_port)
+	bin=$build/apps/rb2-$app/rb2-$app
+	extra=(); [ $app = http ] && extra=(--generate 1000)
+	( trap - EXIT; exec "$bin" $(eal 1 "$app"1) $quiet -- server --no-rb2 \
+		--tcp 127.0.0.1:$port "${extra[@]}" >"$tmp/first-$app" 2>&1 ) &
+	pids+=("$!")
+	wait_for "$tmp/first-$app" serving || { fail "rb2-$app server did not start"; continue; }
+	expect "rb2-$app: a second server on TCP port $port is refused" 1 \
+		"127.0.0.1:$port: Address already in use" \
+		"$bin" $(eal 0 "$app"2) $quiet -- server --no-rb2 --tcp 127.0.0.1:$port "${extra[@]}"
+	kill -INT "${pids[-1]}"
+done
+
+# 2. The README's net_pcap example on rb2-tracegen's default (raw IP) trace.
+"$tg" -o "$tmp/t.pcap" --packets 20000 --flows 300 --seed 3 >/dev/null
+$nf $(eal 0-1 nff) $quiet -- --trace "$tmp/t.pcap" --json "$tmp/file.json" >"$tmp/nf-file" 2>&1
+$nf $(eal 0-1 nfp) $quiet --vdev net_pcap0,rx_pcap="$tmp/t.pcap" -- \
+	--config "$(dirname "$0")/../config/nf-port.ini" --port net_pcap0 --idle-ms 300 \
+	--json "$tmp/port.json" >"$tmp/nf-port" 2>&1
+if python3 - "$tmp/file.json" "$tmp/port.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+key = lambda f: (f["src"], f["dst"], f["sport"], f["dport"], f["proto"])
+fa = {key(f): f["packets"] for f in a["flow_list"]}
+fb = {key(f): f["packets"] for f in b["flow_list"]}
+print("flows: file", len(fa), "port", len(fb), "totals", a["totals"].get("ipv4"), b["totals"].get("ipv4"))
+sys.exit(0 if fa == fb and len(fa) > 0 else 1)
+PY
+then ok "net_pcap on a raw-IP trace: the port's flows and packets equal the file's"
+else fail "net_pcap on a raw-IP trace"; tail -4 "$tmp/nf-port"; fi
+$nf $(eal 0-1 nfk) $quiet --vdev net_pcap0,rx_pcap="$tmp/t.pcap" --vdev net_ring0 -- \
+	--plugin "$build/tests/plugins/pkt_filter.so" \
+	--config "$(dirname "$0")/../examples/pkt-filter/fwd.ini" --port net_pcap0 \
+	--out-port net_ring0 --proto 6 --idle-ms 300 >"$tmp/filter" 2>&1
+kept=$(awk '$1 == "kept" {print $2}' "$tmp/filter")
+if [ "${kept:-0}" -gt 0 ]; then ok "the pkt-filter example on the same trace keeps $kept TCP packets"
+else fail "pkt-filter kept ${kept:-none}"; tail -4 "$tmp/filter"; fi
+
+# 3. Hugepages: nothing left behind, and a larger reservation kept.
+if have_hugepages; then
+	# The port example: its packet pool is never freed before exit.
+	$nf -l 0-1 --no-pci -m 128 --file-prefix "${pfx}hp" $quiet \
+		--vdev net_pcap0,rx_pcap="$tmp/t.pcap" -- \
+		--config "$(dirname "$0")/../config/nf-port.ini" --port net_pcap0 --idle-ms 300 \
+		>"$tmp/hp" 2>&1
+	left=$(find /dev/hugepages -maxdepth 1 -name "${pfx}hp*map_*" | wc -l)
+	[ "$left" = 0 ] && ok "a run on hugepages leaves none of its hugepage files" ||
+		fail "a run left $left hugepage files"
+else
+	echo "SKIP (this part only): no hugepages to leave behind"
+fi
+sys=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+if [ "$(id -u)" = 0 ] && [ -w "$sys" ]; then
+	before=$(cat "$sys")
+	"$(dirname "$0")/../usertools/rb2-hugepages.sh" 2 >/dev/null
+	[ "$(cat "$sys")" = "$before" ] &&
+		ok "rb2-hugepages.sh leaves a larger reservation ($before pages) as it is" ||
+		fail "rb2-hugepages.sh changed $before pages to $(cat "$sys")"
+	echo "$before" >"$sys"
+fi
+
+# 4. rb2-kv: phases as separate processes, and a full table.
+port=$(free_port)
+( trap - EXIT; exec $kv $(eal 1 kvs) $quiet -- server --no-rb2 --tcp 127.0.0.1:$port \
+	--records 3000 >"$tmp/kvs" 2>&1 ) &
+kvs=$!; pids+=("$kvs")
+wait_for "$tmp/kvs" serving || { echo "rb2-kv server did not start"; cat "$tmp/kvs"; exit 1; }
+expect "rb2-kv: --phase load, then --phase run (workload a) in another process" 0 \
+	"UPDATE\], Return=OK" \
+	sh -c "$kv $(eal 0 kvl) $quiet -- client --tcp 127.0.0.1:$port --records 2000 --phase load --quiet &&
+	       $kv $(eal 0 kvr) $quiet -- client --tcp 127.0.0.1:$port --records 2000 --operations 20000 --workload a --phase run --quiet"
+expect "rb2-kv: a full table is reported as full, never as wrong values" 1 \
+	"writes refused: the server's table is full" \
+	$kv $(eal 0 kvf) $quiet -- client --tcp 127.0.0.1:$port --records 20000 --key-space 7 --phase load --quiet
+grep -q "values read were wrong" "$tmp/out" && fail "a full table reported as wrong values"
+kill -INT "$kvs"; wait "$kvs"
+grep -q "the table is full" "$tmp/kvs" && grep -q "writes refused (table full)" "$tmp/kvs" &&
+	ok "the server says its table is full, and counts what it refused" ||
+	{ fail "the server said nothing of its full table"; cat "$tmp/kvs"; }
+
+# 9, 10. Help and options in the wrong place, before any EAL starts.
+for app in kv http raasd connperf raasbench nf; do
+	expect "rb2-$app --help without '--' prints its own usage" 0 "^usage: rb2-$app" \
+		"$build/apps/rb2-$app/rb2-$app" --help
+done
+expect "rb2-nf: --trace before '--' is refused with a hint" 2 "its options go after '--'" \
+	$nf -l 0-1 --no-pci --no-huge --trace "$tmp/t.pcap"
+expect "rb2-kv: --records before '--' is refused with a hint" 2 "its options go after '--'" \
+	$kv -l 0 --no-pci --no-huge --records 5
+
+# 8. A failed EAL start names its cause; 6. a server whose service is gone.
+expect "a secondary with no primary: says so" 1 "no primary process runs with --file-prefix ${pfx}none" \
+	$kv -l 0 --no-pci --proc-type=secondary --file-prefix "${pfx}none" $quiet -- server
+[ ! -e "/var/run/dpdk/${pfx}none" ] && ok "and leaves no runtime directory behind" ||
+	fail "a failed secondary left /var/run/dpdk/${pfx}none"
+if ! have_hugepages; then
+	echo "SKIP (the rest): DPDK multi-process needs hugepages: as root, usertools/rb2-hugepages.sh 1024"
+	[ $fails -eq 0 ]; exit
+fi
+start_raasd
+raasd_pid=${pids[-1]}
+expect "a second rb2-raasd on the same prefix: names the first" 1 "another rb2-raasd (pid" \
+	"$raasd" -l 0 --no-pci -m 64 --file-prefix "$pfx" $quiet --
+expect "an application without --proc-type=secondary: says to add it" 1 \
+	"add --proc-type=secondary" $kv -l 1 --no-pci -m 64 --file-prefix "$pfx" $quiet -- server
+( trap - EXIT; exec $kv $(sec 1) $quiet -- server --port 7100 --records 1000 >"$tmp/rsrv" 2>&1 ) &
+rsrv=$!; pids+=("$rsrv")
+wait_for "$tmp/rsrv" serving || { fail "rb2-kv did not join the service"; cat "$tmp/rsrv"; }
+kill -9 "$raasd_pid"
+for _ in $(seq 100); do kill -0 "$rsrv" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$rsrv" 2>/dev/null; then
+	fail "the server outlived its service by 10 s"
+else
+	wait "$rsrv"; rc=$?
+	[ $rc -ne 0 ] && grep -q "the service is gone" "$tmp/rsrv" &&
+		ok "a server whose service is gone says so and exits $rc" ||
+		{ fail "a server whose service is gone exited $rc"; cat "$tmp/rsrv"; }
+fi
+[ $fails -eq 0 ]

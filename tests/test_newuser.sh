@@ -17,7 +17,9 @@
 #     application that forgot --proc-type=secondary, a secondary with no
 #     primary (whose runtime directory is then removed);
 #   - `app --help` without '--' prints the application's usage, and the
-#     application's options given before '--' are refused with a hint.
+#     application's options given before '--' are refused with a hint;
+#   - every numeric option is range-checked and named; rb2-raasd refuses a
+#     transport it cannot open and a bad address before it says ready.
 # The parts through rb2-raasd need hugepages (DPDK multi-process): skipped
 # without, and said so.
 #
@@ -132,6 +134,38 @@ expect "rb2-nf: --trace before '--' is refused with a hint" 2 "its options go af
 	$nf -l 0-1 --no-pci --no-huge --trace "$tmp/t.pcap"
 expect "rb2-kv: --records before '--' is refused with a hint" 2 "its options go after '--'" \
 	$kv -l 0 --no-pci --no-huge --records 5
+
+# 5. Numbers: every numeric option range-checked and named; suffixes taken.
+e1=(-l 0 --no-pci --no-huge -m 64 $quiet)
+expect "rb2-kv: --port 70000 is refused, naming the range" 2 "--port 70000: a whole number from 1 to 65535" \
+	$kv "${e1[@]}" --file-prefix "${pfx}n1" -- server --no-rb2 --tcp 127.0.0.1:1 --port 70000
+expect "rb2-kv: --records -5 names --records" 2 "--records -5: a whole number from 2" \
+	$kv "${e1[@]}" --file-prefix "${pfx}n2" -- client --records -5
+expect "rb2-kv: --depth 0 has its own message" 2 "--depth 0: a whole number from 1 to 4096" \
+	$kv "${e1[@]}" --file-prefix "${pfx}n3" -- client --depth 0
+expect "rb2-http: --conns -1 names --conns" 2 "--conns -1: a whole number from 1" \
+	$http "${e1[@]}" --file-prefix "${pfx}n4" -- client --conns -1
+expect "rb2-http: --port 70000 is refused" 2 "--port 70000: a whole number from 1 to 65535" \
+	$http "${e1[@]}" --file-prefix "${pfx}n5" -- client --port 70000
+expect "rb2-connperf: --lat 0 is refused, not ignored" 2 "--lat 0: a whole number from 1" \
+	"$build/apps/rb2-connperf/rb2-connperf" -l 0-1 --no-pci --no-huge -m 64 $quiet \
+	--file-prefix "${pfx}n6" -- --lat 0
+expect "rb2-connperf: --modes bogus lists every mode" 2 "shared, perconn, bare or lent" \
+	"$build/apps/rb2-connperf/rb2-connperf" -l 0-1 --no-pci --no-huge -m 64 $quiet \
+	--file-prefix "${pfx}n7" -- --modes bogus
+expect "rb2-tracegen takes --packets 10k, as rb2-nf does" 0 "10000 packets" \
+	"$tg" -o "$tmp/k.pcap" --packets 10k --flows 100
+
+# 7. rb2-raasd checks everything before it says ready.
+for bad in "--transport shm,foo=1|bad argument 'foo=1'" "--transport verbs,port=1x|port=1x: a whole number" \
+	   "--listen 127.0.0.1:70000|--listen 127.0.0.1:70000" "--max-relays -1|--max-relays -1: a whole number" \
+	   "--host-id -1|--host-id -1: a whole number"; do
+	args=${bad%%|*}; pat=${bad#*|}
+	# shellcheck disable=SC2086
+	timeout 20 "$raasd" -l 0 --no-pci -m 64 --file-prefix "${pfx}rv" $quiet -- $args >"$tmp/out" 2>&1
+	if grep -q -- "$pat" "$tmp/out" && ! grep -q ready "$tmp/out"; then ok "rb2-raasd $args: refused at start"
+	else fail "rb2-raasd $args"; tail -3 "$tmp/out"; fi
+done
 
 # 8. A failed EAL start names its cause; 6. a server whose service is gone.
 expect "a secondary with no primary: says so" 1 "no primary process runs with --file-prefix ${pfx}none" \

@@ -38,6 +38,8 @@
 #include <rb2_lcore.h>
 #include <rb2_mr_cache.h>
 
+#include "../common/app_opt.h"
+
 enum mode { SHARED, PERCONN, BARE, LENT, NMODES };
 static const char *const mode_name[NMODES] = { "shared", "perconn", "bare", "lent" };
 
@@ -165,6 +167,13 @@ usage(FILE *f, const char *prog)
 "  --help\n", prog, LENT_BUFS, PERCONN_MAX, MAX_ROUNDS);
 }
 
+/* Every numeric option's range (app_opt.h): a window or a count of round
+ * trips of 0 is refused, not taken as "the default". */
+static const struct app_num_opt num_opts[] = {
+	{'s', 8, 1u << 24}, {'r', 1, MAX_ROUNDS}, {'w', 64, 1u << 30}, {'l', 1, 1u << 30},
+	{'W', 1, 1u << 30}, {'P', 0, 1000000}, {'R', 1, 1024}, {0, 0, 0},
+};
+
 /* The options after '--' (also told apart before it: rb2_app_run()). */
 static const struct option lo[] = {
 	{"modes", required_argument, NULL, 'm'},
@@ -196,6 +205,11 @@ parse(int argc, char **argv, struct opts *o)
 			    .n_conns = 1, .size = 64, .seconds = 1, .rounds = 5,
 			    .transport = "shm" };
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		uint64_t v = 0;
+
+		if (optarg != NULL &&
+		    app_opt_num("rb2-connperf", lo, num_opts, opt, optarg, &v) < 0)
+			return -1;
 		switch (opt) {
 		case 'm':
 			o->modes = 0;
@@ -208,7 +222,7 @@ parse(int argc, char **argv, struct opts *o)
 					;
 				if (m == NMODES) {
 					fprintf(stderr, "rb2-connperf: --modes: '%s' is not "
-						"shared, perconn or bare\n", tok);
+						"shared, perconn, bare or lent\n", tok);
 					return -1;
 				}
 				o->modes |= 1u << m;
@@ -231,16 +245,26 @@ parse(int argc, char **argv, struct opts *o)
 			}
 			free(list);
 			break;
-		case 's': o->size = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'S': o->seconds = strtod(optarg, NULL); break;
-		case 'r': o->rounds = (unsigned int)strtoul(optarg, NULL, 0); break;
-		case 'w': o->window = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'l': o->lat = (unsigned int)strtoul(optarg, NULL, 0); break;
-		case 'W': o->wake = (unsigned int)strtoul(optarg, NULL, 0); break;
-		case 'P': o->spin_us = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 's': o->size = (uint32_t)v; break;
+		case 'S': {
+			char *end;
+
+			o->seconds = strtod(optarg, &end);
+			if (*end != '\0' || !(o->seconds > 0) || o->seconds > 3600) {
+				fprintf(stderr, "rb2-connperf: --seconds %s: more than 0, at most "
+					"3600\n", optarg);
+				return -1;
+			}
+			break;
+		}
+		case 'r': o->rounds = (unsigned int)v; break;
+		case 'w': o->window = (uint32_t)v; break;
+		case 'l': o->lat = (unsigned int)v; break;
+		case 'W': o->wake = (unsigned int)v; break;
+		case 'P': o->spin_us = (unsigned int)v; break;
 		case 't': o->transport = optarg; break;
 		case 'M': o->mr_cost = 1; break;
-		case 'R': o->ring_scale = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 'R': o->ring_scale = (unsigned int)v; break;
 		case 'Z': o->zc = 1; break;
 		case 'O': o->one_lcore = 1; break;
 		case 'F': o->one_way = 1; break;
@@ -1100,9 +1124,18 @@ connperf(int argc, char **argv)
 		for (int m = 0; m < NMODES; m++) {
 			struct variant *v = &b.vs[b.nv];
 
-			if (!(b.o.modes & 1u << m) || (m == BARE && b.o.conns[c] != 1) ||
-			    (m == PERCONN && b.o.conns[c] > PERCONN_MAX))
+			if (!(b.o.modes & 1u << m))
 				continue;
+			/* Said, not dropped silently: a variant the modes cannot run. */
+			if ((m == BARE && b.o.conns[c] != 1) ||
+			    (m == PERCONN && b.o.conns[c] > PERCONN_MAX)) {
+				fprintf(stderr, "rb2-connperf: %s at --conns %u: not run (%s)\n",
+					mode_name[m], b.o.conns[c], m == BARE ?
+					"bare is one connection: --conns 1" :
+					"perconn gives each connection its own channel pair: at most "
+					RTE_STR(PERCONN_MAX) " connections");
+				continue;
+			}
 			v->mode = (enum mode)m;
 			v->conns = b.o.conns[c];
 			if (setup(&b.o, v, b.nv, xp) < 0)
@@ -1111,7 +1144,7 @@ connperf(int argc, char **argv)
 		}
 	}
 	if (b.nv == 0) {
-		fprintf(stderr, "rb2-connperf: no variant to run (bare needs --conns 1)\n");
+		fprintf(stderr, "rb2-connperf: no variant to run (the lines above say why)\n");
 		return 2;
 	}
 	if (b.o.wake) {

@@ -30,6 +30,7 @@
 
 #include "app_hist.h"
 #include "app_main.h"
+#include "app_opt.h"
 #include "http_client.h"
 #include "http_files.h"
 #include "http_server.h"
@@ -119,6 +120,13 @@ static const struct option lo[] = {
 	{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 };
 
+/* Every numeric option's range: one check, in the table (app_opt.h). */
+static const struct app_num_opt num_opts[] = {
+	{'p', 1, 65535}, {'m', 1, UINT32_MAX}, {'g', 1, UINT32_MAX}, {'H', 0, UINT32_MAX},
+	{'c', 1, 4096}, {'n', 1, UINT64_MAX >> 1}, {'R', 1, 64}, {'s', 1, 64u << 20},
+	{'C', 1, 1u << 20}, {0, 0, 0},
+};
+
 static int
 parse(int argc, char **argv, void *arg)
 {
@@ -135,18 +143,10 @@ parse(int argc, char **argv, void *arg)
 	o->file_size = 1024;
 	o->file_count = 16;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		unsigned long long v = 0;
+		uint64_t v = 0;
 
-		if (optarg != NULL && strchr("pmgHcnRsC", c) != NULL) {
-			char *end;
-
-			errno = 0;
-			v = strtoull(optarg, &end, 0);
-			if (errno != 0 || *end != '\0' || optarg[0] == '-') {
-				fprintf(stderr, "rb2-http: '%s': a number expected\n", optarg);
-				return -1;
-			}
-		}
+		if (optarg != NULL && app_opt_num("rb2-http", lo, num_opts, c, optarg, &v) < 0)
+			return -1;
 		switch (c) {
 		case 'r': o->root = optarg; break;
 		case 'p': o->port = (uint16_t)v; break;
@@ -174,12 +174,6 @@ parse(int argc, char **argv, void *arg)
 	if (n < 0)
 		return -1;
 	o->n_designs = (unsigned int)n;
-	if (o->conns < 1 || o->conns > 4096 || o->requests < 1 || o->rounds < 1 ||
-	    o->rounds > 64 || o->file_count < 1) {
-		fprintf(stderr, "rb2-http: --conns 1..4096, --requests, --file-count at least 1, "
-			"--rounds 1..64\n");
-		return -1;
-	}
 	return 0;
 }
 

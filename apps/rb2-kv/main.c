@@ -31,6 +31,7 @@
 #include "app_hist.h"
 #include "app_main.h"
 #include "app_net.h"
+#include "app_opt.h"
 #include "kv_client.h"
 #include "kv_proto.h"
 #include "kv_server.h"
@@ -139,12 +140,19 @@ static const struct option lo[] = {
 	{NULL, 0, NULL, 0},
 };
 
+/* Every numeric option's range: one check, in the table (app_opt.h). */
+static const struct app_num_opt num_opts[] = {
+	{'p', 1, 65535}, {'r', 2, 1u << 31}, {'k', 1, KV_KEY_MAX}, {'v', 1, KV_VALUE_MAX},
+	{'H', 0, UINT32_MAX}, {'P', 1, 1024}, {'o', 1, UINT64_MAX >> 1},
+	{'s', KV_VALUE_MIN, KV_VALUE_MAX}, {'c', 1, 4096}, {'D', 1, 4096},
+	{'K', 0, (1u << 23) - 1}, {'S', 0, UINT64_MAX}, {'R', 1, 64}, {0, 0, 0},
+};
+
 static int
 parse(int argc, char **argv, void *arg)
 {
 	struct opts *o = arg;
 	const char *designs = NULL;
-	char *end;
 	int c, n;
 
 	o->port = 11211;
@@ -162,17 +170,10 @@ parse(int argc, char **argv, void *arg)
 	o->rounds = 3;
 	o->transport = "shm";
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		unsigned long long v = 0;
+		uint64_t v = 0;
 
-		if (optarg != NULL && strchr("prkvHPosCcDKSRc", c) != NULL) {
-			errno = 0;
-			v = strtoull(optarg, &end, 0);
-			if (errno != 0 || *end != '\0' || optarg[0] == '-') {
-				fprintf(stderr, "rb2-kv: --%s %s: a number expected\n",
-					lo[0].name, optarg);
-				return -1;
-			}
-		}
+		if (optarg != NULL && app_opt_num("rb2-kv", lo, num_opts, c, optarg, &v) < 0)
+			return -1;
 		switch (c) {
 		case 'p': o->port = (uint16_t)v; break;
 		case 't': o->tcp = optarg; break;
@@ -214,12 +215,6 @@ parse(int argc, char **argv, void *arg)
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
 		}
-	}
-	if (o->records < 2 || o->records > (1ull << 31) || o->conns < 1 || o->depth < 1 ||
-	    o->depth > 4096 || o->ports < 1 || o->rounds < 1 || o->operations < 1) {
-		fprintf(stderr, "rb2-kv: --records 2..2^31, --conns, --depth (1..4096), --ports, "
-			"--rounds and --operations at least 1\n");
-		return -1;
 	}
 	n = app_bench_designs(designs, o->designs);
 	if (n < 0)

@@ -42,6 +42,8 @@
 #include <rb2_conn_service.h>
 #include <rb2_lcore.h>
 
+#include "../common/app_opt.h"
+
 #include "app_hist.h"
 
 #define MAX_BUFFERS 64
@@ -281,6 +283,13 @@ usage(FILE *f, const char *prog)
 "  --help\n", prog, prog, MAX_BUFFERS);
 }
 
+/* Every numeric option's range (app_opt.h). */
+static const struct app_num_opt num_opts[] = {
+	{'p', 1, 65535}, {'H', 0, UINT32_MAX}, {'s', 64, 64u << 20}, {'r', 1, 50},
+	{'b', 1, MAX_BUFFERS}, {'w', 64, 1u << 30}, {'c', 0, 64u << 20}, {'S', 0, 1000000},
+	{0, 0, 0},
+};
+
 /* The options after '--' (also told apart before it: rb2_app_run()). */
 static const struct option lo[] = {
 	{"port", required_argument, NULL, 'p'},
@@ -324,24 +333,29 @@ raasbench_main(int argc, char **argv)
 	argc--;
 	argv++;
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		uint64_t v = 0;
+
+		if (optarg != NULL &&
+		    app_opt_num("rb2-raasbench", lo, num_opts, opt, optarg, &v) < 0)
+			return 2;
 		switch (opt) {
-		case 'p': port = atoi(optarg); break;
-		case 'H': host = (unsigned int)strtoul(optarg, NULL, 0); break;
-		case 's': s.size = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'p': port = (int)v; break;
+		case 'H': host = (unsigned int)v; break;
+		case 's': s.size = (uint32_t)v; break;
 		case 'm':
 			modes[LENT] = strstr(optarg, "lent") != NULL;
 			modes[COPIED] = strstr(optarg, "copied") != NULL;
 			break;
-		case 'r': rounds = (unsigned int)atoi(optarg); break;
+		case 'r': rounds = (unsigned int)v; break;
 		case 't': seconds = atof(optarg); break;
-		case 'b': s.nbuf = (uint32_t)atoi(optarg); break;
+		case 'b': s.nbuf = (uint32_t)v; break;
 		case 'P': private_mem = 1; break;
 		case 'j': json = optarg; break;
 		case 'B': busy_poll = 1; break;
-		case 'w': window = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'c': chunk = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'w': window = (uint32_t)v; break;
+		case 'c': chunk = (uint32_t)v; break;
 		case 'W': connect_wait = atof(optarg); break;
-		case 'S': spin_us = (unsigned int)atoi(optarg); break;
+		case 'S': spin_us = (unsigned int)v; break;
 		case 'h': usage(stdout, argv[0]); return 0;
 		default: usage(stderr, argv[0]); return 2;
 		}

@@ -50,6 +50,8 @@
 #include <rb2_lcore.h>
 #include <rb2_mr_cache.h>
 
+#include "../common/app_opt.h"
+
 #define MAX_LINKS 256
 #define MAX_LISTENS 64
 
@@ -1150,16 +1152,36 @@ out:
 }
 
 /* "[ID@]IP:PORT": the host id defaults to the address, as a number. */
+/* @return whether @p addr is IPv4:PORT, each part in its range. */
+static int
+addr_ok(const char *addr)
+{
+	unsigned int a, b, c, d, port;
+	int n = 0;
+
+	return sscanf(addr, "%3u.%3u.%3u.%3u:%5u%n", &a, &b, &c, &d, &port, &n) == 5 &&
+	       addr[n] == '\0' && a < 256 && b < 256 && c < 256 && d < 256 && port > 0 &&
+	       port < 65536;
+}
+
 static int
 parse_peer(const char *spec, uint32_t *id, char *addr, size_t len)
 {
 	const char *at = strchr(spec, '@');
 	unsigned int a, b, c, d;
+	uint64_t v;
 
 	snprintf(addr, len, "%s", at != NULL ? at + 1 : spec);
+	if (!addr_ok(addr))
+		return -1;
 	if (at != NULL) {
-		*id = (uint32_t)strtoul(spec, NULL, 0);
-		return *id == 0 ? -1 : 0;
+		char num[24];
+
+		snprintf(num, sizeof(num), "%.*s", (int)(at - spec), spec);
+		if (app_parse_u64(num, &v) < 0 || v == 0 || v > UINT32_MAX)
+			return -1;
+		*id = (uint32_t)v;
+		return 0;
 	}
 	if (sscanf(addr, "%u.%u.%u.%u:", &a, &b, &c, &d) != 4)
 		return -1;
@@ -1247,6 +1269,12 @@ usage(FILE *f, const char *prog)
 "  --help\n", prog);
 }
 
+/* Every numeric option's range (app_opt.h). */
+static const struct app_num_opt num_opts[] = {
+	{'r', 1, 32767}, {'l', 1, 65535}, {'H', 0, UINT32_MAX}, {'Q', 0, 1024 * 1024},
+	{0, 0, 0},
+};
+
 /* The options after '--' (also told apart before it: rb2_app_run()). */
 static const struct option lo[] = {
 	{"max-relays", required_argument, NULL, 'r'},
@@ -1277,15 +1305,19 @@ raasd_main(int argc, char **argv)
 	S.queue_cap = 4096 * 1024;
 	pthread_mutex_init(&S.lock, NULL);
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		uint64_t v = 0;
+
+		if (optarg != NULL && app_opt_num("rb2-raasd", lo, num_opts, opt, optarg, &v) < 0)
+			return 2;
 		switch (opt) {
 		case 'r':
-			S.max_relays = (uint32_t)strtoul(optarg, NULL, 0);
+			S.max_relays = (uint32_t)v;
 			break;
 		case 'l':
-			S.max_loans = (uint32_t)strtoul(optarg, NULL, 0);
+			S.max_loans = (uint32_t)v;
 			break;
 		case 'H':
-			S.host_id = (uint32_t)strtoul(optarg, NULL, 0);
+			S.host_id = (uint32_t)v;
 			break;
 		case 'L':
 			listen = optarg;
@@ -1319,9 +1351,9 @@ raasd_main(int argc, char **argv)
 			break;
 		}
 		case 'Q': {
-			unsigned long kb = strtoul(optarg, NULL, 0);
+			uint64_t kb = v;
 
-			if (kb != 0 && (kb < 256 || kb > 1024 * 1024)) {
+			if (kb != 0 && kb < 256) {
 				fprintf(stderr, "rb2-raasd: --queue-kb %s: 0 (none) or 256..1048576 "
 					"(a queue holds at least two of the largest frames)\n", optarg);
 				return 2;
@@ -1337,12 +1369,9 @@ raasd_main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (S.max_relays == 0 || S.max_relays > 32767) {
-		fprintf(stderr, "rb2-raasd: --max-relays %u: 1..32767\n", S.max_relays);
-		return 2;
-	}
-	if (S.max_loans == 0 || S.max_loans > 65535) {
-		fprintf(stderr, "rb2-raasd: --max-loans %u: 1..65535\n", S.max_loans);
+	if (listen != NULL && !addr_ok(listen)) {
+		fprintf(stderr, "rb2-raasd: --listen %s: IPv4:PORT expected, the port 1..65535\n",
+			listen);
 		return 2;
 	}
 	if (npeers > 0 && listen == NULL) {
@@ -1381,12 +1410,15 @@ raasd_main(int argc, char **argv)
 		"Returns each application and peer service linked, with its connections. Takes no parameters");
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	if (npeers > 0) {
+	/* A --transport is opened now, peers or not: one it cannot open is
+	 * refused at start, not when a peer first needs it. */
+	if (npeers > 0 || spec != NULL) {
 		pxp = spec != NULL ? rb2_xport_open_spec(spec) :
 			rb2_xport_open("verbs", getenv("RB2_VERBS_ARGS"));
 		if (pxp == NULL) {
-			fprintf(stderr, "rb2-raasd: no transport to peers (%s): %s\n",
-				spec != NULL ? spec : "verbs", rte_strerror(rte_errno));
+			fprintf(stderr, "rb2-raasd: --transport %s: cannot open it: %s (the "
+				"log above says why)\n", spec != NULL ? spec : "verbs",
+				rte_strerror(rte_errno));
 			return 1;
 		}
 	}

@@ -88,8 +88,13 @@ num(const char *opt, const char *arg, double lo, double hi, double *out)
 	char *end;
 	double v = strtod(arg, &end);
 
+	/* k, M and G, as rb2-nf takes them (--packets 10M). */
+	if (end != arg && *end != '\0' && end[1] == '\0' && strchr("kKMG", *end) != NULL) {
+		v *= *end == 'k' || *end == 'K' ? 1e3 : *end == 'M' ? 1e6 : 1e9;
+		end++;
+	}
 	if (end == arg || *end != '\0' || !(v >= lo && v <= hi)) {
-		fprintf(stderr, "rb2-tracegen: invalid --%s '%s': expected a number in [%g, %g]\n",
+		fprintf(stderr, "rb2-tracegen: invalid --%s '%s': expected a number in [%g, %g] (k, M, G: thousands, millions, billions)\n",
 			opt, arg, lo, hi);
 		return -1;
 	}

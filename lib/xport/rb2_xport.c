@@ -10,6 +10,7 @@
  */
 
 #include <errno.h>
+#include <stdlib.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -605,6 +606,28 @@ rb2_xport_arg(const char *args, const char *key, char *val, size_t len)
 		p = end ? end + 1 : NULL;
 	}
 	return 0;
+}
+
+int
+rb2_xport_arg_u32(const char *drv, const char *args, const char *key, uint32_t min,
+		  uint32_t max, uint32_t *val)
+{
+	char buf[32], *end;
+	unsigned long long v;
+	int ret = rb2_xport_arg(args, key, buf, sizeof(buf));
+
+	if (ret == 0)
+		return 0;
+	errno = 0;
+	v = ret > 0 && buf[0] != '-' ? strtoull(buf, &end, 0) : 0;
+	if (ret < 0 || buf[0] == '-' || errno != 0 || end == buf || *end != '\0' || v < min ||
+	    v > max) {
+		RB2_XPORT_LOG(ERR, "%s: %s=%s: a whole number from %u to %u expected", drv, key,
+			      ret > 0 ? buf : "(too long)", min, max);
+		return -EINVAL;
+	}
+	*val = (uint32_t)v;
+	return 1;
 }
 
 int

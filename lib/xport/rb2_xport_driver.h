@@ -157,6 +157,16 @@ void rb2_xport_driver_register(struct rb2_xport_driver *drv);
 int rb2_xport_arg(const char *args, const char *key, char *val, size_t len);
 
 /**
+ * The value of @p key in @p args as a whole number from @p min to @p max
+ * (decimal or 0x hex, nothing after it: "1x" is refused, not read as 1).
+ *
+ * @return 1 and the number in *val if present, 0 if not (*val unchanged),
+ * -EINVAL after logging "DRV: KEY=VALUE: a whole number from MIN to MAX".
+ */
+int rb2_xport_arg_u32(const char *drv, const char *args, const char *key, uint32_t min,
+		      uint32_t max, uint32_t *val);
+
+/**
  * Check that every key in @p args is one of @p keys (NULL-terminated).
  *
  * @return 0, or -EINVAL after logging the unknown key and the valid ones.

@@ -199,7 +199,8 @@ static int
 verbs_open(struct rb2_xport *xp, const char *args)
 {
 	static const char *const keys[] = {"dev", "port", "gid", "srq", NULL};
-	char dev[64] = "", val[16];
+	char dev[64] = "";
+	uint32_t port = 1, gid = UINT32_MAX, srq = 0;
 	struct verbs_dev *d;
 	int n = 0, ret;
 
@@ -209,19 +210,17 @@ verbs_open(struct rb2_xport *xp, const char *args)
 	d = rte_zmalloc("verbs_dev", sizeof(*d), 0);
 	if (d == NULL)
 		return -ENOMEM;
-	d->port = 1;
-	d->gid_index = -1;
 	if (rb2_xport_arg(args, "dev", dev, sizeof(dev)) < 0 ||
-	    (rb2_xport_arg(args, "port", val, sizeof(val)) > 0 &&
-	     (d->port = (uint8_t)atoi(val)) == 0) ||
-	    (rb2_xport_arg(args, "gid", val, sizeof(val)) > 0 &&
-	     (d->gid_index = atoi(val)) < 0) ||
-	    (rb2_xport_arg(args, "srq", val, sizeof(val)) > 0 &&
-	     (atoi(val) <= 0 || (d->srq_size = (uint32_t)atoi(val)) == 0))) {
+	    rb2_xport_arg_u32("verbs", args, "port", 1, 255, &port) < 0 ||
+	    rb2_xport_arg_u32("verbs", args, "gid", 0, 255, &gid) < 0 ||
+	    rb2_xport_arg_u32("verbs", args, "srq", 1, 1u << 20, &srq) < 0) {
 		RB2_XPORT_LOG(ERR, "verbs: bad arguments '%s': expected dev=NAME,port=N (>= 1),gid=N,srq=N (>= 1)", args);
 		rte_free(d);
 		return -EINVAL;
 	}
+	d->port = (uint8_t)port;
+	d->gid_index = gid == UINT32_MAX ? -1 : (int)gid;
+	d->srq_size = srq;
 	d->list = rdma_get_devices(&n);
 	for (int i = 0; d->list != NULL && i < n && d->ctx == NULL; i++) {
 		const char *name = ibv_get_device_name(d->list[i]->device);

@@ -43,7 +43,7 @@ def declared(paths):
             if m and not decl.startswith("typedef"):
                 names.add(m.group(1))
                 continue
-            m = re.match(r"extern\s.*?\b((?:__)?rb2_\w+)\s*$", decl)  # a variable
+            m = re.match(r"extern\s.*?\b((?:__)?rb2_\w+)\s*(?:\[[^\]]*\])?\s*$", decl)  # a variable (or array)
             if m:
                 names.add(m.group(1))
     return names

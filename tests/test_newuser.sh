@@ -11,7 +11,8 @@
 #   - hugepages: a run leaves no hugepage files behind, and the scripts'
 #     reservation never shrinks one that is larger;
 #   - rb2-kv: load and run as separate processes pass; a full table is
-#     reported as full on both sides, never as wrong values;
+#     reported as full on both sides, never as wrong values; Ctrl-C on a
+#     client prints the results so far;
 #   - a server whose service is gone exits non-zero;
 #   - a failed EAL start says why: another rb2-raasd on the prefix, an
 #     application that forgot --proc-type=secondary, a secondary with no
@@ -120,6 +121,15 @@ expect "rb2-kv: a full table is reported as full, never as wrong values" 1 \
 	"writes refused: the server's table is full" \
 	$kv $(eal 0 kvf) $quiet -- client --tcp 127.0.0.1:$port --records 20000 --key-space 7 --phase load --quiet
 grep -q "values read were wrong" "$tmp/out" && fail "a full table reported as wrong values"
+# Ctrl-C on a client: the results so far, and 130.
+( trap - EXIT; exec $kv $(eal 0 kvi) $quiet -- client --tcp 127.0.0.1:$port --records 2000 \
+	--operations 100000000 --phase run >"$tmp/kvi" 2>&1 ) &
+kvi=$!
+wait_for "$tmp/kvi" "run: " && kill -INT "$kvi"
+wait "$kvi"; rc=$?
+[ $rc = 130 ] && grep -q "# interrupted" "$tmp/kvi" && grep -q "^\[READ\], Operations" "$tmp/kvi" &&
+	ok "Ctrl-C on a client prints the results so far and exits 130" ||
+	{ fail "Ctrl-C on a client (exit $rc)"; tail -5 "$tmp/kvi"; }
 kill -INT "$kvs"; wait "$kvs"
 grep -q "the table is full" "$tmp/kvs" && grep -q "writes refused (table full)" "$tmp/kvs" &&
 	ok "the server says its table is full, and counts what it refused" ||

@@ -189,6 +189,8 @@ kv_client_free(struct kv_client *c)
 	free(c);
 }
 
+volatile sig_atomic_t kv_client_stop;
+
 void
 kv_shared_versions_init(struct kv_shared *sh)
 {
@@ -515,7 +517,7 @@ kv_client_run(struct kv_client *c, enum kv_phase phase, uint64_t ops, unsigned i
 	}
 	c->to_issue = ops;
 	res->t_start_ns = last_report = app_now_ns();
-	while (c->done_ops < ops) {
+	while (c->done_ops < ops && !kv_client_stop) {
 		for (unsigned int i = 0; i < c->n_conns; i++) {
 			struct conn *k = &c->conns[i];
 

@@ -27,6 +27,7 @@
  * YCSB's own client checks nothing.
  */
 
+#include <signal.h>
 #include <stdint.h>
 
 #include <rb2_conn.h>
@@ -94,6 +95,10 @@ struct kv_client *kv_client_tcp(struct kv_shared *sh, const char *addr, unsigned
 struct kv_client *kv_client_l5(struct kv_shared *sh, const struct app_l5_conn *l5,
 			       unsigned int lcore_idx);
 void kv_client_free(struct kv_client *c);
+
+/* Set (by a signal handler) to end every running phase at its next pass:
+ * kv_client_run() then returns the results so far. */
+extern volatile sig_atomic_t kv_client_stop;
 
 /*
  * Run a phase: KV_LOAD inserts this lcore's share of the records (of

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -525,6 +526,15 @@ phase_failed(const struct kv_result *r)
 	return r->check_failures != 0;
 }
 
+/* Ctrl-C: the phase stops, and its results so far are printed (a second
+ * one kills). */
+static void
+on_client_signal(int sig)
+{
+	kv_client_stop = 1;
+	signal(sig, SIG_DFL);
+}
+
 static int
 run_client(void *arg)
 {
@@ -558,6 +568,8 @@ run_client(void *arg)
 		ids[n++] = id;
 	}
 	C.n_lcores = n;
+	signal(SIGINT, on_client_signal);
+	signal(SIGTERM, on_client_signal);
 	for (int p = 0; p < 2; p++) {
 		struct kv_result *all = p == 0 ? &load : &run;
 
@@ -581,8 +593,12 @@ run_client(void *arg)
 		       "%u connection%s x depth %u\n", p == 0 ? "load" : "run", o->workload,
 		       o->tcp ? "TCP" : "rb2", o->records, n, n > 1 ? "s" : "", o->conns,
 		       o->conns > 1 ? "s" : "", o->depth);
+		if (kv_client_stop)
+			printf("# interrupted: the results of the operations done so far\n");
 		print_ycsb(stdout, all);
 		print_failures(stdout, all, p == 0);
+		if (kv_client_stop)
+			break;
 		failed |= phase_failed(all);
 		if (failed)
 			break;
@@ -610,7 +626,9 @@ run_client(void *arg)
 		close_ep(C.ep[id]);
 	}
 	shared_free(&C.sh);
-	return failed;
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	return kv_client_stop ? 130 : failed;
 }
 
 /* ---- bench ---------------------------------------------------------- */

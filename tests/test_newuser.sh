@@ -139,6 +139,9 @@ grep -q "the table is full" "$tmp/kvs" && grep -q "writes refused (table full)" 
 for app in kv http raasd connperf raasbench nf; do
 	expect "rb2-$app --help without '--' prints its own usage" 0 "^usage: rb2-$app" \
 		"$build/apps/rb2-$app/rb2-$app" --help
+	grep -q -- "--log-level=lib.\*:error" "$tmp/out" &&
+		ok "rb2-$app --help names the flag that quiets the EAL" ||
+		fail "rb2-$app --help does not name the quiet flag"
 done
 expect "rb2-nf: --trace before '--' is refused with a hint" 2 "its options go after '--'" \
 	$nf -l 0-1 --no-pci --no-huge --trace "$tmp/t.pcap"

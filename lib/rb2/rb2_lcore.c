@@ -166,12 +166,22 @@ rb2_lcore_wait_all(void)
 
 static const struct rb2_app *app_now;
 
+/* The application's usage, and what every rb2 application shares. */
+static void
+app_usage(const struct rb2_app *app)
+{
+	app->usage(stdout);
+	printf("\nEAL arguments go before '--' (-l 0-1, --no-pci, --no-huge -m MB, --file-prefix,\n"
+	       "--proc-type=secondary, --vdev ...); --log-level=lib.*:error keeps %s's own\n"
+	       "messages and the EAL's errors, and silences the start-up lines.\n", app->name);
+}
+
 /* The EAL's help calls this after its own. */
 static void
 app_usage_hook(const char *prgname __rte_unused)
 {
 	if (app_now != NULL && app_now->usage != NULL)
-		app_now->usage(stdout);
+		app_usage(app_now);
 }
 
 /* The directory DPDK 22.11 keeps a prefix's files in (eal_create_runtime_dir()). */
@@ -300,7 +310,7 @@ rb2_app_run(const struct rb2_app *app, int argc, char **argv, int (*app_main)(in
 	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
 		if (app->usage != NULL &&
 		    (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)) {
-			app->usage(stdout);
+			app_usage(app);
 			return 0;
 		}
 	misplaced = app_opt_before_dashes(app, argc, argv);

@@ -83,8 +83,10 @@ struct rb2_app {
 /**
  * rb2_eal_run() for an application that has its own usage and options,
  * the way a DPDK user expects them:
- *  - `--help` or `-h` anywhere before '--' prints @p app's usage (the EAL's
- *    own help prints it too, after the EAL's: rte_set_application_usage_hook());
+ *  - `--help` or `-h` anywhere before '--' prints @p app's usage, then where
+ *    the EAL arguments go and the flag that quiets the EAL's start-up lines
+ *    (the EAL's own help prints them too, after the EAL's:
+ *    rte_set_application_usage_hook());
  *  - with no '--' at all, an argument that is one of @p app's long options
  *    is refused before the EAL starts, saying that the application's options
  *    go after '--' (status 2);

@@ -309,9 +309,27 @@ Test(kv, memcached_text_protocol)
 	ANSWER_IS("NOT_FOUND\r\n");
 	text(s, "get foo\r\n");
 	ANSWER_IS("END\r\n");
-	/* Errors, each named. */
+	/* Expiry in memcached's forms: seconds ahead, then negative (gone at
+	 * once); incr and decr with the padding a shorter number leaves. */
 	text(s, "set e 0 60 1\r\nx\r\n");
-	ANSWER_IS("CLIENT_ERROR expiry not supported\r\n");
+	ANSWER_IS("STORED\r\n");
+	text(s, "get e\r\n");
+	ANSWER_IS("VALUE e 0 1\r\nx\r\nEND\r\n");
+	text(s, "set e 0 -1 1\r\nx\r\n");
+	ANSWER_IS("STORED\r\n");
+	text(s, "get e\r\n");
+	ANSWER_IS("END\r\n");
+	text(s, "set n 0 0 2\r\n10\r\n");
+	ANSWER_IS("STORED\r\n");
+	text(s, "decr n 1\r\n");
+	ANSWER_IS("9\r\n");
+	text(s, "get n\r\n");
+	ANSWER_IS("VALUE n 0 2\r\n9 \r\nEND\r\n");
+	/* Errors, each named. */
+	text(s, "incr foo 1\r\n");
+	ANSWER_IS("NOT_FOUND\r\n");
+	text(s, "incr n x\r\n");
+	ANSWER_IS("CLIENT_ERROR invalid numeric delta argument\r\n");
 	text(s, "set big 0 0 101\r\n");
 	cr_assert_eq(ob.len, 0, "waits for the data block");
 	{

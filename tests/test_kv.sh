@@ -8,8 +8,9 @@
 #     requests outstanding: every value read checked (rb2-kv exits 1 on any
 #     wrong value or failed operation);
 #   - the TCP front with stock memcached clients: memcslap's load, memccp
-#     and memccat byte for byte; malformed requests of both protocols get
-#     their errors; a client that never reads does not stall another;
+#     and memccat byte for byte; memcached's whole text protocol answered
+#     as a stock memcached answers it (memcached_conformance.py); malformed
+#     requests of both protocols get their errors; a client that never reads does not stall another;
 #     telemetry;
 #   - through rb2-raasd (needs hugepages: skipped without, and said so): a
 #     server and two YCSB clients as the service's secondaries, one killed
@@ -92,7 +93,7 @@ talk(s, b"frobnicate\r\n", b"ERROR\r\n")
 talk(s, b"set k 0 0 3\r\nabc\r\n", b"STORED\r\n")
 talk(s, b"get k nokey\r\n", b"VALUE k 0 3\r\nabc\r\nEND\r\n")
 talk(s, b"set k 0 0 x\r\nabc\r\n", b"CLIENT_ERROR bad command line format\r\nERROR\r\n")
-talk(s, b"set t 0 30 1\r\nx\r\n", b"CLIENT_ERROR expiry not supported\r\n")
+talk(s, b"set t 0 30 1\r\nx\r\n", b"STORED\r\n")
 talk(s, b"set big 0 0 10001\r\n" + b"x" * 10001 + b"\r\n",
      b"SERVER_ERROR object too large for cache\r\n")
 talk(s, b"get " + b"k" * 251 + b"\r\n", b"CLIENT_ERROR bad command line format\r\n")
@@ -126,6 +127,21 @@ print("protocol checks passed")
 PY
 then ok "TCP: malformed text and binary requests get their errors; a client that never reads does not stall another"
 else fail "TCP protocol checks"; fi
+
+# memcached's text protocol, word for word against a stock memcached
+# (Debian's, which the quickstart installs): the same commands to both.
+if command -v memcached >/dev/null; then
+	mport=$(free_port)
+	user=(); [ "$(id -u)" = 0 ] && user=(-u root)
+	memcached "${user[@]}" -l 127.0.0.1 -p "$mport" -U 0 -t 1 >"$tmp/memcached" 2>&1 &
+	pids+=("$!")
+	for _ in $(seq 100); do python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$mport))" 2>/dev/null && break; sleep 0.05; done
+	if python3 "$(dirname "$0")/memcached_conformance.py" "$mport" "$port" >"$tmp/conf" 2>&1
+	then ok "memcached's text protocol: $(tail -1 "$tmp/conf") against stock memcached, byte for byte"
+	else fail "memcached conformance"; cat "$tmp/conf"; fi
+else
+	fail "memcached not found (Debian's memcached; usertools/rb2-quickstart.sh installs it)"
+fi
 
 # The YCSB client over TCP, and telemetry.
 if $kv $(eal 0 cli) -- client --tcp $mc --workload f --records 2000 --operations 20000 \

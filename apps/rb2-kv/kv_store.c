@@ -5,9 +5,11 @@
 /* rb2-kv's table (kv_store.h). */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdalign.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <rte_byteorder.h>
 #include <rte_common.h>
@@ -29,6 +31,8 @@ struct kv_entry {
 	uint32_t len;            /* KV_TOMBSTONE: none */
 	uint32_t flags;
 	uint64_t cas;
+	int64_t expires;         /* unix seconds; 0: never */
+	int64_t set_time;        /* when written, while a flush_all waits (else 0) */
 	uint8_t data[];
 };
 
@@ -43,8 +47,10 @@ struct kv_store {
 	size_t stride;
 	uint32_t n_entries;      /* rte_hash_max_key_id() + 1 */
 	uint32_t key_max, key_len, value_max;
-	uint64_t cas_next;       /* atomic */
+	int64_t flush_at;        /* a delayed flush_all's time; 0: none (read by every get) */
 	uint8_t said_full;       /* the table-full warning is out */
+	/* Written by every write: its own line, away from what gets read. */
+	alignas(RTE_CACHE_LINE_SIZE) uint64_t cas_next;
 	struct kv_counts counts[RTE_MAX_LCORE + 1]; /* the last: non-EAL threads */
 };
 
@@ -60,6 +66,46 @@ static inline struct kv_entry *
 entry(struct kv_store *s, int32_t pos)
 {
 	return (struct kv_entry *)(s->entries + (size_t)pos * s->stride);
+}
+
+/*
+ * Whether a value written with @p expires at @p set_time is gone at @p now:
+ * expired, or written before a flush_all that has taken effect. Only the
+ * memcached front writes either, so the binary protocol's reads never ask
+ * the clock (kv_store_get()).
+ */
+static inline int
+expired(const struct kv_store *s, int64_t expires, int64_t set_time, int64_t now)
+{
+	int64_t f = __atomic_load_n(&s->flush_at, __ATOMIC_RELAXED);
+
+	return (expires != 0 && expires <= now) || (f != 0 && now >= f && set_time <= f);
+}
+
+static inline int
+timed(const struct kv_store *s, int64_t expires)
+{
+	return expires != 0 || __atomic_load_n(&s->flush_at, __ATOMIC_RELAXED) != 0;
+}
+
+/* Whether entry @p e (its writer's lock held) has a value now. */
+static inline int
+live(const struct kv_store *s, const struct kv_entry *e)
+{
+	return e->len != KV_TOMBSTONE &&
+	       !(timed(s, e->expires) && expired(s, e->expires, e->set_time, time(NULL)));
+}
+
+int64_t
+kv_store_expiry(int64_t exptime)
+{
+	if (exptime == 0)
+		return 0;
+	if (exptime < 0)
+		return 1;               /* long past */
+	if (exptime <= 30 * 24 * 3600)
+		return (int64_t)time(NULL) + exptime;
+	return exptime;
 }
 
 /* Up to 8 bytes at @p p as a little-endian word, zeros above: whole loads
@@ -216,6 +262,7 @@ kv_store_get(struct kv_store *s, const void *key, uint32_t klen, void *buf, uint
 	uint8_t tk[KV_KEY_MAX + 17];
 	struct kv_counts *c = counts(s);
 	struct kv_entry *e;
+	int64_t expires, set_time;
 	uint32_t sn, len;
 	int32_t pos;
 
@@ -235,6 +282,8 @@ kv_store_get(struct kv_store *s, const void *key, uint32_t klen, void *buf, uint
 	do {
 		sn = rte_seqlock_read_begin(&e->lock);
 		len = e->len;
+		expires = e->expires;
+		set_time = e->set_time;
 		if (len != KV_TOMBSTONE && len <= cap) {
 			memcpy(buf, e->data, len);
 			if (meta != NULL) {
@@ -243,7 +292,8 @@ kv_store_get(struct kv_store *s, const void *key, uint32_t klen, void *buf, uint
 			}
 		}
 	} while (rte_seqlock_read_retry(&e->lock, sn));
-	if (len == KV_TOMBSTONE) {
+	if (len == KV_TOMBSTONE ||
+	    (unlikely(timed(s, expires)) && expired(s, expires, set_time, time(NULL)))) {
 		c->misses++;
 		return -ENOENT;
 	}
@@ -260,16 +310,63 @@ int
 kv_store_put(struct kv_store *s, const void *key, uint32_t klen, const void *val,
 	     uint32_t vlen, uint32_t flags, enum kv_put_mode mode)
 {
+	const struct kv_write w = { .mode = mode, .flags = flags };
+
+	return kv_store_write(s, key, klen, val, vlen, &w);
+}
+
+/* The entry of @p key (added when @p add), or a negative errno. */
+static int32_t
+find(struct kv_store *s, const void *key, uint32_t klen, int add)
+{
 	uint8_t tk[KV_KEY_MAX + 17];
 	struct kv_counts *c = counts(s);
+	int32_t pos;
+
+	if (table_key(s, tk, key, klen) < 0) {
+		c->key_too_long++;
+		return -ENAMETOOLONG;
+	}
+	pos = rte_hash_lookup(s->h, tk);
+	if (pos >= 0 || !add)
+		return pos < 0 ? -ENOENT : pos;
+	/* Returns the position already there if another lcore added the
+	 * key meanwhile. */
+	pos = rte_hash_add_key(s->h, tk);
+	if (pos < 0) {
+		c->full++;
+		/* Said once: every write of a new key fails from here. */
+		if (!__atomic_exchange_n(&s->said_full, 1, __ATOMIC_RELAXED))
+			RTE_LOG(WARNING, USER1, "kv: the table is full (%u keys): writes of "
+				"new keys are refused (NO_SPACE, or memcached's SERVER_ERROR "
+				"out of memory) and counted as table_full; start the server "
+				"with a larger --records\n", rte_hash_count(s->h));
+		return -ENOSPC;
+	}
+	return pos;
+}
+
+/* A write's stamp, for a flush_all that waits (only then is it read). */
+static inline int64_t
+set_time(const struct kv_store *s)
+{
+	return __atomic_load_n(&s->flush_at, __ATOMIC_RELAXED) != 0 ? (int64_t)time(NULL) : 0;
+}
+
+int
+kv_store_write(struct kv_store *s, const void *key, uint32_t klen, const void *val,
+	       uint32_t vlen, const struct kv_write *w)
+{
+	struct kv_counts *c = counts(s);
+	enum kv_put_mode mode = w->mode;
 	struct kv_entry *e;
 	int32_t pos;
-	int ret = 0;
+	int ret = 0, has;
 
 	c->puts++;
 	if (klen == 0)
 		return -EINVAL;
-	if (table_key(s, tk, key, klen) < 0) {
+	if (klen > s->key_max) {
 		c->key_too_long++;
 		return -ENAMETOOLONG;
 	}
@@ -277,36 +374,115 @@ kv_store_put(struct kv_store *s, const void *key, uint32_t klen, const void *val
 		c->too_large++;
 		return -E2BIG;
 	}
-	pos = rte_hash_lookup(s->h, tk);
-	if (pos < 0) {
-		if (mode == KV_PUT_REPLACE)
-			return -ENOENT;
-		/* Returns the position already there if another lcore
-		 * added the key meanwhile. */
-		pos = rte_hash_add_key(s->h, tk);
-		if (pos < 0) {
-			c->full++;
-			/* Said once: every write of a new key fails from here. */
-			if (!__atomic_exchange_n(&s->said_full, 1, __ATOMIC_RELAXED))
-				RTE_LOG(WARNING, USER1, "kv: the table is full (%u keys): writes of "
-					"new keys are refused (NO_SPACE, or memcached's SERVER_ERROR "
-					"out of memory) and counted as table_full; start the server "
-					"with a larger --records\n", rte_hash_count(s->h));
-			return -ENOSPC;
-		}
-	}
+	/* Only SET and ADD make a key that is not there. */
+	pos = find(s, key, klen, mode == KV_PUT_SET || mode == KV_PUT_ADD);
+	if (pos < 0)
+		return pos;
 	e = entry(s, pos);
 	rte_seqlock_write_lock(&e->lock);
-	if (mode == KV_PUT_ADD && e->len != KV_TOMBSTONE) {
+	has = live(s, e);
+	if (mode == KV_PUT_ADD && has) {
 		ret = -EEXIST;
-	} else if (mode == KV_PUT_REPLACE && e->len == KV_TOMBSTONE) {
+	} else if (mode != KV_PUT_SET && mode != KV_PUT_ADD && !has) {
 		ret = -ENOENT;
+	} else if (mode == KV_PUT_CAS && e->cas != w->cas) {
+		ret = -EEXIST;
+	} else if (mode == KV_PUT_APPEND || mode == KV_PUT_PREPEND) {
+		if (e->len + vlen > s->value_max) {
+			ret = -E2BIG;
+		} else {
+			if (mode == KV_PUT_PREPEND)
+				memmove(e->data + vlen, e->data, e->len);
+			memcpy(e->data + (mode == KV_PUT_APPEND ? e->len : 0), val, vlen);
+			e->len += vlen;
+			e->cas = __atomic_fetch_add(&s->cas_next, 1, __ATOMIC_RELAXED);
+		}
 	} else {
 		memcpy(e->data, val, vlen);
 		e->len = vlen;
-		e->flags = flags;
+		e->flags = w->flags;
+		e->expires = w->expires;
+		e->set_time = set_time(s);
 		e->cas = __atomic_fetch_add(&s->cas_next, 1, __ATOMIC_RELAXED);
 	}
+	rte_seqlock_write_unlock(&e->lock);
+	if (ret == -E2BIG)
+		c->too_large++;
+	return ret;
+}
+
+int
+kv_store_incr(struct kv_store *s, const void *key, uint32_t klen, uint64_t delta, int decr,
+	      uint64_t *result)
+{
+	int32_t pos = find(s, key, klen, 0);
+	struct kv_entry *e;
+	uint64_t v = 0;
+	char num[24];
+	uint32_t i = 0, n;
+	int ret = 0;
+
+	if (pos < 0)
+		return pos;
+	e = entry(s, pos);
+	rte_seqlock_write_lock(&e->lock);
+	if (!live(s, e)) {
+		ret = -ENOENT;
+		goto out;
+	}
+	/* Digits, then only spaces (what an earlier decr left), at most
+	 * 2^64 - 1: as memcached's safe_strtoull() takes it. */
+	for (; i < e->len && e->data[i] >= '0' && e->data[i] <= '9'; i++) {
+		unsigned int d = e->data[i] - '0';
+
+		if (v > (UINT64_MAX - d) / 10) {
+			ret = -EINVAL;
+			goto out;
+		}
+		v = v * 10 + d;
+	}
+	if (i == 0) {
+		ret = -EINVAL;
+		goto out;
+	}
+	for (; i < e->len; i++)
+		if (e->data[i] != ' ') {
+			ret = -EINVAL;
+			goto out;
+		}
+	v = decr ? (v > delta ? v - delta : 0) : v + delta;
+	n = (uint32_t)snprintf(num, sizeof(num), "%" PRIu64, v);
+	if (n > s->value_max) {
+		ret = -E2BIG;
+		goto out;
+	}
+	memcpy(e->data, num, n);
+	if (n < e->len)
+		memset(e->data + n, ' ', e->len - n);
+	else
+		e->len = n;
+	e->cas = __atomic_fetch_add(&s->cas_next, 1, __ATOMIC_RELAXED);
+	*result = v;
+out:
+	rte_seqlock_write_unlock(&e->lock);
+	return ret;
+}
+
+int
+kv_store_touch(struct kv_store *s, const void *key, uint32_t klen, int64_t expires)
+{
+	int32_t pos = find(s, key, klen, 0);
+	struct kv_entry *e;
+	int ret = 0;
+
+	if (pos < 0)
+		return pos;
+	e = entry(s, pos);
+	rte_seqlock_write_lock(&e->lock);
+	if (live(s, e))
+		e->expires = expires;
+	else
+		ret = -ENOENT;
 	rte_seqlock_write_unlock(&e->lock);
 	return ret;
 }
@@ -314,23 +490,17 @@ kv_store_put(struct kv_store *s, const void *key, uint32_t klen, const void *val
 int
 kv_store_del(struct kv_store *s, const void *key, uint32_t klen)
 {
-	uint8_t tk[KV_KEY_MAX + 17];
-	struct kv_counts *c = counts(s);
 	struct kv_entry *e;
 	int32_t pos;
 	int ret = 0;
 
-	c->dels++;
-	if (table_key(s, tk, key, klen) < 0) {
-		c->key_too_long++;
-		return -ENAMETOOLONG;
-	}
-	pos = rte_hash_lookup(s->h, tk);
+	counts(s)->dels++;
+	pos = find(s, key, klen, 0);
 	if (pos < 0)
-		return -ENOENT;
+		return pos;
 	e = entry(s, pos);
 	rte_seqlock_write_lock(&e->lock);
-	if (e->len == KV_TOMBSTONE)
+	if (!live(s, e))
 		ret = -ENOENT;
 	e->len = KV_TOMBSTONE;
 	rte_seqlock_write_unlock(&e->lock);
@@ -347,6 +517,28 @@ kv_store_clear(struct kv_store *s)
 		e->len = KV_TOMBSTONE;
 		rte_seqlock_write_unlock(&e->lock);
 	}
+}
+
+void
+kv_store_flush_at(struct kv_store *s, int64_t at)
+{
+	int64_t now = time(NULL), f = __atomic_load_n(&s->flush_at, __ATOMIC_RELAXED);
+
+	/* A flush that took effect is made final before another replaces it:
+	 * what it hid stays hidden. */
+	for (uint32_t i = 0; f != 0 && now >= f && i < s->n_entries; i++) {
+		struct kv_entry *e = entry(s, (int32_t)i);
+
+		rte_seqlock_write_lock(&e->lock);
+		if (e->set_time <= f)
+			e->len = KV_TOMBSTONE;
+		rte_seqlock_write_unlock(&e->lock);
+	}
+	if (at <= now) {
+		kv_store_clear(s);
+		at = 0;
+	}
+	__atomic_store_n(&s->flush_at, at, __ATOMIC_RELAXED);
 }
 
 void

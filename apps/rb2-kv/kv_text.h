@@ -6,11 +6,17 @@
 #define KV_TEXT_H
 
 /*
- * memcached's text protocol (its doc/protocol.txt) on rb2-kv's table, for
- * the TCP front, so stock clients (memcslap, memccat, memccp, telnet) work:
- * get, gets, set, add, replace, delete, flush_all, version, stats, quit,
- * with noreply. Items never expire: a set with a non-zero exptime gets
- * "CLIENT_ERROR expiry not supported", not a silent change of meaning.
+ * memcached's classic text protocol (its doc/protocol.txt) on rb2-kv's
+ * table, for the TCP front, so stock clients (memcslap, memccat, memccp,
+ * telnet) work: set, add, replace, append, prepend, cas; get, gets, gat,
+ * gats; incr, decr; touch; delete; flush_all (with a delay); stats, version,
+ * verbosity, quit; noreply wherever memcached takes it. Every reply and
+ * error is memcached 1.6's, word for word (tests/memcached_conformance.py
+ * checks them against a stock memcached): expiry in memcached's three forms
+ * (seconds, a unix time past 30 days, negative), incr's wrap and decr's
+ * floor, the space padding a shorter number leaves. What differs: stats
+ * gives rb2-kv's own counters, and verbosity changes nothing (rb2-kv logs
+ * through rte_log).
  */
 
 #include <stdint.h>

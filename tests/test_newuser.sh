@@ -13,7 +13,8 @@
 #   - rb2-kv: load and run as separate processes pass; a full table is
 #     reported as full on both sides, never as wrong values; Ctrl-C on a
 #     client prints the results so far;
-#   - a server whose service is gone exits non-zero;
+#   - a server whose service is gone exits non-zero; a secondary's counters
+#     are readable through dpdk-telemetry.py while it runs;
 #   - a failed EAL start says why: another rb2-raasd on the prefix, an
 #     application that forgot --proc-type=secondary, a secondary with no
 #     primary (whose runtime directory is then removed);
@@ -198,6 +199,13 @@ expect "an application without --proc-type=secondary: says to add it" 1 \
 ( trap - EXIT; exec $kv $(sec 1) $quiet -- server --port 7100 --records 1000 >"$tmp/rsrv" 2>&1 ) &
 rsrv=$!; pids+=("$rsrv")
 wait_for "$tmp/rsrv" serving || { fail "rb2-kv did not join the service"; cat "$tmp/rsrv"; }
+# 11. A secondary's counters, read while it runs, where it says they are.
+inst=$(sed -n 's/.*telemetry: dpdk-telemetry.py -f [^ ]* -i \([0-9]*\)$/\1/p' "$tmp/rsrv")
+echo /rb2/kv/stats | timeout 10 python3 "$(command -v dpdk-telemetry.py)" -f "$pfx" -i "${inst:-0}" \
+	>"$tmp/tel" 2>&1
+grep -q '"/rb2/kv/stats": {"keys": 0' "$tmp/tel" &&
+	ok "a secondary's telemetry: dpdk-telemetry.py -f PREFIX -i $inst answers /rb2/kv/stats" ||
+	{ fail "a secondary's telemetry (instance '${inst}')"; cat "$tmp/tel"; }
 kill -9 "$raasd_pid"
 for _ in $(seq 100); do kill -0 "$rsrv" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$rsrv" 2>/dev/null; then

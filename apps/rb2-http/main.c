@@ -30,6 +30,7 @@
 
 #include "app_hist.h"
 #include "app_main.h"
+#include "app_tel.h"
 #include "app_opt.h"
 #include "http_client.h"
 #include "http_files.h"
@@ -181,8 +182,8 @@ parse(int argc, char **argv, void *arg)
 
 static struct http_serve_ctx server_ctx[RTE_MAX_LCORE];
 
-static int
-tel_stats(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
+static void
+tel_stats(struct app_tel_dict *d)
 {
 	struct http_serve_stats s = {0};
 	struct app_server_stats a;
@@ -200,22 +201,20 @@ tel_stats(const char *cmd __rte_unused, const char *params __rte_unused, struct 
 		s.s413 += __atomic_load_n(&x->s413, __ATOMIC_RELAXED);
 		s.body_bytes += __atomic_load_n(&x->body_bytes, __ATOMIC_RELAXED);
 	}
-	rte_tel_data_start_dict(d);
-	rte_tel_data_add_dict_u64(d, "requests", a.requests);
-	rte_tel_data_add_dict_u64(d, "status_200", s.s200);
-	rte_tel_data_add_dict_u64(d, "status_400", s.s400);
-	rte_tel_data_add_dict_u64(d, "status_403", s.s403);
-	rte_tel_data_add_dict_u64(d, "status_404", s.s404);
-	rte_tel_data_add_dict_u64(d, "status_405", s.s405);
-	rte_tel_data_add_dict_u64(d, "status_413", s.s413);
-	rte_tel_data_add_dict_u64(d, "body_bytes", s.body_bytes);
-	rte_tel_data_add_dict_u64(d, "conns_accepted", a.conns_accepted);
-	rte_tel_data_add_dict_u64(d, "conns_closed", a.conns_closed);
-	rte_tel_data_add_dict_u64(d, "conns_failed", a.conns_failed);
-	rte_tel_data_add_dict_u64(d, "closed_by_protocol", a.closed_by_protocol);
-	rte_tel_data_add_dict_u64(d, "tcp_refused", a.tcp_refused);
-	rte_tel_data_add_dict_u64(d, "answer_waits", a.waits);
-	return 0;
+	app_tel_add(d, "requests", a.requests);
+	app_tel_add(d, "status_200", s.s200);
+	app_tel_add(d, "status_400", s.s400);
+	app_tel_add(d, "status_403", s.s403);
+	app_tel_add(d, "status_404", s.s404);
+	app_tel_add(d, "status_405", s.s405);
+	app_tel_add(d, "status_413", s.s413);
+	app_tel_add(d, "body_bytes", s.body_bytes);
+	app_tel_add(d, "conns_accepted", a.conns_accepted);
+	app_tel_add(d, "conns_closed", a.conns_closed);
+	app_tel_add(d, "conns_failed", a.conns_failed);
+	app_tel_add(d, "closed_by_protocol", a.closed_by_protocol);
+	app_tel_add(d, "tcp_refused", a.tcp_refused);
+	app_tel_add(d, "answer_waits", a.waits);
 }
 
 static int
@@ -241,9 +240,10 @@ run_server(void *arg)
 			return 1;
 		ctx[id] = &server_ctx[id];
 	}
-	rte_telemetry_register_cmd("/rb2/http/stats", tel_stats,
-				   "Answers by status, bytes, connections. No parameters");
+	app_tel_register("rb2-http", "/rb2/http/stats", tel_stats,
+			 "Answers by status, bytes, connections. No parameters");
 	ret = app_serve(&so);
+	app_tel_close();
 	RTE_LCORE_FOREACH(id)
 		http_files_close(server_ctx[id].files);
 	if (ret >= 0)

@@ -31,6 +31,7 @@
 
 #include "app_hist.h"
 #include "app_main.h"
+#include "app_tel.h"
 #include "app_net.h"
 #include "app_opt.h"
 #include "kv_client.h"
@@ -234,8 +235,8 @@ parse(int argc, char **argv, void *arg)
 static struct kv_store *server_store;
 static struct kv_serve_ctx server_ctx[RTE_MAX_LCORE];
 
-static int
-tel_stats(const char *cmd __rte_unused, const char *params __rte_unused, struct rte_tel_data *d)
+static void
+tel_stats(struct app_tel_dict *d)
 {
 	struct kv_store_stats st;
 	struct app_server_stats a;
@@ -246,25 +247,23 @@ tel_stats(const char *cmd __rte_unused, const char *params __rte_unused, struct 
 	app_serve_stats(&a);
 	RTE_LCORE_FOREACH(id)
 		bad += __atomic_load_n(&server_ctx[id].bad_requests, __ATOMIC_RELAXED);
-	rte_tel_data_start_dict(d);
-	rte_tel_data_add_dict_u64(d, "keys", st.keys);
-	rte_tel_data_add_dict_u64(d, "gets", st.gets);
-	rte_tel_data_add_dict_u64(d, "hits", st.hits);
-	rte_tel_data_add_dict_u64(d, "misses", st.misses);
-	rte_tel_data_add_dict_u64(d, "puts", st.puts);
-	rte_tel_data_add_dict_u64(d, "dels", st.dels);
-	rte_tel_data_add_dict_u64(d, "too_large", st.too_large);
-	rte_tel_data_add_dict_u64(d, "key_too_long", st.key_too_long);
-	rte_tel_data_add_dict_u64(d, "table_full", st.full);
-	rte_tel_data_add_dict_u64(d, "requests", a.requests);
-	rte_tel_data_add_dict_u64(d, "bad_requests", bad);
-	rte_tel_data_add_dict_u64(d, "closed_by_protocol", a.closed_by_protocol);
-	rte_tel_data_add_dict_u64(d, "conns_accepted", a.conns_accepted);
-	rte_tel_data_add_dict_u64(d, "conns_closed", a.conns_closed);
-	rte_tel_data_add_dict_u64(d, "conns_failed", a.conns_failed);
-	rte_tel_data_add_dict_u64(d, "tcp_refused", a.tcp_refused);
-	rte_tel_data_add_dict_u64(d, "answer_waits", a.waits);
-	return 0;
+	app_tel_add(d, "keys", st.keys);
+	app_tel_add(d, "gets", st.gets);
+	app_tel_add(d, "hits", st.hits);
+	app_tel_add(d, "misses", st.misses);
+	app_tel_add(d, "puts", st.puts);
+	app_tel_add(d, "dels", st.dels);
+	app_tel_add(d, "too_large", st.too_large);
+	app_tel_add(d, "key_too_long", st.key_too_long);
+	app_tel_add(d, "table_full", st.full);
+	app_tel_add(d, "requests", a.requests);
+	app_tel_add(d, "bad_requests", bad);
+	app_tel_add(d, "closed_by_protocol", a.closed_by_protocol);
+	app_tel_add(d, "conns_accepted", a.conns_accepted);
+	app_tel_add(d, "conns_closed", a.conns_closed);
+	app_tel_add(d, "conns_failed", a.conns_failed);
+	app_tel_add(d, "tcp_refused", a.tcp_refused);
+	app_tel_add(d, "answer_waits", a.waits);
 }
 
 static struct kv_store *
@@ -303,9 +302,10 @@ run_server(void *arg)
 		server_ctx[id].store = server_store;
 		ctx[id] = &server_ctx[id];
 	}
-	rte_telemetry_register_cmd("/rb2/kv/stats", tel_stats,
-				   "The table's and the server's counters. No parameters");
+	app_tel_register("rb2-kv", "/rb2/kv/stats", tel_stats,
+			 "The table's and the server's counters. No parameters");
 	ret = app_serve(&so);
+	app_tel_close();
 	kv_store_stats_get(server_store, &st);
 	if (ret >= 0)
 		printf("rb2-kv: stopped: %" PRIu64 " keys, %" PRIu64 " gets (%" PRIu64 " hits), %"

@@ -136,6 +136,25 @@ grep -q "the table is full" "$tmp/kvs" && grep -q "writes refused (table full)" 
 	ok "the server says its table is full, and counts what it refused" ||
 	{ fail "the server said nothing of its full table"; cat "$tmp/kvs"; }
 
+# Ctrl-C on an http client: the results so far, and 130.
+hport=$(free_port)
+( trap - EXIT; exec $http $(eal 1 hts) $quiet -- server --no-rb2 --tcp 127.0.0.1:$hport \
+	--generate 4096 >"$tmp/hts" 2>&1 ) &
+pids+=("$!")
+if wait_for "$tmp/hts" serving; then
+	( trap - EXIT; exec $http $(eal 0 htc) $quiet -- client --tcp 127.0.0.1:$hport \
+		--path /gen/1024 --requests 100000000 >"$tmp/htc" 2>&1 ) &
+	htc=$!
+	wait_for "$tmp/htc" "%" && kill -INT "$htc"
+	wait "$htc"; rc=$?
+	[ $rc = 130 ] && grep -q "# interrupted" "$tmp/htc" &&
+		ok "Ctrl-C on an http client prints the results so far and exits 130" ||
+		{ fail "Ctrl-C on an http client (exit $rc)"; tail -5 "$tmp/htc"; }
+	kill -INT "${pids[-1]}"
+else
+	fail "rb2-http server did not start"; cat "$tmp/hts"
+fi
+
 # 9, 10. Help and options in the wrong place, before any EAL starts.
 for app in kv http raasd connperf raasbench nf; do
 	expect "rb2-$app --help without '--' prints its own usage" 0 "^usage: rb2-$app" \
@@ -167,6 +186,11 @@ expect "rb2-connperf: --lat 0 is refused, not ignored" 2 "--lat 0: a whole numbe
 expect "rb2-connperf: --modes bogus lists every mode" 2 "shared, perconn, bare or lent" \
 	"$build/apps/rb2-connperf/rb2-connperf" -l 0-1 --no-pci --no-huge -m 64 $quiet \
 	--file-prefix "${pfx}n7" -- --modes bogus
+"$build/apps/rb2-connperf/rb2-connperf" -l 0-1 --no-pci --no-huge -m 256 $quiet \
+	--file-prefix "${pfx}lat" -- --modes shared --lat 2000 --rounds 1 >"$tmp/lat" 2>&1
+grep -q '"test": "latency"' "$tmp/lat" && ! grep -q gbit_per_s "$tmp/lat" &&
+	ok "rb2-connperf's latency JSON carries no Gb/s made from a round trip" ||
+	{ fail "rb2-connperf latency JSON"; tail -3 "$tmp/lat"; }
 expect "rb2-tracegen takes --packets 10k, as rb2-nf does" 0 "10000 packets" \
 	"$tg" -o "$tmp/k.pcap" --packets 10k --flows 100
 
@@ -206,6 +230,21 @@ echo /rb2/kv/stats | timeout 10 python3 "$(command -v dpdk-telemetry.py)" -f "$p
 grep -q '"/rb2/kv/stats": {"keys": 0' "$tmp/tel" &&
 	ok "a secondary's telemetry: dpdk-telemetry.py -f PREFIX -i $inst answers /rb2/kv/stats" ||
 	{ fail "a secondary's telemetry (instance '${inst}')"; cat "$tmp/tel"; }
+# A client on the service's lcore: told so, and its progress comes by time
+# however slowly it runs.
+( trap - EXIT; exec $http $(sec 1) $quiet -- server --port 7200 --generate 4096 \
+	>"$tmp/hsrv" 2>&1 ) &
+pids+=("$!")
+wait_for "$tmp/hsrv" serving || { fail "rb2-http did not join the service"; cat "$tmp/hsrv"; }
+( trap - EXIT; exec timeout -s INT 20 $http $(sec 0) $quiet -- client --port 7200 \
+	--path /gen/1024 --requests 100000000 >"$tmp/hcli" 2>&1 ) &
+hcli=$!
+if wait_for "$tmp/hcli" "%"; then ok "a client sharing the service's lcore reports progress by time"
+else fail "no progress from a client on the service's lcore in 10 s"; tail -3 "$tmp/hcli"; fi
+grep -q "runs on a CPU of its primary rb2-raasd" "$tmp/hcli" &&
+	ok "and it is told that it shares the service's CPU" ||
+	{ fail "no word of the shared CPU"; head -3 "$tmp/hcli"; }
+kill -INT "$hcli" 2>/dev/null; wait "$hcli"
 kill -9 "$raasd_pid"
 for _ in $(seq 100); do kill -0 "$rsrv" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$rsrv" 2>/dev/null; then

@@ -1062,7 +1062,7 @@ print_json(struct bench *b)
 			printf(", \"one_way_ns_p50\": {\"request\": %.0f, \"turnaround\": %.0f, "
 			       "\"reply\": %.0f}", median(v->one_way[0], o->rounds),
 			       median(v->one_way[1], o->rounds), median(v->one_way[2], o->rounds));
-		else
+		else if (!o->lat)        /* a rate; a round trip's p50 is no rate */
 			printf(", \"gbit_per_s\": %.3f", med * o->size * 8 / 1e3);
 		/* Medians of per-round ratios. */
 		if (v->mode == SHARED && s1 != NULL)

@@ -254,16 +254,18 @@ feed(struct http_client *c, struct hconn *k, const void *data, size_t len)
 	return 1;
 }
 
+volatile sig_atomic_t http_client_stop;
+
 int
 http_client_run(struct http_client *c, uint64_t requests, int quiet, struct http_result *res)
 {
-	uint64_t asked = 0, answered = 0, last = app_now_ns();
+	uint64_t asked = 0, answered = 0, last = app_now_ns(), passes = 0;
 	int ret = 0;
 
 	memset(res, 0, sizeof(*res));
 	c->res = res;
 	res->t_start_ns = app_now_ns();
-	while (answered < requests) {
+	while (answered < requests && !http_client_stop) {
 		for (unsigned int i = 0; i < c->n_conns && asked < requests; i++) {
 			struct hconn *k = &c->conns[i];
 
@@ -334,7 +336,9 @@ http_client_run(struct http_client *c, uint64_t requests, int quiet, struct http
 				}
 			}
 		}
-		if (!quiet && (answered & 0xfff) == 0 && app_now_ns() - last > 1000000000ull) {
+		/* The clock every 256 passes, not answers: a client whose
+		 * answers come slowly reports too. */
+		if (!quiet && (++passes & 0xff) == 0 && app_now_ns() - last > 1000000000ull) {
 			last = app_now_ns();
 			fprintf(stderr, "rb2-http: %.0f%% (%" PRIu64 " of %" PRIu64 ")\n",
 				100.0 * (double)answered / (double)requests, answered, requests);

@@ -13,6 +13,7 @@
  */
 
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include <rb2_conn.h>
@@ -52,8 +53,13 @@ struct http_client *http_client_l5(const struct app_l5_conn *l5, unsigned int co
 				   unsigned int idx);
 void http_client_free(struct http_client *c);
 
-/* Make @p requests requests. @return 0, or -errno (a connection failed:
- *   why in res->first_failure). Wrong answers are counted, not fatal. */
+/* Set (by a signal handler) to end every running client at its next pass:
+ * http_client_run() then returns the results so far. */
+extern volatile sig_atomic_t http_client_stop;
+
+/* Make @p requests requests, saying how far it is once a second (unless
+ * @p quiet), however slow the answers. @return 0, or -errno (a connection
+ * failed: why in res->first_failure). Wrong answers are counted, not fatal. */
 int http_client_run(struct http_client *c, uint64_t requests, int quiet,
 		    struct http_result *res);
 

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,6 +312,15 @@ merge(struct http_result *all, const struct http_result *r)
 		memcpy(all->first_failure, r->first_failure, sizeof(all->first_failure));
 }
 
+/* Ctrl-C: the clients stop, and the results so far are printed (a second
+ * one kills). */
+static void
+on_client_signal(int sig)
+{
+	http_client_stop = 1;
+	signal(sig, SIG_DFL);
+}
+
 static int
 run_client(void *arg)
 {
@@ -368,10 +378,16 @@ run_client(void *arg)
 		C.requests[id] = o->requests * (n + 1) / nl - o->requests * n / nl;
 		n++;
 	}
+	signal(SIGINT, on_client_signal);
+	signal(SIGTERM, on_client_signal);
 	RTE_LCORE_FOREACH_WORKER(id)
 		rb2_lcore_launch(client_lcore, NULL, id);
 	client_lcore(NULL);
 	rb2_lcore_wait_all();
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	if (http_client_stop)
+		printf("# interrupted: the results of the requests answered so far\n");
 	RTE_LCORE_FOREACH(id) {
 		merge(&all, &C.res[id]);
 		if (C.ret[id] < 0) {
@@ -402,7 +418,7 @@ run_client(void *arg)
 		if (jf != stdout)
 			fclose(jf);
 	}
-	return failed;
+	return http_client_stop ? 130 : failed;
 }
 
 /* ---- bench ---------------------------------------------------------- */

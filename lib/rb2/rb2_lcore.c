@@ -2,11 +2,14 @@
  * Copyright(c) 2026 The rb2 authors
  */
 
+#define _GNU_SOURCE             /* sched_getaffinity(), CPU_AND() */
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -217,6 +220,52 @@ eal_primary_of(const char *dir)
 	return fl.l_pid;
 }
 
+/* The command name of process @p pid into @p buf ("a process" if unknown). */
+static void
+proc_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(buf, len, "a process");
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return;
+	if (fgets(buf, (int)len, f) != NULL)
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+/* A secondary whose lcores share a CPU with its primary's main thread
+ * (rb2-raasd polls without pause there) gets a share of that CPU: said
+ * once, since it looks like a slow program, not like a placement. */
+static void
+warn_shared_cpu(const char *app)
+{
+	char dir[PATH_MAX], comm[64];
+	cpu_set_t primary;
+	unsigned int id;
+	pid_t holder;
+
+	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
+	holder = eal_primary_of(dir);
+	if (holder <= 0 || sched_getaffinity(holder, sizeof(primary), &primary) != 0)
+		return;
+	RTE_LCORE_FOREACH(id) {
+		rte_cpuset_t mine = rte_lcore_cpuset(id);
+
+		CPU_AND(&mine, &mine, &primary);
+		if (CPU_COUNT(&mine) == 0)
+			continue;
+		proc_comm(holder, comm, sizeof(comm));
+		fprintf(stderr, "%s: warning: lcore %u runs on a CPU of its primary %s (pid %d), "
+			"which polls without pause there: each gets a share of it; give this "
+			"process other lcores with -l\n", app, id, comm, (int)holder);
+		return;
+	}
+}
+
 /* Why the EAL did not start, where it can be told from the outside. */
 static void
 eal_explain(const char *app, int argc, char **argv)
@@ -224,9 +273,8 @@ eal_explain(const char *app, int argc, char **argv)
 	const char *type = eal_opt(argc, argv, "--proc-type");
 	const char *prefix = eal_opt(argc, argv, "--file-prefix");
 	int secondary = type != NULL && strcmp(type, "secondary") == 0;
-	char dir[PATH_MAX], comm[64] = "a process", path[64];
+	char dir[PATH_MAX], comm[64] = "a process";
 	pid_t holder;
-	FILE *f;
 
 	if (prefix == NULL)
 		prefix = "rte";
@@ -235,15 +283,8 @@ eal_explain(const char *app, int argc, char **argv)
 			return;         /* no shared configuration: nothing to hold */
 	eal_runtime_dir(prefix, dir, sizeof(dir));
 	holder = eal_primary_of(dir);
-	if (holder > 0) {
-		snprintf(path, sizeof(path), "/proc/%d/comm", (int)holder);
-		f = fopen(path, "r");
-		if (f != NULL) {
-			if (fgets(comm, sizeof(comm), f) != NULL)
-				comm[strcspn(comm, "\n")] = '\0';
-			fclose(f);
-		}
-	}
+	if (holder > 0)
+		proc_comm(holder, comm, sizeof(comm));
 	if (secondary && holder <= 0) {
 		fprintf(stderr, "%s: no primary process runs with --file-prefix %s to join as a "
 			"secondary: start it first (rb2-raasd ... --file-prefix %s), or give the "
@@ -334,6 +375,8 @@ rb2_app_run(const struct rb2_app *app, int argc, char **argv, int (*app_main)(in
 			err ? rte_strerror(err) : "", err ? ")" : "", app->name);
 		return 1;
 	}
+	if (rte_eal_process_type() == RTE_PROC_SECONDARY)
+		warn_shared_cpu(app->name);
 	/* argv[ret] is the program name again (rte_eal_init() puts it
 	 * there), as getopt expects. */
 	ret = app_main(argc - ret, argv + ret);

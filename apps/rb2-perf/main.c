@@ -22,6 +22,7 @@
 
 #include <rb2_lcore.h>
 
+#include "../common/app_opt.h"
 #include "perf.h"
 
 static int preset_sync(struct rb2_chan_params *p, const char *name);
@@ -136,13 +137,10 @@ static int
 parse_u64(const char *opt, const char *arg, uint64_t min, uint64_t max,
 	  uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoull(arg, &end, 0);
-	if (errno != 0 || end == arg || *end != '\0' || arg[0] == '-' ||
-	    v < min || v > max) {
+	/* k, M, G as every rb2 app takes them (app_opt.h). */
+	if (app_parse_u64(arg, &v) < 0 || v < min || v > max) {
 		fprintf(stderr, "rb2-perf: invalid --%s '%s': expected an integer in [%" PRIu64
 			", %" PRIu64 "]\n", opt, arg, min, max);
 		return -1;

@@ -131,6 +131,8 @@ wait "$kvi"; rc=$?
 [ $rc = 130 ] && grep -q "# interrupted" "$tmp/kvi" && grep -q "^\[READ\], Operations" "$tmp/kvi" &&
 	ok "Ctrl-C on a client prints the results so far and exits 130" ||
 	{ fail "Ctrl-C on a client (exit $rc)"; tail -5 "$tmp/kvi"; }
+[ ! -e "/var/run/dpdk/${pfx}kvi" ] && ok "and leaves no runtime directory behind" ||
+	fail "a client stopped by Ctrl-C left /var/run/dpdk/${pfx}kvi"
 kill -INT "$kvs"; wait "$kvs"
 grep -q "the table is full" "$tmp/kvs" && grep -q "writes refused (table full)" "$tmp/kvs" &&
 	ok "the server says its table is full, and counts what it refused" ||
@@ -194,16 +196,18 @@ grep -q '"test": "latency"' "$tmp/lat" && ! grep -q gbit_per_s "$tmp/lat" &&
 expect "rb2-tracegen takes --packets 10k, as rb2-nf does" 0 "10000 packets" \
 	"$tg" -o "$tmp/k.pcap" --packets 10k --flows 100
 
-# 7. rb2-raasd checks everything before it says ready.
-for bad in "--transport shm,foo=1|bad argument 'foo=1'" "--transport verbs,port=1x|port=1x: a whole number" \
-	   "--listen 127.0.0.1:70000|--listen 127.0.0.1:70000" "--max-relays -1|--max-relays -1: a whole number" \
-	   "--host-id -1|--host-id -1: a whole number"; do
-	args=${bad%%|*}; pat=${bad#*|}
-	# shellcheck disable=SC2086
-	timeout 20 "$raasd" -l 0 --no-pci -m 64 --file-prefix "${pfx}rv" $quiet -- $args >"$tmp/out" 2>&1
-	if grep -q -- "$pat" "$tmp/out" && ! grep -q ready "$tmp/out"; then ok "rb2-raasd $args: refused at start"
-	else fail "rb2-raasd $args"; tail -3 "$tmp/out"; fi
-done
+# The sweep's own findings: arguments nobody asked for, and a bad size.
+expect "rb2-kv: a stray argument is refused, not ignored" 2 "unexpected argument 'extra'" \
+	$kv "${e1[@]}" --file-prefix "${pfx}s1" -- server --no-rb2 --tcp 127.0.0.1:1 extra
+expect "rb2-connperf: a stray argument is refused" 2 "unexpected argument 'extra'" \
+	"$build/apps/rb2-connperf/rb2-connperf" -l 0-1 --no-pci --no-huge -m 64 $quiet \
+	--file-prefix "${pfx}s2" -- extra
+expect "rb2-raasbench: --size 100 is named as not a multiple of 64" 2 "--size 100: a multiple of 64" \
+	"$build/apps/rb2-raasbench/rb2-raasbench" "${e1[@]}" --file-prefix "${pfx}s3" -- send --port 5 --size 100
+expect "rb2-raasd --no-huge is refused: its applications could not join" 2 "--no-huge: its applications" \
+	"$raasd" -l 0 --no-pci --no-huge -m 64 --file-prefix "${pfx}s4" $quiet --
+expect "messages of the apps' shared code start with the app's name" 1 "^rb2-kv: TCP address 127.0.0.1: IP:PORT" \
+	$kv "${e1[@]}" --file-prefix "${pfx}s5" -- client --tcp 127.0.0.1
 
 # 8. A failed EAL start names its cause; 6. a server whose service is gone.
 expect "a secondary with no primary: says so" 1 "no primary process runs with --file-prefix ${pfx}none" \
@@ -214,6 +218,17 @@ if ! have_hugepages; then
 	echo "SKIP (the rest): DPDK multi-process needs hugepages: as root, usertools/rb2-hugepages.sh 1024"
 	[ $fails -eq 0 ]; exit
 fi
+# 7. rb2-raasd checks everything before it says ready.
+for bad in "--transport shm,foo=1|bad argument 'foo=1'" "--transport verbs,port=1x|port=1x: a whole number" \
+	   "--listen 127.0.0.1:70000|--listen 127.0.0.1:70000" "--max-relays -1|--max-relays -1: a whole number" \
+	   "--host-id -1|--host-id -1: a whole number" "extra|unexpected argument 'extra'"; do
+	args=${bad%%|*}; pat=${bad#*|}
+	# shellcheck disable=SC2086
+	timeout 20 "$raasd" -l 0 --no-pci -m 64 --file-prefix "${pfx}rv" $quiet -- $args >"$tmp/out" 2>&1
+	if grep -q -- "$pat" "$tmp/out" && ! grep -q ready "$tmp/out"; then ok "rb2-raasd $args: refused at start"
+	else fail "rb2-raasd $args"; tail -3 "$tmp/out"; fi
+done
+
 start_raasd
 raasd_pid=${pids[-1]}
 expect "a second rb2-raasd on the same prefix: names the first" 1 "another rb2-raasd (pid" \

@@ -58,6 +58,7 @@ app_cli_main(const struct app_cli *cli, int argc, char **argv)
 				     .options = cli->options };
 
 	cli_now = cli;
+	app_name = cli->app;
 	return rb2_app_run(&app, argc, argv, cli_run);
 }
 
@@ -291,7 +292,7 @@ app_bench_designs(const char *list, const char **designs)
 	s = strdup(list);
 	for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		if (n == APP_BENCH_MAX_DESIGNS) {
-			fprintf(stderr, "--designs: at most %d\n", APP_BENCH_MAX_DESIGNS);
+			app_err("--designs: at most %d\n", APP_BENCH_MAX_DESIGNS);
 			return -1;
 		}
 		designs[n++] = t;
@@ -308,12 +309,12 @@ app_bench_start(const struct app_proto *proto, void *ctx, const char *transport,
 
 	B.worker = rte_get_next_lcore(-1, 1, 0);
 	if (B.worker >= RTE_MAX_LCORE) {
-		fprintf(stderr, "bench needs two lcores (EAL -l 0-1)\n");
+		app_err("bench needs two lcores (EAL -l 0-1)\n");
 		return -1;
 	}
 	xp = rb2_xport_open_spec(transport);
 	if (xp == NULL) {
-		fprintf(stderr, "--transport %s: %s\n", transport, rte_strerror(rte_errno));
+		app_err("--transport %s: %s\n", transport, rte_strerror(rte_errno));
 		return -1;
 	}
 	for (unsigned int d = 0; d < n; d++) {
@@ -328,7 +329,7 @@ app_bench_start(const struct app_proto *proto, void *ctx, const char *transport,
 			B.sv[d] = app_server_create(proto, ctx, NULL, 0, fd);
 		} else if (strcmp(designs[d], "l5") == 0) {
 			if (conns > APP_SERVER_L5_MAX) {
-				fprintf(stderr, "design l5: at most %d connections\n",
+				app_err("design l5: at most %d connections\n",
 					APP_SERVER_L5_MAX);
 				return -1;
 			}

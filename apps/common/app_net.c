@@ -20,6 +20,8 @@
 
 #include "app_net.h"
 
+const char *app_name = "rb2";
+
 int
 app_parse_addr(const char *what, const char *addr, struct sockaddr_storage *ss)
 {
@@ -31,14 +33,14 @@ app_parse_addr(const char *what, const char *addr, struct sockaddr_storage *ss)
 	memset(ss, 0, sizeof(*ss));
 	sa->sin_family = AF_INET;
 	if (colon == NULL || (size_t)(colon - addr) >= sizeof(ip)) {
-		fprintf(stderr, "%s %s: IP:PORT expected\n", what, addr);
+		app_err("%s %s: IP:PORT expected\n", what, addr);
 		return -1;
 	}
 	memcpy(ip, addr, (size_t)(colon - addr));
 	ip[colon - addr] = '\0';
 	port = strtoul(colon + 1, &end, 10);
 	if (inet_pton(AF_INET, ip, &sa->sin_addr) != 1 || *end != '\0' || port > 65535) {
-		fprintf(stderr, "%s %s: an IPv4 address and a port expected\n", what, addr);
+		app_err("%s %s: an IPv4 address and a port expected\n", what, addr);
 		return -1;
 	}
 	sa->sin_port = htons((uint16_t)port);
@@ -64,7 +66,7 @@ app_tcp_listen(const char *addr, uint16_t *port)
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in)) < 0 ||
 	    listen(fd, 1024) < 0) {
-		fprintf(stderr, "TCP %s: %s%s\n", addr, strerror(errno),
+		app_err("TCP %s: %s%s\n", addr, strerror(errno),
 			errno == EADDRINUSE ? " (another server listens on that port)" : "");
 		close(fd);
 		return -1;
@@ -85,7 +87,7 @@ app_tcp_connect(const char *addr)
 		return -1;
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in)) < 0) {
-		fprintf(stderr, "TCP connect to %s: %s\n", addr, strerror(errno));
+		app_err("TCP connect to %s: %s\n", addr, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -102,13 +104,13 @@ chan_pair(const char *name, struct rb2_xport *xp, const char *design, struct rb2
 
 	rb2_conn_service_chan_params(&p);
 	if (rb2_chan_params_preset(&p, design) < 0) {
-		fprintf(stderr, "design '%s': none of tcp, l5-chan, " RB2_CHAN_PRESET_NAMES "\n", design);
+		app_err("design '%s': none of tcp, l5-chan, " RB2_CHAN_PRESET_NAMES "\n", design);
 		return -1;
 	}
 	*tx = rb2_tx_create(name, xp, &p);
 	*rx = rb2_rx_create(name, xp, &p);
 	if (*tx == NULL || *rx == NULL || rb2_chan_pair(*tx, *rx) != 0) {
-		fprintf(stderr, "channel %s: %s\n", name, rte_strerror(rte_errno));
+		app_err("channel %s: %s\n", name, rte_strerror(rte_errno));
 		return -1;
 	}
 	return 0;
@@ -137,7 +139,7 @@ app_ep_pair(const char *name, struct rb2_xport *xp, const char *design,
 	snprintf(n, sizeof(n), "%s.srv", name);
 	*server = rb2_conn_ep_create(n, t2, r1, &p);
 	if (*client == NULL || *server == NULL) {
-		fprintf(stderr, "endpoint %s: %s\n", name, rte_strerror(rte_errno));
+		app_err("endpoint %s: %s\n", name, rte_strerror(rte_errno));
 		return -1;
 	}
 	return 0;
@@ -157,7 +159,7 @@ app_l5_conn_create(const char *name, struct rb2_xport *xp, unsigned int client_l
 		     rb2_l5_create(xp, n, APP_L5_RING_BYTES, APP_L5_MAX_MSG, server_lcore,
 				   client_lcore);
 	if (c->ring[1] == NULL) {
-		fprintf(stderr, "L5 connection %s: %s\n", name, rte_strerror(rte_errno));
+		app_err("L5 connection %s: %s\n", name, rte_strerror(rte_errno));
 		app_l5_conn_destroy(c);
 		return -1;
 	}
@@ -183,7 +185,7 @@ app_conns_open(struct rb2_conn_ep *ep, int via_service, uint32_t host, uint16_t 
 
 		cds[i] = via_service ? rb2_conn_connect_host(ep, host, p) : rb2_conn_connect(ep, p);
 		if (cds[i] < 0) {
-			fprintf(stderr, "connect to port %u: %s\n", p, strerror(-cds[i]));
+			app_err("connect to port %u: %s\n", p, strerror(-cds[i]));
 			return -1;
 		}
 	}
@@ -194,7 +196,7 @@ app_conns_open(struct rb2_conn_ep *ep, int via_service, uint32_t host, uint16_t 
 		       rte_get_timer_cycles() < deadline)
 			rb2_conn_ep_poll(ep);
 		if (st != 0) {
-			fprintf(stderr, "connection %u to port %u: %s%s%s\n", i,
+			app_err("connection %u to port %u: %s%s%s\n", i,
 				port + (first + i) % nports,
 				st == -EINPROGRESS ? "no answer in 10 s" : strerror(-st),
 				*rb2_conn_why(ep, cds[i]) ? ": " : "", rb2_conn_why(ep, cds[i]));

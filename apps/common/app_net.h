@@ -12,11 +12,19 @@
  */
 
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 
 #include <rb2_conn.h>
 #include <rb2_l5.h>
 #include <rb2_xport.h>
+
+/* The app's name, which every message here starts with (set by
+ * app_cli_main()). */
+extern const char *app_name;
+
+/* An error line on stderr, after the app's name, as every rb2 app writes them. */
+#define app_err(fmt, ...) fprintf(stderr, "%s: " fmt, app_name, ##__VA_ARGS__)
 
 /* Parse "IP:PORT" (IPv4). @return 0, or -1 (printed why, naming @p what). */
 int app_parse_addr(const char *what, const char *addr, struct sockaddr_storage *sa);

@@ -272,6 +272,11 @@ parse(int argc, char **argv, struct opts *o)
 		default: usage(stderr, argv[0]); return -1;
 		}
 	}
+	if (optind < argc) {
+		fprintf(stderr, "rb2-connperf: unexpected argument '%s' (options start with --; "
+			"rb2-connperf --help)\n", argv[optind]);
+		return -1;
+	}
 	if (o->size < 8 || o->size > (1u << 24) || o->seconds <= 0 || o->modes == 0 ||
 	    o->rounds == 0 || o->rounds > MAX_ROUNDS) {
 		fprintf(stderr, "rb2-connperf: --size must be 8 B..16 MiB, --seconds > 0, "

@@ -172,6 +172,11 @@ parse(int argc, char **argv, void *arg)
 		default: usage(stderr); return -1;
 		}
 	}
+	if (optind < argc) {
+		fprintf(stderr, "rb2-http: unexpected argument '%s' (options start with --; rb2-http --help)\n",
+			argv[optind]);
+		return -1;
+	}
 	n = app_bench_designs(designs, o->designs);
 	if (n < 0)
 		return -1;

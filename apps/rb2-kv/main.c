@@ -218,6 +218,11 @@ parse(int argc, char **argv, void *arg)
 		default: usage(stderr); return -1;
 		}
 	}
+	if (optind < argc) {
+		fprintf(stderr, "rb2-kv: unexpected argument '%s' (options start with --; rb2-kv --help)\n",
+			argv[optind]);
+		return -1;
+	}
 	n = app_bench_designs(designs, o->designs);
 	if (n < 0)
 		return -1;

@@ -364,6 +364,16 @@ raasbench_main(int argc, char **argv)
 		fprintf(stderr, "rb2-raasbench: --port 1..65535 is needed\n");
 		return 2;
 	}
+	if (optind < argc) {
+		fprintf(stderr, "rb2-raasbench: unexpected argument '%s' (rb2-raasbench --help)\n",
+			argv[optind]);
+		return 2;
+	}
+	if (s.size % 64 != 0) {
+		fprintf(stderr, "rb2-raasbench: --size %u: a multiple of 64 (a lent buffer is "
+			"whole cache lines)\n", s.size);
+		return 2;
+	}
 	if (role[0] == 's' && (s.size == 0 || s.size % 64 != 0 || s.size > (64u << 20) ||
 			       rounds == 0 || rounds > 50 || seconds <= 0 || s.nbuf == 0 ||
 			       s.nbuf > MAX_BUFFERS || !(modes[LENT] | modes[COPIED]))) {

@@ -1369,6 +1369,18 @@ raasd_main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (optind < argc) {
+		fprintf(stderr, "rb2-raasd: unexpected argument '%s' (options start with --; "
+			"rb2-raasd --help)\n", argv[optind]);
+		return 2;
+	}
+	/* Its applications map its memory: DPDK shares only hugepage files. */
+	if (!rte_eal_has_hugepages()) {
+		fprintf(stderr, "rb2-raasd: --no-huge: its applications could not map its memory "
+			"(DPDK multi-process shares hugepages): reserve some (usertools/"
+			"rb2-hugepages.sh 1024) and drop --no-huge\n");
+		return 2;
+	}
 	if (listen != NULL && !addr_ok(listen)) {
 		fprintf(stderr, "rb2-raasd: --listen %s: IPv4:PORT expected, the port 1..65535\n",
 			listen);

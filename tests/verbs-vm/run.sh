@@ -67,7 +67,7 @@ mkdir -p "$cache"
 # 1. Guest rootfs (cached): rdma-core, perftest, the kernel and its modules,
 #    and the run-time libraries of the host-built binaries.
 #    The marker holds the package list: a changed list rebuilds the guest.
-pkgs=rdma-core,ibverbs-utils,ibverbs-providers,perftest,rdmacm-utils,iproute2,kmod,linux-image-amd64,libnuma1,libbsd0,libpcap0.8,librte-ring23,librte-eal23,librte-telemetry23,librte-kvargs23,librte-ethdev23,librte-mbuf23,librte-mempool23,librte-net23,librte-meter23,librte-net-pcap23,librte-mempool-ring23,librte-hash23,librte-rcu23,libcriterion3,libhttp-parser2.9,procps,python3,ppp,pppoe,tcpdump,iputils-ping
+pkgs=rdma-core,ibverbs-utils,ibverbs-providers,perftest,rdmacm-utils,iproute2,kmod,linux-image-amd64,libnuma1,libbsd0,libpcap0.8,librte-ring23,librte-eal23,librte-telemetry23,librte-kvargs23,librte-ethdev23,librte-mbuf23,librte-mempool23,librte-net23,librte-meter23,librte-net-pcap23,librte-mempool-ring23,librte-hash23,librte-rcu23,libcriterion3,libhttp-parser2.9,libjansson4,procps,python3,ppp,pppoe,tcpdump,iputils-ping
 if [ "$(cat "$cache/rootfs/.rb2-ok" 2>/dev/null)" != "$pkgs" ]; then
 	echo "verbs-vm: building the guest rootfs (debootstrap, about a minute)"
 	rm -rf "$cache/rootfs.tmp"

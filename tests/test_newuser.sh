@@ -13,7 +13,9 @@
 #   - rb2-kv: load and run as separate processes pass; a full table is
 #     reported as full on both sides, never as wrong values; Ctrl-C on a
 #     client prints the results so far;
-#   - a server whose service is gone exits non-zero; a secondary's counters
+#   - a client that exits normally through the service is reported as
+#     left, not as a failed channel; a server whose service is gone exits
+#     non-zero; a secondary's counters
 #     are readable through dpdk-telemetry.py while it runs;
 #   - a failed EAL start says why: another rb2-raasd on the prefix, an
 #     application that forgot --proc-type=secondary, a secondary with no
@@ -260,6 +262,18 @@ grep -q "runs on a CPU of its primary rb2-raasd" "$tmp/hcli" &&
 	ok "and it is told that it shares the service's CPU" ||
 	{ fail "no word of the shared CPU"; head -3 "$tmp/hcli"; }
 kill -INT "$hcli" 2>/dev/null; wait "$hcli"
+# A client that exits normally has left: the service says so, and logs no
+# failure of its channel ("sender failed: the receiver is gone").
+$kv $(sec 0) $quiet -- client --port 7100 --workload c --records 500 --operations 2000 \
+	--quiet >"$tmp/kvn" 2>&1 || { fail "a kv client through the service"; cat "$tmp/kvn"; }
+wait_for "$tmp/raasd" "application kv-client.* left: " || wait_for "$tmp/raasd" "kv.* left: "
+sleep 0.2
+if [ "$(grep -c ") left: " "$tmp/raasd")" -ge 2 ] &&
+	! grep -q -e "sender failed" -e "is gone" -e "reset by peer" "$tmp/raasd"; then
+	ok "clients that exit normally are reported as left, with no failure logged"
+else
+	fail "a normal exit through the service"; cat "$tmp/raasd"
+fi
 kill -9 "$raasd_pid"
 for _ in $(seq 100); do kill -0 "$rsrv" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$rsrv" 2>/dev/null; then

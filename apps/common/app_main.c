@@ -99,7 +99,8 @@ serve_lcore(void *arg __rte_unused)
 			fprintf(stderr, "%s: lcore %u: the service is gone (%s): its rb2 "
 				"connections are closed, and a secondary cannot join a restarted "
 				"service: stopping%s, exit status 1 (restart this server once "
-				"rb2-raasd runs again)\n", S.o->app, id, strerror(-ret),
+				"rb2-raasd runs again)\n", S.o->app, id,
+				ret == -ESHUTDOWN ? "it stopped" : strerror(-ret),
 				S.o->tcp ? " TCP too" : "");
 			stop = 1;
 		}

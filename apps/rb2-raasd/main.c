@@ -961,12 +961,15 @@ relay_frame(void *arg, struct rb2_conn_ep *ep __rte_unused, uint8_t *f, uint32_t
 	return ret;
 }
 
-/* An application's link failed: reset the other end of each of its
- * connections. @return 0, or -EAGAIN (some other end's ring is full:
- * again on the next pass). */
+/* An application's or a peer service's link ended: @err is the endpoint's
+ * error, -ESHUTDOWN when the other side closed it (an application exited,
+ * a service stopped). Reset the other end of each of its connections.
+ * @return 0, or -EAGAIN (some other end's ring is full: again on the next
+ * pass). */
 static int
-link_gone(struct link *l)
+link_gone(struct link *l, int err)
 {
+	uint16_t why = err == -ESHUTDOWN ? RB2_CONN_RST_PEER_LEFT : RB2_CONN_RST_PEER_GONE;
 	unsigned int n = 0;
 
 	for (uint32_t i = 0; i < S.max_relays; i++) {
@@ -984,19 +987,19 @@ link_gone(struct link *l)
 			continue;
 		}
 		if (r->l[other] != NULL && r->l[other] != l &&
-		    send_ctrl(r->l[other], r->cd[other], RB2_CONN_FR_RST,
-			      RB2_CONN_RST_PEER_GONE) == -EAGAIN)
+		    send_ctrl(r->l[other], r->cd[other], RB2_CONN_FR_RST, why) == -EAGAIN)
 			return -EAGAIN;
 		relay_free(r);
 		n++;
 		__atomic_fetch_add(&S.resets, 1, __ATOMIC_RELAXED);
 	}
 	if (l->host != 0)
-		printf("rb2-raasd: the link to peer service %s failed: %u connection(s) reset "
-		       "at this end\n", l->name, n);
+		printf("rb2-raasd: peer service %s %s: %u connection(s) reset at this end\n",
+		       l->name, err == -ESHUTDOWN ? "stopped" : "failed (its link is down)", n);
 	else
-		printf("rb2-raasd: application %s (pid %u) left: %u connection(s) reset at the "
-		       "other end\n", l->name, l->pid, n);
+		printf("rb2-raasd: application %s (pid %u) %s: %u connection(s) reset at the "
+		       "other end\n", l->name, l->pid,
+		       err == -ESHUTDOWN ? "left" : "is gone (it exited without closing)", n);
 	fflush(stdout);
 	return 0;
 }
@@ -1462,7 +1465,9 @@ raasd_main(int argc, char **argv)
 		for (unsigned int i = 0; i < S.nlinks; i++) {
 			struct link *l = S.links[i];
 
-			if (rb2_conn_ep_poll(l->ep) >= 0 || link_gone(l) < 0)
+			int err = rb2_conn_ep_poll(l->ep);
+
+			if (err >= 0 || link_gone(l, err) < 0)
 				continue;
 			link_settle(l);
 			rb2_conn_ep_destroy(l->ep);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -44,6 +45,7 @@ static const char *const rst_why[RB2_CONN_RST_MAX] = {
 	[RB2_CONN_RST_WINDOW] = "a sender overran the receiver's window",
 	[RB2_CONN_RST_PEER_GONE] = "the application at the other end is gone (its link to the service failed)",
 	[RB2_CONN_RST_NOMEM] = "the receiver had no memory for its receive buffer",
+	[RB2_CONN_RST_PEER_LEFT] = "the peer closed its endpoint (it exited) with the connection open",
 	[RB2_CONN_RST_LEND] = "the service could not pass a lent buffer on (its link to that host cannot READ applications' memory, or the registration failed: its log says)",
 };
 
@@ -157,18 +159,20 @@ conn_fail(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, int err, const char *
 	mark_ready(ep, c);
 }
 
-/* The channel failed: every connection fails with it. */
+/*
+ * The endpoint ends, and every connection with it: @err is the endpoint's
+ * error from here on; each connection gets @conn_err and @why; the log says
+ * @what at @level.
+ */
 static void
-ep_fail(struct rb2_conn_ep *ep, int err)
+ep_end(struct rb2_conn_ep *ep, int err, int conn_err, const char *why, const char *what,
+       uint32_t level)
 {
-	char why[96];
 	uint32_t n = 0;
 
 	if (ep->err != 0)
 		return;
 	ep->err = err;
-	snprintf(why, sizeof(why), "the channel to the peer failed: %s",
-		 strerror(-err));
 	/* Nothing owed can be sent any more. */
 	for (uint32_t i = 0; i < ep->n_owed; i++)
 		ep->conns[ep->owed[i]].in_owed_list = 0;
@@ -180,7 +184,7 @@ ep_fail(struct rb2_conn_ep *ep, int err)
 		if (c->state == RB2_CONN_ST_FREE)
 			continue;
 		n++;
-		conn_fail(ep, c, err, why);
+		conn_fail(ep, c, conn_err, why);
 		c->owed = 0;
 		/* Never handed out: nobody will close it. */
 		if (c->state == RB2_CONN_ST_BACKLOG) {
@@ -188,11 +192,23 @@ ep_fail(struct rb2_conn_ep *ep, int err)
 			maybe_free(ep, c);
 		}
 	}
-	CONN_LOG(ERR, "endpoint %s: %s; %u connection(s) fail with it",
-		 ep->name, why + 4, n);
+	rte_log(level, rb2_conn_logtype, "rb2.conn: endpoint %s: %s; %u connection(s) end with it\n",
+		ep->name, what, n);
+}
+
+/* The channel failed: every connection fails with it. */
+static void
+ep_fail(struct rb2_conn_ep *ep, int err)
+{
+	char why[96];
+
+	snprintf(why, sizeof(why), "the channel to the peer failed: %s", strerror(-err));
+	ep_end(ep, err, err, why, why + 4, RTE_LOG_ERR);
 }
 
 /* ---- the endpoint ------------------------------------------------------- */
+
+static void ep_goodbye(struct rb2_conn_ep *ep);
 
 static int
 params_check(const struct rb2_conn_ep_params *p, uint32_t chan_max)
@@ -322,6 +338,7 @@ rb2_conn_ep_destroy(struct rb2_conn_ep *ep)
 		return;
 	if (ep->p.service)
 		__rb2_conn_ref_quiesce(ep, -1);
+	ep_goodbye(ep);
 	pthread_mutex_lock(&rb2_conn_eps.lock);
 	TAILQ_REMOVE(&rb2_conn_eps.eps, ep, next);
 	pthread_mutex_unlock(&rb2_conn_eps.lock);
@@ -884,6 +901,69 @@ frame_get(const struct rb2_msg *m, uint32_t run, struct frame *fr)
 	return fr->type == RB2_CONN_FR_DATA ? fr->cid : RB2_CONN_CID_NONE;
 }
 
+/* The peer said goodbye (RB2_CONN_FR_BYE): answer it, then end. */
+static void
+bye_in(struct rb2_conn_ep *ep)
+{
+	if (!ep->bye_sent && ep->err == 0) {
+		ep->bye_sent = 1;
+		if (frame_out(ep, RB2_CONN_CID_NONE, RB2_CONN_FR_BYE, RB2_CONN_BYE_ANSWER,
+			      NULL, 0) == 0)
+			rb2_tx_flush(ep->tx);
+	}
+	ep_end(ep, -ESHUTDOWN, -ECONNRESET, rst_why[RB2_CONN_RST_PEER_LEFT],
+	       "the peer closed its endpoint", RTE_LOG_DEBUG);
+}
+
+/*
+ * Say goodbye before the channel goes, and wait up to BYE_WAIT_MS for the
+ * answer: a peer in another process or on another host then ends quietly,
+ * having read the goodbye before it could see this process gone and call
+ * that a failure. A peer in this process cannot see that, so nothing is
+ * waited for. What else comes meanwhile is dropped: every connection here
+ * ends.
+ */
+#define BYE_WAIT_MS 100
+
+static void
+ep_goodbye(struct rb2_conn_ep *ep)
+{
+	uint64_t end = rte_get_timer_cycles() + rte_get_timer_hz() * BYE_WAIT_MS / 1000;
+	struct rb2_msg m[16];
+	int n;
+
+	if (ep->err != 0 || ep->bye_sent)
+		return;
+	ep->bye_sent = 1;
+	if (frame_out(ep, RB2_CONN_CID_NONE, RB2_CONN_FR_BYE, RB2_CONN_BYE, NULL, 0) < 0 ||
+	    rb2_tx_flush(ep->tx) < 0)
+		return;
+	if (ep->peer_sleeps)
+		ring_if_due(ep);
+	if (ep->tx->h.qp->peer_local)
+		return;
+	while (rte_get_timer_cycles() < end) {
+		n = rb2_rx_peek_burst(ep->rx, m, RTE_DIM(m));
+		if (n < 0)
+			return;
+		for (int i = 0; i < n; i++) {
+			struct frame fr;
+
+			ep->rx_run_cid = frame_get(&m[i], ep->rx_run_cid, &fr);
+			if (!fr.marked && fr.type == RB2_CONN_FR_BYE) {
+				rb2_rx_release_burst(ep->rx, m, (unsigned int)n);
+				return;
+			}
+		}
+		if (n > 0)
+			rb2_rx_release_burst(ep->rx, m, (unsigned int)n);
+		else if (rb2_tx_check(ep->tx) < 0)
+			return;   /* it is gone: its log says so */
+		else
+			sched_yield(); /* the peer may be on this CPU */
+	}
+}
+
 static void
 frame_in(struct rb2_conn_ep *ep, const struct frame *fr)
 {
@@ -919,6 +999,8 @@ frame_in(struct rb2_conn_ep *ep, const struct frame *fr)
 	case RB2_CONN_FR_AWAKE:
 		ep->peer_sleeps = 0;
 		return;
+	case RB2_CONN_FR_BYE:
+		return bye_in(ep);
 	case RB2_CONN_FR_REFDONE:
 		return __rb2_conn_refdone_in(ep, body, blen, aux);
 	case RB2_CONN_FR_READDONE:
@@ -1061,7 +1143,7 @@ relay_in(struct rb2_conn_ep *ep, struct rb2_msg *m, int n)
 		/* Its own frames, and a marked one out of any run (counted
 		 * as bad there), are the endpoint's. */
 		if (fr.type == RB2_CONN_FR_SLEEP || fr.type == RB2_CONN_FR_AWAKE ||
-		    (fr.marked && fr.cid == RB2_CONN_CID_NONE))
+		    fr.type == RB2_CONN_FR_BYE || (fr.marked && fr.cid == RB2_CONN_CID_NONE))
 			frame_in(ep, &fr);
 		else if ((!fr.marked || (f = relay_headed(ep, &fr)) != NULL) &&
 			 ep->relay(ep->relay_arg, ep, f, fr.marked ? RB2_CONN_HDR_LEN + fr.blen :
@@ -1238,6 +1320,10 @@ ep_progress(struct rb2_conn_ep *ep, unsigned int flags)
 			ep->poll_max <<= 1;
 		}
 	}
+	/* A goodbye in this burst ends the endpoint: the peer is going, so
+	 * nothing more goes out, nor is its liveness checked. */
+	if (unlikely(ep->err != 0))
+		return ep->err;
 	if (unlikely(ep->armed) && ep->resv_cd < 0)
 		disarm(ep);
 	if ((ep->n_owed | ep->n_refusals | ep->n_refdone_owed) != 0)

@@ -74,9 +74,12 @@ struct rb2_conn_ep *rb2_conn_ep_create(const char *name, struct rb2_tx *tx,
 				       const struct rb2_conn_ep_params *p);
 
 /**
- * Destroy an endpoint: every connection still open is reset (the peer sees
- * -ECONNRESET when its channel reports us gone), and the channel halves are
- * destroyed.
+ * Destroy an endpoint: every connection still open is reset, and the
+ * channel halves are destroyed. A healthy endpoint says goodbye first and
+ * waits up to 100 ms for the answer (none when the peer is in this
+ * process): the peer's endpoint then ends with -ESHUTDOWN, its connections
+ * with -ECONNRESET, and nothing is logged as a failure. An endpoint that
+ * exits without this is reported gone by its channel instead.
  */
 void rb2_conn_ep_destroy(struct rb2_conn_ep *ep);
 
@@ -91,8 +94,10 @@ uint32_t rb2_conn_max_msg(const struct rb2_conn_ep *ep);
  * -EAGAIN.
  *
  * @return the number of frames read (0: nothing new), or the error that
- *   failed the endpoint (-ECONNRESET: the peer is gone; every connection
- *   has that error too).
+ *   ended the endpoint: -ESHUTDOWN (the peer destroyed its endpoint: it
+ *   said goodbye), -ECONNRESET (the peer is gone without one), or another
+ *   channel error. Every connection then fails, with -ECONNRESET or that
+ *   error.
  */
 int rb2_conn_ep_poll(struct rb2_conn_ep *ep);
 

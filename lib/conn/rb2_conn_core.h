@@ -125,16 +125,21 @@ enum {
 			      * struct rb2_conn_readreq */
 	RB2_CONN_FR_READDONE,/* from it: those READs are over: aux x struct
 			      * rb2_conn_refdone (status 0 or why not) */
+	RB2_CONN_FR_BYE,     /* the endpoint closes; nothing follows it: aux
+			      * RB2_CONN_BYE_* (rb2_conn_ep_destroy()) */
 	RB2_CONN_FR_MAX,
 };
 
 enum { RB2_CONN_REFUSE_NO_LISTENER = 1, RB2_CONN_REFUSE_BACKLOG, RB2_CONN_REFUSE_TOO_MANY,
        RB2_CONN_REFUSE_NO_ROUTE, RB2_CONN_REFUSE_MAX };
 enum { RB2_CONN_RST_UNLISTEN = 1, RB2_CONN_RST_WINDOW, RB2_CONN_RST_PEER_GONE, RB2_CONN_RST_NOMEM,
-       RB2_CONN_RST_LEND, RB2_CONN_RST_MAX };
+       RB2_CONN_RST_LEND, RB2_CONN_RST_PEER_LEFT, RB2_CONN_RST_MAX };
+/* A goodbye, and the answer that lets its sender go: it waits for that
+ * answer, so the peer reads the goodbye before it sees the process gone. */
+enum { RB2_CONN_BYE = 0, RB2_CONN_BYE_ANSWER = 1 };
 
 #define RB2_CONN_MAGIC 0x7262u   /* "rb" */
-#define RB2_CONN_VERSION 4u
+#define RB2_CONN_VERSION 5u
 
 struct rb2_conn_hello {
 	uint32_t src_cd;     /* the sender's descriptor: put it in frames to it */
@@ -341,6 +346,7 @@ struct rb2_conn_ep {
 	rb2_conn_relay_fn relay;  /* frames go there (a service's link) */
 	void *relay_arg;
 	uint8_t peer_sleeps;      /* the peer told us it sleeps */
+	uint8_t bye_sent;         /* we said goodbye (rb2_conn_ep_destroy()) */
 	uint64_t peer_head;       /* ... having read this far */
 	uint32_t peer_pid;
 	int32_t peer_efd_num;     /* its eventfd's number there */

@@ -425,13 +425,17 @@ rb2_xport_qp_destroy(struct rb2_xport_qp *qp)
 int
 rb2_xport_qp_connect_local(struct rb2_xport_qp *a, struct rb2_xport_qp *b)
 {
+	int ret;
+
 	if (a == NULL || b == NULL || a == b || a->xp != b->xp)
 		return -EINVAL;
 	if (a->connected || b->connected)
 		return -EISCONN;
-	if (a->lane != NULL || b->lane != NULL)
-		return rb2_xport_lane_qp_connect_local(a, b);
-	return a->xp->ops->qp_connect_local(a, b);
+	ret = a->lane != NULL || b->lane != NULL ? rb2_xport_lane_qp_connect_local(a, b) :
+		a->xp->ops->qp_connect_local(a, b);
+	if (ret == 0)
+		a->peer_local = b->peer_local = 1;
+	return ret;
 }
 
 int

@@ -132,6 +132,9 @@ struct rb2_xport_qp {
 	uint32_t cq_depth;     /**< completions that may be pending */
 	uint32_t max_chain;    /**< WRs one post takes, at most; 0: any number */
 	int connected;         /**< 1 once connected to a peer */
+	/** 1: the peer is in this process (rb2_xport_qp_connect_local()), so
+	 *  it cannot see us exit; 0: exchanged, wherever the peer is. */
+	int peer_local;
 	struct rb2_xport_lane *lane; /**< the lane it posts into, or NULL (rb2_xport_lane.h) */
 } __rte_cache_aligned;
 

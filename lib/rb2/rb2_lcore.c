@@ -397,6 +397,7 @@ rb2_eal_run(const char *app, int argc, char **argv, int (*app_main)(int, char **
 struct huge_files {
 	char (*path)[PATH_MAX];
 	unsigned int n, cap;
+	int last_fd;            /* the last segment's file, already taken */
 };
 
 static int
@@ -408,8 +409,9 @@ huge_file_of(const struct rte_memseg_list *msl __rte_unused, const struct rte_me
 	int fd = rte_memseg_get_fd_thread_unsafe(ms);
 	ssize_t n;
 
-	if (fd < 0)
-		return 0;       /* --no-huge, or anonymous memory */
+	if (fd < 0 || fd == h->last_fd)
+		return 0;       /* anonymous memory, or a file already taken */
+	h->last_fd = fd;
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	n = readlink(link, path, sizeof(path) - 1);
 	if (n <= 0)
@@ -436,11 +438,13 @@ rb2_eal_cleanup(void)
 {
 	char dir[PATH_MAX];
 	bool primary = rte_eal_process_type() == RTE_PROC_PRIMARY;
-	struct huge_files huge = {0};
+	struct huge_files huge = { .last_fd = -1 };
 	int ret;
 
 	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
-	if (primary)
+	/* --no-huge memory is a memfd per 4 KiB page, with no file to
+	 * remove: walking its 131072 segments (512 MB) took a second. */
+	if (primary && rte_eal_has_hugepages())
 		(void)rte_memseg_walk(huge_file_of, &huge);
 	ret = rte_eal_cleanup();
 	if (primary && dir[0] != '\0') {

@@ -31,8 +31,8 @@
 #        into tests/captures/pppoe-session.pcap, which tests/test_nf.sh
 #        checks rb2-nf against tshark on.
 #
-# Exits with the guest's status; 77 (skip) only when QEMU or debootstrap are
-# missing, saying so.
+# Exits with the guest's status; 77 (skip) only when QEMU or mmdebstrap (or
+# debootstrap) are missing, saying so.
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -49,15 +49,19 @@ eval-quick|two|cases) timeout_s=${RB2_VM_TIMEOUT:-2400} ;; # two: faults on the 
 esac
 
 if [ "$(id -u)" -ne 0 ]; then
-	echo "SKIP: building the guest (debootstrap) and sharing its root over 9p need root"
+	echo "SKIP: building the guest (mmdebstrap) and sharing its root over 9p need root"
 	exit 77
 fi
-for tool in qemu-system-x86_64 debootstrap busybox python3 meson ninja; do
+for tool in qemu-system-x86_64 busybox python3 meson ninja; do
 	if ! command -v "$tool" >/dev/null; then
-		echo "SKIP: $tool not found (apt-get install qemu-system-x86 debootstrap busybox-static)"
+		echo "SKIP: $tool not found (apt-get install qemu-system-x86 mmdebstrap busybox-static)"
 		exit 77
 	fi
 done
+if ! command -v mmdebstrap >/dev/null && ! command -v debootstrap >/dev/null; then
+	echo "SKIP: neither mmdebstrap nor debootstrap found (apt-get install mmdebstrap)"
+	exit 77
+fi
 case "$build" in
 "$top"/*) rel=${build#"$top"/} ;;
 *) echo "error: BUILD must be inside the project tree ($top), which the guest mounts" >&2; exit 2 ;;
@@ -69,11 +73,24 @@ mkdir -p "$cache"
 #    The marker holds the package list: a changed list rebuilds the guest.
 pkgs=rdma-core,ibverbs-utils,ibverbs-providers,perftest,rdmacm-utils,iproute2,kmod,linux-image-amd64,libnuma1,libbsd0,libpcap0.8,librte-ring23,librte-eal23,librte-telemetry23,librte-kvargs23,librte-ethdev23,librte-mbuf23,librte-mempool23,librte-net23,librte-meter23,librte-net-pcap23,librte-mempool-ring23,librte-hash23,librte-rcu23,libcriterion3,libhttp-parser2.9,libjansson4,procps,python3,ppp,pppoe,tcpdump,iputils-ping
 if [ "$(cat "$cache/rootfs/.rb2-ok" 2>/dev/null)" != "$pkgs" ]; then
-	echo "verbs-vm: building the guest rootfs (debootstrap, about a minute)"
 	rm -rf "$cache/rootfs.tmp"
-	debootstrap --variant=minbase --include="$pkgs" \
-		bookworm "$cache/rootfs.tmp" "$mirror" > "$cache/debootstrap.log" 2>&1 ||
-		{ echo "error: debootstrap failed, see $cache/debootstrap.log" >&2; exit 1; }
+	if command -v mmdebstrap >/dev/null; then
+		# One apt run (parallel downloads, one dpkg pass), no documentation,
+		# and no initramfs for the kernel package: the guest boots the
+		# busybox one made below. About 3x faster than debootstrap here.
+		echo "verbs-vm: building the guest rootfs (mmdebstrap, about two minutes)"
+		mmdebstrap --variant=minbase --include="$pkgs" \
+			--dpkgopt='path-exclude=/usr/share/doc/*' \
+			--dpkgopt='path-exclude=/usr/share/man/*' \
+			--essential-hook='chroot "$1" dpkg-divert --quiet --local --rename --add /usr/sbin/update-initramfs && ln -s /bin/true "$1/usr/sbin/update-initramfs"' \
+			bookworm "$cache/rootfs.tmp" "$mirror" > "$cache/debootstrap.log" 2>&1 ||
+			{ echo "error: mmdebstrap failed, see $cache/debootstrap.log" >&2; exit 1; }
+	else
+		echo "verbs-vm: building the guest rootfs (debootstrap, about seven minutes; mmdebstrap takes two)"
+		debootstrap --variant=minbase --include="$pkgs" \
+			bookworm "$cache/rootfs.tmp" "$mirror" > "$cache/debootstrap.log" 2>&1 ||
+			{ echo "error: debootstrap failed, see $cache/debootstrap.log" >&2; exit 1; }
+	fi
 	mkdir -p "$cache/rootfs.tmp/rb2"
 	echo "$pkgs" > "$cache/rootfs.tmp/.rb2-ok"
 	rm -rf "$cache/rootfs" "$cache/vmlinux" "$cache/initramfs.cpio" # its kernel may be newer

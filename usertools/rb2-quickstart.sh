@@ -4,7 +4,8 @@
 #
 # One-command set-up for a fresh Debian 12 machine (as root):
 #   usertools/rb2-quickstart.sh main   install, build, run the main job
-#   usertools/rb2-quickstart.sh test   install, build (also ASan+UBSan, TSan), run every test
+#   usertools/rb2-quickstart.sh test   install, build (also ASan+UBSan, TSan), run the fast tier
+#   usertools/rb2-quickstart.sh test full   ... and run every test (what CI runs)
 # Both are idempotent: packages already present are not touched, an existing
 # build directory is reused.
 set -euo pipefail
@@ -21,12 +22,12 @@ PKGS=(meson ninja-build pkg-config gcc python3
       libibverbs-dev librdmacm-dev libnuma-dev libpcap-dev
       libcriterion-dev clang libclang-rt-14-dev
       golang-github-google-gopacket-dev gnuplot-nox tshark tcpreplay
-      qemu-system-x86 debootstrap busybox-static
+      qemu-system-x86 mmdebstrap busybox-static
       libhttp-parser-dev curl wrk libmemcached-tools memcached nginx-light)
 
 usage() {
 	cat <<EOF
-usage: $0 main [TRACE]|test
+usage: $0 main [TRACE] | test [full]
 
   main   install missing packages, reserve hugepages, build, and run the
          main job: the measurement NF (rb2-nf on its default pipeline:
@@ -34,14 +35,22 @@ usage: $0 main [TRACE]|test
          on TRACE, or on a CAIDA-like trace that rb2-tracegen generates
          (10 M packets, 500 k flows)
   test   install missing packages, reserve hugepages, build a release, an
-         ASan+UBSan and a TSan tree, run every test suite in the first two
-         and the concurrent tests (suite tsan) in the third, a libFuzzer
-         pass, the quick evaluation (usertools/rb2-eval.py --quick), and
-         the verbs suite on Soft-RoCE inside a QEMU guest (tests/verbs-vm/run.sh)
+         ASan+UBSan and a TSan tree, and run the fast tier: the unit and
+         application tests that take seconds each (suite fast) in the first
+         two, the concurrent ones among them (suite fast-tsan) in the third,
+         and a 5 s libFuzzer pass per target. Under 15 minutes on 2 cores.
+  test full
+         everything, as CI runs it: every unit and application test (suite
+         unit) in the first two trees, the concurrent tests (suite tsan) in
+         the third, the verbs suites on Soft-RoCE inside QEMU guests
+         (tests/verbs-vm/run.sh, one guest and two), libFuzzer for 30 s per
+         target, and the quick evaluation (usertools/rb2-eval.py --quick).
+         Under 45 minutes on 2 cores.
 
 environment: RB2_BUILD, RB2_BUILD_ASAN, RB2_BUILD_TSAN (build dirs), RB2_HUGEMEM (hugepages made free, default
              1G; a larger reservation is never lowered),
-             RB2_FUZZ_SECONDS (per fuzz target, default 30), CI=true (adds -Werror)
+             RB2_FUZZ_SECONDS (per fuzz target, default 5 in the fast tier, 30 in
+             the full), CI=true (adds -Werror)
 EOF
 }
 
@@ -138,6 +147,12 @@ main)
 	log "every flow: $build/rb2-nf.json; per-stage statistics: $build/rb2-nf-stats.json"
 	;;
 test)
+	tier=${2:-fast}
+	case "$tier" in
+	fast|full) ;;
+	*) echo "error: test $tier: the tiers are 'fast' (the default) and 'full'" >&2; exit 2 ;;
+	esac
+	t0=$(date +%s)
 	install_packages
 	setup_hugepages
 	export RB2_HUGEPAGES=$HUGE
@@ -147,30 +162,57 @@ test)
 	configure_build "$build_tsan" -Db_sanitize=thread -Dbuildtype=debugoptimized \
 		-Db_lundef=false
 	rc=0
-	log "tests: release build, then the verbs transport on Soft-RoCE in a QEMU guest"
-	meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit \
-		--suite verbs-vm || rc=1
-	log "tests: libFuzzer on the pcap reader and the configuration parser; the quick evaluation"
-	meson test -C "$build" --print-errorlogs --num-processes 1 --suite fuzz --suite eval \
-		--logbase testlog-extra || rc=1
-	log "tests: ASan+UBSan build"
-	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		meson test -C "$build_asan" --print-errorlogs --num-processes 1 --suite unit \
-		--timeout-multiplier 4 || rc=1
-	log "tests: ThreadSanitizer build, the concurrent tests (0 findings; tests/tsan/README.md)"
-	TSAN_OPTIONS=halt_on_error=0 \
-		meson test -C "$build_tsan" --print-errorlogs --num-processes 1 --suite tsan \
-		--timeout-multiplier 4 || rc=1
-	# One closing line over every build, from meson's own logs.
-	python3 - "$build/meson-logs/testlog.json" "$build/meson-logs/testlog-extra.json" \
-		"$build_asan/meson-logs/testlog.json" "$build_tsan/meson-logs/testlog.json" <<'PY'
+	asan_env=(ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
+		  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1)
+	if [ "$tier" = fast ]; then
+		log "fast tier: release build"
+		meson test -C "$build" --print-errorlogs --num-processes 1 --suite fast || rc=1
+		log "fast tier: libFuzzer on the pcap reader, the configuration parser, descriptors and frames (5 s each)"
+		RB2_FUZZ_SECONDS=${RB2_FUZZ_SECONDS:-5} meson test -C "$build" --print-errorlogs \
+			--num-processes 1 --suite fuzz --logbase testlog-extra || rc=1
+		log "fast tier: ASan+UBSan build"
+		env "${asan_env[@]}" meson test -C "$build_asan" --print-errorlogs --num-processes 1 \
+			--suite fast --timeout-multiplier 4 || rc=1
+		log "fast tier: ThreadSanitizer build, the concurrent tests (0 findings; tests/tsan/README.md)"
+		TSAN_OPTIONS=halt_on_error=0 meson test -C "$build_tsan" --print-errorlogs \
+			--num-processes 1 --suite fast-tsan --timeout-multiplier 4 || rc=1
+	else
+		log "full tier: release build, then the verbs transport on Soft-RoCE in QEMU guests"
+		meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit \
+			--suite verbs-vm || rc=1
+		log "full tier: libFuzzer (30 s per target); the quick evaluation"
+		meson test -C "$build" --print-errorlogs --num-processes 1 --suite fuzz --suite eval \
+			--logbase testlog-extra || rc=1
+		log "full tier: ASan+UBSan build"
+		env "${asan_env[@]}" meson test -C "$build_asan" --print-errorlogs --num-processes 1 \
+			--suite unit --timeout-multiplier 4 || rc=1
+		log "full tier: ThreadSanitizer build, the concurrent tests (0 findings; tests/tsan/README.md)"
+		TSAN_OPTIONS=halt_on_error=0 meson test -C "$build_tsan" --print-errorlogs \
+			--num-processes 1 --suite tsan --timeout-multiplier 4 || rc=1
+	fi
+	# One closing summary over every build, from meson's own logs: the
+	# counts, the wall time, and the slowest tests (where time goes).
+	python3 - "$tier" "$(( $(date +%s) - t0 ))" "$build/meson-logs/testlog.json" \
+		"$build/meson-logs/testlog-extra.json" "$build_asan/meson-logs/testlog.json" \
+		"$build_tsan/meson-logs/testlog.json" <<'PY'
 import json, sys
+tier, wall = sys.argv[1], int(sys.argv[2])
 n = {"OK": 0, "FAIL": 0, "SKIP": 0}
-for path in sys.argv[1:]:
-    for line in open(path):
-        r = json.loads(line)["result"]
-        n["OK" if r == "OK" else "SKIP" if r == "SKIP" else "FAIL"] += 1
-print(f"{n['OK']} passed, {n['FAIL']} failed, {n['SKIP']} skipped")
+times = []
+for path in sys.argv[3:]:
+    build = path.split("/")[-3]
+    try:
+        lines = open(path).readlines()
+    except OSError:
+        continue            # a build that failed: its error is above
+    for line in lines:
+        r = json.loads(line)
+        res = r["result"]
+        n["OK" if res == "OK" else "SKIP" if res == "SKIP" else "FAIL"] += 1
+        times.append((r["duration"], f"{build}/{r['name']}"))
+slow = ", ".join(f"{name} {d:.0f} s" for d, name in sorted(times, reverse=True)[:10])
+print(f"{tier} tier: {n['OK']} passed, {n['FAIL']} failed, {n['SKIP']} skipped, "
+      f"{wall // 60} min {wall % 60} s with the builds; slowest: {slow}")
 PY
 	exit $rc
 	;;

@@ -37,7 +37,7 @@ usage: $0 main [TRACE] | test [full]
   test   install missing packages, reserve hugepages, build a release, an
          ASan+UBSan and a TSan tree, and run the fast tier: the unit and
          application tests that take seconds each (suite fast) in the first
-         two, the concurrent ones among them (suite fast-tsan) in the third,
+         two, the quickest concurrent ones (suite fast-tsan) in the third,
          and a 5 s libFuzzer pass per target. Under 15 minutes on 2 cores.
   test full
          everything, as CI runs it: every unit and application test (suite

@@ -1208,7 +1208,7 @@ pend_flush(struct rb2_conn_ep *ep)
  */
 #define PEND_MIN_RUN 8u
 /* A lone frame stays only from this size: a small one (a ping-pong's)
- * taken straight cost the round trip 15-25% (doc/design.md). */
+ * taken straight cost the round trip 15-25% (doc/eval/conn.md). */
 #define PEND_LONE_MIN 1024u
 
 /* How many frames at the head of m[0..n) may stay in the ring for recv():
@@ -1250,7 +1250,7 @@ pend_run(struct rb2_conn_ep *ep, const struct rb2_msg *m, unsigned int n)
  * copies into receive buffers is read back by recv() while still in this
  * core's cache. 32 frames of 64 KiB would be 2 MiB: 1000 connections at
  * 64 KiB moved 0.54x one connection's bytes that way, 0.92x with 64 KiB a
- * poll (128 KiB: 0.91x, 256 KiB: 0.88x, 512 KiB: 0.54x; doc/design.md).
+ * poll (128 KiB: 0.91x, 256 KiB: 0.88x, 512 KiB: 0.54x; doc/eval/conn.md).
  */
 #ifndef CONN_POLL_BYTES
 #define CONN_POLL_BYTES (64u << 10)

@@ -18,11 +18,12 @@
  *
  *   +0 u32 cid    the receiver's descriptor (RaaS's vQPN), RB2_CONN_CID_NONE when
  *                 the frame is for the endpoint (SYN, CREDIT, SLEEP, AWAKE,
- *                 LISTEN, UNLISTEN, REFDONE, READREQ, READDONE)
+ *                 LISTEN, UNLISTEN, REFDONE, READREQ, READDONE, BYE)
  *   +4 u8  type   RB2_CONN_FR_*
  *   +5 u8  flags  0
  *   +6 u16 aux    SYN, LISTEN, UNLISTEN: the port; REFUSE, RST: the reason;
- *                 CREDIT, REFDONE, READDONE: entries
+ *                 CREDIT, REFDONE, READDONE: entries; BYE: RB2_CONN_BYE
+ *                 or RB2_CONN_BYE_ANSWER
  *   +8 body       DATA: the payload; SYN, SYNACK: struct rb2_conn_hello;
  *                 CREDIT: aux x struct rb2_conn_credit; SLEEP: struct
  *                 rb2_conn_sleep; REF: struct rb2_bulk_ref, a buffer lent
@@ -42,7 +43,7 @@
  * lines (not RB2_CHAN_F_UNALIGNED): there a frame starts a line, and the
  * header is what can cost one more. In packed 8-byte slots every message
  * costs its stride either way, and marked frames measured slower; marked
- * frames of several slots cost rb2-kv a fifth of its rate (doc/design.md).
+ * frames of several slots cost rb2-kv a fifth of its rate (doc/eval/conn.md).
  *
  * A descriptor is (generation << 16 | slot index), generation 1..32767, so
  * a late frame for a slot that was freed and reused does not match.

@@ -62,7 +62,7 @@ struct rb2_mr_cache;
 
 /** Default threshold: messages of this many bytes and more are lent (RaaS's
  *  128 KB, measured on an RNIC; over rxe here lending pays from about
- *  16 KiB: doc/design.md). */
+ *  16 KiB: doc/eval/conn.md). */
 #define RB2_CONN_REF_MIN_DEFAULT (128u << 10)
 
 /** Lending parameters of an endpoint. */

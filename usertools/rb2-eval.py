@@ -719,7 +719,7 @@ def report_cases(out, res):
                       "To split the layer's cost on a machine: `rb2-connperf --modes shared,bare "
                       "--lat 100000 --one-lcore` times its code alone (both ends on one lcore), "
                       "and `--one-way` splits the cross-core round trip at the echo "
-                      "(doc/design.md, *The layer's cost, split*)."]
+                      "(doc/eval/conn.md, *The layer's cost against a bare channel*)."]
         else:
             L += ["Over rxe there is no kernel bypass to win against TCP: rxe is RDMA in "
                   "software, every WRITE is handled by the kernel driver and looped back as a "

@@ -146,7 +146,7 @@ usage(FILE *f, const char *prog)
 "                       receive, send back, receive back): no line crosses a\n"
 "                       core, so a round trip is the code's own cost, which\n"
 "                       the cross-core figure holds beside the cost of moving\n"
-"                       lines (doc/design.md, The layer's cost)\n"
+"                       lines (doc/eval/conn.md, the layer's cost)\n"
 "  --wake N             blocking mode (shared, 1 connection): the reader idles\n"
 "                       in rb2_conn_ep_wait() for a second (its CPU use is\n"
 "                       reported), then is woken N times, 1 ms apart (the\n"

@@ -80,7 +80,7 @@ parse_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 		 * for all of them at once: each record is read back as soon as
 		 * it is written (counted), and would otherwise wait out its
 		 * line's transfer alone (68 -> 34 cycles per packet, rb2-nf with
-		 * parse and measure on two lcores; doc/design.md). */
+		 * parse and measure on two lcores; doc/eval/port.md). */
 		for (uint32_t o = 0; o < len; o += RTE_CACHE_LINE_SIZE)
 			__builtin_prefetch(RTE_PTR_ADD(r, o), 1, 3);
 		for (unsigned int j = 0; j < k; j++, i++) {

@@ -486,7 +486,7 @@ void rb2_msg_copy_long(void *dst, const void *src, size_t n);
  * libc's memcpy above. Into lines that the other core holds, rte_memcpy
  * ran at about half libc's speed from a few hundred bytes (a 4 KiB round
  * trip over a connection took 5.0 us against 2.4 us), and at two lines or
- * less it moved 6-9% more small messages (doc/design.md, *Copies*). The
+ * less it moved 6-9% more small messages (doc/eval/conn.md, *Copies*). The
  * connection layer copies with it, and so do rb2-perf's copying baselines.
  */
 static __rte_always_inline void

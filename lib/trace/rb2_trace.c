@@ -403,7 +403,7 @@ rb2_trace_count_burst(struct rb2_trace_stats *st, const struct rb2_rec *r, unsig
 	 * Sums in locals, not in @st: incrementing @st's fields record by
 	 * record makes each increment wait for the store of the one before
 	 * (a chain through memory), which cost the parse stage 7 of its 26
-	 * cycles per packet (doc/design.md). The non-IP kinds are counted
+	 * cycles per packet (doc/eval/port.md). The non-IP kinds are counted
 	 * as runs of one kind, for the same reason.
 	 */
 	uint64_t bytes = 0, ipv4 = 0, ipv6 = 0, nonip = 0, frag = 0, trunc = 0, run = 0;

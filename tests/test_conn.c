@@ -774,7 +774,7 @@ Test(rb2_conn, a_run_of_frames_goes_without_headers)
 
 /* Packed slots (8-byte, not whole lines) cost a message its stride with or
  * without the header: there nothing is marked (marked frames measured
- * slower there, doc/design.md). */
+ * slower there, doc/eval/conn.md). */
 Test(rb2_conn, packed_slots_keep_every_header)
 {
 	struct rb2_chan_params p;

@@ -886,7 +886,7 @@ def report(out, res, plot_err):
         L += ["", "ib_write_bw (perftest) streams raw WRITEs of the message size on one QP "
               "pair of the same device: no ring, no pointers, no receiver. It is the "
               "ceiling the transport allows, not a ring design."]
-    L += ["", "The baselines as the paper built them (§V-A; doc/design.md says more): "
+    L += ["", "The baselines as the paper built them (§V-A; doc/guides/prog_guide/chan.md says more): "
           "**SocksDirect** copies each message into the ring and out of it, WRITEs each "
           "message with a completion for every WRITE and at most ten in flight, messages "
           "accumulating while the window is full; **L5** (pfent/L5RDMA's ring) copies in "

@@ -103,7 +103,7 @@ int perf_preset_is_rb2(const char *name);
  * an RB² channel set up as L5. */
 int perf_preset_is_l5(const char *name);
 /* What a design's application copies, as its paper or code does (see
- * doc/design.md): in (the sender builds the message elsewhere and copies it
+ * doc/guides/prog_guide/chan.md): in (the sender builds the message elsewhere and copies it
  * into the ring), out (the receiver copies it out before using it), zero
  * (the receiver clears what it read: L5). RB² and the sync pairs: nothing. */
 struct perf_copies perf_design_copies(const char *preset);

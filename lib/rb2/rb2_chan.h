@@ -96,7 +96,7 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
  *    (RB2_CHAN_F_LEN_IN_SLOT: a message, its length and its marker, and so
  *    its publication, are one WRITE), no batching, the head pushed only
  *    every half ring (RB2_CHAN_F_LAZY_HEAD).
- * What each copies is the application's: doc/design.md says, and rb2-perf
+ * What each copies is the application's: doc/guides/prog_guide/chan.md says, and rb2-perf
  * copies as each does.
  *
  * @return 0, or -ENOENT (no such preset).

@@ -179,7 +179,7 @@ struct rb2_chan_params {
 	 * next message, and batching only delays it: in a closed loop of
 	 * requests, answers held to the end of the server's pass leave the
 	 * client idle meanwhile (rb2-kv with 4 outstanding on shm: 1.56x the
-	 * requests per second with it, doc/design.md). A sender that never
+	 * requests per second with it, doc/eval/chan.md). A sender that never
 	 * idles, a stream, batches exactly as before. 0: off (the paper's
 	 * batching alone, preset "rb2-noeager"); at most RB2_EAGER_MAX; or
 	 * RB2_EAGER_AUTO (the default): 4 where a publication is a store

@@ -1030,3 +1030,36 @@ Test(rb2_conn, parameters_are_checked)
 	rb2_tx_destroy(tx);
 	rb2_rx_destroy(rx);
 }
+
+/* An endpoint destroyed normally says goodbye: the peer's endpoint ends with
+ * -ESHUTDOWN, a stream the departing side had ended (FIN) reads to its end
+ * with 0, and one it left open reads what came, then fails with the reason. */
+Test(rb2_conn, a_goodbye_ends_finished_streams_cleanly_and_resets_the_rest)
+{
+	struct rb2_conn_ep_params p;
+	int ca[2], cb[2], ret;
+	char buf[64];
+
+	rb2_conn_ep_params_init(&p);
+	open_eps(&p, &p);
+	connect_n(2, ca, cb);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(rb2_conn_send(a, ca[0], "done", 4), 0);
+	cr_assert_eq(rb2_conn_send(a, ca[1], "open", 4), 0);
+	cr_assert_eq(rb2_conn_shutdown(a, ca[0]), 0);
+	rb2_conn_ep_destroy(a);              /* no poll between: the FIN is owed */
+	a = NULL;
+	for (int i = 0; i < 8; i++)
+		ret = rb2_conn_ep_poll(b);
+	cr_expect_eq(ret, -ESHUTDOWN, "the peer's endpoint: %d", ret);
+	for (int i = 0; i < 3; i++)
+		cr_expect_eq(rb2_conn_recv(b, cb[0], buf, sizeof(buf)), 4, "message %d", i);
+	ret = rb2_conn_recv(b, cb[0], buf, sizeof(buf));
+	cr_expect_eq(ret, 0, "the finished stream ends with 0, not %d", ret);
+	cr_expect_eq(rb2_conn_recv(b, cb[1], buf, sizeof(buf)), 4);
+	ret = rb2_conn_recv(b, cb[1], buf, sizeof(buf));
+	cr_expect_eq(ret, -ECONNRESET, "the open one: %d", ret);
+	cr_expect(strstr(rb2_conn_why(b, cb[1]), "closed its endpoint") != NULL, "%s",
+		  rb2_conn_why(b, cb[1]));
+	cr_expect_eq(rb2_conn_send(b, cb[0], "x", 1), -ECONNRESET, "sending to a peer that left");
+}

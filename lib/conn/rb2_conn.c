@@ -935,6 +935,10 @@ ep_goodbye(struct rb2_conn_ep *ep)
 	if (ep->err != 0 || ep->bye_sent)
 		return;
 	ep->bye_sent = 1;
+	/* What the application closed goes first: its FINs end those
+	 * streams cleanly at the peer, before the goodbye resets the rest. */
+	if ((ep->n_owed | ep->n_refusals | ep->n_refdone_owed) != 0)
+		send_owed(ep);
 	if (frame_out(ep, RB2_CONN_CID_NONE, RB2_CONN_FR_BYE, RB2_CONN_BYE, NULL, 0) < 0 ||
 	    rb2_tx_flush(ep->tx) < 0)
 		return;
@@ -1057,6 +1061,9 @@ frame_in(struct rb2_conn_ep *ep, const struct frame *fr)
 		return maybe_free(ep, c);
 	case RB2_CONN_FR_FIN:
 		c->rd_eof = 1;
+		/* A reset after it (the peer's endpoint closed, say) fails
+		 * sending only: the stream that ended reads to its end. */
+		c->rd_clean = c->err == 0;
 		mark_ready(ep, c);
 		return maybe_free(ep, c);
 	case RB2_CONN_FR_RST:
@@ -1765,7 +1772,7 @@ next_record(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t **rec
 		if (ep->err == 0)
 			ep_progress(ep, 0);
 		if (c->vpos == c->wpos)
-			return c->err != 0 ? c->err : c->rd_eof ? 0 : -EAGAIN;
+			return c->err != 0 && !c->rd_clean ? c->err : c->rd_eof ? 0 : -EAGAIN;
 	}
 	*rec = __rb2_conn_rec(ep, c, c->vpos);
 	memcpy(&len, *rec, 4);
@@ -1854,7 +1861,7 @@ __rb2_conn_recv_slow(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap, in
 		if (len > 0)
 			return len;
 		if (c->vpos == c->wpos)
-			return c->err != 0 ? c->err : c->rd_eof ? 0 : -EAGAIN;
+			return c->err != 0 && !c->rd_clean ? c->err : c->rd_eof ? 0 : -EAGAIN;
 	}
 	len = next_record(ep, c, &rec);
 	if (len <= 0)

@@ -232,6 +232,7 @@ struct rb2_conn_slot {
 	uint16_t port;
 	uint32_t host;            /* connect_host()'s, for the SYN */
 	uint8_t rst_reason;
+	uint8_t rd_clean;         /* the FIN came before any error: reads end with 0 */
 	int err;                  /* 0, or the negative errno it failed with */
 	/* Sending. */
 	uint32_t peer_window, peer_max;

@@ -146,7 +146,7 @@ typedef uint64_t kv_key16 __attribute__((vector_size(16)));
  * memcpy() of the key's length, the CRC's first load overlapped three
  * stores still in flight, and a load that no single store covers waits for
  * all of them to reach the cache: perf put a quarter of the server lcore's
- * samples on that load (rb2-kv bench, 16 outstanding; doc/design.md).
+ * samples on that load (rb2-kv bench, 16 outstanding; doc/guides/apps/rb2-kv.md).
  */
 static inline int
 table_key(const struct kv_store *s, uint8_t *tk, const void *key, uint32_t klen)

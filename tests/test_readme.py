@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright(c) 2026 The rb2 authors
-"""Run the README's runnable shell blocks, so that a command that changes
-breaks this test, not the reader.
+"""Run the runnable shell blocks of the README and the guides (doc/guides),
+so that a command that changes breaks this test, not the reader.
 
   test_readme.py SOURCE_DIR BUILD_DIR
 
@@ -11,7 +11,7 @@ A block is runnable when the line before its ```sh fence is the comment
 directory in which build, config, doc, examples and usertools lead to the
 tree (so its files, t.pcap and the rest, land there; the blocks share it,
 in order, as a reader's terminal would), with every app of
-BUILD_DIR on the PATH (the README calls rb2-kv by name), and with these
+BUILD_DIR on the PATH (the guides call rb2-kv by name), and with these
 changes only:
   - counts shrink to test size (SMALL below: --packets 5000000 becomes
     --packets 20000, and so on), the rest of each line untouched;
@@ -145,9 +145,17 @@ def main():
     os.symlink(build, os.path.join(d, "build"))
     for x in ("config", "doc", "examples", "usertools"):
         os.symlink(os.path.join(src, x), os.path.join(d, x))
-    for line, body in blocks(os.path.join(src, "README.md")):
+    # The README, then the guides in path order (apps/rb2-nf.md makes the
+    # t.pcap that prog_guide/port.md reads).
+    docs = ["README.md"] + sorted(
+        os.path.relpath(os.path.join(dp, f), src)
+        for dp, _, fs in os.walk(os.path.join(src, "doc", "guides"))
+        for f in fs if f.endswith(".md"))
+    every = [(doc, line, body) for doc in docs
+             for line, body in blocks(os.path.join(src, doc))]
+    for doc, line, body in every:
         cmds = [shrink(c, suffix) for c in commands(body)]
-        name = f"README.md:{line} ({cmds[0][:60]})"
+        name = f"{doc}:{line} ({cmds[0][:60]})"
         if any(c.startswith("rb2-raasd") for c in cmds) and not have_hugepages():
             print(f"SKIP {name}: the service needs hugepages")
             skipped += 1

@@ -824,7 +824,7 @@ Test(rb2_conn, a_run_is_read_straight_from_the_ring)
 		     st.rx_buffers);
 	/* Connection 0's run ahead of connection 1's messages and its end:
 	 * 1's reader gets them all, then the end. The run waits for 0's
-	 * reader through 64 calls on others, then is filed (rb2_conn.c's
+	 * reader through 64 calls on others, then is filed (rb2_conn_in.c's
 	 * PEND_SKIPS_MAX). */
 	for (uint32_t i = 0; i < RUN; i++) {
 		rb2_test_fill(buf, LEN, 100 + i);

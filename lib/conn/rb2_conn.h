@@ -260,7 +260,7 @@ __rb2_conn_reserve(struct rb2_conn_ep *ep, int cd, uint32_t len, uint8_t **paylo
 		   rb2_tx_reserve(ep->tx, (hl = __rb2_conn_hdr_len(ep, c, len)) + len,
 				  (void **)&slot) == 0)) {
 		if (hl != 0)
-			*(uint64_t *)slot = __rb2_conn_hdr(c->peer_cd, RB2_CONN_FR_DATA, 0);
+			*(uint64_t *)slot = rb2_conn_wire_hdr(c->peer_cd, RB2_CONN_FR_DATA, 0);
 		*payload = slot + hl;
 		return (int)hl;
 	}

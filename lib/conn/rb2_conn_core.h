@@ -7,53 +7,13 @@
 
 /**
  * @file
- * Connections: the wire format, a connection's state and the endpoint,
+ * Connections: a connection's state and the endpoint,
  * for the inline fast paths of rb2_conn.h.
  *
  * @internal Included by rb2_conn.h; do not include directly.
  *
- * Every frame on the shared ring (an RB² message, whose length the ring
- * carries) starts with this header, in host byte order (both ends must share
- * it; the SYN's magic catches a mismatch):
- *
- *   +0 u32 cid    the receiver's descriptor (RaaS's vQPN), RB2_CONN_CID_NONE when
- *                 the frame is for the endpoint (SYN, CREDIT, SLEEP, AWAKE,
- *                 LISTEN, UNLISTEN, REFDONE, READREQ, READDONE, BYE)
- *   +4 u8  type   RB2_CONN_FR_*
- *   +5 u8  flags  0
- *   +6 u16 aux    SYN, LISTEN, UNLISTEN: the port; REFUSE, RST: the reason;
- *                 CREDIT, REFDONE, READDONE: entries; BYE: RB2_CONN_BYE
- *                 or RB2_CONN_BYE_ANSWER
- *   +8 body       DATA: the payload; SYN, SYNACK: struct rb2_conn_hello;
- *                 CREDIT: aux x struct rb2_conn_credit; SLEEP: struct
- *                 rb2_conn_sleep; REF: struct rb2_bulk_ref, a buffer lent
- *                 (its tag the lender's id for it, rb2_conn_ref.h);
- *                 REFDONE, READDONE: aux x struct rb2_conn_refdone;
- *                 READREQ: struct rb2_conn_readreq; others: none
- *
- * A DATA frame that follows a DATA frame of the same connection directly in
- * the ring goes without the header: the ring marks it instead
- * (RB2_MSG_MARK, a bit beside its length in lens[]), and the payload starts
- * at its first byte. The receiver takes the connection from the frame
- * before it. So a connection's run of small messages costs the ring what
- * a bare channel's would (a 64 B message fills one 64 B slot, not 72 B
- * straddling two lines); RaaS carries its vQPN in the immediate for the
- * same reason. Every other frame, and the first of a run, has the header.
- * Only frames of one slot are marked, and only where slots are whole cache
- * lines (not RB2_CHAN_F_UNALIGNED): there a frame starts a line, and the
- * header is what can cost one more. In packed 8-byte slots every message
- * costs its stride either way, and marked frames measured slower; marked
- * frames of several slots cost rb2-kv a fifth of its rate (doc/eval/conn.md).
- *
- * A descriptor is (generation << 16 | slot index), generation 1..32767, so
- * a late frame for a slot that was freed and reused does not match.
- *
- * Credits count bytes of the receiver's buffer: a message of len bytes
- * costs rb2_conn_footprint(len) = 8 + len rounded up to 8 (its record
- * there); a lent one costs its descriptor's footprint (the payload stays
- * in the sender's memory until the receiver READs it). The sender keeps
- * sent and acked (the receiver's consumed count, as it last heard); it may
- * send while sent - acked + footprint <= window.
+ * The wire format (frame layouts, their encoding and parsing) is in
+ * rb2_conn_wire.h.
  */
 
 #include <stdatomic.h>
@@ -65,6 +25,8 @@
 
 #include <rb2_chan.h>
 
+#include "rb2_conn_wire.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -73,8 +35,6 @@ extern "C" {
 #define RB2_CONN_EP_NAMESIZE 32
 /** Most connections an endpoint can hold (descriptors carry a 16-bit index). */
 #define RB2_CONN_MAX 65535
-/** Bytes of header in front of every frame on the ring. */
-#define RB2_CONN_HDR_LEN 8
 #define RB2_CONN_TEL_PAGE 32      /* connections per telemetry reply */
 
 /** Endpoint configuration. */
@@ -105,88 +65,6 @@ struct rb2_conn_ep;
 typedef int (*rb2_conn_relay_fn)(void *arg, struct rb2_conn_ep *ep, uint8_t *frame,
 				 uint32_t len);
 
-#define RB2_CONN_CID_NONE UINT32_MAX
-
-enum {
-	RB2_CONN_FR_DATA = 1,
-	RB2_CONN_FR_SYN,     /* open: aux = port, body hello */
-	RB2_CONN_FR_SYNACK,  /* accepted: body hello */
-	RB2_CONN_FR_REFUSE,  /* aux = RB2_CONN_REFUSE_* */
-	RB2_CONN_FR_FIN,     /* the sender sends no more */
-	RB2_CONN_FR_RST,     /* the connection is dead: aux = RB2_CONN_RST_* */
-	RB2_CONN_FR_CREDIT,  /* aux entries of struct rb2_conn_credit */
-	RB2_CONN_FR_WANT,    /* the sender waits for credit */
-	RB2_CONN_FR_SLEEP,   /* the endpoint sleeps: body struct rb2_conn_sleep */
-	RB2_CONN_FR_AWAKE,   /* it is awake again */
-	RB2_CONN_FR_LISTEN,  /* to a service: accept connects to port aux here */
-	RB2_CONN_FR_UNLISTEN,/* ... no more */
-	RB2_CONN_FR_REF,     /* data by reference: body struct rb2_bulk_ref */
-	RB2_CONN_FR_REFDONE, /* lent buffers READ or discarded: aux entries */
-	RB2_CONN_FR_READREQ, /* to a service: READ a lent buffer for us: body
-			      * struct rb2_conn_readreq */
-	RB2_CONN_FR_READDONE,/* from it: those READs are over: aux x struct
-			      * rb2_conn_refdone (status 0 or why not) */
-	RB2_CONN_FR_BYE,     /* the endpoint closes; nothing follows it: aux
-			      * RB2_CONN_BYE_* (rb2_conn_ep_destroy()) */
-	RB2_CONN_FR_MAX,
-};
-
-enum { RB2_CONN_REFUSE_NO_LISTENER = 1, RB2_CONN_REFUSE_BACKLOG, RB2_CONN_REFUSE_TOO_MANY,
-       RB2_CONN_REFUSE_NO_ROUTE, RB2_CONN_REFUSE_MAX };
-enum { RB2_CONN_RST_UNLISTEN = 1, RB2_CONN_RST_WINDOW, RB2_CONN_RST_PEER_GONE, RB2_CONN_RST_NOMEM,
-       RB2_CONN_RST_LEND, RB2_CONN_RST_PEER_LEFT, RB2_CONN_RST_MAX };
-/* A goodbye, and the answer that lets its sender go: it waits for that
- * answer, so the peer reads the goodbye before it sees the process gone. */
-enum { RB2_CONN_BYE = 0, RB2_CONN_BYE_ANSWER = 1 };
-
-#define RB2_CONN_MAGIC 0x7262u   /* "rb" */
-#define RB2_CONN_VERSION 5u
-
-struct rb2_conn_hello {
-	uint32_t src_cd;     /* the sender's descriptor: put it in frames to it */
-	uint32_t window;     /* its receive buffer */
-	uint32_t max_msg;    /* the largest message it takes */
-	uint16_t magic, version;
-	uint32_t host;       /* SYN through a service: the host id (rb2-raasd's
-			      * --host-id, by default its IPv4 address), 0: this one */
-};
-
-/* A sleeping endpoint's doorbell: ring it when the ring holds more than
- * @p head (our tail, the sleeper's head: the same slot count). */
-struct rb2_conn_sleep {
-	uint64_t head;       /* what the sleeper had read */
-	uint32_t pid;        /* its process, and there its eventfd */
-	int32_t fd;
-};
-
-struct rb2_conn_credit {
-	uint32_t cid;
-	uint32_t consumed;   /* cumulative footprint consumed, mod 2^32 */
-};
-
-/* A lent buffer the receiver is done with: READ (status 0), or discarded
- * unread (-ECONNABORTED: closed, reset, or no such connection; through a
- * service also -ECONNRESET: the service lost the receiver's host). As a
- * READDONE entry, from a service to the reader: the READ it asked for is
- * over (0), or failed with that status. */
-struct rb2_conn_refdone {
-	uint32_t id;         /* the lender's, from the descriptor's tag */
-	int32_t status;
-};
-
-/* Through a service (rb2_conn_ref.h): an application has no verbs, so it
- * asks its service to READ lent buffer @id (the REF frame's tag, as the
- * service gave it) into [dst, dst + len) of the process group's shared
- * memory. The service answers with a READDONE entry for @id. */
-struct rb2_conn_readreq {
-	uint32_t id;
-	uint32_t rsvd;       /* 0 */
-	uint64_t dst;
-	uint64_t len;
-};
-
-#define RB2_CONN_CREDITS_PER_FRAME 64u
-#define RB2_CONN_REFDONES_PER_FRAME 64u
 
 /* The kind of a record in a receive buffer (its header's second word). */
 #define RB2_CONN_REC_DATA 0u
@@ -210,12 +88,6 @@ enum rb2_conn_state {
 	RB2_CONN_ST_OPEN,       /* accepted (by either side) */
 	RB2_CONN_ST_FAILED,     /* refused, or reset: err says which */
 };
-
-static inline uint32_t
-rb2_conn_footprint(uint32_t len)
-{
-	return RB2_CONN_HDR_LEN + RTE_ALIGN_CEIL(len, 8u);
-}
 
 struct rb2_conn_slot {
 	uint32_t cd;              /* current descriptor of this slot */
@@ -329,7 +201,7 @@ struct rb2_conn_ep {
 	 * two). pend[pend_i..pend_n) are not yet handled; those before
 	 * pend_i are, and are released together when the last one is. Any
 	 * other poll first files what is left into receive buffers
-	 * (pend_flush() in rb2_conn.c, which says when else it does). */
+	 * (__rb2_conn_pend_flush() in rb2_conn_in.c, which says when else it does). */
 	struct rb2_msg pend[32];
 	uint32_t pend_i, pend_n;
 	uint32_t pend_cid;        /* the run's connection (its frames' cid) */
@@ -376,13 +248,6 @@ struct rb2_conn_ep {
 };
 
 /* ---- helpers of the inline fast paths (rb2_conn.h) ---------------------- */
-
-/** @internal A frame header as one 64-bit store (little-endian layout). */
-static inline uint64_t
-__rb2_conn_hdr(uint32_t cid, uint8_t type, uint16_t aux)
-{
-	return (uint64_t)cid | (uint64_t)type << 32 | (uint64_t)aux << 48;
-}
 
 /** @internal Where the record at logical position @p pos of @p c is. */
 static inline uint8_t *

@@ -305,7 +305,7 @@ rb2_conn_reserve(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf)
 	if (likely(ret >= 0)) {
 		ep->resv_cd = cd;
 		ep->resv_len = len;
-		ep->resv_tail = ep->tx->tail;
+		ep->resv_tail = rb2_tx_tail(ep->tx);
 		ep->resv_hl = (uint32_t)ret;
 		ret = 0;
 	}
@@ -324,7 +324,7 @@ rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len)
 	/* A send or control frame since the reservation moved the tail:
 	 * the room was handed out again. */
 	if (unlikely(ep->resv_cd != cd || cd < 0 || len == 0 || len > ep->resv_len ||
-		     ep->resv_tail != ep->tx->tail)) {
+		     ep->resv_tail != rb2_tx_tail(ep->tx))) {
 		ep->resv_cd = -1;
 		return -EINVAL;
 	}

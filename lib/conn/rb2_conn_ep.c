@@ -226,10 +226,10 @@ rb2_conn_ep_create(const char *name, struct rb2_tx *tx, struct rb2_rx *rx,
 		rte_errno = EINVAL;
 		return NULL;
 	}
-	if (tx->msg_size != 0 || rx->msg_size != 0) {
+	if (rb2_tx_msg_size(tx) != 0 || rb2_rx_msg_size(rx) != 0) {
 		CONN_LOG(ERR, "endpoint %s: its channels must carry messages of any length "
 			 "(msg_size 0), not of a fixed size (%u): frames differ in length",
-			 name, RTE_MAX(tx->msg_size, rx->msg_size));
+			 name, RTE_MAX(rb2_tx_msg_size(tx), rb2_rx_msg_size(rx)));
 		rte_errno = EINVAL;
 		return NULL;
 	}
@@ -237,7 +237,7 @@ rb2_conn_ep_create(const char *name, struct rb2_tx *tx, struct rb2_rx *rx,
 		rb2_conn_ep_params_init(&p);
 	else
 		p = *params;
-	chan_max = RTE_MIN(rb2_tx_max_msg(tx), rx->max_len);
+	chan_max = RTE_MIN(rb2_tx_max_msg(tx), rb2_rx_max_msg(rx));
 	if (p.max_msg == 0)
 		p.max_msg = RTE_MIN(chan_max, p.window) - RB2_CONN_HDR_LEN;
 	ret = params_check(&p, chan_max);
@@ -258,8 +258,8 @@ rb2_conn_ep_create(const char *name, struct rb2_tx *tx, struct rb2_rx *rx,
 	/* Marked frames: those of one slot, where slots are whole lines
 	 * (less what the ring adds to a message there: its header, its
 	 * marker). */
-	ep->tx_mark_max = tx->h.p.flags & RB2_CHAN_F_UNALIGNED ? 0 :
-			  tx->h.p.slot_size - rb2_chan_msg_overhead(&tx->h.p);
+	ep->tx_mark_max = rb2_tx_params(tx)->flags & RB2_CHAN_F_UNALIGNED ? 0 :
+			  rb2_tx_params(tx)->slot_size - rb2_chan_msg_overhead(rb2_tx_params(tx));
 	ep->poll_max = 32;
 	ep->efd = -1;
 	ep->peer_efd = -1;

@@ -558,7 +558,7 @@ __rb2_conn_progress(struct rb2_conn_ep *ep, unsigned int flags)
 	/* What is left of the last run first: nothing overtakes it. */
 	if (ep->pend_n != 0)
 		filed = (int)__rb2_conn_pend_flush(ep);
-	head0 = ep->rx->head;
+	head0 = rb2_rx_head(ep->rx);
 	n = rb2_rx_peek_burst(ep->rx, m, ep->poll_max);
 	if (unlikely(n < 0)) {
 		__rb2_conn_ep_fail(ep, n);
@@ -575,7 +575,7 @@ __rb2_conn_progress(struct rb2_conn_ep *ep, unsigned int flags)
 		 * than CONN_POLL_BYTES, twice as many after a full one that
 		 * took less than half. Per poll, not per frame. */
 		uint64_t span = (uint64_t)(uint32_t)(m[n - 1].next_lo - (uint32_t)head0) *
-				ep->rx->h.p.slot_size;
+				rb2_rx_params(ep->rx)->slot_size;
 		unsigned int run = (flags & POLL_LAZY) ? pend_run(ep, m, (unsigned int)n) : 0;
 
 		if (run > 0) {

@@ -287,7 +287,7 @@ __rb2_conn_goodbye(struct rb2_conn_ep *ep)
 		return;
 	if (ep->peer_sleeps)
 		__rb2_conn_ring_if_due(ep);
-	if (ep->tx->h.qp->peer_local)
+	if (rb2_tx_peer_local(ep->tx))
 		return;
 	while (rte_get_timer_cycles() < end) {
 		n = rb2_rx_peek_burst(ep->rx, m, RTE_DIM(m));

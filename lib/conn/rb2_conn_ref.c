@@ -280,7 +280,7 @@ rb2_conn_send_ref(struct rb2_conn_ep *ep, int cd, const void *buf, size_t len, u
 		if (r->tx_tried && r->tx_cache == NULL && !r->said_copy) {
 			r->said_copy = 1;
 			CONN_LOG(INFO, "endpoint %s: transport '%s' cannot lend application memory to its peer; large messages are copied through the ring",
-				 ep->name, rb2_xport_name(ep->tx->h.xp));
+				 ep->name, rb2_xport_name(rb2_tx_xport(ep->tx)));
 		}
 		if (len > UINT32_MAX)
 			return -EMSGSIZE;
@@ -648,7 +648,7 @@ __rb2_conn_ref_recv(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8
 			if (!r->said_noread) {
 				r->said_noread = 1;
 				CONN_LOG(ERR, "endpoint %s: connection %#x: the peer lent a buffer, but transport '%s' cannot READ it",
-					 ep->name, c->cd, rb2_xport_name(ep->rx->h.xp));
+					 ep->name, c->cd, rb2_xport_name(rb2_rx_xport(ep->rx)));
 			}
 			return -EPROTO;
 		}

@@ -446,7 +446,7 @@ peer_cache(struct link *l, int tx)
 	if ((tx ? l->tx_cache : l->rx_cache) == NULL)
 		RELAY_ERR(l->R, "the link to peer service %s cannot %s applications' memory (its transport, '%s'): connections that lend buffers over it are reset\n",
 			l->name, tx ? "lend" : "READ",
-			rb2_xport_name((tx ? &l->ep->tx->h : &l->ep->rx->h)->xp));
+			rb2_xport_name(tx ? rb2_tx_xport(l->ep->tx) : rb2_rx_xport(l->ep->rx)));
 	return tx ? l->tx_cache : l->rx_cache;
 }
 

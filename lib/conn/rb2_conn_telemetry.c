@@ -53,8 +53,8 @@ tel_endpoint(const char *cmd __rte_unused, const char *params,
 		rte_tel_data_add_dict_string(d, "name", ep->name);
 		/* The channel pair (and over verbs its QP pair) every
 		 * connection of the endpoint shares. */
-		rte_tel_data_add_dict_string(d, "tx_channel", ep->tx->h.name);
-		rte_tel_data_add_dict_string(d, "rx_channel", ep->rx->h.name);
+		rte_tel_data_add_dict_string(d, "tx_channel", rb2_tx_name(ep->tx));
+		rte_tel_data_add_dict_string(d, "rx_channel", rb2_rx_name(ep->rx));
 		rte_tel_data_add_dict_u64(d, "channel_pairs", 1);
 		rte_tel_data_add_dict_u64(d, "max_conns", ep->p.max_conns);
 		rte_tel_data_add_dict_u64(d, "window", ep->p.window);

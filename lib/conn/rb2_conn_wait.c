@@ -35,7 +35,7 @@ __rb2_conn_ring_if_due(struct rb2_conn_ep *ep)
 {
 	uint64_t one = 1;
 
-	if (ep->tx->pub_tail == ep->peer_head || ep->peer_efd < 0)
+	if (rb2_tx_published(ep->tx) == ep->peer_head || ep->peer_efd < 0)
 		return;
 	ep->peer_sleeps = 0;
 	CONN_STAT_ADD(ep, doorbells_rung, 1);
@@ -79,7 +79,7 @@ __rb2_conn_sleep_in(struct rb2_conn_ep *ep, const uint8_t *body, uint32_t blen)
 	if (blen != sizeof(sl))
 		return __rb2_conn_bad_frame(ep, "sleep notice of the wrong size", blen, RB2_CONN_FR_SLEEP);
 	/* Its pid and fd mean nothing on another host. */
-	if (rb2_xport_caps(ep->tx->h.xp) & RB2_XPORT_CAP_REMOTE)
+	if (rb2_xport_caps(rb2_tx_xport(ep->tx)) & RB2_XPORT_CAP_REMOTE)
 		return __rb2_conn_bad_frame(ep, "sleep notice across hosts", blen, RB2_CONN_FR_SLEEP);
 	memcpy(&sl, body, sizeof(sl));
 	peer_doorbell(ep, sl.pid, sl.fd);
@@ -130,13 +130,13 @@ rb2_conn_ep_arm(struct rb2_conn_ep *ep)
 		return n;                 /* frames came, or the error */
 	/* A peer on another host cannot ring an eventfd here: no notice
 	 * (rb2_conn_ep_wait() naps instead). */
-	if (rb2_xport_caps(ep->tx->h.xp) & RB2_XPORT_CAP_REMOTE)
+	if (rb2_xport_caps(rb2_tx_xport(ep->tx)) & RB2_XPORT_CAP_REMOTE)
 		return 0;
 	/* Frames we owe (a peer may wait on our credit), or a reservation
 	 * open: not a time to sleep. */
 	if (ep->n_owed != 0 || ep->n_refusals != 0 || ep->resv_cd >= 0)
 		return 1;
-	sl.head = ep->rx->head;
+	sl.head = rb2_rx_head(ep->rx);
 	sl.pid = (uint32_t)getpid();
 	sl.fd = ep->efd;
 	if (__rb2_conn_frame_out(ep, RB2_CONN_CID_NONE, RB2_CONN_FR_SLEEP, 0, &sl, sizeof(sl)) < 0 ||

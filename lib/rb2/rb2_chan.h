@@ -303,6 +303,103 @@ rb2_tx_max_msg(const struct rb2_tx *tx)
 	return tx->max_len;
 }
 
+/*
+ * Read-only accessors: what a layer above the channel (lib/conn) may know
+ * of one, so that it never reads the structures of rb2_chan_core.h.
+ * Positions count slots from the channel's start; they only grow.
+ */
+
+/** @return the largest message this receiver takes. */
+static inline uint32_t
+rb2_rx_max_msg(const struct rb2_rx *rx)
+{
+	return rx->max_len;
+}
+
+/** @return the fixed message size of the sender's channel, or 0 (any length). */
+static inline uint32_t
+rb2_tx_msg_size(const struct rb2_tx *tx)
+{
+	return tx->msg_size;
+}
+
+/** @return the fixed message size of the receiver's channel, or 0 (any length). */
+static inline uint32_t
+rb2_rx_msg_size(const struct rb2_rx *rx)
+{
+	return rx->msg_size;
+}
+
+/** @return the sender's parameters, as the channel was made with them. */
+static inline const struct rb2_chan_params *
+rb2_tx_params(const struct rb2_tx *tx)
+{
+	return &tx->h.p;
+}
+
+/** @return the receiver's parameters, as the channel was made with them. */
+static inline const struct rb2_chan_params *
+rb2_rx_params(const struct rb2_rx *rx)
+{
+	return &rx->h.p;
+}
+
+/** @return the next slot the sender writes (its tail, reservations included). */
+static inline uint64_t
+rb2_tx_tail(const struct rb2_tx *tx)
+{
+	return tx->tail;
+}
+
+/** @return the tail the sender last published to the receiver. */
+static inline uint64_t
+rb2_tx_published(const struct rb2_tx *tx)
+{
+	return tx->pub_tail;
+}
+
+/** @return the next slot the receiver reads (its head). */
+static inline uint64_t
+rb2_rx_head(const struct rb2_rx *rx)
+{
+	return rx->head;
+}
+
+/** @return the transport the sender's channel runs on. */
+static inline struct rb2_xport *
+rb2_tx_xport(const struct rb2_tx *tx)
+{
+	return tx->h.xp;
+}
+
+/** @return the transport the receiver's channel runs on. */
+static inline struct rb2_xport *
+rb2_rx_xport(const struct rb2_rx *rx)
+{
+	return rx->h.xp;
+}
+
+/** @return the sender's channel name. */
+static inline const char *
+rb2_tx_name(const struct rb2_tx *tx)
+{
+	return tx->h.name;
+}
+
+/** @return the receiver's channel name. */
+static inline const char *
+rb2_rx_name(const struct rb2_rx *rx)
+{
+	return rx->h.name;
+}
+
+/** @return whether the sender's peer is in this process (rb2_xport_qp_connect_local()). */
+static inline int
+rb2_tx_peer_local(const struct rb2_tx *tx)
+{
+	return tx->h.qp != NULL && tx->h.qp->peer_local;
+}
+
 /**
  * Reserve room for up to @p n messages of @p len bytes each, laid out
  * contiguously (zero copy, the burst form of rb2_tx_reserve()): message i

@@ -3,13 +3,15 @@
 # Copyright(c) 2026 The rb2 authors
 #
 # Fuzz the pcap reader, the configuration parser, the channel's connection
-# descriptor and the connection layer's frames (what a peer sends) with
+# descriptor, the connection layer's frames (what a peer sends) and the
+# relay core (what a hostile application sends a host service) with
 # libFuzzer under ASan+UBSan
 # (clang from Debian: apt-get install clang libclang-rt-14-dev).
 #
 #   run.sh BUILD_DIR [SECONDS]     each target runs SECONDS (default:
 #                                  $RB2_FUZZ_SECONDS or 30), from a seed corpus
-#                                  of crafted captures and the shipped configs
+#                                  of crafted captures and the shipped configs;
+#                                  RB2_FUZZ_TARGETS="conn relay" picks targets
 # Crashes are kept in BUILD_DIR/fuzz/<target>-crashes/.
 set -uo pipefail
 
@@ -53,6 +55,12 @@ grep -q "RB2_HAS_NUMA 1" "$build/config/rb2_build_config.h" && numa_libs=$(pkg-c
 	-I"$src/lib/xport" -I"$src/lib/conn" $(pkg-config --cflags libdpdk) -o "$out/fuzz_conn" \
 	"$src/tests/fuzz/fuzz_conn.c" "$src"/lib/conn/*.c "$src"/lib/rb2/*.c \
 	"$src"/lib/xport/*.c "$src"/drivers/xport/shm/*.c $(pkg-config --libs libdpdk) $numa_libs || exit 1
+# The relay core, as a hostile application drives it.
+# shellcheck disable=SC2046,SC2086 # pkg-config's words
+"$cc" "${flags[@]}" -I"$build/config" -include rb2_build_config.h -I"$src/lib/rb2" \
+	-I"$src/lib/xport" -I"$src/lib/conn" $(pkg-config --cflags libdpdk) -o "$out/fuzz_relay" \
+	"$src/tests/fuzz/fuzz_relay.c" "$src"/lib/conn/*.c "$src"/lib/rb2/*.c \
+	"$src"/lib/xport/*.c "$src"/drivers/xport/shm/*.c $(pkg-config --libs libdpdk) $numa_libs || exit 1
 
 # Seeds: captures of every link type, and every configuration we ship.
 seeds=$out/seeds
@@ -68,21 +76,35 @@ for sel in $(seq 0 255); do
 	printf "\\x$(printf %02x "$sel")\\x01" >"$seeds/desc/valid-$sel"
 done
 
-# Frames: a SYN to the listening port, data and a FIN naming the open
-# connection, a credit, a lent buffer's descriptor (one segment of 256
-# bytes) naming the open connection, a REFDONE, garbage.
-printf '\x14\x00\xff\xff\xff\xff\x02\x00\x07\x00\x05\x00\x01\x00\x00\x10\x00\x00\xf8\x0f\x00\x00\x62\x72\x03\x00' \
-	>"$seeds/conn/syn"
-printf '\x10\x80\x00\x00\x00\x00\x01\x00\x00\x00hello!!!\x08\x80\x00\x00\x00\x00\x05\x00\x00\x00' \
-	>"$seeds/conn/data-fin"
-printf '\x10\x00\xff\xff\xff\xff\x07\x00\x01\x00\x01\x00\x01\x00\x40\x00\x00\x00' >"$seeds/conn/credit"
-printf '\x28\x80\x00\x00\x00\x00\x0d\x00\x00\x00\x01\x00\x01\x00\x01\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x10\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x07\x00\x00\x00' \
-	>"$seeds/conn/ref"
-printf '\x10\x00\xff\xff\xff\xff\x0e\x00\x01\x00\x01\x00\x01\x00\x00\x00\x00\x00' >"$seeds/conn/refdone"
-head -c 64 /dev/urandom >"$seeds/conn/noise"
+# Frames (fuzz_conn.c's and fuzz_relay.c's input format): a SYN to the
+# listening port, data and a FIN for the open connection, a credit, a lent
+# buffer's descriptor (one segment of 256 bytes), a REFDONE, a READREQ, a
+# LISTEN, a BYE, raw garbage.
+mkdir -p "$seeds/relay"
+python3 - "$seeds/conn" "$seeds/relay" <<'PY'
+import struct, sys
+NONE, OPEN = 0x40, 0x80
+def frame(t, flags, aux, body):
+    return bytes([t, len(body) & 0xff, (len(body) >> 8) & 3 | flags]) + struct.pack("<H", aux) + body
+hello = struct.pack("<IIIHHI", 5, 4096, 4088, 0x7262, 5, 0)
+ref = struct.pack("<IIQ", 7, 1, 256) + struct.pack("<QII", 0x1000, 256, 0)
+seeds = {
+    "syn": frame(2, NONE, 7, hello),
+    "data-fin": frame(1, OPEN, 0, b"hello!!!") + frame(5, OPEN, 0, b""),
+    "credit": frame(7, NONE, 1, struct.pack("<II", 0, 64)),
+    "ref": frame(13, OPEN, 0, ref),
+    "refdone": frame(14, NONE, 1, struct.pack("<Ii", 1, 0)),
+    "readreq": frame(15, NONE, 0, struct.pack("<IIQQ", 1, 0, 0x1000, 256)),
+    "listen-bye": frame(11, NONE, 9, b"") + frame(17, NONE, 0, b""),
+    "raw": frame(0, 0, 0, bytes(range(40))),
+}
+for d in sys.argv[1:]:
+    for name, b in seeds.items():
+        open(d + "/" + name, "wb").write(b)
+PY
 
 rc=0
-for t in pcap config desc conn; do
+for t in ${RB2_FUZZ_TARGETS:-pcap config desc conn relay}; do
 	mkdir -p "$out/$t-corpus" "$out/$t-crashes"
 	echo "== fuzz_$t: $secs s"
 	if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \

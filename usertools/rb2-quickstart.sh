@@ -167,14 +167,14 @@ test)
 	if [ "$tier" = fast ]; then
 		log "fast tier: release build"
 		meson test -C "$build" --print-errorlogs --num-processes 1 --suite fast || rc=1
-		log "fast tier: libFuzzer on the pcap reader, the configuration parser, descriptors and frames (5 s each)"
+		log "fast tier: libFuzzer on the pcap reader, the configuration parser, descriptors, frames and the relay (5 s each)"
 		RB2_FUZZ_SECONDS=${RB2_FUZZ_SECONDS:-5} meson test -C "$build" --print-errorlogs \
 			--num-processes 1 --suite fuzz --logbase testlog-extra || rc=1
 		log "fast tier: ASan+UBSan build"
 		env "${asan_env[@]}" meson test -C "$build_asan" --print-errorlogs --num-processes 1 \
 			--suite fast --timeout-multiplier 4 || rc=1
 		log "fast tier: ThreadSanitizer build, the concurrent tests (0 findings; tests/tsan/README.md)"
-		TSAN_OPTIONS=halt_on_error=0 meson test -C "$build_tsan" --print-errorlogs \
+		TSAN_OPTIONS=halt_on_error=0:atexit_sleep_ms=0 meson test -C "$build_tsan" --print-errorlogs \
 			--num-processes 1 --suite fast-tsan --timeout-multiplier 4 || rc=1
 	else
 		log "full tier: release build, then the verbs transport on Soft-RoCE in QEMU guests"
@@ -187,7 +187,7 @@ test)
 		env "${asan_env[@]}" meson test -C "$build_asan" --print-errorlogs --num-processes 1 \
 			--suite unit --timeout-multiplier 4 || rc=1
 		log "full tier: ThreadSanitizer build, the concurrent tests (0 findings; tests/tsan/README.md)"
-		TSAN_OPTIONS=halt_on_error=0 meson test -C "$build_tsan" --print-errorlogs \
+		TSAN_OPTIONS=halt_on_error=0:atexit_sleep_ms=0 meson test -C "$build_tsan" --print-errorlogs \
 			--num-processes 1 --suite tsan --timeout-multiplier 4 || rc=1
 	fi
 	# One closing summary over every build, from meson's own logs: the

@@ -7,15 +7,10 @@
  * are its secondaries and join it with one channel pair each over shm
  * (rb2_conn_service_join()). Other hosts' services are its peers, one
  * channel pair each over verbs (one RC QP each way, shared by every
- * connection of every application to that host). It relays connections: a
- * connect names a host and a port; the service finds the application
- * listening there (or the peer service of that host, which does), gives the
- * connection a relay id on each side (the vQPN each end puts in its frames),
- * and from then on moves frames between the two links, rewriting only the
- * id in the header. Credits are end to end. A frame for a destination whose
- * ring is full waits in that destination's queue (bounded; beyond it, its
- * source waits), so that one application that stops polling holds up only
- * the connections to it.
+ * connection of every application to that host). It relays connections
+ * with lib/conn's relay core (rb2_conn_relay.h, where the design is):
+ * this file holds the options, the EAL, the telemetry commands, and how
+ * links are made (applications' joins, peer services).
  *
  *   rb2-raasd [EAL args] -- [--host-id N] [--listen IP:PORT]
  *             [--peer [ID@]IP:PORT]... [--transport SPEC] [--max-relays N]
@@ -30,26 +25,21 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
-#include <pthread.h>
-#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_malloc.h>
 #include <rte_ring.h>
 #include <rte_telemetry.h>
 
-#include <rb2_bulk.h>
 #include <rb2_conn_relay.h>
 #include <rb2_conn_service.h>
 #include <rb2_lcore.h>
-#include <rb2_mr_cache.h>
 
 #include "../common/app_opt.h"
 

@@ -44,7 +44,7 @@
  * destination that stops polling holds up only its own connections, not
  * the sources that also talk to others. Records [u32 len][frame] padded to
  * 8 bytes; one that does not fit before the end starts again at 0 behind a
- * QREC_WRAP. Allocated when first needed, bounded by --queue-kb: beyond
+ * QREC_WRAP. Allocated when first needed, bounded by queue_bytes: beyond
  * it the source is held, as without a queue.
  */
 struct frame_queue {
@@ -123,6 +123,8 @@ struct relay {
 	uint8_t used, fin[2];
 };
 
+/* The relay: written by the polling thread alone; the counters that
+ * telemetry reads are relaxed atomics, the link array is under lock. */
 struct rb2_conn_relay {
 	struct rb2_conn_relay_params p;
 	struct link *links[RB2_CONN_RELAY_MAX_LINKS];
@@ -143,7 +145,6 @@ struct rb2_conn_relay {
 	uint64_t bad_lends;             /* malformed REF, READREQ, REFDONE frames */
 	uint32_t *reading;              /* the loans of those READs (nreading) */
 };
-
 
 static inline uint32_t
 relay_id(struct rb2_conn_relay *R, uint32_t idx, int side)

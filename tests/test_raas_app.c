@@ -457,6 +457,20 @@ borrower(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, uint32_t per, in
 	return ok ? 0 : 1;
 }
 
+/* Listen on @port, and say so once the service has been told (the script
+ * starts the connecting side on that line, not after a fixed wait). */
+static int
+listen_said(struct rb2_conn_ep *ep, uint16_t port, uint32_t backlog)
+{
+	int ret = rb2_conn_listen(ep, port, backlog);
+
+	if (ret == 0) {
+		printf("listening on %u\n", port);
+		fflush(stdout);
+	}
+	return ret;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -488,24 +502,24 @@ main(int argc, char **argv)
 		return 1;
 	}
 	if (strcmp(argv[1], "server") == 0)
-		ret = rb2_conn_listen(ep, port, conns) ?:
+		ret = listen_said(ep, port, conns) ?:
 			server(ep, port, conns, per, argc > 6 ? (unsigned int)atoi(argv[6]) : 0);
 	else if (strcmp(argv[1], "client") == 0)
 		ret = client(ep, port, conns, per, argc > 6 && strcmp(argv[6], "hang") == 0,
 			     argc > 6 ? (uint16_t)atoi(argv[6]) : 0);
 	else if (strcmp(argv[1], "orphan") == 0)
-		ret = rb2_conn_listen(ep, port, conns) ?: orphan(ep, port, conns);
+		ret = listen_said(ep, port, conns) ?: orphan(ep, port, conns);
 	else if (strcmp(argv[1], "refused") == 0)
 		ret = refused(ep, port, conns);
 	else if (strcmp(argv[1], "linger") == 0) {
 		int listen = argc > 5 && strcmp(argv[5], "listen") == 0;
 
-		ret = (listen ? rb2_conn_listen(ep, port, conns) : 0) ?:
+		ret = (listen ? listen_said(ep, port, conns) : 0) ?:
 			linger(ep, port, conns, listen);
 	} else if (strcmp(argv[1], "lender") == 0 && conns <= LEND_CONNS) {
 		ret = lender(ep, port, conns, per, argc > 6 && strcmp(argv[6], "abort") == 0);
 	} else if (strcmp(argv[1], "borrower") == 0 && conns <= LEND_CONNS) {
-		ret = rb2_conn_listen(ep, port, conns) ?:
+		ret = listen_said(ep, port, conns) ?:
 			borrower(ep, port, conns, per, argc > 6 && strcmp(argv[6], "abort") == 0,
 				 argc > 6 && strcmp(argv[6], "stall") == 0);
 	} else

@@ -61,7 +61,7 @@ raasd_pid=${pids[-1]}   # the service itself (the subshell execs)
 
 # 1. Two applications through the service, both ways.
 app server-a server 7 500 40 & s=$!; pids+=("$s")
-sleep 0.3
+wait_for "$tmp/server-a" listening
 (app client-a client 7 500 40); crc=$?
 wait "$s"; src=$?
 cat "$tmp/server-a" "$tmp/client-a"
@@ -82,7 +82,7 @@ fi
 # 1c. Lent messages through the service: the borrower asks it to READ
 # (here: one copy, lender's buffer to reader's), in place or bounced.
 app borrow-a borrower 13 4 24 & s=$!; pids+=("$s")
-sleep 0.3
+wait_for "$tmp/borrow-a" listening
 (app lend-a lender 13 4 24); lrc=$?
 wait "$s"; brc=$?
 cat "$tmp/borrow-a" "$tmp/lend-a"
@@ -92,7 +92,7 @@ else
 	fail "lent messages through rb2-raasd (lender $lrc, borrower $brc)"
 fi
 app borrow-b borrower 14 4 24 abort & s=$!; pids+=("$s")
-sleep 0.3
+wait_for "$tmp/borrow-b" listening
 (app lend-b lender 14 4 24 abort); lrc=$?
 wait "$s"; brc=$?
 cat "$tmp/borrow-b" "$tmp/lend-b"
@@ -102,7 +102,7 @@ else
 	fail "a borrower closing with lent messages unread (lender $lrc, borrower $brc)"
 fi
 app borrow-c borrower 15 4 24 stall & s=$!; pids+=("$s")
-sleep 0.3
+wait_for "$tmp/borrow-c" listening
 app lend-c lender 15 4 24 abort & l=$!; pids+=("$l")
 wait_for "$tmp/borrow-c" stalled && sleep 1
 kill -9 "$s"
@@ -145,7 +145,7 @@ fi
 stall=6
 app stall-s server 11 8 400 $stall & s1=$!; pids+=("$s1")
 app other-s server 12 8 400 & s2=$!; pids+=("$s2")
-sleep 0.3
+wait_for "$tmp/stall-s" listening && wait_for "$tmp/other-s" listening
 (app split-c client 11 8 400 12); crc=$?
 wait "$s1"; r1=$?; wait "$s2"; r2=$?
 cat "$tmp/stall-s" "$tmp/other-s" "$tmp/split-c"
@@ -159,7 +159,7 @@ fi
 
 # 3. An application killed with its connections open.
 app orphan-b orphan 8 300 & o=$!; pids+=("$o")
-sleep 0.3
+wait_for "$tmp/orphan-b" listening
 app client-b client 8 300 10 hang & c=$!; pids+=("$c")
 for _ in $(seq 400); do grep -q "^sent" "$tmp/client-b" && break; sleep 0.05; done
 kill -9 "$c"
@@ -177,7 +177,7 @@ fi
 
 # 4. The service killed under two applications.
 app linger-c linger 9 100 listen & l1=$!; pids+=("$l1")
-sleep 0.3
+wait_for "$tmp/linger-c" listening
 app linger-d linger 9 100 connect & l2=$!; pids+=("$l2")
 sleep 1
 # Telemetry, while they hold their connections: both links, 100 each.

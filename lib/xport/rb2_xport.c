@@ -22,6 +22,7 @@
 #include <sys/syscall.h>
 
 #include <rte_errno.h>
+#include <rte_kvargs.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_telemetry.h>
@@ -589,27 +590,49 @@ rb2_xport_wc_status_str(const struct rb2_xport *xp, int status)
 	return xp->ops->wc_status_str(status);
 }
 
+/*
+ * Transport arguments are DPDK's devargs convention, "key=value,key=value",
+ * parsed by rte_kvargs (which also takes [a,b] lists as one value). The
+ * arguments are parsed again per lookup: they are read at open time only.
+ */
+
+/* @args parsed, every key with a value; NULL (and an error logged for
+ * @drv) if it is not key=value,... */
+static struct rte_kvargs *
+args_parse(const char *drv, const char *args)
+{
+	struct rte_kvargs *kv = rte_kvargs_parse(args != NULL ? args : "", NULL);
+
+	if (kv == NULL) {
+		RB2_XPORT_LOG(ERR, "%s: bad arguments '%s': expected key=value[,key=value...]",
+			      drv, args);
+		return NULL;
+	}
+	for (unsigned int i = 0; i < kv->count; i++)
+		if (kv->pairs[i].value == NULL || kv->pairs[i].value[0] == '\0') {
+			RB2_XPORT_LOG(ERR, "%s: bad argument '%s': expected key=value", drv,
+				      kv->pairs[i].key);
+			rte_kvargs_free(kv);
+			return NULL;
+		}
+	return kv;
+}
+
 int
 rb2_xport_arg(const char *args, const char *key, char *val, size_t len)
 {
-	size_t klen = strlen(key);
-	const char *p = args;
+	struct rte_kvargs *kv = args != NULL && args[0] != '\0' ?
+		rte_kvargs_parse(args, NULL) : NULL;
+	const char *v = kv != NULL ? rte_kvargs_get(kv, key) : NULL;
+	int ret = 0;
 
-	while (p != NULL && *p != '\0') {
-		const char *end = strchr(p, ',');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-
-		if (n > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
-			size_t vlen = n - klen - 1;
-			if (vlen >= len)
-				return -E2BIG;
-			memcpy(val, p + klen + 1, vlen);
-			val[vlen] = '\0';
-			return 1;
-		}
-		p = end ? end + 1 : NULL;
+	if (v != NULL) {
+		ret = strlen(v) < len ? 1 : -E2BIG;
+		if (ret > 0)
+			memcpy(val, v, strlen(v) + 1);
 	}
-	return 0;
+	rte_kvargs_free(kv);
+	return ret;
 }
 
 int
@@ -638,32 +661,32 @@ int
 rb2_xport_args_check(const char *drv, const char *args,
 		     const char *const *keys)
 {
-	const char *p = args;
+	struct rte_kvargs *kv;
 
-	while (p != NULL && *p != '\0') {
-		const char *end = strchr(p, ',');
-		const char *eq = strchr(p, '=');
-		size_t n = (eq && (!end || eq < end)) ? (size_t)(eq - p) : 0;
-		int ok = 0;
+	if (args == NULL || args[0] == '\0')
+		return 0;
+	kv = args_parse(drv, args);
+	if (kv == NULL)
+		return -EINVAL;
+	for (unsigned int i = 0; i < kv->count; i++) {
+		unsigned int k = 0;
 
-		for (unsigned int i = 0; n && keys[i] != NULL; i++)
-			if (strlen(keys[i]) == n && strncmp(p, keys[i], n) == 0)
-				ok = 1;
-		if (!ok) {
+		while (keys[k] != NULL && strcmp(keys[k], kv->pairs[i].key) != 0)
+			k++;
+		if (keys[k] == NULL) {
 			char valid[128] = "";
-			for (unsigned int i = 0; keys[i] != NULL; i++) {
-				strncat(valid, i ? ", " : "",
-					sizeof(valid) - strlen(valid) - 1);
-				strncat(valid, keys[i],
-					sizeof(valid) - strlen(valid) - 1);
+
+			for (k = 0; keys[k] != NULL; k++) {
+				strncat(valid, k ? ", " : "", sizeof(valid) - strlen(valid) - 1);
+				strncat(valid, keys[k], sizeof(valid) - strlen(valid) - 1);
 			}
-			RB2_XPORT_LOG(ERR, "%s: bad argument '%.*s': expected key=value with key one of: %s",
-				      drv, end ? (int)(end - p) : (int)strlen(p),
-				      p, valid);
+			RB2_XPORT_LOG(ERR, "%s: bad argument '%s=%s': expected key=value with key "
+				      "one of: %s", drv, kv->pairs[i].key, kv->pairs[i].value, valid);
+			rte_kvargs_free(kv);
 			return -EINVAL;
 		}
-		p = end ? end + 1 : NULL;
 	}
+	rte_kvargs_free(kv);
 	return 0;
 }
 

@@ -149,7 +149,8 @@ void rb2_xport_driver_register(struct rb2_xport_driver *drv);
 	}
 
 /**
- * Find the value of @p key in "k=v,k=v" @p args.
+ * Find the value of @p key in "k=v,k=v" @p args (DPDK's devargs
+ * convention, parsed by rte_kvargs).
  *
  * @return 1 and the value in @p val (NUL-terminated) if present, 0 if not,
  * -E2BIG if it does not fit @p len.

@@ -14,8 +14,12 @@
  *   rb2_stage_args.c       an instance's key = value arguments  (rb2_stage.h)
  *   rb2_stage_emit.c       emitting on next edges, the fast path (rb2_stage.h)
  *   rb2_stage_pkt.c        packets (mbufs) on edges             (rb2_stage_pkt.h)
- *   rb2_pipeline.c         building the graph from a configuration, freeing it
+ *   rb2_pipeline_graph.c   a configuration as a graph: stages, links, checks
+ *   rb2_pipeline.c         populating it (init, links' halves, workers), freeing it
  *                                                             (rb2_pipeline.h)
+ *   rb2_link_chan.c        a link that is an RB2 channel, the default   (rb2_link.h)
+ *   rb2_link_ring.c        a link that is an rte_ring, a baseline       (rb2_link.h)
+ *   rb2_link_l5.c          a link that is L5's ring, a baseline         (rb2_link.h)
  *   rb2_pipeline_worker.c  the lcore workers: run, stop, end of stream
  *                                                             (rb2_pipeline.h)
  *   rb2_pipeline_stats.c   the summary, JSON and telemetry    (rb2_pipeline.h)
@@ -93,9 +97,11 @@ struct rb2_edge {
 	uint64_t failed;            /* emits that failed (counted, never silent) */
 	uint64_t waits;             /* times the next channel was full */
 	int err;                    /* the error that failed its channel, or 0 */
-	struct rte_ring *ring;      /* a packet link via = rte_ring: its ring */
-	struct rb2_l5 *l5;          /* a message link via = l5: L5's ring ... */
-	uint8_t *l5_msg;            /* ... and the message being built (L5 copies it in) */
+	/* A link of another kind than a channel (rb2_link.h): its ops and
+	 * state; NULL for a channel and a direct edge, which the emit calls
+	 * handle inline. */
+	const struct rb2_link_ops *xops;
+	void *xpriv;
 	bool pkts;                  /* carries packets (ops->pkt_edges) */
 	bool ptrs;                  /* ... as mbuf pointers (else as bytes) */
 	bool desc;                  /* ... each with its descriptor (a channel) */
@@ -172,17 +178,10 @@ struct rb2_link {
 	bool pkts;                  /* carries packets */
 	int carry;                  /* LINK_CARRY_*: how packets travel */
 	unsigned int peek;          /* messages read at once (packet links: <= 256 packets) */
-	bool via_ring;              /* via = rte_ring: DPDK's ring of mbuf pointers */
+	const struct rb2_link_ops *ops; /* its kind, [link] via = (rb2_link.h) */
+	void *priv;                 /* ... and that kind's state, made by its open() */
 	bool carry_desc;            /* carry = descriptors: on an rte_ring, 40-byte
 				     * elements (struct rb2_pkt_desc), not pointers */
-	struct rte_ring *ring;      /* ... created by open_link */
-	bool via_l5;                /* via = l5: L5's own ring (rb2_l5.h), a baseline */
-	struct rb2_l5 *l5;          /* ... created by open_link */
-	uint32_t l5_max;            /* ... its largest message */
-	uint8_t *l5_msg;            /* ... where its sender builds a message */
-	uint8_t *l5_buf;            /* ... where its receiver copies messages out */
-	size_t l5_cap;              /* ... of this many bytes */
-	_Atomic bool l5_eos;        /* ... end of stream: set once the receiver took all */
 	bool sleep;                 /* its channel has RB2_CHAN_F_SLEEP */
 	bool ended;                 /* end of stream received */
 	bool notified;              /* we asked its (remote) sender to stop */
@@ -307,11 +306,45 @@ enum rb2_pkt_carrier {
  * packet; free what it did not take. */
 void rb2_pkt_deliver(struct rb2_worker *w, struct rb2_stage *to, const struct rb2_msg *msgs,
 		     unsigned int n, enum rb2_pkt_carrier carrier);
-/* A via = l5 link's receive buffer: at least this, or its largest message. */
-#define L5_RX_BUF (64u * 1024)
+/* rb2_stage_pkt.c: free @n packets that cannot be delivered, counted
+ * against @st. */
+void rb2_pkt_drop(struct rb2_stage *st, struct rte_mbuf **pkts, unsigned int n);
 
-/* A via = rte_ring link's end of stream: never an mbuf's address. */
-#define RB2_RING_EOS ((void *)(uintptr_t)1)
+/* A plain mbuf's pool (direct, one segment, refcnt 1: what
+ * rte_pktmbuf_free() would put back as it is), or NULL. */
+static inline struct rte_mempool *
+rb2_pkt_plain_pool(const struct rte_mbuf *m)
+{
+	return RTE_MBUF_DIRECT(m) && m->nb_segs == 1 && m->next == NULL &&
+		rte_mbuf_refcnt_read(m) == 1 ? m->pool : NULL;
+}
+
+/* The descriptor a channel of pointers carries for @m, written while its
+ * header is in this lcore's cache. */
+static inline void
+rb2_pkt_desc_fill(struct rb2_pkt_desc *d, struct rte_mbuf *m)
+{
+	*d = (struct rb2_pkt_desc){ .m = m, .data = rte_pktmbuf_mtod(m, void *),
+				    .pool = rb2_pkt_plain_pool(m), .ts_ns = rb2_pkt_ts(m),
+				    .pkt_len = m->pkt_len, .data_len = m->data_len,
+				    .port = m->port };
+}
+
+/* rb2_pipeline_worker.c: run what was queued on same-lcore edges (for the
+ * link kinds' polls, out of the worker's loop). */
+void rb2_worker_run_queued(struct rb2_worker *w);
+
+/* rb2_pipeline_graph.c: pl->cfg as a graph, checked (@secs[i]: stage i's
+ * section); 0, or -EINVAL with the error in @err. */
+int rb2_pipeline_graph(struct rb2_pipeline *pl, struct rb2_cfg_section **secs, char *err,
+		       size_t errlen);
+/* rb2_pipeline_graph.c: a configuration error at @line (0: the file), in @err;
+ * -EINVAL. */
+int rb2_pipeline_cfg_err(struct rb2_pipeline *pl, char *err, size_t errlen, unsigned int line,
+			 const char *fmt, ...) __rte_format_printf(5, 6);
+/* rb2_pipeline.c: the transport @spec, opened once per pipeline; NULL
+ * (rte_errno) if it cannot be. */
+struct rb2_xport *rb2_pipeline_xport_get(struct rb2_pipeline *pl, const char *spec);
 
 /* rb2_stage_pkt.c: find (or register) the mbuf rx-timestamp field. */
 void rb2_pkt_init(void);

@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include <rte_cycles.h>
 #include <rte_telemetry.h>
 
-#include <rb2_l5.h>
 #include <rb2_xport_lane.h>
 
+#include "rb2_link.h"
 #include "rb2_pipeline_private.h"
 
 uint64_t
@@ -163,19 +165,9 @@ rb2_pipeline_report(struct rb2_pipeline *pl, FILE *out)
 			pl->lane_tab[i].peer_proc, rb2_xport_name(pl->lane_tab[i].xp), ls.wrs_in,
 			ls.queues, ls.doorbells, ls.wrs_out, ls.merged, ls.superseded);
 	}
-	for (unsigned int i = 0; i < pl->nlinks; i++) {
-		struct rb2_l5_stats ls;
-
-		if (pl->links[i].l5 == NULL)
-			continue;
-		rb2_l5_stats_get(pl->links[i].l5, &ls);
-		fprintf(out, "  link '%s': L5's own ring (via = l5): %" PRIu64 " messages sent, %"
-			PRIu64 " received; %" PRIu64 " WRITEs in %" PRIu64 " posts, %" PRIu64
-			" signaled, %" PRIu64 " reads of its read position; %" PRIu64 " bytes "
-			"copied in and out, %" PRIu64 " cleared\n", pl->links[i].name, ls.messages,
-			ls.received, ls.writes, ls.posts, ls.signaled, ls.head_reads,
-			ls.copied_bytes, ls.cleared_bytes);
-	}
+	for (unsigned int i = 0; i < pl->nlinks; i++)
+		if (pl->links[i].priv != NULL && pl->links[i].ops->report != NULL)
+			pl->links[i].ops->report(&pl->links[i], out);
 	for (unsigned int i = 0; i < pl->nstages; i++)
 		if (pl->stages[i].local && pl->stages[i].ops->report != NULL)
 			pl->stages[i].ops->report(&pl->stages[i], out);
@@ -194,75 +186,89 @@ void
 rb2_pipeline_stats_json(struct rb2_pipeline *pl, FILE *out)
 {
 	double hz = (double)rte_get_tsc_hz();
+	json_t *root = json_object(), *stages = json_array(), *lcores = json_array();
+	json_t *lanes = json_array();
 
-	fprintf(out, "{\"proc\": \"%s\", \"seconds\": %.6f, \"stopped\": %d, \"stopped_by_peer\": %d, "
-		"\"failed\": %d, \"lost\": %" PRIu64 ", \"stages\": [",
-		pl->proc, (double)pl->run_cycles / hz, pl->stop, pl->stop_by_peer, pl->failed,
-		rb2_pipeline_lost(pl));
-	for (unsigned int i = 0, k = 0; i < pl->nstages; i++) {
+	/* jansson escapes every name (a plugin's counters, edges and types
+	 * are anyone's strings) and keeps the keys in the order they go in. */
+	json_object_set_new(root, "proc", json_string(pl->proc));
+	json_object_set_new(root, "seconds", json_real((double)pl->run_cycles / hz));
+	json_object_set_new(root, "stopped", json_integer(pl->stop));
+	json_object_set_new(root, "stopped_by_peer", json_integer(pl->stop_by_peer));
+	json_object_set_new(root, "failed", json_integer(pl->failed));
+	json_object_set_new(root, "lost", json_integer((json_int_t)rb2_pipeline_lost(pl)));
+	for (unsigned int i = 0; i < pl->nstages; i++) {
 		struct rb2_stage *st = &pl->stages[i];
+		json_t *o, *edges, *ctrs;
 
 		if (!st->local)
 			continue;
-		fprintf(out, "%s{\"name\": \"%s\", \"type\": \"%s\", \"lcore\": %u, "
-			"\"in_msgs\": %" PRIu64 ", \"in_bytes\": %" PRIu64 ", \"produced\": %" PRIu64
-			", \"bursts\": %" PRIu64 ", \"cycles\": %" PRIu64 ", \"emit_errors\": %" PRIu64
-			", \"pkt_drops\": %" PRIu64 ", \"edges\": {",
-			k++ ? ", " : "", st->name, st->ops->name, st->lcore, st->in_msgs,
-			st->in_bytes, st->produced, st->bursts, rb2_stage_cycles(st), st->emit_errors,
-			st->pkt_drops);
-		for (unsigned int j = 0; j < st->nedges; j++)
-			fprintf(out, "%s\"%s\": {\"msgs\": %" PRIu64 ", \"bytes\": %" PRIu64
-				", \"failed\": %" PRIu64 ", \"waits\": %" PRIu64 ", \"error\": \"%s\"}",
-				j ? ", " : "", st->edges[j].name, st->edges[j].msgs, st->edges[j].bytes,
-				st->edges[j].failed, st->edges[j].waits,
-				st->edges[j].err ? strerror(-st->edges[j].err) : "");
-		fprintf(out, "}, \"counters\": {");
+		o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			      "name", st->name, "type", st->ops->name, "lcore", (json_int_t)st->lcore,
+			      "in_msgs", (json_int_t)st->in_msgs, "in_bytes", (json_int_t)st->in_bytes,
+			      "produced", (json_int_t)st->produced, "bursts", (json_int_t)st->bursts,
+			      "cycles", (json_int_t)rb2_stage_cycles(st),
+			      "emit_errors", (json_int_t)st->emit_errors,
+			      "pkt_drops", (json_int_t)st->pkt_drops);
+		edges = json_object();
+		for (unsigned int j = 0; j < st->nedges; j++) {
+			const struct rb2_edge *e = &st->edges[j];
+
+			json_object_set_new(edges, e->name, json_pack("{s:I, s:I, s:I, s:I, s:s}",
+				"msgs", (json_int_t)e->msgs, "bytes", (json_int_t)e->bytes,
+				"failed", (json_int_t)e->failed, "waits", (json_int_t)e->waits,
+				"error", e->err ? strerror(-e->err) : ""));
+		}
+		json_object_set_new(o, "edges", edges);
+		ctrs = json_object();
 		for (unsigned int j = 0; j < st->ncounters; j++)
-			fprintf(out, "%s\"%s\": %" PRIu64, j ? ", " : "", st->counters[j].name,
-				st->counters[j].value);
-		fprintf(out, "}}");
+			json_object_set_new(ctrs, st->counters[j].name,
+					    json_integer((json_int_t)st->counters[j].value));
+		json_object_set_new(o, "counters", ctrs);
+		json_array_append_new(stages, o);
 	}
-	fprintf(out, "], \"lcores\": [");
-	for (unsigned int l = 0, k = 0; l < RTE_MAX_LCORE; l++) {
+	json_object_set_new(root, "stages", stages);
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++) {
 		const struct rb2_worker *w = &pl->workers[l];
 
 		if (w->nstages == 0)
 			continue;
-		fprintf(out, "%s{\"lcore\": %u, \"adaptive\": %s, \"sleeps\": %" PRIu64
-			", \"slept_seconds\": %.6f}", k++ ? ", " : "", l,
-			w->can_sleep ? "true" : "false", w->sleeps, (double)w->slept_cycles / hz);
+		json_array_append_new(lcores, json_pack("{s:I, s:b, s:I, s:f}",
+			"lcore", (json_int_t)l, "adaptive", w->can_sleep,
+			"sleeps", (json_int_t)w->sleeps, "slept_seconds",
+			(double)w->slept_cycles / hz));
 	}
-	fprintf(out, "], \"lanes\": [");
+	json_object_set_new(root, "lcores", lcores);
 	for (unsigned int i = 0; i < pl->nlanes; i++) {
 		struct rb2_xport_lane_stats ls;
 
 		rb2_xport_lane_stats_get(pl->lane_tab[i].lane, &ls);
-		fprintf(out, "%s{\"lcore\": %u, \"peer_lcore\": %u, \"peer_proc\": \"%s\", "
-			"\"transport\": \"%s\", "
-			"\"queues\": %u, \"wrs_in\": %" PRIu64 ", \"doorbells\": %" PRIu64
-			", \"wrs_out\": %" PRIu64 ", \"merged\": %" PRIu64 ", \"superseded\": %"
-			PRIu64 ", \"forced\": %" PRIu64 "}", i ? ", " : "", pl->lane_tab[i].lcore,
-			pl->lane_tab[i].peer, pl->lane_tab[i].peer_proc,
-			rb2_xport_name(pl->lane_tab[i].xp), ls.queues,
-			ls.wrs_in, ls.doorbells, ls.wrs_out, ls.merged, ls.superseded, ls.forced);
+		json_array_append_new(lanes, json_pack("{s:I, s:I, s:s, s:s, s:I, s:I, s:I, s:I, "
+			"s:I, s:I, s:I}", "lcore", (json_int_t)pl->lane_tab[i].lcore,
+			"peer_lcore", (json_int_t)pl->lane_tab[i].peer,
+			"peer_proc", pl->lane_tab[i].peer_proc,
+			"transport", rb2_xport_name(pl->lane_tab[i].xp),
+			"queues", (json_int_t)ls.queues, "wrs_in", (json_int_t)ls.wrs_in,
+			"doorbells", (json_int_t)ls.doorbells, "wrs_out", (json_int_t)ls.wrs_out,
+			"merged", (json_int_t)ls.merged, "superseded", (json_int_t)ls.superseded,
+			"forced", (json_int_t)ls.forced));
 	}
-	fprintf(out, "], \"l5_links\": [");
-	for (unsigned int i = 0, k = 0; i < pl->nlinks; i++) {
-		struct rb2_l5_stats ls;
+	json_object_set_new(root, "lanes", lanes);
+	/* Each link kind's array ("l5_links"): its links' counters. */
+	for (unsigned int k = 0; rb2_link_kinds[k] != NULL; k++) {
+		const struct rb2_link_ops *ops = rb2_link_kinds[k];
+		json_t *a;
 
-		if (pl->links[i].l5 == NULL)
+		if (ops->json_key == NULL)
 			continue;
-		rb2_l5_stats_get(pl->links[i].l5, &ls);
-		fprintf(out, "%s{\"name\": \"%s\", \"messages\": %" PRIu64 ", \"received\": %"
-			PRIu64 ", \"writes\": %" PRIu64 ", \"posts\": %" PRIu64 ", \"signaled\": %"
-			PRIu64 ", \"head_reads\": %" PRIu64 ", \"wrapped\": %" PRIu64
-			", \"copied_bytes\": %" PRIu64 ", \"cleared_bytes\": %" PRIu64 "}",
-			k++ ? ", " : "", pl->links[i].name, ls.messages, ls.received, ls.writes,
-			ls.posts, ls.signaled, ls.head_reads, ls.wrapped, ls.copied_bytes,
-			ls.cleared_bytes);
+		a = json_array();
+		for (unsigned int i = 0; i < pl->nlinks; i++)
+			if (pl->links[i].ops == ops && pl->links[i].priv != NULL)
+				json_array_append_new(a, ops->report_json(&pl->links[i]));
+		json_object_set_new(root, ops->json_key, a);
 	}
-	fprintf(out, "]}");
+	json_dumpf(root, out, JSON_REAL_PRECISION(9));
+	json_decref(root);
 }
 
 /* ---- Telemetry: /rb2/pipeline/stages ------------------------------------ */

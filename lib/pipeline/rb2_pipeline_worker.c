@@ -20,10 +20,10 @@
 #include <rte_pause.h>
 #include <rte_ring.h>
 
-#include <rb2_l5.h>
 #include <rb2_lcore.h>
 #include <rb2_xport_lane.h>
 
+#include "rb2_link.h"
 #include "rb2_pipeline_private.h"
 
 void
@@ -84,25 +84,10 @@ run_queued(struct rb2_worker *w)
 	}
 }
 
-/* A via = l5 link's end of stream. L5's ring has none (a zero length is
- * "nothing yet"), and its halves share this process: once the receiver has
- * taken every message, which its read position tells, the flag says no more
- * will come. Over verbs the position is READ, so nothing is still on the
- * wire when the flag is set. */
-static void
-l5_end(struct rb2_stage *st, struct rb2_edge *e)
+void
+rb2_worker_run_queued(struct rb2_worker *w)
 {
-	int ret;
-
-	while ((ret = rb2_l5_drained(e->l5)) == 0 && st->pl->stop < 2)
-		rte_pause();
-	if (ret < 0 && e->err == 0) {
-		PL_LOG(ERR, "stage '%s': link '%s' (L5's ring) failed at its end: %s", st->name,
-		       e->link->name, strerror(-ret));
-		e->err = ret;
-		st->pl->failed = 1;
-	}
-	atomic_store_explicit(&e->link->l5_eos, true, memory_order_release);
+	run_queued(w);
 }
 
 /* Every input has ended: let the stage emit its last, then pass the end of
@@ -122,19 +107,8 @@ finish(struct rb2_stage *st)
 			e->next->n_in_done++;
 			continue;
 		}
-		if (e->ring != NULL) {      /* via = rte_ring: its end-of-stream mark */
-			struct rb2_pkt_desc eos = { .m = RB2_RING_EOS };
-			void *eos_ptr = RB2_RING_EOS;
-
-			while (rte_ring_sp_enqueue_elem(e->ring, e->desc ? (void *)&eos :
-							(void *)&eos_ptr, e->desc ?
-							sizeof(eos) : sizeof(eos_ptr)) != 0 &&
-			       st->pl->stop < 2)
-				rte_pause();
-			continue;
-		}
-		if (e->l5 != NULL) {        /* via = l5: no end of stream in L5 */
-			l5_end(st, e);
+		if (e->xops != NULL) {      /* a link of another kind: its own end */
+			e->xops->end(st, e);
 			continue;
 		}
 		if (e->tx == NULL)
@@ -230,83 +204,6 @@ check_outputs(struct rb2_worker *w)
 			w->pl->failed = 1;
 		}
 	}
-}
-
-/* A via = rte_ring input (the baseline): a burst of mbuf pointers, given to
- * the stage as one pointer carrier; the end-of-stream mark ends it. */
-static int
-poll_ring(struct rb2_worker *w, struct rb2_link *l)
-{
-	void *ptrs[RB2_STAGE_BURST_MAX];
-	struct rb2_pkt_desc descs[RB2_STAGE_BURST_MAX];
-	struct rb2_msg m = { .data = l->carry_desc ? (void *)descs : (void *)ptrs };
-	unsigned int n, k;
-
-	if (l->carry_desc) {
-		n = rte_ring_sc_dequeue_burst_elem(l->ring, descs, sizeof(descs[0]),
-						   RB2_STAGE_BURST_MAX, NULL);
-		for (k = 0; k < n && descs[k].m != RB2_RING_EOS; k++)
-			;
-	} else {
-		n = rte_ring_sc_dequeue_burst(l->ring, ptrs, RB2_STAGE_BURST_MAX, NULL);
-		for (k = 0; k < n && ptrs[k] != RB2_RING_EOS; k++)
-			;
-	}
-	if (n == 0)
-		return 0;
-	if (k > 0) {
-		m.len = k * (uint32_t)(l->carry_desc ? sizeof(descs[0]) : sizeof(void *));
-		rb2_pkt_deliver(w, l->to, &m, 1, l->carry_desc ? RB2_PKTS_DESC : RB2_PKTS_PTRS);
-		run_queued(w);
-	}
-	if (k < n) {
-		l->ended = true;
-		l->to->n_in_done++;
-	}
-	return 1;
-}
-
-/* A via = l5 input (the baseline): L5's receive(), each message copied out
- * (and cleared in the ring) into the link's buffer while a burst's worth
- * fits, then the stage runs on them. The end: the flag, then an empty ring. */
-static int
-poll_l5(struct rb2_worker *w, struct rb2_link *l)
-{
-	struct rb2_msg msgs[RB2_STAGE_BURST_MAX];
-	unsigned int n = 0, max = RTE_MIN(w->pl->burst, (unsigned int)RB2_STAGE_BURST_MAX);
-	size_t used = 0;
-	bool eos = atomic_load_explicit(&l->l5_eos, memory_order_acquire);
-
-	while (n < max) {
-		int len = rb2_l5_recv(l->l5, l->l5_buf + used, (uint32_t)(l->l5_cap - used));
-
-		if (len == -EAGAIN || (len == -EMSGSIZE && n > 0))
-			break;
-		if (unlikely(len < 0)) {
-			PL_LOG(ERR, "link '%s' (L5's ring) failed: %s; what stage '%s' had not sent "
-			       "is lost (its summary says how much it sent)", l->name,
-			       strerror(-len), l->from->name);
-			w->pl->failed = 1;
-			l->err = len;
-			l->ended = true;
-			l->to->n_in_done++;
-			break;
-		}
-		msgs[n].data = l->l5_buf + used;
-		msgs[n++].len = (uint32_t)len;
-		used += RTE_ALIGN_CEIL((size_t)len, 8);
-	}
-	if (n > 0) {
-		rb2_stage_run(l->to, msgs, n);
-		run_queued(w);
-		return 1;
-	}
-	/* Set once everything sent was taken: nothing can follow it. */
-	if (eos && !l->ended) {
-		l->ended = true;
-		l->to->n_in_done++;
-	}
-	return 0;
 }
 
 /*
@@ -418,12 +315,9 @@ worker_main(void *arg)
 
 			if (l->ended)
 				continue;
-			if (l->l5 != NULL) {
-				busy |= poll_l5(w, l);
-				continue;
-			}
-			if (l->ring != NULL) {
-				busy |= poll_ring(w, l);
+			/* A link of another kind than a channel polls itself. */
+			if (unlikely(l->ops->poll != NULL)) {
+				busy |= l->ops->poll(w, l);
 				continue;
 			}
 			n = rb2_rx_peek_burst(l->rx, msgs, l->peek != 0 ? l->peek : pl->burst);
@@ -495,9 +389,8 @@ worker_can_sleep(struct rb2_pipeline *pl, struct rb2_worker *w)
 	for (unsigned int i = 0; i < w->ninputs; i++)
 		if (!w->inputs[i]->sleep) {
 			PL_LOG(NOTICE, "lcore %u keeps polling: its input link '%s' %s", w->lcore,
-			       w->inputs[i]->name, w->inputs[i]->via_ring ?
-			       "is an rte_ring, which cannot wake a sleeper" : w->inputs[i]->via_l5 ?
-			       "is L5's ring, which cannot wake a sleeper" :
+			       w->inputs[i]->name, w->inputs[i]->ops->no_sleep != NULL ?
+			       w->inputs[i]->ops->no_sleep :
 			       "is over a transport that cannot wake a sleeper (shm can)");
 			return;
 		}

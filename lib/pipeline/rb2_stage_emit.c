@@ -20,8 +20,8 @@
 #include <rte_malloc.h>
 #include <rte_pause.h>
 
-#include <rb2_l5.h>
 
+#include "rb2_link.h"
 #include "rb2_pipeline_private.h"
 
 /* A chunk for @need bytes: from the pool, or allocated on the lcore's
@@ -120,40 +120,6 @@ edge_of(struct rb2_stage *st, unsigned int edge, uint32_t len, int *ret)
 	return e;
 }
 
-/* A via = l5 edge (a baseline): the messages are built in the edge's buffer
- * once L5's ring has room for them (so that the commit, L5's send() of each,
- * never waits), as L5's send() copies from the application's buffer. */
-static int
-l5_reserve(struct rb2_stage *st, struct rb2_edge *e, uint32_t len, unsigned int n,
-	   void **first, size_t *stride)
-{
-	size_t s = RTE_ALIGN_CEIL(len, 8);
-	int ret;
-
-	if (len > e->link->l5_max) {
-		STAT_ADD(e->failed, 1);
-		return -EMSGSIZE;
-	}
-	n = (unsigned int)RTE_MIN((size_t)n, e->link->l5_max / s);
-	while ((ret = rb2_l5_room(e->l5, len, n)) == -ENOBUFS && st->pl->stop < 2) {
-		STAT_ADD(e->waits, 1);
-		rte_pause();
-	}
-	if (ret < 0) {
-		STAT_ADD(e->failed, 1);
-		if (ret == -ENOBUFS)
-			return -ECANCELED;
-		if (e->err == 0) {
-			e->err = ret;
-			st->pl->failed = 1;
-		}
-		return ret;
-	}
-	*first = e->l5_msg;
-	*stride = s;
-	return ret;
-}
-
 int
 rb2_stage_emit_reserve(struct rb2_stage *st, unsigned int edge, uint32_t len,
 		       unsigned int n, void **first, size_t *stride)
@@ -181,8 +147,8 @@ rb2_stage_emit_reserve(struct rb2_stage *st, unsigned int edge, uint32_t len,
 		return (int)RTE_MIN((size_t)n, RTE_MIN((size_t)(RB2_STAGE_BURST_MAX - c->n),
 						      (c->cap - c->used) / s));
 	}
-	if (unlikely(e->l5 != NULL))
-		return l5_reserve(st, e, len, n, first, stride);
+	if (unlikely(e->xops != NULL))     /* a link of another kind (rb2_link.h) */
+		return e->xops->reserve(st, e, len, n, first, stride);
 	for (;;) {
 		ret = rb2_tx_reserve_burst(e->tx, len, n, first);
 		if (likely(ret > 0)) {
@@ -212,24 +178,8 @@ rb2_stage_emit_commit(struct rb2_stage *st, unsigned int edge, uint32_t len,
 {
 	struct rb2_edge *e = &st->edges[edge];
 
-	if (unlikely(e->l5 != NULL)) {
-		/* One L5 message each; l5_reserve() found the room. */
-		size_t s = RTE_ALIGN_CEIL(len, 8);
-
-		for (unsigned int i = 0; i < n; i++) {
-			int ret = rb2_l5_send(e->l5, e->l5_msg + i * s, len);
-
-			if (ret < 0) {
-				STAT_ADD(e->failed, n - i);
-				if (e->err == 0) {
-					e->err = ret;
-					st->pl->failed = 1;
-				}
-				return;
-			}
-			STAT_ADD(e->msgs, 1);
-			STAT_ADD(e->bytes, (uint64_t)len);
-		}
+	if (unlikely(e->xops != NULL)) {   /* a link of another kind (rb2_link.h) */
+		e->xops->commit(st, e, len, n);
 		return;
 	}
 	STAT_ADD(e->msgs, n);

@@ -25,6 +25,7 @@
 #include <rte_ring.h>
 
 #include "rb2_build_config.h"
+#include "rb2_link.h"
 #include "rb2_pipeline_private.h"
 #include "rb2_stage_pkt.h"
 #if RB2_HAS_PCAP
@@ -325,8 +326,8 @@ rb2_pkt_free_carriers(const struct rb2_msg *msgs, unsigned int n)
 }
 
 /* Packets that cannot be delivered: freed, and counted against @st. */
-static void
-drop(struct rb2_stage *st, struct rte_mbuf **pkts, unsigned int n)
+void
+rb2_pkt_drop(struct rb2_stage *st, struct rte_mbuf **pkts, unsigned int n)
 {
 	STAT_ADD(st->pkt_drops, n);
 	rte_pktmbuf_free_bulk(pkts, n);
@@ -348,11 +349,11 @@ emit_bytes(struct rb2_stage *st, unsigned int edge, struct rte_mbuf **pkts, unsi
 		ret = rb2_stage_emit_reserve(st, edge, (uint32_t)sizeof(*h) + m->pkt_len, 1,
 					     &slot, &stride);
 		if (ret == -EMSGSIZE) {     /* this one is larger than the link carries */
-			drop(st, &pkts[i], 1);
+			rb2_pkt_drop(st, &pkts[i], 1);
 			continue;
 		}
 		if (ret < 0) {
-			drop(st, pkts + i, n - i);
+			rb2_pkt_drop(st, pkts + i, n - i);
 			return ret;
 		}
 		h = slot;
@@ -371,24 +372,6 @@ emit_bytes(struct rb2_stage *st, unsigned int edge, struct rte_mbuf **pkts, unsi
 	return (int)sent;
 }
 
-/* A plain mbuf's pool (direct, one segment, refcnt 1: what
- * rte_pktmbuf_free() would put back as it is), or NULL. */
-static inline struct rte_mempool *
-plain_pool(const struct rte_mbuf *m)
-{
-	return RTE_MBUF_DIRECT(m) && m->nb_segs == 1 && m->next == NULL &&
-		rte_mbuf_refcnt_read(m) == 1 ? m->pool : NULL;
-}
-
-static inline void
-pkt_desc(struct rb2_pkt_desc *d, struct rte_mbuf *m)
-{
-	*d = (struct rb2_pkt_desc){ .m = m, .data = rte_pktmbuf_mtod(m, void *),
-				    .pool = plain_pool(m), .ts_ns = rb2_pkt_ts(m),
-				    .pkt_len = m->pkt_len, .data_len = m->data_len,
-				    .port = m->port };
-}
-
 /* A channel of pointers: a descriptor per packet (struct rb2_pkt_desc),
  * up to ptrs_max in one message. */
 static int
@@ -404,54 +387,14 @@ emit_desc(struct rb2_stage *st, unsigned int edge, struct rb2_edge *e, struct rt
 
 		ret = rb2_stage_emit_reserve(st, edge, len, 1, (void **)&d, &stride);
 		if (ret < 0) {
-			drop(st, pkts + off, n - off);
+			rb2_pkt_drop(st, pkts + off, n - off);
 			return ret;
 		}
 		for (unsigned int j = 0; j < k; j++)
-			pkt_desc(&d[j], pkts[off + j]);
+			rb2_pkt_desc_fill(&d[j], pkts[off + j]);
 		rb2_stage_emit_commit(st, edge, len, 1);
 		off += k;
 	}
-	return (int)n;
-}
-
-/* via = rte_ring (a baseline): the pointers (or, with carry = descriptors,
- * the RB2 channel's descriptors) into DPDK's SP/SC ring, waiting for room as
- * an RB2 channel's emit does. */
-static int
-emit_ring(struct rb2_stage *st, struct rb2_edge *e, struct rte_mbuf **pkts, unsigned int n)
-{
-	struct rb2_pkt_desc d[RB2_PKT_PTRS_MAX];
-	unsigned int off = 0, k = 0;
-
-	while (off < n) {
-		if (e->desc) {              /* elements of struct rb2_pkt_desc */
-			if (k == 0) {
-				k = RTE_MIN(n - off, RB2_PKT_PTRS_MAX);
-				for (unsigned int j = 0; j < k; j++)
-					pkt_desc(&d[j], pkts[off + j]);
-			}
-			unsigned int sent = rte_ring_sp_enqueue_burst_elem(e->ring, d, sizeof(d[0]),
-									    k, NULL);
-			memmove(d, d + sent, (k - sent) * sizeof(d[0]));
-			k -= sent;
-			off += sent;
-		} else {
-			off += rte_ring_sp_enqueue_burst(e->ring, (void *const *)(pkts + off),
-							 n - off, NULL);
-		}
-		if (off == n)
-			break;
-		if (st->pl->stop >= 2) {
-			STAT_ADD(e->failed, 1);
-			drop(st, pkts + off, n - off);
-			return -ECANCELED;
-		}
-		STAT_ADD(e->waits, 1);
-		rte_pause();
-	}
-	STAT_ADD(e->msgs, n);
-	STAT_ADD(e->bytes, (uint64_t)n * (e->desc ? sizeof(*d) : sizeof(*pkts)));
 	return (int)n;
 }
 
@@ -462,14 +405,14 @@ rb2_stage_emit_pkts(struct rb2_stage *st, unsigned int edge, struct rte_mbuf **p
 	struct rb2_edge *e;
 
 	if (edge >= st->nedges || !st->edges[edge].pkts) {
-		drop(st, pkts, n);
+		rb2_pkt_drop(st, pkts, n);
 		rb2_stage_fail(st, "emitted packets on edge %u, which is not a packet edge "
 			       "(rb2_stage_ops.pkt_edges)", edge);
 		return -EINVAL;
 	}
 	e = &st->edges[edge];
-	if (e->ring != NULL)
-		return emit_ring(st, e, pkts, n);
+	if (unlikely(e->xops != NULL))     /* a link of another kind (rb2_link.h) */
+		return e->xops->emit_pkts(st, e, pkts, n);
 	if (!e->ptrs)
 		return emit_bytes(st, edge, pkts, n);
 	if (e->desc)
@@ -479,7 +422,7 @@ rb2_stage_emit_pkts(struct rb2_stage *st, unsigned int edge, struct rte_mbuf **p
 		int ret = rb2_stage_emit(st, edge, pkts + off, k * (uint32_t)sizeof(*pkts));
 
 		if (ret < 0) {
-			drop(st, pkts + off, n - off);
+			rb2_pkt_drop(st, pkts + off, n - off);
 			return ret;
 		}
 		off += k;

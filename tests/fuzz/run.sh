@@ -34,33 +34,60 @@ fi
 
 flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I"$src/lib/trace" -I"$src/lib/pipeline")
-"$cc" "${flags[@]}" -o "$out/fuzz_pcap" "$src/tests/fuzz/fuzz_pcap.c" \
-	"$src/lib/trace/rb2_trace.c" -lpcap || exit 1
-"$cc" "${flags[@]}" -o "$out/fuzz_config" "$src/tests/fuzz/fuzz_config.c" \
-	"$src/lib/pipeline/rb2_config.c" || exit 1
 # The channel library asks libnuma where its rings are, where the build has it.
 numa_libs=
 grep -q "RB2_HAS_NUMA 1" "$build/config/rb2_build_config.h" && numa_libs=$(pkg-config --libs numa)
+# shellcheck disable=SC2207 # pkg-config's words
+dpdk_cflags=($(pkg-config --cflags libdpdk))
+rb2_cflags=(-I"$build/config" -include rb2_build_config.h -I"$src/lib/rb2" -I"$src/lib/xport"
+	    -I"$src/lib/conn" "${dpdk_cflags[@]}")
+
+# The libraries the targets share (channels, transports, connections, the
+# shm driver), instrumented, compiled once and two at a time: the targets
+# link the objects they need (objects, not an archive, so that the shm
+# driver's constructor, which registers it, is linked).
+obj=$out/obj
+rm -rf "$obj" "$out"/fuzz_pcap "$out"/fuzz_config "$out"/fuzz_desc "$out"/fuzz_conn "$out"/fuzz_relay
+mkdir -p "$obj"
+compile() {
+	"$cc" -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+		"${rb2_cflags[@]}" -c "$1" -o "$obj/$(basename "$1" .c).o"
+}
+for f in "$src"/lib/rb2/*.c "$src"/lib/xport/*.c "$src"/lib/conn/*.c \
+	 "$src"/drivers/xport/shm/*.c; do
+	compile "$f" &
+	[ "$(jobs -rp | wc -l)" -ge 2 ] && wait -n
+done
+wait
+for f in "$src"/lib/rb2/*.c "$src"/lib/xport/*.c "$src"/lib/conn/*.c \
+	 "$src"/drivers/xport/shm/*.c; do
+	[ -s "$obj/$(basename "$f" .c).o" ] || { echo "fuzz: cannot compile $f"; exit 1; }
+done
+chan_objs=("$obj"/rb2_chan*.o "$obj"/rb2_sync_*.o "$obj"/rb2_bulk.o "$obj"/rb2_lcore.o
+	   "$obj"/rb2_xport.o "$obj"/rb2_xport_lane.o "$obj"/rb2_xport_oob.o "$obj"/rb2_mr_cache.o)
+conn_objs=("${chan_objs[@]}" "$obj"/rb2_conn_*.o)
+# shellcheck disable=SC2207 # pkg-config's words
+dpdk_libs=($(pkg-config --libs libdpdk) $numa_libs)
+
+"$cc" "${flags[@]}" -o "$out/fuzz_pcap" "$src/tests/fuzz/fuzz_pcap.c" \
+	"$src/lib/trace/rb2_trace.c" -lpcap &
+"$cc" "${flags[@]}" -o "$out/fuzz_config" "$src/tests/fuzz/fuzz_config.c" \
+	"$src/lib/pipeline/rb2_config.c" &
+wait
 # The descriptor check with the channel library it belongs to (instrumented
 # too: the region size comes from the sync policies' tables).
-# shellcheck disable=SC2046,SC2086 # pkg-config's words
-"$cc" "${flags[@]}" -I"$build/config" -include rb2_build_config.h -I"$src/lib/rb2" \
-	-I"$src/lib/xport" $(pkg-config --cflags libdpdk) -o "$out/fuzz_desc" \
-	"$src/tests/fuzz/fuzz_desc.c" "$src"/lib/rb2/*.c "$src"/lib/xport/*.c \
-	$(pkg-config --libs libdpdk) $numa_libs || exit 1
-# Connection frames into an endpoint, over a shm channel pair (the driver
-# registers itself from its constructor).
-# shellcheck disable=SC2046,SC2086 # pkg-config's words
-"$cc" "${flags[@]}" -I"$build/config" -include rb2_build_config.h -I"$src/lib/rb2" \
-	-I"$src/lib/xport" -I"$src/lib/conn" $(pkg-config --cflags libdpdk) -o "$out/fuzz_conn" \
-	"$src/tests/fuzz/fuzz_conn.c" "$src"/lib/conn/*.c "$src"/lib/rb2/*.c \
-	"$src"/lib/xport/*.c "$src"/drivers/xport/shm/*.c $(pkg-config --libs libdpdk) $numa_libs || exit 1
+"$cc" "${flags[@]}" "${rb2_cflags[@]}" -o "$out/fuzz_desc" "$src/tests/fuzz/fuzz_desc.c" \
+	"${chan_objs[@]}" "${dpdk_libs[@]}" &
+# Connection frames into an endpoint, over a shm channel pair.
+"$cc" "${flags[@]}" "${rb2_cflags[@]}" -o "$out/fuzz_conn" "$src/tests/fuzz/fuzz_conn.c" \
+	"${conn_objs[@]}" "$obj"/rb2_xport_shm.o "${dpdk_libs[@]}" &
+wait
 # The relay core, as a hostile application drives it.
-# shellcheck disable=SC2046,SC2086 # pkg-config's words
-"$cc" "${flags[@]}" -I"$build/config" -include rb2_build_config.h -I"$src/lib/rb2" \
-	-I"$src/lib/xport" -I"$src/lib/conn" $(pkg-config --cflags libdpdk) -o "$out/fuzz_relay" \
-	"$src/tests/fuzz/fuzz_relay.c" "$src"/lib/conn/*.c "$src"/lib/rb2/*.c \
-	"$src"/lib/xport/*.c "$src"/drivers/xport/shm/*.c $(pkg-config --libs libdpdk) $numa_libs || exit 1
+"$cc" "${flags[@]}" "${rb2_cflags[@]}" -o "$out/fuzz_relay" "$src/tests/fuzz/fuzz_relay.c" \
+	"${conn_objs[@]}" "$obj"/rb2_xport_shm.o "${dpdk_libs[@]}"
+for t in pcap config desc conn relay; do
+	[ -x "$out/fuzz_$t" ] || { echo "fuzz: cannot build fuzz_$t"; exit 1; }
+done
 
 # Seeds: captures of every link type, and every configuration we ship.
 seeds=$out/seeds

@@ -85,23 +85,3 @@ app_now_ns(void)
 	return (uint64_t)((double)rte_rdtsc() * ns_per_cycle);
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-double
-app_median(const double *v, unsigned int n)
-{
-	double t[64];
-
-	if (n == 0)
-		return 0;
-	n = RTE_MIN(n, 64u);
-	memcpy(t, v, n * sizeof(*t));
-	qsort(t, n, sizeof(*t), cmp_double);
-	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-}

@@ -26,7 +26,4 @@ uint64_t app_hist_quantile(const struct app_hist *h, double q);
 /* Nanoseconds from the TSC (rte_rdtsc). */
 uint64_t app_now_ns(void);
 
-/* The median of @p n values (n <= 64). */
-double app_median(const double *v, unsigned int n);
-
 #endif /* APP_HIST_H */

@@ -22,6 +22,7 @@
 #include "app_hist.h"
 #include "app_main.h"
 #include "app_net.h"
+#include "bench.h"
 
 /* ---- the command line ------------------------------------------------ */
 
@@ -418,8 +419,8 @@ app_bench_print(const char *const *designs, unsigned int n, unsigned int rounds,
 	for (unsigned int d = 0; d < n; d++) {
 		printf("    \"%s\": {\"median_%s\": %.0f, \"median_p50_us\": %.3f, "
 		       "\"median_p99_us\": %.3f, \"%s\": [", designs[d], unit,
-		       app_median(rate[d], rounds), app_median(p50[d], rounds),
-		       app_median(p99[d], rounds), unit);
+		       bench_median(rate[d], rounds), bench_median(p50[d], rounds),
+		       bench_median(p99[d], rounds), unit);
 		for (unsigned int r = 0; r < rounds; r++)
 			printf("%s%.0f", r ? ", " : "", rate[d][r]);
 		printf("]");
@@ -447,7 +448,7 @@ app_bench_print(const char *const *designs, unsigned int n, unsigned int rounds,
 		for (unsigned int r = 0; r < rounds; r++)
 			q[r] = rate[0][r] / rate[d][r];
 		printf("%s\"%s/%s\": %.3f", d > 1 ? ", " : "", designs[0], designs[d],
-		       app_median(q, rounds));
+		       bench_median(q, rounds));
 	}
 	printf("}\n}\n");
 }

@@ -39,6 +39,7 @@
 #include <rb2_mr_cache.h>
 
 #include "../common/app_opt.h"
+#include "../common/bench.h"
 
 enum mode { SHARED, PERCONN, BARE, LENT, NMODES };
 static const char *const mode_name[NMODES] = { "shared", "perconn", "bare", "lent" };
@@ -657,14 +658,6 @@ cmp_u64(const void *x, const void *y)
 	return a < c ? -1 : a > c;
 }
 
-static int
-cmp_dbl(const void *x, const void *y)
-{
-	double a = *(const double *)x, c = *(const double *)y;
-
-	return a < c ? -1 : a > c;
-}
-
 /*
  * --one-lcore: one round trip with both ends on this lcore, in turns. On
  * shm each receive finds its message there (the send flushed it), so
@@ -1006,27 +999,13 @@ run_round(struct bench *b, unsigned int worker, unsigned int r, uint8_t *buf, ui
 	return ret;
 }
 
-static double
-median(const double *x, unsigned int n)
-{
-	double s[MAX_ROUNDS];
-
-	memcpy(s, x, n * sizeof(*x));
-	qsort(s, n, sizeof(*s), cmp_dbl);
-	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-}
-
 /* The median over rounds of x's result over y's in the same round: rounds
  * are close in time, so a ratio within one is the least disturbed by this
  * machine's swings. */
 static double
 median_ratio(const struct variant *x, const struct variant *y, unsigned int n)
 {
-	double r[MAX_ROUNDS];
-
-	for (unsigned int i = 0; i < n; i++)
-		r[i] = y->result[i] > 0 ? x->result[i] / y->result[i] : 0;
-	return median(r, n);
+	return bench_median_ratio(x->result, y->result, n);
 }
 
 static struct variant *
@@ -1053,7 +1032,7 @@ print_json(struct bench *b)
 	       o->lat ? "rtt_ns_p50" : "mmsg_per_s");
 	for (unsigned int i = 0; i < b->nv; i++) {
 		struct variant *v = &b->vs[i], *pc = find(b, PERCONN, v->conns);
-		double med = median(v->result, o->rounds);
+		double med = bench_median(v->result, o->rounds);
 
 		printf("%s\n  {\"mode\": \"%s\", \"conns\": %u, \"channel_pairs\": %u, "
 		       "\"median\": %.6g, \"rounds\": [", i ? "," : "", mode_name[v->mode],
@@ -1062,11 +1041,11 @@ print_json(struct bench *b)
 			printf("%s%.6g", r ? ", " : "", v->result[r]);
 		printf("]");
 		if (o->lat)
-			printf(", \"p99_median\": %.1f", median(v->p99, o->rounds));
+			printf(", \"p99_median\": %.1f", bench_median(v->p99, o->rounds));
 		if (o->one_way)
 			printf(", \"one_way_ns_p50\": {\"request\": %.0f, \"turnaround\": %.0f, "
-			       "\"reply\": %.0f}", median(v->one_way[0], o->rounds),
-			       median(v->one_way[1], o->rounds), median(v->one_way[2], o->rounds));
+			       "\"reply\": %.0f}", bench_median(v->one_way[0], o->rounds),
+			       bench_median(v->one_way[1], o->rounds), bench_median(v->one_way[2], o->rounds));
 		else if (!o->lat)        /* a rate; a round trip's p50 is no rate */
 			printf(", \"gbit_per_s\": %.3f", med * o->size * 8 / 1e3);
 		/* Medians of per-round ratios. */

@@ -24,6 +24,7 @@
 
 #include "../common/app_opt.h"
 #include "perf.h"
+#include "../common/bench.h"
 
 static int preset_sync(struct rb2_chan_params *p, const char *name);
 
@@ -727,31 +728,6 @@ perf_json_lat(FILE *f, const char *key, const struct perf_lat *l, int last)
 	fprintf(f, "\"%s\": {\"avg_ns\": %.1f, \"p50_ns\": %.1f, \"p99_ns\": %.1f, "
 		"\"p99_9_ns\": %.1f, \"min_ns\": %.1f, \"max_ns\": %.1f}%s",
 		key, l->avg, l->p50, l->p99, l->p999, l->min, l->max, last ? "" : ", ");
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-double
-perf_median(double *v, unsigned int n)
-{
-	if (n == 0)
-		return 0;
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-double
-perf_percentile(uint64_t *sorted, uint64_t n, double pct)
-{
-	uint64_t i = (uint64_t)(pct / 100.0 * (double)n);
-
-	return (double)sorted[i >= n ? n - 1 : i];
 }
 
 /* The capabilities of the transport a spec names (0 if it cannot open). */

@@ -15,6 +15,7 @@
 #include <rte_common.h>
 
 #include <rb2_chan.h>
+#include "../common/bench.h"
 
 struct rb2_l5;
 
@@ -155,7 +156,5 @@ perf_check(const void *buf, uint32_t size, uint64_t seq)
 /* Small JSON helpers (numbers and strings only). */
 void perf_json_begin(FILE *f, const struct perf_opts *o);
 void perf_json_lat(FILE *f, const char *key, const struct perf_lat *l, int last);
-double perf_median(double *v, unsigned int n);
-double perf_percentile(uint64_t *sorted, uint64_t n, double pct);
 
 #endif /* RB2_PERF_H */

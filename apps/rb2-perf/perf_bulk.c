@@ -36,6 +36,7 @@
 #include <rb2_mr_cache.h>
 
 #include "perf.h"
+#include "../common/bench.h"
 
 #define BULK_SIZES 6
 #define BULK_BUFS 4
@@ -231,8 +232,8 @@ perf_bulk_run(const struct perf_opts *o, FILE *json)
 	       "lend", "lend-reg", "lend/copy", o->rounds);
 	for (int s = 0; s < BULK_SIZES; s++) {
 		for (int v = 0; v < NV; v++)
-			med[s][v] = perf_median(gbps[s][v], o->rounds);
-		med_ratio[s] = perf_median(ratio[s], o->rounds);
+			med[s][v] = bench_median(gbps[s][v], o->rounds);
+		med_ratio[s] = bench_median(ratio[s], o->rounds);
 		/* The crossover: from here on, lending never loses. */
 		if (med_ratio[s] >= 1.0 && crossover < 0)
 			crossover = s;

@@ -29,6 +29,7 @@
 
 #include "perf.h"
 #include <rb2_l5.h>
+#include "../common/bench.h"
 
 /* What the two lcores of one round share. Each side's writes sit in a cache
  * line of their own, away from the sender's stack, so that the receiver's
@@ -636,7 +637,7 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 	for (i = 0; i < nv; i++) {
 		double mps[PERF_MAX_ROUNDS];
 		memcpy(mps, vars[i].mps, sizeof(mps));
-		vars[i].median = perf_median(mps, vars[i].n);
+		vars[i].median = bench_median(mps, vars[i].n);
 		printf("%-20s %12.2f %10.2f %8" PRIu64 "  %s\n", vars[i].name,
 		       vars[i].median, vars[i].median * o->size * 8 / 1e3,
 		       vars[i].errors, vars[i].desc);
@@ -848,7 +849,7 @@ perf_pairs_run(const struct perf_opts *o, FILE *json)
 		fflush(stdout);
 	}
 	memcpy(x, tot, o->rounds * sizeof(double));
-	med = perf_median(x, o->rounds);
+	med = bench_median(x, o->rounds);
 	printf("\n%u pair%s: %.2f Mmsg/s (median of the rounds' sums), %.2f Gbit/s\n", k,
 	       k == 1 ? "" : "s", med, med * o->size * 8 / 1e3);
 	for (unsigned int i = 0; i < k; i++)
@@ -863,7 +864,7 @@ perf_pairs_run(const struct perf_opts *o, FILE *json)
 		for (unsigned int i = 0; i < k; i++) {
 			for (unsigned int r = 0; r < o->rounds; r++)
 				x[r] = per[r][i];
-			fprintf(json, "%s%.6g", i ? ", " : "", perf_median(x, o->rounds));
+			fprintf(json, "%s%.6g", i ? ", " : "", bench_median(x, o->rounds));
 		}
 		fprintf(json, "]}\n");
 	}

@@ -34,6 +34,7 @@
 #include <rb2_xport_lane.h>
 
 #include "perf.h"
+#include "../common/bench.h"
 
 #define ROUND_TIMEOUT_S 120 /* a run that takes longer has stalled */
 
@@ -311,11 +312,11 @@ perf_lanes_run(const struct perf_opts *o, FILE *json)
 			for (unsigned int r = 0; r < o->rounds; r++)
 				ratio[r] = fig[i][V_LANE].mps[r] / fig[i][V_OWN].mps[r];
 			printf("%9u %-15s %9.3f %11.3f %11.3f %11.4f %11.4f", o->channels[i], vname[v],
-			       perf_median((double *)f->mps, o->rounds), f->wrs_in / (double)f->msgs,
+			       bench_median((double *)f->mps, o->rounds), f->wrs_in / (double)f->msgs,
 			       f->wrs_out / (double)f->msgs, f->tx_doorbells / (double)f->msgs,
 			       f->rx_doorbells / (double)f->msgs);
 			if (v == V_LANE)
-				printf(" %9.3f", perf_median(ratio, o->rounds));
+				printf(" %9.3f", bench_median(ratio, o->rounds));
 			printf("\n");
 		}
 	if (o->chan.max_inflight != 0) {
@@ -342,7 +343,7 @@ perf_lanes_run(const struct perf_opts *o, FILE *json)
 					"\"tx_doorbells_per_msg\": %.5f, \"rx_doorbells_per_msg\": %.5f, "
 					"\"merged_per_msg\": %.5f, \"deferrals_per_msg\": %.5f, "
 					"\"max_inflight_seen\": %u}", i + v ? ", " : "", o->channels[i],
-					vname[v], perf_median((double *)f->mps, o->rounds),
+					vname[v], bench_median((double *)f->mps, o->rounds),
 					f->wrs_in / (double)f->msgs, f->wrs_out / (double)f->msgs,
 					f->tx_doorbells / (double)f->msgs,
 					f->rx_doorbells / (double)f->msgs, f->merged / (double)f->msgs,

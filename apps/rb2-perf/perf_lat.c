@@ -25,6 +25,7 @@
 
 #include "perf.h"
 #include <rb2_l5.h>
+#include "../common/bench.h"
 
 /* What the design copies (perf_design_copies()), with one message buffer
  * per side and direction. */
@@ -169,9 +170,9 @@ perf_lat_summarize(uint64_t *cyc, uint64_t n, struct perf_lat *l)
 	l->avg = sum / (double)n * ns;
 	l->min = (double)cyc[0] * ns;
 	l->max = (double)cyc[n - 1] * ns;
-	l->p50 = perf_percentile(cyc, n, 50) * ns;
-	l->p99 = perf_percentile(cyc, n, 99) * ns;
-	l->p999 = perf_percentile(cyc, n, 99.9) * ns;
+	l->p50 = bench_percentile(cyc, n, 50) * ns;
+	l->p99 = bench_percentile(cyc, n, 99) * ns;
+	l->p999 = bench_percentile(cyc, n, 99.9) * ns;
 }
 
 static struct rb2_tx *

@@ -26,6 +26,7 @@
 #include <rb2_xport_lane.h>
 
 #include "perf.h"
+#include "../common/bench.h"
 
 #define CONNECT_TRIES 300 /* x 100 ms: the other side may start later */
 
@@ -201,7 +202,7 @@ bw_server(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
 	{
 		double mps[PERF_MAX_ROUNDS];
 		memcpy(mps, v.mps, sizeof(mps));
-		v.median = perf_median(mps, v.n);
+		v.median = bench_median(mps, v.n);
 	}
 	printf("rb2-perf bw server: %u B messages over %s, %u channel(s), %u rounds of %" PRIu64 "\n",
 	       o->size, o->transport, k, o->rounds, o->count);

@@ -35,6 +35,7 @@
 #include <rb2_lcore.h>
 
 #include "perf.h"
+#include "../common/bench.h"
 
 #define SLEEP_MAX_US 10000 /* the longest sleep, as a pipeline's default */
 #define IDLE_US 500000     /* idle: nothing for this long */
@@ -241,11 +242,11 @@ perf_wake_run(const struct perf_opts *o, FILE *json)
 	       "paced", "p50", "p99", "p99.9", "max", "CPU %", "idle CPU %", nlat[0]);
 	for (int v = 0; v < NV; v++)
 		printf("%-10s %9.0f %9.0f %9.0f %9.0f %9.2f %9.3f\n", vname[v], l[v].p50, l[v].p99,
-		       l[v].p999, l[v].max, perf_median(cpu[v], o->rounds),
-		       perf_median(idle_cpu[v], o->rounds));
+		       l[v].p999, l[v].max, bench_median(cpu[v], o->rounds),
+		       bench_median(idle_cpu[v], o->rounds));
 	printf("\nbusy: adaptive / poll = %.3f (median of per-round ratios), the adaptive receiver slept %"
 	       PRIu64 " times; paced: %" PRIu64 " sleeps; errors %" PRIu64 "\n",
-	       perf_median(ratio, o->rounds), busy_sleeps, sleeps[V_ADAPTIVE], bad);
+	       bench_median(ratio, o->rounds), busy_sleeps, sleeps[V_ADAPTIVE], bad);
 	if (json != NULL) {
 		perf_json_begin(json, o);
 		fprintf(json, ", \"gap_us\": %" PRIu64 ", \"paced\": %" PRIu64 ", \"idle_sleep\": %u, "
@@ -257,13 +258,13 @@ perf_wake_run(const struct perf_opts *o, FILE *json)
 			snprintf(key, sizeof(key), "wake_%s", vname[v]);
 			perf_json_lat(json, key, &l[v], 0);
 			fprintf(json, "\"paced_cpu_pct_%s\": %.3f, \"idle_cpu_pct_%s\": %.4f, "
-				"\"busy_mps_%s\": %.3f, ", vname[v], perf_median(cpu[v], o->rounds),
-				vname[v], perf_median(idle_cpu[v], o->rounds), vname[v],
-				perf_median(mps[v], o->rounds));
+				"\"busy_mps_%s\": %.3f, ", vname[v], bench_median(cpu[v], o->rounds),
+				vname[v], bench_median(idle_cpu[v], o->rounds), vname[v],
+				bench_median(mps[v], o->rounds));
 		}
 		fprintf(json, "\"sleeps\": %" PRIu64 ", \"busy_sleeps\": %" PRIu64
 			", \"busy_ratio_adaptive_poll\": %.4f}\n",
-			sleeps[V_ADAPTIVE], busy_sleeps, perf_median(ratio, o->rounds));
+			sleeps[V_ADAPTIVE], busy_sleeps, bench_median(ratio, o->rounds));
 	}
 	for (int v = 0; v < NV; v++) {
 		free(lat[v]);

@@ -45,6 +45,7 @@
 #include "../common/app_opt.h"
 
 #include "app_hist.h"
+#include "../common/bench.h"
 
 #define MAX_BUFFERS 64
 #define MARK_LEN 4u
@@ -467,11 +468,11 @@ raasbench_main(int argc, char **argv)
 			for (unsigned int r = 0; r < rounds; r++)
 				fprintf(f, "%s%.1f", r ? ", " : "", rate[m][r] / 1e6);
 			fprintf(f, "], \"%s_MBps_median\": %.1f", mode_name[m],
-				app_median(rate[m], rounds) / 1e6);
+				bench_median(rate[m], rounds) / 1e6);
 		}
 		if (modes[LENT] && modes[COPIED])
 			fprintf(f, ", \"lent_over_copied_median\": %.3f",
-				app_median(ratio, rounds));
+				bench_median(ratio, rounds));
 		fprintf(f, "}\n");
 	}
 	if (jf != NULL)

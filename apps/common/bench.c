@@ -4,7 +4,9 @@
 
 /* What every rb2 benchmark shares: see bench.h. */
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,4 +74,34 @@ bench_json_rounds(const double *v, unsigned int n)
 		json_array_append_new(r, bench_json_real(v[i]));
 	return json_pack("{s:o, s:o}", "median", bench_json_real(bench_median(v, n)),
 			 "rounds", r);
+}
+
+int
+bench_json_emit(json_t *doc, const char *path, const char *prog)
+{
+	/* Six significant digits: what a rate measured here can claim. */
+	size_t flags = JSON_REAL_PRECISION(6);
+	int ret = 0;
+
+	if (doc == NULL) {
+		fprintf(stderr, "%s: cannot build the JSON summary (out of memory)\n", prog);
+		return -1;
+	}
+	if (json_dumpf(doc, stdout, flags) < 0 || fputc('\n', stdout) == EOF)
+		ret = -1;
+	fflush(stdout);
+	if (path != NULL) {
+		FILE *f = fopen(path, "w");
+
+		if (f == NULL || json_dumpf(doc, f, flags) < 0 || fputc('\n', f) == EOF) {
+			fprintf(stderr, "%s: --json %s: %s\n", prog, path, strerror(errno));
+			ret = -1;
+		}
+		if (f != NULL && fclose(f) != 0 && ret == 0) {
+			fprintf(stderr, "%s: --json %s: %s\n", prog, path, strerror(errno));
+			ret = -1;
+		}
+	}
+	json_decref(doc);
+	return ret;
 }

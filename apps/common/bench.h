@@ -40,4 +40,8 @@ json_t *bench_json_real(double v);
 /* {"median": m, "rounds": [v0, v1, ...]} for @n rounds. */
 json_t *bench_json_rounds(const double *v, unsigned int n);
 
+/* Write @doc (taken) as one line on stdout, and, if @path is not NULL, to
+ * that file too. 0, or -1 after saying why (as @prog). */
+int bench_json_emit(json_t *doc, const char *path, const char *prog);
+
 #endif /* RB2_BENCH_H */

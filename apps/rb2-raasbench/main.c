@@ -315,7 +315,7 @@ static const struct option lo[] = {
 static int
 raasbench_main(int argc, char **argv)
 {
-	double rate[NMODES][50], ratio[50], seconds = 1, connect_wait = 0;
+	double rate[NMODES][50], seconds = 1, connect_wait = 0;
 	unsigned int rounds = 5, host = 0;
 	int modes[NMODES] = { 1, 1 }, private_mem = 0, opt, ret, port = -1;
 	const char *json = NULL, *role;
@@ -324,7 +324,7 @@ raasbench_main(int argc, char **argv)
 	uint32_t window = 1u << 20, chunk = 0;
 	struct rb2_conn_ep *ep;
 	char name[RB2_CONN_SERVICE_NAMESIZE];
-	FILE *jf;
+	json_t *doc;
 
 	if (argc < 2 || (strcmp(argv[1], "send") != 0 && strcmp(argv[1], "recv") != 0)) {
 		usage(argc >= 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr, argv[0]);
@@ -453,30 +453,35 @@ raasbench_main(int argc, char **argv)
 			}
 			rate[m][r] = v;
 		}
-		ratio[r] = modes[LENT] && modes[COPIED] ? rate[LENT][r] / rate[COPIED][r] : 0;
 	}
-	jf = json != NULL ? fopen(json, "w") : NULL;
-	for (FILE *f = stdout; f != NULL; f = f == stdout ? jf : NULL) {
-		fprintf(f, "{\"bench\": \"raas-lend\", \"size\": %u, \"chunk\": %u, \"buffers\": %u, "
-			"\"host\": %u, \"rounds\": %u, \"seconds\": %g, \"busy_poll\": %s, \"window\": %u",
-			s.size, s.chunk, s.nbuf, host, rounds, seconds, busy_poll ? "true" : "false",
-			window);
-		for (int m = 0; m < NMODES; m++) {
-			if (!modes[m])
-				continue;
-			fprintf(f, ", \"%s_MBps\": [", mode_name[m]);
-			for (unsigned int r = 0; r < rounds; r++)
-				fprintf(f, "%s%.1f", r ? ", " : "", rate[m][r] / 1e6);
-			fprintf(f, "], \"%s_MBps_median\": %.1f", mode_name[m],
-				bench_median(rate[m], rounds) / 1e6);
+	doc = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:b, s:I}", "bench", "raas-lend",
+			"size", (json_int_t)s.size, "chunk", (json_int_t)s.chunk,
+			"buffers", (json_int_t)s.nbuf, "host", (json_int_t)host,
+			"rounds", (json_int_t)rounds, "seconds", bench_json_real(seconds),
+			"busy_poll", busy_poll, "window", (json_int_t)window);
+	for (int m = 0; m < NMODES; m++) {
+		json_t *a = json_array();
+		char key[32];
+
+		if (!modes[m]) {
+			json_decref(a);
+			continue;
 		}
-		if (modes[LENT] && modes[COPIED])
-			fprintf(f, ", \"lent_over_copied_median\": %.3f",
-				bench_median(ratio, rounds));
-		fprintf(f, "}\n");
+		for (unsigned int r = 0; r < rounds; r++)
+			json_array_append_new(a, bench_json_real(rate[m][r] / 1e6));
+		snprintf(key, sizeof(key), "%s_MBps", mode_name[m]);
+		json_object_set_new(doc, key, a);
+		snprintf(key, sizeof(key), "%s_MBps_median", mode_name[m]);
+		json_object_set_new(doc, key, bench_json_real(bench_median(rate[m], rounds) / 1e6));
 	}
-	if (jf != NULL)
-		fclose(jf);
+	/* Lent against copied in the same round, then the median of those. */
+	if (modes[LENT] && modes[COPIED])
+		json_object_set_new(doc, "lent_over_copied_median", bench_json_real(
+			bench_median_ratio(rate[LENT], rate[COPIED], rounds)));
+	if (bench_json_emit(doc, json, "rb2-raasbench") < 0) {
+		ret = 1;
+		goto out;
+	}
 	ret = 0;
 out:
 	if (s.cd >= 0 && role[0] == 's') {

@@ -786,6 +786,7 @@ waker(void *arg)
 static int
 run_wake(struct bench *b, unsigned int worker)
 {
+	json_t *doc;
 	struct variant *v = &b->vs[0];
 	uint64_t *lat = calloc(b->o.wake + 1, sizeof(*lat));
 	double ns = 1e9 / (double)rte_get_tsc_hz(), cpu, wall;
@@ -822,14 +823,17 @@ run_wake(struct bench *b, unsigned int worker)
 		return -1;
 	qsort(lat + 1, b->o.wake, sizeof(*lat), cmp_u64);
 	rb2_conn_ep_stats_get(v->eb[0], &st);
-	printf("{\"test\": \"blocking\", \"spin_us\": %u, \"idle_seconds\": %.3f, "
-	       "\"idle_cpu_percent\": %.3f, \"wakeups\": %u, \"wake_ns_p50\": %.0f, "
-	       "\"wake_ns_p99\": %.0f, \"wake_ns_max\": %.0f, \"sleeps\": %" PRIu64 "}\n",
-	       b->o.spin_us, wall, 100 * cpu / wall, b->o.wake,
-	       (double)lat[1 + b->o.wake / 2] * ns, (double)lat[1 + (uint64_t)b->o.wake * 99 / 100] * ns,
-	       (double)lat[b->o.wake] * ns, st.sleeps);
+	doc = json_pack("{s:s, s:I, s:o, s:o, s:I, s:o, s:o, s:o, s:I}", "test", "blocking",
+			"spin_us", (json_int_t)b->o.spin_us, "idle_seconds", bench_json_real(wall),
+			"idle_cpu_percent", bench_json_real(100 * cpu / wall),
+			"wakeups", (json_int_t)b->o.wake,
+			"wake_ns_p50", bench_json_real((double)lat[1 + b->o.wake / 2] * ns),
+			"wake_ns_p99", bench_json_real((double)lat[1 + (uint64_t)b->o.wake * 99 / 100] *
+						       ns),
+			"wake_ns_max", bench_json_real((double)lat[b->o.wake] * ns),
+			"sleeps", (json_int_t)st.sleeps);
 	free(lat);
-	return 0;
+	return bench_json_emit(doc, NULL, "rb2-connperf");
 }
 
 /* ---- registering against copying ---------------------------------------- */
@@ -837,12 +841,12 @@ run_wake(struct bench *b, unsigned int worker)
 static int
 run_mr_cost(struct rb2_xport *xp)
 {
+	json_t *doc, *sizes;
 	uint64_t hz = rte_get_tsc_hz(), cross = 0;
 	size_t max = 64u << 20;
 	uint8_t *src = aligned_alloc(4096, max), *dst = aligned_alloc(4096, max);
 	struct rb2_mr_cache_stats st;
 	struct rb2_mr_cache *cache;
-	int first = 1;
 
 	struct rb2_xport_mr probe;
 
@@ -864,8 +868,8 @@ run_mr_cost(struct rb2_xport *xp)
 	rb2_xport_mr_dereg(xp, &probe);
 	memset(src, 1, max);
 	memset(dst, 2, max);
-	printf("{\"transport\": \"%s\", \"test\": \"mr_cost\", \"sizes\": [",
-	       rb2_xport_name(xp));
+	doc = json_pack("{s:s, s:s}", "transport", rb2_xport_name(xp), "test", "mr_cost");
+	sizes = json_array();
 	for (size_t len = 4096; len <= max; len *= 4) {
 		unsigned int reps = len <= (1u << 20) ? 50 : 5;
 		uint64_t t_reg = 0, t_copy = 0;
@@ -891,11 +895,12 @@ run_mr_cost(struct rb2_xport *xp)
 
 		if (cross == 0 && reg_us < copy_us)
 			cross = len;
-		printf("%s\n  {\"bytes\": %zu, \"reg_dereg_us\": %.2f, \"copy_us\": %.2f}",
-		       first ? "" : ",", len, reg_us, copy_us);
-		first = 0;
+		json_array_append_new(sizes, json_pack("{s:I, s:o, s:o}", "bytes", (json_int_t)len,
+						       "reg_dereg_us", bench_json_real(reg_us),
+						       "copy_us", bench_json_real(copy_us)));
 	}
-	printf("],\n \"register_beats_copy_from_bytes\": %" PRIu64, cross);
+	json_object_set_new(doc, "sizes", sizes);
+	json_object_set_new(doc, "register_beats_copy_from_bytes", json_integer((json_int_t)cross));
 	/* The cache on a repeating workload: 16 buffers of 256 KiB, each sent
 	 * many times, in a cache that holds 8 of them. */
 	cache = rb2_mr_cache_create_xport(xp, &(struct rb2_mr_cache_params){
@@ -927,16 +932,18 @@ run_mr_cost(struct rb2_xport *xp)
 	double per_get_us = (double)(rte_rdtsc() - t0) / gets * 1e6 / (double)hz;
 
 	rb2_mr_cache_stats_get(cache, &st);
-	printf(",\n \"cache\": {\"buffers\": 16, \"buffer_bytes\": %u, \"capacity_buffers\": 8, "
-	       "\"gets\": %" PRIu64 ", \"hits\": %" PRIu64 ", \"hit_rate\": %.3f, "
-	       "\"registrations\": %" PRIu64 ", \"evictions\": %" PRIu64 ", "
-	       "\"dereg_batches\": %" PRIu64 ", \"us_per_get\": %.2f}}\n", 256 << 10,
-	       st.gets, st.hits, (double)st.hits / (double)st.gets, st.registrations,
-	       st.evictions, st.dereg_batches, per_get_us);
+	json_object_set_new(doc, "cache", json_pack("{s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, "
+		"s:o}", "buffers", (json_int_t)16, "buffer_bytes", (json_int_t)(256 << 10),
+		"capacity_buffers", (json_int_t)8, "gets", (json_int_t)st.gets,
+		"hits", (json_int_t)st.hits,
+		"hit_rate", bench_json_real((double)st.hits / (double)st.gets),
+		"registrations", (json_int_t)st.registrations, "evictions", (json_int_t)st.evictions,
+		"dereg_batches", (json_int_t)st.dereg_batches,
+		"us_per_get", bench_json_real(per_get_us)));
 	rb2_mr_cache_destroy(cache);
 	free(src);
 	free(dst);
-	return 0;
+	return bench_json_emit(doc, NULL, "rb2-connperf");
 }
 
 /* --one-way: the p50s of the measured round trips' three parts, into
@@ -1017,47 +1024,53 @@ find(struct bench *b, enum mode m, unsigned int conns)
 	return NULL;
 }
 
-static void
+static int
 print_json(struct bench *b)
 {
 	const struct opts *o = &b->o;
 	struct variant *s1 = find(b, SHARED, 1), *bare = find(b, BARE, 1);
+	json_t *doc, *vs = json_array();
 
-	printf("{\"transport\": \"%s\", \"size\": %u, \"window\": %u, \"ring_scale\": %u, "
-	       "\"zero_copy_receive\": %s, \"rounds\": %u, \"seconds\": %.2f, \"test\": \"%s\", \"unit\": \"%s\", "
-	       "\"variants\": [", o->transport, o->size, o->window, o->ring_scale,
-	       o->zc ? "true" : "false",
-	       o->rounds, o->seconds,
-	       o->one_lcore ? "latency_one_lcore" : o->lat ? "latency" : "throughput",
-	       o->lat ? "rtt_ns_p50" : "mmsg_per_s");
+	doc = json_pack("{s:s, s:I, s:I, s:I, s:b, s:I, s:o, s:s, s:s}", "transport", o->transport,
+			"size", (json_int_t)o->size, "window", (json_int_t)o->window,
+			"ring_scale", (json_int_t)o->ring_scale, "zero_copy_receive", o->zc,
+			"rounds", (json_int_t)o->rounds, "seconds", bench_json_real(o->seconds),
+			"test", o->one_lcore ? "latency_one_lcore" : o->lat ? "latency" : "throughput",
+			"unit", o->lat ? "rtt_ns_p50" : "mmsg_per_s");
 	for (unsigned int i = 0; i < b->nv; i++) {
 		struct variant *v = &b->vs[i], *pc = find(b, PERCONN, v->conns);
 		double med = bench_median(v->result, o->rounds);
+		json_t *j = json_pack("{s:s, s:I, s:I}", "mode", mode_name[v->mode],
+				      "conns", (json_int_t)v->conns, "channel_pairs",
+				      (json_int_t)(v->mode == BARE ? 1 : v->neps));
 
-		printf("%s\n  {\"mode\": \"%s\", \"conns\": %u, \"channel_pairs\": %u, "
-		       "\"median\": %.6g, \"rounds\": [", i ? "," : "", mode_name[v->mode],
-		       v->conns, v->mode == BARE ? 1 : v->neps, med);
-		for (unsigned int r = 0; r < o->rounds; r++)
-			printf("%s%.6g", r ? ", " : "", v->result[r]);
-		printf("]");
+		json_t *rounds = bench_json_rounds(v->result, o->rounds);
+
+		json_object_update(j, rounds);      /* "median", "rounds" */
+		json_decref(rounds);
 		if (o->lat)
-			printf(", \"p99_median\": %.1f", bench_median(v->p99, o->rounds));
+			json_object_set_new(j, "p99_median",
+					    bench_json_real(bench_median(v->p99, o->rounds)));
 		if (o->one_way)
-			printf(", \"one_way_ns_p50\": {\"request\": %.0f, \"turnaround\": %.0f, "
-			       "\"reply\": %.0f}", bench_median(v->one_way[0], o->rounds),
-			       bench_median(v->one_way[1], o->rounds), bench_median(v->one_way[2], o->rounds));
+			json_object_set_new(j, "one_way_ns_p50", json_pack("{s:o, s:o, s:o}",
+				"request", bench_json_real(bench_median(v->one_way[0], o->rounds)),
+				"turnaround", bench_json_real(bench_median(v->one_way[1], o->rounds)),
+				"reply", bench_json_real(bench_median(v->one_way[2], o->rounds))));
 		else if (!o->lat)        /* a rate; a round trip's p50 is no rate */
-			printf(", \"gbit_per_s\": %.3f", med * o->size * 8 / 1e3);
+			json_object_set_new(j, "gbit_per_s", bench_json_real(med * o->size * 8 / 1e3));
 		/* Medians of per-round ratios. */
 		if (v->mode == SHARED && s1 != NULL)
-			printf(", \"over_1_conn\": %.3f", median_ratio(v, s1, o->rounds));
+			json_object_set_new(j, "over_1_conn",
+					    bench_json_real(median_ratio(v, s1, o->rounds)));
 		if (v->mode == SHARED && pc != NULL)
-			printf(", \"over_perconn\": %.3f", median_ratio(v, pc, o->rounds));
+			json_object_set_new(j, "over_perconn",
+					    bench_json_real(median_ratio(v, pc, o->rounds)));
 		if (v->mode == SHARED && v->conns == 1 && bare != NULL)
-			printf(", \"over_bare\": %.3f", median_ratio(v, bare, o->rounds));
+			json_object_set_new(j, "over_bare",
+					    bench_json_real(median_ratio(v, bare, o->rounds)));
 		if (v->mode == LENT && find(b, SHARED, v->conns) != NULL)
-			printf(", \"over_copied\": %.3f",
-			       median_ratio(v, find(b, SHARED, v->conns), o->rounds));
+			json_object_set_new(j, "over_copied", bench_json_real(
+				median_ratio(v, find(b, SHARED, v->conns), o->rounds)));
 		if (v->mode != BARE) {
 			/* The receivers' buffers: made when data waits, at most
 			 * one per connection (lib/conn lends them). */
@@ -1071,12 +1084,14 @@ print_json(struct bench *b)
 				bytes += st.rx_buffers * ((uint64_t)o->window +
 					 rb2_conn_footprint(rb2_conn_max_msg(v->eb[e])));
 			}
-			printf(", \"rx_buffers\": %" PRIu64 ", \"rx_buffer_mib\": %.1f", nbuf,
-			       (double)bytes / (1 << 20));
+			json_object_set_new(j, "rx_buffers", json_integer((json_int_t)nbuf));
+			json_object_set_new(j, "rx_buffer_mib",
+					    bench_json_real((double)bytes / (1 << 20)));
 		}
-		printf("}");
+		json_array_append_new(vs, j);
 	}
-	printf("]}\n");
+	json_object_set_new(doc, "variants", vs);
+	return bench_json_emit(doc, NULL, "rb2-connperf");
 }
 
 /* Everything after the EAL's start: @return the exit status. */
@@ -1160,8 +1175,7 @@ connperf(int argc, char **argv)
 		}
 		fprintf(stderr, "rb2-connperf: round %u/%u done\n", r + 1, b.o.rounds);
 	}
-	print_json(&b);
-	return 0;
+	return print_json(&b) < 0 ? 1 : 0;
 }
 
 /* The usage with the name it is installed under. */

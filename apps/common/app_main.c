@@ -411,44 +411,49 @@ app_bench_stop(struct app_bench_link *links, unsigned int n)
 	B.links = NULL;
 }
 
-void
-app_bench_print(const char *const *designs, unsigned int n, unsigned int rounds,
+int
+app_bench_print(json_t *doc, const char *const *designs, unsigned int n, unsigned int rounds,
 		const char *unit, double rate[][64], double p50[][64], double p99[][64])
 {
-	printf("  \"designs\": {\n");
+	json_t *ds = json_object(), *ratios = json_object();
+	char key[64];
+
 	for (unsigned int d = 0; d < n; d++) {
-		printf("    \"%s\": {\"median_%s\": %.0f, \"median_p50_us\": %.3f, "
-		       "\"median_p99_us\": %.3f, \"%s\": [", designs[d], unit,
-		       bench_median(rate[d], rounds), bench_median(p50[d], rounds),
-		       bench_median(p99[d], rounds), unit);
+		json_t *o = json_object(), *rs = json_array();
+
+		snprintf(key, sizeof(key), "median_%s", unit);
+		json_object_set_new(o, key, bench_json_real(bench_median(rate[d], rounds)));
+		json_object_set_new(o, "median_p50_us", bench_json_real(bench_median(p50[d], rounds)));
+		json_object_set_new(o, "median_p99_us", bench_json_real(bench_median(p99[d], rounds)));
 		for (unsigned int r = 0; r < rounds; r++)
-			printf("%s%.0f", r ? ", " : "", rate[d][r]);
-		printf("]");
+			json_array_append_new(rs, bench_json_real(rate[d][r]));
+		json_object_set_new(o, unit, rs);
 		if (strcmp(designs[d], "tcp") != 0 && B.ops[d] > 0) {
 			const struct bench_wrs *t = &B.wrs[d];
 			double ops = (double)B.ops[d];
 
-			printf(", \"wrs_per_op\": %.3f, \"signaled_per_op\": %.3f",
-			       (double)t->all / ops, (double)t->signaled / ops);
+			json_object_set_new(o, "wrs_per_op", bench_json_real((double)t->all / ops));
+			json_object_set_new(o, "signaled_per_op",
+					    bench_json_real((double)t->signaled / ops));
 			/* Where nothing is posted (shm's stores) the counters
 			 * count stores, not WRs: no breakdown. */
 			if (t->all >= t->data + t->tail + t->head && t->all > 0)
-				printf(", \"wrs_per_op_by_kind\": {\"data\": %.3f, \"tail\": "
-				       "%.3f, \"head\": %.3f, \"other\": %.3f}",
-				       (double)t->data / ops, (double)t->tail / ops,
-				       (double)t->head / ops,
-				       (double)(t->all - t->data - t->tail - t->head) / ops);
+				json_object_set_new(o, "wrs_per_op_by_kind", json_pack(
+					"{s:o, s:o, s:o, s:o}",
+					"data", bench_json_real((double)t->data / ops),
+					"tail", bench_json_real((double)t->tail / ops),
+					"head", bench_json_real((double)t->head / ops),
+					"other", bench_json_real((double)(t->all - t->data - t->tail -
+									  t->head) / ops)));
 		}
-		printf("}%s\n", d + 1 < n ? "," : "");
+		json_object_set_new(ds, designs[d], o);
 	}
-	printf("  },\n  \"ratios\": {");
+	json_object_set_new(doc, "designs", ds);
 	for (unsigned int d = 1; d < n; d++) {
-		double q[64];
-
-		for (unsigned int r = 0; r < rounds; r++)
-			q[r] = rate[0][r] / rate[d][r];
-		printf("%s\"%s/%s\": %.3f", d > 1 ? ", " : "", designs[0], designs[d],
-		       bench_median(q, rounds));
+		snprintf(key, sizeof(key), "%s/%s", designs[0], designs[d]);
+		json_object_set_new(ratios, key,
+				    bench_json_real(bench_median_ratio(rate[0], rate[d], rounds)));
 	}
-	printf("}\n}\n");
+	json_object_set_new(doc, "ratios", ratios);
+	return bench_json_emit(doc, NULL, "bench");
 }

@@ -15,6 +15,7 @@
  *    the paper's ring designs in turn, or TCP loopback.
  */
 
+#include <jansson.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -90,15 +91,16 @@ void app_bench_measured(unsigned int d, uint64_t ops);
 void app_bench_stop(struct app_bench_link *links, unsigned int n);
 
 /*
- * Print the rest of a bench's JSON object (the caller printed its opening
- * and parameters): each design's median rate (@p unit), p50 and p99 (µs),
- * its rate in every round and (a ring design's) WRs and signaled WRs per
- * operation over the measured rounds, both ways; then the first design's
- * rate over each other's, the median of per-round ratios (rates here swing
- * between rounds, not within one).
+ * Complete a bench's JSON object @p doc (the caller's parameters, taken)
+ * and print it (bench_json_emit()): each design's median rate (@p unit),
+ * p50 and p99 (µs), its rate in every round and (a ring design's) WRs and
+ * signaled WRs per operation over the measured rounds, both ways; then the
+ * first design's rate over each other's, the median of per-round ratios
+ * (rates here swing between rounds, not within one). 0, or -1.
  */
-void app_bench_print(const char *const *designs, unsigned int n, unsigned int rounds,
-		     const char *unit, double rate[][64], double p50[][64], double p99[][64]);
+int app_bench_print(json_t *doc, const char *const *designs, unsigned int n,
+		    unsigned int rounds, const char *unit, double rate[][64], double p50[][64],
+		    double p99[][64]);
 
 /* Parse a comma-separated design list into @p designs (default when
  * @p list is NULL: rb2,l5,farm,socksdirect,tcp). @return the count, or -1. */

@@ -527,11 +527,14 @@ run_bench(void *arg)
 	remove_files(dir, o);
 	if (failed)
 		return 1;
-	printf("{\n  \"bench\": \"rb2-http\", \"requests_per_round\": %" PRIu64 ", \"file_size\": "
-	       "%u, \"files\": %u, \"conns\": %u, \"rounds\": %u, \"transport\": \"%s\",\n",
-	       o->requests, o->file_size, o->file_count, o->conns, o->rounds, o->transport);
-	app_bench_print(o->designs, o->n_designs, o->rounds, "qps", qps, p50, p99);
-	return 0;
+	return app_bench_print(json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:s}", "bench", "rb2-http",
+					 "requests_per_round", (json_int_t)o->requests,
+					 "file_size", (json_int_t)o->file_size,
+					 "files", (json_int_t)o->file_count,
+					 "conns", (json_int_t)o->conns, "rounds", (json_int_t)o->rounds,
+					 "transport", o->transport),
+			       o->designs, o->n_designs, o->rounds, "qps", qps, p50, p99) < 0 ?
+		1 : 0;
 }
 
 int

@@ -711,13 +711,15 @@ run_bench(void *arg)
 	shared_free(&C.sh);
 	if (failed)
 		return 1;
-	printf("{\n  \"bench\": \"rb2-kv\", \"workload\": \"%c\", \"records\": %" PRIu64
-	       ", \"operations_per_round\": %" PRIu64 ", \"value_size\": %u, \"conns\": %u, "
-	       "\"depth\": %u, \"rounds\": %u, \"transport\": \"%s\",\n",
-	       o->workload, o->records, o->operations, o->value_size, o->conns, o->depth,
-	       o->rounds, o->transport);
-	app_bench_print(o->designs, o->n_designs, o->rounds, "ops_per_s", ops_s, p50, p99);
-	return 0;
+	return app_bench_print(json_pack("{s:s, s:s#, s:I, s:I, s:I, s:I, s:I, s:I, s:s}",
+					 "bench", "rb2-kv", "workload", &o->workload, 1,
+					 "records", (json_int_t)o->records,
+					 "operations_per_round", (json_int_t)o->operations,
+					 "value_size", (json_int_t)o->value_size,
+					 "conns", (json_int_t)o->conns, "depth", (json_int_t)o->depth,
+					 "rounds", (json_int_t)o->rounds, "transport", o->transport),
+			       o->designs, o->n_designs, o->rounds, "ops_per_s", ops_s, p50,
+			       p99) < 0 ? 1 : 0;
 }
 
 int

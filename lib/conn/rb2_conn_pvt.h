@@ -14,7 +14,8 @@
  *   rb2_conn_open.c       set-up and teardown: listen, connect, accept, close, goodbye
  *   rb2_conn_data.c       the data calls' slow paths (rb2_conn.h has the fast ones)
  *   rb2_conn_ref.c        lending buffers (zero copy), rb2_conn_ref.h
- *   rb2_conn_relay.c      a host service's relay core, rb2_conn_relay.h
+ *   rb2_conn_relay*.c     a host service's relay core, rb2_conn_relay.h (its
+ *                         files: rb2_conn_relay_pvt.h)
  *   rb2_conn_service.c    joining a host service, rb2_conn_service.h
  *   rb2_conn_telemetry.c  the /rb2/conn telemetry commands
  * The wire format is rb2_conn_wire.h.

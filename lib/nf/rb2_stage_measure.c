@@ -21,9 +21,12 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include <rte_cycles.h>
 #include <rte_log.h>
@@ -260,20 +263,25 @@ decode(const struct rb2_flow *f, struct flow_key *k)
 		 f->k0, f->k1 & 0xffffffffu, f->k2);
 }
 
-static void
-json_flow(FILE *o, const struct rb2_flow *f)
+static json_t *
+json_flow(const struct rb2_flow *f)
 {
 	struct flow_key k;
+	json_t *o;
 
 	decode(f, &k);
 	if (k.kind == RB2_REC_IPV4)
-		fprintf(o, "{\"kind\": \"ipv4\", \"src\": \"%s\", \"dst\": \"%s\", \"sport\": %u, "
-			"\"dport\": %u, \"proto\": %u", k.src, k.dst, k.sport, k.dport, k.proto);
+		o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "kind", "ipv4", "src", k.src,
+			      "dst", k.dst, "sport", (json_int_t)k.sport,
+			      "dport", (json_int_t)k.dport, "proto", (json_int_t)k.proto);
 	else
-		fprintf(o, "{\"kind\": \"%s\", \"key\": \"%s\", \"proto\": %u", kind_name(k.kind),
-			k.digest, k.proto);
-	fprintf(o, ", \"packets\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"first_ns\": %" PRIu64
-		", \"last_ns\": %" PRIu64 "}", f->packets, f->bytes, f->first_ns, f->last_ns);
+		o = json_pack("{s:s, s:s, s:I}", "kind", kind_name(k.kind), "key", k.digest,
+			      "proto", (json_int_t)k.proto);
+	json_object_set_new(o, "packets", json_integer((json_int_t)f->packets));
+	json_object_set_new(o, "bytes", json_integer((json_int_t)f->bytes));
+	json_object_set_new(o, "first_ns", json_integer((json_int_t)f->first_ns));
+	json_object_set_new(o, "last_ns", json_integer((json_int_t)f->last_ns));
+	return o;
 }
 
 struct walk_out {
@@ -286,8 +294,11 @@ json_walk(void *arg, const struct rb2_flow *f)
 {
 	struct walk_out *w = arg;
 
+	json_t *o = json_flow(f);
+
 	fputs(w->n++ ? ",\n  " : "\n  ", w->f);
-	json_flow(w->f, f);
+	json_dumpf(o, w->f, 0);
+	json_decref(o);
 }
 
 static void
@@ -322,40 +333,65 @@ close_checked(FILE *o)
 	return -err;
 }
 
+/* A number, or null where it is not finite: JSON has no NaN. */
+static json_t *
+json_num(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+/*
+ * The results as JSON, built by jansson; the per-flow list, which can hold
+ * millions of flows, is streamed after it one object at a time, so that
+ * the document is never whole in memory.
+ */
 static int
 write_json(struct measure *m, const struct rb2_nf_totals *t, const struct rb2_flow *top,
 	   unsigned int ntop)
 {
 	FILE *o = m->json_f;
 	struct walk_out w = { .f = o };
+	json_t *doc, *ivs = json_array(), *tops = json_array();
 	struct rb2_cm_error ce;
+	char *head;
 
 	m->json_f = NULL;
-	fprintf(o, "{\"totals\": {\"packets\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"ipv4\": %"
-		PRIu64 ", \"ipv6\": %" PRIu64 ", \"nonip\": %" PRIu64 ", \"malformed\": %" PRIu64
-		", \"lost\": %" PRIu64 ", \"bad_msgs\": %" PRIu64 ", \"bad_bytes\": %" PRIu64 ", \"outside_intervals\": %" PRIu64
-		", \"first_ns\": %" PRIu64 ", \"last_ns\": %" PRIu64 "},\n",
-		t->packets, t->bytes, t->ipv4, t->ipv6, t->nonip, t->malformed, t->lost, *m->c_bad,
-		m->bad_bytes, *m->c_iv_out, t->first_ns, t->last_ns);
-	fprintf(o, " \"flows\": %" PRIu64 ", \"cycles_per_record\": %.2f,\n",
-		rb2_flowtab_count(m->ft), cyc_per_rec(m));
-	fprintf(o, " \"interval_ns\": %" PRIu64 ", \"intervals\": [", m->interval_ns);
+	doc = json_pack("{s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:I, "
+			"s:o, s:I}", "totals", "packets", (json_int_t)t->packets,
+			"bytes", (json_int_t)t->bytes, "ipv4", (json_int_t)t->ipv4,
+			"ipv6", (json_int_t)t->ipv6, "nonip", (json_int_t)t->nonip,
+			"malformed", (json_int_t)t->malformed, "lost", (json_int_t)t->lost,
+			"bad_msgs", (json_int_t)*m->c_bad, "bad_bytes", (json_int_t)m->bad_bytes,
+			"outside_intervals", (json_int_t)*m->c_iv_out,
+			"first_ns", (json_int_t)t->first_ns, "last_ns", (json_int_t)t->last_ns,
+			"flows", (json_int_t)rb2_flowtab_count(m->ft),
+			"cycles_per_record", json_num(cyc_per_rec(m)),
+			"interval_ns", (json_int_t)m->interval_ns);
 	for (uint64_t i = 0; i < m->niv; i++)
-		fprintf(o, "%s[%" PRIu64 ", %" PRIu64 ", %" PRIu64 "]", i ? ", " : "",
-			(m->base + i) * m->interval_ns, m->iv[i][0], m->iv[i][1]);
-	fprintf(o, "],\n \"top\": [");
-	for (unsigned int i = 0; i < ntop; i++) {
-		fputs(i ? ",\n  " : "\n  ", o);
-		json_flow(o, &top[i]);
-	}
-	fprintf(o, "],\n \"count_min\": ");
+		json_array_append_new(ivs, json_pack("[I, I, I]",
+			(json_int_t)((m->base + i) * m->interval_ns), (json_int_t)m->iv[i][0],
+			(json_int_t)m->iv[i][1]));
+	json_object_set_new(doc, "intervals", ivs);
+	for (unsigned int i = 0; i < ntop; i++)
+		json_array_append_new(tops, json_flow(&top[i]));
+	json_object_set_new(doc, "top", tops);
 	if (rb2_flowtab_cm_error(m->ft, &ce) == 0)
-		fprintf(o, "{\"width\": %" PRIu64 ", \"rows\": 4, \"mean_rel_error\": %.6g, "
-			"\"max_rel_error\": %.6g, \"exact_flows\": %" PRIu64 "}", m->cm_width,
-			ce.mean_rel, ce.max_rel, ce.exact);
+		json_object_set_new(doc, "count_min", json_pack("{s:I, s:I, s:o, s:o, s:I}",
+			"width", (json_int_t)m->cm_width, "rows", (json_int_t)4,
+			"mean_rel_error", json_num(ce.mean_rel), "max_rel_error", json_num(ce.max_rel),
+			"exact_flows", (json_int_t)ce.exact));
 	else
-		fprintf(o, "null");
-	fprintf(o, ",\n \"flow_list\": [");
+		json_object_set_new(doc, "count_min", json_null());
+	head = json_dumps(doc, JSON_REAL_PRECISION(6));
+	json_decref(doc);
+	if (head == NULL) {
+		fclose(o);
+		return -ENOMEM;
+	}
+	/* The object without its closing brace, then the streamed list. */
+	head[strlen(head) - 1] = '\0';
+	fprintf(o, "%s, \"flow_list\": [", head);
+	free(head);
 	rb2_flowtab_walk(m->ft, json_walk, &w);
 	fprintf(o, "]}\n");
 	return close_checked(o);

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <pcap/pcap.h>
 
 #define MIN_U32(a, b) ((a) < (b) ? (a) : (b))
@@ -372,10 +373,15 @@ main(int argc, char **argv)
 			fprintf(stderr, "rb2-tracegen: cannot write %s: %s\n", expect, strerror(errno));
 			return 1;
 		}
-		fprintf(e, "{\"packets\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"ipv4\": %" PRIu64
-			", \"ipv6\": %" PRIu64 ", \"nonip\": %" PRIu64 ", \"flows\": %" PRIu64
-			", \"flows_drawn\": %" PRIu64 "}\n", np, bytes, n4, n6, nn, nseen, nf);
-		if (ferror(e) | fclose(e)) {
+		json_t *doc = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+					"packets", (json_int_t)np, "bytes", (json_int_t)bytes,
+					"ipv4", (json_int_t)n4, "ipv6", (json_int_t)n6,
+					"nonip", (json_int_t)nn, "flows", (json_int_t)nseen,
+					"flows_drawn", (json_int_t)nf);
+		int bad = doc == NULL || json_dumpf(doc, e, 0) < 0 || fputc('\n', e) == EOF;
+
+		json_decref(doc);
+		if (bad | ferror(e) | fclose(e)) {
 			fprintf(stderr, "rb2-tracegen: writing %s: %s\n", expect, strerror(errno));
 			return 1;
 		}

@@ -7,9 +7,9 @@
 
 /**
  * @file
- * The connections' wire format: what lib/conn, rb2-raasd's relay and the
- * fuzzers put on a ring and parse off it, and nothing else (no endpoint
- * state). Self-contained: it needs no other rb2 header.
+ * The connections' wire format: what lib/conn's endpoints and relay core
+ * and the fuzzers put on a ring and parse off it, and nothing else (no
+ * endpoint state). Self-contained: it needs no other rb2 header.
  *
  * Every frame on the shared ring (an RB² message, whose length the ring
  * carries) starts with this header, in host byte order (both ends must share

@@ -14,7 +14,10 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+#include <jansson.h>
 
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -707,19 +710,32 @@ bad:
 void
 perf_json_begin(FILE *f, const struct perf_opts *o)
 {
-	fprintf(f, "{\"tool\": \"rb2-perf\", \"version\": \"%s\", \"time\": %lld, "
-		"\"mode\": \"%s\", \"transport\": \"%s\", \"size\": %u, \"slots\": %u, "
-		"\"slot_size\": %u, \"alpha\": %u, \"beta\": %u, \"gamma\": %u, "
-		"\"msg_size\": %u, \"flags\": %u, \"burst\": %u, \"count\": %" PRIu64 ", "
-		"\"duration\": %g, \"tsc_hz\": %" PRIu64 "",
-		RB2_VERSION, (long long)time(NULL),
-		o->mode == MODE_BW ? "bw" : o->mode == MODE_LAT ? "lat" :
-		o->mode == MODE_WAKE ? "wake" : o->mode == MODE_BULK ? "bulk" :
-		o->mode == MODE_LANES ? "lanes" : "ops",
-		o->transport, o->size,
-		o->chan.slots, o->chan.slot_size, o->chan.alpha, o->chan.beta,
-		o->chan.gamma, o->chan.msg_size, o->chan.flags, o->burst, o->count, o->duration,
-		rte_get_tsc_hz());
+	/* The run's parameters by jansson (the transport is the user's
+	 * string), written without the closing brace: each mode appends its
+	 * figures, then closes the object. */
+	json_t *doc = json_pack("{s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+				"s:I, s:I, s:I, s:o, s:I}",
+		"tool", "rb2-perf", "version", RB2_VERSION, "time", (json_int_t)time(NULL),
+		"mode", o->mode == MODE_BW ? "bw" : o->mode == MODE_LAT ? "lat" :
+			o->mode == MODE_WAKE ? "wake" : o->mode == MODE_BULK ? "bulk" :
+			o->mode == MODE_LANES ? "lanes" : "ops",
+		"transport", o->transport, "size", (json_int_t)o->size,
+		"slots", (json_int_t)o->chan.slots, "slot_size", (json_int_t)o->chan.slot_size,
+		"alpha", (json_int_t)o->chan.alpha, "beta", (json_int_t)o->chan.beta,
+		"gamma", (json_int_t)o->chan.gamma, "msg_size", (json_int_t)o->chan.msg_size,
+		"flags", (json_int_t)o->chan.flags, "burst", (json_int_t)o->burst,
+		"count", (json_int_t)o->count, "duration", bench_json_real(o->duration),
+		"tsc_hz", (json_int_t)rte_get_tsc_hz());
+	char *head = doc != NULL ? json_dumps(doc, JSON_REAL_PRECISION(6)) : NULL;
+
+	json_decref(doc);
+	if (head == NULL) {
+		fputs("{\"tool\": \"rb2-perf\"", f);
+		return;
+	}
+	head[strlen(head) - 1] = '\0';
+	fputs(head, f);
+	free(head);
 }
 
 void

@@ -9,12 +9,8 @@
  * frames and the receiving endpoint polled, its application reading and
  * accepting, between frames.
  *
- * Input: frames, each [u8 type][u8 len][u8 len_hi:2, flags:6][u16 aux]
- * [len bytes of body], built from the wire header (rb2_conn_wire.h) so
- * that every frame type is reached. Type 0: the body is the whole frame,
- * raw. Else a header of type (type % (RB2_CONN_FR_MAX + 1)) and aux, for
- * the open connection (flag 0x80, to reach past the descriptor check),
- * RB2_CONN_CID_NONE (0x40) or the body's first 4 bytes, then the body.
+ * Input: frames built from the wire header (fuzz_wire.h), flag 0x80
+ * naming the open connection, to reach past the descriptor check.
  * The oracle, besides ASan and UBSan: no connection buffers more than its
  * window, the counters add up, and the endpoint still serves its own
  * connection (a send and a receive on it work unless the input reset it).
@@ -30,39 +26,21 @@
 #include <rte_eal.h>
 
 #include <rb2_conn.h>
-#include <rb2_conn_wire.h>
 #include <rb2_lcore.h>
+
+#include "fuzz_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 static struct rb2_xport *xp;
 
-/* libFuzzer ends with exit(): close the transport, and leave no EAL
- * runtime directory behind. */
-static void
-fuzz_fini(void)
-{
-	rb2_xport_close(xp);
-	rb2_eal_cleanup();
-}
-
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	char prefix[32];
-	char *eal[] = { "fuzz_conn", "-l", "0", "--no-pci", "--no-huge", "-m", "256",
-			"--file-prefix", prefix, "--log-level", "*:emerg", NULL };
-
 	(void)argc;
 	(void)argv;
-	snprintf(prefix, sizeof(prefix), "fzc%d", (int)getpid());
-	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])) - 1, eal) < 0)
-		__builtin_trap();
-	xp = rb2_xport_open("shm", NULL);
-	if (xp == NULL)
-		__builtin_trap();
-	atexit(fuzz_fini);
+	xp = fuzz_eal_shm("fuzz_conn", "fzc");
 	return 0;
 }
 
@@ -90,7 +68,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct rb2_conn_ep *a, *b;
 	int ca, cb = -1, cds[64];
 	unsigned int ncds = 0;
-	uint8_t buf[1024 + RB2_CONN_HDR_LEN];
+	uint8_t buf[RB2_CONN_HDR_LEN + FUZZ_BODY_MAX];
+	int flen;
 
 	rb2_chan_params_init(&p);
 	p.slots = 256;
@@ -119,32 +98,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cds[ncds++] = cb;
 
 	/* The input, frame by frame, as a's peer would never send it. */
-	while (size >= 5) {
-		uint32_t len = (uint32_t)(data[1] | (data[2] & 0x03) << 8), flen;
-		uint8_t sel = data[0], flags = data[2];
-		uint16_t aux = (uint16_t)(data[3] | data[4] << 8);
+	while ((flen = fuzz_next_frame(&data, &size, (uint32_t)cb, buf)) >= 0) {
 		int ready[8], k, c;
 
-		data += 5;
-		size -= 5;
-		len = len > size ? (uint32_t)size : len;
-		if (sel == 0) {
-			memcpy(buf, data, len);
-			flen = len;
-		} else {
-			uint32_t cid = RB2_CONN_CID_NONE;
-
-			if (flags & 0x80)
-				cid = (uint32_t)cb;
-			else if (!(flags & 0x40) && len >= 4)
-				memcpy(&cid, data, 4);
-			rb2_conn_wire_put_hdr(buf, cid, (uint8_t)(sel % (RB2_CONN_FR_MAX + 1)), aux);
-			memcpy(buf + RB2_CONN_HDR_LEN, data, len);
-			flen = RB2_CONN_HDR_LEN + len;
-		}
-		data += len;
-		size -= len;
-		if (flen == 0 || rb2_tx_send(tab, buf, flen) != 0)
+		if (flen == 0 || rb2_tx_send(tab, buf, (uint32_t)flen) != 0)
 			continue;
 		rb2_tx_flush(tab);
 		rb2_conn_ep_poll(b);

@@ -13,11 +13,8 @@
  * last connection it accepted there is kept, so that input frames can name
  * it and reach past the relay's id check.
  *
- * Input: frames, each [u8 type][u8 len][u8 len_hi:2, flags:6][u16 aux]
- * [len bytes of body]. Type 0: the body is the whole frame, raw. Else the
- * frame is a header of type (type % (RB2_CONN_FR_MAX + 1)) and aux, for
- * the relay id learnt (flag 0x80), RB2_CONN_CID_NONE (0x40) or the body's
- * first 4 bytes, then the body.
+ * Input: frames built from the wire header (fuzz_wire.h), flag 0x80
+ * naming the relay id learnt.
  * The oracle, besides ASan and UBSan (and LeakSanitizer at the end): the
  * relay's counts stay within its limits, and it tears down cleanly.
  */
@@ -33,8 +30,9 @@
 
 #include <rb2_conn.h>
 #include <rb2_conn_relay.h>
-#include <rb2_conn_wire.h>
 #include <rb2_lcore.h>
+
+#include "fuzz_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -42,30 +40,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 static struct rb2_xport *xp;
 static FILE *devnull;
 
-static void
-fuzz_fini(void)
-{
-	rb2_xport_close(xp);
-	rb2_eal_cleanup();
-}
-
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	char prefix[32];
-	char *eal[] = { "fuzz_relay", "-l", "0", "--no-pci", "--no-huge", "-m", "256",
-			"--file-prefix", prefix, "--log-level", "*:emerg", NULL };
-
 	(void)argc;
 	(void)argv;
-	snprintf(prefix, sizeof(prefix), "fzr%d", (int)getpid());
-	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])) - 1, eal) < 0)
-		__builtin_trap();
-	xp = rb2_xport_open("shm", NULL);
+	xp = fuzz_eal_shm("fuzz_relay", "fzr");
 	devnull = fopen("/dev/null", "w");
-	if (xp == NULL || devnull == NULL)
+	if (devnull == NULL)
 		__builtin_trap();
-	atexit(fuzz_fini);
 	return 0;
 }
 
@@ -132,7 +115,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct rb2_conn_ep *good, *hl, *gl;
 	struct rb2_conn_relay *R;
 	uint32_t learnt = RB2_CONN_CID_NONE;
-	uint8_t buf[1024 + RB2_CONN_HDR_LEN];
+	uint8_t buf[RB2_CONN_HDR_LEN + FUZZ_BODY_MAX];
+	int flen;
 
 	rb2_conn_relay_params_init(&rp);
 	rp.name = "fuzz_relay";
@@ -154,33 +138,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		__builtin_trap();
 	rb2_conn_relay_poll(R);
 
-	while (size >= 5) {
-		uint32_t len = (uint32_t)(data[1] | (data[2] & 0x03) << 8), flen;
-		uint8_t sel = data[0], flags = data[2];
-		uint16_t aux = (uint16_t)(data[3] | data[4] << 8);
+	while ((flen = fuzz_next_frame(&data, &size, learnt, buf)) >= 0) {
 		int ready[8], k, c;
 
-		data += 5;
-		size -= 5;
-		len = len > size ? (uint32_t)size : len;
-		if (sel == 0) {
-			memcpy(buf, data, len);
-			flen = len;
-		} else {
-			uint8_t type = (uint8_t)(sel % (RB2_CONN_FR_MAX + 1));
-			uint32_t cid = RB2_CONN_CID_NONE;
-
-			if (flags & 0x80)
-				cid = learnt;
-			else if (!(flags & 0x40) && len >= 4)
-				memcpy(&cid, data, 4);
-			rb2_conn_wire_put_hdr(buf, cid, type, aux);
-			memcpy(buf + RB2_CONN_HDR_LEN, data, len);
-			flen = RB2_CONN_HDR_LEN + len;
-		}
-		data += len;
-		size -= len;
-		if (flen == 0 || rb2_tx_send(htx, buf, flen) != 0)
+		if (flen == 0 || rb2_tx_send(htx, buf, (uint32_t)flen) != 0)
 			continue;
 		rb2_tx_flush(htx);
 		rb2_conn_relay_poll(R);

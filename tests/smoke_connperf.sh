@@ -14,7 +14,7 @@ eal=(-l 0-1 --no-pci --no-huge -m 512 --log-level lib.eal:error)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 for mode in "" --one-lcore --one-way; do
-	"$connperf" "${eal[@]}" --file-prefix "smkcp$$" -- --modes shared,bare --lat 20000 \
+	"$connperf" "${eal[@]}" --file-prefix "smkcp$$" -- --designs shared,bare --lat 20000 \
 		--rounds 2 --size 100 $mode > "$tmp/out.json" || fail "--lat $mode"
 	python3 - "$tmp/out.json" "$mode" <<'PY'
 import json, sys

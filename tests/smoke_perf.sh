@@ -15,7 +15,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # Not piped straight into grep -q: the text is longer than stdio's buffer,
 # and grep leaving early would SIGPIPE the second write.
 "$perf" --help > "$tmp/help.txt" || fail "--help exit status"
-grep -q -- '--mode bw|lat' "$tmp/help.txt" || fail "--help"
+grep -q -- '--mode MODE' "$tmp/help.txt" && grep -q -- '--designs LIST' "$tmp/help.txt" || fail "--help"
 
 expect_error() { # expected-text args...
 	local want=$1; shift
@@ -27,8 +27,8 @@ expect_error() { # expected-text args...
 expect_error "invalid alpha=0" --alpha 0
 expect_error "invalid beta=40" --alpha 32 --beta 40
 expect_error "invalid gamma=1024" --gamma 1024
-expect_error "invalid --mode" --mode fast
-expect_error "invalid --size" --size 4
+expect_error "--mode fast: bw, lat, ops" --mode fast
+expect_error "--size 4: a whole number from 8" --size 4
 expect_error "largest message" --size 1000 --slot-size 64 --slots 16 --alpha 8 --beta 4 --gamma 8
 expect_error "no transport named" --transport nosuch
 expect_error "bad mode" --transport shm,mode=dma
@@ -39,7 +39,7 @@ expect_error "needs hugepages: drop --no-huge" --server
 expect_error "needs hugepages: drop --no-huge" --client localhost
 # The one-lcore mode: every design's code runs, nothing lost.
 "$perf" -l 0 --no-pci --no-huge -m 512 --log-level lib.eal:error --file-prefix "smk$$o" -- \
-	--mode ops --count 100000 --preset rb2,l5,farm,socksdirect --json "$tmp/ops.json" >/dev/null ||
+	--mode ops --count 100000 --designs rb2,l5,farm,socksdirect --json "$tmp/ops.json" >/dev/null ||
 	fail "--mode ops"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert [v['errors'] for v in d['variants']]==[0]*4 and d['mode']=='ops', d" "$tmp/ops.json" ||
 	fail "--mode ops: errors"
@@ -68,7 +68,7 @@ PY
 grep -q "ratios of medians" "$tmp/bw.txt" || fail "bw table"
 
 "$perf" "${eal[@]}" --file-prefix "smk$$b" -- --mode bw --size 1000 \
-	--transport shm,mode=copy --duration 0.2 --rounds 2 --json "$tmp/bwd.json" >/dev/null
+	--transport shm,mode=copy --seconds 0.2 --rounds 2 --json "$tmp/bwd.json" >/dev/null
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); v=d['variants'][0]; assert v['errors']==0 and v['median_mmsg_s']>0, v" "$tmp/bwd.json"
 
 "$perf" "${eal[@]}" --file-prefix "smk$$c" -- --mode lat --size 64 \
@@ -93,7 +93,7 @@ assert d["sleeps"] > 100, d
 assert d["idle_cpu_pct_adaptive"] * 5 < d["idle_cpu_pct_poll"], d
 assert d["busy_mps_adaptive"] > 0 and d["busy_mps_poll"] > 0, d
 PY
-expect_error "mode wake runs one design" --mode wake --preset l5
+expect_error "mode wake runs one design" --mode wake --designs l5
 expect_error "bw --channels takes one count" --channels 1,8
 # Doorbells across channels: on a lane, one doorbell per sender pass for all
 # its channels; each on its own QP, one per channel flush. Nothing lost.
@@ -123,7 +123,7 @@ expect_error "cannot (use verbs, or loop" --mode bulk --transport shm
 # The paper's designs side by side, and each sync policy, delivering
 # everything; an unknown design is refused.
 "$perf" "${eal[@]}" --file-prefix "smk$$d" -- --mode bw --size 64 --slots 128 \
-	--preset rb2,farm,l5 --count 100000 --rounds 2 --json "$tmp/pre.json" > "$tmp/pre.txt"
+	--designs rb2,farm,l5 --count 100000 --rounds 2 --json "$tmp/pre.json" > "$tmp/pre.txt"
 python3 - "$tmp/pre.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -145,7 +145,7 @@ grep -q "rb2 / farm" "$tmp/pre.txt" || fail "preset ratios"
 # of two posts per message (three where it wraps), every 4096th signaled
 # and waited for, the reader's position READ when the ring is full.
 "$perf" "${eal[@]}" --file-prefix "smk$$d" -- --mode bw --transport shm,mode=copy --size 200 \
-	--slots 64 --preset l5 --count 50000 --rounds 1 --json "$tmp/l5.json" >/dev/null ||
+	--slots 64 --designs l5 --count 50000 --rounds 1 --json "$tmp/l5.json" >/dev/null ||
 	fail "l5 over WRITEs"
 python3 - "$tmp/l5.json" <<'PY'
 import json, sys
@@ -158,11 +158,11 @@ assert 2 * n < tx["writes"] <= 2 * n + tx["wrapped"], tx
 assert tx["signaled"] == (n + 4095) // 4096 and tx["head_reads"] > 0, tx
 assert tx["posts"] == 2 * n + tx["head_reads"], tx
 PY
-"$perf" "${eal[@]}" --file-prefix "smk$$d" -- --mode lat --size 64 --preset l5 --count 2000 \
+"$perf" "${eal[@]}" --file-prefix "smk$$d" -- --mode lat --size 64 --designs l5 --count 2000 \
 	--warmup 100 --json "$tmp/l5lat.json" >/dev/null || fail "lat on L5's ring"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['errors']==0 and d['design']=='l5' and d['copies']=='in+out+zero', d" "$tmp/l5lat.json" ||
 	fail "lat on L5's ring: errors"
-expect_error "connects its halves within one process" --mode bw --preset l5 --pairs 1
+expect_error "connects its halves within one process" --mode bw --designs l5 --pairs 1
 for pol in "--head-sync pull" "--tail-sync poll" "--tail-sync imm" "--head-sync pull --tail-sync poll"; do
 	# shellcheck disable=SC2086
 	"$perf" "${eal[@]}" --file-prefix "smk$$e" -- --mode bw --size 100 --count 100000 \
@@ -171,7 +171,7 @@ for pol in "--head-sync pull" "--tail-sync poll" "--tail-sync imm" "--head-sync 
 		fail "bw $pol: errors"
 done
 "$perf" "${eal[@]}" --file-prefix "smk$$f" -- --mode bw --size 64 --slots 128 \
-	--preset socksdirect,push+cq,pull+cq --count 100000 --rounds 1 --json "$tmp/imm.json" >/dev/null ||
+	--designs socksdirect,push+cq,pull+cq --count 100000 --rounds 1 --json "$tmp/imm.json" >/dev/null ||
 	fail "WRITE_WITH_IMM presets"
 python3 - "$tmp/imm.json" <<'PY'
 import json, sys
@@ -187,7 +187,7 @@ python3 -c "import json,sys; v=json.load(open(sys.argv[1]))['variants'][0]; asse
 # Per-preset :fixed / :var (the eval's RB2 next to FaRM with its lengths),
 # and the M4 / M7 ablation switches, delivering everything.
 "$perf" "${eal[@]}" --file-prefix "smk$$h" -- --mode bw --size 64 --slots 128 \
-	--preset rb2:fixed,farm,l5:fixed,rb2:var --count 100000 --rounds 1 \
+	--designs rb2:fixed,farm,l5:fixed,rb2:var --count 100000 --rounds 1 \
 	--json "$tmp/fix.json" >/dev/null || fail "presets with :fixed / :var"
 python3 - "$tmp/fix.json" <<'PY'
 import json, sys
@@ -213,7 +213,7 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['pairs']==
 	>/dev/null 2>"$tmp/err.txt" && fail "--pairs 2 on two lcores accepted"
 grep -q "needs 4 lcores" "$tmp/err.txt" || fail "--pairs: unclear error"
 # The ablation switches apply over a preset; --policy sets both syncs.
-"$perf" "${eal[@]}" --file-prefix "smk$$l" -- --mode bw --size 64 --preset rb2 \
+"$perf" "${eal[@]}" --file-prefix "smk$$l" -- --mode bw --size 64 --designs rb2 \
 	--no-batching --count 50000 --rounds 1 --json "$tmp/m2.json" >/dev/null || fail "--no-batching"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); t=d['variants'][0]['stats']['tx']; assert d['variants'][0]['errors']==0 and t['tail_writes']==t['messages'], t" "$tmp/m2.json" ||
 	fail "--no-batching over the rb2 preset still batches"
@@ -226,10 +226,16 @@ if [ "$(ls -d /sys/devices/system/node/node* 2>/dev/null | wc -l)" -lt 2 ]; then
 		fail "--wrong-numa accepted on one NUMA node"
 	grep -q "needs two NUMA nodes" "$tmp/err.txt" || fail "--wrong-numa: unclear error"
 fi
-"$perf" "${eal[@]}" --file-prefix "smk$$j" -- --mode bw --preset rb2:fast \
+"$perf" "${eal[@]}" --file-prefix "smk$$j" -- --mode bw --designs rb2:fast \
 	>/dev/null 2>"$tmp/err.txt" && fail "unknown preset suffix accepted"
 grep -q "unknown suffix 'fast'" "$tmp/err.txt" || fail "unknown preset suffix: unclear error"
-"$perf" "${eal[@]}" --file-prefix "smk$$f" -- --mode bw --preset nosuch \
+"$perf" "${eal[@]}" --file-prefix "smk$$f" -- --mode bw --designs nosuch \
 	>/dev/null 2>"$tmp/err.txt" && fail "unknown preset accepted"
 grep -q "unknown preset 'nosuch'" "$tmp/err.txt" || fail "unknown preset: unclear error"
+# The older spellings still work, and say the one every benchmark uses now.
+"$perf" "${eal[@]}" --file-prefix "smk$$o" -- --mode bw --preset rb2 --duration 0.05 \
+	--rounds 1 >/dev/null 2>"$tmp/err.txt" || fail "--preset/--duration (older spellings) refused"
+grep -q -- "--preset is now spelled --designs" "$tmp/err.txt" &&
+	grep -q -- "--duration is now spelled --seconds" "$tmp/err.txt" ||
+	fail "the older spellings are not named: $(cat "$tmp/err.txt")"
 echo "smoke_perf: ok"

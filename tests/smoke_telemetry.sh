@@ -23,7 +23,7 @@ out=$(mktemp)
 # of them. A killed app leaves its runtime directory: removed here.
 trap 'rm -f "$out"; kill "$pid" 2>/dev/null || true; for p in smktel smktelc smktelm smktelr; do rm -rf "/var/run/dpdk/$p$$"; done' EXIT
 "$perf" -l 0-1 --no-pci --no-huge -m 512 --file-prefix "$prefix" --log-level lib.eal:error -- \
-	--mode bw --size 64 --duration 60 --rounds 1 >/dev/null &
+	--mode bw --size 64 --seconds 60 --rounds 1 >/dev/null &
 pid=$!
 ok=0
 for _ in $(seq 1 40); do
@@ -78,7 +78,7 @@ query() {
 # number (shm: two queues), and each connection's credit and counts.
 prefix="smktelc$$"
 "$connperf" -l 0-1 --no-pci --no-huge -m 512 --file-prefix "$prefix" --log-level lib.eal:error -- \
-	--modes shared --conns 16 --seconds 60 --rounds 1 >/dev/null &
+	--designs shared --conns 16 --seconds 60 --rounds 1 >/dev/null &
 pid=$!
 query "$prefix" 'any(e for e in r.get("/rb2/conn/endpoints", []))' /rb2/conn/endpoints
 ep=$(replies 'r["/rb2/conn/endpoints"][0]')
@@ -107,7 +107,7 @@ wait "$pid" 2>/dev/null || true
 # their registration caches show.
 prefix="smktelr$$"
 "$connperf" -l 0-1 --no-pci --no-huge -m 512 --file-prefix "$prefix" --log-level lib.eal:error -- \
-	--transport loop --modes lent --size 65536 --seconds 60 --rounds 1 >/dev/null &
+	--transport loop --designs lent --size 65536 --seconds 60 --rounds 1 >/dev/null &
 pid=$!
 query "$prefix" 'any(e for e in r.get("/rb2/conn/endpoints", []))' /rb2/conn/endpoints
 a=$(replies '[e for e in r["/rb2/conn/endpoints"] if e.endswith("a0")][0]')

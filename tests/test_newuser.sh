@@ -187,11 +187,11 @@ expect "rb2-http: --port 70000 is refused" 2 "--port 70000: a whole number from 
 expect "rb2-connperf: --lat 0 is refused, not ignored" 2 "--lat 0: a whole number from 1" \
 	"$build/apps/rb2-connperf/rb2-connperf" -l 0-1 --no-pci --no-huge -m 64 $quiet \
 	--file-prefix "${pfx}n6" -- --lat 0
-expect "rb2-connperf: --modes bogus lists every mode" 2 "shared, perconn, bare or lent" \
+expect "rb2-connperf: --designs bogus lists every mode" 2 "shared, perconn, bare or lent" \
 	"$build/apps/rb2-connperf/rb2-connperf" -l 0-1 --no-pci --no-huge -m 64 $quiet \
-	--file-prefix "${pfx}n7" -- --modes bogus
+	--file-prefix "${pfx}n7" -- --designs bogus
 "$build/apps/rb2-connperf/rb2-connperf" -l 0-1 --no-pci --no-huge -m 256 $quiet \
-	--file-prefix "${pfx}lat" -- --modes shared --lat 2000 --rounds 1 >"$tmp/lat" 2>&1
+	--file-prefix "${pfx}lat" -- --designs shared --lat 2000 --rounds 1 >"$tmp/lat" 2>&1
 grep -q '"test": "latency"' "$tmp/lat" && ! grep -q gbit_per_s "$tmp/lat" &&
 	ok "rb2-connperf's latency JSON carries no Gb/s made from a round trip" ||
 	{ fail "rb2-connperf latency JSON"; tail -3 "$tmp/lat"; }

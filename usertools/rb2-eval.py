@@ -128,8 +128,8 @@ def ring_mb(r, size, channels):
 def bw(r, o, size, presets, extra=()):
     """One interleaved bw run: {preset: median Mmsg/s}."""
     specs = [spec_of(p) for p in presets]
-    d = r.perf_json(["--mode", "bw", *geometry(size), "--preset", ",".join(specs),
-                     "--rounds", str(o.rounds), "--duration", str(o.duration), *extra],
+    d = r.perf_json(["--mode", "bw", *geometry(size), "--designs", ",".join(specs),
+                     "--rounds", str(o.rounds), "--seconds", str(o.duration), *extra],
                     mb=ring_mb(r, size, len(presets)))
     for v in d["variants"]:
         if v["errors"]:
@@ -153,7 +153,7 @@ def lat(r, o, size, presets, extra=()):
     count, warm = lat_count(o, size)
     for _ in range(o.lat_rounds):
         for p in presets:
-            d = r.perf_json(["--mode", "lat", *geometry(size), "--preset", spec_of(p),
+            d = r.perf_json(["--mode", "lat", *geometry(size), "--designs", spec_of(p),
                              "--count", str(count), "--warmup", str(warm), *extra],
                             mb=ring_mb(r, size, 2))
             if d.get("errors"):
@@ -250,9 +250,9 @@ def fig7(r, o, res):
     rows = []
     for k in range(1, pairs + 1):
         progress(f"fig7: {k} pair{'s' if k > 1 else ''} of {pairs}")
-        d = r.perf_json(["--mode", "bw", *geometry(64), "--preset", "rb2:fixed",
+        d = r.perf_json(["--mode", "bw", *geometry(64), "--designs", "rb2:fixed",
                          "--pairs", str(k), "--rounds", str(o.rounds),
-                         "--duration", str(o.duration)], lcores=2 * k)
+                         "--seconds", str(o.duration)], lcores=2 * k)
         if d["errors"]:
             raise RuntimeError(f"fig7 {k} pairs: {d['errors']} messages lost or corrupt")
         rows.append({"pairs": k, "rb2 mmsg_s": d["median_mmsg_s"],
@@ -305,8 +305,8 @@ def table2(r, o, res):
             for m, _, args, na in variants:
                 if na is not None or (m == "M8" and not huge_ok):
                     continue
-                d = r.perf_json(["--mode", "bw", *geometry(s), "--preset", "push+wt:fixed",
-                                 "--rounds", "1", "--duration", str(o.duration), *args],
+                d = r.perf_json(["--mode", "bw", *geometry(s), "--designs", "push+wt:fixed",
+                                 "--rounds", "1", "--seconds", str(o.duration), *args],
                                 huge=(huge_ok and m != "M8"), mb=mb)
                 got.setdefault(m, []).append(d["variants"][0]["median_mmsg_s"])
         m1 = statistics.median(got["M1"])
@@ -711,12 +711,12 @@ def report_cases(out, res):
                       "other designs run under rb2 connections: all connections share one "
                       "channel pair, each frame is copied into its connection's receive "
                       "buffer, credits flow back, and the endpoint is polled as a whole. The "
-                      "rings alone ping-pong alike here (`rb2-perf --mode lat --preset rb2` "
-                      "and `--preset l5`, interleaved, 64 B: 240-270 ns against 250-260 ns "
+                      "rings alone ping-pong alike here (`rb2-perf --mode lat --designs rb2` "
+                      "and `--designs l5`, interleaved, 64 B: 240-270 ns against 250-260 ns "
                       "round trips in the same placement of the vCPUs). On shm a WR costs "
                       "nothing, so L5's two per message do not count against it. In return, "
                       "L5 needs a ring pair (and, over verbs, a QP pair) per connection. "
-                      "To split the layer's cost on a machine: `rb2-connperf --modes shared,bare "
+                      "To split the layer's cost on a machine: `rb2-connperf --designs shared,bare "
                       "--lat 100000 --one-lcore` times its code alone (both ends on one lcore), "
                       "and `--one-way` splits the cross-core round trip at the echo "
                       "(doc/eval/conn.md, *The layer's cost against a bare channel*)."]
@@ -1042,7 +1042,8 @@ def main():
     ap.add_argument("--sizes", dest="sizes_arg", default=None,
                     help="message sizes, comma-separated bytes")
     ap.add_argument("--rounds", type=int, default=None, help="bw rounds per variant")
-    ap.add_argument("--duration", type=float, default=None, help="seconds per bw round")
+    ap.add_argument("--seconds", "--duration", dest="duration", type=float, default=None,
+                    help="seconds per bw round (--duration: its older spelling)")
     ap.add_argument("--lat-rounds", type=int, default=None, help="latency runs per variant")
     ap.add_argument("--lat-count", type=int, default=None,
                     help="measured round trips (paper: 300000; fewer for large sizes)")

@@ -17,7 +17,7 @@ made the code do more work. The build trees must not use -march=native
 
 Each set is one rb2-perf argument list (after '--'); the defaults are the
 issue-tracker's checks of the channel's fast path: --compare at 64 and 40 B
-and --preset rb2,farm,l5,socksdirect at 64 B. Prints one JSON object: for
+and --designs rb2,farm,l5,socksdirect at 64 B. Prints one JSON object: for
 every set and variant, each build's median over its runs (of rb2-perf's own
 per-run medians) and the ratio new/old. Where a set runs DPDK's rte_ring in
 the same process (--compare), each run is also divided by that run's
@@ -35,7 +35,7 @@ import tempfile
 DEFAULT_SETS = {
     "compare64": "--mode bw --size 64 --compare --rounds 3 --count 3000000",
     "compare40": "--mode bw --size 40 --compare --rounds 3 --count 3000000",
-    "presets64": "--mode bw --size 64 --preset rb2:fixed,farm,l5:fixed,socksdirect:fixed "
+    "presets64": "--mode bw --size 64 --designs rb2:fixed,farm,l5:fixed,socksdirect:fixed "
                  "--rounds 3 --count 1000000",
 }
 
@@ -64,7 +64,7 @@ def callgrind(build, transport, preset, tmp):
            "--callgrind-out-file=" + out, perf, "-l", "0", "--no-pci", "--no-huge", "-m", "256",
            "--file-prefix", "rb2cg%d" % os.getpid(), "--log-level=lib.eal:error", "--",
            "--mode", "ops", "--transport", transport, "--count", str(CG_COUNT),
-           "--preset", preset]
+           "--designs", preset]
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         sys.exit("callgrind run failed (%s): %s\n%s" % (build, " ".join(cmd), r.stderr[-2000:]))

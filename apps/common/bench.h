@@ -18,7 +18,9 @@
  * not as the ratio of the medians.
  */
 
+#include <getopt.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
@@ -43,5 +45,79 @@ json_t *bench_json_rounds(const double *v, unsigned int n);
 /* Write @doc (taken) as one line on stdout, and, if @path is not NULL, to
  * that file too. 0, or -1 after saying why (as @prog). */
 int bench_json_emit(json_t *doc, const char *path, const char *prog);
+
+/* One variant's run in one round: its figure in *@figure; 0, or -1 after
+ * saying why. */
+typedef int bench_run_fn(void *ctx, unsigned int variant, unsigned int round, double *figure);
+
+/*
+ * The interleaved rounds every benchmark runs: in each of @rounds rounds,
+ * variant 0, 1, ... @variants - 1 run in turn, so that every variant's
+ * rounds sit close in time to the others' and a per-round ratio compares
+ * like with like. Figures land in @figures[variant * @rounds + round]. After
+ * each round "PROG: round r/R done" goes to stderr (a long run shows it is
+ * alive). 0, or -1 at the first run that failed.
+ */
+int bench_rounds_run(const char *prog, unsigned int rounds, unsigned int variants,
+		     bench_run_fn *run, void *ctx, double *figures);
+
+/*
+ * Options as a table. Every benchmark spells what they share one way:
+ *
+ *   --transport SPEC   the transport and its arguments (rb2_xport.h)
+ *   --size BYTES       the message size
+ *   --rounds R         interleaved rounds
+ *   --seconds S        measured time per round and variant
+ *   --designs LIST     the variants compared in each round
+ *   --json FILE        every figure, as one JSON document
+ *
+ * and describes every option, these and its own, in one array of struct
+ * bench_opt, from which both getopt_long's array and --help are made: an
+ * option's name, range, destination and help sit in one row, so they cannot
+ * drift apart. An older spelling (the row's @was) is still accepted, with a
+ * one-line notice naming the new one.
+ */
+enum bench_opt_type {
+	BENCH_END,      /* ends the table */
+	BENCH_TEXT,     /* not an option: a paragraph of --help (@help) */
+	BENCH_FLAG,     /* no argument: *(int *)dst = 1 */
+	BENCH_UINT,     /* *(unsigned int *)dst, @min..@max; k, M, G suffixes */
+	BENCH_U64,      /* *(uint64_t *)dst, @min..@max; k, M, G suffixes */
+	BENCH_REAL,     /* *(double *)dst, @min..@max */
+	BENCH_STR,      /* *(const char **)dst = the argument */
+	BENCH_CALL,     /* @call(prog, argument, dst): 0, or -1 after saying why */
+	BENCH_HELP,     /* --help: the usage on stdout, then exit(0) */
+};
+
+struct bench_opt {
+	const char *name;          /* without "--" */
+	enum bench_opt_type type;
+	void *dst;
+	double min, max;           /* BENCH_UINT, BENCH_U64, BENCH_REAL */
+	int (*call)(const char *prog, const char *arg, void *dst);
+	const char *arg;           /* its argument in --help: "N", "SEC" */
+	const char *help;          /* one paragraph, wrapped to 80 columns; "\n"
+				    * breaks a line */
+	const char *was;           /* an older name, still accepted, or NULL */
+	int given;                 /* set by bench_opts_parse() */
+};
+
+/* The usage: "usage: PROG SYNOPSIS", then every row of @t. */
+void bench_opts_usage(FILE *f, const char *prog, const char *synopsis,
+		      const struct bench_opt *t);
+
+/* getopt_long()'s array for @t (every row's name and older name; what
+ * rb2_app_run() is told), malloc()ed; NULL without memory. */
+struct option *bench_opts_long(const struct bench_opt *t);
+
+/* Parse @argc/@argv (argv[0] the program; getopt_long from optind = 1) into
+ * the rows' destinations, setting each given row's @given. No positional
+ * argument is taken. --help prints the usage and exits. 0, or -1 after
+ * saying why (as @prog). */
+int bench_opts_parse(const char *prog, const char *synopsis, struct bench_opt *t,
+		     int argc, char **argv);
+
+/* Whether the option @name of @t was given (after bench_opts_parse()). */
+int bench_opt_given(const struct bench_opt *t, const char *name);
 
 #endif /* RB2_BENCH_H */

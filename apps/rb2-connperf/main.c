@@ -6,8 +6,8 @@
  * rb2-connperf: connections over RB² channels, measured (RaaS's Fig. 6 and
  * the cost of the connection layer), between two lcores of one process.
  *
- *   rb2-connperf [EAL args] -- --modes shared,perconn --conns 1000 --size 64
- *   rb2-connperf [EAL args] -- --modes shared,bare --lat 100000
+ *   rb2-connperf [EAL args] -- --designs shared,perconn --conns 1000 --size 64
+ *   rb2-connperf [EAL args] -- --designs shared,bare --lat 100000
  *
  * Modes, measured in interleaved rounds of one run (this machine's rates
  * swing with core placement; only ratios within a run mean anything):
@@ -67,6 +67,7 @@ struct opts {
 	int one_way;            /* --lat: stamp both ends, split the round trip */
 	unsigned int wake;      /* blocking-mode wake-ups (0: not that test) */
 	const char *transport;  /* rb2_xport_open_spec() */
+	const char *json;       /* the JSON object into this file too, or NULL */
 	int mr_cost;            /* registration against copying, and the cache */
 	int zc;                 /* receive with rb2_conn_recv_zc() */
 	unsigned int ring_scale; /* forward rings' slots x this (0: shared ones
@@ -110,178 +111,140 @@ struct bench {
 	unsigned int n_in;
 };
 
-static void
-usage(FILE *f, const char *prog)
+/* --designs LIST: the connection designs, a bit each. */
+static int
+parse_designs(const char *prog, const char *arg, void *dst)
 {
-	fprintf(f,
-"usage: %s [EAL args] -- [options]\n"
-"\n"
-"Streams messages over connections between two lcores (EAL args must give two,\n"
-"e.g. -l 0-1) and prints one JSON object.\n"
-"\n"
-"  --modes LIST         comma-separated, run in interleaved rounds (default\n"
-"                       shared,perconn): shared: every connection over one\n"
-"                       channel pair; perconn: a channel pair per connection;\n"
-"                       bare: one RB2 channel without the connection layer\n"
-"                       (--conns 1 only); lent: as shared, each message lent\n"
-"                       from one of %d sender buffers and READ into the\n"
-"                       receiver's (a transport that READs: loop, verbs)\n"
-"  --conns N[,N...]     connections (default 1); each count is a variant of\n"
-"                       each mode, all in the same interleaved rounds (perconn\n"
-"                       is left out above %d: DPDK's memzone limit)\n"
-"  --size BYTES         message size (default 64)\n"
-"  --seconds S          measured time per round and mode (default 1)\n"
-"  --rounds R           rounds (default 5, max %d)\n"
-"  --window BYTES       each connection's receive window (default: 64 KiB, or\n"
-"                       two messages' worth, whichever is more)\n"
-"  --lat N              ping-pong N round trips on connection 0 per round\n"
-"                       (flushing each message) instead of streaming\n"
-"  --one-way            with --lat: split each round trip at the echo, from\n"
-"                       TSC stamps taken on both lcores (the TSC must be\n"
-"                       invariant and in step across cores, as on current x86\n"
-"                       and KVM): the request's flight (the pinger's flush to\n"
-"                       the echo's receive), the echo's turnaround and the\n"
-"                       reply's flight, p50s per variant (four stamps a round\n"
-"                       trip: each adds a TSC read, 12 ns on some VMs)\n"
-"  --one-lcore          with --lat: both ends on this lcore, in turns (send,\n"
-"                       receive, send back, receive back): no line crosses a\n"
-"                       core, so a round trip is the code's own cost, which\n"
-"                       the cross-core figure holds beside the cost of moving\n"
-"                       lines (doc/eval/conn.md, the layer's cost)\n"
-"  --wake N             blocking mode (shared, 1 connection): the reader idles\n"
-"                       in rb2_conn_ep_wait() for a second (its CPU use is\n"
-"                       reported), then is woken N times, 1 ms apart (the\n"
-"                       wake-up latency is reported)\n"
-"  --spin-us U          blocking mode: poll U us before sleeping (default 0)\n"
-"  --transport SPEC     the channels' transport (default shm; verbs,dev=rxe0:\n"
-"                       QPs connected within this process)\n"
-"  --zc                 receive in place (rb2_conn_recv_zc, reading each line,\n"
-"                       then rb2_conn_release) instead of copying out\n"
-"  --ring-scale S       every forward ring (bare, shared, per connection) has S\n"
-"                       times the slots (default: shared rings grow with their\n"
-"                       connections, up to 16 times; others 1 time)\n"
-"  --mr-cost            on a transport that registers memory (verbs): the cost\n"
-"                       of registering a buffer (and deregistering it) against\n"
-"                       copying it, 4 KiB to 64 MiB, the size where they cross\n"
-"                       (RaaS's copy/register threshold), and the registration\n"
-"                       cache's hit rate and cost on a repeating workload\n"
-"  --help\n", prog, LENT_BUFS, PERCONN_MAX, MAX_ROUNDS);
+	char list[128], *save = NULL;
+	unsigned int *modes = dst;
+
+	snprintf(list, sizeof(list), "%s", arg);
+	*modes = 0;
+	for (char *tok = strtok_r(list, ",", &save); tok != NULL;
+	     tok = strtok_r(NULL, ",", &save)) {
+		int m;
+
+		for (m = 0; m < NMODES && strcmp(tok, mode_name[m]) != 0; m++)
+			;
+		if (m == NMODES) {
+			fprintf(stderr, "%s: --designs: '%s' is not shared, perconn, bare or lent\n",
+				prog, tok);
+			return -1;
+		}
+		*modes |= 1u << m;
+	}
+	return 0;
 }
 
-/* Every numeric option's range (app_opt.h): a window or a count of round
- * trips of 0 is refused, not taken as "the default". */
-static const struct app_num_opt num_opts[] = {
-	{'s', 8, 1u << 24}, {'r', 1, MAX_ROUNDS}, {'w', 64, 1u << 30}, {'l', 1, 1u << 30},
-	{'W', 1, 1u << 30}, {'P', 0, 1000000}, {'R', 1, 1024}, {0, 0, 0},
+/* --conns N[,N...]: the connection counts, a variant each. */
+static int
+parse_conns(const char *prog, const char *arg, void *dst)
+{
+	struct opts *o = dst;
+	char list[128], *save = NULL;
+
+	snprintf(list, sizeof(list), "%s", arg);
+	o->n_conns = 0;
+	for (char *tok = strtok_r(list, ",", &save); tok != NULL;
+	     tok = strtok_r(NULL, ",", &save)) {
+		uint64_t n;
+
+		if (o->n_conns == MAX_CONNS_LIST || app_parse_u64(tok, &n) < 0 || n == 0 ||
+		    n > RB2_CONN_MAX) {
+			fprintf(stderr, "%s: --conns %s: up to %d counts, each 1..%u\n", prog, arg,
+				MAX_CONNS_LIST, RB2_CONN_MAX);
+			return -1;
+		}
+		o->conns[o->n_conns++] = (unsigned int)n;
+	}
+	return 0;
+}
+
+static struct opts opt = {
+	.modes = 1u << SHARED | 1u << PERCONN, .conns = {1}, .n_conns = 1, .size = 64,
+	.seconds = 1, .rounds = 5, .transport = "shm",
 };
 
-/* The options after '--' (also told apart before it: rb2_app_run()). */
-static const struct option lo[] = {
-	{"modes", required_argument, NULL, 'm'},
-	{"conns", required_argument, NULL, 'c'},
-	{"size", required_argument, NULL, 's'},
-	{"seconds", required_argument, NULL, 'S'},
-	{"rounds", required_argument, NULL, 'r'},
-	{"window", required_argument, NULL, 'w'},
-	{"lat", required_argument, NULL, 'l'},
-	{"one-lcore", no_argument, NULL, 'O'},
-	{"one-way", no_argument, NULL, 'F'},
-	{"wake", required_argument, NULL, 'W'},
-	{"spin-us", required_argument, NULL, 'P'},
-	{"transport", required_argument, NULL, 't'},
-	{"mr-cost", no_argument, NULL, 'M'},
-	{"ring-scale", required_argument, NULL, 'R'},
-	{"zc", no_argument, NULL, 'Z'},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
+#define SYNOPSIS "[EAL args] -- [options]"
+
+/* Every option: its range, its destination and its help (bench.h). A window
+ * or a count of round trips of 0 is refused, not taken as "the default". */
+static struct bench_opt table[] = {
+	{ .type = BENCH_TEXT, .help = "Streams messages over connections between two lcores "
+	  "(EAL args must give two, e.g. -l 0-1) and prints one JSON object: the connection "
+	  "layer measured, RaaS's Fig. 6 (designs of connections over channels)." },
+	{ .type = BENCH_TEXT, .help = "What every rb2 benchmark shares:" },
+	{ "transport", BENCH_STR, &opt.transport, .arg = "SPEC",
+	  .help = "the channels' transport (default shm; verbs,dev=rxe0: QPs connected within "
+	  "this process)" },
+	{ "size", BENCH_UINT, &opt.size, 8, 1u << 24, .arg = "BYTES",
+	  .help = "message size (default 64)" },
+	{ "rounds", BENCH_UINT, &opt.rounds, 1, MAX_ROUNDS, .arg = "R",
+	  .help = "rounds, every design run once in each (default 5, max " RTE_STR(MAX_ROUNDS) ")" },
+	{ "seconds", BENCH_REAL, &opt.seconds, 1e-3, 3600, .arg = "S",
+	  .help = "measured time per round and design (default 1)" },
+	{ "designs", BENCH_CALL, &opt.modes, .call = parse_designs, .arg = "LIST", .was = "modes",
+	  .help = "comma-separated, run in interleaved rounds (default shared,perconn): shared: "
+	  "every connection over one channel pair; perconn: a channel pair per connection; "
+	  "bare: one RB2 channel without the connection layer (--conns 1 only); lent: as "
+	  "shared, each message lent from one of " RTE_STR(LENT_BUFS) " sender buffers and "
+	  "READ into the receiver's (a transport that READs: loop, verbs)" },
+	{ "json", BENCH_STR, &opt.json, .arg = "FILE",
+	  .help = "the JSON object into FILE too (it is always printed on stdout)" },
+	{ .type = BENCH_TEXT, .help = "Its own:" },
+	{ "conns", BENCH_CALL, &opt, .call = parse_conns, .arg = "N[,N...]",
+	  .help = "connections (default 1); each count is a variant of each design, all in "
+	  "the same interleaved rounds (perconn is left out above " RTE_STR(PERCONN_MAX)
+	  ": DPDK's memzone limit)" },
+	{ "window", BENCH_UINT, &opt.window, 64, 1u << 30, .arg = "BYTES",
+	  .help = "each connection's receive window (default: 64 KiB, or two messages' "
+	  "worth, whichever is more)" },
+	{ "lat", BENCH_UINT, &opt.lat, 1, 1u << 30, .arg = "N",
+	  .help = "ping-pong N round trips on connection 0 per round (flushing each "
+	  "message) instead of streaming" },
+	{ "one-way", BENCH_FLAG, &opt.one_way,
+	  .help = "with --lat: split each round trip at the echo, from TSC stamps taken on "
+	  "both lcores (the TSC must be invariant and in step across cores, as on current "
+	  "x86 and KVM): the request's flight (the pinger's flush to the echo's receive), "
+	  "the echo's turnaround and the reply's flight, p50s per variant (four stamps a "
+	  "round trip: each adds a TSC read, 12 ns on some VMs)" },
+	{ "one-lcore", BENCH_FLAG, &opt.one_lcore,
+	  .help = "with --lat: both ends on this lcore, in turns (send, receive, send back, "
+	  "receive back): no line crosses a core, so a round trip is the code's own cost, "
+	  "which the cross-core figure holds beside the cost of moving lines "
+	  "(doc/eval/conn.md, the layer's cost)" },
+	{ "wake", BENCH_UINT, &opt.wake, 1, 1u << 30, .arg = "N",
+	  .help = "blocking mode (shared, 1 connection): the reader idles in "
+	  "rb2_conn_ep_wait() for a second (its CPU use is reported), then is woken N "
+	  "times, 1 ms apart (the wake-up latency is reported)" },
+	{ "spin-us", BENCH_UINT, &opt.spin_us, 0, 1000000, .arg = "U",
+	  .help = "blocking mode: poll U us before sleeping (default 0)" },
+	{ "zc", BENCH_FLAG, &opt.zc,
+	  .help = "receive in place (rb2_conn_recv_zc, reading each line, then "
+	  "rb2_conn_release) instead of copying out" },
+	{ "ring-scale", BENCH_UINT, &opt.ring_scale, 1, 1024, .arg = "S",
+	  .help = "every forward ring (bare, shared, per connection) has S times the slots "
+	  "(default: shared rings grow with their connections, up to 16 times; others 1 "
+	  "time)" },
+	{ "mr-cost", BENCH_FLAG, &opt.mr_cost,
+	  .help = "on a transport that registers memory (verbs): the cost of registering a "
+	  "buffer (and deregistering it) against copying it, 4 KiB to 64 MiB, the size where "
+	  "they cross (RaaS's copy/register threshold), and the registration cache's hit "
+	  "rate and cost on a repeating workload" },
+	{ "help", BENCH_HELP, .help = "this text" },
+	{ .type = BENCH_END },
 };
 
 static int
 parse(int argc, char **argv, struct opts *o)
 {
-	char *list, *tok, *save;
-	int opt;
-
-	*o = (struct opts){ .modes = 1u << SHARED | 1u << PERCONN, .conns = {1},
-			    .n_conns = 1, .size = 64, .seconds = 1, .rounds = 5,
-			    .transport = "shm" };
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		uint64_t v = 0;
-
-		if (optarg != NULL &&
-		    app_opt_num("rb2-connperf", lo, num_opts, opt, optarg, &v) < 0)
-			return -1;
-		switch (opt) {
-		case 'm':
-			o->modes = 0;
-			list = strdup(optarg);
-			for (tok = strtok_r(list, ",", &save); tok != NULL;
-			     tok = strtok_r(NULL, ",", &save)) {
-				int m;
-
-				for (m = 0; m < NMODES && strcmp(tok, mode_name[m]) != 0; m++)
-					;
-				if (m == NMODES) {
-					fprintf(stderr, "rb2-connperf: --modes: '%s' is not "
-						"shared, perconn, bare or lent\n", tok);
-					return -1;
-				}
-				o->modes |= 1u << m;
-			}
-			free(list);
-			break;
-		case 'c':
-			o->n_conns = 0;
-			list = strdup(optarg);
-			for (tok = strtok_r(list, ",", &save); tok != NULL &&
-			     o->n_conns < MAX_CONNS_LIST; tok = strtok_r(NULL, ",", &save)) {
-				unsigned long n = strtoul(tok, NULL, 0);
-
-				if (n == 0 || n > RB2_CONN_MAX) {
-					fprintf(stderr, "rb2-connperf: --conns %s: 1..%u\n",
-						tok, RB2_CONN_MAX);
-					return -1;
-				}
-				o->conns[o->n_conns++] = (unsigned int)n;
-			}
-			free(list);
-			break;
-		case 's': o->size = (uint32_t)v; break;
-		case 'S': {
-			char *end;
-
-			o->seconds = strtod(optarg, &end);
-			if (*end != '\0' || !(o->seconds > 0) || o->seconds > 3600) {
-				fprintf(stderr, "rb2-connperf: --seconds %s: more than 0, at most "
-					"3600\n", optarg);
-				return -1;
-			}
-			break;
-		}
-		case 'r': o->rounds = (unsigned int)v; break;
-		case 'w': o->window = (uint32_t)v; break;
-		case 'l': o->lat = (unsigned int)v; break;
-		case 'W': o->wake = (unsigned int)v; break;
-		case 'P': o->spin_us = (unsigned int)v; break;
-		case 't': o->transport = optarg; break;
-		case 'M': o->mr_cost = 1; break;
-		case 'R': o->ring_scale = (unsigned int)v; break;
-		case 'Z': o->zc = 1; break;
-		case 'O': o->one_lcore = 1; break;
-		case 'F': o->one_way = 1; break;
-		case 'h': usage(stdout, argv[0]); exit(0);
-		default: usage(stderr, argv[0]); return -1;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "rb2-connperf: unexpected argument '%s' (options start with --; "
-			"rb2-connperf --help)\n", argv[optind]);
+	if (bench_opts_parse("rb2-connperf", SYNOPSIS, table, argc, argv) < 0)
 		return -1;
-	}
+	*o = opt;
 	if (o->size < 8 || o->size > (1u << 24) || o->seconds <= 0 || o->modes == 0 ||
 	    o->rounds == 0 || o->rounds > MAX_ROUNDS) {
 		fprintf(stderr, "rb2-connperf: --size must be 8 B..16 MiB, --seconds > 0, "
-			"--rounds 1..%d, and one mode at least\n", MAX_ROUNDS);
+			"--rounds 1..%d, and one design at least\n", MAX_ROUNDS);
 		return -1;
 	}
 	if ((o->one_lcore || o->one_way) && o->lat == 0) {
@@ -295,7 +258,7 @@ parse(int argc, char **argv, struct opts *o)
 		return -1;
 	}
 	if ((o->modes & 1u << LENT) && o->lat) {
-		fprintf(stderr, "rb2-connperf: --modes lent streams (its round trip would be a copy's): "
+		fprintf(stderr, "rb2-connperf: --designs lent streams (its round trip would be a copy's): "
 			"drop --lat, or lent\n");
 		return -1;
 	}
@@ -833,7 +796,7 @@ run_wake(struct bench *b, unsigned int worker)
 			"wake_ns_max", bench_json_real((double)lat[b->o.wake] * ns),
 			"sleeps", (json_int_t)st.sleeps);
 	free(lat);
-	return bench_json_emit(doc, NULL, "rb2-connperf");
+	return bench_json_emit(doc, opt.json, "rb2-connperf");
 }
 
 /* ---- registering against copying ---------------------------------------- */
@@ -943,7 +906,7 @@ run_mr_cost(struct rb2_xport *xp)
 	rb2_mr_cache_destroy(cache);
 	free(src);
 	free(dst);
-	return bench_json_emit(doc, NULL, "rb2-connperf");
+	return bench_json_emit(doc, opt.json, "rb2-connperf");
 }
 
 /* --one-way: the p50s of the measured round trips' three parts, into
@@ -1091,7 +1054,28 @@ print_json(struct bench *b)
 		json_array_append_new(vs, j);
 	}
 	json_object_set_new(doc, "variants", vs);
-	return bench_json_emit(doc, NULL, "rb2-connperf");
+	return bench_json_emit(doc, opt.json, "rb2-connperf");
+}
+
+/* bench_rounds_run()'s view of a round: variant @variant's run_round(),
+ * which keeps its figures (several per round) in the variant itself. */
+struct round_ctx {
+	struct bench *b;
+	unsigned int worker;
+	uint8_t *buf;
+	uint64_t *rtt;
+};
+
+static int
+run_one(void *arg, unsigned int variant, unsigned int round, double *figure)
+{
+	struct round_ctx *rc = arg;
+
+	rc->b->v = &rc->b->vs[variant];
+	if (run_round(rc->b, rc->worker, round, rc->buf, rc->rtt) < 0)
+		return -1;
+	*figure = rc->b->v->result[round];
+	return 0;
 }
 
 /* Everything after the EAL's start: @return the exit status. */
@@ -1167,14 +1151,13 @@ connperf(int argc, char **argv)
 			return 1;
 		}
 	}
-	for (unsigned int r = 0; r < b.o.rounds; r++) {
-		for (unsigned int i = 0; i < b.nv; i++) {
-			b.v = &b.vs[i];
-			if (run_round(&b, worker, r, buf, rtt) < 0)
-				return 1;
-		}
-		fprintf(stderr, "rb2-connperf: round %u/%u done\n", r + 1, b.o.rounds);
-	}
+	struct round_ctx rc = { &b, worker, buf, rtt };
+	double *fig = calloc((size_t)b.nv * b.o.rounds, sizeof(double));
+
+	if (fig == NULL ||
+	    bench_rounds_run("rb2-connperf", b.o.rounds, b.nv, run_one, &rc, fig) < 0)
+		return 1;
+	free(fig);
 	return print_json(&b) < 0 ? 1 : 0;
 }
 
@@ -1182,13 +1165,16 @@ connperf(int argc, char **argv)
 static void
 app_usage(FILE *f)
 {
-	usage(f, "rb2-connperf");
+	bench_opts_usage(f, "rb2-connperf", SYNOPSIS, table);
 }
 
 int
 main(int argc, char **argv)
 {
+	struct option *lo = bench_opts_long(table);
 	const struct rb2_app app = { .name = "rb2-connperf", .usage = app_usage, .options = lo };
+	int ret = rb2_app_run(&app, argc, argv, connperf);
 
-	return rb2_app_run(&app, argc, argv, connperf);
+	free(lo);
+	return ret;
 }

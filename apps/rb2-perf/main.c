@@ -31,442 +31,309 @@
 
 static int preset_sync(struct rb2_chan_params *p, const char *name);
 
-static void
-usage(FILE *f, const char *prog)
+/* --designs LIST, once every other option is read (a design's slot follows
+ * --size and --slot-size wherever they stand on the line). */
+static int
+parse_designs(struct perf_opts *o, const char *arg)
 {
-	fprintf(f,
-"usage: %s [EAL args] -- [options]\n"
-"\n"
-"Measures an RB2 channel between two lcores (EAL args must give two, e.g. -l 0-1).\n"
-"\n"
-"  --mode bw|lat|ops|wake|bulk|lanes  bw: streaming throughput (default); lat:\n"
-"                       ping-pong round trip; ops: both halves on one lcore, in turns: the\n"
-"                       code's own cost per message (repeatable instruction counts\n"
-"                       under callgrind; usertools/rb2-perf-ab.py --callgrind); wake:\n"
-"                       adaptive polling against polling: wake-up latency and idle\n"
-"                       CPU of paced messages, and the rate of a busy stream; bulk:\n"
-"                       4 KiB to 4 MiB messages copied through the ring against\n"
-"                       lent from application memory (rb2_bulk.h), with and without\n"
-"                       the registration cache: the crossover (verbs, or loop)\n"
-"  --mode lanes         K channels between two lcores, each on a QP of its own\n"
-"                       against all on one lane (rb2_xport_lane.h: one QP, one\n"
-"                       doorbell per pass): WRs and doorbells per message, rate\n"
-"  --channels LIST      lanes: channel counts (default 1,8,64; at most 4, each <= 256)\n"
-"  --per-pass N         lanes: messages per channel per sender pass (default 1)\n"
-"                       bw --server/--client: --channels K (one count) streams on K\n"
-"                       channels from one lcore to one lcore, on ports --port + i\n"
-"  --max-inflight W     admission window: WRs in flight per QP at most (0: none;\n"
-"                       else >= 6); the client reports deferrals and the most seen\n"
-"  --lane               bw --server/--client: the K channels on one lane a side,\n"
-"                       so one QP between the processes (rb2_xport_lane.h); the\n"
-"                       window, if any, is then the lane's\n"
-"  --gap-us US          wake: paced messages US microseconds apart (default 1000)\n"
-"  --paced N            wake: paced messages per round (default 2000)\n"
-"  --idle-sleep N       wake: empty polls before the receiver sleeps (default 120,\n"
-"                       RDMAbox's MAX_RETRY)\n"
-"  --transport SPEC     transport and its arguments (default shm):\n"
-"                         shm[,mode=loadstore|copy]\n"
-"                         loop[,lag=N] (one process; lag: completions seen every\n"
-"                         N-th poll), verbs[,dev=NAME,...] (README: Transports)\n"
-"  --size BYTES         message size, >= 8 (default 64)\n"
-"  --count N            bw: messages per round (default 10000000);\n"
-"                       lat: measured round trips (default 100000)\n"
-"  --duration SEC       bw: run each round for SEC seconds instead of --count\n"
-"  --warmup N           lat: warm-up round trips first (default count/10)\n"
-"  --rounds R           bw: rounds per variant, interleaved (default 5, max %d)\n"
-"  --burst B            receiver burst and rte_ring burst (default 32, max 256)\n"
-"  --slots N            ring slots, a power of two (default 1024)\n"
-"  --slot-size S        slot bytes, a multiple of 64 (default: size rounded up to 64;\n"
-"                       --unaligned: of 8)\n"
-"  --alpha A            pointer advancement threshold (bw default 32, lat 1)\n"
-"  --beta B             slot transmission threshold (bw default 16, lat 1)\n"
-"  --gamma G            lazy push threshold (bw default 32, lat 1)\n"
-"  --fixed              fixed-size channel: every message is --size bytes, one\n"
-"                       slot each, and no length crosses the link\n"
-"  --compare            bw: add DPDK rte_ring (element copy and zero-copy APIs),\n"
-"                       and on shm both of its modes, each also fixed-size,\n"
-"                       rounds interleaved\n"
-"  --server             two processes (perftest style): this one receives (bw) or\n"
-"                       echoes (lat); needs a transport with a rendezvous (verbs)\n"
-"  --client HOST        the other process: sends (bw) or pings (lat) to HOST\n"
-"  --peer HOST          lat --server: the client's host (for the reply channel)\n"
-"  --port N             rendezvous port (default 18515; lat also uses N+1)\n"
-"  --preset LIST        bw: the paper's designs, rounds interleaved, each with its\n"
-"                       ratio to rb2: rb2, l5 (L5's own ring, as pfent/L5RDMA\n"
-"                       builds it: length, payload and validity word back to\n"
-"                       back, payload then length WRITE, no batching; in ops\n"
-"                       mode an RB2 channel set up as L5), farm\n"
-"                       (poll message, no batching), socksdirect (WRITE_WITH_IMM\n"
-"                       + CQ polling, a completion per WRITE, 10 in flight), lean\n"
-"                       (RB2's latency mode: one WRITE per message, the head\n"
-"                       pushed every half ring). Each copies as its application\n"
-"                       does (doc/guides/prog_guide/chan.md). Also sync pairs HEAD+TAIL:\n"
-"                       push|pull + wt|cq|poll (alpha/beta/gamma as given).\n"
-"                       A suffix :fixed makes that one a fixed-size channel\n"
-"                       (no length crosses: the paper's slot = message size),\n"
-"                       :var a variable-length one. Each preset's slot also\n"
-"                       holds what its ring adds to a message (a poll\n"
-"                       message's 8-byte marker; the 8-byte length header of\n"
-"                       rb2*, socksdirect and lean :var) unless --slot-size\n"
-"                       is given. lat: one preset\n"
-"  --pairs K            bw: K channel pairs at once, pair i sending from the EAL's\n"
-"                       lcore 2i to lcore 2i+1 (Fig. 7); the sum of their rates\n"
-"  --bounce             bw: no zero copy: build each message in a buffer and copy\n"
-"                       it in; copy it out before reading (ablation M6)\n"
-"  --policy HEAD+TAIL   both sync policies at once: push|pull + wt|cq|poll\n"
-"  Ablations (Table II), applied over any preset:\n"
-"  --no-batching        alpha = beta = gamma = 1 (M2)\n"
-"  --no-sync-ahead      beta = alpha: no slot transmission before the pointer\n"
-"                       advancement (M3)\n"
-"  --no-zero-copy       the same as --bounce (M6)\n"
-"  --wrong-numa         ring memory on another NUMA node than the lcores (M9;\n"
-"                       refused on a one-node machine)\n"
-"  --no-elastic         no elastic threshold: WRITE the tail at every pointer\n"
-"                       advancement, even with the last one in flight (M4)\n"
-"  --unaligned          slots 8 bytes past a cache line, slot size a multiple of\n"
-"                       8 (default: size rounded up to 8): messages packed back\n"
-"                       to back across cache lines (ablation M7)\n"
-"  --head-sync push|pull  lazy push (default) or lazy pull (the sender READs)\n"
-"  --tail-sync wt|imm|poll  write-twice (default), WRITE_WITH_IMM with CQ polling\n"
-"                       (native on verbs, emulated with WRITEs on shm: see\n"
-"                       doc/guides/prog_guide/chan.md), or poll message\n"
-"  --json FILE          write every figure to FILE as JSON\n"
-"  --help               this text\n"
-"\n"
-"example: %s -l 0-1 --no-pci --no-huge -- --mode bw --size 64 --compare\n",
-		prog, PERF_MAX_ROUNDS, prog);
+	char list[128], *save = NULL;
+
+	snprintf(list, sizeof(list), "%s", arg);
+	o->npresets = 0;
+	for (char *t = strtok_r(list, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+		struct rb2_chan_params tp = o->chan;
+
+		if (perf_apply_preset(&tp, t, o) != 0)
+			return -1;
+		if (o->npresets == PERF_MAX_VARIANTS) {
+			fprintf(stderr, "rb2-perf: --designs: at most %d\n", PERF_MAX_VARIANTS);
+			return -1;
+		}
+		if (strlen(t) > 18) { /* "perf-" + it names a channel */
+			fprintf(stderr, "rb2-perf: --designs: the name '%s' is too long\n", t);
+			return -1;
+		}
+		snprintf(o->presets[o->npresets++], sizeof(o->presets[0]), "%s", t);
+	}
+	return 0;
+}
+
+/* ---- options (bench.h's table) -------------------------------------------- */
+
+static struct perf_opts opt;
+/* Set by the table, applied to opt.chan once every option is read. */
+static int opt_no_elastic, opt_unaligned;
+static const char *opt_designs;
+
+static int
+parse_mode(const char *prog, const char *arg, void *dst)
+{
+	static const char *const names[] = {
+		[MODE_BW] = "bw", [MODE_LAT] = "lat", [MODE_OPS] = "ops",
+		[MODE_WAKE] = "wake", [MODE_BULK] = "bulk", [MODE_LANES] = "lanes",
+	};
+
+	for (unsigned int m = 0; m < RTE_DIM(names); m++)
+		if (names[m] != NULL && strcmp(arg, names[m]) == 0) {
+			*(enum perf_mode *)dst = (enum perf_mode)m;
+			return 0;
+		}
+	fprintf(stderr, "%s: --mode %s: bw, lat, ops, wake, bulk or lanes\n", prog, arg);
+	return -1;
 }
 
 static int
-parse_u64(const char *opt, const char *arg, uint64_t min, uint64_t max,
-	  uint64_t *out)
+parse_transport(const char *prog, const char *arg, void *dst)
 {
-	uint64_t v;
-
-	/* k, M, G as every rb2 app takes them (app_opt.h). */
-	if (app_parse_u64(arg, &v) < 0 || v < min || v > max) {
-		fprintf(stderr, "rb2-perf: invalid --%s '%s': expected an integer in [%" PRIu64
-			", %" PRIu64 "]\n", opt, arg, min, max);
+	if (strlen(arg) >= sizeof(opt.transport)) {
+		fprintf(stderr, "%s: --transport %s: longer than %zu characters\n", prog, arg,
+			sizeof(opt.transport) - 1);
 		return -1;
 	}
-	*out = v;
+	strcpy(dst, arg);
 	return 0;
+}
+
+static int
+parse_policy(const char *prog, const char *arg, void *dst)
+{
+	if (strchr(arg, '+') == NULL || strchr(arg, ':') != NULL || preset_sync(dst, arg) != 0) {
+		fprintf(stderr, "%s: --policy %s: HEAD+TAIL expected, push|pull + wt|cq|poll\n",
+			prog, arg);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+parse_head_sync(const char *prog, const char *arg, void *dst)
+{
+	struct rb2_chan_params *p = dst;
+
+	if (strcmp(arg, "push") == 0)
+		p->head_sync = RB2_HEAD_LAZY_PUSH;
+	else if (strcmp(arg, "pull") == 0)
+		p->head_sync = RB2_HEAD_LAZY_PULL;
+	else {
+		fprintf(stderr, "%s: --head-sync %s: push or pull\n", prog, arg);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+parse_tail_sync(const char *prog, const char *arg, void *dst)
+{
+	struct rb2_chan_params *p = dst;
+
+	if (strcmp(arg, "wt") == 0 || strcmp(arg, "write-twice") == 0)
+		p->tail_sync = RB2_TAIL_WRITE_TWICE;
+	else if (strcmp(arg, "poll") == 0)
+		p->tail_sync = RB2_TAIL_POLL_MSG;
+	else if (strcmp(arg, "imm") == 0 || strcmp(arg, "cq") == 0)
+		p->tail_sync = RB2_TAIL_WRITE_IMM;
+	else {
+		fprintf(stderr, "%s: --tail-sync %s: wt, imm or poll\n", prog, arg);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+parse_channels(const char *prog, const char *arg, void *dst)
+{
+	struct perf_opts *o = dst;
+	char list[64], *save = NULL;
+
+	snprintf(list, sizeof(list), "%s", arg);
+	o->nchannels = 0;
+	for (char *t = strtok_r(list, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+
+		if (o->nchannels == PERF_MAX_CHANNEL_COUNTS || app_parse_u64(t, &v) < 0 ||
+		    v < 1 || v > 256) {
+			fprintf(stderr, "%s: --channels %s: up to %d counts of 1 to 256\n", prog, arg,
+				PERF_MAX_CHANNEL_COUNTS);
+			return -1;
+		}
+		o->channels[o->nchannels++] = (unsigned int)v;
+	}
+	return 0;
+}
+
+#define SYNOPSIS "[EAL args] -- [options]"
+
+static struct bench_opt table[] = {
+	{ .type = BENCH_TEXT, .help = "Measures an RB2 channel between two lcores (EAL args "
+	  "must give two, e.g. -l 0-1): the channel layer, in the manner of perftest's "
+	  "ib_write_bw and ib_write_lat." },
+	{ .type = BENCH_TEXT, .help = "What every rb2 benchmark shares:" },
+	{ "transport", BENCH_CALL, opt.transport, .call = parse_transport, .arg = "SPEC",
+	  .help = "transport and its arguments (default shm):\n"
+	  "shm[,mode=loadstore|copy]\n"
+	  "loop[,lag=N] (one process; lag: completions seen every N-th poll)\n"
+	  "verbs[,dev=NAME,...] (doc/guides/prog_guide/xport.md)" },
+	{ "size", BENCH_UINT, &opt.size, 8, 1u << 30, .arg = "BYTES",
+	  .help = "message size, >= 8 (default 64)" },
+	{ "rounds", BENCH_UINT, &opt.rounds, 1, PERF_MAX_ROUNDS, .arg = "R",
+	  .help = "bw: rounds per design, interleaved (default 5, max "
+	  RTE_STR(PERF_MAX_ROUNDS) ")" },
+	{ "seconds", BENCH_REAL, &opt.duration, 1e-3, 3600, .arg = "S", .was = "duration",
+	  .help = "bw: run each round for S seconds instead of --count messages" },
+	{ "designs", BENCH_STR, &opt_designs, .arg = "LIST", .was = "preset",
+	  .help = "bw: the paper's designs, rounds interleaved, each with its ratio to rb2: "
+	  "rb2, l5 (L5's own ring, as pfent/L5RDMA builds it: length, payload and validity "
+	  "word back to back, payload then length WRITE, no batching; in ops mode an RB2 "
+	  "channel set up as L5), farm (poll message, no batching), socksdirect "
+	  "(WRITE_WITH_IMM + CQ polling, a completion per WRITE, 10 in flight), lean (RB2's "
+	  "latency mode: one WRITE per message, the head pushed every half ring). Each copies "
+	  "as its application does (doc/guides/prog_guide/chan.md). Also sync pairs "
+	  "HEAD+TAIL: push|pull + wt|cq|poll (alpha/beta/gamma as given). A suffix :fixed "
+	  "makes that one a fixed-size channel (no length crosses: the paper's slot = message "
+	  "size), :var a variable-length one. Each design's slot also holds what its ring "
+	  "adds to a message (a poll message's 8-byte marker; the 8-byte length header of "
+	  "rb2*, socksdirect and lean :var) unless --slot-size is given. lat: one design" },
+	{ "json", BENCH_STR, &opt.json, .arg = "FILE", .help = "every figure, as JSON, into FILE" },
+	{ .type = BENCH_TEXT, .help = "The experiment:" },
+	{ "mode", BENCH_CALL, &opt.mode, .call = parse_mode, .arg = "MODE",
+	  .help = "bw: streaming throughput (default); lat: ping-pong round trip; ops: both "
+	  "halves on one lcore, in turns: the code's own cost per message (repeatable "
+	  "instruction counts under callgrind; usertools/rb2-perf-ab.py --callgrind); wake: "
+	  "adaptive polling against polling: wake-up latency and idle CPU of paced messages, "
+	  "and the rate of a busy stream; bulk: 4 KiB to 4 MiB messages copied through the "
+	  "ring against lent from application memory (rb2_bulk.h), with and without the "
+	  "registration cache: the crossover (verbs, or loop); lanes: K channels between two "
+	  "lcores, each on a QP of its own against all on one lane (rb2_xport_lane.h: one QP, "
+	  "one doorbell per pass): WRs and doorbells per message, rate" },
+	{ "count", BENCH_U64, &opt.count, 1, (double)(UINT64_MAX / 2), .arg = "N",
+	  .help = "bw: messages per round (default 10000000); lat: measured round trips "
+	  "(default 100000)" },
+	{ "warmup", BENCH_U64, &opt.warmup, 0, (double)(UINT64_MAX / 2), .arg = "N",
+	  .help = "lat: warm-up round trips first (default count/10)" },
+	{ "compare", BENCH_FLAG, &opt.compare,
+	  .help = "bw: add DPDK rte_ring (element copy and zero-copy APIs), and on shm both "
+	  "of its modes, each also fixed-size, rounds interleaved" },
+	{ "pairs", BENCH_UINT, &opt.pairs, 1, PERF_MAX_PAIRS, .arg = "K",
+	  .help = "bw: K channel pairs at once, pair i sending from the EAL's lcore 2i to "
+	  "lcore 2i+1 (Fig. 7); the sum of their rates" },
+	{ "channels", BENCH_CALL, &opt, .call = parse_channels, .arg = "LIST",
+	  .help = "lanes: channel counts (default 1,8,64; at most 4, each <= 256); bw "
+	  "--server/--client: --channels K (one count) streams on K channels from one lcore "
+	  "to one lcore, on ports --port + i" },
+	{ "per-pass", BENCH_UINT, &opt.per_pass, 1, 1024, .arg = "N",
+	  .help = "lanes: messages per channel per sender pass (default 1)" },
+	{ "lane", BENCH_FLAG, &opt.lane,
+	  .help = "bw --server/--client: the K channels on one lane a side, so one QP between "
+	  "the processes (rb2_xport_lane.h); the window, if any, is then the lane's" },
+	{ "gap-us", BENCH_U64, &opt.gap_us, 1, 10000000, .arg = "US",
+	  .help = "wake: paced messages US microseconds apart (default 1000)" },
+	{ "paced", BENCH_U64, &opt.paced, 1, 100000000, .arg = "N",
+	  .help = "wake: paced messages per round (default 2000)" },
+	{ "idle-sleep", BENCH_UINT, &opt.idle_sleep, 1, UINT32_MAX, .arg = "N",
+	  .help = "wake: empty polls before the receiver sleeps (default 120, RDMAbox's "
+	  "MAX_RETRY)" },
+	{ .type = BENCH_TEXT, .help = "The channel:" },
+	{ "burst", BENCH_UINT, &opt.burst, 1, 256, .arg = "B",
+	  .help = "receiver burst and rte_ring burst (default 32, max 256)" },
+	{ "slots", BENCH_UINT, &opt.chan.slots, 2, 1u << 24, .arg = "N",
+	  .help = "ring slots, a power of two (default 1024)" },
+	{ "slot-size", BENCH_UINT, &opt.chan.slot_size, 8, 1u << 30, .arg = "S",
+	  .help = "slot bytes, a multiple of 64 (default: size rounded up to 64; --unaligned: "
+	  "of 8)" },
+	{ "alpha", BENCH_UINT, &opt.chan.alpha, 0, UINT32_MAX, .arg = "A",
+	  .help = "pointer advancement threshold (bw default 32, lat 1)" },
+	{ "beta", BENCH_UINT, &opt.chan.beta, 0, UINT32_MAX, .arg = "B",
+	  .help = "slot transmission threshold (bw default 16, lat 1)" },
+	{ "gamma", BENCH_UINT, &opt.chan.gamma, 0, UINT32_MAX, .arg = "G",
+	  .help = "lazy push threshold (bw default 32, lat 1)" },
+	{ "fixed", BENCH_FLAG, &opt.fixed,
+	  .help = "fixed-size channel: every message is --size bytes, one slot each, and no "
+	  "length crosses the link" },
+	{ "max-inflight", BENCH_UINT, &opt.chan.max_inflight, 0, 1u << 20, .arg = "W",
+	  .help = "admission window: WRs in flight per QP at most (0: none; else >= 6); the "
+	  "client reports deferrals and the most seen" },
+	{ "policy", BENCH_CALL, &opt.chan, .call = parse_policy, .arg = "HEAD+TAIL",
+	  .help = "both sync policies at once: push|pull + wt|cq|poll" },
+	{ "head-sync", BENCH_CALL, &opt.chan, .call = parse_head_sync, .arg = "push|pull",
+	  .help = "lazy push (default) or lazy pull (the sender READs)" },
+	{ "tail-sync", BENCH_CALL, &opt.chan, .call = parse_tail_sync, .arg = "wt|imm|poll",
+	  .help = "write-twice (default), WRITE_WITH_IMM with CQ polling (native on verbs, "
+	  "emulated with WRITEs on shm: see doc/guides/prog_guide/chan.md), or poll message" },
+	{ .type = BENCH_TEXT, .help = "Two processes (perftest style):" },
+	{ "server", BENCH_FLAG, &opt.server,
+	  .help = "this one receives (bw) or echoes (lat); needs a transport with a "
+	  "rendezvous (verbs)" },
+	{ "client", BENCH_STR, &opt.client, .arg = "HOST",
+	  .help = "the other process: sends (bw) or pings (lat) to HOST" },
+	{ "peer", BENCH_STR, &opt.peer, .arg = "HOST",
+	  .help = "lat --server: the client's host (for the reply channel)" },
+	{ "port", BENCH_UINT, &opt.port, 1, 65534, .arg = "N",
+	  .help = "rendezvous port (default 18515; lat also uses N+1)" },
+	{ .type = BENCH_TEXT, .help = "Ablations (Table II), applied over any design:" },
+	{ "no-batching", BENCH_FLAG, &opt.no_batching, .help = "alpha = beta = gamma = 1 (M2)" },
+	{ "no-sync-ahead", BENCH_FLAG, &opt.no_sync_ahead,
+	  .help = "beta = alpha: no slot transmission before the pointer advancement (M3)" },
+	{ "no-elastic", BENCH_FLAG, &opt_no_elastic,
+	  .help = "no elastic threshold: WRITE the tail at every pointer advancement, even "
+	  "with the last one in flight (M4)" },
+	{ "bounce", BENCH_FLAG, &opt.bounce,
+	  .help = "bw: no zero copy: build each message in a buffer and copy it in; copy it "
+	  "out before reading (M6)" },
+	{ "no-zero-copy", BENCH_FLAG, &opt.bounce, .help = "the same as --bounce (M6)" },
+	{ "unaligned", BENCH_FLAG, &opt_unaligned,
+	  .help = "slots 8 bytes past a cache line, slot size a multiple of 8 (default: size "
+	  "rounded up to 8): messages packed back to back across cache lines (M7)" },
+	{ "wrong-numa", BENCH_FLAG, &opt.wrong_numa,
+	  .help = "ring memory on another NUMA node than the lcores (M9; refused on a "
+	  "one-node machine)" },
+	{ "help", BENCH_HELP, .help = "this text" },
+	{ .type = BENCH_TEXT, .help = "example: rb2-perf -l 0-1 --no-pci --no-huge -- --mode bw "
+	  "--size 64 --compare" },
+	{ .type = BENCH_END },
+};
+
+static void
+usage(FILE *f, const char *prog)
+{
+	bench_opts_usage(f, prog, SYNOPSIS, table);
 }
 
 static int
 parse_args(int argc, char **argv, struct perf_opts *o)
 {
-	static const struct option longopts[] = {
-		{"mode", required_argument, NULL, 'm'},
-		{"transport", required_argument, NULL, 't'},
-		{"size", required_argument, NULL, 's'},
-		{"count", required_argument, NULL, 'n'},
-		{"duration", required_argument, NULL, 'D'},
-		{"warmup", required_argument, NULL, 'w'},
-		{"rounds", required_argument, NULL, 'r'},
-		{"burst", required_argument, NULL, 'b'},
-		{"slots", required_argument, NULL, 'N'},
-		{"slot-size", required_argument, NULL, 'S'},
-		{"alpha", required_argument, NULL, 'A'},
-		{"beta", required_argument, NULL, 'B'},
-		{"gamma", required_argument, NULL, 'G'},
-		{"compare", no_argument, NULL, 'c'},
-		{"fixed", no_argument, NULL, 'F'},
-		{"server", no_argument, NULL, 'R'},
-		{"client", required_argument, NULL, 'C'},
-		{"peer", required_argument, NULL, 'P'},
-		{"port", required_argument, NULL, 'O'},
-		{"json", required_argument, NULL, 'j'},
-		{"preset", required_argument, NULL, 'p'},
-		{"bounce", no_argument, NULL, 'X'},
-		{"no-elastic", no_argument, NULL, 'E'},
-		{"pairs", required_argument, NULL, 'K'},
-		{"policy", required_argument, NULL, 'Y'},
-		{"no-batching", no_argument, NULL, '2'},
-		{"no-sync-ahead", no_argument, NULL, '3'},
-		{"no-zero-copy", no_argument, NULL, 'X'},
-		{"wrong-numa", no_argument, NULL, '9'},
-		{"unaligned", no_argument, NULL, 'U'},
-		{"head-sync", required_argument, NULL, 'H'},
-		{"tail-sync", required_argument, NULL, 'T'},
-		{"gap-us", required_argument, NULL, 'g'},
-		{"paced", required_argument, NULL, 'q'},
-		{"idle-sleep", required_argument, NULL, 'i'},
-		{"channels", required_argument, NULL, 'k'},
-		{"per-pass", required_argument, NULL, 'e'},
-		{"max-inflight", required_argument, NULL, 'W'},
-		{"lane", no_argument, NULL, 'L'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	int have_count = 0, have_warmup = 0, have_slot_size = 0;
-	int have_a = 0, have_b = 0, have_g = 0, opt;
-	uint64_t v;
+	int have_count, have_warmup, have_slot_size, have_a, have_b, have_g;
 	char why[160];
 
-	memset(o, 0, sizeof(*o));
-	o->mode = MODE_BW;
-	strcpy(o->transport, "shm");
-	o->size = 64;
-	o->rounds = 5;
-	o->burst = 32;
-	o->port = 18515;
-	o->gap_us = 1000;
-	o->paced = 2000;
-	o->idle_sleep = 120;
-	o->per_pass = 1;
-	o->channels[0] = 1;
-	o->channels[1] = 8;
-	o->channels[2] = 64;
-	o->nchannels = 3;
-	rb2_chan_params_init(&o->chan);
-
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'm':
-			if (strcmp(optarg, "bw") == 0) {
-				o->mode = MODE_BW;
-			} else if (strcmp(optarg, "lat") == 0) {
-				o->mode = MODE_LAT;
-			} else if (strcmp(optarg, "ops") == 0) {
-				o->mode = MODE_OPS;
-			} else if (strcmp(optarg, "wake") == 0) {
-				o->mode = MODE_WAKE;
-			} else if (strcmp(optarg, "bulk") == 0) {
-				o->mode = MODE_BULK;
-			} else if (strcmp(optarg, "lanes") == 0) {
-				o->mode = MODE_LANES;
-			} else {
-				fprintf(stderr, "rb2-perf: invalid --mode '%s': use bw, lat, ops, wake, bulk or lanes\n", optarg);
-				return -1;
-			}
-			break;
-		case 't':
-			if (strlen(optarg) >= sizeof(o->transport)) {
-				fprintf(stderr, "rb2-perf: --transport spec too long\n");
-				return -1;
-			}
-			strcpy(o->transport, optarg);
-			break;
-		case 's':
-			if (parse_u64("size", optarg, 8, 1u << 30, &v) < 0)
-				return -1;
-			o->size = (uint32_t)v;
-			break;
-		case 'n':
-			if (parse_u64("count", optarg, 1, UINT64_MAX / 2, &o->count) < 0)
-				return -1;
-			have_count = 1;
-			break;
-		case 'D': {
-			char *end;
-			o->duration = strtod(optarg, &end);
-			if (end == optarg || *end != '\0' || !(o->duration > 0 && o->duration <= 3600)) {
-				fprintf(stderr, "rb2-perf: invalid --duration '%s': seconds in (0, 3600]\n", optarg);
-				return -1;
-			}
-			break;
-		}
-		case 'w':
-			if (parse_u64("warmup", optarg, 0, UINT64_MAX / 2, &o->warmup) < 0)
-				return -1;
-			have_warmup = 1;
-			break;
-		case 'r':
-			if (parse_u64("rounds", optarg, 1, PERF_MAX_ROUNDS, &v) < 0)
-				return -1;
-			o->rounds = (unsigned int)v;
-			break;
-		case 'b':
-			if (parse_u64("burst", optarg, 1, 256, &v) < 0)
-				return -1;
-			o->burst = (unsigned int)v;
-			break;
-		case 'N':
-			if (parse_u64("slots", optarg, 2, 1u << 24, &v) < 0)
-				return -1;
-			o->chan.slots = (uint32_t)v;
-			break;
-		case 'S':
-			if (parse_u64("slot-size", optarg, 8, 1u << 30, &v) < 0)
-				return -1;
-			o->chan.slot_size = (uint32_t)v;
-			have_slot_size = 1;
-			break;
-		case 'A':
-			if (parse_u64("alpha", optarg, 0, UINT32_MAX, &v) < 0)
-				return -1;
-			o->chan.alpha = (uint32_t)v;
-			have_a = 1;
-			break;
-		case 'B':
-			if (parse_u64("beta", optarg, 0, UINT32_MAX, &v) < 0)
-				return -1;
-			o->chan.beta = (uint32_t)v;
-			have_b = 1;
-			break;
-		case 'G':
-			if (parse_u64("gamma", optarg, 0, UINT32_MAX, &v) < 0)
-				return -1;
-			o->chan.gamma = (uint32_t)v;
-			have_g = 1;
-			break;
-		case 'c':
-			o->compare = 1;
-			break;
-		case 'F':
-			o->fixed = 1;
-			break;
-		case 'R':
-			o->server = 1;
-			break;
-		case 'C':
-			o->client = optarg;
-			break;
-		case 'P':
-			o->peer = optarg;
-			break;
-		case 'O':
-			if (parse_u64("port", optarg, 1, 65534, &v) < 0)
-				return -1;
-			o->port = (unsigned int)v;
-			break;
-		case 'j':
-			o->json = optarg;
-			break;
-		case 'p': {
-			char list[128], *save = NULL;
-
-			snprintf(list, sizeof(list), "%s", optarg);
-			for (char *t = strtok_r(list, ",", &save); t != NULL;
-			     t = strtok_r(NULL, ",", &save)) {
-				struct rb2_chan_params tp = o->chan;
-
-				if (perf_apply_preset(&tp, t, o) != 0)
-					return -1;
-				if (o->npresets == PERF_MAX_VARIANTS) {
-					fprintf(stderr, "rb2-perf: at most %d presets\n", PERF_MAX_VARIANTS);
-					return -1;
-				}
-				if (strlen(t) > 18) { /* "perf-" + it names a channel */
-					fprintf(stderr, "rb2-perf: preset name '%s' too long\n", t);
-					return -1;
-				}
-				snprintf(o->presets[o->npresets++], sizeof(o->presets[0]), "%s", t);
-			}
-			break;
-		}
-		case 'X':
-			o->bounce = 1;
-			break;
-		case 'E':
-			o->chan.flags |= RB2_CHAN_F_NO_ELASTIC;
-			break;
-		case 'K':
-			if (parse_u64("pairs", optarg, 1, PERF_MAX_PAIRS, &v) < 0)
-				return -1;
-			o->pairs = (unsigned int)v;
-			break;
-		case 'Y':
-			if (strchr(optarg, '+') == NULL || strchr(optarg, ':') != NULL ||
-			    preset_sync(&o->chan, optarg) != 0) {
-				fprintf(stderr, "rb2-perf: invalid --policy '%s': expected HEAD+TAIL, push|pull + wt|cq|poll\n",
-					optarg);
-				return -1;
-			}
-			break;
-		case '2':
-			o->no_batching = 1;
-			break;
-		case '3':
-			o->no_sync_ahead = 1;
-			break;
-		case '9':
-			o->wrong_numa = 1;
-			break;
-		case 'U':
-			o->chan.flags |= RB2_CHAN_F_UNALIGNED;
-			break;
-		case 'H':
-			if (strcmp(optarg, "push") == 0) {
-				o->chan.head_sync = RB2_HEAD_LAZY_PUSH;
-			} else if (strcmp(optarg, "pull") == 0) {
-				o->chan.head_sync = RB2_HEAD_LAZY_PULL;
-			} else {
-				fprintf(stderr, "rb2-perf: invalid --head-sync '%s': expected push or pull\n", optarg);
-				return -1;
-			}
-			break;
-		case 'T':
-			if (strcmp(optarg, "wt") == 0 || strcmp(optarg, "write-twice") == 0) {
-				o->chan.tail_sync = RB2_TAIL_WRITE_TWICE;
-			} else if (strcmp(optarg, "poll") == 0) {
-				o->chan.tail_sync = RB2_TAIL_POLL_MSG;
-			} else if (strcmp(optarg, "imm") == 0 || strcmp(optarg, "cq") == 0) {
-				o->chan.tail_sync = RB2_TAIL_WRITE_IMM;
-			} else {
-				fprintf(stderr, "rb2-perf: invalid --tail-sync '%s': expected wt, imm or poll\n", optarg);
-				return -1;
-			}
-			break;
-		case 'g':
-			if (parse_u64("gap-us", optarg, 1, 10000000, &o->gap_us) < 0)
-				return -1;
-			break;
-		case 'k': {
-			char list[64], *save = NULL;
-
-			snprintf(list, sizeof(list), "%s", optarg);
-			o->nchannels = 0;
-			for (char *t = strtok_r(list, ",", &save); t != NULL;
-			     t = strtok_r(NULL, ",", &save)) {
-				if (o->nchannels == PERF_MAX_CHANNEL_COUNTS ||
-				    parse_u64("channels", t, 1, 256, &v) < 0) {
-					fprintf(stderr, "rb2-perf: --channels takes up to %d counts of 1 to 256\n",
-						PERF_MAX_CHANNEL_COUNTS);
-					return -1;
-				}
-				o->channels[o->nchannels++] = (unsigned int)v;
-			}
-			o->channels_given = 1;
-			break;
-		}
-		case 'L':
-			o->lane = 1;
-			break;
-		case 'W':
-			if (parse_u64("max-inflight", optarg, 0, 1u << 20, &v) < 0)
-				return -1;
-			o->chan.max_inflight = (uint32_t)v;
-			break;
-		case 'e':
-			if (parse_u64("per-pass", optarg, 1, 1024, &v) < 0)
-				return -1;
-			o->per_pass = (unsigned int)v;
-			break;
-		case 'q':
-			if (parse_u64("paced", optarg, 1, 100000000, &o->paced) < 0)
-				return -1;
-			break;
-		case 'i':
-			if (parse_u64("idle-sleep", optarg, 1, UINT32_MAX, &v) < 0)
-				return -1;
-			o->idle_sleep = (unsigned int)v;
-			break;
-		case 'h':
-			usage(stdout, argv[0]);
-			exit(EXIT_SUCCESS);
-		default:
-			fprintf(stderr, "rb2-perf: see --help\n");
-			return -1;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "rb2-perf: unexpected argument '%s' (EAL args go before --, app args after)\n",
-			argv[optind]);
+	memset(&opt, 0, sizeof(opt));
+	opt.mode = MODE_BW;
+	strcpy(opt.transport, "shm");
+	opt.size = 64;
+	opt.rounds = 5;
+	opt.burst = 32;
+	opt.port = 18515;
+	opt.gap_us = 1000;
+	opt.paced = 2000;
+	opt.idle_sleep = 120;
+	opt.per_pass = 1;
+	opt.channels[0] = 1;
+	opt.channels[1] = 8;
+	opt.channels[2] = 64;
+	opt.nchannels = 3;
+	rb2_chan_params_init(&opt.chan);
+	if (bench_opts_parse("rb2-perf", SYNOPSIS, table, argc, argv) < 0)
 		return -1;
-	}
+	*o = opt;
+	have_count = bench_opt_given(table, "count");
+	have_warmup = bench_opt_given(table, "warmup");
+	have_slot_size = bench_opt_given(table, "slot-size");
+	have_a = bench_opt_given(table, "alpha");
+	have_b = bench_opt_given(table, "beta");
+	have_g = bench_opt_given(table, "gamma");
+	o->channels_given = bench_opt_given(table, "channels");
+	if (opt_no_elastic)
+		o->chan.flags |= RB2_CHAN_F_NO_ELASTIC;
+	if (opt_unaligned)
+		o->chan.flags |= RB2_CHAN_F_UNALIGNED;
 	if (!have_count)
 		o->count = o->mode == MODE_BW ? 10000000 : o->mode == MODE_WAKE ? 2000000 :
 			o->mode == MODE_LANES ? 200000 : 100000;
@@ -489,6 +356,8 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 			o->chan.flags & RB2_CHAN_F_UNALIGNED ? 8 : 64);
 	if (o->fixed)
 		o->chan.msg_size = o->size;
+	if (opt_designs != NULL && parse_designs(o, opt_designs) < 0)
+		return -1;
 	if (o->wrong_numa && rte_socket_count() < 2) {
 		fprintf(stderr, "rb2-perf: --wrong-numa (ablation M9) needs two NUMA nodes; this machine has %u\n",
 			rte_socket_count());
@@ -518,7 +387,7 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 	}
 	if (o->pairs > 0 && (o->mode != MODE_BW || o->server || o->client || o->compare ||
 			     o->bounce || o->npresets > 1)) {
-		fprintf(stderr, "rb2-perf: --pairs: bw mode in one process, one design (at most one --preset), without --compare or --bounce\n");
+		fprintf(stderr, "rb2-perf: --pairs: bw mode in one process, one design (at most one of --designs), without --compare or --bounce\n");
 		return -1;
 	}
 	if (o->channels_given && o->mode == MODE_BW && (o->nchannels != 1 || !(o->server || o->client))) {
@@ -540,34 +409,34 @@ parse_args(int argc, char **argv, struct perf_opts *o)
 	}
 	if (o->npresets > 0 && (((o->server || o->client) && o->mode != MODE_LAT) ||
 				(o->mode == MODE_LAT && o->npresets > 1))) {
-		fprintf(stderr, "rb2-perf: --preset: several (bw, in one process) or one (lat)\n");
+		fprintf(stderr, "rb2-perf: --designs: several (bw, in one process) or one (lat)\n");
 		return -1;
 	}
 	for (unsigned int i = 0; i < o->npresets; i++)
 		if (perf_preset_is_l5(o->presets[i]) &&
 		    (o->pairs || o->server || o->client != NULL)) {
-			fprintf(stderr, "rb2-perf: --preset %s: L5's own ring (rb2_l5.h) connects its halves within one process, in bw and lat; --pairs and two-process runs take the RB2 channel designs\n",
+			fprintf(stderr, "rb2-perf: --designs %s: L5's own ring (rb2_l5.h) connects its halves within one process, in bw and lat; --pairs and two-process runs take the RB2 channel designs\n",
 				o->presets[i]);
 			return -1;
 		}
 	if (o->npresets > 0 && o->compare && o->npresets > PERF_MAX_VARIANTS - 2) {
-		fprintf(stderr, "rb2-perf: --preset with --compare: at most %d presets\n",
+		fprintf(stderr, "rb2-perf: --designs with --compare: at most %d presets\n",
 			PERF_MAX_VARIANTS - 2);
 		return -1;
 	}
 	if (o->mode == MODE_WAKE && (o->server || o->client || o->compare || o->pairs ||
 				      o->bounce || o->npresets > 0 || o->size < 16)) {
-		fprintf(stderr, "rb2-perf: --mode wake runs one design in one process, messages of at least 16 B: no --server, --client, --compare, --pairs, --bounce or --preset\n");
+		fprintf(stderr, "rb2-perf: --mode wake runs one design in one process, messages of at least 16 B: no --server, --client, --compare, --pairs, --bounce or --designs\n");
 		return -1;
 	}
 	if (o->mode == MODE_LANES && (o->server || o->client || o->compare || o->pairs ||
 				       o->bounce || o->npresets > 0 || o->size < 8)) {
-		fprintf(stderr, "rb2-perf: --mode lanes runs in one process, messages of at least 8 B: no --server, --client, --compare, --pairs, --bounce or --preset\n");
+		fprintf(stderr, "rb2-perf: --mode lanes runs in one process, messages of at least 8 B: no --server, --client, --compare, --pairs, --bounce or --designs\n");
 		return -1;
 	}
 	if (o->mode == MODE_BULK && (o->server || o->client || o->compare || o->pairs ||
 				      o->bounce || o->npresets > 0)) {
-		fprintf(stderr, "rb2-perf: --mode bulk runs its own sizes in one process: no --server, --client, --compare, --pairs, --bounce or --preset\n");
+		fprintf(stderr, "rb2-perf: --mode bulk runs its own sizes in one process: no --server, --client, --compare, --pairs, --bounce or --designs\n");
 		return -1;
 	}
 	if (o->compare && o->mode != MODE_BW) {
@@ -724,7 +593,7 @@ perf_json_begin(FILE *f, const struct perf_opts *o)
 		"alpha", (json_int_t)o->chan.alpha, "beta", (json_int_t)o->chan.beta,
 		"gamma", (json_int_t)o->chan.gamma, "msg_size", (json_int_t)o->chan.msg_size,
 		"flags", (json_int_t)o->chan.flags, "burst", (json_int_t)o->burst,
-		"count", (json_int_t)o->count, "duration", bench_json_real(o->duration),
+		"count", (json_int_t)o->count, "seconds", bench_json_real(o->duration),
 		"tsc_hz", (json_int_t)rte_get_tsc_hz());
 	char *head = doc != NULL ? json_dumps(doc, JSON_REAL_PRECISION(6)) : NULL;
 

@@ -53,7 +53,7 @@ struct perf_opts {
 	const char *client;     /* --client HOST */
 	const char *peer;       /* --peer HOST: the client, for the lat server */
 	unsigned int port;      /* --port (lat also uses port + 1) */
-	/* --preset: designs of the paper's evaluation, interleaved (bw). */
+	/* --designs: designs of the paper's evaluation, interleaved (bw). */
 	char presets[PERF_MAX_VARIANTS][24];
 	unsigned int npresets;
 	/* --mode wake: adaptive polling. */

@@ -34,7 +34,7 @@ struct lat_copy {
 	uint8_t *in, *out;
 };
 
-/* One direction: an RB² channel, or L5's own ring (--preset l5). */
+/* One direction: an RB² channel, or L5's own ring (--designs l5). */
 struct lat_link {
 	struct rb2_tx *tx;
 	struct rb2_rx *rx;

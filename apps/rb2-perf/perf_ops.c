@@ -11,7 +11,7 @@
  * fast-path change on a machine whose timings swing 4x (usertools/
  * rb2-perf-ab.py --callgrind). It also reports cycles per message.
  *
- * One variant per --preset (default: rb2), each a fresh channel.
+ * One variant per --designs (default: rb2), each a fresh channel.
  */
 
 #include <errno.h>

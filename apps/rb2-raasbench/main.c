@@ -11,7 +11,7 @@
  *
  *   rb2-raasbench [EAL] -- recv --port P [--private]
  *   rb2-raasbench [EAL] -- send --port P [--host H] --size BYTES
- *                 [--modes lent,copied] [--rounds R] [--seconds S]
+ *                 [--designs lent,copied] [--rounds R] [--seconds S]
  *                 [--buffers K] [--json FILE]
  *
  * lent: each message is one buffer of the group's shared memory, lent with
@@ -249,125 +249,148 @@ run(struct sender *s, int mode, double seconds)
 	return (double)sent / (t1 - t0);
 }
 
-static void
-usage(FILE *f, const char *prog)
+/* Every option's value (defaults here). */
+static struct {
+	unsigned int port;      /* 0: not given */
+	unsigned int host;
+	unsigned int size;
+	unsigned int modes;     /* bit per mode */
+	unsigned int rounds;
+	double seconds;
+	unsigned int nbuf;
+	int private_mem;
+	const char *json;
+	unsigned int window, chunk;
+	double connect_wait;
+} opt = { .modes = 1u << LENT | 1u << COPIED, .rounds = 5, .seconds = 1,
+	  .nbuf = 8, .window = 1u << 20 };
+
+/* --designs LIST: lent and/or copied. */
+static int
+parse_designs(const char *prog, const char *arg, void *dst)
 {
-	fprintf(f,
-"usage: %s [EAL args] -- recv --port P [--private]\n"
-"       %s [EAL args] -- send --port P [--host H] --size BYTES [options]\n"
-"\n"
-"Large messages through rb2-raasd, lent (rb2_conn_send_ref) against copied\n"
-"(rb2_conn_send, in chunks, by default the largest a connection takes), in\n"
-"interleaved rounds. Both processes are secondaries of the service\n"
-"(--proc-type=secondary, its --file-prefix); the sender prints one JSON object.\n"
-"\n"
-"  --port P        the receiver's port\n"
-"  --host H        the receiver's host (its service's --host-id; default 0,\n"
-"                  this one)\n"
-"  --size BYTES    message size, a multiple of 64, at most 64 MiB\n"
-"  --modes LIST    lent,copied (default both)\n"
-"  --rounds R      rounds (default 5)\n"
-"  --seconds S     per round and mode (default 1)\n"
-"  --buffers K     lent buffers in flight (default 8, at most %d)\n"
-"  --private       receiver: READ into malloc()'d memory (through a bounce\n"
-"                  buffer) instead of shared memory (in place)\n"
-"  --json FILE     also write the JSON there\n"
-"  --spin-us U     wait for the service by polling U us, then sleeping on the\n"
-"                  endpoint's doorbell (default 50)\n"
-"  --busy-poll     poll without sleeping (for a core of each process's own)\n"
-"  --window BYTES  each connection's receive window (default 1 MiB, a power of\n"
-"                  two): what a copying sender may have in flight\n"
-"  --chunk BYTES   copied: the largest message sent (a multiple of 64; default\n"
-"                  and at most the largest a connection takes)\n"
-"  --connect-wait S  retry a refused connect for S seconds (the receiver may\n"
-"                  not listen yet)\n"
-"  --help\n", prog, prog, MAX_BUFFERS);
+	char list[64], *save = NULL;
+	unsigned int *modes = dst;
+
+	snprintf(list, sizeof(list), "%s", arg);
+	*modes = 0;
+	for (char *tok = strtok_r(list, ",", &save); tok != NULL;
+	     tok = strtok_r(NULL, ",", &save)) {
+		int m;
+
+		for (m = 0; m < NMODES && strcmp(tok, mode_name[m]) != 0; m++)
+			;
+		if (m == NMODES) {
+			fprintf(stderr, "%s: --designs: '%s' is not lent or copied\n", prog, tok);
+			return -1;
+		}
+		*modes |= 1u << m;
+	}
+	return 0;
 }
 
-/* Every numeric option's range (app_opt.h). */
-static const struct app_num_opt num_opts[] = {
-	{'p', 1, 65535}, {'H', 0, UINT32_MAX}, {'s', 64, 64u << 20}, {'r', 1, 50},
-	{'b', 1, MAX_BUFFERS}, {'w', 64, 1u << 30}, {'c', 0, 64u << 20}, {'S', 0, 1000000},
-	{0, 0, 0},
+#define SYNOPSIS "[EAL args] -- recv --port P [--private]\n" \
+	"       rb2-raasbench [EAL args] -- send --port P [--host H] --size BYTES [options]"
+
+static struct bench_opt table[] = {
+	{ .type = BENCH_TEXT, .help = "Large messages through rb2-raasd, lent "
+	  "(rb2_conn_send_ref) against copied (rb2_conn_send, in chunks, by default the "
+	  "largest a connection takes), in interleaved rounds: the service layer measured. "
+	  "Both processes are secondaries of the service (--proc-type=secondary, its "
+	  "--file-prefix), which sets the transport; the sender prints one JSON object." },
+	{ .type = BENCH_TEXT, .help = "What every rb2 benchmark shares:" },
+	{ "size", BENCH_UINT, &opt.size, 64, 64u << 20, .arg = "BYTES",
+	  .help = "message size, a multiple of 64, at most 64 MiB" },
+	{ "rounds", BENCH_UINT, &opt.rounds, 1, 50, .arg = "R",
+	  .help = "rounds, every design run once in each (default 5)" },
+	{ "seconds", BENCH_REAL, &opt.seconds, 1e-3, 3600, .arg = "S",
+	  .help = "per round and design (default 1)" },
+	{ "designs", BENCH_CALL, &opt.modes, .call = parse_designs, .arg = "LIST",
+	  .was = "modes", .help = "lent,copied (default both)" },
+	{ "json", BENCH_STR, &opt.json, .arg = "FILE",
+	  .help = "the JSON object into FILE too (it is always printed on stdout)" },
+	{ .type = BENCH_TEXT, .help = "Its own:" },
+	{ "port", BENCH_UINT, &opt.port, 1, 65535, .arg = "P", .help = "the receiver's port" },
+	{ "host", BENCH_UINT, &opt.host, 0, UINT32_MAX, .arg = "H",
+	  .help = "the receiver's host (its service's --host-id; default 0, this one)" },
+	{ "buffers", BENCH_UINT, &opt.nbuf, 1, MAX_BUFFERS, .arg = "K",
+	  .help = "lent buffers in flight (default 8, at most " RTE_STR(MAX_BUFFERS) ")" },
+	{ "private", BENCH_FLAG, &opt.private_mem,
+	  .help = "receiver: READ into malloc()'d memory (through a bounce buffer) instead "
+	  "of shared memory (in place)" },
+	{ "spin-us", BENCH_UINT, &spin_us, 0, 1000000, .arg = "U",
+	  .help = "wait for the service by polling U us, then sleeping on the endpoint's "
+	  "doorbell (default 50)" },
+	{ "busy-poll", BENCH_FLAG, &busy_poll,
+	  .help = "poll without sleeping (for a core of each process's own)" },
+	{ "window", BENCH_UINT, &opt.window, 64, 1u << 30, .arg = "BYTES",
+	  .help = "each connection's receive window (default 1 MiB, a power of two): what "
+	  "a copying sender may have in flight" },
+	{ "chunk", BENCH_UINT, &opt.chunk, 0, 64u << 20, .arg = "BYTES",
+	  .help = "copied: the largest message sent (a multiple of 64; default and at most "
+	  "the largest a connection takes)" },
+	{ "connect-wait", BENCH_REAL, &opt.connect_wait, 0, 3600, .arg = "S",
+	  .help = "retry a refused connect for S seconds (the receiver may not listen yet)" },
+	{ "help", BENCH_HELP, .help = "this text" },
+	{ .type = BENCH_END },
 };
 
-/* The options after '--' (also told apart before it: rb2_app_run()). */
-static const struct option lo[] = {
-	{"port", required_argument, NULL, 'p'},
-	{"host", required_argument, NULL, 'H'},
-	{"size", required_argument, NULL, 's'},
-	{"modes", required_argument, NULL, 'm'},
-	{"rounds", required_argument, NULL, 'r'},
-	{"seconds", required_argument, NULL, 't'},
-	{"buffers", required_argument, NULL, 'b'},
-	{"private", no_argument, NULL, 'P'},
-	{"json", required_argument, NULL, 'j'},
-	{"busy-poll", no_argument, NULL, 'B'},
-	{"window", required_argument, NULL, 'w'},
-	{"chunk", required_argument, NULL, 'c'},
-	{"connect-wait", required_argument, NULL, 'W'},
-	{"spin-us", required_argument, NULL, 'S'},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
+/* One design's run in one round (bench_rounds_run()). */
+struct sender_round {
+	struct sender *s;
+	int mode[NMODES];       /* variant -> mode */
 };
+
+static int
+run_one(void *arg, unsigned int variant, unsigned int round, double *figure)
+{
+	struct sender_round *sr = arg;
+	int m = sr->mode[variant];
+	double v = run(sr->s, m, opt.seconds);
+
+	RTE_SET_USED(round);
+	if (v < 0) {
+		fprintf(stderr, "rb2-raasbench: %s: %s\n", mode_name[m], strerror((int)-v));
+		return -1;
+	}
+	*figure = v;
+	return 0;
+}
 
 /* Everything after the EAL's start: @return the exit status. */
 static int
 raasbench_main(int argc, char **argv)
 {
-	double rate[NMODES][50], seconds = 1, connect_wait = 0;
-	unsigned int rounds = 5, host = 0;
-	int modes[NMODES] = { 1, 1 }, private_mem = 0, opt, ret, port = -1;
-	const char *json = NULL, *role;
-	struct sender s = { .nbuf = 8, .cd = -1 };
+	double rate[NMODES][50];
+	struct sender_round sr = { 0 };
+	unsigned int nvariants = 0;
+	int ret, port;
+	const char *role;
+	struct sender s = { .cd = -1 };
 	struct rb2_conn_ep_params epp;
-	uint32_t window = 1u << 20, chunk = 0;
 	struct rb2_conn_ep *ep;
 	char name[RB2_CONN_SERVICE_NAMESIZE];
 	json_t *doc;
 
 	if (argc < 2 || (strcmp(argv[1], "send") != 0 && strcmp(argv[1], "recv") != 0)) {
-		usage(argc >= 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr, argv[0]);
-		return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+		int help = argc >= 2 && strcmp(argv[1], "--help") == 0;
+
+		if (!help)
+			fprintf(stderr, "rb2-raasbench: the first argument after -- is the role, "
+				"send or recv\n");
+		bench_opts_usage(help ? stdout : stderr, "rb2-raasbench", SYNOPSIS, table);
+		return help ? 0 : 2;
 	}
 	role = argv[1];
 	argc--;
 	argv++;
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		uint64_t v = 0;
-
-		if (optarg != NULL &&
-		    app_opt_num("rb2-raasbench", lo, num_opts, opt, optarg, &v) < 0)
-			return 2;
-		switch (opt) {
-		case 'p': port = (int)v; break;
-		case 'H': host = (unsigned int)v; break;
-		case 's': s.size = (uint32_t)v; break;
-		case 'm':
-			modes[LENT] = strstr(optarg, "lent") != NULL;
-			modes[COPIED] = strstr(optarg, "copied") != NULL;
-			break;
-		case 'r': rounds = (unsigned int)v; break;
-		case 't': seconds = atof(optarg); break;
-		case 'b': s.nbuf = (uint32_t)v; break;
-		case 'P': private_mem = 1; break;
-		case 'j': json = optarg; break;
-		case 'B': busy_poll = 1; break;
-		case 'w': window = (uint32_t)v; break;
-		case 'c': chunk = (uint32_t)v; break;
-		case 'W': connect_wait = atof(optarg); break;
-		case 'S': spin_us = (unsigned int)v; break;
-		case 'h': usage(stdout, argv[0]); return 0;
-		default: usage(stderr, argv[0]); return 2;
-		}
-	}
+	if (bench_opts_parse("rb2-raasbench", SYNOPSIS, table, argc, argv) < 0)
+		return 2;
+	port = (int)opt.port;
+	s.size = opt.size;
+	s.nbuf = opt.nbuf;
 	if (port <= 0 || port > 65535) {
 		fprintf(stderr, "rb2-raasbench: --port 1..65535 is needed\n");
-		return 2;
-	}
-	if (optind < argc) {
-		fprintf(stderr, "rb2-raasbench: unexpected argument '%s' (rb2-raasbench --help)\n",
-			argv[optind]);
 		return 2;
 	}
 	if (s.size % 64 != 0) {
@@ -375,17 +398,14 @@ raasbench_main(int argc, char **argv)
 			"whole cache lines)\n", s.size);
 		return 2;
 	}
-	if (role[0] == 's' && (s.size == 0 || s.size % 64 != 0 || s.size > (64u << 20) ||
-			       rounds == 0 || rounds > 50 || seconds <= 0 || s.nbuf == 0 ||
-			       s.nbuf > MAX_BUFFERS || !(modes[LENT] | modes[COPIED]))) {
-		fprintf(stderr, "rb2-raasbench: --size a multiple of 64 up to 64 MiB, --rounds "
-			"1..50, --seconds > 0, --buffers 1..%d, --modes lent and/or copied\n",
-			MAX_BUFFERS);
+	if (role[0] == 's' && (s.size == 0 || opt.modes == 0)) {
+		fprintf(stderr, "rb2-raasbench: send needs --size BYTES (a multiple of 64 up to "
+			"64 MiB) and one design at least\n");
 		return 2;
 	}
 	snprintf(name, sizeof(name), "bench%c%d", role[0], (int)getpid());
 	rb2_conn_ep_params_init(&epp);
-	epp.window = window;
+	epp.window = opt.window;
 	ep = rb2_conn_service_join(name, &epp, 10000);
 	if (ep == NULL) {
 		fprintf(stderr, "rb2-raasbench: cannot join the service: %s\n",
@@ -396,7 +416,7 @@ raasbench_main(int argc, char **argv)
 		ret = rb2_conn_listen(ep, (uint16_t)port, 1);
 		if (ret < 0)
 			fprintf(stderr, "rb2-raasbench: listen on %d: %s\n", port, strerror(-ret));
-		ret = ret < 0 ? 1 : receiver(ep, (uint16_t)port, private_mem);
+		ret = ret < 0 ? 1 : receiver(ep, (uint16_t)port, opt.private_mem);
 		goto out;
 	}
 	/* Every message lent: the threshold is this benchmark's to choose. */
@@ -414,8 +434,8 @@ raasbench_main(int argc, char **argv)
 		else
 			memset(s.buf[b], (int)b + 1, s.size);   /* written: no zero page */
 	}
-	for (double until = now_s() + connect_wait;;) {
-		s.cd = ret == 0 ? rb2_conn_connect_host(ep, host, (uint16_t)port) : ret;
+	for (double until = now_s() + opt.connect_wait;;) {
+		s.cd = ret == 0 ? rb2_conn_connect_host(ep, opt.host, (uint16_t)port) : ret;
 		if (s.cd < 0) {
 			fprintf(stderr, "rb2-raasbench: set-up: %s\n", strerror(-s.cd));
 			ret = 1;
@@ -430,55 +450,56 @@ raasbench_main(int argc, char **argv)
 		ret = 0;
 	}
 	s.chunk = rb2_conn_max_msg(ep) / 64 * 64;
-	if (chunk != 0 && chunk % 64 == 0 && chunk < s.chunk)
-		s.chunk = chunk;
+	if (opt.chunk != 0 && opt.chunk % 64 == 0 && opt.chunk < s.chunk)
+		s.chunk = opt.chunk;
 	if (ret != 0) {
 		fprintf(stderr, "rb2-raasbench: connect: %s (%s)\n", strerror(-ret),
 			rb2_conn_why(ep, s.cd));
 		ret = 1;
 		goto out;
 	}
-	for (unsigned int r = 0; r < rounds; r++) {
-		for (int m = 0; m < NMODES; m++) {
-			double v;
+	/* Each design once a round, in turns. */
+	sr.s = &s;
+	for (int m = 0; m < NMODES; m++)
+		if (opt.modes & 1u << m)
+			sr.mode[nvariants++] = m;
+	{
+		double fig[NMODES * 50];
 
-			if (!modes[m])
-				continue;
-			v = run(&s, m, seconds);
-			if (v < 0) {
-				fprintf(stderr, "rb2-raasbench: %s: %s\n", mode_name[m],
-					strerror((int)-v));
-				ret = 1;
-				goto out;
-			}
-			rate[m][r] = v;
+		if (bench_rounds_run("rb2-raasbench", opt.rounds, nvariants, run_one, &sr,
+				     fig) < 0) {
+			ret = 1;
+			goto out;
 		}
+		for (unsigned int v = 0; v < nvariants; v++)
+			memcpy(rate[sr.mode[v]], &fig[v * opt.rounds],
+			       opt.rounds * sizeof(double));
 	}
 	doc = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:b, s:I}", "bench", "raas-lend",
 			"size", (json_int_t)s.size, "chunk", (json_int_t)s.chunk,
-			"buffers", (json_int_t)s.nbuf, "host", (json_int_t)host,
-			"rounds", (json_int_t)rounds, "seconds", bench_json_real(seconds),
-			"busy_poll", busy_poll, "window", (json_int_t)window);
+			"buffers", (json_int_t)s.nbuf, "host", (json_int_t)opt.host,
+			"rounds", (json_int_t)opt.rounds, "seconds", bench_json_real(opt.seconds),
+			"busy_poll", busy_poll, "window", (json_int_t)opt.window);
 	for (int m = 0; m < NMODES; m++) {
 		json_t *a = json_array();
 		char key[32];
 
-		if (!modes[m]) {
+		if (!(opt.modes & 1u << m)) {
 			json_decref(a);
 			continue;
 		}
-		for (unsigned int r = 0; r < rounds; r++)
+		for (unsigned int r = 0; r < opt.rounds; r++)
 			json_array_append_new(a, bench_json_real(rate[m][r] / 1e6));
 		snprintf(key, sizeof(key), "%s_MBps", mode_name[m]);
 		json_object_set_new(doc, key, a);
 		snprintf(key, sizeof(key), "%s_MBps_median", mode_name[m]);
-		json_object_set_new(doc, key, bench_json_real(bench_median(rate[m], rounds) / 1e6));
+		json_object_set_new(doc, key, bench_json_real(bench_median(rate[m], opt.rounds) / 1e6));
 	}
 	/* Lent against copied in the same round, then the median of those. */
-	if (modes[LENT] && modes[COPIED])
+	if ((opt.modes & 1u << LENT) && (opt.modes & 1u << COPIED))
 		json_object_set_new(doc, "lent_over_copied_median", bench_json_real(
-			bench_median_ratio(rate[LENT], rate[COPIED], rounds)));
-	if (bench_json_emit(doc, json, "rb2-raasbench") < 0) {
+			bench_median_ratio(rate[LENT], rate[COPIED], opt.rounds)));
+	if (bench_json_emit(doc, opt.json, "rb2-raasbench") < 0) {
 		ret = 1;
 		goto out;
 	}
@@ -498,13 +519,16 @@ out:
 static void
 app_usage(FILE *f)
 {
-	usage(f, "rb2-raasbench");
+	bench_opts_usage(f, "rb2-raasbench", SYNOPSIS, table);
 }
 
 int
 main(int argc, char **argv)
 {
+	struct option *lo = bench_opts_long(table);
 	const struct rb2_app app = { .name = "rb2-raasbench", .usage = app_usage, .options = lo };
+	int ret = rb2_app_run(&app, argc, argv, raasbench_main);
 
-	return rb2_app_run(&app, argc, argv, raasbench_main);
+	free(lo);
+	return ret;
 }

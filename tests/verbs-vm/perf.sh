@@ -74,12 +74,12 @@ for round in $(seq "${lat_only:-1}"); do
 l=$(pt ib_write_lat 64 5000)
 echo "$l" | awk '{printf "| ib_write_lat (one way, x2) | %.2f | %.2f | %.2f |\n", 2*$6, 2*$5, 2*$9}'
 ibl=$(echo "$l" | awk '{print 2*$6}')
-for v in "" --fixed "--preset lean:fixed" "--preset lean:var"; do
+for v in "" --fixed "--designs lean:fixed" "--designs lean:var"; do
 	case "$v" in
 	"") what="(alpha=beta=gamma=1)" ;;
 	--fixed) what="--fixed (alpha=beta=gamma=1)" ;;
-	*:fixed) what="--preset lean:fixed (one WRITE per message)" ;;
-	*) what="--preset lean:var (one WRITE per message, its length in the slot)" ;;
+	*:fixed) what="--designs lean:fixed (one WRITE per message)" ;;
+	*) what="--designs lean:var (one WRITE per message, its length in the slot)" ;;
 	esac
 	rb lat 64 5000 --warmup 500 $v
 	awk -v a="$(jnum /tmp/rb.c.json avg_ns)" -v p="$(jnum /tmp/rb.c.json p50_ns)" \
@@ -102,7 +102,7 @@ echo
 cp=$RB2_BUILD/apps/rb2-connperf/rb2-connperf
 for size in 64 65536; do
 	"$cp" -l 0-1 --no-pci --no-huge -m 2048 --file-prefix cp$size --log-level lib.eal:error -- \
-		--transport verbs,dev=rxe0 --modes shared,perconn,bare --conns 1,16,256,1000 --size $size \
+		--transport verbs,dev=rxe0 --designs shared,perconn,bare --conns 1,16,256,1000 --size $size \
 		--rounds 5 --seconds 0.5 > /tmp/cp.json 2>/tmp/cp.err || { failed=1; cat /tmp/cp.err; }
 	echo '```'
 	grep -v '^$' /tmp/cp.json
@@ -117,7 +117,7 @@ echo '```'
 cat /tmp/mr.json
 echo '```'
 echo
-echo "## Large messages on a connection: copied or lent (rb2-connperf --modes shared,lent)"
+echo "## Large messages on a connection: copied or lent (rb2-connperf --designs shared,lent)"
 echo
 echo "shared copies each message (into the ring, into the connection's buffer, out to the"
 echo "application); lent lends it from one of 64 sender buffers and the receiver READs it"
@@ -125,7 +125,7 @@ echo "into its own (rb2_conn_send_ref). Medians of per-round ratios (over_copied
 echo
 for size in 4096 16384 65536 262144 1048576; do
 	timeout -k 5 300 "$cp" -l 0-1 --no-pci --no-huge -m 2048 --file-prefix lt$size --log-level lib.eal:error -- \
-		--transport verbs,dev=rxe0 --modes shared,lent --size $size --rounds 5 --seconds 0.5 \
+		--transport verbs,dev=rxe0 --designs shared,lent --size $size --rounds 5 --seconds 0.5 \
 		> /tmp/lt.json 2>/tmp/lt.err || { failed=1; cat /tmp/lt.err; }
 	echo '```'
 	grep -v '^$' /tmp/lt.json

@@ -331,7 +331,7 @@ death qp_forced_to_error qperr
 perf=$RB2_BUILD/apps/rb2-perf/rb2-perf
 for preset in rb2 farm socksdirect l5 pull+cq pull+poll; do
 	if timeout 300 "$perf" $(eal 0-1 lp) -- --transport verbs,dev=rxe0 --size 200 \
-		--count 20000 --rounds 1 --slots 256 --preset $preset \
+		--count 20000 --rounds 1 --slots 256 --designs $preset \
 		--json /tmp/lp.json > /tmp/lp.out 2>&1 && grep -q '"errors": 0' /tmp/lp.json &&
 		! grep -q '"errors": [1-9]' /tmp/lp.json; then
 		pass=$((pass + 1)); echo "PASS local_pair_$preset"

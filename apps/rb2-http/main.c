@@ -33,6 +33,7 @@
 #include "app_main.h"
 #include "app_tel.h"
 #include "app_opt.h"
+#include "bench.h"
 #include "http_client.h"
 #include "http_files.h"
 #include "http_server.h"
@@ -472,6 +473,33 @@ remove_files(const char *dir, const struct opts *o)
 	rmdir(dir);
 }
 
+/* One design's run in one round (bench_rounds_run()): its requests/s, and
+ * its latency percentiles kept beside. */
+struct bench_round {
+	struct opts *o;
+	struct http_client **cl;
+};
+
+static int
+bench_round(void *arg, unsigned int d, unsigned int r, double *figure)
+{
+	struct bench_round *br = arg;
+	struct http_result res;
+
+	app_bench_select(d);
+	if (http_client_run(br->cl[d], br->o->requests, 1, &res) < 0 || res.bad_status ||
+	    res.bad_body) {
+		fprintf(stderr, "rb2-http: %s, round %u: %s\n", br->o->designs[d], r + 1,
+			res.first_failure);
+		return -1;
+	}
+	app_bench_measured(d, res.lat.n);
+	qps[d][r] = *figure = (double)res.lat.n / ((double)(res.t_end_ns - res.t_start_ns) / 1e9);
+	p50[d][r] = (double)app_hist_quantile(&res.lat, 0.5) / 1e3;
+	p99[d][r] = (double)app_hist_quantile(&res.lat, 0.99) / 1e3;
+	return 0;
+}
+
 static int
 run_bench(void *arg)
 {
@@ -481,7 +509,6 @@ run_bench(void *arg)
 	struct http_serve_ctx ctx = {0};
 	char dir[] = "/tmp/rb2-http-bench.XXXXXX";
 	struct http_target *t;
-	struct http_result res;
 	int nt, failed = 0;
 
 	nt = make_files(o, dir, &t);
@@ -502,22 +529,12 @@ run_bench(void *arg)
 			http_client_tcp(links[d].tcp, o->conns, t, (unsigned int)nt, 0);
 		failed = cl[d] == NULL;
 	}
-	for (unsigned int r = 0; r < o->rounds && !failed; r++) {
-		for (unsigned int d = 0; d < o->n_designs && !failed; d++) {
-			app_bench_select(d);
-			if (http_client_run(cl[d], o->requests, 1, &res) < 0 || res.bad_status ||
-			    res.bad_body) {
-				fprintf(stderr, "rb2-http: %s, round %u: %s\n", o->designs[d], r + 1,
-					res.first_failure);
-				failed = 1;
-				break;
-			}
-			app_bench_measured(d, res.lat.n);
-			qps[d][r] = (double)res.lat.n / ((double)(res.t_end_ns - res.t_start_ns) / 1e9);
-			p50[d][r] = (double)app_hist_quantile(&res.lat, 0.5) / 1e3;
-			p99[d][r] = (double)app_hist_quantile(&res.lat, 0.99) / 1e3;
-		}
-		fprintf(stderr, "rb2-http: bench round %u/%u done\n", r + 1, o->rounds);
+	if (!failed) {
+		struct bench_round br = { o, cl };
+		static double fig[APP_BENCH_MAX_DESIGNS * 64];
+
+		failed = bench_rounds_run("rb2-http bench", o->rounds, o->n_designs, bench_round,
+					  &br, fig) < 0;
 	}
 	for (unsigned int d = 0; d < o->n_designs; d++)
 		http_client_free(cl[d]);

@@ -34,6 +34,7 @@
 #include "app_tel.h"
 #include "app_net.h"
 #include "app_opt.h"
+#include "bench.h"
 #include "kv_client.h"
 #include "kv_proto.h"
 #include "kv_server.h"
@@ -641,6 +642,38 @@ run_client(void *arg)
 static double ops_s[APP_BENCH_MAX_DESIGNS][64], p50[APP_BENCH_MAX_DESIGNS][64],
 	      p99[APP_BENCH_MAX_DESIGNS][64];
 
+/* One design's run in one round (bench_rounds_run()): its ops/s, and its
+ * latency percentiles kept beside. */
+struct bench_round {
+	struct opts *o;
+	struct kv_client **cl;
+};
+
+static int
+bench_round(void *arg, unsigned int d, unsigned int r, double *figure)
+{
+	struct bench_round *br = arg;
+	struct app_hist all = {0};
+	struct kv_result res;
+	double s;
+
+	app_bench_select(d);
+	if (kv_client_run(br->cl[d], KV_RUN, br->o->operations, 1, &res) < 0 ||
+	    phase_failed(&res)) {
+		fprintf(stderr, "rb2-kv: %s, round %u: %s\n", br->o->designs[d], r + 1,
+			res.first_failure[0] ? res.first_failure : res.first_status);
+		return -1;
+	}
+	for (int op = 0; op < YCSB_NOPS; op++)
+		app_hist_merge(&all, &res.lat[op]);
+	app_bench_measured(d, all.n);
+	s = (double)(res.t_end_ns - res.t_start_ns) / 1e9;
+	ops_s[d][r] = *figure = (double)all.n / s;
+	p50[d][r] = (double)app_hist_quantile(&all, 0.5) / 1e3;
+	p99[d][r] = (double)app_hist_quantile(&all, 0.99) / 1e3;
+	return 0;
+}
+
 static int
 run_bench(void *arg)
 {
@@ -681,28 +714,12 @@ run_bench(void *arg)
 		if (failed)
 			fprintf(stderr, "rb2-kv: load: %s\n", res.first_failure[0] ? res.first_failure : res.first_status);
 	}
-	for (unsigned int r = 0; r < o->rounds && !failed; r++) {
-		for (unsigned int d = 0; d < o->n_designs && !failed; d++) {
-			struct app_hist all = {0};
-			double s;
+	if (!failed) {
+		struct bench_round br = { o, cl };
+		static double fig[APP_BENCH_MAX_DESIGNS * 64];
 
-			app_bench_select(d);
-			if (kv_client_run(cl[d], KV_RUN, o->operations, 1, &res) < 0 ||
-			    phase_failed(&res)) {
-				fprintf(stderr, "rb2-kv: %s, round %u: %s\n", o->designs[d], r + 1,
-					res.first_failure[0] ? res.first_failure : res.first_status);
-				failed = 1;
-				break;
-			}
-			for (int op = 0; op < YCSB_NOPS; op++)
-				app_hist_merge(&all, &res.lat[op]);
-			app_bench_measured(d, all.n);
-			s = (double)(res.t_end_ns - res.t_start_ns) / 1e9;
-			ops_s[d][r] = (double)all.n / s;
-			p50[d][r] = (double)app_hist_quantile(&all, 0.5) / 1e3;
-			p99[d][r] = (double)app_hist_quantile(&all, 0.99) / 1e3;
-		}
-		fprintf(stderr, "rb2-kv: bench round %u/%u done\n", r + 1, o->rounds);
+		failed = bench_rounds_run("rb2-kv bench", o->rounds, o->n_designs, bench_round,
+					  &br, fig) < 0;
 	}
 	for (unsigned int d = 0; d < o->n_designs; d++)
 		kv_client_free(cl[d]);

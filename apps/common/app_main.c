@@ -418,6 +418,9 @@ app_bench_print(json_t *doc, const char *const *designs, unsigned int n, unsigne
 	json_t *ds = json_object(), *ratios = json_object();
 	char key[64];
 
+	/* The layer measured: a whole application, server and client. */
+	json_object_set_new(doc, "layer", json_string("application"));
+
 	for (unsigned int d = 0; d < n; d++) {
 		json_t *o = json_object(), *rs = json_array();
 

@@ -68,42 +68,78 @@ bench_json_real(double v)
 }
 
 json_t *
-bench_json_rounds(const double *v, unsigned int n)
+bench_json_reals(const double *v, unsigned int n)
 {
 	json_t *r = json_array();
 
 	for (unsigned int i = 0; i < n; i++)
 		json_array_append_new(r, bench_json_real(v[i]));
+	return r;
+}
+
+void
+bench_json_merge(json_t *doc, json_t *more)
+{
+	if (doc != NULL && more != NULL)
+		json_object_update(doc, more);
+	json_decref(more);
+}
+
+json_t *
+bench_json_rounds(const double *v, unsigned int n)
+{
 	return json_pack("{s:o, s:o}", "median", bench_json_real(bench_median(v, n)),
-			 "rounds", r);
+			 "rounds", bench_json_reals(v, n));
+}
+
+/* Six significant digits: what a rate measured here can claim. */
+#define BENCH_JSON_FLAGS JSON_REAL_PRECISION(6)
+
+static int
+json_to_file(const json_t *doc, const char *path, const char *prog)
+{
+	FILE *f = fopen(path, "w");
+	int ret = 0;
+
+	if (f == NULL || json_dumpf(doc, f, BENCH_JSON_FLAGS) < 0 || fputc('\n', f) == EOF) {
+		fprintf(stderr, "%s: --json %s: %s\n", prog, path, strerror(errno));
+		ret = -1;
+	}
+	if (f != NULL && fclose(f) != 0 && ret == 0) {
+		fprintf(stderr, "%s: --json %s: %s\n", prog, path, strerror(errno));
+		ret = -1;
+	}
+	return ret;
+}
+
+int
+bench_json_save(json_t *doc, const char *path, const char *prog)
+{
+	int ret;
+
+	if (doc == NULL) {
+		fprintf(stderr, "%s: cannot build the JSON summary (out of memory)\n", prog);
+		return -1;
+	}
+	ret = json_to_file(doc, path, prog);
+	json_decref(doc);
+	return ret;
 }
 
 int
 bench_json_emit(json_t *doc, const char *path, const char *prog)
 {
-	/* Six significant digits: what a rate measured here can claim. */
-	size_t flags = JSON_REAL_PRECISION(6);
 	int ret = 0;
 
 	if (doc == NULL) {
 		fprintf(stderr, "%s: cannot build the JSON summary (out of memory)\n", prog);
 		return -1;
 	}
-	if (json_dumpf(doc, stdout, flags) < 0 || fputc('\n', stdout) == EOF)
+	if (json_dumpf(doc, stdout, BENCH_JSON_FLAGS) < 0 || fputc('\n', stdout) == EOF)
 		ret = -1;
 	fflush(stdout);
-	if (path != NULL) {
-		FILE *f = fopen(path, "w");
-
-		if (f == NULL || json_dumpf(doc, f, flags) < 0 || fputc('\n', f) == EOF) {
-			fprintf(stderr, "%s: --json %s: %s\n", prog, path, strerror(errno));
-			ret = -1;
-		}
-		if (f != NULL && fclose(f) != 0 && ret == 0) {
-			fprintf(stderr, "%s: --json %s: %s\n", prog, path, strerror(errno));
-			ret = -1;
-		}
-	}
+	if (path != NULL && json_to_file(doc, path, prog) < 0)
+		ret = -1;
 	json_decref(doc);
 	return ret;
 }

@@ -39,8 +39,19 @@ double bench_percentile(const uint64_t *sorted, uint64_t n, double pct);
  * neither, and a division by a zero count must not make the file unreadable. */
 json_t *bench_json_real(double v);
 
+/* [v0, v1, ...]: @n numbers (null for one that is not finite). */
+json_t *bench_json_reals(const double *v, unsigned int n);
+
+/* Every member of @more (taken) set in @doc; @doc's own of those names are
+ * replaced. */
+void bench_json_merge(json_t *doc, json_t *more);
+
 /* {"median": m, "rounds": [v0, v1, ...]} for @n rounds. */
 json_t *bench_json_rounds(const double *v, unsigned int n);
+
+/* Write @doc (taken) as one line to the file @path. 0, or -1 after saying
+ * why (as @prog). */
+int bench_json_save(json_t *doc, const char *path, const char *prog);
 
 /* Write @doc (taken) as one line on stdout, and, if @path is not NULL, to
  * that file too. 0, or -1 after saying why (as @prog). */

@@ -786,7 +786,8 @@ run_wake(struct bench *b, unsigned int worker)
 		return -1;
 	qsort(lat + 1, b->o.wake, sizeof(*lat), cmp_u64);
 	rb2_conn_ep_stats_get(v->eb[0], &st);
-	doc = json_pack("{s:s, s:I, s:o, s:o, s:I, s:o, s:o, s:o, s:I}", "test", "blocking",
+	doc = json_pack("{s:s, s:s, s:s, s:I, s:o, s:o, s:I, s:o, s:o, s:o, s:I}",
+			"tool", "rb2-connperf", "layer", "connection", "test", "blocking",
 			"spin_us", (json_int_t)b->o.spin_us, "idle_seconds", bench_json_real(wall),
 			"idle_cpu_percent", bench_json_real(100 * cpu / wall),
 			"wakeups", (json_int_t)b->o.wake,
@@ -831,7 +832,8 @@ run_mr_cost(struct rb2_xport *xp)
 	rb2_xport_mr_dereg(xp, &probe);
 	memset(src, 1, max);
 	memset(dst, 2, max);
-	doc = json_pack("{s:s, s:s}", "transport", rb2_xport_name(xp), "test", "mr_cost");
+	doc = json_pack("{s:s, s:s, s:s, s:s}", "tool", "rb2-connperf", "layer", "connection",
+			"transport", rb2_xport_name(xp), "test", "mr_cost");
 	sizes = json_array();
 	for (size_t len = 4096; len <= max; len *= 4) {
 		unsigned int reps = len <= (1u << 20) ? 50 : 5;
@@ -994,7 +996,8 @@ print_json(struct bench *b)
 	struct variant *s1 = find(b, SHARED, 1), *bare = find(b, BARE, 1);
 	json_t *doc, *vs = json_array();
 
-	doc = json_pack("{s:s, s:I, s:I, s:I, s:b, s:I, s:o, s:s, s:s}", "transport", o->transport,
+	doc = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:I, s:o, s:s, s:s}",
+			"tool", "rb2-connperf", "layer", "connection", "transport", o->transport,
 			"size", (json_int_t)o->size, "window", (json_int_t)o->window,
 			"ring_scale", (json_int_t)o->ring_scale, "zero_copy_receive", o->zc,
 			"rounds", (json_int_t)o->rounds, "seconds", bench_json_real(o->seconds),

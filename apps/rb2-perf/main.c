@@ -576,15 +576,13 @@ bad:
 	return -ENOENT;
 }
 
-void
-perf_json_begin(FILE *f, const struct perf_opts *o)
+json_t *
+perf_json_begin(const struct perf_opts *o)
 {
-	/* The run's parameters by jansson (the transport is the user's
-	 * string), written without the closing brace: each mode appends its
-	 * figures, then closes the object. */
-	json_t *doc = json_pack("{s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-				"s:I, s:I, s:I, s:o, s:I}",
-		"tool", "rb2-perf", "version", RB2_VERSION, "time", (json_int_t)time(NULL),
+	return json_pack("{s:s, s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+			 "s:I, s:I, s:I, s:o, s:I}",
+		"tool", "rb2-perf", "layer", "channel", "version", RB2_VERSION,
+		"time", (json_int_t)time(NULL),
 		"mode", o->mode == MODE_BW ? "bw" : o->mode == MODE_LAT ? "lat" :
 			o->mode == MODE_WAKE ? "wake" : o->mode == MODE_BULK ? "bulk" :
 			o->mode == MODE_LANES ? "lanes" : "ops",
@@ -595,24 +593,32 @@ perf_json_begin(FILE *f, const struct perf_opts *o)
 		"flags", (json_int_t)o->chan.flags, "burst", (json_int_t)o->burst,
 		"count", (json_int_t)o->count, "seconds", bench_json_real(o->duration),
 		"tsc_hz", (json_int_t)rte_get_tsc_hz());
-	char *head = doc != NULL ? json_dumps(doc, JSON_REAL_PRECISION(6)) : NULL;
-
-	json_decref(doc);
-	if (head == NULL) {
-		fputs("{\"tool\": \"rb2-perf\"", f);
-		return;
-	}
-	head[strlen(head) - 1] = '\0';
-	fputs(head, f);
-	free(head);
 }
 
-void
-perf_json_lat(FILE *f, const char *key, const struct perf_lat *l, int last)
+json_t *
+perf_json_lat(const struct perf_lat *l)
 {
-	fprintf(f, "\"%s\": {\"avg_ns\": %.1f, \"p50_ns\": %.1f, \"p99_ns\": %.1f, "
-		"\"p99_9_ns\": %.1f, \"min_ns\": %.1f, \"max_ns\": %.1f}%s",
-		key, l->avg, l->p50, l->p99, l->p999, l->min, l->max, last ? "" : ", ");
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "avg_ns", bench_json_real(l->avg),
+			 "p50_ns", bench_json_real(l->p50), "p99_ns", bench_json_real(l->p99),
+			 "p99_9_ns", bench_json_real(l->p999), "min_ns", bench_json_real(l->min),
+			 "max_ns", bench_json_real(l->max));
+}
+
+/* --json FILE: writable before anything runs (a run of minutes must not
+ * end in "cannot write"). 0, or -1 after saying why. */
+static int
+json_file_check(const char *path)
+{
+	FILE *f = path != NULL ? fopen(path, "w") : NULL;
+
+	if (path == NULL)
+		return 0;
+	if (f == NULL) {
+		fprintf(stderr, "rb2-perf: cannot write --json %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	fclose(f);
+	return 0;
 }
 
 /* The capabilities of the transport a spec names (0 if it cannot open). */
@@ -630,7 +636,7 @@ int
 main(int argc, char **argv)
 {
 	struct perf_opts o;
-	FILE *json = NULL;
+	json_t *doc;
 	int ret;
 
 	/* "--help" after "--", or with no "--" at all, is ours; before "--"
@@ -671,40 +677,36 @@ main(int argc, char **argv)
 		rb2_eal_cleanup();
 		return 2;
 	}
-	if (o.server || o.client != NULL) {
-		/* One side per process, on the main lcore. */
-		o.rx_lcore = o.tx_lcore;
-		o.chan.lcore_id = o.tx_lcore;
-		if (o.json != NULL && (json = fopen(o.json, "w")) == NULL) {
-			fprintf(stderr, "rb2-perf: cannot write --json %s: %s\n", o.json, strerror(errno));
-			rb2_eal_cleanup();
-			return 2;
-		}
-		ret = perf_remote_run(&o, json);
-		if (json != NULL)
-			fclose(json);
-		rb2_eal_cleanup();
-		return ret == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-	}
-	if (o.mode != MODE_OPS && (rte_lcore_count() < 2 || o.rx_lcore >= RTE_MAX_LCORE)) {
+	if (o.mode != MODE_OPS && !(o.server || o.client != NULL) &&
+	    (rte_lcore_count() < 2 || o.rx_lcore >= RTE_MAX_LCORE)) {
 		fprintf(stderr, "rb2-perf: needs two lcores, one per half of the channel; EAL has %u (use -l 0-1)\n",
 			rte_lcore_count());
 		rb2_eal_cleanup();
 		return 2;
 	}
-	if (o.json != NULL && (json = fopen(o.json, "w")) == NULL) {
-		fprintf(stderr, "rb2-perf: cannot write --json %s: %s\n", o.json, strerror(errno));
+	if (json_file_check(o.json) < 0) {
 		rb2_eal_cleanup();
 		return 2;
 	}
-	ret = o.mode == MODE_OPS ? perf_ops_run(&o, json) :
-		o.mode == MODE_WAKE ? perf_wake_run(&o, json) :
-		o.mode == MODE_BULK ? perf_bulk_run(&o, json) :
-		o.mode == MODE_LANES ? perf_lanes_run(&o, json) :
-		o.mode == MODE_LAT ? perf_lat_run(&o, json) :
-		o.pairs > 0 ? perf_pairs_run(&o, json) : perf_bw_run(&o, json);
-	if (json != NULL)
-		fclose(json);
+	doc = o.json != NULL ? perf_json_begin(&o) : NULL;
+	if (o.server || o.client != NULL) {
+		/* One side per process, on the main lcore. */
+		o.rx_lcore = o.tx_lcore;
+		o.chan.lcore_id = o.tx_lcore;
+		ret = perf_remote_run(&o, doc);
+	} else {
+		ret = o.mode == MODE_OPS ? perf_ops_run(&o, doc) :
+			o.mode == MODE_WAKE ? perf_wake_run(&o, doc) :
+			o.mode == MODE_BULK ? perf_bulk_run(&o, doc) :
+			o.mode == MODE_LANES ? perf_lanes_run(&o, doc) :
+			o.mode == MODE_LAT ? perf_lat_run(&o, doc) :
+			o.pairs > 0 ? perf_pairs_run(&o, doc) : perf_bw_run(&o, doc);
+	}
+	/* A failed run's file says so, with what it measured before. */
+	if (doc != NULL && ret != 0)
+		json_object_set_new(doc, "failed", json_true());
+	if (doc != NULL && bench_json_save(doc, o.json, "rb2-perf") < 0 && ret == 0)
+		ret = -1;
 	rb2_eal_cleanup();
 	return ret == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -111,22 +111,25 @@ struct perf_copies perf_design_copies(const char *preset);
 const char *perf_copies_name(struct perf_copies c);
 void perf_ablate(struct rb2_chan_params *p, const struct perf_opts *o);
 
+/* Each mode runs, prints its table on stdout, and, where @doc is not NULL
+ * (--json), adds its figures to @doc (perf_json_begin()'s parameters). */
+
 /* perf_bw.c */
-int perf_bw_run(const struct perf_opts *o, FILE *json);
-int perf_pairs_run(const struct perf_opts *o, FILE *json);
+int perf_bw_run(const struct perf_opts *o, json_t *doc);
+int perf_pairs_run(const struct perf_opts *o, json_t *doc);
 /* perf_lat.c */
-int perf_lat_run(const struct perf_opts *o, FILE *json);
+int perf_lat_run(const struct perf_opts *o, json_t *doc);
 void perf_lat_summarize(uint64_t *cyc, uint64_t n, struct perf_lat *l);
 /* perf_ops.c */
-int perf_ops_run(const struct perf_opts *o, FILE *json);
+int perf_ops_run(const struct perf_opts *o, json_t *doc);
 /* perf_wake.c */
-int perf_wake_run(const struct perf_opts *o, FILE *json);
+int perf_wake_run(const struct perf_opts *o, json_t *doc);
 /* perf_lanes.c */
-int perf_lanes_run(const struct perf_opts *o, FILE *json);
+int perf_lanes_run(const struct perf_opts *o, json_t *doc);
 /* perf_bulk.c */
-int perf_bulk_run(const struct perf_opts *o, FILE *json);
+int perf_bulk_run(const struct perf_opts *o, json_t *doc);
 /* perf_remote.c */
-int perf_remote_run(const struct perf_opts *o, FILE *json);
+int perf_remote_run(const struct perf_opts *o, json_t *doc);
 
 /* Payload: every 8-byte word holds the sequence number (the tail bytes of a
  * size that is not a multiple of 8 too), so a reader checks the first and the
@@ -153,8 +156,9 @@ perf_check(const void *buf, uint32_t size, uint64_t seq)
 	return first == seq && last == seq;
 }
 
-/* Small JSON helpers (numbers and strings only). */
-void perf_json_begin(FILE *f, const struct perf_opts *o);
-void perf_json_lat(FILE *f, const char *key, const struct perf_lat *l, int last);
+/* The run's parameters: the object every mode adds its figures to. */
+json_t *perf_json_begin(const struct perf_opts *o);
+/* {"avg_ns", "p50_ns", "p99_ns", "p99_9_ns", "min_ns", "max_ns"} of @l. */
+json_t *perf_json_lat(const struct perf_lat *l);
 
 #endif /* RB2_PERF_H */

@@ -130,7 +130,7 @@ send_round(struct rb2_bulk_tx *b, struct rb2_tx *tx, uint8_t **bufs, uint32_t si
 }
 
 int
-perf_bulk_run(const struct perf_opts *o, FILE *json)
+perf_bulk_run(const struct perf_opts *o, json_t *doc)
 {
 	static const uint32_t sizes[BULK_SIZES] = {4096, 16384, 65536, 262144, 1u << 20, 4u << 20};
 	struct rb2_xport *xp = rb2_xport_open_spec(o->transport);
@@ -251,19 +251,23 @@ perf_bulk_run(const struct perf_opts *o, FILE *json)
 	else
 		printf("\ncrossover: lending never caught up with copying up to %u B here; errors %" PRIu64 "\n",
 		       sizes[BULK_SIZES - 1], bad);
-	if (json != NULL) {
-		perf_json_begin(json, o);
-		fprintf(json, ", \"round_bytes\": %u, \"errors\": %" PRIu64 ", \"crossover_bytes\": %u, "
-			"\"inline_max_default\": %u, \"sender_cache_hit_pct\": %.2f, \"sizes\": [",
-			BULK_ROUND_BYTES, bad, crossover >= 0 ? sizes[crossover] : 0,
-			RB2_BULK_INLINE_MAX_DEFAULT,
-			cs.gets ? 100.0 * (double)cs.hits / (double)cs.gets : 0.0);
-		for (int s = 0; s < BULK_SIZES; s++)
-			fprintf(json, "%s{\"bytes\": %u, \"copy_gbps\": %.4f, \"lend_gbps\": %.4f, "
-				"\"lend_reg_gbps\": %.4f, \"lend_over_copy\": %.4f}", s ? ", " : "",
-				sizes[s], med[s][V_COPY], med[s][V_LEND], med[s][V_LEND_REG],
-				med_ratio[s]);
-		fprintf(json, "]}\n");
+	if (doc != NULL) {
+		json_t *js = json_array();
+
+		for (int k = 0; k < BULK_SIZES; k++)
+			json_array_append_new(js, json_pack("{s:I, s:o, s:o, s:o, s:o}",
+				"bytes", (json_int_t)sizes[k],
+				"copy_gbps", bench_json_real(med[k][V_COPY]),
+				"lend_gbps", bench_json_real(med[k][V_LEND]),
+				"lend_reg_gbps", bench_json_real(med[k][V_LEND_REG]),
+				"lend_over_copy", bench_json_real(med_ratio[k])));
+		bench_json_merge(doc, json_pack("{s:I, s:I, s:I, s:I, s:o, s:o}",
+			"round_bytes", (json_int_t)BULK_ROUND_BYTES, "errors", (json_int_t)bad,
+			"crossover_bytes", (json_int_t)(crossover >= 0 ? sizes[crossover] : 0),
+			"inline_max_default", (json_int_t)RB2_BULK_INLINE_MAX_DEFAULT,
+			"sender_cache_hit_pct", bench_json_real(cs.gets ? 100.0 * (double)cs.hits /
+								(double)cs.gets : 0.0),
+			"sizes", js));
 	}
 	for (int v = 0; v < NV; v++) {
 		rb2_bulk_tx_destroy(btx[v]);

@@ -487,52 +487,52 @@ variant_close(struct perf_variant *v)
 	rte_ring_free(v->ring);
 }
 
-static void
-json_tx_stats(FILE *f, const struct perf_variant *v)
+static json_t *
+json_tx_stats(const struct perf_variant *v)
 {
+	json_t *tx = json_object(), *rx = json_object();
 	struct rb2_tx_stats t;
 	struct rb2_rx_stats r;
 
 	rb2_tx_stats_get(v->tx, &t);
 	rb2_rx_stats_get(v->rx, &r);
-	fprintf(f, ", \"stats\": {\"tx\": {");
-#define J(n, d) fprintf(f, "\"%s\": %" PRIu64 ", ", #n, (uint64_t)t.n);
+#define J(n, d) json_object_set_new(tx, #n, json_integer((json_int_t)t.n));
 	RB2_TX_STATS(J)
 #undef J
-	fprintf(f, "\"_\": 0}, \"rx\": {");
-#define J(n, d) fprintf(f, "\"%s\": %" PRIu64 ", ", #n, (uint64_t)r.n);
+#define J(n, d) json_object_set_new(rx, #n, json_integer((json_int_t)r.n));
 	RB2_RX_STATS(J)
 #undef J
-	fprintf(f, "\"_\": 0}}");
+	return json_pack("{s:o, s:o}", "tx", tx, "rx", rx);
 }
 
 /* L5's counters in the channels' shape: per side, "messages" first. */
-static void
-json_l5_stats(FILE *f, const struct perf_variant *v)
+static json_t *
+json_l5_stats(const struct perf_variant *v)
 {
 	struct rb2_l5_stats st;
 
 	rb2_l5_stats_get(v->l5, &st);
-	fprintf(f, ", \"stats\": {\"tx\": {\"messages\": %" PRIu64 ", \"writes\": %" PRIu64
-		", \"posts\": %" PRIu64 ", \"signaled\": %" PRIu64 ", \"head_reads\": %" PRIu64
-		", \"wrapped\": %" PRIu64 "}, \"rx\": {\"messages\": %" PRIu64
-		", \"cleared_bytes\": %" PRIu64 "}}", st.messages, st.writes, st.posts,
-		st.signaled, st.head_reads, st.wrapped, st.received, st.cleared_bytes);
+	return json_pack("{s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:I, s:I}}",
+			 "tx", "messages", (json_int_t)st.messages, "writes", (json_int_t)st.writes,
+			 "posts", (json_int_t)st.posts, "signaled", (json_int_t)st.signaled,
+			 "head_reads", (json_int_t)st.head_reads, "wrapped", (json_int_t)st.wrapped,
+			 "rx", "messages", (json_int_t)st.received,
+			 "cleared_bytes", (json_int_t)st.cleared_bytes);
 }
 
-/* "A/B": ratio, or null when B measured nothing (JSON has no inf). */
+/* "A/B": the ratio of the medians, or null when B measured nothing. */
 static void
-json_ratio(FILE *f, int first, const struct perf_variant *a, const struct perf_variant *b)
+json_ratio(json_t *ratios, const struct perf_variant *a, const struct perf_variant *b)
 {
-	fprintf(f, "%s\"%s/%s\": ", first ? "" : ", ", a->name, b->name);
-	if (b->median > 0)
-		fprintf(f, "%.6g", a->median / b->median);
-	else
-		fprintf(f, "null");
+	char key[80];
+
+	snprintf(key, sizeof(key), "%s/%s", a->name, b->name);
+	json_object_set_new(ratios, key, b->median > 0 ? bench_json_real(a->median / b->median) :
+			    json_null());
 }
 
 int
-perf_bw_run(const struct perf_opts *o, FILE *json)
+perf_bw_run(const struct perf_opts *o, json_t *doc)
 {
 	struct perf_variant vars[PERF_MAX_VARIANTS];
 	unsigned int nv = 0, i, r;
@@ -690,39 +690,35 @@ perf_bw_run(const struct perf_opts *o, FILE *json)
 		       (uint64_t)t.full_events, (uint64_t)rs.empty_events);
 	}
 
-	if (json != NULL) {
-		perf_json_begin(json, o);
-		fprintf(json, ", \"rounds\": %u, \"variants\": [", o->rounds);
+	if (doc != NULL) {
+		json_t *vs = json_array(), *ratios = json_object();
+
 		for (i = 0; i < nv; i++) {
 			const struct perf_variant *v = &vars[i];
-			fprintf(json, "%s{\"name\": \"%s\", \"desc\": \"%s\", \"median_mmsg_s\": %.6g, \"median_gbit_s\": %.6g, \"errors\": %" PRIu64 ", \"rounds_mmsg_s\": [",
-				i ? ", " : "", v->name, v->desc, v->median,
-				v->median * o->size * 8 / 1e3, v->errors);
-			for (r = 0; r < v->n; r++)
-				fprintf(json, "%s%.6g", r ? ", " : "", v->mps[r]);
-			fprintf(json, "], \"copies\": \"%s\", \"copied_bytes\": %" PRIu64,
-				perf_copies_name(v->copies), v->copied_bytes);
+			json_t *j = json_pack("{s:s, s:s, s:o, s:o, s:I, s:o, s:s, s:I}", "name", v->name,
+				      "desc", v->desc, "median_mmsg_s", bench_json_real(v->median),
+				      "median_gbit_s", bench_json_real(v->median * o->size * 8 / 1e3),
+				      "errors", (json_int_t)v->errors,
+				      "rounds_mmsg_s", bench_json_reals(v->mps, v->n),
+				      "copies", perf_copies_name(v->copies),
+				      "copied_bytes", (json_int_t)v->copied_bytes);
 			if (v->kind == VAR_RB2)
-				json_tx_stats(json, v);
+				json_object_set_new(j, "stats", json_tx_stats(v));
 			else if (v->kind == VAR_L5)
-				json_l5_stats(json, v);
-			fprintf(json, "}");
+				json_object_set_new(j, "stats", json_l5_stats(v));
+			json_array_append_new(vs, j);
 		}
-		fprintf(json, "], \"ratios\": {");
-		int first = 1;
 		for (i = 0; i < nv; i++)
 			for (unsigned int j = 0; j < nv; j++)
-				if (vars[i].kind == VAR_RB2 && IS_RTE_RING(vars[j].kind)) {
-					json_ratio(json, first, &vars[i], &vars[j]);
-					first = 0;
-				}
+				if (vars[i].kind == VAR_RB2 && IS_RTE_RING(vars[j].kind))
+					json_ratio(ratios, &vars[i], &vars[j]);
 		/* Presets: the first RB2 variant over each design. */
 		for (unsigned int j = 0; ref >= 0 && j < nv; j++)
-			if ((int)j != ref && !IS_RTE_RING(vars[j].kind)) {
-				json_ratio(json, first, &vars[ref], &vars[j]);
-				first = 0;
-			}
-		fprintf(json, "}}\n");
+			if ((int)j != ref && !IS_RTE_RING(vars[j].kind))
+				json_ratio(ratios, &vars[ref], &vars[j]);
+		json_object_set_new(doc, "rounds", json_integer(o->rounds));
+		json_object_set_new(doc, "variants", vs);
+		json_object_set_new(doc, "ratios", ratios);
 	}
 	for (i = 0; i < nv; i++)
 		variant_close(&vars[i]);
@@ -804,7 +800,7 @@ pairs_round(struct perf_variant *v, const struct perf_opts *po, unsigned int k,
 }
 
 int
-perf_pairs_run(const struct perf_opts *o, FILE *json)
+perf_pairs_run(const struct perf_opts *o, json_t *doc)
 {
 	static struct perf_opts po[PERF_MAX_PAIRS];
 	static struct perf_variant v[PERF_MAX_PAIRS];
@@ -854,19 +850,19 @@ perf_pairs_run(const struct perf_opts *o, FILE *json)
 	       k == 1 ? "" : "s", med, med * o->size * 8 / 1e3);
 	for (unsigned int i = 0; i < k; i++)
 		errors += v[i].errors;
-	if (json != NULL) {
-		perf_json_begin(json, o);
-		fprintf(json, ", \"rounds\": %u, \"pairs\": %u, \"median_mmsg_s\": %.6g, "
-			"\"errors\": %" PRIu64 ", \"rounds_mmsg_s\": [", o->rounds, k, med, errors);
-		for (unsigned int r = 0; r < o->rounds; r++)
-			fprintf(json, "%s%.6g", r ? ", " : "", tot[r]);
-		fprintf(json, "], \"per_pair_median_mmsg_s\": [");
+	if (doc != NULL) {
+		json_t *per_pair = json_array();
+
 		for (unsigned int i = 0; i < k; i++) {
 			for (unsigned int r = 0; r < o->rounds; r++)
 				x[r] = per[r][i];
-			fprintf(json, "%s%.6g", i ? ", " : "", bench_median(x, o->rounds));
+			json_array_append_new(per_pair, bench_json_real(bench_median(x, o->rounds)));
 		}
-		fprintf(json, "]}\n");
+		bench_json_merge(doc, json_pack("{s:I, s:I, s:o, s:I, s:o, s:o}",
+			"rounds", (json_int_t)o->rounds, "pairs", (json_int_t)k,
+			"median_mmsg_s", bench_json_real(med), "errors", (json_int_t)errors,
+			"rounds_mmsg_s", bench_json_reals(tot, o->rounds), "per_pair_median_mmsg_s",
+			per_pair));
 	}
 	for (unsigned int i = 0; i < k; i++)
 		variant_close(&v[i]);

@@ -235,7 +235,7 @@ set_counts(const struct lane_set *s, struct lane_counts *k)
 }
 
 int
-perf_lanes_run(const struct perf_opts *o, FILE *json)
+perf_lanes_run(const struct perf_opts *o, json_t *doc)
 {
 	struct rb2_xport *xp = rb2_xport_open_spec(o->transport);
 	static struct lane_set sets[PERF_MAX_CHANNEL_COUNTS][NV];
@@ -330,26 +330,29 @@ perf_lanes_run(const struct perf_opts *o, FILE *json)
 				       fig[i][v].inflight_seen);
 	}
 	printf("\nerrors %" PRIu64 " (lane/own: median of per-round rate ratios)\n", bad);
-	if (json != NULL) {
-		perf_json_begin(json, o);
-		fprintf(json, ", \"per_pass\": %u, \"max_inflight\": %u, \"errors\": %" PRIu64 ", \"runs\": [",
-			o->per_pass, o->chan.max_inflight, bad);
+	if (doc != NULL) {
+		json_t *runs = json_array();
+
 		for (unsigned int i = 0; i < o->nchannels; i++)
 			for (int v = 0; v < NV; v++) {
 				const struct lane_fig *f = &fig[i][v];
+				double m = (double)f->msgs;
 
-				fprintf(json, "%s{\"channels\": %u, \"variant\": \"%s\", \"mmsg_s\": %.4f, "
-					"\"wrs_per_msg\": %.4f, \"posted_wrs_per_msg\": %.4f, "
-					"\"tx_doorbells_per_msg\": %.5f, \"rx_doorbells_per_msg\": %.5f, "
-					"\"merged_per_msg\": %.5f, \"deferrals_per_msg\": %.5f, "
-					"\"max_inflight_seen\": %u}", i + v ? ", " : "", o->channels[i],
-					vname[v], bench_median((double *)f->mps, o->rounds),
-					f->wrs_in / (double)f->msgs, f->wrs_out / (double)f->msgs,
-					f->tx_doorbells / (double)f->msgs,
-					f->rx_doorbells / (double)f->msgs, f->merged / (double)f->msgs,
-					(double)f->deferrals / (double)f->msgs, f->inflight_seen);
+				json_array_append_new(runs, json_pack(
+					"{s:I, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I}",
+					"channels", (json_int_t)o->channels[i], "variant", vname[v],
+					"mmsg_s", bench_json_real(bench_median((double *)f->mps, o->rounds)),
+					"wrs_per_msg", bench_json_real(f->wrs_in / m),
+					"posted_wrs_per_msg", bench_json_real(f->wrs_out / m),
+					"tx_doorbells_per_msg", bench_json_real(f->tx_doorbells / m),
+					"rx_doorbells_per_msg", bench_json_real(f->rx_doorbells / m),
+					"merged_per_msg", bench_json_real(f->merged / m),
+					"deferrals_per_msg", bench_json_real((double)f->deferrals / m),
+					"max_inflight_seen", (json_int_t)f->inflight_seen));
 			}
-		fprintf(json, "]}\n");
+		bench_json_merge(doc, json_pack("{s:I, s:I, s:I, s:o}", "per_pass",
+			(json_int_t)o->per_pass, "max_inflight", (json_int_t)o->chan.max_inflight,
+			"errors", (json_int_t)bad, "runs", runs));
 	}
 	for (unsigned int i = 0; i < o->nchannels; i++)
 		for (int v = 0; v < NV; v++)

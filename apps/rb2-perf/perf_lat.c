@@ -196,7 +196,7 @@ make_rx(struct rb2_xport *xp, const struct perf_opts *o, const char *name,
 }
 
 int
-perf_lat_run(const struct perf_opts *o, FILE *json)
+perf_lat_run(const struct perf_opts *o, json_t *doc)
 {
 	uint64_t total = o->warmup + o->count, errors = 0;
 	struct rb2_xport *xp = rb2_xport_open_spec(o->transport);
@@ -314,15 +314,12 @@ perf_lat_run(const struct perf_opts *o, FILE *json)
 	printf("\np50 %s / raw cache line = %.2fx, errors %" PRIu64 "\n", design,
 	       rb2.p50 / raw.p50, errors);
 
-	if (json != NULL) {
-		perf_json_begin(json, o);
-		/* "rb2": the design measured (named in "design"). */
-		fprintf(json, ", \"warmup\": %" PRIu64 ", \"errors\": %" PRIu64 ", \"copies\": \"%s\", "
-			"\"design\": \"%s\", ", o->warmup, errors, perf_copies_name(my_copy.cp), design);
-		perf_json_lat(json, "rb2", &rb2, 0);
-		perf_json_lat(json, "raw_cacheline", &raw, 0);
-		fprintf(json, "\"ratio_p50_rb2_raw\": %.4f}\n", rb2.p50 / raw.p50);
-	}
+	/* "rb2": the design measured (named in "design"). */
+	bench_json_merge(doc, json_pack("{s:I, s:I, s:s, s:s, s:o, s:o, s:o}",
+		"warmup", (json_int_t)o->warmup, "errors", (json_int_t)errors,
+		"copies", perf_copies_name(my_copy.cp), "design", design,
+		"rb2", perf_json_lat(&rb2), "raw_cacheline", perf_json_lat(&raw),
+		"ratio_p50_rb2_raw", bench_json_real(rb2.p50 / raw.p50)));
 	free(cyc);
 	rte_free(my_copy.in);
 	rte_free(my_copy.out);

@@ -71,15 +71,12 @@ perf_ops_loop(struct rb2_tx *tx, struct rb2_rx *rx, uint32_t size, unsigned int 
 }
 
 int
-perf_ops_run(const struct perf_opts *o, FILE *json)
+perf_ops_run(const struct perf_opts *o, json_t *doc)
 {
 	unsigned int nv = o->npresets > 0 ? o->npresets : 1;
+	json_t *vs = json_array();
 	int ret = 0;
 
-	if (json != NULL) {
-		perf_json_begin(json, o);
-		fprintf(json, ", \"variants\": [");
-	}
 	printf("%-22s %12s %14s\n", "variant (one lcore)", "messages", "cycles/msg");
 	for (unsigned int v = 0; v < nv; v++) {
 		const char *preset = o->npresets > 0 ? o->presets[v] : "as given";
@@ -111,10 +108,10 @@ perf_ops_run(const struct perf_opts *o, FILE *json)
 		cyc = rte_rdtsc() - t0;
 		printf("%-22s %12" PRIu64 " %14.1f%s\n", preset, o->count,
 		       (double)cyc / (double)o->count, bad ? "  ERRORS" : "");
-		if (json != NULL)
-			fprintf(json, "%s{\"name\": \"%s\", \"messages\": %" PRIu64
-				", \"cycles_per_msg\": %.2f, \"errors\": %" PRIu64 "}",
-				v ? ", " : "", preset, o->count, (double)cyc / (double)o->count, bad);
+		json_array_append_new(vs, json_pack("{s:s, s:I, s:o, s:I}", "name", preset,
+			"messages", (json_int_t)o->count,
+			"cycles_per_msg", bench_json_real((double)cyc / (double)o->count),
+			"errors", (json_int_t)bad));
 		if (bad != 0) {
 			fprintf(stderr, "rb2-perf: %s: %" PRIu64 " messages lost or corrupt\n",
 				preset, bad);
@@ -124,7 +121,6 @@ perf_ops_run(const struct perf_opts *o, FILE *json)
 		rb2_rx_destroy(rx);
 		rb2_xport_close(xp);
 	}
-	if (json != NULL)
-		fprintf(json, "]}\n");
+	bench_json_merge(doc, json_pack("{s:o}", "variants", vs));
 	return ret;
 }

@@ -143,7 +143,7 @@ bw_channels(const struct perf_opts *o)
 }
 
 static int
-bw_server(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
+bw_server(struct rb2_xport *xp, const struct perf_opts *o, json_t *doc)
 {
 	struct perf_variant v = {.name = "rb2", .desc = o->transport};
 	unsigned int k = bw_channels(o), c = 0;
@@ -209,15 +209,11 @@ bw_server(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
 	printf("%-10s %12s %10s %8s\n", "", "Mmsg/s(med)", "Gbit/s", "errors");
 	printf("%-10s %12.4f %10.4f %8" PRIu64 "\n", "rb2", v.median,
 	       v.median * o->size * 8 / 1e3, v.errors);
-	if (json != NULL) {
-		perf_json_begin(json, o);
-		fprintf(json, ", \"role\": \"server\", \"channels\": %u, \"rounds\": %u, \"median_mmsg_s\": %.6f, "
-			"\"median_gbit_s\": %.6f, \"errors\": %" PRIu64 ", \"rounds_mmsg_s\": [",
-			k, o->rounds, v.median, v.median * o->size * 8 / 1e3, v.errors);
-		for (unsigned int i = 0; i < v.n; i++)
-			fprintf(json, "%s%.6f", i ? ", " : "", v.mps[i]);
-		fprintf(json, "]}\n");
-	}
+	bench_json_merge(doc, json_pack("{s:s, s:I, s:I, s:o, s:o, s:I, s:o}", "role", "server",
+		"channels", (json_int_t)k, "rounds", (json_int_t)o->rounds,
+		"median_mmsg_s", bench_json_real(v.median),
+		"median_gbit_s", bench_json_real(v.median * o->size * 8 / 1e3),
+		"errors", (json_int_t)v.errors, "rounds_mmsg_s", bench_json_reals(v.mps, v.n)));
 	/* Let the senders see their last slots released before we go. */
 	for (int i = 0; i < 1000; i++) {
 		for (unsigned int j = 0; j < k; j++)
@@ -242,7 +238,7 @@ bw_server(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
  * --max-inflight every channel's QP has that admission window, and the
  * summed counters say what it did. */
 static int
-bw_client(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
+bw_client(struct rb2_xport *xp, const struct perf_opts *o, json_t *doc)
 {
 	uint64_t total = (uint64_t)o->rounds * o->count, seq = 0;
 	unsigned int k = bw_channels(o);
@@ -321,15 +317,13 @@ bw_client(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
 	       seq, o->size, k, lane != NULL ? " on one lane" : "", secs, o->chan.max_inflight,
 	       seq ? (double)wrs / (double)seq : 0.0, sig,
 	       seq ? (double)doorbells / (double)seq : 0.0, defer, seen);
-	if (json != NULL) {
-		perf_json_begin(json, o);
-		fprintf(json, ", \"role\": \"client\", \"channels\": %u, \"lane\": %s, \"max_inflight\": %u, \"messages\": %" PRIu64
-			", \"seconds\": %.4f, \"wrs\": %" PRIu64 ", \"signaled_wrs\": %" PRIu64
-			", \"doorbells\": %" PRIu64 ", \"admission_deferrals\": %" PRIu64
-			", \"max_inflight_seen\": %" PRIu64 "}\n",
-			k, lane != NULL ? "true" : "false", o->chan.max_inflight, seq, secs, wrs, sig,
-			doorbells, defer, seen);
-	}
+	/* "elapsed_seconds": what the run took ("seconds" is the option). */
+	bench_json_merge(doc, json_pack("{s:s, s:I, s:b, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I}",
+		"role", "client", "channels", (json_int_t)k, "lane", lane != NULL,
+		"max_inflight", (json_int_t)o->chan.max_inflight, "messages", (json_int_t)seq,
+		"elapsed_seconds", bench_json_real(secs), "wrs", (json_int_t)wrs,
+		"signaled_wrs", (json_int_t)sig, "doorbells", (json_int_t)doorbells,
+		"admission_deferrals", (json_int_t)defer, "max_inflight_seen", (json_int_t)seen));
 	for (unsigned int c = 0; c < k; c++)
 		rb2_tx_destroy(tx[c]);
 	rb2_xport_lane_destroy(lane);
@@ -337,7 +331,7 @@ bw_client(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
 }
 
 static int
-lat_pair(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
+lat_pair(struct rb2_xport *xp, const struct perf_opts *o, json_t *doc)
 {
 	char ping[96], pong[96];
 	struct rb2_tx *tx;
@@ -404,13 +398,9 @@ lat_pair(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
 		       "p99", "p99.9", "min", "max");
 		printf("%-6s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", "rb2", l.avg / 1e3,
 		       l.p50 / 1e3, l.p99 / 1e3, l.p999 / 1e3, l.min / 1e3, l.max / 1e3);
-		if (json != NULL) {
-			perf_json_begin(json, o);
-			fprintf(json, ", \"role\": \"client\", \"warmup\": %" PRIu64 ", \"errors\": %" PRIu64 ", ",
-				o->warmup, errors);
-			perf_json_lat(json, "rb2", &l, 1);
-			fprintf(json, "}\n");
-		}
+		bench_json_merge(doc, json_pack("{s:s, s:I, s:I, s:o}", "role", "client",
+			"warmup", (json_int_t)o->warmup, "errors", (json_int_t)errors,
+			"rb2", perf_json_lat(&l)));
 		free(cyc);
 	}
 	sleep(1);
@@ -420,7 +410,7 @@ lat_pair(struct rb2_xport *xp, const struct perf_opts *o, FILE *json)
 }
 
 int
-perf_remote_run(const struct perf_opts *o, FILE *json)
+perf_remote_run(const struct perf_opts *o, json_t *doc)
 {
 	struct rb2_xport *xp = rb2_xport_open_spec(o->transport);
 	int ret;
@@ -431,9 +421,9 @@ perf_remote_run(const struct perf_opts *o, FILE *json)
 		return -1;
 	}
 	if (o->mode == MODE_LAT)
-		ret = lat_pair(xp, o, json);
+		ret = lat_pair(xp, o, doc);
 	else
-		ret = o->server ? bw_server(xp, o, json) : bw_client(xp, o, json);
+		ret = o->server ? bw_server(xp, o, doc) : bw_client(xp, o, doc);
 	rb2_xport_close(xp);
 	return ret;
 }

@@ -158,7 +158,7 @@ run_round(const struct perf_opts *o, struct rb2_tx *tx, struct wake_round *r, in
 }
 
 int
-perf_wake_run(const struct perf_opts *o, FILE *json)
+perf_wake_run(const struct perf_opts *o, json_t *doc)
 {
 	struct rb2_xport *xp = rb2_xport_open_spec(o->transport);
 	struct rb2_tx *tx[NV];
@@ -247,24 +247,27 @@ perf_wake_run(const struct perf_opts *o, FILE *json)
 	printf("\nbusy: adaptive / poll = %.3f (median of per-round ratios), the adaptive receiver slept %"
 	       PRIu64 " times; paced: %" PRIu64 " sleeps; errors %" PRIu64 "\n",
 	       bench_median(ratio, o->rounds), busy_sleeps, sleeps[V_ADAPTIVE], bad);
-	if (json != NULL) {
-		perf_json_begin(json, o);
-		fprintf(json, ", \"gap_us\": %" PRIu64 ", \"paced\": %" PRIu64 ", \"idle_sleep\": %u, "
-			"\"sleep_max_us\": %u, \"samples\": %" PRIu64 ", \"errors\": %" PRIu64 ", ",
-			o->gap_us, paced_n, o->idle_sleep, SLEEP_MAX_US, nlat[0], bad);
+	if (doc != NULL) {
+		bench_json_merge(doc, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+			"gap_us", (json_int_t)o->gap_us, "paced", (json_int_t)paced_n,
+			"idle_sleep", (json_int_t)o->idle_sleep, "sleep_max_us",
+			(json_int_t)SLEEP_MAX_US, "samples", (json_int_t)nlat[0],
+			"errors", (json_int_t)bad, "sleeps", (json_int_t)sleeps[V_ADAPTIVE],
+			"busy_sleeps", (json_int_t)busy_sleeps, "busy_ratio_adaptive_poll",
+			bench_json_real(bench_median(ratio, o->rounds))));
 		for (int v = 0; v < NV; v++) {
 			char key[32];
 
 			snprintf(key, sizeof(key), "wake_%s", vname[v]);
-			perf_json_lat(json, key, &l[v], 0);
-			fprintf(json, "\"paced_cpu_pct_%s\": %.3f, \"idle_cpu_pct_%s\": %.4f, "
-				"\"busy_mps_%s\": %.3f, ", vname[v], bench_median(cpu[v], o->rounds),
-				vname[v], bench_median(idle_cpu[v], o->rounds), vname[v],
-				bench_median(mps[v], o->rounds));
+			json_object_set_new(doc, key, perf_json_lat(&l[v]));
+			snprintf(key, sizeof(key), "paced_cpu_pct_%s", vname[v]);
+			json_object_set_new(doc, key, bench_json_real(bench_median(cpu[v], o->rounds)));
+			snprintf(key, sizeof(key), "idle_cpu_pct_%s", vname[v]);
+			json_object_set_new(doc, key,
+					    bench_json_real(bench_median(idle_cpu[v], o->rounds)));
+			snprintf(key, sizeof(key), "busy_mps_%s", vname[v]);
+			json_object_set_new(doc, key, bench_json_real(bench_median(mps[v], o->rounds)));
 		}
-		fprintf(json, "\"sleeps\": %" PRIu64 ", \"busy_sleeps\": %" PRIu64
-			", \"busy_ratio_adaptive_poll\": %.4f}\n",
-			sleeps[V_ADAPTIVE], busy_sleeps, bench_median(ratio, o->rounds));
 	}
 	for (int v = 0; v < NV; v++) {
 		free(lat[v]);

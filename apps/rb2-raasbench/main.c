@@ -475,7 +475,8 @@ raasbench_main(int argc, char **argv)
 			memcpy(rate[sr.mode[v]], &fig[v * opt.rounds],
 			       opt.rounds * sizeof(double));
 	}
-	doc = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:b, s:I}", "bench", "raas-lend",
+	doc = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:b, s:I}",
+			"tool", "rb2-raasbench", "layer", "service", "bench", "raas-lend",
 			"size", (json_int_t)s.size, "chunk", (json_int_t)s.chunk,
 			"buffers", (json_int_t)s.nbuf, "host", (json_int_t)opt.host,
 			"rounds", (json_int_t)opt.rounds, "seconds", bench_json_real(opt.seconds),

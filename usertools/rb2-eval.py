@@ -24,10 +24,16 @@ one run so that ratios hold on a noisy machine:
           batching off, as the paper ran it), and over TCP driven by wrk;
           nginx under wrk as a reference point
 
+Beyond the paper, each layer's own benchmark (usertools/rb2_eval_layers.py),
+into layers.md: conn (rb2-connperf), service (rb2-raasbench through
+rb2-raasd), nf-rate (rb2-nf's record rate), port (rb2-nf from net_null
+against rte_ring and dpdk-testpmd); --only layers runs all four.
+
 Writes results.json, one CSV per experiment, PNG plots (gnuplot) and
 report.md (each figure next to the paper's claim; the case studies, fig8-10,
 in cases.md) into --out
-(default: doc/eval/TRANSPORT; the case studies alone: TRANSPORT-cases). A
+(default: doc/eval/TRANSPORT; the case studies alone: TRANSPORT-cases; the
+layers alone: TRANSPORT-layers). A
 run into a directory that holds an earlier run's results.json replaces only
 the figures it ran. --quick runs small sizes and short rounds
 (< 2 min, for CI). The transport is shm (load/store) by default; with
@@ -38,6 +44,7 @@ has no gnuplot) with --no-plot, then --replot DIR on the host.
 """
 import argparse
 import json
+import rb2_eval_layers as layers
 import os
 import shutil
 import statistics
@@ -976,9 +983,11 @@ def report(out, res, plot_err):
 
 def finish(out, res, no_plot):
     """CSV, plots and the report of a results dict (also --replot)."""
-    for k in ("fig3", "fig5", "fig6", "fig7", "table2", "fig8", "fig9", "fig10"):
-        if k in res:
+    for k in ("fig3", "fig5", "fig6", "fig7", "table2", "fig8", "fig9", "fig10", *layers.STEPS):
+        if k in res and res[k].get("rows"):
             write_csv(os.path.join(out, f"{k}.csv"), res[k]["rows"])
+    if any(k in res for k in layers.STEPS):
+        layers.report(out, res)
     if any(k in res for k in ("fig8", "fig9", "fig10")):
         if not no_plot:
             plot_cases(out, res)
@@ -1012,7 +1021,7 @@ def merge_earlier(out, res):
     if old.get("transport") != res["transport"] or old.get("quick") != res["quick"]:
         return res
     merged = {k: res[k] for k in ("quick", "transport", "cpus", "command")}
-    for k in ("fig3", "fig5", "fig6", "fig7", "table2", "fig8", "fig9", "fig10"):
+    for k in ("fig3", "fig5", "fig6", "fig7", "table2", "fig8", "fig9", "fig10", *layers.STEPS):
         if k in res:
             merged[k] = res[k]
         elif k in old:
@@ -1033,7 +1042,8 @@ def main():
                     help="output directory (default doc/eval/TRANSPORT[-quick])")
     ap.add_argument("--only", default="fig3,fig5,fig7,table2,fig8,fig9,fig10",
                     help="experiments to run (fig3, fig5 (with fig6), fig7, table2; the "
-                         "case studies fig8, fig9, fig10)")
+                         "case studies fig8, fig9, fig10; each layer's own benchmark: conn, "
+                         "service, nf-rate, port, or all four: layers)")
     ap.add_argument("--transport", default="shm",
                     help="rb2-perf transport spec: shm (default) or verbs,dev=NAME[,gid=N]")
     ap.add_argument("--perftest", metavar="HOST", default=None,
@@ -1056,8 +1066,15 @@ def main():
                  ("kv-depth", "fig9: requests outstanding in the paper's regime (default 16; "
                               "a second run keeps one)"),
                  ("http-requests", "fig10: GETs per design and round (paper: 1 M)"),
-                 ("wrk-seconds", "fig10: seconds of each wrk reference run")):
+                 ("wrk-seconds", "fig10: seconds of each wrk reference run"),
+                 ("layer-rounds", "layers: rounds of each layer's benchmark"),
+                 ("nf-rate-packets", "nf-rate: records replayed a run"),
+                 ("port-packets", "port: packets a run")):
         ap.add_argument("--" + k, type=int, default=None, help=h)
+    ap.add_argument("--layer-seconds", type=float, default=None,
+                    help="conn, service: seconds per round and design")
+    ap.add_argument("--testpmd-seconds", type=float, default=None,
+                    help="port: testpmd's measured span")
     ap.add_argument("--no-plot", action="store_true", help="no PNGs (no gnuplot here)")
     ap.add_argument("--replot", metavar="DIR", default=None,
                     help="only redo CSVs, plots and report.md from DIR/results.json")
@@ -1074,20 +1091,25 @@ def main():
     name = o.transport.split(",")[0]
     # The case studies alone go to a directory of their own, so as not to
     # replace a full run's results.json.
+    o.only = o.only.replace("layers", ",".join(layers.STEPS))
     cases_only = all(x in ("fig8", "fig9", "fig10") for x in o.only.split(","))
+    layers_only = all(x in layers.STEPS for x in o.only.split(","))
     o.out = o.out or os.path.join(top, "doc/eval", name + ("-cases" if cases_only else "") +
+                                  ("-layers" if layers_only else "") +
                                   ("-quick" if o.quick else ""))
     if o.quick:
         o.sizes, o.lat_sizes, o.table_sizes = [64, 512, 4096, 65536], [64, 4096], [512, 65536]
         prof = dict(rounds=3, duration=0.05, lat_rounds=1, lat_count=20000, lat_warmup=5000,
                     case_rounds=3, nf_packets=3000000, kv_ops=200000, kv_depth=16,
-                    http_requests=100000, wrk_seconds=2)
+                    http_requests=100000, wrk_seconds=2, layer_rounds=3, layer_seconds=0.1,
+                    nf_rate_packets=1000000, port_packets=2000000, testpmd_seconds=1)
     else:
         o.sizes = [64, 256, 1024, 4096, 16384, 65536, 262144, MB]
         o.lat_sizes, o.table_sizes = o.sizes, [512, MB]
         prof = dict(rounds=5, duration=0.5, lat_rounds=3, lat_count=300000, lat_warmup=100000,
                     case_rounds=3, nf_packets=30000000, kv_ops=3000000, kv_depth=16,
-                    http_requests=1000000, wrk_seconds=10)
+                    http_requests=1000000, wrk_seconds=10, layer_rounds=5, layer_seconds=1,
+                    nf_rate_packets=30000000, port_packets=20000000, testpmd_seconds=3)
     if verbs:
         # A software RNIC under TCG: a round trip takes hundreds of us. The
         # case studies are scaled down by 100 (the report says so): by 1000,
@@ -1109,7 +1131,11 @@ def main():
     res = {"quick": o.quick, "transport": o.transport, "cpus": os.cpu_count(),
            "command": " ".join(["usertools/rb2-eval.py", *sys.argv[1:]])}
     steps = {"fig3": fig3, "fig5": fig5_6, "fig7": fig7, "table2": table2,
-             "fig8": fig8, "fig9": fig9, "fig10": fig10}
+             "fig8": fig8, "fig9": fig9, "fig10": fig10, **layers.STEPS}
+    unknown = [x for x in o.only.split(",") if x not in steps]
+    if unknown:
+        sys.exit(f"rb2-eval: --only {','.join(unknown)}: the experiments are "
+                 f"{', '.join(steps)}, and layers (all of {', '.join(layers.STEPS)})")
     for step in o.only.split(","):
         t = time.time()
         steps[step](r, o, res)
@@ -1120,7 +1146,8 @@ def main():
     json.dump(res, open(os.path.join(o.out, "results.json"), "w"), indent=1)
     finish(o.out, res, o.no_plot)
     shutil.rmtree(r.tmp, ignore_errors=True)
-    made = [f for f in ("report.md", "cases.md") if os.path.exists(os.path.join(o.out, f))]
+    made = [f for f in ("report.md", "cases.md", "layers.md")
+            if os.path.exists(os.path.join(o.out, f))]
     progress(f"done in {time.time() - t0:.0f} s: " +
              ", ".join(os.path.join(o.out, f) for f in made))
 

@@ -27,6 +27,10 @@ finish() {
 }
 trap finish EXIT
 
+# Where the guest's time goes: its boot, then each line of a suite stamped
+# with the seconds since this script began (the host keeps the log).
+echo "INFO guest up after $(cut -d' ' -f1 /proc/uptime) s of boot"
+stamp() { while IFS= read -r l; do printf '%s [%ss]\n' "$l" "$SECONDS"; done; }
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 ulimit -l unlimited
@@ -55,9 +59,9 @@ export RB2_VERBS_IP=$ip
 export RB2_BUILD=$build
 cd "$build" || exit 1
 case "$what" in
-suite) bash /rb2/tests/verbs-vm/suite.sh; rc=$? ;;
+suite) bash /rb2/tests/verbs-vm/suite.sh 2>&1 | stamp; rc=${PIPESTATUS[0]} ;;
 two) RB2_ROLE=$role RB2_PEER_IP=$peer RB2_GUESTKILL=${guestkill:-0} \
-	bash /rb2/tests/verbs-vm/suite-two.sh; rc=$? ;;
+	bash /rb2/tests/verbs-vm/suite-two.sh 2>&1 | stamp; rc=${PIPESTATUS[0]} ;;
 perf) RB2_OUT=$out bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
 perf-lat) RB2_OUT=$out RB2_PERF_LAT_ONLY=3 bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
 two-bench) RB2_ROLE=$role RB2_PEER_IP=$peer bash /rb2/tests/verbs-vm/bench-two.sh; rc=$? ;;

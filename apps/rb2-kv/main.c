@@ -67,172 +67,142 @@ struct opts {
 	const char *transport;
 };
 
+static struct opts kvo = {
+	.port = 11211, .key_max = 15, .value_max = 1024, .ports = 1, .workload = 'c',
+	.records = 100000, .operations = 3000000, .value_size = 120, .conns = 1, .depth = 1,
+	.load = 1, .run = 1, .seed = 1, .rounds = 3, .transport = "shm",
+};
+static unsigned int opt_port = 11211;  /* kvo.port is 16 bits */
+static const char *opt_designs;
+
+static int
+parse_workload(const char *prog, const char *arg, void *dst)
+{
+	if (arg[0] == '\0' || arg[1] != '\0' || strchr("abcdf", arg[0]) == NULL) {
+		fprintf(stderr, "%s: --workload %s: a, b, c, d or f (YCSB's)\n", prog, arg);
+		return -1;
+	}
+	*(char *)dst = arg[0];
+	return 0;
+}
+
+static int
+parse_distribution(const char *prog, const char *arg, void *dst)
+{
+	if (ycsb_dist_parse(arg, dst) < 0) {
+		fprintf(stderr, "%s: --distribution %s: zipfian, uniform or latest\n", prog, arg);
+		return -1;
+	}
+	kvo.dist_set = 1;
+	return 0;
+}
+
+static int
+parse_phase(const char *prog, const char *arg, void *dst)
+{
+	struct opts *o = dst;
+
+	if (strcmp(arg, "run") != 0 && strcmp(arg, "load") != 0 && strcmp(arg, "both") != 0) {
+		fprintf(stderr, "%s: --phase %s: load, run or both\n", prog, arg);
+		return -1;
+	}
+	o->load = strcmp(arg, "run") != 0;
+	o->run = strcmp(arg, "load") != 0;
+	return 0;
+}
+
+#define SYNOPSIS "[EAL args] -- server|client|bench [options]"
+
+/* Every option of the three commands: range, destination and help (bench.h). */
+static struct bench_opt table[] = {
+	{ .type = BENCH_TEXT, .help = "A key-value store (DPDK's rte_hash) served over rb2 "
+	  "connections and TCP, and YCSB's workloads as a client, checking every value it "
+	  "reads." },
+	{ .type = BENCH_TEXT, .help = "server: every EAL lcore serves; over rb2 it joins "
+	  "rb2-raasd (start this as its secondary: --proc-type=secondary --file-prefix <the "
+	  "service's>), lcore i on rb2 port P+i; over TCP all lcores share --tcp's port "
+	  "(memcached's text protocol, or rb2-kv's binary one). Runs until SIGINT or SIGTERM." },
+	{ "port", BENCH_UINT, &opt_port, 1, 65535, .arg = "P",
+	  .help = "first rb2 port (default 11211)" },
+	{ "tcp", BENCH_STR, &kvo.tcp, .arg = "IP:PORT",
+	  .help = "server: also serve TCP there (e.g. 127.0.0.1:11211); client: over TCP "
+	  "instead (the binary protocol)" },
+	{ "no-rb2", BENCH_FLAG, &kvo.no_rb2,
+	  .help = "TCP only, no service (then this is an EAL primary)" },
+	{ "records", BENCH_U64, &kvo.records, 2, 1u << 31, .arg = "N",
+	  .help = "server: keys the table holds; client: recordcount (default 100000)" },
+	{ "key-max", BENCH_UINT, &kvo.key_max, 1, KV_KEY_MAX, .arg = "B",
+	  .help = "longest key (default 15; memcached clients need up to 250)" },
+	{ "value-max", BENCH_UINT, &kvo.value_max, 1, KV_VALUE_MAX, .arg = "B",
+	  .help = "largest value (default 1024, at most 65535)" },
+	{ "name", BENCH_STR, &kvo.name, .arg = "NAME",
+	  .help = "application name at the service (default kv-<pid>)" },
+	{ .type = BENCH_TEXT, .help = "client: every EAL lcore runs a closed loop over its "
+	  "connections. Prints YCSB's output format; exits 1 if any value read was wrong or "
+	  "any operation failed." },
+	{ "host", BENCH_UINT, &kvo.host, 0, UINT32_MAX, .arg = "H",
+	  .help = "the server's host id at the service (default 0: this host)" },
+	{ "ports", BENCH_UINT, &kvo.ports, 1, 1024, .arg = "N",
+	  .help = "connections spread over ports P..P+N-1 (default 1)" },
+	{ "workload", BENCH_CALL, &kvo.workload, .call = parse_workload, .arg = "W",
+	  .help = "YCSB workload a, b, c, d or f (default c)" },
+	{ "distribution", BENCH_CALL, &kvo.dist, .call = parse_distribution, .arg = "D",
+	  .help = "zipfian, uniform or latest (default: the workload's)" },
+	{ "operations", BENCH_U64, &kvo.operations, 1, (double)(UINT64_MAX >> 1), .arg = "N",
+	  .help = "operationcount, all lcores together (default 3000000); bench: per design "
+	  "and round" },
+	{ "value-size", BENCH_UINT, &kvo.value_size, KV_VALUE_MIN, KV_VALUE_MAX, .arg = "B",
+	  .help = "bytes per value (default 120: 128-byte answers; a value carries its "
+	  "version and checksum)" },
+	{ "conns", BENCH_UINT, &kvo.conns, 1, 4096, .arg = "N",
+	  .help = "connections per lcore (default 1)" },
+	{ "depth", BENCH_UINT, &kvo.depth, 1, 4096, .arg = "D",
+	  .help = "requests outstanding per connection (default 1)" },
+	{ "phase", BENCH_CALL, &kvo, .call = parse_phase, .arg = "load|run|both",
+	  .help = "(default both)" },
+	{ "key-space", BENCH_U64, &kvo.key_space, 0, (1u << 23) - 1, .arg = "K",
+	  .help = "clients with different K never share a key (default 0)" },
+	{ "seed", BENCH_U64, &kvo.seed, 0, (double)UINT64_MAX, .arg = "S",
+	  .help = "(default 1)" },
+	{ "json", BENCH_STR, &kvo.json, .arg = "FILE",
+	  .help = "also write the results as JSON ('-': stdout)" },
+	{ "quiet", BENCH_FLAG, &kvo.quiet, .help = "no progress lines" },
+	{ .type = BENCH_TEXT, .help = "bench: server and client in one process (EAL -l 0-1: "
+	  "client on the main lcore, server on the next), the same table, each design in "
+	  "interleaved rounds; prints one JSON object. Takes the client's workload options "
+	  "too." },
+	{ "designs", BENCH_STR, &opt_designs, .arg = "LIST",
+	  .help = "the channel's design, as in rb2_chan_params_preset() ("
+	  RB2_CHAN_PRESET_NAMES "), but l5 is L5's own ring (a pair per connection; l5-chan: "
+	  "the channel set up as L5), or tcp (the same server over TCP loopback); ratios are "
+	  "the first's over each (default rb2,l5,farm,socksdirect,tcp)" },
+	{ "rounds", BENCH_UINT, &kvo.rounds, 1, 64, .arg = "R", .help = "(default 3)" },
+	{ "transport", BENCH_STR, &kvo.transport, .arg = "SPEC",
+	  .help = "the channels' transport (default shm)" },
+	{ "help", BENCH_HELP, .help = "this text" },
+	{ .type = BENCH_END },
+};
+
 static void
 usage(FILE *f)
 {
-	fprintf(f,
-"usage: rb2-kv [EAL args] -- server|client|bench [options]\n"
-"\n"
-"A key-value store (DPDK's rte_hash) served over rb2 connections and TCP, and\n"
-"YCSB's workloads as a client, checking every value it reads.\n"
-"\n"
-"server: every EAL lcore serves; over rb2 it joins rb2-raasd (start this as its\n"
-"secondary: --proc-type=secondary --file-prefix <the service's>), lcore i on rb2\n"
-"port P+i; over TCP all lcores share --tcp's port (memcached's text protocol, or\n"
-"rb2-kv's binary one). Runs until SIGINT or SIGTERM.\n"
-"  --port P             first rb2 port (default 11211)\n"
-"  --tcp IP:PORT        also serve TCP there (e.g. 127.0.0.1:11211)\n"
-"  --no-rb2             TCP only, no service (then this is an EAL primary)\n"
-"  --records N          keys the table holds (default 100000)\n"
-"  --key-max B          longest key (default 15; memcached clients need up to 250)\n"
-"  --value-max B        largest value (default 1024, at most 65535)\n"
-"  --name NAME          application name at the service (default kv-<pid>)\n"
-"\n"
-"client: every EAL lcore runs a closed loop over its connections.\n"
-"  --host H             the server's host id at the service (default 0: this host)\n"
-"  --port P --ports N   connections spread over ports P..P+N-1 (defaults 11211, 1)\n"
-"  --tcp IP:PORT        over TCP instead (the binary protocol)\n"
-"  --workload W         YCSB workload a, b, c, d or f (default c)\n"
-"  --distribution D     zipfian, uniform or latest (default: the workload's)\n"
-"  --records N          recordcount (default 100000)\n"
-"  --operations N       operationcount, all lcores together (default 3000000)\n"
-"  --value-size B       bytes per value (default 120: 128-byte answers)\n"
-"  --conns N            connections per lcore (default 1)\n"
-"  --depth D            requests outstanding per connection (default 1)\n"
-"  --phase load|run|both  (default both)\n"
-"  --key-space K        clients with different K never share a key (default 0)\n"
-"  --seed S             (default 1)\n"
-"  --json FILE          also write the results as JSON ('-': stdout)\n"
-"  --quiet              no progress lines\n"
-"Prints YCSB's output format; exits 1 if any value read was wrong or any\n"
-"operation failed.\n"
-"\n"
-"bench: server and client in one process (EAL -l 0-1: client on the main lcore,\n"
-"server on the next), the same table, each design in interleaved rounds; prints\n"
-"one JSON object.\n"
-"  --designs LIST       the channel's design, as in rb2_chan_params_preset() (\n"
-"                       " RB2_CHAN_PRESET_NAMES "), but l5 is L5's own\n"
-"                       ring (a pair per connection; l5-chan: the channel set\n"
-"                       up as L5), or tcp (the same server over TCP loopback);\n"
-"                       ratios are the first's over each (default\n"
-"                       rb2,l5,farm,socksdirect,tcp)\n"
-"  --rounds R           (default 3); --operations is per design and round\n"
-"  --transport SPEC     the channels' transport (default shm)\n"
-"  and the client's workload options.\n");
+	bench_opts_usage(f, "rb2-kv", SYNOPSIS, table);
 }
-
-/* The options after '--' (also told apart before it: rb2_app_run()). */
-static const struct option lo[] = {
-	{"port", required_argument, NULL, 'p'}, {"tcp", required_argument, NULL, 't'},
-	{"no-rb2", no_argument, NULL, 'N'}, {"records", required_argument, NULL, 'r'},
-	{"key-max", required_argument, NULL, 'k'},
-	{"value-max", required_argument, NULL, 'v'},
-	{"name", required_argument, NULL, 'n'}, {"host", required_argument, NULL, 'H'},
-	{"ports", required_argument, NULL, 'P'},
-	{"workload", required_argument, NULL, 'w'},
-	{"distribution", required_argument, NULL, 'd'},
-	{"operations", required_argument, NULL, 'o'},
-	{"value-size", required_argument, NULL, 's'},
-	{"conns", required_argument, NULL, 'c'}, {"depth", required_argument, NULL, 'D'},
-	{"phase", required_argument, NULL, 'f'},
-	{"key-space", required_argument, NULL, 'K'},
-	{"seed", required_argument, NULL, 'S'}, {"json", required_argument, NULL, 'j'},
-	{"quiet", no_argument, NULL, 'q'}, {"designs", required_argument, NULL, 'x'},
-	{"rounds", required_argument, NULL, 'R'},
-	{"transport", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
-};
-
-/* Every numeric option's range: one check, in the table (app_opt.h). */
-static const struct app_num_opt num_opts[] = {
-	{'p', 1, 65535}, {'r', 2, 1u << 31}, {'k', 1, KV_KEY_MAX}, {'v', 1, KV_VALUE_MAX},
-	{'H', 0, UINT32_MAX}, {'P', 1, 1024}, {'o', 1, UINT64_MAX >> 1},
-	{'s', KV_VALUE_MIN, KV_VALUE_MAX}, {'c', 1, 4096}, {'D', 1, 4096},
-	{'K', 0, (1u << 23) - 1}, {'S', 0, UINT64_MAX}, {'R', 1, 64}, {0, 0, 0},
-};
 
 static int
 parse(int argc, char **argv, void *arg)
 {
 	struct opts *o = arg;
-	const char *designs = NULL;
-	int c, n;
+	int n;
 
-	o->port = 11211;
-	o->key_max = 15;
-	o->value_max = 1024;
-	o->ports = 1;
-	o->workload = 'c';
-	o->records = 100000;
-	o->operations = 3000000;
-	o->value_size = 120;
-	o->conns = 1;
-	o->depth = 1;
-	o->load = o->run = 1;
-	o->seed = 1;
-	o->rounds = 3;
-	o->transport = "shm";
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		uint64_t v = 0;
-
-		if (optarg != NULL && app_opt_num("rb2-kv", lo, num_opts, c, optarg, &v) < 0)
-			return -1;
-		switch (c) {
-		case 'p': o->port = (uint16_t)v; break;
-		case 't': o->tcp = optarg; break;
-		case 'N': o->no_rb2 = 1; break;
-		case 'r': o->records = v; break;
-		case 'k': o->key_max = (uint32_t)v; break;
-		case 'v': o->value_max = (uint32_t)v; break;
-		case 'n': o->name = optarg; break;
-		case 'H': o->host = (uint32_t)v; break;
-		case 'P': o->ports = (unsigned int)v; break;
-		case 'w': o->workload = optarg[0]; break;
-		case 'd':
-			if (ycsb_dist_parse(optarg, &o->dist) < 0) {
-				fprintf(stderr, "rb2-kv: --distribution %s: zipfian, uniform or "
-					"latest\n", optarg);
-				return -1;
-			}
-			o->dist_set = 1;
-			break;
-		case 'o': o->operations = v; break;
-		case 's': o->value_size = (uint32_t)v; break;
-		case 'c': o->conns = (unsigned int)v; break;
-		case 'D': o->depth = (unsigned int)v; break;
-		case 'f':
-			o->load = strcmp(optarg, "run") != 0;
-			o->run = strcmp(optarg, "load") != 0;
-			if (strcmp(optarg, "run") && strcmp(optarg, "load") && strcmp(optarg, "both")) {
-				fprintf(stderr, "rb2-kv: --phase %s: load, run or both\n", optarg);
-				return -1;
-			}
-			break;
-		case 'K': o->key_space = v; break;
-		case 'S': o->seed = v; break;
-		case 'j': o->json = optarg; break;
-		case 'q': o->quiet = 1; break;
-		case 'x': designs = optarg; break;
-		case 'R': o->rounds = (unsigned int)v; break;
-		case 'T': o->transport = optarg; break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return -1;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "rb2-kv: unexpected argument '%s' (options start with --; rb2-kv --help)\n",
-			argv[optind]);
+	if (bench_opts_parse("rb2-kv", SYNOPSIS, table, argc, argv) < 0)
 		return -1;
-	}
-	n = app_bench_designs(designs, o->designs);
+	kvo.port = (uint16_t)opt_port;
+	n = app_bench_designs(opt_designs, kvo.designs);
 	if (n < 0)
 		return -1;
-	o->n_designs = (unsigned int)n;
-	if (o->value_size < KV_VALUE_MIN || o->value_size > KV_VALUE_MAX) {
-		fprintf(stderr, "rb2-kv: --value-size %u: %u..%u (a value carries its version "
-			"and checksum)\n", o->value_size, KV_VALUE_MIN, KV_VALUE_MAX);
-		return -1;
-	}
+	kvo.n_designs = (unsigned int)n;
+	*o = kvo;
 	return 0;
 }
 
@@ -472,30 +442,30 @@ print_ycsb(FILE *f, const struct kv_result *r)
 	}
 }
 
-static void
-print_json_phase(FILE *f, const char *phase, const struct kv_result *r, int last)
+/* One phase's figures, as JSON (the client's --json). */
+static json_t *
+json_phase(const struct kv_result *r)
 {
 	struct app_hist all = {0};
 	double s = (double)(r->t_end_ns - r->t_start_ns) / 1e9;
+	json_t *ops = json_object();
 
 	for (int op = 0; op < YCSB_NOPS; op++)
 		app_hist_merge(&all, &r->lat[op]);
-	fprintf(f, "  \"%s\": {\"operations\": %" PRIu64 ", \"seconds\": %.4f, \"ops_per_s\": "
-		"%.1f, \"latency_us\": {\"avg\": %.3f, \"p50\": %.3f, \"p99\": %.3f, \"p999\": "
-		"%.3f, \"max\": %.3f}, \"check_failures\": %" PRIu64 ", \"ops\": {", phase,
-		all.n, s, (double)all.n / s, all.n ? (double)all.sum_ns / (double)all.n / 1e3 : 0,
-		(double)app_hist_quantile(&all, 0.5) / 1e3, (double)app_hist_quantile(&all, 0.99) / 1e3,
-		(double)app_hist_quantile(&all, 0.999) / 1e3, (double)all.max_ns / 1e3,
-		r->check_failures);
-	for (int op = 0, first = 1; op < YCSB_NOPS; op++) {
-		if (r->lat[op].n == 0)
-			continue;
-		fprintf(f, "%s\"%s\": {\"ok\": %" PRIu64 ", \"not_found\": %" PRIu64 ", \"error\": %"
-			PRIu64 "}", first ? "" : ", ", ycsb_op_name[op], r->ok[op], r->not_found[op],
-			r->failed[op]);
-		first = 0;
-	}
-	fprintf(f, "}}%s\n", last ? "" : ",");
+	for (int op = 0; op < YCSB_NOPS; op++)
+		if (r->lat[op].n != 0)
+			json_object_set_new(ops, ycsb_op_name[op], json_pack("{s:I, s:I, s:I}",
+				"ok", (json_int_t)r->ok[op], "not_found", (json_int_t)r->not_found[op],
+				"error", (json_int_t)r->failed[op]));
+	return json_pack("{s:I, s:o, s:o, s:{s:o, s:o, s:o, s:o, s:o}, s:I, s:o}",
+		"operations", (json_int_t)all.n, "seconds", bench_json_real(s),
+		"ops_per_s", bench_json_real((double)all.n / s), "latency_us",
+		"avg", bench_json_real(all.n ? (double)all.sum_ns / (double)all.n / 1e3 : 0),
+		"p50", bench_json_real((double)app_hist_quantile(&all, 0.5) / 1e3),
+		"p99", bench_json_real((double)app_hist_quantile(&all, 0.99) / 1e3),
+		"p999", bench_json_real((double)app_hist_quantile(&all, 0.999) / 1e3),
+		"max", bench_json_real((double)all.max_ns / 1e3),
+		"check_failures", (json_int_t)r->check_failures, "ops", ops);
 }
 
 /* What failed, each kind in its own words, with its likely cause. */
@@ -548,7 +518,6 @@ run_client(void *arg)
 	unsigned int ids[RTE_MAX_LCORE], n = 0, id;
 	struct kv_result load = {0}, run = {0};
 	int failed = 0;
-	FILE *jf = NULL;
 
 	if (shared_init(&C.sh, o) < 0)
 		return 2;
@@ -610,22 +579,20 @@ run_client(void *arg)
 			break;
 	}
 	if (o->json != NULL) {
-		jf = strcmp(o->json, "-") == 0 ? stdout : fopen(o->json, "w");
-		if (jf == NULL) {
-			fprintf(stderr, "rb2-kv: --json %s: %s\n", o->json, strerror(errno));
+		json_t *doc = json_pack("{s:s, s:s, s:s#, s:s, s:I, s:I, s:I, s:I, s:I}",
+			"tool", "rb2-kv", "layer", "application", "workload", &o->workload, 1,
+			"transport", o->tcp ? "tcp" : "rb2", "records", (json_int_t)o->records,
+			"lcores", (json_int_t)n, "conns", (json_int_t)o->conns,
+			"depth", (json_int_t)o->depth, "value_size", (json_int_t)o->value_size);
+
+		if (doc != NULL && o->load)
+			json_object_set_new(doc, "load", json_phase(&load));
+		if (doc != NULL && o->run)
+			json_object_set_new(doc, "run", json_phase(&run));
+		/* "-": on stdout, after the report. */
+		if ((strcmp(o->json, "-") == 0 ? bench_json_emit(doc, NULL, "rb2-kv") :
+		     bench_json_save(doc, o->json, "rb2-kv")) < 0)
 			return 1;
-		}
-		fprintf(jf, "{\n  \"workload\": \"%c\", \"transport\": \"%s\", \"records\": %" PRIu64
-			", \"lcores\": %u, \"conns\": %u, \"depth\": %u, \"value_size\": %u,\n",
-			o->workload, o->tcp ? "tcp" : "rb2", o->records, n, o->conns, o->depth,
-			o->value_size);
-		if (o->load)
-			print_json_phase(jf, "load", &load, !o->run);
-		if (o->run)
-			print_json_phase(jf, "run", &run, 1);
-		fprintf(jf, "}\n");
-		if (jf != stdout)
-			fclose(jf);
 	}
 	RTE_LCORE_FOREACH(id) {
 		kv_client_free(C.c[id]);
@@ -743,10 +710,13 @@ int
 main(int argc, char **argv)
 {
 	static struct opts o;
+	struct option *lo = bench_opts_long(table);
 	const struct app_cli cli = {
 		.app = "rb2-kv", .usage = usage, .options = lo, .parse = parse,
 		.run = { run_server, run_client, run_bench }, .opts = &o,
 	};
+	int ret = app_cli_main(&cli, argc, argv);
 
-	return app_cli_main(&cli, argc, argv);
+	free(lo);
+	return ret;
 }

@@ -20,6 +20,7 @@ packets, bytes and first/last timestamps, to check rb2-nf's JSON against.
 import ipaddress
 import json
 import os
+import pickle
 import struct
 import sys
 from collections import Counter, defaultdict
@@ -285,8 +286,30 @@ def reference(path):
             "first_ns": first or 0, "last_ns": last or 0}, flows
 
 
+def reference_kept(path):
+    """reference(), kept beside the trace (PATH.ref) for the next compare of
+    the same trace, unchanged since: a test compares one trace with many
+    runs, and decoding it here takes seconds."""
+    st = os.stat(path)
+    key, kept = (st.st_size, st.st_mtime_ns), path + ".ref"
+    try:
+        with open(kept, "rb") as f:
+            k, val = pickle.load(f)
+        if k == key:
+            return val
+    except (OSError, EOFError, ValueError, pickle.UnpicklingError):
+        pass
+    val = reference(path)
+    try:
+        with open(kept, "wb") as f:
+            pickle.dump((key, val), f)
+    except OSError:
+        pass                    # a read-only place: decode again next time
+    return val
+
+
 def compare(trace, nf_json):
-    tot, flows = reference(trace)
+    tot, flows = reference_kept(trace)
     nf = json.load(open(nf_json))
     bad = []
     for k, v in tot.items():

@@ -184,7 +184,7 @@ victim=$!; pids+=("$victim")
 for _ in $(seq 200); do grep -q "load phase" "$tmp/victim" && break; sleep 0.05; done
 sleep 0.5
 kill -9 "$victim"
-if $kv $(sec 0-1) -- client --port 7000 --ports 2 --workload a --records 5000 --operations 50000 \
+if $kv $(sec 0-1) -- client --port 7000 --ports 2 --workload a --records 5000 --operations 10000 \
 	--key-space 2 --conns 8 --depth 2 --quiet >"$tmp/survivor" 2>&1 &&
 	grep -q "^\[UPDATE\], Return=OK" "$tmp/survivor"; then
 	ok "through rb2-raasd: a client killed mid-run, another then runs workload a (2 lcores x 8 connections over both server ports), every value checked"

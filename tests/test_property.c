@@ -602,16 +602,33 @@ Test(rb2_property, soak_random_configs_two_lcores, .timeout = 86400 * 7)
 	uint64_t first = 0x50a4000000ull + (uint64_t)time(NULL) % 100000 * 1000;
 	uint64_t seed = first, total = 0, configs = 0;
 	time_t end, t0 = time(NULL);
+	double rate = 0;        /* messages a second: the slowest configuration's so far */
 
 	if (secs == NULL || atol(secs) <= 0)
 		cr_skip_test("set RB2_SOAK_SECONDS=N to soak for N seconds");
 	end = t0 + atol(secs);
 	while (time(NULL) < end) {
 		/* Message counts that keep a configuration under a few seconds
-		 * even unbatched, so that many of them run. */
+		 * even unbatched, so that many of them run; and none that would
+		 * outlast the soak by much where the build is slow (a
+		 * sanitizer's: ASan's ran 20 s of soak for 100). */
 		uint64_t msgs = 200000 + seed % 7 * 300000;
+		double left = (double)(end - time(NULL)) + 1;
+		struct timespec a, b;
 
+		if (rate == 0)          /* the first: the smallest, to learn the rate */
+			msgs = 200000;
+		else if ((double)msgs > rate * left)
+			msgs = RTE_MAX((uint64_t)(rate * left), (uint64_t)20000);
+		clock_gettime(CLOCK_MONOTONIC, &a);
 		run_concurrent(seed, specs[seed % 3], msgs);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		/* The slowest configuration's rate: an unbatched one runs many
+		 * times slower than a batched one. */
+		double r = (double)msgs / ((double)(b.tv_sec - a.tv_sec) +
+					   (double)(b.tv_nsec - a.tv_nsec) / 1e9 + 1e-9);
+
+		rate = rate > 0 && rate < r ? rate : r;
 		total += msgs;
 		configs++;
 		seed++;

@@ -32,7 +32,6 @@
 #include "app_hist.h"
 #include "app_main.h"
 #include "app_tel.h"
-#include "app_opt.h"
 #include "bench.h"
 #include "http_client.h"
 #include "http_files.h"

@@ -33,7 +33,6 @@
 #include "app_main.h"
 #include "app_tel.h"
 #include "app_net.h"
-#include "app_opt.h"
 #include "bench.h"
 #include "kv_client.h"
 #include "kv_proto.h"

@@ -42,8 +42,6 @@
 #include <rb2_conn_service.h>
 #include <rb2_lcore.h>
 
-#include "../common/app_opt.h"
-
 #include "app_hist.h"
 #include "../common/bench.h"
 

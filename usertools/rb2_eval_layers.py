@@ -342,7 +342,7 @@ def nf_rate(r, o, res):
     for k in range(o.layer_rounds):
         st = os.path.join(r.tmp, f"nf-rate{k}.json")
         run_app(r, [nf, *r.eal(r.huge_mb >= mb, mb, 2), "--", "--trace", trace,
-                          "--flows", "2M", "--top", "0", "--stats-json", st], "nf-rate")
+                    "--flows", "2M", "--top", "0", "--stats-json", st], "nf-rate")
         s = json.load(open(st))
         stages = {x["name"]: x for x in s["stages"]}
         m, rp = stages["measure"], stages["replay"]

@@ -1099,10 +1099,12 @@ def main():
                                   ("-quick" if o.quick else ""))
     if o.quick:
         o.sizes, o.lat_sizes, o.table_sizes = [64, 512, 4096, 65536], [64, 4096], [512, 65536]
-        prof = dict(rounds=3, duration=0.05, lat_rounds=1, lat_count=20000, lat_warmup=5000,
-                    case_rounds=3, nf_packets=3000000, kv_ops=200000, kv_depth=16,
-                    http_requests=100000, wrk_seconds=2, layer_rounds=3, layer_seconds=0.1,
-                    nf_rate_packets=1000000, port_packets=2000000, testpmd_seconds=1)
+        # Every experiment runs and writes its files (CI): two rounds,
+        # small counts; the figures are not meant to be read.
+        prof = dict(rounds=2, duration=0.05, lat_rounds=1, lat_count=10000, lat_warmup=2000,
+                    case_rounds=2, nf_packets=1000000, kv_ops=100000, kv_depth=16,
+                    http_requests=50000, wrk_seconds=1, layer_rounds=2, layer_seconds=0.1,
+                    nf_rate_packets=500000, port_packets=1000000, testpmd_seconds=1)
     else:
         o.sizes = [64, 256, 1024, 4096, 16384, 65536, 262144, MB]
         o.lat_sizes, o.table_sizes = o.sizes, [512, MB]

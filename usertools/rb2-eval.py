@@ -45,6 +45,7 @@ has no gnuplot) with --no-plot, then --replot DIR on the host.
 import argparse
 import json
 import rb2_eval_layers as layers
+from rb2_eval_layers import app_path, progress, run_app
 import os
 import shutil
 import statistics
@@ -168,10 +169,6 @@ def lat(r, o, size, presets, extra=()):
             got[p].append((d["rb2"]["avg_ns"] / 1e3, d["rb2"]["p99_9_ns"] / 1e3))
     return {p: (statistics.median(a for a, _ in v), statistics.median(b for _, b in v), count)
             for p, v in got.items()}
-
-
-def progress(msg):
-    print(f"rb2-eval: {msg}", file=sys.stderr, flush=True)
 
 
 def fig3(r, o, res):
@@ -330,18 +327,6 @@ def table2(r, o, res):
 
 
 CASE_DESIGNS = ["rb2", "l5", "farm", "socksdirect"]
-
-
-def app_path(r, name):
-    return os.path.join(os.path.dirname(os.path.dirname(r.perf)), name, name)
-
-
-def run_app(r, cmd, what):
-    r.log.append(" ".join(cmd))
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"{what}: {' '.join(cmd)}: exit {p.returncode}\n{p.stderr[-2000:]}")
-    return p.stdout
 
 
 def free_port():

@@ -374,6 +374,7 @@ def wait_for(log, word, proc, what, seconds=20):
     raise RuntimeError(f"{what} did not start:\n{open(log).read()[-2000:]}")
 
 
+# The helpers every experiment uses, rb2-eval.py's too.
 def progress(msg):
     print(f"rb2-eval: {msg}", file=sys.stderr, flush=True)
 

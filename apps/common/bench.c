@@ -340,6 +340,32 @@ bench_opts_parse(const char *prog, const char *synopsis, struct bench_opt *t,
 }
 
 int
+bench_parse_names(const char *prog, const char *opt, const char *arg,
+		  const char *const *names, unsigned int n, unsigned int *mask)
+{
+	char list[256], *save = NULL;
+
+	snprintf(list, sizeof(list), "%s", arg);
+	*mask = 0;
+	for (char *tok = strtok_r(list, ",", &save); tok != NULL;
+	     tok = strtok_r(NULL, ",", &save)) {
+		unsigned int i;
+
+		for (i = 0; i < n && strcmp(tok, names[i]) != 0; i++)
+			;
+		if (i == n) {
+			fprintf(stderr, "%s: --%s: '%s' is not ", prog, opt, tok);
+			for (i = 0; i < n; i++)
+				fprintf(stderr, "%s%s", names[i], i + 2 < n ? ", " :
+					i + 1 < n ? " or " : "\n");
+			return -1;
+		}
+		*mask |= 1u << i;
+	}
+	return 0;
+}
+
+int
 bench_opt_given(const struct bench_opt *t, const char *name)
 {
 	for (; t->type != BENCH_END; t++)

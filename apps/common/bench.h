@@ -128,6 +128,12 @@ struct option *bench_opts_long(const struct bench_opt *t);
 int bench_opts_parse(const char *prog, const char *synopsis, struct bench_opt *t,
 		     int argc, char **argv);
 
+/* "a,b,c" of @names[0..@n-1] into a bit per name in *@mask, for a
+ * BENCH_CALL row's parser. 0, or -1 after naming the option (--@opt), the
+ * unknown name and the known ones (as @prog). */
+int bench_parse_names(const char *prog, const char *opt, const char *arg,
+		      const char *const *names, unsigned int n, unsigned int *mask);
+
 /* Whether the option @name of @t was given (after bench_opts_parse()). */
 int bench_opt_given(const struct bench_opt *t, const char *name);
 

@@ -115,25 +115,7 @@ struct bench {
 static int
 parse_designs(const char *prog, const char *arg, void *dst)
 {
-	char list[128], *save = NULL;
-	unsigned int *modes = dst;
-
-	snprintf(list, sizeof(list), "%s", arg);
-	*modes = 0;
-	for (char *tok = strtok_r(list, ",", &save); tok != NULL;
-	     tok = strtok_r(NULL, ",", &save)) {
-		int m;
-
-		for (m = 0; m < NMODES && strcmp(tok, mode_name[m]) != 0; m++)
-			;
-		if (m == NMODES) {
-			fprintf(stderr, "%s: --designs: '%s' is not shared, perconn, bare or lent\n",
-				prog, tok);
-			return -1;
-		}
-		*modes |= 1u << m;
-	}
-	return 0;
+	return bench_parse_names(prog, "designs", arg, mode_name, NMODES, dst);
 }
 
 /* --conns N[,N...]: the connection counts, a variant each. */

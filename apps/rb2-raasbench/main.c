@@ -267,24 +267,7 @@ static struct {
 static int
 parse_designs(const char *prog, const char *arg, void *dst)
 {
-	char list[64], *save = NULL;
-	unsigned int *modes = dst;
-
-	snprintf(list, sizeof(list), "%s", arg);
-	*modes = 0;
-	for (char *tok = strtok_r(list, ",", &save); tok != NULL;
-	     tok = strtok_r(NULL, ",", &save)) {
-		int m;
-
-		for (m = 0; m < NMODES && strcmp(tok, mode_name[m]) != 0; m++)
-			;
-		if (m == NMODES) {
-			fprintf(stderr, "%s: --designs: '%s' is not lent or copied\n", prog, tok);
-			return -1;
-		}
-		*modes |= 1u << m;
-	}
-	return 0;
+	return bench_parse_names(prog, "designs", arg, mode_name, NMODES, dst);
 }
 
 #define SYNOPSIS "[EAL args] -- recv --port P [--private]\n" \

@@ -406,19 +406,21 @@ check_edges(struct rb2_pipeline *pl, char *err, size_t errlen)
 {
 	for (unsigned int i = 0; i < pl->nstages; i++) {
 		struct rb2_stage *st = &pl->stages[i];
-		unsigned int linked = 0;
+		unsigned int linked = 0, optional = 0;
 
 		if (!st->local || st->nedges == 0)
 			continue;
-		for (unsigned int j = 0; j < st->nedges; j++)
+		for (unsigned int j = 0; j < st->nedges; j++) {
 			linked += st->edges[j].link != NULL;
-		if (linked == 0)
+			optional += (st->ops->optional_edges >> j & 1) != 0;
+		}
+		if (linked == 0 && optional < st->nedges)
 			return rb2_pipeline_cfg_err(pl, err, errlen, st->line,
 				       "stage '%s' (type %s) sends its output nowhere: no [link] has "
 				       "from = %s.%s%s; link it to a stage", st->name, st->ops->name,
 				       st->name, st->edges[0].name, st->nedges > 1 ? " (or another edge)" : "");
 		for (unsigned int j = 0; j < st->nedges; j++)
-			if (st->edges[j].link == NULL)
+			if (st->edges[j].link == NULL && !(st->ops->optional_edges >> j & 1))
 				PL_LOG(WARNING, "%s:%u: edge %s.%s is not linked: what the stage emits "
 				       "there is not delivered, and fails the run", pl->cfg->path,
 				       st->line, st->name, st->edges[j].name);
@@ -433,6 +435,57 @@ check_edges(struct rb2_pipeline *pl, char *err, size_t errlen)
  * queues, and every link's two ends of one type (packets or messages) and
  * of a kind that can join them. Nothing is opened or started here.
  */
+/*
+ * "enabled = no" leaves a [stage] or [link] section out, as if it were not
+ * written (a configuration's optional part, switched by a variable:
+ * enabled = ${export:-no}); so does naming a stage that is left out, for a
+ * link. @return 1 (in), 0 (left out) or -EINVAL.
+ */
+static int
+yes_no(const char *v)
+{
+	if (strcmp(v, "yes") == 0 || strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+		return 1;
+	if (strcmp(v, "no") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+		return 0;
+	return -1;
+}
+
+static int
+section_enabled(struct rb2_pipeline *pl, struct rb2_cfg_section *s, char *err, size_t errlen)
+{
+	struct rb2_cfg_entry *e = rb2_cfg_get(s, "enabled");
+	const char *ends[2] = { "from", "to" };
+
+	if (e != NULL && yes_no(e->value) < 0)
+		return rb2_pipeline_cfg_err(pl, err, errlen, e->line, "[%s]: enabled = %s: "
+			       "expected yes or no", s->name, e->value);
+	if (e != NULL && yes_no(e->value) == 0)
+		return 0;
+	if (strncmp(s->name, "link ", 5) != 0)
+		return 1;
+	for (unsigned int k = 0; k < 2; k++) {
+		struct rb2_cfg_entry *end = rb2_cfg_get(s, ends[k]);
+		size_t n;
+
+		if (end == NULL)
+			continue;
+		n = strcspn(end->value, ".");
+		for (unsigned int i = 0; i < pl->cfg->n; i++) {
+			struct rb2_cfg_section *t = &pl->cfg->sections[i];
+			struct rb2_cfg_entry *te;
+
+			if (strncmp(t->name, "stage ", 6) != 0 || strlen(t->name + 6) != n ||
+			    strncmp(t->name + 6, end->value, n) != 0)
+				continue;
+			te = rb2_cfg_get(t, "enabled");
+			if (te != NULL && yes_no(te->value) == 0)
+				return 0;
+		}
+	}
+	return 1;
+}
+
 int
 rb2_pipeline_graph(struct rb2_pipeline *pl, struct rb2_cfg_section **secs, char *err,
 		   size_t errlen)
@@ -445,8 +498,13 @@ rb2_pipeline_graph(struct rb2_pipeline *pl, struct rb2_cfg_section **secs, char 
 	for (int pass = 0; pass < 2; pass++)
 		for (unsigned int i = 0; i < pl->cfg->n; i++) {
 			struct rb2_cfg_section *s = &pl->cfg->sections[i];
-			int ret = 0;
+			int ret = section_enabled(pl, s, err, errlen);
 
+			if (ret < 0)
+				return -EINVAL;
+			if (ret == 0)
+				continue;
+			ret = 0;
 			if (strncmp(s->name, "stage ", 6) == 0) {
 				if (pass == 0) {
 					secs[pl->nstages] = s;

@@ -360,6 +360,9 @@ worker_main(void *arg)
 			}
 		}
 		if (!busy) {
+			for (unsigned int i = 0; i < w->nstages; i++)
+				if (w->stages[i]->ops->idle != NULL && !w->stages[i]->done)
+					w->stages[i]->ops->idle(w->stages[i]);
 			/* Idle: nothing committed may wait for a threshold. */
 			for (unsigned int i = 0; i < w->noutputs; i++)
 				rb2_tx_flush(w->outputs[i]);

@@ -23,6 +23,12 @@ rb2_stage_name(const struct rb2_stage *st)
 	return st->name;
 }
 
+int
+rb2_stage_edge_linked(const struct rb2_stage *st, unsigned int edge)
+{
+	return edge < st->nedges && st->edges[edge].link != NULL;
+}
+
 unsigned int
 rb2_stage_lcore(const struct rb2_stage *st)
 {

@@ -72,7 +72,7 @@
  *   edge is not linked, or the call is wrong (no such edge, a zero length).
  * - A stage runs on one lcore; its callbacks are never called concurrently.
  * - What the measurement NF's stages exchange (replay's "out", measure's
- *   input) is messages of whole 40-byte records, struct rb2_rec of
+ *   input) is messages of whole 64-byte records, struct rb2_rec of
  *   <rb2_trace.h>: 1 to `batch` of them per message.
  * - Packets (DPDK mbufs) travel on edges a stage declares in pkt_edges, to
  *   stages that declare takes_pkts: see <rb2_stage_pkt.h> for who owns and
@@ -90,7 +90,7 @@ extern "C" {
 #endif
 
 /** Bump when struct rb2_stage_ops or a callback's contract changes. */
-#define RB2_STAGE_API_VERSION 2
+#define RB2_STAGE_API_VERSION 3
 
 /** process() is never given more messages than this at once. */
 #define RB2_STAGE_BURST_MAX 256
@@ -155,6 +155,21 @@ struct rb2_stage_ops {
 	 * queues). Optional; a negative errno fails the pipeline's set-up.
 	 */
 	int (*start)(struct rb2_stage *st);
+	/**
+	 * Bit i set: next edge i may be left unlinked; the stage then asks
+	 * rb2_stage_edge_linked() and does not emit there (the measure stage's
+	 * flow records, for an exporter if there is one). A stage whose edges
+	 * are all optional may be a sink.
+	 */
+	uint64_t optional_edges;
+	/**
+	 * Called on the stage's lcore when a pass of its worker found nothing
+	 * to do (at least every [pipeline] sleep_max_us when the worker
+	 * sleeps): where a stage does what time alone asks for (the measure
+	 * stage ends idle flows on a quiet port). It must be cheap and
+	 * return at once when there is nothing due. Optional.
+	 */
+	void (*idle)(struct rb2_stage *st);
 };
 
 /**
@@ -202,6 +217,9 @@ void rb2_stage_fail(struct rb2_stage *st, const char *fmt, ...)
  * expected (returning -EINVAL). A missing key yields the default.
  * @{
  */
+/** @return nonzero if next edge @p edge is linked (an optional edge may not be). */
+int rb2_stage_edge_linked(const struct rb2_stage *st, unsigned int edge);
+
 /** A string (NULL default allowed); empty values count as missing. */
 int rb2_stage_arg_str(struct rb2_stage_args *a, const char *key, const char *def,
 		      const char **out);

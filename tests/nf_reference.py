@@ -4,8 +4,11 @@
 """An independent reference for the measurement NF, in plain Python.
 
 It reads pcap and pcapng itself (no libpcap), decodes the link layers and
-IP headers from their specifications, and computes totals and per-flow
-packets, bytes and first/last timestamps, to check rb2-nf's JSON against.
+IP headers from their specifications, and computes totals and the flow
+records an exporter makes: per flow packets, bytes, first/last timestamps
+and TCP flags, a record ending on a TCP FIN or RST and on the idle and
+active timeouts (those of the NF's JSON, by trace time; when both have
+passed, the one due first), to check rb2-nf's JSON against.
 
   nf_reference.py compare TRACE NF_JSON   exit 1 and print the differences
   nf_reference.py summary TRACE           print the reference as JSON
@@ -120,6 +123,8 @@ def l4ports(l4, rec):
         rec["trunc"] = True
         return
     rec["sport"], rec["dport"] = struct.unpack(">HH", l4[:4])
+    if rec["proto"] == 6 and len(l4) >= 14:
+        rec["tcp_flags"] = l4[13]
 
 
 def ipv6(p, rec):
@@ -261,9 +266,10 @@ def decode(lt, p):
     return rec
 
 
-def reference(path):
+def decoded(path):
+    """Totals, and the IP packets as (key, ts, bytes, TCP flags) in trace order."""
     tot = Counter()
-    flows = {}
+    pkts = []
     first = last = None
     for lt, ts, data, orig in read_capture(path):
         r = decode(lt, data)
@@ -275,23 +281,55 @@ def reference(path):
         if r["kind"] not in ("ipv4", "ipv6"):
             continue
         key = (r["kind"], r["src"], r["dst"], r["sport"], r["dport"], r["proto"])
-        f = flows.get(key)
-        if f is None:
-            f = flows[key] = {"packets": 0, "bytes": 0, "first_ns": ts, "last_ns": ts}
-        f["packets"] += 1
-        f["bytes"] += orig
-        f["last_ns"] = ts      # as the NF: the last one seen, in trace order
+        pkts.append((key, ts, orig, r.get("tcp_flags", 0)))
     return {"packets": tot["packets"], "bytes": tot["bytes"], "ipv4": tot["ipv4"],
             "ipv6": tot["ipv6"], "nonip": tot["nonip"], "malformed": tot["malformed"],
-            "first_ns": first or 0, "last_ns": last or 0}, flows
+            "first_ns": first or 0, "last_ns": last or 0}, pkts
 
 
-def reference_kept(path):
-    """reference(), kept beside the trace (PATH.ref) for the next compare of
+def records(pkts, active_ns=0, idle_ns=0):
+    """The flow records, as rb2_flowtab.h cuts them: [(key, rec)] in the
+    order they end; rec has packets, bytes, first_ns, last_ns, tcp_flags, end."""
+    open_, out = {}, []
+    for key, ts, size, flags in pkts:
+        f = open_.get(key)
+        if f is not None:
+            di = f["last_ns"] + idle_ns if idle_ns else None
+            da = f["first_ns"] + active_ns if active_ns else None
+            due = min(x for x in (di, da, float("inf")) if x is not None)
+            if ts >= due:
+                f["end"] = "idle" if di is not None and di == due else "active"
+                out.append((key, f))
+                f = None
+        if f is None:
+            f = open_[key] = {"packets": 0, "bytes": 0, "first_ns": ts, "last_ns": ts,
+                              "tcp_flags": 0}
+        f["packets"] += 1
+        f["bytes"] += size
+        f["last_ns"] = ts      # as the NF: the last one seen, in trace order
+        f["tcp_flags"] |= flags
+        if key[5] == 6 and flags & 0x05:        # FIN or RST
+            f["end"] = "end"
+            out.append((key, f))
+            del open_[key]
+    for key, f in open_.items():
+        f["end"] = "forced"
+        out.append((key, f))
+    return out
+
+
+def reference(path, active_ns=0, idle_ns=0):
+    tot, pkts = decoded_kept(path)
+    recs = records(pkts, active_ns, idle_ns)
+    return tot, recs
+
+
+def decoded_kept(path):
+    """decoded(), kept beside the trace (PATH.ref) for the next compare of
     the same trace, unchanged since: a test compares one trace with many
     runs, and decoding it here takes seconds."""
     st = os.stat(path)
-    key, kept = (st.st_size, st.st_mtime_ns), path + ".ref"
+    key, kept = (2, st.st_size, st.st_mtime_ns), path + ".ref"
     try:
         with open(kept, "rb") as f:
             k, val = pickle.load(f)
@@ -299,7 +337,7 @@ def reference_kept(path):
             return val
     except (OSError, EOFError, ValueError, pickle.UnpicklingError):
         pass
-    val = reference(path)
+    val = decoded(path)
     try:
         with open(kept, "wb") as f:
             pickle.dump((key, val), f)
@@ -308,39 +346,41 @@ def reference_kept(path):
     return val
 
 
+def nf_timeouts(nf):
+    """The NF's timeouts (ns) from its JSON; None: off."""
+    t = nf.get("timeouts_s") or {}
+    return (int(round(t["active"] * 1e9)) if t.get("active") else 0,
+            int(round(t["idle"] * 1e9)) if t.get("idle") else 0)
+
+
 def compare(trace, nf_json):
-    tot, flows = reference_kept(trace)
     nf = json.load(open(nf_json))
+    tot, recs = reference(trace, *nf_timeouts(nf))
     bad = []
     for k, v in tot.items():
         if nf["totals"].get(k) != v:
             bad.append(f"totals.{k}: NF {nf['totals'].get(k)}, reference {v}")
-    if nf["totals"].get("lost", 0) or nf["totals"].get("bad_msgs", 0):
+    if nf["totals"].get("bad_msgs", 0) or nf.get("unexported", 0):
         bad.append(f"NF lost records: {nf['totals']}")
-    if nf["flows"] != len(flows):
-        bad.append(f"flows: NF {nf['flows']}, reference {len(flows)}")
-    got4, got6 = {}, Counter()
+    if nf["flows"] != len(recs):
+        bad.append(f"flow records: NF {nf['flows']}, reference {len(recs)}")
+    # Record for record: a flow's records told apart by their first packet.
+    got = {}
     for f in nf["flow_list"]:
-        vals = (f["packets"], f["bytes"], f["first_ns"], f["last_ns"])
-        if f["kind"] == "ipv4":
-            got4[(f["src"], f["dst"], f["sport"], f["dport"], f["proto"])] = vals
-        else:
-            got6[(f["proto"],) + vals] += 1
-    want6 = Counter()
-    for key, f in flows.items():
-        vals = (f["packets"], f["bytes"], f["first_ns"], f["last_ns"])
-        if key[0] == "ipv4":
-            g = got4.pop(key[1:], None)
-            if g != vals:
-                bad.append(f"flow {key}: NF {g}, reference {vals}")
-        else:
-            want6[(key[5],) + vals] += 1
-    for key, g in list(got4.items())[:10]:
-        bad.append(f"flow {key} only in the NF: {g}")
-    if got6 != want6:
-        bad.append(f"IPv6 flows differ: NF-only {list((got6 - want6).items())[:5]}, "
-                   f"reference-only {list((want6 - got6).items())[:5]}")
-    return tot, len(flows), bad
+        key = (f["kind"], f["src"], f["dst"], f["sport"], f["dport"], f["proto"],
+               f["first_ns"])
+        got[key] = (f["packets"], f["bytes"], f["last_ns"], f["tcp_flags"], f["end"])
+    for key, f in recs:
+        vals = (f["packets"], f["bytes"], f["last_ns"], f["tcp_flags"])
+        g = got.pop(key + (f["first_ns"],), None)
+        # A record the reference ends at the end of the trace may have been
+        # swept by its timeout, by the last record's time: same content.
+        ok_end = (f["end"],) if f["end"] != "forced" else ("forced", "idle", "active")
+        if g is None or g[:4] != vals or g[4] not in ok_end:
+            bad.append(f"record {key} from {f['first_ns']}: NF {g}, reference {vals + (f['end'],)}")
+    for key, g in list(got.items())[:10]:
+        bad.append(f"record {key} only in the NF: {g}")
+    return tot, len(recs), bad
 
 
 # ---- Crafting captures -------------------------------------------------------
@@ -511,8 +551,11 @@ def tshark_compare(trace, nf_json):
     for k, v in (("ipv4", n4), ("ipv6", n6), ("nonip", other), ("malformed", 0)):
         if t.get(k) != v:
             bad.append(f"{k}: rb2-nf {t.get(k)}, tshark {v}")
-    got = Counter({(f["src"], f["dst"], f["sport"], f["dport"], f["proto"]): f["packets"]
-                   for f in nf["flow_list"] if f["kind"] == "ipv4"})
+    # A flow may be in several records (FIN, RST, timeouts): add them up.
+    got = Counter()
+    for f in nf["flow_list"]:
+        if f["kind"] == "ipv4":
+            got[(f["src"], f["dst"], f["sport"], f["dport"], f["proto"])] += f["packets"]
     if got != flows4:
         bad.append(f"IPv4 flows: rb2-nf only {list((got - flows4).items())[:3]}, "
                    f"tshark only {list((flows4 - got).items())[:3]}")
@@ -562,15 +605,15 @@ def craft(d):
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "compare":
         tot, nflows, bad = compare(sys.argv[2], sys.argv[3])
-        print(f"{os.path.basename(sys.argv[2])}: {tot['packets']} packets, {nflows} flows, "
+        print(f"{os.path.basename(sys.argv[2])}: {tot['packets']} packets, {nflows} flow records, "
               f"{tot['ipv4']} IPv4 / {tot['ipv6']} IPv6 / {tot['nonip']} non-IP / "
               f"{tot['malformed']} malformed: {'MATCH' if not bad else 'DIFFERENT'}")
         for b in bad[:20]:
             print("  " + b)
         sys.exit(1 if bad else 0)
     if len(sys.argv) == 3 and sys.argv[1] == "summary":
-        tot, flows = reference(sys.argv[2])
-        print(json.dumps({"totals": tot, "flows": len(flows)}))
+        tot, recs = reference(sys.argv[2], 300 * 10**9, 60 * 10**9)
+        print(json.dumps({"totals": tot, "flows": len(recs)}))
         return
     if len(sys.argv) == 4 and sys.argv[1] == "tshark":
         got, bad = tshark_compare(sys.argv[2], sys.argv[3])

@@ -45,7 +45,26 @@ Test(rb2_trace, raw_ipv4_tcp_key)
 	cr_assert_eq(rb2_trace_parse(101, ipv4_tcp, sizeof(ipv4_tcp), 1500, &r), 0);
 	expect_v4(&r, 0);
 	cr_expect_eq(r.wire_len, 1500);
-	cr_expect_eq(r.x, 0);
+	for (unsigned int i = 4; i < 16; i++)
+		cr_expect_eq(r.src6[i] | r.dst6[i], 0, "IPv4 leaves address byte %u zero", i);
+	cr_expect_eq(r.tcp_flags, 0);
+}
+
+Test(rb2_trace, tcp_flags_unless_cut_before_them)
+{
+	uint8_t p[sizeof(ipv4_tcp)];
+	struct rb2_rec r;
+
+	memcpy(p, ipv4_tcp, sizeof(p));
+	p[20 + 13] = 0x11;   /* FIN + ACK */
+	rb2_trace_parse(101, p, sizeof(p), 40, &r);
+	cr_expect_eq(r.tcp_flags, 0x11);
+	rb2_trace_parse(101, p, 20 + 13, 40, &r);  /* ports, but no flags */
+	cr_expect_eq(r.tcp_flags, 0);
+	cr_expect_eq(r.sport, 12345);
+	p[9] = 17;           /* UDP: byte 13 is payload */
+	rb2_trace_parse(101, p, sizeof(p), 40, &r);
+	cr_expect_eq(r.tcp_flags, 0);
 }
 
 Test(rb2_trace, ethernet_with_stacked_vlan_tags)
@@ -117,7 +136,7 @@ Test(rb2_trace, ppp_links_ip_mpls_and_control)
 	cr_expect_eq(r.kind, RB2_REC_MALFORMED);
 }
 
-Test(rb2_trace, ipv6_extension_headers_own_kind_and_digest)
+Test(rb2_trace, ipv6_extension_headers_whole_addresses_and_ports)
 {
 	uint8_t p[40 + 8 + 8] = {0}, q[sizeof(p)];
 	struct rb2_rec a, b;
@@ -132,10 +151,14 @@ Test(rb2_trace, ipv6_extension_headers_own_kind_and_digest)
 	cr_expect_eq(a.kind, RB2_REC_IPV6);
 	cr_expect_eq(a.proto, 17);
 	cr_expect_eq(a.flags, 0);
+	cr_expect_eq(memcmp(a.src6, p + 8, 16), 0);
+	cr_expect_eq(memcmp(a.dst6, p + 24, 16), 0);
+	cr_expect_eq(a.sport, 1234);
+	cr_expect_eq(a.dport, 53);
 	memcpy(q, p, sizeof(p));
 	q[51] = 0x36; /* another port: another flow */
 	rb2_trace_parse(101, q, sizeof(q), 200, &b);
-	cr_expect(memcmp(&a, &b, 20) != 0, "distinct flows, distinct keys");
+	cr_expect_eq(b.dport, 54);
 	rb2_trace_parse(101, p, 44, 200, &b); /* cut inside the extension */
 	cr_expect_eq(b.kind, RB2_REC_IPV6);
 	cr_expect_eq(b.flags, RB2_REC_F_TRUNC);

@@ -9,7 +9,7 @@
  *   rb2-nf -l 0-1 --no-pci --no-huge -m 1024 -- --plugin ./filter.so \
  *          --config filter.ini --trace trace.pcap
  *
- * "filter" takes messages of 40-byte trace records (what the replay stage
+ * "filter" takes messages of 64-byte trace records (what the replay stage
  * emits) and forwards on edge "out" the records of one IP protocol, as
  * messages of the same batching; the others are counted, never dropped
  * silently.

@@ -3,20 +3,28 @@
  */
 
 /*
- * The "measure" stage, the paper's Case#1 network measurement NF: it takes
- * messages of whole 40-byte records (rb2_trace.h) and keeps
- *  - exact per-flow packets and bytes, first and last timestamps;
+ * The "measure" stage, the paper's Case#1 network measurement NF as a flow
+ * monitor: it takes messages of whole records (rb2_trace.h) and keeps
+ *  - a bounded flow table (rb2_flowtab.h): per flow packets, bytes, first
+ *    and last timestamps and TCP flags, until the record ends (idle or
+ *    active timeout, FIN/RST, evicted from a full table, end of the run);
  *  - totals by record kind, and packets/bytes per interval of trace time;
- *  - the top-K flows by bytes;
+ *  - the top-K records by bytes;
  *  - optionally a count-min sketch, its error reported against the exact
- *    counts.
+ *    counts (while no record has ended before the end of the run).
+ * Every ended record goes out on edge "records" when it is linked (to an
+ * exporter: the ipfix stage), and to the json/csv files when asked.
  *
  *   top = K              heavy hitters in the summary (default 10)
  *   interval_ms = T      rate interval, trace time (default 1000)
- *   flows = N            expected flows: the table's initial size (default 1M)
+ *   flows = N            the most flows held at once (default 1M)
+ *   active_timeout = S   seconds, or "off" (default 300, nfpcapd's)
+ *   idle_timeout = S     seconds, or "off" (default 60, nfpcapd's)
+ *   live = auto|yes|no   on a quiet input, end idle flows by the clock
+ *                        (auto: when the records' times are the clock's)
  *   cm_width = W         count-min sketch width (0: none; 4 rows)
- *   json = FILE          everything, with every flow, as JSON
- *   csv = FILE           every flow as CSV
+ *   json = FILE          everything, with every record, as JSON
+ *   csv = FILE           every record as CSV
  */
 
 #include <arpa/inet.h>
@@ -25,6 +33,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -41,17 +50,47 @@ RTE_LOG_REGISTER(measure_logtype, rb2.nf.measure, INFO);
 /* Rate intervals kept: a timestamp further than this from the others (a
  * capture with zero timestamps among real ones) is counted, not bucketed. */
 #define IV_MAX (1u << 20)
+/* Flow records per message on edge "records": 32 x 80 bytes. */
+#define EXPORT_BATCH 32
+/* On a quiet live input, sweep for idle flows at most this often, this
+ * many slots at a time. */
+#define LIVE_TICK_NS (100 * 1000000ull)
+#define LIVE_SWEEP_SLOTS 65536
+/* live = auto: records whose times are this close to the clock's are live. */
+#define LIVE_NEAR_NS (60 * 1000000000ull)
+
+enum { EDGE_RECORDS = 0 };
 
 struct measure {
 	struct rb2_flowtab *ft;
+	struct rb2_stage *st;
 	uint64_t top, interval_ns, cm_width;
+	uint64_t max_flows, active_ns, idle_ns;
+	char active_txt[24], idle_txt[24]; /* the timeouts as given, for the summary */
 	const char *json, *csv;
 	FILE *json_f, *csv_f;       /* opened at init: a bad path fails at once */
-	uint64_t *c_records, *c_bad, *c_iv_out;
+	uint64_t json_n;            /* records written to json_f */
+	int live;                   /* 1 yes, 0 no, -1 auto */
+	uint64_t *c_records, *c_bad, *c_iv_out, *c_flow_records, *c_unexported;
 	uint64_t bad_bytes;
 	uint64_t calls;             /* of process() */
 	uint64_t cycles;            /* in the timed calls of process() (1 in 8) */
 	uint64_t timed_records;     /* ... and the records they measured */
+	/* The heaviest records so far, heaviest first. */
+	struct rb2_flow_rec *tops;
+	unsigned int ntop;
+	/* Ended records waiting to go out on edge "records". */
+	int exporting;
+	struct rb2_flow_rec ebuf[EXPORT_BATCH];
+	unsigned int en;
+	/* The sketch's error, taken before the final flush ends every record. */
+	struct rb2_cm_error ce;
+	int ce_ret;
+	int flushed;
+	/* Live inputs: the latest record time at the last tick, whether it
+	 * was the clock's, and when that tick was. */
+	uint64_t seen_ts, tick_clock;
+	int seen_live;
 	/* Per-interval packets and bytes: bucket i covers
 	 * [(base + i) * interval_ns, (base + i + 1) * interval_ns). */
 	uint64_t base;
@@ -61,22 +100,68 @@ struct measure {
 	uint64_t *cur;
 };
 
+static void on_end(void *arg, const struct rb2_flow_rec *r);
+
+static uint64_t
+clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A timeout argument: seconds > 0, or "off" (0). */
+static int
+arg_timeout(struct rb2_stage *st, struct rb2_stage_args *a, const char *key, double def,
+	    uint64_t *ns)
+{
+	const char *v;
+	double sec;
+
+	if (rb2_stage_arg_str(a, key, NULL, &v) < 0)
+		return -EINVAL;
+	if (v != NULL && strcmp(v, "off") == 0) {
+		*ns = 0;
+		return 0;
+	}
+	if (rb2_stage_arg_double(a, key, def, 1e-3, 1e7, &sec) < 0) {
+		rb2_stage_err(st, "%s must be seconds, at least 0.001 (or off for none)", key);
+		return -EINVAL;
+	}
+	*ns = (uint64_t)(sec * 1e9);
+	return 0;
+}
+
 static int
 measure_init(struct rb2_stage *st, struct rb2_stage_args *a)
 {
 	struct measure *m = rb2_stage_priv(st);
-	uint64_t flows, iv_ms;
+	struct rb2_flowtab_params fp;
+	uint64_t iv_ms;
+	const char *live;
 
+	rb2_flowtab_params_init(&fp);
+	m->st = st;
 	if (rb2_stage_arg_u64(a, "top", 10, 0, 1000000, &m->top) < 0 ||
 	    rb2_stage_arg_u64(a, "interval_ms", 1000, 1, 86400000, &iv_ms) < 0 ||
-	    rb2_stage_arg_u64(a, "flows", 1 << 20, 1, 1ull << 32, &flows) < 0 ||
+	    rb2_stage_arg_u64(a, "flows", 1 << 20, 1, 1ull << 31, &fp.max_flows) < 0 ||
+	    arg_timeout(st, a, "active_timeout", 300, &fp.active_ns) < 0 ||
+	    arg_timeout(st, a, "idle_timeout", 60, &fp.idle_ns) < 0 ||
+	    rb2_stage_arg_str(a, "live", "auto", &live) < 0 ||
 	    rb2_stage_arg_u64(a, "cm_width", 0, 0, 1u << 28, &m->cm_width) < 0 ||
 	    rb2_stage_arg_str(a, "json", NULL, &m->json) < 0 ||
 	    rb2_stage_arg_str(a, "csv", NULL, &m->csv) < 0)
 		return -EINVAL;
-	/* The results are written at the end, after what may be a long run:
-	 * open the files now, so that a path that cannot be written fails at
-	 * once, not after the run. */
+	if (strcmp(live, "auto") == 0 || strcmp(live, "yes") == 0 || strcmp(live, "no") == 0) {
+		m->live = live[0] == 'a' ? -1 : live[0] == 'y';
+	} else {
+		rb2_stage_err(st, "live = %s: expected auto, yes or no", live);
+		return -EINVAL;
+	}
+	/* The results are written as records end, and at the end: open the
+	 * files now, so that a path that cannot be written fails at once, not
+	 * after the run. */
 	if (m->json != NULL && (m->json_f = fopen(m->json, "w")) == NULL) {
 		rb2_stage_err(st, "cannot write the results to %s: %s", m->json, strerror(errno));
 		return -errno;
@@ -88,16 +173,54 @@ measure_init(struct rb2_stage *st, struct rb2_stage_args *a)
 		m->json_f = NULL;
 		return -errno;
 	}
+	if (m->json_f != NULL)
+		fputs("{\"flow_list\": [", m->json_f);
+	if (m->csv_f != NULL)
+		fputs("kind,src,dst,sport,dport,proto,packets,bytes,first_ns,last_ns,tcp_flags,"
+		      "end,in_port\n", m->csv_f);
 	m->interval_ns = iv_ms * 1000000ull;
-	m->ft = rb2_flowtab_create(flows, (uint32_t)m->cm_width);
-	if (m->ft == NULL) {
+	m->max_flows = fp.max_flows;
+	m->active_ns = fp.active_ns;
+	m->idle_ns = fp.idle_ns;
+	snprintf(m->active_txt, sizeof(m->active_txt), fp.active_ns ? "%g s" : "off",
+		 (double)fp.active_ns / 1e9);
+	snprintf(m->idle_txt, sizeof(m->idle_txt), fp.idle_ns ? "%g s" : "off",
+		 (double)fp.idle_ns / 1e9);
+	fp.cm_width = (uint32_t)m->cm_width;
+	fp.socket_id = rb2_stage_socket(st);
+	fp.end = on_end;
+	fp.end_arg = m;
+	m->tops = calloc(m->top + 1, sizeof(*m->tops));
+	m->ft = rb2_flowtab_create(&fp);
+	if (m->ft == NULL && errno == ENOMEM) {
+		/* No DPDK heap big enough (--no-huge gives 64 MB unless -m
+		 * says more): plain pages, said once. */
+		RTE_LOG(NOTICE, USER1, "measure '%s': the DPDK heap has no room for %" PRIu64
+			" flows; the flow table takes ordinary pages (give the EAL more with -m, "
+			"or reserve hugepages)\n", rb2_stage_name(st), fp.max_flows);
+		fp.socket_id = RB2_FLOWTAB_LIBC;
+		m->ft = rb2_flowtab_create(&fp);
+	}
+	if (m->ft == NULL || m->tops == NULL) {
 		rb2_stage_err(st, "out of memory for a table of %" PRIu64 " flows (lower 'flows')",
-			      flows);
+			      fp.max_flows);
 		return -ENOMEM;
 	}
 	m->c_records = rb2_stage_counter(st, "records");
 	m->c_bad = rb2_stage_counter(st, "bad_msgs");
 	m->c_iv_out = rb2_stage_counter(st, "outside_intervals");
+	m->c_flow_records = rb2_stage_counter(st, "flow_records");
+	m->c_unexported = rb2_stage_counter(st, "flow_records_unexported");
+	m->ce_ret = -ENOENT;
+	return 0;
+}
+
+static int
+measure_start(struct rb2_stage *st)
+{
+	struct measure *m = rb2_stage_priv(st);
+
+	m->exporting = rb2_stage_edge_linked(st, EDGE_RECORDS);
 	return 0;
 }
 
@@ -108,13 +231,57 @@ measure_fini(struct rb2_stage *st)
 
 	rb2_flowtab_free(m->ft);
 	free(m->iv);
+	free(m->tops);
 	m->ft = NULL;
 	m->iv = NULL;
-	if (m->json_f != NULL)      /* never reported: left as opened */
+	m->tops = NULL;
+	if (m->json_f != NULL)      /* never reported: left as it stands */
 		fclose(m->json_f);
 	if (m->csv_f != NULL)
 		fclose(m->csv_f);
 	m->json_f = m->csv_f = NULL;
+}
+
+/* The ended records so far out on edge "records". */
+static void
+export_flush(struct measure *m)
+{
+	if (m->en == 0)
+		return;
+	if (rb2_stage_emit(m->st, EDGE_RECORDS, m->ebuf, m->en * (uint32_t)sizeof(m->ebuf[0])) < 0)
+		rb2_stage_count(m->c_unexported, m->en);  /* and the run fails */
+	m->en = 0;
+}
+
+static json_t *json_flow(const struct rb2_flow_rec *f);
+static void csv_flow(FILE *o, const struct rb2_flow_rec *f);
+
+/* A record ended (rb2_flowtab's callback, on the measure lcore). */
+static void
+on_end(void *arg, const struct rb2_flow_rec *r)
+{
+	struct measure *m = arg;
+
+	rb2_stage_count(m->c_flow_records, 1);
+	rb2_flow_top_offer(m->tops, (unsigned int)m->top, &m->ntop, r);
+	if (m->json_f != NULL) {
+		json_t *o = json_flow(r);
+
+		fputs(m->json_n++ ? ",\n  " : "\n  ", m->json_f);
+		json_dumpf(o, m->json_f, 0);
+		json_decref(o);
+	}
+	if (m->csv_f != NULL)
+		csv_flow(m->csv_f, r);
+	if (m->flushed && rb2_stage_edge_linked(m->st, EDGE_RECORDS)) {
+		/* Ended by the report's flush, after the pipeline stopped
+		 * early: too late for the exporter, and counted so. */
+		rb2_stage_count(m->c_unexported, 1);
+	} else if (m->exporting) {
+		m->ebuf[m->en++] = *r;
+		if (m->en == EXPORT_BATCH)
+			export_flush(m);
+	}
 }
 
 /* The slow path of interval accounting: find (or make) ts's bucket. */
@@ -227,10 +394,57 @@ measure_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n
 		rb2_flowtab_add_ptrs(m->ft, recs, k);
 	total += k;
 	rb2_stage_count(m->c_records, total);
+	export_flush(m);
 	if (timed) {
 		m->cycles += rte_rdtsc() - t0;
 		m->timed_records += total;
 	}
+}
+
+/*
+ * Nothing came on this pass. On a live input (a port), time goes on without
+ * packets: end the flows that have been idle by the clock, at most every
+ * LIVE_TICK_NS. Under replay (live = no, or auto with a capture's old
+ * timestamps) the records' time alone decides, so that the same trace gives
+ * the same records at any speed.
+ */
+static void
+measure_idle(struct rb2_stage *st)
+{
+	struct measure *m = rb2_stage_priv(st);
+	struct rb2_nf_totals t;
+	uint64_t now;
+
+	if (m->live == 0)
+		return;
+	now = clock_ns();
+	if (now - m->tick_clock < LIVE_TICK_NS)
+		return;
+	m->tick_clock = now;
+	rb2_flowtab_totals(m->ft, &t);
+	if (t.packets == 0)
+		return;
+	if (t.last_ns != m->seen_ts) {
+		/* Records came since the last tick: are their times the clock's? */
+		m->seen_ts = t.last_ns;
+		m->seen_live = (now > t.last_ns ? now - t.last_ns : t.last_ns - now) < LIVE_NEAR_NS;
+	}
+	if (m->live < 0 && !m->seen_live)
+		return;  /* auto, and a replayed capture's old times */
+	rb2_flowtab_expire(m->ft, now, LIVE_SWEEP_SLOTS);
+	export_flush(m);
+}
+
+/* Every input has ended: end every record (forced end), and send them. */
+static void
+measure_drain(struct rb2_stage *st)
+{
+	struct measure *m = rb2_stage_priv(st);
+
+	m->ce_ret = rb2_flowtab_cm_error(m->ft, &m->ce);
+	rb2_flowtab_flush(m->ft, RB2_FLOW_END_FORCED);
+	export_flush(m);
+	m->flushed = 1;
 }
 
 /* ---- Output ------------------------------------------------------------- */
@@ -241,79 +455,46 @@ kind_name(unsigned int kind)
 	return kind == RB2_REC_IPV4 ? "ipv4" : kind == RB2_REC_IPV6 ? "ipv6" : "other";
 }
 
-/* A flow's key, decoded: "1.2.3.4", ports, proto; or the IPv6 digest. */
-struct flow_key {
-	unsigned int kind, proto, sport, dport;
-	char src[INET_ADDRSTRLEN], dst[INET_ADDRSTRLEN];
-	char digest[40];
+/* A record's addresses as text. */
+struct flow_addr {
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
 };
 
 static void
-decode(const struct rb2_flow *f, struct flow_key *k)
+addr_text(const struct rb2_flow_rec *f, struct flow_addr *a)
 {
-	uint32_t s = (uint32_t)f->k0, d = (uint32_t)(f->k0 >> 32);
+	int af = f->kind == RB2_REC_IPV4 ? AF_INET : AF_INET6;
 
-	k->kind = (unsigned int)(f->k1 >> 40) & 0xff;
-	k->proto = (unsigned int)(f->k1 >> 32) & 0xff;
-	k->sport = (unsigned int)f->k1 & 0xffff;
-	k->dport = (unsigned int)(f->k1 >> 16) & 0xffff;
-	inet_ntop(AF_INET, &s, k->src, sizeof(k->src));
-	inet_ntop(AF_INET, &d, k->dst, sizeof(k->dst));
-	snprintf(k->digest, sizeof(k->digest), "%016" PRIx64 "%08" PRIx64 "%08" PRIx64,
-		 f->k0, f->k1 & 0xffffffffu, f->k2);
+	inet_ntop(af, f->src, a->src, sizeof(a->src));
+	inet_ntop(af, f->dst, a->dst, sizeof(a->dst));
 }
 
 static json_t *
-json_flow(const struct rb2_flow *f)
+json_flow(const struct rb2_flow_rec *f)
 {
-	struct flow_key k;
-	json_t *o;
+	struct flow_addr a;
 
-	decode(f, &k);
-	if (k.kind == RB2_REC_IPV4)
-		o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "kind", "ipv4", "src", k.src,
-			      "dst", k.dst, "sport", (json_int_t)k.sport,
-			      "dport", (json_int_t)k.dport, "proto", (json_int_t)k.proto);
-	else
-		o = json_pack("{s:s, s:s, s:I}", "kind", kind_name(k.kind), "key", k.digest,
-			      "proto", (json_int_t)k.proto);
-	json_object_set_new(o, "packets", json_integer((json_int_t)f->packets));
-	json_object_set_new(o, "bytes", json_integer((json_int_t)f->bytes));
-	json_object_set_new(o, "first_ns", json_integer((json_int_t)f->first_ns));
-	json_object_set_new(o, "last_ns", json_integer((json_int_t)f->last_ns));
-	return o;
-}
-
-struct walk_out {
-	FILE *f;
-	uint64_t n;
-};
-
-static void
-json_walk(void *arg, const struct rb2_flow *f)
-{
-	struct walk_out *w = arg;
-
-	json_t *o = json_flow(f);
-
-	fputs(w->n++ ? ",\n  " : "\n  ", w->f);
-	json_dumpf(o, w->f, 0);
-	json_decref(o);
+	addr_text(f, &a);
+	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}",
+			 "kind", kind_name(f->kind), "src", a.src, "dst", a.dst,
+			 "sport", (json_int_t)f->sport, "dport", (json_int_t)f->dport,
+			 "proto", (json_int_t)f->proto, "in_port", (json_int_t)f->in_port,
+			 "packets", (json_int_t)f->packets, "bytes", (json_int_t)f->bytes,
+			 "first_ns", (json_int_t)f->first_ns, "last_ns", (json_int_t)f->last_ns,
+			 "tcp_flags", (json_int_t)f->tcp_flags,
+			 "end", rb2_flow_end_name(f->end_reason));
 }
 
 static void
-csv_walk(void *arg, const struct rb2_flow *f)
+csv_flow(FILE *o, const struct rb2_flow_rec *f)
 {
-	struct walk_out *w = arg;
-	struct flow_key k;
+	struct flow_addr a;
 
-	decode(f, &k);
-	fprintf(w->f, "%s,%s,%s,%u,%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
-		kind_name(k.kind), k.kind == RB2_REC_IPV4 ? k.src : k.digest,
-		k.kind == RB2_REC_IPV4 ? k.dst : "", k.kind == RB2_REC_IPV4 ? k.sport : 0,
-		k.kind == RB2_REC_IPV4 ? k.dport : 0, k.proto, f->packets, f->bytes,
-		f->first_ns, f->last_ns);
-	w->n++;
+	addr_text(f, &a);
+	fprintf(o, "%s,%s,%s,%u,%u,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%u,%s,%u\n",
+		kind_name(f->kind), a.src, a.dst, f->sport, f->dport, f->proto, f->packets,
+		f->bytes, f->first_ns, f->last_ns, f->tcp_flags, rb2_flow_end_name(f->end_reason),
+		f->in_port);
 }
 
 static double
@@ -340,72 +521,72 @@ json_num(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
+static json_t *
+json_ended(const struct rb2_nf_totals *t)
+{
+	json_t *o = json_object();
+
+	for (unsigned int r = 1; r < RB2_FLOW_END_MAX; r++)
+		json_object_set_new(o, rb2_flow_end_name(r), json_integer((json_int_t)t->ended[r]));
+	return o;
+}
+
 /*
- * The results as JSON, built by jansson; the per-flow list, which can hold
- * millions of flows, is streamed after it one object at a time, so that
- * the document is never whole in memory.
+ * The results as JSON. The records were streamed into the file's
+ * "flow_list" as they ended (there may be millions); what follows them is
+ * built by jansson: the object without its opening brace.
  */
 static int
-write_json(struct measure *m, const struct rb2_nf_totals *t, const struct rb2_flow *top,
-	   unsigned int ntop)
+write_json(struct measure *m, const struct rb2_nf_totals *t)
 {
 	FILE *o = m->json_f;
-	struct walk_out w = { .f = o };
 	json_t *doc, *ivs = json_array(), *tops = json_array();
-	struct rb2_cm_error ce;
-	char *head;
+	char *tail;
 
 	m->json_f = NULL;
-	doc = json_pack("{s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:I, "
-			"s:o, s:I}", "totals", "packets", (json_int_t)t->packets,
+	doc = json_pack("{s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:I, "
+			"s:o, s:I, s:I, s:I, s:I, s:o, s:o}", "totals",
+			"packets", (json_int_t)t->packets,
 			"bytes", (json_int_t)t->bytes, "ipv4", (json_int_t)t->ipv4,
 			"ipv6", (json_int_t)t->ipv6, "nonip", (json_int_t)t->nonip,
-			"malformed", (json_int_t)t->malformed, "lost", (json_int_t)t->lost,
+			"malformed", (json_int_t)t->malformed,
 			"bad_msgs", (json_int_t)*m->c_bad, "bad_bytes", (json_int_t)m->bad_bytes,
 			"outside_intervals", (json_int_t)*m->c_iv_out,
 			"first_ns", (json_int_t)t->first_ns, "last_ns", (json_int_t)t->last_ns,
-			"flows", (json_int_t)rb2_flowtab_count(m->ft),
+			"flows", (json_int_t)t->records,
 			"cycles_per_record", json_num(cyc_per_rec(m)),
-			"interval_ns", (json_int_t)m->interval_ns);
+			"interval_ns", (json_int_t)m->interval_ns,
+			"peak_flows", (json_int_t)t->peak_flows,
+			"table_bytes", (json_int_t)rb2_flowtab_memory(m->ft),
+			"unexported", (json_int_t)*m->c_unexported,
+			"ended", json_ended(t),
+			"timeouts_s", json_pack("{s:o, s:o}",
+				"active", m->active_ns ? json_real((double)m->active_ns / 1e9) : json_null(),
+				"idle", m->idle_ns ? json_real((double)m->idle_ns / 1e9) : json_null()));
 	for (uint64_t i = 0; i < m->niv; i++)
 		json_array_append_new(ivs, json_pack("[I, I, I]",
 			(json_int_t)((m->base + i) * m->interval_ns), (json_int_t)m->iv[i][0],
 			(json_int_t)m->iv[i][1]));
 	json_object_set_new(doc, "intervals", ivs);
-	for (unsigned int i = 0; i < ntop; i++)
-		json_array_append_new(tops, json_flow(&top[i]));
+	for (unsigned int i = 0; i < m->ntop; i++)
+		json_array_append_new(tops, json_flow(&m->tops[i]));
 	json_object_set_new(doc, "top", tops);
-	if (rb2_flowtab_cm_error(m->ft, &ce) == 0)
+	if (m->ce_ret == 0)
 		json_object_set_new(doc, "count_min", json_pack("{s:I, s:I, s:o, s:o, s:I}",
 			"width", (json_int_t)m->cm_width, "rows", (json_int_t)4,
-			"mean_rel_error", json_num(ce.mean_rel), "max_rel_error", json_num(ce.max_rel),
-			"exact_flows", (json_int_t)ce.exact));
+			"mean_rel_error", json_num(m->ce.mean_rel),
+			"max_rel_error", json_num(m->ce.max_rel), "exact_flows",
+			(json_int_t)m->ce.exact));
 	else
 		json_object_set_new(doc, "count_min", json_null());
-	head = json_dumps(doc, JSON_REAL_PRECISION(6));
+	tail = json_dumps(doc, JSON_REAL_PRECISION(6));
 	json_decref(doc);
-	if (head == NULL) {
+	if (tail == NULL) {
 		fclose(o);
 		return -ENOMEM;
 	}
-	/* The object without its closing brace, then the streamed list. */
-	head[strlen(head) - 1] = '\0';
-	fprintf(o, "%s, \"flow_list\": [", head);
-	free(head);
-	rb2_flowtab_walk(m->ft, json_walk, &w);
-	fprintf(o, "]}\n");
-	return close_checked(o);
-}
-
-static int
-write_csv(struct measure *m)
-{
-	FILE *o = m->csv_f;
-	struct walk_out w = { .f = o };
-
-	m->csv_f = NULL;
-	fprintf(o, "kind,src,dst,sport,dport,proto,packets,bytes,first_ns,last_ns\n");
-	rb2_flowtab_walk(m->ft, csv_walk, &w);
+	fprintf(o, "%s], %s\n", m->json_n ? "\n" : "", tail + 1);
+	free(tail);
 	return close_checked(o);
 }
 
@@ -414,23 +595,37 @@ measure_report(struct rb2_stage *st, FILE *out)
 {
 	struct measure *m = rb2_stage_priv(st);
 	struct rb2_nf_totals t;
-	struct rb2_flow *top = calloc(m->top + 1, sizeof(*top));
-	unsigned int ntop = 0;
-	struct rb2_cm_error ce;
 	double span;
 	uint64_t pmin = UINT64_MAX, pmax = 0;
 
+	if (!m->flushed) {
+		/* The pipeline stopped before the input ended: the records
+		 * still held end now, into the files and the counts. */
+		m->ce_ret = rb2_flowtab_cm_error(m->ft, &m->ce);
+		m->flushed = 1;
+		rb2_flowtab_flush(m->ft, RB2_FLOW_END_FORCED);
+	}
 	rb2_flowtab_totals(m->ft, &t);
 	span = t.packets ? (double)(t.last_ns - t.first_ns) / 1e9 : 0;
-	fprintf(out, "measure '%s': %" PRIu64 " records, %" PRIu64 " flows, %.3f GB on the wire, "
-		"%.3f s of trace time\n", rb2_stage_name(st), t.packets,
-		rb2_flowtab_count(m->ft), (double)t.bytes / 1e9, span);
+	fprintf(out, "measure '%s': %" PRIu64 " records, %" PRIu64 " flow records, %.3f GB on "
+		"the wire, %.3f s of trace time\n", rb2_stage_name(st), t.packets, t.records,
+		(double)t.bytes / 1e9, span);
 	fprintf(out, "  by kind: %" PRIu64 " IPv4, %" PRIu64 " IPv6, %" PRIu64 " non-IP, %" PRIu64
 		" malformed", t.ipv4, t.ipv6, t.nonip, t.malformed);
-	if (*m->c_bad || t.lost)
-		fprintf(out, "; %" PRIu64 " messages not whole records, %" PRIu64
-			" records in no flow (table full)", *m->c_bad, t.lost);
-	fprintf(out, "\n");
+	if (*m->c_bad)
+		fprintf(out, "; %" PRIu64 " messages not whole records", *m->c_bad);
+	fprintf(out, "\n  flow records ended by");
+	for (unsigned int r = 1; r < RB2_FLOW_END_MAX; r++)
+		fprintf(out, "%s %s %" PRIu64, r > 1 ? "," : "", rb2_flow_end_name(r), t.ended[r]);
+	fprintf(out, "\n  flow table: at most %" PRIu64 " flows held (%" PRIu64 " at the peak), "
+		"%.1f MiB; timeouts active %s, idle %s\n", m->max_flows, t.peak_flows,
+		(double)rb2_flowtab_memory(m->ft) / (1 << 20), m->active_txt, m->idle_txt);
+	if (t.ended[RB2_FLOW_END_RESOURCES] > 0)
+		fprintf(out, "  %" PRIu64 " records were ended early to make room (raise flows, or "
+			"shorten the timeouts)\n", t.ended[RB2_FLOW_END_RESOURCES]);
+	if (*m->c_unexported > 0)
+		fprintf(out, "  %" PRIu64 " flow records were not exported (the pipeline stopped "
+			"before the exporter took them)\n", *m->c_unexported);
 	for (uint64_t i = 0; i < m->niv; i++) {
 		pmin = RTE_MIN(pmin, m->iv[i][0]);
 		pmax = RTE_MAX(pmax, m->iv[i][0]);
@@ -446,30 +641,31 @@ measure_report(struct rb2_stage *st, FILE *out)
 			(double)pmax / ((double)m->interval_ns / 1e3),
 			(double)t.bytes * 8 / (double)m->niv / (double)m->interval_ns);
 	fprintf(out, "  measure cost: %.1f cycles/record\n", cyc_per_rec(m));
-	if (top != NULL && m->top > 0) {
-		ntop = rb2_flowtab_top(m->ft, top, (unsigned int)m->top);
-		fprintf(out, "  top %u flows by bytes:\n  %4s  %-45s %5s %12s %14s\n", ntop, "#",
-			"flow", "proto", "packets", "bytes");
-		for (unsigned int i = 0; i < ntop; i++) {
-			struct flow_key k;
-			char flow[96];
+	if (m->top > 0) {
+		fprintf(out, "  top %u flow records by bytes:\n  %4s  %-45s %5s %12s %14s\n", m->ntop,
+			"#", "flow", "proto", "packets", "bytes");
+		for (unsigned int i = 0; i < m->ntop; i++) {
+			const struct rb2_flow_rec *f = &m->tops[i];
+			struct flow_addr a;
+			char flow[120];
 
-			decode(&top[i], &k);
-			if (k.kind == RB2_REC_IPV4)
-				snprintf(flow, sizeof(flow), "%s:%u -> %s:%u", k.src, k.sport, k.dst,
-					 k.dport);
-			else
-				snprintf(flow, sizeof(flow), "ipv6 %s", k.digest);
+			addr_text(f, &a);
+			snprintf(flow, sizeof(flow), f->kind == RB2_REC_IPV4 ? "%s:%u -> %s:%u" :
+				 "[%s]:%u -> [%s]:%u", a.src, f->sport, a.dst, f->dport);
 			fprintf(out, "  %4u  %-45s %5u %12" PRIu64 " %14" PRIu64 "\n", i + 1, flow,
-				k.proto, top[i].packets, top[i].bytes);
+				f->proto, f->packets, f->bytes);
 		}
 	}
-	if (rb2_flowtab_cm_error(m->ft, &ce) == 0)
+	if (m->ce_ret == 0)
 		fprintf(out, "  count-min (%" PRIu64 " x 4): mean error %+.4f%%, max %+.2f%%, exact "
-			"for %" PRIu64 " of %" PRIu64 " flows\n", m->cm_width, ce.mean_rel * 100,
-			ce.max_rel * 100, ce.exact, rb2_flowtab_count(m->ft));
+			"for %" PRIu64 " of %" PRIu64 " flows\n", m->cm_width, m->ce.mean_rel * 100,
+			m->ce.max_rel * 100, m->ce.exact, t.records);
+	else if (m->ce_ret == -ESTALE)
+		fprintf(out, "  count-min (%" PRIu64 " x 4): error not measured: records ended "
+			"before the end of the run (timeouts, FIN/RST or a full table), and the "
+			"sketch counts whole flows\n", m->cm_width);
 	if (m->json_f != NULL) {
-		int ret = write_json(m, &t, top, ntop);
+		int ret = write_json(m, &t);
 
 		fprintf(out, "  flows as JSON: %s%s%s\n", m->json, ret ? ": " : "",
 			ret ? strerror(-ret) : "");
@@ -478,26 +674,39 @@ measure_report(struct rb2_stage *st, FILE *out)
 				       strerror(-ret));
 	}
 	if (m->csv_f != NULL) {
-		int ret = write_csv(m);
+		FILE *o = m->csv_f;
+		int ret;
 
+		m->csv_f = NULL;
+		ret = close_checked(o);
 		fprintf(out, "  flows as CSV: %s%s%s\n", m->csv, ret ? ": " : "",
 			ret ? strerror(-ret) : "");
 		if (ret != 0)
 			rb2_stage_fail(st, "writing %s: %s: its flows are incomplete", m->csv,
 				       strerror(-ret));
 	}
-	free(top);
+	if (*m->c_unexported > 0)
+		rb2_stage_fail(st, "%" PRIu64 " flow records were not exported",
+			       *m->c_unexported);
 }
+
+static const char *const measure_edges[] = { "records", NULL };
 
 static const struct rb2_stage_ops measure_ops = {
 	.api_version = RB2_STAGE_API_VERSION,
 	.name = "measure",
-	.summary = "exact per-flow packets/bytes, rates, top-K, count-min (top, interval_ms, "
-		   "flows, cm_width, json, csv)",
+	.summary = "flow records with timeouts and a bounded table, rates, top-K, count-min "
+		   "(top, interval_ms, flows, active_timeout, idle_timeout, live, cm_width, json, "
+		   "csv); ended records out on edge 'records'",
+	.edges = measure_edges,
+	.optional_edges = 1u << EDGE_RECORDS,
 	.priv_size = sizeof(struct measure),
 	.init = measure_init,
+	.start = measure_start,
 	.fini = measure_fini,
 	.process = measure_process,
+	.idle = measure_idle,
+	.drain = measure_drain,
 	.report = measure_report,
 };
 

@@ -3,7 +3,7 @@
  */
 
 /*
- * The "parse" stage: packets in, the measurement NF's 40-byte records out,
+ * The "parse" stage: packets in, the measurement NF's records out,
  * with the decoder the pcap reader uses (rb2_trace_parse()), so the same
  * packets give the same records whether they come from a file or a port.
  * It reads each packet in place (its first segment holds the headers) and
@@ -88,6 +88,7 @@ parse_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 
 			rb2_trace_parse(lt, msgs[i].data, msgs[i].len, pk[i].pkt_len, &r[j]);
 			r[j].ts_ns = pk[i].ts_ns;
+			r[j].in_port = pk[i].port;
 			r[j].seq = p->seq++;
 		}
 		rb2_trace_count_burst(&p->tst, r, k);
@@ -120,7 +121,7 @@ static const char *const parse_edges[] = { "out", NULL };
 static const struct rb2_stage_ops parse_ops = {
 	.api_version = RB2_STAGE_API_VERSION,
 	.name = "parse",
-	.summary = "decodes packets into the measurement NF's 40-byte records, with the pcap "
+	.summary = "decodes packets into the measurement NF's records, with the pcap "
 		   "reader's decoder (batch, linktype)",
 	.edges = parse_edges,
 	.takes_pkts = 1,

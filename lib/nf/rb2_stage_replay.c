@@ -3,7 +3,7 @@
  */
 
 /*
- * The "replay" source stage: preloads a pcap/pcapng trace as 40-byte records
+ * The "replay" source stage: preloads a pcap/pcapng trace as 64-byte records
  * into hugepage memory (before any timing), then emits them on edge "out",
  * at top speed or paced (tcpreplay's conventions):
  *
@@ -40,7 +40,7 @@
 
 RTE_LOG_REGISTER(replay_logtype, rb2.nf.replay, INFO);
 
-#define CHUNK_SHIFT 20                       /* 1 Mi records (40 MiB) per chunk */
+#define CHUNK_SHIFT 20                       /* 1 Mi records (64 MiB) per chunk */
 #define CHUNK (1u << CHUNK_SHIFT)
 #define BURST_MSGS 32
 
@@ -408,7 +408,7 @@ static const char *const replay_edges[] = { "out", NULL };
 static const struct rb2_stage_ops replay_ops = {
 	.api_version = RB2_STAGE_API_VERSION,
 	.name = "replay",
-	.summary = "replays a pcap/pcapng trace as 40-byte records (trace, pps, multiplier, "
+	.summary = "replays a pcap/pcapng trace as 64-byte records (trace, pps, multiplier, "
 		   "loop, batch)",
 	.edges = replay_edges,
 	.priv_size = sizeof(struct replay),

@@ -62,15 +62,6 @@ le32(const uint8_t *p)
 		(uint32_t)p[3] << 24;
 }
 
-/* 64-bit FNV-1a, twice with different seeds: a 128-bit IPv6 flow digest. */
-static uint64_t
-fnv(const uint8_t *p, size_t n, uint64_t h)
-{
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 1099511628211ull;
-	return h;
-}
-
 static void
 ports(const uint8_t *l4, uint32_t avail, uint8_t proto, struct rb2_rec *r)
 {
@@ -83,6 +74,9 @@ ports(const uint8_t *l4, uint32_t avail, uint8_t proto, struct rb2_rec *r)
 	}
 	r->sport = be16(l4);
 	r->dport = be16(l4 + 2);
+	/* TCP's flags (byte 13): a capture cut before them reads as none. */
+	if (proto == 6 && avail >= 14)
+		r->tcp_flags = l4[13];
 }
 
 static void
@@ -114,15 +108,16 @@ parse_ipv4(const uint8_t *p, uint32_t len, struct rb2_rec *r)
 static void
 parse_ipv6(const uint8_t *p, uint32_t len, struct rb2_rec *r)
 {
-	uint8_t nh, tuple[40];
+	uint8_t nh;
 	uint32_t off = 40;
-	uint64_t h1, h2;
 
 	if (len < 40 || (p[0] >> 4) != 6) {
 		r->kind = RB2_REC_MALFORMED;
 		return;
 	}
 	r->kind = RB2_REC_IPV6;
+	memcpy(r->src6, p + 8, 16);
+	memcpy(r->dst6, p + 24, 16);
 	nh = p[6];
 	/* Walk the extension headers to the upper layer. */
 	for (int hops = 0; hops < 8; hops++) {
@@ -153,18 +148,6 @@ parse_ipv6(const uint8_t *p, uint32_t len, struct rb2_rec *r)
 		else
 			ports(p + off, len - off, nh, r);
 	}
-	/* The key: a 128-bit digest of (src, dst, proto, sport, dport). */
-	memcpy(tuple, p + 8, 32);
-	tuple[32] = nh;
-	memcpy(tuple + 33, &r->sport, 2);
-	memcpy(tuple + 35, &r->dport, 2);
-	h1 = fnv(tuple, 37, 14695981039346656037ull);
-	h2 = fnv(tuple, 37, 0x84222325cbf29ce4ull);
-	r->src = (uint32_t)h1;
-	r->dst = (uint32_t)(h1 >> 32);
-	r->sport = (uint16_t)h2;
-	r->dport = (uint16_t)(h2 >> 16);
-	r->x = (uint32_t)(h2 >> 32);
 }
 
 /* Not IP, for reason @why (enum rb2_rec_nonip). */

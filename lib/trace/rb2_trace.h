@@ -7,8 +7,10 @@
 
 /**
  * @file
- * Packet traces as the measurement NF sees them: one fixed 40-byte record per
- * packet (the paper's Case#1: flow key, timestamp, sequence and size).
+ * Packet traces as the measurement NF sees them: one fixed 64-byte record per
+ * packet (the paper's Case#1: flow key, timestamp, sequence and size; and
+ * what a flow exporter needs besides: whole IPv6 addresses, the TCP flags
+ * and the ingress port).
  *
  * @code
  * char err[256];
@@ -21,19 +23,24 @@
  * rb2_trace_close(t);
  * @endcode
  *
- * Record layout (little-endian host, 8-byte aligned):
+ * Record layout (one cache line, little-endian host):
  *
  * @verbatim
- *   0         4         8    10   12 13 14   16        20        24        32       40
- *   +---------+---------+----+----+--+--+----+---------+---------+---------+--------+
- *   |  src    |  dst    |sprt|dprt|pr|kd|flgs|    x    |wire_len |  ts_ns  |  seq   |
- *   +---------+---------+----+----+--+--+----+---------+---------+---------+--------+
- *   IPv4: src/dst are the addresses (network order), x = 0.
- *   IPv6: src, dst, sport|dport and x hold a 128-bit digest of the 5-tuple, with
- *         kind = IPv6: its flows never fold into IPv4 keys.
+ *   0             16            32   34   36 37 38   40       44 45 46   48       56      64
+ *   +-------------+-------------+----+----+--+--+----+--------+--+--+----+--------+-------+
+ *   |    src      |    dst      |sprt|dprt|pr|kd|flgs|wire_len|tf|  |port| ts_ns  |  seq  |
+ *   +-------------+-------------+----+----+--+--+----+--------+--+--+----+--------+-------+
+ *   Addresses in network order: IPv6 whole, IPv4 in bytes 0-3 (the rest 0).
+ *   Ports in host order, 0 where the packet has none (a fragment, ICMP).
+ *   tf: TCP's flag byte (FIN 0x01, SYN 0x02, RST 0x04, ...); port: ingress.
  *   Non-IP and malformed packets get a record of their own kind (key zero), so
  *   the NF counts every packet of a trace.
  * @endverbatim
+ *
+ * A record fills one 64-byte slot of the NF's channels and never straddles
+ * a cache line. It is what a flow exporter reports (IPFIX: both addresses,
+ * the ports, the TCP flags, the ingress interface), so nothing the records
+ * leave out has to be looked up again later.
  *
  * Reading uses libpcap: pcap and pcapng, microsecond and nanosecond
  * timestamps, link types RAW, Ethernet (with 802.1Q/802.1ad tags, PPPoE
@@ -79,22 +86,30 @@ enum rb2_rec_nonip {
 	RB2_NONIP_KINDS
 };
 
-/** One packet: 40 bytes. */
+/** One packet: 64 bytes. */
 struct rb2_rec {
-	uint32_t src;      /**< IPv4 source (network order) / digest word 0 */
-	uint32_t dst;      /**< IPv4 destination / digest word 1 */
-	uint16_t sport;    /**< source port (host order) / digest */
-	uint16_t dport;    /**< destination port / digest */
+	union {
+		uint32_t src;     /**< IPv4 source address (network order) */
+		uint8_t src6[16]; /**< IPv6 source address */
+	};
+	union {
+		uint32_t dst;     /**< IPv4 destination address */
+		uint8_t dst6[16]; /**< IPv6 destination address */
+	};
+	uint16_t sport;    /**< source port (host order) */
+	uint16_t dport;    /**< destination port */
 	uint8_t proto;     /**< IP protocol (IPv6: the upper-layer header) */
 	uint8_t kind;      /**< enum rb2_rec_kind */
 	uint16_t flags;    /**< RB2_REC_F_* */
-	uint32_t x;        /**< IPv6 digest word 3; 0 for IPv4 */
 	uint32_t wire_len; /**< the packet's length on the wire */
+	uint8_t tcp_flags; /**< TCP: the header's flag byte; else 0 */
+	uint8_t rsvd;
+	uint16_t in_port;  /**< the port it arrived on (a trace file: 0) */
 	uint64_t ts_ns;    /**< capture timestamp, ns since the epoch */
 	uint64_t seq;      /**< 0-based position in the trace */
 };
 
-_Static_assert(sizeof(struct rb2_rec) == 40, "the record is 40 bytes");
+_Static_assert(sizeof(struct rb2_rec) == 64, "the record is one 64-byte line");
 
 /** What a reader has seen. */
 struct rb2_trace_stats {

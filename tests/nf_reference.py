@@ -19,7 +19,16 @@ passed, the one due first), to check rb2-nf's JSON against.
                                           broken packets
   nf_reference.py tshark TRACE NF_JSON    check rb2-nf's kinds and IPv4 flows
                                           against tshark's decoding
+  nf_reference.py nfdump NFDUMP_JSON NF_JSON
+                                          the records a collector stored
+                                          (TZ=UTC nfdump -r FILE -o json) = the
+                                          NF's, record for record, to the ms
+  nf_reference.py ipfix FILE NF_JSON      an IPFIX file (RFC 5655) decoded
+                                          here = the NF's records, reasons and
+                                          ports included
 """
+import calendar
+import datetime
 import ipaddress
 import json
 import os
@@ -562,6 +571,113 @@ def tshark_compare(trace, nf_json):
     return {"ipv4": n4, "ipv6": n6, "nonip": other}, bad
 
 
+# ---- What exporters send -----------------------------------------------------
+
+def nf_records_ms(nf):
+    """The NF's records keyed by flow and first millisecond."""
+    out = {}
+    for f in nf["flow_list"]:
+        key = (str(ipaddress.ip_address(f["src"])), str(ipaddress.ip_address(f["dst"])),
+               f["sport"], f["dport"], f["proto"], f["first_ns"] // 10**6)
+        out[key] = {"packets": f["packets"], "bytes": f["bytes"],
+                    "last_ms": f["last_ns"] // 10**6, "tcp_flags": f["tcp_flags"],
+                    "in_port": f["in_port"], "end": f["end"]}
+    return out
+
+
+def diff_records(what, got, nf):
+    bad = []
+    for k, v in got.items():
+        w = nf.pop(k, None)
+        if w is None or any(w[x] != v[x] for x in v):
+            bad.append(f"record {k}: {what} {v}, NF {w}")
+    for k, w in list(nf.items())[:10]:
+        bad.append(f"record {k}: only in the NF: {w}")
+    return bad
+
+
+def nfdump_compare(nfdump_json, nf_json):
+    """A collector's records (nfdump -o json, TZ=UTC) against the NF's."""
+    def ms(t):
+        d = datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%S.%f")
+        return calendar.timegm(d.timetuple()) * 1000 + d.microsecond // 1000
+
+    got = {}
+    for r in json.load(open(nfdump_json)):
+        if r.get("type") != "FLOW":
+            continue
+        src = r.get("src4_addr") or r.get("src6_addr")
+        dst = r.get("dst4_addr") or r.get("dst6_addr")
+        key = (str(ipaddress.ip_address(src)), str(ipaddress.ip_address(dst)),
+               r["src_port"], r["dst_port"], r["proto"], ms(r["first"]))
+        flags = sum(1 << (7 - i) for i, c in enumerate(r["tcp_flags"]) if c != ".")
+        if key in got:
+            return [f"record {key} twice at the collector"]
+        got[key] = {"packets": r["in_packets"], "bytes": r["in_bytes"],
+                    "last_ms": ms(r["last"]), "tcp_flags": flags, "in_port": r["input_snmp"]}
+    return diff_records("collector", got, nf_records_ms(json.load(open(nf_json))))
+
+
+REASONS = {1: "idle", 2: "active", 3: "end", 4: "forced", 5: "evicted"}
+
+
+def ipfix_file(path):
+    """Decode an IPFIX file (RFC 5655: messages back to back) from RFC 7011
+    alone: any template of the elements rb2 sends, reduced sizes too."""
+    b = open(path, "rb").read()
+    templates, recs, off, seq_next, lost = {}, [], 0, None, 0
+    while off < len(b):
+        ver, length, _, seq, dom = struct.unpack(">HHIII", b[off:off + 16])
+        if ver != 10 or length < 16 or off + length > len(b):
+            raise ValueError(f"not an IPFIX message at byte {off}")
+        if seq_next is not None and seq != seq_next:
+            lost += (seq - seq_next) % 2**32
+        n, o, end = 0, off + 16, off + length
+        while o + 4 <= end:
+            sid, sl = struct.unpack(">HH", b[o:o + 4])
+            body, o = b[o + 4:o + sl], o + sl
+            if sid == 2:
+                i = 0
+                while i + 4 <= len(body):
+                    tid, nf = struct.unpack(">HH", body[i:i + 4])
+                    i += 4
+                    fields = []
+                    for _ in range(nf):
+                        ie, fl = struct.unpack(">HH", body[i:i + 4])
+                        i += 4 + (4 if ie & 0x8000 else 0)
+                        fields.append((ie & 0x7FFF, fl))
+                    templates[(dom, tid)] = fields
+            elif sid >= 256 and (dom, sid) in templates:
+                fields = templates[(dom, sid)]
+                size = sum(fl for _, fl in fields)
+                for j in range(0, len(body) - size + 1, size):
+                    r, k = {}, j
+                    for ie, fl in fields:
+                        v = body[k:k + fl]
+                        k += fl
+                        r[ie] = v if ie in (8, 12, 27, 28) else int.from_bytes(v, "big")
+                    recs.append(r)
+                    n += 1
+        seq_next = (seq + n) % 2**32
+        off += length
+    return recs, lost
+
+
+def ipfix_compare(path, nf_json):
+    recs, lost = ipfix_file(path)
+    got = {}
+    for r in recs:
+        src = ipaddress.ip_address(r.get(8) or r.get(27))
+        dst = ipaddress.ip_address(r.get(12) or r.get(28))
+        key = (str(src), str(dst), r[7], r[11], r[4], r[152])
+        got[key] = {"packets": r[2], "bytes": r[1], "last_ms": r[153], "tcp_flags": r[6],
+                    "in_port": r[10], "end": REASONS.get(r[136], r[136])}
+    bad = diff_records("IPFIX file", got, nf_records_ms(json.load(open(nf_json))))
+    if lost:
+        bad.append(f"sequence numbers skip {lost} records")
+    return len(recs), bad
+
+
 def craft(d):
     os.makedirs(d, exist_ok=True)
     cases = packets()
@@ -620,6 +736,19 @@ def main():
         print(f"{os.path.basename(sys.argv[2])}: tshark decodes {got['ipv4']} IPv4 / "
               f"{got['ipv6']} IPv6 / {got['nonip']} other: "
               f"{'rb2-nf MATCHES' if not bad else 'rb2-nf DIFFERS'}")
+        for b in bad[:20]:
+            print("  " + b)
+        sys.exit(1 if bad else 0)
+    if len(sys.argv) == 4 and sys.argv[1] == "nfdump":
+        bad = nfdump_compare(sys.argv[2], sys.argv[3])
+        print(f"collector: {'the NF records, each' if not bad else 'DIFFERENT'}")
+        for b in bad[:20]:
+            print("  " + b)
+        sys.exit(1 if bad else 0)
+    if len(sys.argv) == 4 and sys.argv[1] == "ipfix":
+        n, bad = ipfix_compare(sys.argv[2], sys.argv[3])
+        print(f"{os.path.basename(sys.argv[2])}: {n} IPFIX records: "
+              f"{'the NF records, each' if not bad else 'DIFFERENT'}")
         for b in bad[:20]:
             print("  " + b)
         sys.exit(1 if bad else 0)

@@ -16,6 +16,9 @@
 #     twoproc     replay and measure as two processes over shm = one process (needs hugepages);
 #                 Ctrl-C on either process stops both; a killed receiver fails the sender
 #     signal      SIGINT drains: every record sent is measured; telemetry while running
+#     ipfix       flow records as IPFIX to nfcapd (nfdump reads back the NF's records, the
+#                 reference's cuts), to a file; FIN/RST, timeouts, a full table, collector
+#                 faults, an IPv6 collector, bad options
 set -uo pipefail
 
 mode=$1
@@ -644,8 +647,163 @@ signal)
 		fail "SIGINT: rc $rc, sent $sent, measured $got"; cat "$tmp/out.txt" "$tmp/err.txt"
 	fi
 	;;
+ipfix)
+	for t in nfcapd nfdump; do
+		command -v $t >/dev/null ||
+			{ echo "SKIP: $t is not installed (apt-get install nfdump)"; exit 77; }
+	done
+	free_port() {
+		python3 -c "import socket,sys; s=socket.socket(socket.AF_INET6 if ':' in sys.argv[1] else socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])" "$1"
+	}
+	# start_col DIR ADDR [nfcapd options]: a collector on a free port ($port).
+	start_col() {
+		local dir=$1 addr=$2; shift 2
+		rm -rf "$dir"; mkdir -p "$dir"
+		port=$(free_port "$addr")
+		nfcapd -w "$dir" -p "$port" -b "$addr" "$@" >"$dir.log" 2>&1 &
+		colpid=$!
+		wait_text 10 "$dir.log" "Startup"
+	}
+	stop_col() {
+		kill -TERM "$colpid" 2>/dev/null
+		wait "$colpid" 2>/dev/null
+	}
+	# collected DIR NF_JSON WHAT: nfdump's records of DIR = the NF's.
+	collected() {
+		if TZ=UTC nfdump -R "$1" -o json >"$1.json" 2>"$1.err" &&
+			python3 "$ref" nfdump "$1.json" "$2" >"$tmp/cmp.txt"; then
+			ok "$3: nfdump reads back the NF's records, each"
+		else
+			fail "$3: the collector's records differ"; head -5 "$tmp/cmp.txt" "$1.err"
+		fi
+	}
+	"$gen" -o "$tmp/g.pcap" --packets 200000 --flows 20000 --ipv6 0.2 --seed 5 >/dev/null
+	python3 "$ref" craft "$tmp/cr" >/dev/null
+
+	# Timeouts cut a 60 s trace's flows; every record reaches nfcapd and
+	# the file, and equals the reference's.
+	start_col "$tmp/c1" 127.0.0.1
+	if run_nf "$tmp/t.json" --trace "$tmp/g.pcap" --idle-timeout 2 --active-timeout 10 \
+		--ipfix "127.0.0.1:$port" --ipfix-file "$tmp/t.ipfix"; then
+		stop_col
+		python3 "$ref" compare "$tmp/g.pcap" "$tmp/t.json" >"$tmp/cmp.txt" &&
+			ok "timeouts: the NF's records = the reference's ($(head -1 "$tmp/cmp.txt"))" ||
+			{ fail "timeouts: the NF's records differ from the reference"; head "$tmp/cmp.txt"; }
+		collected "$tmp/c1" "$tmp/t.json" "timeouts, to nfcapd"
+		python3 "$ref" ipfix "$tmp/t.ipfix" "$tmp/t.json" >"$tmp/cmp.txt" &&
+			ok "--ipfix-file: $(cat "$tmp/cmp.txt")" ||
+			{ fail "--ipfix-file differs"; head "$tmp/cmp.txt"; }
+		n=$(json_get "$tmp/t.json" 'min(d["ended"]["idle"], d["ended"]["active"])')
+		[ "$n" -gt 0 ] && ok "timeouts: idle and active records both" ||
+			fail "timeouts: expected idle and active records: $(json_get "$tmp/t.json" 'd["ended"]')"
+	else
+		stop_col; fail "rb2-nf --ipfix: exit $?"; cat "$tmp/err.txt"
+	fi
+
+	# TCP teardowns: records end with FIN/RST (reason end), as the reference cuts them.
+	start_col "$tmp/c2" 127.0.0.1
+	if run_nf "$tmp/f.json" --trace "$tmp/cr/access-core.pcap" --ipfix "127.0.0.1:$port" \
+		--ipfix-file "$tmp/f.ipfix"; then
+		stop_col
+		python3 "$ref" compare "$tmp/cr/access-core.pcap" "$tmp/f.json" >"$tmp/cmp.txt" &&
+			[ "$(json_get "$tmp/f.json" 'd["ended"]["end"]')" -gt 0 ] &&
+			python3 "$ref" ipfix "$tmp/f.ipfix" "$tmp/f.json" >/dev/null &&
+			ok "FIN/RST: $(json_get "$tmp/f.json" 'd["ended"]["end"]') records end on a teardown, flowEndReason 3, as the reference" ||
+			{ fail "FIN/RST records"; head "$tmp/cmp.txt"; }
+		collected "$tmp/c2" "$tmp/f.json" "FIN/RST, to nfcapd"
+	else
+		stop_col; fail "rb2-nf --ipfix on access-core.pcap: exit $?"; cat "$tmp/err.txt"
+	fi
+
+	# Ten times more flows than the table holds: evictions, counted; the
+	# table's memory stays what it said; every packet in exactly one record.
+	"$gen" -o "$tmp/many.pcap" --packets 100000 --flows 60000 --seed 6 >/dev/null
+	start_col "$tmp/c3" 127.0.0.1
+	if run_nf "$tmp/m.json" --trace "$tmp/many.pcap" --flows 2000 --ipfix "127.0.0.1:$port"; then
+		stop_col
+		TZ=UTC nfdump -R "$tmp/c3" -o json >"$tmp/c3.json" 2>/dev/null
+		if python3 - "$tmp/m.json" "$tmp/c3.json" >"$tmp/full.txt" <<'PY'
+import json, sys
+nf, col = (json.load(open(p)) for p in sys.argv[1:])
+t, cap = nf["totals"], 2000
+flows = t["ipv4"] + t["ipv6"]
+slots = 64
+while slots // 10 * 7 < cap:
+    slots *= 2
+bound = slots * (64 + 16) + slots // 8 + cap * 40 + 4096
+got = sum(r["in_packets"] for r in col if r.get("type") == "FLOW")
+print(f"{len(col)} records at the collector, {got} packets of {flows}; peak {nf['peak_flows']} "
+      f"flows held; {nf['ended']['evicted']} evicted; table {nf['table_bytes']} B (bound {bound})")
+sys.exit(not (got == flows and nf["peak_flows"] <= cap and nf["ended"]["evicted"] > 0 and
+              nf["table_bytes"] <= bound and nf["flows"] >= 10 * cap))
+PY
+		then ok "a full table of 2000: $(cat "$tmp/full.txt")"
+		else fail "a full table of 2000: $(cat "$tmp/full.txt")"; fi
+	else
+		stop_col; fail "rb2-nf --flows 2000: exit $?"; cat "$tmp/err.txt"
+	fi
+
+	# Nothing listening: drops counted, one warning, measurement complete,
+	# and the exit status says what was lost.
+	port=$(free_port 127.0.0.1)
+	if run_nf "$tmp/d.json" --trace "$tmp/g.pcap" --idle-timeout 2 --ipfix "127.0.0.1:$port"; then
+		fail "nothing listening: exit 0"
+	elif grep -q "did not reach the collector 127.0.0.1:$port" "$tmp/err.txt" &&
+		[ "$(grep -c "are being dropped" "$tmp/err.txt")" = 1 ] &&
+		python3 "$ref" compare "$tmp/g.pcap" "$tmp/d.json" >/dev/null; then
+		ok "nothing listening: $(grep -o "[0-9]* IPFIX messages ([0-9]* flow records) did not reach" "$tmp/err.txt"), one warning, every record measured, exit 1"
+	else
+		fail "nothing listening"; cat "$tmp/err.txt" | tail -5
+	fi
+
+	# The collector killed mid-run (records flow during the run: a paced
+	# replay, short idle timeout).
+	start_col "$tmp/c4" 127.0.0.1
+	run_nf "$tmp/k.json" --trace "$tmp/g.pcap" --pps 100000 --idle-timeout 0.5 \
+		--ipfix "127.0.0.1:$port" &
+	pid=$!
+	sleep 1
+	kill -9 "$colpid"; wait "$colpid" 2>/dev/null
+	wait $pid
+	rc=$?
+	if [ $rc = 1 ] && grep -q "did not reach the collector" "$tmp/err.txt" &&
+		python3 "$ref" compare "$tmp/g.pcap" "$tmp/k.json" >/dev/null; then
+		ok "collector killed mid-run: $(grep -o "to 127[^:]*:[0-9]*: .*" "$tmp/out.txt"), every record measured, exit 1"
+	else
+		fail "collector killed mid-run: rc $rc"; tail -5 "$tmp/out.txt" "$tmp/err.txt"
+	fi
+
+	# A collector with a tiny socket buffer, sent to unpaced: what it
+	# drops, it counts from the messages' sequence numbers.
+	start_col "$tmp/c5" 127.0.0.1 -B 2048
+	run_nf "$tmp/b.json" --trace "$tmp/g.pcap" --ipfix "127.0.0.1:$port" --ipfix-rate 0
+	stop_col
+	n=$(grep -o "Sequence Errors: [0-9]*" "$tmp/c5.log" | awk '{s += $3} END {print s + 0}')
+	[ "$n" -gt 0 ] && ok "tiny collector buffer: nfcapd counts $n sequence errors (its losses, from our sequence numbers)" ||
+		{ fail "tiny collector buffer: no sequence error counted"; cat "$tmp/c5.log"; }
+
+	# An IPv6 collector.
+	start_col "$tmp/c6" ::1
+	if run_nf "$tmp/v6.json" --trace "$tmp/g.pcap" --ipfix "[::1]:$port"; then
+		stop_col
+		collected "$tmp/c6" "$tmp/v6.json" "an IPv6 collector ([::1])"
+	else
+		stop_col; fail "rb2-nf --ipfix [::1]: exit $?"; cat "$tmp/err.txt"
+	fi
+
+	# Bad options: each error names the option.
+	for bad in "--active-timeout 0" "--idle-timeout -5" "--flows 0" "--ipfix nonsense" \
+		"--ipfix ::1:4739" "--ipfix 127.0.0.1:70000" "--observation-domain x" \
+		"--ipfix-mtu 100"; do
+		# shellcheck disable=SC2086 # an option and its value
+		expect_err "\\(from ${bad%% *} " "$nf" "${eal[@]}" -- --trace "$tmp/g.pcap" \
+			--ipfix-file "$tmp/x.ipfix" $bad
+	done
+	expect_err "warning: --ipfix-rate has no effect without --ipfix or --ipfix-file" \
+		"$nf" "${eal[@]}" -- --trace "$tmp/cr/raw.pcap" --ipfix-rate 5 --json /dev/full
+	;;
 *)
-	echo "usage: $0 generated|crafted|debian|errors|plugin|twoproc|signal BUILD_DIR" >&2
+	echo "usage: $0 generated|crafted|debian|errors|plugin|twoproc|signal|ipfix BUILD_DIR" >&2
 	exit 2
 	;;
 esac

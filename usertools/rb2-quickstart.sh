@@ -23,7 +23,8 @@ PKGS=(meson ninja-build pkg-config gcc python3
       libcriterion-dev clang libclang-rt-14-dev
       golang-github-google-gopacket-dev gnuplot-nox tshark tcpreplay
       qemu-system-x86 mmdebstrap busybox-static
-      libhttp-parser-dev curl wrk libmemcached-tools memcached nginx-light)
+      libhttp-parser-dev curl wrk libmemcached-tools memcached nginx-light
+      nfdump)
 
 usage() {
 	cat <<EOF

@@ -39,10 +39,48 @@ static struct rb2_cfg_var vars[] = {
 	{ .name = "allow_truncated" }, { .name = "allow_non_ip" },
 	{ .name = "port" }, { .name = "count" }, { .name = "idle_ms" }, { .name = "pool_size" },
 	{ .name = "out_port" }, { .name = "proto" }, { .name = "preset" },
+	{ .name = "active_timeout" }, { .name = "idle_timeout" },
+	{ .name = "ipfix" }, { .name = "ipfix_file" }, { .name = "observation_domain" },
+	{ .name = "ipfix_mtu" }, { .name = "ipfix_rate" },
 	{ .name = "via" },          /* not an option: --preset l5 sets it */
+	{ .name = "export" },       /* not an option: --ipfix or --ipfix-file sets it */
 };
 
 static struct rb2_pipeline *running;
+
+/* Stage keys the built-in configurations fill from an option: an error about
+ * one names the option too (the user typed --ipfix, not collector =). */
+static const struct { const char *key, *var; } key_vars[] = {
+	{ "active_timeout", "active_timeout" }, { "idle_timeout", "idle_timeout" },
+	{ "flows", "flows" }, { "collector", "ipfix" }, { "file", "ipfix_file" },
+	{ "domain", "observation_domain" }, { "mtu", "ipfix_mtu" }, { "rate", "ipfix_rate" },
+};
+
+/* "... (from --ipfix)" for an error about a key an option set, or "". */
+static void
+option_of_error(const char *err, char *out, size_t size)
+{
+	out[0] = '\0';
+	for (unsigned int i = 0; i < RTE_DIM(key_vars); i++) {
+		char pat[2][48];
+
+		snprintf(pat[0], sizeof(pat[0]), "%s = ", key_vars[i].key);
+		snprintf(pat[1], sizeof(pat[1]), "%s must", key_vars[i].key);
+		if (strstr(err, pat[0]) == NULL && strstr(err, pat[1]) == NULL)
+			continue;
+		for (unsigned int v = 0; v < RTE_DIM(vars); v++)
+			if (strcmp(vars[v].name, key_vars[i].var) == 0 && vars[v].value != NULL) {
+				char opt[40];
+
+				snprintf(opt, sizeof(opt), "%s", vars[v].name);
+				for (char *c = opt; *c; c++)
+					if (*c == '_')
+						*c = '-';
+				snprintf(out, size, " (from --%s %s)", opt, vars[v].value);
+				return;
+			}
+	}
+}
 
 static void
 usage(FILE *o, const char *prog)
@@ -76,7 +114,17 @@ usage(FILE *o, const char *prog)
 "  --csv FILE         every flow as CSV\n"
 "  --cm-width W       add a count-min sketch of width W (4 rows)\n"
 "  --interval-ms T    rate interval in trace time (default 1000)\n"
-"  --flows N          expected flows (sizes the table; default 1M)\n"
+"  --flows N          the most flows held at once (default 1M): a full table\n"
+"                     ends the oldest record early, and counts it\n"
+"  --active-timeout S a flow's record ends after S seconds (default 300), and\n"
+"  --idle-timeout S   ... after S seconds without a packet (default 60); 'off'\n"
+"                     for none. TCP FIN or RST ends a record too\n"
+"  --ipfix HOST:PORT  export the flow records as IPFIX over UDP (nfcapd:\n"
+"                     nfcapd -w DIR -p PORT; [v6addr]:PORT for IPv6)\n"
+"  --ipfix-file PATH  ... and/or into an IPFIX file (RFC 5655)\n"
+"  --observation-domain N  the IPFIX observation domain ID (default 1)\n"
+"  --ipfix-mtu B      the path MTU to the collector (default 1500)\n"
+"  --ipfix-rate N     IPFIX messages per second at most (default 10000)\n"
 "  --transport SPEC   the link's transport (default shm)\n"
 "  --preset NAME      the link's design: rb2 (default), farm, socksdirect, or l5:\n"
 "                     L5's own ring (pfent/L5RDMA's) instead of a channel\n"
@@ -117,6 +165,16 @@ on_signal(int sig)
 		w = write(STDERR_FILENO, abort_msg, sizeof(abort_msg) - 1);
 	(void)w; /* nothing to do if stderr is gone */
 	errno = saved_errno;
+}
+
+/* Did --ipfix or --ipfix-file switch the exporter on? */
+static int
+export_on(void)
+{
+	for (unsigned int i = 0; i < RTE_DIM(vars); i++)
+		if (strcmp(vars[i].name, "export") == 0)
+			return vars[i].value != NULL;
+	return 0;
 }
 
 static int
@@ -160,6 +218,13 @@ static const struct option lo[] = {
 	{ "out-port", required_argument, NULL, 'v' },
 	{ "proto", required_argument, NULL, 'v' },
 	{ "preset", required_argument, NULL, 'v' },
+	{ "active-timeout", required_argument, NULL, 'v' },
+	{ "idle-timeout", required_argument, NULL, 'v' },
+	{ "ipfix", required_argument, NULL, 'v' },
+	{ "ipfix-file", required_argument, NULL, 'v' },
+	{ "observation-domain", required_argument, NULL, 'v' },
+	{ "ipfix-mtu", required_argument, NULL, 'v' },
+	{ "ipfix-rate", required_argument, NULL, 'v' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -209,11 +274,16 @@ nf_main(int argc, char **argv)
 			argv[optind]);
 		return 1;
 	}
-	/* L5 is its own ring, as in rb2-perf: the link runs via = l5. */
-	for (unsigned int i = 0; i < RTE_DIM(vars); i++)
+	/* L5 is its own ring, as in rb2-perf: the link runs via = l5. An
+	 * IPFIX destination switches the configuration's exporter on. */
+	for (unsigned int i = 0; i < RTE_DIM(vars); i++) {
 		if (strcmp(vars[i].name, "preset") == 0 && vars[i].value != NULL &&
 		    strcmp(vars[i].value, "l5") == 0)
 			set_var("via", "l5");
+		if ((strcmp(vars[i].name, "ipfix") == 0 ||
+		     strcmp(vars[i].name, "ipfix_file") == 0) && vars[i].value != NULL)
+			set_var("export", "yes");
+	}
 	if (rb2_stage_registry_check(err, sizeof(err)) != 0) {
 		fprintf(stderr, "rb2-nf: %s\n", err);
 		return 1;
@@ -245,13 +315,26 @@ nf_main(int argc, char **argv)
 	}
 	running = rb2_pipeline_load(config, &o, err, sizeof(err));
 	if (running == NULL) {
-		fprintf(stderr, "rb2-nf: %s\n", err);
+		char from[96];
+
+		option_of_error(err, from, sizeof(from));
+		fprintf(stderr, "rb2-nf: %s%s\n", err, from);
 		return 1;
 	}
 	for (unsigned int i = 0; i < RTE_DIM(vars); i++)
-		if (vars[i].value != NULL && !vars[i].referenced)
+		if (vars[i].value != NULL && strncmp(vars[i].name, "ipfix_", 6) != 0 &&
+		    strcmp(vars[i].name, "observation_domain") != 0 && !vars[i].referenced)
 			fprintf(stderr, "rb2-nf: warning: --%s has no effect: %s never uses ${%s}\n",
 				vars[i].name, config, vars[i].name);
+	if (!export_on())
+		for (unsigned int i = 0; i < RTE_DIM(vars); i++)
+			if (vars[i].value != NULL && (strcmp(vars[i].name, "ipfix_mtu") == 0 ||
+						      strcmp(vars[i].name, "ipfix_rate") == 0 ||
+						      strcmp(vars[i].name, "observation_domain") == 0))
+				fprintf(stderr, "rb2-nf: warning: --%s has no effect without --ipfix or "
+					"--ipfix-file\n", strcmp(vars[i].name, "ipfix_mtu") == 0 ?
+					"ipfix-mtu" : strcmp(vars[i].name, "ipfix_rate") == 0 ?
+					"ipfix-rate" : "observation-domain");
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	fprintf(stderr, "rb2-nf: running%s%s (Ctrl-C stops the sources and drains)\n",

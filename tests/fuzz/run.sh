@@ -3,8 +3,9 @@
 # Copyright(c) 2026 The rb2 authors
 #
 # Fuzz the pcap reader, the configuration parser, the channel's connection
-# descriptor, the connection layer's frames (what a peer sends) and the
-# relay core (what a hostile application sends a host service) with
+# descriptor, the connection layer's frames (what a peer sends), the
+# relay core (what a hostile application sends a host service) and IPFIX
+# (the decoder, and the encoder's round trip) with
 # libFuzzer under ASan+UBSan
 # (clang from Debian: apt-get install clang libclang-rt-14-dev).
 #
@@ -47,7 +48,8 @@ rb2_cflags=(-I"$build/config" -include rb2_build_config.h -I"$src/lib/rb2" -I"$s
 # link the objects they need (objects, not an archive, so that the shm
 # driver's constructor, which registers it, is linked).
 obj=$out/obj
-rm -rf "$obj" "$out"/fuzz_pcap "$out"/fuzz_config "$out"/fuzz_desc "$out"/fuzz_conn "$out"/fuzz_relay
+rm -rf "$obj" "$out"/fuzz_pcap "$out"/fuzz_config "$out"/fuzz_desc "$out"/fuzz_conn "$out"/fuzz_relay \
+	"$out"/fuzz_ipfix
 mkdir -p "$obj"
 compile() {
 	"$cc" -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
@@ -74,6 +76,8 @@ dpdk_libs=($(pkg-config --libs libdpdk) $numa_libs)
 "$cc" "${flags[@]}" -o "$out/fuzz_config" "$src/tests/fuzz/fuzz_config.c" \
 	"$src/lib/pipeline/rb2_config.c" &
 wait
+"$cc" "${flags[@]}" -I"$src/lib/nf" -o "$out/fuzz_ipfix" "$src/tests/fuzz/fuzz_ipfix.c" \
+	"$src/lib/nf/rb2_ipfix.c" &
 # The descriptor check with the channel library it belongs to (instrumented
 # too: the region size comes from the sync policies' tables).
 "$cc" "${flags[@]}" "${rb2_cflags[@]}" -o "$out/fuzz_desc" "$src/tests/fuzz/fuzz_desc.c" \
@@ -85,14 +89,14 @@ wait
 # The relay core, as a hostile application drives it.
 "$cc" "${flags[@]}" "${rb2_cflags[@]}" -o "$out/fuzz_relay" "$src/tests/fuzz/fuzz_relay.c" \
 	"${conn_objs[@]}" "$obj"/rb2_xport_shm.o "${dpdk_libs[@]}"
-for t in pcap config desc conn relay; do
+for t in pcap config desc conn relay ipfix; do
 	[ -x "$out/fuzz_$t" ] || { echo "fuzz: cannot build fuzz_$t"; exit 1; }
 done
 
 # Seeds: captures of every link type, and every configuration we ship.
 seeds=$out/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds/pcap" "$seeds/config" "$seeds/desc" "$seeds/conn"
+mkdir -p "$seeds/pcap" "$seeds/config" "$seeds/desc" "$seeds/conn" "$seeds/ipfix"
 python3 "$src/tests/nf_reference.py" craft "$seeds/pcap" >/dev/null
 [ -x "$build/apps/rb2-tracegen/rb2-tracegen" ] &&
 	"$build/apps/rb2-tracegen/rb2-tracegen" -o "$seeds/pcap/gen.pcap" --packets 20 \
@@ -130,14 +134,49 @@ for d in sys.argv[1:]:
         open(d + "/" + name, "wb").write(b)
 PY
 
-rc=0
-for t in ${RB2_FUZZ_TARGETS:-pcap config desc conn relay}; do
+# IPFIX: a message of both templates and a record of each, and the same
+# message's data alone (a collector that missed the templates).
+python3 - "$seeds/ipfix" <<'PY'
+import struct, sys
+fields = lambda a: [(a, 4 if a == 8 else 16), (a + 4 if a == 8 else a + 1, 4 if a == 8 else 16),
+                    (7, 2), (11, 2), (4, 1), (6, 2), (2, 8), (1, 8), (152, 8), (153, 8),
+                    (136, 1), (10, 4)]
+def tmpl(tid, f):
+    return struct.pack(">HH", tid, len(f)) + b"".join(struct.pack(">HH", *x) for x in f)
+def s(sid, body):
+    return struct.pack(">HH", sid, 4 + len(body)) + body
+def msg(body, seq=0):
+    return struct.pack(">HHIII", 10, 16 + len(body), 1800000000, seq, 1) + body
+t = s(2, tmpl(256, fields(8)) + tmpl(257, fields(27)))
+r4 = bytes([10, 0, 0, 1, 10, 0, 0, 2]) + struct.pack(">HHBHQQQQBI", 1234, 80, 6, 0x12, 3, 180,
+                                                       1700000000000, 1700000000500, 1, 0)
+r6 = bytes(range(32)) + struct.pack(">HHBHQQQQBI", 53, 5353, 17, 0, 1, 90,
+                                    1700000000000, 1700000000000, 4, 2)
+open(sys.argv[1] + "/both", "wb").write(msg(t + s(256, r4) + s(257, r6)))
+open(sys.argv[1] + "/data-only", "wb").write(msg(s(256, r4 + r4), seq=2))
+PY
+
+# Two targets at a time (libFuzzer runs one thread), reported in order.
+targets=(${RB2_FUZZ_TARGETS:-pcap config desc conn relay ipfix})
+run_target() {
+	local t=$1
 	mkdir -p "$out/$t-corpus" "$out/$t-crashes"
-	echo "== fuzz_$t: $secs s"
-	if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		"$out/fuzz_$t" -max_total_time="$secs" -max_len=8192 -timeout=10 \
 		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$out/$t-crashes/" \
-		"$out/$t-corpus" "$seeds/$t" >"$out/$t.log" 2>&1; then
+		"$out/$t-corpus" "$seeds/$t" >"$out/$t.log" 2>&1
+	echo $? >"$out/$t.rc"
+}
+for ((i = 0; i < ${#targets[@]}; i += 2)); do
+	for t in "${targets[@]:i:2}"; do
+		echo "== fuzz_$t: $secs s"
+		run_target "$t" &
+	done
+	wait
+done
+rc=0
+for t in "${targets[@]}"; do
+	if [ "$(cat "$out/$t.rc")" = 0 ]; then
 		grep -E "^stat::number_of_executed_units|^#[0-9]+.*DONE" "$out/$t.log" | tail -2
 		echo "fuzz_$t: no crash"
 	else

@@ -128,6 +128,8 @@ usage(FILE *o, const char *prog)
 "  --transport SPEC   the link's transport (default shm)\n"
 "  --preset NAME      the link's design: rb2 (default), farm, socksdirect, or l5:\n"
 "                     L5's own ring (pfent/L5RDMA's) instead of a channel\n"
+"  --config config/nf-sharded.ini  measure sharded over lcores 0 and 1 by flow\n"
+"                     hash, merged into one set of results\n"
 "  --port P           (config/nf-port.ini, examples/pkt-filter/fwd.ini) a port\n"
 "                     index or device name\n"
 "  --count N          rx stops after N packets   --idle-ms T  ... after T ms idle\n"

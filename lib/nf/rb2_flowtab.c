@@ -628,6 +628,15 @@ rb2_flowtab_add_burst(struct rb2_flowtab *ft, const struct rb2_rec *recs,
 	}
 }
 
+uint32_t
+rb2_flowtab_hash(const struct rb2_rec *rec)
+{
+	uint64_t k[3];
+
+	key_of(rec, k);
+	return hash_of(k);
+}
+
 uint64_t
 rb2_flowtab_count(const struct rb2_flowtab *ft)
 {

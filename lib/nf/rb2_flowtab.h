@@ -49,7 +49,9 @@
  * when created (rb2_flowtab_memory() says how much that is).
  */
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <rb2_trace.h>
 
@@ -172,6 +174,21 @@ uint64_t rb2_flowtab_expire(struct rb2_flowtab *ft, uint64_t now_ns, uint64_t sl
  * @return the records ended. */
 uint64_t rb2_flowtab_flush(struct rb2_flowtab *ft, unsigned int reason);
 
+/**
+ * The flow hash of a record (IP kinds; 32 bits, never 0): what the table
+ * places the flow by, in its low bits. The shard stage spreads flows by its
+ * high bits (rb2_flow_shard()), so a shard's table sees low bits as evenly
+ * spread as one table would.
+ */
+uint32_t rb2_flowtab_hash(const struct rb2_rec *rec);
+
+/** @return the shard, of @p n, of a flow of hash @p hash. */
+static inline unsigned int
+rb2_flow_shard(uint32_t hash, unsigned int n)
+{
+	return (unsigned int)(((uint64_t)hash * n) >> 32);
+}
+
 /** @return the number of flows held now. */
 uint64_t rb2_flowtab_count(const struct rb2_flowtab *ft);
 
@@ -193,11 +210,22 @@ void rb2_flowtab_rec(const struct rb2_flowtab *ft, const struct rb2_flow *f,
 uint64_t rb2_flowtab_walk(const struct rb2_flowtab *ft,
 			  void (*cb)(void *arg, const struct rb2_flow_rec *r), void *arg);
 
-/** @return nonzero if @p a is heavier than @p b: more bytes, then more packets. */
+/**
+ * @return nonzero if @p a is heavier than @p b: more bytes, then more
+ *   packets; ties go to the earlier record, then to the lower flow key, so
+ *   that the top-K is one list whatever order the records came in (one
+ *   measure stage's, or shards' merged).
+ */
 static inline int
 rb2_flow_rec_heavier(const struct rb2_flow_rec *a, const struct rb2_flow_rec *b)
 {
-	return a->bytes != b->bytes ? a->bytes > b->bytes : a->packets > b->packets;
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes;
+	if (a->packets != b->packets)
+		return a->packets > b->packets;
+	if (a->first_ns != b->first_ns)
+		return a->first_ns < b->first_ns;
+	return memcmp(a, b, offsetof(struct rb2_flow_rec, tcp_flags)) < 0;
 }
 
 /**

@@ -25,6 +25,9 @@
  *   cm_width = W         count-min sketch width (0: none; 4 rows)
  *   json = FILE          everything, with every record, as JSON
  *   csv = FILE           every record as CSV
+ *   group = NAME         a shard: the measure stages of one group (fed by a
+ *                        shard stage) write one JSON/CSV and one summary,
+ *                        merged, as one stage would
  */
 
 #include <arpa/inet.h>
@@ -61,6 +64,24 @@ RTE_LOG_REGISTER(measure_logtype, rb2.nf.measure, INFO);
 
 enum { EDGE_RECORDS = 0 };
 
+/* Where ended records are written: opened at init, so that a path that
+ * cannot be written fails at once, not after the run. */
+struct outfiles {
+	FILE *json_f, *csv_f;
+	uint64_t json_n;            /* records written to json_f */
+	const char *json, *csv;
+};
+
+/* Shards of one measurement: one set of files, one merged summary. */
+#define GROUP_MEMBERS 8
+struct group {
+	char name[32];
+	unsigned int members, reported, alive;
+	struct outfiles files;
+	struct measure *m[GROUP_MEMBERS];
+};
+static struct group groups[4];
+
 struct measure {
 	struct rb2_flowtab *ft;
 	struct rb2_stage *st;
@@ -68,8 +89,8 @@ struct measure {
 	uint64_t max_flows, active_ns, idle_ns;
 	char active_txt[24], idle_txt[24]; /* the timeouts as given, for the summary */
 	const char *json, *csv;
-	FILE *json_f, *csv_f;       /* opened at init: a bad path fails at once */
-	uint64_t json_n;            /* records written to json_f */
+	struct outfiles own, *out;  /* its files, or its group's */
+	struct group *grp;          /* NULL: not a shard */
 	int live;                   /* 1 yes, 0 no, -1 auto */
 	uint64_t *c_records, *c_bad, *c_iv_out, *c_flow_records, *c_unexported;
 	uint64_t bad_bytes;
@@ -86,6 +107,7 @@ struct measure {
 	/* The sketch's error, taken before the final flush ends every record. */
 	struct rb2_cm_error ce;
 	int ce_ret;
+	uint64_t ce_flows;          /* the flows it was measured over */
 	int flushed;
 	/* Live inputs: the latest record time at the last tick, whether it
 	 * was the clock's, and when that tick was. */
@@ -133,13 +155,87 @@ arg_timeout(struct rb2_stage *st, struct rb2_stage_args *a, const char *key, dou
 	return 0;
 }
 
+/* Shards name their group; the first of a name makes it. */
+static int
+join_group(struct measure *m, const char *name)
+{
+	struct group *g = NULL;
+
+	m->out = &m->own;
+	if (name == NULL)
+		return 0;
+	for (unsigned int i = 0; i < RTE_DIM(groups) && g == NULL; i++)
+		if (groups[i].alive && strcmp(groups[i].name, name) == 0)
+			g = &groups[i];
+	for (unsigned int i = 0; i < RTE_DIM(groups) && g == NULL; i++)
+		if (!groups[i].alive) {
+			g = &groups[i];
+			memset(g, 0, sizeof(*g));
+			snprintf(g->name, sizeof(g->name), "%s", name);
+		}
+	if (g == NULL || g->members == GROUP_MEMBERS) {
+		rb2_stage_err(m->st, "group = %s: at most %zu groups of %d shards", name,
+			      RTE_DIM(groups), GROUP_MEMBERS);
+		return -EINVAL;
+	}
+	if (g->members > 0 && ((g->files.json == NULL) != (m->json == NULL) ||
+			       (g->files.csv == NULL) != (m->csv == NULL) ||
+			       (m->json != NULL && strcmp(g->files.json, m->json) != 0) ||
+			       (m->csv != NULL && strcmp(g->files.csv, m->csv) != 0))) {
+		rb2_stage_err(m->st, "group = %s: its shards write one JSON and one CSV: give "
+			      "each the same json and csv", name);
+		return -EINVAL;
+	}
+	g->alive++;
+	g->m[g->members++] = m;
+	m->grp = g;
+	m->out = &g->files;
+	return 0;
+}
+
+/* The files, opened by the first shard of a group (or the stage). */
+static int
+open_files(struct measure *m)
+{
+	struct outfiles *o = m->out;
+
+	if (o->json != NULL || o->csv != NULL)
+		return 0;               /* a group's, already open */
+	o->json = m->json;
+	o->csv = m->csv;
+	if (m->json != NULL && (o->json_f = fopen(m->json, "w")) == NULL) {
+		rb2_stage_err(m->st, "cannot write the results to %s: %s", m->json, strerror(errno));
+		return -errno;
+	}
+	if (m->csv != NULL && (o->csv_f = fopen(m->csv, "w")) == NULL) {
+		rb2_stage_err(m->st, "cannot write the flows to %s: %s", m->csv, strerror(errno));
+		return -errno;
+	}
+	if (o->json_f != NULL)
+		fputs("{\"flow_list\": [", o->json_f);
+	if (o->csv_f != NULL)
+		fputs("kind,src,dst,sport,dport,proto,packets,bytes,first_ns,last_ns,tcp_flags,"
+		      "end,in_port\n", o->csv_f);
+	return 0;
+}
+
+static void
+close_files(struct outfiles *o)
+{
+	if (o->json_f != NULL)      /* never reported: left as it stands */
+		fclose(o->json_f);
+	if (o->csv_f != NULL)
+		fclose(o->csv_f);
+	memset(o, 0, sizeof(*o));
+}
+
 static int
 measure_init(struct rb2_stage *st, struct rb2_stage_args *a)
 {
 	struct measure *m = rb2_stage_priv(st);
 	struct rb2_flowtab_params fp;
 	uint64_t iv_ms;
-	const char *live;
+	const char *live, *group;
 
 	rb2_flowtab_params_init(&fp);
 	m->st = st;
@@ -151,7 +247,8 @@ measure_init(struct rb2_stage *st, struct rb2_stage_args *a)
 	    rb2_stage_arg_str(a, "live", "auto", &live) < 0 ||
 	    rb2_stage_arg_u64(a, "cm_width", 0, 0, 1u << 28, &m->cm_width) < 0 ||
 	    rb2_stage_arg_str(a, "json", NULL, &m->json) < 0 ||
-	    rb2_stage_arg_str(a, "csv", NULL, &m->csv) < 0)
+	    rb2_stage_arg_str(a, "csv", NULL, &m->csv) < 0 ||
+	    rb2_stage_arg_str(a, "group", NULL, &group) < 0)
 		return -EINVAL;
 	if (strcmp(live, "auto") == 0 || strcmp(live, "yes") == 0 || strcmp(live, "no") == 0) {
 		m->live = live[0] == 'a' ? -1 : live[0] == 'y';
@@ -159,25 +256,8 @@ measure_init(struct rb2_stage *st, struct rb2_stage_args *a)
 		rb2_stage_err(st, "live = %s: expected auto, yes or no", live);
 		return -EINVAL;
 	}
-	/* The results are written as records end, and at the end: open the
-	 * files now, so that a path that cannot be written fails at once, not
-	 * after the run. */
-	if (m->json != NULL && (m->json_f = fopen(m->json, "w")) == NULL) {
-		rb2_stage_err(st, "cannot write the results to %s: %s", m->json, strerror(errno));
-		return -errno;
-	}
-	if (m->csv != NULL && (m->csv_f = fopen(m->csv, "w")) == NULL) {
-		rb2_stage_err(st, "cannot write the flows to %s: %s", m->csv, strerror(errno));
-		if (m->json_f != NULL)
-			fclose(m->json_f);
-		m->json_f = NULL;
-		return -errno;
-	}
-	if (m->json_f != NULL)
-		fputs("{\"flow_list\": [", m->json_f);
-	if (m->csv_f != NULL)
-		fputs("kind,src,dst,sport,dport,proto,packets,bytes,first_ns,last_ns,tcp_flags,"
-		      "end,in_port\n", m->csv_f);
+	if (join_group(m, group) < 0 || open_files(m) < 0)
+		return -EINVAL;
 	m->interval_ns = iv_ms * 1000000ull;
 	m->max_flows = fp.max_flows;
 	m->active_ns = fp.active_ns;
@@ -235,11 +315,13 @@ measure_fini(struct rb2_stage *st)
 	m->ft = NULL;
 	m->iv = NULL;
 	m->tops = NULL;
-	if (m->json_f != NULL)      /* never reported: left as it stands */
-		fclose(m->json_f);
-	if (m->csv_f != NULL)
-		fclose(m->csv_f);
-	m->json_f = m->csv_f = NULL;
+	if (m->grp == NULL) {
+		close_files(&m->own);
+	} else if (--m->grp->alive == 0) {
+		close_files(&m->grp->files);
+		m->grp->members = 0;
+	}
+	m->grp = NULL;
 }
 
 /* The ended records so far out on edge "records". */
@@ -264,15 +346,19 @@ on_end(void *arg, const struct rb2_flow_rec *r)
 
 	rb2_stage_count(m->c_flow_records, 1);
 	rb2_flow_top_offer(m->tops, (unsigned int)m->top, &m->ntop, r);
-	if (m->json_f != NULL) {
+	if (m->out->json_f != NULL) {
 		json_t *o = json_flow(r);
+		FILE *f = m->out->json_f;
 
-		fputs(m->json_n++ ? ",\n  " : "\n  ", m->json_f);
-		json_dumpf(o, m->json_f, 0);
+		/* Shards on other lcores write the same file: a record at a time. */
+		flockfile(f);
+		fputs(m->out->json_n++ ? ",\n  " : "\n  ", f);
+		json_dumpf(o, f, 0);
+		funlockfile(f);
 		json_decref(o);
 	}
-	if (m->csv_f != NULL)
-		csv_flow(m->csv_f, r);
+	if (m->out->csv_f != NULL)
+		csv_flow(m->out->csv_f, r);   /* one fprintf: a locked write */
 	if (m->flushed && rb2_stage_edge_linked(m->st, EDGE_RECORDS)) {
 		/* Ended by the report's flush, after the pipeline stopped
 		 * early: too late for the exporter, and counted so. */
@@ -442,6 +528,7 @@ measure_drain(struct rb2_stage *st)
 	struct measure *m = rb2_stage_priv(st);
 
 	m->ce_ret = rb2_flowtab_cm_error(m->ft, &m->ce);
+	m->ce_flows = rb2_flowtab_count(m->ft);
 	rb2_flowtab_flush(m->ft, RB2_FLOW_END_FORCED);
 	export_flush(m);
 	m->flushed = 1;
@@ -497,12 +584,6 @@ csv_flow(FILE *o, const struct rb2_flow_rec *f)
 		f->in_port);
 }
 
-static double
-cyc_per_rec(const struct measure *m)
-{
-	return m->timed_records ? (double)m->cycles / (double)m->timed_records : 0;
-}
-
 /* Close a results file: 0, or the error of any write to it (a full disk). */
 static int
 close_checked(FILE *o)
@@ -521,6 +602,110 @@ json_num(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* What the summary and the JSON say: one stage's, or its group's merged. */
+struct view {
+	const struct measure *m;    /* the settings (the shards share them) */
+	unsigned int shards;
+	struct rb2_nf_totals t;
+	uint64_t bad, bad_bytes, iv_out, unexported, table_bytes, cycles, timed;
+	uint64_t base, niv;
+	uint64_t (*iv)[2];
+	struct rb2_flow_rec *tops;
+	unsigned int ntop;
+	int ce_ret;
+	struct rb2_cm_error ce;
+};
+
+/* Merge @n shards: sums, the earliest first and latest last, rates by
+ * absolute interval, the top-K of the shards' top-Ks (a record is in one
+ * shard, so the K heaviest overall are among them), the sketch's error
+ * weighted by each shard's flows. */
+static int
+view_make(struct view *v, struct measure *const *ms, unsigned int n)
+{
+	uint64_t lo = UINT64_MAX, hi = 0, ce_flows = 0;
+	double ce_sum = 0;
+
+	memset(v, 0, sizeof(*v));
+	v->m = ms[0];
+	v->shards = n;
+	v->ce_ret = ms[0]->ce_ret;
+	v->tops = calloc(ms[0]->top + 1, sizeof(*v->tops));
+	if (v->tops == NULL)
+		return -ENOMEM;
+	v->t.first_ns = UINT64_MAX;
+	for (unsigned int i = 0; i < n; i++) {
+		const struct measure *m = ms[i];
+		struct rb2_nf_totals t;
+
+		rb2_flowtab_totals(m->ft, &t);
+		v->t.packets += t.packets;
+		v->t.bytes += t.bytes;
+		v->t.ipv4 += t.ipv4;
+		v->t.ipv6 += t.ipv6;
+		v->t.nonip += t.nonip;
+		v->t.malformed += t.malformed;
+		v->t.records += t.records;
+		v->t.peak_flows += t.peak_flows;
+		for (unsigned int r = 0; r < RB2_FLOW_END_MAX; r++)
+			v->t.ended[r] += t.ended[r];
+		if (t.packets > 0) {
+			v->t.first_ns = RTE_MIN(v->t.first_ns, t.first_ns);
+			v->t.last_ns = RTE_MAX(v->t.last_ns, t.last_ns);
+		}
+		v->bad += *m->c_bad;
+		v->bad_bytes += m->bad_bytes;
+		v->iv_out += *m->c_iv_out;
+		v->unexported += *m->c_unexported;
+		v->table_bytes += rb2_flowtab_memory(m->ft);
+		v->cycles += m->cycles;
+		v->timed += m->timed_records;
+		for (unsigned int k = 0; k < m->ntop; k++)
+			rb2_flow_top_offer(v->tops, (unsigned int)m->top, &v->ntop, &m->tops[k]);
+		if (m->niv > 0) {
+			lo = RTE_MIN(lo, m->base);
+			hi = RTE_MAX(hi, m->base + m->niv);
+		}
+		if (m->ce_ret != 0) {
+			v->ce_ret = m->ce_ret;
+		} else {
+			ce_sum += m->ce.mean_rel * (double)m->ce_flows;
+			ce_flows += m->ce_flows;
+			v->ce.max_rel = RTE_MAX(v->ce.max_rel, m->ce.max_rel);
+			v->ce.exact += m->ce.exact;
+		}
+	}
+	if (v->t.packets == 0)
+		v->t.first_ns = 0;
+	v->ce.mean_rel = ce_flows ? ce_sum / (double)ce_flows : 0;
+	if (hi > lo) {
+		v->base = lo;
+		v->niv = hi - lo;
+		v->iv = calloc(v->niv, sizeof(*v->iv));
+		if (v->iv == NULL)
+			return -ENOMEM;
+		for (unsigned int i = 0; i < n; i++)
+			for (uint64_t k = 0; k < ms[i]->niv; k++) {
+				v->iv[ms[i]->base + k - lo][0] += ms[i]->iv[k][0];
+				v->iv[ms[i]->base + k - lo][1] += ms[i]->iv[k][1];
+			}
+	}
+	return 0;
+}
+
+static void
+view_free(struct view *v)
+{
+	free(v->iv);
+	free(v->tops);
+}
+
+static double
+cyc_per_rec(const struct view *v)
+{
+	return v->timed ? (double)v->cycles / (double)v->timed : 0;
+}
+
 static json_t *
 json_ended(const struct rb2_nf_totals *t)
 {
@@ -537,46 +722,49 @@ json_ended(const struct rb2_nf_totals *t)
  * built by jansson: the object without its opening brace.
  */
 static int
-write_json(struct measure *m, const struct rb2_nf_totals *t)
+write_json(struct outfiles *of, const struct view *v)
 {
-	FILE *o = m->json_f;
+	const struct measure *m = v->m;
+	const struct rb2_nf_totals *t = &v->t;
+	FILE *o = of->json_f;
 	json_t *doc, *ivs = json_array(), *tops = json_array();
 	char *tail;
 
-	m->json_f = NULL;
+	of->json_f = NULL;
 	doc = json_pack("{s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:I, "
-			"s:o, s:I, s:I, s:I, s:I, s:o, s:o}", "totals",
+			"s:o, s:I, s:I, s:I, s:I, s:o, s:o, s:I}", "totals",
 			"packets", (json_int_t)t->packets,
 			"bytes", (json_int_t)t->bytes, "ipv4", (json_int_t)t->ipv4,
 			"ipv6", (json_int_t)t->ipv6, "nonip", (json_int_t)t->nonip,
 			"malformed", (json_int_t)t->malformed,
-			"bad_msgs", (json_int_t)*m->c_bad, "bad_bytes", (json_int_t)m->bad_bytes,
-			"outside_intervals", (json_int_t)*m->c_iv_out,
+			"bad_msgs", (json_int_t)v->bad, "bad_bytes", (json_int_t)v->bad_bytes,
+			"outside_intervals", (json_int_t)v->iv_out,
 			"first_ns", (json_int_t)t->first_ns, "last_ns", (json_int_t)t->last_ns,
 			"flows", (json_int_t)t->records,
-			"cycles_per_record", json_num(cyc_per_rec(m)),
+			"cycles_per_record", json_num(cyc_per_rec(v)),
 			"interval_ns", (json_int_t)m->interval_ns,
 			"peak_flows", (json_int_t)t->peak_flows,
-			"table_bytes", (json_int_t)rb2_flowtab_memory(m->ft),
-			"unexported", (json_int_t)*m->c_unexported,
+			"table_bytes", (json_int_t)v->table_bytes,
+			"unexported", (json_int_t)v->unexported,
 			"ended", json_ended(t),
 			"timeouts_s", json_pack("{s:o, s:o}",
 				"active", m->active_ns ? json_real((double)m->active_ns / 1e9) : json_null(),
-				"idle", m->idle_ns ? json_real((double)m->idle_ns / 1e9) : json_null()));
-	for (uint64_t i = 0; i < m->niv; i++)
+				"idle", m->idle_ns ? json_real((double)m->idle_ns / 1e9) : json_null()),
+			"shards", (json_int_t)v->shards);
+	for (uint64_t i = 0; i < v->niv; i++)
 		json_array_append_new(ivs, json_pack("[I, I, I]",
-			(json_int_t)((m->base + i) * m->interval_ns), (json_int_t)m->iv[i][0],
-			(json_int_t)m->iv[i][1]));
+			(json_int_t)((v->base + i) * m->interval_ns), (json_int_t)v->iv[i][0],
+			(json_int_t)v->iv[i][1]));
 	json_object_set_new(doc, "intervals", ivs);
-	for (unsigned int i = 0; i < m->ntop; i++)
-		json_array_append_new(tops, json_flow(&m->tops[i]));
+	for (unsigned int i = 0; i < v->ntop; i++)
+		json_array_append_new(tops, json_flow(&v->tops[i]));
 	json_object_set_new(doc, "top", tops);
-	if (m->ce_ret == 0)
+	if (v->ce_ret == 0)
 		json_object_set_new(doc, "count_min", json_pack("{s:I, s:I, s:o, s:o, s:I}",
 			"width", (json_int_t)m->cm_width, "rows", (json_int_t)4,
-			"mean_rel_error", json_num(m->ce.mean_rel),
-			"max_rel_error", json_num(m->ce.max_rel), "exact_flows",
-			(json_int_t)m->ce.exact));
+			"mean_rel_error", json_num(v->ce.mean_rel),
+			"max_rel_error", json_num(v->ce.max_rel), "exact_flows",
+			(json_int_t)v->ce.exact));
 	else
 		json_object_set_new(doc, "count_min", json_null());
 	tail = json_dumps(doc, JSON_REAL_PRECISION(6));
@@ -585,67 +773,62 @@ write_json(struct measure *m, const struct rb2_nf_totals *t)
 		fclose(o);
 		return -ENOMEM;
 	}
-	fprintf(o, "%s], %s\n", m->json_n ? "\n" : "", tail + 1);
+	fprintf(o, "%s], %s\n", of->json_n ? "\n" : "", tail + 1);
 	free(tail);
 	return close_checked(o);
 }
 
 static void
-measure_report(struct rb2_stage *st, FILE *out)
+print_summary(const struct view *v, const char *name, FILE *out)
 {
-	struct measure *m = rb2_stage_priv(st);
-	struct rb2_nf_totals t;
-	double span;
+	const struct measure *m = v->m;
+	const struct rb2_nf_totals *t = &v->t;
+	double span = t->packets ? (double)(t->last_ns - t->first_ns) / 1e9 : 0;
 	uint64_t pmin = UINT64_MAX, pmax = 0;
 
-	if (!m->flushed) {
-		/* The pipeline stopped before the input ended: the records
-		 * still held end now, into the files and the counts. */
-		m->ce_ret = rb2_flowtab_cm_error(m->ft, &m->ce);
-		m->flushed = 1;
-		rb2_flowtab_flush(m->ft, RB2_FLOW_END_FORCED);
-	}
-	rb2_flowtab_totals(m->ft, &t);
-	span = t.packets ? (double)(t.last_ns - t.first_ns) / 1e9 : 0;
-	fprintf(out, "measure '%s': %" PRIu64 " records, %" PRIu64 " flow records, %.3f GB on "
-		"the wire, %.3f s of trace time\n", rb2_stage_name(st), t.packets, t.records,
-		(double)t.bytes / 1e9, span);
+	if (v->shards > 1)
+		fprintf(out, "measure group '%s' (%u shards, merged): ", name, v->shards);
+	else
+		fprintf(out, "measure '%s': ", name);
+	fprintf(out, "%" PRIu64 " records, %" PRIu64 " flow records, %.3f GB on the wire, %.3f s "
+		"of trace time\n", t->packets, t->records, (double)t->bytes / 1e9, span);
 	fprintf(out, "  by kind: %" PRIu64 " IPv4, %" PRIu64 " IPv6, %" PRIu64 " non-IP, %" PRIu64
-		" malformed", t.ipv4, t.ipv6, t.nonip, t.malformed);
-	if (*m->c_bad)
-		fprintf(out, "; %" PRIu64 " messages not whole records", *m->c_bad);
+		" malformed", t->ipv4, t->ipv6, t->nonip, t->malformed);
+	if (v->bad)
+		fprintf(out, "; %" PRIu64 " messages not whole records", v->bad);
 	fprintf(out, "\n  flow records ended by");
 	for (unsigned int r = 1; r < RB2_FLOW_END_MAX; r++)
-		fprintf(out, "%s %s %" PRIu64, r > 1 ? "," : "", rb2_flow_end_name(r), t.ended[r]);
-	fprintf(out, "\n  flow table: at most %" PRIu64 " flows held (%" PRIu64 " at the peak), "
-		"%.1f MiB; timeouts active %s, idle %s\n", m->max_flows, t.peak_flows,
-		(double)rb2_flowtab_memory(m->ft) / (1 << 20), m->active_txt, m->idle_txt);
-	if (t.ended[RB2_FLOW_END_RESOURCES] > 0)
+		fprintf(out, "%s %s %" PRIu64, r > 1 ? "," : "", rb2_flow_end_name(r), t->ended[r]);
+	fprintf(out, "\n  flow table%s: at most %" PRIu64 " flows held%s (%" PRIu64 " at the peak), "
+		"%.1f MiB; timeouts active %s, idle %s\n", v->shards > 1 ? "s" : "", m->max_flows,
+		v->shards > 1 ? " each" : "", t->peak_flows,
+		(double)v->table_bytes / (1 << 20), m->active_txt, m->idle_txt);
+	if (t->ended[RB2_FLOW_END_RESOURCES] > 0)
 		fprintf(out, "  %" PRIu64 " records were ended early to make room (raise flows, or "
-			"shorten the timeouts)\n", t.ended[RB2_FLOW_END_RESOURCES]);
-	if (*m->c_unexported > 0)
+			"shorten the timeouts)\n", t->ended[RB2_FLOW_END_RESOURCES]);
+	if (v->unexported > 0)
 		fprintf(out, "  %" PRIu64 " flow records were not exported (the pipeline stopped "
-			"before the exporter took them)\n", *m->c_unexported);
-	for (uint64_t i = 0; i < m->niv; i++) {
-		pmin = RTE_MIN(pmin, m->iv[i][0]);
-		pmax = RTE_MAX(pmax, m->iv[i][0]);
+			"before the exporter took them)\n", v->unexported);
+	for (uint64_t i = 0; i < v->niv; i++) {
+		pmin = RTE_MIN(pmin, v->iv[i][0]);
+		pmax = RTE_MAX(pmax, v->iv[i][0]);
 	}
-	if (*m->c_iv_out > 0)
+	if (v->iv_out > 0)
 		fprintf(out, "  %" PRIu64 " records lie over %u intervals away from the first: "
-			"left out of the rates (raise interval_ms)\n", *m->c_iv_out, IV_MAX);
-	if (m->niv > 0)
+			"left out of the rates (raise interval_ms)\n", v->iv_out, IV_MAX);
+	if (v->niv > 0)
 		fprintf(out, "  rate per %.3f s of trace time, %" PRIu64 " intervals: min %.3f, mean "
-			"%.3f, max %.3f Mpps; mean %.3f Gb/s\n", (double)m->interval_ns / 1e9, m->niv,
+			"%.3f, max %.3f Mpps; mean %.3f Gb/s\n", (double)m->interval_ns / 1e9, v->niv,
 			(double)pmin / ((double)m->interval_ns / 1e3),
-			(double)t.packets / (double)m->niv / ((double)m->interval_ns / 1e3),
+			(double)t->packets / (double)v->niv / ((double)m->interval_ns / 1e3),
 			(double)pmax / ((double)m->interval_ns / 1e3),
-			(double)t.bytes * 8 / (double)m->niv / (double)m->interval_ns);
-	fprintf(out, "  measure cost: %.1f cycles/record\n", cyc_per_rec(m));
+			(double)t->bytes * 8 / (double)v->niv / (double)m->interval_ns);
+	fprintf(out, "  measure cost: %.1f cycles/record\n", cyc_per_rec(v));
 	if (m->top > 0) {
-		fprintf(out, "  top %u flow records by bytes:\n  %4s  %-45s %5s %12s %14s\n", m->ntop,
+		fprintf(out, "  top %u flow records by bytes:\n  %4s  %-45s %5s %12s %14s\n", v->ntop,
 			"#", "flow", "proto", "packets", "bytes");
-		for (unsigned int i = 0; i < m->ntop; i++) {
-			const struct rb2_flow_rec *f = &m->tops[i];
+		for (unsigned int i = 0; i < v->ntop; i++) {
+			const struct rb2_flow_rec *f = &v->tops[i];
 			struct flow_addr a;
 			char flow[120];
 
@@ -656,38 +839,75 @@ measure_report(struct rb2_stage *st, FILE *out)
 				f->proto, f->packets, f->bytes);
 		}
 	}
-	if (m->ce_ret == 0)
-		fprintf(out, "  count-min (%" PRIu64 " x 4): mean error %+.4f%%, max %+.2f%%, exact "
-			"for %" PRIu64 " of %" PRIu64 " flows\n", m->cm_width, m->ce.mean_rel * 100,
-			m->ce.max_rel * 100, m->ce.exact, t.records);
-	else if (m->ce_ret == -ESTALE)
+	if (v->ce_ret == 0)
+		fprintf(out, "  count-min (%" PRIu64 " x 4%s): mean error %+.4f%%, max %+.2f%%, exact "
+			"for %" PRIu64 " of %" PRIu64 " flows\n", m->cm_width,
+			v->shards > 1 ? " a shard" : "", v->ce.mean_rel * 100, v->ce.max_rel * 100,
+			v->ce.exact, t->records);
+	else if (v->ce_ret == -ESTALE)
 		fprintf(out, "  count-min (%" PRIu64 " x 4): error not measured: records ended "
 			"before the end of the run (timeouts, FIN/RST or a full table), and the "
 			"sketch counts whole flows\n", m->cm_width);
-	if (m->json_f != NULL) {
-		int ret = write_json(m, &t);
+}
 
-		fprintf(out, "  flows as JSON: %s%s%s\n", m->json, ret ? ": " : "",
+static void
+measure_report(struct rb2_stage *st, FILE *out)
+{
+	struct measure *m = rb2_stage_priv(st);
+	struct outfiles *of = m->out;
+	struct view v;
+
+	if (!m->flushed) {
+		/* The pipeline stopped before the input ended: the records
+		 * still held end now, into the files and the counts. */
+		m->ce_ret = rb2_flowtab_cm_error(m->ft, &m->ce);
+		m->ce_flows = rb2_flowtab_count(m->ft);
+		m->flushed = 1;
+		rb2_flowtab_flush(m->ft, RB2_FLOW_END_FORCED);
+	}
+	if (m->grp != NULL && ++m->grp->reported < m->grp->members) {
+		/* A shard: its line; the last one of the group says the rest. */
+		struct rb2_nf_totals t;
+
+		rb2_flowtab_totals(m->ft, &t);
+		fprintf(out, "measure '%s': shard of '%s': %" PRIu64 " records, %" PRIu64
+			" flow records\n", rb2_stage_name(st), m->grp->name, t.packets, t.records);
+		return;
+	}
+	if (view_make(&v, m->grp != NULL ? m->grp->m : &m, m->grp != NULL ? m->grp->members : 1)
+	    != 0) {
+		rb2_stage_fail(st, "out of memory for the summary");
+		view_free(&v);
+		return;
+	}
+	if (m->grp != NULL)
+		fprintf(out, "measure '%s': shard of '%s': %" PRIu64 " records\n",
+			rb2_stage_name(st), m->grp->name, *m->c_records);
+	print_summary(&v, m->grp != NULL ? m->grp->name : rb2_stage_name(st), out);
+	if (of->json_f != NULL) {
+		int ret = write_json(of, &v);
+
+		fprintf(out, "  flows as JSON: %s%s%s\n", of->json, ret ? ": " : "",
 			ret ? strerror(-ret) : "");
 		if (ret != 0)
-			rb2_stage_fail(st, "writing %s: %s: its results are incomplete", m->json,
+			rb2_stage_fail(st, "writing %s: %s: its results are incomplete", of->json,
 				       strerror(-ret));
 	}
-	if (m->csv_f != NULL) {
-		FILE *o = m->csv_f;
+	if (of->csv_f != NULL) {
+		FILE *o = of->csv_f;
 		int ret;
 
-		m->csv_f = NULL;
+		of->csv_f = NULL;
 		ret = close_checked(o);
-		fprintf(out, "  flows as CSV: %s%s%s\n", m->csv, ret ? ": " : "",
+		fprintf(out, "  flows as CSV: %s%s%s\n", of->csv, ret ? ": " : "",
 			ret ? strerror(-ret) : "");
 		if (ret != 0)
-			rb2_stage_fail(st, "writing %s: %s: its flows are incomplete", m->csv,
+			rb2_stage_fail(st, "writing %s: %s: its flows are incomplete", of->csv,
 				       strerror(-ret));
 	}
-	if (*m->c_unexported > 0)
-		rb2_stage_fail(st, "%" PRIu64 " flow records were not exported",
-			       *m->c_unexported);
+	if (v.unexported > 0)
+		rb2_stage_fail(st, "%" PRIu64 " flow records were not exported", v.unexported);
+	view_free(&v);
 }
 
 static const char *const measure_edges[] = { "records", NULL };

@@ -17,7 +17,8 @@
 #                 Ctrl-C on either process stops both; a killed receiver fails the sender
 #     signal      SIGINT drains: every record sent is measured; telemetry while running
 #     shards      config/nf-sharded.ini (measure on two lcores, by flow hash) gives one
-#                 measure stage's records, totals and top-K, and one exporter's stream
+#                 measure stage's records, totals and top-K, and one exporter's stream;
+#                 periodic reports add up to the run's totals
 #     ipfix       flow records as IPFIX to nfcapd (nfdump reads back the NF's records, the
 #                 reference's cuts), to a file; FIN/RST, timeouts, a full table, collector
 #                 faults, an IPv6 collector, bad options
@@ -684,6 +685,21 @@ PY
 			fail "rb2-nf on $(basename "$t"), one stage or two shards: exit $?"; cat "$tmp/err.txt"
 		fi
 	done
+	# Periodic reports: a line per 20 s of the 60 s trace, which add up to
+	# the run's totals and records.
+	if run_nf "$tmp/r.json" --trace "$tmp/g.pcap" --report-interval 20 --report-file "$tmp/r.jsonl" \
+		--active-timeout 20 && python3 - "$tmp/r.jsonl" "$tmp/r.json" <<'PY'
+import json, sys
+lines = [json.loads(x) for x in open(sys.argv[1])]
+nf = json.load(open(sys.argv[2]))
+print(f"{len(lines)} lines: packets {[x['packets'] for x in lines]}, records {[x['flow_records'] for x in lines]}")
+sys.exit(not (len(lines) == 3 and sum(x["packets"] for x in lines) == nf["totals"]["packets"] and
+              sum(x["flow_records"] for x in lines) == nf["flows"] and
+              all(x["seconds"] > 19 and (len(x["top"]) > 0) == (x["flow_records"] > 0)
+                  for x in lines)))
+PY
+	then ok "--report-interval 20: a line per interval, adding up to the run's totals and records"
+	else fail "--report-interval: lines do not add up"; fi
 	# A shard stage linked s1 but not s0 is refused with the reason.
 	sed 's/^from = shard.s0/from = shard.s2/' "$src/config/nf-sharded.ini" >"$tmp/bad.ini"
 	expect_err "edge s[12] is linked but s0 is not" "$nf" "${eal[@]}" -- --config "$tmp/bad.ini" \

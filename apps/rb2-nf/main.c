@@ -42,6 +42,7 @@ static struct rb2_cfg_var vars[] = {
 	{ .name = "active_timeout" }, { .name = "idle_timeout" },
 	{ .name = "ipfix" }, { .name = "ipfix_file" }, { .name = "observation_domain" },
 	{ .name = "ipfix_mtu" }, { .name = "ipfix_rate" },
+	{ .name = "report_interval" }, { .name = "report_file" },
 	{ .name = "via" },          /* not an option: --preset l5 sets it */
 	{ .name = "export" },       /* not an option: --ipfix or --ipfix-file sets it */
 };
@@ -54,6 +55,7 @@ static const struct { const char *key, *var; } key_vars[] = {
 	{ "active_timeout", "active_timeout" }, { "idle_timeout", "idle_timeout" },
 	{ "flows", "flows" }, { "collector", "ipfix" }, { "file", "ipfix_file" },
 	{ "domain", "observation_domain" }, { "mtu", "ipfix_mtu" }, { "rate", "ipfix_rate" },
+	{ "report_interval", "report_interval" }, { "report", "report_file" },
 };
 
 /* "... (from --ipfix)" for an error about a key an option set, or "". */
@@ -125,6 +127,9 @@ usage(FILE *o, const char *prog)
 "  --observation-domain N  the IPFIX observation domain ID (default 1)\n"
 "  --ipfix-mtu B      the path MTU to the collector (default 1500)\n"
 "  --ipfix-rate N     IPFIX messages per second at most (default 10000)\n"
+"  --report-interval S  every S seconds of record time (the clock on a port),\n"
+"                     a JSON line: the interval's totals, rates and top-K\n"
+"  --report-file PATH ... into PATH instead of standard output\n"
 "  --transport SPEC   the link's transport (default shm)\n"
 "  --preset NAME      the link's design: rb2 (default), farm, socksdirect, or l5:\n"
 "                     L5's own ring (pfent/L5RDMA's) instead of a channel\n"
@@ -227,6 +232,8 @@ static const struct option lo[] = {
 	{ "observation-domain", required_argument, NULL, 'v' },
 	{ "ipfix-mtu", required_argument, NULL, 'v' },
 	{ "ipfix-rate", required_argument, NULL, 'v' },
+	{ "report-interval", required_argument, NULL, 'v' },
+	{ "report-file", required_argument, NULL, 'v' },
 	{ NULL, 0, NULL, 0 },
 };
 

@@ -25,6 +25,9 @@
  *   cm_width = W         count-min sketch width (0: none; 4 rows)
  *   json = FILE          everything, with every record, as JSON
  *   csv = FILE           every record as CSV
+ *   report_interval = S  every S seconds (record time), one JSON line: the
+ *                        interval's totals, rates and top-K (default off)
+ *   report = FILE        where those lines go (default -: standard output)
  *   group = NAME         a shard: the measure stages of one group (fed by a
  *                        shard stage) write one JSON/CSV and one summary,
  *                        merged, as one stage would
@@ -109,6 +112,15 @@ struct measure {
 	int ce_ret;
 	uint64_t ce_flows;          /* the flows it was measured over */
 	int flushed;
+	/* Periodic reports: the interval, where the next one ends, the totals
+	 * at the last line, and the heaviest records ended since. */
+	uint64_t rep_ns, rep_next;
+	const char *rep_path;
+	FILE *rep_f;
+	struct rb2_nf_totals rep_prev;
+	struct rb2_flow_rec *rep_tops;
+	unsigned int rep_ntop;
+	uint64_t rep_lines;
 	/* Live inputs: the latest record time at the last tick, whether it
 	 * was the clock's, and when that tick was. */
 	uint64_t seen_ts, tick_clock;
@@ -236,6 +248,7 @@ measure_init(struct rb2_stage *st, struct rb2_stage_args *a)
 	struct rb2_flowtab_params fp;
 	uint64_t iv_ms;
 	const char *live, *group;
+	double rep_s;
 
 	rb2_flowtab_params_init(&fp);
 	m->st = st;
@@ -248,8 +261,23 @@ measure_init(struct rb2_stage *st, struct rb2_stage_args *a)
 	    rb2_stage_arg_u64(a, "cm_width", 0, 0, 1u << 28, &m->cm_width) < 0 ||
 	    rb2_stage_arg_str(a, "json", NULL, &m->json) < 0 ||
 	    rb2_stage_arg_str(a, "csv", NULL, &m->csv) < 0 ||
-	    rb2_stage_arg_str(a, "group", NULL, &group) < 0)
+	    rb2_stage_arg_str(a, "group", NULL, &group) < 0 ||
+	    rb2_stage_arg_double(a, "report_interval", 0, 0, 86400 * 365, &rep_s) < 0 ||
+	    rb2_stage_arg_str(a, "report", "-", &m->rep_path) < 0)
 		return -EINVAL;
+	m->rep_ns = (uint64_t)(rep_s * 1e9);
+	if (m->rep_ns != 0 && m->rep_ns < 1000000) {
+		rb2_stage_err(st, "report_interval must be at least 0.001 s (0: no reports)");
+		return -EINVAL;
+	}
+	if (m->rep_ns != 0) {
+		m->rep_f = strcmp(m->rep_path, "-") == 0 ? stdout : fopen(m->rep_path, "w");
+		m->rep_tops = calloc(m->top + 1, sizeof(*m->rep_tops));
+		if (m->rep_f == NULL || m->rep_tops == NULL) {
+			rb2_stage_err(st, "report = %s: %s", m->rep_path, strerror(errno));
+			return -EINVAL;
+		}
+	}
 	if (strcmp(live, "auto") == 0 || strcmp(live, "yes") == 0 || strcmp(live, "no") == 0) {
 		m->live = live[0] == 'a' ? -1 : live[0] == 'y';
 	} else {
@@ -315,6 +343,11 @@ measure_fini(struct rb2_stage *st)
 	m->ft = NULL;
 	m->iv = NULL;
 	m->tops = NULL;
+	if (m->rep_f != NULL && m->rep_f != stdout)
+		fclose(m->rep_f);
+	m->rep_f = NULL;
+	free(m->rep_tops);
+	m->rep_tops = NULL;
 	if (m->grp == NULL) {
 		close_files(&m->own);
 	} else if (--m->grp->alive == 0) {
@@ -346,6 +379,8 @@ on_end(void *arg, const struct rb2_flow_rec *r)
 
 	rb2_stage_count(m->c_flow_records, 1);
 	rb2_flow_top_offer(m->tops, (unsigned int)m->top, &m->ntop, r);
+	if (m->rep_tops != NULL)
+		rb2_flow_top_offer(m->rep_tops, (unsigned int)m->top, &m->rep_ntop, r);
 	if (m->out->json_f != NULL) {
 		json_t *o = json_flow(r);
 		FILE *f = m->out->json_f;
@@ -432,6 +467,74 @@ flush_bucket(uint64_t *c, uint64_t *pk, uint64_t *by)
 	}
 }
 
+static json_t *json_flow(const struct rb2_flow_rec *f);
+
+/*
+ * One line of the periodic report, for the interval that ends at @end
+ * (UINT64_MAX: the run's end): its totals and rates (the bursts measured
+ * since the last line), the flows held, the records ended in it and the
+ * heaviest of them. Long flows show as their active timeout ends them: set
+ * it to the report interval to see every flow in every line.
+ */
+static void
+report_line(struct measure *m, uint64_t end)
+{
+	struct rb2_nf_totals t, *p = &m->rep_prev;
+	uint64_t start = m->rep_next - m->rep_ns;
+	double secs;
+	json_t *tops = json_array(), *o;
+
+	rb2_flowtab_totals(m->ft, &t);
+	/* The run's end: the last interval, up to the last record. */
+	secs = end != UINT64_MAX ? (double)m->rep_ns / 1e9 :
+		t.last_ns > start ? (double)(t.last_ns - start) / 1e9 : 0;
+	for (unsigned int i = 0; i < m->rep_ntop; i++)
+		json_array_append_new(tops, json_flow(&m->rep_tops[i]));
+	o = json_pack("{s:s, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}",
+		      "measure", rb2_stage_name(m->st), "start_ns", (json_int_t)start,
+		      "seconds", json_real(secs),
+		      "packets", (json_int_t)(t.packets - p->packets),
+		      "bytes", (json_int_t)(t.bytes - p->bytes),
+		      "ipv4", (json_int_t)(t.ipv4 - p->ipv4), "ipv6", (json_int_t)(t.ipv6 - p->ipv6),
+		      "nonip", (json_int_t)(t.nonip - p->nonip),
+		      "malformed", (json_int_t)(t.malformed - p->malformed),
+		      "flow_records", (json_int_t)(t.records - p->records),
+		      "flows_held", (json_int_t)rb2_flowtab_count(m->ft),
+		      "pps", secs > 0 ? json_real((double)(t.packets - p->packets) / secs) : json_null(),
+		      "bps", secs > 0 ? json_real((double)(t.bytes - p->bytes) * 8 / secs) : json_null(),
+		      "top", tops);
+	if (m->grp != NULL)
+		json_object_set_new(o, "group", json_string(m->grp->name));
+	json_dumpf(o, m->rep_f, JSON_COMPACT | JSON_REAL_PRECISION(6));
+	fputc('\n', m->rep_f);
+	fflush(m->rep_f);
+	json_decref(o);
+	*p = t;
+	m->rep_ntop = 0;
+	m->rep_lines++;
+}
+
+/* Lines for the intervals that have ended by record time (@clock 0) or,
+ * on a quiet live input, by the clock. */
+static void
+report_due(struct measure *m, uint64_t clock)
+{
+	struct rb2_nf_totals t;
+	uint64_t now;
+
+	rb2_flowtab_totals(m->ft, &t);
+	if (t.packets == 0)
+		return;
+	now = clock != 0 ? clock : t.last_ns;
+	if (m->rep_next == 0)
+		m->rep_next = t.first_ns / m->rep_ns * m->rep_ns + m->rep_ns;
+	if (now < m->rep_next)
+		return;
+	report_line(m, m->rep_next);
+	/* A quiet spell of several intervals: one line for all of it. */
+	m->rep_next = now / m->rep_ns * m->rep_ns + m->rep_ns;
+}
+
 static void
 measure_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 {
@@ -481,6 +584,8 @@ measure_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n
 	total += k;
 	rb2_stage_count(m->c_records, total);
 	export_flush(m);
+	if (m->rep_ns != 0)
+		report_due(m, 0);
 	if (timed) {
 		m->cycles += rte_rdtsc() - t0;
 		m->timed_records += total;
@@ -519,6 +624,8 @@ measure_idle(struct rb2_stage *st)
 		return;  /* auto, and a replayed capture's old times */
 	rb2_flowtab_expire(m->ft, now, LIVE_SWEEP_SLOTS);
 	export_flush(m);
+	if (m->rep_ns != 0)
+		report_due(m, now);
 }
 
 /* Every input has ended: end every record (forced end), and send them. */
@@ -532,6 +639,8 @@ measure_drain(struct rb2_stage *st)
 	rb2_flowtab_flush(m->ft, RB2_FLOW_END_FORCED);
 	export_flush(m);
 	m->flushed = 1;
+	if (m->rep_ns != 0 && m->rep_next != 0)
+		report_line(m, UINT64_MAX);     /* what the last interval had */
 }
 
 /* ---- Output ------------------------------------------------------------- */

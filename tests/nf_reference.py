@@ -5,7 +5,7 @@
 
 It reads pcap and pcapng itself (no libpcap), decodes the link layers and
 IP headers from their specifications, and computes totals and the flow
-records an exporter makes: per flow packets, bytes, first/last timestamps
+records an exporter makes: per flow packets, IP bytes, first/last timestamps
 and TCP flags, a record ending on a TCP FIN or RST and on the idle and
 active timeouts (those of the NF's JSON, by trace time; when both have
 passed, the one due first), to check rb2-nf's JSON against.
@@ -23,6 +23,13 @@ passed, the one due first), to check rb2-nf's JSON against.
                                           the records a collector stored
                                           (TZ=UTC nfdump -r FILE -o json) = the
                                           NF's, record for record, to the ms
+  nf_reference.py nfpcapd NFDUMP_JSON NF_JSON
+                                          nfpcapd's records of the same capture:
+                                          each is one of the NF's records of its
+                                          flow, or several in a row (nfpcapd
+                                          cuts on idle at most as often); DNS
+                                          and ICMP, which nfpcapd reports a
+                                          packet at a time, left out
   nf_reference.py ipfix FILE NF_JSON      an IPFIX file (RFC 5655) decoded
                                           here = the NF's records, reasons and
                                           ports included
@@ -116,7 +123,7 @@ def ipv4(p, rec):
         return
     ihl = (p[0] & 15) * 4
     rec.update(kind="ipv4", proto=p[9], src=str(ipaddress.IPv4Address(p[12:16])),
-               dst=str(ipaddress.IPv4Address(p[16:20])))
+               dst=str(ipaddress.IPv4Address(p[16:20])), iplen=struct.unpack(">H", p[2:4])[0])
     if struct.unpack(">H", p[6:8])[0] & 0x1FFF:
         rec["frag"] = True                       # a later fragment: no ports
     elif len(p) >= ihl:
@@ -141,6 +148,7 @@ def ipv6(p, rec):
         rec["kind"] = "malformed"
         return
     rec["kind"] = "ipv6"
+    rec["iplen"] = 40 + struct.unpack(">H", p[4:6])[0]
     nh, off = p[6], 40
     for _ in range(8):
         if nh in (0, 43, 60):
@@ -290,7 +298,9 @@ def decoded(path):
         if r["kind"] not in ("ipv4", "ipv6"):
             continue
         key = (r["kind"], r["src"], r["dst"], r["sport"], r["dport"], r["proto"])
-        pkts.append((key, ts, orig, r.get("tcp_flags", 0)))
+        # A flow's bytes are IP bytes (the header's length), as IPFIX's
+        # octetDeltaCount; the totals count the frames on the wire.
+        pkts.append((key, ts, r["iplen"], r.get("tcp_flags", 0)))
     return {"packets": tot["packets"], "bytes": tot["bytes"], "ipv4": tot["ipv4"],
             "ipv6": tot["ipv6"], "nonip": tot["nonip"], "malformed": tot["malformed"],
             "first_ns": first or 0, "last_ns": last or 0}, pkts
@@ -338,7 +348,7 @@ def decoded_kept(path):
     the same trace, unchanged since: a test compares one trace with many
     runs, and decoding it here takes seconds."""
     st = os.stat(path)
-    key, kept = (2, st.st_size, st.st_mtime_ns), path + ".ref"
+    key, kept = (3, st.st_size, st.st_mtime_ns), path + ".ref"
     try:
         with open(kept, "rb") as f:
             k, val = pickle.load(f)
@@ -614,8 +624,61 @@ def nfdump_compare(nfdump_json, nf_json):
         if key in got:
             return [f"record {key} twice at the collector"]
         got[key] = {"packets": r["in_packets"], "bytes": r["in_bytes"],
-                    "last_ms": ms(r["last"]), "tcp_flags": flags, "in_port": r["input_snmp"]}
+                    "last_ms": ms(r["last"]), "tcp_flags": flags}
+        if "input_snmp" in r:          # an exporter's ingressInterface (nfpcapd has none)
+            got[key]["in_port"] = r["input_snmp"]
     return diff_records("collector", got, nf_records_ms(json.load(open(nf_json))))
+
+
+def nfpcapd_compare(nfdump_json, nf_json):
+    """nfpcapd (nfdump 1.7) cuts a flow where its expiry run, every 10 s of
+    packet time in whole seconds, finds it idle for more than the inactive
+    timeout (or older than the active one), on FIN/RST as rb2 does, and
+    reports every DNS (UDP port 53) and ICMP packet as a record of its own.
+    With an active timeout longer than the capture, each of its records is
+    then one rb2 record or several in a row of the same flow: this checks it,
+    with the packets, IP bytes and first/last milliseconds adding up."""
+    def ms(t):
+        d = datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%S.%f")
+        return calendar.timegm(d.timetuple()) * 1000 + d.microsecond // 1000
+
+    def skip(proto, sp, dp):
+        return proto in (1, 58) or (proto == 17 and 53 in (sp, dp))
+
+    theirs, ours = defaultdict(list), defaultdict(list)
+    for r in json.load(open(nfdump_json)):
+        if r.get("type") != "FLOW" or skip(r["proto"], r.get("src_port"), r.get("dst_port")):
+            continue
+        key = (str(ipaddress.ip_address(r.get("src4_addr") or r.get("src6_addr"))),
+               str(ipaddress.ip_address(r.get("dst4_addr") or r.get("dst6_addr"))),
+               r["src_port"], r["dst_port"], r["proto"])
+        theirs[key].append((ms(r["first"]), ms(r["last"]), r["in_packets"], r["in_bytes"]))
+    for f in json.load(open(nf_json))["flow_list"]:
+        if skip(f["proto"], f["sport"], f["dport"]):
+            continue
+        key = (str(ipaddress.ip_address(f["src"])), str(ipaddress.ip_address(f["dst"])),
+               f["sport"], f["dport"], f["proto"])
+        ours[key].append((f["first_ns"] // 10**6, f["last_ns"] // 10**6, f["packets"], f["bytes"]))
+    bad = []
+    for key in set(theirs) | set(ours):
+        t, o = sorted(theirs.get(key, [])), sorted(ours.get(key, []))
+        j = 0
+        for first, last, pk, by in t:
+            if j >= len(o) or o[j][0] != first:
+                bad.append(f"flow {key}: nfpcapd's record from {first} starts no rb2 record")
+                break
+            sp = sb = 0
+            while j < len(o) and o[j][0] <= last:
+                sp, sb, end = sp + o[j][2], sb + o[j][3], o[j][1]
+                j += 1
+            if (sp, sb, end) != (pk, by, last):
+                bad.append(f"flow {key}: nfpcapd {(first, last, pk, by)}, rb2's records "
+                           f"in it {(sp, sb, end)}")
+                break
+        else:
+            if j != len(o):
+                bad.append(f"flow {key}: rb2 records {o[j:][:3]} not in nfpcapd's")
+    return sum(len(v) for v in theirs.values()), sum(len(v) for v in ours.values()), bad
 
 
 REASONS = {1: "idle", 2: "active", 3: "end", 4: "forced", 5: "evicted"}
@@ -742,6 +805,13 @@ def main():
     if len(sys.argv) == 4 and sys.argv[1] == "nfdump":
         bad = nfdump_compare(sys.argv[2], sys.argv[3])
         print(f"collector: {'the NF records, each' if not bad else 'DIFFERENT'}")
+        for b in bad[:20]:
+            print("  " + b)
+        sys.exit(1 if bad else 0)
+    if len(sys.argv) == 4 and sys.argv[1] == "nfpcapd":
+        n_t, n_o, bad = nfpcapd_compare(sys.argv[2], sys.argv[3])
+        print(f"nfpcapd {n_t} records, rb2 {n_o} (DNS and ICMP left out): "
+              f"{'each of nfpcapd is rb2 records in a row' if not bad else 'DIFFERENT'}")
         for b in bad[:20]:
             print("  " + b)
         sys.exit(1 if bad else 0)

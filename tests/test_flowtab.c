@@ -61,6 +61,7 @@ make(unsigned int n, unsigned int flows, uint64_t gap_ns, unsigned int fin_every
 				r[i].tcp_flags = 0x10;
 		}
 		r[i].wire_len = 40 + (uint32_t)(rnd() % 1460);
+		r[i].ip_len = r[i].kind <= RB2_REC_IPV6 ? r[i].wire_len - 14 : 0;
 		ts += i % 64 == 63 ? 64 * gap_ns : rnd() % (2 * gap_ns + 1);
 		r[i].ts_ns = ts;
 		r[i].seq = i;
@@ -172,7 +173,7 @@ reference(const struct rb2_rec *in, unsigned int n, uint64_t active, uint64_t id
 			rec_of(&r[i], &cur);
 		open = 1;
 		cur.packets++;
-		cur.bytes += r[i].wire_len;
+		cur.bytes += r[i].ip_len;
 		cur.last_ns = r[i].ts_ns;
 		cur.tcp_flags |= r[i].tcp_flags;
 		if (r[i].proto == 6 && (r[i].tcp_flags & 0x05)) {
@@ -322,7 +323,7 @@ Test(rb2_flowtab, a_full_table_evicts_the_oldest_record_and_loses_no_packet)
 	for (unsigned int i = 0; i < n; i++)
 		if (r[i].kind <= RB2_REC_IPV6) {
 			ip++;
-			ipby += r[i].wire_len;
+			ipby += r[i].ip_len;
 		}
 	for (uint64_t i = 0; i < got.n; i++) {
 		pk += got.v[i].packets;

@@ -21,7 +21,7 @@
 #                 periodic reports add up to the run's totals
 #     ipfix       flow records as IPFIX to nfcapd (nfdump reads back the NF's records, the
 #                 reference's cuts), to a file; FIN/RST, timeouts, a full table, collector
-#                 faults, an IPv6 collector, bad options
+#                 faults, an IPv6 collector, bad options; against nfpcapd's records
 set -uo pipefail
 
 mode=$1
@@ -848,6 +848,26 @@ PY
 	else
 		stop_col; fail "rb2-nf --ipfix [::1]: exit $?"; cat "$tmp/err.txt"
 	fi
+
+	# nfpcapd on the same captures (raw IP and Ethernet): with timeouts
+	# that never fire, the same records; with an idle timeout, each of its
+	# records is rb2 records in a row (it checks expiry every 10 s, rb2 at
+	# each packet); DNS and ICMP, which it reports a packet at a time, left out.
+	"$gen" -o "$tmp/eth.pcap" --packets 100000 --flows 10000 --nonip 0.001 --ipv6 0.1 --seed 9 >/dev/null
+	for t in "$tmp/g.pcap" "$tmp/eth.pcap"; do
+		for e in 3600,3600 3600,2; do
+			rm -rf "$tmp/np"; mkdir "$tmp/np"
+			if nfpcapd -r "$t" -w "$tmp/np" -e "$e" >"$tmp/np.log" 2>&1 &&
+				TZ=UTC nfdump -R "$tmp/np" -o json >"$tmp/np.json" 2>/dev/null &&
+				run_nf "$tmp/w.json" --trace "$t" --active-timeout "${e%,*}" \
+					--idle-timeout "${e#*,}" &&
+				python3 "$ref" nfpcapd "$tmp/np.json" "$tmp/w.json" >"$tmp/cmp.txt"; then
+				ok "nfpcapd -e $e on $(basename "$t"): $(head -1 "$tmp/cmp.txt")"
+			else
+				fail "nfpcapd -e $e on $(basename "$t")"; head -5 "$tmp/cmp.txt" "$tmp/np.log"
+			fi
+		done
+	done
 
 	# Bad options: each error names the option.
 	for bad in "--active-timeout 0" "--idle-timeout -5" "--flows 0" "--ipfix nonsense" \

@@ -45,6 +45,7 @@ Test(rb2_trace, raw_ipv4_tcp_key)
 	cr_assert_eq(rb2_trace_parse(101, ipv4_tcp, sizeof(ipv4_tcp), 1500, &r), 0);
 	expect_v4(&r, 0);
 	cr_expect_eq(r.wire_len, 1500);
+	cr_expect_eq(r.ip_len, 40, "the header's total length, not the frame's");
 	for (unsigned int i = 4; i < 16; i++)
 		cr_expect_eq(r.src6[i] | r.dst6[i], 0, "IPv4 leaves address byte %u zero", i);
 	cr_expect_eq(r.tcp_flags, 0);

@@ -547,7 +547,7 @@ account(struct rb2_flowtab *ft, const struct rb2_rec *r, const uint64_t k[3], ui
 		f = &ft->slots[i];
 	}
 	f->packets++;
-	f->bytes += r->wire_len;
+	f->bytes += r->ip_len;
 	f->last_ns = r->ts_ns;
 	f->tcp_flags |= r->tcp_flags;
 	for (unsigned int row = 0; ft->cm != NULL && row < CM_ROWS; row++)

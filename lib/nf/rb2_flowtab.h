@@ -9,7 +9,9 @@
  * @file
  * The measurement NF's flow table: a flow cache of bounded size, as flow
  * exporters keep one (VPP's flowprobe, softflowd, nfpcapd). Each flow counts
- * packets and bytes, first and last timestamps and the OR of its TCP flags,
+ * packets and bytes (IP bytes, rb2_rec.ip_len, as IPFIX's octetDeltaCount;
+ * the totals count bytes on the wire), first and last timestamps and the OR
+ * of its TCP flags,
  * until its record ends:
  *  - idle timeout: no packet for @c idle_ns;
  *  - active timeout: the record is @c active_ns old (a long flow is then

@@ -89,7 +89,7 @@ parse_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 			rb2_trace_parse(lt, msgs[i].data, msgs[i].len, pk[i].pkt_len, &r[j]);
 			r[j].ts_ns = pk[i].ts_ns;
 			r[j].in_port = pk[i].port;
-			r[j].seq = p->seq++;
+			r[j].seq = (uint32_t)p->seq++;
 		}
 		rb2_trace_count_burst(&p->tst, r, k);
 		rb2_stage_emit_commit(st, 0, len, 1);

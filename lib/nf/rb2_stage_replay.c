@@ -367,7 +367,7 @@ replay_poll(struct rb2_stage *st)
 		if (r->loop > 0)
 			for (uint32_t j = 0; j < len / rsz; j++) {
 				dst[j].ts_ns += r->loop * r->ts_span;
-				dst[j].seq += r->loop * r->n;
+				dst[j].seq += (uint32_t)(r->loop * r->n);
 			}
 	}
 	rb2_stage_emit_commit(st, 0, len, (unsigned int)k);

@@ -91,6 +91,7 @@ parse_ipv4(const uint8_t *p, uint32_t len, struct rb2_rec *r)
 	}
 	r->kind = RB2_REC_IPV4;
 	r->proto = p[9];
+	r->ip_len = be16(p + 2);
 	memcpy(&r->src, p + 12, 4);
 	memcpy(&r->dst, p + 16, 4);
 	frag = be16(p + 6);
@@ -116,6 +117,7 @@ parse_ipv6(const uint8_t *p, uint32_t len, struct rb2_rec *r)
 		return;
 	}
 	r->kind = RB2_REC_IPV6;
+	r->ip_len = 40 + be16(p + 4);
 	memcpy(r->src6, p + 8, 16);
 	memcpy(r->dst6, p + 24, 16);
 	nh = p[6];
@@ -527,7 +529,7 @@ rb2_trace_next(struct rb2_trace *t, struct rb2_rec *rec)
 	}
 	rec->ts_ns = (uint64_t)h->ts.tv_sec * 1000000000ull +
 		(uint64_t)h->ts.tv_usec * (t->nano ? 1 : 1000);
-	rec->seq = t->seq++;
+	rec->seq = (uint32_t)t->seq++;
 	rb2_trace_count(&t->st, rec);
 	return 1;
 }

@@ -26,13 +26,14 @@
  * Record layout (one cache line, little-endian host):
  *
  * @verbatim
- *   0             16            32   34   36 37 38   40       44 45 46   48       56      64
- *   +-------------+-------------+----+----+--+--+----+--------+--+--+----+--------+-------+
- *   |    src      |    dst      |sprt|dprt|pr|kd|flgs|wire_len|tf|  |port| ts_ns  |  seq  |
- *   +-------------+-------------+----+----+--+--+----+--------+--+--+----+--------+-------+
+ *   0             16            32   34   36 37 38   40       44 45 46   48       56  60  64
+ *   +-------------+-------------+----+----+--+--+----+--------+--+--+----+--------+---+---+
+ *   |    src      |    dst      |sprt|dprt|pr|kd|flgs|wire_len|tf|  |port| ts_ns  |seq|ip |
+ *   +-------------+-------------+----+----+--+--+----+--------+--+--+----+--------+---+---+
  *   Addresses in network order: IPv6 whole, IPv4 in bytes 0-3 (the rest 0).
  *   Ports in host order, 0 where the packet has none (a fragment, ICMP).
- *   tf: TCP's flag byte (FIN 0x01, SYN 0x02, RST 0x04, ...); port: ingress.
+ *   tf: TCP's flag byte (FIN 0x01, SYN 0x02, RST 0x04, ...); port: ingress;
+ *   ip: the IP length from the header (a flow's bytes); wire_len: the frame's.
  *   Non-IP and malformed packets get a record of their own kind (key zero), so
  *   the NF counts every packet of a trace.
  * @endverbatim
@@ -106,7 +107,14 @@ struct rb2_rec {
 	uint8_t rsvd;
 	uint16_t in_port;  /**< the port it arrived on (a trace file: 0) */
 	uint64_t ts_ns;    /**< capture timestamp, ns since the epoch */
-	uint64_t seq;      /**< 0-based position in the trace */
+	uint32_t seq;      /**< 0-based position in the trace (mod 2^32) */
+	/**
+	 * The IP packet's length from its header (IPv4 total length, IPv6 40
+	 * + payload length), whatever the capture kept: what a flow's bytes
+	 * count, as IPFIX's octetDeltaCount and every flow tool do; 0 for a
+	 * record that is not IP. wire_len counts the link layer too.
+	 */
+	uint32_t ip_len;
 };
 
 _Static_assert(sizeof(struct rb2_rec) == 64, "the record is one 64-byte line");

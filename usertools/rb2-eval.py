@@ -1054,6 +1054,7 @@ def main():
                  ("wrk-seconds", "fig10: seconds of each wrk reference run"),
                  ("layer-rounds", "layers: rounds of each layer's benchmark"),
                  ("nf-rate-packets", "nf-rate: records replayed a run"),
+                 ("monitor-packets", "nf-monitor: the capture's packets (default 2 M and 30 M)"),
                  ("port-packets", "port: packets a run")):
         ap.add_argument("--" + k, type=int, default=None, help=h)
     ap.add_argument("--layer-seconds", type=float, default=None,
@@ -1089,14 +1090,16 @@ def main():
         prof = dict(rounds=2, duration=0.05, lat_rounds=1, lat_count=10000, lat_warmup=2000,
                     case_rounds=2, nf_packets=1000000, kv_ops=100000, kv_depth=16,
                     http_requests=50000, wrk_seconds=1, layer_rounds=2, layer_seconds=0.1,
-                    nf_rate_packets=500000, port_packets=1000000, testpmd_seconds=1)
+                    nf_rate_packets=500000, port_packets=1000000, testpmd_seconds=1,
+                    monitor_packets=[20000])
     else:
         o.sizes = [64, 256, 1024, 4096, 16384, 65536, 262144, MB]
         o.lat_sizes, o.table_sizes = o.sizes, [512, MB]
         prof = dict(rounds=5, duration=0.5, lat_rounds=3, lat_count=300000, lat_warmup=100000,
                     case_rounds=3, nf_packets=30000000, kv_ops=3000000, kv_depth=16,
                     http_requests=1000000, wrk_seconds=10, layer_rounds=5, layer_seconds=1,
-                    nf_rate_packets=30000000, port_packets=20000000, testpmd_seconds=3)
+                    nf_rate_packets=30000000, port_packets=20000000, testpmd_seconds=3,
+                    monitor_packets=[2000000, 30000000])
     if verbs:
         # A software RNIC under TCG: a round trip takes hundreds of us. The
         # case studies are scaled down by 100 (the report says so): by 1000,

@@ -12,6 +12,11 @@ run by that layer's own benchmark, variants interleaved in rounds of one run
            DPDK multi-process, so hugepages are needed
   nf-rate  the measurement NF's record rate on its default pipeline (replay ->
            RB2 channel over shm -> measure) from a generated CAIDA-like trace
+  nf-monitor  rb2-nf as a flow monitor (application layer), whole processes
+           timed on one capture: rb2-nf with its timeouts and IPFIX export
+           (to a file) against the same without them, and against nfdump's
+           nfpcapd and softflowd with the same timeouts; and the flow table's
+           memory per flow
   port     the port layer: the NF fed from net_null, its link an RB2 channel
            of mbuf descriptors against rte_ring, the placements of its
            stages, and dpdk-testpmd's io forwarding as the ceiling
@@ -363,6 +368,82 @@ def nf_rate(r, o, res):
                       "rows": runs}
 
 
+def nf_monitor(r, o, res):
+    """rb2-nf as a flow monitor against nfpcapd and softflowd (see above), for
+    each size of o.monitor_packets: the whole process timed, start-up,
+    preload and exit included, the tools interleaved in each round."""
+    nf, gen = app_path(r, "rb2-nf"), app_path(r, "rb2-tracegen")
+    rows, runs = [], {}
+    have = {t: shutil.which(t) is not None for t in ("nfpcapd", "softflowd")}
+    sizes = o.monitor_packets if isinstance(o.monitor_packets, list) else [o.monitor_packets]
+    for n in sizes:
+        trace = os.path.join(r.tmp, f"monitor-{n}.pcap")
+        flows = 200000 if n <= 2000000 else 1500000
+        flows = min(flows, max(1, n // 10))
+        progress(f"nf-monitor: a trace of {n} packets, {flows} flows drawn")
+        run_app(r, [gen, "-o", trace, "--packets", str(n), "--flows", str(flows),
+                    "--nonip", "0.001", "--snaplen", "96", "--seed", "44"], "nf-monitor trace")
+        mb = 1024 + n * 64 // (1 << 20) * 2
+        huge = r.huge_mb >= mb
+        out = os.path.join(r.tmp, "monitor-out")
+        tools = {
+            "rb2_on": [nf, *r.eal(huge, mb, 2), "--", "--trace", trace, "--top", "0",
+                       "--ipfix-file", os.path.join(r.tmp, "monitor.ipfix"),
+                       "--stats-json", os.path.join(r.tmp, "monitor-on.json")],
+            "rb2_off": [nf, *r.eal(huge, mb, 2), "--", "--trace", trace, "--top", "0",
+                        "--active-timeout", "off", "--idle-timeout", "off",
+                        "--stats-json", os.path.join(r.tmp, "monitor-off.json")],
+        }
+        if have["nfpcapd"]:
+            tools["nfpcapd"] = ["nfpcapd", "-r", trace, "-w", out, "-e", "300,60"]
+        if have["softflowd"]:
+            # Its table as large as rb2-nf's, the same timeouts; the export
+            # goes to a port nobody listens on (sent, then dropped).
+            tools["softflowd"] = ["softflowd", "-r", trace, "-n", "127.0.0.1:9", "-v", "10",
+                                  "-6", "-m", "1048576", "-t", "maxlife=300", "-t",
+                                  "general=60", "-d", "-p", os.path.join(r.tmp, "sf.pid"),
+                                  # A control socket path of at most 12
+                                  # characters: with a longer one softflowd
+                                  # 1.1.0 never exits after -r's end of file.
+                                  "-c", f"/tmp/sf{os.getpid() % 100000}"]
+        secs = {t: [] for t in tools}
+        cyc = {"rb2_on": [], "rb2_off": []}
+        for k in range(o.layer_rounds):
+            for t, cmd in tools.items():
+                shutil.rmtree(out, ignore_errors=True)
+                os.makedirs(out)
+                t0 = time.monotonic()
+                run_app(r, cmd, f"nf-monitor {t}", timeout=600)
+                secs[t].append(time.monotonic() - t0)
+                if t in cyc:
+                    st = json.load(open(cmd[cmd.index("--stats-json") + 1]))
+                    m = next(x for x in st["stages"] if x["name"] == "measure")
+                    if m["counters"]["records"] != n:
+                        raise RuntimeError(f"nf-monitor {t}: {m['counters']['records']} of {n}")
+                    cyc[t].append(m["cycles"] / n)
+            progress(f"nf-monitor {n} round {k + 1}/{o.layer_rounds}: " +
+                     ", ".join(f"{t} {v[-1]:.2f} s" for t, v in secs.items()))
+        med = {t: statistics.median(v) for t, v in secs.items()}
+        ratio = lambda a, b: statistics.median(x / y for x, y in zip(secs[a], secs[b]))
+        row = {"packets": n, "flows_drawn": flows, "rounds": o.layer_rounds,
+               **{f"{t}_s": v for t, v in med.items()},
+               "on_over_off_rate": ratio("rb2_off", "rb2_on"),
+               "measure_cycles_on": statistics.median(cyc["rb2_on"]),
+               "measure_cycles_off": statistics.median(cyc["rb2_off"])}
+        for t in ("nfpcapd", "softflowd"):
+            row[f"{t}_over_rb2"] = ratio(t, "rb2_on") if t in secs else None
+        rows.append(row)
+        runs[str(n)] = secs
+    # The table's memory per flow of its cap, and a full table's bytes a
+    # flow held (the table sizes itself for the cap at a load of 0.7).
+    slots = 64
+    while slots // 10 * 7 < (1 << 20):
+        slots *= 2
+    mem = slots * 80 + slots // 8 + (1 << 20) * 40
+    res["nf-monitor"] = {"rows": rows, "runs": runs, "tools_missing": [t for t, h in have.items() if not h],
+                         "table_bytes_1M": mem, "table_bytes_per_flow": mem / (1 << 20)}
+
+
 def wait_for(log, word, proc, what, seconds=20):
     """Until @log holds @word; an error if @proc ended first, or in time."""
     for _ in range(int(seconds * 20)):
@@ -383,15 +464,17 @@ def app_path(r, name):
     return os.path.join(os.path.dirname(os.path.dirname(r.perf)), name, name)
 
 
-def run_app(r, cmd, what):
+def run_app(r, cmd, what, timeout=None):
     r.log.append(" ".join(cmd))
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       stdin=subprocess.DEVNULL, timeout=timeout)
     if p.returncode != 0:
         raise RuntimeError(f"{what}: {' '.join(cmd)}: exit {p.returncode}\n{p.stderr[-2000:]}")
     return p.stdout
 
 
-STEPS = {"conn": conn, "service": service, "nf-rate": nf_rate, "port": port}
+STEPS = {"conn": conn, "service": service, "nf-rate": nf_rate, "nf-monitor": nf_monitor,
+         "port": port}
 
 
 def fmt(v):
@@ -439,6 +522,24 @@ def report(out, res):
                   f"{n['median_records_per_s'] / 1e6:.2f} M records/s, "
                   f"{n['median_measure_cycles_per_record']:.1f} measure cycles per record.", "",
                   f"Command: `{n['command']}`", ""]
+    if "nf-monitor" in res:
+        m = res["nf-monitor"]
+        lines += ["## rb2-nf as a flow monitor (whole processes, one capture)", "",
+                  "| packets | rb2-nf, timeouts and IPFIX, s | without them, s | on / off rate "
+                  "| nfpcapd, s | softflowd, s | nfpcapd / rb2-nf | softflowd / rb2-nf | "
+                  "measure cycles/record on, off |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {x['packets']} | {fmt(x['rb2_on_s'])} | {fmt(x['rb2_off_s'])} | "
+                  f"{fmt(x['on_over_off_rate'])} | {fmt(x.get('nfpcapd_s'))} | "
+                  f"{fmt(x.get('softflowd_s'))} | {fmt(x['nfpcapd_over_rb2'])} | "
+                  f"{fmt(x['softflowd_over_rb2'])} | {fmt(x['measure_cycles_on'])}, "
+                  f"{fmt(x['measure_cycles_off'])} |" for x in m["rows"]]
+        lines += ["", f"Medians of {m['rows'][0]['rounds'] if m['rows'] else 0} interleaved "
+                  "rounds; ratios are medians of per-round ratios. The flow table of the "
+                  f"default 1M flows holds {m['table_bytes_1M'] / (1 << 20):.0f} MiB, "
+                  f"{m['table_bytes_per_flow']:.0f} bytes per flow of its cap.", ""]
+        if m["tools_missing"]:
+            lines += [f"Not installed, not run: {', '.join(m['tools_missing'])}.", ""]
+        lines += [f"Command: `{m['command']}`", ""]
     if "port" in res:
         p = res["port"]
         lines += ["## The port layer (rb2-nf from net_null)", "",

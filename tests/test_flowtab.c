@@ -260,7 +260,7 @@ run_against_reference(unsigned int n, unsigned int flows, uint64_t gap, unsigned
 
 	rb2_flowtab_add_burst(ft, r, 7);          /* odd burst sizes too */
 	rb2_flowtab_add_burst(ft, r + 7, n - 7);
-	rb2_flowtab_flush(ft, RB2_FLOW_END_FORCED);
+	rb2_flowtab_flush(ft, RB2_FLOW_END_FORCED, 0);
 	cr_assert_eq(rb2_flowtab_count(ft), 0);
 	reference(r, n, active, idle, &want);
 	expect_same(&got, &want);
@@ -318,7 +318,9 @@ Test(rb2_flowtab, a_full_table_evicts_the_oldest_record_and_loses_no_packet)
 		rb2_flowtab_add_burst(ft, r + i, n - i < 32 ? n - i : 32);
 		cr_assert_leq(rb2_flowtab_count(ft), cap);
 	}
-	rb2_flowtab_flush(ft, RB2_FLOW_END_FORCED);
+	cr_expect_eq(rb2_flowtab_flush(ft, RB2_FLOW_END_FORCED, 10), 10, "a flush in pieces");
+	cr_expect_eq(rb2_flowtab_count(ft), cap - 10);
+	rb2_flowtab_flush(ft, RB2_FLOW_END_FORCED, 0);
 	rb2_flowtab_totals(ft, &t);
 	for (unsigned int i = 0; i < n; i++)
 		if (r[i].kind <= RB2_REC_IPV6) {
@@ -420,7 +422,7 @@ Test(rb2_flowtab, top_k_and_count_min_against_the_exact_flows)
 	cr_log_info("count-min 4 x 16384 over %" PRIu64 " flows: mean relative error %.4f, "
 		    "max %.2f, %" PRIu64 " exact", rb2_flowtab_count(ft), e.mean_rel, e.max_rel,
 		    e.exact);
-	rb2_flowtab_flush(ft, RB2_FLOW_END_FORCED);
+	rb2_flowtab_flush(ft, RB2_FLOW_END_FORCED, 0);
 	cr_expect_eq(rb2_flowtab_cm_error(ft, &e), -ESTALE, "records have ended");
 	for (uint64_t i = 0; i < got.n; i++)
 		rb2_flow_top_offer(top, 10, &k, &got.v[i]);

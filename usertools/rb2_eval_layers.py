@@ -393,6 +393,13 @@ def nf_monitor(r, o, res):
             "rb2_off": [nf, *r.eal(huge, mb, 2), "--", "--trace", trace, "--top", "0",
                         "--active-timeout", "off", "--idle-timeout", "off",
                         "--stats-json", os.path.join(r.tmp, "monitor-off.json")],
+            # Two measure shards (lcores 0 and 1) and their one exporter.
+            "rb2_2shards": [nf, *r.eal(huge, mb + 256, 2), "--", "--config",
+                            os.path.join(os.path.dirname(os.path.dirname(
+                                os.path.abspath(__file__))), "config", "nf-sharded.ini"),
+                            "--trace", trace,
+                            "--top", "0", "--ipfix-file", os.path.join(r.tmp, "monitor2.ipfix"),
+                            "--stats-json", os.path.join(r.tmp, "monitor-2shards.json")],
         }
         if have["nfpcapd"]:
             tools["nfpcapd"] = ["nfpcapd", "-r", trace, "-w", out, "-e", "300,60"]
@@ -408,6 +415,7 @@ def nf_monitor(r, o, res):
                                   "-c", f"/tmp/sf{os.getpid() % 100000}"]
         secs = {t: [] for t in tools}
         cyc = {"rb2_on": [], "rb2_off": []}
+        rate = {"rb2_on": [], "rb2_2shards": []}
         for k in range(o.layer_rounds):
             for t, cmd in tools.items():
                 shutil.rmtree(out, ignore_errors=True)
@@ -415,12 +423,16 @@ def nf_monitor(r, o, res):
                 t0 = time.monotonic()
                 run_app(r, cmd, f"nf-monitor {t}", timeout=600)
                 secs[t].append(time.monotonic() - t0)
-                if t in cyc:
+                if t.startswith("rb2"):
                     st = json.load(open(cmd[cmd.index("--stats-json") + 1]))
-                    m = next(x for x in st["stages"] if x["name"] == "measure")
-                    if m["counters"]["records"] != n:
-                        raise RuntimeError(f"nf-monitor {t}: {m['counters']['records']} of {n}")
-                    cyc[t].append(m["cycles"] / n)
+                    ms = [x for x in st["stages"] if x["type"] == "measure"]
+                    got = sum(x["counters"]["records"] for x in ms)
+                    if got != n:
+                        raise RuntimeError(f"nf-monitor {t}: {got} records measured of {n}")
+                    if t in cyc:
+                        cyc[t].append(ms[0]["cycles"] / n)
+                    if t in rate:       # the pipeline's own rate, start-up aside
+                        rate[t].append(n / st["seconds"])
             progress(f"nf-monitor {n} round {k + 1}/{o.layer_rounds}: " +
                      ", ".join(f"{t} {v[-1]:.2f} s" for t, v in secs.items()))
         med = {t: statistics.median(v) for t, v in secs.items()}
@@ -429,7 +441,11 @@ def nf_monitor(r, o, res):
                **{f"{t}_s": v for t, v in med.items()},
                "on_over_off_rate": ratio("rb2_off", "rb2_on"),
                "measure_cycles_on": statistics.median(cyc["rb2_on"]),
-               "measure_cycles_off": statistics.median(cyc["rb2_off"])}
+               "measure_cycles_off": statistics.median(cyc["rb2_off"]),
+               "pipeline_mrps_one_measure": statistics.median(rate["rb2_on"]) / 1e6,
+               "pipeline_mrps_two_shards": statistics.median(rate["rb2_2shards"]) / 1e6,
+               "two_shards_over_one": statistics.median(
+                   b / a for a, b in zip(rate["rb2_on"], rate["rb2_2shards"]))}
         for t in ("nfpcapd", "softflowd"):
             row[f"{t}_over_rb2"] = ratio(t, "rb2_on") if t in secs else None
         rows.append(row)
@@ -533,6 +549,11 @@ def report(out, res):
                   f"{fmt(x.get('softflowd_s'))} | {fmt(x['nfpcapd_over_rb2'])} | "
                   f"{fmt(x['softflowd_over_rb2'])} | {fmt(x['measure_cycles_on'])}, "
                   f"{fmt(x['measure_cycles_off'])} |" for x in m["rows"]]
+        lines += ["", "| packets | pipeline M records/s, one measure | two shards | two / one |",
+                  "|---|---|---|---|"]
+        lines += [f"| {x['packets']} | {fmt(x.get('pipeline_mrps_one_measure'))} | "
+                  f"{fmt(x.get('pipeline_mrps_two_shards'))} | {fmt(x.get('two_shards_over_one'))} |"
+                  for x in m["rows"]]
         lines += ["", f"Medians of {m['rows'][0]['rounds'] if m['rows'] else 0} interleaved "
                   "rounds; ratios are medians of per-round ratios. The flow table of the "
                   f"default 1M flows holds {m['table_bytes_1M'] / (1 << 20):.0f} MiB, "

@@ -465,12 +465,12 @@ sweep_share(struct rb2_flowtab *ft)
 }
 
 uint64_t
-rb2_flowtab_flush(struct rb2_flowtab *ft, unsigned int reason)
+rb2_flowtab_flush(struct rb2_flowtab *ft, unsigned int reason, uint64_t max)
 {
 	uint64_t n = 0;
 
 	/* Oldest first, as an exporter would send them. */
-	while (ft->head != NONE) {
+	while (ft->head != NONE && (max == 0 || n < max)) {
 		end_and_remove(ft, ft->head, reason);
 		n++;
 	}

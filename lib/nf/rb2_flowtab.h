@@ -31,7 +31,7 @@
  * p.end = on_record;                  // void on_record(void *arg, const struct rb2_flow_rec *)
  * struct rb2_flowtab *ft = rb2_flowtab_create(&p);
  * rb2_flowtab_add_burst(ft, recs, n); // on the measure lcore
- * rb2_flowtab_flush(ft, RB2_FLOW_END_FORCED);
+ * rb2_flowtab_flush(ft, RB2_FLOW_END_FORCED, 0);
  * @endcode
  *
  * Time is the records' own (a trace's time under replay, the receive time
@@ -172,9 +172,9 @@ void rb2_flowtab_add_ptrs(struct rb2_flowtab *ft, const struct rb2_rec *const *r
  */
 uint64_t rb2_flowtab_expire(struct rb2_flowtab *ft, uint64_t now_ns, uint64_t slots);
 
-/** End every record, for @p reason (RB2_FLOW_END_FORCED at the end of a run).
- * @return the records ended. */
-uint64_t rb2_flowtab_flush(struct rb2_flowtab *ft, unsigned int reason);
+/** End the @p max oldest records (0: every one), for @p reason
+ * (RB2_FLOW_END_FORCED at the end of a run). @return the records ended. */
+uint64_t rb2_flowtab_flush(struct rb2_flowtab *ft, unsigned int reason, uint64_t max);
 
 /**
  * The flow hash of a record (IP kinds; 32 bits, never 0): what the table

@@ -418,7 +418,7 @@ ipfix_idle(struct rb2_stage *st)
 		rb2_ipfix_enc_flush(x->enc, export_time(), on_msg, x);
 }
 
-static void
+static int
 ipfix_drain(struct rb2_stage *st)
 {
 	struct ipfix *x = rb2_stage_priv(st);
@@ -426,6 +426,7 @@ ipfix_drain(struct rb2_stage *st)
 	x->lossless = 1;
 	rb2_ipfix_enc_flush(x->enc, export_time(), on_msg, x);
 	send_held(x, 1);
+	return 0;
 }
 
 static void

@@ -58,6 +58,8 @@ RTE_LOG_REGISTER(measure_logtype, rb2.nf.measure, INFO);
 #define IV_MAX (1u << 20)
 /* Flow records per message on edge "records": 32 x 80 bytes. */
 #define EXPORT_BATCH 32
+/* Records ended per drain() call at the run's end (5 MB of them). */
+#define DRAIN_RECORDS 65536
 /* On a quiet live input, sweep for idle flows at most this often, this
  * many slots at a time. */
 #define LIVE_TICK_NS (100 * 1000000ull)
@@ -111,7 +113,8 @@ struct measure {
 	struct rb2_cm_error ce;
 	int ce_ret;
 	uint64_t ce_flows;          /* the flows it was measured over */
-	int flushed;
+	int flushed;                /* the final flush has begun (drain, or report) */
+	int late;                   /* ... in the report: too late for the exporter */
 	/* Periodic reports: the interval, where the next one ends, the totals
 	 * at the last line, and the heaviest records ended since. */
 	uint64_t rep_ns, rep_next;
@@ -394,7 +397,7 @@ on_end(void *arg, const struct rb2_flow_rec *r)
 	}
 	if (m->out->csv_f != NULL)
 		csv_flow(m->out->csv_f, r);   /* one fprintf: a locked write */
-	if (m->flushed && rb2_stage_edge_linked(m->st, EDGE_RECORDS)) {
+	if (m->late && rb2_stage_edge_linked(m->st, EDGE_RECORDS)) {
 		/* Ended by the report's flush, after the pipeline stopped
 		 * early: too late for the exporter, and counted so. */
 		rb2_stage_count(m->c_unexported, 1);
@@ -628,19 +631,28 @@ measure_idle(struct rb2_stage *st)
 		report_due(m, now);
 }
 
-/* Every input has ended: end every record (forced end), and send them. */
-static void
+/*
+ * Every input has ended: end every record (forced end), and send them, in
+ * pieces of DRAIN_RECORDS: a million flows' records at once would be 80 MB
+ * queued for a same-lcore exporter before it could run.
+ */
+static int
 measure_drain(struct rb2_stage *st)
 {
 	struct measure *m = rb2_stage_priv(st);
 
-	m->ce_ret = rb2_flowtab_cm_error(m->ft, &m->ce);
-	m->ce_flows = rb2_flowtab_count(m->ft);
-	rb2_flowtab_flush(m->ft, RB2_FLOW_END_FORCED);
+	if (!m->flushed) {
+		m->ce_ret = rb2_flowtab_cm_error(m->ft, &m->ce);
+		m->ce_flows = rb2_flowtab_count(m->ft);
+		m->flushed = 1;
+	}
+	rb2_flowtab_flush(m->ft, RB2_FLOW_END_FORCED, DRAIN_RECORDS);
 	export_flush(m);
-	m->flushed = 1;
+	if (rb2_flowtab_count(m->ft) > 0)
+		return 1;
 	if (m->rep_ns != 0 && m->rep_next != 0)
 		report_line(m, UINT64_MAX);     /* what the last interval had */
+	return 0;
 }
 
 /* ---- Output ------------------------------------------------------------- */
@@ -967,12 +979,17 @@ measure_report(struct rb2_stage *st, FILE *out)
 	struct view v;
 
 	if (!m->flushed) {
-		/* The pipeline stopped before the input ended: the records
-		 * still held end now, into the files and the counts. */
+		/* The pipeline stopped before the input ended: the sketch's
+		 * error now, then the records still held end into the files
+		 * and the counts. */
 		m->ce_ret = rb2_flowtab_cm_error(m->ft, &m->ce);
 		m->ce_flows = rb2_flowtab_count(m->ft);
 		m->flushed = 1;
-		rb2_flowtab_flush(m->ft, RB2_FLOW_END_FORCED);
+	}
+	if (rb2_flowtab_count(m->ft) > 0) {
+		/* Stopped before the drain had ended them all. */
+		m->late = 1;
+		rb2_flowtab_flush(m->ft, RB2_FLOW_END_FORCED, 0);
 	}
 	if (m->grp != NULL && ++m->grp->reported < m->grp->members) {
 		/* A shard: its line; the last one of the group says the rest. */

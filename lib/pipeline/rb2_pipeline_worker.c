@@ -95,8 +95,8 @@ rb2_worker_run_queued(struct rb2_worker *w)
 static void
 finish(struct rb2_stage *st)
 {
-	if (st->ops->drain != NULL && st->pl->stop < 2)
-		st->ops->drain(st);
+	while (st->ops->drain != NULL && st->pl->stop < 2 && st->ops->drain(st) > 0)
+		run_queued(st->w);
 	run_queued(st->w);
 	for (unsigned int i = 0; i < st->nedges; i++) {
 		struct rb2_edge *e = &st->edges[i];

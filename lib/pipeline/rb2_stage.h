@@ -135,10 +135,14 @@ struct rb2_stage_ops {
 	 */
 	int (*poll)(struct rb2_stage *st);
 	/**
-	 * Called once, on the stage's lcore, when every input has ended:
-	 * the last chance to emit. Optional.
+	 * Called on the stage's lcore when every input has ended: the last
+	 * chance to emit. Optional.
+	 * @return 0 when done; > 0 when it has more to emit: it is called
+	 *   again once what it emitted has been taken (a same-lcore next
+	 *   stage has run on it), so a large remainder goes out in pieces
+	 *   (the measure stage's last flow records).
 	 */
-	void (*drain)(struct rb2_stage *st);
+	int (*drain)(struct rb2_stage *st);
 	/** After the pipeline has stopped: print a summary. Optional. */
 	void (*report)(struct rb2_stage *st, FILE *out);
 	/**

@@ -203,7 +203,7 @@ rx_poll(struct rb2_stage *st)
 
 /* The end (input finished, count or idle reached, or a stop): the port's
  * last counters, then the port stops once its last stage is done. */
-static void
+static int
 rx_drain(struct rb2_stage *st)
 {
 	struct rx_priv *p = rb2_stage_priv(st);
@@ -214,6 +214,7 @@ rx_drain(struct rb2_stage *st)
 		rb2_port_release(p->port);
 		refresh_stats(st, p);
 	}
+	return 0;
 }
 
 static void

@@ -140,7 +140,7 @@ tx_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 	}
 }
 
-static void
+static int
 tx_drain(struct rb2_stage *st)
 {
 	struct tx_priv *p = rb2_stage_priv(st);
@@ -151,6 +151,7 @@ tx_drain(struct rb2_stage *st)
 		rb2_port_release(p->port);
 		refresh_stats(p);
 	}
+	return 0;
 }
 
 static void

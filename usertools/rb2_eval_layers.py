@@ -14,9 +14,10 @@ run by that layer's own benchmark, variants interleaved in rounds of one run
            RB2 channel over shm -> measure) from a generated CAIDA-like trace
   nf-monitor  rb2-nf as a flow monitor (application layer), whole processes
            timed on one capture: rb2-nf with its timeouts and IPFIX export
-           (to a file) against the same without them, and against nfdump's
-           nfpcapd and softflowd with the same timeouts; and the flow table's
-           memory per flow
+           (to a file) against the same without them, with two measure
+           shards, and against nfdump's nfpcapd and softflowd with the same
+           timeouts; and the flow table alone against rte_hash
+           (rb2-flowbench): cycles per record and memory per flow
   port     the port layer: the NF fed from net_null, its link an RB2 channel
            of mbuf descriptors against rte_ring, the placements of its
            stages, and dpdk-testpmd's io forwarding as the ceiling
@@ -414,9 +415,11 @@ def nf_monitor(r, o, res):
                                   # 1.1.0 never exits after -r's end of file.
                                   "-c", f"/tmp/sf{os.getpid() % 100000}"]
         secs = {t: [] for t in tools}
+        # --quick only checks that it runs: one round.
+        rounds = 1 if o.quick else o.layer_rounds
         cyc = {"rb2_on": [], "rb2_off": []}
         rate = {"rb2_on": [], "rb2_2shards": []}
-        for k in range(o.layer_rounds):
+        for k in range(rounds):
             for t, cmd in tools.items():
                 shutil.rmtree(out, ignore_errors=True)
                 os.makedirs(out)
@@ -433,11 +436,11 @@ def nf_monitor(r, o, res):
                         cyc[t].append(ms[0]["cycles"] / n)
                     if t in rate:       # the pipeline's own rate, start-up aside
                         rate[t].append(n / st["seconds"])
-            progress(f"nf-monitor {n} round {k + 1}/{o.layer_rounds}: " +
+            progress(f"nf-monitor {n} round {k + 1}/{rounds}: " +
                      ", ".join(f"{t} {v[-1]:.2f} s" for t, v in secs.items()))
         med = {t: statistics.median(v) for t, v in secs.items()}
         ratio = lambda a, b: statistics.median(x / y for x, y in zip(secs[a], secs[b]))
-        row = {"packets": n, "flows_drawn": flows, "rounds": o.layer_rounds,
+        row = {"packets": n, "flows_drawn": flows, "rounds": rounds,
                **{f"{t}_s": v for t, v in med.items()},
                "on_over_off_rate": ratio("rb2_off", "rb2_on"),
                "measure_cycles_on": statistics.median(cyc["rb2_on"]),
@@ -448,6 +451,16 @@ def nf_monitor(r, o, res):
                    b / a for a, b in zip(rate["rb2_on"], rate["rb2_2shards"]))}
         for t in ("nfpcapd", "softflowd"):
             row[f"{t}_over_rb2"] = ratio(t, "rb2_on") if t in secs else None
+        # The flow table alone against rte_hash, on the same records.
+        fb = os.path.join(r.tmp, "flowbench.json")
+        run_app(r, [app_path(r, "rb2-flowbench"), *r.eal(huge, mb, 1), "--", "--trace", trace,
+                    "--rounds", str(rounds), "--json", fb], "nf-monitor rb2-flowbench")
+        fbj = json.load(open(fb))
+        for d in ("rb2", "rte_hash"):
+            x = fbj["designs"][d]
+            row[f"table_{d}_cycles"] = x["cycles_per_record"]
+            row[f"table_{d}_bytes_per_flow"] = x["bytes_per_flow_of_cap"]
+        row["table_rb2_over_rte_hash"] = fbj["rb2_over_rte_hash"]
         rows.append(row)
         runs[str(n)] = secs
     # The table's memory per flow of its cap, and a full table's bytes a
@@ -554,6 +567,14 @@ def report(out, res):
         lines += [f"| {x['packets']} | {fmt(x.get('pipeline_mrps_one_measure'))} | "
                   f"{fmt(x.get('pipeline_mrps_two_shards'))} | {fmt(x.get('two_shards_over_one'))} |"
                   for x in m["rows"]]
+        lines += ["", "The flow table alone (rb2-flowbench, the same records, a capacity of 1M "
+                  "flows, no timeouts):", "",
+                  "| packets | rb2_flowtab cycles/record | rte_hash | rb2 / rte_hash rate | "
+                  "bytes per flow of the cap, rb2 | rte_hash |", "|---|---|---|---|---|---|"]
+        lines += [f"| {x['packets']} | {fmt(x.get('table_rb2_cycles'))} | "
+                  f"{fmt(x.get('table_rte_hash_cycles'))} | {fmt(x.get('table_rb2_over_rte_hash'))} | "
+                  f"{fmt(x.get('table_rb2_bytes_per_flow'))} | "
+                  f"{fmt(x.get('table_rte_hash_bytes_per_flow'))} |" for x in m["rows"]]
         lines += ["", f"Medians of {m['rows'][0]['rounds'] if m['rows'] else 0} interleaved "
                   "rounds; ratios are medians of per-round ratios. The flow table of the "
                   f"default 1M flows holds {m['table_bytes_1M'] / (1 << 20):.0f} MiB, "

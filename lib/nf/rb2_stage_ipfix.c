@@ -396,9 +396,11 @@ ipfix_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 			 * the rate rather than drop. */
 			if (r[j].end_reason == RB2_FLOW_END_FORCED)
 				x->lossless = 1;
+			rb2_ipfix_enc_add(x->enc, &r[j], now, on_msg, x);
+			/* The record is in the message in progress (a full one
+			 * went out first): flush_ms counts from its first. */
 			if (x->pending_since == 0)
 				x->pending_since = now_ns();
-			rb2_ipfix_enc_add(x->enc, &r[j], now, on_msg, x);
 		}
 		total += nr;
 	}

@@ -332,7 +332,8 @@ nf_main(int argc, char **argv)
 	}
 	for (unsigned int i = 0; i < RTE_DIM(vars); i++)
 		if (vars[i].value != NULL && strncmp(vars[i].name, "ipfix_", 6) != 0 &&
-		    strcmp(vars[i].name, "observation_domain") != 0 && !vars[i].referenced)
+		    strcmp(vars[i].name, "observation_domain") != 0 &&
+		    strcmp(vars[i].name, "export") != 0 && !vars[i].referenced)
 			fprintf(stderr, "rb2-nf: warning: --%s has no effect: %s never uses ${%s}\n",
 				vars[i].name, config, vars[i].name);
 	if (!export_on())

@@ -68,7 +68,7 @@ struct ipfix {
 	char where[160];             /* the collector, as resolved, for messages */
 	int fd;
 	FILE *file;
-	uint64_t rate, backlog_max, flush_ns, sndbuf;
+	uint64_t rate, backlog_max, flush_cycles, sndbuf;
 	/* The rate: a token per message; at most `burst` saved, so that a
 	 * quiet spell does not turn into a burst the collector's socket
 	 * buffer cannot hold. */
@@ -78,22 +78,13 @@ struct ipfix {
 	struct held *q;
 	uint64_t qhead, qlen;
 	uint64_t last_records;       /* encoder's count at the last message out */
-	uint64_t pending_since;      /* clock when the message in progress began */
+	uint64_t pending_since;      /* timer cycles when the message in progress began */
 	int lossless;                /* the run's end: wait for the rate, never drop */
 	int warned;
 	int last_err;
 	uint64_t *c_records, *c_sent, *c_dropped, *c_dropped_recs, *c_file_msgs;
 	uint64_t sent_bytes;
 };
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint32_t
 export_time(void)
@@ -214,7 +205,7 @@ ipfix_init(struct rb2_stage *st, struct rb2_stage_args *a)
 	ip.refresh_msgs = (uint32_t)refresh_msgs;
 	ip.refresh_s = (uint32_t)refresh_s;
 	ip.max_msg = (uint32_t)(mtu - 28);
-	x->flush_ns = flush_ms * 1000000ull;
+	x->flush_cycles = flush_ms * rte_get_timer_hz() / 1000;
 	if (x->collector != NULL && open_collector(x, mtu, &ip) < 0)
 		return -EINVAL;
 	if (x->path != NULL && (x->file = fopen(x->path, "w")) == NULL) {
@@ -400,7 +391,7 @@ ipfix_process(struct rb2_stage *st, const struct rb2_msg *msgs, unsigned int n)
 			/* The record is in the message in progress (a full one
 			 * went out first): flush_ms counts from its first. */
 			if (x->pending_since == 0)
-				x->pending_since = now_ns();
+				x->pending_since = rte_get_timer_cycles();
 		}
 		total += nr;
 	}
@@ -416,7 +407,8 @@ ipfix_idle(struct rb2_stage *st)
 	struct ipfix *x = rb2_stage_priv(st);
 
 	send_held(x, 0);
-	if (x->pending_since != 0 && now_ns() - x->pending_since >= x->flush_ns)
+	if (x->pending_since != 0 &&
+	    rte_get_timer_cycles() - x->pending_since >= x->flush_cycles)
 		rb2_ipfix_enc_flush(x->enc, export_time(), on_msg, x);
 }
 

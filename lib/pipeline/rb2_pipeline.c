@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
@@ -243,6 +244,15 @@ rb2_pipeline_free(struct rb2_pipeline *pl)
 {
 	if (pl == NULL)
 		return;
+	if (rte_eal_process_type() == RTE_PROC_SECONDARY && rte_eal_primary_proc_alive(NULL) == 0) {
+		/* A secondary frees DPDK memory by asking the primary to
+		 * (DPDK's malloc_mp): with the primary gone, each such request
+		 * waits 5 s for an answer that never comes. The exit gives the
+		 * memory back. */
+		rte_log(RTE_LOG_INFO, rb2_pipeline_logtype, "rb2.pipeline: the primary process is "
+			"gone: the pipeline's shared memory is left for the exit to release\n");
+		return;
+	}
 	rb2_pipeline_telemetry_clear(pl);
 	for (unsigned int i = 0; i < pl->nstages; i++) {
 		struct rb2_stage *st = &pl->stages[i];

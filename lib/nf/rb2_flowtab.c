@@ -22,6 +22,8 @@
  * packets: 2M slots every 30 s by default. */
 #define SWEEP_SHARE 2
 #define SWEEP_MAX 4096
+/* A growing table's first size, in slots (2.5 MiB). */
+#define FIRST_SLOTS (UINT64_C(1) << 15)
 
 #define rare(x) __builtin_expect(!!(x), 0)
 
@@ -47,10 +49,14 @@ struct rb2_flowtab {
 	struct cold *cold;
 	uint64_t *occ;        /* a bit per slot, set while it holds a flow: the
 			       * sweep skips empty slots 64 at a time */
-	struct v6tuple *v6;
+	struct v6tuple *v6;   /* as many as the table holds flows (grow_at) */
 	uint32_t v6_free;     /* free list head; NONE: empty */
+	uint32_t v6_used;     /* entries ever used: the rest need no free list */
 	uint64_t mask;        /* slots - 1 */
 	uint64_t count, cap;
+	uint64_t grow_at;     /* count that doubles the table; cap: full size */
+	uint64_t max_slots;   /* slots at full size */
+	int socket_id;
 	uint32_t head, tail;  /* oldest and newest record; NONE: no flow */
 	uint64_t active_ns, idle_ns;
 	uint64_t now;         /* the latest record time seen */
@@ -61,7 +67,7 @@ struct rb2_flowtab {
 	uint32_t cm_width;    /* 0: no sketch */
 	uint64_t *cm;         /* CM_ROWS x cm_width */
 	int libc;
-	uint64_t memory;
+	uint64_t memory, memory_peak;
 	void (*end)(void *arg, const struct rb2_flow_rec *rec);
 	void *end_arg;
 };
@@ -135,18 +141,19 @@ hash_of(const uint64_t k[3])
 	return (uint32_t)h | 1;
 }
 
+/* @p zero: the memory must read 0 (slots, occupancy); the rest is written
+ * before it is read. */
 static void *
-tab_alloc(const struct rb2_flowtab *ft, size_t size, int socket)
+tab_alloc(const struct rb2_flowtab *ft, size_t size, int socket, int zero)
 {
 	void *p;
 
 	if (!ft->libc)
-		p = rte_malloc_socket("rb2_flowtab", size, 64, socket);
-	else if (posix_memalign(&p, 64, size) != 0)
-		p = NULL;
-	/* Zeroed by hand even from the DPDK heap: on 4 KiB pages (--no-huge)
-	 * this also faults every page in now, not one per new flow mid-run. */
-	if (p != NULL)
+		return zero ? rte_zmalloc_socket("rb2_flowtab", size, 64, socket) :
+			rte_malloc_socket("rb2_flowtab", size, 64, socket);
+	if (posix_memalign(&p, 64, size) != 0)
+		return NULL;
+	if (zero)
 		memset(p, 0, size);
 	return p;
 }
@@ -154,10 +161,41 @@ tab_alloc(const struct rb2_flowtab *ft, size_t size, int socket)
 static void
 tab_free(const struct rb2_flowtab *ft, void *p)
 {
+	if (p == NULL)
+		return;
 	if (ft->libc)
 		free(p);
 	else
 		rte_free(p);
+}
+
+/* The bytes a table of @p slots holds (the sketch aside). */
+static uint64_t
+size_of(const struct rb2_flowtab *ft, uint64_t slots)
+{
+	uint64_t flows = slots == ft->max_slots ? ft->cap : slots / 10 * 7;
+
+	return slots * (sizeof(struct rb2_flow) + sizeof(struct cold)) + slots / 8 +
+		flows * sizeof(struct v6tuple);
+}
+
+/* Arrays for @p slots slots (and their flows' IPv6 tuples); 0 or -ENOMEM. */
+static int
+arrays_alloc(struct rb2_flowtab *ft, uint64_t slots, struct rb2_flow **s, struct cold **c,
+	     uint64_t **occ, struct v6tuple **v6, uint64_t *grow_at)
+{
+	*grow_at = slots == ft->max_slots ? ft->cap : slots / 10 * 7;
+	*s = tab_alloc(ft, slots * sizeof(**s), ft->socket_id, 1);
+	*c = tab_alloc(ft, slots * sizeof(**c), ft->socket_id, 0);
+	*occ = tab_alloc(ft, slots / 8 < 8 ? 8 : slots / 8, ft->socket_id, 1);
+	*v6 = tab_alloc(ft, *grow_at * sizeof(**v6), ft->socket_id, 0);
+	if (*s != NULL && *c != NULL && *occ != NULL && *v6 != NULL)
+		return 0;
+	tab_free(ft, *s);
+	tab_free(ft, *c);
+	tab_free(ft, *occ);
+	tab_free(ft, *v6);
+	return -ENOMEM;
 }
 
 struct rb2_flowtab *
@@ -174,8 +212,12 @@ rb2_flowtab_create(const struct rb2_flowtab_params *p)
 	if (ft == NULL)
 		return NULL;
 	ft->libc = p->socket_id == RB2_FLOWTAB_LIBC;
+	ft->socket_id = p->socket_id;
 	while (slots / 10 * 7 < p->max_flows)
 		slots <<= 1;
+	ft->max_slots = slots;
+	if (!p->prealloc && slots > FIRST_SLOTS)
+		slots = FIRST_SLOTS;
 	ft->mask = slots - 1;
 	ft->cap = p->max_flows;
 	ft->active_ns = p->active_ns;
@@ -184,27 +226,21 @@ rb2_flowtab_create(const struct rb2_flowtab_params *p)
 		p->active_ns;
 	ft->sweep_period = min_to / SWEEP_SHARE;
 	ft->head = ft->tail = NONE;
+	ft->v6_free = NONE;
 	ft->end = p->end;
 	ft->end_arg = p->end_arg;
 	ft->cm_width = p->cm_width;
-	ft->memory = slots * (sizeof(struct rb2_flow) + sizeof(struct cold)) + slots / 8 +
-		ft->cap * sizeof(struct v6tuple) + (uint64_t)CM_ROWS * p->cm_width * 8;
-	ft->slots = tab_alloc(ft, slots * sizeof(*ft->slots), p->socket_id);
-	ft->cold = tab_alloc(ft, slots * sizeof(*ft->cold), p->socket_id);
-	ft->occ = tab_alloc(ft, slots / 8, p->socket_id);
-	ft->v6 = tab_alloc(ft, ft->cap * sizeof(*ft->v6), p->socket_id);
+	ft->memory = size_of(ft, ft->max_slots) + (uint64_t)CM_ROWS * p->cm_width * 8;
+	ft->memory_peak = size_of(ft, slots) + (uint64_t)CM_ROWS * p->cm_width * 8;
 	if (p->cm_width != 0)
 		ft->cm = tab_alloc(ft, (size_t)CM_ROWS * p->cm_width * sizeof(*ft->cm),
-				   p->socket_id);
-	if (ft->slots == NULL || ft->cold == NULL || ft->occ == NULL || ft->v6 == NULL ||
-	    (p->cm_width != 0 && ft->cm == NULL)) {
+				   p->socket_id, 1);
+	if ((p->cm_width != 0 && ft->cm == NULL) ||
+	    arrays_alloc(ft, slots, &ft->slots, &ft->cold, &ft->occ, &ft->v6, &ft->grow_at) < 0) {
 		rb2_flowtab_free(ft);
 		errno = ENOMEM;
 		return NULL;
 	}
-	for (uint64_t i = 0; i < ft->cap; i++)
-		ft->v6[i].next_free = i + 1 < ft->cap ? (uint32_t)i + 1 : NONE;
-	ft->v6_free = 0;
 	return ft;
 }
 
@@ -225,6 +261,12 @@ uint64_t
 rb2_flowtab_memory(const struct rb2_flowtab *ft)
 {
 	return ft->memory + sizeof(*ft);
+}
+
+uint64_t
+rb2_flowtab_memory_peak(const struct rb2_flowtab *ft)
+{
+	return ft->memory_peak + sizeof(*ft);
 }
 
 /* Find the key's slot, or the empty one where it goes (linear probing). */
@@ -469,9 +511,14 @@ rb2_flowtab_flush(struct rb2_flowtab *ft, unsigned int reason, uint64_t max)
 {
 	uint64_t n = 0;
 
-	/* Oldest first, as an exporter would send them. */
+	/* Oldest first, as an exporter would send them. A record whose
+	 * timeout has passed by the latest record's time ends for it, as the
+	 * sweep would have ended it: so which records end how does not
+	 * depend on how far the sweep had gone. */
 	while (ft->head != NONE && (max == 0 || n < max)) {
-		end_and_remove(ft, ft->head, reason);
+		unsigned int why = timed_out(ft, &ft->slots[ft->head], ft->now);
+
+		end_and_remove(ft, ft->head, why != 0 ? why : reason);
 		n++;
 	}
 	return n;
@@ -500,10 +547,13 @@ insert(struct rb2_flowtab *ft, uint64_t i, uint32_t h, const uint64_t k[3],
 	f->packets = f->bytes = 0;
 	f->tcp_flags = 0;
 	if (r->kind == RB2_REC_IPV6) {
-		uint32_t v = ft->v6_free;   /* never NONE: count < cap */
+		/* A freed entry, else one never used: count < grow_at, the
+		 * pool's size, so there is one. */
+		uint32_t v = ft->v6_free != NONE ? ft->v6_free : ft->v6_used++;
 		struct v6tuple *t = &ft->v6[v];
 
-		ft->v6_free = t->next_free;
+		if (v == ft->v6_free)
+			ft->v6_free = t->next_free;
 		memcpy(t->src, r->src6, 16);
 		memcpy(t->dst, r->dst6, 16);
 		t->sport = r->sport;
@@ -514,6 +564,60 @@ insert(struct rb2_flowtab *ft, uint64_t i, uint32_t h, const uint64_t k[3],
 	ft->occ[i >> 6] |= UINT64_C(1) << (i & 63);
 	if (++ft->count > ft->tot.peak_flows)
 		ft->tot.peak_flows = ft->count;
+}
+
+/*
+ * Double the table: every flow moves to the new arrays, in the order its
+ * record started (so that order, the eviction order, carries over), with
+ * its IPv6 tuple at the same index. @return 0, or -ENOMEM: the table stays
+ * as it is, and the cap is lowered to what it holds (later flows evict).
+ */
+static int
+grow(struct rb2_flowtab *ft)
+{
+	uint64_t slots = (ft->mask + 1) * 2, mask = slots - 1, grow_at;
+	struct rb2_flow *ns;
+	struct cold *nc;
+	uint64_t *nocc;
+	struct v6tuple *nv6;
+	uint32_t head = NONE, tail = NONE;
+
+	if (arrays_alloc(ft, slots, &ns, &nc, &nocc, &nv6, &grow_at) < 0) {
+		ft->cap = ft->grow_at = ft->count;
+		return -ENOMEM;
+	}
+	memcpy(nv6, ft->v6, (size_t)ft->v6_used * sizeof(*nv6));
+	for (uint32_t i = ft->head; i != NONE; i = ft->cold[i].next) {
+		uint64_t j = ft->slots[i].hash & mask;
+
+		while (ns[j].hash != 0)
+			j = (j + 1) & mask;
+		ns[j] = ft->slots[i];
+		nc[j].v6 = ft->cold[i].v6;
+		nc[j].prev = tail;
+		nc[j].next = NONE;
+		if (tail != NONE)
+			nc[tail].next = (uint32_t)j;
+		else
+			head = (uint32_t)j;
+		tail = (uint32_t)j;
+		nocc[j >> 6] |= UINT64_C(1) << (j & 63);
+	}
+	tab_free(ft, ft->slots);
+	tab_free(ft, ft->cold);
+	tab_free(ft, ft->occ);
+	tab_free(ft, ft->v6);
+	ft->slots = ns;
+	ft->cold = nc;
+	ft->occ = nocc;
+	ft->v6 = nv6;
+	ft->head = head;
+	ft->tail = tail;
+	ft->mask = mask;
+	ft->grow_at = grow_at;
+	ft->sweep_pos = 0;
+	ft->memory_peak = size_of(ft, slots) + (uint64_t)CM_ROWS * ft->cm_width * 8;
+	return 0;
 }
 
 /* Account IP record @r, of key @k and hash @h, in its flow. */
@@ -537,10 +641,16 @@ account(struct rb2_flowtab *ft, const struct rb2_rec *r, const uint64_t k[3], ui
 			order_append(ft, (uint32_t)i);
 		}
 	} else {
+		if (rare(ft->count == ft->grow_at) && ft->count < ft->cap && grow(ft) == 0)
+			i = probe(ft, h, k);
 		if (ft->count == ft->cap) {
-			/* Full: end the record that started first, then look
-			 * again (the removal may have moved the hole). */
-			end_and_remove(ft, ft->head, RB2_FLOW_END_RESOURCES);
+			/* Full: end the record that started first (for its
+			 * timeout, when one has passed and no sweep has come
+			 * to it yet), then look again (the removal may have
+			 * moved the hole). */
+			unsigned int why = timed_out(ft, &ft->slots[ft->head], ft->now);
+
+			end_and_remove(ft, ft->head, why != 0 ? why : RB2_FLOW_END_RESOURCES);
 			i = probe(ft, h, k);
 		}
 		insert(ft, i, h, k, r);

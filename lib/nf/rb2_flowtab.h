@@ -47,8 +47,12 @@
  * links the flows in the order their records started (eviction and the
  * active timeout take the oldest in O(1)), and a pool holds the addresses
  * and ports of IPv6 flows, whose key in the line is a 160-bit digest. The
- * table never grows: it is sized for @c max_flows at a load of at most 0.7
- * when created (rb2_flowtab_memory() says how much that is).
+ * table starts small and doubles (a rehash of its flows, in the order they
+ * started) each time it holds 0.7 of its slots, up to its size for
+ * @c max_flows (rb2_flowtab_memory() says how much that is): a capture of a
+ * few flows costs a few MiB, not the cap's. @c prealloc sizes it for the cap
+ * at once, as a port wants: a rehash of a million flows stops the lcore for
+ * tens of milliseconds, while packets back up.
  */
 
 #include <stddef.h>
@@ -135,6 +139,8 @@ struct rb2_flowtab_params {
 	/** DPDK heap on this NUMA socket (hugepages when the EAL has them;
 	 * SOCKET_ID_ANY = -1 for any), or RB2_FLOWTAB_LIBC. Default LIBC. */
 	int socket_id;
+	/** Nonzero: allocate the table for @c max_flows now (no rehash later). */
+	int prealloc;
 	/** Called for every record that ends, once, on the adding thread. */
 	void (*end)(void *arg, const struct rb2_flow_rec *rec);
 	void *end_arg;
@@ -152,8 +158,11 @@ void rb2_flowtab_params_init(struct rb2_flowtab_params *p);
 struct rb2_flowtab *rb2_flowtab_create(const struct rb2_flowtab_params *p);
 void rb2_flowtab_free(struct rb2_flowtab *ft);
 
-/** @return bytes the table holds, all of it allocated at creation. */
+/** @return the most bytes the table may hold: its size for max_flows. */
 uint64_t rb2_flowtab_memory(const struct rb2_flowtab *ft);
+
+/** @return the bytes the table held at its largest so far. */
+uint64_t rb2_flowtab_memory_peak(const struct rb2_flowtab *ft);
 
 /** Account @p n records (IP kinds go in flows; every kind is in the totals). */
 void rb2_flowtab_add_burst(struct rb2_flowtab *ft, const struct rb2_rec *recs,
@@ -173,7 +182,9 @@ void rb2_flowtab_add_ptrs(struct rb2_flowtab *ft, const struct rb2_rec *const *r
 uint64_t rb2_flowtab_expire(struct rb2_flowtab *ft, uint64_t now_ns, uint64_t slots);
 
 /** End the @p max oldest records (0: every one), for @p reason
- * (RB2_FLOW_END_FORCED at the end of a run). @return the records ended. */
+ * (RB2_FLOW_END_FORCED at the end of a run); a record whose timeout has
+ * passed by the latest record's time ends for that timeout instead.
+ * @return the records ended. */
 uint64_t rb2_flowtab_flush(struct rb2_flowtab *ft, unsigned int reason, uint64_t max);
 
 /**

@@ -133,7 +133,7 @@ struct view {
 	const struct measure *m;    /* the settings (the shards share them) */
 	unsigned int shards;
 	struct rb2_nf_totals t;
-	uint64_t bad, bad_bytes, iv_out, unexported, table_bytes, cycles, timed;
+	uint64_t bad, bad_bytes, iv_out, unexported, table_bytes, table_peak, cycles, timed;
 	uint64_t base, niv;
 	uint64_t (*iv)[2];
 	struct rb2_flow_rec *tops;
@@ -184,6 +184,7 @@ view_make(struct view *v, struct measure *const *ms, unsigned int n)
 		v->iv_out += *m->c_iv_out;
 		v->unexported += *m->c_unexported;
 		v->table_bytes += rb2_flowtab_memory(m->ft);
+		v->table_peak += rb2_flowtab_memory_peak(m->ft);
 		v->cycles += m->cycles;
 		v->timed += m->timed_records;
 		for (unsigned int k = 0; k < m->ntop; k++)
@@ -258,7 +259,7 @@ write_json(struct outfiles *of, const struct view *v)
 
 	of->json_f = NULL;
 	doc = json_pack("{s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:I, "
-			"s:o, s:I, s:I, s:I, s:I, s:o, s:o, s:I}", "totals",
+			"s:o, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:I}", "totals",
 			"packets", (json_int_t)t->packets,
 			"bytes", (json_int_t)t->bytes, "ipv4", (json_int_t)t->ipv4,
 			"ipv6", (json_int_t)t->ipv6, "nonip", (json_int_t)t->nonip,
@@ -271,6 +272,7 @@ write_json(struct outfiles *of, const struct view *v)
 			"interval_ns", (json_int_t)m->interval_ns,
 			"peak_flows", (json_int_t)t->peak_flows,
 			"table_bytes", (json_int_t)v->table_bytes,
+			"table_bytes_peak", (json_int_t)v->table_peak,
 			"unexported", (json_int_t)v->unexported,
 			"ended", json_ended(t),
 			"timeouts_s", json_pack("{s:o, s:o}",
@@ -326,9 +328,10 @@ print_summary(const struct view *v, const char *name, FILE *out)
 	for (unsigned int r = 1; r < RB2_FLOW_END_MAX; r++)
 		fprintf(out, "%s %s %" PRIu64, r > 1 ? "," : "", rb2_flow_end_name(r), t->ended[r]);
 	fprintf(out, "\n  flow table%s: at most %" PRIu64 " flows held%s (%" PRIu64 " at the peak), "
-		"%.1f MiB; timeouts active %s, idle %s\n", v->shards > 1 ? "s" : "", m->max_flows,
-		v->shards > 1 ? " each" : "", t->peak_flows,
-		(double)v->table_bytes / (1 << 20), m->active_txt, m->idle_txt);
+		"%.1f MiB at most (%.1f MiB at the peak); timeouts active %s, idle %s\n",
+		v->shards > 1 ? "s" : "", m->max_flows, v->shards > 1 ? " each" : "", t->peak_flows,
+		(double)v->table_bytes / (1 << 20), (double)v->table_peak / (1 << 20),
+		m->active_txt, m->idle_txt);
 	if (t->ended[RB2_FLOW_END_RESOURCES] > 0)
 		fprintf(out, "  %" PRIu64 " records were ended early to make room (raise flows, or "
 			"shorten the timeouts)\n", t->ended[RB2_FLOW_END_RESOURCES]);

@@ -179,7 +179,8 @@ measure_init(struct rb2_stage *st, struct rb2_stage_args *a)
 	    rb2_stage_arg_str(a, "csv", NULL, &m->csv) < 0 ||
 	    rb2_stage_arg_str(a, "group", NULL, &group) < 0 ||
 	    rb2_stage_arg_double(a, "report_interval", 0, 0, 86400 * 365, &rep_s) < 0 ||
-	    rb2_stage_arg_str(a, "report", "-", &m->rep_path) < 0)
+	    rb2_stage_arg_str(a, "report", "-", &m->rep_path) < 0 ||
+	    rb2_stage_arg_bool(a, "prealloc", 0, &fp.prealloc) < 0)
 		return -EINVAL;
 	m->rep_ns = (uint64_t)(rep_s * 1e9);
 	if (m->rep_ns != 0 && m->rep_ns < 1000000) {
@@ -524,8 +525,8 @@ static const struct rb2_stage_ops measure_ops = {
 	.api_version = RB2_STAGE_API_VERSION,
 	.name = "measure",
 	.summary = "flow records with timeouts and a bounded table, rates, top-K, count-min "
-		   "(top, interval_ms, flows, active_timeout, idle_timeout, live, cm_width, json, "
-		   "csv); ended records out on edge 'records'",
+		   "(top, interval_ms, flows, prealloc, active_timeout, idle_timeout, live, cm_width, "
+		   "json, csv); ended records out on edge 'records'",
 	.edges = measure_edges,
 	.optional_edges = 1u << EDGE_RECORDS,
 	.priv_size = sizeof(struct measure),

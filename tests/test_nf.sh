@@ -137,9 +137,12 @@ generated)
 		--snaplen 40 --seed 2 >/dev/null
 	"$gen" -o "$tmp/c.pcap" --packets 100000 --flows 3000 --snaplen 96 --nano --seed 3 \
 		--ipv6 0.1 >/dev/null
+	# Streamed (the default: unpaced, once) across windows of 64 Ki records,
+	# messages of 3 records cut at each window's end; then preloaded.
 	check "$tmp/a.pcap"
-	check "$tmp/b.pcap"
+	check "$tmp/b.pcap" --batch 3
 	check "$tmp/c.pcap"
+	check "$tmp/a.pcap" --preload yes
 	# The generator's flow count is the flows that appear, the NF's count.
 	"$gen" -o "$tmp/e.pcap" --packets 50000 --flows 40000 --seed 12 --expect "$tmp/e.json" >/dev/null
 	run_nf "$tmp/e-nf.json" --trace "$tmp/e.pcap"
@@ -370,6 +373,10 @@ open('$tmp/ts.pcap', 'wb').write(d)"
 	expect_err "pps and multiplier both set" "$nf" "${eal[@]}" -- --trace "$tmp/g.pcap" \
 		--pps 10 --multiplier 2
 	expect_err "invalid batch = '65'.*\[1, 64\]" "$nf" "${eal[@]}" -- --trace "$tmp/g.pcap" --batch 65
+	expect_err "preload = no with loop: a paced or looped replay reads the trace from memory.*\(from --preload no\)" \
+		"$nf" "${eal[@]}" -- --trace "$tmp/g.pcap" --preload no --loop 2
+	expect_err "preload = maybe: expected auto, yes or no \(from --preload maybe\)" \
+		"$nf" "${eal[@]}" -- --trace "$tmp/g.pcap" --preload maybe
 	# Configurations: every error names the file and the line.
 	cfg() { printf '%s\n' "$@" >"$tmp/c.ini"; }
 	base=("[stage replay]" "type = replay" "lcore = 0" "trace = $tmp/g.pcap"
@@ -796,9 +803,11 @@ while slots // 10 * 7 < cap:
 bound = slots * (64 + 16) + slots // 8 + cap * 40 + 4096
 got = sum(r["in_packets"] for r in col if r.get("type") == "FLOW")
 print(f"{len(col)} records at the collector, {got} packets of {flows}; peak {nf['peak_flows']} "
-      f"flows held; {nf['ended']['evicted']} evicted; table {nf['table_bytes']} B (bound {bound})")
+      f"flows held; {nf['ended']['evicted']} evicted; table {nf['table_bytes_peak']} B at "
+      f"its largest, {nf['table_bytes']} B at most (bound {bound})")
 sys.exit(not (got == flows and nf["peak_flows"] <= cap and nf["ended"]["evicted"] > 0 and
-              nf["table_bytes"] <= bound and nf["flows"] >= 10 * cap))
+              nf["table_bytes"] <= bound and nf["table_bytes_peak"] <= nf["table_bytes"] and
+              nf["flows"] >= 10 * cap))
 PY
 		then ok "a full table of 2000: $(cat "$tmp/full.txt")"
 		else fail "a full table of 2000: $(cat "$tmp/full.txt")"; fi

@@ -42,7 +42,7 @@ static struct rb2_cfg_var vars[] = {
 	{ .name = "active_timeout" }, { .name = "idle_timeout" },
 	{ .name = "ipfix" }, { .name = "ipfix_file" }, { .name = "observation_domain" },
 	{ .name = "ipfix_mtu" }, { .name = "ipfix_rate" },
-	{ .name = "report_interval" }, { .name = "report_file" },
+	{ .name = "report_interval" }, { .name = "report_file" }, { .name = "preload" },
 	{ .name = "via" },          /* not an option: --preset l5 sets it */
 	{ .name = "export" },       /* not an option: --ipfix or --ipfix-file sets it */
 };
@@ -56,6 +56,7 @@ static const struct { const char *key, *var; } key_vars[] = {
 	{ "flows", "flows" }, { "collector", "ipfix" }, { "file", "ipfix_file" },
 	{ "domain", "observation_domain" }, { "mtu", "ipfix_mtu" }, { "rate", "ipfix_rate" },
 	{ "report_interval", "report_interval" }, { "report", "report_file" },
+	{ "preload", "preload" },
 };
 
 /* "... (from --ipfix)" for an error about a key an option set, or "". */
@@ -110,6 +111,9 @@ usage(FILE *o, const char *prog)
 "  --allow-non-ip     measure a capture in which no packet decodes as IP (by\n"
 "                     default refused: its link type is probably wrong)\n"
 "  --loop N           replay N times (0: until stopped)\n"
+"  --preload yes|no   read the whole trace into memory before the run (yes),\n"
+"                     or stream it while measuring (no); default: preload\n"
+"                     when paced or looped, which then needs it\n"
 "  --batch K          records per message (default 1)\n"
 "  --top K            heavy hitters shown (default 10)\n"
 "  --json FILE        measure's results with every flow, as JSON\n"
@@ -234,6 +238,7 @@ static const struct option lo[] = {
 	{ "ipfix-rate", required_argument, NULL, 'v' },
 	{ "report-interval", required_argument, NULL, 'v' },
 	{ "report-file", required_argument, NULL, 'v' },
+	{ "preload", required_argument, NULL, 'v' },
 	{ NULL, 0, NULL, 0 },
 };
 

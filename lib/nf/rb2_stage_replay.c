@@ -3,11 +3,16 @@
  */
 
 /*
- * The "replay" source stage: preloads a pcap/pcapng trace as 64-byte records
- * into hugepage memory (before any timing), then emits them on edge "out",
- * at top speed or paced (tcpreplay's conventions):
+ * The "replay" source stage: reads a pcap/pcapng trace as 64-byte records and
+ * emits them on edge "out", at top speed or paced (tcpreplay's conventions).
+ * Paced or looped, the trace is preloaded into hugepage memory before any
+ * timing, so reading the file never shows in the replay's timing; else it is
+ * streamed, read a window at a time while the records before it are being
+ * measured, so a capture's flows come out in one pass over the file:
  *
  *   trace = FILE          the capture (required)
+ *   preload = auto|yes|no yes: preload; no: stream; auto (the default):
+ *                         preload when paced (pps, multiplier) or looping
  *   pps = N               N records per second
  *   multiplier = X        the capture's own timing, X times faster
  *   maxsleep_ms = T       with multiplier: wait at most T ms between two
@@ -17,11 +22,13 @@
  *                         timestamps and sequence numbers continue the last
  *   batch = K             records per message (1: one message per packet,
  *                         as the paper; up to 64)
- *   progress = yes|no     a progress bar while loading (default: on a tty)
+ *   progress = yes|no     a progress bar while loading or streaming
+ *                         (default: on a tty)
  *   allow_truncated = yes a capture cut short is replayed up to the cut
  *                         either way; without this, the run then fails
  *   allow_non_ip = yes    a capture in which no packet decodes as IP (a
- *                         wrong link type, usually) is refused without it
+ *                         wrong link type, usually) is refused without it;
+ *                         a streamed one when none of its first window does
  */
 
 #include <errno.h>
@@ -43,6 +50,9 @@ RTE_LOG_REGISTER(replay_logtype, rb2.nf.replay, INFO);
 #define CHUNK_SHIFT 20                       /* 1 Mi records (64 MiB) per chunk */
 #define CHUNK (1u << CHUNK_SHIFT)
 #define BURST_MSGS 32
+/* Streaming: records read from the file at a time (4 MiB, out of the way of
+ * the measure lcore's cache), and what the link-type check looks at. */
+#define WINDOW (1u << 16)
 
 struct chunk {
 	struct rb2_rec *recs;
@@ -65,6 +75,14 @@ struct replay {
 	uint64_t *c_records, *c_loops, *c_paced;
 	struct rb2_trace_stats tst;
 	char trace_err[200];
+	/* Streaming: the open trace (NULL once read to its end), and the
+	 * window of records [n - win_n, n) read from it, win_idx emitted. */
+	struct rb2_trace *t;
+	struct rb2_rec *win;
+	uint32_t win_n, win_idx;
+	int allow_truncated, bar;
+	uint64_t size, next_bar;
+	const char *path;
 };
 
 static struct rb2_rec *
@@ -84,23 +102,105 @@ progress(const char *path, uint64_t done, uint64_t total, uint64_t recs, int fin
 		(double)recs / 1e6, final ? "\n" : "");
 }
 
-/* Read the whole trace into chunks of hugepage memory. */
+/* The trace has been read to its end (@ret 0) or to an error (@ret < 0):
+ * keep its statistics, say what cut it short, close it. */
+static void
+trace_done(struct rb2_stage *st, struct replay *r, struct rb2_trace *t, int ret)
+{
+	rb2_trace_stats_get(t, &r->tst);
+	if (ret < 0) {
+		/* The records so far stand, and are replayed; say what happened,
+		 * and fail the run unless a cut capture is expected. */
+		snprintf(r->trace_err, sizeof(r->trace_err), "%s", rb2_trace_error(t));
+		rte_log(RTE_LOG_WARNING, replay_logtype, "replay: %s is truncated or corrupt %s; replaying the "
+			"%" PRIu64 " records before that\n", r->path, r->trace_err, r->n);
+		if (!r->allow_truncated && r->n > 0)
+			rb2_stage_fail(st, "%s is cut short (%s): only the %" PRIu64 " records "
+				       "before the cut were replayed (allow_truncated = yes, or rb2-nf "
+				       "--allow-truncated, accepts that)", r->path, r->trace_err, r->n);
+	}
+	if (r->bar)
+		progress(r->path, r->size, r->size, r->n, 1);
+	rb2_trace_close(t);
+}
+
+/* Refuse a capture with no packet, or none that decodes as IP under its
+ * link type (of its first window, when streamed and not yet read whole). */
 static int
-preload(struct rb2_stage *st, struct replay *r, const char *path, int bar,
-	int allow_truncated, int allow_non_ip)
+check_trace(struct rb2_stage *st, struct replay *r, int linktype, int whole, int allow_non_ip)
+{
+	if (r->n == 0) {
+		rb2_stage_err(st, "%s holds no packet%s%s", r->path, r->trace_err[0] ? ": " : "",
+			      r->trace_err);
+		return -ENODATA;
+	}
+	if (r->tst.ipv4 + r->tst.ipv6 == 0 && !allow_non_ip) {
+		/* Nothing to measure: most likely a capture whose header names
+		 * the wrong link type. Say what the packets look like. */
+		uint64_t looks = RTE_MAX(r->tst.looks_ethernet, r->tst.looks_raw_ip);
+
+		rb2_stage_err(st, "none of the %s%" PRIu64 " packets of %s decodes as IP under its "
+			      "link type, %s%s%s%s; rewrite its link type (editcap -T ether|rawip IN "
+			      "OUT), or set allow_non_ip = yes (rb2-nf --allow-non-ip) to count them "
+			      "as they are", whole ? "" : "first ", r->n, r->path,
+			      rb2_trace_linktype_name(linktype),
+			      looks > 0 ? ": " : "",
+			      looks == 0 ? "" : r->tst.looks_ethernet >= r->tst.looks_raw_ip ?
+			      "they look like Ethernet frames (an IP ethertype at byte 12)" :
+			      "they look like raw IP packets (an IP header at byte 0)",
+			      looks > 0 ? ", so the link type is probably wrong" : "");
+		return -EINVAL;
+	}
+	if (r->tst.looks_ethernet + r->tst.looks_raw_ip > r->n / 2)
+		rte_log(RTE_LOG_WARNING, replay_logtype, "replay: %" PRIu64 " of %s's %s%" PRIu64
+			" packets do not decode as IP under its link type (%s) but look like %s: "
+			"is the link type wrong?\n", r->tst.looks_ethernet + r->tst.looks_raw_ip,
+			r->path, whole ? "" : "first ", r->n, rb2_trace_linktype_name(linktype),
+			r->tst.looks_ethernet >= r->tst.looks_raw_ip ? "Ethernet frames" : "raw IP");
+	return 0;
+}
+
+static struct rb2_trace *
+trace_open(struct rb2_stage *st, struct replay *r)
 {
 	char err[320];
-	struct rb2_trace *t = rb2_trace_open(path, err, sizeof(err));
+	struct rb2_trace *t = rb2_trace_open(r->path, err, sizeof(err));
 	struct stat sb;
-	uint64_t size = 0, next_bar = 0, t0 = rte_rdtsc();
-	int warned = 0, ret, linktype;
 
 	if (t == NULL) {
 		rb2_stage_err(st, "%s", err);
-		return -EINVAL;
+		return NULL;
 	}
-	if (stat(path, &sb) == 0)
-		size = (uint64_t)sb.st_size;
+	if (stat(r->path, &sb) == 0)
+		r->size = (uint64_t)sb.st_size;
+	return t;
+}
+
+/* Every 64 Ki records, the bar at most ten times a second. */
+static void
+progress_tick(struct replay *r, struct rb2_trace *t)
+{
+	uint64_t now;
+
+	if (!r->bar || (r->n & 0xffff) != 0)
+		return;
+	now = rte_rdtsc();
+	if (now >= r->next_bar) {
+		progress(r->path, rb2_trace_offset(t), r->size, r->n, 0);
+		r->next_bar = now + rte_get_tsc_hz() / 10;
+	}
+}
+
+/* Read the whole trace into chunks of hugepage memory. */
+static int
+preload(struct rb2_stage *st, struct replay *r, int allow_non_ip)
+{
+	struct rb2_trace *t = trace_open(st, r);
+	uint64_t t0 = rte_rdtsc();
+	int warned = 0, ret, linktype;
+
+	if (t == NULL)
+		return -EINVAL;
 	for (;;) {
 		struct chunk *c;
 
@@ -131,67 +231,65 @@ preload(struct rb2_stage *st, struct replay *r, const char *path, int bar,
 		if (ret <= 0)
 			break;
 		r->n++;
-		if (bar && (r->n & 0xffff) == 0) {
-			uint64_t now = rte_rdtsc();
-
-			if (now >= next_bar) {
-				progress(path, rb2_trace_offset(t), size, r->n, 0);
-				next_bar = now + rte_get_tsc_hz() / 10;
-			}
-		}
+		progress_tick(r, t);
 	}
-	if (bar)
-		progress(path, size, size, r->n, 1);
-	rb2_trace_stats_get(t, &r->tst);
 	linktype = rb2_trace_linktype(t);
-	if (ret < 0) {
-		/* The records so far stand, and are replayed; say what happened,
-		 * and fail the run unless a cut capture is expected. */
-		snprintf(r->trace_err, sizeof(r->trace_err), "%s", rb2_trace_error(t));
-		rte_log(RTE_LOG_WARNING, replay_logtype, "replay: %s is truncated or corrupt %s; replaying the "
-			"%" PRIu64 " records before that\n", path, r->trace_err, r->n);
-		if (!allow_truncated && r->n > 0)
-			rb2_stage_fail(st, "%s is cut short (%s): only the %" PRIu64 " records "
-				       "before the cut were replayed (allow_truncated = yes, or rb2-nf "
-				       "--allow-truncated, accepts that)", path, r->trace_err, r->n);
-	}
-	rb2_trace_close(t);
-	if (r->n == 0) {
-		rb2_stage_err(st, "%s holds no packet%s%s", path, ret < 0 ? ": " : "",
-			      ret < 0 ? r->trace_err : "");
-		return -ENODATA;
-	}
-	if (r->tst.ipv4 + r->tst.ipv6 == 0 && !allow_non_ip) {
-		/* Nothing to measure: most likely a capture whose header names
-		 * the wrong link type. Say what the packets look like. */
-		uint64_t looks = RTE_MAX(r->tst.looks_ethernet, r->tst.looks_raw_ip);
-
-		rb2_stage_err(st, "none of the %" PRIu64 " packets of %s decodes as IP under its link "
-			      "type, %s%s%s%s; rewrite its link type (editcap -T ether|rawip IN OUT), "
-			      "or set allow_non_ip = yes (rb2-nf --allow-non-ip) to count them as they are",
-			      r->n, path, rb2_trace_linktype_name(linktype),
-			      looks > 0 ? ": " : "",
-			      looks == 0 ? "" : r->tst.looks_ethernet >= r->tst.looks_raw_ip ?
-			      "they look like Ethernet frames (an IP ethertype at byte 12)" :
-			      "they look like raw IP packets (an IP header at byte 0)",
-			      looks > 0 ? ", so the link type is probably wrong" : "");
-		return -EINVAL;
-	}
-	if (r->tst.looks_ethernet + r->tst.looks_raw_ip > r->n / 2)
-		rte_log(RTE_LOG_WARNING, replay_logtype, "replay: %" PRIu64 " of %s's %" PRIu64
-			" packets do not decode as IP under its link type (%s) but look like %s: "
-			"is the link type wrong?\n", r->tst.looks_ethernet + r->tst.looks_raw_ip,
-			path, r->n, rb2_trace_linktype_name(linktype),
-			r->tst.looks_ethernet >= r->tst.looks_raw_ip ? "Ethernet frames" : "raw IP");
+	trace_done(st, r, t, ret);
+	ret = check_trace(st, r, linktype, 1, allow_non_ip);
+	if (ret != 0)
+		return ret;
 	rte_log(RTE_LOG_INFO, replay_logtype, "replay: %s: %" PRIu64 " records (%" PRIu64 " IPv4, %" PRIu64
-		" IPv6, %" PRIu64 " non-IP, %" PRIu64 " malformed) preloaded in %.2f s\n", path,
+		" IPv6, %" PRIu64 " non-IP, %" PRIu64 " malformed) preloaded in %.2f s\n", r->path,
 		r->n, r->tst.ipv4, r->tst.ipv6, r->tst.nonip, r->tst.malformed,
 		(double)(rte_rdtsc() - t0) / (double)rte_get_tsc_hz());
 	return 0;
 oom:
 	rb2_trace_close(t);
-	rb2_stage_err(st, "out of memory after %" PRIu64 " records of %s", r->n, path);
+	rb2_stage_err(st, "out of memory after %" PRIu64 " records of %s", r->n, r->path);
 	return -ENOMEM;
+}
+
+/* Streaming: the next window of records from the file; 0 at its end. */
+static uint32_t
+stream_fill(struct rb2_stage *st, struct replay *r)
+{
+	uint32_t n = 0;
+	int ret = 1;
+
+	if (r->t == NULL)
+		return 0;
+	while (n < WINDOW && (ret = rb2_trace_next(r->t, &r->win[n])) == 1) {
+		n++;
+		r->n++;
+		progress_tick(r, r->t);
+	}
+	if (ret <= 0) {
+		trace_done(st, r, r->t, ret);
+		r->t = NULL;
+	} else {
+		rb2_trace_stats_get(r->t, &r->tst);
+	}
+	r->win_n = n;
+	r->win_idx = 0;
+	return n;
+}
+
+/* Open the trace and read its first window, which the checks look at. */
+static int
+stream_open(struct rb2_stage *st, struct replay *r, int allow_non_ip)
+{
+	int linktype;
+
+	if (posix_memalign((void **)&r->win, 64, (size_t)WINDOW * sizeof(*r->win)) != 0) {
+		rb2_stage_err(st, "out of memory for a window of %u records", WINDOW);
+		return -ENOMEM;
+	}
+	r->t = trace_open(st, r);
+	if (r->t == NULL)
+		return -EINVAL;
+	linktype = rb2_trace_linktype(r->t);
+	stream_fill(st, r);
+	return check_trace(st, r, linktype, r->t == NULL, allow_non_ip);
 }
 
 static void
@@ -208,6 +306,10 @@ replay_fini(struct rb2_stage *st)
 	free(r->chunks);
 	r->chunks = NULL;
 	r->nchunks = 0;
+	rb2_trace_close(r->t);
+	r->t = NULL;
+	free(r->win);
+	r->win = NULL;
 }
 
 /*
@@ -245,20 +347,21 @@ static int
 replay_init(struct rb2_stage *st, struct rb2_stage_args *a)
 {
 	struct replay *r = rb2_stage_priv(st);
-	const char *path;
-	int bar, ret, allow_truncated, allow_non_ip;
+	const char *mode;
+	int ret, allow_non_ip, stream;
 
-	if (rb2_stage_arg_str(a, "trace", NULL, &path) < 0 ||
+	if (rb2_stage_arg_str(a, "trace", NULL, &r->path) < 0 ||
+	    rb2_stage_arg_str(a, "preload", "auto", &mode) < 0 ||
 	    rb2_stage_arg_double(a, "pps", 0, 0, 1e12, &r->pps) < 0 ||
 	    rb2_stage_arg_double(a, "multiplier", 0, 0, 1e9, &r->mult) < 0 ||
 	    rb2_stage_arg_u64(a, "maxsleep_ms", 0, 0, 86400000, &r->maxsleep_ms) < 0 ||
 	    rb2_stage_arg_u64(a, "loop", 1, 0, UINT32_MAX, &r->loops) < 0 ||
 	    rb2_stage_arg_u64(a, "batch", 1, 1, RB2_REC_BATCH_MAX, &r->batch) < 0 ||
-	    rb2_stage_arg_bool(a, "progress", isatty(STDERR_FILENO), &bar) < 0 ||
-	    rb2_stage_arg_bool(a, "allow_truncated", 0, &allow_truncated) < 0 ||
+	    rb2_stage_arg_bool(a, "progress", isatty(STDERR_FILENO), &r->bar) < 0 ||
+	    rb2_stage_arg_bool(a, "allow_truncated", 0, &r->allow_truncated) < 0 ||
 	    rb2_stage_arg_bool(a, "allow_non_ip", 0, &allow_non_ip) < 0)
 		return -EINVAL;
-	if (path == NULL) {
+	if (r->path == NULL) {
 		rb2_stage_err(st, "no trace: set trace = FILE (rb2-nf: --trace FILE)");
 		return -EINVAL;
 	}
@@ -266,20 +369,42 @@ replay_init(struct rb2_stage *st, struct rb2_stage_args *a)
 		rb2_stage_err(st, "pps and multiplier both set: pace by one of them");
 		return -EINVAL;
 	}
+	if (strcmp(mode, "auto") == 0) {
+		stream = r->pps == 0 && r->mult == 0 && r->loops == 1;
+	} else if (strcmp(mode, "no") == 0) {
+		stream = 1;
+		if (r->pps > 0 || r->mult > 0 || r->loops != 1) {
+			rb2_stage_err(st, "preload = no with %s: a paced or looped replay reads "
+				      "the trace from memory; drop preload = no",
+				      r->loops != 1 ? "loop" : r->pps > 0 ? "pps" : "multiplier");
+			return -EINVAL;
+		}
+	} else if (strcmp(mode, "yes") == 0) {
+		stream = 0;
+	} else {
+		rb2_stage_err(st, "preload = %s: expected auto, yes or no", mode);
+		return -EINVAL;
+	}
 	r->c_records = rb2_stage_counter(st, "records");
 	r->c_loops = rb2_stage_counter(st, "loops");
 	r->c_paced = rb2_stage_counter(st, "paced_waits");
-	ret = preload(st, r, path, bar, allow_truncated, allow_non_ip);
-	if (ret == 0 && r->mult > 0 && r->maxsleep_ms == 0)
-		ret = check_gaps(st, r, path);
+	if (stream) {
+		ret = stream_open(st, r, allow_non_ip);
+	} else {
+		ret = preload(st, r, allow_non_ip);
+		if (ret == 0 && r->mult > 0 && r->maxsleep_ms == 0)
+			ret = check_gaps(st, r, r->path);
+	}
 	if (ret != 0) {
 		replay_fini(st);
 		return ret;
 	}
-	r->ts_first = rec_at(r, 0)->ts_ns;
-	r->ts_span = rec_at(r, r->n - 1)->ts_ns - r->ts_first;
-	/* A loop starts one mean gap after the last ended. */
-	r->ts_span += r->n > 1 ? r->ts_span / (r->n - 1) : 1000;
+	if (!stream) {
+		r->ts_first = rec_at(r, 0)->ts_ns;
+		r->ts_span = rec_at(r, r->n - 1)->ts_ns - r->ts_first;
+		/* A loop starts one mean gap after the last ended. */
+		r->ts_span += r->n > 1 ? r->ts_span / (r->n - 1) : 1000;
+	}
 	r->hz = rte_get_tsc_hz();
 	return 0;
 }
@@ -318,17 +443,70 @@ due(struct replay *r, uint64_t want)
 	return want;
 }
 
+/* Emit up to @p want records from @p src (contiguous), in messages of
+ * batch records (the last one shorter); @return the messages emitted. */
 static int
-replay_poll(struct rb2_stage *st)
+emit_from(struct rb2_stage *st, struct replay *r, const struct rb2_rec *src, uint64_t want)
 {
-	struct replay *r = rb2_stage_priv(st);
 	uint32_t rsz = sizeof(struct rb2_rec);
-	uint64_t want, left, chunk_left, take;
+	uint64_t take, per;
 	uint32_t len;
 	size_t stride;
 	void *first;
 	int k;
 
+	if (want >= r->batch) {
+		len = (uint32_t)(r->batch * rsz);
+		take = want / r->batch;
+	} else {
+		len = (uint32_t)(want * rsz);   /* the last, short message */
+		take = 1;
+	}
+	per = len / rsz;
+	k = rb2_stage_emit_reserve(st, 0, len, (unsigned int)take, &first, &stride);
+	if (k < 0)
+		return k;
+	for (int i = 0; i < k; i++) {
+		struct rb2_rec *dst = (struct rb2_rec *)((uint8_t *)first + (size_t)i * stride);
+
+		memcpy(dst, src + (uint64_t)i * per, len);
+		if (r->loop > 0)
+			for (uint32_t j = 0; j < per; j++) {
+				dst[j].ts_ns += r->loop * r->ts_span;
+				dst[j].seq += (uint32_t)(r->loop * r->n);
+			}
+	}
+	rb2_stage_emit_commit(st, 0, len, (unsigned int)k);
+	r->sent += (uint64_t)k * per;
+	rb2_stage_count(r->c_records, (uint64_t)k * per);
+	return k;
+}
+
+/* Streaming: the window's next burst; the next window once it is all out. */
+static int
+stream_poll(struct rb2_stage *st, struct replay *r)
+{
+	uint64_t before = r->sent;
+	int k;
+
+	if (r->win_idx == r->win_n && stream_fill(st, r) == 0)
+		return -ENODATA;
+	k = emit_from(st, r, &r->win[r->win_idx],
+		      RTE_MIN((uint64_t)(r->win_n - r->win_idx), (uint64_t)BURST_MSGS * r->batch));
+	if (k > 0)
+		r->win_idx += (uint32_t)(r->sent - before);
+	return k;
+}
+
+static int
+replay_poll(struct rb2_stage *st)
+{
+	struct replay *r = rb2_stage_priv(st);
+	uint64_t want, left, chunk_left, before;
+	int k;
+
+	if (r->win != NULL)
+		return stream_poll(st, r);
 	if (r->idx == r->n) {
 		if (r->loops != 0 && r->loop + 1 >= r->loops)
 			return -ENODATA;
@@ -349,31 +527,9 @@ replay_poll(struct rb2_stage *st)
 			return 0;
 		}
 	}
-	if (want >= r->batch) {
-		len = (uint32_t)(r->batch * rsz);
-		take = want / r->batch;
-	} else {
-		len = (uint32_t)(want * rsz);   /* the last, short message */
-		take = 1;
-	}
-	k = rb2_stage_emit_reserve(st, 0, len, (unsigned int)take, &first, &stride);
-	if (k < 0)
-		return k;
-	for (int i = 0; i < k; i++) {
-		struct rb2_rec *dst = (struct rb2_rec *)((uint8_t *)first + (size_t)i * stride);
-		const struct rb2_rec *src = rec_at(r, r->idx + (uint64_t)i * (len / rsz));
-
-		memcpy(dst, src, len);
-		if (r->loop > 0)
-			for (uint32_t j = 0; j < len / rsz; j++) {
-				dst[j].ts_ns += r->loop * r->ts_span;
-				dst[j].seq += (uint32_t)(r->loop * r->n);
-			}
-	}
-	rb2_stage_emit_commit(st, 0, len, (unsigned int)k);
-	r->idx += (uint64_t)k * (len / rsz);
-	r->sent += (uint64_t)k * (len / rsz);
-	rb2_stage_count(r->c_records, (uint64_t)k * (len / rsz));
+	before = r->sent;
+	k = emit_from(st, r, rec_at(r, r->idx), want);
+	r->idx += r->sent - before;
 	return k;
 }
 
@@ -387,7 +543,10 @@ replay_report(struct rb2_stage *st, FILE *out)
 	fprintf(out, "replay '%s': %" PRIu64 " records sent (%" PRIu64 " in the trace x %" PRIu64
 		" loop(s)%s)", rb2_stage_name(st), r->sent, r->n, r->loop + 1,
 		r->loops == 0 ? ", looping until stopped" : "");
-	if (r->loops != 0 && r->sent < planned)
+	if (r->win != NULL && (r->t != NULL || r->win_idx < r->win_n))
+		fprintf(out, "; stopped early: the trace was streamed, and not to its end "
+			"(%" PRIu64 " records read)", r->n);
+	else if (r->loops != 0 && r->sent < planned)
 		fprintf(out, "; stopped early: %" PRIu64 " of the %" PRIu64 " records to send were "
 			"not sent", planned - r->sent, planned);
 	fprintf(out, "%s%s\n", r->trace_err[0] ? "; trace cut short " : "", r->trace_err);

@@ -87,7 +87,10 @@ class Runner:
         self.n += 1
         # --huge-unlink: a primary's hugepage files outlive it otherwise,
         # and a few hundred runs would use every page up.
-        mem = ["-m", str(mb), "--huge-unlink"] if huge else ["--no-huge", "-m", str(mb)]
+        # mb 0 with hugepages: none preallocated, the EAL maps them as the
+        # heap grows (what a user's run without -m does).
+        mem = (["-m", str(mb)] if mb else []) + ["--huge-unlink"] if huge else \
+            ["--no-huge", "-m", str(mb or 1024)]
         return ["-l", f"0-{lcores - 1}", "--no-pci", *mem, "--file-prefix",
                 f"rb2eval{os.getpid()}", "--log-level=lib.eal:error"]
 

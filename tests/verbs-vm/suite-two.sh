@@ -179,7 +179,7 @@ fi
 sleep 2
 kill $rpid; wait $rpid
 rm -f /dev/hugepages/rsmap_*
-run elastic elastic 21010 20000
+run elastic elastic 21010 10000
 if [ $side = client ]; then
 	d=$(sed -n 's/.*, \([0-9]*\) deferred tail syncs.*/\1/p' /tmp/elastic)
 	if [ "${d:-0}" -gt 0 ]; then pass=$((pass + 1)); echo "PASS two_guests_elastic_threshold_defers ($d deferrals)";
@@ -188,8 +188,8 @@ fi
 # The other tail syncs across the wire: native WRITE_WITH_IMM (receive
 # completions, credits) and FaRM's poll message (lengths landing byte by
 # byte while the receiver polls).
-RB2_TEST_SYNC=push+imm run stream_imm stream 21030 30000
-RB2_TEST_SYNC=push+poll run stream_poll stream 21040 30000
+RB2_TEST_SYNC=push+imm run stream_imm stream 21030 15000
+RB2_TEST_SYNC=push+poll run stream_poll stream 21040 15000
 grep -q "tail WRITE_WITH_IMM" /tmp/stream_imm && grep -q "tail poll message" /tmp/stream_poll ||
 	{ fail=$((fail + 1)); echo "FAIL two_guests_sync_policies (not the policies asked for)"; }
 # Faults on the wire: netem on each guest's side of the link (both ways).
@@ -204,11 +204,11 @@ netem() { # NAME PORT COUNT NETEM-ARGS...
 	tc qdisc del dev eth0 root
 }
 modprobe sch_netem
-netem netem_loss_1pct 21100 20000 loss 1%
+netem netem_loss_1pct 21100 10000 loss 1%
 netem netem_loss_10pct 21110 1000 loss 10%
 netem netem_delay_jitter 21120 5000 delay 2ms 1ms
-netem netem_reorder 21130 20000 delay 4ms reorder 25% 50%
-netem netem_duplicate_corrupt 21140 20000 duplicate 1% corrupt 0.5%
+netem netem_reorder 21130 10000 delay 4ms reorder 25% 50%
+netem netem_duplicate_corrupt 21140 10000 duplicate 1% corrupt 0.5%
 
 # The measurement NF split over the two guests: replay on B, an RB2 channel
 # over verbs (rdma_cm, across the wire), measure on A. A checks every flow

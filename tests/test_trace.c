@@ -282,6 +282,107 @@ Test(rb2_trace, reader_matches_the_generators_ground_truth)
 	unlink(exp);
 }
 
+/* Every record of @p t, in bursts of @p burst; *n is their count. */
+static struct rb2_rec *
+read_all(struct rb2_trace *t, unsigned int burst, uint64_t *n, int *end)
+{
+	uint64_t cap = 1024;
+	struct rb2_rec *v = malloc(cap * sizeof(*v));
+	int k;
+
+	*n = 0;
+	while ((k = rb2_trace_next_burst(t, &v[*n], (unsigned int)(cap - *n < burst ? cap - *n :
+								    burst))) > 0)
+		if ((*n += (uint64_t)k) == cap) {
+			cap *= 2;
+			v = realloc(v, cap * sizeof(*v));
+			cr_assert_not_null(v);
+		}
+	*end = k;
+	return v;
+}
+
+/* Read @p path (a command's output when @p pipe_cmd) with rb2's reader, in
+ * bursts of @p burst, and expect @p want's records and end. */
+static void
+expect_records(const char *path, const char *pipe_cmd, unsigned int burst,
+	       const struct rb2_rec *want, uint64_t nwant, int want_end)
+{
+	char err[256];
+	struct rb2_trace *t;
+	struct rb2_rec *got;
+	uint64_t n;
+	int end;
+
+	if (pipe_cmd != NULL) {
+		FILE *f = popen(pipe_cmd, "r");
+
+		cr_assert_not_null(f);
+		t = rb2_trace_open_file(f, pipe_cmd, err, sizeof(err));
+	} else {
+		t = rb2_trace_open(path, err, sizeof(err));
+	}
+	cr_assert_not_null(t, "%s", err);
+	got = read_all(t, burst, &n, &end);
+	cr_expect_eq(n, nwant, "%s: %" PRIu64 " records, libpcap %" PRIu64,
+		     pipe_cmd ? pipe_cmd : path, n, nwant);
+	cr_expect_eq(end, want_end, "%s: the end", pipe_cmd ? pipe_cmd : path);
+	cr_expect(n == nwant && memcmp(got, want, n * sizeof(*got)) == 0,
+		  "%s: the records of rb2's reader differ from libpcap's", pipe_cmd ? pipe_cmd : path);
+	rb2_trace_close(t);
+	free(got);
+}
+
+Test(rb2_trace, own_reader_gives_libpcaps_records_from_files_and_pipes)
+{
+	const char *const extra[] = {
+		"--packets 50000 --flows 3000 --ipv6 0.2 --nonip 0.05 --snaplen 96 --seed 5",
+		"--packets 20000 --flows 500 --ipv6 0.3 --snaplen 1600 --nano --seed 6",
+	};
+
+	for (unsigned int e = 0; e < 2; e++) {
+		char pcap[] = "/tmp/rb2tXXXXXX", exp[64], err[256], cmd[256], cut[80];
+		struct rb2_trace *t;
+		struct rb2_rec *want;
+		uint64_t n;
+		int end;
+		FILE *f;
+
+		close(mkstemp(pcap));
+		snprintf(exp, sizeof(exp), "%s.json", pcap);
+		gen(pcap, exp, extra[e]);
+		t = rb2_trace_open_libpcap(pcap, err, sizeof(err));
+		cr_assert_not_null(t, "%s", err);
+		want = read_all(t, 1, &n, &end);
+		rb2_trace_close(t);
+		cr_assert_eq(end, 0);
+		expect_records(pcap, NULL, 1, want, n, 0);
+		expect_records(pcap, NULL, 256, want, n, 0);
+		snprintf(cmd, sizeof(cmd), "cat %s", pcap);
+		expect_records(NULL, cmd, 100, want, n, 0);
+		/* pcapng, from a pipe: libpcap reads it, after the bytes the
+		 * format check took are handed back. */
+		snprintf(cmd, sizeof(cmd), "editcap -F pcapng %s - 2>/dev/null", pcap);
+		if (system("command -v editcap > /dev/null") == 0)
+			expect_records(NULL, cmd, 64, want, n, 0);
+		/* Cut inside a record: the records before it, then the error. */
+		f = fopen(pcap, "r+");
+		cr_assert_not_null(f);
+		fseek(f, 0, SEEK_END);
+		cr_assert_eq(ftruncate(fileno(f), ftell(f) - 10), 0);
+		fclose(f);
+		expect_records(pcap, NULL, 256, want, n - 1, -EBADMSG);
+		snprintf(cut, sizeof(cut), "after %" PRIu64 " packets", n - 1);
+		t = rb2_trace_open(pcap, err, sizeof(err));
+		free(read_all(t, 256, &n, &end));
+		cr_expect(strstr(rb2_trace_error(t), cut) != NULL, "%s", rb2_trace_error(t));
+		rb2_trace_close(t);
+		free(want);
+		unlink(pcap);
+		unlink(exp);
+	}
+}
+
 Test(rb2_trace, nanosecond_timestamps_are_kept)
 {
 	char pcap[] = "/tmp/rb2tXXXXXX", exp[64], err[256];

@@ -62,7 +62,7 @@ struct flowctr {
 
 struct ctx {
 	struct rb2_rec *recs;
-	uint64_t n;
+	uint64_t n, cap;
 	uint64_t flows;             /* capacity */
 	uint64_t cycles[NDESIGNS];  /* of the last round */
 	uint64_t mem[NDESIGNS];     /* bytes the table took */
@@ -229,23 +229,33 @@ run(void *arg, unsigned int variant, unsigned int round, double *figure)
 	return 0;
 }
 
-static int
-load(struct ctx *c, const char *path)
+/* Read the capture into c->recs (replacing them) with rb2's reader or
+ * libpcap's: @return the ns a record took, or -1. */
+static double
+load(struct ctx *c, const char *path, int libpcap)
 {
 	char err[256];
-	struct rb2_trace *t = rb2_trace_open(path, err, sizeof(err));
-	uint64_t cap = 1 << 20;
+	uint64_t t0 = rte_rdtsc();
+	struct rb2_trace *t = libpcap ? rb2_trace_open_libpcap(path, err, sizeof(err)) :
+		rb2_trace_open(path, err, sizeof(err));
 	int r;
 
 	if (t == NULL) {
 		fprintf(stderr, PROG ": %s\n", err);
 		return -1;
 	}
-	c->recs = malloc(cap * sizeof(*c->recs));
-	while (c->recs != NULL && (r = rb2_trace_next(t, &c->recs[c->n])) == 1)
-		if (++c->n == cap) {
-			cap *= 2;
-			c->recs = realloc(c->recs, cap * sizeof(*c->recs));
+	/* A second read reuses the first's memory (its pages are in). */
+	c->n = 0;
+	if (c->recs == NULL) {
+		c->cap = 1 << 20;
+		c->recs = malloc(c->cap * sizeof(*c->recs));
+	}
+	while (c->recs != NULL &&
+	       (r = rb2_trace_next_burst(t, &c->recs[c->n],
+					 (unsigned int)RTE_MIN(UINT64_C(256), c->cap - c->n))) > 0)
+		if ((c->n += (uint64_t)r) == c->cap) {
+			c->cap *= 2;
+			c->recs = realloc(c->recs, c->cap * sizeof(*c->recs));
 		}
 	rb2_trace_close(t);
 	if (c->recs == NULL || c->n == 0) {
@@ -253,7 +263,50 @@ load(struct ctx *c, const char *path)
 			"no packet");
 		return -1;
 	}
-	return 0;
+	return (double)(rte_rdtsc() - t0) * 1e9 / (double)rte_get_tsc_hz() / (double)c->n;
+}
+
+/*
+ * --reader both: the capture read into records by rb2's reader and by
+ * libpcap in turn, @p rounds times; the two must give the same records.
+ * @return a JSON object of the figures, or NULL.
+ */
+static json_t *
+compare_readers(struct ctx *c, const char *path, unsigned int rounds)
+{
+	double ns[2][1000], ratio[1000];
+	struct rb2_rec *first = NULL;
+	uint64_t n = 0;
+
+	if (load(c, path, 0) < 0)       /* the records' memory faulted in */
+		return NULL;
+	for (unsigned int r = 0; r < rounds; r++) {
+		for (int lib = 0; lib < 2; lib++) {
+			ns[lib][r] = load(c, path, lib);
+			if (ns[lib][r] < 0)
+				return NULL;
+			if (r == 0 && lib == 0) {
+				n = c->n;
+				first = malloc(n * sizeof(*first));
+				if (first == NULL)
+					return NULL;
+				memcpy(first, c->recs, n * sizeof(*first));
+			} else if (r == 0 && (c->n != n || memcmp(first, c->recs, n * sizeof(*first)))) {
+				fprintf(stderr, PROG ": %s: rb2's reader and libpcap give different "
+					"records\n", path);
+				free(first);
+				return NULL;
+			}
+		}
+		ratio[r] = ns[1][r] / ns[0][r];
+		printf("read round %u/%u: rb2 %.1f ns/record, libpcap %.1f\n", r + 1, rounds,
+		       ns[0][r], ns[1][r]);
+	}
+	free(first);
+	return json_pack("{s:o, s:o, s:o, s:b}", "rb2_ns_per_record",
+			 bench_json_real(bench_median(ns[0], rounds)), "libpcap_ns_per_record",
+			 bench_json_real(bench_median(ns[1], rounds)), "libpcap_over_rb2",
+			 bench_json_real(bench_median(ratio, rounds)), "same_records", 1);
 }
 
 static int
@@ -265,7 +318,7 @@ parse_designs(const char *prog, const char *arg, void *dst)
 static int
 flowbench_main(int argc, char **argv)
 {
-	const char *trace = NULL, *json = NULL;
+	const char *trace = NULL, *json = NULL, *reader = "rb2";
 	unsigned int rounds = 5, mask = 1u << D_RB2 | 1u << D_RTE_HASH;
 	uint64_t flows = 1 << 20;
 	struct bench_opt opts[] = {
@@ -278,13 +331,16 @@ flowbench_main(int argc, char **argv)
 		  .help = "interleaved rounds (default 5)" },
 		{ "designs", BENCH_CALL, &mask, .call = parse_designs, .arg = "LIST",
 		  .help = "rb2, rte_hash, none (default rb2,rte_hash)" },
+		{ "reader", BENCH_STR, &reader, .arg = "WHICH",
+		  .help = "the capture's reader: rb2 (default), libpcap, or both: then it is "
+		  "read by each in turn, --rounds times, timed, and their records compared" },
 		{ "json", BENCH_STR, &json, .arg = "FILE", .help = "the figures as JSON" },
 		{ .name = "help", .type = BENCH_HELP },
 		{ .type = BENCH_END },
 	};
 	struct ctx c = { .flows = 0 };
+	json_t *doc, *ds, *read = NULL;
 	double *fig;
-	json_t *doc, *ds;
 
 	if (bench_opts_parse(PROG, "[EAL args] -- --trace FILE [options]", opts, argc, argv) < 0)
 		return 1;
@@ -296,8 +352,18 @@ flowbench_main(int argc, char **argv)
 	for (unsigned int d = 0; d < NDESIGNS; d++)
 		if (mask & 1u << d)
 			c.designs[c.ndesigns++] = d;
-	if (load(&c, trace) < 0)
+	if (strcmp(reader, "rb2") != 0 && strcmp(reader, "libpcap") != 0 &&
+	    strcmp(reader, "both") != 0) {
+		fprintf(stderr, PROG ": --reader %s: expected rb2, libpcap or both\n", reader);
 		return 1;
+	}
+	if (strcmp(reader, "both") == 0) {
+		read = compare_readers(&c, trace, rounds);
+		if (read == NULL)
+			return 1;
+	} else if (load(&c, trace, strcmp(reader, "libpcap") == 0) < 0) {
+		return 1;
+	}
 	fig = calloc((size_t)rounds * c.ndesigns, sizeof(*fig));
 	if (fig == NULL || bench_rounds_run(PROG, rounds, c.ndesigns, run, &c, fig) < 0)
 		return 1;
@@ -323,6 +389,8 @@ flowbench_main(int argc, char **argv)
 			"flows_held", (json_int_t)c.held[d]));
 	}
 	json_object_set_new(doc, "designs", ds);
+	if (read != NULL)
+		json_object_set_new(doc, "read", read);
 	if (mask & 1u << D_RB2 && mask & 1u << D_RTE_HASH)
 		json_object_set_new(doc, "rb2_over_rte_hash", bench_json_real(bench_median_ratio(
 			fig, fig + rounds, rounds)));

@@ -53,6 +53,8 @@ RTE_LOG_REGISTER(replay_logtype, rb2.nf.replay, INFO);
 /* Streaming: records read from the file at a time (4 MiB, out of the way of
  * the measure lcore's cache), and what the link-type check looks at. */
 #define WINDOW (1u << 16)
+/* Records read and counted at a time (CHUNK and WINDOW are multiples). */
+#define READ_BURST 256u
 
 struct chunk {
 	struct rb2_rec *recs;
@@ -182,7 +184,7 @@ progress_tick(struct replay *r, struct rb2_trace *t)
 {
 	uint64_t now;
 
-	if (!r->bar || (r->n & 0xffff) != 0)
+	if (!r->bar || (r->n & 0xffff) >= READ_BURST)
 		return;
 	now = rte_rdtsc();
 	if (now >= r->next_bar) {
@@ -227,10 +229,10 @@ preload(struct rb2_stage *st, struct replay *r, int allow_non_ip)
 			r->nchunks++;
 		}
 		c = &r->chunks[r->nchunks - 1];
-		ret = rb2_trace_next(t, &c->recs[r->n & (CHUNK - 1)]);
+		ret = rb2_trace_next_burst(t, &c->recs[r->n & (CHUNK - 1)], READ_BURST);
 		if (ret <= 0)
 			break;
-		r->n++;
+		r->n += (uint64_t)ret;
 		progress_tick(r, t);
 	}
 	linktype = rb2_trace_linktype(t);
@@ -258,9 +260,9 @@ stream_fill(struct rb2_stage *st, struct replay *r)
 
 	if (r->t == NULL)
 		return 0;
-	while (n < WINDOW && (ret = rb2_trace_next(r->t, &r->win[n])) == 1) {
-		n++;
-		r->n++;
+	while (n < WINDOW && (ret = rb2_trace_next_burst(r->t, &r->win[n], READ_BURST)) > 0) {
+		n += (uint32_t)ret;
+		r->n += (uint64_t)ret;
 		progress_tick(r, r->t);
 	}
 	if (ret <= 0) {

@@ -2,8 +2,18 @@
  * Copyright(c) 2026 The rb2 authors
  */
 
-/* Trace reading: libpcap for the container, our own parser for the frames. */
+/*
+ * Trace reading. The classic pcap format (the one CAIDA and tcpdump -w
+ * write) is read here: big read()s into a buffer, each record parsed where it
+ * lies. libpcap reads the rest (pcapng, the modified formats, link types
+ * with FCS bits). Our own parser reads the frames.
+ *
+ * Why not libpcap for all: it copies each record out of stdio's buffer with
+ * two fread() calls, a third of the cost of reading a capture into records
+ * (rb2-flowbench --reader; doc/eval/nf-read.md has the figures).
+ */
 
+#define _GNU_SOURCE    /* fopencookie() */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,14 +27,26 @@
 #include "rb2_trace.h"
 
 struct rb2_trace {
-	pcap_t *pcap;
+	pcap_t *pcap;            /* libpcap reads it; else the classic reader: */
+	FILE *f;
+	uint8_t *buf;            /* [pos, have) read and not yet parsed */
+	size_t pos, have;
+	uint64_t buf_off;        /* the file offset of buf[0] */
+	int swap;                /* the file's byte order is not ours */
 	int linktype;
 	int nano;                /* timestamps in ns */
+	int pending;             /* an error the next burst returns */
 	uint64_t seq;
 	struct rb2_trace_stats st;
 	char *iobuf;             /* the FILE's buffer (rb2_trace_open()) */
 	char err[PCAP_ERRBUF_SIZE + 64];
 };
+
+/* Classic pcap: a 24-byte file header, then a 16-byte header per record. */
+#define PCAP_MAGIC_US 0xa1b2c3d4u
+#define PCAP_MAGIC_NS 0xa1b23c4du
+#define PCAP_MAX_CAPLEN 262144u  /* libpcap's MAXIMUM_SNAPLEN */
+#define CLASSIC_BUF ((1u << 20) + PCAP_MAX_CAPLEN + 16)
 
 /*
  * libpcap reads a file through stdio, two fread() calls a packet. With
@@ -442,6 +464,163 @@ rb2_trace_count(struct rb2_trace_stats *st, const struct rb2_rec *r)
 	rb2_trace_count_burst(st, r, 1);
 }
 
+static uint32_t
+file32(const struct rb2_trace *t, const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return t->swap ? __builtin_bswap32(v) : v;
+}
+
+/* The classic reader takes the link types whose LINKTYPE_ value is the
+ * DLT_ value rb2_trace_parse() knows (RAW's differ: 101 and 12); libpcap
+ * maps and refuses the others. */
+static int
+classic_linktype(uint32_t lt)
+{
+	switch (lt) {
+	case LT_NULL: case LT_EN10MB: case LT_PPP: case LT_PPP_SERIAL: case LT_LOOP:
+	case LT_LINUX_SLL: case LT_IPV4: case LT_IPV6: case LT_LINUX_SLL2:
+		return (int)lt;
+	case 101:
+		return DLT_RAW;
+	default:
+		return -1;
+	}
+}
+
+/* Make [pos, pos + need) readable: @return 1, 0 at a clean end (nothing
+ * left), -1 when the file ends inside it. */
+static int
+classic_fill(struct rb2_trace *t, size_t need)
+{
+	while (t->have - t->pos < need) {
+		size_t n;
+
+		if (t->pos > 0) {
+			memmove(t->buf, t->buf + t->pos, t->have - t->pos);
+			t->buf_off += t->pos;
+			t->have -= t->pos;
+			t->pos = 0;
+		}
+		n = fread(t->buf + t->have, 1, CLASSIC_BUF - t->have, t->f);
+		if (n == 0)
+			return t->have == t->pos ? 0 : -1;
+		t->have += n;
+	}
+	return 1;
+}
+
+/* The next record of a classic pcap file, in place. */
+static int
+classic_next(struct rb2_trace *t, const uint8_t **data, uint32_t *caplen, uint32_t *len,
+	     uint64_t *ts_ns)
+{
+	const uint8_t *h;
+	int ret = classic_fill(t, 16);
+
+	if (ret <= 0) {
+		if (ret < 0)
+			snprintf(t->err, sizeof(t->err), "after %llu packets: truncated dump file; "
+				 "a record header cut short", (unsigned long long)t->seq);
+		return ret < 0 ? -EBADMSG : 0;
+	}
+	h = t->buf + t->pos;
+	*caplen = file32(t, h + 8);
+	*len = file32(t, h + 12);
+	*ts_ns = (uint64_t)file32(t, h) * 1000000000ull +
+		(uint64_t)file32(t, h + 4) * (t->nano ? 1 : 1000);
+	if (*caplen > PCAP_MAX_CAPLEN) {
+		snprintf(t->err, sizeof(t->err), "after %llu packets: invalid packet capture "
+			 "length %u, bigger than %u (a corrupt file)", (unsigned long long)t->seq,
+			 *caplen, PCAP_MAX_CAPLEN);
+		return -EBADMSG;
+	}
+	if (classic_fill(t, 16 + (size_t)*caplen) <= 0) {
+		snprintf(t->err, sizeof(t->err), "after %llu packets: truncated dump file; tried "
+			 "to read %u captured bytes, only got %zu", (unsigned long long)t->seq,
+			 *caplen, t->have - t->pos - 16);
+		return -EBADMSG;
+	}
+	*data = t->buf + t->pos + 16;
+	t->pos += 16 + (size_t)*caplen;
+	return 1;
+}
+
+/* A classic pcap file whose header is @p hdr (24 bytes, read from @p f):
+ * its reader, or NULL when libpcap must read it (errno 0), or on failure
+ * (errno set). */
+static struct rb2_trace *
+classic_open(FILE *f, const uint8_t *hdr)
+{
+	struct rb2_trace *t;
+	uint32_t magic, lt;
+	uint16_t major;
+	int swap, nano, dlt;
+
+	memcpy(&magic, hdr, 4);
+	swap = magic == __builtin_bswap32(PCAP_MAGIC_US) || magic == __builtin_bswap32(PCAP_MAGIC_NS);
+	magic = swap ? __builtin_bswap32(magic) : magic;
+	if (magic != PCAP_MAGIC_US && magic != PCAP_MAGIC_NS)
+		return NULL;
+	nano = magic == PCAP_MAGIC_NS;
+	memcpy(&major, hdr + 4, 2);
+	memcpy(&lt, hdr + 20, 4);
+	major = swap ? __builtin_bswap16(major) : major;
+	lt = swap ? __builtin_bswap32(lt) : lt;
+	dlt = classic_linktype(lt);
+	if (major != 2 || dlt < 0)
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	if (t != NULL)
+		t->buf = malloc(CLASSIC_BUF);
+	if (t == NULL || t->buf == NULL) {
+		free(t);
+		errno = ENOMEM;
+		return NULL;
+	}
+	t->f = f;
+	t->swap = swap;
+	t->nano = nano;
+	t->linktype = dlt;
+	t->buf_off = 24;
+	return t;
+}
+
+/* libpcap reads from the start of the stream: from a pipe, the header
+ * bytes already read are handed back first, then the rest. */
+struct replay_stream {
+	FILE *f;
+	uint8_t hdr[24];
+	size_t n, at;
+};
+
+static ssize_t
+replay_read(void *c, char *buf, size_t size)
+{
+	struct replay_stream *r = c;
+
+	if (r->at < r->n) {
+		size_t k = r->n - r->at < size ? r->n - r->at : size;
+
+		memcpy(buf, r->hdr + r->at, k);
+		r->at += k;
+		return (ssize_t)k;
+	}
+	return (ssize_t)fread(buf, 1, size, r->f);
+}
+
+static int
+replay_close(void *c)
+{
+	struct replay_stream *r = c;
+	int ret = fclose(r->f);
+
+	free(r);
+	return ret;
+}
+
 /* Wrap an opened pcap handle (or report why there is none). */
 static struct rb2_trace *
 wrap(pcap_t *p, const char *name, const char *perr, char *err, size_t errlen)
@@ -473,14 +652,59 @@ wrap(pcap_t *p, const char *name, const char *perr, char *err, size_t errlen)
 	return t;
 }
 
-struct rb2_trace *
-rb2_trace_open(const char *path, char *err, size_t errlen)
+/* Open the capture that @p f reads (the reader owns @p f from here);
+ * @p libpcap: through libpcap whatever its format. */
+static struct rb2_trace *
+open_stream(FILE *f, const char *name, int libpcap, char *err, size_t errlen)
 {
 	char perr[PCAP_ERRBUF_SIZE] = "";
+	cookie_io_functions_t io = { .read = replay_read, .close = replay_close };
+	struct replay_stream *rs;
+	struct rb2_trace *t;
+	uint8_t hdr[24];
+	size_t n = fread(hdr, 1, sizeof(hdr), f);
+	FILE *again;
+	pcap_t *p;
+
+	if (n == sizeof(hdr) && !libpcap) {
+		t = classic_open(f, hdr);
+		if (t != NULL)
+			return t;
+		if (errno == ENOMEM) {
+			snprintf(err, errlen, "%s: out of memory", name);
+			fclose(f);
+			return NULL;
+		}
+	}
+	if (fseek(f, 0, SEEK_SET) == 0) {
+		again = f;      /* a file: libpcap reads it from the start */
+	} else {
+		/* A pipe: the bytes read are handed back first. */
+		rs = calloc(1, sizeof(*rs));
+		again = rs != NULL ? fopencookie(rs, "rb", io) : NULL;
+		if (again == NULL) {
+			snprintf(err, errlen, "%s: out of memory", name);
+			free(rs);
+			fclose(f);
+			return NULL;
+		}
+		__fsetlocking(again, FSETLOCKING_BYCALLER);
+		rs->f = f;
+		memcpy(rs->hdr, hdr, n);
+		rs->n = n;
+	}
+	p = pcap_fopen_offline_with_tstamp_precision(again, PCAP_TSTAMP_PRECISION_NANO, perr);
+	if (p == NULL)
+		fclose(again);
+	return wrap(p, name, perr, err, errlen);
+}
+
+static struct rb2_trace *
+open_path(const char *path, int libpcap, char *err, size_t errlen)
+{
 	FILE *f = fopen(path, "rb");
 	char *iobuf = malloc(TRACE_IOBUF);
 	struct rb2_trace *t;
-	pcap_t *p;
 
 	if (f == NULL || iobuf == NULL) {
 		snprintf(err, errlen, "%s: cannot read it as pcap or pcapng: %s", path,
@@ -493,27 +717,30 @@ rb2_trace_open(const char *path, char *err, size_t errlen)
 	setvbuf(f, iobuf, _IOFBF, TRACE_IOBUF);
 	__fsetlocking(f, FSETLOCKING_BYCALLER);
 	(void)posix_fadvise(fileno(f), 0, 0, POSIX_FADV_SEQUENTIAL);
-	p = pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO, perr);
-	if (p == NULL)
-		fclose(f);
-	t = wrap(p, path, perr, err, errlen);
+	t = open_stream(f, path, libpcap, err, errlen);
 	if (t == NULL)
-		free(iobuf);    /* wrap() closed the FILE that used it */
+		free(iobuf);    /* the FILE that used it is closed */
 	else
 		t->iobuf = iobuf;
 	return t;
 }
 
 struct rb2_trace *
+rb2_trace_open(const char *path, char *err, size_t errlen)
+{
+	return open_path(path, 0, err, errlen);
+}
+
+struct rb2_trace *
+rb2_trace_open_libpcap(const char *path, char *err, size_t errlen)
+{
+	return open_path(path, 1, err, errlen);
+}
+
+struct rb2_trace *
 rb2_trace_open_file(FILE *f, const char *name, char *err, size_t errlen)
 {
-	char perr[PCAP_ERRBUF_SIZE] = "";
-	pcap_t *p = pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO,
-							      perr);
-
-	if (p == NULL)
-		fclose(f);
-	return wrap(p, name, perr, err, errlen);
+	return open_stream(f, name, 0, err, errlen);
 }
 
 int
@@ -538,38 +765,81 @@ rb2_trace_linktype_name(int linktype)
 	return n != NULL ? n : "unknown";
 }
 
-int
-rb2_trace_next(struct rb2_trace *t, struct rb2_rec *rec)
+/* One record, not yet in the counters. */
+static int
+next_uncounted(struct rb2_trace *t, struct rb2_rec *rec)
 {
-	struct pcap_pkthdr *h;
-	const u_char *data;
-	int ret = pcap_next_ex(t->pcap, &h, &data);
+	const uint8_t *data;
+	uint32_t caplen, len;
+	uint64_t ts_ns;
 
-	if (ret == PCAP_ERROR_BREAK)
-		return 0;
-	if (ret != 1) {
-		snprintf(t->err, sizeof(t->err), "after %llu packets: %s",
-			 (unsigned long long)t->seq, pcap_geterr(t->pcap));
-		return -EBADMSG;
+	if (t->pcap != NULL) {
+		struct pcap_pkthdr *h;
+		int ret = pcap_next_ex(t->pcap, &h, &data);
+
+		if (ret == PCAP_ERROR_BREAK)
+			return 0;
+		if (ret != 1) {
+			snprintf(t->err, sizeof(t->err), "after %llu packets: %s",
+				 (unsigned long long)t->seq, pcap_geterr(t->pcap));
+			return -EBADMSG;
+		}
+		caplen = h->caplen;
+		len = h->len;
+		ts_ns = (uint64_t)h->ts.tv_sec * 1000000000ull +
+			(uint64_t)h->ts.tv_usec * (t->nano ? 1 : 1000);
+	} else {
+		int ret = classic_next(t, &data, &caplen, &len, &ts_ns);
+
+		if (ret <= 0)
+			return ret;
 	}
-	rb2_trace_parse(t->linktype, data, h->caplen, h->len, rec);
+	rb2_trace_parse(t->linktype, data, caplen, len, rec);
 	if (rec->kind == RB2_REC_NONIP || rec->kind == RB2_REC_MALFORMED) {
-		int lt = rb2_trace_looks_like(data, h->caplen);
+		int lt = rb2_trace_looks_like(data, caplen);
 
 		t->st.looks_raw_ip += lt == DLT_RAW && t->linktype != DLT_RAW;
 		t->st.looks_ethernet += lt == DLT_EN10MB && t->linktype != DLT_EN10MB;
 	}
-	rec->ts_ns = (uint64_t)h->ts.tv_sec * 1000000000ull +
-		(uint64_t)h->ts.tv_usec * (t->nano ? 1 : 1000);
+	rec->ts_ns = ts_ns;
 	rec->seq = (uint32_t)t->seq++;
-	rb2_trace_count(&t->st, rec);
 	return 1;
+}
+
+int
+rb2_trace_next(struct rb2_trace *t, struct rb2_rec *rec)
+{
+	return rb2_trace_next_burst(t, rec, 1);
+}
+
+int
+rb2_trace_next_burst(struct rb2_trace *t, struct rb2_rec *recs, unsigned int n)
+{
+	unsigned int k = 0;
+	int ret = 1;
+
+	if (t->pending != 0) {          /* the error after the last burst */
+		ret = t->pending;
+		t->pending = 0;
+		return ret;
+	}
+	while (k < n && (ret = next_uncounted(t, &recs[k])) == 1)
+		k++;
+	rb2_trace_count_burst(&t->st, recs, k);
+	if (k > 0) {
+		t->pending = ret < 0 ? ret : 0;
+		return (int)k;
+	}
+	return ret;
 }
 
 uint64_t
 rb2_trace_offset(const struct rb2_trace *t)
 {
-	FILE *f = pcap_file(t->pcap);
+	FILE *f = t->pcap != NULL ? pcap_file(t->pcap) : NULL;
+
+	if (t->pcap == NULL)
+		return t->buf_off + t->pos;
 	long off = f != NULL ? ftell(f) : -1;
 
 	return off < 0 ? 0 : (uint64_t)off;
@@ -598,7 +868,11 @@ rb2_trace_close(struct rb2_trace *t)
 {
 	if (t == NULL)
 		return;
-	pcap_close(t->pcap);    /* closes the FILE: then its buffer can go */
+	if (t->pcap != NULL)
+		pcap_close(t->pcap);    /* closes the FILE: then its buffer can go */
+	else
+		fclose(t->f);
+	free(t->buf);
 	free(t->iobuf);
 	free(t);
 }

@@ -43,7 +43,8 @@
  * the ports, the TCP flags, the ingress interface), so nothing the records
  * leave out has to be looked up again later.
  *
- * Reading uses libpcap: pcap and pcapng, microsecond and nanosecond
+ * Reading: classic pcap files with rb2's own reader (in place, from big
+ * reads), pcapng and the rest with libpcap; microsecond and nanosecond
  * timestamps, link types RAW, Ethernet (with 802.1Q/802.1ad tags, PPPoE
  * sessions and MPLS label stacks), PPP and PPP_SERIAL (with MPLS), Linux SLL
  * and SLL2, NULL and LOOP. Captures truncated to 40-96 bytes (CAIDA) keep
@@ -148,6 +149,13 @@ struct rb2_trace;
 struct rb2_trace *rb2_trace_open(const char *path, char *err, size_t errlen);
 
 /**
+ * As rb2_trace_open(), but through libpcap whatever the format: classic pcap
+ * files are otherwise read by rb2's own reader, which is faster; the tests
+ * and rb2-flowbench --reader libpcap compare the two.
+ */
+struct rb2_trace *rb2_trace_open_libpcap(const char *path, char *err, size_t errlen);
+
+/**
  * As rb2_trace_open(), from an open stream (a pipe, memory): the reader owns
  * @p f from now on (it is closed on failure too). @p name is for messages.
  */
@@ -160,6 +168,16 @@ struct rb2_trace *rb2_trace_open_file(FILE *f, const char *name, char *err, size
  *   mid-way (rb2_trace_error() says where; the records so far stand).
  */
 int rb2_trace_next(struct rb2_trace *t, struct rb2_rec *rec);
+
+/**
+ * Read up to @p n packets as records, counted at once (cheaper per packet
+ * than rb2_trace_next()).
+ *
+ * @return the records read (1..n; fewer at the end of the file); 0 at the
+ *   end; or -EBADMSG as rb2_trace_next(). The records read before an error
+ *   are returned first, the error by the next call.
+ */
+int rb2_trace_next_burst(struct rb2_trace *t, struct rb2_rec *recs, unsigned int n);
 
 /** @return the reason of the last -EBADMSG, or "". */
 const char *rb2_trace_error(const struct rb2_trace *t);

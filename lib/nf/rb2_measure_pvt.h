@@ -96,6 +96,7 @@ struct measure {
 	/* Live inputs: the latest record time at the last tick, whether it
 	 * was the clock's, and when that tick was. */
 	uint64_t seen_ts, tick_clock;
+	uint64_t tick_tsc, tick_cycles;   /* idle(): the clock read at most every 10 ms */
 	int seen_live;
 	/* Per-interval packets and bytes: bucket i covers
 	 * [(base + i) * interval_ns, (base + i + 1) * interval_ns). */

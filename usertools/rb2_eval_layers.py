@@ -470,13 +470,18 @@ def nf_monitor(r, o, res):
         fb_mb = 1024 + n * 64 // (1 << 20) * 2     # it preloads the records
         run_app(r, [app_path(r, "rb2-flowbench"), *r.eal(r.huge_mb >= fb_mb, fb_mb, 1), "--",
                     "--trace", trace,
-                    "--rounds", str(rounds), "--json", fb], "nf-monitor rb2-flowbench")
+                    "--rounds", str(rounds), "--reader", "both", "--json", fb],
+                "nf-monitor rb2-flowbench")
         fbj = json.load(open(fb))
         for d in ("rb2", "rte_hash"):
             x = fbj["designs"][d]
             row[f"table_{d}_cycles"] = x["cycles_per_record"]
             row[f"table_{d}_bytes_per_flow"] = x["bytes_per_flow_of_cap"]
         row["table_rb2_over_rte_hash"] = fbj["rb2_over_rte_hash"]
+        # Reading the capture into records: rb2's reader against libpcap.
+        row["read_rb2_ns"] = fbj["read"]["rb2_ns_per_record"]
+        row["read_libpcap_ns"] = fbj["read"]["libpcap_ns_per_record"]
+        row["read_libpcap_over_rb2"] = fbj["read"]["libpcap_over_rb2"]
         rows.append(row)
         runs[str(n)] = secs
     # The table's memory per flow of its cap, and a full table's bytes a
@@ -592,6 +597,13 @@ def report(out, res):
                   f"{fmt(x.get('table_rte_hash_cycles'))} | {fmt(x.get('table_rb2_over_rte_hash'))} | "
                   f"{fmt(x.get('table_rb2_bytes_per_flow'))} | "
                   f"{fmt(x.get('table_rte_hash_bytes_per_flow'))} |" for x in m["rows"]]
+        lines += ["", "Reading the capture into records (rb2-flowbench --reader both, the "
+                  "records compared equal):", "",
+                  "| packets | rb2's reader, ns/record | libpcap's | libpcap / rb2 |",
+                  "|---|---|---|---|"]
+        lines += [f"| {x['packets']} | {fmt(x.get('read_rb2_ns'))} | "
+                  f"{fmt(x.get('read_libpcap_ns'))} | {fmt(x.get('read_libpcap_over_rb2'))} |"
+                  for x in m["rows"]]
         lines += ["", f"Medians of {m['rows'][0]['rounds'] if m['rows'] else 0} interleaved "
                   "rounds; ratios are medians of per-round ratios. The flow table of the "
                   f"default 1M flows holds {m['table_bytes_1M'] / (1 << 20):.0f} MiB, "

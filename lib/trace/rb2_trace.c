@@ -9,8 +9,9 @@
  * with FCS bits). Our own parser reads the frames.
  *
  * Why not libpcap for all: it copies each record out of stdio's buffer with
- * two fread() calls, a third of the cost of reading a capture into records
- * (rb2-flowbench --reader; doc/eval/nf-read.md has the figures).
+ * two fread() calls: nearly half of its time reading a capture into records
+ * (rb2-flowbench --reader both; doc/eval/shm-layers/layers.md has the
+ * figures).
  */
 
 #define _GNU_SOURCE    /* fopencookie() */

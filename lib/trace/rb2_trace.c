@@ -668,6 +668,7 @@ open_stream(FILE *f, const char *name, int libpcap, char *err, size_t errlen)
 	pcap_t *p;
 
 	if (n == sizeof(hdr) && !libpcap) {
+		errno = 0;
 		t = classic_open(f, hdr);
 		if (t != NULL)
 			return t;

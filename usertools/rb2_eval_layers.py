@@ -434,7 +434,11 @@ def nf_monitor(r, o, res):
         cyc = {"rb2_on": [], "rb2_off": []}
         rate = {"rb2_pre_one": [], "rb2_pre_two": []}
         for k in range(rounds):
-            for t, cmd in tools.items():
+            # Each round starts with the next tool, so that no tool always
+            # runs in the same place (first: after the last round's longest).
+            order = list(tools.items())
+            order = order[k % len(order):] + order[:k % len(order)]
+            for t, cmd in order:
                 shutil.rmtree(out, ignore_errors=True)
                 os.makedirs(out)
                 t0 = time.monotonic()

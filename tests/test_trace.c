@@ -365,6 +365,8 @@ Test(rb2_trace, own_reader_gives_libpcaps_records_from_files_and_pipes)
 		snprintf(cmd, sizeof(cmd), "editcap -F pcapng %s - 2>/dev/null", pcap);
 		if (system("command -v editcap > /dev/null") == 0)
 			expect_records(NULL, cmd, 64, want, n, 0);
+		else
+			cr_log_warn("no editcap (wireshark-common): pcapng from a pipe not checked");
 		/* Cut inside a record: the records before it, then the error. */
 		f = fopen(pcap, "r+");
 		cr_assert_not_null(f);

@@ -479,9 +479,10 @@ measure_idle(struct rb2_stage *st)
 	/* The TSC gates the clock: an idle lcore comes here on every empty
 	 * poll, and clock_gettime() there took a tenth of its cycles, which
 	 * an SMT sibling (the replay) then lacked. */
-	if (rte_rdtsc() - m->tick_tsc < m->tick_cycles)
+	now = rte_rdtsc();
+	if (now - m->tick_tsc < m->tick_cycles)
 		return;
-	m->tick_tsc = rte_rdtsc();
+	m->tick_tsc = now;
 	now = clock_ns();
 	if (now - m->tick_clock < LIVE_TICK_NS)
 		return;

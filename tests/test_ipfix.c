@@ -191,6 +191,90 @@ Test(rb2_ipfix, sequence_numbers_count_records_and_show_a_loss)
 	free(m.buf);
 }
 
+static uint32_t
+be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* NetFlow v9: the same records in v9's framing (RFC 3954 §5): a header of
+ * 20 bytes whose count is the records, templates included, whose sequence
+ * counts messages, and whose source ID is the domain; templates in FlowSet
+ * 0. A lost message shows as one missed sequence number. */
+Test(rb2_ipfix, netflow_v9_carries_the_same_records_in_v9_framing)
+{
+	struct rb2_ipfix_params p;
+	struct rb2_ipfix_enc *e;
+	struct rb2_ipfix_dec *d = rb2_ipfix_dec_create();
+	static struct got g;
+	struct msgs m = { 0 };
+	struct rb2_ipfix_dec_stats ds;
+	char err[128];
+	unsigned int tmpl_msgs = 0, before;
+
+	rb2_ipfix_params_init(&p);
+	p.version = RB2_NFV9_VERSION;
+	p.domain = 4242;
+	e = rb2_ipfix_enc_create(&p);
+	cr_assert_not_null(e);
+	for (unsigned int i = 0; i < 3000; i++) {
+		in[i] = random_rec();
+		cr_assert_eq(rb2_ipfix_enc_add(e, &in[i], 1800000000 + i / 100, keep, &m), 0);
+	}
+	rb2_ipfix_enc_flush(e, 1800000030, keep, &m);
+	cr_assert_gt(m.n, 2);
+	for (unsigned int i = 0; i < m.n; i++) {
+		const uint8_t *h = m.buf + m.off[i];
+		unsigned int sets = 0, tmpl = 0;
+
+		cr_assert_eq(h[0] << 8 | h[1], 9);
+		cr_assert_eq(be32(h + 12), i, "message %u's sequence number counts messages", i);
+		cr_assert_eq(be32(h + 16), 4242, "the source ID is the domain");
+		cr_assert_geq(be32(h + 8), 1800000000u);
+		/* Walk the FlowSets: templates in set 0 (two records), data in
+		 * sets 256/257 (52- and 76-byte records). */
+		for (size_t off = RB2_NFV9_HDR_LEN; off < msg_len(&m, i);) {
+			unsigned int id = h[off] << 8 | h[off + 1], len = h[off + 2] << 8 | h[off + 3];
+
+			cr_assert_geq(len, 4);
+			if (id == 0) {
+				tmpl = 2;
+				tmpl_msgs++;
+			} else {
+				cr_assert(id == 256 || id == 257, "FlowSet %u", id);
+				sets += (len - 4) / (id == 256 ? RB2_IPFIX_REC_V4 : RB2_IPFIX_REC_V6);
+			}
+			off += len;
+		}
+		before = g.n;
+		cr_assert_eq(rb2_ipfix_dec_msg(d, h, msg_len(&m, i), on_rec, &g, err, sizeof(err)),
+			     0, "message %u: %s", i, err);
+		cr_assert_eq(h[2] << 8 | h[3], sets + tmpl, "message %u's count", i);
+		cr_assert_eq(g.n - before, sets);
+	}
+	cr_assert_eq(g.n, 3000);
+	cr_expect_eq(g.domain, 4242);
+	for (unsigned int i = 0; i < 3000; i++) {
+		struct rb2_flow_rec want = in[i];
+
+		want.first_ns = want.first_ns / 1000000 * 1000000;
+		want.last_ns = want.last_ns / 1000000 * 1000000;
+		cr_assert_eq(memcmp(&g.v[i], &want, sizeof(want)), 0, "record %u differs", i);
+	}
+	cr_expect_eq(tmpl_msgs, (m.n + 20) / 21);
+	/* Lose messages 3 and 7: a fresh decoder counts two messages. */
+	rb2_ipfix_dec_free(d);
+	d = rb2_ipfix_dec_create();
+	for (unsigned int i = 0; i < m.n; i++)
+		if (i != 3 && i != 7)
+			rb2_ipfix_dec_msg(d, m.buf + m.off[i], msg_len(&m, i), NULL, NULL, NULL, 0);
+	rb2_ipfix_dec_stats(d, &ds);
+	cr_expect_eq(ds.seq_lost, 2);
+	rb2_ipfix_enc_free(e);
+	rb2_ipfix_dec_free(d);
+	free(m.buf);
+}
+
 Test(rb2_ipfix, templates_are_refreshed_by_time)
 {
 	struct rb2_ipfix_params p;
@@ -235,10 +319,17 @@ Test(rb2_ipfix, bad_sizes_kinds_and_messages_are_refused)
 	cr_expect_eq(rb2_ipfix_enc_add(e, &r, 0, keep, &m), -EINVAL);
 	rb2_ipfix_enc_free(e);
 	cr_expect_eq(rb2_ipfix_dec_msg(d, b, 8, NULL, NULL, err, sizeof(err)), -EBADMSG);
-	b[1] = 9;                    /* NetFlow v9 */
+	b[1] = 5;                    /* NetFlow v5 */
 	b[3] = 16;
 	cr_expect_eq(rb2_ipfix_dec_msg(d, b, 16, NULL, NULL, err, sizeof(err)), -EBADMSG);
 	cr_expect(strstr(err, "version") != NULL, "%s", err);
+	b[1] = 9;                    /* NetFlow v9, shorter than its header */
+	cr_expect_eq(rb2_ipfix_dec_msg(d, b, 16, NULL, NULL, err, sizeof(err)), -EBADMSG);
+	cr_expect(strstr(err, "NetFlow v9 header") != NULL, "%s", err);
+	p.version = 8;
+	errno = 0;
+	cr_expect_null(rb2_ipfix_enc_create(&p));
+	cr_expect_eq(errno, EINVAL);
 	b[1] = 10;
 	b[3] = 20;                   /* a set longer than the message */
 	b[16] = 1; b[17] = 0; b[18] = 0; b[19] = 40;

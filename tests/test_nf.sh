@@ -881,6 +881,16 @@ PY
 		stop_col; fail "rb2-nf --ipfix [::1]: exit $?"; cat "$tmp/err.txt"
 	fi
 
+	# NetFlow v9 (--ipfix-version 9): nfcapd reads the same records back.
+	start_col "$tmp/c7" 127.0.0.1
+	if run_nf "$tmp/n9.json" --trace "$tmp/g.pcap" --idle-timeout 2 --ipfix-version 9 \
+		--ipfix "127.0.0.1:$port" && grep -q "NetFlow v9 messages" "$tmp/out.txt"; then
+		stop_col
+		collected "$tmp/c7" "$tmp/n9.json" "NetFlow v9, to nfcapd"
+	else
+		stop_col; fail "rb2-nf --ipfix-version 9: exit $?"; cat "$tmp/err.txt"
+	fi
+
 	# nfpcapd on the same captures (raw IP and Ethernet): with timeouts
 	# that never fire, the same records; with an idle timeout, each of its
 	# records is rb2 records in a row (it checks expiry every 10 s, rb2 at
@@ -904,7 +914,7 @@ PY
 	# Bad options: each error names the option.
 	for bad in "--active-timeout 0" "--idle-timeout -5" "--flows 0" "--ipfix nonsense" \
 		"--ipfix ::1:4739" "--ipfix 127.0.0.1:70000" "--observation-domain x" \
-		"--ipfix-mtu 100"; do
+		"--ipfix-mtu 100" "--ipfix-version 8" "--ipfix-version 9"; do
 		# shellcheck disable=SC2086 # an option and its value
 		expect_err "\\(from ${bad%% *} " "$nf" "${eal[@]}" -- --trace "$tmp/g.pcap" \
 			--ipfix-file "$tmp/x.ipfix" $bad

@@ -41,7 +41,7 @@ static struct rb2_cfg_var vars[] = {
 	{ .name = "out_port" }, { .name = "proto" }, { .name = "preset" },
 	{ .name = "active_timeout" }, { .name = "idle_timeout" },
 	{ .name = "ipfix" }, { .name = "ipfix_file" }, { .name = "observation_domain" },
-	{ .name = "ipfix_mtu" }, { .name = "ipfix_rate" },
+	{ .name = "ipfix_mtu" }, { .name = "ipfix_rate" }, { .name = "ipfix_version" },
 	{ .name = "report_interval" }, { .name = "report_file" }, { .name = "preload" },
 	{ .name = "via" },          /* not an option: --preset l5 sets it */
 	{ .name = "export" },       /* not an option: --ipfix or --ipfix-file sets it */
@@ -52,6 +52,8 @@ static struct rb2_pipeline *running;
 /* Stage keys the built-in configurations fill from an option: an error about
  * one names the option too (the user typed --ipfix, not collector =). */
 static const struct { const char *key, *var; } key_vars[] = {
+	/* First: its error also names file = or collector =. */
+	{ "version", "ipfix_version" },
 	{ "active_timeout", "active_timeout" }, { "idle_timeout", "idle_timeout" },
 	{ "flows", "flows" }, { "collector", "ipfix" }, { "file", "ipfix_file" },
 	{ "domain", "observation_domain" }, { "mtu", "ipfix_mtu" }, { "rate", "ipfix_rate" },
@@ -131,6 +133,8 @@ usage(FILE *o, const char *prog)
 "  --observation-domain N  the IPFIX observation domain ID (default 1)\n"
 "  --ipfix-mtu B      the path MTU to the collector (default 1500)\n"
 "  --ipfix-rate N     IPFIX messages per second at most (default 10000)\n"
+"  --ipfix-version V  10: IPFIX (default); 9: NetFlow v9 (RFC 3954) to a\n"
+"                     --ipfix collector that reads only v9\n"
 "  --report-interval S  every S seconds of record time (the clock on a port),\n"
 "                     a JSON line: the interval's totals, rates and top-K\n"
 "  --report-file PATH ... into PATH instead of standard output\n"
@@ -236,6 +240,7 @@ static const struct option lo[] = {
 	{ "observation-domain", required_argument, NULL, 'v' },
 	{ "ipfix-mtu", required_argument, NULL, 'v' },
 	{ "ipfix-rate", required_argument, NULL, 'v' },
+	{ "ipfix-version", required_argument, NULL, 'v' },
 	{ "report-interval", required_argument, NULL, 'v' },
 	{ "report-file", required_argument, NULL, 'v' },
 	{ "preload", required_argument, NULL, 'v' },
@@ -341,15 +346,24 @@ nf_main(int argc, char **argv)
 		    strcmp(vars[i].name, "export") != 0 && !vars[i].referenced)
 			fprintf(stderr, "rb2-nf: warning: --%s has no effect: %s never uses ${%s}\n",
 				vars[i].name, config, vars[i].name);
+	/* The exporter's tuning options (--ipfix-mtu, -rate, -version,
+	 * --observation-domain) with no exporter to tune. */
 	if (!export_on())
-		for (unsigned int i = 0; i < RTE_DIM(vars); i++)
-			if (vars[i].value != NULL && (strcmp(vars[i].name, "ipfix_mtu") == 0 ||
-						      strcmp(vars[i].name, "ipfix_rate") == 0 ||
-						      strcmp(vars[i].name, "observation_domain") == 0))
-				fprintf(stderr, "rb2-nf: warning: --%s has no effect without --ipfix or "
-					"--ipfix-file\n", strcmp(vars[i].name, "ipfix_mtu") == 0 ?
-					"ipfix-mtu" : strcmp(vars[i].name, "ipfix_rate") == 0 ?
-					"ipfix-rate" : "observation-domain");
+		for (unsigned int i = 0; i < RTE_DIM(vars); i++) {
+			char opt[32];
+
+			if (vars[i].value == NULL || strcmp(vars[i].name, "ipfix") == 0 ||
+			    strcmp(vars[i].name, "ipfix_file") == 0 ||
+			    (strncmp(vars[i].name, "ipfix_", 6) != 0 &&
+			     strcmp(vars[i].name, "observation_domain") != 0))
+				continue;
+			snprintf(opt, sizeof(opt), "%s", vars[i].name);
+			for (char *c = opt; *c; c++)
+				if (*c == '_')
+					*c = '-';
+			fprintf(stderr, "rb2-nf: warning: --%s has no effect without --ipfix or "
+				"--ipfix-file\n", opt);
+		}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	fprintf(stderr, "rb2-nf: running%s%s (Ctrl-C stops the sources and drains)\n",

@@ -2,7 +2,8 @@
  * Copyright(c) 2026 The rb2 authors
  */
 
-/* IPFIX (RFC 7011) messages of the NF's flow records: encoder and decoder. */
+/* IPFIX (RFC 7011) and NetFlow v9 (RFC 3954) messages of the NF's flow
+ * records: encoder and decoder. */
 
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +22,9 @@ enum {
 #define SET_TEMPLATE 2
 #define SET_OPTIONS 3
 #define SET_DATA_MIN 256
+/* NetFlow v9's FlowSet IDs for the same two kinds of set. */
+#define NFV9_SET_TEMPLATE 0
+#define NFV9_SET_OPTIONS 1
 
 struct field {
 	uint16_t ie, len;
@@ -84,7 +88,10 @@ struct rb2_ipfix_enc {
 	size_t set_off;         /* where the open data set starts; 0: none open */
 	uint16_t set_id;
 	uint32_t recs;          /* records in the message in progress */
-	uint64_t seq;           /* data records in finished messages */
+	uint32_t tmpl_recs;     /* template records in it (v9's count has them) */
+	uint64_t seq;           /* data records (v9: messages) finished */
+	size_t hdr_len;
+	uint32_t start_s;       /* export time of the first message (v9's uptime) */
 	uint32_t since_tmpl;    /* messages since the last that carried templates */
 	uint32_t tmpl_at;       /* export time of that one */
 	int tmpl_sent;
@@ -95,6 +102,7 @@ void
 rb2_ipfix_params_init(struct rb2_ipfix_params *p)
 {
 	memset(p, 0, sizeof(*p));
+	p->version = RB2_IPFIX_VERSION;
 	p->max_msg = 1472;
 	p->refresh_msgs = 20;
 	p->refresh_s = 600;
@@ -105,7 +113,8 @@ rb2_ipfix_enc_create(const struct rb2_ipfix_params *p)
 {
 	struct rb2_ipfix_enc *e;
 
-	if (p->max_msg < RB2_IPFIX_MSG_MIN || p->max_msg > 65535) {
+	if (p->max_msg < RB2_IPFIX_MSG_MIN || p->max_msg > 65535 ||
+	    (p->version != RB2_IPFIX_VERSION && p->version != RB2_NFV9_VERSION)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -116,6 +125,7 @@ rb2_ipfix_enc_create(const struct rb2_ipfix_params *p)
 		return NULL;
 	}
 	e->p = *p;
+	e->hdr_len = p->version == RB2_NFV9_VERSION ? RB2_NFV9_HDR_LEN : RB2_IPFIX_HDR_LEN;
 	return e;
 }
 
@@ -144,8 +154,11 @@ put_template(uint8_t *p, uint16_t id, const struct field *f)
 static void
 msg_start(struct rb2_ipfix_enc *e, uint32_t now_s)
 {
-	e->len = RB2_IPFIX_HDR_LEN;
+	if (!e->tmpl_sent)      /* the first message */
+		e->start_s = now_s;
+	e->len = e->hdr_len;
 	e->recs = 0;
+	e->tmpl_recs = 0;
 	e->set_off = 0;
 	if (!e->tmpl_sent || (e->p.refresh_msgs && e->since_tmpl >= e->p.refresh_msgs) ||
 	    (e->p.refresh_s && now_s - e->tmpl_at >= e->p.refresh_s)) {
@@ -154,9 +167,10 @@ msg_start(struct rb2_ipfix_enc *e, uint32_t now_s)
 
 		n += put_template(s + n, RB2_IPFIX_TMPL_V4, tmpl_v4);
 		n += put_template(s + n, RB2_IPFIX_TMPL_V6, tmpl_v6);
-		put16(s, SET_TEMPLATE);
+		put16(s, e->p.version == RB2_NFV9_VERSION ? NFV9_SET_TEMPLATE : SET_TEMPLATE);
 		put16(s + 2, (uint32_t)n);
 		e->len += n;
+		e->tmpl_recs = 2;
 		e->tmpl_sent = 1;
 		e->since_tmpl = 0;
 		e->tmpl_at = now_s;
@@ -180,12 +194,25 @@ rb2_ipfix_enc_flush(struct rb2_ipfix_enc *e, uint32_t now_s, rb2_ipfix_out_t *ou
 	if (e->len == 0 || e->recs == 0)
 		return;
 	set_close(e);
-	put16(e->buf, RB2_IPFIX_VERSION);
-	put16(e->buf + 2, (uint32_t)e->len);
-	put32(e->buf + 4, now_s);
-	put32(e->buf + 8, (uint32_t)e->seq);     /* records before this message */
-	put32(e->buf + 12, e->p.domain);
-	e->seq += e->recs;
+	put16(e->buf, e->p.version);
+	if (e->p.version == RB2_NFV9_VERSION) {
+		/* RFC 3954 §5.1: a count of records, templates included, where
+		 * IPFIX has a length; the exporter's uptime in ms (nothing reads
+		 * it: the records carry absolute times); the sequence counts
+		 * messages, not records; the source ID is the domain. */
+		put16(e->buf + 2, e->recs + e->tmpl_recs);
+		put32(e->buf + 4, (now_s - e->start_s) * 1000u);
+		put32(e->buf + 8, now_s);
+		put32(e->buf + 12, (uint32_t)e->seq);
+		put32(e->buf + 16, e->p.domain);
+		e->seq++;
+	} else {
+		put16(e->buf + 2, (uint32_t)e->len);
+		put32(e->buf + 4, now_s);
+		put32(e->buf + 8, (uint32_t)e->seq);     /* records before this message */
+		put32(e->buf + 12, e->p.domain);
+		e->seq += e->recs;
+	}
 	e->st.records += e->recs;
 	e->st.messages++;
 	e->st.bytes += e->len;
@@ -471,20 +498,34 @@ int
 rb2_ipfix_dec_msg(struct rb2_ipfix_dec *d, const uint8_t *msg, size_t len,
 		  rb2_ipfix_rec_t *cb, void *arg, char *err, size_t errlen)
 {
-	uint32_t domain, seq;
+	uint32_t domain, seq, version;
 	struct dec_domain *dom;
 	uint64_t nrec = 0;
 	size_t off;
+	int v9;
 
-	if (len < RB2_IPFIX_HDR_LEN)
-		return bad(err, errlen, "shorter than an IPFIX header", 0);
-	if (get16(msg) != RB2_IPFIX_VERSION)
-		return bad(err, errlen, "version is not 10 (IPFIX)", 0);
-	if (get16(msg + 2) != len)
-		return bad(err, errlen, "the header's length is not the message's", 2);
-	seq = get32(msg + 8);
-	domain = get32(msg + 12);
-	for (off = RB2_IPFIX_HDR_LEN; off < len;) {
+	if (len < 2)
+		return bad(err, errlen, "shorter than a header", 0);
+	version = get16(msg);
+	if (version != RB2_IPFIX_VERSION && version != RB2_NFV9_VERSION)
+		return bad(err, errlen, "version is neither 10 (IPFIX) nor 9 (NetFlow v9)", 0);
+	v9 = version == RB2_NFV9_VERSION;
+	if (len < (v9 ? RB2_NFV9_HDR_LEN : RB2_IPFIX_HDR_LEN))
+		return bad(err, errlen, v9 ? "shorter than a NetFlow v9 header" :
+			   "shorter than an IPFIX header", 0);
+	if (v9) {
+		/* A datagram is the message: v9's header has no length. */
+		seq = get32(msg + 12);
+		domain = get32(msg + 16);
+		off = RB2_NFV9_HDR_LEN;
+	} else {
+		if (get16(msg + 2) != len)
+			return bad(err, errlen, "the header's length is not the message's", 2);
+		seq = get32(msg + 8);
+		domain = get32(msg + 12);
+		off = RB2_IPFIX_HDR_LEN;
+	}
+	while (off < len) {
 		uint16_t id, sl;
 		int ret = 0;
 
@@ -494,7 +535,7 @@ rb2_ipfix_dec_msg(struct rb2_ipfix_dec *d, const uint8_t *msg, size_t len,
 		sl = (uint16_t)get16(msg + off + 2);
 		if (sl < 4 || sl > len - off)
 			return bad(err, errlen, "set length out of the message", off + 2);
-		if (id == SET_TEMPLATE) {
+		if (id == (v9 ? NFV9_SET_TEMPLATE : SET_TEMPLATE)) {
 			ret = parse_templates(d, domain, msg + off + 4, sl - 4u, off + 4, err, errlen);
 		} else if (id >= SET_DATA_MIN) {
 			const struct dec_tmpl *t = tmpl_find(d, domain, id, 0);
@@ -504,8 +545,9 @@ rb2_ipfix_dec_msg(struct rb2_ipfix_dec *d, const uint8_t *msg, size_t len,
 			else
 				ret = parse_data(d, t, msg + off + 4, sl - 4u, off + 4, domain, cb, arg,
 						 &nrec, err, errlen);
-		} else if (id != SET_OPTIONS) {
-			return bad(err, errlen, "set ID 0, 1 or 4-255 (reserved)", off);
+		} else if (id != (v9 ? NFV9_SET_OPTIONS : SET_OPTIONS)) {
+			return bad(err, errlen, v9 ? "FlowSet ID 2-255 (reserved)" :
+				   "set ID 0, 1 or 4-255 (reserved)", off);
 		}
 		if (ret != 0)
 			return ret;
@@ -513,12 +555,13 @@ rb2_ipfix_dec_msg(struct rb2_ipfix_dec *d, const uint8_t *msg, size_t len,
 	}
 	dom = domain_of(d, domain);
 	if (dom != NULL) {
-		/* Ahead of what we expected: the records in between were lost
-		 * (behind it: a message reordered or repeated, not counted). */
+		/* Ahead of what we expected: the records (v9: messages) in
+		 * between were lost (behind it: a message reordered or
+		 * repeated, not counted). */
 		if (dom->have_seq && (int32_t)(seq - dom->next_seq) > 0)
 			d->st.seq_lost += seq - dom->next_seq;
 		dom->have_seq = 1;
-		dom->next_seq = seq + (uint32_t)nrec;
+		dom->next_seq = seq + (v9 ? 1u : (uint32_t)nrec);
 	}
 	d->st.messages++;
 	return 0;

@@ -42,6 +42,18 @@
  * asks of UDP (a collector that starts late, or lost the message, learns
  * them). The header's sequence number counts the data records sent before
  * the message, so a collector can count what it lost.
+ *
+ * **NetFlow v9** (RFC 3954), for collectors that read only that: the same
+ * templates and records in v9's framing. Its 20-byte header counts records
+ * where IPFIX gives a length, and its sequence number counts messages; the
+ * template FlowSet's ID is 0 where IPFIX's is 2. The times stay elements
+ * 152 and 153, absolute milliseconds, as Cisco's NSEL sends them in v9 and
+ * nfdump, pmacct and Wireshark read them: v9's own FIRST_SWITCHED and
+ * LAST_SWITCHED (22, 21) count from the exporter's boot in 32 bits, and a
+ * replayed capture's times lie years before the export, beyond their
+ * 49.7-day range. flowEndReason (136) rides along; a v9 collector that
+ * does not know it skips it by its length. v9 has no file format: a file
+ * is IPFIX.
  */
 
 #include <stddef.h>
@@ -55,6 +67,8 @@ extern "C" {
 
 #define RB2_IPFIX_VERSION 10
 #define RB2_IPFIX_HDR_LEN 16
+#define RB2_NFV9_VERSION 9
+#define RB2_NFV9_HDR_LEN 20
 #define RB2_IPFIX_TMPL_V4 256
 #define RB2_IPFIX_TMPL_V6 257
 /** Bytes of one data record by template. */
@@ -65,7 +79,9 @@ extern "C" {
 
 /** Encoder parameters: rb2_ipfix_params_init() fills the defaults. */
 struct rb2_ipfix_params {
-	uint32_t domain;       /**< observation domain ID (default 0) */
+	/** RB2_IPFIX_VERSION (default) or RB2_NFV9_VERSION: NetFlow v9 framing */
+	uint32_t version;
+	uint32_t domain;       /**< observation domain ID, v9's source ID (default 0) */
 	/** Largest message, bytes (default 1472: a 1500-byte MTU less the
 	 * IPv4 and UDP headers); RB2_IPFIX_MSG_MIN..65535. */
 	uint32_t max_msg;
@@ -80,7 +96,8 @@ typedef void rb2_ipfix_out_t(void *arg, const uint8_t *msg, size_t len);
 
 struct rb2_ipfix_enc;
 
-/** @return the encoder, or NULL with errno EINVAL (a size out of range) or ENOMEM. */
+/** @return the encoder, or NULL with errno EINVAL (a size or version out of
+ *  range) or ENOMEM. */
 struct rb2_ipfix_enc *rb2_ipfix_enc_create(const struct rb2_ipfix_params *p);
 void rb2_ipfix_enc_free(struct rb2_ipfix_enc *e);
 
@@ -118,12 +135,13 @@ void rb2_ipfix_dec_free(struct rb2_ipfix_dec *d);
 typedef void rb2_ipfix_rec_t(void *arg, const struct rb2_flow_rec *r, uint32_t domain);
 
 /**
- * Decode one message: remember its templates (any template of the
- * elements above, in any order and reduced-size widths), and hand each
- * data record of a known template to @p cb. Data sets of templates not
- * seen yet are counted and skipped, as a collector does.
+ * Decode one message, IPFIX or NetFlow v9 (one datagram, for v9):
+ * remember its templates (any template of the elements above, in any
+ * order and reduced-size widths), and hand each data record of a known
+ * template to @p cb. Data sets of templates not seen yet are counted and
+ * skipped, as a collector does.
  * @return 0, or -EBADMSG with the reason in @p err (a length that does not
- *   add up, a version other than 10, a malformed template).
+ *   add up, a version other than 10 or 9, a malformed template).
  */
 int rb2_ipfix_dec_msg(struct rb2_ipfix_dec *d, const uint8_t *msg, size_t len,
 		      rb2_ipfix_rec_t *cb, void *arg, char *err, size_t errlen);
@@ -132,7 +150,8 @@ int rb2_ipfix_dec_msg(struct rb2_ipfix_dec *d, const uint8_t *msg, size_t len,
 struct rb2_ipfix_dec_stats {
 	uint64_t messages, records, templates;
 	uint64_t unknown_sets;   /**< data sets of a template not (yet) known */
-	uint64_t seq_lost;       /**< records the sequence numbers say were missed */
+	/** records (v9: messages) the sequence numbers say were missed */
+	uint64_t seq_lost;
 };
 
 void rb2_ipfix_dec_stats(const struct rb2_ipfix_dec *d, struct rb2_ipfix_dec_stats *st);

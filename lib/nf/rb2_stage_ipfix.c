@@ -11,6 +11,10 @@
  *   collector = HOST:PORT  UDP collector: 192.0.2.1:4739, [2001:db8::1]:4739,
  *                          or a name
  *   file = PATH            IPFIX file
+ *   version = 10|9         10: IPFIX (default); 9: NetFlow v9 (RFC 3954) to
+ *                          the collector, for one that reads only v9 (the
+ *                          same records and templates; no file: v9 has no
+ *                          file format)
  *   domain = N             observation domain ID (default 1)
  *   mtu = BYTES            path MTU: messages fit one datagram (default 1500)
  *   rate = N               messages per second at most (default 10000; 0: no
@@ -69,6 +73,7 @@ struct ipfix {
 	const char *collector, *path;
 	char *iobuf;                 /* the file's stdio buffer */
 	char where[160];             /* the collector, as resolved, for messages */
+	const char *proto;           /* "IPFIX" or "NetFlow v9", for messages */
 	int fd;
 	FILE *file;
 	uint64_t rate, backlog_max, flush_cycles, sndbuf;
@@ -183,13 +188,15 @@ ipfix_init(struct rb2_stage *st, struct rb2_stage_args *a)
 {
 	struct ipfix *x = rb2_stage_priv(st);
 	struct rb2_ipfix_params ip;
-	uint64_t domain, mtu, refresh_msgs, refresh_s, flush_ms;
+	uint64_t domain, mtu, refresh_msgs, refresh_s, flush_ms, version;
 
 	rb2_ipfix_params_init(&ip);
 	x->st = st;
 	x->fd = -1;
 	if (rb2_stage_arg_str(a, "collector", NULL, &x->collector) < 0 ||
 	    rb2_stage_arg_str(a, "file", NULL, &x->path) < 0 ||
+	    rb2_stage_arg_u64(a, "version", RB2_IPFIX_VERSION, RB2_NFV9_VERSION,
+			      RB2_IPFIX_VERSION, &version) < 0 ||
 	    rb2_stage_arg_u64(a, "domain", 1, 0, UINT32_MAX, &domain) < 0 ||
 	    rb2_stage_arg_u64(a, "mtu", 1500, 576, 65535, &mtu) < 0 ||
 	    rb2_stage_arg_u64(a, "rate", 10000, 0, 100000000, &x->rate) < 0 ||
@@ -204,6 +211,19 @@ ipfix_init(struct rb2_stage *st, struct rb2_stage_args *a)
 			      "or both");
 		return -EINVAL;
 	}
+	if (version == RB2_NFV9_VERSION && x->path != NULL) {
+		rb2_stage_err(st, "version = 9 with file = %s: NetFlow v9 has no file format; "
+			      "write IPFIX to the file (version = 10), or send v9 to a collector "
+			      "only", x->path);
+		return -EINVAL;
+	}
+	if (version == RB2_NFV9_VERSION && x->collector == NULL) {
+		rb2_stage_err(st, "version = 9 needs collector = HOST:PORT: NetFlow v9 goes "
+			      "over UDP only");
+		return -EINVAL;
+	}
+	ip.version = (uint32_t)version;
+	x->proto = version == RB2_NFV9_VERSION ? "NetFlow v9" : "IPFIX";
 	ip.domain = (uint32_t)domain;
 	ip.refresh_msgs = (uint32_t)refresh_msgs;
 	ip.refresh_s = (uint32_t)refresh_s;
@@ -447,8 +467,9 @@ ipfix_report(struct rb2_stage *st, FILE *out)
 	rb2_ipfix_enc_flush(x->enc, export_time(), on_msg, x);
 	send_held(x, 1);
 	rb2_ipfix_enc_stats(x->enc, &es);
-	fprintf(out, "ipfix '%s': %" PRIu64 " flow records in %" PRIu64 " messages (%" PRIu64
-		" with templates)\n", rb2_stage_name(st), es.records, es.messages, es.templates);
+	fprintf(out, "ipfix '%s': %" PRIu64 " flow records in %" PRIu64 " %s messages (%" PRIu64
+		" with templates)\n", rb2_stage_name(st), es.records, es.messages, x->proto,
+		es.templates);
 	if (x->fd >= 0)
 		fprintf(out, "  to %s: %" PRIu64 " messages sent (%.1f KB), %" PRIu64 " dropped (%"
 			PRIu64 " records)%s%s\n", x->where, *x->c_sent, (double)x->sent_bytes / 1e3,
@@ -463,15 +484,17 @@ ipfix_report(struct rb2_stage *st, FILE *out)
 			rb2_stage_fail(st, "file = %s: %s", x->path, strerror(errno));
 	}
 	if (*x->c_dropped > 0)
-		rb2_stage_fail(st, "%" PRIu64 " IPFIX messages (%" PRIu64 " flow records) did not "
-			       "reach the collector %s", *x->c_dropped, *x->c_dropped_recs, x->where);
+		rb2_stage_fail(st, "%" PRIu64 " %s messages (%" PRIu64 " flow records) did not "
+			       "reach the collector %s", *x->c_dropped, x->proto,
+			       *x->c_dropped_recs, x->where);
 }
 
 static const struct rb2_stage_ops ipfix_ops = {
 	.api_version = RB2_STAGE_API_VERSION,
 	.name = "ipfix",
-	.summary = "exports measure's flow records as IPFIX over UDP and/or to a file "
-		   "(collector, file, domain, mtu, rate, backlog, flush_ms, refresh_msgs, "
+	.summary = "exports measure's flow records as IPFIX (or NetFlow v9) over UDP and/or "
+		   "to a file (collector, file, version, domain, mtu, rate, backlog, flush_ms, "
+		   "refresh_msgs, "
 		   "refresh_s, sndbuf)",
 	.priv_size = sizeof(struct ipfix),
 	.init = ipfix_init,

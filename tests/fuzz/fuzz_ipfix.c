@@ -3,11 +3,11 @@
  */
 
 /*
- * libFuzzer target: IPFIX. The decoder on arbitrary messages (as a collector
- * would get them from anyone), and a round trip: the input taken as flow
- * records is encoded into messages no longer than the size it picks, and
- * must decode to the same records (timestamps to the millisecond). Built and
- * run by tests/fuzz/run.sh.
+ * libFuzzer target: IPFIX and NetFlow v9. The decoder on arbitrary messages
+ * (as a collector would get them from anyone), and a round trip: the input
+ * taken as flow records is encoded, in the version it picks, into messages
+ * no longer than the size it picks, and must decode to the same records
+ * (timestamps to the millisecond). Built and run by tests/fuzz/run.sh.
  */
 
 #include <stdint.h>
@@ -64,6 +64,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rb2_ipfix_params_init(&p);
 	p.max_msg = RB2_IPFIX_MSG_MIN + (((uint32_t)data[0] << 8 | data[1]) % 4000);
 	p.refresh_msgs = data[0] % 4;
+	p.version = data[1] & 1 ? RB2_NFV9_VERSION : RB2_IPFIX_VERSION;
 	memset(&t, 0, sizeof(t));
 	t.max = p.max_msg;
 	t.d = rb2_ipfix_dec_create();

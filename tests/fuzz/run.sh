@@ -135,7 +135,8 @@ for d in sys.argv[1:]:
 PY
 
 # IPFIX: a message of both templates and a record of each, and the same
-# message's data alone (a collector that missed the templates).
+# message's data alone (a collector that missed the templates); the first
+# again as NetFlow v9.
 python3 - "$seeds/ipfix" <<'PY'
 import struct, sys
 fields = lambda a: [(a, 4 if a == 8 else 16), (a + 4 if a == 8 else a + 1, 4 if a == 8 else 16),
@@ -154,6 +155,11 @@ r6 = bytes(range(32)) + struct.pack(">HHBHQQQQBI", 53, 5353, 17, 0, 1, 90,
                                     1700000000000, 1700000000000, 4, 2)
 open(sys.argv[1] + "/both", "wb").write(msg(t + s(256, r4) + s(257, r6)))
 open(sys.argv[1] + "/data-only", "wb").write(msg(s(256, r4 + r4), seq=2))
+# NetFlow v9: a 20-byte header (count, uptime, time, sequence, source ID),
+# templates in FlowSet 0.
+t9 = s(0, tmpl(256, fields(8)) + tmpl(257, fields(27)))
+open(sys.argv[1] + "/v9-both", "wb").write(struct.pack(">HHIIII", 9, 4, 0, 1800000000, 0, 1) +
+                                           t9 + s(256, r4) + s(257, r6))
 PY
 
 # Two targets at a time (libFuzzer runs one thread), reported in order.

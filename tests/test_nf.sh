@@ -21,7 +21,8 @@
 #                 periodic reports add up to the run's totals
 #     ipfix       flow records as IPFIX to nfcapd (nfdump reads back the NF's records, the
 #                 reference's cuts), to a file; FIN/RST, timeouts, a full table, collector
-#                 faults, an IPv6 collector, bad options; against nfpcapd's records
+#                 faults, an IPv6 collector, NetFlow v9, bad options; against nfpcapd's
+#                 records
 set -uo pipefail
 
 mode=$1

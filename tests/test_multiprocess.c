@@ -50,6 +50,7 @@
 #include <rb2_conn.h>
 #include <rb2_lcore.h>
 
+#include "rb2_chan_traffic.h"
 #include "rb2_conn_traffic.h"
 #include <rb2_xport.h>
 
@@ -58,12 +59,6 @@
 #define KILLED_AFTER 100000ull /* messages a killed sender publishes first */
 
 extern char **environ;
-
-static uint64_t
-len_of(uint64_t seq)
-{
-	return 9 + (seq * 2654435761u) % 200; /* 9..208 B: 1 to 2 slots of 128 */
-}
 
 static int
 hugepages_usable(char *why, size_t len)
@@ -104,7 +99,6 @@ run_sender(const char *spec, const char *name, const char *preset, uint64_t coun
 	struct rb2_xport *xp = rb2_xport_open_spec(spec);
 	struct rb2_chan_params p;
 	struct rb2_tx *tx;
-	uint64_t seq = 0;
 	int ret;
 
 	params_of(&p, preset);
@@ -114,25 +108,9 @@ run_sender(const char *spec, const char *name, const char *preset, uint64_t coun
 			rte_strerror(rte_errno));
 		return 1;
 	}
-	while (seq < count) {
-		void *slot;
-		uint32_t len = (uint32_t)len_of(seq);
-
-		ret = rb2_tx_reserve(tx, len, &slot);
-		if (ret == -ENOBUFS)
-			continue;
-		if (ret < 0) {
-			fprintf(stderr, "secondary: reserve: %s\n", strerror(-ret));
-			return 1;
-		}
-		memset(slot, (int)(seq & 0xff), len);
-		memcpy(slot, &seq, 8);
-		rb2_tx_commit(tx, len);
-		seq++;
-	}
-	ret = rb2_tx_flush(tx);
+	ret = chan_traffic_send(tx, count);
 	if (ret != 0) {
-		fprintf(stderr, "secondary: flush: %s\n", strerror(-ret));
+		fprintf(stderr, "secondary: send: %s\n", strerror(-ret));
 		return 1;
 	}
 	if (die)
@@ -147,29 +125,6 @@ run_sender(const char *spec, const char *name, const char *preset, uint64_t coun
 	rb2_tx_destroy(tx);
 	rb2_xport_close(xp);
 	return 0;
-}
-
-/*
- * Once both halves are destroyed, or one is and the other's process died,
- * both rings are freed, whichever process owned them: the survivor frees a
- * dead process's ring (or a clean one leaves it to the last user). A ring
- * left reserved would refuse the name to the next channel.
- */
-static int
-rings_freed(const char *name)
-{
-	int left = 0;
-
-	for (const char *k = "rs"; *k; k++) {
-		char zname[RTE_MEMZONE_NAMESIZE];
-
-		snprintf(zname, sizeof(zname), "rb2%c.%s", *k, name);
-		if (rte_memzone_lookup(zname) != NULL) {
-			printf("FAILED: ring %s still reserved after both halves let go\n", zname);
-			left++;
-		}
-	}
-	return left == 0;
 }
 
 /*
@@ -210,21 +165,7 @@ run_receiver(const char *self, const char *prefix, const char *spec, const char 
 		return 1;
 	}
 	t0 = time(NULL);
-	while ((die || got < count) && time(NULL) - t0 < 60) {
-		n = rb2_rx_peek_burst(rx, m, 32);
-
-		if (n < 0)
-			break;
-		for (int i = 0; i < n; i++, got++) {
-			uint64_t seq;
-			const uint8_t *d = m[i].data;
-			memcpy(&seq, d, 8);
-			bad += seq != got || m[i].len != len_of(got) ||
-				d[m[i].len - 1] != (uint8_t)(got & 0xff);
-		}
-		if (n > 0)
-			rb2_rx_release_burst(rx, m, (unsigned int)n);
-	}
+	n = chan_traffic_recv(rx, count, die, 60, &got, &bad);
 	if (die) {
 		ok = got == count && bad == 0 && n == -ECONNRESET;
 		if (!quiet || !ok)
@@ -235,7 +176,7 @@ run_receiver(const char *self, const char *prefix, const char *spec, const char 
 		waitpid(pid, &status, 0);
 		rb2_rx_destroy(rx);
 		rb2_xport_close(xp);
-		ok &= rings_freed(name);
+		ok &= chan_traffic_rings_freed(name);
 		return ok ? 0 : 1;
 	}
 	/* Keep polling so the idle push hands the last slots back. */
@@ -251,7 +192,7 @@ run_receiver(const char *self, const char *prefix, const char *spec, const char 
 	       got, bad);
 	rb2_rx_destroy(rx);
 	rb2_xport_close(xp);
-	return got == count && bad == 0 && rings_freed(name) ? 0 : 1;
+	return got == count && bad == 0 && chan_traffic_rings_freed(name) ? 0 : 1;
 }
 
 /* One busy process per CPU until killed: the load under which a race shows. */

@@ -728,11 +728,11 @@ ipfix)
 	}
 	# start_col DIR ADDR [nfcapd options]: a collector on a free port ($port).
 	# Its socket buffer is 4 MiB (or what net.core.rmem_max allows) unless
-	# the options say otherwise: meson runs two tests at once on two vCPUs,
-	# and rb2-nf's lcores keep both busy, so nfcapd can wait tens of ms for
-	# a CPU while the export sends up to 10000 messages a second. The
-	# default 208 KiB holds about 90 of them, and the kernel drops the rest
-	# unseen by the sender (nfcapd counts them as sequence errors).
+	# the options say otherwise: rb2-nf's two lcores keep both vCPUs busy,
+	# so nfcapd can wait tens of ms for a CPU while the export sends up to
+	# 10000 messages a second. The default 208 KiB holds about 90 of them,
+	# and the kernel drops the rest unseen by the sender (nfcapd counts
+	# them as sequence errors).
 	start_col() {
 		local dir=$1 addr=$2; shift 2
 		rm -rf "$dir"; mkdir -p "$dir"

@@ -1,0 +1,684 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * The EAL services rb2's ring, transport and shm driver call, for a process
+ * without the EAL, and the arenas that stand in for its shared memzones
+ * (rb2_noeal.h says which call goes where, and why).
+ *
+ * Linked only into the rb2_noeal build of those sources (never beside the
+ * real EAL): the rte_* functions below are the EAL's API, so the same
+ * objects' calls land here. Users of rb2_noeal that go into another
+ * program's address space (the preload library) hide them with a version
+ * script, so a program that links DPDK itself keeps its own.
+ */
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/memfd.h>
+
+#include <rte_common.h>
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_malloc.h>
+#include <rte_memory.h>
+#include <rte_memzone.h>
+#include <rte_random.h>
+
+#include "rb2_noeal.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+#define HUGE_2M (2ull << 20)
+
+/* ---- Thread-locals the inline EAL headers read ---------------------------- */
+
+RTE_DEFINE_PER_LCORE(int, _rte_errno);
+/* No thread here is an lcore: LCORE_ID_ANY, as a non-EAL thread's. */
+RTE_DEFINE_PER_LCORE(unsigned int, _lcore_id) = LCORE_ID_ANY;
+
+const char *
+rte_strerror(int errnum)
+{
+	static __thread char buf[128];
+
+	/* GNU strerror_r: the message, in buf or static. */
+	return strerror_r(errnum, buf, sizeof(buf));
+}
+
+/* ---- Heap ----------------------------------------------------------------- */
+
+/* rte_malloc's contract: align 0 means a cache line; a power of two otherwise. */
+static void *
+heap_alloc(size_t size, unsigned int align, int zero)
+{
+	void *p = NULL;
+
+	if (align == 0)
+		align = RTE_CACHE_LINE_SIZE;
+	if (size == 0 || (align & (align - 1)) != 0)
+		return NULL;
+	if (align < sizeof(void *))
+		align = sizeof(void *);
+	if (posix_memalign(&p, align, size) != 0)
+		return NULL;
+	if (zero)
+		memset(p, 0, size);
+	return p;
+}
+
+void *
+rte_malloc(const char *type __rte_unused, size_t size, unsigned int align)
+{
+	return heap_alloc(size, align, 0);
+}
+
+void *
+rte_zmalloc(const char *type __rte_unused, size_t size, unsigned int align)
+{
+	return heap_alloc(size, align, 1);
+}
+
+void *
+rte_malloc_socket(const char *type __rte_unused, size_t size, unsigned int align,
+		  int socket __rte_unused)
+{
+	return heap_alloc(size, align, 0);
+}
+
+void *
+rte_zmalloc_socket(const char *type __rte_unused, size_t size, unsigned int align,
+		   int socket __rte_unused)
+{
+	return heap_alloc(size, align, 1);
+}
+
+void
+rte_free(void *ptr)
+{
+	free(ptr);
+}
+
+/* ---- Lcores, sockets, time, randomness ------------------------------------ */
+
+unsigned int
+rte_socket_id(void)
+{
+	return 0;
+}
+
+unsigned int
+rte_socket_count(void)
+{
+	return 1;
+}
+
+unsigned int
+rte_lcore_to_socket_id(unsigned int lcore_id __rte_unused)
+{
+	return 0;
+}
+
+static uint64_t tsc_hz;
+static pthread_once_t tsc_once = PTHREAD_ONCE_INIT;
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The TSC against the monotonic clock over 5 ms, once: what the code does
+ * with it is timeouts and rates, for which 0.1% is plenty. */
+static void
+tsc_measure(void)
+{
+	uint64_t n0 = mono_ns(), c0 = rte_get_tsc_cycles(), n1, c1;
+	struct timespec ts = { 0, 5000000 };
+
+	nanosleep(&ts, NULL);
+	n1 = mono_ns();
+	c1 = rte_get_tsc_cycles();
+	tsc_hz = n1 > n0 ? (uint64_t)((double)(c1 - c0) * 1e9 / (double)(n1 - n0)) : 0;
+	if (tsc_hz == 0)
+		tsc_hz = 1000000000ull;
+}
+
+uint64_t
+rte_get_tsc_hz(void)
+{
+	pthread_once(&tsc_once, tsc_measure);
+	return tsc_hz;
+}
+
+void
+rte_delay_us_sleep(unsigned int us)
+{
+	struct timespec ts = { us / 1000000, (long)(us % 1000000) * 1000 };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+uint64_t
+rte_rand(void)
+{
+	static __thread uint64_t s;
+	uint64_t x;
+
+	while (s == 0 && getrandom(&s, sizeof(s), 0) != sizeof(s))
+		;
+	/* xorshift64*: the code wants tokens, not cryptography. */
+	x = s;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	s = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+/* ---- Logging -------------------------------------------------------------- */
+
+#define LOG_TYPES 64
+
+static struct {
+	pthread_mutex_t lock;
+	unsigned int n;
+	char name[LOG_TYPES][48];
+	int max;                     /* RB2_NOEAL_LOG, or WARNING */
+} logs = { .lock = PTHREAD_MUTEX_INITIALIZER, .max = -1 };
+
+int
+rte_log_register_type_and_pick_level(const char *name, uint32_t level_def __rte_unused)
+{
+	int id = -1;
+
+	pthread_mutex_lock(&logs.lock);
+	for (unsigned int i = 0; i < logs.n; i++)
+		if (strcmp(logs.name[i], name) == 0)
+			id = (int)i;
+	if (id < 0 && logs.n < LOG_TYPES) {
+		id = (int)logs.n++;
+		snprintf(logs.name[id], sizeof(logs.name[id]), "%s", name);
+	}
+	pthread_mutex_unlock(&logs.lock);
+	/* Past the table: the EAL's own type (0), as the real call falls back. */
+	return id < 0 ? 0 : id;
+}
+
+int
+rte_log(uint32_t level, uint32_t logtype, const char *format, ...)
+{
+	va_list ap;
+
+	if (logs.max < 0) {
+		const char *e = getenv("RB2_NOEAL_LOG");
+
+		logs.max = e != NULL && atoi(e) > 0 ? atoi(e) : (int)RTE_LOG_WARNING;
+	}
+	(void)logtype;              /* one threshold for all types */
+	if ((int)level > logs.max)
+		return 0;
+	va_start(ap, format);
+	vfprintf(stderr, format, ap);
+	va_end(ap);
+	return 0;
+}
+
+/* ---- Arenas --------------------------------------------------------------- */
+
+#define ARENA_MAGIC 0x72623261726e6131ull   /* "rb2arna1" */
+#define ARENA_ZONES 512
+#define ARENAS_MAX 32
+
+struct zone {
+	struct rte_memzone mz;       /* what callers get: valid in every process */
+	uint64_t cap;                /* bytes behind it (>= mz.len) */
+	uint32_t used;
+	uint32_t pad;
+};
+
+/* The arena's first pages: the same bytes in every process. */
+struct arena_hdr {
+	uint64_t magic;
+	uint64_t addr, size;
+	uint64_t huge;
+	pthread_mutex_t lock;        /* robust, process-shared */
+	uint64_t brk;                /* next byte never handed out */
+	uint32_t nzones;
+	uint32_t live;
+	struct zone zones[ARENA_ZONES];
+};
+
+#define HDR_BYTES RTE_ALIGN_CEIL(sizeof(struct arena_hdr), 4096)
+
+struct rb2_noeal_arena {
+	struct arena_hdr *h;
+	size_t size;
+	int fd;
+	struct rte_memseg_list msl;  /* rte_mem_virt2memseg_list()'s answer */
+};
+
+/* Attached arenas, for rte_mem_virt2memseg_list(); the current one for zones. */
+static struct rb2_noeal_arena *_Atomic arenas[ARENAS_MAX];
+static struct rb2_noeal_arena *_Atomic cur;
+
+static int
+arena_lock(struct arena_hdr *h)
+{
+	int r = pthread_mutex_lock(&h->lock);
+
+	/* Its last holder died inside: the directory is only ever changed
+	 * whole-entry by whole-entry, so it is consistent as it stands. */
+	if (r == EOWNERDEAD)
+		r = pthread_mutex_consistent(&h->lock);
+	return r;
+}
+
+static int
+arena_register(struct rb2_noeal_arena *a)
+{
+	for (unsigned int i = 0; i < ARENAS_MAX; i++) {
+		struct rb2_noeal_arena *none = NULL;
+
+		if (atomic_compare_exchange_strong(&arenas[i], &none, a)) {
+			atomic_store(&cur, a);
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+/* Map @fd's @size bytes at @addr exactly, or fail with EEXIST. */
+static void *
+map_at(int fd, uintptr_t addr, size_t size)
+{
+	void *p = mmap((void *)addr, size, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if ((uintptr_t)p != addr) {     /* a kernel that took it as a hint */
+		munmap(p, size);
+		errno = EEXIST;
+		return NULL;
+	}
+	return p;
+}
+
+static struct rb2_noeal_arena *
+arena_wrap(struct arena_hdr *h, size_t size, int fd)
+{
+	struct rb2_noeal_arena *a = calloc(1, sizeof(*a));
+
+	if (a == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	a->h = h;
+	a->size = size;
+	a->fd = fd;
+	a->msl.base_va = h;
+	a->msl.len = size;
+	a->msl.page_sz = h->huge ? HUGE_2M : 4096;
+	if (arena_register(a) != 0) {
+		free(a);
+		errno = ENOSPC;
+		return NULL;
+	}
+	return a;
+}
+
+struct rb2_noeal_arena *
+rb2_noeal_arena_create(size_t size, uintptr_t addr, unsigned int flags)
+{
+	pthread_mutexattr_t ma;
+	struct arena_hdr *h = NULL;
+	struct rb2_noeal_arena *a;
+	int fd = -1, huge = 1, err;
+
+	if (addr == 0)
+		addr = RB2_NOEAL_ARENA_ADDR;
+	if (addr % HUGE_2M != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	size = RTE_ALIGN_CEIL(RTE_MAX(size, (size_t)HDR_BYTES + 4096), HUGE_2M);
+	/* Hugepages where there are free ones: a hugetlb memfd's mmap fails
+	 * at once when the pool is short, so trying costs nothing. */
+	if (!(flags & RB2_NOEAL_ARENA_NO_HUGE))
+		fd = memfd_create("rb2-arena", MFD_CLOEXEC | MFD_HUGETLB);
+	if (fd >= 0 && (ftruncate(fd, (off_t)size) != 0 || (h = map_at(fd, addr, size)) == NULL)) {
+		err = errno;
+		close(fd);
+		fd = -1;
+		if (err == EEXIST) {
+			errno = EEXIST;
+			return NULL;
+		}
+	}
+	if (fd < 0) {
+		huge = 0;
+		fd = memfd_create("rb2-arena", MFD_CLOEXEC);
+		if (fd < 0)
+			return NULL;
+		if (ftruncate(fd, (off_t)size) != 0 || (h = map_at(fd, addr, size)) == NULL) {
+			err = errno;
+			close(fd);
+			errno = err;
+			return NULL;
+		}
+	}
+	h->addr = addr;
+	h->size = size;
+	h->huge = (uint64_t)huge;
+	h->brk = HDR_BYTES;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&h->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	/* Release: a process that attaches checks the magic last. */
+	atomic_store_explicit((_Atomic uint64_t *)&h->magic, ARENA_MAGIC, memory_order_release);
+	a = arena_wrap(h, size, fd);
+	if (a == NULL) {
+		err = errno;
+		munmap(h, size);
+		close(fd);
+		errno = err;
+	}
+	return a;
+}
+
+struct rb2_noeal_arena *
+rb2_noeal_arena_attach(int fd)
+{
+	struct arena_hdr probe, *h;
+	struct rb2_noeal_arena *a;
+	int own, err;
+
+	/* The header says where the arena goes and how big it is. */
+	if (pread(fd, &probe, offsetof(struct arena_hdr, lock), 0) !=
+	    (ssize_t)offsetof(struct arena_hdr, lock)) {
+		/* A file that does not read(): map its first page instead. */
+		size_t plen = HUGE_2M;
+		void *p = mmap(NULL, plen, PROT_READ, MAP_SHARED, fd, 0);
+
+		if (p == MAP_FAILED) {
+			plen = 4096;
+			p = mmap(NULL, plen, PROT_READ, MAP_SHARED, fd, 0);
+		}
+		if (p == MAP_FAILED) {
+			errno = EINVAL;
+			return NULL;
+		}
+		memcpy(&probe, p, offsetof(struct arena_hdr, lock));
+		munmap(p, plen);
+	}
+	if (probe.magic != ARENA_MAGIC || probe.size == 0 || probe.addr % HUGE_2M != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	own = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (own < 0)
+		return NULL;
+	h = map_at(own, (uintptr_t)probe.addr, (size_t)probe.size);
+	if (h == NULL) {
+		err = errno;
+		close(own);
+		errno = err;
+		return NULL;
+	}
+	a = arena_wrap(h, (size_t)probe.size, own);
+	if (a == NULL) {
+		err = errno;
+		munmap(h, (size_t)probe.size);
+		close(own);
+		errno = err;
+	}
+	return a;
+}
+
+void
+rb2_noeal_arena_detach(struct rb2_noeal_arena *a)
+{
+	if (a == NULL)
+		return;
+	for (unsigned int i = 0; i < ARENAS_MAX; i++) {
+		struct rb2_noeal_arena *me = a;
+
+		atomic_compare_exchange_strong(&arenas[i], &me, NULL);
+	}
+	{
+		struct rb2_noeal_arena *me = a;
+
+		atomic_compare_exchange_strong(&cur, &me, NULL);
+	}
+	munmap(a->h, a->size);
+	close(a->fd);
+	free(a);
+}
+
+int
+rb2_noeal_arena_fd(const struct rb2_noeal_arena *a)
+{
+	return a->fd;
+}
+
+void *
+rb2_noeal_arena_base(const struct rb2_noeal_arena *a)
+{
+	return a->h;
+}
+
+size_t
+rb2_noeal_arena_size(const struct rb2_noeal_arena *a)
+{
+	return a->size;
+}
+
+int
+rb2_noeal_arena_huge(const struct rb2_noeal_arena *a)
+{
+	return a->h->huge != 0;
+}
+
+void
+rb2_noeal_arena_use(struct rb2_noeal_arena *a)
+{
+	atomic_store(&cur, a);
+}
+
+unsigned int
+rb2_noeal_arena_zones(struct rb2_noeal_arena *a)
+{
+	unsigned int n;
+
+	arena_lock(a->h);
+	n = a->h->live;
+	pthread_mutex_unlock(&a->h->lock);
+	return n;
+}
+
+size_t
+rb2_noeal_arena_used(struct rb2_noeal_arena *a)
+{
+	size_t n;
+
+	arena_lock(a->h);
+	n = a->h->brk - HDR_BYTES;
+	pthread_mutex_unlock(&a->h->lock);
+	return n;
+}
+
+/* The zone named @name in @h, or NULL. Under the lock. */
+static struct zone *
+zone_find(struct arena_hdr *h, const char *name)
+{
+	for (uint32_t i = 0; i < h->nzones; i++)
+		if (h->zones[i].used && strncmp(h->zones[i].mz.name, name, RTE_MEMZONE_NAMESIZE) == 0)
+			return &h->zones[i];
+	return NULL;
+}
+
+const struct rte_memzone *
+rte_memzone_reserve_aligned(const char *name, size_t len, int socket_id __rte_unused,
+			    unsigned int flags __rte_unused, unsigned int align)
+{
+	struct rb2_noeal_arena *a = atomic_load(&cur);
+	struct zone *z = NULL;
+	struct arena_hdr *h;
+	uint64_t off;
+
+	if (a == NULL || name == NULL || len == 0) {
+		rte_errno = a == NULL ? ENOMEM : EINVAL;
+		return NULL;
+	}
+	if (strlen(name) >= RTE_MEMZONE_NAMESIZE) {
+		rte_errno = ENAMETOOLONG;
+		return NULL;
+	}
+	if (align < RTE_CACHE_LINE_SIZE)
+		align = RTE_CACHE_LINE_SIZE;
+	if ((align & (align - 1)) != 0) {
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	len = RTE_ALIGN_CEIL(len, RTE_CACHE_LINE_SIZE);
+	h = a->h;
+	arena_lock(h);
+	if (zone_find(h, name) != NULL) {
+		pthread_mutex_unlock(&h->lock);
+		rte_errno = EEXIST;
+		return NULL;
+	}
+	/* A free zone big enough and aligned (freed memory is zero), the
+	 * smallest such; else fresh memory past brk. */
+	for (uint32_t i = 0; i < h->nzones; i++) {
+		struct zone *f = &h->zones[i];
+
+		if (!f->used && f->cap >= len && f->mz.addr_64 % align == 0 &&
+		    (z == NULL || f->cap < z->cap))
+			z = f;
+	}
+	if (z == NULL) {
+		off = RTE_ALIGN_CEIL(h->brk, (uint64_t)align);
+		if (off + len > h->size) {
+			pthread_mutex_unlock(&h->lock);
+			rte_errno = ENOMEM;
+			return NULL;
+		}
+		for (uint32_t i = 0; i < h->nzones && z == NULL; i++)
+			if (!h->zones[i].used && h->zones[i].cap == 0)
+				z = &h->zones[i];
+		if (z == NULL) {
+			if (h->nzones == ARENA_ZONES) {
+				pthread_mutex_unlock(&h->lock);
+				rte_errno = ENOSPC;
+				return NULL;
+			}
+			z = &h->zones[h->nzones++];
+		}
+		z->cap = len;
+		z->mz.addr_64 = h->addr + off;
+		h->brk = off + len;
+	}
+	snprintf(z->mz.name, sizeof(z->mz.name), "%s", name);
+	z->mz.len = len;
+	z->mz.iova = RTE_BAD_IOVA;
+	z->mz.hugepage_sz = h->huge ? HUGE_2M : 4096;
+	z->mz.socket_id = 0;
+	z->mz.flags = 0;
+	z->used = 1;
+	h->live++;
+	pthread_mutex_unlock(&h->lock);
+	return &z->mz;
+}
+
+const struct rte_memzone *
+rte_memzone_reserve(const char *name, size_t len, int socket_id, unsigned int flags)
+{
+	return rte_memzone_reserve_aligned(name, len, socket_id, flags, RTE_CACHE_LINE_SIZE);
+}
+
+const struct rte_memzone *
+rte_memzone_lookup(const char *name)
+{
+	struct rb2_noeal_arena *a = atomic_load(&cur);
+	struct zone *z;
+
+	if (a == NULL)
+		return NULL;
+	arena_lock(a->h);
+	z = zone_find(a->h, name);
+	pthread_mutex_unlock(&a->h->lock);
+	return z != NULL ? &z->mz : NULL;
+}
+
+/* The attached arena that holds @p, or NULL. */
+static struct rb2_noeal_arena *
+arena_of(const void *p)
+{
+	for (unsigned int i = 0; i < ARENAS_MAX; i++) {
+		struct rb2_noeal_arena *a = atomic_load(&arenas[i]);
+
+		if (a != NULL && (uintptr_t)p >= (uintptr_t)a->h + HDR_BYTES &&
+		    (uintptr_t)p < (uintptr_t)a->h + a->size)
+			return a;
+	}
+	return NULL;
+}
+
+int
+rte_memzone_free(const struct rte_memzone *mz)
+{
+	struct rb2_noeal_arena *a = mz != NULL ? arena_of(mz->addr) : NULL;
+	struct zone *z = NULL;
+
+	if (a == NULL)
+		return -EINVAL;
+	arena_lock(a->h);
+	/* Only a descriptor of this arena's directory is freed. */
+	for (uint32_t i = 0; i < a->h->nzones && z == NULL; i++)
+		if (&a->h->zones[i].mz == mz)
+			z = &a->h->zones[i];
+	if (z == NULL || !z->used) {
+		pthread_mutex_unlock(&a->h->lock);
+		return -EINVAL;
+	}
+	/* Zeroed as DPDK's heap zeroes what it frees: a reused zone's
+	 * readers (the rendezvous' magic) never see stale contents. */
+	memset(mz->addr, 0, z->cap);
+	memset(z->mz.name, 0, sizeof(z->mz.name));
+	z->used = 0;
+	a->h->live--;
+	pthread_mutex_unlock(&a->h->lock);
+	return 0;
+}
+
+struct rte_memseg_list *
+rte_mem_virt2memseg_list(const void *virt)
+{
+	struct rb2_noeal_arena *a = arena_of(virt);
+
+	return a != NULL ? &a->msl : NULL;
+}

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef RB2_NOEAL_H
+#define RB2_NOEAL_H
+
+/**
+ * @file
+ * rb2's ring, transport and shm driver in a process that runs no DPDK EAL.
+ *
+ * An application under rb2-run keeps its threads, signals, CPU affinity,
+ * memory and fork to itself: it cannot be an EAL process. Yet its side of a
+ * connection must run the same channel code as everybody else's. So the
+ * same sources are compiled a second time into the static library
+ * `rb2_noeal`, and this library supplies, for that build, the few EAL
+ * services they call:
+ *
+ * | what the code calls                 | here                                   |
+ * |-------------------------------------|----------------------------------------|
+ * | rte_malloc/zmalloc(_socket), rte_free | the C heap, aligned (process-private, as a private rte_malloc is used) |
+ * | rte_memzone_reserve/lookup/free     | named zones in an **arena** (below)     |
+ * | rte_mem_virt2memseg_list            | "inside an attached arena"              |
+ * | rte_get_tsc_hz                      | the TSC measured against CLOCK_MONOTONIC_RAW once |
+ * | rte_log, log types                  | stderr, WARNING and worse by default (RB2_NOEAL_LOG=1..8) |
+ * | rte_errno, rte_lcore_id             | thread-locals; every thread is LCORE_ID_ANY |
+ * | sockets, lcores, rte_rand, sleeps   | one socket (0); a seeded xorshift; nanosleep |
+ *
+ * DPDK's kvargs and telemetry libraries are linked statically: they need no
+ * EAL (telemetry commands register, and nobody serves them).
+ *
+ * **Arenas.** The shm driver's peers address each other's memory directly:
+ * in DPDK multi-process every memzone sits at the same virtual address in
+ * every process. An arena keeps that contract without the EAL: a memfd
+ * (hugetlbfs-backed where hugepages are free, 4 KiB pages otherwise) mapped
+ * at one fixed address in every process that attaches it
+ * (MAP_FIXED_NOREPLACE: a process where that range is taken gets EEXIST,
+ * never a clobbered mapping). Its first page holds a directory of named
+ * zones under a robust process-shared mutex, so a process that dies holding
+ * it does not wedge the others. Whoever holds the fd can map it: the fd is
+ * the capability, handed over a unix socket (SCM_RIGHTS) to exactly the
+ * processes that should share it.
+ *
+ * A freed zone's memory is zeroed, as DPDK's heap zeroes freed memory (the
+ * shm driver's rendezvous relies on it).
+ *
+ * @code
+ * struct rb2_noeal_arena *a = rb2_noeal_arena_create(64 << 20, 0, 0); // creator
+ * int fd = rb2_noeal_arena_fd(a);           // send it to the peer process
+ * ...
+ * struct rb2_noeal_arena *b = rb2_noeal_arena_attach(fd);          // peer
+ * // then rb2_xport_open("shm", NULL), rb2_tx_create(), ... as anywhere
+ * @endcode
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Where arenas go when the creator gives no address. */
+#define RB2_NOEAL_ARENA_ADDR 0x310000000000ull
+
+struct rb2_noeal_arena;
+
+/** rb2_noeal_arena_create() flag: 4 KiB pages even where hugepages are free. */
+#define RB2_NOEAL_ARENA_NO_HUGE 1u
+
+/**
+ * Make an arena of @p size bytes (rounded up to 2 MiB) at @p addr (0:
+ * RB2_NOEAL_ARENA_ADDR), on hugepages if enough are free (unless @p flags
+ * has RB2_NOEAL_ARENA_NO_HUGE), else on 4 KiB pages, and attach it: it
+ * becomes this process's current arena.
+ * @return the arena, or NULL with errno: EEXIST (@p addr is taken here),
+ *   EINVAL (an address not 2 MiB-aligned), ENOMEM, or what memfd_create or
+ *   mmap said.
+ */
+struct rb2_noeal_arena *rb2_noeal_arena_create(size_t size, uintptr_t addr,
+					       unsigned int flags);
+
+/**
+ * Attach the arena behind @p fd (from rb2_noeal_arena_fd() in another
+ * process) at its address; it becomes the current arena. The arena keeps
+ * its own duplicate of @p fd.
+ * @return the arena, or NULL with errno: EINVAL (not an arena), EEXIST
+ *   (its address range is taken in this process), or what mmap said.
+ */
+struct rb2_noeal_arena *rb2_noeal_arena_attach(int fd);
+
+/** Unmap the arena and close its fd. Zones in it must no longer be in use here. */
+void rb2_noeal_arena_detach(struct rb2_noeal_arena *a);
+
+/** The arena's memfd (owned by the arena; dup it to keep it). */
+int rb2_noeal_arena_fd(const struct rb2_noeal_arena *a);
+
+/** Where the arena is mapped, and its size. */
+void *rb2_noeal_arena_base(const struct rb2_noeal_arena *a);
+size_t rb2_noeal_arena_size(const struct rb2_noeal_arena *a);
+
+/** Whether the arena sits on hugepages (else 4 KiB pages). */
+int rb2_noeal_arena_huge(const struct rb2_noeal_arena *a);
+
+/** Make @p a the arena rte_memzone_reserve() and rte_memzone_lookup() use. */
+void rb2_noeal_arena_use(struct rb2_noeal_arena *a);
+
+/** Zones in use in @p a, and bytes handed out of it (free zones' included). */
+unsigned int rb2_noeal_arena_zones(struct rb2_noeal_arena *a);
+size_t rb2_noeal_arena_used(struct rb2_noeal_arena *a);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RB2_NOEAL_H */

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * rb2 channels between two processes that run no DPDK EAL (lib/noeal: the
+ * application side of rb2-run). The same channel, transport and shm driver
+ * code as everywhere, with an arena (a memfd at one address in both
+ * processes) in place of the EAL's shared memzones:
+ *
+ *   - this process links no EAL (rte_eal_init is not even there);
+ *   - on an arena of hugepages (where free), then of 4 KiB pages:
+ *   - the arena's zones: reserve, look up, refuse a second of one name,
+ *     free, zero, reuse; a second attach in one process is refused (its
+ *     range is taken), never mapped over;
+ *   - a sender spawned with only the arena's fd (a fresh exec: another
+ *     address-space layout) sends 1 million messages of 9-208 bytes to a
+ *     receiver here, exactly once and in order, in both shm modes; after
+ *     both let go, the rings are freed;
+ *   - a sender SIGKILLed after publishing: every message it published is
+ *     delivered, then -ECONNRESET within a bounded time, and the dead
+ *     sender's ring is freed by the survivor.
+ *
+ *   test_noeal                                    the tests above
+ *   test_noeal --sender FD SPEC NAME COUNT live|die   (the spawned sender)
+ */
+
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_errno.h>
+#include <rte_memzone.h>
+
+#include <rb2_chan.h>
+#include <rb2_noeal.h>
+#include <rb2_xport.h>
+
+#include "rb2_chan_traffic.h"
+
+#define MSGS 1000000ull
+#define KILLED_AFTER 100000ull
+
+extern char **environ;
+
+static uintptr_t
+arena_addr(void)
+{
+	const char *e = getenv("RB2_ARENA_ADDR");
+
+	return e != NULL ? (uintptr_t)strtoull(e, NULL, 0) : 0;
+}
+
+static void
+params_of(struct rb2_chan_params *p)
+{
+	rb2_chan_params_init(p);
+	p->slot_size = 128;
+}
+
+static int
+run_sender(int fd, const char *spec, const char *name, uint64_t count, int die)
+{
+	struct rb2_noeal_arena *a = rb2_noeal_arena_attach(fd);
+	struct rb2_xport *xp;
+	struct rb2_chan_params p;
+	struct rb2_tx *tx;
+	int ret;
+
+	if (a == NULL) {
+		fprintf(stderr, "sender: cannot attach the arena: %s\n", strerror(errno));
+		return 1;
+	}
+	close(fd);
+	xp = rb2_xport_open_spec(spec);
+	params_of(&p);
+	tx = xp ? rb2_tx_create(name, xp, &p) : NULL;
+	if (tx == NULL || rb2_tx_connect(tx, name, 20000) != 0) {
+		fprintf(stderr, "sender: cannot connect '%s': %s\n", name, rte_strerror(rte_errno));
+		return 1;
+	}
+	ret = chan_traffic_send(tx, count);
+	if (ret != 0) {
+		fprintf(stderr, "sender: send: %s\n", strerror(-ret));
+		return 1;
+	}
+	if (die)
+		raise(SIGKILL);
+	while ((ret = rb2_tx_drained(tx)) == 0)
+		;
+	if (ret < 0) {
+		fprintf(stderr, "sender: waiting for the receiver: %s\n", strerror(-ret));
+		return 1;
+	}
+	rb2_tx_destroy(tx);
+	rb2_xport_close(xp);
+	rb2_noeal_arena_detach(a);
+	return 0;
+}
+
+static int fails;
+
+#define CHECK(cond, ...) do {                                        \
+	if (!(cond)) {                                                \
+		printf("FAILED: " __VA_ARGS__);                       \
+		printf("\n");                                         \
+		fails++;                                              \
+	}                                                             \
+} while (0)
+
+/* No EAL anywhere in this process. */
+static void
+test_no_eal(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int eal = 0;
+
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		eal |= strstr(line, "librte_eal") != NULL;
+	if (f != NULL)
+		fclose(f);
+	CHECK(dlsym(RTLD_DEFAULT, "rte_eal_init") == NULL && !eal,
+	      "this process has the EAL in it");
+	printf("no EAL: rte_eal_init absent, no librte_eal mapped\n");
+}
+
+static void
+test_zones(struct rb2_noeal_arena *a)
+{
+	const struct rte_memzone *z1, *z2, *z3;
+	struct rb2_noeal_arena *again;
+	unsigned int zones0 = rb2_noeal_arena_zones(a);
+	int fd2;
+
+	z1 = rte_memzone_reserve("zone-one", 1000, 0, 0);
+	CHECK(z1 != NULL && z1->len >= 1000 && ((uintptr_t)z1->addr & 63) == 0,
+	      "reserve: %s", rte_strerror(rte_errno));
+	if (z1 == NULL)
+		return;
+	memset(z1->addr, 0xab, 1000);
+	CHECK(rte_memzone_lookup("zone-one") == z1, "lookup finds the zone");
+	CHECK(rte_memzone_reserve("zone-one", 10, 0, 0) == NULL && rte_errno == EEXIST,
+	      "a second zone of one name is refused with EEXIST");
+	CHECK(rte_mem_virt2memseg_list(z1->addr) != NULL, "a zone is arena memory");
+	CHECK(rte_mem_virt2memseg_list(&fails) == NULL, "a global is not arena memory");
+	CHECK(rte_memzone_free(z1) == 0 && rte_memzone_lookup("zone-one") == NULL,
+	      "free, then lookup finds nothing");
+	z2 = rte_memzone_reserve_aligned("zone-two", 900, 0, 0, 64);
+	CHECK(z2 != NULL && z2->addr == z1->addr, "a freed zone is reused");
+	if (z2 != NULL) {
+		int zero = 1;
+
+		for (unsigned int i = 0; i < 900; i++)
+			zero &= ((const uint8_t *)z2->addr)[i] == 0;
+		CHECK(zero, "a reused zone's memory is zero, as DPDK's freed memory is");
+	}
+	z3 = rte_memzone_reserve("x123456789012345678901234567890123", 8, 0, 0);
+	CHECK(z3 == NULL && rte_errno == ENAMETOOLONG, "a 34-character name is refused");
+	z3 = rte_memzone_reserve("too-big", rb2_noeal_arena_size(a), 0, 0);
+	CHECK(z3 == NULL && rte_errno == ENOMEM, "a zone bigger than the arena: ENOMEM");
+	if (z2 != NULL)
+		rte_memzone_free(z2);
+	CHECK(rb2_noeal_arena_zones(a) == zones0, "every zone freed");
+	/* The arena's range is taken here: a second mapping is refused. */
+	fd2 = dup(rb2_noeal_arena_fd(a));
+	again = rb2_noeal_arena_attach(fd2);
+	CHECK(again == NULL && errno == EEXIST, "attaching twice in one process: EEXIST");
+	close(fd2);
+	rb2_noeal_arena_use(a);
+	printf("zones: reserve, lookup, EEXIST, free, zeroed reuse, ENAMETOOLONG, ENOMEM, "
+	       "double attach refused\n");
+}
+
+static void
+run_pair(const char *self, struct rb2_noeal_arena *a, const char *spec, const char *name,
+	 uint64_t count, int die)
+{
+	struct rb2_xport *xp = rb2_xport_open_spec(spec);
+	struct rb2_chan_params p;
+	struct rb2_msg m[32];
+	struct rb2_rx *rx;
+	uint64_t got = 0, bad = 0;
+	char cnt[24], fds[16];
+	char *args[] = { (char *)self, "--sender", fds, (char *)spec, (char *)name, cnt,
+			 die ? "die" : "live", NULL };
+	posix_spawn_file_actions_t fa;
+	int status, n = 0, fd;
+	pid_t pid;
+	time_t t0;
+
+	params_of(&p);
+	rx = xp ? rb2_rx_create(name, xp, &p) : NULL;
+	CHECK(rx != NULL, "%s: rx_create: %s", spec, rte_strerror(rte_errno));
+	if (rx == NULL)
+		return;
+	/* The sender gets the arena's fd and nothing else of ours. */
+	fd = fcntl(rb2_noeal_arena_fd(a), F_DUPFD, 10);
+	snprintf(fds, sizeof(fds), "%d", fd);
+	snprintf(cnt, sizeof(cnt), "%" PRIu64, count);
+	posix_spawn_file_actions_init(&fa);
+	if (posix_spawn(&pid, self, &fa, NULL, args, environ) != 0) {
+		perror("posix_spawn");
+		fails++;
+		return;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	close(fd);
+	if (rb2_rx_connect(rx, name, 20000) != 0) {
+		CHECK(0, "%s: rx_connect: %s", spec, rte_strerror(rte_errno));
+		waitpid(pid, &status, 0);
+		return;
+	}
+	t0 = time(NULL);
+	n = chan_traffic_recv(rx, count, die, 60, &got, &bad);
+	if (die) {
+		CHECK(got == count && bad == 0 && n == -ECONNRESET,
+		      "%s: sender killed after publishing %" PRIu64 ": %" PRIu64 " delivered, %"
+		      PRIu64 " bad, then %s", spec, count, got, bad,
+		      n < 0 ? strerror(-n) : "no error");
+		printf("%s: sender killed after publishing %" PRIu64 " messages: %" PRIu64
+		       " delivered, then %s after %ld s\n", spec, count, got,
+		       n < 0 ? strerror(-n) : "no error", (long)(time(NULL) - t0));
+		waitpid(pid, &status, 0);
+	} else {
+		/* Keep polling so the idle push hands the last slots back. */
+		for (int i = 0; i < 5000 && waitpid(pid, &status, WNOHANG) == 0; i++) {
+			rb2_rx_peek_burst(rx, m, 32);
+			usleep(1000);
+		}
+		CHECK(waitpid(pid, &status, 0) == pid || WIFEXITED(status),
+		      "%s: the sender did not end", spec);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "%s: the sender failed (status %d)", spec, status);
+		CHECK(got == count && bad == 0, "%s: %" PRIu64 " of %" PRIu64 " messages, %"
+		      PRIu64 " bad", spec, got, count, bad);
+		printf("%s: %" PRIu64 " messages between two processes without the EAL, %"
+		       PRIu64 " bad\n", spec, got, bad);
+	}
+	rb2_rx_destroy(rx);
+	rb2_xport_close(xp);
+	CHECK(chan_traffic_rings_freed(name), "%s: a ring of '%s' is still reserved after both let go",
+	      spec, name);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const char *const specs[] = { "shm,mode=loadstore", "shm,mode=copy" };
+	struct rb2_noeal_arena *a;
+
+	if (argc == 7 && strcmp(argv[1], "--sender") == 0)
+		return run_sender(atoi(argv[2]), argv[3], argv[4], strtoull(argv[5], NULL, 10),
+				  strcmp(argv[6], "die") == 0);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	test_no_eal();
+	/* On hugepages where there are free ones, then on 4 KiB pages. */
+	for (unsigned int flags = 0; flags <= RB2_NOEAL_ARENA_NO_HUGE; flags++) {
+		a = rb2_noeal_arena_create(64 << 20, arena_addr(), flags);
+		if (a == NULL) {
+			printf("FAILED: cannot create an arena: %s\n", strerror(errno));
+			return 1;
+		}
+		printf("an arena of %zu MiB on %s pages at %p\n", rb2_noeal_arena_size(a) >> 20,
+		       rb2_noeal_arena_huge(a) ? "2 MiB" : "4 KiB", rb2_noeal_arena_base(a));
+		CHECK(!(flags & RB2_NOEAL_ARENA_NO_HUGE) || !rb2_noeal_arena_huge(a),
+		      "RB2_NOEAL_ARENA_NO_HUGE gave hugepages");
+		test_zones(a);
+		for (unsigned int i = 0; i < 2; i++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "noeal%u", i);
+			run_pair(argv[0], a, specs[i], name, MSGS, 0);
+			snprintf(name, sizeof(name), "noealk%u", i);
+			run_pair(argv[0], a, specs[i], name, KILLED_AFTER, 1);
+		}
+		CHECK(rb2_noeal_arena_zones(a) == 0, "%u zones left in the arena",
+		      rb2_noeal_arena_zones(a));
+		rb2_noeal_arena_detach(a);
+	}
+	printf("noeal: %d failure(s)\n", fails);
+	return fails != 0;
+}

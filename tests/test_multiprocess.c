@@ -27,6 +27,12 @@
  * DPDK multi-process needs hugepages. Without them this test skips (exit 77)
  * and says how to reserve them; where they can be reserved (CI runs as root
  * and the README's test command reserves them) it runs.
+ *
+ * Built a second time with RB2_TEST_NOEAL as test_multiprocess_noeal: the
+ * same tests between processes that run no EAL (lib/noeal, rb2-run's
+ * application side). The primary makes an arena instead of starting the
+ * EAL, and hands its children the arena's fd instead of a file prefix;
+ * everything else is the same code. That build needs no hugepages.
  */
 
 #include <errno.h>
@@ -41,14 +47,21 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <rte_eal.h>
 #include <rte_errno.h>
-#include <rte_lcore.h>
 #include <rte_memzone.h>
 
 #include <rb2_chan.h>
 #include <rb2_conn.h>
+#ifdef RB2_TEST_NOEAL
+#include <fcntl.h>
+
+#include <rb2_noeal.h>
+#else
+#include <rte_eal.h>
+#include <rte_lcore.h>
+
 #include <rb2_lcore.h>
+#endif
 
 #include "rb2_chan_traffic.h"
 #include "rb2_conn_traffic.h"
@@ -60,24 +73,6 @@
 
 extern char **environ;
 
-static int
-hugepages_usable(char *why, size_t len)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	long free_pages = 0;
-
-	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
-		sscanf(line, "HugePages_Free: %ld", &free_pages);
-	if (f != NULL)
-		fclose(f);
-	if (free_pages < 128) {
-		snprintf(why, len, "%ld free hugepages (need 128 x 2 MiB); as root: dpdk-hugepages.py -p 2M --setup 1G",
-			 free_pages);
-		return 0;
-	}
-	return 1;
-}
 
 /* Channel parameters of a run: 128-byte slots, and a sync policy by name
  * ("rb2", or one of the paper's designs). */
@@ -457,6 +452,28 @@ run_conn_server(const char *self, const char *prefix)
 	return ok ? 0 : 1;
 }
 
+#ifndef RB2_TEST_NOEAL
+/* ---- the environment: DPDK multi-process ---------------------------------- */
+
+static int
+hugepages_usable(char *why, size_t len)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long free_pages = 0;
+
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		sscanf(line, "HugePages_Free: %ld", &free_pages);
+	if (f != NULL)
+		fclose(f);
+	if (free_pages < 128) {
+		snprintf(why, len, "%ld free hugepages (need 128 x 2 MiB); as root: dpdk-hugepages.py -p 2M --setup 1G",
+			 free_pages);
+		return 0;
+	}
+	return 1;
+}
+
 #ifdef __SANITIZE_THREAD__
 /* ThreadSanitizer keeps [0x7e8000000000, 0x800000000000) for the app, below
  * the libraries and stacks the kernel maps from the top. */
@@ -502,32 +519,109 @@ remove_hugepage_files(const char *prefix)
 		fclose(f);
 }
 
+/* The primary: name the group in @prefix and start the EAL. @return 0,
+ * or SKIP with the reason printed. */
+static int
+env_primary(char *prefix, size_t len)
+{
+	char why[160];
+
+	if (!hugepages_usable(why, sizeof(why))) {
+		printf("SKIP: DPDK multi-process needs hugepages: %s\n", why);
+		return SKIP;
+	}
+	snprintf(prefix, len, "rb2mp%d", (int)getpid());
+	if (eal_init(prefix, 0, "0") < 0) {
+		printf("SKIP: EAL with hugepages failed (%s); multi-process cannot run here\n",
+		       rte_strerror(rte_errno));
+		return SKIP;
+	}
+	return 0;
+}
+
+/* A child: join the group @prefix names. */
+static int
+env_secondary(const char *prefix)
+{
+	if (eal_init(prefix, 1, "1") < 0) {
+		fprintf(stderr, "secondary: EAL: %s\n", rte_strerror(rte_errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void
+env_cleanup(const char *prefix, int primary)
+{
+	rb2_eal_cleanup();
+	if (primary)
+		remove_hugepage_files(prefix);
+}
+#else
+/* ---- the environment: no EAL (lib/noeal) ---------------------------------- */
+
+/* The primary makes an arena; its children get the arena's fd where the
+ * EAL's children get the group's file prefix. */
+static struct rb2_noeal_arena *arena;
+
+static int
+env_primary(char *prefix, size_t len)
+{
+	int fd;
+
+	arena = rb2_noeal_arena_create(256 << 20, 0, 0);
+	fd = arena != NULL ? fcntl(rb2_noeal_arena_fd(arena), F_DUPFD, 10) : -1;
+	if (fd < 0) {
+		printf("FAILED: cannot make an arena: %s\n", strerror(errno));
+		return 1;
+	}
+	snprintf(prefix, len, "%d", fd);
+	return 0;
+}
+
+static int
+env_secondary(const char *prefix)
+{
+	arena = rb2_noeal_arena_attach(atoi(prefix));
+	if (arena == NULL) {
+		fprintf(stderr, "child: cannot attach the arena: %s\n", strerror(errno));
+		return -1;
+	}
+	close(atoi(prefix));
+	return 0;
+}
+
+static void
+env_cleanup(const char *prefix, int primary)
+{
+	if (primary)
+		close(atoi(prefix));
+	rb2_noeal_arena_detach(arena);
+}
+#endif
+
 int
 main(int argc, char **argv)
 {
 	static const char *const specs[] = {"shm,mode=loadstore", "shm,mode=copy"};
-	char prefix[32], why[160], self[4096];
+	char prefix[32], self[4096];
 	unsigned int stress = 0;
 	ssize_t n;
 	int rc = 0;
 
 	if (argc == 8 && strcmp(argv[1], "--secondary") == 0) {
-		if (eal_init(argv[2], 1, "1") < 0) {
-			fprintf(stderr, "secondary: EAL: %s\n", rte_strerror(rte_errno));
+		if (env_secondary(argv[2]) != 0)
 			return 1;
-		}
 		rc = run_sender(argv[3], argv[4], argv[5], strtoull(argv[6], NULL, 10),
 				strcmp(argv[7], "die") == 0);
-		rb2_eal_cleanup();
+		env_cleanup(argv[2], 0);
 		return rc;
 	}
 	if (argc == 5 && strcmp(argv[1], "--conn-client") == 0) {
-		if (eal_init(argv[2], 1, "1") < 0) {
-			fprintf(stderr, "secondary: EAL: %s\n", rte_strerror(rte_errno));
+		if (env_secondary(argv[2]) != 0)
 			return 1;
-		}
 		rc = run_conn_client((unsigned int)atoi(argv[3]), strcmp(argv[4], "die") == 0);
-		rb2_eal_cleanup();
+		env_cleanup(argv[2], 0);
 		return rc;
 	}
 	if (argc == 3 && strcmp(argv[1], "--kill-stress") == 0) {
@@ -536,16 +630,9 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [--kill-stress N]\n", argv[0]);
 		return 2;
 	}
-	if (!hugepages_usable(why, sizeof(why))) {
-		printf("SKIP: DPDK multi-process needs hugepages: %s\n", why);
-		return SKIP;
-	}
-	snprintf(prefix, sizeof(prefix), "rb2mp%d", (int)getpid());
-	if (eal_init(prefix, 0, "0") < 0) {
-		printf("SKIP: EAL with hugepages failed (%s); multi-process cannot run here\n",
-		       rte_strerror(rte_errno));
-		return SKIP;
-	}
+	rc = env_primary(prefix, sizeof(prefix));
+	if (rc != 0)
+		return rc;
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0)
 		return 1;
@@ -561,7 +648,6 @@ main(int argc, char **argv)
 		rc |= run_receiver(self, prefix, specs[0], "mpkill", "rb2", KILLED_AFTER, 1, 0);
 		rc |= run_conn_server(self, prefix);
 	}
-	rb2_eal_cleanup();
-	remove_hugepage_files(prefix);
+	env_cleanup(prefix, 1);
 	return rc;
 }

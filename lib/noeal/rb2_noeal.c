@@ -38,6 +38,7 @@
 #include <rte_memory.h>
 #include <rte_memzone.h>
 #include <rte_random.h>
+#include <rte_ring.h>
 
 #include "rb2_noeal.h"
 
@@ -681,4 +682,23 @@ rte_mem_virt2memseg_list(const void *virt)
 	struct rb2_noeal_arena *a = arena_of(virt);
 
 	return a != NULL ? &a->msl : NULL;
+}
+
+/* Asked of an arena's list only (rb2_conn_service_shared()): an arena is
+ * mapped whole, so every page of it is in use. */
+int
+rte_fbarray_is_used(struct rte_fbarray *arr, unsigned int idx __rte_unused)
+{
+	return arr != NULL;
+}
+
+/* ---- What a process without the EAL has none of ---------------------------- */
+
+/* rb2-raasd's request ring lives in an EAL process group: there is none
+ * here, so joining the service says so (rb2_conn_service_join()). */
+struct rte_ring *
+rte_ring_lookup(const char *name __rte_unused)
+{
+	rte_errno = ENOENT;
+	return NULL;
 }

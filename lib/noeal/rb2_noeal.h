@@ -7,14 +7,16 @@
 
 /**
  * @file
- * rb2's ring, transport and shm driver in a process that runs no DPDK EAL.
+ * rb2's channels, transports (shm) and connections in a process that runs
+ * no DPDK EAL.
  *
  * An application under rb2-run keeps its threads, signals, CPU affinity,
  * memory and fork to itself: it cannot be an EAL process. Yet its side of a
- * connection must run the same channel code as everybody else's. So the
- * same sources are compiled a second time into the static library
- * `rb2_noeal`, and this library supplies, for that build, the few EAL
- * services they call:
+ * connection must run the same channel and connection code as everybody
+ * else's. So the same sources (lib/rb2, lib/xport, the shm driver, lib/conn
+ * but the host service's relay) are compiled a second time into the static
+ * library `rb2_noeal`, and this library supplies, for that build, the few
+ * EAL services they call:
  *
  * | what the code calls                 | here                                   |
  * |-------------------------------------|----------------------------------------|
@@ -25,6 +27,7 @@
  * | rte_log, log types                  | stderr, WARNING and worse by default (RB2_NOEAL_LOG=1..8) |
  * | rte_errno, rte_lcore_id             | thread-locals; every thread is LCORE_ID_ANY |
  * | sockets, lcores, rte_rand, sleeps   | one socket (0); a seeded xorshift; nanosleep |
+ * | rte_ring_lookup                     | nothing: no rb2-raasd group to join (ENOENT) |
  *
  * DPDK's kvargs and telemetry libraries are linked statically: they need no
  * EAL (telemetry commands register, and nobody serves them).

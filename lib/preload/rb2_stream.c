@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/* A byte stream over an RB² channel pair in an arena (rb2_stream.h). */
+
+#define _GNU_SOURCE             /* POLLRDHUP */
+
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <rte_common.h>
+#include <rte_errno.h>
+#include <rte_memzone.h>
+
+#include <rb2_chan.h>
+#include <rb2_xport.h>
+
+#include "rb2_stream.h"
+
+/* The words both ends share. Direction 0 carries the client's bytes, 1 the
+ * server's; end 0 is the client, 1 the server: end e writes direction e. */
+struct stream_ctl {
+	_Atomic uint32_t rd_sleeps[2];   /* direction d's reader wants a bell for data */
+	_Atomic uint32_t wr_sleeps[2];   /* direction d's writer wants a bell for room */
+	_Atomic uint32_t shut[2];        /* direction d's writer sent its last byte */
+	_Atomic uint32_t closed[2];      /* end e closed: its reads are over */
+	_Atomic uint32_t ends;           /* ends open; the last to close frees this */
+};
+
+struct rb2_stream {
+	struct rb2_xport *xp;
+	struct rb2_tx *tx;
+	struct rb2_rx *rx;
+	const struct rte_memzone *ctl_mz;
+	struct stream_ctl *ctl;
+	int me;                  /* 0: client, 1: server */
+	int bell;
+	int wr_shut;
+	int armed;
+	uint32_t off;            /* bytes of the first unreleased message already read */
+	struct rb2_stream_stats st;
+};
+
+static void
+params(struct rb2_chan_params *p)
+{
+	rb2_chan_params_init(p);
+	p->slots = 256;          /* 512 KiB each way: a 64 KiB write is an eighth */
+	p->slot_size = 2048;
+}
+
+static void
+ring(struct rb2_stream *s)
+{
+	/* One byte makes the peer's socket readable; if its buffer is full,
+	 * the bytes already there do the same. */
+	(void)send(s->bell, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	s->st.bells_rung++;
+}
+
+/* After publishing data (@dir = ours) or freeing room (@dir = the peer's):
+ * ring the peer if it asked. Seq-cst: our publication before our look at
+ * its flag, as its flag before its last look at the ring (Dekker). */
+static void
+ring_if(struct rb2_stream *s, _Atomic uint32_t *flag)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(flag, memory_order_relaxed) != 0 &&
+	    atomic_exchange_explicit(flag, 0, memory_order_relaxed) != 0)
+		ring(s);
+}
+
+struct rb2_stream *
+rb2_stream_open(const char *name, int is_client, int bell_fd, unsigned int timeout_ms)
+{
+	struct rb2_stream *s = calloc(1, sizeof(*s));
+	struct rb2_chan_params p;
+	char up[RB2_CHAN_NAMESIZE], down[RB2_CHAN_NAMESIZE], cz[RTE_MEMZONE_NAMESIZE];
+	int ret = -ENOMEM;
+
+	if (s == NULL)
+		goto fail;
+	s->me = is_client ? 0 : 1;
+	s->bell = bell_fd;
+	snprintf(up, sizeof(up), "%s.u", name);
+	snprintf(down, sizeof(down), "%s.d", name);
+	snprintf(cz, sizeof(cz), "%s.c", name);
+	/* Whichever end comes first makes the control zone. */
+	s->ctl_mz = rte_memzone_reserve(cz, sizeof(struct stream_ctl), 0, 0);
+	if (s->ctl_mz == NULL && rte_errno == EEXIST)
+		s->ctl_mz = rte_memzone_lookup(cz);
+	if (s->ctl_mz == NULL)
+		goto fail;
+	s->ctl = s->ctl_mz->addr;
+	atomic_fetch_add(&s->ctl->ends, 1);
+	params(&p);
+	s->xp = rb2_xport_open("shm", NULL);
+	if (s->xp == NULL)
+		goto fail;
+	/* Both ends connect "up" first, then "down": no end waits on the
+	 * other's second channel before its first. */
+	if (is_client) {
+		s->tx = rb2_tx_create(up, s->xp, &p);
+		s->rx = rb2_rx_create(down, s->xp, &p);
+		if (s->tx == NULL || s->rx == NULL)
+			goto fail;
+		if ((ret = rb2_tx_connect(s->tx, up, timeout_ms)) != 0 ||
+		    (ret = rb2_rx_connect(s->rx, down, timeout_ms)) != 0)
+			goto fail;
+	} else {
+		s->rx = rb2_rx_create(up, s->xp, &p);
+		s->tx = rb2_tx_create(down, s->xp, &p);
+		if (s->tx == NULL || s->rx == NULL)
+			goto fail;
+		if ((ret = rb2_rx_connect(s->rx, up, timeout_ms)) != 0 ||
+		    (ret = rb2_tx_connect(s->tx, down, timeout_ms)) != 0)
+			goto fail;
+	}
+	return s;
+fail:
+	if (ret == -ENOMEM && rte_errno != 0)
+		ret = -rte_errno;
+	if (s != NULL)
+		rb2_stream_close(s);
+	errno = -ret;
+	return NULL;
+}
+
+ssize_t
+rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
+{
+	size_t total = 0, left = 0;
+	int i = 0, ret = 0;
+	size_t ioff = 0;
+
+	if (s->wr_shut || atomic_load_explicit(&s->ctl->closed[!s->me], memory_order_acquire))
+		return -EPIPE;
+	for (int k = 0; k < iovcnt; k++)
+		left += iov[k].iov_len;
+	while (left > 0) {
+		uint32_t len = (uint32_t)RTE_MIN(left, (size_t)RB2_STREAM_CHUNK);
+		uint8_t *slot;
+		uint32_t done = 0;
+
+		/* A big write that does not fit whole goes in what fits. */
+		while ((ret = rb2_tx_reserve(s->tx, len, (void **)&slot)) == -ENOBUFS && len > 1024)
+			len /= 2;
+		if (ret < 0)
+			break;
+		while (done < len) {            /* gather from the iovecs */
+			size_t n = RTE_MIN((size_t)(len - done), iov[i].iov_len - ioff);
+
+			rb2_msg_copy(slot + done, (const uint8_t *)iov[i].iov_base + ioff, n);
+			done += (uint32_t)n;
+			ioff += n;
+			if (ioff == iov[i].iov_len) {
+				i++;
+				ioff = 0;
+			}
+		}
+		rb2_tx_commit(s->tx, len);
+		total += len;
+		left -= len;
+	}
+	if (total > 0) {
+		int f = rb2_tx_flush(s->tx);
+
+		s->st.bytes_out += total;
+		ring_if(s, &s->ctl->rd_sleeps[s->me]);
+		if (f < 0)
+			return f;
+		return (ssize_t)total;
+	}
+	return ret == -ENOBUFS ? -EAGAIN : ret;
+}
+
+/* The peer shut its direction down, and everything it sent is read. */
+static int
+at_eof(struct rb2_stream *s)
+{
+	struct rb2_msg m;
+
+	if (!atomic_load_explicit(&s->ctl->shut[!s->me], memory_order_acquire))
+		return 0;
+	/* It shut down after its last publication: look once more. */
+	return rb2_rx_peek_burst(s->rx, &m, 1) == 0;
+}
+
+ssize_t
+rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int peek)
+{
+	struct rb2_msg m[32];
+	size_t total = 0, ioff = 0;
+	uint32_t off = s->off;
+	unsigned int done_msgs = 0;
+	int n, i = 0;
+
+	while (i < iovcnt && iov[i].iov_len == 0)
+		i++;
+	if (i == iovcnt)
+		return 0;
+	n = rb2_rx_peek_burst(s->rx, m, 32);
+	if (n == 0)
+		return at_eof(s) ? 0 : -EAGAIN;
+	if (n < 0)
+		return at_eof(s) ? 0 : n;
+	for (int k = 0; k < n && i < iovcnt; k++) {
+		uint32_t mlen = rb2_msg_len(&m[k]);
+
+		while (off < mlen && i < iovcnt) {
+			size_t c = RTE_MIN((size_t)(mlen - off), iov[i].iov_len - ioff);
+
+			rb2_msg_copy((uint8_t *)iov[i].iov_base + ioff,
+				     (const uint8_t *)m[k].data + off, c);
+			off += (uint32_t)c;
+			ioff += c;
+			total += c;
+			if (ioff == iov[i].iov_len) {
+				i++;
+				ioff = 0;
+				while (i < iovcnt && iov[i].iov_len == 0)
+					i++;
+			}
+		}
+		if (off < mlen)
+			break;               /* the buffer is full mid-message */
+		done_msgs++;
+		off = 0;
+	}
+	if (!peek) {
+		s->off = off;
+		s->st.bytes_in += total;
+		if (done_msgs > 0) {
+			rb2_rx_release_burst(s->rx, m, done_msgs);
+			ring_if(s, &s->ctl->wr_sleeps[!s->me]);
+		}
+	}
+	return (ssize_t)total;
+}
+
+size_t
+rb2_stream_nread(struct rb2_stream *s)
+{
+	struct rb2_msg m[32];
+	int n = rb2_rx_peek_burst(s->rx, m, 32);
+	size_t bytes = 0;
+
+	for (int k = 0; k < n; k++)
+		bytes += rb2_msg_len(&m[k]);
+	return bytes > s->off ? bytes - s->off : 0;
+}
+
+int
+rb2_stream_poll(struct rb2_stream *s)
+{
+	struct rb2_msg m;
+	void *slot;
+	int ev = 0, n = rb2_rx_peek_burst(s->rx, &m, 1), w;
+
+	if (n > 0)
+		ev |= POLLIN;
+	else if (n < 0)
+		ev |= at_eof(s) ? POLLIN | POLLRDHUP : POLLIN | POLLERR | POLLHUP;
+	else if (at_eof(s))
+		ev |= POLLIN | POLLRDHUP;
+	if (atomic_load_explicit(&s->ctl->closed[!s->me], memory_order_acquire))
+		ev |= POLLOUT | (s->wr_shut ? POLLHUP : 0);  /* a write fails at once */
+	else if (!s->wr_shut && (w = rb2_tx_reserve(s->tx, 1, &slot)) != -ENOBUFS)
+		ev |= POLLOUT | (w < 0 ? POLLERR : 0);     /* reserving again returns it */
+	if (s->wr_shut && (ev & POLLRDHUP))
+		ev |= POLLHUP;
+	return ev;
+}
+
+int
+rb2_stream_arm(struct rb2_stream *s, int events)
+{
+	int ev;
+
+	if (events & POLLIN)
+		atomic_store_explicit(&s->ctl->rd_sleeps[!s->me], 1, memory_order_relaxed);
+	if (events & POLLOUT)
+		atomic_store_explicit(&s->ctl->wr_sleeps[s->me], 1, memory_order_relaxed);
+	s->armed = 1;
+	s->st.sleeps++;
+	/* The flag before the last look (ring_if()'s other half). */
+	atomic_thread_fence(memory_order_seq_cst);
+	ev = rb2_stream_poll(s) & (events | POLLERR | POLLHUP | POLLRDHUP);
+	if (ev != 0)
+		rb2_stream_disarm(s);
+	return ev;
+}
+
+void
+rb2_stream_disarm(struct rb2_stream *s)
+{
+	char buf[64];
+
+	if (!s->armed)
+		return;
+	s->armed = 0;
+	atomic_store_explicit(&s->ctl->rd_sleeps[!s->me], 0, memory_order_relaxed);
+	atomic_store_explicit(&s->ctl->wr_sleeps[s->me], 0, memory_order_relaxed);
+	/* The bell's bytes: read them away, so the socket stops being readable. */
+	while (recv(s->bell, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;
+}
+
+void
+rb2_stream_shutdown_wr(struct rb2_stream *s)
+{
+	if (s->wr_shut)
+		return;
+	rb2_tx_flush(s->tx);
+	s->wr_shut = 1;
+	/* Release: every byte published before the flag. */
+	atomic_store_explicit(&s->ctl->shut[s->me], 1, memory_order_release);
+	/* A reader asleep must wake to see the end. */
+	ring_if(s, &s->ctl->rd_sleeps[s->me]);
+}
+
+void
+rb2_stream_close(struct rb2_stream *s)
+{
+	if (s->ctl != NULL) {
+		if (s->tx != NULL)
+			rb2_stream_shutdown_wr(s);
+		atomic_store_explicit(&s->ctl->closed[s->me], 1, memory_order_release);
+		/* A writer waiting for room learns that nobody will read. */
+		ring_if(s, &s->ctl->wr_sleeps[!s->me]);
+	}
+	if (s->tx != NULL)
+		rb2_tx_destroy(s->tx);
+	if (s->rx != NULL)
+		rb2_rx_destroy(s->rx);
+	if (s->xp != NULL)
+		rb2_xport_close(s->xp);
+	if (s->ctl != NULL && atomic_fetch_sub(&s->ctl->ends, 1) == 1)
+		rte_memzone_free(s->ctl_mz);
+	free(s);
+}
+
+void
+rb2_stream_stats(const struct rb2_stream *s, struct rb2_stream_stats *st)
+{
+	*st = s->st;
+}

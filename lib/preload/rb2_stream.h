@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef RB2_STREAM_H
+#define RB2_STREAM_H
+
+/**
+ * @file
+ * A TCP-like byte stream over an RB² channel pair: what one connection of
+ * rb2-run is on one host.
+ *
+ * Both ends live in one arena (lib/noeal) that holds nothing else: channel
+ * "NAME.u" carries the client's bytes, "NAME.d" the server's, and a control
+ * zone "NAME.c" the few words the two ends share (who sleeps, who shut
+ * down). A write is one or more messages (up to 64 KiB each); a read copies
+ * out of as many messages as fit, keeping its place inside a message, so
+ * message boundaries never show: partial reads and coalesced writes behave
+ * as TCP's do.
+ *
+ * **Waking a sleeper.** Each end has a "bell", a file descriptor whose
+ * readability wakes it: rb2-run uses the connection's kernel TCP socket,
+ * which carries no data once the stream is up. A reader with nothing to
+ * read says so in the control zone, looks once more, and then blocks in
+ * the kernel on its bell (poll, epoll, select: the program's own call). A
+ * writer that publishes sees the flag and sends one byte on its socket,
+ * which makes the peer's socket readable. A writer short of room does the
+ * same the other way. Nobody sends a byte while the peer is polling, so a
+ * busy stream makes no system calls.
+ *
+ * All calls are non-blocking; one thread at a time per end (the caller
+ * locks).
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The arena one stream needs (two channels of 512 KiB and the control zone). */
+#define RB2_STREAM_ARENA_SIZE (4u << 20)
+
+/** The largest message a write makes. */
+#define RB2_STREAM_CHUNK (64u << 10)
+
+struct rb2_stream;
+
+/**
+ * Open one end of stream @p name in the current arena (rb2_noeal_arena_use())
+ * and connect it to the other end, which must open within @p timeout_ms.
+ * @p bell_fd is this end's socket: a byte sent on it wakes the peer.
+ * @return the stream, or NULL with errno (ETIMEDOUT: no peer came).
+ */
+struct rb2_stream *rb2_stream_open(const char *name, int is_client, int bell_fd,
+				   unsigned int timeout_ms);
+
+/**
+ * Send up to the bytes of @p iov without blocking.
+ * @return the bytes taken (maybe fewer than given), or -EAGAIN (no room
+ *   at all), -EPIPE (this end shut down writing, or the peer closed), or the
+ *   channel's error (-ECONNRESET: the peer's process died).
+ */
+ssize_t rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt);
+
+/**
+ * Receive into @p iov without blocking; @p peek leaves the bytes there.
+ * @return the bytes copied, 0 at the end of the stream (the peer shut down
+ *   writing or closed, and everything it sent was read), -EAGAIN (nothing
+ *   yet), or -ECONNRESET (the peer's process died).
+ */
+ssize_t rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int peek);
+
+/** Bytes a read would get now (FIONREAD); messages past the first 32 not counted. */
+size_t rb2_stream_nread(struct rb2_stream *s);
+
+/** POLLIN, POLLOUT, POLLRDHUP, POLLHUP and POLLERR as they stand now. */
+int rb2_stream_poll(struct rb2_stream *s);
+
+/**
+ * About to block waiting for @p events (POLLIN: data; POLLOUT: room): tell
+ * the peer to ring the bell, then look once more.
+ * @return the events ready after all (do not block then), or 0: block on
+ *   the bell, then call rb2_stream_disarm().
+ */
+int rb2_stream_arm(struct rb2_stream *s, int events);
+
+/** Awake: stop asking for bells, and read away the bytes that rang. */
+void rb2_stream_disarm(struct rb2_stream *s);
+
+/** Shut down writing (SHUT_WR): the peer reads what was sent, then 0. */
+void rb2_stream_shutdown_wr(struct rb2_stream *s);
+
+/** Close this end: the peer reads what was sent, then 0; its writes get EPIPE. */
+void rb2_stream_close(struct rb2_stream *s);
+
+/** What went through this end. */
+struct rb2_stream_stats {
+	uint64_t bytes_out, bytes_in, bells_rung, sleeps;
+};
+
+void rb2_stream_stats(const struct rb2_stream *s, struct rb2_stream_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RB2_STREAM_H */

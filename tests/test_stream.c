@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * rb2_stream (lib/preload): a byte stream over an RB² channel pair between
+ * two processes without the EAL, woken through a socket, as rb2-run's
+ * connections are. Each check runs a client and a server process over one
+ * arena, with a socketpair for the bells:
+ *   - 32 MiB each way in writes and reads of random sizes and iovec splits:
+ *     every byte once, in order (a pattern of its offset);
+ *   - boundaries do not show: three writes of 10 bytes read as 25 then 5;
+ *     MSG_PEEK returns what the next read takes;
+ *   - half-close: after the client's SHUT_WR the server reads everything,
+ *     then 0, and still sends to the client, which reads it, then 0 after
+ *     the server closes; the client's write then fails with EPIPE;
+ *   - sleepers: a reader blocked on its bell is woken by the writer (the
+ *     bells rung are counted), and a writer blocked on a full ring is woken
+ *     by the reader.
+ */
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rb2_noeal.h>
+
+#include "rb2_stream.h"
+
+#define BULK (32u << 20)
+#define RTE_MIN_SZ(a, b) ((a) < (b) ? (a) : (b))
+
+static int fails;
+
+#define CHECK(cond, ...) do {                                        \
+	if (!(cond)) {                                                \
+		printf("FAILED: " __VA_ARGS__);                       \
+		printf("\n");                                         \
+		fails++;                                              \
+	}                                                             \
+} while (0)
+
+static uint64_t rng = 12345;
+
+static uint32_t
+rnd(uint32_t n)
+{
+	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)((rng >> 33) % n);
+}
+
+static uint8_t
+pat(uint64_t off, int dir)
+{
+	return (uint8_t)((off * 2654435761u) >> 13) ^ (uint8_t)dir;
+}
+
+/* Block until @events, as rb2-run does: arm, then poll the bell. */
+static void
+wait_for(struct rb2_stream *s, int bell, int events)
+{
+	if (rb2_stream_arm(s, events) == 0) {
+		struct pollfd p = { .fd = bell, .events = POLLIN };
+
+		poll(&p, 1, 5000);
+		rb2_stream_disarm(s);
+	}
+}
+
+static ssize_t
+send_all(struct rb2_stream *s, int bell, const uint8_t *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		/* Up to three iovecs of random lengths. */
+		struct iovec iov[3];
+		size_t want = RTE_MIN_SZ(len - done, 1 + rnd(200000)), a = rnd((uint32_t)want + 1),
+		       b = rnd((uint32_t)(want - a) + 1);
+		ssize_t n;
+
+		iov[0] = (struct iovec){ (void *)(buf + done), a };
+		iov[1] = (struct iovec){ (void *)(buf + done + a), b };
+		iov[2] = (struct iovec){ (void *)(buf + done + a + b), want - a - b };
+		n = rb2_stream_send(s, iov, 3);
+		if (n == -EAGAIN) {
+			wait_for(s, bell, POLLOUT);
+			continue;
+		}
+		if (n < 0)
+			return n;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+/* Read @len bytes (or to the end) in random pieces; count bytes off the pattern. */
+static size_t
+recv_check(struct rb2_stream *s, int bell, size_t len, int dir, size_t *bad)
+{
+	static uint8_t buf[300000];
+	size_t got = 0;
+
+	while (got < len) {
+		struct iovec iov = { buf, 1 + rnd(sizeof(buf) - 1) };
+		ssize_t n = rb2_stream_recv(s, &iov, 1, 0);
+
+		if (n == -EAGAIN) {
+			wait_for(s, bell, POLLIN);
+			continue;
+		}
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n; i++)
+			*bad += buf[i] != pat(got + (size_t)i, dir);
+		got += (size_t)n;
+	}
+	return got;
+}
+
+static int
+client(int bell)
+{
+	struct rb2_stream *s = rb2_stream_open("t1", 1, bell, 5000);
+	struct rb2_stream_stats st;
+	uint8_t *buf = malloc(BULK);
+	size_t bad = 0, got;
+	char tiny[64];
+	ssize_t n;
+
+	if (s == NULL || buf == NULL) {
+		printf("FAILED: client open: %s\n", strerror(errno));
+		return 1;
+	}
+	for (size_t i = 0; i < BULK; i++)
+		buf[i] = pat(i, 0);
+	CHECK(send_all(s, bell, buf, BULK) == BULK, "client: bulk send");
+	got = recv_check(s, bell, BULK, 1, &bad);
+	CHECK(got == BULK && bad == 0, "client: %zu of %u bytes back, %zu bad", got, BULK, bad);
+	/* Boundaries: three writes of 10, then half-close. */
+	for (int k = 0; k < 3; k++) {
+		struct iovec iov = { (void *)"0123456789", 10 };
+
+		CHECK(rb2_stream_send(s, &iov, 1) == 10, "client: a write of 10");
+	}
+	rb2_stream_shutdown_wr(s);
+	{
+		struct iovec iov = { tiny, 1 };
+
+		CHECK(rb2_stream_send(s, &iov, 1) == -EPIPE, "client: a write after SHUT_WR: EPIPE");
+	}
+	/* The server still talks after our SHUT_WR, then closes. */
+	n = 0;
+	for (;;) {
+		struct iovec iov = { tiny + n, sizeof(tiny) - (size_t)n };
+		ssize_t r = rb2_stream_recv(s, &iov, 1, 0);
+
+		if (r == -EAGAIN) {
+			wait_for(s, bell, POLLIN);
+			continue;
+		}
+		if (r <= 0)
+			break;
+		n += r;
+	}
+	CHECK(n == 5 && memcmp(tiny, "after", 5) == 0, "client: %zd bytes after half-close", n);
+	rb2_stream_stats(s, &st);
+	printf("client: %llu bytes out, %llu in, %llu bells rung, %llu sleeps\n",
+	       (unsigned long long)st.bytes_out, (unsigned long long)st.bytes_in,
+	       (unsigned long long)st.bells_rung, (unsigned long long)st.sleeps);
+	CHECK(st.sleeps > 0, "client: never slept, so the bell went untested");
+	rb2_stream_close(s);
+	free(buf);
+	return fails != 0;
+}
+
+static int
+server(int bell)
+{
+	struct rb2_stream *s = rb2_stream_open("t1", 0, bell, 5000);
+	uint8_t *buf = malloc(BULK);
+	char b[32], p[32];
+	size_t bad = 0, got;
+	struct iovec iov;
+	ssize_t n;
+
+	if (s == NULL || buf == NULL) {
+		printf("FAILED: server open: %s\n", strerror(errno));
+		return 1;
+	}
+	got = recv_check(s, bell, BULK, 0, &bad);
+	CHECK(got == BULK && bad == 0, "server: %zu of %u bytes, %zu bad", got, BULK, bad);
+	for (size_t i = 0; i < BULK; i++)
+		buf[i] = pat(i, 1);
+	CHECK(send_all(s, bell, buf, BULK) == BULK, "server: bulk send");
+	/* The three writes of 10 are there: read 25, then 5. */
+	while (rb2_stream_nread(s) < 30 && !(rb2_stream_poll(s) & POLLRDHUP))
+		wait_for(s, bell, POLLIN);
+	CHECK(rb2_stream_nread(s) == 30, "server: FIONREAD %zu, not 30", rb2_stream_nread(s));
+	iov = (struct iovec){ p, 25 };
+	CHECK(rb2_stream_recv(s, &iov, 1, 1) == 25, "server: peek 25");
+	iov = (struct iovec){ b, 25 };
+	CHECK(rb2_stream_recv(s, &iov, 1, 0) == 25 && memcmp(b, p, 25) == 0 &&
+	      memcmp(b, "0123456789012345678901234", 25) == 0, "server: read 25 = peek 25");
+	iov = (struct iovec){ b, sizeof(b) };
+	n = rb2_stream_recv(s, &iov, 1, 0);
+	CHECK(n == 5 && memcmp(b, "56789", 5) == 0, "server: then 5, got %zd", n);
+	n = rb2_stream_recv(s, &iov, 1, 0);
+	CHECK(n == 0, "server: then the end (0), got %zd", n);
+	CHECK(rb2_stream_poll(s) & POLLRDHUP, "server: POLLRDHUP after the client's SHUT_WR");
+	iov = (struct iovec){ (void *)"after", 5 };
+	CHECK(rb2_stream_send(s, &iov, 1) == 5, "server: a write after the client's SHUT_WR");
+	rb2_stream_close(s);
+	free(buf);
+	return fails != 0;
+}
+
+int
+main(void)
+{
+	struct rb2_noeal_arena *a = rb2_noeal_arena_create(RB2_STREAM_ARENA_SIZE, 0, 0);
+	int sv[2], status = 0;
+	pid_t pid;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (a == NULL || socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+		printf("FAILED: arena or socketpair: %s\n", strerror(errno));
+		return 1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		close(sv[1]);
+		_exit(client(sv[0]));
+	}
+	close(sv[0]);
+	fails += server(sv[1]);
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the client failed");
+	CHECK(rb2_noeal_arena_zones(a) == 0, "%u zones left in the arena after both closed",
+	      rb2_noeal_arena_zones(a));
+	rb2_noeal_arena_detach(a);
+	printf("stream: %d failure(s)\n", fails);
+	return fails != 0;
+}

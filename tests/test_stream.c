@@ -69,7 +69,7 @@ wait_for(struct rb2_stream *s, int bell, int events)
 		struct pollfd p = { .fd = bell, .events = POLLIN };
 
 		poll(&p, 1, 5000);
-		rb2_stream_disarm(s);
+		rb2_stream_disarm(s, events);
 	}
 }
 
@@ -81,7 +81,8 @@ send_all(struct rb2_stream *s, int bell, const uint8_t *buf, size_t len)
 	while (done < len) {
 		/* Up to three iovecs of random lengths. */
 		struct iovec iov[3];
-		size_t want = RTE_MIN_SZ(len - done, 1 + rnd(200000)), a = rnd((uint32_t)want + 1),
+		size_t r = 1 + rnd(200000);   /* once: RTE_MIN_SZ evaluates twice */
+		size_t want = RTE_MIN_SZ(len - done, r), a = rnd((uint32_t)want + 1),
 		       b = rnd((uint32_t)(want - a) + 1);
 		ssize_t n;
 

@@ -249,7 +249,7 @@ rte_log(uint32_t level, uint32_t logtype, const char *format, ...)
 
 #define ARENA_MAGIC 0x72623261726e6131ull   /* "rb2arna1" */
 #define ARENA_ZONES 512
-#define ARENAS_MAX 32
+#define ARENAS_MAX 16384         /* one per connection under rb2-run */
 
 struct zone {
 	struct rte_memzone mz;       /* what callers get: valid in every process */
@@ -279,9 +279,11 @@ struct rb2_noeal_arena {
 	struct rte_memseg_list msl;  /* rte_mem_virt2memseg_list()'s answer */
 };
 
-/* Attached arenas, for rte_mem_virt2memseg_list(); the current one for zones. */
+/* Attached arenas, for rte_mem_virt2memseg_list(); each thread's current
+ * one for zones (threads of one process set up different connections). */
 static struct rb2_noeal_arena *_Atomic arenas[ARENAS_MAX];
-static struct rb2_noeal_arena *_Atomic cur;
+static _Atomic unsigned int arenas_hi;   /* no arena at or above this index */
+static __thread struct rb2_noeal_arena *cur;
 
 static int
 arena_lock(struct arena_hdr *h)
@@ -302,7 +304,11 @@ arena_register(struct rb2_noeal_arena *a)
 		struct rb2_noeal_arena *none = NULL;
 
 		if (atomic_compare_exchange_strong(&arenas[i], &none, a)) {
-			atomic_store(&cur, a);
+			unsigned int hi = atomic_load(&arenas_hi);
+
+			while (hi < i + 1 && !atomic_compare_exchange_weak(&arenas_hi, &hi, i + 1))
+				;
+			cur = a;
 			return 0;
 		}
 	}
@@ -469,11 +475,8 @@ rb2_noeal_arena_detach(struct rb2_noeal_arena *a)
 
 		atomic_compare_exchange_strong(&arenas[i], &me, NULL);
 	}
-	{
-		struct rb2_noeal_arena *me = a;
-
-		atomic_compare_exchange_strong(&cur, &me, NULL);
-	}
+	if (cur == a)
+		cur = NULL;
 	munmap(a->h, a->size);
 	close(a->fd);
 	free(a);
@@ -506,7 +509,7 @@ rb2_noeal_arena_huge(const struct rb2_noeal_arena *a)
 void
 rb2_noeal_arena_use(struct rb2_noeal_arena *a)
 {
-	atomic_store(&cur, a);
+	cur = a;
 }
 
 unsigned int
@@ -545,7 +548,7 @@ const struct rte_memzone *
 rte_memzone_reserve_aligned(const char *name, size_t len, int socket_id __rte_unused,
 			    unsigned int flags __rte_unused, unsigned int align)
 {
-	struct rb2_noeal_arena *a = atomic_load(&cur);
+	struct rb2_noeal_arena *a = cur;
 	struct zone *z = NULL;
 	struct arena_hdr *h;
 	uint64_t off;
@@ -624,7 +627,7 @@ rte_memzone_reserve(const char *name, size_t len, int socket_id, unsigned int fl
 const struct rte_memzone *
 rte_memzone_lookup(const char *name)
 {
-	struct rb2_noeal_arena *a = atomic_load(&cur);
+	struct rb2_noeal_arena *a = cur;
 	struct zone *z;
 
 	if (a == NULL)
@@ -639,7 +642,9 @@ rte_memzone_lookup(const char *name)
 static struct rb2_noeal_arena *
 arena_of(const void *p)
 {
-	for (unsigned int i = 0; i < ARENAS_MAX; i++) {
+	unsigned int hi = atomic_load(&arenas_hi);
+
+	for (unsigned int i = 0; i < hi; i++) {
 		struct rb2_noeal_arena *a = atomic_load(&arenas[i]);
 
 		if (a != NULL && (uintptr_t)p >= (uintptr_t)a->h + HDR_BYTES &&

@@ -85,7 +85,8 @@ struct rb2_noeal_arena *rb2_noeal_arena_create(size_t size, uintptr_t addr,
 
 /**
  * Attach the arena behind @p fd (from rb2_noeal_arena_fd() in another
- * process) at its address; it becomes the current arena. The arena keeps
+ * process) at its address; it becomes the calling thread's current arena.
+ * The arena keeps
  * its own duplicate of @p fd.
  * @return the arena, or NULL with errno: EINVAL (not an arena), EEXIST
  *   (its address range is taken in this process), or what mmap said.
@@ -105,7 +106,8 @@ size_t rb2_noeal_arena_size(const struct rb2_noeal_arena *a);
 /** Whether the arena sits on hugepages (else 4 KiB pages). */
 int rb2_noeal_arena_huge(const struct rb2_noeal_arena *a);
 
-/** Make @p a the arena rte_memzone_reserve() and rte_memzone_lookup() use. */
+/** Make @p a the arena rte_memzone_reserve() and rte_memzone_lookup() use
+ * in the calling thread (creating or attaching one makes it current too). */
 void rb2_noeal_arena_use(struct rb2_noeal_arena *a);
 
 /** Zones in use in @p a, and bytes handed out of it (free zones' included). */

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <rte_common.h>
 #include <rte_errno.h>
@@ -42,7 +44,6 @@ struct rb2_stream {
 	int me;                  /* 0: client, 1: server */
 	int bell;
 	int wr_shut;
-	int armed;
 	uint32_t off;            /* bytes of the first unreleased message already read */
 	struct rb2_stream_stats st;
 };
@@ -55,12 +56,15 @@ params(struct rb2_chan_params *p)
 	p->slot_size = 2048;
 }
 
+/* The bell's system calls, not libc's functions: under rb2-run, libc's
+ * send and recv on this socket are the preload library's own, which would
+ * come back here. */
 static void
 ring(struct rb2_stream *s)
 {
 	/* One byte makes the peer's socket readable; if its buffer is full,
 	 * the bytes already there do the same. */
-	(void)send(s->bell, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	(void)syscall(SYS_sendto, s->bell, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
 	s->st.bells_rung++;
 }
 
@@ -148,8 +152,10 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 		uint8_t *slot;
 		uint32_t done = 0;
 
-		/* A big write that does not fit whole goes in what fits. */
-		while ((ret = rb2_tx_reserve(s->tx, len, (void **)&slot)) == -ENOBUFS && len > 1024)
+		/* A big write that does not fit whole goes in what fits, down
+		 * to one byte: whenever rb2_stream_poll() says POLLOUT (a byte
+		 * fits), a send takes something, or a writer would spin. */
+		while ((ret = rb2_tx_reserve(s->tx, len, (void **)&slot)) == -ENOBUFS && len > 1)
 			len /= 2;
 		if (ret < 0)
 			break;
@@ -287,28 +293,26 @@ rb2_stream_arm(struct rb2_stream *s, int events)
 		atomic_store_explicit(&s->ctl->rd_sleeps[!s->me], 1, memory_order_relaxed);
 	if (events & POLLOUT)
 		atomic_store_explicit(&s->ctl->wr_sleeps[s->me], 1, memory_order_relaxed);
-	s->armed = 1;
 	s->st.sleeps++;
 	/* The flag before the last look (ring_if()'s other half). */
 	atomic_thread_fence(memory_order_seq_cst);
 	ev = rb2_stream_poll(s) & (events | POLLERR | POLLHUP | POLLRDHUP);
 	if (ev != 0)
-		rb2_stream_disarm(s);
+		rb2_stream_disarm(s, events);
 	return ev;
 }
 
 void
-rb2_stream_disarm(struct rb2_stream *s)
+rb2_stream_disarm(struct rb2_stream *s, int events)
 {
 	char buf[64];
 
-	if (!s->armed)
-		return;
-	s->armed = 0;
-	atomic_store_explicit(&s->ctl->rd_sleeps[!s->me], 0, memory_order_relaxed);
-	atomic_store_explicit(&s->ctl->wr_sleeps[s->me], 0, memory_order_relaxed);
+	if (events & POLLIN)
+		atomic_store_explicit(&s->ctl->rd_sleeps[!s->me], 0, memory_order_relaxed);
+	if (events & POLLOUT)
+		atomic_store_explicit(&s->ctl->wr_sleeps[s->me], 0, memory_order_relaxed);
 	/* The bell's bytes: read them away, so the socket stops being readable. */
-	while (recv(s->bell, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+	while (syscall(SYS_recvfrom, s->bell, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL) > 0)
 		;
 }
 

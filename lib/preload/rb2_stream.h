@@ -83,13 +83,15 @@ int rb2_stream_poll(struct rb2_stream *s);
 /**
  * About to block waiting for @p events (POLLIN: data; POLLOUT: room): tell
  * the peer to ring the bell, then look once more.
- * @return the events ready after all (do not block then), or 0: block on
- *   the bell, then call rb2_stream_disarm().
+ * @return the events ready after all (do not block then; nothing is left
+ *   armed), or 0: block on the bell, then call rb2_stream_disarm(). A
+ *   thread waiting to read and one waiting to write may arm one end at once.
  */
 int rb2_stream_arm(struct rb2_stream *s, int events);
 
-/** Awake: stop asking for bells, and read away the bytes that rang. */
-void rb2_stream_disarm(struct rb2_stream *s);
+/** Awake: stop asking for bells for @p events (as armed), and read away
+ *  the bytes that rang. */
+void rb2_stream_disarm(struct rb2_stream *s, int events);
 
 /** Shut down writing (SHUT_WR): the peer reads what was sent, then 0. */
 void rb2_stream_shutdown_wr(struct rb2_stream *s);

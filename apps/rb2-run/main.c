@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * rb2-run [options] [--] PROGRAM [ARGS...]: run an unmodified program with
+ * its TCP connections to other programs under rb2-run on this host over rb2
+ * (doc/guides/apps/rb2-run.md). It finds or starts the host's rb2-sockd,
+ * puts librb2_preload.so in LD_PRELOAD, and execs the program: no EAL, no
+ * hugepage setup, no file prefixes.
+ */
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <libgen.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rb2_sockd.h"
+
+extern char **environ;
+
+#ifndef RB2_PRELOAD_INSTALLED
+#define RB2_PRELOAD_INSTALLED "/usr/local/lib/x86_64-linux-gnu/librb2_preload.so"
+#endif
+#ifndef RB2_SOCKD_INSTALLED
+#define RB2_SOCKD_INSTALLED "/usr/local/bin/rb2-sockd"
+#endif
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: rb2-run [--stats] [--socket PATH] [--no-service] [--] PROGRAM [ARGS...]\n"
+"Runs PROGRAM unmodified; its TCP connections to programs that also run\n"
+"under rb2-run on this host go over rb2 shared-memory rings, and every other\n"
+"connection stays kernel TCP, counted. No EAL arguments, hugepages or file\n"
+"prefixes: rb2-run starts the host's service (rb2-sockd) when none runs.\n"
+"  --stats        at exit, each process prints one line: connections over rb2,\n"
+"                 bytes each way, and those left to the kernel with the reason\n"
+"                 (the same as RB2_RUN_STATS=1)\n"
+"  --socket PATH  the service's socket (default: $RB2_SOCKD_PATH, else\n"
+"                 /run/rb2/sockd.sock for root, else $XDG_RUNTIME_DIR/rb2/\n"
+"                 or /tmp/rb2-UID/)\n"
+"  --no-service   do not start rb2-sockd: without one, everything is kernel TCP\n"
+"Environment: RB2_PRELOAD_LIB (the library), RB2_RUN_CONNECT_TIMEOUT_MS.\n");
+}
+
+/* The file next to us, or in the build tree's layout, or installed. */
+static int
+find(char *out, size_t len, const char *env, const char *const *rel, const char *installed)
+{
+	char self[PATH_MAX], dir[PATH_MAX];
+	const char *e = getenv(env);
+	ssize_t n;
+
+	if (e != NULL && e[0] != '\0') {
+		snprintf(out, len, "%s", e);
+		return access(out, R_OK) == 0 ? 0 : -1;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		snprintf(dir, sizeof(dir), "%s", dirname(self));
+		for (unsigned int i = 0; rel[i] != NULL; i++) {
+			size_t dl = strlen(dir), rl = strlen(rel[i]);
+
+			if (dl + 1 + rl >= len)
+				continue;
+			memcpy(out, dir, dl);
+			out[dl] = '/';
+			memcpy(out + dl + 1, rel[i], rl + 1);
+			if (access(out, R_OK) == 0)
+				return 0;
+		}
+	}
+	snprintf(out, len, "%s", installed);
+	return access(out, R_OK) == 0 ? 0 : -1;
+}
+
+static int
+service_up(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), ok;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* PROGRAM as exec would find it on PATH. */
+static int
+resolve(const char *prog, char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+	char *copy, *dir, *save = NULL;
+
+	if (strchr(prog, '/') != NULL) {
+		snprintf(out, len, "%s", prog);
+		return access(out, X_OK);
+	}
+	copy = strdup(path != NULL ? path : "/usr/local/bin:/usr/bin:/bin");
+	for (dir = strtok_r(copy, ":", &save); dir != NULL; dir = strtok_r(NULL, ":", &save)) {
+		snprintf(out, len, "%s/%s", dir[0] ? dir : ".", prog);
+		if (access(out, X_OK) == 0) {
+			free(copy);
+			return 0;
+		}
+	}
+	free(copy);
+	return -1;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "stats", no_argument, NULL, 's' },
+		{ "socket", required_argument, NULL, 'S' },
+		{ "no-service", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char *const lib_rel[] = { "../../lib/preload/librb2_preload.so",
+					       "../lib/librb2_preload.so", NULL };
+	static const char *const sockd_rel[] = { "rb2-sockd", "../rb2-sockd/rb2-sockd", NULL };
+	char lib[PATH_MAX], sockd[PATH_MAX], path[108], prog[PATH_MAX], *pre;
+	const char *old;
+	int opt, no_service = 0;
+	struct stat st;
+
+	/* Options end at the program's name: its own options are its own. */
+	while ((opt = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 's': setenv("RB2_RUN_STATS", "1", 1); break;
+		case 'S': setenv("RB2_SOCKD_PATH", optarg, 1); break;
+		case 'n': no_service = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "rb2-run: no program to run (see rb2-run --help)\n");
+		return 2;
+	}
+	if (find(lib, sizeof(lib), "RB2_PRELOAD_LIB", lib_rel, RB2_PRELOAD_INSTALLED) != 0) {
+		fprintf(stderr, "rb2-run: cannot find librb2_preload.so (looked at %s): set "
+			"RB2_PRELOAD_LIB, or install rb2 (meson install)\n", lib);
+		return 1;
+	}
+	if (rb2_sockd_path(path, sizeof(path)) != 0) {
+		fprintf(stderr, "rb2-run: the service's socket path is too long: set a shorter "
+			"RB2_SOCKD_PATH\n");
+		return 1;
+	}
+	setenv("RB2_SOCKD_PATH", path, 1);
+	if (!no_service && !service_up(path)) {
+		char *args[] = { sockd, "--daemon", "--socket", path, NULL };
+		pid_t pid;
+		int status;
+
+		if (find(sockd, sizeof(sockd), "RB2_SOCKD", sockd_rel, RB2_SOCKD_INSTALLED) != 0) {
+			fprintf(stderr, "rb2-run: cannot find rb2-sockd (looked at %s): set RB2_SOCKD "
+				"or install rb2; running with kernel TCP only\n", sockd);
+		} else if (posix_spawn(&pid, sockd, NULL, NULL, args, environ) != 0 ||
+			   waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+			   WEXITSTATUS(status) != 0 || !service_up(path)) {
+			fprintf(stderr, "rb2-run: could not start %s at %s (its log is above); "
+				"running with kernel TCP only\n", sockd, path);
+		}
+	}
+	if (resolve(argv[optind], prog, sizeof(prog)) != 0) {
+		fprintf(stderr, "rb2-run: %s: command not found\n", argv[optind]);
+		return 127;
+	}
+	if (stat(prog, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
+		fprintf(stderr, "rb2-run: %s is set-user-ID or set-group-ID: the loader ignores "
+			"LD_PRELOAD for it, so its sockets stay kernel TCP\n", prog);
+	old = getenv("LD_PRELOAD");
+	if (asprintf(&pre, "%s%s%s", lib, old != NULL && old[0] ? ":" : "",
+		     old != NULL ? old : "") < 0)
+		return 1;
+	setenv("LD_PRELOAD", pre, 1);
+	execv(prog, argv + optind);
+	fprintf(stderr, "rb2-run: cannot run %s: %s\n", prog, strerror(errno));
+	return 126;
+}

@@ -1,0 +1,787 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * rb2-sockd: the host service of rb2-run. It pairs the two ends of a TCP
+ * connection between programs under rb2-run on this host and hands both one
+ * arena for their stream (lib/preload/rb2_sockd.h has the protocol and why
+ * it trusts nobody's word). It carries no data and runs no EAL: it sleeps in
+ * poll(2) between requests.
+ *
+ *   rb2-sockd [--socket PATH] [--daemon] [--accept-timeout-ms N] [--no-huge]
+ *   rb2-sockd --stats [--socket PATH]     its counters, one JSON line
+ *   rb2-sockd --stop [--socket PATH]      ask it to exit
+ */
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <ifaddrs.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rb2_noeal.h>
+
+#include "rb2_sockd.h"
+#include "rb2_stream.h"
+
+/* Arenas go at SLOT_BASE + k * RB2_STREAM_ARENA_SIZE: one range for every
+ * process on the host, so the pair's address is free in both. */
+#define SLOT_BASE 0x320000000000ull
+#define SLOTS 65536u
+#define MAX_CONNS 4096
+
+enum kind { K_FREE, K_NEW, K_LISTENER, K_CLIENT, K_SERVER };
+
+struct conn {
+	int fd;
+	enum kind kind;
+	pid_t pid;
+	uid_t uid;
+	/* K_LISTENER: the listening socket, and where it listens */
+	int lfd;
+	struct sockaddr_storage at;
+	int v6only;
+	/* K_CLIENT: its port and where it connects; K_SERVER: the accepted
+	 * connection's client port and server address */
+	uint16_t cport;
+	struct sockaddr_storage to;
+	int connected;              /* K_CLIENT: CONNECTED came */
+	int peer;                   /* the matched other side's index, or -1 */
+	uint64_t deadline_ms;
+};
+
+static struct conn conns[MAX_CONNS];
+static unsigned int nconns;
+static pid_t slot_pid[SLOTS][2];
+static unsigned int next_slot;
+static unsigned int accept_timeout_ms = 2000;
+static unsigned int arena_flags;
+static volatile sig_atomic_t stop;
+static uint64_t n_pairs, n_plain_nolistener, n_plain_notlocal, n_plain_noaccept,
+	n_plain_noclient, n_plain_fail, n_listeners, n_bad;
+static uint64_t stream_id;
+static int huge_warned;
+static int listen_fd = -1;
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+say(const char *fmt, ...)
+{
+	va_list ap;
+	char t[32];
+	time_t now = time(NULL);
+
+	strftime(t, sizeof(t), "%F %T", localtime(&now));
+	fprintf(stderr, "rb2-sockd %s: ", t);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* An address as one family: IPv4-mapped IPv6 as IPv4. */
+static void
+norm(struct sockaddr_storage *a)
+{
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)a;
+
+	if (a->ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+		struct sockaddr_in s4 = { .sin_family = AF_INET, .sin_port = s6->sin6_port };
+
+		memcpy(&s4.sin_addr, &s6->sin6_addr.s6_addr[12], 4);
+		memset(a, 0, sizeof(*a));
+		memcpy(a, &s4, sizeof(s4));
+	}
+}
+
+static uint16_t
+port_of(const struct sockaddr_storage *a)
+{
+	return ntohs(a->ss_family == AF_INET ? ((const struct sockaddr_in *)a)->sin_port :
+		     ((const struct sockaddr_in6 *)a)->sin6_port);
+}
+
+static int
+any_addr(const struct sockaddr_storage *a)
+{
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr == htonl(INADDR_ANY);
+	return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)a)->sin6_addr);
+}
+
+static int
+same_ip(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return 0;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+			((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		      &((const struct sockaddr_in6 *)b)->sin6_addr, 16) == 0;
+}
+
+/* Whether @a (normalized) is an address of this host: then a connection
+ * to it stays here, and both ends can meet in shared memory. */
+static int
+local_addr(const struct sockaddr_storage *a)
+{
+	struct ifaddrs *ifs, *i;
+	int yes = 0;
+
+	if (a->ss_family == AF_INET &&
+	    (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127)
+		return 1;
+	if (a->ss_family == AF_INET6 &&
+	    IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)a)->sin6_addr))
+		return 1;
+	if (getifaddrs(&ifs) != 0)
+		return 0;
+	for (i = ifs; i != NULL && !yes; i = i->ifa_next) {
+		struct sockaddr_storage x = { 0 };
+
+		if (i->ifa_addr == NULL || (i->ifa_addr->sa_family != AF_INET &&
+					    i->ifa_addr->sa_family != AF_INET6))
+			continue;
+		memcpy(&x, i->ifa_addr, i->ifa_addr->sa_family == AF_INET ?
+		       sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+		yes = same_ip(&x, a);
+	}
+	freeifaddrs(ifs);
+	return yes;
+}
+
+/* A listener of ours at @to (normalized), or -1. */
+static int
+listener_at(const struct sockaddr_storage *to)
+{
+	for (unsigned int i = 0; i < nconns; i++) {
+		struct conn *c = &conns[i];
+
+		if (c->kind != K_LISTENER || port_of(&c->at) != port_of(to))
+			continue;
+		if (same_ip(&c->at, to))
+			return (int)i;
+		if (any_addr(&c->at) && (c->at.ss_family == to->ss_family ||
+					 (c->at.ss_family == AF_INET6 && !c->v6only)))
+			return (int)i;
+	}
+	return -1;
+}
+
+static void
+drop(unsigned int i)
+{
+	struct conn *c = &conns[i];
+
+	if (c->kind == K_LISTENER)
+		close(c->lfd);
+	close(c->fd);
+	/* A partner waiting on this one: it has lost its pair. */
+	for (unsigned int k = 0; k < nconns; k++)
+		if (conns[k].kind != K_FREE && conns[k].peer == (int)i)
+			conns[k].peer = -1;
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	c->kind = K_FREE;
+	c->peer = -1;
+}
+
+static void
+reply(unsigned int i, uint16_t op, const char *why, int fd, const char *name)
+{
+	struct rb2_sockd_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.magic = RB2_SOCKD_MAGIC;
+	m.version = RB2_SOCKD_VERSION;
+	m.op = op;
+	if (why != NULL)
+		snprintf(m.why, sizeof(m.why), "%s", why);
+	if (name != NULL)
+		snprintf(m.name, sizeof(m.name), "%s", name);
+	rb2_sockd_send(conns[i].fd, &m, fd);
+}
+
+static void
+plain(unsigned int i, uint64_t *counter, const char *fmt, ...)
+{
+	char why[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	(*counter)++;
+	reply(i, RB2_SOCKD_PLAIN, why, -1, NULL);
+	drop(i);
+}
+
+static int
+pid_alive(pid_t p)
+{
+	return p > 0 && (kill(p, 0) == 0 || errno == EPERM);
+}
+
+/* Both ends matched: one arena, to both. */
+static void
+pair(unsigned int cl, unsigned int sv)
+{
+	struct rb2_noeal_arena *a = NULL;
+	char name[24];
+	unsigned int tries = 0, k = 0;
+
+	/* The next slot whose last users are gone (or never were). */
+	while (tries++ < SLOTS) {
+		k = next_slot++ % SLOTS;
+		if (!pid_alive(slot_pid[k][0]) && !pid_alive(slot_pid[k][1]))
+			break;
+	}
+	if (tries <= SLOTS)
+		a = rb2_noeal_arena_create(RB2_STREAM_ARENA_SIZE,
+					   SLOT_BASE + (uint64_t)k * RB2_STREAM_ARENA_SIZE,
+					   arena_flags);
+	if (a == NULL) {
+		say("no arena for a connection (%s): both ends stay kernel TCP",
+		    tries > SLOTS ? "every slot in use" : strerror(errno));
+		plain(cl, &n_plain_fail, "rb2-sockd could not make an arena");
+		plain(sv, &n_plain_fail, "rb2-sockd could not make an arena");
+		return;
+	}
+	if (!rb2_noeal_arena_huge(a) && !(arena_flags & RB2_NOEAL_ARENA_NO_HUGE) && !huge_warned) {
+		huge_warned = 1;
+		say("notice: no free hugepages; connections use 4 KiB pages");
+	}
+	slot_pid[k][0] = conns[cl].pid;
+	slot_pid[k][1] = conns[sv].pid;
+	snprintf(name, sizeof(name), "s%" PRIu64, ++stream_id);
+	reply(cl, RB2_SOCKD_PAIR, NULL, rb2_noeal_arena_fd(a), name);
+	reply(sv, RB2_SOCKD_PAIR, NULL, rb2_noeal_arena_fd(a), name);
+	rb2_noeal_arena_detach(a);
+	n_pairs++;
+	drop(cl);
+	drop(sv);
+}
+
+static int
+addrs_of(int fd, struct sockaddr_storage *local, struct sockaddr_storage *peer)
+{
+	socklen_t l = sizeof(*local);
+
+	memset(local, 0, sizeof(*local));
+	if (getsockname(fd, (struct sockaddr *)local, &l) != 0)
+		return -1;
+	if (peer != NULL) {
+		l = sizeof(*peer);
+		memset(peer, 0, sizeof(*peer));
+		if (getpeername(fd, (struct sockaddr *)peer, &l) != 0)
+			return -1;
+		norm(peer);
+	}
+	norm(local);
+	return (local->ss_family == AF_INET || local->ss_family == AF_INET6) ? 0 : -1;
+}
+
+static void
+on_listen(unsigned int i, int fd)
+{
+	struct conn *c = &conns[i];
+	int acc = 0, type = 0;
+	socklen_t l = sizeof(int);
+
+	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l) != 0 || !acc ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) != 0 || type != SOCK_STREAM ||
+	    addrs_of(fd, &c->at, NULL) != 0) {
+		n_bad++;
+		reply(i, RB2_SOCKD_PLAIN, "not a listening TCP socket", -1, NULL);
+		if (fd >= 0)
+			close(fd);
+		drop(i);
+		return;
+	}
+	l = sizeof(int);
+	if (c->at.ss_family == AF_INET6)
+		getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &c->v6only, &l);
+	c->lfd = fd;
+	c->kind = K_LISTENER;
+	n_listeners++;
+	reply(i, RB2_SOCKD_OK, NULL, -1, NULL);
+}
+
+static void
+on_connect(unsigned int i, int fd, const struct rb2_sockd_msg *m)
+{
+	struct conn *c = &conns[i];
+	struct sockaddr_storage local;
+
+	c->to = m->addr;
+	norm(&c->to);
+	if (fd < 0 || addrs_of(fd, &local, NULL) != 0 || port_of(&local) == 0 ||
+	    (c->to.ss_family != AF_INET && c->to.ss_family != AF_INET6)) {
+		if (fd >= 0)
+			close(fd);
+		n_bad++;
+		plain(i, &n_bad, "malformed CONNECT");
+		return;
+	}
+	close(fd);
+	if (!local_addr(&c->to)) {
+		plain(i, &n_plain_notlocal, "another host (rb2-run pairs programs on this host)");
+		return;
+	}
+	if (listener_at(&c->to) < 0) {
+		plain(i, &n_plain_nolistener, "no program under rb2-run listens there");
+		return;
+	}
+	c->cport = port_of(&local);
+	c->kind = K_CLIENT;
+	c->peer = -1;
+	c->deadline_ms = now_ms() + accept_timeout_ms;
+	reply(i, RB2_SOCKD_GO, NULL, -1, NULL);
+}
+
+/* The client @cl is connected and @sv accepted it: both are here. */
+static void
+try_pair(unsigned int cl)
+{
+	for (unsigned int k = 0; k < nconns; k++) {
+		struct conn *s = &conns[k];
+
+		if (s->kind == K_SERVER && s->peer < 0 && s->cport == conns[cl].cport &&
+		    same_ip(&s->to, &conns[cl].to) && port_of(&s->to) == port_of(&conns[cl].to)) {
+			pair(cl, k);
+			return;
+		}
+	}
+}
+
+static void
+on_connected(unsigned int i, int fd)
+{
+	struct conn *c = &conns[i];
+	struct sockaddr_storage local, peer;
+
+	if (c->kind != K_CLIENT || fd < 0 || addrs_of(fd, &local, &peer) != 0 ||
+	    port_of(&local) != c->cport || port_of(&peer) != port_of(&c->to) ||
+	    !same_ip(&peer, &c->to)) {
+		if (fd >= 0)
+			close(fd);
+		plain(i, &n_bad, "CONNECTED names another connection");
+		return;
+	}
+	close(fd);
+	c->connected = 1;
+	c->deadline_ms = now_ms() + accept_timeout_ms;
+	try_pair(i);
+}
+
+static void
+read_all_pending(void);
+
+static void
+on_accepted(unsigned int i, int fd)
+{
+	struct conn *c = &conns[i];
+	struct sockaddr_storage local, peer;
+	int found = 0;
+
+	if (fd < 0 || addrs_of(fd, &local, &peer) != 0) {
+		if (fd >= 0)
+			close(fd);
+		plain(i, &n_bad, "malformed ACCEPTED");
+		return;
+	}
+	close(fd);
+	c->kind = K_SERVER;
+	c->cport = port_of(&peer);
+	c->to = local;
+	c->peer = -1;
+	c->deadline_ms = now_ms() + accept_timeout_ms;
+	/* A client under rb2-run sent CONNECT before it connected, so before
+	 * this accept: read everything queued before deciding it is not. */
+	for (int round = 0; round < 2 && !found; round++) {
+		for (unsigned int k = 0; k < nconns && !found; k++) {
+			struct conn *x = &conns[k];
+
+			if (x->kind == K_CLIENT && x->cport == c->cport &&
+			    same_ip(&x->to, &local) && port_of(&x->to) == port_of(&local)) {
+				found = 1;
+				if (x->connected)
+					pair(k, i);
+				/* else: its CONNECTED will pair them (try_pair()) */
+			}
+		}
+		if (!found && round == 0)
+			read_all_pending();
+	}
+	if (!found && conns[i].kind == K_SERVER)
+		plain(i, &n_plain_noclient, "the client is not under rb2-run");
+}
+
+static void
+on_message(unsigned int i)
+{
+	struct rb2_sockd_msg m;
+	int fd, ret = rb2_sockd_recv(conns[i].fd, &m, &fd);
+
+	if (ret == -EAGAIN)
+		return;
+	if (ret != 0) {
+		if (ret != -ECONNRESET)
+			n_bad++;
+		if (fd >= 0)
+			close(fd);
+		drop(i);
+		return;
+	}
+	switch (m.op) {
+	case RB2_SOCKD_LISTEN:
+		if (conns[i].kind == K_NEW) {
+			on_listen(i, fd);
+			return;
+		}
+		break;
+	case RB2_SOCKD_CONNECT:
+		if (conns[i].kind == K_NEW) {
+			on_connect(i, fd, &m);
+			return;
+		}
+		break;
+	case RB2_SOCKD_CONNECTED:
+		on_connected(i, fd);
+		return;
+	case RB2_SOCKD_ACCEPTED:
+		if (conns[i].kind == K_NEW) {
+			on_accepted(i, fd);
+			return;
+		}
+		break;
+	case RB2_SOCKD_STATS: {
+		char s[160];
+
+		snprintf(s, sizeof(s), "{\"pid\":%d,\"pairs\":%" PRIu64 ",\"listeners\":%" PRIu64
+			 ",\"plain\":%" PRIu64 ",\"bad\":%" PRIu64 "}", (int)getpid(), n_pairs,
+			 n_listeners, n_plain_nolistener + n_plain_notlocal + n_plain_noaccept +
+			 n_plain_noclient + n_plain_fail, n_bad);
+		reply(i, RB2_SOCKD_OK, s, -1, NULL);
+		drop(i);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	default:
+		break;
+	}
+	if (fd >= 0)
+		close(fd);
+	plain(i, &n_bad, "unexpected request");
+}
+
+static int add_conn(int fd);
+
+/* Requests already queued: connections not yet accepted, and messages on
+ * the open ones (non-blocking reads). */
+static void
+read_all_pending(void)
+{
+	int c;
+
+	while (listen_fd >= 0 &&
+	       (c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0)
+		add_conn(c);
+	for (unsigned int k = 0; k < nconns; k++) {
+		struct pollfd p = { .fd = conns[k].fd, .events = POLLIN };
+
+		if (conns[k].kind == K_NEW && poll(&p, 1, 0) == 1)
+			on_message(k);
+	}
+}
+
+static void
+expire(void)
+{
+	uint64_t now = now_ms();
+
+	for (unsigned int i = 0; i < nconns; i++) {
+		struct conn *c = &conns[i];
+
+		if ((c->kind == K_CLIENT || c->kind == K_SERVER) && now >= c->deadline_ms) {
+			if (c->kind == K_CLIENT)
+				plain(i, &n_plain_noaccept, "the server did not accept within %u ms",
+				      accept_timeout_ms);
+			else
+				plain(i, &n_plain_noaccept, "the client did not confirm within %u ms",
+				      accept_timeout_ms);
+		}
+	}
+}
+
+static int
+add_conn(int fd)
+{
+	struct ucred cr;
+	socklen_t l = sizeof(cr);
+	unsigned int i;
+
+	for (i = 0; i < nconns && conns[i].kind != K_FREE; i++)
+		;
+	if (i == MAX_CONNS || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) != 0) {
+		close(fd);
+		return -1;
+	}
+	if (i == nconns)
+		nconns++;
+	memset(&conns[i], 0, sizeof(conns[i]));
+	conns[i].fd = fd;
+	conns[i].kind = K_NEW;
+	conns[i].pid = cr.pid;
+	conns[i].uid = cr.uid;
+	conns[i].peer = -1;
+	return 0;
+}
+
+static int
+open_socket(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[sizeof(sa.sun_path)];
+	/* Non-blocking: read_all_pending() accepts until there is none. */
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), c;
+	char *slash;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash != NULL && slash != dir) {
+		*slash = '\0';
+		/* Root's is everybody's (SO_PEERCRED says who asks); a user's
+		 * is the user's. */
+		if (mkdir(dir, geteuid() == 0 ? 0755 : 0700) != 0 && errno != EEXIST) {
+			fprintf(stderr, "rb2-sockd: cannot make %s: %s\n", dir, strerror(errno));
+			return -1;
+		}
+	}
+	/* One service per socket: a live one answers; a dead one's file goes. */
+	c = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (c >= 0 && connect(c, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		fprintf(stderr, "rb2-sockd: already running at %s\n", path);
+		close(c);
+		close(fd);
+		return -2;
+	}
+	if (c >= 0)
+		close(c);
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 256) != 0) {
+		fprintf(stderr, "rb2-sockd: cannot listen at %s: %s\n", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (geteuid() == 0)
+		chmod(path, 0666);
+	return fd;
+}
+
+static int
+ask(const char *path, uint16_t op, struct rb2_sockd_msg *out)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct rb2_sockd_msg m = { .magic = RB2_SOCKD_MAGIC, .version = RB2_SOCKD_VERSION, .op = op };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), got, ret;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		fprintf(stderr, "rb2-sockd: none running at %s (%s)\n", path, strerror(errno));
+		return 1;
+	}
+	ret = rb2_sockd_send(fd, &m, -1);
+	if (ret == 0)
+		ret = rb2_sockd_recv(fd, out, &got);
+	close(fd);
+	return ret == 0 ? 0 : 1;
+}
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: rb2-sockd [--socket PATH] [--daemon] [--accept-timeout-ms N] [--no-huge]\n"
+"       rb2-sockd --stats | --stop [--socket PATH]\n"
+"The host service of rb2-run: it pairs the two ends of each TCP connection\n"
+"between programs under rb2-run on this host, and hands both a shared-memory\n"
+"arena for the connection's bytes. It carries no data. rb2-run starts it\n"
+"when none is running.\n"
+"  --socket PATH          its unix socket (default: $RB2_SOCKD_PATH, else\n"
+"                         /run/rb2/sockd.sock for root, else\n"
+"                         $XDG_RUNTIME_DIR/rb2/sockd.sock or /tmp/rb2-UID/)\n"
+"  --daemon               go to the background once listening\n"
+"  --accept-timeout-ms N  how long a client's connect waits for the server's\n"
+"                         accept before both stay kernel TCP (default 2000)\n"
+"  --no-huge              4 KiB pages for the arenas even where hugepages are free\n"
+"  --stats                print the running service's counters (JSON)\n"
+"  --stop                 ask the running service to exit\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "daemon", no_argument, NULL, 'd' },
+		{ "accept-timeout-ms", required_argument, NULL, 't' },
+		{ "no-huge", no_argument, NULL, 'n' },
+		{ "stats", no_argument, NULL, 'S' },
+		{ "stop", no_argument, NULL, 'X' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char path[108];
+	const char *sock = NULL;
+	int daemon_mode = 0, query = 0, opt, lfd, ready[2] = { -1, -1 };
+
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 's': sock = optarg; break;
+		case 'd': daemon_mode = 1; break;
+		case 't': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end != '\0' || v == 0 || v > 600000) {
+				fprintf(stderr, "rb2-sockd: --accept-timeout-ms %s: give 1 to 600000\n",
+					optarg);
+				return 1;
+			}
+			accept_timeout_ms = (unsigned int)v;
+			break;
+		}
+		case 'n': arena_flags |= RB2_NOEAL_ARENA_NO_HUGE; break;
+		case 'S': query = RB2_SOCKD_STATS; break;
+		case 'X': query = -1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rb2-sockd: unexpected argument '%s' (see --help)\n", argv[optind]);
+		return 1;
+	}
+	if (sock != NULL)
+		snprintf(path, sizeof(path), "%s", sock);
+	else if (rb2_sockd_path(path, sizeof(path)) != 0) {
+		fprintf(stderr, "rb2-sockd: the socket path is too long: set RB2_SOCKD_PATH\n");
+		return 1;
+	}
+	if (query == RB2_SOCKD_STATS) {
+		struct rb2_sockd_msg m;
+
+		if (ask(path, RB2_SOCKD_STATS, &m) != 0)
+			return 1;
+		printf("%s\n", m.why);
+		return 0;
+	}
+	if (query == -1) {
+		struct rb2_sockd_msg m;
+		long pid;
+
+		if (ask(path, RB2_SOCKD_STATS, &m) != 0)
+			return 1;
+		if (sscanf(m.why, "{\"pid\":%ld", &pid) != 1 || pid <= 1 || kill((pid_t)pid, SIGTERM) != 0) {
+			fprintf(stderr, "rb2-sockd: cannot stop it: %s\n", strerror(errno));
+			return 1;
+		}
+		return 0;
+	}
+	lfd = listen_fd = open_socket(path);
+	if (lfd == -2)
+		return 0;       /* one is running: nothing to do */
+	if (lfd < 0)
+		return 1;
+	if (daemon_mode) {
+		pid_t pid;
+
+		if (pipe(ready) != 0)
+			return 1;
+		pid = fork();
+		if (pid < 0)
+			return 1;
+		if (pid > 0) {
+			char b;
+
+			/* Back once the child is ready, so the caller can connect. */
+			close(ready[1]);
+			return read(ready[0], &b, 1) == 1 ? 0 : 1;
+		}
+		setsid();
+		close(ready[0]);
+		if (freopen("/dev/null", "r", stdin) == NULL)
+			return 1;
+	}
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	say("listening at %s (accept timeout %u ms)", path, accept_timeout_ms);
+	if (ready[1] >= 0) {
+		if (write(ready[1], "r", 1) != 1)
+			return 1;
+		close(ready[1]);
+	}
+	while (!stop) {
+		static struct pollfd p[MAX_CONNS + 1];
+		unsigned int map[MAX_CONNS + 1], n = 1;
+		int r;
+
+		p[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+		for (unsigned int i = 0; i < nconns; i++)
+			if (conns[i].kind != K_FREE) {
+				p[n] = (struct pollfd){ .fd = conns[i].fd, .events = POLLIN };
+				map[n++] = i;
+			}
+		r = poll(p, n, 100);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r > 0 && (p[0].revents & POLLIN)) {
+			int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+			if (c >= 0)
+				add_conn(c);
+		}
+		for (unsigned int k = 1; r > 0 && k < n; k++)
+			if (p[k].revents != 0 && conns[map[k]].kind != K_FREE &&
+			    conns[map[k]].fd == p[k].fd)
+				on_message(map[k]);
+		expire();
+	}
+	say("exiting: %" PRIu64 " connections paired", n_pairs);
+	unlink(path);
+	return 0;
+}

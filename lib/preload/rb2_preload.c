@@ -1,0 +1,1510 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+/*
+ * librb2_preload.so: TCP sockets of an unmodified program over rb2 streams
+ * (doc/guides/prog_guide/preload.md). rb2-run puts it in LD_PRELOAD.
+ *
+ * Every socket stays a real kernel socket: the program's fd numbers, close,
+ * dup, select's FD_SETSIZE and /proc/PID/fd are the kernel's. A connection
+ * between two programs under rb2-run on this host is paired by rb2-sockd at
+ * connect and accept (rb2_sockd.h) and its bytes then go through an
+ * rb2_stream in an arena the two share; its kernel socket stays connected,
+ * idle, as the stream's bell (a byte on it wakes a sleeping peer) and as
+ * what the program's own poll, epoll and select wait on. Any other
+ * connection is left to the kernel, counted with the reason.
+ *
+ * The calls below keep the kernel's semantics and errnos for the sockets
+ * they take over; for every other fd they are the libc call they wrap.
+ */
+
+#define _GNU_SOURCE
+/* fcntl and fcntl64, sendfile and sendfile64 are each exported under both
+ * names: with 64-bit file offsets the headers would rename our fcntl to
+ * fcntl64. (off_t is 64 bits on this ABI either way.) */
+#undef _FILE_OFFSET_BITS
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/select.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rb2_noeal.h>
+
+#include "rb2_sockd.h"
+#include "rb2_stream.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ---- The libc calls underneath -------------------------------------------- */
+
+static struct {
+	int (*socket)(int, int, int);
+	int (*close)(int);
+	int (*listen)(int, int);
+	int (*accept)(int, struct sockaddr *, socklen_t *);
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+	int (*connect)(int, const struct sockaddr *, socklen_t);
+	int (*bind)(int, const struct sockaddr *, socklen_t);
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	ssize_t (*recv)(int, void *, size_t, int);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	ssize_t (*send)(int, const void *, size_t, int);
+	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	ssize_t (*sendfile)(int, int, off_t *, size_t);
+	int (*shutdown)(int, int);
+	int (*poll)(struct pollfd *, nfds_t, int);
+	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*epoll_ctl)(int, int, int, struct epoll_event *);
+	int (*epoll_wait)(int, struct epoll_event *, int, int);
+	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+	int (*fcntl)(int, int, ...);
+	int (*ioctl)(int, unsigned long, ...);
+	int (*dup)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+} real;
+
+/* ---- What this process knows of its sockets -------------------------------- */
+
+struct psock {
+	_Atomic int refs;            /* fds that name it (dup) */
+	int nonblock;                /* O_NONBLOCK, shared by dups as the kernel's */
+	int reg_fd;                  /* a listener's registration with rb2-sockd, or -1 */
+	int inherited;               /* from before a fork: the stream is the parent's */
+	struct rb2_stream *st;       /* NULL: kernel TCP */
+	struct rb2_noeal_arena *arena;
+	pthread_mutex_t rx_lock, tx_lock;
+	int rcvtimeo_ms, sndtimeo_ms;   /* 0: none */
+	/* Times a read found nothing and a write found no room: an
+	 * edge-triggered epoll entry fires again after one. */
+	_Atomic uint32_t rx_dry, tx_full;
+};
+
+static struct psock *_Atomic *tab;
+static unsigned int tab_size;
+static int active;               /* the service's path is known: pair through it */
+static _Atomic int used;         /* this process made or accepted a TCP socket */
+static char sockd_path[108];
+static unsigned int connect_timeout_ms = 5000;
+/* RB2_RUN_FAULT_FLIP=N (tests only): flip a bit of the N-th byte this
+ * process receives over rb2, so a test can show that it catches one. */
+static uint64_t flip_at;
+static _Atomic uint64_t rx_seen;
+
+/* Counters for the stats line. */
+#define REASONS 8
+static struct {
+	pthread_mutex_t lock;
+	uint64_t offloaded, bytes_in, bytes_out, failed;
+	struct { char why[96]; uint64_t n; } plain[REASONS];
+	uint64_t plain_other;
+} stats = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void
+count_plain(const char *why)
+{
+	pthread_mutex_lock(&stats.lock);
+	for (unsigned int i = 0; i < REASONS; i++) {
+		if (stats.plain[i].n != 0 && strcmp(stats.plain[i].why, why) != 0)
+			continue;
+		if (stats.plain[i].n == 0)
+			snprintf(stats.plain[i].why, sizeof(stats.plain[i].why), "%s", why);
+		stats.plain[i].n++;
+		pthread_mutex_unlock(&stats.lock);
+		return;
+	}
+	stats.plain_other++;
+	pthread_mutex_unlock(&stats.lock);
+}
+
+static struct psock *
+get(int fd)
+{
+	if (fd < 0 || (unsigned int)fd >= tab_size || tab == NULL)
+		return NULL;
+	return atomic_load_explicit(&tab[fd], memory_order_acquire);
+}
+
+static struct psock *
+track(int fd)
+{
+	struct psock *p;
+
+	if (fd < 0 || (unsigned int)fd >= tab_size)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	p->refs = 1;
+	p->reg_fd = -1;
+	atomic_store_explicit(&used, 1, memory_order_relaxed);
+	pthread_mutex_init(&p->rx_lock, NULL);
+	pthread_mutex_init(&p->tx_lock, NULL);
+	atomic_store_explicit(&tab[fd], p, memory_order_release);
+	return p;
+}
+
+static void
+stream_end(struct psock *p)
+{
+	struct rb2_stream_stats st;
+
+	if (p->st == NULL)
+		return;
+	rb2_stream_stats(p->st, &st);
+	pthread_mutex_lock(&stats.lock);
+	stats.bytes_in += st.bytes_in;
+	stats.bytes_out += st.bytes_out;
+	pthread_mutex_unlock(&stats.lock);
+	/* A child's copy of its parent's stream: the parent still uses it. */
+	if (!p->inherited)
+		rb2_stream_close(p->st);
+	p->st = NULL;
+	if (p->arena != NULL && !p->inherited)
+		rb2_noeal_arena_detach(p->arena);
+	p->arena = NULL;
+}
+
+static void
+untrack(int fd)
+{
+	struct psock *p;
+
+	if (fd < 0 || (unsigned int)fd >= tab_size)
+		return;
+	p = atomic_exchange_explicit(&tab[fd], NULL, memory_order_acq_rel);
+	if (p == NULL || atomic_fetch_sub(&p->refs, 1) != 1)
+		return;
+	stream_end(p);
+	if (p->reg_fd >= 0)
+		real.close(p->reg_fd);
+	free(p);
+}
+
+struct ep_set;
+static struct ep_set *_Atomic *eps;     /* by epoll fd: its stream entries */
+static struct psock *stream_of(int fd);
+static void ep_forget_fd(int fd);
+static void ep_forget_set(int epfd);
+
+/* ---- Talking to rb2-sockd ------------------------------------------------- */
+
+static int
+sockd_open(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = real.socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sockd_path);
+	if (fd >= 0 && real.connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		real.close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* A request, and its reply within @timeout_ms. @return 0 or -errno. */
+static int
+sockd_ask(int conn, uint16_t op, int fd, const struct sockaddr *addr, socklen_t alen,
+	  struct rb2_sockd_msg *out, int *out_fd, unsigned int timeout_ms)
+{
+	struct rb2_sockd_msg m;
+	struct pollfd p = { .fd = conn, .events = POLLIN };
+	int ret;
+
+	memset(&m, 0, sizeof(m));
+	m.magic = RB2_SOCKD_MAGIC;
+	m.version = RB2_SOCKD_VERSION;
+	m.op = op;
+	if (addr != NULL)
+		memcpy(&m.addr, addr, alen < sizeof(m.addr) ? alen : sizeof(m.addr));
+	ret = rb2_sockd_send(conn, &m, fd);
+	if (ret != 0)
+		return ret;
+	do
+		ret = real.poll(&p, 1, (int)timeout_ms);
+	while (ret < 0 && errno == EINTR);
+	if (ret == 0)
+		return -ETIMEDOUT;
+	return rb2_sockd_recv(conn, out, out_fd);
+}
+
+/* PAIR: map the arena and open our end of the stream on socket @fd. */
+static int
+open_stream(struct psock *p, int fd, int arena_fd, const char *name, int is_client)
+{
+	int err;
+
+	p->arena = rb2_noeal_arena_attach(arena_fd);
+	err = errno;
+	real.close(arena_fd);
+	if (p->arena == NULL)
+		return -err;
+	rb2_noeal_arena_use(p->arena);
+	/* A bell is one byte, and must go at once: Nagle would hold it for
+	 * the last one's ACK, which a delayed ACK sends up to 40 ms late. */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
+	p->st = rb2_stream_open(name, is_client, fd, connect_timeout_ms);
+	if (p->st == NULL) {
+		err = errno;
+		rb2_noeal_arena_detach(p->arena);
+		p->arena = NULL;
+		return -err;
+	}
+	pthread_mutex_lock(&stats.lock);
+	stats.offloaded++;
+	pthread_mutex_unlock(&stats.lock);
+	return 0;
+}
+
+/* A pairing that failed half-way: the peer may have its end, so this
+ * connection cannot go on as kernel TCP either. Reset it, as a peer that
+ * vanished would. */
+static void
+reset_kernel(int fd)
+{
+	struct linger l = { 1, 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	real.shutdown(fd, SHUT_RDWR);
+	pthread_mutex_lock(&stats.lock);
+	stats.failed++;
+	pthread_mutex_unlock(&stats.lock);
+}
+
+/* ---- Socket calls ----------------------------------------------------------- */
+
+static int
+is_tcp(int domain, int type, int protocol)
+{
+	return (domain == AF_INET || domain == AF_INET6) &&
+	       (type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) == SOCK_STREAM &&
+	       (protocol == 0 || protocol == IPPROTO_TCP);
+}
+
+EXPORT int
+socket(int domain, int type, int protocol)
+{
+	int fd = real.socket(domain, type, protocol);
+
+	if (fd >= 0 && active && is_tcp(domain, type, protocol)) {
+		struct psock *p = track(fd);
+
+		if (p != NULL)
+			p->nonblock = (type & SOCK_NONBLOCK) != 0;
+	}
+	return fd;
+}
+
+EXPORT int
+listen(int fd, int backlog)
+{
+	struct psock *p = get(fd);
+	int ret = real.listen(fd, backlog), conn;
+	struct rb2_sockd_msg m;
+	int got = -1;
+
+	if (ret != 0 || p == NULL || p->reg_fd >= 0)
+		return ret;
+	/* Registered as long as this connection to the service is open: it
+	 * closes with the listener, or with the last process holding it. */
+	conn = sockd_open();
+	if (conn < 0) {
+		count_plain("rb2-sockd is not running");
+		return ret;
+	}
+	if (sockd_ask(conn, RB2_SOCKD_LISTEN, fd, NULL, 0, &m, &got, 2000) == 0 &&
+	    m.op == RB2_SOCKD_OK) {
+		p->reg_fd = conn;
+	} else {
+		real.close(conn);
+	}
+	if (got >= 0)
+		real.close(got);
+	return ret;
+}
+
+/* After the kernel's accept: a socket of ours, over rb2 if its client is. */
+static int
+accepted(int lfd, int fd, int flags)
+{
+	struct psock *l = get(lfd), *p;
+	struct rb2_sockd_msg m;
+	int conn, afd = -1, ret;
+
+	if (l == NULL || fd < 0)
+		return fd;
+	p = track(fd);
+	if (p == NULL)
+		return fd;
+	p->nonblock = (flags & SOCK_NONBLOCK) != 0;
+	if (l->reg_fd < 0)
+		return fd;              /* not registered: nobody paired through it */
+	conn = sockd_open();
+	if (conn < 0) {
+		count_plain("rb2-sockd is not running");
+		return fd;
+	}
+	ret = sockd_ask(conn, RB2_SOCKD_ACCEPTED, fd, NULL, 0, &m, &afd,
+			connect_timeout_ms + 1000);
+	real.close(conn);
+	if (ret == 0 && m.op == RB2_SOCKD_PAIR && afd >= 0) {
+		ret = open_stream(p, fd, afd, m.name, 0);
+		if (ret != 0)
+			reset_kernel(fd);
+	} else {
+		if (afd >= 0)
+			real.close(afd);
+		count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why :
+			    "rb2-sockd did not answer");
+	}
+	return fd;
+}
+
+EXPORT int
+accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return accepted(fd, real.accept(fd, addr, len), 0);
+}
+
+EXPORT int
+accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	return accepted(fd, real.accept4(fd, addr, len, flags), flags);
+}
+
+/* The kernel's connect on a socket we may have made non-blocking meanwhile:
+ * wait for it here, so the service can see it connected. */
+static int
+connect_kernel(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLOUT };
+	int err = 0;
+	socklen_t el = sizeof(err);
+
+	if (real.connect(fd, addr, len) == 0)
+		return 0;
+	if (errno != EINPROGRESS)
+		return -errno;
+	while (real.poll(&pf, 1, (int)connect_timeout_ms) < 0 && errno == EINTR)
+		;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0)
+		return -errno;
+	return err == 0 && (pf.revents & POLLOUT) ? 0 : -(err ? err : ETIMEDOUT);
+}
+
+EXPORT int
+connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct psock *p = get(fd);
+	struct sockaddr_storage local;
+	socklen_t ll = sizeof(local);
+	struct rb2_sockd_msg m;
+	int conn, afd = -1, ret;
+
+	if (p == NULL || p->st != NULL || addr == NULL ||
+	    (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+		return real.connect(fd, addr, len);
+	conn = sockd_open();
+	if (conn < 0) {
+		count_plain("rb2-sockd is not running");
+		return real.connect(fd, addr, len);
+	}
+	/* The service checks our port with the kernel: bind it now if the
+	 * connect would have. */
+	if (getsockname(fd, (struct sockaddr *)&local, &ll) == 0 &&
+	    ((local.ss_family == AF_INET && ((struct sockaddr_in *)&local)->sin_port == 0) ||
+	     (local.ss_family == AF_INET6 && ((struct sockaddr_in6 *)&local)->sin6_port == 0))) {
+		struct sockaddr_storage any;
+
+		memset(&any, 0, sizeof(any));
+		any.ss_family = local.ss_family;
+		if (real.bind(fd, (struct sockaddr *)&any, local.ss_family == AF_INET ?
+			      sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) != 0) {
+			real.close(conn);
+			count_plain("binding a port before pairing failed");
+			return real.connect(fd, addr, len);
+		}
+	}
+	ret = sockd_ask(conn, RB2_SOCKD_CONNECT, fd, addr, len, &m, &afd, 2000);
+	if (afd >= 0)
+		real.close(afd);
+	if (ret != 0 || m.op != RB2_SOCKD_GO) {
+		real.close(conn);
+		count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why : "rb2-sockd did not answer");
+		return real.connect(fd, addr, len);
+	}
+	ret = connect_kernel(fd, addr, len);
+	if (ret != 0) {
+		real.close(conn);          /* the service forgets it */
+		errno = -ret;
+		return -1;
+	}
+	ret = sockd_ask(conn, RB2_SOCKD_CONNECTED, fd, NULL, 0, &m, &afd,
+			connect_timeout_ms + 1000);
+	real.close(conn);
+	if (ret == 0 && m.op == RB2_SOCKD_PAIR && afd >= 0) {
+		ret = open_stream(p, fd, afd, m.name, 1);
+		if (ret != 0) {
+			reset_kernel(fd);
+			errno = ECONNREFUSED;
+			return -1;
+		}
+	} else {
+		if (afd >= 0)
+			real.close(afd);
+		count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why : "rb2-sockd did not answer");
+	}
+	return 0;
+}
+
+EXPORT int
+close(int fd)
+{
+	if (get(fd) != NULL) {
+		if (stream_of(fd) != NULL)
+			ep_forget_fd(fd);
+		untrack(fd);
+	}
+	if (eps != NULL && fd >= 0 && (unsigned int)fd < tab_size && atomic_load(&eps[fd]) != NULL)
+		ep_forget_set(fd);
+	return real.close(fd);
+}
+
+EXPORT int
+shutdown(int fd, int how)
+{
+	struct psock *p = get(fd);
+
+	if (p == NULL || p->st == NULL)
+		return real.shutdown(fd, how);
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* The kernel socket stays up: it is the bell both ways. */
+	if (how != SHUT_RD) {
+		pthread_mutex_lock(&p->tx_lock);
+		rb2_stream_shutdown_wr(p->st);
+		pthread_mutex_unlock(&p->tx_lock);
+	}
+	return 0;
+}
+
+/* ---- Waiting ---------------------------------------------------------------- */
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* How long to look before sleeping: a peer on another core usually answers
+ * within this; past it, a sleeper costs no CPU. */
+#define SPIN_NS 20000ull
+
+/* Block until the stream of @p (socket @fd) has @events, or @timeout_ms
+ * passes (-1: never). @return 0, -EINTR, -ETIMEDOUT. */
+static int
+wait_stream(struct psock *p, int fd, int events, int timeout_ms)
+{
+	uint64_t t0 = now_ns(), until = timeout_ms < 0 ? UINT64_MAX :
+		t0 + (uint64_t)timeout_ms * 1000000ull;
+
+	for (;;) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		uint64_t now = now_ns();
+		int left, r;
+
+		if (rb2_stream_poll(p->st) & (events | POLLERR | POLLHUP))
+			return 0;
+		if (now >= until)
+			return -ETIMEDOUT;
+		if (now - t0 < SPIN_NS)
+			continue;
+		if (rb2_stream_arm(p->st, events) != 0)
+			return 0;
+		/* Slices of 50 ms: a bell read away by another thread waiting
+		 * on this socket costs at most that. */
+		left = until == UINT64_MAX ? 50 : (int)((until - now) / 1000000ull) + 1;
+		r = real.poll(&pf, 1, left < 50 ? left : 50);
+		rb2_stream_disarm(p->st, events);
+		if (r < 0 && errno == EINTR)
+			return -EINTR;
+	}
+}
+
+/* ---- Reading and writing ------------------------------------------------------ */
+
+static ssize_t
+fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+static ssize_t
+s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	int nb = p->nonblock || (flags & MSG_DONTWAIT), peek = flags & MSG_PEEK;
+	struct iovec v[1024];        /* IOV_MAX */
+	size_t want = 0, total = 0;
+	ssize_t r = 0;
+
+	if (flags & MSG_OOB)
+		return fail(EOPNOTSUPP);    /* no urgent data on a stream */
+	if (iovcnt < 0 || iovcnt > 1024)
+		return fail(EINVAL);
+	for (int i = 0; i < iovcnt; i++) {
+		v[i] = iov[i];
+		want += iov[i].iov_len;
+	}
+	if (want == 0)
+		return 0;
+	pthread_mutex_lock(&p->rx_lock);
+	for (;;) {
+		r = rb2_stream_recv(p->st, v, iovcnt, peek);
+		if (r > 0) {
+			total += (size_t)r;
+			if (!(flags & MSG_WAITALL) || peek || total == want)
+				break;
+			/* MSG_WAITALL: on past what came */
+			for (size_t skip = (size_t)r; skip > 0 && iovcnt > 0;) {
+				size_t k = skip < v[0].iov_len ? skip : v[0].iov_len;
+
+				v[0].iov_base = (uint8_t *)v[0].iov_base + k;
+				v[0].iov_len -= k;
+				skip -= k;
+				if (v[0].iov_len == 0) {
+					memmove(v, v + 1, (size_t)(--iovcnt) * sizeof(v[0]));
+				}
+			}
+			continue;
+		}
+		if (r == 0 || (r < 0 && r != -EAGAIN) || total > 0)
+			break;
+		atomic_fetch_add_explicit(&p->rx_dry, 1, memory_order_relaxed);
+		if (nb)
+			break;
+		r = wait_stream(p, fd, POLLIN, p->rcvtimeo_ms ? p->rcvtimeo_ms : -1);
+		if (r == -ETIMEDOUT) {
+			r = -EAGAIN;
+			break;
+		}
+		if (r < 0)
+			break;
+	}
+	pthread_mutex_unlock(&p->rx_lock);
+	if (flip_at != 0 && total > 0 && !peek) {
+		uint64_t at = atomic_fetch_add(&rx_seen, total);
+
+		if (flip_at > at && flip_at <= at + total) {
+			size_t k = (size_t)(flip_at - at - 1);
+
+			for (int i = 0; i < iovcnt; k -= iov[i].iov_len, i++)
+				if (k < iov[i].iov_len) {
+					((uint8_t *)iov[i].iov_base)[k] ^= 0x20;
+					break;
+				}
+		}
+	}
+	if (total > 0)
+		return (ssize_t)total;
+	return r < 0 ? fail((int)-r) : 0;
+}
+
+static ssize_t
+s_send(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	int nb = p->nonblock || (flags & MSG_DONTWAIT);
+	struct iovec v[1024];        /* IOV_MAX */
+	size_t want = 0, total = 0;
+	ssize_t r = 0;
+
+	if (flags & MSG_OOB)
+		return fail(EOPNOTSUPP);
+	if (iovcnt < 0 || iovcnt > 1024)
+		return fail(EINVAL);
+	for (int i = 0; i < iovcnt; i++) {
+		v[i] = iov[i];
+		want += iov[i].iov_len;
+	}
+	pthread_mutex_lock(&p->tx_lock);
+	while (total < want) {
+		r = rb2_stream_send(p->st, v, iovcnt);
+		if (r > 0) {
+			total += (size_t)r;
+			for (size_t skip = (size_t)r; skip > 0 && iovcnt > 0;) {
+				size_t k = skip < v[0].iov_len ? skip : v[0].iov_len;
+
+				v[0].iov_base = (uint8_t *)v[0].iov_base + k;
+				v[0].iov_len -= k;
+				skip -= k;
+				if (v[0].iov_len == 0)
+					memmove(v, v + 1, (size_t)(--iovcnt) * sizeof(v[0]));
+			}
+			continue;
+		}
+		if (r != -EAGAIN)
+			break;
+		atomic_fetch_add_explicit(&p->tx_full, 1, memory_order_relaxed);
+		if (nb)
+			break;
+		r = wait_stream(p, fd, POLLOUT, p->sndtimeo_ms ? p->sndtimeo_ms : -1);
+		if (r == -ETIMEDOUT)
+			r = -EAGAIN;
+		if (r < 0)
+			break;
+	}
+	pthread_mutex_unlock(&p->tx_lock);
+	if (total > 0)
+		return (ssize_t)total;
+	if (r == -EPIPE && !(flags & MSG_NOSIGNAL))
+		raise(SIGPIPE);         /* as the kernel does on a broken stream */
+	return want == 0 ? 0 : fail((int)(r < 0 ? -r : EAGAIN));
+}
+
+/* A stream socket of ours that is up, or NULL. */
+static struct psock *
+stream_of(int fd)
+{
+	struct psock *p = get(fd);
+
+	return p != NULL && p->st != NULL ? p : NULL;
+}
+
+EXPORT ssize_t
+read(int fd, void *buf, size_t len)
+{
+	struct psock *p = stream_of(fd);
+	struct iovec v = { buf, len };
+
+	return p != NULL ? s_recv(p, fd, &v, 1, 0) : real.read(fd, buf, len);
+}
+
+EXPORT ssize_t
+__read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+	if (len > buflen)
+		abort();
+	return read(fd, buf, len);
+}
+
+EXPORT ssize_t
+readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct psock *p = stream_of(fd);
+
+	return p != NULL ? s_recv(p, fd, iov, iovcnt, 0) : real.readv(fd, iov, iovcnt);
+}
+
+EXPORT ssize_t
+recv(int fd, void *buf, size_t len, int flags)
+{
+	struct psock *p = stream_of(fd);
+	struct iovec v = { buf, len };
+
+	return p != NULL ? s_recv(p, fd, &v, 1, flags) : real.recv(fd, buf, len, flags);
+}
+
+EXPORT ssize_t
+__recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
+{
+	if (len > buflen)
+		abort();
+	return recv(fd, buf, len, flags);
+}
+
+EXPORT ssize_t
+recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from, socklen_t *fl)
+{
+	struct psock *p = stream_of(fd);
+	struct iovec v = { buf, len };
+
+	if (p == NULL)
+		return real.recvfrom(fd, buf, len, flags, from, fl);
+	if (from != NULL && fl != NULL && getpeername(fd, from, fl) != 0)
+		return -1;
+	return s_recv(p, fd, &v, 1, flags);
+}
+
+EXPORT ssize_t
+__recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+	       struct sockaddr *from, socklen_t *fl)
+{
+	if (len > buflen)
+		abort();
+	return recvfrom(fd, buf, len, flags, from, fl);
+}
+
+EXPORT ssize_t
+recvmsg(int fd, struct msghdr *mh, int flags)
+{
+	struct psock *p = stream_of(fd);
+	ssize_t r;
+
+	if (p == NULL)
+		return real.recvmsg(fd, mh, flags);
+	r = s_recv(p, fd, mh->msg_iov, (int)mh->msg_iovlen, flags);
+	if (r >= 0) {
+		mh->msg_controllen = 0;
+		mh->msg_flags = 0;
+		if (mh->msg_name != NULL && getpeername(fd, mh->msg_name, &mh->msg_namelen) != 0)
+			mh->msg_namelen = 0;
+	}
+	return r;
+}
+
+EXPORT ssize_t
+write(int fd, const void *buf, size_t len)
+{
+	struct psock *p = stream_of(fd);
+	struct iovec v = { (void *)buf, len };
+
+	return p != NULL ? s_send(p, fd, &v, 1, 0) : real.write(fd, buf, len);
+}
+
+EXPORT ssize_t
+writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	struct psock *p = stream_of(fd);
+
+	return p != NULL ? s_send(p, fd, iov, iovcnt, 0) : real.writev(fd, iov, iovcnt);
+}
+
+EXPORT ssize_t
+send(int fd, const void *buf, size_t len, int flags)
+{
+	struct psock *p = stream_of(fd);
+	struct iovec v = { (void *)buf, len };
+
+	return p != NULL ? s_send(p, fd, &v, 1, flags) : real.send(fd, buf, len, flags);
+}
+
+EXPORT ssize_t
+sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to, socklen_t tl)
+{
+	struct psock *p = stream_of(fd);
+	struct iovec v = { (void *)buf, len };
+
+	/* A connected stream ignores the address, as TCP does. */
+	return p != NULL ? s_send(p, fd, &v, 1, flags) :
+		real.sendto(fd, buf, len, flags, to, tl);
+}
+
+EXPORT ssize_t
+sendmsg(int fd, const struct msghdr *mh, int flags)
+{
+	struct psock *p = stream_of(fd);
+
+	if (p == NULL)
+		return real.sendmsg(fd, mh, flags);
+	if (mh->msg_controllen != 0)
+		return fail(EOPNOTSUPP);   /* SCM_RIGHTS and the like: not over a stream */
+	return s_send(p, fd, mh->msg_iov, (int)mh->msg_iovlen, flags);
+}
+
+EXPORT ssize_t
+sendfile(int out, int in, off_t *off, size_t count)
+{
+	struct psock *p = stream_of(out);
+	static __thread char buf[65536];
+	size_t done = 0;
+
+	if (p == NULL)
+		return real.sendfile(out, in, off, count);
+	while (done < count) {
+		size_t want = count - done < sizeof(buf) ? count - done : sizeof(buf);
+		ssize_t n = off != NULL ? pread(in, buf, want, *off) : real.read(in, buf, want);
+		struct iovec v = { buf, 0 };
+		ssize_t w;
+
+		if (n <= 0) {
+			if (n < 0 && done == 0)
+				return -1;
+			break;
+		}
+		v.iov_len = (size_t)n;
+		w = s_send(p, out, &v, 1, 0);
+		if (w <= 0) {
+			if (done == 0)
+				return -1;
+			break;
+		}
+		/* What was read but not sent is read again next time. */
+		if (off != NULL)
+			*off += w;
+		else if (w < n)
+			lseek(in, w - n, SEEK_CUR);
+		done += (size_t)w;
+		if (w < n)
+			break;
+	}
+	return (ssize_t)done;
+}
+
+EXPORT ssize_t
+sendfile64(int out, int in, off_t *off, size_t count)
+{
+	return sendfile(out, in, off, count);
+}
+
+/* ---- poll, select, epoll ------------------------------------------------------- */
+
+/* The events of a stream socket now, as poll reports them. */
+static short
+stream_revents(struct psock *p, short events)
+{
+	int ev = rb2_stream_poll(p->st);
+
+	return (short)(ev & (events | POLLERR | POLLHUP | POLLNVAL));
+}
+
+static int
+poll_impl(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
+{
+	struct pollfd *k = NULL;
+	uint64_t t0 = now_ns();
+	int streams = 0;
+
+	for (nfds_t i = 0; i < n; i++)
+		streams += stream_of(fds[i].fd) != NULL;
+	if (streams == 0) {
+		if (mask == NULL)
+			return real.poll(fds, n, timeout_ms);
+		struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000 };
+
+		return real.ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, mask);
+	}
+	k = malloc(n * sizeof(*k));
+	if (k == NULL)
+		return (int)fail(ENOMEM);
+	for (;;) {
+		int ready = 0, armed = 0, r, left;
+		uint64_t now = now_ns();
+
+		/* The kernel's fds, without waiting. */
+		for (nfds_t i = 0; i < n; i++) {
+			k[i] = fds[i];
+			if (stream_of(fds[i].fd) != NULL)
+				k[i].fd = -1;
+		}
+		r = real.poll(k, n, 0);
+		if (r < 0) {
+			free(k);
+			return r;
+		}
+		for (nfds_t i = 0; i < n; i++) {
+			struct psock *p = stream_of(fds[i].fd);
+
+			fds[i].revents = p != NULL ? stream_revents(p, fds[i].events) : k[i].revents;
+			ready += fds[i].revents != 0;
+		}
+		if (ready > 0 || timeout_ms == 0) {
+			free(k);
+			return ready;
+		}
+		left = timeout_ms < 0 ? -1 : timeout_ms - (int)((now - t0) / 1000000ull);
+		if (timeout_ms > 0 && left <= 0) {
+			free(k);
+			return 0;
+		}
+		if (now - t0 < SPIN_NS)
+			continue;
+		/* Sleep: every stream armed, then the kernel waits on all. */
+		for (nfds_t i = 0; i < n; i++) {
+			struct psock *p = stream_of(fds[i].fd);
+
+			k[i] = fds[i];
+			if (p == NULL)
+				continue;
+			if (rb2_stream_arm(p->st, fds[i].events & (POLLIN | POLLOUT)) != 0) {
+				armed = -1;
+				break;
+			}
+			k[i].events = POLLIN;
+			armed++;
+		}
+		if (armed >= 0) {
+			if (mask != NULL) {
+				struct timespec ts = { left / 1000, (long)(left % 1000) * 1000000 };
+
+				r = real.ppoll(k, n, left < 0 ? NULL : &ts, mask);
+			} else {
+				r = real.poll(k, n, left);
+			}
+		}
+		for (nfds_t i = 0; i < n; i++) {
+			struct psock *p = stream_of(fds[i].fd);
+
+			if (p != NULL)
+				rb2_stream_disarm(p->st, fds[i].events & (POLLIN | POLLOUT));
+		}
+		if (armed >= 0 && r < 0) {
+			free(k);
+			return r;
+		}
+	}
+}
+
+EXPORT int
+poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	return poll_impl(fds, n, timeout_ms, NULL);
+}
+
+EXPORT int
+ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+	int ms = ts == NULL ? -1 : (int)(ts->tv_sec * 1000 + ts->tv_nsec / 1000000);
+
+	return poll_impl(fds, n, ms, mask);
+}
+
+EXPORT int
+select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
+{
+	struct pollfd pf[FD_SETSIZE];
+	nfds_t n = 0;
+	int streams = 0, ms, r, count = 0;
+
+	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
+		if ((rd && FD_ISSET(fd, rd)) || (wr && FD_ISSET(fd, wr)) || (ex && FD_ISSET(fd, ex)))
+			streams += stream_of(fd) != NULL;
+	if (streams == 0)
+		return real.select(nfds, rd, wr, ex, tv);
+	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++) {
+		short ev = (short)((rd && FD_ISSET(fd, rd) ? POLLIN : 0) |
+				   (wr && FD_ISSET(fd, wr) ? POLLOUT : 0) |
+				   (ex && FD_ISSET(fd, ex) ? POLLPRI : 0));
+
+		if (ev != 0)
+			pf[n++] = (struct pollfd){ .fd = fd, .events = ev };
+	}
+	ms = tv == NULL ? -1 : (int)(tv->tv_sec * 1000 + tv->tv_usec / 1000);
+	r = poll_impl(pf, n, ms, NULL);
+	if (r < 0)
+		return r;
+	if (rd)
+		FD_ZERO(rd);
+	if (wr)
+		FD_ZERO(wr);
+	if (ex)
+		FD_ZERO(ex);
+	for (nfds_t i = 0; i < n; i++) {
+		short re = pf[i].revents;
+
+		if (rd && (re & (POLLIN | POLLHUP | POLLERR))) {
+			FD_SET(pf[i].fd, rd);
+			count++;
+		}
+		if (wr && (re & (POLLOUT | POLLERR))) {
+			FD_SET(pf[i].fd, wr);
+			count++;
+		}
+		if (ex && (re & POLLPRI)) {
+			FD_SET(pf[i].fd, ex);
+			count++;
+		}
+	}
+	return count;
+}
+
+/*
+ * epoll: the kernel's epoll set holds every fd, stream sockets included
+ * (their kernel sockets: readable when a bell rings). What a stream
+ * socket's entry asks for is kept here, and its readiness is the
+ * stream's; the kernel's events for it only wake the wait.
+ */
+struct ep_item {
+	int fd;
+	uint32_t events;            /* as the program asked */
+	epoll_data_t data;
+	int last;                   /* EPOLLET: the events reported ... */
+	uint32_t rx_dry, tx_full;   /* ... and the socket's counts then */
+	int off;                    /* EPOLLONESHOT fired */
+};
+
+struct ep_set {
+	pthread_mutex_t lock;
+	struct ep_item *it;
+	unsigned int n, cap;
+	struct ep_set *next;        /* every set, for a closed socket's entries */
+};
+
+static struct ep_set *ep_all;
+static pthread_mutex_t ep_all_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define EP_TAG 0x7262320000000000ull  /* "rb2" in the kernel's data: a bell */
+
+static struct ep_set *
+ep_get(int epfd, int make)
+{
+	struct ep_set *e;
+
+	if (epfd < 0 || (unsigned int)epfd >= tab_size || eps == NULL)
+		return NULL;
+	e = atomic_load(&eps[epfd]);
+	if (e == NULL && make) {
+		struct ep_set *x = calloc(1, sizeof(*x)), *none = NULL;
+
+		if (x == NULL)
+			return NULL;
+		pthread_mutex_init(&x->lock, NULL);
+		if (!atomic_compare_exchange_strong(&eps[epfd], &none, x)) {
+			free(x);
+			return none;
+		}
+		pthread_mutex_lock(&ep_all_lock);
+		x->next = ep_all;
+		ep_all = x;
+		pthread_mutex_unlock(&ep_all_lock);
+		e = x;
+	}
+	return e;
+}
+
+static void
+ep_remove(struct ep_set *e, int fd)
+{
+	pthread_mutex_lock(&e->lock);
+	for (unsigned int i = 0; i < e->n; i++)
+		if (e->it[i].fd == fd)
+			e->it[i--] = e->it[--e->n];
+	pthread_mutex_unlock(&e->lock);
+}
+
+static int
+ep_has(struct ep_set *e, int fd)
+{
+	int yes = 0;
+
+	pthread_mutex_lock(&e->lock);
+	for (unsigned int i = 0; i < e->n && !yes; i++)
+		yes = e->it[i].fd == fd;
+	pthread_mutex_unlock(&e->lock);
+	return yes;
+}
+
+/* A socket closes: the kernel drops it from every epoll set, and so do we. */
+static void
+ep_forget_fd(int fd)
+{
+	pthread_mutex_lock(&ep_all_lock);
+	for (struct ep_set *e = ep_all; e != NULL; e = e->next)
+		ep_remove(e, fd);
+	pthread_mutex_unlock(&ep_all_lock);
+}
+
+/* An epoll fd closes: its set goes (it stays listed, empty, for reuse). */
+static void
+ep_forget_set(int epfd)
+{
+	struct ep_set *e = ep_get(epfd, 0);
+
+	if (e != NULL) {
+		pthread_mutex_lock(&e->lock);
+		e->n = 0;
+		pthread_mutex_unlock(&e->lock);
+	}
+}
+
+EXPORT int
+epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	struct psock *p = stream_of(fd);
+	struct ep_set *e = ep_get(epfd, p != NULL && op != EPOLL_CTL_DEL);
+	struct epoll_event kev;
+	unsigned int i;
+	int ret;
+
+	if (e == NULL || (p == NULL && !ep_has(e, fd)))
+		return real.epoll_ctl(epfd, op, fd, ev);
+	if (op == EPOLL_CTL_DEL || p == NULL) {
+		/* p == NULL: an entry of a stream since closed, its number reused. */
+		ep_remove(e, fd);
+		return real.epoll_ctl(epfd, op, fd, ev);
+	}
+	if (ev == NULL)
+		return (int)fail(EFAULT);
+	/* The kernel waits for the bell, level-triggered. */
+	kev.events = EPOLLIN;
+	kev.data.u64 = EP_TAG | (uint32_t)fd;
+	ret = real.epoll_ctl(epfd, op, fd, &kev);
+	if (ret != 0)
+		return ret;
+	pthread_mutex_lock(&e->lock);
+	for (i = 0; i < e->n && e->it[i].fd != fd; i++)
+		;
+	if (i == e->n) {
+		if (e->n == e->cap) {
+			unsigned int cap = e->cap ? 2 * e->cap : 16;
+			struct ep_item *it = realloc(e->it, cap * sizeof(*it));
+
+			if (it == NULL) {
+				pthread_mutex_unlock(&e->lock);
+				real.epoll_ctl(epfd, EPOLL_CTL_DEL, fd, &kev);
+				return (int)fail(ENOMEM);
+			}
+			e->it = it;
+			e->cap = cap;
+		}
+		e->n++;
+	}
+	e->it[i] = (struct ep_item){ .fd = fd, .events = ev->events, .data = ev->data };
+	pthread_mutex_unlock(&e->lock);
+	return 0;
+}
+
+/* The stream entries of @e ready now, into @out (up to @max). */
+static int
+ep_ready(struct ep_set *e, struct epoll_event *out, int max)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&e->lock);
+	for (unsigned int i = 0; i < e->n && n < max; i++) {
+		struct ep_item *it = &e->it[i];
+		struct psock *p = stream_of(it->fd);
+		int want = (int)(it->events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
+		int ev;
+
+		if (p == NULL || it->off)
+			continue;
+		ev = rb2_stream_poll(p->st) & (want | POLLERR | POLLHUP);
+		if (it->events & EPOLLET) {
+			uint32_t dry = atomic_load_explicit(&p->rx_dry, memory_order_relaxed);
+			uint32_t full = atomic_load_explicit(&p->tx_full, memory_order_relaxed);
+			int seen = it->last;
+
+			/* Reported before, and not run dry since: no new edge. */
+			if (dry != it->rx_dry)
+				seen &= ~(EPOLLIN | EPOLLRDHUP);
+			if (full != it->tx_full)
+				seen &= ~EPOLLOUT;
+			it->last = ev;
+			it->rx_dry = dry;
+			it->tx_full = full;
+			ev &= ~seen;
+		}
+		if (ev == 0)
+			continue;
+		out[n].events = (uint32_t)ev;
+		out[n].data = it->data;
+		n++;
+		if (it->events & EPOLLONESHOT)
+			it->off = 1;
+	}
+	pthread_mutex_unlock(&e->lock);
+	return n;
+}
+
+static int
+epoll_impl(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sigset_t *mask)
+{
+	struct ep_set *e = ep_get(epfd, 0);
+	uint64_t t0 = now_ns();
+
+	if (e == NULL || e->n == 0)
+		return mask ? real.epoll_pwait(epfd, evs, max, timeout_ms, mask) :
+			real.epoll_wait(epfd, evs, max, timeout_ms);
+	for (;;) {
+		int n = ep_ready(e, evs, max), k, left, sleep = 0;
+		uint64_t now = now_ns();
+
+		left = timeout_ms < 0 ? -1 : timeout_ms - (int)((now - t0) / 1000000ull);
+		if (left < 0 && timeout_ms >= 0)
+			left = 0;
+		if (n == 0 && left != 0 && now - t0 >= SPIN_NS) {
+			/* Sleep: arm every stream entry; a bell wakes the kernel. */
+			sleep = 1;
+			pthread_mutex_lock(&e->lock);
+			for (unsigned int i = 0; i < e->n; i++) {
+				struct psock *p = stream_of(e->it[i].fd);
+
+				if (p != NULL && !e->it[i].off &&
+				    rb2_stream_arm(p->st, (int)(e->it[i].events & (EPOLLIN | EPOLLOUT))) != 0)
+					sleep = -1;
+			}
+			pthread_mutex_unlock(&e->lock);
+		}
+		if (n == max)
+			return n;
+		k = mask ? real.epoll_pwait(epfd, evs + n, max - n, sleep > 0 ? left : 0, mask) :
+			real.epoll_wait(epfd, evs + n, max - n, sleep > 0 ? left : 0);
+		if (sleep != 0) {
+			pthread_mutex_lock(&e->lock);
+			for (unsigned int i = 0; i < e->n; i++) {
+				struct psock *p = stream_of(e->it[i].fd);
+
+				if (p != NULL)
+					rb2_stream_disarm(p->st,
+						(int)(e->it[i].events & (EPOLLIN | EPOLLOUT)));
+			}
+			pthread_mutex_unlock(&e->lock);
+		}
+		if (k < 0)
+			return n > 0 ? n : k;
+		/* Drop the bells: their streams are looked at next round. */
+		for (int i = n; i < n + k;) {
+			if ((evs[i].data.u64 & ~0xffffffffull) == EP_TAG) {
+				evs[i] = evs[n + k - 1];
+				k--;
+			} else {
+				i++;
+			}
+		}
+		n += k;
+		if (n > 0 || left == 0)
+			return n;
+	}
+}
+
+EXPORT int
+epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms)
+{
+	return epoll_impl(epfd, evs, max, timeout_ms, NULL);
+}
+
+EXPORT int
+epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sigset_t *mask)
+{
+	return epoll_impl(epfd, evs, max, timeout_ms, mask);
+}
+
+/* ---- fcntl, ioctl, dup, socket options ------------------------------------------- */
+
+static void
+share(int oldfd, int newfd)
+{
+	struct psock *p = get(oldfd);
+
+	if (newfd < 0 || p == NULL || (unsigned int)newfd >= tab_size)
+		return;
+	if (get(newfd) != NULL)
+		untrack(newfd);
+	atomic_fetch_add(&p->refs, 1);
+	atomic_store(&tab[newfd], p);
+}
+
+EXPORT int
+fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	long arg;
+	int ret;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, long);
+	va_end(ap);
+	ret = real.fcntl(fd, cmd, arg);
+	if (ret >= 0 && cmd == F_SETFL && get(fd) != NULL)
+		get(fd)->nonblock = (arg & O_NONBLOCK) != 0;
+	if (ret >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+		share(fd, ret);
+	return ret;
+}
+
+EXPORT int
+fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	long arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, long);
+	va_end(ap);
+	return fcntl(fd, cmd, arg);
+}
+
+EXPORT int
+ioctl(int fd, unsigned long req, ...)
+{
+	struct psock *p = get(fd);
+	va_list ap;
+	void *arg;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (p != NULL && req == FIONBIO && arg != NULL)
+		p->nonblock = *(int *)arg != 0;
+	if (p != NULL && p->st != NULL && req == FIONREAD && arg != NULL) {
+		pthread_mutex_lock(&p->rx_lock);
+		*(int *)arg = (int)rb2_stream_nread(p->st);
+		pthread_mutex_unlock(&p->rx_lock);
+		return 0;
+	}
+	return real.ioctl(fd, req, arg);
+}
+
+EXPORT int
+dup(int fd)
+{
+	int n = real.dup(fd);
+
+	share(fd, n);
+	return n;
+}
+
+EXPORT int
+dup2(int fd, int nfd)
+{
+	int n;
+
+	if (fd != nfd && get(nfd) != NULL)
+		untrack(nfd);
+	n = real.dup2(fd, nfd);
+	if (fd != nfd)
+		share(fd, n);
+	return n;
+}
+
+EXPORT int
+dup3(int fd, int nfd, int flags)
+{
+	int n;
+
+	if (get(nfd) != NULL)
+		untrack(nfd);
+	n = real.dup3(fd, nfd, flags);
+	share(fd, n);
+	return n;
+}
+
+EXPORT int
+setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	static int (*real_setsockopt)(int, int, int, const void *, socklen_t);
+	struct psock *p = get(fd);
+
+	if (real_setsockopt == NULL)
+		real_setsockopt = (int (*)(int, int, int, const void *, socklen_t))
+			dlsym(RTLD_NEXT, "setsockopt");
+	/* Timeouts a stream honours itself; everything goes to the kernel
+	 * socket too, so getsockopt reads it back. */
+	if (p != NULL && level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO) &&
+	    val != NULL && len >= sizeof(struct timeval)) {
+		const struct timeval *tv = val;
+		int ms = (int)(tv->tv_sec * 1000 + tv->tv_usec / 1000);
+
+		if (ms == 0 && (tv->tv_sec != 0 || tv->tv_usec != 0))
+			ms = 1;
+		if (name == SO_RCVTIMEO)
+			p->rcvtimeo_ms = ms;
+		else
+			p->sndtimeo_ms = ms;
+	}
+	return real_setsockopt(fd, level, name, val, len);
+}
+
+/* ---- Start, fork, exit ------------------------------------------------------------ */
+
+static void
+child_after_fork(void)
+{
+	/* The streams are the parent's: this process may use one the parent
+	 * gives up, but its close never tears one down. */
+	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
+		struct psock *p = atomic_load(&tab[fd]);
+
+		if (p != NULL && p->st != NULL)
+			p->inherited = 1;
+	}
+}
+
+static void
+print_stats(void)
+{
+	char line[1024];
+	int n;
+
+	/* A process that never touched TCP (a shell, a helper) has nothing to say. */
+	if (!active || !used || getenv("RB2_RUN_STATS") == NULL ||
+	    strcmp(getenv("RB2_RUN_STATS"), "1") != 0)
+		return;
+	/* Streams still open at exit: their bytes count too. */
+	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
+		struct psock *p = atomic_load(&tab[fd]);
+		struct rb2_stream_stats st;
+
+		if (p != NULL && p->st != NULL) {
+			rb2_stream_stats(p->st, &st);
+			stats.bytes_in += st.bytes_in;
+			stats.bytes_out += st.bytes_out;
+		}
+	}
+	n = snprintf(line, sizeof(line), "rb2-run: pid %d: %" PRIu64 " connections over rb2 (%"
+		     PRIu64 " bytes in, %" PRIu64 " out), %" PRIu64 " failed", (int)getpid(),
+		     stats.offloaded, stats.bytes_in, stats.bytes_out, stats.failed);
+	for (unsigned int i = 0; i < REASONS && stats.plain[i].n; i++)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " kernel TCP: %s",
+			      stats.plain[i].n, stats.plain[i].why);
+	if (stats.plain_other)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " kernel TCP: other",
+			      stats.plain_other);
+	fprintf(stderr, "%s\n", line);
+}
+
+__attribute__((constructor)) static void
+preload_init(void)
+{
+	struct rlimit rl;
+	const char *t;
+
+#define RESOLVE(f) real.f = dlsym(RTLD_NEXT, #f)
+	RESOLVE(socket); RESOLVE(close); RESOLVE(listen); RESOLVE(accept); RESOLVE(accept4);
+	RESOLVE(connect); RESOLVE(bind); RESOLVE(read); RESOLVE(readv); RESOLVE(write);
+	RESOLVE(writev); RESOLVE(recv); RESOLVE(recvfrom); RESOLVE(recvmsg); RESOLVE(send);
+	RESOLVE(sendto); RESOLVE(sendmsg); RESOLVE(sendfile); RESOLVE(shutdown); RESOLVE(poll);
+	RESOLVE(ppoll); RESOLVE(select); RESOLVE(epoll_ctl); RESOLVE(epoll_wait);
+	RESOLVE(epoll_pwait); RESOLVE(fcntl); RESOLVE(ioctl); RESOLVE(dup); RESOLVE(dup2);
+	RESOLVE(dup3);
+#undef RESOLVE
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (1u << 20))
+		rl.rlim_max = 1u << 20;
+	tab_size = (unsigned int)rl.rlim_max;
+	tab = calloc(tab_size, sizeof(*tab));
+	eps = calloc(tab_size, sizeof(*eps));
+	if (tab == NULL || eps == NULL || rb2_sockd_path(sockd_path, sizeof(sockd_path)) != 0)
+		return;
+	t = getenv("RB2_RUN_CONNECT_TIMEOUT_MS");
+	if (t != NULL && atoi(t) > 0)
+		connect_timeout_ms = (unsigned int)atoi(t);
+	t = getenv("RB2_RUN_FAULT_FLIP");
+	if (t != NULL)
+		flip_at = strtoull(t, NULL, 10);
+	active = 1;
+	pthread_atfork(NULL, NULL, child_after_fork);
+	atexit(print_stats);
+}

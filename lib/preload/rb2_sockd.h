@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rb2 authors
+ */
+
+#ifndef RB2_SOCKD_H
+#define RB2_SOCKD_H
+
+/**
+ * @file
+ * What librb2_preload.so and the host's rb2-sockd say to each other: one
+ * request and its reply on a fresh connection to the service's unix socket
+ * (SOCK_SEQPACKET), so threads never queue behind each other's requests.
+ *
+ * The service decides, for each TCP connection between two programs under
+ * rb2-run on this host, whether it goes over rb2, and if so hands both ends
+ * one arena (a memfd, SCM_RIGHTS) holding nothing but that connection's
+ * stream (rb2_stream.h). It never carries data.
+ *
+ * **Nobody is taken at their word.** Every request that names a socket
+ * passes the socket itself (SCM_RIGHTS), and the service reads its
+ * addresses from the kernel (getsockname, getpeername). A client's local
+ * port is its own (the kernel bound it); a server gets the arena only for a
+ * connection the kernel handed it, from that port. So only a process that
+ * could talk to the other over TCP gets the arena of their connection, and
+ * the kernel's rules (users, namespaces, filters) stay the rules.
+ *
+ * The pairing:
+ *   client                               service                     server
+ *   CONNECT(bound socket, to R) ---->    R an rb2 listener on this host?
+ *           <---- GO  (or PLAIN: stays kernel TCP, with the reason)
+ *   kernel connect()
+ *   CONNECTED(socket) ------------>      waits for the accept ...   accept()
+ *                                        ... <---- ACCEPTED(accepted socket)
+ *           <---- PAIR(arena, name) ---- matched by port ---- PAIR(arena, name) ---->
+ *   rb2_stream_open(client)                                   rb2_stream_open(server)
+ * A server that does not accept within the timeout: the client gets PLAIN,
+ * and the service remembers, so that the late accept gets PLAIN too: both
+ * ends always agree.
+ */
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RB2_SOCKD_MAGIC 0x72623273u          /* "rb2s" */
+#define RB2_SOCKD_VERSION 1
+
+enum rb2_sockd_op {
+	/* requests */
+	RB2_SOCKD_LISTEN = 1,    /**< fd: a listening socket; the request's connection
+				  *   stays open as long as the listener is registered */
+	RB2_SOCKD_CONNECT,       /**< fd: a bound socket; addr: where it connects */
+	RB2_SOCKD_CONNECTED,     /**< fd: the same socket, connected (same connection) */
+	RB2_SOCKD_ACCEPTED,      /**< fd: an accepted socket */
+	RB2_SOCKD_STATS,         /**< the service's counters, in why */
+	/* replies */
+	RB2_SOCKD_GO = 100,      /**< connect, then send CONNECTED */
+	RB2_SOCKD_PLAIN,         /**< kernel TCP; why says why */
+	RB2_SOCKD_PAIR,          /**< fd: the arena; name: the stream's */
+	RB2_SOCKD_OK,            /**< LISTEN registered, STATS answered */
+};
+
+/** One message each way; fds travel beside it (SCM_RIGHTS, at most one). */
+struct rb2_sockd_msg {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t op;
+	struct sockaddr_storage addr;  /**< CONNECT: the address connected to */
+	char name[24];                 /**< PAIR: the stream's name */
+	char why[160];                 /**< PLAIN: the reason; STATS: the counters */
+};
+
+/** The service's socket: $RB2_SOCKD_PATH, else /run/rb2/sockd.sock for root,
+ *  else $XDG_RUNTIME_DIR/rb2/sockd.sock, else /tmp/rb2-UID/sockd.sock. */
+int rb2_sockd_path(char *buf, unsigned int len);
+
+/** Send @p m with @p fd (or -1) on @p sock. @return 0 or -errno. */
+int rb2_sockd_send(int sock, const struct rb2_sockd_msg *m, int fd);
+
+/** Receive into @p m and, if one came, an fd into @p *fd (else -1).
+ *  @return 0, -EPROTO (not one of ours), -ECONNRESET (closed), or -errno. */
+int rb2_sockd_recv(int sock, struct rb2_sockd_msg *m, int *fd);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RB2_SOCKD_H */

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rb2 authors
+"""Both ends of a TCP connection for tests/test_rb2run.sh, plain sockets
+only, so that they run the same under rb2-run and without it.
+
+  rb2run_peer.py server PORT         accept one connection; read to the end;
+                                     answer "LEN SHA256" of what came, and
+                                     then that many bytes of the pattern back;
+                                     close
+  rb2run_peer.py client PORT BYTES   send BYTES of the pattern in writes of
+                                     random sizes, half-close, read the answer
+                                     and the bytes back; exit 0 only if both
+                                     directions arrived whole
+The pattern: byte i is (i * 7 + i // 251) & 0xff.
+"""
+import hashlib
+import random
+import socket
+import sys
+
+
+# (i * 7 + i // 251) & 0xff repeats every 251 * 256 bytes.
+PERIOD = 251 * 256
+BASE = bytes(((i * 7 + i // 251) & 0xFF) for i in range(PERIOD)) * 2
+
+
+def pattern(n, start=0):
+    out = bytearray()
+    while n > 0:
+        o = start % PERIOD
+        k = min(n, PERIOD)
+        out += BASE[o:o + k]
+        start += k
+        n -= k
+    return bytes(out)
+
+
+def server(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port))
+    s.listen(8)
+    print("listening", flush=True)
+    c, _ = s.accept()
+    h, n = hashlib.sha256(), 0
+    while True:
+        d = c.recv(random.randint(1, 200000))
+        if not d:
+            break
+        h.update(d)
+        n += len(d)
+    c.sendall(b"%d %s\n" % (n, h.hexdigest().encode()))
+    chunk = 1 << 16
+    for off in range(0, n, chunk):
+        c.sendall(pattern(min(chunk, n - off), off))
+    c.close()
+
+
+def client(port, total):
+    c = socket.create_connection(("127.0.0.1", port))
+    sent, rng = 0, random.Random(7)
+    while sent < total:
+        k = min(total - sent, rng.randint(1, 100000))
+        c.sendall(pattern(k, sent))
+        sent += k
+    c.shutdown(socket.SHUT_WR)
+    buf = b""
+    while b"\n" not in buf:
+        d = c.recv(4096)
+        if not d:
+            break
+        buf += d
+    line, _, rest = buf.partition(b"\n")
+    want = b"%d %s" % (total, hashlib.sha256(pattern(total)).hexdigest().encode())
+    back = bytearray(rest)
+    while True:
+        d = c.recv(1 << 16)
+        if not d:
+            break
+        back += d
+    ok_up = line == want
+    ok_down = bytes(back) == pattern(total)
+    print("up: %s, down: %s (%d bytes)" % ("whole" if ok_up else "DIFFERS",
+                                           "whole" if ok_down else "DIFFERS", len(back)))
+    return 0 if ok_up and ok_down else 1
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "server":
+        server(int(sys.argv[2]))
+    else:
+        sys.exit(client(int(sys.argv[2]), int(sys.argv[3])))

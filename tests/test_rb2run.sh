@@ -1,0 +1,141 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rb2 authors
+#
+# rb2-run on one host (doc/guides/apps/rb2-run.md): unmodified programs whose
+# TCP connections go over rb2 when both ends run under rb2-run.
+#
+#   test_rb2run.sh BUILD_DIR
+#
+#   - rb2-run starts rb2-sockd itself (a private socket, stopped at the end);
+#   - both ends under rb2-run: 8 MB each way, whole, through rb2 (the stats
+#     lines say so), with half-close;
+#   - fallback both ways: a plain client to an rb2-run server, an rb2-run
+#     client to a plain server: kernel TCP, whole, and the stats line gives
+#     the reason; without a service: kernel TCP, "not running";
+#   - a byte flipped on the rb2 path (RB2_RUN_FAULT_FLIP) is caught: the
+#     check above can fail;
+#   - Redis, when installed: SET and GET read back, and redis-benchmark
+#     with 1 and 50 clients without errors, every connection over rb2.
+set -uo pipefail
+
+build=$(cd "$1" && pwd)
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+run=$build/apps/rb2-run/rb2-run
+sockd=$build/apps/rb2-sockd/rb2-sockd
+peer=$src/tests/rb2run_peer.py
+tmp=$(mktemp -d)
+export RB2_SOCKD_PATH=$tmp/sockd.sock
+export RB2_RUN_STATS=1
+fails=0
+trap '"$sockd" --stop >/dev/null 2>&1; kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# pair NAME SERVER_PREFIX CLIENT_PREFIX BYTES [client env...]: one transfer;
+# the server's and the client's stderr (with their stats lines) kept.
+pair() {
+	local name=$1 sp=$2 cp=$3 bytes=$4; shift 4
+	local port
+	port=$(free_port)
+	# shellcheck disable=SC2086 # a prefix of words, or none
+	timeout 60 $sp python3 "$peer" server "$port" >"$tmp/$name.srv" 2>"$tmp/$name.srv.err" &
+	local spid=$!
+	for _ in $(seq 100); do grep -q listening "$tmp/$name.srv" 2>/dev/null && break; sleep 0.05; done
+	# shellcheck disable=SC2086
+	env "$@" timeout 60 $cp python3 "$peer" client "$port" "$bytes" >"$tmp/$name.cli" \
+		2>"$tmp/$name.cli.err"
+	local rc=$?
+	wait "$spid"
+	return $rc
+}
+
+stats_of() { grep -h "^rb2-run: pid" "$@" | head -1; }
+
+# Both ends under rb2-run; rb2-run starts the service.
+if pair both "$run" "$run" 8000000 && grep -q "up: whole, down: whole" "$tmp/both.cli" &&
+	grep -q " 1 connections over rb2 (8000073 bytes in, 8000000 out)" "$tmp/both.cli.err" &&
+	grep -q " 1 connections over rb2 (8000000 bytes in, 8000073 out)" "$tmp/both.srv.err"; then
+	ok "both under rb2-run: 8 MB each way over rb2, whole ($(stats_of "$tmp/both.cli.err" | cut -d: -f3-))"
+else
+	fail "both under rb2-run"; cat "$tmp/both.cli" "$tmp/both.cli.err" "$tmp/both.srv.err" | head -20
+fi
+if "$sockd" --stats | grep -q '"pairs":1,'; then
+	ok "rb2-run started rb2-sockd, which paired 1 connection: $("$sockd" --stats)"
+else
+	fail "rb2-sockd --stats: $("$sockd" --stats 2>&1)"
+fi
+
+# A plain client to an rb2-run server, and the other way.
+if pair plain_cli "$run" "" 1000000 && grep -q "up: whole, down: whole" "$tmp/plain_cli.cli" &&
+	grep -q "1 kernel TCP: the client is not under rb2-run" "$tmp/plain_cli.srv.err"; then
+	ok "a plain client to an rb2-run server: kernel TCP, whole, and the server says why"
+else
+	fail "plain client"; cat "$tmp/plain_cli.cli" "$tmp/plain_cli.srv.err" | head
+fi
+if pair plain_srv "" "$run" 1000000 && grep -q "up: whole, down: whole" "$tmp/plain_srv.cli" &&
+	grep -q "1 kernel TCP: no program under rb2-run listens there" "$tmp/plain_srv.cli.err"; then
+	ok "an rb2-run client to a plain server: kernel TCP, whole, and the client says why"
+else
+	fail "plain server"; cat "$tmp/plain_srv.cli" "$tmp/plain_srv.cli.err" | head
+fi
+
+# A byte flipped on the rb2 path: the transfer check catches it.
+if ! pair flip "$run" "$run" 1000000 RB2_RUN_FAULT_FLIP=500000 &&
+	grep -q "down: DIFFERS" "$tmp/flip.cli"; then
+	ok "a byte flipped on the rb2 path is caught ($(cat "$tmp/flip.cli"))"
+else
+	fail "a flipped byte went unnoticed"; cat "$tmp/flip.cli"
+fi
+
+# No service: everything is kernel TCP, and says so.
+"$sockd" --stop >/dev/null 2>&1
+for _ in $(seq 50); do [ -S "$RB2_SOCKD_PATH" ] || break; sleep 0.1; done
+if pair nosvc "$run --no-service" "$run --no-service" 1000000 &&
+	grep -q "up: whole, down: whole" "$tmp/nosvc.cli" &&
+	grep -q "kernel TCP: rb2-sockd is not running" "$tmp/nosvc.cli.err"; then
+	ok "no service: kernel TCP, whole, \"rb2-sockd is not running\""
+else
+	fail "no service"; cat "$tmp/nosvc.cli" "$tmp/nosvc.cli.err" | head
+fi
+
+# Redis, unmodified, from Debian's package.
+if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+	port=$(free_port)
+	"$run" redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+		--daemonize no >"$tmp/redis.out" 2>"$tmp/redis.err" &
+	rpid=$!
+	for _ in $(seq 100); do
+		"$run" redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break; sleep 0.1
+	done
+	"$run" redis-cli -p "$port" set rb2key "value over rb2" >/dev/null 2>"$tmp/cli1.err"
+	got=$("$run" redis-cli -p "$port" get rb2key 2>"$tmp/cli2.err")
+	if [ "$got" = "value over rb2" ] && grep -q " 1 connections over rb2" "$tmp/cli2.err"; then
+		ok "redis: SET then GET read back over rb2"
+	else
+		fail "redis SET/GET: '$got'"; cat "$tmp/cli2.err"
+	fi
+	for c in 1 50; do
+		if timeout 120 "$run" redis-benchmark -p "$port" -t set,get -n 4000 -c "$c" -q \
+			>"$tmp/bench$c.out" 2>"$tmp/bench$c.err" &&
+			! grep -qi "error" "$tmp/bench$c.out" &&
+			n=$(grep -o " [0-9]* connections over rb2" "$tmp/bench$c.err" | awk '{print $1}') &&
+			[ "${n:-0}" -ge "$c" ] && ! grep -q "kernel TCP" "$tmp/bench$c.err" &&
+			grep -q " 0 failed" "$tmp/bench$c.err"; then
+			ok "redis-benchmark -c $c: $n connections, all over rb2: $(tr '\r' '\n' <"$tmp/bench$c.out" | grep -E "^(SET|GET): [0-9.]+ requests" | cut -d, -f1 | tr '\n' ' ')"
+		else
+			fail "redis-benchmark -c $c"; tail -n 3 "$tmp/bench$c.out" "$tmp/bench$c.err"
+		fi
+	done
+	kill -TERM "$rpid"; wait "$rpid" 2>/dev/null
+else
+	echo "note: redis-server or redis-benchmark not installed (apt-get install redis-server redis-tools): Redis not checked"
+fi
+
+echo "rb2-run: $fails failure(s)"
+[ $fails -eq 0 ]

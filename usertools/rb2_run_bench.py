@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rb2 authors
+"""Unmodified programs under rb2-run against kernel TCP on loopback, the same
+binaries in one run, interleaved rounds (each round starts with the other
+mode). Prints JSON: per measurement the median of the rounds for each mode,
+the ratio, and every round's figure.
+
+  usertools/rb2_run_bench.py [--build build] [--rounds 3] [--seconds 3]
+
+Measured: sockperf ping-pong --tcp, 64 B, p50 latency; redis-benchmark GET and
+SET, 1 client and 50 clients. In rb2 mode both ends run under rb2-run, and
+every connection must have gone over rb2 (the stats lines say), or the run
+fails rather than report a kernel figure as rb2's.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def wait_port(port, timeout=10):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+class Bench:
+    def __init__(self, build, seconds):
+        self.run = os.path.join(build, "apps", "rb2-run", "rb2-run")
+        self.seconds = seconds
+        self.tmp = tempfile.mkdtemp(prefix="rb2-run-bench-")
+        self.env = dict(os.environ, RB2_SOCKD_PATH=os.path.join(self.tmp, "sockd.sock"),
+                        RB2_RUN_STATS="1")
+
+    def prefix(self, mode):
+        return [self.run] if mode == "rb2" else []
+
+    def check_rb2(self, mode, err, what):
+        """In rb2 mode: every connection of the client went over rb2."""
+        if mode != "rb2":
+            return
+        m = re.search(r"(\d+) connections over rb2 .*?(\d+) failed(.*)", err)
+        if not m or int(m.group(1)) == 0 or "kernel TCP" in m.group(3):
+            raise RuntimeError(f"{what}: not every connection went over rb2: {err.strip()}")
+
+    def sockperf(self, mode):
+        port = free_port()
+        srv = subprocess.Popen(self.prefix(mode) + ["sockperf", "server", "--tcp", "-i",
+                                                    "127.0.0.1", "-p", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env=self.env)
+        try:
+            time.sleep(0.5)
+            r = subprocess.run(self.prefix(mode) + ["sockperf", "ping-pong", "--tcp", "-i",
+                                                    "127.0.0.1", "-p", str(port), "-m", "64",
+                                                    "-t", str(self.seconds)],
+                               capture_output=True, text=True, env=self.env, timeout=120)
+        finally:
+            srv.terminate()
+            srv.wait()
+        out = r.stdout + r.stderr
+        m = re.search(r"percentile 50\.000 =\s+([\d.]+)", out)
+        if r.returncode != 0 or not m:
+            raise RuntimeError(f"sockperf {mode}: {out[-300:]}")
+        self.check_rb2(mode, r.stderr, "sockperf")
+        return float(m.group(1))
+
+    def redis(self, mode):
+        port = free_port()
+        srv = subprocess.Popen(self.prefix(mode) + ["redis-server", "--port", str(port),
+                                                    "--bind", "127.0.0.1", "--save", "",
+                                                    "--appendonly", "no"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env=self.env, cwd=self.tmp)
+        res = {}
+        try:
+            wait_port(port)
+            for c, n in ((1, 20000), (50, 100000)):
+                r = subprocess.run(self.prefix(mode) + ["redis-benchmark", "-p", str(port),
+                                                        "-t", "get,set", "-n", str(n),
+                                                        "-c", str(c), "-q"],
+                                   capture_output=True, text=True, env=self.env,
+                                   timeout=300)
+                out = r.stdout.replace("\r", "\n")
+                if r.returncode != 0 or "rror" in out:
+                    raise RuntimeError(f"redis-benchmark {mode} -c {c}: {out[-300:]}")
+                self.check_rb2(mode, r.stderr, f"redis-benchmark -c {c}")
+                for op in ("SET", "GET"):
+                    m = re.search(rf"^{op}: ([\d.]+) requests per second", out, re.M)
+                    res[f"redis_c{c}_{op.lower()}_rps"] = float(m.group(1))
+        finally:
+            srv.terminate()
+            srv.wait()
+        return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=int, default=3, help="sockperf's run per round")
+    o = ap.parse_args()
+    o.build = os.path.abspath(o.build)
+    for tool in ("sockperf", "redis-server", "redis-benchmark"):
+        if shutil.which(tool) is None:
+            sys.exit(f"rb2_run_bench: {tool} is not installed (apt-get install sockperf "
+                     "redis-server redis-tools)")
+    b = Bench(o.build, o.seconds)
+    rounds = {"kernel": [], "rb2": []}
+    try:
+        for k in range(o.rounds):
+            order = ["kernel", "rb2"] if k % 2 == 0 else ["rb2", "kernel"]
+            for mode in order:
+                fig = {"sockperf_p50_us": b.sockperf(mode)}
+                fig.update(b.redis(mode))
+                rounds[mode].append(fig)
+                print(f"round {k + 1}/{o.rounds} {mode}: {fig}", file=sys.stderr)
+    finally:
+        subprocess.run([os.path.join(o.build, "apps", "rb2-sockd", "rb2-sockd"), "--stop"],
+                       env=b.env, capture_output=True)
+        shutil.rmtree(b.tmp, ignore_errors=True)
+    result = {"rounds": o.rounds, "host_cpus": os.cpu_count(), "measurements": {}}
+    for key in rounds["kernel"][0]:
+        kern = [r[key] for r in rounds["kernel"]]
+        rb2 = [r[key] for r in rounds["rb2"]]
+        # Latency: kernel / rb2 (higher is better for rb2); rates: rb2 / kernel.
+        per_round = [(a / c if key.endswith("_us") else c / a) for a, c in zip(kern, rb2)]
+        result["measurements"][key] = {
+            "kernel": statistics.median(kern), "rb2": statistics.median(rb2),
+            "rb2_advantage": statistics.median(per_round),
+            "kernel_rounds": kern, "rb2_rounds": rb2}
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

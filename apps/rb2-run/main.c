@@ -166,6 +166,13 @@ main(int argc, char **argv)
 		return 1;
 	}
 	setenv("RB2_SOCKD_PATH", path, 1);
+	if (resolve(argv[optind], prog, sizeof(prog)) != 0) {
+		fprintf(stderr, "rb2-run: %s: command not found\n", argv[optind]);
+		return 127;
+	}
+	if (stat(prog, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
+		fprintf(stderr, "rb2-run: %s is set-user-ID or set-group-ID: the loader ignores "
+			"LD_PRELOAD for it, so its sockets stay kernel TCP\n", prog);
 	if (!no_service && !service_up(path)) {
 		char *args[] = { sockd, "--daemon", "--socket", path, NULL };
 		pid_t pid;
@@ -177,17 +184,10 @@ main(int argc, char **argv)
 		} else if (posix_spawn(&pid, sockd, NULL, NULL, args, environ) != 0 ||
 			   waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
 			   WEXITSTATUS(status) != 0 || !service_up(path)) {
-			fprintf(stderr, "rb2-run: could not start %s at %s (its log is above); "
-				"running with kernel TCP only\n", sockd, path);
+			fprintf(stderr, "rb2-run: could not start %s at %s (see above, and %s.log); "
+				"running with kernel TCP only\n", sockd, path, path);
 		}
 	}
-	if (resolve(argv[optind], prog, sizeof(prog)) != 0) {
-		fprintf(stderr, "rb2-run: %s: command not found\n", argv[optind]);
-		return 127;
-	}
-	if (stat(prog, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
-		fprintf(stderr, "rb2-run: %s is set-user-ID or set-group-ID: the loader ignores "
-			"LD_PRELOAD for it, so its sockets stay kernel TCP\n", prog);
 	old = getenv("LD_PRELOAD");
 	if (asprintf(&pre, "%s%s%s", lib, old != NULL && old[0] ? ":" : "",
 		     old != NULL ? old : "") < 0)

@@ -643,7 +643,7 @@ usage(FILE *f)
 "  --socket PATH          its unix socket (default: $RB2_SOCKD_PATH, else\n"
 "                         /run/rb2/sockd.sock for root, else\n"
 "                         $XDG_RUNTIME_DIR/rb2/sockd.sock or /tmp/rb2-UID/)\n"
-"  --daemon               go to the background once listening\n"
+"  --daemon               go to the background once listening; log to PATH.log\n"
 "  --accept-timeout-ms N  how long a client's connect waits for the server's\n"
 "                         accept before both stay kernel TCP (default 2000)\n"
 "  --no-huge              4 KiB pages for the arenas even where hugepages are free\n"
@@ -743,8 +743,16 @@ main(int argc, char **argv)
 		}
 		setsid();
 		close(ready[0]);
-		if (freopen("/dev/null", "r", stdin) == NULL)
-			return 1;
+		/* A daemon's messages go to a log beside its socket. */
+		{
+			char log[sizeof(path) + 8];
+
+			snprintf(log, sizeof(log), "%s.log", path);
+			if (freopen("/dev/null", "r", stdin) == NULL ||
+			    freopen(log, "a", stderr) == NULL)
+				return 1;
+			setvbuf(stderr, NULL, _IOLBF, 0);
+		}
 	}
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);

@@ -8,6 +8,10 @@ only, so that they run the same under rb2-run and without it.
                                      answer "LEN SHA256" of what came, and
                                      then that many bytes of the pattern back;
                                      close
+  rb2run_peer.py waitall PORT        accept one connection; one recvmsg_into
+                                     with MSG_WAITALL over 3000 + 5000 bytes;
+                                     print what it got
+  rb2run_peer.py trickle PORT        send 8 writes of 1000 bytes, 20 ms apart
   rb2run_peer.py client PORT BYTES   send BYTES of the pattern in writes of
                                      random sizes, half-close, read the answer
                                      and the bytes back; exit 0 only if both
@@ -18,6 +22,7 @@ import hashlib
 import random
 import socket
 import sys
+import time
 
 
 # (i * 7 + i // 251) & 0xff repeats every 251 * 256 bytes.
@@ -86,8 +91,33 @@ def client(port, total):
     return 0 if ok_up and ok_down else 1
 
 
+def waitall(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port))
+    s.listen(1)
+    print("listening", flush=True)
+    c, _ = s.accept()
+    bufs = [bytearray(3000), bytearray(5000)]
+    n = c.recvmsg_into(bufs, 0, socket.MSG_WAITALL)[0]
+    print("waitall %d %s" % (n, "whole" if bytes(bufs[0] + bufs[1]) == pattern(8000) else "DIFFERS"))
+
+
+def trickle(port):
+    c = socket.create_connection(("127.0.0.1", port))
+    for i in range(8):
+        c.sendall(pattern(1000, 1000 * i))
+        time.sleep(0.02)
+    time.sleep(0.2)
+    c.close()
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "server":
         server(int(sys.argv[2]))
+    elif sys.argv[1] == "waitall":
+        waitall(int(sys.argv[2]))
+    elif sys.argv[1] == "trickle":
+        trickle(int(sys.argv[2]))
     else:
         sys.exit(client(int(sys.argv[2]), int(sys.argv[3])))

@@ -13,6 +13,7 @@
 #   - fallback both ways: a plain client to an rb2-run server, an rb2-run
 #     client to a plain server: kernel TCP, whole, and the stats line gives
 #     the reason; without a service: kernel TCP, "not running";
+#   - MSG_WAITALL waits for every byte, over several writes;
 #   - a byte flipped on the rb2 path (RB2_RUN_FAULT_FLIP) is caught: the
 #     check above can fail;
 #   - Redis, when installed: SET and GET read back, and redis-benchmark
@@ -83,6 +84,20 @@ if pair plain_srv "" "$run" 1000000 && grep -q "up: whole, down: whole" "$tmp/pl
 	ok "an rb2-run client to a plain server: kernel TCP, whole, and the client says why"
 else
 	fail "plain server"; cat "$tmp/plain_srv.cli" "$tmp/plain_srv.cli.err" | head
+fi
+
+# MSG_WAITALL over two iovecs waits for all 8000 bytes of 8 writes spread
+# over 160 ms, as the kernel does.
+port=$(free_port)
+timeout 30 "$run" python3 "$peer" waitall "$port" >"$tmp/wa.srv" 2>"$tmp/wa.srv.err" &
+wpid=$!
+for _ in $(seq 100); do grep -q listening "$tmp/wa.srv" 2>/dev/null && break; sleep 0.05; done
+timeout 30 "$run" python3 "$peer" trickle "$port" 2>/dev/null
+wait "$wpid"
+if grep -q "waitall 8000 whole" "$tmp/wa.srv" && grep -q " 1 connections over rb2" "$tmp/wa.srv.err"; then
+	ok "MSG_WAITALL over two iovecs: all 8000 bytes of 8 spaced writes, over rb2"
+else
+	fail "MSG_WAITALL"; cat "$tmp/wa.srv" "$tmp/wa.srv.err"
 fi
 
 # A byte flipped on the rb2 path: the transfer check catches it.

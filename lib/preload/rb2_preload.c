@@ -573,6 +573,24 @@ fail(int err)
 	return -1;
 }
 
+/* Step @v (@n entries) past @done bytes, in one move: @return the entries left. */
+static int
+iov_skip(struct iovec *v, int n, size_t done)
+{
+	int i = 0;
+
+	while (i < n && done >= v[i].iov_len) {
+		done -= v[i].iov_len;
+		i++;
+	}
+	if (i < n) {
+		v[i].iov_base = (uint8_t *)v[i].iov_base + done;
+		v[i].iov_len -= done;
+	}
+	memmove(v, v + i, (size_t)(n - i) * sizeof(*v));
+	return n - i;
+}
+
 static ssize_t
 s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 {
@@ -599,19 +617,11 @@ s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 			if (!(flags & MSG_WAITALL) || peek || total == want)
 				break;
 			/* MSG_WAITALL: on past what came */
-			for (size_t skip = (size_t)r; skip > 0 && iovcnt > 0;) {
-				size_t k = skip < v[0].iov_len ? skip : v[0].iov_len;
-
-				v[0].iov_base = (uint8_t *)v[0].iov_base + k;
-				v[0].iov_len -= k;
-				skip -= k;
-				if (v[0].iov_len == 0) {
-					memmove(v, v + 1, (size_t)(--iovcnt) * sizeof(v[0]));
-				}
-			}
+			iovcnt = iov_skip(v, iovcnt, (size_t)r);
 			continue;
 		}
-		if (r == 0 || (r < 0 && r != -EAGAIN) || total > 0)
+		/* Nothing now: return what came, but MSG_WAITALL waits on. */
+		if (r == 0 || (r < 0 && r != -EAGAIN) || (total > 0 && !(flags & MSG_WAITALL)))
 			break;
 		atomic_fetch_add_explicit(&p->rx_dry, 1, memory_order_relaxed);
 		if (nb)
@@ -664,15 +674,7 @@ s_send(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 		r = rb2_stream_send(p->st, v, iovcnt);
 		if (r > 0) {
 			total += (size_t)r;
-			for (size_t skip = (size_t)r; skip > 0 && iovcnt > 0;) {
-				size_t k = skip < v[0].iov_len ? skip : v[0].iov_len;
-
-				v[0].iov_base = (uint8_t *)v[0].iov_base + k;
-				v[0].iov_len -= k;
-				skip -= k;
-				if (v[0].iov_len == 0)
-					memmove(v, v + 1, (size_t)(--iovcnt) * sizeof(v[0]));
-			}
+			iovcnt = iov_skip(v, iovcnt, (size_t)r);
 			continue;
 		}
 		if (r != -EAGAIN)

@@ -16,6 +16,9 @@ only, so that they run the same under rb2-run and without it.
                                      random sizes, half-close, read the answer
                                      and the bytes back; exit 0 only if both
                                      directions arrived whole
+  rb2run_peer.py client PORT,PORT... BYTES
+                                     the same with several servers at once,
+                                     the writes and reads interleaved
 The pattern: byte i is (i * 7 + i // 251) & 0xff.
 """
 import hashlib
@@ -62,33 +65,34 @@ def server(port):
     c.close()
 
 
-def client(port, total):
-    c = socket.create_connection(("127.0.0.1", port))
+def client(ports, total):
+    conns = [socket.create_connection(("127.0.0.1", p)) for p in ports]
     sent, rng = 0, random.Random(7)
     while sent < total:
         k = min(total - sent, rng.randint(1, 100000))
-        c.sendall(pattern(k, sent))
+        for c in conns:
+            c.sendall(pattern(k, sent))
         sent += k
-    c.shutdown(socket.SHUT_WR)
-    buf = b""
-    while b"\n" not in buf:
-        d = c.recv(4096)
-        if not d:
-            break
-        buf += d
-    line, _, rest = buf.partition(b"\n")
+    for c in conns:
+        c.shutdown(socket.SHUT_WR)
     want = b"%d %s" % (total, hashlib.sha256(pattern(total)).hexdigest().encode())
-    back = bytearray(rest)
-    while True:
-        d = c.recv(1 << 16)
-        if not d:
-            break
-        back += d
-    ok_up = line == want
-    ok_down = bytes(back) == pattern(total)
-    print("up: %s, down: %s (%d bytes)" % ("whole" if ok_up else "DIFFERS",
-                                           "whole" if ok_down else "DIFFERS", len(back)))
-    return 0 if ok_up and ok_down else 1
+    bufs = [bytearray() for _ in conns]
+    open_ = set(range(len(conns)))
+    while open_:                     # a little from each in turn
+        for i in sorted(open_):
+            d = conns[i].recv(rng.randint(1, 1 << 16))
+            if not d:
+                open_.discard(i)
+            bufs[i] += d
+    rc = 0
+    for buf in bufs:
+        line, _, back = bytes(buf).partition(b"\n")
+        ok_up = line == want
+        ok_down = back == pattern(total)
+        print("up: %s, down: %s (%d bytes)" % ("whole" if ok_up else "DIFFERS",
+                                               "whole" if ok_down else "DIFFERS", len(back)))
+        rc |= 0 if ok_up and ok_down else 1
+    return rc
 
 
 def waitall(port):
@@ -120,4 +124,4 @@ if __name__ == "__main__":
     elif sys.argv[1] == "trickle":
         trickle(int(sys.argv[2]))
     else:
-        sys.exit(client(int(sys.argv[2]), int(sys.argv[3])))
+        sys.exit(client([int(p) for p in sys.argv[2].split(",")], int(sys.argv[3])))

@@ -16,8 +16,9 @@
 #   - MSG_WAITALL waits for every byte, over several writes;
 #   - a byte flipped on the rb2 path (RB2_RUN_FAULT_FLIP) is caught: the
 #     check above can fail;
-#   - Redis, when installed: SET and GET read back, and redis-benchmark
-#     with 1 and 50 clients without errors, every connection over rb2.
+#   - one process with an rb2 peer and a plain peer at once: both whole, and
+#     its stats line tells them apart.
+# The real applications are in test_rb2run_apps.sh (the full tier).
 set -uo pipefail
 
 build=$(cd "$1" && pwd)
@@ -108,6 +109,23 @@ else
 	fail "a flipped byte went unnoticed"; cat "$tmp/flip.cli"
 fi
 
+# One client, two servers at once: one under rb2-run, one plain.
+p1=$(free_port); p2=$(free_port)
+timeout 60 "$run" python3 "$peer" server "$p1" >"$tmp/mx1.srv" 2>/dev/null &
+timeout 60 python3 "$peer" server "$p2" >"$tmp/mx2.srv" 2>/dev/null &
+for _ in $(seq 100); do
+	grep -q listening "$tmp/mx1.srv" 2>/dev/null && grep -q listening "$tmp/mx2.srv" 2>/dev/null && break
+	sleep 0.05
+done
+timeout 60 "$run" python3 "$peer" client "$p1,$p2" 2000000 >"$tmp/mx.cli" 2>"$tmp/mx.cli.err"
+wait
+if [ "$(grep -c "up: whole, down: whole" "$tmp/mx.cli")" = 2 ] &&
+	grep -q " 1 connections over rb2 (2000073 bytes in, 2000000 out), 0 failed; 1 kernel TCP: no program under rb2-run listens there" "$tmp/mx.cli.err"; then
+	ok "one process, an rb2 peer and a plain one at once: both whole;$(cut -d: -f3- "$tmp/mx.cli.err")"
+else
+	fail "mixed peers"; cat "$tmp/mx.cli" "$tmp/mx.cli.err"
+fi
+
 # No service: everything is kernel TCP, and says so.
 "$sockd" --stop >/dev/null 2>&1
 for _ in $(seq 50); do [ -S "$RB2_SOCKD_PATH" ] || break; sleep 0.1; done
@@ -117,39 +135,6 @@ if pair nosvc "$run --no-service" "$run --no-service" 1000000 &&
 	ok "no service: kernel TCP, whole, \"rb2-sockd is not running\""
 else
 	fail "no service"; cat "$tmp/nosvc.cli" "$tmp/nosvc.cli.err" | head
-fi
-
-# Redis, unmodified, from Debian's package.
-if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
-	port=$(free_port)
-	"$run" redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
-		--daemonize no >"$tmp/redis.out" 2>"$tmp/redis.err" &
-	rpid=$!
-	for _ in $(seq 100); do
-		"$run" redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break; sleep 0.1
-	done
-	"$run" redis-cli -p "$port" set rb2key "value over rb2" >/dev/null 2>"$tmp/cli1.err"
-	got=$("$run" redis-cli -p "$port" get rb2key 2>"$tmp/cli2.err")
-	if [ "$got" = "value over rb2" ] && grep -q " 1 connections over rb2" "$tmp/cli2.err"; then
-		ok "redis: SET then GET read back over rb2"
-	else
-		fail "redis SET/GET: '$got'"; cat "$tmp/cli2.err"
-	fi
-	for c in 1 50; do
-		if timeout 120 "$run" redis-benchmark -p "$port" -t set,get -n 4000 -c "$c" -q \
-			>"$tmp/bench$c.out" 2>"$tmp/bench$c.err" &&
-			! grep -qi "error" "$tmp/bench$c.out" &&
-			n=$(grep -o " [0-9]* connections over rb2" "$tmp/bench$c.err" | awk '{print $1}') &&
-			[ "${n:-0}" -ge "$c" ] && ! grep -q "kernel TCP" "$tmp/bench$c.err" &&
-			grep -q " 0 failed" "$tmp/bench$c.err"; then
-			ok "redis-benchmark -c $c: $n connections, all over rb2: $(tr '\r' '\n' <"$tmp/bench$c.out" | grep -E "^(SET|GET): [0-9.]+ requests" | cut -d, -f1 | tr '\n' ' ')"
-		else
-			fail "redis-benchmark -c $c"; tail -n 3 "$tmp/bench$c.out" "$tmp/bench$c.err"
-		fi
-	done
-	kill -TERM "$rpid"; wait "$rpid" 2>/dev/null
-else
-	echo "note: redis-server or redis-benchmark not installed (apt-get install redis-server redis-tools): Redis not checked"
 fi
 
 echo "rb2-run: $fails failure(s)"

@@ -226,6 +226,12 @@ rte_log_register_type_and_pick_level(const char *name, uint32_t level_def __rte_
 	return id < 0 ? 0 : id;
 }
 
+void
+rte_log_set_global_level(uint32_t level)
+{
+	logs.max = (int)level;
+}
+
 int
 rte_log(uint32_t level, uint32_t logtype, const char *format, ...)
 {

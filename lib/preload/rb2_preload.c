@@ -49,6 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rte_log.h>
+
 #include <rb2_noeal.h>
 
 #include "rb2_sockd.h"
@@ -102,9 +104,6 @@ struct psock {
 	struct rb2_noeal_arena *arena;
 	pthread_mutex_t rx_lock, tx_lock;
 	int rcvtimeo_ms, sndtimeo_ms;   /* 0: none */
-	/* Times a read found nothing and a write found no room: an
-	 * edge-triggered epoll entry fires again after one. */
-	_Atomic uint32_t rx_dry, tx_full;
 };
 
 static struct psock *_Atomic *tab;
@@ -112,6 +111,7 @@ static unsigned int tab_size;
 static int active;               /* the service's path is known: pair through it */
 static _Atomic int used;         /* this process made or accepted a TCP socket */
 static char sockd_path[108];
+static int want_stats;           /* RB2_RUN_STATS=1 */
 static unsigned int connect_timeout_ms = 5000;
 /* RB2_RUN_FAULT_FLIP=N (tests only): flip a bit of the N-th byte this
  * process receives over rb2, so a test can show that it catches one. */
@@ -623,7 +623,6 @@ s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 		/* Nothing now: return what came, but MSG_WAITALL waits on. */
 		if (r == 0 || (r < 0 && r != -EAGAIN) || (total > 0 && !(flags & MSG_WAITALL)))
 			break;
-		atomic_fetch_add_explicit(&p->rx_dry, 1, memory_order_relaxed);
 		if (nb)
 			break;
 		r = wait_stream(p, fd, POLLIN, p->rcvtimeo_ms ? p->rcvtimeo_ms : -1);
@@ -679,7 +678,6 @@ s_send(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 		}
 		if (r != -EAGAIN)
 			break;
-		atomic_fetch_add_explicit(&p->tx_full, 1, memory_order_relaxed);
 		if (nb)
 			break;
 		r = wait_stream(p, fd, POLLOUT, p->sndtimeo_ms ? p->sndtimeo_ms : -1);
@@ -1052,8 +1050,8 @@ struct ep_item {
 	int fd;
 	uint32_t events;            /* as the program asked */
 	epoll_data_t data;
-	int last;                   /* EPOLLET: the events reported ... */
-	uint32_t rx_dry, tx_full;   /* ... and the socket's counts then */
+	int last;                   /* EPOLLET: the events seen last ... */
+	uint32_t in, out;           /* ... and the stream's edges then */
 	int off;                    /* EPOLLONESHOT fired */
 };
 
@@ -1205,18 +1203,20 @@ ep_ready(struct ep_set *e, struct epoll_event *out, int max)
 			continue;
 		ev = rb2_stream_poll(p->st) & (want | POLLERR | POLLHUP);
 		if (it->events & EPOLLET) {
-			uint32_t dry = atomic_load_explicit(&p->rx_dry, memory_order_relaxed);
-			uint32_t full = atomic_load_explicit(&p->tx_full, memory_order_relaxed);
+			uint32_t in, out;
 			int seen = it->last;
 
-			/* Reported before, and not run dry since: no new edge. */
-			if (dry != it->rx_dry)
+			/* Seen before, and nothing arrived or was freed since: no
+			 * new edge. (The kernel's EPOLLET fires on each arrival,
+			 * read or not, and nginx relies on it.) */
+			rb2_stream_edges(p->st, &in, &out);
+			if (in != it->in)
 				seen &= ~(EPOLLIN | EPOLLRDHUP);
-			if (full != it->tx_full)
+			if (out != it->out)
 				seen &= ~EPOLLOUT;
 			it->last = ev;
-			it->rx_dry = dry;
-			it->tx_full = full;
+			it->in = in;
+			it->out = out;
 			ev &= ~seen;
 		}
 		if (ev == 0)
@@ -1229,6 +1229,20 @@ ep_ready(struct ep_set *e, struct epoll_event *out, int max)
 	}
 	pthread_mutex_unlock(&e->lock);
 	return n;
+}
+
+/* Awake: no more bells for the stream entries of @e. */
+static void
+ep_disarm(struct ep_set *e)
+{
+	pthread_mutex_lock(&e->lock);
+	for (unsigned int i = 0; i < e->n; i++) {
+		struct psock *p = stream_of(e->it[i].fd);
+
+		if (p != NULL)
+			rb2_stream_disarm(p->st, (int)(e->it[i].events & (EPOLLIN | EPOLLOUT)));
+	}
+	pthread_mutex_unlock(&e->lock);
 }
 
 static int
@@ -1248,33 +1262,32 @@ epoll_impl(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 		if (left < 0 && timeout_ms >= 0)
 			left = 0;
 		if (n == 0 && left != 0 && now - t0 >= SPIN_NS) {
-			/* Sleep: arm every stream entry; a bell wakes the kernel. */
-			sleep = 1;
+			/* Sleep: ask every stream entry for a bell, then look once
+			 * more (an edge-triggered entry may hold data already
+			 * reported: that is no reason not to sleep). */
 			pthread_mutex_lock(&e->lock);
 			for (unsigned int i = 0; i < e->n; i++) {
 				struct psock *p = stream_of(e->it[i].fd);
 
-				if (p != NULL && !e->it[i].off &&
-				    rb2_stream_arm(p->st, (int)(e->it[i].events & (EPOLLIN | EPOLLOUT))) != 0)
-					sleep = -1;
-			}
-			pthread_mutex_unlock(&e->lock);
-		}
-		if (n == max)
-			return n;
-		k = mask ? real.epoll_pwait(epfd, evs + n, max - n, sleep > 0 ? left : 0, mask) :
-			real.epoll_wait(epfd, evs + n, max - n, sleep > 0 ? left : 0);
-		if (sleep != 0) {
-			pthread_mutex_lock(&e->lock);
-			for (unsigned int i = 0; i < e->n; i++) {
-				struct psock *p = stream_of(e->it[i].fd);
-
-				if (p != NULL)
-					rb2_stream_disarm(p->st,
+				if (p != NULL && !e->it[i].off)
+					rb2_stream_want(p->st,
 						(int)(e->it[i].events & (EPOLLIN | EPOLLOUT)));
 			}
 			pthread_mutex_unlock(&e->lock);
+			sleep = 1;
+			n = ep_ready(e, evs, max);
+			if (n > 0)
+				sleep = -1;
 		}
+		if (n == max) {
+			if (sleep != 0)
+				ep_disarm(e);
+			return n;
+		}
+		k = mask ? real.epoll_pwait(epfd, evs + n, max - n, sleep > 0 ? left : 0, mask) :
+			real.epoll_wait(epfd, evs + n, max - n, sleep > 0 ? left : 0);
+		if (sleep != 0)
+			ep_disarm(e);
 		if (k < 0)
 			return n > 0 ? n : k;
 		/* Drop the bells: their streams are looked at next round. */
@@ -1452,8 +1465,7 @@ print_stats(void)
 	int n;
 
 	/* A process that never touched TCP (a shell, a helper) has nothing to say. */
-	if (!active || !used || getenv("RB2_RUN_STATS") == NULL ||
-	    strcmp(getenv("RB2_RUN_STATS"), "1") != 0)
+	if (!active || !used || !want_stats)
 		return;
 	/* Streams still open at exit: their bytes count too. */
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
@@ -1503,6 +1515,14 @@ preload_init(void)
 	t = getenv("RB2_RUN_CONNECT_TIMEOUT_MS");
 	if (t != NULL && atoi(t) > 0)
 		connect_timeout_ms = (unsigned int)atoi(t);
+	/* The program's stderr is its own: a peer that exits with connections
+	 * open is an end of stream here, as with the kernel, not a message.
+	 * RB2_NOEAL_LOG=8 shows everything. */
+	if (getenv("RB2_NOEAL_LOG") == NULL)
+		rte_log_set_global_level(RTE_LOG_CRIT);
+	/* Read now: nginx clears its workers' environment. */
+	t = getenv("RB2_RUN_STATS");
+	want_stats = t != NULL && strcmp(t, "1") == 0;
 	t = getenv("RB2_RUN_FAULT_FLIP");
 	if (t != NULL)
 		flip_at = strtoull(t, NULL, 10);

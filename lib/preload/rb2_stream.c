@@ -32,6 +32,9 @@ struct stream_ctl {
 	_Atomic uint32_t wr_sleeps[2];   /* direction d's writer wants a bell for room */
 	_Atomic uint32_t shut[2];        /* direction d's writer sent its last byte */
 	_Atomic uint32_t closed[2];      /* end e closed: its reads are over */
+	/* Events for edge-triggered waiters, as the kernel's wake-ups: */
+	_Atomic uint32_t pub[2];         /* direction d's writer published or shut down */
+	_Atomic uint32_t rel[2];         /* direction d's reader freed room or closed */
 	_Atomic uint32_t ends;           /* ends open; the last to close frees this */
 };
 
@@ -78,6 +81,15 @@ ring_if(struct rb2_stream *s, _Atomic uint32_t *flag)
 	if (atomic_load_explicit(flag, memory_order_relaxed) != 0 &&
 	    atomic_exchange_explicit(flag, 0, memory_order_relaxed) != 0)
 		ring(s);
+}
+
+/* One more event on @ctr: only this end writes it (its caller holds the
+ * end's lock), so a plain increment, published for the peer's next look. */
+static void
+bump(_Atomic uint32_t *ctr)
+{
+	atomic_store_explicit(ctr, atomic_load_explicit(ctr, memory_order_relaxed) + 1,
+			      memory_order_release);
 }
 
 struct rb2_stream *
@@ -178,6 +190,7 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 		int f = rb2_tx_flush(s->tx);
 
 		s->st.bytes_out += total;
+		bump(&s->ctl->pub[s->me]);
 		ring_if(s, &s->ctl->rd_sleeps[s->me]);
 		if (f < 0)
 			return f;
@@ -214,8 +227,10 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 	n = rb2_rx_peek_burst(s->rx, m, 32);
 	if (n == 0)
 		return at_eof(s) ? 0 : -EAGAIN;
+	/* The peer's process is gone and we read all it sent: the end, as
+	 * the kernel's FIN when a process exits with its sockets open. */
 	if (n < 0)
-		return at_eof(s) ? 0 : n;
+		return at_eof(s) || n == -ECONNRESET ? 0 : n;
 	for (int k = 0; k < n && i < iovcnt; k++) {
 		uint32_t mlen = rb2_msg_len(&m[k]);
 
@@ -244,6 +259,7 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 		s->st.bytes_in += total;
 		if (done_msgs > 0) {
 			rb2_rx_release_burst(s->rx, m, done_msgs);
+			bump(&s->ctl->rel[!s->me]);
 			ring_if(s, &s->ctl->wr_sleeps[!s->me]);
 		}
 	}
@@ -272,7 +288,7 @@ rb2_stream_poll(struct rb2_stream *s)
 	if (n > 0)
 		ev |= POLLIN;
 	else if (n < 0)
-		ev |= at_eof(s) ? POLLIN | POLLRDHUP : POLLIN | POLLERR | POLLHUP;
+		ev |= at_eof(s) || n == -ECONNRESET ? POLLIN | POLLRDHUP : POLLIN | POLLERR | POLLHUP;
 	else if (at_eof(s))
 		ev |= POLLIN | POLLRDHUP;
 	if (atomic_load_explicit(&s->ctl->closed[!s->me], memory_order_acquire))
@@ -284,18 +300,31 @@ rb2_stream_poll(struct rb2_stream *s)
 	return ev;
 }
 
-int
-rb2_stream_arm(struct rb2_stream *s, int events)
+void
+rb2_stream_edges(const struct rb2_stream *s, uint32_t *in, uint32_t *out)
 {
-	int ev;
+	*in = atomic_load_explicit(&s->ctl->pub[!s->me], memory_order_acquire);
+	*out = atomic_load_explicit(&s->ctl->rel[s->me], memory_order_acquire);
+}
 
+void
+rb2_stream_want(struct rb2_stream *s, int events)
+{
 	if (events & POLLIN)
 		atomic_store_explicit(&s->ctl->rd_sleeps[!s->me], 1, memory_order_relaxed);
 	if (events & POLLOUT)
 		atomic_store_explicit(&s->ctl->wr_sleeps[s->me], 1, memory_order_relaxed);
 	s->st.sleeps++;
-	/* The flag before the last look (ring_if()'s other half). */
+	/* The flag before the caller's last look (ring_if()'s other half). */
 	atomic_thread_fence(memory_order_seq_cst);
+}
+
+int
+rb2_stream_arm(struct rb2_stream *s, int events)
+{
+	int ev;
+
+	rb2_stream_want(s, events);
 	ev = rb2_stream_poll(s) & (events | POLLERR | POLLHUP | POLLRDHUP);
 	if (ev != 0)
 		rb2_stream_disarm(s, events);
@@ -325,6 +354,7 @@ rb2_stream_shutdown_wr(struct rb2_stream *s)
 	s->wr_shut = 1;
 	/* Release: every byte published before the flag. */
 	atomic_store_explicit(&s->ctl->shut[s->me], 1, memory_order_release);
+	bump(&s->ctl->pub[s->me]);
 	/* A reader asleep must wake to see the end. */
 	ring_if(s, &s->ctl->rd_sleeps[s->me]);
 }
@@ -336,6 +366,7 @@ rb2_stream_close(struct rb2_stream *s)
 		if (s->tx != NULL)
 			rb2_stream_shutdown_wr(s);
 		atomic_store_explicit(&s->ctl->closed[s->me], 1, memory_order_release);
+		bump(&s->ctl->rel[!s->me]);
 		/* A writer waiting for room learns that nobody will read. */
 		ring_if(s, &s->ctl->wr_sleeps[!s->me]);
 	}

@@ -69,8 +69,9 @@ ssize_t rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcn
 /**
  * Receive into @p iov without blocking; @p peek leaves the bytes there.
  * @return the bytes copied, 0 at the end of the stream (the peer shut down
- *   writing or closed, and everything it sent was read), -EAGAIN (nothing
- *   yet), or -ECONNRESET (the peer's process died).
+ *   writing, closed, or its process ended, and everything it sent was read:
+ *   the kernel sends a FIN for a process that exits with sockets open),
+ *   -EAGAIN (nothing yet), or another channel error (-EPROTO).
  */
 ssize_t rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int peek);
 
@@ -88,6 +89,24 @@ int rb2_stream_poll(struct rb2_stream *s);
  *   thread waiting to read and one waiting to write may arm one end at once.
  */
 int rb2_stream_arm(struct rb2_stream *s, int events);
+
+/**
+ * Ask for bells for @p events without looking: the caller looks itself
+ * afterwards (rb2_stream_poll(), rb2_stream_edges()) and blocks only if
+ * nothing it waits for came; either way it calls rb2_stream_disarm() once
+ * done. What an edge-triggered wait needs, where data may already sit
+ * there, reported.
+ */
+void rb2_stream_want(struct rb2_stream *s, int events);
+
+/**
+ * The kernel's edges, counted: @p in moves on whenever the peer publishes
+ * bytes or shuts down writing, @p out whenever it frees room or closes. An
+ * edge-triggered waiter reports POLLIN again after @p in moved, as epoll's
+ * EPOLLET reports each arrival even into unread data, and POLLOUT after
+ * @p out moved.
+ */
+void rb2_stream_edges(const struct rb2_stream *s, uint32_t *in, uint32_t *out);
 
 /** Awake: stop asking for bells for @p events (as armed), and read away
  *  the bytes that rang. */

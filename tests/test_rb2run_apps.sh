@@ -1,0 +1,251 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rb2 authors
+#
+# Real applications under rb2-run on one host (doc/guides/apps/rb2-run.md),
+# each from Debian's packages, unmodified, server and client both under
+# rb2-run. Every check also requires the client's stats line to show every
+# connection over rb2 and none failed: a run that fell back to kernel TCP
+# fails here.
+#
+#   test_rb2run_apps.sh BUILD_DIR
+#
+#   - memcached -t 4: memcslap without errors; values of 1 B to 1 MB stored
+#     with memccp read back byte for byte with memccat;
+#   - Redis: values set and read back; BGSAVE (a fork) while 10 clients
+#     stay connected and busy; redis-benchmark -c 1 and -c 50, -P 1 and
+#     -P 16, without errors;
+#   - nginx, a master and 2 workers (forked after the listener), sendfile
+#     on: curl fetches 700 B and 5 MB byte for byte; wrk without socket
+#     errors;
+#   - iperf3: both directions, and -P 4;
+#   - sockperf: ping-pong and throughput.
+# The quickstart installs these programs; a missing one fails the test and
+# names its package.
+set -uo pipefail
+
+build=$(cd "$1" && pwd)
+run=$build/apps/rb2-run/rb2-run
+sockd=$build/apps/rb2-sockd/rb2-sockd
+tmp=$(mktemp -d)
+export RB2_SOCKD_PATH=$tmp/sockd.sock
+export RB2_RUN_STATS=1
+fails=0
+trap '"$sockd" --stop >/dev/null 2>&1; kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+for p in memcached:memcached memcslap:libmemcached-tools memccp:libmemcached-tools \
+	memccat:libmemcached-tools redis-server:redis-server redis-cli:redis-tools \
+	redis-benchmark:redis-tools nginx:nginx-light curl:curl wrk:wrk iperf3:iperf3 \
+	sockperf:sockperf; do
+	command -v "${p%%:*}" >/dev/null || PATH=$PATH:/usr/sbin command -v "${p%%:*}" >/dev/null ||
+		{ echo "FAIL: ${p%%:*} is not installed: apt-get install ${p#*:} (usertools/rb2-quickstart.sh installs it)"; exit 1; }
+done
+export PATH=$PATH:/usr/sbin
+
+# over_rb2 FILE [MIN]: FILE's stats lines show at least MIN (default 1)
+# connections over rb2, every one of them: none failed, none kernel TCP.
+over_rb2() {
+	local n
+	n=$(grep -ho " [0-9]* connections over rb2" "$1" | awk '{s += $1} END {print s + 0}')
+	[ "$n" -ge "${2:-1}" ] && ! grep -q "kernel TCP" "$1" && ! grep -q " [1-9][0-9]* failed" "$1"
+}
+# The stats of FILE's rb2-run lines, one line.
+said() { grep -h "^rb2-run: pid" "$1" | cut -d: -f3- | head -3 | tr '\n' ';'; }
+
+# Until something listens on port $1 (found without connecting: a probe
+# would be a connection of its own, and a kernel TCP one).
+wait_port() {
+	for _ in $(seq 100); do
+		ss -Hltn "sport = :$1" | grep -q . && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# ---- memcached -------------------------------------------------------------
+port=$(free_port)
+"$run" memcached -u root -t 4 -l 127.0.0.1 -p "$port" -U 0 -I 2m >"$tmp/mc.out" 2>&1 &
+mpid=$!
+wait_port "$port" || fail "memcached did not start: $(cat "$tmp/mc.out")"
+if timeout 120 "$run" memcslap --servers=127.0.0.1:"$port" --concurrency=8 \
+	--execute-number=2000 >"$tmp/slap.out" 2>"$tmp/slap.err" &&
+	! grep -qi "error\|fail" "$tmp/slap.out" && over_rb2 "$tmp/slap.err" 8; then
+	ok "memcslap, 8 clients against memcached -t 4: $(grep "Time total" "$tmp/slap.out" | tr -s ' ');$(said "$tmp/slap.err")"
+else
+	fail "memcslap"; tail -n 5 "$tmp/slap.out" "$tmp/slap.err"
+fi
+mkdir "$tmp/mcv"
+head -c 1 /dev/urandom >"$tmp/mcv/one"
+head -c 3000 /dev/urandom >"$tmp/mcv/small"
+head -c 1000000 /dev/urandom >"$tmp/mcv/big"
+(cd "$tmp/mcv" && "$run" memccp --servers=127.0.0.1:"$port" one small big) 2>"$tmp/ccp.err"
+same=0
+for f in one small big; do
+	# memccat ends each value with a newline of its own
+	"$run" memccat --servers=127.0.0.1:"$port" "$f" >"$tmp/cat.$f" 2>>"$tmp/cat.err" &&
+		cmp -s "$tmp/cat.$f" <(cat "$tmp/mcv/$f"; echo) && same=$((same + 1))
+done
+if [ $same = 3 ] && over_rb2 "$tmp/ccp.err" && over_rb2 "$tmp/cat.err" 3; then
+	ok "memccp then memccat: values of 1 B, 3000 B and 1 MB read back byte for byte over rb2"
+else
+	fail "memccp/memccat: $same of 3 read back"; cat "$tmp/ccp.err" "$tmp/cat.err" | head
+fi
+kill "$mpid"; wait "$mpid" 2>/dev/null
+
+# ---- Redis -----------------------------------------------------------------
+port=$(free_port)
+"$run" redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+	--dir "$tmp" --dbfilename dump.rdb --daemonize no >"$tmp/redis.out" 2>"$tmp/redis.err" &
+rpid=$!
+wait_port "$port" || fail "redis-server did not start: $(tail -n 3 "$tmp/redis.out")"
+cli() { "$run" redis-cli -p "$port" "$@"; }
+cli set rb2key "value over rb2" >/dev/null 2>"$tmp/cli1.err"
+got=$(cli get rb2key 2>"$tmp/cli2.err")
+if [ "$got" = "value over rb2" ] && over_rb2 "$tmp/cli1.err" && over_rb2 "$tmp/cli2.err"; then
+	ok "redis: SET then GET read back over rb2"
+else
+	fail "redis SET/GET: '$got'"; cat "$tmp/cli2.err"
+fi
+for c in 1 50; do
+	for P in 1 16; do
+		if timeout 120 "$run" redis-benchmark -p "$port" -t set,get -n 20000 -c "$c" \
+			-P "$P" -q >"$tmp/bench.out" 2>"$tmp/bench.err" &&
+			! grep -qi "error" "$tmp/bench.out" && over_rb2 "$tmp/bench.err" "$c"; then
+			ok "redis-benchmark -c $c -P $P: $(tr '\r' '\n' <"$tmp/bench.out" | grep -E "^(SET|GET): [0-9.]+ requests" | cut -d, -f1 | tr '\n' ' ');$(said "$tmp/bench.err")"
+		else
+			fail "redis-benchmark -c $c -P $P"; tail -n 3 "$tmp/bench.out" "$tmp/bench.err"
+		fi
+	done
+done
+# BGSAVE forks Redis while 10 clients are connected and busy: the child
+# saves, and the clients go on in the parent.
+timeout 120 "$run" redis-benchmark -p "$port" -t set -r 200000 -n 400000 -d 64 -P 16 -q \
+	>/dev/null 2>&1
+timeout 120 "$run" redis-benchmark -p "$port" -t set,get -n 100000 -c 10 -q \
+	>"$tmp/bg.out" 2>"$tmp/bg.err" &
+bpid=$!
+sleep 0.3
+last=$(cli lastsave 2>/dev/null)
+cli bgsave >"$tmp/bgsave.out" 2>/dev/null
+for _ in $(seq 100); do
+	[ "$(cli lastsave 2>/dev/null)" != "$last" ] && break; sleep 0.1
+done
+wait "$bpid"; brc=$?
+status=$(cli info persistence 2>/dev/null | tr -d '\r' | grep rdb_last_bgsave_status)
+if [ $brc = 0 ] && [ "$(cli lastsave 2>/dev/null)" != "$last" ] &&
+	[ "$status" = "rdb_last_bgsave_status:ok" ] && [ -s "$tmp/dump.rdb" ] &&
+	! grep -qi error "$tmp/bg.out" && over_rb2 "$tmp/bg.err" 10 &&
+	[ "$(cli get rb2key 2>/dev/null)" = "value over rb2" ]; then
+	ok "redis: BGSAVE ($(cat "$tmp/bgsave.out")) while 10 clients stay connected: saved $(stat -c %s "$tmp/dump.rdb") bytes, every request answered"
+else
+	fail "redis BGSAVE: rc $brc, $status"; tail -n 3 "$tmp/bg.out" "$tmp/bg.err" "$tmp/redis.out"
+fi
+cli shutdown nosave >/dev/null 2>&1
+wait "$rpid"
+if over_rb2 "$tmp/redis.err" 100; then
+	ok "redis-server's own line:$(said "$tmp/redis.err")"
+else
+	fail "redis-server's stats"; cat "$tmp/redis.err"
+fi
+
+# ---- nginx: a master and 2 workers, sendfile on ------------------------------
+port=$(free_port)
+mkdir -p "$tmp/ng/www" "$tmp/ng/tmp"
+head -c 700 /dev/urandom >"$tmp/ng/www/small"
+head -c 5000000 /dev/urandom >"$tmp/ng/www/big"
+cat >"$tmp/ng/nginx.conf" <<EOF
+user root;
+worker_processes 2;
+daemon off;
+master_process on;
+pid $tmp/ng/nginx.pid;
+error_log $tmp/ng/error.log notice;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  client_body_temp_path $tmp/ng/tmp;
+  proxy_temp_path $tmp/ng/tmp;
+  fastcgi_temp_path $tmp/ng/tmp;
+  uwsgi_temp_path $tmp/ng/tmp;
+  scgi_temp_path $tmp/ng/tmp;
+  server { listen 127.0.0.1:$port; root $tmp/ng/www; }
+}
+EOF
+"$run" nginx -p "$tmp/ng" -c "$tmp/ng/nginx.conf" -e "$tmp/ng/error.log" \
+	>"$tmp/ng.out" 2>"$tmp/ng.err" &
+npid=$!
+wait_port "$port" || fail "nginx did not start: $(cat "$tmp/ng.err" "$tmp/ng/error.log")"
+same=0
+for f in small big; do
+	timeout 30 "$run" curl -s -o "$tmp/got.$f" "http://127.0.0.1:$port/$f" 2>>"$tmp/curl.err" &&
+		cmp -s "$tmp/got.$f" "$tmp/ng/www/$f" && same=$((same + 1))
+done
+if [ $same = 2 ] && over_rb2 "$tmp/curl.err" 2; then
+	ok "nginx (2 workers, sendfile): curl fetched 700 B and 5 MB byte for byte over rb2"
+else
+	fail "nginx/curl: $same of 2 whole"; cat "$tmp/curl.err" "$tmp/ng/error.log" | tail
+fi
+if timeout 60 "$run" wrk -t 2 -c 20 -d 1s "http://127.0.0.1:$port/small" \
+	>"$tmp/wrk.out" 2>"$tmp/wrk.err" && ! grep -q "Socket errors\|Non-2xx" "$tmp/wrk.out" &&
+	grep -q "requests in" "$tmp/wrk.out" && over_rb2 "$tmp/wrk.err" 20; then
+	ok "wrk -c 20 against nginx: $(grep -o "[0-9]* requests in [0-9.]*s" "$tmp/wrk.out"), no socket errors;$(said "$tmp/wrk.err")"
+else
+	fail "wrk"; cat "$tmp/wrk.out" "$tmp/wrk.err" | tail
+fi
+kill -QUIT "$npid"; wait "$npid"
+# Each worker (forked from the master after its listen) says what it took.
+# (nginx points its stderr at its error log.)
+if [ "$(grep -c "connections over rb2" "$tmp/ng/error.log")" -ge 2 ] && over_rb2 "$tmp/ng/error.log" 22; then
+	ok "nginx's workers:$(said "$tmp/ng/error.log")"
+else
+	fail "nginx's workers' stats"; cat "$tmp/ng.err" "$tmp/ng/error.log"
+fi
+
+# ---- iperf3 ------------------------------------------------------------------
+port=$(free_port)
+"$run" iperf3 -s -p "$port" >"$tmp/ips.out" 2>"$tmp/ips.err" &
+ipid=$!
+wait_port "$port"
+for a in "" "-R" "-P 4"; do
+	# shellcheck disable=SC2086 # the options as words
+	if timeout 60 "$run" iperf3 -c 127.0.0.1 -p "$port" -t 1 $a >"$tmp/ip.out" 2>"$tmp/ip.err" &&
+		grep -q "receiver" "$tmp/ip.out" && over_rb2 "$tmp/ip.err" 2; then
+		ok "iperf3 ${a:-one stream}: $(grep receiver "$tmp/ip.out" | tail -n 1 | grep -o "[0-9.]* [GM]bits/sec");$(said "$tmp/ip.err")"
+	else
+		fail "iperf3 $a"; tail -n 5 "$tmp/ip.out" "$tmp/ip.err"
+	fi
+done
+kill "$ipid"; wait "$ipid" 2>/dev/null
+
+# ---- sockperf ----------------------------------------------------------------
+port=$(free_port)
+"$run" sockperf server -i 127.0.0.1 -p "$port" --tcp >"$tmp/sps.out" 2>&1 &
+spid=$!
+wait_port "$port"
+if timeout 60 "$run" sockperf ping-pong -i 127.0.0.1 -p "$port" --tcp -t 1 -m 64 \
+	>"$tmp/pp.out" 2>&1 && grep -q "percentile 50.000" "$tmp/pp.out" &&
+	! grep -q "ERROR" "$tmp/pp.out" && over_rb2 "$tmp/pp.out"; then
+	ok "sockperf ping-pong 64 B: p50 $(grep "percentile 50.000" "$tmp/pp.out" | awk '{print $NF}') us;$(said "$tmp/pp.out")"
+else
+	fail "sockperf ping-pong"; tail -n 5 "$tmp/pp.out"
+fi
+if timeout 60 "$run" sockperf throughput -i 127.0.0.1 -p "$port" --tcp -t 1 -m 1400 \
+	>"$tmp/tp.out" 2>&1 && grep -q "Message Rate" "$tmp/tp.out" &&
+	! grep -q "ERROR" "$tmp/tp.out" && over_rb2 "$tmp/tp.out"; then
+	ok "sockperf throughput 1400 B: $(grep -o "Message Rate is [0-9]*" "$tmp/tp.out") msg/s;$(said "$tmp/tp.out")"
+else
+	fail "sockperf throughput"; tail -n 5 "$tmp/tp.out"
+fi
+kill "$spid"; wait "$spid" 2>/dev/null
+
+echo "rb2-run apps: $fails failure(s)"
+[ $fails -eq 0 ]

@@ -17,7 +17,9 @@
 #   - a byte flipped on the rb2 path (RB2_RUN_FAULT_FLIP) is caught: the
 #     check above can fail;
 #   - one process with an rb2 peer and a plain peer at once: both whole, and
-#     its stats line tells them apart.
+#     its stats line tells them apart;
+#   - conformance: rb2run_conform's transcript is the same plainly and under
+#     rb2-run.
 # The real applications are in test_rb2run_apps.sh (the full tier).
 set -uo pipefail
 
@@ -124,6 +126,23 @@ if [ "$(grep -c "up: whole, down: whole" "$tmp/mx.cli")" = 2 ] &&
 	ok "one process, an rb2 peer and a plain one at once: both whole;$(cut -d: -f3- "$tmp/mx.cli.err")"
 else
 	fail "mixed peers"; cat "$tmp/mx.cli" "$tmp/mx.cli.err"
+fi
+
+# Conformance: one socket program (tests/rb2run_conform.c: connect, the
+# reads and writes with their flags, poll/select/epoll level, edge and
+# one-shot, non-blocking, timeouts, EINTR, dup, half-close, EPIPE and
+# SIGPIPE, sendfile, accept4's flags, non-blocking connect) prints what
+# every call returned; plainly and under rb2-run, the transcripts must be
+# the same, with every connection over rb2.
+conform=$build/tests/rb2run_conform
+if timeout 60 "$conform" >"$tmp/conform.plain" 2>&1 &&
+	timeout 60 "$run" "$conform" >"$tmp/conform.rb2" 2>"$tmp/conform.err" &&
+	diff "$tmp/conform.plain" "$tmp/conform.rb2" >"$tmp/conform.diff" &&
+	grep -q " 5 connections over rb2 ([0-9]* bytes in, [0-9]* out), 0 failed; 1 kernel TCP: no program under rb2-run listens there$" "$tmp/conform.err"; then
+	ok "conformance: $(wc -l <"$tmp/conform.plain") steps, the same plainly and under rb2-run;$(cut -d: -f3- "$tmp/conform.err")"
+else
+	fail "conformance: the transcripts differ (plain <, rb2-run >)"
+	cat "$tmp/conform.diff" "$tmp/conform.err" | head -40
 fi
 
 # No service: everything is kernel TCP, and says so.

@@ -400,8 +400,9 @@ accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	return accepted(fd, real.accept4(fd, addr, len, flags), flags);
 }
 
-/* The kernel's connect on a socket we may have made non-blocking meanwhile:
- * wait for it here, so the service can see it connected. */
+/* The kernel's connect, waited for here even on a non-blocking socket, so
+ * that the service can see it connected. @return 0, -errno, or 1: connected,
+ * and the kernel had said EINPROGRESS (which the caller says too). */
 static int
 connect_kernel(int fd, const struct sockaddr *addr, socklen_t len)
 {
@@ -417,7 +418,7 @@ connect_kernel(int fd, const struct sockaddr *addr, socklen_t len)
 		;
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0)
 		return -errno;
-	return err == 0 && (pf.revents & POLLOUT) ? 0 : -(err ? err : ETIMEDOUT);
+	return err == 0 && (pf.revents & POLLOUT) ? 1 : -(err ? err : ETIMEDOUT);
 }
 
 EXPORT int
@@ -427,7 +428,7 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 	struct sockaddr_storage local;
 	socklen_t ll = sizeof(local);
 	struct rb2_sockd_msg m;
-	int conn, afd = -1, ret;
+	int conn, afd = -1, ret, inprogress;
 
 	if (p == NULL || p->st != NULL || addr == NULL ||
 	    (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
@@ -462,11 +463,12 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 		return real.connect(fd, addr, len);
 	}
 	ret = connect_kernel(fd, addr, len);
-	if (ret != 0) {
+	if (ret < 0) {
 		real.close(conn);          /* the service forgets it */
 		errno = -ret;
 		return -1;
 	}
+	inprogress = ret == 1;
 	ret = sockd_ask(conn, RB2_SOCKD_CONNECTED, fd, NULL, 0, &m, &afd,
 			connect_timeout_ms + 1000);
 	real.close(conn);
@@ -481,6 +483,12 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 		if (afd >= 0)
 			real.close(afd);
 		count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why : "rb2-sockd did not answer");
+	}
+	/* Connected already, but a non-blocking connect says what the
+	 * kernel said: the program then polls for POLLOUT, which is there. */
+	if (inprogress) {
+		errno = EINPROGRESS;
+		return -1;
 	}
 	return 0;
 }
@@ -507,6 +515,11 @@ shutdown(int fd, int how)
 		return real.shutdown(fd, how);
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
 		errno = EINVAL;
+		return -1;
+	}
+	/* Both ways shut down: TCP's socket is closed by now (TIME_WAIT). */
+	if (rb2_stream_poll(p->st) & POLLHUP) {
+		errno = ENOTCONN;
 		return -1;
 	}
 	/* The kernel socket stays up: it is the bell both ways. */
@@ -558,7 +571,7 @@ wait_stream(struct psock *p, int fd, int events, int timeout_ms)
 		 * on this socket costs at most that. */
 		left = until == UINT64_MAX ? 50 : (int)((until - now) / 1000000ull) + 1;
 		r = real.poll(&pf, 1, left < 50 ? left : 50);
-		rb2_stream_disarm(p->st, events);
+		rb2_stream_disarm(p->st, events);    /* keeps errno */
 		if (r < 0 && errno == EINTR)
 			return -EINTR;
 	}
@@ -751,11 +764,16 @@ recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from, sockle
 	struct psock *p = stream_of(fd);
 	struct iovec v = { buf, len };
 
+	ssize_t r;
+
 	if (p == NULL)
 		return real.recvfrom(fd, buf, len, flags, from, fl);
-	if (from != NULL && fl != NULL && getpeername(fd, from, fl) != 0)
-		return -1;
-	return s_recv(p, fd, &v, 1, flags);
+	r = s_recv(p, fd, &v, 1, flags);
+	/* TCP gives no source address: the kernel leaves @from alone and
+	 * sets its length to 0. */
+	if (r >= 0 && from != NULL && fl != NULL)
+		*fl = 0;
+	return r;
 }
 
 EXPORT ssize_t
@@ -779,8 +797,7 @@ recvmsg(int fd, struct msghdr *mh, int flags)
 	if (r >= 0) {
 		mh->msg_controllen = 0;
 		mh->msg_flags = 0;
-		if (mh->msg_name != NULL && getpeername(fd, mh->msg_name, &mh->msg_namelen) != 0)
-			mh->msg_namelen = 0;
+		mh->msg_namelen = 0;        /* as TCP's: no source address */
 	}
 	return r;
 }
@@ -1157,8 +1174,15 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	}
 	if (ev == NULL)
 		return (int)fail(EFAULT);
+	/* EPOLLEXCLUSIVE's rule, which the kernel cannot see below: with it,
+	 * only these bits. (It goes down, for the kernel's other rules: not
+	 * with MOD, not on an entry made with it.) */
+	if (op == EPOLL_CTL_ADD && (ev->events & EPOLLEXCLUSIVE) &&
+	    (ev->events & ~(uint32_t)(EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP |
+				      EPOLLET | EPOLLEXCLUSIVE)))
+		return (int)fail(EINVAL);
 	/* The kernel waits for the bell, level-triggered. */
-	kev.events = EPOLLIN;
+	kev.events = EPOLLIN | (ev->events & EPOLLEXCLUSIVE);
 	kev.data.u64 = EP_TAG | (uint32_t)fd;
 	ret = real.epoll_ctl(epfd, op, fd, &kev);
 	if (ret != 0)

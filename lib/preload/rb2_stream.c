@@ -47,6 +47,7 @@ struct rb2_stream {
 	int me;                  /* 0: client, 1: server */
 	int bell;
 	int wr_shut;
+	int reset;               /* a write after the peer's close was taken */
 	uint32_t off;            /* bytes of the first unreleased message already read */
 	struct rb2_stream_stats st;
 };
@@ -155,10 +156,18 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 	int i = 0, ret = 0;
 	size_t ioff = 0;
 
-	if (s->wr_shut || atomic_load_explicit(&s->ctl->closed[!s->me], memory_order_acquire))
-		return -EPIPE;
 	for (int k = 0; k < iovcnt; k++)
 		left += iov[k].iov_len;
+	if (s->wr_shut)
+		return -EPIPE;
+	if (atomic_load_explicit(&s->ctl->closed[!s->me], memory_order_acquire)) {
+		/* As TCP: the first write after the peer closed is taken (and
+		 * answered with a reset), the next ones fail. */
+		if (s->reset)
+			return -EPIPE;
+		s->reset = 1;
+		return (ssize_t)left;
+	}
 	while (left > 0) {
 		uint32_t len = (uint32_t)RTE_MIN(left, (size_t)RB2_STREAM_CHUNK);
 		uint8_t *slot;
@@ -196,6 +205,13 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 			return f;
 		return (ssize_t)total;
 	}
+	if (ret == -ECONNRESET) {
+		/* The peer's process is gone: its sockets closed with it. */
+		if (s->reset)
+			return -EPIPE;
+		s->reset = 1;
+		return (ssize_t)left;
+	}
 	return ret == -ENOBUFS ? -EAGAIN : ret;
 }
 
@@ -217,53 +233,65 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 	struct rb2_msg m[32];
 	size_t total = 0, ioff = 0;
 	uint32_t off = s->off;
-	unsigned int done_msgs = 0;
 	int n, i = 0;
 
 	while (i < iovcnt && iov[i].iov_len == 0)
 		i++;
 	if (i == iovcnt)
 		return 0;
-	n = rb2_rx_peek_burst(s->rx, m, 32);
-	if (n == 0)
-		return at_eof(s) ? 0 : -EAGAIN;
-	/* The peer's process is gone and we read all it sent: the end, as
-	 * the kernel's FIN when a process exits with its sockets open. */
-	if (n < 0)
-		return at_eof(s) || n == -ECONNRESET ? 0 : n;
-	for (int k = 0; k < n && i < iovcnt; k++) {
-		uint32_t mlen = rb2_msg_len(&m[k]);
+	/* Rounds of up to 32 messages: a peek shows what the receiver last
+	 * saw of the tail, and looks again only once that is read, so one
+	 * read takes what arrived meanwhile too, as the kernel's does. */
+	for (;;) {
+		unsigned int done_msgs = 0;
 
-		while (off < mlen && i < iovcnt) {
-			size_t c = RTE_MIN((size_t)(mlen - off), iov[i].iov_len - ioff);
+		n = rb2_rx_peek_burst(s->rx, m, 32);
+		if (n <= 0)
+			break;
+		for (int k = 0; k < n && i < iovcnt; k++) {
+			uint32_t mlen = rb2_msg_len(&m[k]);
 
-			rb2_msg_copy((uint8_t *)iov[i].iov_base + ioff,
-				     (const uint8_t *)m[k].data + off, c);
-			off += (uint32_t)c;
-			ioff += c;
-			total += c;
-			if (ioff == iov[i].iov_len) {
-				i++;
-				ioff = 0;
-				while (i < iovcnt && iov[i].iov_len == 0)
+			while (off < mlen && i < iovcnt) {
+				size_t c = RTE_MIN((size_t)(mlen - off), iov[i].iov_len - ioff);
+
+				rb2_msg_copy((uint8_t *)iov[i].iov_base + ioff,
+					     (const uint8_t *)m[k].data + off, c);
+				off += (uint32_t)c;
+				ioff += c;
+				total += c;
+				if (ioff == iov[i].iov_len) {
 					i++;
+					ioff = 0;
+					while (i < iovcnt && iov[i].iov_len == 0)
+						i++;
+				}
 			}
+			if (off < mlen)
+				break;               /* the buffer is full mid-message */
+			done_msgs++;
+			off = 0;
 		}
-		if (off < mlen)
-			break;               /* the buffer is full mid-message */
-		done_msgs++;
-		off = 0;
-	}
-	if (!peek) {
+		if (peek)
+			break;
 		s->off = off;
-		s->st.bytes_in += total;
 		if (done_msgs > 0) {
 			rb2_rx_release_burst(s->rx, m, done_msgs);
 			bump(&s->ctl->rel[!s->me]);
 			ring_if(s, &s->ctl->wr_sleeps[!s->me]);
 		}
+		if (i == iovcnt || done_msgs < (unsigned int)n)
+			break;               /* full, or stopped mid-message */
 	}
-	return (ssize_t)total;
+	if (total > 0) {
+		if (!peek)
+			s->st.bytes_in += total;
+		return (ssize_t)total;
+	}
+	if (n == 0)
+		return at_eof(s) ? 0 : -EAGAIN;
+	/* The peer's process is gone and we read all it sent: the end, as
+	 * the kernel's FIN when a process exits with its sockets open. */
+	return at_eof(s) || n == -ECONNRESET ? 0 : n;
 }
 
 size_t
@@ -335,6 +363,7 @@ void
 rb2_stream_disarm(struct rb2_stream *s, int events)
 {
 	char buf[64];
+	int err = errno;         /* the caller's wait's errno (EINTR) survives */
 
 	if (events & POLLIN)
 		atomic_store_explicit(&s->ctl->rd_sleeps[!s->me], 0, memory_order_relaxed);
@@ -343,6 +372,7 @@ rb2_stream_disarm(struct rb2_stream *s, int events)
 	/* The bell's bytes: read them away, so the socket stops being readable. */
 	while (syscall(SYS_recvfrom, s->bell, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL) > 0)
 		;
+	errno = err;
 }
 
 void

@@ -61,8 +61,10 @@ struct rb2_stream *rb2_stream_open(const char *name, int is_client, int bell_fd,
 /**
  * Send up to the bytes of @p iov without blocking.
  * @return the bytes taken (maybe fewer than given), or -EAGAIN (no room
- *   at all), -EPIPE (this end shut down writing, or the peer closed), or the
- *   channel's error (-ECONNRESET: the peer's process died).
+ *   at all), -EPIPE (this end shut down writing, or the peer closed or its
+ *   process ended), or another channel error. As TCP's, the first write
+ *   after the peer closed is taken and dropped (TCP's peer answers it with
+ *   a reset); the ones after it get -EPIPE.
  */
 ssize_t rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt);
 
@@ -109,7 +111,7 @@ void rb2_stream_want(struct rb2_stream *s, int events);
 void rb2_stream_edges(const struct rb2_stream *s, uint32_t *in, uint32_t *out);
 
 /** Awake: stop asking for bells for @p events (as armed), and read away
- *  the bytes that rang. */
+ *  the bytes that rang. errno is left as the caller's wait set it. */
 void rb2_stream_disarm(struct rb2_stream *s, int events);
 
 /** Shut down writing (SHUT_WR): the peer reads what was sent, then 0. */

@@ -51,8 +51,7 @@ struct conn {
 	enum kind kind;
 	pid_t pid;
 	uid_t uid;
-	/* K_LISTENER: the listening socket, and where it listens */
-	int lfd;
+	/* K_LISTENER: where it listens */
 	struct sockaddr_storage at;
 	int v6only;
 	/* K_CLIENT: its port and where it connects; K_SERVER: the accepted
@@ -196,8 +195,6 @@ drop(unsigned int i)
 {
 	struct conn *c = &conns[i];
 
-	if (c->kind == K_LISTENER)
-		close(c->lfd);
 	close(c->fd);
 	/* A partner waiting on this one: it has lost its pair. */
 	for (unsigned int k = 0; k < nconns; k++)
@@ -324,7 +321,10 @@ on_listen(unsigned int i, int fd)
 	l = sizeof(int);
 	if (c->at.ss_family == AF_INET6)
 		getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &c->v6only, &l);
-	c->lfd = fd;
+	/* Not kept: a program that closes its listener and binds the port
+	 * again at once (iperf3 does, after each test) must not find it
+	 * still open here. The registration lives as long as its connection. */
+	close(fd);
 	c->kind = K_LISTENER;
 	n_listeners++;
 	reply(i, RB2_SOCKD_OK, NULL, -1, NULL);

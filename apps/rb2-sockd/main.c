@@ -43,6 +43,8 @@
 #define SLOT_BASE 0x320000000000ull
 #define SLOTS 65536u
 #define MAX_CONNS 4096
+#define MAX_CONNS_PER_USER 1024  /* open requests and listeners of one uid */
+#define REQUEST_TIMEOUT_MS 2000  /* a new connection sends its request by then */
 
 enum kind { K_FREE, K_NEW, K_LISTENER, K_CLIENT, K_SERVER };
 
@@ -73,7 +75,7 @@ static volatile sig_atomic_t stop;
 static uint64_t n_pairs, n_plain_nolistener, n_plain_notlocal, n_plain_noaccept,
 	n_plain_noclient, n_plain_fail, n_listeners, n_bad;
 static uint64_t stream_id;
-static int huge_warned;
+static int huge_warned, cap_warned;
 static int listen_fd = -1;
 
 static uint64_t
@@ -236,6 +238,35 @@ plain(unsigned int i, uint64_t *counter, const char *fmt, ...)
 	drop(i);
 }
 
+/* A request that breaks the protocol: refused, counted and logged (at most
+ * 20 lines per 10 s, so that a flood cannot fill the log). */
+static void
+refuse(unsigned int i, const char *fmt, ...)
+{
+	static uint64_t window_ms, unlogged;
+	static unsigned int logged;
+	char why[160];
+	va_list ap;
+	uint64_t now = now_ms();
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (now - window_ms >= 10000) {
+		if (unlogged > 0)
+			say("%" PRIu64 " more requests refused, not logged", unlogged);
+		window_ms = now;
+		logged = 0;
+		unlogged = 0;
+	}
+	if (logged++ < 20)
+		say("refused a request from pid %d (uid %u): %s", (int)conns[i].pid,
+		    (unsigned int)conns[i].uid, why);
+	else
+		unlogged++;
+	plain(i, &n_bad, "refused: %s", why);
+}
+
 static int
 pid_alive(pid_t p)
 {
@@ -311,11 +342,9 @@ on_listen(unsigned int i, int fd)
 	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l) != 0 || !acc ||
 	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) != 0 || type != SOCK_STREAM ||
 	    addrs_of(fd, &c->at, NULL) != 0) {
-		n_bad++;
-		reply(i, RB2_SOCKD_PLAIN, "not a listening TCP socket", -1, NULL);
 		if (fd >= 0)
 			close(fd);
-		drop(i);
+		refuse(i, "LISTEN without a listening TCP socket");
 		return;
 	}
 	l = sizeof(int);
@@ -342,8 +371,7 @@ on_connect(unsigned int i, int fd, const struct rb2_sockd_msg *m)
 	    (c->to.ss_family != AF_INET && c->to.ss_family != AF_INET6)) {
 		if (fd >= 0)
 			close(fd);
-		n_bad++;
-		plain(i, &n_bad, "malformed CONNECT");
+		refuse(i, "CONNECT without a bound TCP socket and an IP address");
 		return;
 	}
 	close(fd);
@@ -388,7 +416,8 @@ on_connected(unsigned int i, int fd)
 	    !same_ip(&peer, &c->to)) {
 		if (fd >= 0)
 			close(fd);
-		plain(i, &n_bad, "CONNECTED names another connection");
+		refuse(i, c->kind != K_CLIENT ? "CONNECTED without CONNECT" :
+		       "CONNECTED names another connection");
 		return;
 	}
 	close(fd);
@@ -410,7 +439,7 @@ on_accepted(unsigned int i, int fd)
 	if (fd < 0 || addrs_of(fd, &local, &peer) != 0) {
 		if (fd >= 0)
 			close(fd);
-		plain(i, &n_bad, "malformed ACCEPTED");
+		refuse(i, "ACCEPTED without a connected TCP socket");
 		return;
 	}
 	close(fd);
@@ -449,11 +478,12 @@ on_message(unsigned int i)
 	if (ret == -EAGAIN)
 		return;
 	if (ret != 0) {
-		if (ret != -ECONNRESET)
-			n_bad++;
 		if (fd >= 0)
 			close(fd);
-		drop(i);
+		if (ret == -EPROTO)
+			refuse(i, "not an rb2-sockd message (size, magic or version)");
+		else
+			drop(i);             /* closed: a listener's end, or a client's */
 		return;
 	}
 	switch (m.op) {
@@ -496,7 +526,7 @@ on_message(unsigned int i)
 	}
 	if (fd >= 0)
 		close(fd);
-	plain(i, &n_bad, "unexpected request");
+	refuse(i, "request %u where none such is expected", (unsigned int)m.op);
 }
 
 static int add_conn(int fd);
@@ -527,6 +557,10 @@ expire(void)
 	for (unsigned int i = 0; i < nconns; i++) {
 		struct conn *c = &conns[i];
 
+		if (c->kind == K_NEW && now >= c->deadline_ms) {
+			refuse(i, "no request within %u ms", REQUEST_TIMEOUT_MS);
+			continue;
+		}
 		if ((c->kind == K_CLIENT || c->kind == K_SERVER) && now >= c->deadline_ms) {
 			if (c->kind == K_CLIENT)
 				plain(i, &n_plain_noaccept, "the server did not accept within %u ms",
@@ -536,6 +570,21 @@ expire(void)
 				      accept_timeout_ms);
 		}
 	}
+}
+
+/* Milliseconds until the next deadline, or -1: asleep until a request. */
+static int
+next_deadline(void)
+{
+	uint64_t now = now_ms(), first = UINT64_MAX;
+
+	for (unsigned int i = 0; i < nconns; i++)
+		if ((conns[i].kind == K_NEW || conns[i].kind == K_CLIENT ||
+		     conns[i].kind == K_SERVER) && conns[i].deadline_ms < first)
+			first = conns[i].deadline_ms;
+	if (first == UINT64_MAX)
+		return -1;
+	return first <= now ? 0 : (int)(first - now);
 }
 
 static int
@@ -551,6 +600,23 @@ add_conn(int fd)
 		close(fd);
 		return -1;
 	}
+	/* One user cannot take every slot from the others (root, who owns
+	 * the service, can). */
+	if (cr.uid != 0) {
+		unsigned int mine = 0;
+
+		for (unsigned int k = 0; k < nconns; k++)
+			mine += conns[k].kind != K_FREE && conns[k].uid == cr.uid;
+		if (mine >= MAX_CONNS_PER_USER) {
+			n_bad++;
+			if (!cap_warned)
+				say("uid %u has %u requests and registrations open: more are refused",
+				    (unsigned int)cr.uid, mine);
+			cap_warned = 1;
+			close(fd);
+			return -1;
+		}
+	}
 	if (i == nconns)
 		nconns++;
 	memset(&conns[i], 0, sizeof(conns[i]));
@@ -559,6 +625,7 @@ add_conn(int fd)
 	conns[i].pid = cr.pid;
 	conns[i].uid = cr.uid;
 	conns[i].peer = -1;
+	conns[i].deadline_ms = now_ms() + REQUEST_TIMEOUT_MS;
 	return 0;
 }
 
@@ -774,7 +841,7 @@ main(int argc, char **argv)
 				p[n] = (struct pollfd){ .fd = conns[i].fd, .events = POLLIN };
 				map[n++] = i;
 			}
-		r = poll(p, n, 100);
+		r = poll(p, n, next_deadline());
 		if (r < 0 && errno != EINTR)
 			break;
 		if (r > 0 && (p[0].revents & POLLIN)) {

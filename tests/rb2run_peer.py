@@ -16,6 +16,11 @@ only, so that they run the same under rb2-run and without it.
                                      random sizes, half-close, read the answer
                                      and the bytes back; exit 0 only if both
                                      directions arrived whole
+  rb2run_peer.py echo PORT N          accept N connections one after the
+                                     other; send each back what it sent
+  rb2run_peer.py many PORT N BYTES   N connections one after the other, from
+                                     this one process: each sends BYTES,
+                                     half-closes and reads them back
   rb2run_peer.py client PORT,PORT... BYTES
                                      the same with several servers at once,
                                      the writes and reads interleaved
@@ -95,6 +100,42 @@ def client(ports, total):
     return rc
 
 
+def echo(port, n):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port))
+    s.listen(8)
+    print("listening", flush=True)
+    for _ in range(n):
+        c, _ = s.accept()
+        buf = bytearray()
+        while True:
+            d = c.recv(1 << 16)
+            if not d:
+                break
+            buf += d
+        c.sendall(buf)
+        c.close()
+
+
+def many(port, n, total):
+    whole = 0
+    for i in range(n):
+        c = socket.create_connection(("127.0.0.1", port))
+        c.sendall(pattern(total, i))
+        c.shutdown(socket.SHUT_WR)
+        back = bytearray()
+        while True:
+            d = c.recv(1 << 16)
+            if not d:
+                break
+            back += d
+        c.close()
+        whole += bytes(back) == pattern(total, i)
+    print("many: %d of %d whole" % (whole, n))
+    return 0 if whole == n else 1
+
+
 def waitall(port):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -121,6 +162,10 @@ if __name__ == "__main__":
         server(int(sys.argv[2]))
     elif sys.argv[1] == "waitall":
         waitall(int(sys.argv[2]))
+    elif sys.argv[1] == "echo":
+        echo(int(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1] == "many":
+        sys.exit(many(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
     elif sys.argv[1] == "trickle":
         trickle(int(sys.argv[2]))
     else:

@@ -19,7 +19,8 @@
 #   - one process with an rb2 peer and a plain peer at once: both whole, and
 #     its stats line tells them apart;
 #   - conformance: rb2run_conform's transcript is the same plainly and under
-#     rb2-run.
+#     rb2-run;
+#   - arena slots are reused while the processes that used them live on.
 # The real applications are in test_rb2run_apps.sh (the full tier).
 set -uo pipefail
 
@@ -144,6 +145,26 @@ else
 	fail "conformance: the transcripts differ (plain <, rb2-run >)"
 	cat "$tmp/conform.diff" "$tmp/conform.err" | head -40
 fi
+
+# Arena slots are reused once both ends closed, while their processes live
+# on: a service with 4 slots pairs 40 connections of one client process
+# and one server process, and frees every arena once they are closed.
+sock4=$tmp/slots4.sock
+"$sockd" --socket "$sock4" --slots 4 --daemon
+port=$(free_port)
+RB2_SOCKD_PATH=$sock4 timeout 60 "$run" python3 "$peer" echo "$port" 40 >"$tmp/sl.srv" 2>"$tmp/sl.srv.err" &
+for _ in $(seq 100); do grep -q listening "$tmp/sl.srv" 2>/dev/null && break; sleep 0.05; done
+RB2_SOCKD_PATH=$sock4 timeout 60 "$run" python3 "$peer" many "$port" 40 3000 >"$tmp/sl.cli" 2>"$tmp/sl.cli.err"
+wait
+sleep 1.2                        # the service looks once a second
+if grep -q "many: 40 of 40 whole" "$tmp/sl.cli" &&
+	grep -q " 40 connections over rb2 (120000 bytes in, 120000 out), 0 failed$" "$tmp/sl.cli.err" &&
+	"$sockd" --socket "$sock4" --stats | grep -q '"pairs":40,.*"arenas":0}'; then
+	ok "4 arena slots, 40 connections from two live processes: all over rb2, every arena freed ($("$sockd" --socket "$sock4" --stats))"
+else
+	fail "slot reuse"; cat "$tmp/sl.cli" "$tmp/sl.cli.err"; "$sockd" --socket "$sock4" --stats
+fi
+"$sockd" --socket "$sock4" --stop >/dev/null 2>&1
 
 # No service: everything is kernel TCP, and says so.
 "$sockd" --stop >/dev/null 2>&1

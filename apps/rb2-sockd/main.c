@@ -9,7 +9,7 @@
  * it trusts nobody's word). It carries no data and runs no EAL: it sleeps in
  * poll(2) between requests.
  *
- *   rb2-sockd [--socket PATH] [--daemon] [--accept-timeout-ms N] [--no-huge]
+ *   rb2-sockd [--socket PATH] [--daemon] [--accept-timeout-ms N] [--no-huge] [--slots N]
  *   rb2-sockd --stats [--socket PATH]     its counters, one JSON line
  *   rb2-sockd --stop [--socket PATH]      ask it to exit
  */
@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -41,7 +42,7 @@
 /* Arenas go at SLOT_BASE + k * RB2_STREAM_ARENA_SIZE: one range for every
  * process on the host, so the pair's address is free in both. */
 #define SLOT_BASE 0x320000000000ull
-#define SLOTS 65536u
+#define SLOTS_MAX 65536u
 #define MAX_CONNS 4096
 #define MAX_CONNS_PER_USER 1024  /* open requests and listeners of one uid */
 #define REQUEST_TIMEOUT_MS 2000  /* a new connection sends its request by then */
@@ -67,7 +68,13 @@ struct conn {
 
 static struct conn conns[MAX_CONNS];
 static unsigned int nconns;
-static pid_t slot_pid[SLOTS][2];
+/* Each slot's last pair, and a copy of its arena's fd while it may be in
+ * use: the arena counts the ends not yet closed (rb2_noeal_arena_holders()). */
+static unsigned int n_slots = SLOTS_MAX;   /* --slots */
+static pid_t slot_pid[SLOTS_MAX][2];
+static int slot_fd[SLOTS_MAX];
+static unsigned int slot_fds;    /* slots with an fd kept */
+static uint64_t last_sweep_ms;
 static unsigned int next_slot;
 static unsigned int accept_timeout_ms = 2000;
 static unsigned int arena_flags;
@@ -273,6 +280,40 @@ pid_alive(pid_t p)
 	return p > 0 && (kill(p, 0) == 0 || errno == EPERM);
 }
 
+/* Whether slot @k's address is free in every process: never used, both
+ * ends closed their stream, or both processes are gone. Frees what it held. */
+static int
+slot_free(unsigned int k)
+{
+	if (slot_fd[k] >= 0 && rb2_noeal_arena_holders(slot_fd[k]) > 0 &&
+	    (pid_alive(slot_pid[k][0]) || pid_alive(slot_pid[k][1])))
+		return 0;
+	if (slot_fd[k] >= 0) {
+		close(slot_fd[k]);  /* the arena's memory goes with the last copy */
+		slot_fd[k] = -1;
+		slot_fds--;
+	} else if (pid_alive(slot_pid[k][0]) || pid_alive(slot_pid[k][1])) {
+		return 0;           /* no count kept (no fd to spare): the processes */
+	}
+	slot_pid[k][0] = slot_pid[k][1] = 0;
+	return 1;
+}
+
+/* Once a second while arenas are kept: close the copies of those both ends
+ * are done with, so that a closed connection's memory goes soon. */
+static void
+sweep(void)
+{
+	uint64_t now = now_ms();
+
+	if (slot_fds == 0 || now - last_sweep_ms < 1000)
+		return;
+	last_sweep_ms = now;
+	for (unsigned int k = 0; k < n_slots && slot_fds > 0; k++)
+		if (slot_fd[k] >= 0)
+			(void)slot_free(k);
+}
+
 /* Both ends matched: one arena, to both. */
 static void
 pair(unsigned int cl, unsigned int sv)
@@ -281,19 +322,19 @@ pair(unsigned int cl, unsigned int sv)
 	char name[24];
 	unsigned int tries = 0, k = 0;
 
-	/* The next slot whose last users are gone (or never were). */
-	while (tries++ < SLOTS) {
-		k = next_slot++ % SLOTS;
-		if (!pid_alive(slot_pid[k][0]) && !pid_alive(slot_pid[k][1]))
+	/* The next slot whose last users are done with it (or never were). */
+	while (tries++ < n_slots) {
+		k = next_slot++ % n_slots;
+		if (slot_free(k))
 			break;
 	}
-	if (tries <= SLOTS)
+	if (tries <= n_slots)
 		a = rb2_noeal_arena_create(RB2_STREAM_ARENA_SIZE,
 					   SLOT_BASE + (uint64_t)k * RB2_STREAM_ARENA_SIZE,
 					   arena_flags);
 	if (a == NULL) {
 		say("no arena for a connection (%s): both ends stay kernel TCP",
-		    tries > SLOTS ? "every slot in use" : strerror(errno));
+		    tries > n_slots ? "every slot in use" : strerror(errno));
 		plain(cl, &n_plain_fail, "rb2-sockd could not make an arena");
 		plain(sv, &n_plain_fail, "rb2-sockd could not make an arena");
 		return;
@@ -304,6 +345,10 @@ pair(unsigned int cl, unsigned int sv)
 	}
 	slot_pid[k][0] = conns[cl].pid;
 	slot_pid[k][1] = conns[sv].pid;
+	rb2_noeal_arena_hold(a, 2);
+	slot_fd[k] = fcntl(rb2_noeal_arena_fd(a), F_DUPFD_CLOEXEC, 3);
+	if (slot_fd[k] >= 0)
+		slot_fds++;
 	snprintf(name, sizeof(name), "s%" PRIu64, ++stream_id);
 	reply(cl, RB2_SOCKD_PAIR, NULL, rb2_noeal_arena_fd(a), name);
 	reply(sv, RB2_SOCKD_PAIR, NULL, rb2_noeal_arena_fd(a), name);
@@ -512,9 +557,10 @@ on_message(unsigned int i)
 		char s[160];
 
 		snprintf(s, sizeof(s), "{\"pid\":%d,\"pairs\":%" PRIu64 ",\"listeners\":%" PRIu64
-			 ",\"plain\":%" PRIu64 ",\"bad\":%" PRIu64 "}", (int)getpid(), n_pairs,
-			 n_listeners, n_plain_nolistener + n_plain_notlocal + n_plain_noaccept +
-			 n_plain_noclient + n_plain_fail, n_bad);
+			 ",\"plain\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"arenas\":%u}",
+			 (int)getpid(), n_pairs, n_listeners, n_plain_nolistener +
+			 n_plain_notlocal + n_plain_noaccept + n_plain_noclient + n_plain_fail,
+			 n_bad, slot_fds);
 		reply(i, RB2_SOCKD_OK, s, -1, NULL);
 		drop(i);
 		if (fd >= 0)
@@ -576,7 +622,7 @@ expire(void)
 static int
 next_deadline(void)
 {
-	uint64_t now = now_ms(), first = UINT64_MAX;
+	uint64_t now = now_ms(), first = slot_fds > 0 ? last_sweep_ms + 1000 : UINT64_MAX;
 
 	for (unsigned int i = 0; i < nconns; i++)
 		if ((conns[i].kind == K_NEW || conns[i].kind == K_CLIENT ||
@@ -702,6 +748,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 "usage: rb2-sockd [--socket PATH] [--daemon] [--accept-timeout-ms N] [--no-huge]\n"
+"                 [--slots N]\n"
 "       rb2-sockd --stats | --stop [--socket PATH]\n"
 "The host service of rb2-run: it pairs the two ends of each TCP connection\n"
 "between programs under rb2-run on this host, and hands both a shared-memory\n"
@@ -714,6 +761,9 @@ usage(FILE *f)
 "  --accept-timeout-ms N  how long a client's connect waits for the server's\n"
 "                         accept before both stay kernel TCP (default 2000)\n"
 "  --no-huge              4 KiB pages for the arenas even where hugepages are free\n"
+"  --slots N              connections over rb2 open at once on this host (default\n"
+"                         and most 65536: each has 4 MiB of address space at a\n"
+"                         fixed place; a closed one's is reused)\n"
 "  --stats                print the running service's counters (JSON)\n"
 "  --stop                 ask the running service to exit\n");
 }
@@ -726,6 +776,7 @@ main(int argc, char **argv)
 		{ "daemon", no_argument, NULL, 'd' },
 		{ "accept-timeout-ms", required_argument, NULL, 't' },
 		{ "no-huge", no_argument, NULL, 'n' },
+		{ "slots", required_argument, NULL, 'L' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "stop", no_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
@@ -752,6 +803,18 @@ main(int argc, char **argv)
 			break;
 		}
 		case 'n': arena_flags |= RB2_NOEAL_ARENA_NO_HUGE; break;
+		case 'L': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end != '\0' || v == 0 || v > SLOTS_MAX) {
+				fprintf(stderr, "rb2-sockd: --slots %s: give 1 to %u\n", optarg,
+					SLOTS_MAX);
+				return 1;
+			}
+			n_slots = (unsigned int)v;
+			break;
+		}
 		case 'S': query = RB2_SOCKD_STATS; break;
 		case 'X': query = -1; break;
 		case 'h': usage(stdout); return 0;
@@ -824,6 +887,17 @@ main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	signal(SIGPIPE, SIG_IGN);
+	for (unsigned int k = 0; k < n_slots; k++)
+		slot_fd[k] = -1;
+	/* One fd kept per open connection: as many as the hard limit allows. */
+	{
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			(void)setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
 	say("listening at %s (accept timeout %u ms)", path, accept_timeout_ms);
 	if (ready[1] >= 0) {
 		if (write(ready[1], "r", 1) != 1)
@@ -855,6 +929,7 @@ main(int argc, char **argv)
 			    conns[map[k]].fd == p[k].fd)
 				on_message(map[k]);
 		expire();
+		sweep();
 	}
 	say("exiting: %" PRIu64 " connections paired", n_pairs);
 	unlink(path);

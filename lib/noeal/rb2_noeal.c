@@ -273,6 +273,8 @@ struct arena_hdr {
 	uint64_t brk;                /* next byte never handed out */
 	uint32_t nzones;
 	uint32_t live;
+	_Atomic uint32_t holders;   /* rb2_noeal_arena_hold() */
+	uint32_t pad2;
 	struct zone zones[ARENA_ZONES];
 };
 
@@ -486,6 +488,41 @@ rb2_noeal_arena_detach(struct rb2_noeal_arena *a)
 	munmap(a->h, a->size);
 	close(a->fd);
 	free(a);
+}
+
+void
+rb2_noeal_arena_hold(struct rb2_noeal_arena *a, uint32_t holders)
+{
+	atomic_store_explicit(&a->h->holders, holders, memory_order_release);
+}
+
+void
+rb2_noeal_arena_release(struct rb2_noeal_arena *a)
+{
+	uint32_t n;
+
+	if (a == NULL)
+		return;
+	n = atomic_load_explicit(&a->h->holders, memory_order_relaxed);
+	while (n > 0 && !atomic_compare_exchange_weak_explicit(&a->h->holders, &n, n - 1,
+							       memory_order_acq_rel,
+							       memory_order_relaxed))
+		;
+	rb2_noeal_arena_detach(a);
+}
+
+int
+rb2_noeal_arena_holders(int fd)
+{
+	struct arena_hdr h;
+
+	/* A plain read of the shared page: the count is one aligned word. */
+	if (pread(fd, &h, offsetof(struct arena_hdr, zones), 0) !=
+	    (ssize_t)offsetof(struct arena_hdr, zones))
+		return -EINVAL;
+	if (h.magic != ARENA_MAGIC)
+		return -EINVAL;
+	return (int)atomic_load_explicit(&h.holders, memory_order_relaxed);
 }
 
 int

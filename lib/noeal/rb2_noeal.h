@@ -96,6 +96,24 @@ struct rb2_noeal_arena *rb2_noeal_arena_attach(int fd);
 /** Unmap the arena and close its fd. Zones in it must no longer be in use here. */
 void rb2_noeal_arena_detach(struct rb2_noeal_arena *a);
 
+/**
+ * Holders: how many processes still have to give the arena up. The creator
+ * sets the count (rb2_noeal_arena_hold()) before it hands the fd out; each
+ * holder calls rb2_noeal_arena_release() instead of detaching when it is
+ * done. Whoever keeps a copy of the fd reads the count without mapping the
+ * arena (rb2_noeal_arena_holders()): at 0, the arena's address range is free
+ * again in every holder. A holder that dies never releases: pair the count
+ * with a check of the holders' processes.
+ */
+void rb2_noeal_arena_hold(struct rb2_noeal_arena *a, uint32_t holders);
+
+/** Give up one hold on @p a, then detach it. */
+void rb2_noeal_arena_release(struct rb2_noeal_arena *a);
+
+/** The holders of the arena behind @p fd, read from the fd (pread), or
+ *  -errno (-EINVAL: not an arena). */
+int rb2_noeal_arena_holders(int fd);
+
 /** The arena's memfd (owned by the arena; dup it to keep it). */
 int rb2_noeal_arena_fd(const struct rb2_noeal_arena *a);
 

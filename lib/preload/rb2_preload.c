@@ -183,12 +183,18 @@ stream_end(struct psock *p)
 	stats.bytes_in += st.bytes_in;
 	stats.bytes_out += st.bytes_out;
 	pthread_mutex_unlock(&stats.lock);
-	/* A child's copy of its parent's stream: the parent still uses it. */
-	if (!p->inherited)
+	if (!p->inherited) {
 		rb2_stream_close(p->st);
-	p->st = NULL;
-	if (p->arena != NULL && !p->inherited)
+		/* The service reuses the arena's address once both ends released. */
+		rb2_noeal_arena_release(p->arena);
+	} else {
+		/* A child's copy of its parent's stream: the parent still uses
+		 * it, so nothing of it is closed. Only this process's mapping
+		 * goes, so that the address is free here for a later connection
+		 * (the stream's small local state is left behind). */
 		rb2_noeal_arena_detach(p->arena);
+	}
+	p->st = NULL;
 	p->arena = NULL;
 }
 

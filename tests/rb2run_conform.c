@@ -647,10 +647,20 @@ main(void)
 			.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		/* Into an epoll set before connect(), as nginx does with its
+		 * upstream sockets. */
+		ep = epoll_create1(0);
+		ev = (struct epoll_event){ .events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u64 = 46 };
+		say("epoll_ctl ADD before connect: %s", CALL(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev)));
 		if (write(to_peer, "A\n", 2) != 2)
 			return 2;
 		say("non-blocking connect: %s", CALL(connect(fd, (struct sockaddr *)&to, sizeof(to))));
 		say("peer accept: %s", answer());
+		say("epoll_wait, connected: %s", ewait(ep, 2000));
+		say("peer sends 7: %s", ask("S 7"));
+		say("epoll_wait, data: %s", ewait(ep, 2000));
+		say("recv: %s", recv_sum(fd, 10, 0));
+		close(ep);
 		pf = (struct pollfd){ .fd = fd, .events = POLLOUT };
 		SAY("poll OUT: %s, revents %s", poll(&pf, 1, 2000), pev(pf.revents));
 		gl = sizeof(v);

@@ -231,7 +231,7 @@ port=$(free_port)
 "$run" sockperf server -i 127.0.0.1 -p "$port" --tcp >"$tmp/sps.out" 2>&1 &
 spid=$!
 wait_port "$port"
-if timeout 60 "$run" sockperf ping-pong -i 127.0.0.1 -p "$port" --tcp -t 1 -m 64 \
+if timeout 60 "$run" sockperf ping-pong -i 127.0.0.1 -p "$port" --tcp -t 1 -m 64 --mps 500000 \
 	>"$tmp/pp.out" 2>&1 && grep -q "percentile 50.000" "$tmp/pp.out" &&
 	! grep -q "ERROR" "$tmp/pp.out" && over_rb2 "$tmp/pp.out"; then
 	ok "sockperf ping-pong 64 B: p50 $(grep "percentile 50.000" "$tmp/pp.out" | awk '{print $NF}') us;$(said "$tmp/pp.out")"

@@ -104,6 +104,11 @@ struct psock {
 	struct rb2_noeal_arena *arena;
 	pthread_mutex_t rx_lock, tx_lock;
 	int rcvtimeo_ms, sndtimeo_ms;   /* 0: none */
+	/* Times a read found nothing and a write found no room: after one,
+	 * an edge-triggered entry reports the event again once it stands, as
+	 * the kernel's does (a writer may see room only after its own look
+	 * refreshed its view of the reader's head, with no new edge). */
+	_Atomic uint32_t rx_dry, tx_full;
 };
 
 static struct psock *_Atomic *tab;
@@ -218,7 +223,27 @@ struct ep_set;
 static struct ep_set *_Atomic *eps;     /* by epoll fd: its stream entries */
 static struct psock *stream_of(int fd);
 static void ep_forget_fd(int fd);
+static void ep_adopt(int fd);
 static void ep_forget_set(int epfd);
+
+/* RB2_RUN_DEBUG=1: the last calls on streams, kept for dump_streams(). */
+static int debug_trace;
+static struct { char op; int fd; long ret; unsigned int x; } trace_ring[512];
+static _Atomic unsigned int trace_pos;
+
+static void
+trace(char op, int fd, long ret, unsigned int x)
+{
+	unsigned int k;
+
+	if (!debug_trace)
+		return;
+	k = atomic_fetch_add_explicit(&trace_pos, 1, memory_order_relaxed) % 512;
+	trace_ring[k].op = op;
+	trace_ring[k].fd = fd;
+	trace_ring[k].ret = ret;
+	trace_ring[k].x = x;
+}
 
 /* ---- Talking to rb2-sockd ------------------------------------------------- */
 
@@ -485,6 +510,7 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 			errno = ECONNREFUSED;
 			return -1;
 		}
+		ep_adopt(fd);
 	} else {
 		if (afd >= 0)
 			real.close(afd);
@@ -642,6 +668,7 @@ s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 		/* Nothing now: return what came, but MSG_WAITALL waits on. */
 		if (r == 0 || (r < 0 && r != -EAGAIN) || (total > 0 && !(flags & MSG_WAITALL)))
 			break;
+		atomic_fetch_add_explicit(&p->rx_dry, 1, memory_order_relaxed);
 		if (nb)
 			break;
 		r = wait_stream(p, fd, POLLIN, p->rcvtimeo_ms ? p->rcvtimeo_ms : -1);
@@ -666,6 +693,7 @@ s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 				}
 		}
 	}
+	trace('r', fd, total > 0 ? (long)total : (long)r, (unsigned int)want);
 	if (total > 0)
 		return (ssize_t)total;
 	return r < 0 ? fail((int)-r) : 0;
@@ -697,6 +725,7 @@ s_send(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 		}
 		if (r != -EAGAIN)
 			break;
+		atomic_fetch_add_explicit(&p->tx_full, 1, memory_order_relaxed);
 		if (nb)
 			break;
 		r = wait_stream(p, fd, POLLOUT, p->sndtimeo_ms ? p->sndtimeo_ms : -1);
@@ -706,6 +735,7 @@ s_send(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 			break;
 	}
 	pthread_mutex_unlock(&p->tx_lock);
+	trace('w', fd, total > 0 ? (long)total : (long)r, (unsigned int)want);
 	if (total > 0)
 		return (ssize_t)total;
 	if (r == -EPIPE && !(flags & MSG_NOSIGNAL))
@@ -1071,14 +1101,18 @@ select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
  */
 struct ep_item {
 	int fd;
+	int kernel;                 /* the kernel's entry as asked: a TCP socket
+				     * added before it was connected */
 	uint32_t events;            /* as the program asked */
 	epoll_data_t data;
 	int last;                   /* EPOLLET: the events seen last ... */
-	uint32_t in, out;           /* ... and the stream's edges then */
+	uint32_t in, out;           /* ... the stream's edges then ... */
+	uint32_t rx_dry, tx_full;   /* ... and the socket's EAGAINs */
 	int off;                    /* EPOLLONESHOT fired */
 };
 
 struct ep_set {
+	int epfd;
 	pthread_mutex_t lock;
 	struct ep_item *it;
 	unsigned int n, cap;
@@ -1104,6 +1138,7 @@ ep_get(int epfd, int make)
 		if (x == NULL)
 			return NULL;
 		pthread_mutex_init(&x->lock, NULL);
+		x->epfd = epfd;
 		if (!atomic_compare_exchange_strong(&eps[epfd], &none, x)) {
 			free(x);
 			return none;
@@ -1125,18 +1160,6 @@ ep_remove(struct ep_set *e, int fd)
 		if (e->it[i].fd == fd)
 			e->it[i--] = e->it[--e->n];
 	pthread_mutex_unlock(&e->lock);
-}
-
-static int
-ep_has(struct ep_set *e, int fd)
-{
-	int yes = 0;
-
-	pthread_mutex_lock(&e->lock);
-	for (unsigned int i = 0; i < e->n && !yes; i++)
-		yes = e->it[i].fd == fd;
-	pthread_mutex_unlock(&e->lock);
-	return yes;
 }
 
 /* A socket closes: the kernel drops it from every epoll set, and so do we. */
@@ -1162,19 +1185,63 @@ ep_forget_set(int epfd)
 	}
 }
 
+/* Record @fd's entry in @e as the program asked (@kernel: as the kernel
+ * holds it). @return 0 or -ENOMEM. */
+static int
+ep_put(struct ep_set *e, int fd, const struct epoll_event *ev, int kernel)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&e->lock);
+	for (i = 0; i < e->n && e->it[i].fd != fd; i++)
+		;
+	if (i == e->n) {
+		if (e->n == e->cap) {
+			unsigned int cap = e->cap ? 2 * e->cap : 16;
+			struct ep_item *it = realloc(e->it, cap * sizeof(*it));
+
+			if (it == NULL) {
+				pthread_mutex_unlock(&e->lock);
+				return -ENOMEM;
+			}
+			e->it = it;
+			e->cap = cap;
+		}
+		e->n++;
+	}
+	e->it[i] = (struct ep_item){ .fd = fd, .kernel = kernel, .events = ev->events,
+				     .data = ev->data };
+	pthread_mutex_unlock(&e->lock);
+	return 0;
+}
+
 EXPORT int
 epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct psock *p = stream_of(fd);
-	struct ep_set *e = ep_get(epfd, p != NULL && op != EPOLL_CTL_DEL);
 	struct epoll_event kev;
-	unsigned int i;
+	struct ep_set *e;
 	int ret;
 
-	if (e == NULL || (p == NULL && !ep_has(e, fd)))
+	if (p == NULL) {
+		/* A kernel fd: the kernel's entry. A TCP socket of ours is
+		 * remembered too: if it connects over rb2 later (nginx adds
+		 * its upstream sockets before connect()), its entry becomes a
+		 * stream's (ep_adopt()). */
+		ret = real.epoll_ctl(epfd, op, fd, ev);
+		e = ep_get(epfd, ret == 0 && get(fd) != NULL && op != EPOLL_CTL_DEL);
+		if (ret != 0 || e == NULL)
+			return ret;
+		if (op == EPOLL_CTL_DEL || get(fd) == NULL)
+			ep_remove(e, fd);    /* also a closed stream's number, reused */
+		else if (ev != NULL && ep_put(e, fd, ev, 1) != 0)
+			ep_remove(e, fd);    /* no memory: it stays the kernel's */
+		return 0;
+	}
+	e = ep_get(epfd, op != EPOLL_CTL_DEL);
+	if (e == NULL)
 		return real.epoll_ctl(epfd, op, fd, ev);
-	if (op == EPOLL_CTL_DEL || p == NULL) {
-		/* p == NULL: an entry of a stream since closed, its number reused. */
+	if (op == EPOLL_CTL_DEL) {
 		ep_remove(e, fd);
 		return real.epoll_ctl(epfd, op, fd, ev);
 	}
@@ -1187,33 +1254,56 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	    (ev->events & ~(uint32_t)(EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP |
 				      EPOLLET | EPOLLEXCLUSIVE)))
 		return (int)fail(EINVAL);
-	/* The kernel waits for the bell, level-triggered. */
-	kev.events = EPOLLIN | (ev->events & EPOLLEXCLUSIVE);
+	/* The kernel waits for the bell, edge-triggered: each bell wakes one
+	 * wait, and a kernel socket at its end (the peer closed; it stays
+	 * readable) wakes one, not every wait after it. */
+	kev.events = EPOLLIN | EPOLLET | (ev->events & EPOLLEXCLUSIVE);
 	kev.data.u64 = EP_TAG | (uint32_t)fd;
 	ret = real.epoll_ctl(epfd, op, fd, &kev);
 	if (ret != 0)
 		return ret;
-	pthread_mutex_lock(&e->lock);
-	for (i = 0; i < e->n && e->it[i].fd != fd; i++)
-		;
-	if (i == e->n) {
-		if (e->n == e->cap) {
-			unsigned int cap = e->cap ? 2 * e->cap : 16;
-			struct ep_item *it = realloc(e->it, cap * sizeof(*it));
-
-			if (it == NULL) {
-				pthread_mutex_unlock(&e->lock);
-				real.epoll_ctl(epfd, EPOLL_CTL_DEL, fd, &kev);
-				return (int)fail(ENOMEM);
-			}
-			e->it = it;
-			e->cap = cap;
-		}
-		e->n++;
+	if (ep_put(e, fd, ev, 0) != 0) {
+		real.epoll_ctl(epfd, EPOLL_CTL_DEL, fd, &kev);
+		return (int)fail(ENOMEM);
 	}
-	e->it[i] = (struct ep_item){ .fd = fd, .events = ev->events, .data = ev->data };
-	pthread_mutex_unlock(&e->lock);
 	return 0;
+}
+
+/* Socket @fd has just become a stream: each epoll entry the program made
+ * for it before becomes a stream entry, its kernel half a bell. */
+static void
+ep_adopt(int fd)
+{
+	pthread_mutex_lock(&ep_all_lock);
+	for (struct ep_set *e = ep_all; e != NULL; e = e->next) {
+		pthread_mutex_lock(&e->lock);
+		for (unsigned int i = 0; i < e->n; i++) {
+			struct ep_item *it = &e->it[i];
+			struct epoll_event kev = { .events = EPOLLIN | EPOLLET,
+						   .data.u64 = EP_TAG | (uint32_t)fd };
+
+			if (it->fd != fd || !it->kernel)
+				continue;
+			if (real.epoll_ctl(e->epfd, EPOLL_CTL_MOD, fd, &kev) == 0)
+				*it = (struct ep_item){ .fd = fd, .events = it->events,
+							.data = it->data };
+		}
+		pthread_mutex_unlock(&e->lock);
+	}
+	pthread_mutex_unlock(&ep_all_lock);
+}
+
+/* Whether @e holds a stream entry: else a wait is the kernel's alone. */
+static int
+ep_streams(struct ep_set *e)
+{
+	int yes = 0;
+
+	pthread_mutex_lock(&e->lock);
+	for (unsigned int i = 0; i < e->n && !yes; i++)
+		yes = !e->it[i].kernel && stream_of(e->it[i].fd) != NULL;
+	pthread_mutex_unlock(&e->lock);
+	return yes;
 }
 
 /* The stream entries of @e ready now, into @out (up to @max). */
@@ -1229,28 +1319,37 @@ ep_ready(struct ep_set *e, struct epoll_event *out, int max)
 		int want = (int)(it->events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
 		int ev;
 
-		if (p == NULL || it->off)
+		if (p == NULL || it->off || it->kernel)
 			continue;
 		ev = rb2_stream_poll(p->st) & (want | POLLERR | POLLHUP);
 		if (it->events & EPOLLET) {
 			uint32_t in, out;
+			uint32_t dry = atomic_load_explicit(&p->rx_dry, memory_order_relaxed);
+			uint32_t full = atomic_load_explicit(&p->tx_full, memory_order_relaxed);
 			int seen = it->last;
 
-			/* Seen before, and nothing arrived or was freed since: no
-			 * new edge. (The kernel's EPOLLET fires on each arrival,
-			 * read or not, and nginx relies on it.) */
+			/* Seen before, and since then nothing arrived or was
+			 * freed, and no read or write ran short: no new edge. (The
+			 * kernel's EPOLLET fires on each arrival, read or not,
+			 * and nginx relies on it.) */
 			rb2_stream_edges(p->st, &in, &out);
-			if (in != it->in)
+			if (in != it->in || dry != it->rx_dry)
 				seen &= ~(EPOLLIN | EPOLLRDHUP);
-			if (out != it->out)
+			if (out != it->out || full != it->tx_full)
 				seen &= ~EPOLLOUT;
 			it->last = ev;
 			it->in = in;
 			it->out = out;
-			ev &= ~seen;
+			it->rx_dry = dry;
+			it->tx_full = full;
+			/* A new edge reports every event that stands, as the
+			 * kernel's does; none new, nothing. */
+			if ((ev & ~seen) == 0)
+				ev = 0;
 		}
 		if (ev == 0)
 			continue;
+		trace('e', it->fd, ev, it->in);
 		out[n].events = (uint32_t)ev;
 		out[n].data = it->data;
 		n++;
@@ -1269,7 +1368,7 @@ ep_disarm(struct ep_set *e)
 	for (unsigned int i = 0; i < e->n; i++) {
 		struct psock *p = stream_of(e->it[i].fd);
 
-		if (p != NULL)
+		if (p != NULL && !e->it[i].kernel)
 			rb2_stream_disarm(p->st, (int)(e->it[i].events & (EPOLLIN | EPOLLOUT)));
 	}
 	pthread_mutex_unlock(&e->lock);
@@ -1281,7 +1380,7 @@ epoll_impl(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 	struct ep_set *e = ep_get(epfd, 0);
 	uint64_t t0 = now_ns();
 
-	if (e == NULL || e->n == 0)
+	if (e == NULL || !ep_streams(e))
 		return mask ? real.epoll_pwait(epfd, evs, max, timeout_ms, mask) :
 			real.epoll_wait(epfd, evs, max, timeout_ms);
 	for (;;) {
@@ -1299,7 +1398,7 @@ epoll_impl(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 			for (unsigned int i = 0; i < e->n; i++) {
 				struct psock *p = stream_of(e->it[i].fd);
 
-				if (p != NULL && !e->it[i].off)
+				if (p != NULL && !e->it[i].off && !e->it[i].kernel)
 					rb2_stream_want(p->st,
 						(int)(e->it[i].events & (EPOLLIN | EPOLLOUT)));
 			}
@@ -1408,6 +1507,7 @@ ioctl(int fd, unsigned long req, ...)
 		pthread_mutex_lock(&p->rx_lock);
 		*(int *)arg = (int)rb2_stream_nread(p->st);
 		pthread_mutex_unlock(&p->rx_lock);
+		trace('n', fd, *(int *)arg, 0);
 		return 0;
 	}
 	return real.ioctl(fd, req, arg);
@@ -1488,6 +1588,34 @@ child_after_fork(void)
 	}
 }
 
+/* RB2_RUN_DEBUG=1: signal SIGRTMIN+3 (nginx takes SIGUSR2) prints every stream's state (not
+ * async-signal-safe: a diagnosis aid for a process that is stuck). */
+static void
+dump_streams(int sig)
+{
+	(void)sig;
+	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
+		struct psock *p = atomic_load(&tab[fd]);
+
+		if (p != NULL && p->st != NULL)
+			rb2_stream_dump(p->st, (int)fd, stderr);
+	}
+	for (unsigned int i = 0, at = trace_pos; i < 512 && i < at; i++) {
+		unsigned int k = (at - 1 - i) % 512;
+
+		fprintf(stderr, "rb2 trace -%u: %c fd %d ret %ld x %u\n", i, trace_ring[k].op,
+			trace_ring[k].fd, trace_ring[k].ret, trace_ring[k].x);
+		if (i == 40)
+			break;
+	}
+	for (struct ep_set *e = ep_all; e != NULL; e = e->next)
+		for (unsigned int i = 0; i < e->n; i++)
+			fprintf(stderr, "rb2 epoll %d: fd %d%s events 0x%x last 0x%x in %u out %u%s\n",
+				e->epfd, e->it[i].fd, e->it[i].kernel ? " (kernel)" : "",
+				e->it[i].events, e->it[i].last, e->it[i].in, e->it[i].out,
+				e->it[i].off ? " one-shot fired" : "");
+}
+
 static void
 print_stats(void)
 {
@@ -1553,6 +1681,11 @@ preload_init(void)
 	/* Read now: nginx clears its workers' environment. */
 	t = getenv("RB2_RUN_STATS");
 	want_stats = t != NULL && strcmp(t, "1") == 0;
+	t = getenv("RB2_RUN_DEBUG");
+	if (t != NULL && strcmp(t, "1") == 0) {
+		debug_trace = 1;
+		signal(SIGRTMIN + 3, dump_streams);
+	}
 	t = getenv("RB2_RUN_FAULT_FLIP");
 	if (t != NULL)
 		flip_at = strtoull(t, NULL, 10);

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE             /* POLLRDHUP */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -233,6 +234,7 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 	struct rb2_msg m[32];
 	size_t total = 0, ioff = 0;
 	uint32_t off = s->off;
+	unsigned int released = 0;
 	int n, i = 0;
 
 	while (i < iovcnt && iov[i].iov_len == 0)
@@ -276,11 +278,21 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 		s->off = off;
 		if (done_msgs > 0) {
 			rb2_rx_release_burst(s->rx, m, done_msgs);
-			bump(&s->ctl->rel[!s->me]);
-			ring_if(s, &s->ctl->wr_sleeps[!s->me]);
+			released += done_msgs;
 		}
 		if (i == iovcnt || done_msgs < (unsigned int)n)
 			break;               /* full, or stopped mid-message */
+	}
+	if (released > 0) {
+		/* The writer learns of freed room from the head the receiver
+		 * stores when a look finds the ring drained (lazy head: no push
+		 * until gamma slots). So look once more, which stores it if
+		 * drained, and only then wake a writer short of room: woken
+		 * first, it could read the old head and sleep for good. */
+		if (n > 0)
+			(void)rb2_rx_peek_burst(s->rx, m, 1);
+		bump(&s->ctl->rel[!s->me]);
+		ring_if(s, &s->ctl->wr_sleeps[!s->me]);
 	}
 	if (total > 0) {
 		if (!peek)
@@ -415,4 +427,24 @@ void
 rb2_stream_stats(const struct rb2_stream *s, struct rb2_stream_stats *st)
 {
 	*st = s->st;
+}
+
+void
+rb2_stream_dump(struct rb2_stream *s, int fd, FILE *f)
+{
+	struct rb2_tx_ptrs tp;
+	struct rb2_rx_ptrs rp;
+	struct stream_ctl *c = s->ctl;
+	int d = s->me, e = !s->me;
+
+	rb2_tx_pointers(s->tx, &tp);
+	rb2_rx_pointers(s->rx, &rp);
+	fprintf(f, "rb2 stream fd %d (%s): poll 0x%x; out: tail %" PRIu64 " synced %" PRIu64
+		" head seen %" PRIu64 ", peer reader sleeps %u, writer (us) sleeps %u, pub %u rel %u;"
+		" in: head %" PRIu64 " synced %" PRIu64 " tail seen %" PRIu64 ", reader (us) sleeps %u,"
+		" peer writer sleeps %u, pub %u rel %u; shut %u/%u closed %u/%u; off %u\n",
+		fd, s->me ? "server" : "client", rb2_stream_poll(s), tp.tail, tp.synced_tail,
+		tp.local_head, c->rd_sleeps[d], c->wr_sleeps[d], c->pub[d], c->rel[d], rp.head,
+		rp.synced_head, rp.local_tail, c->rd_sleeps[e], c->wr_sleeps[e], c->pub[e], c->rel[e],
+		c->shut[d], c->shut[e], c->closed[d], c->closed[e], s->off);
 }

@@ -33,6 +33,7 @@
  */
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -126,6 +127,10 @@ struct rb2_stream_stats {
 };
 
 void rb2_stream_stats(const struct rb2_stream *s, struct rb2_stream_stats *st);
+
+/** One line of @p s's state (pointers, who sleeps, edges) to @p f, for
+ *  diagnosis: rb2-run dumps every stream on signal SIGRTMIN+3 with RB2_RUN_DEBUG=1. */
+void rb2_stream_dump(struct rb2_stream *s, int fd, FILE *f);
 
 #ifdef __cplusplus
 }

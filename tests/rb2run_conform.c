@@ -390,6 +390,15 @@ main(void)
 	say("recv 4: %s", recv_sum(fd, 4, 0));
 	say("recv 100: %s", recv_sum(fd, 100, 0));
 	say("recv MSG_DONTWAIT, nothing there: %s", recv_sum(fd, 100, MSG_DONTWAIT));
+	/* FIONREAD counts everything that came, also after a partial read. */
+	say("peer sends 30: %s", ask("S 30"));
+	pf = (struct pollfd){ .fd = fd, .events = POLLIN };
+	poll(&pf, 1, 2000);
+	say("recv 1: %s", recv_sum(fd, 1, 0));
+	say("peer sends 40: %s", ask("S 40"));
+	usleep(20000);
+	SAY("FIONREAD after more came: %s, value %d", ioctl(fd, FIONREAD, &v), v);
+	say("recv 100: %s", recv_sum(fd, 100, MSG_WAITALL | MSG_DONTWAIT));
 	pf.events = POLLIN;
 	SAY("poll, timeout 0: %s, revents %s", poll(&pf, 1, 0), pev(pf.revents));
 	t0 = now_ms();

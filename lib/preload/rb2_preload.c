@@ -309,6 +309,13 @@ open_stream(struct psock *p, int fd, int arena_fd, const char *name, int is_clie
 		p->arena = NULL;
 		return -err;
 	}
+	{
+		int cork = 0;
+		socklen_t cl = sizeof(cork);
+
+		if (getsockopt(fd, IPPROTO_TCP, TCP_CORK, &cork, &cl) == 0 && cork)
+			rb2_stream_corked(p->st, 1);
+	}
 	pthread_mutex_lock(&stats.lock);
 	stats.offloaded++;
 	pthread_mutex_unlock(&stats.lock);
@@ -1552,6 +1559,7 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	static int (*real_setsockopt)(int, int, int, const void *, socklen_t);
 	struct psock *p = get(fd);
+	int ret;
 
 	if (real_setsockopt == NULL)
 		real_setsockopt = (int (*)(int, int, int, const void *, socklen_t))
@@ -1570,7 +1578,11 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 		else
 			p->sndtimeo_ms = ms;
 	}
-	return real_setsockopt(fd, level, name, val, len);
+	ret = real_setsockopt(fd, level, name, val, len);
+	if (ret == 0 && p != NULL && p->st != NULL && level == IPPROTO_TCP && name == TCP_CORK &&
+	    val != NULL && len >= sizeof(int))
+		rb2_stream_corked(p->st, *(const int *)val);
+	return ret;
 }
 
 /* ---- Start, fork, exit ------------------------------------------------------------ */

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -39,6 +41,8 @@ struct stream_ctl {
 	_Atomic uint32_t ends;           /* ends open; the last to close frees this */
 };
 
+#define RB2_STREAM_SLOTS 256
+
 struct rb2_stream {
 	struct rb2_xport *xp;
 	struct rb2_tx *tx;
@@ -49,6 +53,7 @@ struct rb2_stream {
 	int bell;
 	int wr_shut;
 	int reset;               /* a write after the peer's close was taken */
+	int corked;              /* the program set TCP_CORK on the bell's socket */
 	uint32_t off;            /* bytes of the first unreleased message already read */
 	struct rb2_stream_stats st;
 };
@@ -57,7 +62,7 @@ static void
 params(struct rb2_chan_params *p)
 {
 	rb2_chan_params_init(p);
-	p->slots = 256;          /* 512 KiB each way: a 64 KiB write is an eighth */
+	p->slots = RB2_STREAM_SLOTS;   /* 512 KiB each way: a 64 KiB write is an eighth */
 	p->slot_size = 2048;
 }
 
@@ -67,10 +72,24 @@ params(struct rb2_chan_params *p)
 static void
 ring(struct rb2_stream *s)
 {
+	static const int off = 0, on = 1;
+
 	/* One byte makes the peer's socket readable; if its buffer is full,
-	 * the bytes already there do the same. */
+	 * the bytes already there do the same. A program that corks its
+	 * socket (nginx's tcp_nopush) would hold the byte for up to 200 ms:
+	 * uncorking sends it, and the cork goes back on. */
+	if (s->corked)
+		(void)syscall(SYS_setsockopt, s->bell, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
 	(void)syscall(SYS_sendto, s->bell, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+	if (s->corked)
+		(void)syscall(SYS_setsockopt, s->bell, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
 	s->st.bells_rung++;
+}
+
+void
+rb2_stream_corked(struct rb2_stream *s, int corked)
+{
+	s->corked = corked != 0;
 }
 
 /* After publishing data (@dir = ours) or freeing room (@dir = the peer's):
@@ -309,10 +328,15 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 size_t
 rb2_stream_nread(struct rb2_stream *s)
 {
-	struct rb2_msg m[32];
-	int n = rb2_rx_peek_burst(s->rx, m, 32);
+	struct rb2_msg m[RB2_STREAM_SLOTS];     /* a message takes a slot at least */
 	size_t bytes = 0;
+	int n;
 
+	/* Everything published, not only what the last read saw: nginx
+	 * reads exactly FIONREAD's count after a full read, then waits for
+	 * the next edge, which never comes if the count fell short. */
+	rb2_rx_look_again(s->rx);
+	n = rb2_rx_peek_burst(s->rx, m, RB2_STREAM_SLOTS);
 	for (int k = 0; k < n; k++)
 		bytes += rb2_msg_len(&m[k]);
 	return bytes > s->off ? bytes - s->off : 0;

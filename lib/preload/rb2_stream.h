@@ -78,7 +78,7 @@ ssize_t rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcn
  */
 ssize_t rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int peek);
 
-/** Bytes a read would get now (FIONREAD); messages past the first 32 not counted. */
+/** Bytes a read would get now (FIONREAD): everything published and unread. */
 size_t rb2_stream_nread(struct rb2_stream *s);
 
 /** POLLIN, POLLOUT, POLLRDHUP, POLLHUP and POLLERR as they stand now. */
@@ -114,6 +114,10 @@ void rb2_stream_edges(const struct rb2_stream *s, uint32_t *in, uint32_t *out);
 /** Awake: stop asking for bells for @p events (as armed), and read away
  *  the bytes that rang. errno is left as the caller's wait set it. */
 void rb2_stream_disarm(struct rb2_stream *s, int events);
+
+/** The program corked (TCP_CORK) the bell's socket, or uncorked it: a
+ *  bell then uncorks it for its byte (else held up to 200 ms). */
+void rb2_stream_corked(struct rb2_stream *s, int corked);
 
 /** Shut down writing (SHUT_WR): the peer reads what was sent, then 0. */
 void rb2_stream_shutdown_wr(struct rb2_stream *s);

@@ -636,6 +636,28 @@ rb2_tx_flush(struct rb2_tx *tx)
 }
 
 /**
+ * Take in what the sender published since the receiver last looked, even
+ * though messages it saw then are still unread: rb2_rx_peek_burst() reads
+ * the sender's tail only once everything it saw is released (one load per
+ * drained view, not per call). For a count of everything readable now
+ * (a stream's FIONREAD). Load/store transports only (shm, and verbs with
+ * WRITE sync); with completion-ring or marker sync it does nothing.
+ */
+static inline void
+rb2_rx_look_again(struct rb2_rx *rx)
+{
+	uint64_t t;
+
+	if (rx->poll_msg || rx->cq != NULL)
+		return;
+	/* Acquire, as in rb2_rx_peek_burst(); a torn read (verbs) never runs
+	 * ahead of the new value, and one behind what we hold is ignored. */
+	t = atomic_load_explicit(rx->local_tail, memory_order_acquire);
+	if ((int64_t)(t - rx->tail_seen) > 0)
+		rx->tail_seen = t;
+}
+
+/**
  * Look at up to @p n messages in place, oldest first, without releasing them.
  * Peeking again returns the same messages.
  *

@@ -21,6 +21,13 @@ only, so that they run the same under rb2-run and without it.
   rb2run_peer.py many PORT N BYTES   N connections one after the other, from
                                      this one process: each sends BYTES,
                                      half-closes and reads them back
+  rb2run_peer.py idle PORT           accept two connections; one thread
+                                     blocks in recv on the first, the main
+                                     thread in epoll on the second; each
+                                     echoes one message and ends
+  rb2run_peer.py wake PORT SECONDS   connect twice, stay silent SECONDS,
+                                     then send one message on each and read
+                                     the echoes
   rb2run_peer.py client PORT,PORT... BYTES
                                      the same with several servers at once,
                                      the writes and reads interleaved
@@ -136,6 +143,41 @@ def many(port, n, total):
     return 0 if whole == n else 1
 
 
+def idle(port):
+    import selectors
+    import threading
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port))
+    s.listen(2)
+    print("listening", flush=True)
+    a, _ = s.accept()
+    b, _ = s.accept()
+
+    def blocked_recv():
+        a.sendall(a.recv(100))
+
+    t = threading.Thread(target=blocked_recv)
+    t.start()
+    sel = selectors.EpollSelector()
+    sel.register(b, selectors.EVENT_READ)
+    sel.select()                          # no timeout: asleep until data
+    b.sendall(b.recv(100))
+    t.join()
+    print("echoed", flush=True)
+
+
+def wake(port, seconds):
+    a = socket.create_connection(("127.0.0.1", port))
+    b = socket.create_connection(("127.0.0.1", port))
+    time.sleep(seconds)
+    a.sendall(b"ping-a")
+    b.sendall(b"ping-b")
+    ok = a.recv(100) == b"ping-a" and b.recv(100) == b"ping-b"
+    print("woken: %s" % ("both" if ok else "WRONG"))
+    return 0 if ok else 1
+
+
 def waitall(port):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -162,6 +204,10 @@ if __name__ == "__main__":
         server(int(sys.argv[2]))
     elif sys.argv[1] == "waitall":
         waitall(int(sys.argv[2]))
+    elif sys.argv[1] == "idle":
+        idle(int(sys.argv[2]))
+    elif sys.argv[1] == "wake":
+        sys.exit(wake(int(sys.argv[2]), float(sys.argv[3])))
     elif sys.argv[1] == "echo":
         echo(int(sys.argv[2]), int(sys.argv[3]))
     elif sys.argv[1] == "many":

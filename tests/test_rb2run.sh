@@ -20,6 +20,7 @@
 #     its stats line tells them apart;
 #   - conformance: rb2run_conform's transcript is the same plainly and under
 #     rb2-run;
+#   - a thread blocked in recv or epoll_wait uses under 1% of a core;
 #   - arena slots are reused while the processes that used them live on.
 # The real applications are in test_rb2run_apps.sh (the full tier).
 set -uo pipefail
@@ -144,6 +145,28 @@ if timeout 60 "$conform" >"$tmp/conform.plain" 2>&1 &&
 else
 	fail "conformance: the transcripts differ (plain <, rb2-run >)"
 	cat "$tmp/conform.diff" "$tmp/conform.err" | head -40
+fi
+
+# Blocked is asleep: a server with one thread in recv and one in epoll_wait
+# on two rb2 connections uses less than 1% of a core while they are silent
+# for 3 s (its CPU time from /proc, in 10 ms ticks), and both wake when
+# the data comes.
+port=$(free_port)
+timeout 60 "$run" python3 "$peer" idle "$port" >"$tmp/idle.srv" 2>"$tmp/idle.srv.err" &
+ipid=$!
+for _ in $(seq 100); do grep -q listening "$tmp/idle.srv" 2>/dev/null && break; sleep 0.05; done
+timeout 60 "$run" python3 "$peer" wake "$port" 3 >"$tmp/idle.cli" 2>"$tmp/idle.cli.err" &
+sleep 0.5
+spid=$(pgrep -n -f "rb2run_peer.py idle $port")
+t0=$(awk '{print $14 + $15}' /proc/"$spid"/stat)
+sleep 2
+t1=$(awk '{print $14 + $15}' /proc/"$spid"/stat)
+wait
+if grep -q "woken: both" "$tmp/idle.cli" && grep -q echoed "$tmp/idle.srv" &&
+	grep -q " 2 connections over rb2" "$tmp/idle.srv.err" && [ $((t1 - t0)) -le 2 ]; then
+	ok "blocked in recv and in epoll_wait: $((t1 - t0)) ticks of CPU in 2 s (<= 2: under 1%), and both woke"
+else
+	fail "idle: $((t1 - t0)) ticks in 2 s; $(cat "$tmp/idle.cli" "$tmp/idle.srv")"
 fi
 
 # Arena slots are reused once both ends closed, while their processes live

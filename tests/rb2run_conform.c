@@ -509,6 +509,24 @@ main(void)
 	say("epoll_wait, exclusive: %s", ewait(ep2, 2000));
 	say("recv 100: %s", recv_sum(fd, 100, 0));
 	close(ep2);
+	/* Nested: a set holding the socket, inside another set. */
+	{
+		int inner = epoll_create1(0), outer = epoll_create1(0);
+
+		ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = 47 };
+		say("inner set, ADD IN: %s", CALL(epoll_ctl(inner, EPOLL_CTL_ADD, fd, &ev)));
+		ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = 48 };
+		say("outer set, ADD the inner: %s", CALL(epoll_ctl(outer, EPOLL_CTL_ADD, inner, &ev)));
+		say("outer epoll_wait, nothing: %s", ewait(outer, 0));
+		say("peer sends 9 after 50 ms: %s", ask("L 50 9"));
+		say("outer epoll_wait: %s", ewait(outer, 2000));
+		say("inner epoll_wait: %s", ewait(inner, 0));
+		say("recv 100: %s", recv_sum(fd, 100, 0));
+		say("inner epoll_wait, read: %s", ewait(inner, 0));
+		say("outer epoll_wait, read: %s", ewait(outer, 0));
+		close(outer);
+		close(inner);
+	}
 
 	/* Non-blocking: fcntl and FIONBIO. */
 	say("F_GETFL O_NONBLOCK: %d", (fcntl(fd, F_GETFL) & O_NONBLOCK) != 0);

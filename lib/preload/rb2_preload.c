@@ -224,6 +224,8 @@ static struct ep_set *_Atomic *eps;     /* by epoll fd: its stream entries */
 static struct psock *stream_of(int fd);
 static void ep_forget_fd(int fd);
 static void ep_adopt(int fd);
+struct ep_set;
+static void ep_mark_nested(struct ep_set *e, int fd);
 static void ep_forget_set(int epfd);
 
 /* RB2_RUN_DEBUG=1: the last calls on streams, kept for dump_streams(). */
@@ -1109,7 +1111,8 @@ select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
 struct ep_item {
 	int fd;
 	int kernel;                 /* the kernel's entry as asked: a TCP socket
-				     * added before it was connected */
+				     * added before it was connected, or ... */
+	int nested;                 /* ... an epoll fd, whose streams count */
 	uint32_t events;            /* as the program asked */
 	epoll_data_t data;
 	int last;                   /* EPOLLET: the events seen last ... */
@@ -1223,6 +1226,21 @@ ep_put(struct ep_set *e, int fd, const struct epoll_event *ev, int kernel)
 	return 0;
 }
 
+/* Whether @fd is an epoll fd (one readlink, on ADD of a non-socket). */
+static int
+is_epoll_fd(int fd)
+{
+	char path[64], link[32];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = '\0';
+	return strcmp(link, "anon_inode:[eventpoll]") == 0;
+}
+
 EXPORT int
 epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
@@ -1231,6 +1249,21 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	struct ep_set *e;
 	int ret;
 
+	/* An epoll set inside another: the kernel's entry as asked (the inner
+	 * set is readable when a bell in it is), and remembered, so that a
+	 * wait on the outer set looks at the inner set's streams and asks
+	 * them for bells. */
+	if (p == NULL && get(fd) == NULL && op != EPOLL_CTL_DEL && ev != NULL &&
+	    (ep_get(fd, 0) != NULL || (op == EPOLL_CTL_ADD && is_epoll_fd(fd)))) {
+		ret = real.epoll_ctl(epfd, op, fd, ev);
+		if (ret == 0 && (e = ep_get(epfd, 1)) != NULL && ep_get(fd, 1) != NULL) {
+			if (ep_put(e, fd, ev, 1) != 0)
+				ep_remove(e, fd);
+			else
+				ep_mark_nested(e, fd);
+		}
+		return ret;
+	}
 	if (p == NULL) {
 		/* A kernel fd: the kernel's entry. A TCP socket of ours is
 		 * remembered too: if it connects over rb2 later (nginx adds
@@ -1277,6 +1310,16 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	return 0;
 }
 
+static void
+ep_mark_nested(struct ep_set *e, int fd)
+{
+	pthread_mutex_lock(&e->lock);
+	for (unsigned int i = 0; i < e->n; i++)
+		if (e->it[i].fd == fd)
+			e->it[i].nested = 1;
+	pthread_mutex_unlock(&e->lock);
+}
+
 /* Socket @fd has just become a stream: each epoll entry the program made
  * for it before becomes a stream entry, its kernel half a bell. */
 static void
@@ -1301,22 +1344,52 @@ ep_adopt(int fd)
 	pthread_mutex_unlock(&ep_all_lock);
 }
 
-/* Whether @e holds a stream entry: else a wait is the kernel's alone. */
+/* Whether @e holds a stream entry, itself or in a set nested in it (the
+ * kernel allows 4 levels): else a wait is the kernel's alone. */
 static int
-ep_streams(struct ep_set *e)
+ep_streams_at(struct ep_set *e, int depth)
 {
 	int yes = 0;
 
 	pthread_mutex_lock(&e->lock);
-	for (unsigned int i = 0; i < e->n && !yes; i++)
-		yes = !e->it[i].kernel && stream_of(e->it[i].fd) != NULL;
+	for (unsigned int i = 0; i < e->n && !yes; i++) {
+		const struct ep_item *it = &e->it[i];
+
+		if (it->nested) {
+			struct ep_set *in = ep_get(it->fd, 0);
+
+			if (depth < 4 && in != NULL && in != e) {
+				pthread_mutex_unlock(&e->lock);
+				yes = ep_streams_at(in, depth + 1);
+				pthread_mutex_lock(&e->lock);
+			}
+		} else {
+			yes = !it->kernel && stream_of(it->fd) != NULL;
+		}
+	}
 	pthread_mutex_unlock(&e->lock);
 	return yes;
 }
 
-/* The stream entries of @e ready now, into @out (up to @max). */
+static int
+ep_streams(struct ep_set *e)
+{
+	return ep_streams_at(e, 0);
+}
+
+static int ep_ready_at(struct ep_set *e, struct epoll_event *out, int max, int look, int depth);
+
+/* The stream entries of @e ready now, into @out (up to @max), and each
+ * nested set with one ready, as readable. */
 static int
 ep_ready(struct ep_set *e, struct epoll_event *out, int max)
+{
+	return ep_ready_at(e, out, max, 0, 0);
+}
+
+/* @look: only whether something is ready (1 or 0), changing nothing. */
+static int
+ep_ready_at(struct ep_set *e, struct epoll_event *out, int max, int look, int depth)
 {
 	int n = 0;
 
@@ -1327,6 +1400,29 @@ ep_ready(struct ep_set *e, struct epoll_event *out, int max)
 		int want = (int)(it->events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
 		int ev;
 
+		if (it->nested && !it->off && (it->events & EPOLLIN) && depth < 4) {
+			struct ep_set *in = ep_get(it->fd, 0);
+			int ready;
+
+			if (in == NULL || in == e)
+				continue;
+			/* The inner set's own lock, never two at once. */
+			pthread_mutex_unlock(&e->lock);
+			ready = ep_ready_at(in, NULL, 1, 1, depth + 1);
+			pthread_mutex_lock(&e->lock);
+			if (i >= e->n || e->it[i].fd != it->fd || !ready)
+				continue;
+			if (look)
+				n++;
+			else {
+				out[n].events = EPOLLIN;
+				out[n].data = it->data;
+				n++;
+				if (it->events & EPOLLONESHOT)
+					it->off = 1;
+			}
+			continue;
+		}
 		if (p == NULL || it->off || it->kernel)
 			continue;
 		ev = rb2_stream_poll(p->st) & (want | POLLERR | POLLHUP);
@@ -1345,6 +1441,10 @@ ep_ready(struct ep_set *e, struct epoll_event *out, int max)
 				seen &= ~(EPOLLIN | EPOLLRDHUP);
 			if (out != it->out || full != it->tx_full)
 				seen &= ~EPOLLOUT;
+			if (look) {
+				n += (ev & ~seen) != 0;
+				continue;
+			}
 			it->last = ev;
 			it->in = in;
 			it->out = out;
@@ -1357,6 +1457,10 @@ ep_ready(struct ep_set *e, struct epoll_event *out, int max)
 		}
 		if (ev == 0)
 			continue;
+		if (look) {
+			n++;
+			continue;
+		}
 		trace('e', it->fd, ev, it->in);
 		out[n].events = (uint32_t)ev;
 		out[n].data = it->data;
@@ -1368,18 +1472,44 @@ ep_ready(struct ep_set *e, struct epoll_event *out, int max)
 	return n;
 }
 
-/* Awake: no more bells for the stream entries of @e. */
+/* About to sleep (@on): ask every stream entry of @e, and of the sets
+ * nested in it, for a bell; awake (!@on): no more bells. */
 static void
-ep_disarm(struct ep_set *e)
+ep_arm(struct ep_set *e, int on, int depth)
 {
 	pthread_mutex_lock(&e->lock);
 	for (unsigned int i = 0; i < e->n; i++) {
-		struct psock *p = stream_of(e->it[i].fd);
+		struct ep_item *it = &e->it[i];
+		struct psock *p = stream_of(it->fd);
+		int ev = (int)(it->events & (EPOLLIN | EPOLLOUT));
 
-		if (p != NULL && !e->it[i].kernel)
-			rb2_stream_disarm(p->st, (int)(e->it[i].events & (EPOLLIN | EPOLLOUT)));
+		if (it->nested && depth < 4) {
+			struct ep_set *in = ep_get(it->fd, 0);
+			int fd = it->fd;
+
+			if (in == NULL || in == e || (on && it->off))
+				continue;
+			pthread_mutex_unlock(&e->lock);
+			ep_arm(in, on, depth + 1);
+			pthread_mutex_lock(&e->lock);
+			if (i >= e->n || e->it[i].fd != fd)
+				break;               /* changed meanwhile: the next wait arms anew */
+			continue;
+		}
+		if (p == NULL || it->kernel || (on && it->off))
+			continue;
+		if (on)
+			rb2_stream_want(p->st, ev);
+		else
+			rb2_stream_disarm(p->st, ev);
 	}
 	pthread_mutex_unlock(&e->lock);
+}
+
+static void
+ep_disarm(struct ep_set *e)
+{
+	ep_arm(e, 0, 0);
 }
 
 static int
@@ -1404,15 +1534,7 @@ epoll_impl(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 			/* Sleep: ask every stream entry for a bell, then look once
 			 * more (an edge-triggered entry may hold data already
 			 * reported: that is no reason not to sleep). */
-			pthread_mutex_lock(&e->lock);
-			for (unsigned int i = 0; i < e->n; i++) {
-				struct psock *p = stream_of(e->it[i].fd);
-
-				if (p != NULL && !e->it[i].off && !e->it[i].kernel)
-					rb2_stream_want(p->st,
-						(int)(e->it[i].events & (EPOLLIN | EPOLLOUT)));
-			}
-			pthread_mutex_unlock(&e->lock);
+			ep_arm(e, 1, 0);
 			sleep = 1;
 			n = ep_ready(e, evs, max);
 			if (n > 0)
@@ -1440,9 +1562,14 @@ epoll_impl(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 			ep_disarm(e);
 		if (k < 0)
 			return n > 0 ? n : k;
-		/* Drop the bells: their streams are looked at next round. */
+		/* Drop the bells: their streams are looked at next round. Drop
+		 * too a nested set's kernel event already reported above. */
 		for (int i = n; i < n + k;) {
-			if ((evs[i].data.u64 & ~0xffffffffull) == EP_TAG) {
+			int dup = 0;
+
+			for (int j = 0; j < n && !dup; j++)
+				dup = evs[j].data.u64 == evs[i].data.u64;
+			if ((evs[i].data.u64 & ~0xffffffffull) == EP_TAG || dup) {
 				evs[i] = evs[n + k - 1];
 				k--;
 			} else {

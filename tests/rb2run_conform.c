@@ -416,6 +416,18 @@ main(void)
 		tv.tv_sec = 2;
 		SAY("select: %s, readable %d", select(fd + 1, &rd, NULL, NULL, &tv), FD_ISSET(fd, &rd) != 0);
 		say("recv 10: %s", recv_sum(fd, 10, 0));
+		{
+			struct timespec ts = { 2, 0 };
+			sigset_t none;
+
+			sigemptyset(&none);
+			say("peer sends 2 after 50 ms: %s", ask("L 50 2"));
+			FD_ZERO(&rd);
+			FD_SET(fd, &rd);
+			SAY("pselect: %s, readable %d", pselect(fd + 1, &rd, NULL, NULL, &ts, &none),
+			    FD_ISSET(fd, &rd) != 0);
+			say("recv 10: %s", recv_sum(fd, 10, 0));
+		}
 	}
 
 	/* readv/writev, recvmsg/sendmsg, recvfrom. */

@@ -83,6 +83,8 @@ static struct {
 	int (*poll)(struct pollfd *, nfds_t, int);
 	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
 	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+		       const sigset_t *);
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
 	int (*epoll_wait)(int, struct epoll_event *, int, int);
 	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
@@ -1053,18 +1055,14 @@ ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *m
 	return poll_impl(fds, n, ms, mask);
 }
 
-EXPORT int
-select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
+/* select and pselect over streams: the sets as a poll (@ms: -1 for ever). */
+static int
+select_impl(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, int ms, const sigset_t *mask)
 {
 	struct pollfd pf[FD_SETSIZE];
 	nfds_t n = 0;
-	int streams = 0, ms, r, count = 0;
+	int r, count = 0;
 
-	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
-		if ((rd && FD_ISSET(fd, rd)) || (wr && FD_ISSET(fd, wr)) || (ex && FD_ISSET(fd, ex)))
-			streams += stream_of(fd) != NULL;
-	if (streams == 0)
-		return real.select(nfds, rd, wr, ex, tv);
 	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++) {
 		short ev = (short)((rd && FD_ISSET(fd, rd) ? POLLIN : 0) |
 				   (wr && FD_ISSET(fd, wr) ? POLLOUT : 0) |
@@ -1073,8 +1071,7 @@ select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
 		if (ev != 0)
 			pf[n++] = (struct pollfd){ .fd = fd, .events = ev };
 	}
-	ms = tv == NULL ? -1 : (int)(tv->tv_sec * 1000 + tv->tv_usec / 1000);
-	r = poll_impl(pf, n, ms, NULL);
+	r = poll_impl(pf, n, ms, mask);
 	if (r < 0)
 		return r;
 	if (rd)
@@ -1100,6 +1097,36 @@ select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
 		}
 	}
 	return count;
+}
+
+/* Whether any fd of the sets is a stream: else the call is libc's. */
+static int
+select_streams(int nfds, fd_set *rd, fd_set *wr, fd_set *ex)
+{
+	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
+		if (((rd && FD_ISSET(fd, rd)) || (wr && FD_ISSET(fd, wr)) ||
+		     (ex && FD_ISSET(fd, ex))) && stream_of(fd) != NULL)
+			return 1;
+	return 0;
+}
+
+EXPORT int
+select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
+{
+	if (!select_streams(nfds, rd, wr, ex))
+		return real.select(nfds, rd, wr, ex, tv);
+	return select_impl(nfds, rd, wr, ex,
+			   tv == NULL ? -1 : (int)(tv->tv_sec * 1000 + tv->tv_usec / 1000), NULL);
+}
+
+EXPORT int
+pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts,
+	const sigset_t *mask)
+{
+	if (!select_streams(nfds, rd, wr, ex))
+		return real.pselect(nfds, rd, wr, ex, ts, mask);
+	return select_impl(nfds, rd, wr, ex,
+			   ts == NULL ? -1 : (int)(ts->tv_sec * 1000 + ts->tv_nsec / 1000000), mask);
 }
 
 /*
@@ -1812,7 +1839,7 @@ preload_init(void)
 	RESOLVE(connect); RESOLVE(bind); RESOLVE(read); RESOLVE(readv); RESOLVE(write);
 	RESOLVE(writev); RESOLVE(recv); RESOLVE(recvfrom); RESOLVE(recvmsg); RESOLVE(send);
 	RESOLVE(sendto); RESOLVE(sendmsg); RESOLVE(sendfile); RESOLVE(shutdown); RESOLVE(poll);
-	RESOLVE(ppoll); RESOLVE(select); RESOLVE(epoll_ctl); RESOLVE(epoll_wait);
+	RESOLVE(ppoll); RESOLVE(select); RESOLVE(pselect); RESOLVE(epoll_ctl); RESOLVE(epoll_wait);
 	RESOLVE(epoll_pwait); RESOLVE(fcntl); RESOLVE(ioctl); RESOLVE(dup); RESOLVE(dup2);
 	RESOLVE(dup3);
 #undef RESOLVE

@@ -20,6 +20,7 @@
 #     its stats line tells them apart;
 #   - conformance: rb2run_conform's transcript is the same plainly and under
 #     rb2-run;
+#   - exec ends an rb2 connection that is not FD_CLOEXEC, cleanly both ways;
 #   - a thread blocked in recv or epoll_wait uses under 1% of a core;
 #   - arena slots are reused while the processes that used them live on.
 # The real applications are in test_rb2run_apps.sh (the full tier).
@@ -145,6 +146,47 @@ if timeout 60 "$conform" >"$tmp/conform.plain" 2>&1 &&
 else
 	fail "conformance: the transcripts differ (plain <, rb2-run >)"
 	cat "$tmp/conform.diff" "$tmp/conform.err" | head -40
+fi
+
+# exec: an rb2 connection without FD_CLOEXEC ends before the exec. The peer
+# reads the bytes sent before it and then the end; the new program reads 0
+# from the inherited fd and its write fails with EPIPE (no bell bytes read
+# as data, no hang); the old image's stats line says so.
+port=$(free_port)
+timeout 60 "$run" python3 -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); print("listening", flush=True)
+c, _ = s.accept(); n = 0
+while True:
+    d = c.recv(65536)
+    if not d:
+        break
+    n += len(d)
+print("server got", n, "then the end", flush=True)' "$port" >"$tmp/ex.srv" 2>"$tmp/ex.srv.err" &
+for _ in $(seq 100); do grep -q listening "$tmp/ex.srv" 2>/dev/null && break; sleep 0.05; done
+timeout 60 "$run" python3 -c '
+import os, socket, sys
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+c.sendall(b"x" * 5000)
+fd = c.detach(); os.set_inheritable(fd, True)
+os.execv(sys.executable, [sys.executable, "-c", """
+import os, sys
+fd = int(sys.argv[1])
+r = os.read(fd, 100)
+try:
+    os.write(fd, b"late"); w = "written"
+except BrokenPipeError:
+    w = "EPIPE"
+print("new program: read", len(r), "bytes, write", w, flush=True)""", str(fd)])' "$port" \
+	>"$tmp/ex.cli" 2>"$tmp/ex.cli.err"
+wait
+if grep -q "new program: read 0 bytes, write EPIPE" "$tmp/ex.cli" &&
+	grep -q "server got 5000 then the end" "$tmp/ex.srv" &&
+	grep -q " 1 connections over rb2 (0 bytes in, 5000 out), 0 failed; 1 ended at exec (not FD_CLOEXEC)" "$tmp/ex.cli.err"; then
+	ok "exec: the inherited rb2 connection ended: $(cat "$tmp/ex.cli"), $(cat "$tmp/ex.srv" | tail -1)"
+else
+	fail "exec"; cat "$tmp/ex.cli" "$tmp/ex.cli.err" "$tmp/ex.srv"
 fi
 
 # Blocked is asleep: a server with one thread in recv and one in epoll_wait

@@ -93,6 +93,9 @@ static struct {
 	int (*dup)(int);
 	int (*dup2)(int, int);
 	int (*dup3)(int, int, int);
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
+	int (*fexecve)(int, char *const[], char *const[]);
 } real;
 
 /* ---- What this process knows of its sockets -------------------------------- */
@@ -132,6 +135,7 @@ static struct {
 	uint64_t offloaded, bytes_in, bytes_out, failed;
 	struct { char why[96]; uint64_t n; } plain[REASONS];
 	uint64_t plain_other;
+	uint64_t exec_ended;
 } stats = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void
@@ -1753,6 +1757,135 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	return ret;
 }
 
+/* ---- exec ----------------------------------------------------------------------------- */
+
+static void print_stats(void);
+
+/*
+ * A new program knows nothing of a stream: its fd would be the idle kernel
+ * socket, and the bells on it would read as data. So before an exec, every
+ * rb2 connection without FD_CLOEXEC ends: the peer reads what was sent and
+ * then the end, and the kernel socket is shut down both ways, so that the
+ * new program reads 0 and its writes fail with EPIPE. (If the exec fails,
+ * those connections stay ended.) glibc's exec functions call each other
+ * inside libc, so each is wrapped.
+ */
+static void
+before_exec(void)
+{
+	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
+		struct psock *p = atomic_load(&tab[fd]);
+		int fl;
+
+		if (p == NULL || p->st == NULL || p->inherited)
+			continue;
+		fl = real.fcntl((int)fd, F_GETFD);
+		if (fl < 0 || (fl & FD_CLOEXEC))
+			continue;
+		pthread_mutex_lock(&p->tx_lock);
+		pthread_mutex_lock(&p->rx_lock);
+		stream_end(p);
+		pthread_mutex_unlock(&p->rx_lock);
+		pthread_mutex_unlock(&p->tx_lock);
+		real.shutdown((int)fd, SHUT_RDWR);
+		pthread_mutex_lock(&stats.lock);
+		stats.exec_ended++;
+		pthread_mutex_unlock(&stats.lock);
+	}
+	print_stats();
+}
+
+EXPORT int
+execve(const char *path, char *const argv[], char *const envp[])
+{
+	before_exec();
+	return real.execve(path, argv, envp);
+}
+
+EXPORT int
+execv(const char *path, char *const argv[])
+{
+	before_exec();
+	return real.execve(path, argv, environ);
+}
+
+EXPORT int
+execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	before_exec();
+	return real.execvpe(file, argv, envp);
+}
+
+EXPORT int
+execvp(const char *file, char *const argv[])
+{
+	before_exec();
+	return real.execvpe(file, argv, environ);
+}
+
+EXPORT int
+fexecve(int fd, char *const argv[], char *const envp[])
+{
+	before_exec();
+	return real.fexecve(fd, argv, envp);
+}
+
+/* The list forms: their arguments into a vector (@envp_too: execle). */
+static int
+exec_list(int search, const char *file, const char *arg0, va_list ap, int envp_too)
+{
+	const char *argv[1024];
+	char *const *envp = environ;
+	int n = 0;
+
+	argv[n++] = arg0;
+	while (argv[n - 1] != NULL && n < 1024)
+		argv[n++] = va_arg(ap, const char *);
+	if (argv[n - 1] != NULL)
+		return (int)fail(E2BIG);
+	if (envp_too)
+		envp = va_arg(ap, char *const *);
+	before_exec();
+	return search ? real.execvpe(file, (char *const *)argv, envp) :
+		real.execve(file, (char *const *)argv, envp);
+}
+
+EXPORT int
+execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, arg);
+	r = exec_list(0, path, arg, ap, 0);
+	va_end(ap);
+	return r;
+}
+
+EXPORT int
+execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, arg);
+	r = exec_list(1, file, arg, ap, 0);
+	va_end(ap);
+	return r;
+}
+
+EXPORT int
+execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, arg);
+	r = exec_list(0, path, arg, ap, 1);
+	va_end(ap);
+	return r;
+}
+
 /* ---- Start, fork, exit ------------------------------------------------------------ */
 
 static void
@@ -1799,12 +1932,14 @@ dump_streams(int sig)
 static void
 print_stats(void)
 {
+	static int printed;
 	char line[1024];
 	int n;
 
 	/* A process that never touched TCP (a shell, a helper) has nothing to say. */
-	if (!active || !used || !want_stats)
+	if (!active || !used || !want_stats || printed)
 		return;
+	printed = 1;
 	/* Streams still open at exit: their bytes count too. */
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
@@ -1825,6 +1960,9 @@ print_stats(void)
 	if (stats.plain_other)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " kernel TCP: other",
 			      stats.plain_other);
+	if (stats.exec_ended)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64
+			      " ended at exec (not FD_CLOEXEC)", stats.exec_ended);
 	fprintf(stderr, "%s\n", line);
 }
 
@@ -1841,7 +1979,7 @@ preload_init(void)
 	RESOLVE(sendto); RESOLVE(sendmsg); RESOLVE(sendfile); RESOLVE(shutdown); RESOLVE(poll);
 	RESOLVE(ppoll); RESOLVE(select); RESOLVE(pselect); RESOLVE(epoll_ctl); RESOLVE(epoll_wait);
 	RESOLVE(epoll_pwait); RESOLVE(fcntl); RESOLVE(ioctl); RESOLVE(dup); RESOLVE(dup2);
-	RESOLVE(dup3);
+	RESOLVE(dup3); RESOLVE(execve); RESOLVE(execvpe); RESOLVE(fexecve);
 #undef RESOLVE
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (1u << 20))
 		rl.rlim_max = 1u << 20;

@@ -8,10 +8,13 @@ the ratio, and every round's figure.
 
   usertools/rb2_run_bench.py [--build build] [--rounds 3] [--seconds 3]
 
-Measured: sockperf ping-pong --tcp, 64 B, p50 latency; redis-benchmark GET and
-SET, 1 client and 50 clients. In rb2 mode both ends run under rb2-run, and
-every connection must have gone over rb2 (the stats lines say), or the run
-fails rather than report a kernel figure as rb2's.
+Measured (issue 42's table): sockperf ping-pong --tcp, 64 B, p50 latency;
+redis-benchmark GET and SET, 1 client and 50 clients; memcached -t 4 under
+memcslap --concurrency=4 --execute-number=20000 (seconds); nginx with 2
+workers serving a 1 KB file to wrk -t1 -c8 (requests/s); iperf3, one stream
+(Gbit/s). In rb2 mode both ends run under rb2-run, and every connection must
+have gone over rb2 (the stats lines say), or the run fails rather than
+report a kernel figure as rb2's.
 """
 import argparse
 import json
@@ -35,13 +38,14 @@ def free_port():
 
 
 def wait_port(port, timeout=10):
+    """Until something listens on @port, found without connecting (a probe
+    would be a kernel TCP connection of its own; iperf3 takes it for a test)."""
     t0 = time.time()
     while time.time() - t0 < timeout:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        r = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True)
+        if r.stdout.strip():
             return
-        except OSError:
-            time.sleep(0.05)
+        time.sleep(0.05)
     raise RuntimeError(f"nothing listens on {port}")
 
 
@@ -120,6 +124,89 @@ class Bench:
         return res
 
 
+    def memcached(self, mode):
+        port = free_port()
+        user = ["-u", "root"] if os.geteuid() == 0 else []
+        srv = subprocess.Popen(self.prefix(mode) + ["memcached", "-t", "4", "-l", "127.0.0.1",
+                                                    "-p", str(port), "-U", "0"] + user,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env=self.env)
+        try:
+            wait_port(port)
+            r = subprocess.run(self.prefix(mode) + ["memcslap", f"--servers=127.0.0.1:{port}",
+                                                    "--concurrency=4",
+                                                    "--execute-number=20000"],
+                               capture_output=True, text=True, env=self.env, timeout=300)
+        finally:
+            srv.terminate()
+            srv.wait()
+        m = re.search(r"Time total:\s+([\d.]+) seconds", r.stdout)
+        if r.returncode != 0 or not m:
+            raise RuntimeError(f"memcslap {mode}: {(r.stdout + r.stderr)[-300:]}")
+        self.check_rb2(mode, r.stderr, "memcslap")
+        return float(m.group(1))
+
+    def nginx(self, mode):
+        port = free_port()
+        d = os.path.join(self.tmp, "nginx")
+        os.makedirs(os.path.join(d, "www"), exist_ok=True)
+        with open(os.path.join(d, "www", "1k"), "wb") as f:
+            f.write(os.urandom(1024))
+        user = "user root;\n" if os.geteuid() == 0 else ""
+        with open(os.path.join(d, "nginx.conf"), "w") as f:
+            f.write(f"""{user}worker_processes 2;
+daemon off;
+pid {d}/nginx.pid;
+error_log {d}/error.log;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off;
+  sendfile on;
+  client_body_temp_path {d}/tmp;
+  proxy_temp_path {d}/tmp;
+  fastcgi_temp_path {d}/tmp;
+  uwsgi_temp_path {d}/tmp;
+  scgi_temp_path {d}/tmp;
+  server {{ listen 127.0.0.1:{port}; root {d}/www; }}
+}}
+""")
+        srv = subprocess.Popen(self.prefix(mode) + ["nginx", "-p", d, "-c",
+                                                    os.path.join(d, "nginx.conf"), "-e",
+                                                    os.path.join(d, "error.log")],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env=self.env)
+        try:
+            wait_port(port)
+            r = subprocess.run(self.prefix(mode) + ["wrk", "-t1", "-c8", f"-d{self.seconds}s",
+                                                    f"http://127.0.0.1:{port}/1k"],
+                               capture_output=True, text=True, env=self.env, timeout=300)
+        finally:
+            srv.terminate()
+            srv.wait()
+        m = re.search(r"Requests/sec:\s+([\d.]+)", r.stdout)
+        if r.returncode != 0 or not m or "Socket errors" in r.stdout or "Non-2xx" in r.stdout:
+            raise RuntimeError(f"wrk {mode}: {(r.stdout + r.stderr)[-300:]}")
+        self.check_rb2(mode, r.stderr, "wrk")
+        return float(m.group(1))
+
+    def iperf3(self, mode):
+        port = free_port()
+        srv = subprocess.Popen(self.prefix(mode) + ["iperf3", "-s", "-1", "-p", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env=self.env)
+        try:
+            wait_port(port)
+            r = subprocess.run(self.prefix(mode) + ["iperf3", "-c", "127.0.0.1", "-p",
+                                                    str(port), "-t", str(self.seconds), "-J"],
+                               capture_output=True, text=True, env=self.env, timeout=300)
+        finally:
+            srv.wait(timeout=30)
+        if r.returncode != 0:
+            raise RuntimeError(f"iperf3 {mode}: {(r.stdout + r.stderr)[-300:]}")
+        self.check_rb2(mode, r.stderr, "iperf3")
+        return json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"] / 1e9
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build")
@@ -127,10 +214,13 @@ def main():
     ap.add_argument("--seconds", type=int, default=3, help="sockperf's run per round")
     o = ap.parse_args()
     o.build = os.path.abspath(o.build)
-    for tool in ("sockperf", "redis-server", "redis-benchmark"):
+    os.environ["PATH"] += ":/usr/sbin"
+    for tool in ("sockperf", "redis-server", "redis-benchmark", "memcached", "memcslap",
+                 "nginx", "wrk", "iperf3"):
         if shutil.which(tool) is None:
             sys.exit(f"rb2_run_bench: {tool} is not installed (apt-get install sockperf "
-                     "redis-server redis-tools)")
+                     "redis-server redis-tools memcached libmemcached-tools nginx-light "
+                     "wrk iperf3)")
     b = Bench(o.build, o.seconds)
     rounds = {"kernel": [], "rb2": []}
     try:
@@ -139,6 +229,9 @@ def main():
             for mode in order:
                 fig = {"sockperf_p50_us": b.sockperf(mode)}
                 fig.update(b.redis(mode))
+                fig["memcslap_s"] = b.memcached(mode)
+                fig["nginx_1k_wrk_c8_rps"] = b.nginx(mode)
+                fig["iperf3_gbps"] = b.iperf3(mode)
                 rounds[mode].append(fig)
                 print(f"round {k + 1}/{o.rounds} {mode}: {fig}", file=sys.stderr)
     finally:
@@ -149,8 +242,9 @@ def main():
     for key in rounds["kernel"][0]:
         kern = [r[key] for r in rounds["kernel"]]
         rb2 = [r[key] for r in rounds["rb2"]]
-        # Latency: kernel / rb2 (higher is better for rb2); rates: rb2 / kernel.
-        per_round = [(a / c if key.endswith("_us") else c / a) for a, c in zip(kern, rb2)]
+        # Times: kernel / rb2 (higher is better for rb2); rates: rb2 / kernel.
+        per_round = [(a / c if key.endswith(("_us", "_s")) else c / a)
+                     for a, c in zip(kern, rb2)]
         result["measurements"][key] = {
             "kernel": statistics.median(kern), "rb2": statistics.median(rb2),
             "rb2_advantage": statistics.median(per_round),

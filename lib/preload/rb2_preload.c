@@ -591,7 +591,42 @@ now_ns(void)
 
 /* How long to look before sleeping: a peer on another core usually answers
  * within this; past it, a sleeper costs no CPU. */
-#define SPIN_NS 20000ull
+static uint64_t spin_ns = 20000;    /* RB2_RUN_SPIN_NS */
+
+/* Spinners: threads of this process spinning now. More than the CPUs
+ * can run besides the peer, and a spinner only takes a CPU from the thread
+ * that would answer it (memcached's 4 threads and memcslap's 4 on 2 vCPUs
+ * ran at half kernel TCP's speed): then a waiter sleeps at once. */
+static _Atomic int spinners;
+static int spin_max = 1;
+
+/* One wait's spin: how long it may spin, and whether it counts among the
+ * spinners (until it sleeps or returns). */
+struct spin {
+	uint64_t ns;
+	int counted;
+};
+
+static void
+spin_begin(struct spin *sp)
+{
+	sp->counted = 1;
+	sp->ns = atomic_fetch_add_explicit(&spinners, 1, memory_order_relaxed) < spin_max ?
+		spin_ns : 0;
+}
+
+/* Done spinning: about to sleep, or to return. */
+static void
+spin_done(struct spin *sp)
+{
+	if (sp->counted)
+		atomic_fetch_sub_explicit(&spinners, 1, memory_order_relaxed);
+	sp->counted = 0;
+}
+
+struct spin;
+static int wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t until,
+			    struct spin *sp);
 
 /* Block until the stream of @p (socket @fd) has @events, or @timeout_ms
  * passes (-1: never). @return 0, -EINTR, -ETIMEDOUT. */
@@ -600,7 +635,19 @@ wait_stream(struct psock *p, int fd, int events, int timeout_ms)
 {
 	uint64_t t0 = now_ns(), until = timeout_ms < 0 ? UINT64_MAX :
 		t0 + (uint64_t)timeout_ms * 1000000ull;
+	struct spin sp;
+	int r;
 
+	spin_begin(&sp);
+	r = wait_stream_spun(p, fd, events, t0, until, &sp);
+	spin_done(&sp);
+	return r;
+}
+
+static int
+wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t until,
+		 struct spin *sp)
+{
 	for (;;) {
 		struct pollfd pf = { .fd = fd, .events = POLLIN };
 		uint64_t now = now_ns();
@@ -610,8 +657,9 @@ wait_stream(struct psock *p, int fd, int events, int timeout_ms)
 			return 0;
 		if (now >= until)
 			return -ETIMEDOUT;
-		if (now - t0 < SPIN_NS)
+		if (now - t0 < sp->ns)
 			continue;
+		spin_done(sp);
 		if (rb2_stream_arm(p->st, events) != 0)
 			return 0;
 		/* Slices of 50 ms: a bell read away by another thread waiting
@@ -958,8 +1006,23 @@ stream_revents(struct psock *p, short events)
 	return (short)(ev & (events | POLLERR | POLLHUP | POLLNVAL));
 }
 
+static int poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask,
+		     struct spin *sp);
+
 static int
 poll_impl(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
+{
+	struct spin sp;
+	int r;
+
+	spin_begin(&sp);
+	r = poll_spun(fds, n, timeout_ms, mask, &sp);
+	spin_done(&sp);
+	return r;
+}
+
+static int
+poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, struct spin *sp)
 {
 	struct pollfd *k = NULL;
 	uint64_t t0 = now_ns();
@@ -1007,8 +1070,9 @@ poll_impl(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 			free(k);
 			return 0;
 		}
-		if (now - t0 < SPIN_NS)
+		if (now - t0 < sp->ns)
 			continue;
+		spin_done(sp);
 		/* Sleep: every stream armed, then the kernel waits on all. */
 		for (nfds_t i = 0; i < n; i++) {
 			struct psock *p = stream_of(fds[i].fd);
@@ -1543,8 +1607,24 @@ ep_disarm(struct ep_set *e)
 	ep_arm(e, 0, 0);
 }
 
+static int epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms,
+		      const sigset_t *mask, struct spin *sp);
+
 static int
 epoll_impl(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sigset_t *mask)
+{
+	struct spin sp;
+	int r;
+
+	spin_begin(&sp);
+	r = epoll_spun(epfd, evs, max, timeout_ms, mask, &sp);
+	spin_done(&sp);
+	return r;
+}
+
+static int
+epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sigset_t *mask,
+	   struct spin *sp)
 {
 	struct ep_set *e = ep_get(epfd, 0);
 	uint64_t t0 = now_ns();
@@ -1561,7 +1641,8 @@ epoll_impl(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 		left = timeout_ms < 0 ? -1 : timeout_ms - (int)((now - t0) / 1000000ull);
 		if (left < 0 && timeout_ms >= 0)
 			left = 0;
-		if (n == 0 && left != 0 && now - t0 >= SPIN_NS) {
+		if (n == 0 && left != 0 && now - t0 >= sp->ns) {
+			spin_done(sp);
 			/* Sleep: ask every stream entry for a bell, then look once
 			 * more (an edge-triggered entry may hold data already
 			 * reported: that is no reason not to sleep). */
@@ -1999,6 +2080,15 @@ preload_init(void)
 	/* Read now: nginx clears its workers' environment. */
 	t = getenv("RB2_RUN_STATS");
 	want_stats = t != NULL && strcmp(t, "1") == 0;
+	/* Spinners at once: the CPUs less one for the peer, at least 1. */
+	{
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		spin_max = cpus > 2 ? (int)cpus - 1 : 1;
+	}
+	t = getenv("RB2_RUN_SPIN_NS");
+	if (t != NULL)
+		spin_ns = strtoull(t, NULL, 10);
 	t = getenv("RB2_RUN_DEBUG");
 	if (t != NULL && strcmp(t, "1") == 0) {
 		debug_trace = 1;

@@ -405,8 +405,12 @@ rb2_stream_disarm(struct rb2_stream *s, int events)
 		atomic_store_explicit(&s->ctl->rd_sleeps[!s->me], 0, memory_order_relaxed);
 	if (events & POLLOUT)
 		atomic_store_explicit(&s->ctl->wr_sleeps[s->me], 0, memory_order_relaxed);
-	/* The bell's bytes: read them away, so the socket stops being readable. */
-	while (syscall(SYS_recvfrom, s->bell, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL) > 0)
+	/* The bell's bytes: read them away, so the socket stops being readable.
+	 * A read that did not fill the buffer found them all: no second call
+	 * to learn so (a bell after it makes the socket readable again, and
+	 * a kernel epoll entry fires anew). */
+	while (syscall(SYS_recvfrom, s->bell, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL) ==
+	       (long)sizeof(buf))
 		;
 	errno = err;
 }

@@ -230,7 +230,6 @@ static struct ep_set *_Atomic *eps;     /* by epoll fd: its stream entries */
 static struct psock *stream_of(int fd);
 static void ep_forget_fd(int fd);
 static void ep_adopt(int fd);
-struct ep_set;
 static void ep_mark_nested(struct ep_set *e, int fd);
 static void ep_forget_set(int epfd);
 
@@ -624,7 +623,6 @@ spin_done(struct spin *sp)
 	sp->counted = 0;
 }
 
-struct spin;
 static int wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t until,
 			    struct spin *sp);
 

@@ -44,8 +44,18 @@ trap '"$sockd" --stop >/dev/null 2>&1; kill $(jobs -p) 2>/dev/null; rm -rf "$tmp
 
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
+# nobody runs copies: the source and build trees may sit where nobody
+# cannot reach (a clone under a 0700 directory). rb2-run and the library
+# need nothing else of the build.
+mkdir "$tmp/nobody"
+cp "$run" "$build/lib/preload/librb2_preload.so" "$peer" "$hostile" "$tmp/nobody/"
+chmod -R a+rX "$tmp/nobody"
+nrun=$tmp/nobody/rb2-run
+npeer=$tmp/nobody/rb2run_peer.py
+nhostile=$tmp/nobody/rb2run_hostile.py
 as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups --reset-env \
-	env RB2_SOCKD_PATH="$RB2_SOCKD_PATH" RB2_RUN_STATS=1 PATH=/usr/bin:/bin "$@"; }
+	env RB2_SOCKD_PATH="$RB2_SOCKD_PATH" RB2_RUN_STATS=1 PATH=/usr/bin:/bin \
+	RB2_PRELOAD_LIB="$tmp/nobody/librb2_preload.so" "$@"; }
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -61,7 +71,7 @@ log=$RB2_SOCKD_PATH.log
 port=$(free_port)
 timeout 60 "$run" python3 "$peer" server "$port" >"$tmp/u.srv" 2>"$tmp/u.srv.err" &
 wait_listening "$tmp/u.srv"
-as_nobody timeout 60 "$run" python3 "$peer" client "$port" 2000000 >"$tmp/u.cli" 2>"$tmp/u.cli.err"
+as_nobody timeout 60 "$nrun" python3 "$npeer" client "$port" 2000000 >"$tmp/u.cli" 2>"$tmp/u.cli.err"
 wait
 if grep -q "up: whole, down: whole" "$tmp/u.cli" &&
 	grep -q " 1 connections over rb2 (2000073 bytes in, 2000000 out), 0 failed$" "$tmp/u.cli.err" &&
@@ -123,7 +133,7 @@ fi
 
 # ---- A hostile process -----------------------------------------------------------
 before=$("$sockd" --stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["bad"])')
-as_nobody python3 "$hostile" "$RB2_SOCKD_PATH" "$port" >"$tmp/hostile.out" 2>&1
+as_nobody python3 "$nhostile" "$RB2_SOCKD_PATH" "$port" >"$tmp/hostile.out" 2>&1
 hrc=$?
 after=$("$sockd" --stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["bad"])')
 refused=$(grep -c -- "-> PLAIN: refused: \|-> closed" "$tmp/hostile.out")

@@ -21,6 +21,7 @@
 #   - conformance: rb2run_conform's transcript is the same plainly and under
 #     rb2-run;
 #   - exec ends an rb2 connection that is not FD_CLOEXEC, cleanly both ways;
+#   - passing an rb2 connection over SCM_RIGHTS fails with EOPNOTSUPP, said;
 #   - a thread blocked in recv or epoll_wait uses under 1% of a core;
 #   - arena slots are reused while the processes that used them live on.
 # The real applications are in test_rb2run_apps.sh (the full tier).
@@ -187,6 +188,30 @@ if grep -q "new program: read 0 bytes, write EPIPE" "$tmp/ex.cli" &&
 	ok "exec: the inherited rb2 connection ended: $(cat "$tmp/ex.cli"), $(cat "$tmp/ex.srv" | tail -1)"
 else
 	fail "exec"; cat "$tmp/ex.cli" "$tmp/ex.cli.err" "$tmp/ex.srv"
+fi
+
+# Passing an rb2 connection to another process (SCM_RIGHTS) is refused with
+# EOPNOTSUPP and a line naming the call; a kernel fd still passes.
+port=$(free_port)
+timeout 60 "$run" python3 "$peer" echo "$port" 1 >"$tmp/sr.srv" 2>/dev/null &
+for _ in $(seq 100); do grep -q listening "$tmp/sr.srv" 2>/dev/null && break; sleep 0.05; done
+timeout 60 "$run" python3 -c '
+import errno, os, socket, sys
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+a, b = socket.socketpair()
+try:
+    socket.send_fds(a, [b"x"], [c.fileno()]); print("rb2 fd passed")
+except OSError as e:
+    print("rb2 fd:", "EOPNOTSUPP" if e.errno == errno.EOPNOTSUPP else e)
+r, w = os.pipe()
+socket.send_fds(a, [b"y"], [r]); print("pipe passed")
+c.sendall(b"done"); c.shutdown(socket.SHUT_WR); c.recv(10)' "$port" >"$tmp/sr.cli" 2>"$tmp/sr.cli.err"
+wait
+if grep -q "rb2 fd: EOPNOTSUPP" "$tmp/sr.cli" && grep -q "pipe passed" "$tmp/sr.cli" &&
+	grep -q "cannot be passed to another process (SCM_RIGHTS): EOPNOTSUPP" "$tmp/sr.cli.err"; then
+	ok "SCM_RIGHTS: an rb2 connection is refused with EOPNOTSUPP and said so; a pipe passes"
+else
+	fail "SCM_RIGHTS"; cat "$tmp/sr.cli" "$tmp/sr.cli.err"
 fi
 
 # Blocked is asleep: a server with one thread in recv and one in epoll_wait

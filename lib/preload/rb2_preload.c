@@ -941,10 +941,35 @@ sendmsg(int fd, const struct msghdr *mh, int flags)
 {
 	struct psock *p = stream_of(fd);
 
-	if (p == NULL)
+	if (p == NULL) {
+		/* An rb2 connection passed to another process (SCM_RIGHTS over
+		 * a unix socket) would arrive as its idle kernel socket: the
+		 * receiver would read nothing, or the bells. Refused, and said. */
+		for (struct cmsghdr *c = mh != NULL && mh->msg_controllen >= sizeof(struct cmsghdr) ?
+			     CMSG_FIRSTHDR((struct msghdr *)mh) : NULL;
+		     c != NULL; c = CMSG_NXTHDR((struct msghdr *)mh, c)) {
+			size_t nfd;
+
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+			    c->cmsg_len < CMSG_LEN(0))
+				continue;
+			nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (size_t k = 0; k < nfd; k++) {
+				int x;
+
+				memcpy(&x, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+				if (stream_of(x) != NULL) {
+					fprintf(stderr, "rb2-run: sendmsg on fd %d: fd %d is a connection "
+						"over rb2, which cannot be passed to another process "
+						"(SCM_RIGHTS): EOPNOTSUPP\n", fd, x);
+					return fail(EOPNOTSUPP);
+				}
+			}
+		}
 		return real.sendmsg(fd, mh, flags);
+	}
 	if (mh->msg_controllen != 0)
-		return fail(EOPNOTSUPP);   /* SCM_RIGHTS and the like: not over a stream */
+		return fail(EOPNOTSUPP);   /* control messages: not over a stream */
 	return s_send(p, fd, mh->msg_iov, (int)mh->msg_iovlen, flags);
 }
 

@@ -21,7 +21,8 @@
 #   - conformance: rb2run_conform's transcript is the same plainly and under
 #     rb2-run;
 #   - exec ends an rb2 connection that is not FD_CLOEXEC, cleanly both ways;
-#   - passing an rb2 connection over SCM_RIGHTS fails with EOPNOTSUPP, said;
+#   - passing an rb2 connection over SCM_RIGHTS, and MSG_OOB, fail with
+#     EOPNOTSUPP and a line that says so;
 #   - a thread blocked in recv or epoll_wait uses under 1% of a core;
 #   - arena slots are reused while the processes that used them live on.
 # The real applications are in test_rb2run_apps.sh (the full tier).
@@ -190,8 +191,9 @@ else
 	fail "exec"; cat "$tmp/ex.cli" "$tmp/ex.cli.err" "$tmp/ex.srv"
 fi
 
-# Passing an rb2 connection to another process (SCM_RIGHTS) is refused with
-# EOPNOTSUPP and a line naming the call; a kernel fd still passes.
+# Passing an rb2 connection to another process (SCM_RIGHTS), and urgent
+# data, are refused with EOPNOTSUPP and a line naming the call; a kernel fd
+# still passes.
 port=$(free_port)
 timeout 60 "$run" python3 "$peer" echo "$port" 1 >"$tmp/sr.srv" 2>/dev/null &
 for _ in $(seq 100); do grep -q listening "$tmp/sr.srv" 2>/dev/null && break; sleep 0.05; done
@@ -205,11 +207,17 @@ except OSError as e:
     print("rb2 fd:", "EOPNOTSUPP" if e.errno == errno.EOPNOTSUPP else e)
 r, w = os.pipe()
 socket.send_fds(a, [b"y"], [r]); print("pipe passed")
+try:
+    c.send(b"!", socket.MSG_OOB); print("MSG_OOB sent")
+except OSError as e:
+    print("MSG_OOB:", "EOPNOTSUPP" if e.errno == errno.EOPNOTSUPP else e)
 c.sendall(b"done"); c.shutdown(socket.SHUT_WR); c.recv(10)' "$port" >"$tmp/sr.cli" 2>"$tmp/sr.cli.err"
 wait
 if grep -q "rb2 fd: EOPNOTSUPP" "$tmp/sr.cli" && grep -q "pipe passed" "$tmp/sr.cli" &&
-	grep -q "cannot be passed to another process (SCM_RIGHTS): EOPNOTSUPP" "$tmp/sr.cli.err"; then
-	ok "SCM_RIGHTS: an rb2 connection is refused with EOPNOTSUPP and said so; a pipe passes"
+	grep -q "cannot be passed to another process (SCM_RIGHTS): EOPNOTSUPP" "$tmp/sr.cli.err" &&
+	grep -q "MSG_OOB: EOPNOTSUPP" "$tmp/sr.cli" &&
+	grep -q "send with MSG_OOB (no urgent data on a stream) is not supported" "$tmp/sr.cli.err"; then
+	ok "SCM_RIGHTS and MSG_OOB on an rb2 connection: EOPNOTSUPP, and a line that says so; a pipe passes"
 else
 	fail "SCM_RIGHTS"; cat "$tmp/sr.cli" "$tmp/sr.cli.err"
 fi

@@ -679,6 +679,16 @@ fail(int err)
 	return -1;
 }
 
+/* A use an rb2 connection cannot carry: EOPNOTSUPP, and a line that names
+ * it, so that nothing is silently different from TCP. */
+static ssize_t
+refuse_call(int fd, const char *what)
+{
+	fprintf(stderr, "rb2-run: fd %d is a connection over rb2: %s is not supported: "
+		"EOPNOTSUPP\n", fd, what);
+	return fail(EOPNOTSUPP);
+}
+
 /* Step @v (@n entries) past @done bytes, in one move: @return the entries left. */
 static int
 iov_skip(struct iovec *v, int n, size_t done)
@@ -706,7 +716,7 @@ s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 	ssize_t r = 0;
 
 	if (flags & MSG_OOB)
-		return fail(EOPNOTSUPP);    /* no urgent data on a stream */
+		return refuse_call(fd, "recv with MSG_OOB (no urgent data on a stream)");
 	if (iovcnt < 0 || iovcnt > 1024)
 		return fail(EINVAL);
 	for (int i = 0; i < iovcnt; i++) {
@@ -769,7 +779,7 @@ s_send(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 	ssize_t r = 0;
 
 	if (flags & MSG_OOB)
-		return fail(EOPNOTSUPP);
+		return refuse_call(fd, "send with MSG_OOB (no urgent data on a stream)");
 	if (iovcnt < 0 || iovcnt > 1024)
 		return fail(EINVAL);
 	for (int i = 0; i < iovcnt; i++) {
@@ -1854,6 +1864,8 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 		else
 			p->sndtimeo_ms = ms;
 	}
+	if (p != NULL && p->st != NULL && level == IPPROTO_TCP && name == TCP_REPAIR)
+		return (int)refuse_call(fd, "TCP_REPAIR");
 	ret = real_setsockopt(fd, level, name, val, len);
 	if (ret == 0 && p != NULL && p->st != NULL && level == IPPROTO_TCP && name == TCP_CORK &&
 	    val != NULL && len >= sizeof(int))

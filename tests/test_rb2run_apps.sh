@@ -20,7 +20,9 @@
 #     proxy to itself (upstream sockets in epoll before their connect); wrk
 #     without socket errors;
 #   - iperf3: both directions, and -P 4;
-#   - sockperf: ping-pong and throughput.
+#   - sockperf: ping-pong and throughput;
+#   - faults: rb2-sockd killed mid-stream (the transfer goes on, whole), and
+#     a client killed mid-stream (its peer reads the end within 2 s).
 # The quickstart installs these programs; a missing one fails the test and
 # names its package.
 set -uo pipefail
@@ -269,6 +271,62 @@ else
 	fail "sockperf throughput"; tail -n 5 "$tmp/tp.out"
 fi
 kill "$spid"; wait "$spid" 2>/dev/null
+
+# ---- Faults --------------------------------------------------------------------
+# The service is not in the data path: killed mid-stream, the transfer goes
+# on, whole.
+peer=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/rb2run_peer.py
+port=$(free_port)
+timeout 60 "$run" python3 "$peer" server "$port" >"$tmp/fk.srv" 2>"$tmp/fk.srv.err" &
+for _ in $(seq 100); do grep -q listening "$tmp/fk.srv" 2>/dev/null && break; sleep 0.05; done
+pairs() { "$sockd" --stats | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+p0=$(pairs pairs)
+timeout 60 "$run" python3 "$peer" client "$port" 30000000 >"$tmp/fk.cli" 2>"$tmp/fk.cli.err" &
+cpid=$!
+for _ in $(seq 100); do [ "$(pairs pairs)" -gt "$p0" ] && break; sleep 0.05; done
+kill -9 "$(pairs pid)"          # once the connection is paired
+wait "$cpid"; crc=$?
+wait
+if [ $crc = 0 ] && grep -q "up: whole, down: whole" "$tmp/fk.cli" && over_rb2 "$tmp/fk.cli.err"; then
+	ok "rb2-sockd killed (SIGKILL) mid-stream: the 30 MB transfer went on over rb2, whole"
+else
+	fail "service killed mid-stream (rc $crc)"; cat "$tmp/fk.cli" "$tmp/fk.cli.err"
+fi
+# A program killed mid-stream: its peer reads the end within a bound, as
+# over TCP (the kernel closes a dead process's sockets).
+port=$(free_port)
+timeout 60 "$run" python3 -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); print("listening", flush=True)
+c, _ = s.accept(); n = 0; t = None
+while True:
+    try:
+        d = c.recv(65536)
+    except ConnectionResetError:
+        print("reset after", n, flush=True); break
+    if not d:
+        print("end after", n, flush=True); break
+    n += len(d)' "$port" >"$tmp/kp.srv" 2>"$tmp/kp.srv.err" &
+spid=$!
+for _ in $(seq 100); do grep -q listening "$tmp/kp.srv" 2>/dev/null && break; sleep 0.05; done
+"$run" python3 -c '
+import socket, sys
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+while True:
+    c.sendall(b"z" * 4096)' "$port" 2>"$tmp/kp.cli.err" &
+kpid=$!
+sleep 0.5
+t0=$(date +%s%N)
+{ kill -9 "$kpid"; wait "$kpid"; } 2>/dev/null
+wait "$spid"
+dt=$((($(date +%s%N) - t0) / 1000000))
+if grep -q "^\(end\|reset\) after [0-9]*" "$tmp/kp.srv" && [ $dt -lt 2000 ] &&
+	grep -q " 1 connections over rb2" "$tmp/kp.srv.err"; then
+	ok "a client killed mid-stream: its rb2 peer read the $(tail -n 1 "$tmp/kp.srv" | cut -d' ' -f1) $dt ms later ($(tail -n 1 "$tmp/kp.srv") bytes)"
+else
+	fail "killed client: '$(cat "$tmp/kp.srv")' after $dt ms"; cat "$tmp/kp.srv.err"
+fi
 
 echo "rb2-run apps: $fails failure(s)"
 [ $fails -eq 0 ]

@@ -644,6 +644,19 @@ main(void)
 	}
 	close(fd);
 
+	/* A close with unread data is a reset: the peer's reads fail. */
+	fd = connect_peer();
+	say("send 5, which the peer will not read: %s", CALL(send(fd, "hello", 5, 0)));
+	usleep(20000);
+	say("peer closes with them unread: %s", ask("C"));
+	usleep(20000);
+	pf = (struct pollfd){ .fd = fd, .events = POLLIN | POLLOUT | POLLRDHUP };
+	SAY("poll: %s, revents %s", poll(&pf, 1, 2000), pev(pf.revents));
+	say("recv after the reset: %s", recv_sum(fd, 10, 0));
+	say("recv again: %s", recv_sum(fd, 10, 0));
+	say("send after the reset: %s", CALL(send(fd, "x", 1, MSG_NOSIGNAL)));
+	close(fd);
+
 	/* A bulk transfer with sendfile, and a big one both ways. */
 	fd = connect_peer();
 	{

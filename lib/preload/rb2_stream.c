@@ -35,6 +35,7 @@ struct stream_ctl {
 	_Atomic uint32_t wr_sleeps[2];   /* direction d's writer wants a bell for room */
 	_Atomic uint32_t shut[2];        /* direction d's writer sent its last byte */
 	_Atomic uint32_t closed[2];      /* end e closed: its reads are over */
+	_Atomic uint32_t reset[2];       /* end e closed with bytes unread: TCP's RST */
 	/* Events for edge-triggered waiters, as the kernel's wake-ups: */
 	_Atomic uint32_t pub[2];         /* direction d's writer published or shut down */
 	_Atomic uint32_t rel[2];         /* direction d's reader freed room or closed */
@@ -53,6 +54,7 @@ struct rb2_stream {
 	int bell;
 	int wr_shut;
 	int reset;               /* a write after the peer's close was taken */
+	int rst_seen;            /* a read reported the peer's reset */
 	int corked;              /* the program set TCP_CORK on the bell's socket */
 	uint32_t off;            /* bytes of the first unreleased message already read */
 	struct rb2_stream_stats st;
@@ -178,7 +180,7 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 
 	for (int k = 0; k < iovcnt; k++)
 		left += iov[k].iov_len;
-	if (s->wr_shut)
+	if (s->wr_shut || atomic_load_explicit(&s->ctl->reset[!s->me], memory_order_acquire))
 		return -EPIPE;
 	if (atomic_load_explicit(&s->ctl->closed[!s->me], memory_order_acquire)) {
 		/* As TCP: the first write after the peer closed is taken (and
@@ -256,6 +258,14 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 	unsigned int released = 0;
 	int n, i = 0;
 
+	/* The peer closed with our bytes unread: as TCP's RST, one read fails
+	 * with ECONNRESET, and what it had sent is dropped; then the end. */
+	if (atomic_load_explicit(&s->ctl->reset[!s->me], memory_order_acquire)) {
+		if (s->rst_seen || peek)
+			return s->rst_seen ? 0 : -ECONNRESET;
+		s->rst_seen = 1;
+		return -ECONNRESET;
+	}
 	while (i < iovcnt && iov[i].iov_len == 0)
 		i++;
 	if (i == iovcnt)
@@ -347,7 +357,11 @@ rb2_stream_poll(struct rb2_stream *s)
 {
 	struct rb2_msg m;
 	void *slot;
-	int ev = 0, n = rb2_rx_peek_burst(s->rx, &m, 1), w;
+	int ev = 0, n, w;
+
+	if (atomic_load_explicit(&s->ctl->reset[!s->me], memory_order_acquire))
+		return POLLIN | POLLOUT | POLLRDHUP | POLLHUP | (s->rst_seen ? 0 : POLLERR);
+	n = rb2_rx_peek_burst(s->rx, &m, 1);
 
 	if (n > 0)
 		ev |= POLLIN;
@@ -433,8 +447,14 @@ void
 rb2_stream_close(struct rb2_stream *s)
 {
 	if (s->ctl != NULL) {
+		struct rb2_msg m;
+
 		if (s->tx != NULL)
 			rb2_stream_shutdown_wr(s);
+		/* Bytes the peer sent that nobody read: TCP answers with a
+		 * reset, not a FIN. */
+		if (s->rx != NULL && (s->off > 0 || rb2_rx_peek_burst(s->rx, &m, 1) > 0))
+			atomic_store_explicit(&s->ctl->reset[s->me], 1, memory_order_release);
 		atomic_store_explicit(&s->ctl->closed[s->me], 1, memory_order_release);
 		bump(&s->ctl->rel[!s->me]);
 		/* A writer waiting for room learns that nobody will read. */

@@ -122,7 +122,10 @@ void rb2_stream_corked(struct rb2_stream *s, int corked);
 /** Shut down writing (SHUT_WR): the peer reads what was sent, then 0. */
 void rb2_stream_shutdown_wr(struct rb2_stream *s);
 
-/** Close this end: the peer reads what was sent, then 0; its writes get EPIPE. */
+/** Close this end: the peer reads what was sent, then 0; its writes get EPIPE.
+ *  If bytes the peer sent are still unread here, it is TCP's reset instead:
+ *  the peer's next read fails with ECONNRESET (what this end had sent is
+ *  dropped), its poll says POLLERR|POLLHUP, its writes get EPIPE. */
 void rb2_stream_close(struct rb2_stream *s);
 
 /** What went through this end. */

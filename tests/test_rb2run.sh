@@ -5,7 +5,10 @@
 # rb2-run on one host (doc/guides/apps/rb2-run.md): unmodified programs whose
 # TCP connections go over rb2 when both ends run under rb2-run.
 #
-#   test_rb2run.sh BUILD_DIR
+#   test_rb2run.sh BUILD_DIR [fast]
+#
+# fast (the fast tier) runs the transfer, the flipped byte, the conformance
+# program and no service; the full tier runs everything:
 #
 #   - rb2-run starts rb2-sockd itself (a private socket, stopped at the end);
 #   - both ends under rb2-run: 8 MB each way, whole, through rb2 (the stats
@@ -29,6 +32,7 @@
 set -uo pipefail
 
 build=$(cd "$1" && pwd)
+mode=${2:-full}                  # fast: the fast tier's share (below)
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 run=$build/apps/rb2-run/rb2-run
 sockd=$build/apps/rb2-sockd/rb2-sockd
@@ -80,6 +84,7 @@ else
 	fail "rb2-sockd --stats: $("$sockd" --stats 2>&1)"
 fi
 
+if [ "$mode" = full ]; then
 # A plain client to an rb2-run server, and the other way.
 if pair plain_cli "$run" "" 1000000 && grep -q "up: whole, down: whole" "$tmp/plain_cli.cli" &&
 	grep -q "1 kernel TCP: the client is not under rb2-run" "$tmp/plain_cli.srv.err"; then
@@ -108,6 +113,7 @@ else
 	fail "MSG_WAITALL"; cat "$tmp/wa.srv" "$tmp/wa.srv.err"
 fi
 
+fi
 # A byte flipped on the rb2 path: the transfer check catches it.
 if ! pair flip "$run" "$run" 1000000 RB2_RUN_FAULT_FLIP=500000 &&
 	grep -q "down: DIFFERS" "$tmp/flip.cli"; then
@@ -116,6 +122,7 @@ else
 	fail "a flipped byte went unnoticed"; cat "$tmp/flip.cli"
 fi
 
+if [ "$mode" = full ]; then
 # One client, two servers at once: one under rb2-run, one plain.
 p1=$(free_port); p2=$(free_port)
 timeout 60 "$run" python3 "$peer" server "$p1" >"$tmp/mx1.srv" 2>/dev/null &
@@ -133,6 +140,7 @@ else
 	fail "mixed peers"; cat "$tmp/mx.cli" "$tmp/mx.cli.err"
 fi
 
+fi
 # Conformance: one socket program (tests/rb2run_conform.c: connect, the
 # reads and writes with their flags, poll/select/epoll level, edge and
 # one-shot, non-blocking, timeouts, EINTR, dup, half-close, EPIPE and
@@ -150,6 +158,7 @@ else
 	cat "$tmp/conform.diff" "$tmp/conform.err" | head -40
 fi
 
+if [ "$mode" = full ]; then
 # exec: an rb2 connection without FD_CLOEXEC ends before the exec. The peer
 # reads the bytes sent before it and then the end; the new program reads 0
 # from the inherited fd and its write fails with EPIPE (no bell bytes read
@@ -264,6 +273,7 @@ else
 fi
 "$sockd" --socket "$sock4" --stop >/dev/null 2>&1
 
+fi
 # No service: everything is kernel TCP, and says so.
 "$sockd" --stop >/dev/null 2>&1
 for _ in $(seq 50); do [ -S "$RB2_SOCKD_PATH" ] || break; sleep 0.1; done

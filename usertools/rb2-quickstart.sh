@@ -50,7 +50,7 @@ usage: $0 main [TRACE] | test [full]
 
 environment: RB2_BUILD, RB2_BUILD_ASAN, RB2_BUILD_TSAN (build dirs), RB2_HUGEMEM (hugepages made free, default
              1G; a larger reservation is never lowered),
-             RB2_FUZZ_SECONDS (per fuzz target, default 5 in the fast tier, 15 in
+             RB2_FUZZ_SECONDS (per fuzz target, default 3 in the fast tier, 15 in
              the full), CI=true (adds -Werror)
 EOF
 }
@@ -168,8 +168,8 @@ test)
 	if [ "$tier" = fast ]; then
 		log "fast tier: release build"
 		meson test -C "$build" --print-errorlogs --num-processes 1 --suite fast || rc=1
-		log "fast tier: libFuzzer on the pcap reader, the configuration parser, descriptors, frames and the relay (5 s each)"
-		RB2_FUZZ_SECONDS=${RB2_FUZZ_SECONDS:-5} meson test -C "$build" --print-errorlogs \
+		log "fast tier: libFuzzer on the pcap reader, the configuration parser, descriptors, frames and the relay (3 s each)"
+		RB2_FUZZ_SECONDS=${RB2_FUZZ_SECONDS:-3} meson test -C "$build" --print-errorlogs \
 			--num-processes 1 --suite fuzz --logbase testlog-extra || rc=1
 		log "fast tier: ASan+UBSan build"
 		env "${asan_env[@]}" meson test -C "$build_asan" --print-errorlogs --num-processes 1 \

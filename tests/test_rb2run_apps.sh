@@ -299,7 +299,7 @@ timeout 60 "$run" python3 -c '
 import socket, sys, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); print("listening", flush=True)
-c, _ = s.accept(); n = 0; t = None
+c, _ = s.accept(); n = 0
 while True:
     try:
         d = c.recv(65536)
@@ -307,6 +307,8 @@ while True:
         print("reset after", n, flush=True); break
     if not d:
         print("end after", n, flush=True); break
+    if n == 0:
+        print("streaming", flush=True)
     n += len(d)' "$port" >"$tmp/kp.srv" 2>"$tmp/kp.srv.err" &
 spid=$!
 for _ in $(seq 100); do grep -q listening "$tmp/kp.srv" 2>/dev/null && break; sleep 0.05; done
@@ -316,7 +318,10 @@ c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 while True:
     c.sendall(b"z" * 4096)' "$port" 2>"$tmp/kp.cli.err" &
 kpid=$!
-sleep 0.5
+# Killed once bytes flow: a client killed before its connect is a server
+# that waits in accept, over TCP as well (slow starts under load do that).
+for _ in $(seq 200); do grep -q streaming "$tmp/kp.srv" 2>/dev/null && break; sleep 0.05; done
+sleep 0.2
 t0=$(date +%s%N)
 { kill -9 "$kpid"; wait "$kpid"; } 2>/dev/null
 wait "$spid"

@@ -24,6 +24,8 @@
 #   - conformance: rb2run_conform's transcript is the same plainly and under
 #     rb2-run;
 #   - exec ends an rb2 connection that is not FD_CLOEXEC, cleanly both ways;
+#     in a vfork or fork child, whose parent keeps the connection, the new
+#     program gets a stand-in instead, and the parent's connection goes on;
 #   - passing an rb2 connection over SCM_RIGHTS, and MSG_OOB, fail with
 #     EOPNOTSUPP and a line that says so;
 #   - a thread blocked in recv or epoll_wait uses under 1% of a core;
@@ -198,6 +200,55 @@ if grep -q "new program: read 0 bytes, write EPIPE" "$tmp/ex.cli" &&
 	ok "exec: the inherited rb2 connection ended: $(cat "$tmp/ex.cli"), $(cat "$tmp/ex.srv" | tail -1)"
 else
 	fail "exec"; cat "$tmp/ex.cli" "$tmp/ex.cli.err" "$tmp/ex.srv"
+fi
+
+# exec in a child that shares the connection with its parent: subprocess's
+# vfork (the child runs in the parent's memory) and fork. The new program
+# gets a stand-in that reads 0 and fails writes with EPIPE; the parent's
+# connection goes on: the server reads all of the parent's bytes, the ones
+# it sent after both children too.
+port=$(free_port)
+timeout 60 "$run" python3 -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); print("listening", flush=True)
+c, _ = s.accept(); n = 0
+while True:
+    d = c.recv(65536)
+    if not d:
+        break
+    n += len(d)
+print("server got", n, "then the end", flush=True)' "$port" >"$tmp/vf.srv" 2>"$tmp/vf.srv.err" &
+for _ in $(seq 100); do grep -q listening "$tmp/vf.srv" 2>/dev/null && break; sleep 0.05; done
+timeout 60 "$run" python3 -c '
+import os, socket, subprocess, sys
+child = """
+import os, sys
+fd = int(sys.argv[1])
+r = os.read(fd, 100)
+try:
+    os.write(fd, b"late"); w = "written"
+except BrokenPipeError:
+    w = "EPIPE"
+print(sys.argv[2], "child: read", len(r), "bytes, write", w, flush=True)"""
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+c.sendall(b"x" * 1000)
+fd = c.fileno(); os.set_inheritable(fd, True)
+subprocess.run([sys.executable, "-c", child, str(fd), "vfork"], pass_fds=(fd,), check=True)
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.executable, [sys.executable, "-c", child, str(fd), "fork"])
+os.waitpid(pid, 0)
+c.sendall(b"y" * 4000)
+c.close()' "$port" >"$tmp/vf.cli" 2>"$tmp/vf.cli.err"
+wait
+if grep -q "vfork child: read 0 bytes, write EPIPE" "$tmp/vf.cli" &&
+	grep -q "fork child: read 0 bytes, write EPIPE" "$tmp/vf.cli" &&
+	grep -q "server got 5000 then the end" "$tmp/vf.srv" &&
+	grep -q " 1 connections over rb2 (0 bytes in, 5000 out), 0 failed$" "$tmp/vf.cli.err"; then
+	ok "exec in a vfork and a fork child: each new program got a stand-in, the parent's connection went on ($(tail -1 "$tmp/vf.srv"))"
+else
+	fail "exec in a child"; cat "$tmp/vf.cli" "$tmp/vf.cli.err" "$tmp/vf.srv"
 fi
 
 # Passing an rb2 connection to another process (SCM_RIGHTS), and urgent

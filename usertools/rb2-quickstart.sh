@@ -39,18 +39,18 @@ usage: $0 main [TRACE] | test [full]
          ASan+UBSan and a TSan tree, and run the fast tier: the unit and
          application tests that take seconds each (suite fast) in the first
          two, the quickest concurrent ones (suite fast-tsan) in the third,
-         and a 5 s libFuzzer pass per target. Under 15 minutes on 2 cores.
+         and a 3 s libFuzzer pass per target. Under 15 minutes on 2 cores.
   test full
          everything, as CI runs it: every unit and application test (suite
          unit) in the first two trees, the concurrent tests (suite tsan) in
          the third, the verbs suites on Soft-RoCE inside QEMU guests
-         (tests/verbs-vm/run.sh, one guest and two), libFuzzer for 15 s per
+         (tests/verbs-vm/run.sh, one guest and two), libFuzzer for 10 s per
          target, and the quick evaluation (usertools/rb2-eval.py --quick).
          Under 45 minutes on 2 cores.
 
 environment: RB2_BUILD, RB2_BUILD_ASAN, RB2_BUILD_TSAN (build dirs), RB2_HUGEMEM (hugepages made free, default
              1G; a larger reservation is never lowered),
-             RB2_FUZZ_SECONDS (per fuzz target, default 3 in the fast tier, 15 in
+             RB2_FUZZ_SECONDS (per fuzz target, default 3 in the fast tier, 10 in
              the full), CI=true (adds -Werror)
 EOF
 }
@@ -181,8 +181,8 @@ test)
 		log "full tier: release build, then the verbs transport on Soft-RoCE in QEMU guests"
 		meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit \
 			--suite verbs-vm || rc=1
-		log "full tier: libFuzzer (15 s per target); the quick evaluation"
-		RB2_FUZZ_SECONDS=${RB2_FUZZ_SECONDS:-15} meson test -C "$build" --print-errorlogs \
+		log "full tier: libFuzzer (10 s per target); the quick evaluation"
+		RB2_FUZZ_SECONDS=${RB2_FUZZ_SECONDS:-10} meson test -C "$build" --print-errorlogs \
 			--num-processes 1 --suite fuzz --suite eval --logbase testlog-extra || rc=1
 		log "full tier: ASan+UBSan build"
 		env "${asan_env[@]}" meson test -C "$build_asan" --print-errorlogs --num-processes 1 \

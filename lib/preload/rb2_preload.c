@@ -105,6 +105,7 @@ struct psock {
 	int nonblock;                /* O_NONBLOCK, shared by dups as the kernel's */
 	int reg_fd;                  /* a listener's registration with rb2-sockd, or -1 */
 	int inherited;               /* from before a fork: the stream is the parent's */
+	uint64_t base_in, base_out;  /* its bytes at the fork: the parent's, not counted here */
 	struct rb2_stream *st;       /* NULL: kernel TCP */
 	struct rb2_noeal_arena *arena;
 	pthread_mutex_t rx_lock, tx_lock;
@@ -191,8 +192,8 @@ stream_end(struct psock *p)
 		return;
 	rb2_stream_stats(p->st, &st);
 	pthread_mutex_lock(&stats.lock);
-	stats.bytes_in += st.bytes_in;
-	stats.bytes_out += st.bytes_out;
+	stats.bytes_in += st.bytes_in - p->base_in;
+	stats.bytes_out += st.bytes_out - p->base_out;
 	pthread_mutex_unlock(&stats.lock);
 	if (!p->inherited) {
 		rb2_stream_close(p->st);
@@ -1878,26 +1879,63 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 static void print_stats(void);
 
 /*
+ * The process (not the thread) this image runs in: a vfork child runs in
+ * its parent's memory with a pid of its own, and must leave that memory as
+ * it found it.
+ */
+static pid_t image_pid;
+
+/*
+ * Put, in place of @fd, a socket whose peer is closed: a read gets 0 and a
+ * write EPIPE. Only this process's fd table changes (the kernel socket
+ * underneath stays open for the processes that share it), and only plain
+ * system calls run: what a vfork child may do.
+ */
+static void
+stand_in(int fd)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+		real.close(fd);          /* no stand-in: no fd, never the bells */
+		return;
+	}
+	real.close(sv[1]);
+	real.dup2(sv[0], fd);            /* the copy is not FD_CLOEXEC */
+	real.close(sv[0]);
+}
+
+/*
  * A new program knows nothing of a stream: its fd would be the idle kernel
  * socket, and the bells on it would read as data. So before an exec, every
  * rb2 connection without FD_CLOEXEC ends: the peer reads what was sent and
  * then the end, and the kernel socket is shut down both ways, so that the
  * new program reads 0 and its writes fail with EPIPE. (If the exec fails,
- * those connections stay ended.) glibc's exec functions call each other
- * inside libc, so each is wrapped.
+ * those connections stay ended.) A connection this process shares with its
+ * parent (a fork child's, or any in a vfork child, which runs in the
+ * parent's memory) goes on for the parent: the new program gets a stand-in
+ * that reads 0 and fails writes with EPIPE, and the parent's memory is not
+ * touched. glibc's exec functions call each other inside libc, so each is
+ * wrapped; posix_spawn() (and system()) call none of them.
  */
 static void
 before_exec(void)
 {
+	int shared_vm = getpid() != image_pid;
+
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
 		int fl;
 
-		if (p == NULL || p->st == NULL || p->inherited)
+		if (p == NULL || p->st == NULL)
 			continue;
 		fl = real.fcntl((int)fd, F_GETFD);
 		if (fl < 0 || (fl & FD_CLOEXEC))
 			continue;
+		if (shared_vm || p->inherited) {
+			stand_in((int)fd);
+			continue;
+		}
 		pthread_mutex_lock(&p->tx_lock);
 		pthread_mutex_lock(&p->rx_lock);
 		stream_end(p);
@@ -1908,7 +1946,8 @@ before_exec(void)
 		stats.exec_ended++;
 		pthread_mutex_unlock(&stats.lock);
 	}
-	print_stats();
+	if (!shared_vm)
+		print_stats();
 }
 
 EXPORT int
@@ -2009,11 +2048,22 @@ child_after_fork(void)
 {
 	/* The streams are the parent's: this process may use one the parent
 	 * gives up, but its close never tears one down. */
+	image_pid = getpid();
+	/* Its stats line counts what it does itself. */
+	stats.offloaded = stats.bytes_in = stats.bytes_out = stats.failed = 0;
+	stats.plain_other = stats.exec_ended = 0;
+	memset(stats.plain, 0, sizeof(stats.plain));
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
 
-		if (p != NULL && p->st != NULL)
+		if (p != NULL && p->st != NULL) {
+			struct rb2_stream_stats st;
+
 			p->inherited = 1;
+			rb2_stream_stats(p->st, &st);
+			p->base_in = st.bytes_in;
+			p->base_out = st.bytes_out;
+		}
 	}
 }
 
@@ -2063,8 +2113,8 @@ print_stats(void)
 
 		if (p != NULL && p->st != NULL) {
 			rb2_stream_stats(p->st, &st);
-			stats.bytes_in += st.bytes_in;
-			stats.bytes_out += st.bytes_out;
+			stats.bytes_in += st.bytes_in - p->base_in;
+			stats.bytes_out += st.bytes_out - p->base_out;
 		}
 	}
 	n = snprintf(line, sizeof(line), "rb2-run: pid %d: %" PRIu64 " connections over rb2 (%"
@@ -2097,6 +2147,7 @@ preload_init(void)
 	RESOLVE(epoll_pwait); RESOLVE(fcntl); RESOLVE(ioctl); RESOLVE(dup); RESOLVE(dup2);
 	RESOLVE(dup3); RESOLVE(execve); RESOLVE(execvpe); RESOLVE(fexecve);
 #undef RESOLVE
+	image_pid = getpid();
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (1u << 20))
 		rl.rlim_max = 1u << 20;
 	tab_size = (unsigned int)rl.rlim_max;

@@ -11,12 +11,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 eal=(-l 0-1 --no-pci --no-huge -m 512 --log-level lib.eal:error)
 fail() { echo "FAIL: $*" >&2; exit 1; }
-# Message counts, a tenth of them under ThreadSanitizer (RB2_TEST_TSAN=1),
+# Message counts, a fifth of them under ThreadSanitizer (RB2_TEST_TSAN=1),
 # where a message costs ten times more and a race shows in far fewer: the
 # checks below take what was sent from each run's JSON ("count", "rounds";
 # a bw run adds a tenth of a round's count as its warm-up).
 k=1
-[ "${RB2_TEST_TSAN:-0}" = 1 ] && k=10
+[ "${RB2_TEST_TSAN:-0}" = 1 ] && k=5
 n() { echo $(($1 / k)); }
 
 # Not piped straight into grep -q: the text is longer than stdio's buffer,

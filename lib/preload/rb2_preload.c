@@ -137,6 +137,7 @@ static struct {
 	struct { char why[96]; uint64_t n; } plain[REASONS];
 	uint64_t plain_other;
 	uint64_t exec_ended;
+	uint64_t foreign_resets, foreign_bytes;   /* bytes past our calls: reset */
 } stats = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void
@@ -194,6 +195,8 @@ stream_end(struct psock *p)
 	pthread_mutex_lock(&stats.lock);
 	stats.bytes_in += st.bytes_in - p->base_in;
 	stats.bytes_out += st.bytes_out - p->base_out;
+	stats.foreign_resets += st.foreign_bytes != 0;
+	stats.foreign_bytes += st.foreign_bytes;
 	pthread_mutex_unlock(&stats.lock);
 	if (!p->inherited) {
 		rb2_stream_close(p->st);
@@ -2051,7 +2054,7 @@ child_after_fork(void)
 	image_pid = getpid();
 	/* Its stats line counts what it does itself. */
 	stats.offloaded = stats.bytes_in = stats.bytes_out = stats.failed = 0;
-	stats.plain_other = stats.exec_ended = 0;
+	stats.plain_other = stats.exec_ended = stats.foreign_resets = stats.foreign_bytes = 0;
 	memset(stats.plain, 0, sizeof(stats.plain));
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
@@ -2099,7 +2102,7 @@ static void
 print_stats(void)
 {
 	static int printed;
-	char line[1024];
+	char line[2048];
 	int n;
 
 	/* A process that never touched TCP (a shell, a helper) has nothing to say. */
@@ -2115,6 +2118,8 @@ print_stats(void)
 			rb2_stream_stats(p->st, &st);
 			stats.bytes_in += st.bytes_in - p->base_in;
 			stats.bytes_out += st.bytes_out - p->base_out;
+			stats.foreign_resets += st.foreign_bytes != 0;
+			stats.foreign_bytes += st.foreign_bytes;
 		}
 	}
 	n = snprintf(line, sizeof(line), "rb2-run: pid %d: %" PRIu64 " connections over rb2 (%"
@@ -2129,6 +2134,10 @@ print_stats(void)
 	if (stats.exec_ended)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64
 			      " ended at exec (not FD_CLOEXEC)", stats.exec_ended);
+	if (stats.foreign_resets)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " reset for %" PRIu64
+			      " bytes written past rb2-run's calls (lost)", stats.foreign_resets,
+			      stats.foreign_bytes);
 	fprintf(stderr, "%s\n", line);
 }
 

@@ -40,6 +40,7 @@ struct stream_ctl {
 	_Atomic uint32_t pub[2];         /* direction d's writer published or shut down */
 	_Atomic uint32_t rel[2];         /* direction d's reader freed room or closed */
 	_Atomic uint32_t ends;           /* ends open; the last to close frees this */
+	_Atomic uint64_t rung[2];        /* bells end e sent, counted before each send */
 };
 
 #define RB2_STREAM_SLOTS 256
@@ -56,6 +57,8 @@ struct rb2_stream {
 	int reset;               /* a write after the peer's close was taken */
 	int rst_seen;            /* a read reported the peer's reset */
 	int corked;              /* the program set TCP_CORK on the bell's socket */
+	int broken;              /* bytes came on the bell's socket that no bell sent */
+	uint64_t bell_bytes;     /* bytes read off the bell's socket */
 	uint32_t off;            /* bytes of the first unreleased message already read */
 	struct rb2_stream_stats st;
 };
@@ -82,6 +85,8 @@ ring(struct rb2_stream *s)
 	 * uncorking sends it, and the cork goes back on. */
 	if (s->corked)
 		(void)syscall(SYS_setsockopt, s->bell, IPPROTO_TCP, TCP_CORK, &off, sizeof(off));
+	/* Counted first: the peer never reads more bells than this says. */
+	atomic_fetch_add_explicit(&s->ctl->rung[s->me], 1, memory_order_release);
 	(void)syscall(SYS_sendto, s->bell, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
 	if (s->corked)
 		(void)syscall(SYS_setsockopt, s->bell, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
@@ -113,6 +118,14 @@ bump(_Atomic uint32_t *ctr)
 {
 	atomic_store_explicit(ctr, atomic_load_explicit(ctr, memory_order_relaxed) + 1,
 			      memory_order_release);
+}
+
+/* The connection is reset: the peer closed with our bytes unread (TCP's
+ * RST), or this end found bytes on its bell's socket that no bell sent. */
+static inline int
+peer_reset(const struct rb2_stream *s)
+{
+	return s->broken || atomic_load_explicit(&s->ctl->reset[!s->me], memory_order_acquire);
 }
 
 struct rb2_stream *
@@ -180,7 +193,7 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 
 	for (int k = 0; k < iovcnt; k++)
 		left += iov[k].iov_len;
-	if (s->wr_shut || atomic_load_explicit(&s->ctl->reset[!s->me], memory_order_acquire))
+	if (s->wr_shut || peer_reset(s))
 		return -EPIPE;
 	if (atomic_load_explicit(&s->ctl->closed[!s->me], memory_order_acquire)) {
 		/* As TCP: the first write after the peer closed is taken (and
@@ -260,7 +273,7 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 
 	/* The peer closed with our bytes unread: as TCP's RST, one read fails
 	 * with ECONNRESET, and what it had sent is dropped; then the end. */
-	if (atomic_load_explicit(&s->ctl->reset[!s->me], memory_order_acquire)) {
+	if (peer_reset(s)) {
 		if (s->rst_seen || peek)
 			return s->rst_seen ? 0 : -ECONNRESET;
 		s->rst_seen = 1;
@@ -359,7 +372,7 @@ rb2_stream_poll(struct rb2_stream *s)
 	void *slot;
 	int ev = 0, n, w;
 
-	if (atomic_load_explicit(&s->ctl->reset[!s->me], memory_order_acquire))
+	if (peer_reset(s))
 		return POLLIN | POLLOUT | POLLRDHUP | POLLHUP | (s->rst_seen ? 0 : POLLERR);
 	n = rb2_rx_peek_burst(s->rx, &m, 1);
 
@@ -409,10 +422,32 @@ rb2_stream_arm(struct rb2_stream *s, int events)
 	return ev;
 }
 
+/* Reset the connection both ways, count what was lost, and say why. */
+static void
+found_foreign(struct rb2_stream *s)
+{
+	uint64_t rung = atomic_load_explicit(&s->ctl->rung[!s->me], memory_order_acquire);
+
+	s->broken = 1;
+	s->st.foreign_bytes = s->bell_bytes - rung;
+	atomic_store_explicit(&s->ctl->reset[s->me], 1, memory_order_release);
+	atomic_store_explicit(&s->ctl->closed[s->me], 1, memory_order_release);
+	bump(&s->ctl->pub[s->me]);
+	bump(&s->ctl->rel[!s->me]);
+	ring_if(s, &s->ctl->rd_sleeps[s->me]);
+	ring_if(s, &s->ctl->wr_sleeps[!s->me]);
+	fprintf(stderr, "rb2-run: pid %d: fd %d: at least %" PRIu64 " bytes came on the kernel "
+		"socket under an rb2 connection, past rb2-run's calls (io_uring, a raw system "
+		"call, or a program started by posix_spawn() or system()); they cannot join the "
+		"stream in order, so the connection is reset\n", (int)getpid(), s->bell,
+		s->st.foreign_bytes);
+}
+
 void
 rb2_stream_disarm(struct rb2_stream *s, int events)
 {
 	char buf[64];
+	long n;
 	int err = errno;         /* the caller's wait's errno (EINTR) survives */
 
 	if (events & POLLIN)
@@ -423,9 +458,16 @@ rb2_stream_disarm(struct rb2_stream *s, int events)
 	 * A read that did not fill the buffer found them all: no second call
 	 * to learn so (a bell after it makes the socket readable again, and
 	 * a kernel epoll entry fires anew). */
-	while (syscall(SYS_recvfrom, s->bell, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL) ==
-	       (long)sizeof(buf))
-		;
+	do {
+		n = syscall(SYS_recvfrom, s->bell, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL);
+		if (n > 0)
+			s->bell_bytes += (uint64_t)n;
+	} while (n == (long)sizeof(buf));
+	/* More than the peer rang: someone wrote on the kernel socket past
+	 * rb2-run's calls, and those bytes cannot join the stream in order. */
+	if (!s->broken &&
+	    s->bell_bytes > atomic_load_explicit(&s->ctl->rung[!s->me], memory_order_acquire))
+		found_foreign(s);
 	errno = err;
 }
 

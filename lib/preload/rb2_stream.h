@@ -131,6 +131,9 @@ void rb2_stream_close(struct rb2_stream *s);
 /** What went through this end. */
 struct rb2_stream_stats {
 	uint64_t bytes_out, bytes_in, bells_rung, sleeps;
+	/* Bytes found on the bell's socket that no bell sent (the connection
+	 * was reset for them): a lower bound of what was lost. */
+	uint64_t foreign_bytes;
 };
 
 void rb2_stream_stats(const struct rb2_stream *s, struct rb2_stream_stats *st);

@@ -520,6 +520,22 @@ main(void)
 	say("peer sends 1: %s", ask("S 1"));
 	say("epoll_wait, exclusive: %s", ewait(ep2, 2000));
 	say("recv 100: %s", recv_sum(fd, 100, 0));
+	ev.events = EPOLLIN;
+	say("epoll_ctl MOD IN on an EXCLUSIVE entry: %s", CALL(epoll_ctl(ep2, EPOLL_CTL_MOD, fd, &ev)));
+	say("epoll_ctl DEL the EXCLUSIVE entry: %s", CALL(epoll_ctl(ep2, EPOLL_CTL_DEL, fd, NULL)));
+	/* Deleted, added back, deleted and added again: the last one counts
+	 * (what redis-benchmark does on every request). */
+	ev = (struct epoll_event){ .events = EPOLLOUT, .data.u64 = 45 };
+	say("epoll_ctl ADD OUT: %s", CALL(epoll_ctl(ep2, EPOLL_CTL_ADD, fd, &ev)));
+	say("epoll_ctl ADD OUT again: %s", CALL(epoll_ctl(ep2, EPOLL_CTL_ADD, fd, &ev)));
+	say("epoll_ctl DEL: %s", CALL(epoll_ctl(ep2, EPOLL_CTL_DEL, fd, NULL)));
+	say("epoll_wait, nothing in the set: %s", ewait(ep2, 0));
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = 46 };
+	say("epoll_ctl ADD IN: %s", CALL(epoll_ctl(ep2, EPOLL_CTL_ADD, fd, &ev)));
+	say("epoll_wait IN, nothing there: %s", ewait(ep2, 0));
+	say("peer sends 3: %s", ask("S 3"));
+	say("epoll_wait IN: %s", ewait(ep2, 2000));
+	say("recv 100: %s", recv_sum(fd, 100, 0));
 	close(ep2);
 	/* Nested: a set holding the socket, inside another set. */
 	{

@@ -1078,16 +1078,18 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 	if (k == NULL)
 		return (int)fail(ENOMEM);
 	for (;;) {
-		int ready = 0, armed = 0, r, left;
+		int ready = 0, armed = 0, r = 0, left;
 		uint64_t now = now_ns();
 
-		/* The kernel's fds, without waiting. */
+		/* The kernel's fds, without waiting (none: no system call). */
 		for (nfds_t i = 0; i < n; i++) {
 			k[i] = fds[i];
+			k[i].revents = 0;
 			if (stream_of(fds[i].fd) != NULL)
 				k[i].fd = -1;
 		}
-		r = real.poll(k, n, 0);
+		if ((nfds_t)streams < n)
+			r = real.poll(k, n, 0);
 		if (r < 0) {
 			free(k);
 			return r;
@@ -1742,7 +1744,6 @@ epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 {
 	struct ep_set *e = ep_get(epfd, 0);
 	uint64_t t0 = now_ns();
-
 	unsigned int spins = 0;
 
 	if (e == NULL || !ep_streams(e))

@@ -8,6 +8,10 @@ the ratio, and every round's figure.
 
   usertools/rb2_run_bench.py [--build build] [--rounds 3] [--seconds 3]
 
+Also, each round, the layer's own cost: the same 64 B round trip on a bare rb2
+channel (rb2-perf --mode lat) and through blocking send()/recv()
+(tests/rb2run_pingpong) under rb2-run and over kernel TCP.
+
 Measured (issue 42's table): sockperf ping-pong --tcp, 64 B, p50 latency;
 redis-benchmark GET and SET, 1 client and 50 clients; memcached -t 4 under
 memcslap --concurrency=4 --execute-number=20000 (seconds); nginx with 2
@@ -54,6 +58,7 @@ class Bench:
         self.run = os.path.join(build, "apps", "rb2-run", "rb2-run")
         self.seconds = seconds
         self.tmp = tempfile.mkdtemp(prefix="rb2-run-bench-")
+        self.build = build
         self.env = dict(os.environ, RB2_SOCKD_PATH=os.path.join(self.tmp, "sockd.sock"),
                         RB2_RUN_STATS="1")
 
@@ -189,6 +194,39 @@ http {{
         self.check_rb2(mode, r.stderr, "wrk")
         return float(m.group(1))
 
+    def pingpong(self, mode, count=100000):
+        """tests/rb2run_pingpong: 64 B round trips through plain blocking
+        send() and recv(); p50 in ns."""
+        pp = os.path.join(self.build, "tests", "rb2run_pingpong")
+        port = free_port()
+        srv = subprocess.Popen(self.prefix(mode) + [pp, "server", str(port)],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               env=self.env, text=True)
+        try:
+            srv.stdout.readline()                 # "listening"
+            r = subprocess.run(self.prefix(mode) + [pp, "client", str(port), "64", str(count)],
+                               capture_output=True, text=True, env=self.env, timeout=300)
+        finally:
+            srv.wait(timeout=30)
+        if r.returncode != 0:
+            raise RuntimeError(f"rb2run_pingpong {mode}: {r.stderr[-300:]}")
+        self.check_rb2(mode, r.stderr, "rb2run_pingpong")
+        return json.loads(r.stdout)["p50_ns"]
+
+    def bare_lat(self, count=100000):
+        """rb2-perf --mode lat: the same round trip on a bare rb2 channel
+        (two lcores of one process, shm); p50 in ns."""
+        out = os.path.join(self.tmp, "lat.json")
+        r = subprocess.run([os.path.join(self.build, "apps", "rb2-perf", "rb2-perf"),
+                            "-l", "0-1", "--no-pci", "--no-huge", "-m", "512",
+                            "--file-prefix", f"rb2runbench{os.getpid()}",
+                            "--log-level", "lib.eal:error", "--", "--mode", "lat",
+                            "--size", "64", "--count", str(count), "--json", out],
+                           capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise RuntimeError(f"rb2-perf --mode lat: {(r.stdout + r.stderr)[-300:]}")
+        return json.load(open(out))["rb2"]["p50_ns"]
+
     def iperf3(self, mode):
         port = free_port()
         srv = subprocess.Popen(self.prefix(mode) + ["iperf3", "-s", "-1", "-p", str(port)],
@@ -223,8 +261,16 @@ def main():
                      "wrk iperf3)")
     b = Bench(o.build, o.seconds)
     rounds = {"kernel": [], "rb2": []}
+    layer = []
     try:
         for k in range(o.rounds):
+            # The layer's own cost: the same 64 B round trip on a bare
+            # channel, and through send()/recv() under rb2-run.
+            lay = {"bare_chan_p50_ns": b.bare_lat(),
+                   "rb2_run_pingpong_p50_ns": b.pingpong("rb2"),
+                   "kernel_pingpong_p50_ns": b.pingpong("kernel")}
+            layer.append(lay)
+            print(f"round {k + 1}/{o.rounds} layer: {lay}", file=sys.stderr)
             order = ["kernel", "rb2"] if k % 2 == 0 else ["rb2", "kernel"]
             for mode in order:
                 fig = {"sockperf_p50_us": b.sockperf(mode)}
@@ -238,7 +284,17 @@ def main():
         subprocess.run([os.path.join(o.build, "apps", "rb2-sockd", "rb2-sockd"), "--stop"],
                        env=b.env, capture_output=True)
         shutil.rmtree(b.tmp, ignore_errors=True)
-    result = {"rounds": o.rounds, "host_cpus": os.cpu_count(), "measurements": {}}
+    result = {"rounds": o.rounds, "host_cpus": os.cpu_count(), "measurements": {},
+              "layer": {
+                  "what": "64 B round trip, p50: tests/rb2run_pingpong (blocking send() and "
+                          "recv()) under rb2-run against rb2-perf --mode lat on a bare "
+                          "shm channel; issue 42's target: at most 2x",
+                  "rounds": layer,
+                  "rb2_run_over_bare": statistics.median(
+                      [x["rb2_run_pingpong_p50_ns"] / x["bare_chan_p50_ns"] for x in layer]),
+                  "kernel_over_rb2_run": statistics.median(
+                      [x["kernel_pingpong_p50_ns"] / x["rb2_run_pingpong_p50_ns"]
+                       for x in layer])}}
     for key in rounds["kernel"][0]:
         kern = [r[key] for r in rounds["kernel"]]
         rb2 = [r[key] for r in rounds["rb2"]]

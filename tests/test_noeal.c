@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -182,6 +183,40 @@ test_zones(struct rb2_noeal_arena *a)
 	       "double attach refused\n");
 }
 
+/* Prefault: a fresh zone's pages are not there until touched, and are all
+ * there after rb2_noeal_arena_prefault() (mincore() tells). */
+static void
+test_prefault(struct rb2_noeal_arena *a)
+{
+	const size_t len = 1u << 20, pg = rb2_noeal_arena_huge(a) ? 2u << 20 : 4096;
+	const struct rte_memzone *z = rte_memzone_reserve_aligned("prefault", len, 0, 0, pg);
+	unsigned char vec[256];
+	unsigned int before = 0, after = 0, pages = (unsigned int)(len / 4096);
+	int ret;
+
+	CHECK(z != NULL, "reserve 1 MiB: %s", rte_strerror(rte_errno));
+	if (z == NULL)
+		return;
+	if (mincore(z->addr, len, vec) == 0)
+		for (unsigned int i = 0; i < pages; i++)
+			before += vec[i] & 1;
+	ret = rb2_noeal_arena_prefault(a);
+	if (ret == -EINVAL) {
+		printf("prefault: this kernel has no MADV_POPULATE_WRITE (before 5.14): not checked\n");
+		rte_memzone_free(z);
+		return;
+	}
+	CHECK(ret == 0, "prefault: %s", strerror(-ret));
+	if (mincore(z->addr, len, vec) == 0)
+		for (unsigned int i = 0; i < pages; i++)
+			after += vec[i] & 1;
+	CHECK(after == pages && (pg != 4096 || before == 0),
+	      "prefault: %u of %u pages there before, %u after", before, pages, after);
+	rte_memzone_free(z);
+	printf("prefault: a fresh 1 MiB zone had %u of %u pages, then all %u\n", before, pages,
+	       after);
+}
+
 static void
 run_pair(const char *self, struct rb2_noeal_arena *a, const char *spec, const char *name,
 	 uint64_t count, int die)
@@ -276,6 +311,7 @@ main(int argc, char **argv)
 		CHECK(!(flags & RB2_NOEAL_ARENA_NO_HUGE) || !rb2_noeal_arena_huge(a),
 		      "RB2_NOEAL_ARENA_NO_HUGE gave hugepages");
 		test_zones(a);
+		test_prefault(a);
 		for (unsigned int i = 0; i < 2; i++) {
 			char name[32];
 

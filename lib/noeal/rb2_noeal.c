@@ -577,6 +577,22 @@ rb2_noeal_arena_used(struct rb2_noeal_arena *a)
 	return n;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   /* Linux 5.14; older headers lack it */
+#endif
+
+int
+rb2_noeal_arena_prefault(struct rb2_noeal_arena *a)
+{
+	size_t n;
+
+	arena_lock(a->h);
+	n = a->h->brk;
+	pthread_mutex_unlock(&a->h->lock);
+	n = RTE_ALIGN_CEIL(n, a->h->huge ? HUGE_2M : 4096);
+	return madvise(a->h, RTE_MIN(n, a->size), MADV_POPULATE_WRITE) == 0 ? 0 : -errno;
+}
+
 /* The zone named @name in @h, or NULL. Under the lock. */
 static struct zone *
 zone_find(struct arena_hdr *h, const char *name)

@@ -320,6 +320,10 @@ open_stream(struct psock *p, int fd, int arena_fd, const char *name, int is_clie
 		p->arena = NULL;
 		return -err;
 	}
+	/* Both rings' pages now, in one call: a page fault on each first touch
+	 * took a tenth of nginx's CPU under wrk (a new connection every 1000
+	 * requests); prefaulted, it served 17-25% more (3 interleaved runs). */
+	(void)rb2_noeal_arena_prefault(p->arena);
 	{
 		int cork = 0;
 		socklen_t cl = sizeof(cork);

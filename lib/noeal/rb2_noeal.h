@@ -136,8 +136,10 @@ size_t rb2_noeal_arena_used(struct rb2_noeal_arena *a);
  * Map in this process, now, every page of @p a handed out so far (the
  * header and each zone): one system call instead of a page fault on each
  * first touch, which costs far more on a VM. The pages past them stay
- * unallocated. @return 0, or -errno (-EINVAL: a kernel before Linux 5.14,
- * which pages them in as it used to).
+ * unallocated. (rte_memzone_reserve() does the same for each zone of 64 KiB
+ * and more, in the process that reserves it; this is for the others.)
+ * @return 0, or -errno (-EINVAL: a kernel before Linux 5.14, which pages
+ * them in as it used to).
  */
 int rb2_noeal_arena_prefault(struct rb2_noeal_arena *a);
 

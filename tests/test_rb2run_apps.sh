@@ -36,8 +36,8 @@ export RB2_RUN_STATS=1
 fails=0
 trap '"$sockd" --stop >/dev/null 2>&1; kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
+fail() { echo "FAIL: $* [${SECONDS} s]"; fails=$((fails + 1)); }
+ok() { echo "ok: $* [${SECONDS} s]"; }
 
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -226,7 +226,12 @@ if timeout 60 "$run" wrk -t 2 -c 20 -d 1s "http://127.0.0.1:$port/small" \
 else
 	fail "wrk"; cat "$tmp/wrk.out" "$tmp/wrk.err" | tail
 fi
+t_quit=$SECONDS
 kill -QUIT "$npid"; wait "$npid"
+# A graceful stop waits for open connections: one whose end nginx never
+# saw would hold it until a 60 s timeout of its own. Said, to find it.
+[ $((SECONDS - t_quit)) -le 5 ] ||
+	echo "note: nginx took $((SECONDS - t_quit)) s to stop after SIGQUIT"
 # Each worker (forked from the master after its listen) says what it took.
 # (nginx points its stderr at its error log.)
 if [ "$(grep -c "connections over rb2" "$tmp/ng/error.log")" -ge 2 ] && over_rb2 "$tmp/ng/error.log" 62; then

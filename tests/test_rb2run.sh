@@ -26,6 +26,8 @@
 #   - exec ends an rb2 connection that is not FD_CLOEXEC, cleanly both ways;
 #     in a vfork or fork child, whose parent keeps the connection, the new
 #     program gets a stand-in instead, and the parent's connection goes on;
+#   - a peer killed while the other end sleeps in epoll_wait for room: it
+#     wakes within 2 s (the FIN on its kernel socket), and writes fail;
 #   - bytes written on the kernel socket past the wrappers (io_uring, raw
 #     system calls) reset the connection, with a line, and are counted;
 #   - passing an rb2 connection over SCM_RIGHTS, and MSG_OOB, fail with
@@ -251,6 +253,49 @@ if grep -q "vfork child: read 0 bytes, write EPIPE" "$tmp/vf.cli" &&
 	ok "exec in a vfork and a fork child: each new program got a stand-in, the parent's connection went on ($(tail -1 "$tmp/vf.srv"))"
 else
 	fail "exec in a child"; cat "$tmp/vf.cli" "$tmp/vf.cli.err" "$tmp/vf.srv"
+fi
+
+# A peer killed while this end sleeps waiting for room (its reader gone
+# with the ring full): the kernel closes the dead process's socket, the FIN
+# wakes the sleeper, and epoll reports, as over TCP; the writes then fail.
+# (The channel's own liveness look runs only while a waiter polls.)
+port=$(free_port)
+timeout 30 "$run" python3 -c '
+import select, socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); print("listening", flush=True)
+c, _ = s.accept(); c.setblocking(False)
+try:
+    while True:
+        c.send(b"x" * 65536)
+except BlockingIOError:
+    pass
+print("full", flush=True)
+ep = select.epoll(); ep.register(c.fileno(), select.EPOLLOUT | select.EPOLLET)
+ev = ep.poll(10)
+print("woke:", "events" if ev else "nothing", flush=True)
+try:
+    c.send(b"y"); c.send(b"y"); print("writes taken", flush=True)
+except (BrokenPipeError, ConnectionResetError) as e:
+    print("write:", type(e).__name__, flush=True)' "$port" >"$tmp/dp.srv" 2>"$tmp/dp.srv.err" &
+spid=$!
+for _ in $(seq 100); do grep -q listening "$tmp/dp.srv" 2>/dev/null && break; sleep 0.05; done
+"$run" python3 -c '
+import socket, sys, time
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+time.sleep(60)' "$port" 2>/dev/null &
+kpid=$!
+for _ in $(seq 200); do grep -q full "$tmp/dp.srv" 2>/dev/null && break; sleep 0.05; done
+sleep 0.3                        # the writer asleep in epoll_wait
+t0=$(date +%s%N)
+{ kill -9 "$kpid"; wait "$kpid"; } 2>/dev/null
+wait "$spid"
+dt=$((($(date +%s%N) - t0) / 1000000))
+if grep -q "woke: events" "$tmp/dp.srv" && grep -q "write: BrokenPipeError\|write: ConnectionResetError" "$tmp/dp.srv" &&
+	[ $dt -lt 2000 ] && grep -q " 1 connections over rb2" "$tmp/dp.srv.err"; then
+	ok "a peer killed while the writer slept in epoll_wait for room: woken, $dt ms, $(grep write: "$tmp/dp.srv")"
+else
+	fail "a dead peer while asleep: $(tr '\n' ' ' < "$tmp/dp.srv") after $dt ms"
 fi
 
 # Bytes written on an rb2 connection's kernel socket past the wrappers (a

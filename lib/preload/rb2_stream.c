@@ -71,6 +71,7 @@ struct rb2_stream {
 	int rst_seen;            /* a read reported the peer's reset */
 	int corked;              /* the program set TCP_CORK on the bell's socket */
 	int broken;              /* bytes came on the bell's socket that no bell sent */
+	int peer_gone;           /* the peer's kernel socket closed: its process ended */
 	uint64_t bell_bytes;     /* bytes read off the bell's socket */
 	uint32_t off;            /* bytes of the first unreleased message already read */
 	struct rb2_stream_stats st;
@@ -131,6 +132,16 @@ bump(_Atomic uint32_t *ctr)
 {
 	atomic_store_explicit(ctr, atomic_load_explicit(ctr, memory_order_relaxed) + 1,
 			      memory_order_release);
+}
+
+/* The peer closed its end, or its kernel socket closed without that: the
+ * kernel closes a process's sockets when it ends, and the FIN reaches this
+ * end's bell (read by rb2_stream_disarm()). A sleeper learns of a dead peer
+ * so at once, where the channel's liveness look runs only while it polls. */
+static inline int
+peer_closed(const struct rb2_stream *s)
+{
+	return s->peer_gone || atomic_load_explicit(&s->ctl->closed[!s->me], memory_order_acquire);
 }
 
 /* The connection is reset: the peer closed with our bytes unread (TCP's
@@ -208,7 +219,7 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 		left += iov[k].iov_len;
 	if (s->wr_shut || peer_reset(s))
 		return -EPIPE;
-	if (atomic_load_explicit(&s->ctl->closed[!s->me], memory_order_acquire)) {
+	if (peer_closed(s)) {
 		/* As TCP: the first write after the peer closed is taken (and
 		 * answered with a reset), the next ones fail. */
 		if (s->reset)
@@ -269,7 +280,7 @@ at_eof(struct rb2_stream *s)
 {
 	struct rb2_msg m;
 
-	if (!atomic_load_explicit(&s->ctl->shut[!s->me], memory_order_acquire))
+	if (!s->peer_gone && !atomic_load_explicit(&s->ctl->shut[!s->me], memory_order_acquire))
 		return 0;
 	/* It shut down after its last publication: look once more. */
 	return rb2_rx_peek_burst(s->rx, &m, 1) == 0;
@@ -395,7 +406,7 @@ rb2_stream_poll(struct rb2_stream *s)
 		ev |= at_eof(s) || n == -ECONNRESET ? POLLIN | POLLRDHUP : POLLIN | POLLERR | POLLHUP;
 	else if (at_eof(s))
 		ev |= POLLIN | POLLRDHUP;
-	if (atomic_load_explicit(&s->ctl->closed[!s->me], memory_order_acquire))
+	if (peer_closed(s))
 		ev |= POLLOUT | (s->wr_shut ? POLLHUP : 0);  /* a write fails at once */
 	else if (!s->wr_shut && (w = rb2_tx_reserve(s->tx, 1, &slot)) != -ENOBUFS)
 		ev |= POLLOUT | (w < 0 ? POLLERR : 0);     /* reserving again returns it */
@@ -475,6 +486,8 @@ rb2_stream_disarm(struct rb2_stream *s, int events)
 		n = syscall(SYS_recvfrom, s->bell, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL);
 		if (n > 0)
 			s->bell_bytes += (uint64_t)n;
+		else if (n == 0 || errno == ECONNRESET)
+			s->peer_gone = 1;    /* every holder of the peer's socket closed it */
 	} while (n == (long)sizeof(buf));
 	/* More than the peer rang: someone wrote on the kernel socket past
 	 * rb2-run's calls, and those bytes cannot join the stream in order. */

@@ -8,6 +8,8 @@ only, so that they run the same under rb2-run and without it.
                                      answer "LEN SHA256" of what came, and
                                      then that many bytes of the pattern back;
                                      close
+  rb2run_peer.py count PORT          accept one connection; read to the end;
+                                     print "server got N then the end"
   rb2run_peer.py waitall PORT        accept one connection; one recvmsg_into
                                      with MSG_WAITALL over 3000 + 5000 bytes;
                                      print what it got
@@ -75,6 +77,22 @@ def server(port):
     for off in range(0, n, chunk):
         c.sendall(pattern(min(chunk, n - off), off))
     c.close()
+
+
+def count(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port))
+    s.listen(1)
+    print("listening", flush=True)
+    c, _ = s.accept()
+    n = 0
+    while True:
+        d = c.recv(65536)
+        if not d:
+            break
+        n += len(d)
+    print("server got", n, "then the end", flush=True)
 
 
 def client(ports, total):
@@ -202,6 +220,8 @@ def trickle(port):
 if __name__ == "__main__":
     if sys.argv[1] == "server":
         server(int(sys.argv[2]))
+    elif sys.argv[1] == "count":
+        count(int(sys.argv[2]))
     elif sys.argv[1] == "waitall":
         waitall(int(sys.argv[2]))
     elif sys.argv[1] == "idle":

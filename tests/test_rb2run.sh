@@ -170,17 +170,7 @@ if [ "$mode" = full ]; then
 # from the inherited fd and its write fails with EPIPE (no bell bytes read
 # as data, no hang); the old image's stats line says so.
 port=$(free_port)
-timeout 60 "$run" python3 -c '
-import socket, sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); print("listening", flush=True)
-c, _ = s.accept(); n = 0
-while True:
-    d = c.recv(65536)
-    if not d:
-        break
-    n += len(d)
-print("server got", n, "then the end", flush=True)' "$port" >"$tmp/ex.srv" 2>"$tmp/ex.srv.err" &
+timeout 60 "$run" python3 "$peer" count "$port" >"$tmp/ex.srv" 2>"$tmp/ex.srv.err" &
 for _ in $(seq 100); do grep -q listening "$tmp/ex.srv" 2>/dev/null && break; sleep 0.05; done
 timeout 60 "$run" python3 -c '
 import os, socket, sys
@@ -212,17 +202,7 @@ fi
 # connection goes on: the server reads all of the parent's bytes, the ones
 # it sent after both children too.
 port=$(free_port)
-timeout 60 "$run" python3 -c '
-import socket, sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); print("listening", flush=True)
-c, _ = s.accept(); n = 0
-while True:
-    d = c.recv(65536)
-    if not d:
-        break
-    n += len(d)
-print("server got", n, "then the end", flush=True)' "$port" >"$tmp/vf.srv" 2>"$tmp/vf.srv.err" &
+timeout 60 "$run" python3 "$peer" count "$port" >"$tmp/vf.srv" 2>"$tmp/vf.srv.err" &
 for _ in $(seq 100); do grep -q listening "$tmp/vf.srv" 2>/dev/null && break; sleep 0.05; done
 timeout 60 "$run" python3 -c '
 import os, socket, subprocess, sys

@@ -849,19 +849,11 @@ rb2_rx_connect(struct rb2_rx *rx, const char *peer, unsigned int timeout_ms)
 }
 
 int
-rb2_chan_peer_check(struct rb2_chan_half *h)
+__rb2_chan_peer_check_clock(struct rb2_chan_half *h)
 {
-	uint64_t now;
+	uint64_t now = rte_get_timer_cycles();
 	int ret;
 
-	/* Idle poll loops ask on every empty look. Reading the TSC each time
-	 * made a third of an idle pass on a VM here (rdtsc 12 ns and more:
-	 * perf of rb2-kv bench, 2 vCPUs), and a longer pass is a later look
-	 * at the next message. Every RB2_CHECK_CALLS-th call reads it: a
-	 * death is still seen within RB2_STATUS_CHECK_US and that many looks. */
-	if (++h->check_calls % RB2_CHECK_CALLS != 0)
-		return 0;
-	now = rte_get_timer_cycles();
 	if (now < h->next_check)
 		return 0;
 	h->next_check = now + rte_get_timer_hz() / (1000000 / RB2_STATUS_CHECK_US);

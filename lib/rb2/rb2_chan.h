@@ -249,6 +249,9 @@ rb2_tx_notices(const struct rb2_tx *tx)
 	return atomic_load_explicit(tx->notices, memory_order_acquire);
 }
 
+/** @internal rb2_tx_check() on a due call: the clock, the transport. */
+int __rb2_tx_check_due(struct rb2_tx *tx);
+
 /**
  * Is the sender's peer still there? For idle loops (a paced sender may not
  * fill its ring, where a reservation would find out): asks the transport at
@@ -256,7 +259,15 @@ rb2_tx_notices(const struct rb2_tx *tx)
  *
  * @return 0, or the channel's error (-ECONNRESET: the receiver is gone).
  */
-int rb2_tx_check(struct rb2_tx *tx);
+static inline int
+rb2_tx_check(struct rb2_tx *tx)
+{
+	/* Inline, for an idle loop calls it on every pass: the clock is
+	 * read, and the transport asked, on a due call only. */
+	if (unlikely(tx->h.err != 0))
+		return tx->h.err;
+	return __rb2_peer_check_due(&tx->h) ? __rb2_tx_check_due(tx) : 0;
+}
 
 /**
  * Has the receiver released everything this sender committed? For the end of
@@ -686,7 +697,7 @@ rb2_rx_peek_burst(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 		 * WRITE may be seen torn (byte-wise DMA, as rxe under QEMU
 		 * does), and a torn read never runs ahead of the new value. */
 		if (unlikely((int64_t)(t - h) <= 0))
-			return __rb2_rx_idle(rx);
+			return rb2_rx_idle(rx);
 		rx->tail_seen = t;
 	}
 	if (rx->msg_size != 0) {

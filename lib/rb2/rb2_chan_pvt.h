@@ -68,7 +68,6 @@
 #define RB2_POST_SPINS 10000000u /* reaps before a full queue is an error */
 #define RB2_STATUS_CHECK_US 1000 /* idle halves ask after their peer this often */
 #define RB2_GONE_GRACE_US 2000   /* a dead sender's last WRITEs may still land */
-#define RB2_CHECK_CALLS 16       /* peer checks per read of the clock */
 
 /* Region offsets beyond rb2_chan_core.h's: the sender's credit word (WRITE
  * by the receiver, WRITE_WITH_IMM sync) next to its local_head. */
@@ -125,9 +124,17 @@ extern int rb2_sleep_fence_asym;
 /* The receiver's side: a barrier on every thread, or a fence here. */
 void rb2_sleep_fence_heavy(void);
 
+/* The clock's half of rb2_chan_peer_check(), on a due call. */
+int __rb2_chan_peer_check_clock(struct rb2_chan_half *h);
+
 /* Is the peer still there? Asks the transport at most every
- * RB2_STATUS_CHECK_US. @return 0, or why it is gone (-ECONNRESET, -EIO). */
-int rb2_chan_peer_check(struct rb2_chan_half *h);
+ * RB2_STATUS_CHECK_US, and reads the clock on every RB2_CHECK_CALLS-th
+ * call only. @return 0, or why it is gone (-ECONNRESET, -EIO). */
+static inline int
+rb2_chan_peer_check(struct rb2_chan_half *h)
+{
+	return __rb2_peer_check_due(h) ? __rb2_chan_peer_check_clock(h) : 0;
+}
 
 /* ---- posting (inline: with alpha = 1 it runs per message) --------------- */
 

@@ -242,14 +242,15 @@ rb2_rx_sleep(struct rb2_rx *rx, unsigned int timeout_us)
  * sighting only arms the verdict; the caller's next empty peek, which reads
  * the tail (or the markers, or the completions) again, delivers it, once
  * RB2_GONE_GRACE_US have passed for WRITEs still landing from the wire.
+ * @p due: this look is one that asks the transport (rb2_rx_idle()).
  */
 static void
-check_peer(struct rb2_rx *rx)
+check_peer(struct rb2_rx *rx, int due)
 {
 	int gone;
 
 	if (rx->h.peer_gone == 0) {
-		gone = rb2_chan_peer_check(&rx->h);
+		gone = due ? __rb2_chan_peer_check_clock(&rx->h) : 0;
 		if (gone < 0) {
 			rx->h.peer_gone = gone;
 			rx->h.gone_tsc = rte_get_timer_cycles();
@@ -264,12 +265,12 @@ check_peer(struct rb2_rx *rx)
 	rx->h.err = rx->h.peer_gone;
 }
 
+/* rb2_rx_idle()'s slow half: it counted the look. */
 int
-__rb2_rx_idle(struct rb2_rx *rx)
+__rb2_rx_idle(struct rb2_rx *rx, int check_due)
 {
-	RB2_STAT_ADD(&rx->stats, empty_events, 1);
 	if (rx->h.err == 0)
-		check_peer(rx);
+		check_peer(rx, check_due);
 	/* RB2_CHAN_F_LAZY_HEAD: no push, only a store into our own shadow
 	 * line, where a sender short of room READs it. The compare keeps an
 	 * idle poll loop from dirtying the line the sender may be reading. */

@@ -461,13 +461,10 @@ __rb2_tx_make_room(struct rb2_tx *tx, uint64_t need)
 }
 
 int
-rb2_tx_check(struct rb2_tx *tx)
+__rb2_tx_check_due(struct rb2_tx *tx)
 {
-	int gone;
+	int gone = __rb2_chan_peer_check_clock(&tx->h);
 
-	if (tx->h.err != 0)
-		return tx->h.err;
-	gone = rb2_chan_peer_check(&tx->h);
 	if (gone < 0)
 		rb2_tx_fail(tx, gone, "the receiver is gone");
 	return tx->h.err;

@@ -244,7 +244,7 @@ __rb2_rx_peek_poll(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 		i++;
 		h += need;
 	}
-	return i > 0 ? (int)i : __rb2_rx_idle(rx);
+	return i > 0 ? (int)i : rb2_rx_idle(rx);
 }
 
 void

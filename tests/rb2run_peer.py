@@ -33,9 +33,13 @@ only, so that they run the same under rb2-run and without it.
   rb2run_peer.py client PORT,PORT... BYTES
                                      the same with several servers at once,
                                      the writes and reads interleaved
+  rb2run_peer.py uring               print what io_uring_setup answers (a
+                                     raw system call, as liburing makes it)
 The pattern: byte i is (i * 7 + i // 251) & 0xff.
 """
+import ctypes
 import hashlib
+import os
 import random
 import socket
 import sys
@@ -217,6 +221,15 @@ def trickle(port):
     c.close()
 
 
+def uring():
+    libc = ctypes.CDLL(None, use_errno=True)
+    params = ctypes.create_string_buffer(120)       # struct io_uring_params
+    r = libc.syscall(425, 4, params)                # SYS_io_uring_setup (x86_64)
+    print("io_uring_setup:", "ok" if r >= 0 else os.strerror(ctypes.get_errno()))
+    if r >= 0:
+        os.close(r)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "server":
         server(int(sys.argv[2]))
@@ -234,5 +247,7 @@ if __name__ == "__main__":
         sys.exit(many(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
     elif sys.argv[1] == "trickle":
         trickle(int(sys.argv[2]))
+    elif sys.argv[1] == "uring":
+        uring()
     else:
         sys.exit(client([int(p) for p in sys.argv[2].split(",")], int(sys.argv[3])))

@@ -30,6 +30,9 @@
 #     wakes within 2 s (the FIN on its kernel socket), and writes fail;
 #   - bytes written on the kernel socket past the wrappers (io_uring, raw
 #     system calls) reset the connection, with a line, and are counted;
+#   - io_uring is off under rb2-run (io_uring_setup: ENOSYS), in the
+#     program and what it starts; --allow-io-uring leaves it (another user:
+#     test_rb2run_isolation.sh);
 #   - passing an rb2 connection over SCM_RIGHTS, and MSG_OOB, fail with
 #     EOPNOTSUPP and a line that says so;
 #   - a thread blocked in recv or epoll_wait uses under 1% of a core;
@@ -321,6 +324,17 @@ if grep -q "reset after 1000" "$tmp/fb.srv" && grep -q "client: write EPIPE" "$t
 	ok "4 bytes written past the wrappers: the connection reset both ways, said and counted ($(tail -1 "$tmp/fb.srv.err" | cut -d';' -f2))"
 else
 	fail "bytes past the wrappers"; cat "$tmp/fb.cli" "$tmp/fb.srv" "$tmp/fb.srv.err"
+fi
+
+# io_uring: off under rb2-run, in a shell's child too; --allow-io-uring
+# leaves the kernel's answer.
+plain=$(python3 "$peer" uring)
+off=$("$run" --no-service sh -c 'python3 "$1" uring' sh "$peer")
+allowed=$("$run" --no-service --allow-io-uring python3 "$peer" uring)
+if [ "$off" = "io_uring_setup: Function not implemented" ] && [ "$allowed" = "$plain" ]; then
+	ok "io_uring off under rb2-run, in its children too ($off); --allow-io-uring: $allowed"
+else
+	fail "io_uring: plain '$plain', under rb2-run '$off', allowed '$allowed'"
 fi
 
 # Passing an rb2 connection to another process (SCM_RIGHTS), and urgent

@@ -17,7 +17,9 @@
 #     request: each is refused and logged with its pid and uid, none gets an
 #     arena, and the others go on;
 #   - nobody's 1024 open requests are its cap: the 1025th is refused at once,
-#     and root's connections still pair.
+#     and root's connections still pair;
+#   - io_uring is off for nobody's program too (no_new_privs lets a user
+#     other than root set the filter), and it runs.
 set -uo pipefail
 
 build=$(cd "$1" && pwd)
@@ -189,6 +191,14 @@ if "$sockd" --stats >/dev/null; then
 	ok "the service is still up: $("$sockd" --stats)"
 else
 	fail "the service died"; tail -n 5 "$log"
+fi
+
+# ---- io_uring off for another user -------------------------------------------------
+out=$(as_nobody "$nrun" --no-service python3 "$npeer" uring 2>&1)
+if [ "$out" = "io_uring_setup: Function not implemented" ]; then
+	ok "io_uring off under nobody's rb2-run too ($out)"
+else
+	fail "io_uring under nobody's rb2-run: $out"
 fi
 
 echo "rb2-run isolation: $fails failure(s)"

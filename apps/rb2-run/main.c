@@ -16,14 +16,21 @@
 #include <limits.h>
 #include <libgen.h>
 #include <spawn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include "rb2_sockd.h"
 
@@ -40,7 +47,8 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-"usage: rb2-run [--stats] [--socket PATH] [--no-service] [--] PROGRAM [ARGS...]\n"
+"usage: rb2-run [--stats] [--socket PATH] [--no-service] [--allow-io-uring] [--]\n"
+"              PROGRAM [ARGS...]\n"
 "Runs PROGRAM unmodified; its TCP connections to programs that also run\n"
 "under rb2-run on this host go over rb2 shared-memory rings, and every other\n"
 "connection stays kernel TCP, counted. No EAL arguments, hugepages or file\n"
@@ -52,6 +60,13 @@ usage(FILE *f)
 "                 /run/rb2/sockd.sock for root, else $XDG_RUNTIME_DIR/rb2/\n"
 "                 or /tmp/rb2-UID/)\n"
 "  --no-service   do not start rb2-sockd: without one, everything is kernel TCP\n"
+"  --allow-io-uring  leave io_uring on. Without this, io_uring_setup fails\n"
+"                 with ENOSYS in PROGRAM and all it starts, and programs fall\n"
+"                 back to the calls rb2-run wraps (io_uring's reads and writes\n"
+"                 would reach an rb2 connection's kernel socket unseen). For a\n"
+"                 user other than root, turning it off sets no_new_privs: a\n"
+"                 set-user-ID program started under it runs without its\n"
+"                 privileges.\n"
 "Environment: RB2_PRELOAD_LIB (the library), RB2_RUN_CONNECT_TIMEOUT_MS.\n");
 }
 
@@ -100,6 +115,44 @@ service_up(const char *path)
 	return ok;
 }
 
+/*
+ * io_uring off for this process and all it execs and forks (a seccomp
+ * filter: io_uring_setup fails with ENOSYS, as on a kernel without it, so
+ * programs fall back to the calls rb2-run wraps, before any data flows).
+ * liburing makes its system calls itself, so there is nothing to wrap, and
+ * a read it posts on an rb2 connection's kernel socket would take the
+ * doorbells' bytes as data. ENOSYS, not EOPNOTSUPP: it is the answer
+ * io_uring's users test for and fall back on. A filter needs root
+ * (CAP_SYS_ADMIN) or no_new_privs.
+ * @return 0, or -1 with errno.
+ */
+static int
+io_uring_off(void)
+{
+#if defined(__x86_64__)
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 4),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 1, 0),
+		/* the x32 ABI's number for it */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x40000000u | __NR_io_uring_setup, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0)
+		return 0;
+	if (errno != EACCES || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+#else
+	errno = ENOTSUP;
+	return -1;
+#endif
+}
+
 /* PROGRAM as exec would find it on PATH. */
 static int
 resolve(const char *prog, char *out, size_t len)
@@ -130,6 +183,7 @@ main(int argc, char **argv)
 		{ "stats", no_argument, NULL, 's' },
 		{ "socket", required_argument, NULL, 'S' },
 		{ "no-service", no_argument, NULL, 'n' },
+		{ "allow-io-uring", no_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -138,7 +192,7 @@ main(int argc, char **argv)
 	static const char *const sockd_rel[] = { "rb2-sockd", "../rb2-sockd/rb2-sockd", NULL };
 	char lib[PATH_MAX], sockd[PATH_MAX], path[108], prog[PATH_MAX], *pre;
 	const char *old;
-	int opt, no_service = 0;
+	int opt, no_service = 0, allow_io_uring = 0, setid;
 	struct stat st;
 
 	/* Options end at the program's name: its own options are its own. */
@@ -147,6 +201,7 @@ main(int argc, char **argv)
 		case 's': setenv("RB2_RUN_STATS", "1", 1); break;
 		case 'S': setenv("RB2_SOCKD_PATH", optarg, 1); break;
 		case 'n': no_service = 1; break;
+		case 'u': allow_io_uring = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -170,7 +225,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "rb2-run: %s: command not found\n", argv[optind]);
 		return 127;
 	}
-	if (stat(prog, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
+	setid = stat(prog, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID));
+	if (setid)
 		fprintf(stderr, "rb2-run: %s is set-user-ID or set-group-ID: the loader ignores "
 			"LD_PRELOAD for it, so its sockets stay kernel TCP\n", prog);
 	if (!no_service && !service_up(path)) {
@@ -193,6 +249,12 @@ main(int argc, char **argv)
 		     old != NULL ? old : "") < 0)
 		return 1;
 	setenv("LD_PRELOAD", pre, 1);
+	/* A set-ID program keeps kernel TCP (above), and its privileges. */
+	if (!allow_io_uring && !setid && io_uring_off() != 0) {
+		fprintf(stderr, "rb2-run: cannot turn io_uring off (seccomp: %s): %s runs as it "
+			"is, and io_uring on an rb2 connection reaches its kernel socket unseen; "
+			"--allow-io-uring runs it so without this line\n", strerror(errno), prog);
+	}
 	execv(prog, argv + optind);
 	fprintf(stderr, "rb2-run: cannot run %s: %s\n", prog, strerror(errno));
 	return 126;

@@ -885,6 +885,65 @@ Test(rb2_conn, a_run_is_read_straight_from_the_ring)
 	cr_expect_eq(st.discarded_msgs, 0);
 }
 
+/* rb2_conn_recv_ready() says whether a receive would poll: before the
+ * poll no, after it yes for a filed message and for a run left in the
+ * ring, no again once they are read (the next one unpolled stays unseen),
+ * and yes for the end of the stream and for a closed descriptor. */
+Test(rb2_conn, recv_ready_says_whether_a_receive_would_poll)
+{
+	enum { LEN = 100, RUN = 12 };
+	static uint8_t buf[LEN];
+	int ca, cb, cds[4];
+	const void *view;
+
+	open_eps(NULL, NULL);
+	connect_n(1, &ca, &cb);
+	cr_assert_eq(rb2_conn_recv_ready(b, cb), 0, "ready with nothing sent");
+	rb2_test_fill(buf, LEN, 1);
+	cr_assert_eq(rb2_conn_send(a, ca, buf, LEN), 0);
+	rb2_conn_flush(a);
+	cr_assert_eq(rb2_conn_recv_ready(b, cb), 0, "ready before any poll");
+	cr_assert_eq(rb2_conn_ep_ready(b, cds, 4), 1);
+	cr_assert_eq(rb2_conn_recv_ready(b, cb), 1, "a filed message, not ready");
+	/* A second message lands unpolled: the first is read, then the
+	 * connection says a receive would poll, and that receive finds it. */
+	rb2_test_fill(buf, LEN, 2);
+	cr_assert_eq(rb2_conn_send(a, ca, buf, LEN), 0);
+	rb2_conn_flush(a);
+	cr_assert_eq(rb2_conn_recv_zc(b, cb, &view), LEN);
+	cr_assert(rb2_test_check(view, LEN, 1));
+	cr_assert_eq(rb2_conn_release(b, cb, 1), 0);
+	cr_assert_eq(rb2_conn_recv_ready(b, cb), 0, "ready with only the ring's message");
+	cr_assert_eq(rb2_conn_recv(b, cb, buf, LEN), LEN);
+	cr_assert(rb2_test_check(buf, LEN, 2));
+	/* A run the poll left in the ring for recv(). (The ready list still
+	 * names the connection, for the message recv() polled in: taken
+	 * first, so that the next rb2_conn_ep_ready() polls.) */
+	cr_assert_eq(rb2_conn_ep_ready(b, cds, 4), 1);
+	cr_assert_eq(rb2_conn_recv_ready(b, cb), 0);
+	for (uint32_t i = 0; i < RUN; i++) {
+		rb2_test_fill(buf, LEN, 10 + i);
+		cr_assert_eq(rb2_conn_send(a, ca, buf, LEN), 0);
+	}
+	rb2_conn_flush(a);
+	cr_assert_eq(rb2_conn_ep_ready(b, cds, 4), 1);
+	for (uint32_t i = 0; i < RUN; i++) {
+		cr_assert_eq(rb2_conn_recv_ready(b, cb), 1, "run message %u not ready", i);
+		cr_assert_eq(rb2_conn_recv(b, cb, buf, LEN), LEN);
+		cr_assert(rb2_test_check(buf, LEN, 10 + i), "run message %u", i);
+	}
+	cr_assert_eq(rb2_conn_recv_ready(b, cb), 0, "ready after the run");
+	/* The end, once polled, and a closed descriptor: the receive says. */
+	cr_assert_eq(rb2_conn_shutdown(a, ca), 0);
+	rb2_conn_ep_poll(a);
+	rb2_conn_ep_poll(b);
+	cr_assert_eq(rb2_conn_recv_ready(b, cb), 1, "the end, not ready");
+	cr_assert_eq(rb2_conn_recv(b, cb, buf, LEN), 0);
+	cr_assert_eq(rb2_conn_close(b, cb), 0);
+	cr_assert_eq(rb2_conn_recv_ready(b, cb), 1, "a closed descriptor, not ready");
+	cr_assert_eq(rb2_conn_recv(b, cb, buf, LEN), -EBADF);
+}
+
 /*
  * A poll takes about 64 KiB of frames (what it copies into receive buffers
  * is read back while still in the cache): after polls of large frames it

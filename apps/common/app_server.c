@@ -182,8 +182,14 @@ serve_conn(struct app_server *sv, struct conn *c)
 		}
 		if (c->view == NULL) {
 			const void *v;
-			int got = rb2_conn_recv_zc(sv->ep, c->cd, &v);
+			int got;
 
+			/* Past its first request, a connection takes only what
+			 * the poll filed: poll_rb2() flushes the answers before
+			 * it polls again (rb2_conn_recv_ready()). */
+			if (n > 0 && !rb2_conn_recv_ready(sv->ep, c->cd))
+				return n;
+			got = rb2_conn_recv_zc(sv->ep, c->cd, &v);
 			if (got == -EAGAIN)
 				return n;
 			if (got <= 0) {          /* end of stream, or failed */

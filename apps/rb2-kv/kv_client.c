@@ -486,15 +486,21 @@ receive(struct kv_client *c)
 
 		if (k == NULL)
 			continue;
-		while ((len = rb2_conn_recv_zc(c->ep, k->cd, &p)) > 0) {
-			int ret = answer(c, k, p, (uint32_t)len);
+		/* What the poll filed; the next poll comes after the sends. */
+		while (rb2_conn_recv_ready(c->ep, k->cd)) {
+			int ret;
 
+			len = rb2_conn_recv_zc(c->ep, k->cd, &p);
+			if (len <= 0) {
+				if (len == -EAGAIN)
+					break;
+				return len == 0 ? -ECONNRESET : len;
+			}
+			ret = answer(c, k, p, (uint32_t)len);
 			rb2_conn_release(c->ep, k->cd, 1);
 			if (ret < 0)
 				return ret;
 		}
-		if (len != -EAGAIN)
-			return len == 0 ? -ECONNRESET : len;
 	}
 	return 0;
 }

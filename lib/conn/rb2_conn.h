@@ -457,6 +457,29 @@ rb2_conn_recv_zc(struct rb2_conn_ep *ep, int cd, const void **data)
 }
 
 /**
+ * Would a receive on @p cd return without polling the ring? For a loop
+ * driven by rb2_conn_ep_ready(): it takes what the last poll filed, answers,
+ * and flushes the answers before it polls again, as a socket server reads
+ * what epoll reported. A receive on an empty connection polls (that is how
+ * a program with one connection needs no poll of its own), so a loop that
+ * receives until -EAGAIN polls once more per pass; at rb2-kv's depth 16
+ * that extra poll per pass, with the answers waiting on it, cost a tenth
+ * of the rate (doc/eval/conn.md, "rb2-kv against L5").
+ *
+ * @return 1: a message is buffered (or is next in the run the poll left in
+ *   the ring), or the stream has ended or failed, or @p cd is not open
+ *   (the receive says which); 0: a receive would poll.
+ */
+static __rte_always_inline int
+rb2_conn_recv_ready(struct rb2_conn_ep *ep, int cd)
+{
+	const struct rb2_conn_slot *c = __rb2_conn_of(ep, cd);
+
+	return c == NULL || c->vpos != c->wpos || c->err != 0 || c->rd_eof ||
+	       (ep->pend_i < ep->pend_n && ep->pend_cid == c->cd);
+}
+
+/**
  * The length of the next message on @p cd (the next view's, while views
  * are held), lent or not, without taking it: to size a buffer.
  * @return its length (> 0), or as rb2_conn_recv() when there is none.

@@ -885,6 +885,26 @@ Test(rb2_conn, a_run_is_read_straight_from_the_ring)
 	cr_expect_eq(st.discarded_msgs, 0);
 }
 
+/* rb2_conn_backlog() counts what the polls filed, without polling. */
+Test(rb2_conn, backlog_counts_filed_connects_without_polling)
+{
+	int cd[3];
+
+	open_eps(NULL, NULL);
+	cr_assert_eq(rb2_conn_backlog(b, 9), -EINVAL, "a port nobody listens on");
+	cr_assert_eq(rb2_conn_listen(b, 9, 0), 0);
+	for (int i = 0; i < 3; i++)
+		cr_assert_geq(cd[i] = rb2_conn_connect(a, 9), 0);
+	rb2_conn_flush(a);
+	cr_assert_eq(rb2_conn_backlog(b, 9), 0, "counted before a poll");
+	rb2_conn_ep_poll(b);
+	cr_assert_eq(rb2_conn_backlog(b, 9), 3);
+	cr_assert_geq(rb2_conn_accept(b, 9), 0);
+	cr_assert_eq(rb2_conn_backlog(b, 9), 2);
+	cr_assert_eq(rb2_conn_unlisten(b, 9), 0);
+	cr_assert_eq(rb2_conn_backlog(b, 9), -EINVAL);
+}
+
 /* rb2_conn_recv_ready() says whether a receive would poll: before the
  * poll no, after it yes for a filed message and for a run left in the
  * ring, no again once they are read (the next one unpolled stays unseen),

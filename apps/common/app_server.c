@@ -282,9 +282,10 @@ poll_rb2(struct app_server *sv)
 		if (c != NULL && c->cd == cds[i] && !c->on_wait)
 			done += serve_conn(sv, c);
 	}
-	/* New connections: an accept with none pending polls the endpoint
-	 * again, so a busy pass looks for them one time in 64. */
-	if (n == 0 || (sv->passes & 63) == 0) {
+	/* New connections: those the poll above filed, and one pass in 64
+	 * an accept that polls for them (an accept with none waiting polls
+	 * the ring again, which every idle pass would pay). */
+	if (rb2_conn_backlog(sv->ep, sv->port) > 0 || (sv->passes & 63) == 0) {
 		while ((cd = rb2_conn_accept(sv->ep, sv->port)) >= 0) {
 			struct conn *c = conn_new(sv);
 

@@ -181,6 +181,15 @@ int rb2_conn_unlisten(struct rb2_conn_ep *ep, uint16_t port);
 int rb2_conn_accept(struct rb2_conn_ep *ep, uint16_t port);
 
 /**
+ * How many connections to @p port wait to be accepted, as the polls so far
+ * filed them; it does not poll. rb2_conn_accept() with none waiting polls
+ * the ring first, which a loop that has just polled (rb2_conn_ep_ready())
+ * need not pay for again on every idle pass.
+ * @return the count (>= 0), or -EINVAL (not listening on @p port).
+ */
+int rb2_conn_backlog(struct rb2_conn_ep *ep, uint16_t port);
+
+/**
  * Open a connection to @p port at the peer. Returns at once: sends fail
  * with -EAGAIN until the peer accepts, and rb2_conn_status() says how it
  * went (a refusal with its reason in rb2_conn_why()).

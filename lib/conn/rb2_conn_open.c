@@ -133,6 +133,14 @@ rb2_conn_accept(struct rb2_conn_ep *ep, uint16_t port)
 }
 
 int
+rb2_conn_backlog(struct rb2_conn_ep *ep, uint16_t port)
+{
+	const struct rb2_conn_listener *l = listener_of(ep, port);
+
+	return l != NULL ? (int)l->count : -EINVAL;
+}
+
+int
 rb2_conn_connect_host(struct rb2_conn_ep *ep, uint32_t host, uint16_t port)
 {
 	struct rb2_conn_slot *c;

@@ -245,7 +245,7 @@ rb2_conn_ep_create(const char *name, struct rb2_tx *tx, struct rb2_rx *rx,
 		rte_errno = -ret;
 		return NULL;
 	}
-	ep = calloc(1, sizeof(*ep));
+	ep = conn_alloc_lines(1, sizeof(*ep), 1);
 	if (ep == NULL)
 		goto nomem;
 	snprintf(ep->name, sizeof(ep->name), "%s", name);
@@ -263,13 +263,13 @@ rb2_conn_ep_create(const char *name, struct rb2_tx *tx, struct rb2_rx *rx,
 	ep->poll_max = 32;
 	ep->efd = -1;
 	ep->peer_efd = -1;
-	ep->conns = calloc(p.max_conns, sizeof(*ep->conns));
-	ep->free_idx = calloc(p.max_conns, sizeof(*ep->free_idx));
-	ep->owed = calloc(p.max_conns, sizeof(*ep->owed));
-	ep->bufs = calloc(p.max_conns, sizeof(*ep->bufs));
+	ep->conns = conn_alloc_lines(p.max_conns, sizeof(*ep->conns), 1);
+	ep->free_idx = conn_alloc_lines(p.max_conns, sizeof(*ep->free_idx), 1);
+	ep->owed = conn_alloc_lines(p.max_conns, sizeof(*ep->owed), 1);
+	ep->bufs = conn_alloc_lines(p.max_conns, sizeof(*ep->bufs), 1);
 	/* A power of two, for a mask instead of a division per entry. */
 	ep->ready_mask = rte_align32pow2(p.max_conns) - 1;
-	ep->ready = calloc((size_t)ep->ready_mask + 1, sizeof(*ep->ready));
+	ep->ready = conn_alloc_lines((size_t)ep->ready_mask + 1, sizeof(*ep->ready), 1);
 	if (ep->conns == NULL || ep->free_idx == NULL || ep->owed == NULL ||
 	    ep->bufs == NULL || ep->ready == NULL)
 		goto nomem;

@@ -81,7 +81,7 @@ record_in(struct rb2_conn_ep *ep, struct rb2_conn_slot *c, const uint8_t *payloa
 static int
 buf_make(struct rb2_conn_ep *ep)
 {
-	uint8_t *b = malloc((size_t)ep->p.window + rb2_conn_footprint(ep->p.max_msg));
+	uint8_t *b = conn_alloc_lines((size_t)ep->p.window + rb2_conn_footprint(ep->p.max_msg), 1, 0);
 
 	if (b == NULL)
 		return -ENOMEM;

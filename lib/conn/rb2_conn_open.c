@@ -40,7 +40,7 @@ rb2_conn_listen(struct rb2_conn_ep *ep, uint16_t port, uint32_t backlog)
 	if (backlog == 0)
 		backlog = ep->p.backlog;
 	free(l->q);
-	l->q = calloc(backlog, sizeof(*l->q));
+	l->q = conn_alloc_lines(backlog, sizeof(*l->q), 1);
 	if (l->q == NULL)
 		return -ENOMEM;
 	/* Through a service: it must know where to send connects. */

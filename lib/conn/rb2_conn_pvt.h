@@ -22,7 +22,11 @@
  */
 
 #include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include <rte_common.h>
 #include <rte_log.h>
 
 #include "rb2_conn.h"
@@ -47,6 +51,29 @@ extern const char *const __rb2_conn_refuse_why[RB2_CONN_REFUSE_MAX];
 extern const char *const __rb2_conn_rst_why[RB2_CONN_RST_MAX];
 
 /* ---- small helpers, inline ---------------------------------------------- */
+
+/*
+ * @p n x @p size bytes in whole cache lines of their own, zeroed (@p zero)
+ * or not; free() frees them. An endpoint's state is written by its lcore on
+ * every message, and calloc() puts the next allocation in its last line:
+ * with two endpoints made one after the other (a client and a server in one
+ * process, on two lcores), their ready lists and receive buffers shared
+ * lines that both lcores wrote.
+ */
+static inline void *
+conn_alloc_lines(size_t n, size_t size, int zero)
+{
+	size_t bytes;
+	void *p;
+
+	if (size != 0 && n > (SIZE_MAX - RTE_CACHE_LINE_SIZE) / size)
+		return NULL;
+	bytes = RTE_ALIGN_CEIL(RTE_MAX(n * size, (size_t)1), RTE_CACHE_LINE_SIZE);
+	p = aligned_alloc(RTE_CACHE_LINE_SIZE, bytes);
+	if (p != NULL && zero)
+		memset(p, 0, bytes);
+	return p;
+}
 
 static inline struct rb2_conn_slot *
 slot_of(struct rb2_conn_ep *ep, uint32_t cid)

@@ -251,9 +251,10 @@ main(int argc, char **argv)
 	setenv("LD_PRELOAD", pre, 1);
 	/* A set-ID program keeps kernel TCP (above), and its privileges. */
 	if (!allow_io_uring && !setid && io_uring_off() != 0) {
-		fprintf(stderr, "rb2-run: cannot turn io_uring off (seccomp: %s): %s runs as it "
-			"is, and io_uring on an rb2 connection reaches its kernel socket unseen; "
-			"--allow-io-uring runs it so without this line\n", strerror(errno), prog);
+		fprintf(stderr, "rb2-run: cannot turn io_uring off (seccomp: %s): %s runs with "
+			"it on, and io_uring on an rb2 connection would reach its kernel socket "
+			"unseen (--allow-io-uring: the same, without this warning)\n",
+			strerror(errno), prog);
 	}
 	execv(prog, argv + optind);
 	fprintf(stderr, "rb2-run: cannot run %s: %s\n", prog, strerror(errno));

@@ -105,8 +105,9 @@ int rb2_conn_ep_poll(struct rb2_conn_ep *ep);
  * Connections with news since they were last handed out here, oldest
  * first: data or the end of the stream to read, a connect accepted or
  * refused, an error. Edge-triggered, as EPOLLET: read each until -EAGAIN,
- * for it is handed out again only when more arrives. Polls once when none
- * are pending, so that an event loop needs no other call to receive.
+ * or while rb2_conn_recv_ready() says so (which saves the last receive's
+ * poll), for it is handed out again only when more arrives. Polls once when
+ * none are pending, so that an event loop needs no other call to receive.
  *
  * @return the number of descriptors written to @p cds (0: none), or the
  *   endpoint's error.

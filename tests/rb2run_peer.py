@@ -62,12 +62,18 @@ def pattern(n, start=0):
     return bytes(out)
 
 
-def server(port):
+def listen_on(port, backlog):
+    """A listener on 127.0.0.1:port; says "listening" once it is."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("127.0.0.1", port))
-    s.listen(8)
+    s.listen(backlog)
     print("listening", flush=True)
+    return s
+
+
+def server(port):
+    s = listen_on(port, 8)
     c, _ = s.accept()
     h, n = hashlib.sha256(), 0
     while True:
@@ -84,11 +90,7 @@ def server(port):
 
 
 def count(port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", port))
-    s.listen(1)
-    print("listening", flush=True)
+    s = listen_on(port, 1)
     c, _ = s.accept()
     n = 0
     while True:
@@ -130,11 +132,7 @@ def client(ports, total):
 
 
 def echo(port, n):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", port))
-    s.listen(8)
-    print("listening", flush=True)
+    s = listen_on(port, 8)
     for _ in range(n):
         c, _ = s.accept()
         buf = bytearray()
@@ -168,11 +166,7 @@ def many(port, n, total):
 def idle(port):
     import selectors
     import threading
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", port))
-    s.listen(2)
-    print("listening", flush=True)
+    s = listen_on(port, 2)
     a, _ = s.accept()
     b, _ = s.accept()
 
@@ -201,11 +195,7 @@ def wake(port, seconds):
 
 
 def waitall(port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", port))
-    s.listen(1)
-    print("listening", flush=True)
+    s = listen_on(port, 1)
     c, _ = s.accept()
     bufs = [bytearray(3000), bytearray(5000)]
     n = c.recvmsg_into(bufs, 0, socket.MSG_WAITALL)[0]

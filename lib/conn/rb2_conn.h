@@ -496,11 +496,31 @@ rb2_conn_recv_ready(struct rb2_conn_ep *ep, int cd)
  */
 int rb2_conn_next_len(struct rb2_conn_ep *ep, int cd);
 
+/** @internal rb2_conn_release() past its fast path (@p n 0: only send
+ *  what is owed). */
+int __rb2_conn_release_slow(struct rb2_conn_ep *ep, int cd, unsigned int n);
+
 /**
  * Release the oldest @p n views of rb2_conn_recv_zc().
  * @return 0, -EINVAL (fewer than @p n views held), -EBADF.
  */
-int rb2_conn_release(struct rb2_conn_ep *ep, int cd, unsigned int n);
+static __rte_always_inline int
+rb2_conn_release(struct rb2_conn_ep *ep, int cd, unsigned int n)
+{
+	struct rb2_conn_slot *c = __rb2_conn_of(ep, cd);
+
+	/* Fast path: one view, whose record header says its length. A
+	 * server releases each request's view once answered: a call out
+	 * of line there cost more than the release itself. */
+	if (likely(c != NULL && n == 1 && c->rpos != c->vpos)) {
+		uint32_t len = *(const uint32_t *)__rb2_conn_rec(ep, c, c->rpos);
+
+		__rb2_conn_consumed(ep, c, rb2_conn_footprint(len));
+		/* A credit the ring had no room for waits in the owed list. */
+		return likely(ep->n_owed == 0) ? 0 : __rb2_conn_release_slow(ep, cd, 0);
+	}
+	return __rb2_conn_release_slow(ep, cd, n);
+}
 
 /**
  * Half-close: send no more (the peer reads the end of the stream once it

@@ -232,7 +232,7 @@ rb2_conn_next_len(struct rb2_conn_ep *ep, int cd)
 }
 
 int
-rb2_conn_release(struct rb2_conn_ep *ep, int cd, unsigned int n)
+__rb2_conn_release_slow(struct rb2_conn_ep *ep, int cd, unsigned int n)
 {
 	struct rb2_conn_slot *c = conn_of(ep, cd);
 	uint64_t pos, fp = 0;

@@ -499,6 +499,10 @@ pend_run(struct rb2_conn_ep *ep, const struct rb2_msg *m, unsigned int n)
 	struct rb2_conn_slot *c;
 	unsigned int k = 0;
 
+	/* A lone small frame, a ping-pong's, is filed: known without
+	 * parsing it, which frame_take() does next. */
+	if (n == 1 && rb2_msg_len(&m[0]) < PEND_LONE_MIN)
+		return 0;
 	/* A marked frame's header is not read: its miss waits for recv()'s
 	 * copy (the peek prefetched it). */
 	for (; k < n; k++) {
@@ -510,8 +514,7 @@ pend_run(struct rb2_conn_ep *ep, const struct rb2_msg *m, unsigned int n)
 			break;
 		cid = fr.cid;
 	}
-	if (k == 0 || (k < n && k < PEND_MIN_RUN) ||
-	    (k == 1 && rb2_msg_len(&m[0]) < PEND_LONE_MIN))
+	if (k == 0 || (k < n && k < PEND_MIN_RUN))
 		return 0;
 	c = slot_of(ep, cid);
 	if (c == NULL || c->state != RB2_CONN_ST_OPEN)

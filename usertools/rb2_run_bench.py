@@ -19,11 +19,20 @@ workers serving a 1 KB file to wrk -t1 -c8 (requests/s); iperf3, one stream
 (Gbit/s). In rb2 mode both ends run under rb2-run, and every connection must
 have gone over rb2 (the stats lines say), or the run fails rather than
 report a kernel figure as rb2's.
+
+Also measured, for SocksDirect's claims (message throughput, nginx latency):
+sockperf throughput --tcp, 64 B (messages/s), and wrk's p50 and p99 latency. And
+the CPU each request cost: the user and system time of the server's
+processes, the client's and rb2-sockd's while the client ran, over the
+requests it made (requests for redis, memcached and nginx, per GB for
+iperf3; not for sockperf, which paces its round trips and spins between
+them in both modes).
 """
 import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import socket
 import statistics
@@ -51,6 +60,59 @@ def wait_port(port, timeout=10):
             return
         time.sleep(0.05)
     raise RuntimeError(f"nothing listens on {port}")
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_s(roots):
+    """User plus system seconds of the processes @roots and all their
+    descendants alive now, every thread included (/proc/PID/stat)."""
+    kids, cpu = {}, {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        f = st[st.rindex(")") + 2:].split()      # fields from the 3rd on
+        kids.setdefault(int(f[1]), []).append(int(d))
+        cpu[int(d)] = (int(f[11]) + int(f[12])) / CLK_TCK
+    seen, todo = set(), [r for r in roots if r in cpu]
+    while todo:
+        p = todo.pop()
+        if p not in seen:
+            seen.add(p)
+            todo.extend(kids.get(p, []))
+    return sum(cpu[p] for p in seen)
+
+
+def sockd_pids():
+    pids = []
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and open(f"/proc/{d}/comm").read().strip() == "rb2-sockd":
+                pids.append(int(d))
+        except OSError:
+            pass
+    return pids
+
+
+class Cpu:
+    """CPU seconds spent by a server's process tree, rb2-sockd and the
+    clients run in between (waited-for children: RUSAGE_CHILDREN)."""
+
+    def __init__(self, server):
+        self.roots = [server.pid] + sockd_pids()
+        self.t0 = tree_cpu_s(self.roots)
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.c0 = ru.ru_utime + ru.ru_stime
+
+    def seconds(self):
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return tree_cpu_s(self.roots) - self.t0 + ru.ru_utime + ru.ru_stime - self.c0
 
 
 class Bench:
@@ -100,6 +162,30 @@ class Bench:
         self.check_rb2(mode, r.stderr, "sockperf")
         return float(m.group(1))
 
+    def sockperf_tp(self, mode):
+        """sockperf throughput --tcp, 64 B: messages a second the client
+        sends, one way (SocksDirect's "message throughput")."""
+        port = free_port()
+        srv = subprocess.Popen(self.prefix(mode) + ["sockperf", "server", "--tcp", "-i",
+                                                    "127.0.0.1", "-p", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env=self.env)
+        try:
+            time.sleep(0.5)
+            r = subprocess.run(self.prefix(mode) + ["sockperf", "throughput", "--tcp", "-i",
+                                                    "127.0.0.1", "-p", str(port), "-m", "64",
+                                                    "-t", str(self.seconds)],
+                               capture_output=True, text=True, env=self.env, timeout=120)
+        finally:
+            srv.terminate()
+            srv.wait()
+        out = r.stdout + r.stderr
+        m = re.search(r"Message Rate is ([\d.]+) \[msg/sec\]", out)
+        if r.returncode != 0 or not m:
+            raise RuntimeError(f"sockperf throughput {mode}: {out[-300:]}")
+        self.check_rb2(mode, r.stderr, "sockperf throughput")
+        return float(m.group(1))
+
     def redis(self, mode):
         port = free_port()
         srv = subprocess.Popen(self.prefix(mode) + ["redis-server", "--port", str(port),
@@ -111,11 +197,14 @@ class Bench:
         try:
             wait_port(port)
             for c, n in ((1, 20000), (50, 100000)):
+                cpu = Cpu(srv)
                 r = subprocess.run(self.prefix(mode) + ["redis-benchmark", "-p", str(port),
                                                         "-t", "get,set", "-n", str(n),
                                                         "-c", str(c), "-q"],
                                    capture_output=True, text=True, env=self.env,
                                    timeout=300)
+                # SET, then GET, n requests each
+                res[f"redis_c{c}_cpu_us_per_req"] = 1e6 * cpu.seconds() / (2 * n)
                 out = r.stdout.replace("\r", "\n")
                 if r.returncode != 0 or "rror" in out:
                     raise RuntimeError(f"redis-benchmark {mode} -c {c}: {out[-300:]}")
@@ -138,10 +227,12 @@ class Bench:
                                env=self.env)
         try:
             wait_port(port)
+            cpu = Cpu(srv)
             r = subprocess.run(self.prefix(mode) + ["memcslap", f"--servers=127.0.0.1:{port}",
                                                     "--concurrency=4",
                                                     "--execute-number=20000"],
                                capture_output=True, text=True, env=self.env, timeout=300)
+            cpu_s = cpu.seconds()
         finally:
             srv.terminate()
             srv.wait()
@@ -149,7 +240,9 @@ class Bench:
         if r.returncode != 0 or not m:
             raise RuntimeError(f"memcslap {mode}: {(r.stdout + r.stderr)[-300:]}")
         self.check_rb2(mode, r.stderr, "memcslap")
-        return float(m.group(1))
+        # 4 simulated users, 20000 requests each
+        return {"memcslap_s": float(m.group(1)),
+                "memcslap_cpu_us_per_req": 1e6 * cpu_s / (4 * 20000)}
 
     def nginx(self, mode):
         port = free_port()
@@ -182,17 +275,28 @@ http {{
                                env=self.env)
         try:
             wait_port(port)
+            cpu = Cpu(srv)
             r = subprocess.run(self.prefix(mode) + ["wrk", "-t1", "-c8", f"-d{self.seconds}s",
-                                                    f"http://127.0.0.1:{port}/1k"],
+                                                    "--latency", f"http://127.0.0.1:{port}/1k"],
                                capture_output=True, text=True, env=self.env, timeout=300)
+            cpu_s = cpu.seconds()
         finally:
             srv.terminate()
             srv.wait()
         m = re.search(r"Requests/sec:\s+([\d.]+)", r.stdout)
-        if r.returncode != 0 or not m or "Socket errors" in r.stdout or "Non-2xx" in r.stdout:
+        n = re.search(r"(\d+) requests in", r.stdout)
+        lat = {q: re.search(rf"^\s+{q}%\s+([\d.]+)(us|ms|s)$", r.stdout, re.M)
+               for q in ("50", "99")}
+        if (r.returncode != 0 or not m or not n or None in lat.values()
+                or "Socket errors" in r.stdout or "Non-2xx" in r.stdout):
             raise RuntimeError(f"wrk {mode}: {(r.stdout + r.stderr)[-300:]}")
         self.check_rb2(mode, r.stderr, "wrk")
-        return float(m.group(1))
+        res = {"nginx_1k_wrk_c8_rps": float(m.group(1)),
+               "nginx_cpu_us_per_req": 1e6 * cpu_s / int(n.group(1))}
+        for q, g in lat.items():
+            res[f"nginx_wrk_p{q}_latency_us"] = (float(g.group(1)) *
+                                                 {"us": 1, "ms": 1e3, "s": 1e6}[g.group(2)])
+        return res
 
     def pingpong(self, mode, count=100000):
         """tests/rb2run_pingpong: 64 B round trips through plain blocking
@@ -234,15 +338,19 @@ http {{
                                env=self.env)
         try:
             wait_port(port)
+            cpu = Cpu(srv)
             r = subprocess.run(self.prefix(mode) + ["iperf3", "-c", "127.0.0.1", "-p",
                                                     str(port), "-t", str(self.seconds), "-J"],
                                capture_output=True, text=True, env=self.env, timeout=300)
+            cpu_s = cpu.seconds()
         finally:
             srv.wait(timeout=30)
         if r.returncode != 0:
             raise RuntimeError(f"iperf3 {mode}: {(r.stdout + r.stderr)[-300:]}")
         self.check_rb2(mode, r.stderr, "iperf3")
-        return json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"] / 1e9
+        got = json.loads(r.stdout)["end"]["sum_received"]
+        return {"iperf3_gbps": got["bits_per_second"] / 1e9,
+                "iperf3_cpu_s_per_gb": cpu_s / (got["bytes"] / 1e9)}
 
 
 def main():
@@ -274,10 +382,11 @@ def main():
             order = ["kernel", "rb2"] if k % 2 == 0 else ["rb2", "kernel"]
             for mode in order:
                 fig = {"sockperf_p50_us": b.sockperf(mode)}
+                fig["sockperf_tp_msg_rate"] = b.sockperf_tp(mode)
                 fig.update(b.redis(mode))
-                fig["memcslap_s"] = b.memcached(mode)
-                fig["nginx_1k_wrk_c8_rps"] = b.nginx(mode)
-                fig["iperf3_gbps"] = b.iperf3(mode)
+                fig.update(b.memcached(mode))
+                fig.update(b.nginx(mode))
+                fig.update(b.iperf3(mode))
                 rounds[mode].append(fig)
                 print(f"round {k + 1}/{o.rounds} {mode}: {fig}", file=sys.stderr)
     finally:
@@ -298,8 +407,10 @@ def main():
     for key in rounds["kernel"][0]:
         kern = [r[key] for r in rounds["kernel"]]
         rb2 = [r[key] for r in rounds["rb2"]]
-        # Times: kernel / rb2 (higher is better for rb2); rates: rb2 / kernel.
-        per_round = [(a / c if key.endswith(("_us", "_s")) else c / a)
+        # Times and costs: kernel / rb2 (higher is better for rb2); rates:
+        # rb2 / kernel.
+        cost = key.endswith(("_us", "_s")) or "_cpu_" in key
+        per_round = [(a / c if cost else c / a)
                      for a, c in zip(kern, rb2)]
         result["measurements"][key] = {
             "kernel": statistics.median(kern), "rb2": statistics.median(rb2),

@@ -206,6 +206,11 @@ struct rb2_conn_ep {
 	uint32_t pend_i, pend_n;
 	uint32_t pend_cid;        /* the run's connection (its frames' cid) */
 	uint32_t pend_skips;      /* recv()s of others that passed the run */
+	/* A zero-copy receive met a run left in the ring: this endpoint's
+	 * reader views its receive buffers, which a run must be filed into
+	 * first. From then on the poll files every run at once, rather than
+	 * leave it for the view's own poll (two polls, two parses a run). */
+	uint8_t zc_reader;
 	struct rb2_conn_refusal *refusals; /* REFUSE frames owed */
 	uint32_t n_refusals, cap_refusals;
 	struct rb2_conn_refs *refs;        /* lending (rb2_conn_ref.h), NULL until used */

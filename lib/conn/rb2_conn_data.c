@@ -190,6 +190,12 @@ __rb2_conn_recv_slow(struct rb2_conn_ep *ep, int cd, void *buf, uint32_t cap, in
 		if (c->vpos == c->wpos)
 			return c->err != 0 && !c->rd_clean ? c->err : c->rd_eof ? 0 : -EAGAIN;
 	}
+	if (zc && c->vpos == c->wpos && ep->pend_i < ep->pend_n && pend_is(ep, c)) {
+		/* A view of a run left in the ring: filed here, without the
+		 * poll next_record() would make, and not left again. */
+		ep->zc_reader = 1;
+		__rb2_conn_pend_flush(ep);
+	}
 	len = next_record(ep, c, &rec);
 	if (len <= 0)
 		return len;

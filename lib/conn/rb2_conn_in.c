@@ -460,10 +460,6 @@ tel_snapshot(struct rb2_conn_ep *ep, uint64_t asked)
 	atomic_store_explicit(&ep->tel_taken, (uint32_t)(asked >> 32), memory_order_release);
 }
 
-/* __rb2_conn_progress()'s flags. */
-#define POLL_CHECK_PEER 1u   /* nothing came: ask whether the peer lives */
-#define POLL_LAZY 2u         /* a run of one connection's data may stay in the ring */
-
 /* File what is left of the run left in the ring (ep->pend) into its
  * receive buffer, in order, and release it. @return the frames filed. */
 unsigned int
@@ -500,8 +496,9 @@ pend_run(struct rb2_conn_ep *ep, const struct rb2_msg *m, unsigned int n)
 	unsigned int k = 0;
 
 	/* A lone small frame, a ping-pong's, is filed: known without
-	 * parsing it, which frame_take() does next. */
-	if (n == 1 && rb2_msg_len(&m[0]) < PEND_LONE_MIN)
+	 * parsing it, which frame_take() does next. So is every run for a
+	 * reader that views (ep->zc_reader). */
+	if ((n == 1 && rb2_msg_len(&m[0]) < PEND_LONE_MIN) || ep->zc_reader)
 		return 0;
 	/* A marked frame's header is not read: its miss waits for recv()'s
 	 * copy (the peek prefetched it). */

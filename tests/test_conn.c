@@ -964,6 +964,53 @@ Test(rb2_conn, recv_ready_says_whether_a_receive_would_poll)
 	cr_assert_eq(rb2_conn_recv(b, cb, buf, LEN), -EBADF);
 }
 
+/* A run the poll left in the ring, met by a zero-copy receive: filed
+ * without a poll (a message sent since stays in the ring, unseen), viewed
+ * in order; the next run is filed by the poll itself, and a copying
+ * receive then reads it from the buffer. */
+Test(rb2_conn, a_viewing_reader_gets_its_runs_filed)
+{
+	enum { LEN = 100, RUN = 12 };
+	static uint8_t buf[LEN];
+	int ca, cb, cds[4];
+	const void *view;
+
+	open_eps(NULL, NULL);
+	connect_n(1, &ca, &cb);
+	for (uint32_t i = 0; i < RUN; i++) {
+		rb2_test_fill(buf, LEN, 10 + i);
+		cr_assert_eq(rb2_conn_send(a, ca, buf, LEN), 0);
+	}
+	rb2_conn_flush(a);
+	cr_assert_eq(rb2_conn_ep_ready(b, cds, 4), 1);
+	cr_assert_eq(b->pend_n - b->pend_i, RUN, "the run was not left in the ring");
+	cr_assert_eq(b->zc_reader, 0);
+	rb2_test_fill(buf, LEN, 99);
+	cr_assert_eq(rb2_conn_send(a, ca, buf, LEN), 0);
+	rb2_conn_flush(a);
+	for (uint32_t i = 0; i < RUN; i++) {
+		cr_assert_eq(rb2_conn_recv_zc(b, cb, &view), LEN, "run message %u", i);
+		cr_assert(rb2_test_check(view, LEN, 10 + i), "run message %u", i);
+		cr_assert_eq(b->pend_n, 0, "the run stayed in the ring after a view");
+	}
+	cr_assert_eq(b->zc_reader, 1);
+	cr_assert_eq(rb2_conn_recv_ready(b, cb), 0, "the unpolled message seen");
+	cr_assert_eq(rb2_conn_release(b, cb, RUN), 0);
+	cr_assert_eq(rb2_conn_recv(b, cb, buf, LEN), LEN);
+	cr_assert(rb2_test_check(buf, LEN, 99));
+	for (uint32_t i = 0; i < RUN; i++) {
+		rb2_test_fill(buf, LEN, 30 + i);
+		cr_assert_eq(rb2_conn_send(a, ca, buf, LEN), 0);
+	}
+	rb2_conn_flush(a);
+	cr_assert_eq(rb2_conn_ep_ready(b, cds, 4), 1);
+	cr_assert_eq(b->pend_n, 0, "a run left in the ring for a viewing reader");
+	for (uint32_t i = 0; i < RUN; i++) {
+		cr_assert_eq(rb2_conn_recv(b, cb, buf, LEN), LEN, "filed message %u", i);
+		cr_assert(rb2_test_check(buf, LEN, 30 + i), "filed message %u", i);
+	}
+}
+
 /*
  * A poll takes about 64 KiB of frames (what it copies into receive buffers
  * is read back while still in the cache): after polls of large frames it

@@ -73,6 +73,21 @@ connect_n(unsigned int n, int *ca, int *cb)
 	rb2_test_conn_connect_n(a, b, n, ca, cb);
 }
 
+/* Send @p n messages of @p len bytes on a's @p ca, message i filled from
+ * @p first + i (rb2_test_fill()), and flush. */
+static void
+send_filled(int ca, uint32_t n, uint32_t len, uint64_t first)
+{
+	static uint8_t buf[4096];
+
+	cr_assert_leq(len, sizeof(buf));
+	for (uint32_t i = 0; i < n; i++) {
+		rb2_test_fill(buf, len, first + i);
+		cr_assert_eq(rb2_conn_send(a, ca, buf, len), 0, "message %u", i);
+	}
+	rb2_conn_flush(a);
+}
+
 /* Message seq of connection conn: [u32 conn][u32 seq][pattern]. */
 static uint32_t
 make_msg(uint8_t *buf, uint32_t conn, uint32_t seq, uint64_t *rng)
@@ -941,11 +956,7 @@ Test(rb2_conn, recv_ready_says_whether_a_receive_would_poll)
 	 * first, so that the next rb2_conn_ep_ready() polls.) */
 	cr_assert_eq(rb2_conn_ep_ready(b, cds, 4), 1);
 	cr_assert_eq(rb2_conn_recv_ready(b, cb), 0);
-	for (uint32_t i = 0; i < RUN; i++) {
-		rb2_test_fill(buf, LEN, 10 + i);
-		cr_assert_eq(rb2_conn_send(a, ca, buf, LEN), 0);
-	}
-	rb2_conn_flush(a);
+	send_filled(ca, RUN, LEN, 10);
 	cr_assert_eq(rb2_conn_ep_ready(b, cds, 4), 1);
 	for (uint32_t i = 0; i < RUN; i++) {
 		cr_assert_eq(rb2_conn_recv_ready(b, cb), 1, "run message %u not ready", i);
@@ -977,17 +988,11 @@ Test(rb2_conn, a_viewing_reader_gets_its_runs_filed)
 
 	open_eps(NULL, NULL);
 	connect_n(1, &ca, &cb);
-	for (uint32_t i = 0; i < RUN; i++) {
-		rb2_test_fill(buf, LEN, 10 + i);
-		cr_assert_eq(rb2_conn_send(a, ca, buf, LEN), 0);
-	}
-	rb2_conn_flush(a);
+	send_filled(ca, RUN, LEN, 10);
 	cr_assert_eq(rb2_conn_ep_ready(b, cds, 4), 1);
 	cr_assert_eq(b->pend_n - b->pend_i, RUN, "the run was not left in the ring");
 	cr_assert_eq(b->zc_reader, 0);
-	rb2_test_fill(buf, LEN, 99);
-	cr_assert_eq(rb2_conn_send(a, ca, buf, LEN), 0);
-	rb2_conn_flush(a);
+	send_filled(ca, 1, LEN, 99);
 	for (uint32_t i = 0; i < RUN; i++) {
 		cr_assert_eq(rb2_conn_recv_zc(b, cb, &view), LEN, "run message %u", i);
 		cr_assert(rb2_test_check(view, LEN, 10 + i), "run message %u", i);
@@ -998,11 +1003,7 @@ Test(rb2_conn, a_viewing_reader_gets_its_runs_filed)
 	cr_assert_eq(rb2_conn_release(b, cb, RUN), 0);
 	cr_assert_eq(rb2_conn_recv(b, cb, buf, LEN), LEN);
 	cr_assert(rb2_test_check(buf, LEN, 99));
-	for (uint32_t i = 0; i < RUN; i++) {
-		rb2_test_fill(buf, LEN, 30 + i);
-		cr_assert_eq(rb2_conn_send(a, ca, buf, LEN), 0);
-	}
-	rb2_conn_flush(a);
+	send_filled(ca, RUN, LEN, 30);
 	cr_assert_eq(rb2_conn_ep_ready(b, cds, 4), 1);
 	cr_assert_eq(b->pend_n, 0, "a run left in the ring for a viewing reader");
 	for (uint32_t i = 0; i < RUN; i++) {

@@ -135,7 +135,9 @@ class Bench:
         if not m or int(m.group(1)) == 0 or "kernel TCP" in m.group(3):
             raise RuntimeError(f"{what}: not every connection went over rb2: {err.strip()}")
 
-    def sockperf(self, mode):
+    def sockperf_client(self, mode, test, extra, pattern):
+        """sockperf TEST --tcp, 64 B, against a sockperf server, both in
+        @mode; the figure @pattern finds in its output."""
         port = free_port()
         srv = subprocess.Popen(self.prefix(mode) + ["sockperf", "server", "--tcp", "-i",
                                                     "127.0.0.1", "-p", str(port)],
@@ -143,48 +145,32 @@ class Bench:
                                env=self.env)
         try:
             time.sleep(0.5)
-            r = subprocess.run(self.prefix(mode) + ["sockperf", "ping-pong", "--tcp", "-i",
+            r = subprocess.run(self.prefix(mode) + ["sockperf", test, "--tcp", "-i",
                                                     "127.0.0.1", "-p", str(port), "-m", "64",
-                                                    "-t", str(self.seconds),
-                                                    # sockperf sizes its sequence
-                                                    # table for ~1 M round trips a
-                                                    # second and fails past it; the
-                                                    # kernel's ~60 k stay far below
-                                                    "--mps", "500000"],
+                                                    "-t", str(self.seconds)] + extra,
                                capture_output=True, text=True, env=self.env, timeout=120)
         finally:
             srv.terminate()
             srv.wait()
         out = r.stdout + r.stderr
-        m = re.search(r"percentile 50\.000 =\s+([\d.]+)", out)
+        m = re.search(pattern, out)
         if r.returncode != 0 or not m:
-            raise RuntimeError(f"sockperf {mode}: {out[-300:]}")
-        self.check_rb2(mode, r.stderr, "sockperf")
+            raise RuntimeError(f"sockperf {test} {mode}: {out[-300:]}")
+        self.check_rb2(mode, r.stderr, f"sockperf {test}")
         return float(m.group(1))
 
+    def sockperf(self, mode):
+        """sockperf ping-pong: the p50 round trip in µs."""
+        # sockperf sizes its sequence table for ~1 M round trips a second
+        # and fails past it; the kernel's ~60 k stay far below
+        return self.sockperf_client(mode, "ping-pong", ["--mps", "500000"],
+                                    r"percentile 50\.000 =\s+([\d.]+)")
+
     def sockperf_tp(self, mode):
-        """sockperf throughput --tcp, 64 B: messages a second the client
-        sends, one way (SocksDirect's "message throughput")."""
-        port = free_port()
-        srv = subprocess.Popen(self.prefix(mode) + ["sockperf", "server", "--tcp", "-i",
-                                                    "127.0.0.1", "-p", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env=self.env)
-        try:
-            time.sleep(0.5)
-            r = subprocess.run(self.prefix(mode) + ["sockperf", "throughput", "--tcp", "-i",
-                                                    "127.0.0.1", "-p", str(port), "-m", "64",
-                                                    "-t", str(self.seconds)],
-                               capture_output=True, text=True, env=self.env, timeout=120)
-        finally:
-            srv.terminate()
-            srv.wait()
-        out = r.stdout + r.stderr
-        m = re.search(r"Message Rate is ([\d.]+) \[msg/sec\]", out)
-        if r.returncode != 0 or not m:
-            raise RuntimeError(f"sockperf throughput {mode}: {out[-300:]}")
-        self.check_rb2(mode, r.stderr, "sockperf throughput")
-        return float(m.group(1))
+        """sockperf throughput: messages a second the client sends, one way
+        (SocksDirect's "message throughput")."""
+        return self.sockperf_client(mode, "throughput", [],
+                                    r"Message Rate is ([\d.]+) \[msg/sec\]")
 
     def redis(self, mode):
         port = free_port()

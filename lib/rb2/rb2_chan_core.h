@@ -580,11 +580,19 @@ __rb2_prefetch_w(const void *p)
 	__builtin_prefetch(p, 1, 3);
 }
 
-/** @internal Slots a message of @p len bytes occupies. */
+/** @internal Slots a message of @p len bytes occupies. A power-of-two
+ * slot size (every preset's) is a shift, not a divide: reserve, commit and
+ * peek each count the slots of a multi-slot message. 136-byte messages on
+ * 64-byte slots took 13.3 cycles each against 13.8 with the divide (5
+ * alternating runs of rb2-perf --mode ops --size 136). */
 static inline uint32_t
 __rb2_nslots(uint32_t len, uint32_t slot_size)
 {
-	return likely(len <= slot_size) ? 1 : (len + slot_size - 1) / slot_size;
+	if (likely(len <= slot_size))
+		return 1;
+	if (likely((slot_size & (slot_size - 1)) == 0))
+		return (len + slot_size - 1) >> __builtin_ctz(slot_size);
+	return (len + slot_size - 1) / slot_size;
 }
 
 /**

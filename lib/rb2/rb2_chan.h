@@ -756,6 +756,18 @@ rb2_rx_peek_burst(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 		msgs[i].data = (void *)(uintptr_t)(slot + rx->leader);
 		/* Start the payload's miss now, not when the caller reads. */
 		rte_prefetch0(msgs[i].data);
+		/* The first message's next two lines too: a lone message (a
+		 * ping-pong's) is read as soon as it is seen, and its later
+		 * lines would each wait for the other core after the first.
+		 * rb2-kv depth 1 against L5: 7 of 10 interleaved pairs
+		 * higher, by about 0.03. Only the first: a streaming burst's
+		 * extra prefetches cost 6% of the 136 B rate (20.4 to 19.2
+		 * Mmsg/s), and its lines come in sequence anyway. */
+		if (i == 0 && (len & ~RB2_MSG_MARK) > RTE_CACHE_LINE_SIZE - rx->leader) {
+			rte_prefetch0((const uint8_t *)msgs[i].data + RTE_CACHE_LINE_SIZE);
+			if ((len & ~RB2_MSG_MARK) > 2 * RTE_CACHE_LINE_SIZE - rx->leader)
+				rte_prefetch0((const uint8_t *)msgs[i].data + 2 * RTE_CACHE_LINE_SIZE);
+		}
 		msgs[i].len = len;
 		msgs[i].next_lo = (uint32_t)end;
 		i++;

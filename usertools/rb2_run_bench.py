@@ -7,6 +7,11 @@ mode). Prints JSON: per measurement the median of the rounds for each mode,
 the ratio, and every round's figure.
 
   usertools/rb2_run_bench.py [--build build] [--rounds 3] [--seconds 3]
+  usertools/rb2_run_bench.py --nginx-spin 2000,0 [--rounds 3] [--seconds 5]
+
+--nginx-spin runs nginx and wrk alone, over the kernel and under rb2-run with
+its default spin and with each RB2_RUN_SPIN_NS given: what a waiting thread's
+spin does to the rate and to wrk's p50 and p99 on this machine's vCPUs.
 
 Also, each round, the layer's own cost: the same 64 B round trip on a bare rb2
 channel (rb2-perf --mode lat) and through blocking send()/recv()
@@ -123,6 +128,12 @@ class Bench:
         self.build = build
         self.env = dict(os.environ, RB2_SOCKD_PATH=os.path.join(self.tmp, "sockd.sock"),
                         RB2_RUN_STATS="1")
+
+    def close(self):
+        """Stop the rb2-sockd that rb2-run started, and remove the files."""
+        subprocess.run([os.path.join(self.build, "apps", "rb2-sockd", "rb2-sockd"), "--stop"],
+                       env=self.env, capture_output=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def prefix(self, mode):
         return [self.run] if mode == "rb2" else []
@@ -339,12 +350,38 @@ http {{
                 "iperf3_cpu_s_per_gb": cpu_s / (got["bytes"] / 1e9)}
 
 
+def nginx_spin(b, rounds, spins):
+    """nginx under each spin setting ("default": rb2-run's own), interleaved
+    with kernel TCP; the median of the rounds and every round's figures."""
+    configs = [("kernel", "kernel", None), ("default", "rb2", None)] + \
+        [(f"spin_{ns}_ns", "rb2", str(ns)) for ns in spins]
+    env = dict(b.env)
+    figs = {label: [] for label, _, _ in configs}
+    for k in range(rounds):
+        for label, mode, ns in configs if k % 2 == 0 else configs[::-1]:
+            b.env = dict(env, RB2_RUN_SPIN_NS=ns) if ns is not None else dict(env)
+            figs[label].append(b.nginx(mode))
+            print(f"round {k + 1}/{rounds} {label}: {figs[label][-1]}", file=sys.stderr)
+    b.env = env
+    return {"rounds": rounds, "host_cpus": os.cpu_count(),
+            "what": "nginx (2 workers, 1 KB file) under wrk -t1 -c8 --latency",
+            "configs": {label: {key: statistics.median(r[key] for r in figs[label])
+                                for key in figs[label][0]} | {"rounds": figs[label]}
+                        for label in figs}}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=3, help="sockperf's run per round")
+    ap.add_argument("--nginx-spin", metavar="NS[,NS...]",
+                    help="nginx alone, under each RB2_RUN_SPIN_NS too")
     o = ap.parse_args()
+    try:
+        spins = [int(x) for x in o.nginx_spin.split(",")] if o.nginx_spin else None
+    except ValueError:
+        ap.error(f"--nginx-spin: not a list of nanoseconds: {o.nginx_spin}")
     o.build = os.path.abspath(o.build)
     os.environ["PATH"] += ":/usr/sbin"
     for tool in ("sockperf", "redis-server", "redis-benchmark", "memcached", "memcslap",
@@ -354,6 +391,12 @@ def main():
                      "redis-server redis-tools memcached libmemcached-tools nginx-light "
                      "wrk iperf3)")
     b = Bench(o.build, o.seconds)
+    if spins is not None:
+        try:
+            print(json.dumps(nginx_spin(b, o.rounds, spins), indent=1))
+        finally:
+            b.close()
+        return
     rounds = {"kernel": [], "rb2": []}
     layer = []
     try:
@@ -376,9 +419,7 @@ def main():
                 rounds[mode].append(fig)
                 print(f"round {k + 1}/{o.rounds} {mode}: {fig}", file=sys.stderr)
     finally:
-        subprocess.run([os.path.join(o.build, "apps", "rb2-sockd", "rb2-sockd"), "--stop"],
-                       env=b.env, capture_output=True)
-        shutil.rmtree(b.tmp, ignore_errors=True)
+        b.close()
     result = {"rounds": o.rounds, "host_cpus": os.cpu_count(), "measurements": {},
               "layer": {
                   "what": "64 B round trip, p50: tests/rb2run_pingpong (blocking send() and "

@@ -73,6 +73,7 @@ struct opts {
 	unsigned int ring_scale; /* forward rings' slots x this (0: shared ones
 				  * grow with their connections) */
 	unsigned int spin_us;   /* blocking mode: poll this long before sleeping */
+	const char *preset;     /* rb2_chan_params_preset(), or NULL: slots sized to --size */
 };
 
 /* One design under test, set up once, run in every round. */
@@ -204,6 +205,10 @@ static struct bench_opt table[] = {
 	{ "zc", BENCH_FLAG, &opt.zc,
 	  .help = "receive in place (rb2_conn_recv_zc, reading each line, then "
 	  "rb2_conn_release) instead of copying out" },
+	{ "preset", BENCH_STR, &opt.preset, .arg = "NAME",
+	  .help = "the channels as rb2_chan_params_preset() makes them (" RB2_CHAN_PRESET_NAMES
+	  ": rb2's 64 B slots with the length in the slot, as rb2-kv and rb2-raasd use) "
+	  "instead of one slot per message" },
 	{ "ring-scale", BENCH_UINT, &opt.ring_scale, 1, 1024, .arg = "S",
 	  .help = "every forward ring (bare, shared, per connection) has S times the slots "
 	  "(default: shared rings grow with their connections, up to 16 times; others 1 "
@@ -244,6 +249,16 @@ parse(int argc, char **argv, struct opts *o)
 			"drop --lat, or lent\n");
 		return -1;
 	}
+	if (o->preset != NULL) {
+		struct rb2_chan_params p;
+
+		rb2_chan_params_init(&p);
+		if (rb2_chan_params_preset(&p, o->preset) < 0) {
+			fprintf(stderr, "rb2-connperf: --preset %s: not one of %s\n", o->preset,
+				RB2_CHAN_PRESET_NAMES);
+			return -1;
+		}
+	}
 	if (o->window == 0)
 		o->window = RTE_MAX(65536u, rte_align32pow2(2 * (8 + RTE_ALIGN_CEIL(o->size, 8u))));
 	return 0;
@@ -251,7 +266,7 @@ parse(int argc, char **argv, struct opts *o)
 
 /* A channel that carries messages of @p len bytes: one slot each up to
  * 1 KiB (packed, 8-byte aligned, where @p len is not whole cache lines);
- * 64-byte slots and room for two beyond. A shared channel has @p scale
+ * 64-byte slots and room for two beyond; or --preset's channel. A shared channel has @p scale
  * times the slots (its connections' rings would have had more). Bare and
  * connection channels are alike: a connection's frames in a run carry no
  * header (the ring marks them, lib/conn), and the first of a run takes
@@ -260,7 +275,9 @@ static void
 chan_params(struct rb2_chan_params *p, uint32_t len, unsigned int scale)
 {
 	rb2_chan_params_init(p);
-	if (len <= 1024) {
+	if (opt.preset != NULL) {          /* checked by parse() */
+		rb2_chan_params_preset(p, opt.preset);
+	} else if (len <= 1024) {
 		p->slot_size = RTE_ALIGN_CEIL(len, 8u);
 		if (p->slot_size % 64 != 0)
 			p->flags |= RB2_CHAN_F_UNALIGNED;
@@ -978,8 +995,9 @@ print_json(struct bench *b)
 	struct variant *s1 = find(b, SHARED, 1), *bare = find(b, BARE, 1);
 	json_t *doc, *vs = json_array();
 
-	doc = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:I, s:o, s:s, s:s}",
+	doc = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:I, s:o, s:s, s:s}",
 			"tool", "rb2-connperf", "layer", "connection", "transport", o->transport,
+			"channels", o->preset != NULL ? o->preset : "sized to the message",
 			"size", (json_int_t)o->size, "window", (json_int_t)o->window,
 			"ring_scale", (json_int_t)o->ring_scale, "zero_copy_receive", o->zc,
 			"rounds", (json_int_t)o->rounds, "seconds", bench_json_real(o->seconds),

@@ -541,6 +541,11 @@ rb2_rx_create(const char *name, struct rb2_xport *xp,
 	rx->max_len = rb2_chan_max_msg(p);
 	rx->msg_size = p->msg_size;
 	rx->leader = rb2_chan_len_in_slot(p) ? RB2_LEN_HDR_SIZE : 0;
+	/* A fixed-size channel's messages fill their slot; the others learn
+	 * it from the messages (rb2_rx_peek_burst()). */
+	rx->idle_lines = RTE_MIN(RB2_IDLE_LINES_MAX,
+				 rx->msg_size != 0 ? RTE_ALIGN_CEIL(rx->slot_size, RTE_CACHE_LINE_SIZE) /
+				 RTE_CACHE_LINE_SIZE : 1u);
 	rx->local_tail = RTE_PTR_ADD(base, RB2_REGION_PTR_OFF);
 	rx->head_shadow = RTE_PTR_ADD(base, RB2_REGION_SHADOW_OFF);
 	rx->head_shadow[RB2_PULL_CHECK] = ~0ull; /* head 0, published */

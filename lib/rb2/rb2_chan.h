@@ -690,13 +690,19 @@ rb2_rx_peek_burst(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 		 * ring, which the receiver polls itself. */
 		if (unlikely(rx->cq != NULL))
 			__rb2_rx_poll_cq(rx);
-		/* Start the miss of the next slot beside the tail's: when the
-		 * tail has moved, both lines come in one wait, not two after
-		 * each other (as a poll-message ring reads one line). A slot
-		 * still being written is fetched again after; an idle loop's
-		 * prefetch of a line it will read anyway costs the sender
-		 * no more than a poll-message receiver's polling does. */
-		rte_prefetch0(rx->slots + (size_t)((uint32_t)h & rx->mask) * rx->slot_size);
+		/* Start the misses of the next message's lines beside the
+		 * tail's: when the tail has moved, they all come in one wait,
+		 * not a second one after it (as a poll-message ring reads its
+		 * message's line). As many lines as the last message took, up
+		 * to 4 (rx->idle_lines): a 136 B message on 64 B slots spans
+		 * three, and a round trip through a connection took 900-910
+		 * ns with its first line prefetched here, 690-720 ns with all
+		 * three (doc/eval/conn.md). A line still being written is
+		 * fetched again after; an idle loop's prefetch of a line it
+		 * will read anyway costs the sender no more than a
+		 * poll-message receiver's polling does. */
+		__rb2_rx_prefetch_lines(rx->slots + (size_t)((uint32_t)h & rx->mask) * rx->slot_size,
+					rx->idle_lines);
 		/* Acquire: pairs with the sender's release store (shm) or
 		 * ordered WRITE (verbs) of local_tail after the slots. */
 		t = atomic_load_explicit(rx->local_tail, memory_order_acquire);
@@ -756,17 +762,18 @@ rb2_rx_peek_burst(struct rb2_rx *rx, struct rb2_msg *msgs, unsigned int n)
 		msgs[i].data = (void *)(uintptr_t)(slot + rx->leader);
 		/* Start the payload's miss now, not when the caller reads. */
 		rte_prefetch0(msgs[i].data);
-		/* The first message's next two lines too: a lone message (a
-		 * ping-pong's) is read as soon as it is seen, and its later
-		 * lines would each wait for the other core after the first.
-		 * rb2-kv depth 1 against L5: 7 of 10 interleaved pairs
-		 * higher, by about 0.03. Only the first: a streaming burst's
+		/* The first message's later lines too, and their count for
+		 * the next empty look. Only the first: a streaming burst's
 		 * extra prefetches cost 6% of the 136 B rate (20.4 to 19.2
 		 * Mmsg/s), and its lines come in sequence anyway. */
-		if (i == 0 && (len & ~RB2_MSG_MARK) > RTE_CACHE_LINE_SIZE - rx->leader) {
-			rte_prefetch0((const uint8_t *)msgs[i].data + RTE_CACHE_LINE_SIZE);
-			if ((len & ~RB2_MSG_MARK) > 2 * RTE_CACHE_LINE_SIZE - rx->leader)
-				rte_prefetch0((const uint8_t *)msgs[i].data + 2 * RTE_CACHE_LINE_SIZE);
+		if (i == 0) {
+			uint32_t lines = (rx->leader + (len & ~RB2_MSG_MARK) + RTE_CACHE_LINE_SIZE - 1) /
+					 RTE_CACHE_LINE_SIZE;
+
+			lines = RTE_MIN(RTE_MAX(lines, 1u), RB2_IDLE_LINES_MAX);
+			__rb2_rx_prefetch_lines(slot + RTE_CACHE_LINE_SIZE, lines - 1);
+			if (unlikely(lines != rx->idle_lines))
+				rx->idle_lines = lines;
 		}
 		msgs[i].len = len;
 		msgs[i].next_lo = (uint32_t)end;

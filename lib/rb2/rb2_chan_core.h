@@ -463,6 +463,7 @@ struct rb2_rx {
 	uint32_t msg_size;            /**< 0, or the fixed message size */
 	uint32_t poll_msg;            /**< poll-message sync: no tail pointer */
 	uint32_t leader;              /**< RB2_CHAN_F_LEN_IN_SLOT: header bytes before the payload */
+	uint32_t idle_lines;          /**< lines an empty look prefetches at the head (1-4) */
 
 	uint64_t head __rte_cache_aligned;        /**< next slot to read */
 	uint64_t synced_head __rte_cache_aligned; /**< head at the last push */
@@ -578,6 +579,24 @@ static inline void
 __rb2_prefetch_w(const void *p)
 {
 	__builtin_prefetch(p, 1, 3);
+}
+
+/** @internal The most lines an empty look prefetches (struct rb2_rx's
+ * idle_lines): a small message's; a larger one streams in anyway. */
+#define RB2_IDLE_LINES_MAX 4u
+
+/** @internal Prefetch @p n (at most RB2_IDLE_LINES_MAX) lines from @p p. */
+static __rte_always_inline void
+__rb2_rx_prefetch_lines(const uint8_t *p, uint32_t n)
+{
+	if (n > 0)
+		rte_prefetch0(p);
+	if (n > 1)
+		rte_prefetch0(p + RTE_CACHE_LINE_SIZE);
+	if (n > 2)
+		rte_prefetch0(p + 2 * RTE_CACHE_LINE_SIZE);
+	if (n > 3)
+		rte_prefetch0(p + 3 * RTE_CACHE_LINE_SIZE);
 }
 
 /** @internal Slots a message of @p len bytes occupies. A power-of-two

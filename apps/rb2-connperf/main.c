@@ -266,11 +266,11 @@ parse(int argc, char **argv, struct opts *o)
 
 /* A channel that carries messages of @p len bytes: one slot each up to
  * 1 KiB (packed, 8-byte aligned, where @p len is not whole cache lines);
- * 64-byte slots and room for two beyond; or --preset's channel. A shared channel has @p scale
- * times the slots (its connections' rings would have had more). Bare and
- * connection channels are alike: a connection's frames in a run carry no
- * header (the ring marks them, lib/conn), and the first of a run takes
- * one slot more. */
+ * 64-byte slots and room for two beyond; or --preset's channel. A shared
+ * channel has @p scale times the slots (its connections' rings would have
+ * had more). Bare and connection channels are alike: a connection's
+ * frames in a run carry no header (the ring marks them, lib/conn), and the
+ * first of a run takes one slot more. */
 static void
 chan_params(struct rb2_chan_params *p, uint32_t len, unsigned int scale)
 {

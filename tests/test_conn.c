@@ -377,13 +377,82 @@ Test(rb2_conn, stalled_reader_blocks_only_itself)
 
 /* Zero-copy both ways: reserve/commit into the ring, views out of the
  * receive buffer, held until released (and credit only then). */
+/*
+ * A small reservation where the ring was last published is built in the
+ * endpoint's own lines and copied in at the commit (RB2_CONN_STAGE_MAX);
+ * the next one of a burst goes in place. Reserved again, the room keeps
+ * what was written, moved into the ring if it grows past the staging
+ * lines; a cancelled one sends nothing. The receiver gets every byte.
+ */
+Test(rb2_conn, staged_reservations)
+{
+	struct rb2_conn_ep_params pp;
+	const uint8_t *stage;
+	uint8_t got[1024];
+	void *w = NULL, *w2 = NULL;
+	unsigned int seq;
+	int ca, cb;
+
+	rb2_conn_ep_params_init(&pp);
+	open_eps(&pp, &pp);
+	connect_n(1, &ca, &cb);
+	stage = a->stage;
+	cr_assert_eq(rb2_conn_flush(a), 0);
+	cr_assert_eq(rb2_conn_reserve(a, ca, 100, &w), 0);
+	cr_assert_eq(w, (const void *)stage, "a small reservation at the published tail is staged");
+	rb2_test_fill(w, 100, 1);
+	cr_assert_eq(rb2_conn_reserve(a, ca, 200, &w2), 0);
+	cr_assert_eq(w2, w, "reserved again: the same staging lines");
+	cr_assert(rb2_test_check(w2, 100, 1), "reserved again: what was written stays");
+	cr_assert_eq(rb2_conn_commit(a, ca, 100), 0);
+	/* A burst: staged while each commit is published at once (an idle
+	 * sender publishes its first messages eagerly), in place after. */
+	for (seq = 2; seq < 2 + 64; seq++) {
+		int at_published = rb2_tx_tail(a->tx) == rb2_tx_published(a->tx);
+
+		cr_assert_eq(rb2_conn_reserve(a, ca, 100, &w), 0);
+		cr_assert_eq(w == (const void *)stage, at_published, "message %u", seq);
+		rb2_test_fill(w, 100, seq);
+		cr_assert_eq(rb2_conn_commit(a, ca, 100), 0);
+		if (!at_published)
+			break;
+	}
+	cr_assert_lt(seq, 2 + 64, "a burst never left the published tail behind");
+	cr_assert_eq(rb2_conn_flush(a), 0);
+	cr_assert_eq(rb2_conn_reserve(a, ca, 64, &w), 0);
+	cr_assert_eq(w, (const void *)stage);
+	rb2_test_fill(w, 64, seq + 1);
+	cr_assert_eq(rb2_conn_reserve(a, ca, 1000, &w2), 0);
+	cr_assert_neq(w2, (const void *)stage, "grown past the staging lines: in the ring");
+	cr_assert(rb2_test_check(w2, 64, seq + 1), "grown: what was written moved with it");
+	rb2_test_fill(w2, 1000, seq + 1);
+	cr_assert_eq(rb2_conn_commit(a, ca, 1000), 0);
+	cr_assert_eq(rb2_conn_flush(a), 0);
+	cr_assert_eq(rb2_conn_reserve(a, ca, 50, &w), 0);
+	cr_assert_eq(w, (const void *)stage);
+	rb2_test_fill(w, 50, 0);
+	rb2_conn_cancel(a, ca);
+	cr_assert_eq(rb2_conn_commit(a, ca, 50), -EINVAL, "a cancelled reservation commits nothing");
+	send_filled(ca, 1, 30, seq + 2);
+	pump(NULL, NULL, 8);
+	for (unsigned int i = 1; i <= seq; i++) {
+		cr_assert_eq(rb2_conn_recv(b, cb, got, sizeof(got)), 100, "message %u", i);
+		cr_assert(rb2_test_check(got, 100, i), "message %u", i);
+	}
+	cr_assert_eq(rb2_conn_recv(b, cb, got, sizeof(got)), 1000);
+	cr_assert(rb2_test_check(got, 1000, seq + 1));
+	cr_assert_eq(rb2_conn_recv(b, cb, got, sizeof(got)), 30, "nothing of the cancelled one");
+	cr_assert(rb2_test_check(got, 30, seq + 2));
+	cr_assert_eq(rb2_conn_recv(b, cb, got, sizeof(got)), -EAGAIN);
+}
+
 Test(rb2_conn, zero_copy_send_and_views)
 {
 	struct rb2_conn_ep_params pp;
 	struct rb2_conn_info info;
 	const void *v[4];
 	int ca, cb, len;
-	void *w;
+	void *w = NULL;
 
 	rb2_conn_ep_params_init(&pp);
 	pp.window = 4096;

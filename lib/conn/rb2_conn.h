@@ -251,7 +251,8 @@ __rb2_conn_hdr_len(const struct rb2_conn_ep *ep, const struct rb2_conn_slot *c, 
 }
 
 /**
- * @internal Room for @p len bytes on @p cd in the ring, header written.
+ * @internal Room for @p len bytes on @p cd in the ring, behind room for
+ * the header, which __rb2_conn_commit() stores: nothing is stored here.
  * @return the header's length (0 or RB2_CONN_HDR_LEN, for
  *   __rb2_conn_commit()), or a negative errno as rb2_conn_send().
  */
@@ -269,26 +270,30 @@ __rb2_conn_reserve(struct rb2_conn_ep *ep, int cd, uint32_t len, uint8_t **paylo
 		   c->sent + rb2_conn_footprint(len) - c->acked <= c->peer_window &&
 		   rb2_tx_reserve(ep->tx, (hl = __rb2_conn_hdr_len(ep, c, len)) + len,
 				  (void **)&slot) == 0)) {
-		if (hl != 0)
-			*(uint64_t *)slot = rb2_conn_wire_hdr(c->peer_cd, RB2_CONN_FR_DATA, 0);
 		*payload = slot + hl;
 		return (int)hl;
 	}
 	return __rb2_conn_reserve_slow(ep, cd, len, (void **)payload);
 }
 
-/** @internal Commit @p len bytes reserved on @p cd behind a header of
- *  @p hl bytes (0: marked, none). */
+/** @internal Commit @p len bytes at @p payload, reserved on @p cd behind
+ *  room for a header of @p hl bytes (0: marked, none), of frame @p type. */
 static __rte_always_inline void
-__rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len, uint32_t hl)
+__rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint8_t *payload, uint32_t len, uint32_t hl,
+		  uint8_t type)
 {
 	struct rb2_conn_slot *c = &ep->conns[cd & 0xffff];
 
 	/* Nothing else is counted or stored per frame: every store holds a
 	 * store-buffer entry behind the slot's, which miss
 	 * (rb2_tx_reserve_burst()). The endpoint's counts come from the
-	 * ring's (which counts the marked frames too). */
+	 * ring's (which counts the marked frames too). The header is stored
+	 * here, beside the payload's last stores, not at the reservation: a
+	 * store into the ring left pending while the caller fills its room
+	 * waits for a line that the receiver's empty looks keep taking back,
+	 * and holds up every store behind it (doc/eval/conn.md). */
 	if (hl != 0) {
+		*(uint64_t *)(payload - hl) = rb2_conn_wire_hdr(c->peer_cd, type, 0);
 		rb2_tx_commit(ep->tx, hl + len);
 		if (ep->tx_run_cid != c->peer_cd)
 			ep->tx_run_cid = c->peer_cd;
@@ -298,11 +303,33 @@ __rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len, uint32_t hl)
 	c->sent += rb2_conn_footprint(len);
 }
 
+/** @internal rb2_conn_reserve() of the room reserved last, again: what
+ *  was written stays where it is, moved into the ring if it has grown
+ *  past the staging lines. @return where the caller writes. */
+static __rte_always_inline void *
+__rb2_conn_reserve_again(struct rb2_conn_ep *ep, uint8_t *room, uint32_t len)
+{
+	if (!ep->resv_staged)
+		return room;
+	if (len <= RB2_CONN_STAGE_MAX)
+		return ep->stage;
+	rb2_msg_copy(room, ep->stage, ep->resv_len);
+	ep->resv_staged = 0;
+	return room;
+}
+
 /**
- * Zero-copy send: room for a message of up to @p len bytes in the ring
- * itself. Fill it and rb2_conn_commit(), or give it up with
- * rb2_conn_cancel(). Reserving or sending again first hands the same room
- * out again (the commit then fails); receives in between are fine.
+ * Zero-copy send: room for a message of up to @p len bytes. Fill it and
+ * rb2_conn_commit(), or give it up with rb2_conn_cancel(). Reserving again
+ * (the same room: what was written stays), or sending, ends it; receives
+ * in between are fine.
+ *
+ * The room is in the ring itself, except for a message of up to
+ * RB2_CONN_STAGE_MAX bytes that starts where the ring was last published:
+ * that one is handed out in the endpoint's own lines and copied in at the
+ * commit, because a receiver polling the drained ring prefetches those
+ * slots (rb2_conn_core.h). Either way nothing is stored into the ring
+ * before the commit.
  *
  * @param[out] buf 8-byte aligned.
  * @return as rb2_conn_send().
@@ -310,13 +337,26 @@ __rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len, uint32_t hl)
 static __rte_always_inline int
 rb2_conn_reserve(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf)
 {
-	int ret = __rb2_conn_reserve(ep, cd, len, (uint8_t **)buf);
+	uint8_t *room;
+	int ret = __rb2_conn_reserve(ep, cd, len, &room);
 
 	if (likely(ret >= 0)) {
+		uint64_t t = rb2_tx_tail(ep->tx);
+
+		if (unlikely(ep->resv_cd == cd && ep->resv_tail == t)) {
+			*buf = __rb2_conn_reserve_again(ep, room, len);
+		} else if (len <= RB2_CONN_STAGE_MAX && t == rb2_tx_published(ep->tx)) {
+			ep->resv_staged = 1;
+			*buf = ep->stage;
+		} else {
+			ep->resv_staged = 0;
+			*buf = room;
+		}
 		ep->resv_cd = cd;
 		ep->resv_len = len;
-		ep->resv_tail = rb2_tx_tail(ep->tx);
+		ep->resv_tail = t;
 		ep->resv_hl = (uint32_t)ret;
+		ep->resv_payload = room;
 		ret = 0;
 	}
 	return ret;
@@ -339,7 +379,11 @@ rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len)
 		return -EINVAL;
 	}
 	ep->resv_cd = -1;
-	__rb2_conn_commit(ep, cd, len, ep->resv_hl);
+	if (ep->resv_staged) {
+		rb2_msg_copy(ep->resv_payload, ep->stage, len);
+		ep->resv_staged = 0;
+	}
+	__rb2_conn_commit(ep, cd, ep->resv_payload, len, ep->resv_hl, RB2_CONN_FR_DATA);
 	return 0;
 }
 
@@ -353,8 +397,10 @@ rb2_conn_commit(struct rb2_conn_ep *ep, int cd, uint32_t len)
 static __rte_always_inline void
 rb2_conn_cancel(struct rb2_conn_ep *ep, int cd)
 {
-	if (ep->resv_cd == cd)
+	if (ep->resv_cd == cd) {
 		ep->resv_cd = -1;
+		ep->resv_staged = 0;
+	}
 }
 
 /**
@@ -377,7 +423,7 @@ rb2_conn_send(struct rb2_conn_ep *ep, int cd, const void *buf, uint32_t len)
 	if (unlikely(hl < 0))
 		return hl;
 	rb2_msg_copy(p, buf, len);
-	__rb2_conn_commit(ep, cd, len, (uint32_t)hl);
+	__rb2_conn_commit(ep, cd, p, len, (uint32_t)hl, RB2_CONN_FR_DATA);
 	return 0;
 }
 

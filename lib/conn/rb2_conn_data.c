@@ -83,8 +83,6 @@ __rb2_conn_reserve_slow(struct rb2_conn_ep *ep, int cd, uint32_t len, void **buf
 		__rb2_conn_ep_fail(ep, ret);
 		return ret;
 	}
-	if (hl != 0)
-		*(uint64_t *)slot = rb2_conn_wire_hdr(c->peer_cd, RB2_CONN_FR_DATA, 0);
 	*buf = slot + hl;
 	return (int)hl;
 }

@@ -204,9 +204,8 @@ lend(struct rb2_conn_ep *ep, struct rb2_conn_refs *r, int cd, uint8_t *desc,
 	l->nsegs = nheld;
 	l->cookie = cookie;
 	ref->tag = l->id;
-	desc[4 - RB2_CONN_HDR_LEN] = RB2_CONN_FR_REF;   /* the header's type */
 	memcpy(desc, ref, dlen);
-	__rb2_conn_commit(ep, cd, dlen, RB2_CONN_HDR_LEN);
+	__rb2_conn_commit(ep, cd, desc, dlen, RB2_CONN_HDR_LEN, RB2_CONN_FR_REF);
 	ep->tx_run_cid = RB2_CONN_CID_NONE;
 	CONN_STAT_ADD(ep, ref_tx_msgs, 1);
 	CONN_STAT_ADD(ep, ref_tx_bytes, len);

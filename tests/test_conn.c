@@ -375,8 +375,6 @@ Test(rb2_conn, stalled_reader_blocks_only_itself)
 	cr_assert_eq(got[0], MSGS);
 }
 
-/* Zero-copy both ways: reserve/commit into the ring, views out of the
- * receive buffer, held until released (and credit only then). */
 /*
  * A small reservation where the ring was last published is built in the
  * endpoint's own lines and copied in at the commit (RB2_CONN_STAGE_MAX);
@@ -446,6 +444,8 @@ Test(rb2_conn, staged_reservations)
 	cr_assert_eq(rb2_conn_recv(b, cb, got, sizeof(got)), -EAGAIN);
 }
 
+/* Zero-copy both ways: reserve/commit into the ring, views out of the
+ * receive buffer, held until released (and credit only then). */
 Test(rb2_conn, zero_copy_send_and_views)
 {
 	struct rb2_conn_ep_params pp;

@@ -421,7 +421,7 @@ def memcslap_rate(r, server, n):
 VARIANT_WHY = {
     "rb2-idlepush": "rb2 pushes its head only every γ, never because the ring drained; "
                     "rb2-idlepush also pushes it whenever the ring drains (rb2's default before)",
-    "rb2-noeager": "on shm rb2 publishes the first 4 commits after an idle flush at once "
+    "rb2-noeager": "on shm rb2 publishes the first commit after an idle flush at once "
                    "(eager publication; not over verbs, where each would be a WR); "
                    "rb2-noeager is the paper's batching alone, which holds them to the end "
                    "of the sender's pass (rb2's default before)",

@@ -7,6 +7,7 @@ drift (vCPUs moving between near and far host cores) hits both alike.
 
   usertools/rb2-perf-ab.py OLD_BUILD NEW_BUILD [--runs N] [--set NAME=ARGS]...
   usertools/rb2-perf-ab.py OLD_BUILD NEW_BUILD --callgrind
+  usertools/rb2-perf-ab.py OLD_BUILD NEW_BUILD --kv 1,16 [--runs N]
 
 --callgrind counts instead of timing: rb2-perf --mode ops (both halves in
 turns on one lcore) under valgrind's callgrind, instructions per message of
@@ -14,6 +15,15 @@ the measured loop only, for every design on both shm modes. The counts
 repeat exactly from run to run, so one run each settles whether a change
 made the code do more work. The build trees must not use -march=native
 (valgrind lacks AVX-512): configure them with -Dcpu_instruction_set=x86-64-v3.
+
+--kv DEPTHS runs the connection layer's case instead: rb2-kv's bench (YCSB-C,
+2000 records, 300,000 operations, 3 rounds) with --designs rb2,l5 at each
+depth, the builds alternating. Each run's figure is its own rb2/l5, L5's ring
+pairs in the same process and minute, so a pair of runs compares the builds
+where the machine's drift moves both alike. Prints, per depth, each build's
+median rb2/l5 and quartiles, the median over the pairs of new/old with the
+number of pairs the new build won, and the quartiles of L5's p50 round trip
+(from the first run of each pair), which tell where the vCPUs sat.
 
 Each set is one rb2-perf argument list (after '--'); the defaults are the
 issue-tracker's checks of the channel's fast path: --compare at 64 and 40 B
@@ -75,6 +85,56 @@ def callgrind(build, transport, preset, tmp):
     sys.exit("no summary in " + out)
 
 
+def kv_run(build, depth):
+    """rb2-kv's bench of rb2 against L5 at @depth: that run's rb2/l5, and
+    L5's p50 round trip in µs, which tells the vCPUs' placement."""
+    kv = os.path.join(build, "apps", "rb2-kv", "rb2-kv")
+    cmd = [kv, "-l", "0-1", "--no-pci", "--no-huge", "-m", "1024",
+           "--file-prefix", "rb2ab%d" % os.getpid(), "--log-level=lib.*:error", "--",
+           "bench", "--records", "2000", "--operations", "300000", "--rounds", "3",
+           "--depth", str(depth), "--designs", "rb2,l5", "--quiet"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("rb2-kv failed (%s): %s\n%s" % (build, " ".join(cmd), r.stderr[-2000:]))
+    j = json.loads(r.stdout)
+    return j["ratios"]["rb2/l5"], j["designs"]["l5"]["median_p50_us"]
+
+
+def quartiles(xs):
+    xs = sorted(xs)
+    return [round(xs[len(xs) // 4], 3), round(xs[(3 * len(xs)) // 4], 3)]
+
+
+def main_kv(o):
+    out = {"old": os.path.abspath(o.old), "new": os.path.abspath(o.new), "runs": o.runs,
+           "measure": "rb2-kv bench --records 2000 --operations 300000 --rounds 3 "
+                      "--designs rb2,l5: each run's rb2/l5", "depths": {}}
+    for depth in (int(d) for d in o.kv.split(",")):
+        pairs = []
+        for i in range(o.runs):
+            print("rb2-kv depth %d: pair %d/%d" % (depth, i + 1, o.runs), file=sys.stderr)
+            if i % 2 == 0:
+                old, p50 = kv_run(o.old, depth)
+                new, _ = kv_run(o.new, depth)
+            else:
+                new, p50 = kv_run(o.new, depth)
+                old, _ = kv_run(o.old, depth)
+            pairs.append((old, new, p50))
+        olds = [p[0] for p in pairs]
+        news = [p[1] for p in pairs]
+        out["depths"][str(depth)] = {
+            "old_rb2_over_l5": round(statistics.median(olds), 3),
+            "old_quartiles": quartiles(olds),
+            "new_rb2_over_l5": round(statistics.median(news), 3),
+            "new_quartiles": quartiles(news),
+            "new_over_old": round(statistics.median(n / p for p, n, _ in pairs), 3),
+            "pairs_new_higher": sum(1 for p, n, _ in pairs if n > p),
+            "l5_p50_us_quartiles": quartiles([p[2] for p in pairs])}
+        if o.raw:
+            out["depths"][str(depth)]["raw"] = pairs
+    print(json.dumps(out, indent=1))
+
+
 def main_callgrind(o):
     out = {"old": os.path.abspath(o.old), "new": os.path.abspath(o.new),
            "measure": "instructions per message, rb2-perf --mode ops under callgrind",
@@ -102,7 +162,11 @@ def main():
     ap.add_argument("--raw", action="store_true", help="also print every run's figures")
     ap.add_argument("--callgrind", action="store_true",
                     help="count instructions per message instead (see above)")
+    ap.add_argument("--kv", metavar="DEPTHS",
+                    help="rb2-kv's rb2/l5 at these outstanding depths instead (see above)")
     o = ap.parse_args()
+    if o.kv:
+        return main_kv(o)
     if o.callgrind:
         return main_callgrind(o)
     sets = dict(s.split("=", 1) for s in o.set) if o.set else DEFAULT_SETS

@@ -32,8 +32,8 @@
  *   slots = 4096               ; N
  *   slot_size = 64             ; S
  *   alpha = 32                 ; and beta, gamma
- *   eager = 4                  ; commits published at once after an idle flush
- *                              ;   (default 256: 4 on shm, 0 over verbs)
+ *   eager = 1                  ; commits published at once after an idle flush
+ *                              ;   (default 256: 1 on shm, 0 over verbs)
  *   preset = rb2               ; or a design of the paper: l5, farm, socksdirect
  *   timeout_ms = 30000         ; wait this long for a peer process or host
  * @endverbatim

@@ -182,10 +182,15 @@ struct rb2_chan_params {
 	 * requests per second with it, doc/eval/chan.md). A sender that never
 	 * idles, a stream, batches exactly as before. 0: off (the paper's
 	 * batching alone, preset "rb2-noeager"); at most RB2_EAGER_MAX; or
-	 * RB2_EAGER_AUTO (the default): 4 where a publication is a store
+	 * RB2_EAGER_AUTO (the default): 1 where a publication is a store
 	 * (RB2_XPORT_CAP_LOADSTORE), 0 where it is a WR, since over rxe each
 	 * eager publication was a tail WRITE and rb2-kv with 16 outstanding
-	 * ran at 0.40x. The sender's alone: not in the descriptor.
+	 * ran at 0.40x. One, not more: the first gives the waiting receiver
+	 * its work, and each further one is a store into the tail's line,
+	 * which the receiver polling it takes back in between, so the
+	 * sender's stores behind it wait (rb2-kv with 8 to 32 outstanding
+	 * ran up to 10% faster with 1 than with 4, and the same with 1 to
+	 * 4: doc/eval/chan.md). The sender's alone: not in the descriptor.
 	 */
 	uint32_t eager;
 	int socket_id;        /**< memory socket; SOCKET_ID_ANY: the transport's */
@@ -248,10 +253,10 @@ struct rb2_chan_params {
 #define RB2_CHAN_F_LEN_IN_SLOT (1u << 4)
 /** The largest rb2_chan_params.eager. */
 #define RB2_EAGER_MAX 255
-/** rb2_chan_params.eager: 4 on load/store transports, 0 over WRs. */
+/** rb2_chan_params.eager: 1 on load/store transports, 0 over WRs. */
 #define RB2_EAGER_AUTO 256
 /** What RB2_EAGER_AUTO is on a load/store transport. */
-#define RB2_EAGER_LOADSTORE 4
+#define RB2_EAGER_LOADSTORE 1
 
 /** Flags both halves must agree on (they travel in the descriptor). */
 #define RB2_CHAN_F_WIRE (RB2_CHAN_F_UNALIGNED | RB2_CHAN_F_SLEEP | RB2_CHAN_F_LEN_IN_SLOT)

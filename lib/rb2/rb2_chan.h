@@ -529,10 +529,20 @@ rb2_tx_commit_burst(struct rb2_tx *tx, uint32_t len, unsigned int n)
 		t += tx->resv_skip;
 		tx->resv_skip = 0;
 	}
+	/* Variable sizes are counted here, where the length is in hand: two
+	 * adds a commit, against a walk of lens[] at every transmission that
+	 * cost 28 instructions a message and 30 a call (callgrind), most of a
+	 * publication's cost in a closed loop of requests. A fixed size is
+	 * counted per transmission, by its slot count: no work a message. */
+	if (tx->msg_size == 0) {
+		RB2_STAT_ADD(&tx->stats, messages, n);
+		RB2_STAT_ADD(&tx->stats, bytes, (uint64_t)(len & ~RB2_MSG_MARK) * n);
+		if (unlikely(len & RB2_MSG_MARK))
+			RB2_STAT_ADD(&tx->stats, marked, n);
+	}
 	/* lens[] is the sender's private mirror: steady traffic finds the
 	 * same length there from the previous lap and stores nothing; a
-	 * fixed-size channel holds msg_size there from the start. The
-	 * message and byte counters are taken from it at transmission. */
+	 * fixed-size channel holds msg_size there from the start. */
 	if (tx->msg_size != 0)
 		t += (uint64_t)n * need;
 	for (unsigned int i = 0; tx->msg_size == 0 && i < n; i++, t += need)

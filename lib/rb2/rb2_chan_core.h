@@ -289,8 +289,8 @@ struct rb2_chan_desc {
 
 /** Counters, declared once (X-macro) for the struct, names and telemetry. */
 #define RB2_TX_STATS(X)                                                        \
-	X(messages, "messages transmitted (counted per slot transmission)")   \
-	X(bytes, "payload bytes transmitted")                                  \
+	X(messages, "messages committed (fixed size: transmitted)")          \
+	X(bytes, "payload bytes committed (fixed size: transmitted)")          \
 	X(marked, "of which messages the sender marked (RB2_MSG_MARK)")        \
 	X(slot_writes, "data WRITEs posted (slot transmissions)")              \
 	X(tail_writes, "tail WRITEs posted (pointer advancements)")            \

@@ -205,36 +205,15 @@ range_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w, uint32_t a, uint32_t k, uin
 	return n;
 }
 
-/* Count the messages and bytes of [from, to) from the lens[] mirror (kept
- * off the per-message path; see rb2_tx_commit()). */
-static void
-count_range(struct rb2_tx *tx, uint64_t from, uint64_t to)
+/* A fixed-size channel's messages and bytes, @cnt slots transmitted (one
+ * message a slot); variable sizes are counted at commit. */
+static inline void
+count_fixed(struct rb2_tx *tx, uint64_t cnt)
 {
-	uint64_t msgs = 0, bytes = 0, marked = 0;
-
-	if (tx->msg_size != 0) { /* one slot per message, all the same size */
-		RB2_STAT_ADD(&tx->stats, messages, to - from);
-		RB2_STAT_ADD(&tx->stats, bytes, (to - from) * tx->msg_size);
-		return;
+	if (tx->msg_size != 0) {
+		RB2_STAT_ADD(&tx->stats, messages, cnt);
+		RB2_STAT_ADD(&tx->stats, bytes, cnt * tx->msg_size);
 	}
-	while (from < to) {
-		uint32_t pos = (uint32_t)from & tx->mask;
-		uint32_t len = tx->lens[pos];
-
-		if (len == RB2_LEN_SKIP) {
-			from += tx->mask + 1 - pos;
-			continue;
-		}
-		marked += len >> 31;
-		len &= ~RB2_MSG_MARK;
-		msgs++;
-		bytes += len;
-		from += __rb2_nslots(len + tx->trailer, tx->slot_size);
-	}
-	RB2_STAT_ADD(&tx->stats, messages, msgs);
-	RB2_STAT_ADD(&tx->stats, bytes, bytes);
-	if (marked != 0)
-		RB2_STAT_ADD(&tx->stats, marked, marked);
 }
 
 /*
@@ -252,7 +231,7 @@ transmit_ls(struct rb2_tx *tx)
 
 	if (cnt == 0)
 		return;
-	count_range(tx, from, tx->tail);
+	count_fixed(tx, cnt);
 	tx->esc_tail = tx->tail;
 	if (tx->msg_size == 0 && tx->leader == 0 && !tx->h.tail->lens_at_commit) {
 		memcpy(&tx->peer_lens[a], &tx->lens[a], first * sizeof(uint32_t));
@@ -278,7 +257,7 @@ transmit_wrs(struct rb2_tx *tx, struct rb2_xport_wr *w)
 
 	if (cnt == 0)
 		return 0;
-	count_range(tx, from, tx->tail);
+	count_fixed(tx, cnt);
 	tx->esc_tail = tx->tail;
 	/* skip_at - from wraps past first unless the padding is in range */
 	ks = tx->skip_at - from < first ? (uint32_t)(tx->skip_at - from) : first;

@@ -423,7 +423,7 @@ VARIANT_WHY = {
                     "rb2-idlepush also pushes it whenever the ring drains (rb2's default before)",
     "rb2-noeager": "on shm rb2 publishes the first commit after an idle flush at once "
                    "(eager publication; not over verbs, where each would be a WR); "
-                   "rb2-noeager is the paper's batching alone, which holds them to the end "
+                   "rb2-noeager is the paper's batching alone, which holds it to the end "
                    "of the sender's pass (rb2's default before)",
 }
 

@@ -72,7 +72,7 @@ int rb2_chan_params_check(const struct rb2_chan_params *p, char *why,
  *  - "rb2": lazy push, write-twice, alpha=32 beta=16 gamma=32, the head
  *    pushed only every gamma (RB2_CHAN_F_LAZY_HEAD: a sender short of room
  *    READs it when no push is due), and on load/store transports the
- *    first 4 commits after an idle flush published at once (eager =
+ *    first commit after an idle flush published at once (eager =
  *    RB2_EAGER_AUTO): rb2_chan_params_init()'s defaults, and a variable
  *    length in the message's slot (RB2_CHAN_F_LEN_IN_SLOT). Every "rb2-"
  *    preset carries its lengths so too;

@@ -178,7 +178,7 @@ struct rb2_chan_params {
 	 * idle flush. A sender that was idle has a receiver waiting for its
 	 * next message, and batching only delays it: in a closed loop of
 	 * requests, answers held to the end of the server's pass leave the
-	 * client idle meanwhile (rb2-kv with 4 outstanding on shm: 1.56x the
+	 * client idle meanwhile (rb2-kv with 4 outstanding on shm: 1.8-1.9x the
 	 * requests per second with it, doc/eval/chan.md). A sender that never
 	 * idles, a stream, batches exactly as before. 0: off (the paper's
 	 * batching alone, preset "rb2-noeager"); at most RB2_EAGER_MAX; or

@@ -189,8 +189,10 @@ struct rb2_chan_params {
 	 * its work, and each further one is a store into the tail's line,
 	 * which the receiver polling it takes back in between, so the
 	 * sender's stores behind it wait (rb2-kv with 8 to 32 outstanding
-	 * ran up to 10% faster with 1 than with 4, and the same with 1 to
-	 * 4: doc/eval/chan.md). The sender's alone: not in the descriptor.
+	 * ran 5-10% faster with 1 than with 4 in two A/B sessions of three,
+	 * 1-3% slower at 16 and 32 in the third, and the same with 1 to 4
+	 * outstanding: doc/eval/chan.md). The sender's alone: not in the
+	 * descriptor.
 	 */
 	uint32_t eager;
 	int socket_id;        /**< memory socket; SOCKET_ID_ANY: the transport's */

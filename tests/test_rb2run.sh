@@ -10,7 +10,9 @@
 # fast (the fast tier) runs the transfer, the flipped byte, the conformance
 # program and no service; the full tier runs everything:
 #
-#   - rb2-run starts rb2-sockd itself (a private socket, stopped at the end);
+#   - rb2-run starts rb2-sockd itself (a private socket, stopped at the end),
+#     which keeps none of rb2-run's descriptors (a pipe capturing its output
+#     ends with the program);
 #   - both ends under rb2-run: 8 MB each way, whole, through rb2 (the stats
 #     lines say so), with half-close;
 #   - fallback both ways: a plain client to an rb2-run server, an rb2-run
@@ -78,6 +80,23 @@ pair() {
 }
 
 stats_of() { grep -h "^rb2-run: pid" "$@" | head -1; }
+
+# The service rb2-run starts keeps none of its starter's descriptors: a
+# caller that captures rb2-run's output sees its end when the program ends,
+# not when the service does.
+if python3 - "$run" <<'PY'
+import subprocess, sys
+r = subprocess.run([sys.argv[1], "--", "echo", "hello"], capture_output=True, text=True,
+                   timeout=20)
+sys.exit(0 if r.returncode == 0 and r.stdout == "hello\n" else 1)
+PY
+then
+	ok "rb2-run's output captured through a pipe ends with its program, the service it started running on"
+else
+	fail "rb2-run's output captured through a pipe did not end with its program (the service it started holds the pipe)"
+fi
+pgrep -f "rb2-sockd --daemon --socket $RB2_SOCKD_PATH" >/dev/null ||
+	fail "rb2-run did not start rb2-sockd"
 
 # Both ends under rb2-run; rb2-run starts the service.
 if pair both "$run" "$run" 8000000 && grep -q "up: whole, down: whole" "$tmp/both.cli" &&

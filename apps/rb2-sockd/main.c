@@ -873,12 +873,26 @@ main(int argc, char **argv)
 		}
 		setsid();
 		close(ready[0]);
-		/* A daemon's messages go to a log beside its socket. */
+		/* A daemon keeps none of its starter's descriptors: a pipe it
+		 * held open (a caller capturing rb2-run's output, say) would
+		 * never see its end. Its messages go to a log beside its
+		 * socket. */
+		{
+			unsigned int lo = (unsigned int)(lfd < ready[1] ? lfd : ready[1]);
+			unsigned int hi = (unsigned int)(lfd < ready[1] ? ready[1] : lfd);
+
+			if (lo > 3)
+				close_range(3, lo - 1, 0);
+			if (hi > lo + 1)
+				close_range(lo + 1, hi - 1, 0);
+			close_range(hi + 1, ~0u, 0);
+		}
 		{
 			char log[sizeof(path) + 8];
 
 			snprintf(log, sizeof(log), "%s.log", path);
 			if (freopen("/dev/null", "r", stdin) == NULL ||
+			    freopen("/dev/null", "w", stdout) == NULL ||
 			    freopen(log, "a", stderr) == NULL)
 				return 1;
 			setvbuf(stderr, NULL, _IOLBF, 0);

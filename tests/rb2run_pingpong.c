@@ -8,13 +8,17 @@
  * channel's round trip (rb2-perf --mode lat), as issue 42 asks
  * (usertools/rb2_run_bench.py, doc/eval/rb2-run.md).
  *
- *   rb2run_pingpong server PORT
+ *   rb2run_pingpong server PORT [ADDR]
  *       accept one connection; send back every message of SIZE bytes
  *       (the client's first 4 bytes say SIZE) until the end
- *   rb2run_pingpong client PORT SIZE COUNT
+ *   rb2run_pingpong client PORT SIZE COUNT [ADDR]
  *       COUNT/10 round trips of warm-up, then COUNT measured; prints JSON:
  *       {"size", "count", "min_ns", "p50_ns", "p99_ns", "p99_9_ns", "max_ns",
  *        "mean_ns"}
+ *
+ * ADDR (IPv4; default 127.0.0.1) is where the server listens and the client
+ * connects: across hosts, the same program compares rb2-run with rsocket's
+ * preload (tests/verbs-vm/preload_two.py), which cannot run sockperf.
  */
 
 #include <arpa/inet.h>
@@ -66,18 +70,21 @@ send_all(int fd, const void *buf, size_t n)
 }
 
 static struct sockaddr_in
-loopback(int port)
+addr_of(const char *ip, int port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (inet_pton(AF_INET, ip, &a.sin_addr) != 1) {
+		fprintf(stderr, "rb2run_pingpong: %s: not an IPv4 address\n", ip);
+		exit(2);
+	}
 	return a;
 }
 
 static int
-server(int port)
+server(const char *ip, int port)
 {
-	struct sockaddr_in a = loopback(port);
+	struct sockaddr_in a = addr_of(ip, port);
 	int one = 1, ls = socket(AF_INET, SOCK_STREAM, 0), fd;
 	uint32_t size;
 	char *buf;
@@ -128,9 +135,9 @@ now_ns(void)
 }
 
 static int
-client(int port, uint32_t size, unsigned int count)
+client(const char *ip, int port, uint32_t size, unsigned int count)
 {
-	struct sockaddr_in a = loopback(port);
+	struct sockaddr_in a = addr_of(ip, port);
 	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
 	unsigned int warm = count / 10;
 	uint64_t *rt = calloc(count, sizeof(*rt)), sum = 0;
@@ -167,10 +174,12 @@ client(int port, uint32_t size, unsigned int count)
 int
 main(int argc, char **argv)
 {
-	if (argc == 3 && strcmp(argv[1], "server") == 0)
-		return server(atoi(argv[2]));
-	if (argc == 5 && strcmp(argv[1], "client") == 0 && atoi(argv[3]) > 0 && atoi(argv[4]) > 0)
-		return client(atoi(argv[2]), (uint32_t)atoi(argv[3]), (unsigned int)atoi(argv[4]));
-	fprintf(stderr, "usage: rb2run_pingpong server PORT | client PORT SIZE COUNT\n");
+	if ((argc == 3 || argc == 4) && strcmp(argv[1], "server") == 0)
+		return server(argc == 4 ? argv[3] : "127.0.0.1", atoi(argv[2]));
+	if ((argc == 5 || argc == 6) && strcmp(argv[1], "client") == 0 && atoi(argv[3]) > 0 &&
+	    atoi(argv[4]) > 0)
+		return client(argc == 6 ? argv[5] : "127.0.0.1", atoi(argv[2]),
+			      (uint32_t)atoi(argv[3]), (unsigned int)atoi(argv[4]));
+	fprintf(stderr, "usage: rb2run_pingpong server PORT [ADDR] | client PORT SIZE COUNT [ADDR]\n");
 	return 2;
 }

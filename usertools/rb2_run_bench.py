@@ -21,9 +21,10 @@ Measured (issue 42's table): sockperf ping-pong --tcp, 64 B, p50 latency;
 redis-benchmark GET and SET, 1 client and 50 clients; memcached -t 4 under
 memcslap --concurrency=4 --execute-number=20000 (seconds); nginx with 2
 workers serving a 1 KB file to wrk -t1 -c8 (requests/s); iperf3, one stream
-(Gbit/s). In rb2 mode both ends run under rb2-run, and every connection must
-have gone over rb2 (the stats lines say), or the run fails rather than
-report a kernel figure as rb2's.
+each way (Gbit/s). The programs' recipes are usertools/rb2_apps.py's. In rb2
+mode both ends run under rb2-run, and every connection must have gone over
+rb2 (the stats lines say), or the run fails rather than report a kernel
+figure as rb2's.
 
 Also measured, for SocksDirect's claims (message throughput, nginx latency):
 sockperf throughput --tcp, 64 B (messages/s), and wrk's p50 and p99 latency. And
@@ -45,6 +46,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import rb2_apps
 
 
 def free_port():
@@ -146,173 +149,42 @@ class Bench:
         if not m or int(m.group(1)) == 0 or "kernel TCP" in m.group(3):
             raise RuntimeError(f"{what}: not every connection went over rb2: {err.strip()}")
 
-    def sockperf_client(self, mode, test, extra, pattern):
-        """sockperf TEST --tcp, 64 B, against a sockperf server, both in
-        @mode; the figure @pattern finds in its output."""
+    def app(self, mode, app):
+        """@app's server (a recipe of rb2_apps) and each of its clients, all
+        in @mode; @return their figures, with the CPU each cost."""
         port = free_port()
-        srv = subprocess.Popen(self.prefix(mode) + ["sockperf", "server", "--tcp", "-i",
-                                                    "127.0.0.1", "-p", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env=self.env)
-        try:
-            time.sleep(0.5)
-            r = subprocess.run(self.prefix(mode) + ["sockperf", test, "--tcp", "-i",
-                                                    "127.0.0.1", "-p", str(port), "-m", "64",
-                                                    "-t", str(self.seconds)] + extra,
-                               capture_output=True, text=True, env=self.env, timeout=120)
-        finally:
-            srv.terminate()
-            srv.wait()
-        out = r.stdout + r.stderr
-        m = re.search(pattern, out)
-        if r.returncode != 0 or not m:
-            raise RuntimeError(f"sockperf {test} {mode}: {out[-300:]}")
-        self.check_rb2(mode, r.stderr, f"sockperf {test}")
-        return float(m.group(1))
-
-    def sockperf(self, mode):
-        """sockperf ping-pong: the p50 round trip in µs."""
-        # sockperf sizes its sequence table for ~1 M round trips a second
-        # and fails past it; the kernel's ~60 k stay far below
-        return self.sockperf_client(mode, "ping-pong", ["--mps", "500000"],
-                                    r"percentile 50\.000 =\s+([\d.]+)")
-
-    def sockperf_tp(self, mode):
-        """sockperf throughput: messages a second the client sends, one way
-        (SocksDirect's "message throughput")."""
-        return self.sockperf_client(mode, "throughput", [],
-                                    r"Message Rate is ([\d.]+) \[msg/sec\]")
-
-    def redis(self, mode):
-        port = free_port()
-        srv = subprocess.Popen(self.prefix(mode) + ["redis-server", "--port", str(port),
-                                                    "--bind", "127.0.0.1", "--save", "",
-                                                    "--appendonly", "no"],
+        srv = subprocess.Popen(self.prefix(mode) + app.server("127.0.0.1", port, self.tmp),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                env=self.env, cwd=self.tmp)
         res = {}
         try:
             wait_port(port)
-            for c, n in ((1, 20000), (50, 100000)):
+            for cl in app.clients("127.0.0.1", port, self.seconds):
                 cpu = Cpu(srv)
-                r = subprocess.run(self.prefix(mode) + ["redis-benchmark", "-p", str(port),
-                                                        "-t", "get,set", "-n", str(n),
-                                                        "-c", str(c), "-q"],
-                                   capture_output=True, text=True, env=self.env,
-                                   timeout=300)
-                # SET, then GET, n requests each
-                res[f"redis_c{c}_cpu_us_per_req"] = 1e6 * cpu.seconds() / (2 * n)
-                out = r.stdout.replace("\r", "\n")
-                if r.returncode != 0 or "rror" in out:
-                    raise RuntimeError(f"redis-benchmark {mode} -c {c}: {out[-300:]}")
-                self.check_rb2(mode, r.stderr, f"redis-benchmark -c {c}")
-                for op in ("SET", "GET"):
-                    m = re.search(rf"^{op}: ([\d.]+) requests per second", out, re.M)
-                    res[f"redis_c{c}_{op.lower()}_rps"] = float(m.group(1))
+                r = subprocess.run(self.prefix(mode) + cl.argv, capture_output=True, text=True,
+                                   env=self.env, timeout=300)
+                cpu_s = cpu.seconds()
+                what = f"{app.name} {cl.name} ({mode})"
+                if r.returncode != 0:
+                    raise RuntimeError(f"{what}: exit {r.returncode}: "
+                                       f"{(r.stdout + r.stderr)[-300:]}")
+                try:
+                    figs = cl.parse(r.stdout + r.stderr if cl.stderr else r.stdout)
+                except ValueError as e:
+                    raise RuntimeError(f"{what}: {e}")
+                self.check_rb2(mode, r.stderr, what)
+                cpu_fig = cl.cpu_figure(figs, cpu_s)      # pops the _keys
+                res.update(figs)
+                res.update(cpu_fig)
         finally:
             srv.terminate()
             srv.wait()
-        return res
-
-
-    def memcached(self, mode):
-        port = free_port()
-        user = ["-u", "root"] if os.geteuid() == 0 else []
-        srv = subprocess.Popen(self.prefix(mode) + ["memcached", "-t", "4", "-l", "127.0.0.1",
-                                                    "-p", str(port), "-U", "0"] + user,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env=self.env)
-        try:
-            wait_port(port)
-            cpu = Cpu(srv)
-            r = subprocess.run(self.prefix(mode) + ["memcslap", f"--servers=127.0.0.1:{port}",
-                                                    "--concurrency=4",
-                                                    "--execute-number=20000"],
-                               capture_output=True, text=True, env=self.env, timeout=300)
-            cpu_s = cpu.seconds()
-        finally:
-            srv.terminate()
-            srv.wait()
-        m = re.search(r"Time total:\s+([\d.]+) seconds", r.stdout)
-        if r.returncode != 0 or not m:
-            raise RuntimeError(f"memcslap {mode}: {(r.stdout + r.stderr)[-300:]}")
-        self.check_rb2(mode, r.stderr, "memcslap")
-        # 4 simulated users, 20000 requests each
-        return {"memcslap_s": float(m.group(1)),
-                "memcslap_cpu_us_per_req": 1e6 * cpu_s / (4 * 20000)}
-
-    def nginx(self, mode):
-        port = free_port()
-        d = os.path.join(self.tmp, "nginx")
-        os.makedirs(os.path.join(d, "www"), exist_ok=True)
-        with open(os.path.join(d, "www", "1k"), "wb") as f:
-            f.write(os.urandom(1024))
-        user = "user root;\n" if os.geteuid() == 0 else ""
-        with open(os.path.join(d, "nginx.conf"), "w") as f:
-            f.write(f"""{user}worker_processes 2;
-daemon off;
-pid {d}/nginx.pid;
-error_log {d}/error.log;
-events {{ worker_connections 1024; }}
-http {{
-  access_log off;
-  sendfile on;
-  client_body_temp_path {d}/tmp;
-  proxy_temp_path {d}/tmp;
-  fastcgi_temp_path {d}/tmp;
-  uwsgi_temp_path {d}/tmp;
-  scgi_temp_path {d}/tmp;
-  server {{ listen 127.0.0.1:{port}; root {d}/www; }}
-}}
-""")
-        srv = subprocess.Popen(self.prefix(mode) + ["nginx", "-p", d, "-c",
-                                                    os.path.join(d, "nginx.conf"), "-e",
-                                                    os.path.join(d, "error.log")],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env=self.env)
-        try:
-            wait_port(port)
-            cpu = Cpu(srv)
-            r = subprocess.run(self.prefix(mode) + ["wrk", "-t1", "-c8", f"-d{self.seconds}s",
-                                                    "--latency", f"http://127.0.0.1:{port}/1k"],
-                               capture_output=True, text=True, env=self.env, timeout=300)
-            cpu_s = cpu.seconds()
-        finally:
-            srv.terminate()
-            srv.wait()
-        m = re.search(r"Requests/sec:\s+([\d.]+)", r.stdout)
-        n = re.search(r"(\d+) requests in", r.stdout)
-        lat = {q: re.search(rf"^\s+{q}%\s+([\d.]+)(us|ms|s)$", r.stdout, re.M)
-               for q in ("50", "99")}
-        if (r.returncode != 0 or not m or not n or None in lat.values()
-                or "Socket errors" in r.stdout or "Non-2xx" in r.stdout):
-            raise RuntimeError(f"wrk {mode}: {(r.stdout + r.stderr)[-300:]}")
-        self.check_rb2(mode, r.stderr, "wrk")
-        res = {"nginx_1k_wrk_c8_rps": float(m.group(1)),
-               "nginx_cpu_us_per_req": 1e6 * cpu_s / int(n.group(1))}
-        for q, g in lat.items():
-            res[f"nginx_wrk_p{q}_latency_us"] = (float(g.group(1)) *
-                                                 {"us": 1, "ms": 1e3, "s": 1e6}[g.group(2)])
         return res
 
     def pingpong(self, mode, count=100000):
         """tests/rb2run_pingpong: 64 B round trips through plain blocking
         send() and recv(); p50 in ns."""
-        pp = os.path.join(self.build, "tests", "rb2run_pingpong")
-        port = free_port()
-        srv = subprocess.Popen(self.prefix(mode) + [pp, "server", str(port)],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               env=self.env, text=True)
-        try:
-            srv.stdout.readline()                 # "listening"
-            r = subprocess.run(self.prefix(mode) + [pp, "client", str(port), "64", str(count)],
-                               capture_output=True, text=True, env=self.env, timeout=300)
-        finally:
-            srv.wait(timeout=30)
-        if r.returncode != 0:
-            raise RuntimeError(f"rb2run_pingpong {mode}: {r.stderr[-300:]}")
-        self.check_rb2(mode, r.stderr, "rb2run_pingpong")
-        return json.loads(r.stdout)["p50_ns"]
+        return self.app(mode, rb2_apps.PingPong(self.build, 64, count))["pingpong_p50_ns"]
 
     def bare_lat(self, count=100000):
         """rb2-perf --mode lat: the same round trip on a bare rb2 channel
@@ -360,7 +232,7 @@ def nginx_spin(b, rounds, spins):
     for k in range(rounds):
         for label, mode, ns in configs if k % 2 == 0 else configs[::-1]:
             b.env = dict(env, RB2_RUN_SPIN_NS=ns) if ns is not None else dict(env)
-            figs[label].append(b.nginx(mode))
+            figs[label].append(b.app(mode, rb2_apps.ALL["nginx"]))
             print(f"round {k + 1}/{rounds} {label}: {figs[label][-1]}", file=sys.stderr)
     b.env = env
     return {"rounds": rounds, "host_cpus": os.cpu_count(),
@@ -384,12 +256,11 @@ def main():
         ap.error(f"--nginx-spin: not a list of nanoseconds: {o.nginx_spin}")
     o.build = os.path.abspath(o.build)
     os.environ["PATH"] += ":/usr/sbin"
-    for tool in ("sockperf", "redis-server", "redis-benchmark", "memcached", "memcslap",
-                 "nginx", "wrk", "iperf3"):
-        if shutil.which(tool) is None:
-            sys.exit(f"rb2_run_bench: {tool} is not installed (apt-get install sockperf "
-                     "redis-server redis-tools memcached libmemcached-tools nginx-light "
-                     "wrk iperf3)")
+    for app in rb2_apps.ALL.values():
+        for tool in app.tools:
+            if shutil.which(tool) is None:
+                sys.exit(f"rb2_run_bench: {tool} is not installed (apt-get install "
+                         f"{rb2_apps.PACKAGES})")
     b = Bench(o.build, o.seconds)
     if spins is not None:
         try:
@@ -410,12 +281,9 @@ def main():
             print(f"round {k + 1}/{o.rounds} layer: {lay}", file=sys.stderr)
             order = ["kernel", "rb2"] if k % 2 == 0 else ["rb2", "kernel"]
             for mode in order:
-                fig = {"sockperf_p50_us": b.sockperf(mode)}
-                fig["sockperf_tp_msg_rate"] = b.sockperf_tp(mode)
-                fig.update(b.redis(mode))
-                fig.update(b.memcached(mode))
-                fig.update(b.nginx(mode))
-                fig.update(b.iperf3(mode))
+                fig = {}
+                for app in rb2_apps.ALL.values():
+                    fig.update(b.app(mode, app))
                 rounds[mode].append(fig)
                 print(f"round {k + 1}/{o.rounds} {mode}: {fig}", file=sys.stderr)
     finally:
@@ -436,8 +304,7 @@ def main():
         rb2 = [r[key] for r in rounds["rb2"]]
         # Times and costs: kernel / rb2 (higher is better for rb2); rates:
         # rb2 / kernel.
-        cost = key.endswith(("_us", "_s")) or "_cpu_" in key
-        per_round = [(a / c if cost else c / a)
+        per_round = [(a / c if rb2_apps.cost(key) else c / a)
                      for a, c in zip(kern, rb2)]
         result["measurements"][key] = {
             "kernel": statistics.median(kern), "rb2": statistics.median(rb2),

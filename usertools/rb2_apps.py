@@ -1,0 +1,255 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rb2 authors
+"""The unmodified programs rb2-run is measured with, as recipes: how each
+server starts, which clients run against it and what figures each prints.
+One table for both benchmarks that run them: usertools/rb2_run_bench.py (one
+host, kernel TCP against rb2-run) and tests/verbs-vm/preload_two.py (two
+guests, kernel TCP against rsocket's preload and rb2-run). Adding a program
+to both means adding one class here.
+
+A recipe knows nothing of modes: the caller puts its launcher (rb2-run) or
+its environment (LD_PRELOAD) around the argv it gets. A recipe with
+can_poll can also run its server on poll() instead of epoll (server(...,
+poll=True) and poll_env): rsocket's preload as Debian 12 ships it (rdma-core
+44) wraps poll and select but not epoll.
+
+Figures are named by what they measure: a key ending in _ns, _us or _s, or
+with _cpu_ or _per_ in it, is a cost (lower is better); any other is a rate.
+"""
+import json
+import os
+import re
+
+
+class Client:
+    """One client run: its argv, and parse(), which finds its figures in its
+    stdout (and stderr, with @stderr) or raises ValueError with the reason.
+    @cpu names the figure of the CPU it costs: per request (@requests of
+    them, or the "_requests" parse() found), or per GB (the "_bytes" it
+    found) for a key ending in _per_gb. Keys starting with _ are not
+    figures: the caller pops them."""
+
+    def __init__(self, name, argv, parse, cpu=None, requests=None, stderr=False):
+        self.name, self.argv, self.parse = name, argv, parse
+        self.cpu, self.requests, self.stderr = cpu, requests, stderr
+
+    def cpu_figure(self, figs, cpu_s):
+        """Pop the _keys from @figs; @return {cpu key: its value} or {}."""
+        n, nbytes = figs.pop("_requests", self.requests), figs.pop("_bytes", None)
+        if self.cpu is None:
+            return {}
+        if self.cpu.endswith("_per_gb"):
+            return {self.cpu: cpu_s / (nbytes / 1e9)}
+        return {self.cpu: 1e6 * cpu_s / n}
+
+
+def cost(key):
+    """Is @key a cost (lower is better), not a rate: a time, or something
+    spent per request or per GB?"""
+    return key.endswith(("_ns", "_us", "_s")) or "_cpu_" in key or "_per_" in key
+
+
+def _need(m, what, out):
+    if not m:
+        raise ValueError(f"no {what} in the output: {out[-300:]!r}")
+    return m
+
+
+class Sockperf:
+    """sockperf over TCP, 64 B: ping-pong's p50 round trip, and one-way
+    message throughput (SocksDirect's "message throughput")."""
+    name = "sockperf"
+    tools = ("sockperf",)
+    can_poll = False
+
+    def server(self, addr, port, workdir):
+        return ["sockperf", "server", "--tcp", "-i", addr, "-p", str(port)]
+
+    def clients(self, addr, port, seconds, scale=1.0):
+        base = ["--tcp", "-i", addr, "-p", str(port), "-m", "64", "-t", str(seconds)]
+
+        def p50(out):
+            return {"sockperf_p50_us": float(_need(
+                re.search(r"percentile 50\.000 =\s+([\d.]+)", out), "p50", out).group(1))}
+
+        def rate(out):
+            return {"sockperf_tp_msg_rate": float(_need(
+                re.search(r"Message Rate is ([\d.]+) \[msg/sec\]", out), "message rate",
+                out).group(1))}
+        # sockperf sizes its sequence table for ~1 M round trips a second
+        # and fails past it; the kernel's ~60 k stay far below
+        # Not the CPU: sockperf paces its round trips (--mps) and spins
+        # between them whatever carries them.
+        return [Client("ping-pong", ["sockperf", "ping-pong"] + base + ["--mps", "500000"], p50,
+                       stderr=True),
+                Client("throughput", ["sockperf", "throughput"] + base, rate, stderr=True)]
+
+
+class Redis:
+    """redis-server; redis-benchmark GET and SET with 1 and 50 clients."""
+    name = "redis"
+    tools = ("redis-server", "redis-benchmark")
+    can_poll = False    # its event loop is chosen when it is built: epoll
+
+    def server(self, addr, port, workdir):
+        return ["redis-server", "--port", str(port), "--bind", addr, "--save", "",
+                "--appendonly", "no", "--protected-mode", "no", "--dir", workdir]
+
+    def clients(self, addr, port, seconds, scale=1.0):
+        out = []
+        for c, n in ((1, 20000), (50, 100000)):
+            n = max(100, int(n * scale))
+
+            def parse(text, c=c):
+                text = text.replace("\r", "\n")
+                if "rror" in text:
+                    raise ValueError(f"errors reported: {text[-300:]!r}")
+                return {f"redis_c{c}_{op.lower()}_rps": float(_need(
+                    re.search(rf"^{op}: ([\d.]+) requests per second", text, re.M),
+                    f"{op} rate", text).group(1)) for op in ("SET", "GET")}
+            # SET, then GET, n requests each
+            out.append(Client(f"c{c}", ["redis-benchmark", "-h", addr, "-p", str(port),
+                                        "-t", "get,set", "-n", str(n), "-c", str(c), "-q"],
+                              parse, f"redis_c{c}_cpu_us_per_req", 2 * n))
+        return out
+
+
+class Memcached:
+    """memcached with 4 threads under memcslap's 4 simulated users: the
+    time the run takes."""
+    name = "memcached"
+    tools = ("memcached", "memcslap")
+    can_poll = True
+    poll_env = {"EVENT_NOEPOLL": "1"}   # libevent's switch
+
+    def server(self, addr, port, workdir, poll=False):
+        user = ["-u", "root"] if os.geteuid() == 0 else []
+        return ["memcached", "-t", "4", "-l", addr, "-p", str(port), "-U", "0"] + user
+
+    def clients(self, addr, port, seconds, scale=1.0):
+        n = max(100, int(20000 * scale))
+
+        def parse(out):
+            # It exits 0 whatever failed, and says so on stderr
+            if "Fatal error" in out or "FAILURE" in out:
+                raise ValueError(f"errors reported: {out[-300:]!r}")
+            return {"memcslap_s": float(_need(
+                re.search(r"Time total:\s+([\d.]+) seconds", out), "total time",
+                out).group(1))}
+        return [Client("memcslap", ["memcslap", f"--servers={addr}:{port}", "--concurrency=4",
+                                    f"--execute-number={n}"], parse,
+                       "memcslap_cpu_us_per_req", 4 * n, stderr=True)]
+
+
+class Nginx:
+    """nginx, a master and 2 workers, sendfile on, serving a 1 KB file to
+    wrk -t1 -c8: requests a second, and wrk's p50 and p99 latency."""
+    name = "nginx"
+    tools = ("nginx", "wrk")
+    # Debian's nginx is built with epoll alone ("invalid event type poll")
+    can_poll = False
+
+    def server(self, addr, port, workdir):
+        d = os.path.join(workdir, "nginx")
+        os.makedirs(os.path.join(d, "www"), exist_ok=True)
+        with open(os.path.join(d, "www", "1k"), "wb") as f:
+            f.write(os.urandom(1024))
+        user = "user root;\n" if os.geteuid() == 0 else ""
+        with open(os.path.join(d, "nginx.conf"), "w") as f:
+            f.write(f"""{user}worker_processes 2;
+daemon off;
+pid {d}/nginx.pid;
+error_log {d}/error.log;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off;
+  sendfile on;
+  client_body_temp_path {d}/tmp;
+  proxy_temp_path {d}/tmp;
+  fastcgi_temp_path {d}/tmp;
+  uwsgi_temp_path {d}/tmp;
+  scgi_temp_path {d}/tmp;
+  server {{ listen {addr}:{port}; root {d}/www; }}
+}}
+""")
+        return ["nginx", "-p", d, "-c", os.path.join(d, "nginx.conf"), "-e",
+                os.path.join(d, "error.log")]
+
+    def clients(self, addr, port, seconds, scale=1.0):
+        def parse(out):
+            if "Socket errors" in out or "Non-2xx" in out:
+                raise ValueError(f"errors reported: {out[-300:]!r}")
+            m = _need(re.search(r"Requests/sec:\s+([\d.]+)", out), "request rate", out)
+            n = _need(re.search(r"(\d+) requests in", out), "request count", out)
+            res = {"nginx_1k_wrk_c8_rps": float(m.group(1)), "_requests": int(n.group(1))}
+            for q in ("50", "99"):
+                g = _need(re.search(rf"^\s+{q}%\s+([\d.]+)(us|ms|s)$", out, re.M),
+                          f"p{q}", out)
+                res[f"nginx_wrk_p{q}_latency_us"] = (float(g.group(1)) *
+                                                     {"us": 1, "ms": 1e3, "s": 1e6}[g.group(2)])
+            return res
+        return [Client("wrk", ["wrk", "-t1", "-c8", f"-d{seconds}s", "--latency",
+                               f"http://{addr}:{port}/1k"], parse, "nginx_cpu_us_per_req")]
+
+
+class Iperf3:
+    """iperf3, one stream, client to server and server to client (-R):
+    Gbit/s received, and the CPU a GB costs."""
+    name = "iperf3"
+    tools = ("iperf3",)
+    can_poll = False    # it waits in select() already
+
+    def server(self, addr, port, workdir):
+        return ["iperf3", "-s", "-B", addr, "-p", str(port)]
+
+    def clients(self, addr, port, seconds, scale=1.0):
+        out = []
+        for way, extra in (("", []), ("_reverse", ["-R"])):
+            def parse(text, way=way):
+                try:
+                    res = json.loads(text)
+                    got = res["end"]["sum_received"]
+                except (ValueError, KeyError) as e:
+                    raise ValueError(f"no result in iperf3's JSON ({e}): {text[-300:]!r}")
+                # It can exit 0 having moved nothing, its error in the JSON.
+                if "error" in res or got["bytes"] == 0:
+                    raise ValueError(f"nothing moved: {res.get('error', 'no error given')}")
+                return {f"iperf3{way}_gbps": got["bits_per_second"] / 1e9,
+                        "_bytes": got["bytes"]}
+            out.append(Client("reverse" if way else "forward",
+                              ["iperf3", "-c", addr, "-p", str(port), "-t", str(seconds),
+                               "-J"] + extra, parse, f"iperf3{way}_cpu_s_per_gb"))
+        return out
+
+
+class PingPong:
+    """tests/rb2run_pingpong: SIZE-byte round trips through plain blocking
+    send() and recv(), nothing else: the p50 in ns. What sockperf's
+    ping-pong measures, where sockperf cannot run (rsocket's preload
+    refuses its sendto() with an address on a connected socket)."""
+    name = "pingpong"
+    tools = ()
+    can_poll = False
+
+    def __init__(self, build, size=64, count=100000):
+        self.prog = os.path.join(build, "tests", "rb2run_pingpong")
+        self.size, self.count = size, count
+
+    def server(self, addr, port, workdir):
+        return [self.prog, "server", str(port), addr]
+
+    def clients(self, addr, port, seconds, scale=1.0):
+        def parse(out):
+            try:
+                return {"pingpong_p50_ns": json.loads(out)["p50_ns"]}
+            except (ValueError, KeyError) as e:
+                raise ValueError(f"no p50 in its JSON ({e}): {out[-300:]!r}")
+        n = max(100, int(self.count * scale))
+        return [Client("client", [self.prog, "client", str(port), str(self.size), str(n),
+                                  addr], parse, requests=n + n // 10)]     # and its warm-up
+
+
+ALL = {"sockperf": Sockperf(), "redis": Redis(), "memcached": Memcached(), "nginx": Nginx(),
+       "iperf3": Iperf3()}
+PACKAGES = ("sockperf redis-server redis-tools memcached libmemcached-tools nginx-light wrk "
+            "iperf3")

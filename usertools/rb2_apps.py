@@ -9,9 +9,9 @@ to both means adding one class here.
 
 A recipe knows nothing of modes: the caller puts its launcher (rb2-run) or
 its environment (LD_PRELOAD) around the argv it gets. A recipe with
-can_poll can also run its server on poll() instead of epoll (server(...,
-poll=True) and poll_env): rsocket's preload as Debian 12 ships it (rdma-core
-44) wraps poll and select but not epoll.
+can_poll runs its server on poll() instead of epoll in the environment
+poll_env: rsocket's preload as Debian 12 ships it (rdma-core 44) wraps poll
+and select but not epoll.
 
 Figures are named by what they measure: a key ending in _ns, _us or _s, or
 with _cpu_ or _per_ in it, is a cost (lower is better); any other is a rate.
@@ -122,7 +122,7 @@ class Memcached:
     can_poll = True
     poll_env = {"EVENT_NOEPOLL": "1"}   # libevent's switch
 
-    def server(self, addr, port, workdir, poll=False):
+    def server(self, addr, port, workdir):
         user = ["-u", "root"] if os.geteuid() == 0 else []
         return ["memcached", "-t", "4", "-l", addr, "-p", str(port), "-U", "0"] + user
 

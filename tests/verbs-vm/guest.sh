@@ -4,7 +4,8 @@
 #
 # Runs inside the verbs-vm guest as PID 1 (see run.sh): brings up Soft-RoCE on
 # a dummy netdev (nothing leaves the guest), runs the verbs suite, the
-# perftest comparison or the evaluation against the project's build (or
+# perftest comparison, the evaluation or the preload comparison (two guests,
+# preload_two.py) against the project's build (or
 # captures a PPPoE session, pppoe.sh), writes
 # the status for the host, and powers off.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
@@ -13,6 +14,8 @@ what=$(sed -n 's/.*rb2.what=\([^ ]*\).*/\1/p' /proc/cmdline)
 out=$(sed -n 's/.*rb2.out=\([^ ]*\).*/\1/p' /proc/cmdline)
 role=$(sed -n 's/.*rb2.role=\([^ ]*\).*/\1/p' /proc/cmdline)
 guestkill=$(sed -n 's/.*rb2.guestkill=\([^ ]*\).*/\1/p' /proc/cmdline)
+rounds=$(sed -n 's/.*rb2.rounds=\([^ ]*\).*/\1/p' /proc/cmdline)
+apps=$(sed -n 's/.*rb2.apps=\([^ ]*\).*/\1/p' /proc/cmdline)
 status_file=$out/status$role
 ip=169.254.77.1
 rc=1
@@ -40,7 +43,7 @@ if [ "$what" = pppoe ]; then
 	rc=$?
 	exit
 fi
-if [ "$what" = two ] || [ "$what" = two-bench ]; then
+if [ "$what" = two ] || [ "$what" = two-bench ] || [ "$what" = preload ]; then
 	# Two guests on one virtual wire: A is .1 (servers), B is .2 (clients).
 	modprobe virtio_net
 	for i in $(seq 50); do [ -e /sys/class/net/eth0 ] && break; sleep 0.1; done
@@ -64,6 +67,17 @@ two) RB2_ROLE=$role RB2_PEER_IP=$peer RB2_GUESTKILL=${guestkill:-0} \
 	bash /rb2/tests/verbs-vm/suite-two.sh 2>&1 | stamp; rc=${PIPESTATUS[0]} ;;
 perf) RB2_OUT=$out bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
 perf-lat) RB2_OUT=$out RB2_PERF_LAT_ONLY=3 bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
+preload)
+	# rsocket's preload opens rdma_cm's character device.
+	modprobe rdma_ucm || { echo "guest: no rdma_ucm module"; exit 1; }
+	pl=/rb2/tests/verbs-vm/preload_two.py
+	if [ "$role" = -a ]; then
+		python3 $pl serve --addr 169.254.77.1 --build "$build"
+	else
+		python3 $pl drive --peer 169.254.77.1 --build "$build" --out "$out/preload.json" \
+			--rounds "${rounds:-3}" ${apps:+$([ "$apps" = all ] || echo --apps "$apps")}
+	fi
+	rc=$? ;;
 two-bench) RB2_ROLE=$role RB2_PEER_IP=$peer bash /rb2/tests/verbs-vm/bench-two.sh; rc=$? ;;
 eval|eval-quick)
 	# Hugepages for all but Table II's M8 (800 MB of the guest's 3 GB).

@@ -8,7 +8,7 @@
 # uncompressed vmlinux, and a busybox initramfs that mounts the rootfs and the
 # project over 9p. The guest runs tests/verbs-vm/guest.sh against BUILD.
 #
-#   tests/verbs-vm/run.sh BUILD [suite|two|two-bench|perf|perf-lat|eval|eval-quick|cases|pppoe]
+#   tests/verbs-vm/run.sh BUILD [suite|two|two-bench|preload|perf|perf-lat|eval|eval-quick|cases|pppoe]
 #   (default: suite)
 #
 # suite: one guest, two processes over rxe0 on a dummy netdev.
@@ -24,6 +24,12 @@
 #        next to Fig. 5, into doc/eval/verbs (eval-quick: doc/eval/verbs-quick);
 #        the guest has no gnuplot, so the host draws the plots afterwards.
 #        About an hour under TCG (eval-quick: about 15 minutes).
+# preload: the two guests; unmodified programs (sockperf, redis, memcached,
+#        nginx, iperf3: usertools/rb2_apps.py), server in A, clients in B,
+#        over kernel TCP, under rsocket's librspreload.so and under rb2-run,
+#        interleaved (tests/verbs-vm/preload_two.py); JSON in
+#        BUILD/verbs-vm/preload.json. RB2_PRELOAD_ROUNDS: rounds (3);
+#        RB2_PRELOAD_APPS: some of them (pingpong,sockperf,redis,...).
 # cases: the case studies alone (Fig. 8-10) over rxe, into doc/eval/verbs (replacing
 #        only those figures of its results.json).
 # pppoe: a real PPPoE session between two namespaces in the guest (Linux's
@@ -39,12 +45,12 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(cd "${1:?usage: run.sh BUILD [suite|perf]}" && pwd)
 what=${2:-suite}
 guestkill=${RB2_VM_GUESTKILL:-1} # two: end by killing guest B mid-stream (0: do not)
-[ "$what" = two-bench ] && guestkill=0
+case "$what" in two-bench|preload) guestkill=0 ;; esac
 cache=$build/verbs-vm
 mirror=${RB2_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 case "$what" in
 eval) timeout_s=${RB2_VM_TIMEOUT:-7200} ;;
-eval-quick|two|cases) timeout_s=${RB2_VM_TIMEOUT:-2400} ;; # two: faults on the wire are slow
+eval-quick|two|cases|preload) timeout_s=${RB2_VM_TIMEOUT:-2400} ;; # two: faults on the wire are slow
 *) timeout_s=${RB2_VM_TIMEOUT:-1200} ;;
 esac
 
@@ -71,7 +77,9 @@ mkdir -p "$cache"
 # 1. Guest rootfs (cached): rdma-core, perftest, the kernel and its modules,
 #    and the run-time libraries of the host-built binaries.
 #    The marker holds the package list: a changed list rebuilds the guest.
-pkgs=rdma-core,ibverbs-utils,ibverbs-providers,perftest,rdmacm-utils,iproute2,kmod,linux-image-amd64,libnuma1,libbsd0,libpcap0.8,librte-ring23,librte-eal23,librte-telemetry23,librte-kvargs23,librte-ethdev23,librte-mbuf23,librte-mempool23,librte-net23,librte-meter23,librte-net-pcap23,librte-mempool-ring23,librte-hash23,librte-rcu23,libcriterion3,libhttp-parser2.9,libjansson4,procps,python3,ppp,pppoe,tcpdump,iputils-ping
+#    The unmodified programs of the preload comparison and their clients
+#    come from Debian too, as on the host (usertools/rb2_apps.py).
+pkgs=rdma-core,ibverbs-utils,ibverbs-providers,perftest,rdmacm-utils,iproute2,kmod,linux-image-amd64,libnuma1,libbsd0,libpcap0.8,librte-ring23,librte-eal23,librte-telemetry23,librte-kvargs23,librte-ethdev23,librte-mbuf23,librte-mempool23,librte-net23,librte-meter23,librte-net-pcap23,librte-mempool-ring23,librte-hash23,librte-rcu23,libcriterion3,libhttp-parser2.9,libjansson4,procps,python3,ppp,pppoe,tcpdump,iputils-ping,redis-server,redis-tools,memcached,libmemcached-tools,nginx-light,iperf3,sockperf,wrk,curl
 if [ "$(cat "$cache/rootfs/.rb2-ok" 2>/dev/null)" != "$pkgs" ]; then
 	rm -rf "$cache/rootfs.tmp"
 	if command -v mmdebstrap >/dev/null; then
@@ -167,6 +175,9 @@ suite|two|two-bench)
 		targets+=("apps/$t/$t")
 	done
 	targets+=(tests/test_verbs tests/test_raas_app) ;;
+preload)
+	targets=(apps/rb2-run/rb2-run apps/rb2-sockd/rb2-sockd lib/preload/librb2_preload.so
+		 tests/rb2run_pingpong) ;;
 esac
 ninja -C "$vmbuild" "${targets[@]}" > "$cache/ninja.log" 2>&1 ||
 	{ echo "error: the guest build failed, see $cache/ninja.log" >&2; exit 1; }
@@ -180,7 +191,7 @@ boot() { # ROLE NETDEV-ARGS...
 	local role=$1; shift
 	timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m "$vm_mem" -smp 2 \
 		-kernel "$cache/vmlinux" -initrd "$cache/initramfs.cpio" \
-		-append "console=ttyS0 panic=-1 quiet loglevel=3 rb2.script=/rb2/tests/verbs-vm/guest.sh rb2.build=/rb2/$rel/verbs-vm/build rb2.out=/rb2/$rel/verbs-vm rb2.what=$what rb2.role=$role rb2.guestkill=$guestkill" \
+		-append "console=ttyS0 panic=-1 quiet loglevel=3 rb2.script=/rb2/tests/verbs-vm/guest.sh rb2.build=/rb2/$rel/verbs-vm/build rb2.out=/rb2/$rel/verbs-vm rb2.what=$what rb2.role=$role rb2.guestkill=$guestkill rb2.rounds=${RB2_PRELOAD_ROUNDS:-3} rb2.apps=${RB2_PRELOAD_APPS:-all}" \
 		-virtfs local,path="$rootfs",mount_tag=root,security_model=none,id=root \
 		-virtfs local,path="$top",mount_tag=rb2,security_model=none,id=rb2 \
 		-nographic -monitor none -no-reboot "$@"
@@ -198,7 +209,7 @@ guest_status() { # ROLE
 rm -f "$cache"/status*
 echo "verbs-vm: booting (QEMU TCG, $what)"
 set +e
-if [ "$what" = two ] || [ "$what" = two-bench ]; then
+if [ "$what" = two ] || [ "$what" = two-bench ] || [ "$what" = preload ]; then
 	port=$((20000 + $$ % 20000))
 	boot -a -nic none -netdev socket,id=n0,listen=127.0.0.1:$port \
 		-device virtio-net-pci,netdev=n0,mac=52:54:00:b2:00:01 > "$cache/guest-a.log" 2>&1 &
@@ -222,10 +233,10 @@ if [ "$what" = two ] || [ "$what" = two-bench ]; then
 	done
 	wait $bpid 2>/dev/null
 	wait $apid
-	grep -hE "^(PASS|FAIL|INFO|stream|kill|guestkill|lat|two|\{)" "$cache/guest-a.log" \
+	grep -hE "^(PASS|FAIL|INFO|stream|kill|guestkill|lat|two|preload|\{)" "$cache/guest-a.log" \
 		"$cache/guest-b.log"
 	guest_status -a; ra=$?
-	if [ "$what" = two-bench ]; then
+	if [ "$what" = two-bench ] || [ "$what" = preload ]; then
 		guest_status -b; rb=$?
 		exit $(( ra != 0 || rb != 0 ))
 	fi

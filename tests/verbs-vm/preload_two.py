@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rb2 authors
+"""The two-guest comparison of unmodified programs (run.sh BUILD preload):
+each program of usertools/rb2_apps.py, and tests/rb2run_pingpong, with its
+server in guest A and its clients in guest B, over kernel TCP, under
+rsocket's preload (librspreload.so, rdma-core) and under rb2-run, in
+interleaved rounds of one boot (each round starts with another mode).
+rsocket-poll is rsocket's preload again, with the server told to wait in
+poll() where it can be (rb2_apps: can_poll): Debian 12's preload (rdma-core
+44) wraps poll and select, not epoll.
+
+  preload_two.py serve --addr A --ctl PORT --build BUILD        (guest A)
+  preload_two.py drive --peer A --ctl PORT --build BUILD --out FILE
+                 [--rounds 3] [--seconds 3] [--scale 0.05] [--apps LIST]  (guest B)
+
+B drives: over a control connection (kernel TCP) it asks A to start a
+server in a mode, runs the clients in the same mode, and asks A to stop it.
+A client that fails or hangs (each has a deadline) is recorded with why,
+and the run goes on: rsocket's preload cannot run every program, and the
+JSON says which and how each failed.
+
+Per client B also counts the RoCE packets rxe0 sent and received (its
+hw_counters), per request where the client makes requests: what crossed
+the wire for each, whatever library put it there.
+
+The JSON (FILE): per program and mode the median of each figure over the
+rounds that succeeded, every round's figures and failures; then per figure
+the ratios rb2/rsocket, rb2/kernel and rsocket/kernel: the median of the
+ratios within each round (lower_is_better says which way a figure points).
+`preload_two.py summarize FILE` recomputes them from FILE's rounds.
+"""
+import argparse
+import glob
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "usertools"))
+import rb2_apps  # noqa: E402
+
+MODES = ("kernel", "rsocket", "rsocket-poll", "rb2")
+RXE = "/sys/class/infiniband/rxe0/ports/1/hw_counters"
+
+
+def rspreload():
+    libs = sorted(glob.glob("/usr/lib/*/rsocket/librspreload.so*"))
+    if not libs:
+        sys.exit("preload_two: no librspreload.so (Debian's librdmacm1 ships it)")
+    return libs[0]
+
+
+def modes_of(app):
+    """rsocket-poll: the server on poll() (rb2_apps: can_poll), for programs
+    that can be told to, as rsocket's preload here has no epoll."""
+    return [m for m in MODES if m != "rsocket-poll" or app.can_poll]
+
+
+def mode_launch(mode, build, env, app=None):
+    """@return (argv prefix, environment) that put a program in @mode."""
+    if mode == "rsocket-poll":
+        return [], dict(env, LD_PRELOAD=rspreload(), **(app.poll_env if app else {}))
+    if mode == "rsocket":
+        return [], dict(env, LD_PRELOAD=rspreload())
+    if mode == "rb2":
+        return [os.path.join(build, "apps", "rb2-run", "rb2-run")], dict(env, RB2_RUN_STATS="1")
+    return [], dict(env)
+
+
+def apps(o):
+    """The programs by name: rb2_apps' table, and the plain ping-pong."""
+    # 1000 round trips at the default scale: rsocket's take 45 ms each here
+    return dict(rb2_apps.ALL, pingpong=rb2_apps.PingPong(o.build, 64, 20000))
+
+
+def listening(port, rdma):
+    """Does something listen on @port: a kernel socket, or (@rdma) an RDMA
+    CM id, which is what rsocket's listen() makes (iproute2's rdma tool)?"""
+    if rdma:
+        r = subprocess.run(["rdma", "resource", "show", "cm_id"], capture_output=True,
+                           text=True)
+        return any("LISTEN" in ln and f":{port} " in ln + " " for ln in r.stdout.splitlines())
+    r = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True)
+    return bool(r.stdout.strip())
+
+
+def lines(sock):
+    """JSON objects, one a line, from @sock until it closes."""
+    buf = b""
+    while True:
+        while b"\n" not in buf:
+            got = sock.recv(4096)
+            if not got:
+                return
+            buf += got
+        line, buf = buf.split(b"\n", 1)
+        yield json.loads(line)
+
+
+def send(sock, obj):
+    sock.sendall(json.dumps(obj).encode() + b"\n")
+
+
+# ---- guest A ---------------------------------------------------------------
+
+class Server:
+    """One program's server in one mode, on A."""
+
+    def __init__(self, o, req):
+        self.app = apps(o)[req["app"]]
+        self.mode = req["mode"]
+        self.port = req["port"]
+        self.tmp = tempfile.mkdtemp(prefix=f"srv-{self.app.name}-")
+        pre, env = mode_launch(self.mode, o.build, os.environ, self.app)
+        self.err = open(os.path.join(self.tmp, "stderr"), "w+")
+        self.proc = subprocess.Popen(pre + self.app.server(o.addr, self.port, self.tmp),
+                                     stdout=subprocess.DEVNULL, stderr=self.err, env=env,
+                                     cwd=self.tmp, start_new_session=True)
+
+    def ready(self):
+        """Listening, or @return why not. Under TCG a server under rsocket's
+        preload takes seconds to open the device."""
+        t0 = time.time()
+        while time.time() - t0 < 60:
+            if self.proc.poll() is not None:
+                return f"the server exited ({self.proc.returncode}): {self.stderr()}"
+            if listening(self.port, self.mode.startswith("rsocket")):
+                return None
+            time.sleep(0.2)
+        return f"nothing listened on port {self.port} within 60 s: {self.stderr()}"
+
+    def stderr(self):
+        self.err.flush()
+        self.err.seek(0)
+        return self.err.read()[-400:]
+
+    def stop(self):
+        """SIGTERM to its process group, SIGKILL after 10 s. @return how it
+        ended."""
+        how = "terminated"
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+                how = "killed: SIGTERM did not end it within 10 s"
+        else:
+            how = f"had exited ({self.proc.returncode})"
+        return {"ended": how, "stderr": self.stderr()}
+
+
+def serve(o):
+    ls = socket.create_server((o.addr, o.ctl))
+    conn, _ = ls.accept()
+    srv = None
+    for req in lines(conn):
+        if req["cmd"] == "start":
+            srv = Server(o, req)
+            why = srv.ready()
+            send(conn, {"ok": why is None, "error": why})
+        elif req["cmd"] == "stop":
+            send(conn, srv.stop() if srv else {"ended": "no server"})
+            srv = None
+        elif req["cmd"] == "bye":
+            break
+    if srv:
+        srv.stop()
+    return 0
+
+
+# ---- guest B ---------------------------------------------------------------
+
+def rxe_pkts():
+    try:
+        return sum(int(open(os.path.join(RXE, f)).read()) for f in ("sent_pkts", "rcvd_pkts"))
+    except OSError:
+        return None
+
+
+def run_client(o, mode, app, cl):
+    """@return (figures, None) or (None, why)."""
+    pre, env = mode_launch(mode, o.build, os.environ, app)
+    deadline = 4 * o.seconds + 120
+    p0 = rxe_pkts()
+    try:
+        r = subprocess.run(pre + cl.argv, capture_output=True, text=True, env=env,
+                           timeout=deadline, start_new_session=True)
+    except subprocess.TimeoutExpired as e:
+        # (bytes here even with text=True)
+        out = "".join(x.decode(errors="replace") if isinstance(x, bytes) else x or ""
+                      for x in (e.stdout, e.stderr))
+        return None, f"hung: no result within {deadline} s ({out[-200:]!r})"
+    if r.returncode != 0:
+        return None, f"exit {r.returncode}: {(r.stdout + r.stderr)[-300:]!r}"
+    try:
+        figs = cl.parse(r.stdout + r.stderr if cl.stderr else r.stdout)
+    except ValueError as e:
+        return None, str(e)
+    n = figs.pop("_requests", cl.requests)
+    figs.pop("_bytes", None)
+    p1 = rxe_pkts()
+    if p0 is not None and p1 is not None and n:
+        figs[f"{app.name}_{cl.name}_rxe_pkts_per_req"] = (p1 - p0) / n
+    if mode == "rb2":
+        stats = [ln for ln in r.stderr.splitlines() if "connections over rb2" in ln]
+        figs["_rb2_run_stats"] = stats[-1] if stats else "no stats line"
+    return figs, None
+
+
+PAIRS = (("rb2", "rsocket"), ("rb2", "rsocket-poll"), ("rb2", "kernel"), ("rsocket", "kernel"),
+         ("rsocket-poll", "kernel"))
+
+
+def summarize(out):
+    """Fill @out's medians (per program and mode, over the rounds that gave
+    the figure) and ratios: per figure and pair of modes, the median of the
+    ratios within a round (both modes ran minutes apart, on the vCPUs of
+    that time), with the rounds it rests on."""
+    out["ratios"] = {}
+    for modes in out["apps"].values():
+        for r in modes.values():
+            keys = sorted({key for fig in r["rounds"] for key in fig if not key.startswith("_")})
+            r["median"] = {key: statistics.median([f[key] for f in r["rounds"] if key in f])
+                           for key in keys}
+        for key in sorted(set().union(*(r["median"].keys() for r in modes.values()))):
+            ratio = {}
+            for a, b in PAIRS:
+                if a not in modes or b not in modes:
+                    continue
+                per = [x[key] / y[key] for x, y in zip(modes[a]["rounds"], modes[b]["rounds"])
+                       if key in x and key in y and y[key]]
+                if per:
+                    ratio[f"{a}/{b}"] = statistics.median(per)
+                    ratio[f"{a}/{b}_rounds"] = len(per)
+            out["ratios"][key] = dict(ratio, lower_is_better=rb2_apps.cost(key))
+
+
+def drive(o):
+    for _ in range(600):
+        try:
+            ctl = socket.create_connection((o.peer, o.ctl), timeout=600)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        sys.exit(f"preload_two: A's control port {o.peer}:{o.ctl} never answered")
+    replies = lines(ctl)
+    table = apps(o)
+    run = [table[a] for a in o.apps.split(",")]
+    res = {a.name: {m: {"rounds": [], "failures": []} for m in modes_of(a)} for a in run}
+    port = 31000
+    for k in range(o.rounds):
+        for app in run:
+            ms = modes_of(app)
+            for mode in ms[k % len(ms):] + ms[:k % len(ms)]:
+                port += 1
+                send(ctl, {"cmd": "start", "app": app.name, "mode": mode, "port": port})
+                rep = next(replies)
+                figs, fails = {}, []
+                if rep["ok"]:
+                    for cl in app.clients(o.peer, port, o.seconds, o.scale):
+                        f, why = run_client(o, mode, app, cl)
+                        if why:
+                            fails.append({"client": cl.name, "why": why})
+                        else:
+                            figs.update(f)
+                else:
+                    fails.append({"client": "(server)", "why": rep["error"]})
+                send(ctl, {"cmd": "stop"})
+                end = next(replies)
+                if fails:
+                    fails[-1]["server"] = end
+                res[app.name][mode]["rounds"].append(figs)
+                res[app.name][mode]["failures"] += [dict(f, round=k + 1) for f in fails]
+                print(f"preload: round {k + 1} {app.name} {mode}: {figs} "
+                      f"{'; '.join(f['client'] + ': ' + f['why'] for f in fails)}", flush=True)
+    send(ctl, {"cmd": "bye"})
+    out = {"rounds": o.rounds, "seconds": o.seconds, "scale": o.scale,
+           "what": "server in guest A, clients in guest B, over Soft-RoCE (rxe) under QEMU TCG",
+           "modes": {"kernel": "kernel TCP", "rsocket": f"LD_PRELOAD={rspreload()}",
+                     "rsocket-poll": "the same, the server told to wait in poll() "
+                                     "(memcached: EVENT_NOEPOLL=1)",
+                     "rb2": "rb2-run"},
+           "apps": {name: {mode: {"rounds": r["rounds"], "failures": r["failures"]}
+                           for mode, r in modes.items()} for name, modes in res.items()}}
+    summarize(out)
+    with open(o.out, "w") as f:
+        json.dump(out, f, indent=1)
+    print(f"preload: wrote {o.out}")
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="role", required=True)
+    m = sub.add_parser("summarize", help="recompute FILE's medians and ratios from its rounds")
+    m.add_argument("file")
+    s = sub.add_parser("serve")
+    s.add_argument("--addr", required=True)
+    d = sub.add_parser("drive")
+    d.add_argument("--peer", required=True)
+    d.add_argument("--out", required=True)
+    d.add_argument("--rounds", type=int, default=3)
+    d.add_argument("--seconds", type=int, default=3)
+    d.add_argument("--scale", type=float, default=0.05,
+                   help="request counts of redis-benchmark and memcslap, times this")
+    d.add_argument("--apps", default=",".join(["pingpong"] + list(rb2_apps.ALL)))
+    for p in (s, d):
+        p.add_argument("--ctl", type=int, default=21999)
+        p.add_argument("--build", required=True)
+    o = ap.parse_args()
+    if o.role == "summarize":
+        with open(o.file) as f:
+            out = json.load(f)
+        summarize(out)
+        with open(o.file, "w") as f:
+            json.dump(out, f, indent=1)
+        return 0
+    o.build = os.path.abspath(o.build)
+    return serve(o) if o.role == "serve" else drive(o)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

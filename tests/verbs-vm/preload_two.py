@@ -22,7 +22,8 @@ JSON says which and how each failed.
 
 Per client B also counts the RoCE packets rxe0 sent and received (its
 hw_counters), per request where the client makes requests: what crossed
-the wire for each, whatever library put it there.
+the wire for each, whatever library put it there. Every counter that moved
+(RDMA sends and receives, retries, RNR NAKs) is kept in the round's "_rxe".
 
 The JSON (FILE): per program and mode the median of each figure over the
 rounds that succeeded, every round's figures and failures; then per figure
@@ -179,18 +180,20 @@ def serve(o):
 
 # ---- guest B ---------------------------------------------------------------
 
-def rxe_pkts():
+def rxe_counters():
+    """rxe0's counters ({} without rxe0): packets, RDMA sends and receives,
+    retries, RNR NAKs, ..."""
     try:
-        return sum(int(open(os.path.join(RXE, f)).read()) for f in ("sent_pkts", "rcvd_pkts"))
+        return {f: int(open(os.path.join(RXE, f)).read()) for f in sorted(os.listdir(RXE))}
     except OSError:
-        return None
+        return {}
 
 
 def run_client(o, mode, app, cl):
     """@return (figures, None) or (None, why)."""
     pre, env = mode_launch(mode, o.build, os.environ, app)
     deadline = 4 * o.seconds + 120
-    p0 = rxe_pkts()
+    c0 = rxe_counters()
     try:
         r = subprocess.run(pre + cl.argv, capture_output=True, text=True, env=env,
                            timeout=deadline, start_new_session=True)
@@ -207,9 +210,12 @@ def run_client(o, mode, app, cl):
         return None, str(e)
     n = figs.pop("_requests", cl.requests)
     figs.pop("_bytes", None)
-    p1 = rxe_pkts()
-    if p0 is not None and p1 is not None and n:
-        figs[f"{app.name}_{cl.name}_rxe_pkts_per_req"] = (p1 - p0) / n
+    c1 = rxe_counters()
+    delta = {k: c1[k] - c0[k] for k in c1 if k in c0 and c1[k] != c0[k]}
+    if c0 and c1 and n:
+        figs[f"{app.name}_{cl.name}_rxe_pkts_per_req"] = (
+            delta.get("sent_pkts", 0) + delta.get("rcvd_pkts", 0)) / n
+    figs["_rxe"] = delta            # every counter that moved, for the record
     if mode == "rb2":
         stats = [ln for ln in r.stderr.splitlines() if "connections over rb2" in ln]
         figs["_rb2_run_stats"] = stats[-1] if stats else "no stats line"

@@ -68,8 +68,10 @@ two) RB2_ROLE=$role RB2_PEER_IP=$peer RB2_GUESTKILL=${guestkill:-0} \
 perf) RB2_OUT=$out bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
 perf-lat) RB2_OUT=$out RB2_PERF_LAT_ONLY=3 bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
 preload)
-	# rsocket's preload opens rdma_cm's character device.
+	# rsocket's preload opens rdma_cm's character device. Its tunables
+	# (preload_two.py writes polling_time) live in this boot only.
 	modprobe rdma_ucm || { echo "guest: no rdma_ucm module"; exit 1; }
+	mkdir -p /etc/rdma/rsocket && mount -t tmpfs tmpfs /etc/rdma/rsocket
 	pl=/rb2/tests/verbs-vm/preload_two.py
 	if [ "$role" = -a ]; then
 		python3 $pl serve --addr 169.254.77.1 --build "$build"

@@ -6,9 +6,11 @@ each program of usertools/rb2_apps.py, and tests/rb2run_pingpong, with its
 server in guest A and its clients in guest B, over kernel TCP, under
 rsocket's preload (librspreload.so, rdma-core) and under rb2-run, in
 interleaved rounds of one boot (each round starts with another mode).
-rsocket-poll is rsocket's preload again, with the server told to wait in
-poll() where it can be (rb2_apps: can_poll): Debian 12's preload (rdma-core
-44) wraps poll and select, not epoll.
+rsocket-spin is rsocket's preload with its blocking calls polling the
+completion queue for up to a second before they sleep (polling_time; the
+default is 10 µs). rsocket-poll is rsocket's preload again, with the server
+told to wait in poll() where it can be (rb2_apps: can_poll): Debian 12's
+preload (rdma-core 44) wraps poll and select, not epoll.
 
   preload_two.py serve --addr A --ctl PORT --build BUILD        (guest A)
   preload_two.py drive --peer A --ctl PORT --build BUILD --out FILE
@@ -47,7 +49,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "usertools"))
 import rb2_apps  # noqa: E402
 
-MODES = ("kernel", "rsocket", "rsocket-poll", "rb2")
+MODES = ("kernel", "rsocket", "rsocket-spin", "rsocket-poll", "rb2")
+# rsocket reads its tunables from files here (run.sh's guest mounts a tmpfs
+# on it, so that nothing outlives the boot).
+RS_CONF = "/etc/rdma/rsocket"
+# rsocket-spin: its blocking calls poll the completion queue this long (µs)
+# before they sleep on the completion channel (default 10).
+RS_SPIN_US = 1000000
 RXE = "/sys/class/infiniband/rxe0/ports/1/hw_counters"
 
 
@@ -64,11 +72,24 @@ def modes_of(app):
     return [m for m in MODES if m != "rsocket-poll" or app.can_poll]
 
 
+def rsocket_conf(mode):
+    """Write rsocket's polling_time for @mode (rsocket-spin), or remove it
+    (its default) for any other mode."""
+    path = os.path.join(RS_CONF, "polling_time")
+    if mode == "rsocket-spin":
+        os.makedirs(RS_CONF, exist_ok=True)
+        with open(path, "w") as f:
+            f.write(f"{RS_SPIN_US}\n")
+    elif os.path.exists(path):
+        os.remove(path)
+
+
 def mode_launch(mode, build, env, app=None):
     """@return (argv prefix, environment) that put a program in @mode."""
+    rsocket_conf(mode)
     if mode == "rsocket-poll":
         return [], dict(env, LD_PRELOAD=rspreload(), **(app.poll_env if app else {}))
-    if mode == "rsocket":
+    if mode in ("rsocket", "rsocket-spin"):
         return [], dict(env, LD_PRELOAD=rspreload())
     if mode == "rb2":
         return [os.path.join(build, "apps", "rb2-run", "rb2-run")], dict(env, RB2_RUN_STATS="1")
@@ -222,8 +243,8 @@ def run_client(o, mode, app, cl):
     return figs, None
 
 
-PAIRS = (("rb2", "rsocket"), ("rb2", "rsocket-poll"), ("rb2", "kernel"), ("rsocket", "kernel"),
-         ("rsocket-poll", "kernel"))
+PAIRS = (("rb2", "rsocket"), ("rb2", "rsocket-spin"), ("rb2", "rsocket-poll"), ("rb2", "kernel"),
+         ("rsocket", "kernel"), ("rsocket-spin", "kernel"), ("rsocket-poll", "kernel"))
 
 
 def summarize(out):
@@ -293,8 +314,10 @@ def drive(o):
     out = {"rounds": o.rounds, "seconds": o.seconds, "scale": o.scale,
            "what": "server in guest A, clients in guest B, over Soft-RoCE (rxe) under QEMU TCG",
            "modes": {"kernel": "kernel TCP", "rsocket": f"LD_PRELOAD={rspreload()}",
-                     "rsocket-poll": "the same, the server told to wait in poll() "
-                                     "(memcached: EVENT_NOEPOLL=1)",
+                     "rsocket-spin": f"the same, with {RS_CONF}/polling_time "
+                                     f"{RS_SPIN_US} us on both ends (default 10)",
+                     "rsocket-poll": "the same as rsocket, the server told to wait in "
+                                     "poll() (memcached: EVENT_NOEPOLL=1)",
                      "rb2": "rb2-run"},
            "apps": {name: {mode: {"rounds": r["rounds"], "failures": r["failures"]}
                            for mode, r in modes.items()} for name, modes in res.items()}}

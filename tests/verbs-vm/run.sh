@@ -24,10 +24,11 @@
 #        next to Fig. 5, into doc/eval/verbs (eval-quick: doc/eval/verbs-quick);
 #        the guest has no gnuplot, so the host draws the plots afterwards.
 #        About an hour under TCG (eval-quick: about 15 minutes).
-# preload: the two guests; unmodified programs (sockperf, redis, memcached,
-#        nginx, iperf3: usertools/rb2_apps.py), server in A, clients in B,
-#        over kernel TCP, under rsocket's librspreload.so and under rb2-run,
-#        interleaved (tests/verbs-vm/preload_two.py); JSON in
+# preload: the two guests; unmodified programs (a plain ping-pong, sockperf,
+#        redis, memcached, nginx, iperf3: usertools/rb2_apps.py), server in
+#        A, clients in B, over kernel TCP, under rsocket's librspreload.so
+#        (as it is, spinning, on poll) and under rb2-run, interleaved
+#        (tests/verbs-vm/preload_two.py); JSON in
 #        BUILD/verbs-vm/preload.json. RB2_PRELOAD_ROUNDS: rounds (3);
 #        RB2_PRELOAD_APPS: some of them (pingpong,sockperf,redis,...).
 # cases: the case studies alone (Fig. 8-10) over rxe, into doc/eval/verbs (replacing

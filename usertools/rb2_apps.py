@@ -19,6 +19,7 @@ with _cpu_ or _per_ in it, is a cost (lower is better); any other is a rate.
 import json
 import os
 import re
+import subprocess
 
 
 class Client:
@@ -33,9 +34,14 @@ class Client:
         self.name, self.argv, self.parse = name, argv, parse
         self.cpu, self.requests, self.stderr = cpu, requests, stderr
 
+    def counts(self, figs):
+        """Pop the _keys of counts from @figs; @return (requests made, bytes
+        moved), None where not known."""
+        return figs.pop("_requests", self.requests), figs.pop("_bytes", None)
+
     def cpu_figure(self, figs, cpu_s):
         """Pop the _keys from @figs; @return {cpu key: its value} or {}."""
-        n, nbytes = figs.pop("_requests", self.requests), figs.pop("_bytes", None)
+        n, nbytes = self.counts(figs)
         if self.cpu is None:
             return {}
         if self.cpu.endswith("_per_gb"):
@@ -47,6 +53,19 @@ def cost(key):
     """Is @key a cost (lower is better), not a rate: a time, or something
     spent per request or per GB?"""
     return key.endswith(("_ns", "_us", "_s")) or "_cpu_" in key or "_per_" in key
+
+
+def listening(port, rdma=False):
+    """Does something listen on @port on this host, found without connecting
+    (a probe would be a connection of its own; iperf3 takes it for a test)?
+    A kernel socket, or with @rdma an RDMA CM id, which is what rsocket's
+    listen() makes (iproute2's rdma tool)."""
+    if rdma:
+        r = subprocess.run(["rdma", "resource", "show", "cm_id"], capture_output=True,
+                           text=True)
+        return any("LISTEN" in ln and f":{port} " in ln + " " for ln in r.stdout.splitlines())
+    r = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True)
+    return bool(r.stdout.strip())
 
 
 def _need(m, what, out):

@@ -59,12 +59,10 @@ def free_port():
 
 
 def wait_port(port, timeout=10):
-    """Until something listens on @port, found without connecting (a probe
-    would be a kernel TCP connection of its own; iperf3 takes it for a test)."""
+    """Until something listens on @port (rb2_apps.listening())."""
     t0 = time.time()
     while time.time() - t0 < timeout:
-        r = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True)
-        if r.stdout.strip():
+        if rb2_apps.listening(port):
             return
         time.sleep(0.05)
     raise RuntimeError(f"nothing listens on {port}")

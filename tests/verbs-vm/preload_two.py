@@ -85,7 +85,8 @@ def rsocket_conf(mode):
 
 
 def mode_launch(mode, build, env, app=None):
-    """@return (argv prefix, environment) that put a program in @mode."""
+    """@return (argv prefix, environment) that put a program in @mode, and
+    set rsocket's tunables for it on this guest (rsocket_conf())."""
     rsocket_conf(mode)
     if mode == "rsocket-poll":
         return [], dict(env, LD_PRELOAD=rspreload(), **(app.poll_env if app else {}))
@@ -100,17 +101,6 @@ def apps(o):
     """The programs by name: rb2_apps' table, and the plain ping-pong."""
     # 1000 round trips at the default scale: rsocket's take 45 ms each here
     return dict(rb2_apps.ALL, pingpong=rb2_apps.PingPong(o.build, 64, 20000))
-
-
-def listening(port, rdma):
-    """Does something listen on @port: a kernel socket, or (@rdma) an RDMA
-    CM id, which is what rsocket's listen() makes (iproute2's rdma tool)?"""
-    if rdma:
-        r = subprocess.run(["rdma", "resource", "show", "cm_id"], capture_output=True,
-                           text=True)
-        return any("LISTEN" in ln and f":{port} " in ln + " " for ln in r.stdout.splitlines())
-    r = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True)
-    return bool(r.stdout.strip())
 
 
 def lines(sock):
@@ -153,7 +143,7 @@ class Server:
         while time.time() - t0 < 60:
             if self.proc.poll() is not None:
                 return f"the server exited ({self.proc.returncode}): {self.stderr()}"
-            if listening(self.port, self.mode.startswith("rsocket")):
+            if rb2_apps.listening(self.port, self.mode.startswith("rsocket")):
                 return None
             time.sleep(0.2)
         return f"nothing listened on port {self.port} within 60 s: {self.stderr()}"
@@ -229,8 +219,7 @@ def run_client(o, mode, app, cl):
         figs = cl.parse(r.stdout + r.stderr if cl.stderr else r.stdout)
     except ValueError as e:
         return None, str(e)
-    n = figs.pop("_requests", cl.requests)
-    figs.pop("_bytes", None)
+    n, _ = cl.counts(figs)
     c1 = rxe_counters()
     delta = {k: c1[k] - c0[k] for k in c1 if k in c0 and c1[k] != c0[k]}
     if c0 and c1 and n:

@@ -422,7 +422,7 @@ wait
 sleep 1.2                        # the service looks once a second
 if grep -q "many: 40 of 40 whole" "$tmp/sl.cli" &&
 	grep -q " 40 connections over rb2 (120000 bytes in, 120000 out), 0 failed$" "$tmp/sl.cli.err" &&
-	"$sockd" --socket "$sock4" --stats | grep -q '"pairs":40,.*"arenas":0}'; then
+	"$sockd" --socket "$sock4" --stats | grep -q '"pairs":40,.*"arenas":0,'; then
 	ok "4 arena slots, 40 connections from two live processes: all over rb2, every arena freed ($("$sockd" --socket "$sock4" --stats))"
 else
 	fail "slot reuse"; cat "$tmp/sl.cli" "$tmp/sl.cli.err"; "$sockd" --socket "$sock4" --stats

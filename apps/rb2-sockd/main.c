@@ -9,12 +9,18 @@
  * it trusts nobody's word). It carries no data and runs no EAL: it sleeps in
  * poll(2) between requests.
  *
+ * For a connect to another host, it asks that host's service whether an
+ * rb2-run program listens there (RB2_SOCKD_PEER_* in rb2_sockd.h), and
+ * answers such questions from other hosts.
+ *
  *   rb2-sockd [--socket PATH] [--daemon] [--accept-timeout-ms N] [--no-huge] [--slots N]
+ *             [--peer-port N]
  *   rb2-sockd --stats [--socket PATH]     its counters, one JSON line
  *   rb2-sockd --stop [--socket PATH]      ask it to exit
  */
 
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -47,7 +53,12 @@
 #define MAX_CONNS_PER_USER 1024  /* open requests and listeners of one uid */
 #define REQUEST_TIMEOUT_MS 2000  /* a new connection sends its request by then */
 
-enum kind { K_FREE, K_NEW, K_LISTENER, K_CLIENT, K_SERVER };
+/*
+ * K_ASKING: a client whose CONNECT goes to another host, waiting for that
+ * host's answer; K_PROBE: the TCP connection that asks it; K_REMOTE: a
+ * question from another host's service.
+ */
+enum kind { K_FREE, K_NEW, K_LISTENER, K_CLIENT, K_SERVER, K_ASKING, K_PROBE, K_REMOTE };
 
 struct conn {
 	int fd;
@@ -61,9 +72,14 @@ struct conn {
 	 * connection's client port and server address */
 	uint16_t cport;
 	struct sockaddr_storage to;
-	int connected;              /* K_CLIENT: CONNECTED came */
-	int peer;                   /* the matched other side's index, or -1 */
+	int connected;              /* K_CLIENT: CONNECTED came; K_PROBE: the
+				     * TCP connect is done and the question sent */
+	int peer;                   /* the matched other side's index, or -1
+				     * (K_ASKING: its probe; K_PROBE: the client) */
 	uint64_t deadline_ms;
+	/* K_PROBE, K_REMOTE: the line read so far */
+	char line[64];
+	unsigned int llen;
 };
 
 static struct conn conns[MAX_CONNS];
@@ -84,6 +100,18 @@ static uint64_t n_pairs, n_plain_nolistener, n_plain_notlocal, n_plain_noaccept,
 static uint64_t stream_id;
 static int huge_warned, cap_warned;
 static int listen_fd = -1;
+/* Other hosts' services: the TCP port where each answers (0: none asked,
+ * none answered), this one's listener there, and the hosts where nothing
+ * answered, not asked again for a while. */
+static unsigned int peer_port;
+static int peer_fd = -1;
+#define PEER_TIMEOUT_MS 250
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define NOSERVICE_MS 30000
+#define NOSERVICE_MAX 64
+static struct { struct sockaddr_storage ip; uint64_t until_ms; } noservice[NOSERVICE_MAX];
+static uint64_t n_asked, n_answered, n_plain_remote;
 
 static uint64_t
 now_ms(void)
@@ -245,20 +273,15 @@ plain(unsigned int i, uint64_t *counter, const char *fmt, ...)
 	drop(i);
 }
 
-/* A request that breaks the protocol: refused, counted and logged (at most
- * 20 lines per 10 s, so that a flood cannot fill the log). */
+/* A refusal logged: at most 20 lines per 10 s, so that a flood cannot
+ * fill the log. */
 static void
-refuse(unsigned int i, const char *fmt, ...)
+log_refusal(const char *who, const char *why)
 {
 	static uint64_t window_ms, unlogged;
 	static unsigned int logged;
-	char why[160];
-	va_list ap;
 	uint64_t now = now_ms();
 
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
 	if (now - window_ms >= 10000) {
 		if (unlogged > 0)
 			say("%" PRIu64 " more requests refused, not logged", unlogged);
@@ -267,10 +290,24 @@ refuse(unsigned int i, const char *fmt, ...)
 		unlogged = 0;
 	}
 	if (logged++ < 20)
-		say("refused a request from pid %d (uid %u): %s", (int)conns[i].pid,
-		    (unsigned int)conns[i].uid, why);
+		say("refused a request from %s: %s", who, why);
 	else
 		unlogged++;
+}
+
+/* A request that breaks the protocol: refused, counted and logged. */
+static void
+refuse(unsigned int i, const char *fmt, ...)
+{
+	char why[160], who[48];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	snprintf(who, sizeof(who), "pid %d (uid %u)", (int)conns[i].pid,
+		 (unsigned int)conns[i].uid);
+	log_refusal(who, why);
 	plain(i, &n_bad, "refused: %s", why);
 }
 
@@ -404,6 +441,255 @@ on_listen(unsigned int i, int fd)
 	reply(i, RB2_SOCKD_OK, NULL, -1, NULL);
 }
 
+static int add_tcp(int fd, enum kind kind, int peer, unsigned int timeout_ms);
+
+static socklen_t
+addr_len(const struct sockaddr_storage *a)
+{
+	return a->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+}
+
+static void
+set_port(struct sockaddr_storage *a, uint16_t port)
+{
+	if (a->ss_family == AF_INET)
+		((struct sockaddr_in *)a)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)a)->sin6_port = htons(port);
+}
+
+/* Whether host @a is known to run no rb2 service (asked lately). */
+static int
+noservice_known(const struct sockaddr_storage *a)
+{
+	uint64_t now = now_ms();
+
+	for (unsigned int k = 0; k < NOSERVICE_MAX; k++)
+		if (noservice[k].until_ms > now && same_ip(&noservice[k].ip, a))
+			return 1;
+	return 0;
+}
+
+static void
+noservice_note(const struct sockaddr_storage *a)
+{
+	unsigned int oldest = 0;
+
+	for (unsigned int k = 0; k < NOSERVICE_MAX; k++) {
+		if (same_ip(&noservice[k].ip, a)) {
+			oldest = k;
+			break;
+		}
+		if (noservice[k].until_ms < noservice[oldest].until_ms)
+			oldest = k;
+	}
+	noservice[oldest].ip = *a;
+	noservice[oldest].until_ms = now_ms() + NOSERVICE_MS;
+}
+
+enum answer { ANS_NOSERVICE, ANS_NOLISTENER, ANS_LISTENER };
+
+/* Probe @k's answer, to the client that asked; the probe ends. @p detail:
+ * why the host runs no service, as far as can be told. */
+static void
+probe_done(unsigned int k, enum answer ans, const char *detail)
+{
+	int cl = conns[k].peer;
+	struct sockaddr_storage host = conns[k].to;
+
+	if (ans == ANS_NOSERVICE)
+		noservice_note(&host);
+	drop(k);
+	if (cl < 0 || conns[cl].kind != K_ASKING)
+		return;                 /* the client went meanwhile */
+	switch (ans) {
+	case ANS_NOSERVICE:
+		plain((unsigned int)cl, &n_plain_remote, "another host, which runs no rb2-sockd (port %u: %s)",
+		      peer_port, detail);
+		break;
+	case ANS_NOLISTENER:
+		plain((unsigned int)cl, &n_plain_remote,
+		      "another host: no program under rb2-run listens there");
+		break;
+	case ANS_LISTENER:
+		plain((unsigned int)cl, &n_plain_remote,
+		      "another host: rb2-run listens there; across hosts, kernel TCP");
+		break;
+	}
+}
+
+/* Client @i connects to another host: ask that host's service whether a
+ * program under rb2-run listens there (K_PROBE), unless nothing answered
+ * there lately. */
+static void
+ask_host(unsigned int i)
+{
+	struct conn *c = &conns[i];
+	struct sockaddr_storage svc = c->to;
+	int fd, k, err;
+
+	if (peer_port == 0) {
+		plain(i, &n_plain_notlocal, "another host (this rb2-sockd asks none: --peer-port 0)");
+		return;
+	}
+	if (noservice_known(&c->to)) {
+		plain(i, &n_plain_remote, "another host, which runs no rb2-sockd (port %u, asked lately)",
+		      peer_port);
+		return;
+	}
+	set_port(&svc, (uint16_t)peer_port);
+	fd = socket(svc.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&svc, addr_len(&svc)) != 0 &&
+	    errno != EINPROGRESS) {
+		err = errno;
+		close(fd);
+		noservice_note(&c->to);
+		plain(i, &n_plain_remote, "another host, which runs no rb2-sockd (port %u: %s)",
+		      peer_port, strerror(err));
+		return;
+	}
+	k = fd < 0 ? -1 : add_tcp(fd, K_PROBE, (int)i, PEER_TIMEOUT_MS);
+	if (k < 0) {
+		plain(i, &n_plain_fail, "rb2-sockd could not ask the other host (%s)",
+		      fd < 0 ? strerror(errno) : "no room");
+		return;
+	}
+	conns[k].to = c->to;
+	n_asked++;
+	c->kind = K_ASKING;
+	c->peer = k;
+}
+
+/* The probe @k's connection moved: connected (ask), or the answer came. */
+static void
+on_probe(unsigned int k, short revents)
+{
+	struct conn *p = &conns[k];
+	ssize_t r;
+
+	if (!p->connected) {
+		char q[64];
+		int err = 0, n;
+		socklen_t l = sizeof(err);
+
+		if (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &err, &l) != 0)
+			err = errno;
+		if (err != 0) {
+			probe_done(k, ANS_NOSERVICE, strerror(err));
+			return;
+		}
+		if (!(revents & POLLOUT))
+			return;
+		n = snprintf(q, sizeof(q), RB2_SOCKD_PEER_ASK, (unsigned int)port_of(&p->to));
+		if (send(p->fd, q, (size_t)n, MSG_NOSIGNAL) != n) {
+			probe_done(k, ANS_NOSERVICE, "the question could not be sent");
+			return;
+		}
+		p->connected = 1;
+		return;
+	}
+	r = recv(p->fd, p->line + p->llen, sizeof(p->line) - 1 - p->llen, 0);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) {
+		probe_done(k, ANS_NOSERVICE, r == 0 ? "closed, no answer" : strerror(errno));
+		return;
+	}
+	p->llen += (unsigned int)r;
+	p->line[p->llen] = '\0';
+	if (strchr(p->line, '\n') == NULL && p->llen < sizeof(p->line) - 1)
+		return;
+	if (strcmp(p->line, RB2_SOCKD_PEER_YES) == 0)
+		probe_done(k, ANS_LISTENER, NULL);
+	else if (strcmp(p->line, RB2_SOCKD_PEER_NO) == 0)
+		probe_done(k, ANS_NOLISTENER, NULL);
+	else
+		probe_done(k, ANS_NOSERVICE, "not an rb2-sockd answer");
+}
+
+/* Another host's service asks (K_REMOTE @k): whether a program under
+ * rb2-run listens at the port it names, on the address it reached us at. */
+static void
+on_remote(unsigned int k)
+{
+	struct conn *q = &conns[k];
+	struct sockaddr_storage here;
+	unsigned int port;
+	char tail;
+	ssize_t r = recv(q->fd, q->line + q->llen, sizeof(q->line) - 1 - q->llen, 0);
+	const char *a;
+
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) {
+		drop(k);
+		return;
+	}
+	q->llen += (unsigned int)r;
+	q->line[q->llen] = '\0';
+	if (strchr(q->line, '\n') == NULL && q->llen < sizeof(q->line) - 1)
+		return;
+	if (sscanf(q->line, "rb2-sockd 1 listener %u%c", &port, &tail) != 2 || tail != '\n' ||
+	    port == 0 || port > 65535 || addrs_of(q->fd, &here, NULL) != 0) {
+		char who[INET6_ADDRSTRLEN + 8] = "another host";
+		struct sockaddr_storage from;
+
+		if (addrs_of(q->fd, &here, &from) == 0)
+			inet_ntop(from.ss_family, from.ss_family == AF_INET ?
+				  (void *)&((struct sockaddr_in *)&from)->sin_addr :
+				  (void *)&((struct sockaddr_in6 *)&from)->sin6_addr, who, sizeof(who));
+		log_refusal(who, "not an rb2-sockd question");
+		n_bad++;
+		drop(k);
+		return;
+	}
+	set_port(&here, (uint16_t)port);
+	a = listener_at(&here) >= 0 ? RB2_SOCKD_PEER_YES : RB2_SOCKD_PEER_NO;
+	(void)!send(q->fd, a, strlen(a), MSG_NOSIGNAL);
+	n_answered++;
+	drop(k);
+}
+
+/* Where other hosts' services ask: every address, on TCP @p port. Not
+ * fatal: without it, other hosts see no rb2-run listener here. */
+static void
+open_peer_listener(unsigned int port)
+{
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port),
+				   .sin6_addr = IN6ADDR_ANY_INIT };
+	struct sockaddr_in s4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_ANY) };
+	int one = 1, zero = 0;
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd >= 0) {
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, (struct sockaddr *)&s6, sizeof(s6)) != 0) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0) {                   /* no IPv6 here */
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd >= 0) {
+			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			if (bind(fd, (struct sockaddr *)&s4, sizeof(s4)) != 0) {
+				close(fd);
+				fd = -1;
+			}
+		}
+	}
+	if (fd < 0 || listen(fd, 64) != 0) {
+		say("notice: cannot answer other hosts' services at TCP port %u (%s): they see no "
+		    "rb2-run listener here", port, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	peer_fd = fd;
+}
+
 static void
 on_connect(unsigned int i, int fd, const struct rb2_sockd_msg *m)
 {
@@ -421,7 +707,7 @@ on_connect(unsigned int i, int fd, const struct rb2_sockd_msg *m)
 	}
 	close(fd);
 	if (!local_addr(&c->to)) {
-		plain(i, &n_plain_notlocal, "another host (rb2-run pairs programs on this host)");
+		ask_host(i);
 		return;
 	}
 	if (listener_at(&c->to) < 0) {
@@ -488,6 +774,10 @@ on_accepted(unsigned int i, int fd)
 		return;
 	}
 	close(fd);
+	if (!local_addr(&peer)) {
+		plain(i, &n_plain_notlocal, "the client is on another host");
+		return;
+	}
 	c->kind = K_SERVER;
 	c->cport = port_of(&peer);
 	c->to = local;
@@ -557,10 +847,11 @@ on_message(unsigned int i)
 		char s[160];
 
 		snprintf(s, sizeof(s), "{\"pid\":%d,\"pairs\":%" PRIu64 ",\"listeners\":%" PRIu64
-			 ",\"plain\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"arenas\":%u}",
+			 ",\"plain\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"arenas\":%u,"
+			 "\"hosts_asked\":%" PRIu64 ",\"hosts_answered\":%" PRIu64 "}",
 			 (int)getpid(), n_pairs, n_listeners, n_plain_nolistener +
-			 n_plain_notlocal + n_plain_noaccept + n_plain_noclient + n_plain_fail,
-			 n_bad, slot_fds);
+			 n_plain_notlocal + n_plain_noaccept + n_plain_noclient + n_plain_fail +
+			 n_plain_remote, n_bad, slot_fds, n_asked, n_answered);
 		reply(i, RB2_SOCKD_OK, s, -1, NULL);
 		drop(i);
 		if (fd >= 0)
@@ -607,6 +898,16 @@ expire(void)
 			refuse(i, "no request within %u ms", REQUEST_TIMEOUT_MS);
 			continue;
 		}
+		if (c->kind == K_PROBE && now >= c->deadline_ms) {
+			probe_done(i, ANS_NOSERVICE, "no answer within " STR(PEER_TIMEOUT_MS) " ms");
+			continue;
+		}
+		if (c->kind == K_REMOTE && now >= c->deadline_ms) {
+			log_refusal("another host", "no question within " STR(REQUEST_TIMEOUT_MS) " ms");
+			n_bad++;
+			drop(i);
+			continue;
+		}
 		if ((c->kind == K_CLIENT || c->kind == K_SERVER) && now >= c->deadline_ms) {
 			if (c->kind == K_CLIENT)
 				plain(i, &n_plain_noaccept, "the server did not accept within %u ms",
@@ -626,7 +927,8 @@ next_deadline(void)
 
 	for (unsigned int i = 0; i < nconns; i++)
 		if ((conns[i].kind == K_NEW || conns[i].kind == K_CLIENT ||
-		     conns[i].kind == K_SERVER) && conns[i].deadline_ms < first)
+		     conns[i].kind == K_SERVER || conns[i].kind == K_PROBE ||
+		     conns[i].kind == K_REMOTE) && conns[i].deadline_ms < first)
 			first = conns[i].deadline_ms;
 	if (first == UINT64_MAX)
 		return -1;
@@ -673,6 +975,28 @@ add_conn(int fd)
 	conns[i].peer = -1;
 	conns[i].deadline_ms = now_ms() + REQUEST_TIMEOUT_MS;
 	return 0;
+}
+
+/* A TCP connection of the services' own (K_PROBE, K_REMOTE), with @p peer
+ * and a deadline @p timeout_ms away. @return its index, or -1. */
+static int
+add_tcp(int fd, enum kind kind, int peer, unsigned int timeout_ms)
+{
+	unsigned int i;
+
+	for (i = 0; i < nconns && conns[i].kind != K_FREE; i++)
+		;
+	if (i == MAX_CONNS)
+		return -1;
+	if (i == nconns)
+		nconns++;
+	memset(&conns[i], 0, sizeof(conns[i]));
+	conns[i].fd = fd;
+	conns[i].kind = kind;
+	conns[i].uid = (uid_t)-1;       /* nobody on this host */
+	conns[i].peer = peer;
+	conns[i].deadline_ms = now_ms() + timeout_ms;
+	return (int)i;
 }
 
 static int
@@ -748,7 +1072,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 "usage: rb2-sockd [--socket PATH] [--daemon] [--accept-timeout-ms N] [--no-huge]\n"
-"                 [--slots N]\n"
+"                 [--slots N] [--peer-port N]\n"
 "       rb2-sockd --stats | --stop [--socket PATH]\n"
 "The host service of rb2-run: it pairs the two ends of each TCP connection\n"
 "between programs under rb2-run on this host, and hands both a shared-memory\n"
@@ -764,8 +1088,13 @@ usage(FILE *f)
 "  --slots N              connections over rb2 open at once on this host (default\n"
 "                         and most 65536: each has 4 MiB of address space at a\n"
 "                         fixed place; a closed one's is reused)\n"
+"  --peer-port N          the TCP port where this host's and other hosts'\n"
+"                         services ask each other whether a program under\n"
+"                         rb2-run listens at an address (default %u for root's\n"
+"                         service, which answers there on every address; 0 for\n"
+"                         a user's: none asked, none answered)\n"
 "  --stats                print the running service's counters (JSON)\n"
-"  --stop                 ask the running service to exit\n");
+"  --stop                 ask the running service to exit\n", RB2_SOCKD_PEER_PORT);
 }
 
 int
@@ -777,6 +1106,7 @@ main(int argc, char **argv)
 		{ "accept-timeout-ms", required_argument, NULL, 't' },
 		{ "no-huge", no_argument, NULL, 'n' },
 		{ "slots", required_argument, NULL, 'L' },
+		{ "peer-port", required_argument, NULL, 'P' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "stop", no_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
@@ -785,6 +1115,10 @@ main(int argc, char **argv)
 	char path[108];
 	const char *sock = NULL;
 	int daemon_mode = 0, query = 0, opt, lfd, ready[2] = { -1, -1 };
+
+	/* Root's service is the host's, and answers other hosts; a user's
+	 * serves that user only. */
+	peer_port = geteuid() == 0 ? RB2_SOCKD_PEER_PORT : 0;
 
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (opt) {
@@ -813,6 +1147,18 @@ main(int argc, char **argv)
 				return 1;
 			}
 			n_slots = (unsigned int)v;
+			break;
+		}
+		case 'P': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end != '\0' || end == optarg || v > 65535) {
+				fprintf(stderr, "rb2-sockd: --peer-port %s: give 0 (none) to 65535\n",
+					optarg);
+				return 1;
+			}
+			peer_port = (unsigned int)v;
 			break;
 		}
 		case 'S': query = RB2_SOCKD_STATS; break;
@@ -912,21 +1258,31 @@ main(int argc, char **argv)
 			(void)setrlimit(RLIMIT_NOFILE, &rl);
 		}
 	}
-	say("listening at %s (accept timeout %u ms)", path, accept_timeout_ms);
+	if (peer_port != 0)
+		open_peer_listener(peer_port);
+	say("listening at %s (accept timeout %u ms); other hosts' services: %s %u", path,
+	    accept_timeout_ms, peer_port == 0 ? "none asked, none answered, port" :
+	    peer_fd >= 0 ? "asked and answered at TCP port" : "asked (not answered) at TCP port",
+	    peer_port);
 	if (ready[1] >= 0) {
 		if (write(ready[1], "r", 1) != 1)
 			return 1;
 		close(ready[1]);
 	}
 	while (!stop) {
-		static struct pollfd p[MAX_CONNS + 1];
-		unsigned int map[MAX_CONNS + 1], n = 1;
+		static struct pollfd p[MAX_CONNS + 2];
+		unsigned int map[MAX_CONNS + 2], n;
 		int r;
 
 		p[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+		/* -1 (none): poll ignores it */
+		p[1] = (struct pollfd){ .fd = peer_fd, .events = POLLIN };
+		n = 2;
 		for (unsigned int i = 0; i < nconns; i++)
 			if (conns[i].kind != K_FREE) {
-				p[n] = (struct pollfd){ .fd = conns[i].fd, .events = POLLIN };
+				p[n] = (struct pollfd){ .fd = conns[i].fd, .events =
+					conns[i].kind == K_PROBE && !conns[i].connected ?
+					POLLOUT : POLLIN };
 				map[n++] = i;
 			}
 		r = poll(p, n, next_deadline());
@@ -938,10 +1294,24 @@ main(int argc, char **argv)
 			if (c >= 0)
 				add_conn(c);
 		}
-		for (unsigned int k = 1; r > 0 && k < n; k++)
-			if (p[k].revents != 0 && conns[map[k]].kind != K_FREE &&
-			    conns[map[k]].fd == p[k].fd)
+		if (r > 0 && (p[1].revents & POLLIN)) {
+			int c = accept4(peer_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+			if (c >= 0 && add_tcp(c, K_REMOTE, -1, REQUEST_TIMEOUT_MS) < 0)
+				close(c);
+		}
+		for (unsigned int k = 2; r > 0 && k < n; k++) {
+			struct conn *c = &conns[map[k]];
+
+			if (p[k].revents == 0 || c->kind == K_FREE || c->fd != p[k].fd)
+				continue;
+			if (c->kind == K_PROBE)
+				on_probe(map[k], p[k].revents);
+			else if (c->kind == K_REMOTE)
+				on_remote(map[k]);
+			else
 				on_message(map[k]);
+		}
 		expire();
 		sweep();
 	}

@@ -41,6 +41,20 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+/**
+ * Services of two hosts. Before a connect to another host goes ahead, the
+ * client's service asks that host's, over TCP to port RB2_SOCKD_PEER_PORT
+ * at the address connected to: one question (RB2_SOCKD_PEER_ASK, with the
+ * port connected to) and one answer (RB2_SOCKD_PEER_YES or _NO): whether
+ * a program under rb2-run listens there. The answering service takes the
+ * address from its end of that TCP connection, not from the question. A
+ * host where nothing answers runs no rb2 service.
+ */
+#define RB2_SOCKD_PEER_PORT 7472
+#define RB2_SOCKD_PEER_ASK "rb2-sockd 1 listener %u\n"
+#define RB2_SOCKD_PEER_YES "rb2-sockd 1 yes\n"
+#define RB2_SOCKD_PEER_NO "rb2-sockd 1 no\n"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -11,7 +11,8 @@
 #     next connect there does not ask again (the service's hosts_asked);
 #   - it runs one, with an rb2-run listener at that port, or without one;
 #   - a question that is not one is refused and logged, and the service
-#     answers the next;
+#     answers the next; a flood of idle connections from the other host is
+#     cut at 256 open at once, and the service goes on answering and pairing;
 #   - the server's line says its client is on another host.
 # Every transfer is whole, over kernel TCP.
 #
@@ -96,7 +97,7 @@ if once nosvc "" "$run" && said nosvc cli "another host, which runs no rb2-sockd
 	[ "$(stats "$a" hosts_asked)" = 1 ]; then
 	ok "a host without rb2-sockd: said so, asked once for two connects"
 else
-	fail "a host without rb2-sockd"; tail -3 "$tmp"/nosvc*.err
+	fail "a host without rb2-sockd"; tail -n 3 "$tmp"/nosvc*.err
 fi
 # The cache is A's: stop its service, so that the next cases ask afresh.
 inns "$a" "$sockd" --stop >/dev/null 2>&1
@@ -108,7 +109,7 @@ if once listener "$run" "$run" &&
 	said listener srv "the client is on another host"; then
 	ok "an rb2-run listener on another host: both ends' lines say where, kernel TCP, whole"
 else
-	fail "an rb2-run listener on another host"; tail -3 "$tmp"/listener.*.err
+	fail "an rb2-run listener on another host"; tail -n 3 "$tmp"/listener.*.err
 fi
 
 # B's service runs, and its program is not under rb2-run.
@@ -116,7 +117,7 @@ if once plainsrv "" "$run" &&
 	said plainsrv cli "another host: no program under rb2-run listens there"; then
 	ok "a plain listener on a host with rb2-sockd: said so"
 else
-	fail "a plain listener on a host with rb2-sockd"; tail -3 "$tmp"/plainsrv.*.err
+	fail "a plain listener on a host with rb2-sockd"; tail -n 3 "$tmp"/plainsrv.*.err
 fi
 answered=$(stats "$b" hosts_answered)
 [ "$answered" = 2 ] && ok "B's service answered 2 questions" ||
@@ -134,7 +135,47 @@ if [ "$(cat "$tmp/bad.out")" = "b''" ] && [ "$(stats "$b" bad)" = $((bad0 + 1)) 
 	once after "$run" "$run" && said after cli "rb2-run listens there"; then
 	ok "a question that is none: closed, counted, logged; the next is answered"
 else
-	fail "a question that is none"; cat "$tmp/bad.out"; tail -3 "$tmp/$b.sock.log"
+	fail "a question that is none"; cat "$tmp/bad.out"; tail -n 3 "$tmp/$b.sock.log"
+fi
+
+# A flood of idle connections to B's port 7472: past 256 open at once they
+# are told busy and closed at once, and logged; meanwhile (the others are closed after
+# 2 s) B's programs still pair on their host, and once the flood ends a
+# question is answered again.
+inns "$a" python3 -c "
+import os, socket, time
+socks = [socket.create_connection(('$ipb', 7472), timeout=5) for _ in range(300)]
+time.sleep(0.3)
+busy = 0
+for s in socks:
+    s.setblocking(False)
+    try:
+        busy += s.recv(100) == b'rb2-sockd 1 busy\\n'
+    except BlockingIOError:
+        pass
+print('connected; busy:', busy, flush=True)
+for _ in range(1200):
+    if os.path.exists('$tmp/flood.stop'):
+        break
+    time.sleep(0.05)" >"$tmp/flood.out" 2>&1 &
+fpid=$!
+for _ in $(seq 100); do [ -s "$tmp/flood.out" ] && break; sleep 0.05; done
+port=$((20000 + RANDOM % 20000))
+inns "$b" timeout 30 "$run" "$pp" server "$port" 127.0.0.1 >"$tmp/local.srv" 2>"$tmp/local.srv.err" &
+for _ in $(seq 100); do grep -q listening "$tmp/local.srv" 2>/dev/null && break; sleep 0.05; done
+inns "$b" timeout 30 "$run" "$pp" client "$port" 64 200 127.0.0.1 >"$tmp/local.cli" 2>"$tmp/local.cli.err"
+lrc=$?
+touch "$tmp/flood.stop"
+wait "$fpid"
+sleep 0.3                             # B's service sees the flood's ends
+if grep -q "connected; busy: 44$" "$tmp/flood.out" && [ $lrc = 0 ] &&
+	grep -q " 1 connections over rb2" "$tmp/local.cli.err" &&
+	grep -q "more than 256 questions open at once" "$tmp/$b.sock.log" &&
+	once flooded "$run" "$run" && said flooded cli "rb2-run listens there"; then
+	ok "300 idle connections from another host: the 44 past 256 told busy at once, logged; a local pair went over rb2 meanwhile; a question is answered after"
+else
+	fail "a flood from another host"; cat "$tmp/flood.out"
+	tail -n 3 "$tmp/$b.sock.log" "$tmp"/local.*.err "$tmp"/flooded.*.err
 fi
 
 [ $fails = 0 ] && echo "all passed" || echo "$fails failed"

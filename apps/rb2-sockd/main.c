@@ -110,6 +110,7 @@ static int peer_fd = -1;
 #define STR(x) STR_(x)
 #define NOSERVICE_MS 30000
 #define NOSERVICE_MAX 64
+#define MAX_REMOTE 256          /* questions from other hosts open at once */
 static struct { struct sockaddr_storage ip; uint64_t until_ms; } noservice[NOSERVICE_MAX];
 static uint64_t n_asked, n_answered, n_plain_remote;
 
@@ -487,7 +488,8 @@ noservice_note(const struct sockaddr_storage *a)
 	noservice[oldest].until_ms = now_ms() + NOSERVICE_MS;
 }
 
-enum answer { ANS_NOSERVICE, ANS_NOLISTENER, ANS_LISTENER };
+/* ANS_BUSY: the service has too many questions open; asked again next time. */
+enum answer { ANS_NOSERVICE, ANS_BUSY, ANS_NOLISTENER, ANS_LISTENER };
 
 /* Probe @k's answer, to the client that asked; the probe ends. @p detail:
  * why the host runs no service, as far as can be told. */
@@ -506,6 +508,10 @@ probe_done(unsigned int k, enum answer ans, const char *detail)
 	case ANS_NOSERVICE:
 		plain((unsigned int)cl, &n_plain_remote, "another host, which runs no rb2-sockd (port %u: %s)",
 		      peer_port, detail);
+		break;
+	case ANS_BUSY:
+		plain((unsigned int)cl, &n_plain_remote,
+		      "another host, whose rb2-sockd is too busy to answer");
 		break;
 	case ANS_NOLISTENER:
 		plain((unsigned int)cl, &n_plain_remote,
@@ -603,6 +609,8 @@ on_probe(unsigned int k, short revents)
 		probe_done(k, ANS_LISTENER, NULL);
 	else if (strcmp(p->line, RB2_SOCKD_PEER_NO) == 0)
 		probe_done(k, ANS_NOLISTENER, NULL);
+	else if (strcmp(p->line, RB2_SOCKD_PEER_BUSY) == 0)
+		probe_done(k, ANS_BUSY, NULL);
 	else
 		probe_done(k, ANS_NOSERVICE, "not an rb2-sockd answer");
 }
@@ -650,6 +658,29 @@ on_remote(unsigned int k)
 	drop(k);
 }
 
+/* A question from another host's service, unless MAX_REMOTE are open: the
+ * hosts of the network cannot take the service from this host's programs. */
+static void
+accept_remote(void)
+{
+	unsigned int open = 0;
+	int c = accept4(peer_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (c < 0)
+		return;
+	for (unsigned int k = 0; k < nconns; k++)
+		open += conns[k].kind == K_REMOTE;
+	if (open >= MAX_REMOTE) {
+		log_refusal("another host", "more than " STR(MAX_REMOTE) " questions open at once");
+		n_bad++;
+		(void)!send(c, RB2_SOCKD_PEER_BUSY, strlen(RB2_SOCKD_PEER_BUSY), MSG_NOSIGNAL);
+		close(c);
+		return;
+	}
+	if (add_tcp(c, K_REMOTE, -1, REQUEST_TIMEOUT_MS) < 0)
+		close(c);
+}
+
 /* Where other hosts' services ask: every address, on TCP @p port. Not
  * fatal: without it, other hosts see no rb2-run listener here. */
 static void
@@ -680,7 +711,7 @@ open_peer_listener(unsigned int port)
 			}
 		}
 	}
-	if (fd < 0 || listen(fd, 64) != 0) {
+	if (fd < 0 || listen(fd, 2 * MAX_REMOTE) != 0) {
 		say("notice: cannot answer other hosts' services at TCP port %u (%s): they see no "
 		    "rb2-run listener here", port, strerror(errno));
 		if (fd >= 0)
@@ -1294,12 +1325,6 @@ main(int argc, char **argv)
 			if (c >= 0)
 				add_conn(c);
 		}
-		if (r > 0 && (p[1].revents & POLLIN)) {
-			int c = accept4(peer_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-
-			if (c >= 0 && add_tcp(c, K_REMOTE, -1, REQUEST_TIMEOUT_MS) < 0)
-				close(c);
-		}
 		for (unsigned int k = 2; r > 0 && k < n; k++) {
 			struct conn *c = &conns[map[k]];
 
@@ -1312,6 +1337,9 @@ main(int argc, char **argv)
 			else
 				on_message(map[k]);
 		}
+		/* After the questions that ended: their places are free. */
+		if (r > 0 && (p[1].revents & POLLIN))
+			accept_remote();
 		expire();
 		sweep();
 	}

@@ -48,12 +48,14 @@
  * port connected to) and one answer (RB2_SOCKD_PEER_YES or _NO): whether
  * a program under rb2-run listens there. The answering service takes the
  * address from its end of that TCP connection, not from the question. A
- * host where nothing answers runs no rb2 service.
+ * host where nothing answers runs no rb2 service. A service with too many
+ * questions open says RB2_SOCKD_PEER_BUSY at once and closes.
  */
 #define RB2_SOCKD_PEER_PORT 7472
 #define RB2_SOCKD_PEER_ASK "rb2-sockd 1 listener %u\n"
 #define RB2_SOCKD_PEER_YES "rb2-sockd 1 yes\n"
 #define RB2_SOCKD_PEER_NO "rb2-sockd 1 no\n"
+#define RB2_SOCKD_PEER_BUSY "rb2-sockd 1 busy\n"
 
 #ifdef __cplusplus
 extern "C" {

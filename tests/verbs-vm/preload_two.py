@@ -12,6 +12,12 @@ default is 10 µs). rsocket-poll is rsocket's preload again, with the server
 told to wait in poll() where it can be (rb2_apps: can_poll): Debian 12's
 preload (rdma-core 44) wraps poll and select, not epoll.
 
+References that run on request (--apps): rdma-core's own benchmark, rstream,
+as a ping-pong through the socket calls (rstream, rstream-block) and through
+rsocket's own (rstream-native, rstream-native-block: no preload, rsocket
+modes only), and perftest's ib_send_lat and ib_write_lat (kernel mode only:
+they are verbs programs), which give the round trip of rxe0 itself.
+
   preload_two.py serve --addr A --ctl PORT --build BUILD        (guest A)
   preload_two.py drive --peer A --ctl PORT --build BUILD --out FILE
                  [--rounds 3] [--seconds 3] [--scale 0.05] [--apps LIST]  (guest B)
@@ -37,6 +43,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import signal
 import socket
 import statistics
@@ -68,8 +75,10 @@ def rspreload():
 
 def modes_of(app):
     """rsocket-poll: the server on poll() (rb2_apps: can_poll), for programs
-    that can be told to, as rsocket's preload here has no epoll."""
-    return [m for m in MODES if m != "rsocket-poll" or app.can_poll]
+    that can be told to, as rsocket's preload here has no epoll. A recipe
+    with .modes runs in those alone."""
+    return [m for m in MODES if (m != "rsocket-poll" or app.can_poll) and
+            m in getattr(app, "modes", MODES)]
 
 
 def rsocket_conf(mode):
@@ -91,16 +100,93 @@ def mode_launch(mode, build, env, app=None):
     if mode == "rsocket-poll":
         return [], dict(env, LD_PRELOAD=rspreload(), **(app.poll_env if app else {}))
     if mode in ("rsocket", "rsocket-spin"):
-        return [], dict(env, LD_PRELOAD=rspreload())
+        # a program that calls rsocket itself runs without the preload
+        return [], dict(env) if getattr(app, "native", False) else dict(env,
+                                                                         LD_PRELOAD=rspreload())
     if mode == "rb2":
         return [os.path.join(build, "apps", "rb2-run", "rb2-run")], dict(env, RB2_RUN_STATS="1")
     return [], dict(env)
 
 
+class Rstream:
+    """rdma-core's own benchmark, rstream, as a 64 B ping-pong (-C 1: one
+    transfer each way an iteration) through the socket calls (-T s), which
+    the preloads wrap: by default non-blocking, retrying at once on EAGAIN
+    (a spinning reader); with @blocking (-T b) blocking calls with
+    MSG_WAITALL. With @native, through rsocket's own calls (no -T s), no
+    preload: in the rsocket modes only. Its server takes one client, then
+    exits."""
+    tools = ("rstream",)
+    can_poll = False
+
+    def __init__(self, blocking, count=1000, native=False):
+        self.name = "rstream" + ("-native" if native else "") + ("-block" if blocking else "")
+        self.opts = ([] if native else ["-T", "s"]) + (["-T", "b"] if blocking else [])
+        self.count, self.native = count, native
+        if native:
+            self.modes = ("rsocket", "rsocket-spin")
+
+    def args(self, port, n):
+        return ["-p", str(port), "-S", "64", "-C", "1", "-I", str(n)] + self.opts
+
+    def server(self, addr, port, workdir):
+        return ["rstream", "-b", addr] + self.args(port, self.count)
+
+    def clients(self, addr, port, seconds, scale=1.0):
+        key = self.name.replace("-", "_") + "_us_per_xfer"
+
+        def parse(out):
+            # name bytes xfers iters total time Gb/sec usec/xfer
+            m = re.search(r"^\S+\s+64b?\s.*\s([\d.]+)s\s+([\d.]+)\s+([\d.]+)$", out, re.M)
+            if not m:
+                raise ValueError(f"no result line in rstream's output: {out[-300:]!r}")
+            return {key: float(m.group(3))}
+        # the server counts the same iterations: scale leaves both as they are
+        return [rb2_apps.Client("client", ["rstream", "-s", addr] + self.args(port, self.count),
+                                parse, requests=2 * self.count)]
+
+
+class PerftestLat:
+    """perftest's ib_send_lat or ib_write_lat between the guests over rxe0,
+    64 B, polling: the verbs round trip with nothing on top, halved, as
+    perftest reports it (t_typical, µs). Its own TCP port carries the
+    set-up; no preload applies, so it runs in the kernel mode alone."""
+    can_poll = False
+    modes = ("kernel",)
+
+    def __init__(self, op, count=1000):
+        self.tool = f"ib_{op}_lat"
+        self.name, self.tools, self.count = self.tool, (self.tool,), count
+
+    def args(self, port):
+        return ["-d", "rxe0", "-x", "1", "-s", "64", "-n", str(self.count), "-p", str(port)]
+
+    def server(self, addr, port, workdir):
+        return [self.tool] + self.args(port)
+
+    def clients(self, addr, port, seconds, scale=1.0):
+        key = f"{self.tool}_typical_us"
+
+        def parse(out):
+            # #bytes #iterations t_min t_max t_typical t_avg ...
+            m = re.search(r"^\s*64\s+\d+\s+[\d.]+\s+[\d.]+\s+([\d.]+)", out, re.M)
+            if not m:
+                raise ValueError(f"no result line in {self.tool}'s output: {out[-300:]!r}")
+            return {key: float(m.group(1))}
+        return [rb2_apps.Client("client", [self.tool] + self.args(port) + [addr], parse,
+                                requests=self.count)]
+
+
 def apps(o):
-    """The programs by name: rb2_apps' table, and the plain ping-pong."""
+    """The programs by name: rb2_apps' table, the plain ping-pong, and
+    rdma-core's rstream through the socket calls, spinning and blocking."""
     # 1000 round trips at the default scale: rsocket's take 45 ms each here
-    return dict(rb2_apps.ALL, pingpong=rb2_apps.PingPong(o.build, 64, 20000))
+    return dict(rb2_apps.ALL, pingpong=rb2_apps.PingPong(o.build, 64, 20000),
+                rstream=Rstream(False), **{"rstream-block": Rstream(True, 200),
+                                           "rstream-native": Rstream(False, native=True),
+                                           "rstream-native-block": Rstream(True, 200, True),
+                                           "ib_send_lat": PerftestLat("send"),
+                                           "ib_write_lat": PerftestLat("write")})
 
 
 def lines(sock):

@@ -12,8 +12,9 @@
 #   (default: suite)
 #
 # suite: one guest, two processes over rxe0 on a dummy netdev.
-# two:   two guests joined by a QEMU socket netdev (TCP on the host's
-#        loopback), real RoCEv2 frames between them: the same channel tests
+# two:   two guests joined by a QEMU socket netdev (UDP on the host's
+#        loopback; RB2_VM_WIRE=tcp for its TCP stream), real RoCEv2 frames
+#        between them: the same channel tests
 #        across the link, where the elastic threshold must defer.
 # two-bench: the two guests, each with a host service (rb2-raasd) linked to
 #        the other's: large messages lent against copied through both
@@ -30,7 +31,11 @@
 #        (as it is, spinning, on poll) and under rb2-run, interleaved
 #        (tests/verbs-vm/preload_two.py); JSON in
 #        BUILD/verbs-vm/preload.json. RB2_PRELOAD_ROUNDS: rounds (3);
-#        RB2_PRELOAD_APPS: some of them (pingpong,sockperf,redis,...).
+#        RB2_PRELOAD_APPS: some of them (pingpong,sockperf,redis,...), or
+#        the references that run on request only: rdma-core's rstream
+#        (rstream, rstream-block through the socket calls; rstream-native,
+#        rstream-native-block through rsocket's own) and perftest's
+#        ib_send_lat and ib_write_lat.
 # cases: the case studies alone (Fig. 8-10) over rxe, into doc/eval/verbs (replacing
 #        only those figures of its results.json).
 # pppoe: a real PPPoE session between two namespaces in the guest (Linux's
@@ -212,11 +217,25 @@ echo "verbs-vm: booting (QEMU TCG, $what)"
 set +e
 if [ "$what" = two ] || [ "$what" = two-bench ] || [ "$what" = preload ]; then
 	port=$((20000 + $$ % 20000))
-	boot -a -nic none -netdev socket,id=n0,listen=127.0.0.1:$port \
+	# The wire: a UDP datagram a frame between the two QEMUs, or with
+	# RB2_VM_WIRE=tcp QEMU's TCP stream. Its listening end sets no
+	# TCP_NODELAY, and RDMA's ACK frame and the next data frame, sent back
+	# to back, then wait out the other end's delayed ACK: a verbs round
+	# trip took 46 ms on it against 0.6-1 ms on UDP (perftest's
+	# ib_send_lat; doc/eval/rb2-run-two.md), while a kernel TCP ping-pong,
+	# one frame a message, took 1.0-1.4 ms on it and 0.7 ms on UDP.
+	if [ "${RB2_VM_WIRE:-udp}" = udp ]; then
+		net_a="socket,id=n0,udp=127.0.0.1:$((port + 1)),localaddr=127.0.0.1:$port"
+		net_b="socket,id=n0,udp=127.0.0.1:$port,localaddr=127.0.0.1:$((port + 1))"
+	else
+		net_a="socket,id=n0,listen=127.0.0.1:$port"
+		net_b="socket,id=n0,connect=127.0.0.1:$port"
+	fi
+	boot -a -nic none -netdev "$net_a" \
 		-device virtio-net-pci,netdev=n0,mac=52:54:00:b2:00:01 > "$cache/guest-a.log" 2>&1 &
 	apid=$!
 	sleep 1
-	boot -b -nic none -netdev socket,id=n0,connect=127.0.0.1:$port \
+	boot -b -nic none -netdev "$net_b" \
 		-device virtio-net-pci,netdev=n0,mac=52:54:00:b2:00:02 > "$cache/guest-b.log" 2>&1 &
 	bpid=$!
 	# The last test (unless RB2_VM_GUESTKILL=0): once A streams from B

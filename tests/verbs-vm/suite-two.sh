@@ -222,6 +222,7 @@ type = replay
 proc = replay
 lcore = 0
 trace = \${trace:-}
+loop = \${loop:-1}
 [stage measure]
 type = measure
 proc = measure

@@ -178,9 +178,9 @@ class PerftestLat:
 
 
 def apps(o):
-    """The programs by name: rb2_apps' table, the plain ping-pong, and
-    rdma-core's rstream through the socket calls, spinning and blocking."""
-    # 1000 round trips at the default scale: rsocket's take 45 ms each here
+    """The programs by name: rb2_apps' table, the plain ping-pong, and the
+    references (rstream in its four forms, perftest's latency tools)."""
+    # 1000 round trips at the default scale
     return dict(rb2_apps.ALL, pingpong=rb2_apps.PingPong(o.build, 64, 20000),
                 rstream=Rstream(False), **{"rstream-block": Rstream(True, 200),
                                            "rstream-native": Rstream(False, native=True),

@@ -221,9 +221,9 @@ if [ "$what" = two ] || [ "$what" = two-bench ] || [ "$what" = preload ]; then
 	# RB2_VM_WIRE=tcp QEMU's TCP stream. Its listening end sets no
 	# TCP_NODELAY, and RDMA's ACK frame and the next data frame, sent back
 	# to back, then wait out the other end's delayed ACK: a verbs round
-	# trip took 46 ms on it against 0.6-1 ms on UDP (perftest's
+	# trip took 46 ms on it against 0.6-2.4 ms on UDP (perftest's
 	# ib_send_lat; doc/eval/rb2-run-two.md), while a kernel TCP ping-pong,
-	# one frame a message, took 1.0-1.4 ms on it and 0.7 ms on UDP.
+	# one frame a message, took 1.0-1.4 ms on it and 0.5-1 ms on UDP.
 	if [ "${RB2_VM_WIRE:-udp}" = udp ]; then
 		net_a="socket,id=n0,udp=127.0.0.1:$((port + 1)),localaddr=127.0.0.1:$port"
 		net_b="socket,id=n0,udp=127.0.0.1:$port,localaddr=127.0.0.1:$((port + 1))"

@@ -506,8 +506,8 @@ probe_done(unsigned int k, enum answer ans, const char *detail)
 		return;                 /* the client went meanwhile */
 	switch (ans) {
 	case ANS_NOSERVICE:
-		plain((unsigned int)cl, &n_plain_remote, "another host, which runs no rb2-sockd (port %u: %s)",
-		      peer_port, detail);
+		plain((unsigned int)cl, &n_plain_remote,
+		      "another host, which runs no rb2-sockd (port %u: %s)", peer_port, detail);
 		break;
 	case ANS_BUSY:
 		plain((unsigned int)cl, &n_plain_remote,
@@ -535,12 +535,13 @@ ask_host(unsigned int i)
 	int fd, k, err;
 
 	if (peer_port == 0) {
-		plain(i, &n_plain_notlocal, "another host (this rb2-sockd asks none: --peer-port 0)");
+		plain(i, &n_plain_notlocal,
+		      "another host (this rb2-sockd asks none: --peer-port 0)");
 		return;
 	}
 	if (noservice_known(&c->to)) {
-		plain(i, &n_plain_remote, "another host, which runs no rb2-sockd (port %u, asked lately)",
-		      peer_port);
+		plain(i, &n_plain_remote,
+		      "another host, which runs no rb2-sockd (port %u, asked lately)", peer_port);
 		return;
 	}
 	set_port(&svc, (uint16_t)peer_port);
@@ -645,7 +646,8 @@ on_remote(unsigned int k)
 		if (addrs_of(q->fd, &here, &from) == 0)
 			inet_ntop(from.ss_family, from.ss_family == AF_INET ?
 				  (void *)&((struct sockaddr_in *)&from)->sin_addr :
-				  (void *)&((struct sockaddr_in6 *)&from)->sin6_addr, who, sizeof(who));
+				  (void *)&((struct sockaddr_in6 *)&from)->sin6_addr,
+				  who, sizeof(who));
 		log_refusal(who, "not an rb2-sockd question");
 		n_bad++;
 		drop(k);
@@ -930,11 +932,13 @@ expire(void)
 			continue;
 		}
 		if (c->kind == K_PROBE && now >= c->deadline_ms) {
-			probe_done(i, ANS_NOSERVICE, "no answer within " STR(PEER_TIMEOUT_MS) " ms");
+			probe_done(i, ANS_NOSERVICE,
+				   "no answer within " STR(PEER_TIMEOUT_MS) " ms");
 			continue;
 		}
 		if (c->kind == K_REMOTE && now >= c->deadline_ms) {
-			log_refusal("another host", "no question within " STR(REQUEST_TIMEOUT_MS) " ms");
+			log_refusal("another host",
+				    "no question within " STR(REQUEST_TIMEOUT_MS) " ms");
 			n_bad++;
 			drop(i);
 			continue;

@@ -559,6 +559,8 @@ ask_host(unsigned int i)
 	if (k < 0) {
 		plain(i, &n_plain_fail, "rb2-sockd could not ask the other host (%s)",
 		      fd < 0 ? strerror(errno) : "no room");
+		if (fd >= 0)
+			close(fd);
 		return;
 	}
 	conns[k].to = c->to;
@@ -970,16 +972,36 @@ next_deadline(void)
 	return first <= now ? 0 : (int)(first - now);
 }
 
+/* @p fd in the first free place, as @p kind of @p pid and @p uid, with
+ * @p peer and a deadline @p timeout_ms away. @return its index, or -1. */
+static int
+conn_add(int fd, enum kind kind, pid_t pid, uid_t uid, int peer, unsigned int timeout_ms)
+{
+	unsigned int i;
+
+	for (i = 0; i < nconns && conns[i].kind != K_FREE; i++)
+		;
+	if (i == MAX_CONNS)
+		return -1;
+	if (i == nconns)
+		nconns++;
+	memset(&conns[i], 0, sizeof(conns[i]));
+	conns[i].fd = fd;
+	conns[i].kind = kind;
+	conns[i].pid = pid;
+	conns[i].uid = uid;
+	conns[i].peer = peer;
+	conns[i].deadline_ms = now_ms() + timeout_ms;
+	return (int)i;
+}
+
 static int
 add_conn(int fd)
 {
 	struct ucred cr;
 	socklen_t l = sizeof(cr);
-	unsigned int i;
 
-	for (i = 0; i < nconns && conns[i].kind != K_FREE; i++)
-		;
-	if (i == MAX_CONNS || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) != 0) {
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) != 0) {
 		close(fd);
 		return -1;
 	}
@@ -1000,15 +1022,10 @@ add_conn(int fd)
 			return -1;
 		}
 	}
-	if (i == nconns)
-		nconns++;
-	memset(&conns[i], 0, sizeof(conns[i]));
-	conns[i].fd = fd;
-	conns[i].kind = K_NEW;
-	conns[i].pid = cr.pid;
-	conns[i].uid = cr.uid;
-	conns[i].peer = -1;
-	conns[i].deadline_ms = now_ms() + REQUEST_TIMEOUT_MS;
+	if (conn_add(fd, K_NEW, cr.pid, cr.uid, -1, REQUEST_TIMEOUT_MS) < 0) {
+		close(fd);              /* every place taken */
+		return -1;
+	}
 	return 0;
 }
 
@@ -1017,21 +1034,7 @@ add_conn(int fd)
 static int
 add_tcp(int fd, enum kind kind, int peer, unsigned int timeout_ms)
 {
-	unsigned int i;
-
-	for (i = 0; i < nconns && conns[i].kind != K_FREE; i++)
-		;
-	if (i == MAX_CONNS)
-		return -1;
-	if (i == nconns)
-		nconns++;
-	memset(&conns[i], 0, sizeof(conns[i]));
-	conns[i].fd = fd;
-	conns[i].kind = kind;
-	conns[i].uid = (uid_t)-1;       /* nobody on this host */
-	conns[i].peer = peer;
-	conns[i].deadline_ms = now_ms() + timeout_ms;
-	return (int)i;
+	return conn_add(fd, kind, 0, (uid_t)-1 /* nobody on this host */, peer, timeout_ms);
 }
 
 static int

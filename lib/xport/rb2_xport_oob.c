@@ -17,8 +17,10 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -45,7 +47,9 @@ wait_fd(int fd, short events, uint64_t deadline)
 	struct pollfd p = {.fd = fd, .events = events};
 
 	for (;;) {
-		int n = poll(&p, 1, ms_left(deadline));
+		int ms = ms_left(deadline);
+		struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+		int n = (int)syscall(SYS_ppoll, &p, 1, &ts, NULL, (size_t)8);
 
 		if (n > 0)
 			return 0;
@@ -56,14 +60,17 @@ wait_fd(int fd, short events, uint64_t deadline)
 	}
 }
 
-/* Move exactly @len bytes through non-blocking @fd (send, or receive). */
+/* Move exactly @len bytes through @fd (send, or receive), without blocking
+ * in the call (MSG_DONTWAIT: the socket may be a blocking one); raw system
+ * calls (rb2_xport_fd_exchange() runs under a preload that wraps libc's). */
 static int
 move_all(int fd, void *buf, size_t len, int out, uint64_t deadline)
 {
 	uint8_t *p = buf;
 
 	while (len > 0) {
-		ssize_t n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+		ssize_t n = out ? syscall(SYS_sendto, fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT, NULL, 0) :
+			syscall(SYS_recvfrom, fd, p, len, MSG_DONTWAIT, NULL, NULL);
 
 		if (n > 0) {
 			p += n;
@@ -174,22 +181,14 @@ connect_one(const struct sockaddr_in *sa, uint64_t deadline)
 	}
 }
 
-int
-rb2_xport_tcp_exchange(const char *peer, enum rb2_xport_role role, const void *blob,
-		       size_t len, void *peer_blob, size_t peer_cap, unsigned int timeout_ms)
+/* Both send, then read: header (magic, length), then the blob. */
+static int
+exchange_on(int fd, const void *blob, size_t len, void *peer_blob, size_t peer_cap,
+	    uint64_t deadline)
 {
-	uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() * timeout_ms / 1000;
-	struct sockaddr_in sa;
 	uint32_t hdr[2] = {OOB_MAGIC, (uint32_t)len}, phdr[2];
-	int fd, ret;
+	int ret;
 
-	if (len > OOB_MAX || parse(peer, role == RB2_XPORT_PASSIVE, &sa) < 0) {
-		RB2_XPORT_LOG(ERR, "out-of-band exchange: '%s' is not ip:port", peer);
-		return -EINVAL;
-	}
-	fd = role == RB2_XPORT_PASSIVE ? accept_one(&sa, deadline) : connect_one(&sa, deadline);
-	if (fd < 0)
-		return fd;
 	ret = move_all(fd, hdr, sizeof(hdr), 1, deadline);
 	if (ret == 0)
 		ret = move_all(fd, (void *)(uintptr_t)blob, len, 1, deadline);
@@ -201,6 +200,51 @@ rb2_xport_tcp_exchange(const char *peer, enum rb2_xport_role role, const void *b
 		ret = -EMSGSIZE;
 	if (ret == 0)
 		ret = move_all(fd, peer_blob, phdr[1], 0, deadline);
-	close(fd);
 	return ret < 0 ? ret : (int)phdr[1];
+}
+
+int
+rb2_xport_fd_exchange(int fd, const void *blob, size_t len, void *peer_blob,
+		      size_t peer_cap, unsigned int timeout_ms)
+{
+	uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() * timeout_ms / 1000;
+
+	if (len > OOB_MAX)
+		return -EMSGSIZE;
+	return exchange_on(fd, blob, len, peer_blob, peer_cap, deadline);
+}
+
+int
+rb2_xport_peer_fd(const char *peer)
+{
+	char *end;
+	long n;
+
+	if (peer == NULL || strncmp(peer, "fd:", 3) != 0)
+		return -1;
+	errno = 0;
+	n = strtol(peer + 3, &end, 10);
+	if (errno != 0 || end == peer + 3 || *end != '\0' || n < 0 || n > 1 << 30)
+		return -1;
+	return (int)n;
+}
+
+int
+rb2_xport_tcp_exchange(const char *peer, enum rb2_xport_role role, const void *blob,
+		       size_t len, void *peer_blob, size_t peer_cap, unsigned int timeout_ms)
+{
+	uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() * timeout_ms / 1000;
+	struct sockaddr_in sa;
+	int fd, ret;
+
+	if (len > OOB_MAX || parse(peer, role == RB2_XPORT_PASSIVE, &sa) < 0) {
+		RB2_XPORT_LOG(ERR, "out-of-band exchange: '%s' is not ip:port", peer);
+		return -EINVAL;
+	}
+	fd = role == RB2_XPORT_PASSIVE ? accept_one(&sa, deadline) : connect_one(&sa, deadline);
+	if (fd < 0)
+		return fd;
+	ret = exchange_on(fd, blob, len, peer_blob, peer_cap, deadline);
+	close(fd);
+	return ret;
 }

@@ -40,6 +40,29 @@ extern "C" {
 int rb2_xport_tcp_exchange(const char *peer, enum rb2_xport_role role, const void *blob,
 			   size_t len, void *peer_blob, size_t peer_cap, unsigned int timeout_ms);
 
+/**
+ * Exchange @p blob for the peer's over @p fd, a stream socket that is
+ * already connected to the peer (blocking or not; its flags are left as
+ * they are): both send, then read, in the framing of
+ * rb2_xport_tcp_exchange(). The socket goes on carrying what its owner
+ * sends after: exactly the exchange's bytes are consumed. A driver whose
+ * rendezvous is "fd:N" connects its queue so, as perftest exchanges its
+ * QPs' details over its own TCP connection.
+ *
+ * Raw system calls, not libc's: under an LD_PRELOAD library that wraps
+ * send() and recv() (rb2-run), this is called from inside the wrappers.
+ *
+ * @return as rb2_xport_tcp_exchange(); -ECONNRESET: the peer closed.
+ */
+int rb2_xport_fd_exchange(int fd, const void *blob, size_t len, void *peer_blob,
+			  size_t peer_cap, unsigned int timeout_ms);
+
+/**
+ * Parse a rendezvous "fd:N".
+ * @return N, or -1 when @p peer is not one.
+ */
+int rb2_xport_peer_fd(const char *peer);
+
 #ifdef __cplusplus
 }
 #endif

@@ -31,7 +31,9 @@
  * verbs_probe()): a dead peer is reported within about a second.
  *
  * Open arguments: dev=NAME (default: the first device with an active port),
- * port=N (default 1), gid=N (default: the IPv4-mapped RoCE GID), srq=N.
+ * port=N (default 1), gid=N (default: the IPv4-mapped RoCE GID), srq=N,
+ * cm=0 (no rdma_cm: a device context of the transport's own, whose queues
+ * connect over the caller's socket, "fd:N", or locally; see open_own()).
  *
  * srq=N: the queues that take receives (WRITE_WITH_IMM tail sync, sleepers'
  * wake-ups) share one shared receive queue of N entries instead of a
@@ -62,6 +64,7 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_memzone.h>
+#include <rte_random.h>
 #include <rte_spinlock.h>
 
 #include <rb2_xport_driver.h>
@@ -82,7 +85,8 @@
 
 struct verbs_dev {
 	struct ibv_context **list;  /* rdma_get_devices(), for rdma_free_devices() */
-	struct ibv_context *ctx;    /* the chosen device (shared with rdma_cm) */
+	struct ibv_context *ctx;    /* the chosen device (shared with rdma_cm, unless own) */
+	int own;                    /* cm=0: ctx is ours alone (ibv_open_device()) */
 	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
 	uint8_t port;
@@ -167,6 +171,40 @@ sysfs_numa_node(struct ibv_context *ctx)
 	return node;
 }
 
+/* cm=0: open the device for this transport alone, not rdma_cm's shared
+ * context. rdma_cm keeps one context per device for the whole process, and
+ * a child inherits its parent's: the kernel refuses every command on a
+ * context another process opened (EACCES), so a child could never post.
+ * A transport of its own is opened anew after a fork. */
+static struct ibv_context *
+open_own(const char *dev, uint8_t port, int *n)
+{
+	struct ibv_device **dl = ibv_get_device_list(n);
+	struct ibv_context *ctx = NULL;
+
+	for (int i = 0; dl != NULL && i < *n && ctx == NULL; i++) {
+		if (dev[0] != '\0' && strcmp(ibv_get_device_name(dl[i]), dev) != 0)
+			continue;
+		ctx = ibv_open_device(dl[i]);
+		if (ctx != NULL && dev[0] == '\0' && !port_active(ctx, port)) {
+			ibv_close_device(ctx);
+			ctx = NULL;
+		}
+	}
+	if (dl != NULL)
+		ibv_free_device_list(dl);
+	return ctx;
+}
+
+static void
+dev_release(struct verbs_dev *d)
+{
+	if (d->own)
+		ibv_close_device(d->ctx);
+	else if (d->list != NULL)
+		rdma_free_devices(d->list);
+}
+
 /* srq=N: the device's shared receive queue (zero-length receives). */
 static int
 srq_open(struct verbs_dev *d)
@@ -198,9 +236,9 @@ srq_open(struct verbs_dev *d)
 static int
 verbs_open(struct rb2_xport *xp, const char *args)
 {
-	static const char *const keys[] = {"dev", "port", "gid", "srq", NULL};
+	static const char *const keys[] = {"dev", "port", "gid", "srq", "cm", NULL};
 	char dev[64] = "";
-	uint32_t port = 1, gid = UINT32_MAX, srq = 0;
+	uint32_t port = 1, gid = UINT32_MAX, srq = 0, cm = 1;
 	struct verbs_dev *d;
 	int n = 0, ret;
 
@@ -213,16 +251,22 @@ verbs_open(struct rb2_xport *xp, const char *args)
 	if (rb2_xport_arg(args, "dev", dev, sizeof(dev)) < 0 ||
 	    rb2_xport_arg_u32("verbs", args, "port", 1, 255, &port) < 0 ||
 	    rb2_xport_arg_u32("verbs", args, "gid", 0, 255, &gid) < 0 ||
-	    rb2_xport_arg_u32("verbs", args, "srq", 1, 1u << 20, &srq) < 0) {
-		RB2_XPORT_LOG(ERR, "verbs: bad arguments '%s': expected dev=NAME,port=N (>= 1),gid=N,srq=N (>= 1)", args);
+	    rb2_xport_arg_u32("verbs", args, "srq", 1, 1u << 20, &srq) < 0 ||
+	    rb2_xport_arg_u32("verbs", args, "cm", 0, 1, &cm) < 0) {
+		RB2_XPORT_LOG(ERR, "verbs: bad arguments '%s': expected dev=NAME,port=N (>= 1),gid=N,srq=N (>= 1),cm=0|1", args);
 		rte_free(d);
 		return -EINVAL;
 	}
 	d->port = (uint8_t)port;
 	d->gid_index = gid == UINT32_MAX ? -1 : (int)gid;
 	d->srq_size = srq;
-	d->list = rdma_get_devices(&n);
-	for (int i = 0; d->list != NULL && i < n && d->ctx == NULL; i++) {
+	if (!cm) {
+		d->own = 1;
+		d->ctx = open_own(dev, d->port, &n);
+	} else {
+		d->list = rdma_get_devices(&n);
+	}
+	for (int i = 0; cm && d->list != NULL && i < n && d->ctx == NULL; i++) {
 		const char *name = ibv_get_device_name(d->list[i]->device);
 
 		if (dev[0] != '\0' ? strcmp(name, dev) == 0 :
@@ -233,8 +277,7 @@ verbs_open(struct rb2_xport *xp, const char *args)
 		RB2_XPORT_LOG(ERR, "verbs: no RDMA device %s%s%s (rdma_get_devices: %d device%s); use --transport shm, or load rdma_rxe: modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0",
 			      dev[0] ? "named " : "with an active port ",
 			      dev[0] ? dev : "", dev[0] ? "" : "", n, n == 1 ? "" : "s");
-		if (d->list != NULL)
-			rdma_free_devices(d->list);
+		dev_release(d);
 		rte_free(d);
 		return -ENODEV;
 	}
@@ -242,7 +285,7 @@ verbs_open(struct rb2_xport *xp, const char *args)
 	    (d->pd = ibv_alloc_pd(d->ctx)) == NULL) {
 		RB2_XPORT_LOG(ERR, "verbs: cannot query %s or allocate its PD: %s",
 			      ibv_get_device_name(d->ctx->device), strerror(errno));
-		rdma_free_devices(d->list);
+		dev_release(d);
 		rte_free(d);
 		return -ENODEV;
 	}
@@ -250,7 +293,7 @@ verbs_open(struct rb2_xport *xp, const char *args)
 		ret = srq_open(d);
 		if (ret < 0) {
 			ibv_dealloc_pd(d->pd);
-			rdma_free_devices(d->list);
+			dev_release(d);
 			rte_free(d);
 			return ret;
 		}
@@ -278,7 +321,7 @@ verbs_close(struct rb2_xport *xp)
 	if (d->srq != NULL)
 		ibv_destroy_srq(d->srq);
 	ibv_dealloc_pd(d->pd);
-	rdma_free_devices(d->list);
+	dev_release(d);
 	rte_free(d);
 	xp->priv = NULL;
 }
@@ -791,6 +834,9 @@ verbs_rd_depth(const struct verbs_dev *d)
 	return (uint8_t)RTE_MAX(1, RTE_MIN(depth, 16));
 }
 
+static int verbs_qp_exchange_fd(struct rb2_xport_qp *qp, int fd, const void *blob, size_t len,
+				void *peer_blob, size_t peer_cap, unsigned int timeout_ms);
+
 static int
 verbs_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 		  enum rb2_xport_role role, const void *blob, size_t len,
@@ -808,7 +854,15 @@ verbs_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 	struct addrinfo *ai = NULL;
 	int err = 0;
 	size_t plen;
+	int sfd = rb2_xport_peer_fd(peer);
 
+	if (sfd >= 0)
+		return verbs_qp_exchange_fd(qp, sfd, blob, len, peer_blob, peer_cap, timeout_ms);
+	if (((struct verbs_dev *)qp->xp->priv)->own) {
+		RB2_XPORT_LOG(ERR, "verbs: cm=0 connects over a socket only (fd:N), not to '%s'",
+			      peer);
+		return -EINVAL;
+	}
 	if (len > 56) /* rdma_cm's RC private data */
 		return -EMSGSIZE;
 	if (parse_peer(peer, &ai, role == RB2_XPORT_PASSIVE) < 0)
@@ -926,17 +980,25 @@ out:
 	return err != 0 ? err : -ECONNABORTED;
 }
 
-/* Move a local pair's QP to RTS, connected to @dest_qpn on this device. */
+/* Where a queue is, for a peer that connects to it without rdma_cm. */
+struct qp_addr {
+	union ibv_gid gid;
+	uint32_t qpn;
+	uint32_t psn;     /* the first PSN of what this QP sends */
+	uint32_t mtu;     /* enum ibv_mtu of its port */
+};
+
+/* Move @qp to RTS, connected to @peer (a QP of this device, or of another
+ * host's, by its GID); @my_psn: the first PSN this QP sends. */
 static int
-local_qp_rts(struct verbs_dev *d, struct ibv_qp *qp, uint32_t dest_qpn)
+qp_rts(struct verbs_dev *d, struct ibv_qp *qp, const struct qp_addr *peer, uint32_t my_psn,
+       int remote)
 {
 	struct ibv_port_attr pa;
-	union ibv_gid gid;
 	struct ibv_qp_attr a;
 	int ret;
 
-	if (ibv_query_port(d->ctx, d->port, &pa) != 0 ||
-	    ibv_query_gid(d->ctx, d->port, d->gid_index, &gid) != 0)
+	if (ibv_query_port(d->ctx, d->port, &pa) != 0)
 		return -errno;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
@@ -949,14 +1011,16 @@ local_qp_rts(struct verbs_dev *d, struct ibv_qp *qp, uint32_t dest_qpn)
 		return -ret;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = pa.active_mtu;
-	a.dest_qp_num = dest_qpn;
+	/* The smaller of the two ports' MTUs, as rdma_cm's path would be. */
+	a.path_mtu = RTE_MIN(pa.active_mtu, (enum ibv_mtu)peer->mtu);
+	a.dest_qp_num = peer->qpn;
+	a.rq_psn = peer->psn;
 	a.max_dest_rd_atomic = verbs_rd_depth(d);
 	a.min_rnr_timer = 1;
 	a.ah_attr.is_global = 1; /* RoCE: addressed by GID */
-	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.dgid = peer->gid;
 	a.ah_attr.grh.sgid_index = (uint8_t)d->gid_index;
-	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.grh.hop_limit = remote ? 64 : 1;
 	a.ah_attr.port_num = d->port;
 	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
@@ -968,10 +1032,113 @@ local_qp_rts(struct verbs_dev *d, struct ibv_qp *qp, uint32_t dest_qpn)
 	a.timeout = VERBS_ACK_TIMEOUT;
 	a.retry_cnt = VERBS_RETRY_CNT;
 	a.rnr_retry = 7;
+	a.sq_psn = my_psn;
 	a.max_rd_atomic = verbs_rd_depth(d);
 	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 	return -ret;
+}
+
+/* This device's address of @qp (PSN 0: a local pair). */
+static int
+qp_addr_of(struct verbs_dev *d, struct ibv_qp *qp, uint32_t psn, struct qp_addr *out)
+{
+	struct ibv_port_attr pa;
+
+	if (ibv_query_port(d->ctx, d->port, &pa) != 0 ||
+	    ibv_query_gid(d->ctx, d->port, d->gid_index, &out->gid) != 0)
+		return -errno;
+	out->qpn = qp->qp_num;
+	out->psn = psn;
+	out->mtu = pa.active_mtu;
+	return 0;
+}
+
+/* Move a local pair's QP to RTS, connected to @peer_qp on this device. */
+static int
+local_qp_rts(struct verbs_dev *d, struct ibv_qp *qp, struct ibv_qp *peer_qp)
+{
+	struct qp_addr pa;
+	int ret = qp_addr_of(d, peer_qp, 0, &pa);
+
+	return ret < 0 ? ret : qp_rts(d, qp, &pa, 0, 0);
+}
+
+/*
+ * "fd:N": the queue is connected over the caller's own stream socket N,
+ * already connected to the peer, without rdma_cm, as perftest does without
+ * -R: each side creates its QP, sends its GID, QP number, first PSN and MTU
+ * with the caller's blob (rb2_xport_fd_exchange()), and moves the QP to RTS
+ * towards the peer's. rb2-run connects its streams across hosts so, over
+ * the program's own TCP connection: no port to listen on, nothing to find.
+ *
+ * The device is the one this transport opened (dev=, or the first with an
+ * active port), not the route's, as rdma_cm would pick: a host with two
+ * RDMA devices names the right one. With no CM, a peer's process that ends
+ * is seen by the liveness probe (its QP is gone, so no ACK comes) within
+ * about a second, or sooner by whoever owns the socket.
+ */
+static int
+verbs_qp_exchange_fd(struct rb2_xport_qp *qp, int fd, const void *blob, size_t len,
+		     void *peer_blob, size_t peer_cap, unsigned int timeout_ms)
+{
+	struct verbs_dev *d = qp->xp->priv;
+	struct verbs_qp *v = qp->drv;
+	struct ibv_qp_init_attr ia = qp_init_attr(qp, v);
+	struct {
+		struct qp_addr a;
+		uint8_t blob[RB2_XPORT_BLOB_MAX];
+	} mine, theirs;
+	int n, ret;
+
+	if (len > sizeof(mine.blob))
+		return -EMSGSIZE;
+	if (d->gid_index < 0) {
+		RB2_XPORT_LOG(ERR, "verbs: %s has no IPv4 RoCE GID to be reached by (give one: gid=N)",
+			      ibv_get_device_name(d->ctx->device));
+		return -ENODEV;
+	}
+	v->qp = ibv_create_qp(d->pd, &ia);
+	if (v->qp == NULL) {
+		RB2_XPORT_LOG(ERR, "verbs: ibv_create_qp(send %u, inline %u): %s",
+			      v->sq.depth, qp->max_inline, strerror(errno));
+		return -errno;
+	}
+	qp->max_inline = ia.cap.max_inline_data;
+	memset(&mine, 0, sizeof(mine));
+	ret = qp_addr_of(d, v->qp, (uint32_t)rte_rand() & 0xffffff, &mine.a);
+	if (ret < 0)
+		goto fail;
+	memcpy(mine.blob, blob, len);
+	n = rb2_xport_fd_exchange(fd, &mine, sizeof(mine.a) + len, &theirs, sizeof(theirs),
+				  timeout_ms);
+	if (n < 0) {
+		ret = n;
+		RB2_XPORT_LOG(ERR, "verbs: exchanging QP addresses over fd %d: %s", fd,
+			      strerror(-ret));
+		goto fail;
+	}
+	if ((size_t)n < sizeof(theirs.a) || (size_t)n - sizeof(theirs.a) > peer_cap ||
+	    theirs.a.mtu < IBV_MTU_256 || theirs.a.mtu > IBV_MTU_4096) {
+		RB2_XPORT_LOG(ERR, "verbs: the peer on fd %d sent a malformed QP address (%d bytes)",
+			      fd, n);
+		ret = -EPROTO;
+		goto fail;
+	}
+	ret = qp_rts(d, v->qp, &theirs.a, mine.a.psn, 1);
+	if (ret < 0) {
+		RB2_XPORT_LOG(ERR, "verbs: connecting QP %u to the peer's QP %u: %s",
+			      v->qp->qp_num, theirs.a.qpn, strerror(-ret));
+		goto fail;
+	}
+	set_connected(qp, v, NULL);
+	n -= (int)sizeof(theirs.a);
+	memcpy(peer_blob, theirs.blob, (size_t)n);
+	return n;
+fail:
+	ibv_destroy_qp(v->qp);
+	v->qp = NULL;
+	return ret;
 }
 
 static int
@@ -1002,7 +1169,7 @@ verbs_qp_connect_local(struct rb2_xport_qp *a, struct rb2_xport_qp *b)
 	for (int i = 0; i < 2 && ret == 0; i++) {
 		struct verbs_qp *v = qps[i]->drv, *peer = qps[1 - i]->drv;
 
-		ret = local_qp_rts(d, v->qp, peer->qp->qp_num);
+		ret = local_qp_rts(d, v->qp, peer->qp);
 		if (ret < 0)
 			RB2_XPORT_LOG(ERR, "verbs: connecting a local QP pair on %s: %s",
 				      ibv_get_device_name(d->ctx->device), strerror(-ret));

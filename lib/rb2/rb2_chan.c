@@ -573,6 +573,19 @@ rb2_rx_create(const char *name, struct rb2_xport *xp,
 	return rx;
 }
 
+int
+rb2_tx_drain(struct rb2_tx *tx)
+{
+	int ret = rb2_tx_flush(tx);
+
+	if (ret < 0)
+		return ret;
+	if (tx->peer_head_pub == NULL)
+		(void)rb2_tx_read_head(tx, atomic_load_explicit(tx->local_head,
+								memory_order_relaxed));
+	return tx->h.err;
+}
+
 void
 rb2_tx_destroy(struct rb2_tx *tx)
 {

@@ -158,6 +158,19 @@ int rb2_tx_connect(struct rb2_tx *tx, const char *peer, unsigned int timeout_ms)
 /** Connect the receiver (the passive side). As rb2_tx_connect(). */
 int rb2_rx_connect(struct rb2_rx *rx, const char *peer, unsigned int timeout_ms);
 
+/**
+ * Flush, then wait until everything the sender posted has landed in the
+ * receiver's memory: one signaled READ of the receiver's head, whose
+ * completion comes after every WRITE posted before it (RC executes a
+ * queue's requests in order). Before destroying a sender whose receiver
+ * must get every byte (a stream's close): destroying the queue drops the
+ * WRs the NIC has not sent yet. Nothing to wait for on load/store
+ * transports.
+ *
+ * @return 0, or the error that failed the channel (-ETIMEDOUT: no answer).
+ */
+int rb2_tx_drain(struct rb2_tx *tx);
+
 /** Destroy a half (flushing a sender first). */
 void rb2_tx_destroy(struct rb2_tx *tx);
 /** Destroy a half. */

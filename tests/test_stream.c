@@ -5,8 +5,19 @@
 /*
  * rb2_stream (lib/preload): a byte stream over an RB² channel pair between
  * two processes without the EAL, woken through a socket, as rb2-run's
- * connections are. Each check runs a client and a server process over one
- * arena, with a socketpair for the bells:
+ * connections are. Each check runs a client and a server over one arena,
+ * with a socketpair for the bells, in one of three ways (argv[1]):
+ *   - (none): two processes on one host, as rb2-run's connections on one
+ *     host (rb2_stream_open(), shm);
+ *   - remote-shm: the protocol of a stream across hosts (each end its own
+ *     control words, flags WRITten into the peer's, counts READ back, the
+ *     end a mark in the ring), both ends in one process on two threads,
+ *     their queues paired directly on shm (rb2_stream_pair_remote());
+ *   - remote-verbs: across hosts for real, on an RDMA device (Soft-RoCE in
+ *     the verbs guest): two processes, each end's queues connected over
+ *     the socketpair itself (rb2_stream_open_remote(), rendezvous "fd:N").
+ *     Exit 77 without a device.
+ * The checks:
  *   - 32 MiB each way in writes and reads of random sizes and iovec splits:
  *     every byte once, in order (a pattern of its offset);
  *   - boundaries do not show: three writes of 10 bytes read as 25 then 5;
@@ -22,6 +33,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,13 +42,14 @@
 #include <unistd.h>
 
 #include <rb2_noeal.h>
+#include <rb2_xport.h>
 
 #include "rb2_stream.h"
 
 #define BULK (32u << 20)
 #define RTE_MIN_SZ(a, b) ((a) < (b) ? (a) : (b))
 
-static int fails;
+static _Atomic int fails;
 
 #define CHECK(cond, ...) do {                                        \
 	if (!(cond)) {                                                \
@@ -46,7 +59,7 @@ static int fails;
 	}                                                             \
 } while (0)
 
-static uint64_t rng = 12345;
+static __thread uint64_t rng = 12345;
 
 static uint32_t
 rnd(uint32_t n)
@@ -105,7 +118,7 @@ send_all(struct rb2_stream *s, int bell, const uint8_t *buf, size_t len)
 static size_t
 recv_check(struct rb2_stream *s, int bell, size_t len, int dir, size_t *bad)
 {
-	static uint8_t buf[300000];
+	static __thread uint8_t buf[300000];
 	size_t got = 0;
 
 	while (got < len) {
@@ -126,9 +139,8 @@ recv_check(struct rb2_stream *s, int bell, size_t len, int dir, size_t *bad)
 }
 
 static int
-client(int bell)
+client(struct rb2_stream *s, int bell)
 {
-	struct rb2_stream *s = rb2_stream_open("t1", 1, bell, 5000);
 	struct rb2_stream_stats st;
 	uint8_t *buf = malloc(BULK);
 	size_t bad = 0, got;
@@ -182,9 +194,8 @@ client(int bell)
 }
 
 static int
-server(int bell)
+server(struct rb2_stream *s, int bell)
 {
-	struct rb2_stream *s = rb2_stream_open("t1", 0, bell, 5000);
 	uint8_t *buf = malloc(BULK);
 	char b[32], p[32];
 	size_t bad = 0, got;
@@ -222,10 +233,41 @@ server(int bell)
 	return fails != 0;
 }
 
-int
-main(void)
+/* remote-shm: the client on a thread of its own. */
+struct end {
+	struct rb2_stream *s;
+	int bell;
+	struct rb2_noeal_arena *a;
+};
+
+static void *
+client_thread(void *arg)
 {
-	struct rb2_noeal_arena *a = rb2_noeal_arena_create(RB2_STREAM_ARENA_SIZE, 0, 0);
+	struct end *e = arg;
+
+	rb2_noeal_arena_use(e->a);
+	rng = 777;
+	client(e->s, e->bell);
+	return NULL;
+}
+
+/* A process's end over verbs: its transport, then the stream over @bell. */
+static struct rb2_stream *
+open_verbs(int is_client, int bell, struct rb2_xport **xp)
+{
+	*xp = rb2_xport_open("verbs", "cm=0");
+	if (*xp == NULL)
+		return NULL;
+	return rb2_stream_open_remote(*xp, is_client, bell, 10000);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "shm";
+	struct rb2_noeal_arena *a = rb2_noeal_arena_create(2 * RB2_STREAM_ARENA_SIZE, 0, 0);
+	struct rb2_xport *xp = NULL;
+	struct rb2_stream *s;
 	int sv[2], status = 0;
 	pid_t pid;
 
@@ -234,18 +276,56 @@ main(void)
 		printf("FAILED: arena or socketpair: %s\n", strerror(errno));
 		return 1;
 	}
-	pid = fork();
-	if (pid == 0) {
-		close(sv[1]);
-		_exit(client(sv[0]));
+	if (strcmp(mode, "remote-verbs") == 0) {
+		struct rb2_xport *probe = rb2_xport_open("verbs", "cm=0");
+
+		if (probe == NULL) {
+			printf("SKIP: no RDMA device (verbs): run it in the verbs guest "
+			       "(tests/verbs-vm/run.sh)\n");
+			return 77;
+		}
+		rb2_xport_close(probe);
 	}
-	close(sv[0]);
-	fails += server(sv[1]);
-	waitpid(pid, &status, 0);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the client failed");
+	if (strcmp(mode, "remote-shm") == 0) {
+		struct end c = { .bell = sv[0], .a = a };
+		pthread_t t;
+
+		xp = rb2_xport_open("shm", NULL);
+		if (xp == NULL || rb2_stream_pair_remote(xp, sv[0], sv[1], &c.s, &s) != 0) {
+			printf("FAILED: a remote pair on shm: %s\n", strerror(errno));
+			return 1;
+		}
+		pthread_create(&t, NULL, client_thread, &c);
+		server(s, sv[1]);
+		pthread_join(t, NULL);
+		rb2_xport_close(xp);
+	} else {
+		pid = fork();
+		if (pid == 0) {
+			close(sv[1]);
+			s = strcmp(mode, "shm") == 0 ? rb2_stream_open("t1", 1, sv[0], 5000) :
+				open_verbs(1, sv[0], &xp);
+			if (s == NULL) {
+				printf("FAILED: client open: %s\n", strerror(errno));
+				_exit(1);
+			}
+			_exit(client(s, sv[0]));
+		}
+		close(sv[0]);
+		s = strcmp(mode, "shm") == 0 ? rb2_stream_open("t1", 0, sv[1], 5000) :
+			open_verbs(0, sv[1], &xp);
+		if (s == NULL)
+			printf("FAILED: server open: %s\n", strerror(errno));
+		else
+			fails += server(s, sv[1]);
+		waitpid(pid, &status, 0);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the client failed");
+		if (xp != NULL)
+			rb2_xport_close(xp);
+	}
 	CHECK(rb2_noeal_arena_zones(a) == 0, "%u zones left in the arena after both closed",
 	      rb2_noeal_arena_zones(a));
 	rb2_noeal_arena_detach(a);
-	printf("stream: %d failure(s)\n", fails);
+	printf("stream (%s): %d failure(s)\n", mode, fails);
 	return fails != 0;
 }

@@ -1718,10 +1718,14 @@ ep_ready_at(struct ep_set *e, struct epoll_event *out, int max, int look, int de
 }
 
 /* About to sleep (@on): ask every stream entry of @e, and of the sets
- * nested in it, for a bell; awake (!@on): no more bells. */
-static void
+ * nested in it, for a bell; awake (!@on): no more bells. @return how many
+ * entries have something on its way that comes without a bell (across
+ * hosts): then the caller must not block. */
+static int
 ep_arm(struct ep_set *e, int on, int depth)
 {
+	int soon = 0;
+
 	pthread_mutex_lock(&e->lock);
 	for (unsigned int i = 0; i < e->n; i++) {
 		struct ep_item *it = &e->it[i];
@@ -1735,7 +1739,7 @@ ep_arm(struct ep_set *e, int on, int depth)
 			if (in == NULL || in == e || (on && it->off))
 				continue;
 			pthread_mutex_unlock(&e->lock);
-			ep_arm(in, on, depth + 1);
+			soon += ep_arm(in, on, depth + 1);
 			pthread_mutex_lock(&e->lock);
 			if (i >= e->n || e->it[i].fd != fd)
 				break;               /* changed meanwhile: the next wait arms anew */
@@ -1744,17 +1748,18 @@ ep_arm(struct ep_set *e, int on, int depth)
 		if (p == NULL || it->kernel || (on && (it->off || it->gone)))
 			continue;
 		if (on)
-			rb2_stream_want(p->st, ev);
+			soon += rb2_stream_want(p->st, ev) != 0;
 		else
 			rb2_stream_disarm(p->st, ev);
 	}
 	pthread_mutex_unlock(&e->lock);
+	return soon;
 }
 
 static void
 ep_disarm(struct ep_set *e)
 {
-	ep_arm(e, 0, 0);
+	(void)ep_arm(e, 0, 0);
 }
 
 static int epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms,
@@ -1797,8 +1802,7 @@ epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 			/* Sleep: ask every stream entry for a bell, then look once
 			 * more (an edge-triggered entry may hold data already
 			 * reported: that is no reason not to sleep). */
-			ep_arm(e, 1, 0);
-			sleep = 1;
+			sleep = ep_arm(e, 1, 0) > 0 ? -1 : 1;
 			n = ep_ready(e, evs, max);
 			if (n > 0)
 				sleep = -1;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include <rte_common.h>
 #include <rte_errno.h>
 #include <rte_memzone.h>
+#include <rte_cycles.h>
 
 #include <rb2_chan.h>
 #include <rb2_xport.h>
@@ -52,11 +54,58 @@ struct stream_ctl {
 		_Atomic uint32_t pub;    /* e published on direction e, or shut it down */
 		_Atomic uint32_t rel;    /* e freed room on direction !e, or closed */
 		_Atomic uint64_t rung;   /* bells e sent, counted before each send */
-		char pad[48];
+		/* Across hosts, where the peer READs them (below): */
+		_Atomic uint64_t msgs;   /* messages e committed on direction e */
+		_Atomic uint64_t freed;  /* messages e released of direction !e */
+		char pad[32];
 	} by[2];
+	/* Across hosts: what this end's READs land in, and the words its
+	 * flag WRITEs come from (registered memory, never the peer's). */
+	alignas(64) uint64_t got[2];
+	uint32_t one, zero;
 };
 
 #define RB2_STREAM_SLOTS 256
+
+/*
+ * **Across hosts** (rb2_stream_open_remote()) each end has its own copy of
+ * the control words, in its own registered memory, and no word is shared:
+ * - the peer's end of the data comes in the ring, ordered with the data: a
+ *   shutdown is a marked empty message (RB2_MSG_MARK), the last one;
+ * - a close, and a reset, are WRITEs into the peer's copy (closed[],
+ *   reset[]): the peer's reads still drain the ring up to the mark;
+ * - a sleeper's flag (rd_sleeps[], wr_sleeps[]) is a WRITE into the copy of
+ *   the end that must ring it, which reads it there with a load;
+ * - edges are counted by each end from what it sees arrive (the ring's
+ *   tail, its head), not from the peer's counters.
+ *
+ * A sleeper must not miss the one bell it asked for, and a WRITE of its
+ * flag lands some time later. Dekker across hosts: the sleeper WRITEs its
+ * flag, then READs the peer's count (by[].msgs for data, by[].freed for
+ * room) on the same queue, so the READ executes at the peer after the flag
+ * landed (RC orders a READ after the WRITEs before it). The peer bumps its
+ * count locally and then loads the flag. Either its load saw the flag (it
+ * rings), or its bump came before the flag landed, so before the READ: the
+ * sleeper then sees a count above what it has seen arrive, and does not
+ * sleep: the data is in flight and comes without a bell.
+ *
+ * The control queue is a QP of its own: its WRs never take room the
+ * channels counted on, and its completions (the READs) come back to it
+ * alone. So a stream across hosts has three QPs each side.
+ */
+struct stream_remote {
+	struct rb2_xport *xp;            /* the caller's: not closed with the stream */
+	struct rb2_xport_qp *qp;         /* control: flag WRITEs and count READs */
+	struct rb2_xport_mr mr;          /* this end's struct stream_ctl */
+	uint64_t peer_ctl;               /* the peer's, and its key */
+	uint32_t peer_rkey;
+	pthread_mutex_t lock;            /* the control queue: a reader and a writer may arm at once */
+	uint64_t msgs_freed;             /* messages this end released (what by[me].freed says) */
+	uint64_t freed_known;            /* the peer's by[].freed at our last READ */
+	uint64_t rung_known;             /* the peer's by[].rung at our last READ */
+	int eof;                         /* the peer's mark arrived and was read */
+	int mark_pending;                /* shut down writing; the mark waits for room */
+};
 
 struct rb2_stream {
 	struct rb2_xport *xp;
@@ -75,6 +124,7 @@ struct rb2_stream {
 	uint64_t bell_bytes;     /* bytes read off the bell's socket */
 	uint32_t off;            /* bytes of the first unreleased message already read */
 	struct rb2_stream_stats st;
+	struct stream_remote *rm; /* across hosts, or NULL */
 };
 
 static void
@@ -132,6 +182,149 @@ bump(_Atomic uint32_t *ctr)
 {
 	atomic_store_explicit(ctr, atomic_load_explicit(ctr, memory_order_relaxed) + 1,
 			      memory_order_release);
+}
+
+/* ---- Across hosts: the control queue ---------------------------------------- */
+
+/* Where @field of our copy sits in the peer's. */
+static inline uint64_t
+peer_addr(const struct rb2_stream *s, const volatile void *field)
+{
+	return s->rm->peer_ctl + ((uintptr_t)field - (uintptr_t)s->ctl);
+}
+
+/* Post @n WRs on the control queue and wait for the last, signaled one
+ * (@wait), reaping the driver's own completions meanwhile. Under rm->lock.
+ * @return 0, or -errno: the queue failed, or no answer within 2 s (the
+ * liveness probe fails a QP whose peer is gone within about 0.5 s). */
+static int
+ctl_post(struct rb2_stream *s, struct rb2_xport_wr *wr, unsigned int n, int wait)
+{
+	struct stream_remote *r = s->rm;
+	struct rb2_xport_wc wc[4];
+	uint64_t deadline = rte_get_timer_cycles() + 2 * rte_get_timer_hz();
+	int ret, got = 0;
+
+	while ((ret = rb2_xport_post(r->qp, wr, n)) == -ENOSPC) {
+		(void)rb2_xport_poll(r->qp, wc, RTE_DIM(wc));
+		if (rte_get_timer_cycles() > deadline)
+			return -ETIMEDOUT;
+	}
+	if (ret < 0)
+		return ret;
+	while (wait && !got) {
+		int k = rb2_xport_poll(r->qp, wc, RTE_DIM(wc));
+
+		if (k < 0)
+			return k;
+		for (int i = 0; i < k; i++) {
+			if (wc[i].status != RB2_WC_SUCCESS)
+				return -EIO;
+			got |= wc[i].wr_id == 1;
+		}
+		if (!got && rte_get_timer_cycles() > deadline)
+			return -ETIMEDOUT;
+	}
+	if (!wait)
+		(void)rb2_xport_poll(r->qp, wc, RTE_DIM(wc));  /* the driver's own */
+	return 0;
+}
+
+/* The control queue failed: the peer's host or process is gone. Say so
+ * once; the stream then reads to its end and writes fail. */
+static void
+ctl_failed(struct rb2_stream *s, int err)
+{
+	if (!s->peer_gone)
+		fprintf(stderr, "rb2-run: pid %d: fd %d: the stream's control queue to the other "
+			"host failed (%s): the peer is gone\n", (int)getpid(), s->bell,
+			strerror(-err));
+	s->peer_gone = 1;
+}
+
+/* Store @val in our @field and WRITE it to the peer's copy of it. */
+static void
+publish_word(struct rb2_stream *s, _Atomic uint32_t *field, uint32_t val)
+{
+	atomic_store_explicit(field, val, memory_order_release);
+	if (s->rm != NULL && s->rm->peer_ctl != 0) {
+		struct rb2_xport_wr w = {
+			.local = (void *)field, .lkey = s->rm->mr.lkey,
+			.remote = peer_addr(s, field), .rkey = s->rm->peer_rkey,
+			.len = sizeof(uint32_t), .opcode = RB2_WR_WRITE, .flags = RB2_WR_INLINE,
+		};
+		int ret;
+
+		pthread_mutex_lock(&s->rm->lock);
+		ret = ctl_post(s, &w, 1, 0);
+		pthread_mutex_unlock(&s->rm->lock);
+		if (ret < 0)
+			ctl_failed(s, ret);
+	}
+}
+
+/* WRITE @val (0 or 1) to the peer's @flag (a word of our layout), then, if
+ * @count, READ the peer's @count into *@out: one chain, one doorbell; the
+ * READ executes at the peer after the WRITE landed. */
+static int
+flag_then_read(struct rb2_stream *s, const void *flag, uint32_t val, const void *count,
+	       uint64_t *out)
+{
+	struct stream_remote *r = s->rm;
+	struct rb2_xport_wr w[2] = {
+		{ .local = val ? &s->ctl->one : &s->ctl->zero, .lkey = r->mr.lkey,
+		  .remote = peer_addr(s, flag), .rkey = r->peer_rkey, .len = sizeof(uint32_t),
+		  .opcode = RB2_WR_WRITE, .flags = RB2_WR_INLINE },
+		{ .wr_id = 1, .local = &s->ctl->got[0], .lkey = r->mr.lkey,
+		  .remote = count != NULL ? peer_addr(s, count) : 0, .rkey = r->peer_rkey,
+		  .len = sizeof(uint64_t), .opcode = RB2_WR_READ, .flags = RB2_WR_SIGNALED },
+	};
+	int ret;
+
+	pthread_mutex_lock(&r->lock);
+	ret = ctl_post(s, w, count != NULL ? 2 : 1, count != NULL);
+	if (ret == 0 && count != NULL)
+		*out = atomic_load_explicit((_Atomic uint64_t *)&s->ctl->got[0],
+					    memory_order_acquire);
+	pthread_mutex_unlock(&r->lock);
+	if (ret < 0)
+		ctl_failed(s, ret);
+	return ret;
+}
+
+/* READ the peer's 64-bit @count. */
+static int
+read_peer(struct rb2_stream *s, const void *count, uint64_t *out)
+{
+	struct stream_remote *r = s->rm;
+	struct rb2_xport_wr w = {
+		.wr_id = 1, .local = &s->ctl->got[1], .lkey = r->mr.lkey,
+		.remote = peer_addr(s, count), .rkey = r->peer_rkey,
+		.len = sizeof(uint64_t), .opcode = RB2_WR_READ, .flags = RB2_WR_SIGNALED,
+	};
+	int ret;
+
+	pthread_mutex_lock(&r->lock);
+	ret = ctl_post(s, &w, 1, 1);
+	if (ret == 0)
+		*out = atomic_load_explicit((_Atomic uint64_t *)&s->ctl->got[1],
+					    memory_order_acquire);
+	pthread_mutex_unlock(&r->lock);
+	if (ret < 0)
+		ctl_failed(s, ret);
+	return ret;
+}
+
+/* Messages of the peer's that arrived here: released, or in the ring. */
+static uint64_t
+arrived(struct rb2_stream *s)
+{
+	struct rb2_msg m[RB2_STREAM_SLOTS];
+	int n;
+
+	rb2_rx_look_again(s->rx);
+	n = rb2_rx_peek_burst(s->rx, m, RB2_STREAM_SLOTS);
+	return s->rm->msgs_freed + (uint64_t)(n > 0 ? n : 0);
 }
 
 /* The peer closed its end, or its kernel socket closed without that: the
@@ -208,12 +401,164 @@ fail:
 	return NULL;
 }
 
+/* Across hosts: put the mark (the end of our bytes) in the ring, once
+ * there is room for it. @return whether it is there. */
+static int
+try_mark(struct rb2_stream *s)
+{
+	void *slot;
+
+	if (!s->rm->mark_pending)
+		return 1;
+	if (rb2_tx_reserve(s->tx, 0, &slot) == -ENOBUFS)
+		return 0;
+	rb2_tx_commit(s->tx, 0 | RB2_MSG_MARK);
+	(void)rb2_tx_flush(s->tx);
+	s->rm->mark_pending = 0;
+	atomic_store_explicit(&s->ctl->by[s->me].msgs,
+			      atomic_load_explicit(&s->ctl->by[s->me].msgs, memory_order_relaxed) + 1,
+			      memory_order_release);
+	bump(&s->ctl->by[s->me].pub);
+	ring_if(s, &s->ctl->rd_sleeps[s->me]);
+	return 1;
+}
+
+/* One end across hosts, not connected yet: its rings and control words in
+ * the current arena, registered with @xp. */
+static struct rb2_stream *
+remote_new(struct rb2_xport *xp, int is_client, int bell_fd)
+{
+	struct rb2_stream *s = calloc(1, sizeof(*s));
+	struct rb2_xport_qp_attr qa = { .lcore_id = rte_lcore_id(), .sq_depth = 16,
+					.cq_depth = 16, .max_inline = 16 };
+	struct rb2_chan_params p;
+	char up[RB2_CHAN_NAMESIZE], down[RB2_CHAN_NAMESIZE], cz[RTE_MEMZONE_NAMESIZE];
+	char e = is_client ? 'c' : 's';
+	int ret;
+
+	if (s == NULL || (s->rm = calloc(1, sizeof(*s->rm))) == NULL) {
+		free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->me = is_client ? 0 : 1;
+	s->bell = bell_fd;
+	s->rm->xp = xp;
+	pthread_mutex_init(&s->rm->lock, NULL);
+	/* Names of this end's zones (both ends share an arena in tests). */
+	snprintf(up, sizeof(up), "rs.%c.u", e);
+	snprintf(down, sizeof(down), "rs.%c.d", e);
+	snprintf(cz, sizeof(cz), "rs.%c.k", e);
+	ret = rb2_xport_mr_alloc(xp, cz, sizeof(struct stream_ctl), SOCKET_ID_ANY, &s->rm->mr);
+	if (ret < 0)
+		goto fail;
+	s->ctl = s->rm->mr.addr;
+	s->ctl->one = 1;
+	params(&p);
+	/* The sender READs the receiver's head when short of room: no head
+	 * WRITEs on the wire, and a sender that wants room learns it in one
+	 * READ that comes after everything the receiver freed (remote_want()). */
+	p.head_sync = RB2_HEAD_LAZY_PULL;
+	s->tx = rb2_tx_create(is_client ? up : down, xp, &p);
+	s->rx = rb2_rx_create(is_client ? down : up, xp, &p);
+	s->rm->qp = rb2_xport_qp_create(xp, &qa);
+	if (s->tx == NULL || s->rx == NULL || s->rm->qp == NULL) {
+		ret = -(rte_errno ? rte_errno : ENOMEM);
+		goto fail;
+	}
+	return s;
+fail:
+	rb2_stream_close(s);
+	errno = -ret;
+	return NULL;
+}
+
+/* The peer's control words: @peer_ctl, @rkey; held while we may WRITE them. */
+static int
+remote_attach(struct rb2_stream *s, uint64_t peer_ctl, uint32_t rkey)
+{
+	int ret = rb2_xport_peer_hold(s->rm->xp, peer_ctl, rkey);
+
+	if (ret < 0)
+		return ret;
+	s->rm->peer_rkey = rkey;
+	s->rm->peer_ctl = peer_ctl;    /* last: connected */
+	return 0;
+}
+
+struct rb2_stream *
+rb2_stream_open_remote(struct rb2_xport *xp, int is_client, int sock_fd, unsigned int timeout_ms)
+{
+	struct rb2_stream *s = remote_new(xp, is_client, sock_fd);
+	struct { uint64_t addr; uint32_t rkey, magic; } mine, theirs;
+	char peer[32];
+	int ret, n;
+
+	if (s == NULL)
+		return NULL;
+	snprintf(peer, sizeof(peer), "fd:%d", sock_fd);
+	/* Over the socket, in one order on both ends: "up", "down", control. */
+	if (is_client) {
+		if ((ret = rb2_tx_connect(s->tx, peer, timeout_ms)) != 0 ||
+		    (ret = rb2_rx_connect(s->rx, peer, timeout_ms)) != 0)
+			goto fail;
+	} else {
+		if ((ret = rb2_rx_connect(s->rx, peer, timeout_ms)) != 0 ||
+		    (ret = rb2_tx_connect(s->tx, peer, timeout_ms)) != 0)
+			goto fail;
+	}
+	mine = (typeof(mine)){ (uint64_t)(uintptr_t)s->ctl, s->rm->mr.rkey, 0x72623263 };
+	n = rb2_xport_qp_exchange(s->rm->qp, peer, is_client ? RB2_XPORT_ACTIVE : RB2_XPORT_PASSIVE,
+				  &mine, sizeof(mine), &theirs, sizeof(theirs), timeout_ms);
+	if (n < 0) {
+		ret = n;
+		goto fail;
+	}
+	if (n != (int)sizeof(theirs) || theirs.magic != mine.magic) {
+		ret = -EPROTO;
+		goto fail;
+	}
+	if ((ret = remote_attach(s, theirs.addr, theirs.rkey)) < 0)
+		goto fail;
+	return s;
+fail:
+	rb2_stream_close(s);
+	errno = -ret;
+	return NULL;
+}
+
+int
+rb2_stream_pair_remote(struct rb2_xport *xp, int bell_a, int bell_b, struct rb2_stream **a,
+		       struct rb2_stream **b)
+{
+	struct rb2_stream *c = remote_new(xp, 1, bell_a), *v = remote_new(xp, 0, bell_b);
+	int ret = -ENOMEM;
+
+	if (c == NULL || v == NULL)
+		goto fail;
+	if ((ret = rb2_chan_pair(c->tx, v->rx)) < 0 || (ret = rb2_chan_pair(v->tx, c->rx)) < 0 ||
+	    (ret = rb2_xport_qp_connect_local(c->rm->qp, v->rm->qp)) < 0 ||
+	    (ret = remote_attach(c, (uint64_t)(uintptr_t)v->ctl, v->rm->mr.rkey)) < 0 ||
+	    (ret = remote_attach(v, (uint64_t)(uintptr_t)c->ctl, c->rm->mr.rkey)) < 0)
+		goto fail;
+	*a = c;
+	*b = v;
+	return 0;
+fail:
+	if (c != NULL)
+		rb2_stream_close(c);
+	if (v != NULL)
+		rb2_stream_close(v);
+	return ret;
+}
+
 ssize_t
 rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 {
 	size_t total = 0, left = 0;
 	int i = 0, ret = 0;
 	size_t ioff = 0;
+	uint64_t msgs = 0;
 
 	for (int k = 0; k < iovcnt; k++)
 		left += iov[k].iov_len;
@@ -253,11 +598,19 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 		rb2_tx_commit(s->tx, len);
 		total += len;
 		left -= len;
+		msgs++;
 	}
 	if (total > 0) {
 		int f = rb2_tx_flush(s->tx);
 
 		s->st.bytes_out += total;
+		/* Across hosts, the count a sleeping reader READs: before our
+		 * look at its flag (ring_if()'s fence). */
+		if (s->rm != NULL)
+			atomic_store_explicit(&s->ctl->by[s->me].msgs,
+					      atomic_load_explicit(&s->ctl->by[s->me].msgs,
+								   memory_order_relaxed) + msgs,
+					      memory_order_release);
 		bump(&s->ctl->by[s->me].pub);
 		ring_if(s, &s->ctl->rd_sleeps[s->me]);
 		if (f < 0)
@@ -280,6 +633,20 @@ at_eof(struct rb2_stream *s)
 {
 	struct rb2_msg m;
 
+	if (s->rm != NULL) {
+		uint64_t v;
+
+		/* Across hosts the end is the peer's mark, in order behind its
+		 * data. Without it, the kernel socket's FIN (the peer's process
+		 * ended) is the end once nothing more is on its way: the FIN
+		 * may overtake the last WRITEs, so ask the peer what it sent,
+		 * unless its queue is gone. */
+		if (s->rm->eof)
+			return 1;
+		if (!s->peer_gone || rb2_rx_peek_burst(s->rx, &m, 1) != 0)
+			return 0;
+		return read_peer(s, &s->ctl->by[!s->me].msgs, &v) < 0 || v <= arrived(s);
+	}
 	if (!s->peer_gone && !atomic_load_explicit(&s->ctl->shut[!s->me], memory_order_acquire))
 		return 0;
 	/* It shut down after its last publication: look once more. */
@@ -293,7 +660,7 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 	size_t total = 0, ioff = 0;
 	uint32_t off = s->off;
 	unsigned int released = 0;
-	int n, i = 0;
+	int n, i = 0, marked = 0;
 
 	/* The peer closed with our bytes unread: as TCP's RST, one read fails
 	 * with ECONNRESET, and what it had sent is dropped; then the end. */
@@ -318,6 +685,16 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 			break;
 		for (int k = 0; k < n && i < iovcnt; k++) {
 			uint32_t mlen = rb2_msg_len(&m[k]);
+
+			if (s->rm != NULL && rb2_msg_marked(&m[k])) {
+				/* The peer's end, behind its last byte. */
+				marked = 1;
+				if (!peek) {
+					s->rm->eof = 1;
+					done_msgs++;
+				}
+				break;
+			}
 
 			while (off < mlen && i < iovcnt) {
 				size_t c = RTE_MIN((size_t)(mlen - off), iov[i].iov_len - ioff);
@@ -346,8 +723,8 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 			rb2_rx_release_burst(s->rx, m, done_msgs);
 			released += done_msgs;
 		}
-		if (i == iovcnt || done_msgs < (unsigned int)n)
-			break;               /* full, or stopped mid-message */
+		if (i == iovcnt || done_msgs < (unsigned int)n || marked)
+			break;               /* full, stopped mid-message, or the end */
 	}
 	if (released > 0) {
 		/* The writer learns of freed room from the head the receiver
@@ -355,8 +732,15 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 		 * until gamma slots). So look once more, which stores it if
 		 * drained, and only then wake a writer short of room: woken
 		 * first, it could read the old head and sleep for good. */
-		if (n > 0)
+		if (n > 0 && !marked)
 			(void)rb2_rx_peek_burst(s->rx, m, 1);
+		if (s->rm != NULL) {
+			/* What a writer short of room READs: before our look at
+			 * its flag. */
+			s->rm->msgs_freed += released;
+			atomic_store_explicit(&s->ctl->by[s->me].freed, s->rm->msgs_freed,
+					      memory_order_release);
+		}
 		bump(&s->ctl->by[s->me].rel);
 		ring_if(s, &s->ctl->wr_sleeps[!s->me]);
 	}
@@ -365,6 +749,8 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 			s->st.bytes_in += total;
 		return (ssize_t)total;
 	}
+	if (marked || (s->rm != NULL && s->rm->eof))
+		return 0;
 	if (n == 0)
 		return at_eof(s) ? 0 : -EAGAIN;
 	/* The peer's process is gone and we read all it sent: the end, as
@@ -398,10 +784,12 @@ rb2_stream_poll(struct rb2_stream *s)
 
 	if (peer_reset(s))
 		return POLLIN | POLLOUT | POLLRDHUP | POLLHUP | (s->rst_seen ? 0 : POLLERR);
+	if (s->rm != NULL && s->rm->mark_pending)
+		(void)try_mark(s);
 	n = rb2_rx_peek_burst(s->rx, &m, 1);
 
 	if (n > 0)
-		ev |= POLLIN;
+		ev |= POLLIN | (s->rm != NULL && rb2_msg_marked(&m) ? POLLRDHUP : 0);
 	else if (n < 0)
 		ev |= at_eof(s) || n == -ECONNRESET ? POLLIN | POLLRDHUP : POLLIN | POLLERR | POLLHUP;
 	else if (at_eof(s))
@@ -418,13 +806,59 @@ rb2_stream_poll(struct rb2_stream *s)
 void
 rb2_stream_edges(const struct rb2_stream *s, uint32_t *in, uint32_t *out)
 {
+	if (s->rm != NULL) {
+		struct rb2_tx_ptrs tp;
+		struct rb2_rx_ptrs rp;
+		uint32_t gone = (uint32_t)s->peer_gone +
+			atomic_load_explicit(&s->ctl->closed[!s->me], memory_order_acquire);
+
+		/* Across hosts, from what arrived here: the peer's tail as our
+		 * receiver last saw it (the mark is a message too), the head as
+		 * our sender last learnt it. */
+		rb2_tx_pointers(s->tx, &tp);
+		rb2_rx_pointers(s->rx, &rp);
+		*in = (uint32_t)rp.local_tail + gone;
+		*out = (uint32_t)tp.local_head + gone;
+		return;
+	}
 	*in = atomic_load_explicit(&s->ctl->by[!s->me].pub, memory_order_acquire);
 	*out = atomic_load_explicit(&s->ctl->by[!s->me].rel, memory_order_acquire);
 }
 
-void
+/* Across hosts: the flags are WRITEs into the peer's copy, each followed
+ * by a READ of what the peer counts (see struct stream_remote). */
+static int
+remote_want(struct rb2_stream *s, int events)
+{
+	struct stream_remote *r = s->rm;
+	int soon = 0;
+	uint64_t v;
+
+	s->st.sleeps++;
+	if (events & POLLIN) {
+		if (flag_then_read(s, &s->ctl->rd_sleeps[!s->me], 1, &s->ctl->by[!s->me].msgs,
+				   &v) < 0 || v > arrived(s))
+			soon |= POLLIN;          /* in flight: it comes without a bell */
+	}
+	if (events & POLLOUT) {
+		if (flag_then_read(s, &s->ctl->wr_sleeps[s->me], 1, &s->ctl->by[!s->me].freed,
+				   &v) < 0) {
+			soon |= POLLOUT;
+		} else if (v != r->freed_known) {
+			/* The reader freed room since we last asked: our
+			 * sender's next head READ (lazy pull) finds it. */
+			r->freed_known = v;
+			soon |= POLLOUT;
+		}
+	}
+	return soon;
+}
+
+int
 rb2_stream_want(struct rb2_stream *s, int events)
 {
+	if (s->rm != NULL)
+		return remote_want(s, events);
 	if (events & POLLIN)
 		atomic_store_explicit(&s->ctl->rd_sleeps[!s->me], 1, memory_order_relaxed);
 	if (events & POLLOUT)
@@ -432,6 +866,7 @@ rb2_stream_want(struct rb2_stream *s, int events)
 	s->st.sleeps++;
 	/* The flag before the caller's last look (ring_if()'s other half). */
 	atomic_thread_fence(memory_order_seq_cst);
+	return 0;
 }
 
 int
@@ -439,8 +874,8 @@ rb2_stream_arm(struct rb2_stream *s, int events)
 {
 	int ev;
 
-	rb2_stream_want(s, events);
-	ev = rb2_stream_poll(s) & (events | POLLERR | POLLHUP | POLLRDHUP);
+	ev = rb2_stream_want(s, events);
+	ev |= rb2_stream_poll(s) & (events | POLLERR | POLLHUP | POLLRDHUP);
 	if (ev != 0)
 		rb2_stream_disarm(s, events);
 	return ev;
@@ -452,10 +887,12 @@ found_foreign(struct rb2_stream *s)
 {
 	uint64_t rung = atomic_load_explicit(&s->ctl->by[!s->me].rung, memory_order_acquire);
 
+	if (s->rm != NULL)
+		rung = s->rm->rung_known;
 	s->broken = 1;
 	s->st.foreign_bytes = s->bell_bytes - rung;
-	atomic_store_explicit(&s->ctl->reset[s->me], 1, memory_order_release);
-	atomic_store_explicit(&s->ctl->closed[s->me], 1, memory_order_release);
+	publish_word(s, &s->ctl->reset[s->me], 1);
+	publish_word(s, &s->ctl->closed[s->me], 1);
 	bump(&s->ctl->by[s->me].pub);
 	bump(&s->ctl->by[s->me].rel);
 	ring_if(s, &s->ctl->rd_sleeps[s->me]);
@@ -474,10 +911,18 @@ rb2_stream_disarm(struct rb2_stream *s, int events)
 	long n;
 	int err = errno;         /* the caller's wait's errno (EINTR) survives */
 
-	if (events & POLLIN)
-		atomic_store_explicit(&s->ctl->rd_sleeps[!s->me], 0, memory_order_relaxed);
-	if (events & POLLOUT)
-		atomic_store_explicit(&s->ctl->wr_sleeps[s->me], 0, memory_order_relaxed);
+	if (s->rm != NULL) {
+		/* Our flags live in the peer's copy. */
+		if (events & POLLIN)
+			(void)flag_then_read(s, &s->ctl->rd_sleeps[!s->me], 0, NULL, NULL);
+		if (events & POLLOUT)
+			(void)flag_then_read(s, &s->ctl->wr_sleeps[s->me], 0, NULL, NULL);
+	} else {
+		if (events & POLLIN)
+			atomic_store_explicit(&s->ctl->rd_sleeps[!s->me], 0, memory_order_relaxed);
+		if (events & POLLOUT)
+			atomic_store_explicit(&s->ctl->wr_sleeps[s->me], 0, memory_order_relaxed);
+	}
 	/* The bell's bytes: read them away, so the socket stops being readable.
 	 * A read that did not fill the buffer found them all: no second call
 	 * to learn so (a bell after it makes the socket readable again, and
@@ -490,10 +935,24 @@ rb2_stream_disarm(struct rb2_stream *s, int events)
 			s->peer_gone = 1;    /* every holder of the peer's socket closed it */
 	} while (n == (long)sizeof(buf));
 	/* More than the peer rang: someone wrote on the kernel socket past
-	 * rb2-run's calls, and those bytes cannot join the stream in order. */
-	if (!s->broken &&
-	    s->bell_bytes > atomic_load_explicit(&s->ctl->by[!s->me].rung, memory_order_acquire))
+	 * rb2-run's calls, and those bytes cannot join the stream in order.
+	 * Across hosts the peer's count is READ, and only then: the peer
+	 * counts a bell before it sends it, so the READ of a bell that came
+	 * counts it. */
+	if (s->rm != NULL) {
+		uint64_t v;
+
+		if (!s->broken && s->bell_bytes > s->rm->rung_known &&
+		    read_peer(s, &s->ctl->by[!s->me].rung, &v) == 0) {
+			s->rm->rung_known = v;
+			if (s->bell_bytes > v)
+				found_foreign(s);
+		}
+	} else if (!s->broken &&
+		   s->bell_bytes > atomic_load_explicit(&s->ctl->by[!s->me].rung,
+							memory_order_acquire)) {
 		found_foreign(s);
+	}
 	errno = err;
 }
 
@@ -504,6 +963,14 @@ rb2_stream_shutdown_wr(struct rb2_stream *s)
 		return;
 	rb2_tx_flush(s->tx);
 	s->wr_shut = 1;
+	if (s->rm != NULL) {
+		/* Across hosts the end goes in the ring, behind the data. */
+		if (s->rm->peer_ctl == 0)
+			return;              /* never connected */
+		s->rm->mark_pending = 1;
+		(void)try_mark(s);
+		return;
+	}
 	/* Release: every byte published before the flag. */
 	atomic_store_explicit(&s->ctl->shut[s->me], 1, memory_order_release);
 	bump(&s->ctl->by[s->me].pub);
@@ -519,23 +986,47 @@ rb2_stream_close(struct rb2_stream *s)
 
 		if (s->tx != NULL)
 			rb2_stream_shutdown_wr(s);
+		if (s->rm != NULL && s->rm->peer_ctl != 0) {
+			/* The mark waits for room: a reader that reads gives it
+			 * soon; one that does not is told of the close below. */
+			uint64_t until = rte_get_timer_cycles() + rte_get_timer_hz();
+
+			while (!try_mark(s) && !s->peer_gone && !peer_closed(s) &&
+			       rte_get_timer_cycles() < until)
+				rte_pause();
+		}
 		/* Bytes the peer sent that nobody read: TCP answers with a
 		 * reset, not a FIN. */
 		if (s->rx != NULL && (s->off > 0 || rb2_rx_peek_burst(s->rx, &m, 1) > 0))
-			atomic_store_explicit(&s->ctl->reset[s->me], 1, memory_order_release);
-		atomic_store_explicit(&s->ctl->closed[s->me], 1, memory_order_release);
+			publish_word(s, &s->ctl->reset[s->me], 1);
+		publish_word(s, &s->ctl->closed[s->me], 1);
 		bump(&s->ctl->by[s->me].rel);
 		/* A writer waiting for room learns that nobody will read. */
 		ring_if(s, &s->ctl->wr_sleeps[!s->me]);
+		/* Across hosts, what the NIC has not sent yet would go with
+		 * the queue: wait until the peer's memory holds it all. */
+		if (s->rm != NULL && s->rm->peer_ctl != 0 && !s->peer_gone)
+			(void)rb2_tx_drain(s->tx);
 	}
 	if (s->tx != NULL)
 		rb2_tx_destroy(s->tx);
 	if (s->rx != NULL)
 		rb2_rx_destroy(s->rx);
-	if (s->xp != NULL)
-		rb2_xport_close(s->xp);
-	if (s->ctl != NULL && atomic_fetch_sub(&s->ctl->ends, 1) == 1)
-		rte_memzone_free(s->ctl_mz);
+	if (s->rm != NULL) {
+		if (s->rm->qp != NULL)
+			rb2_xport_qp_destroy(s->rm->qp);
+		if (s->rm->peer_ctl != 0)
+			rb2_xport_peer_release(s->rm->xp, s->rm->peer_ctl, s->rm->peer_rkey);
+		if (s->rm->mr.addr != NULL)
+			rb2_xport_mr_free(s->rm->xp, &s->rm->mr);
+		pthread_mutex_destroy(&s->rm->lock);
+		free(s->rm);
+	} else {
+		if (s->xp != NULL)
+			rb2_xport_close(s->xp);
+		if (s->ctl != NULL && atomic_fetch_sub(&s->ctl->ends, 1) == 1)
+			rte_memzone_free(s->ctl_mz);
+	}
 	free(s);
 }
 

@@ -49,6 +49,7 @@ extern "C" {
 #define RB2_STREAM_CHUNK (64u << 10)
 
 struct rb2_stream;
+struct rb2_xport;
 
 /**
  * Open one end of stream @p name in the current arena (rb2_noeal_arena_use())
@@ -58,6 +59,29 @@ struct rb2_stream;
  */
 struct rb2_stream *rb2_stream_open(const char *name, int is_client, int bell_fd,
 				   unsigned int timeout_ms);
+
+/**
+ * Open one end of a stream to another host, over @p xp (verbs), through
+ * @p sock_fd, a stream socket already connected to the other end: the two
+ * exchange their queues' addresses over it (transport rendezvous "fd:N"),
+ * and it is the bell after. This end's rings and control words go in the
+ * current arena, which nobody else maps. Three queues each side: one per
+ * channel, and one for the control words (see rb2_stream.c).
+ * @return the stream, or NULL with errno (ETIMEDOUT: the other end did not
+ *   answer within @p timeout_ms; EPROTO: it is not an rb2 stream).
+ */
+struct rb2_stream *rb2_stream_open_remote(struct rb2_xport *xp, int is_client, int sock_fd,
+					  unsigned int timeout_ms);
+
+/**
+ * Both ends of a stream in this process, as across hosts (their own
+ * control words, flags WRITten, counts READ), their queues paired
+ * directly: for tests of the remote protocol on any transport. @p bell_a
+ * and @p bell_b are the two ends of a connected socket pair.
+ * @return 0, or -errno.
+ */
+int rb2_stream_pair_remote(struct rb2_xport *xp, int bell_a, int bell_b, struct rb2_stream **a,
+			   struct rb2_stream **b);
 
 /**
  * Send up to the bytes of @p iov without blocking.
@@ -99,8 +123,11 @@ int rb2_stream_arm(struct rb2_stream *s, int events);
  * nothing it waits for came; either way it calls rb2_stream_disarm() once
  * done. What an edge-triggered wait needs, where data may already sit
  * there, reported.
+ * @return 0, or the events that are on their way (across hosts: data or
+ *   room the peer made before our request for a bell reached it, which
+ *   comes without one): then do not block, look again.
  */
-void rb2_stream_want(struct rb2_stream *s, int events);
+int rb2_stream_want(struct rb2_stream *s, int events);
 
 /**
  * The kernel's edges, counted: @p in moves on whenever the peer publishes

@@ -50,6 +50,16 @@ verdict() {
 # Counts sized to what TCG carries (a few seconds each), still thousands of
 # times round the ring.
 pair connect_stream stream 300000
+# rb2-run's stream across hosts: two processes, their queues connected over
+# the socket between them (rendezvous fd:N), 32 MiB each way, half-close,
+# sleepers woken by bells.
+if timeout -k 5 300 "$RB2_BUILD/tests/test_stream" remote-verbs > /tmp/stream_remote.out 2>&1; then
+	pass=$((pass + 1)); grep -E "^client:|failure" /tmp/stream_remote.out
+	echo "PASS stream_across_hosts_queues_over_its_socket"
+else
+	fail=$((fail + 1)); tail -30 /tmp/stream_remote.out
+	echo "FAIL stream_across_hosts_queues_over_its_socket"
+fi
 pair elastic_threshold elastic 20000
 # In one guest, rxe runs a WRITE and its loopback ACK inside ibv_post_send,
 # so a tail WRITE is never in flight when the next one comes due: deferrals

@@ -77,6 +77,8 @@ struct conn {
 	int peer;                   /* the matched other side's index, or -1
 				     * (K_ASKING: its probe; K_PROBE: the client) */
 	uint64_t deadline_ms;
+	/* K_LISTENER, K_CLIENT, K_ASKING: the process can use an RDMA device */
+	int verbs;
 	/* K_PROBE, K_REMOTE: the line read so far */
 	char line[64];
 	unsigned int llen;
@@ -112,7 +114,14 @@ static int peer_fd = -1;
 #define NOSERVICE_MAX 64
 #define MAX_REMOTE 256          /* questions from other hosts open at once */
 static struct { struct sockaddr_storage ip; uint64_t until_ms; } noservice[NOSERVICE_MAX];
-static uint64_t n_asked, n_answered, n_plain_remote;
+static uint64_t n_asked, n_answered, n_plain_remote, n_remote;
+/* Connections from other hosts this service said yes to (RB2_SOCKD_PEER_RB2):
+ * the client's address and port, and ours, until their accept() comes. */
+#define EXPECT_MAX 1024
+static struct expect {
+	struct sockaddr_storage client, server;
+	uint64_t until_ms;
+} expects[EXPECT_MAX];
 
 static uint64_t
 now_ms(void)
@@ -416,7 +425,7 @@ addrs_of(int fd, struct sockaddr_storage *local, struct sockaddr_storage *peer)
 }
 
 static void
-on_listen(unsigned int i, int fd)
+on_listen(unsigned int i, int fd, uint32_t flags)
 {
 	struct conn *c = &conns[i];
 	int acc = 0, type = 0;
@@ -438,6 +447,7 @@ on_listen(unsigned int i, int fd)
 	 * still open here. The registration lives as long as its connection. */
 	close(fd);
 	c->kind = K_LISTENER;
+	c->verbs = (flags & RB2_SOCKD_F_VERBS) != 0;
 	n_listeners++;
 	reply(i, RB2_SOCKD_OK, NULL, -1, NULL);
 }
@@ -489,7 +499,7 @@ noservice_note(const struct sockaddr_storage *a)
 }
 
 /* ANS_BUSY: the service has too many questions open; asked again next time. */
-enum answer { ANS_NOSERVICE, ANS_BUSY, ANS_NOLISTENER, ANS_LISTENER };
+enum answer { ANS_NOSERVICE, ANS_BUSY, ANS_NOLISTENER, ANS_LISTENER, ANS_RB2 };
 
 /* Probe @k's answer, to the client that asked; the probe ends. @p detail:
  * why the host runs no service, as far as can be told. */
@@ -519,7 +529,14 @@ probe_done(unsigned int k, enum answer ans, const char *detail)
 		break;
 	case ANS_LISTENER:
 		plain((unsigned int)cl, &n_plain_remote,
-		      "another host: rb2-run listens there; across hosts, kernel TCP");
+		      "another host: rb2-run listens there; kernel TCP: %s",
+		      conns[cl].verbs ? "it has no RDMA device" : "no RDMA device here");
+		break;
+	case ANS_RB2:
+		n_remote++;
+		reply((unsigned int)cl, RB2_SOCKD_REMOTE, "another host: over rb2 (verbs)", -1,
+		      NULL);
+		drop((unsigned int)cl);
 		break;
 	}
 }
@@ -589,7 +606,9 @@ on_probe(unsigned int k, short revents)
 		}
 		if (!(revents & POLLOUT))
 			return;
-		n = snprintf(q, sizeof(q), RB2_SOCKD_PEER_ASK, (unsigned int)port_of(&p->to));
+		n = snprintf(q, sizeof(q), RB2_SOCKD_PEER_ASK, (unsigned int)port_of(&p->to),
+			     p->peer >= 0 && conns[p->peer].verbs ?
+			     (unsigned int)conns[p->peer].cport : 0u);
 		if (send(p->fd, q, (size_t)n, MSG_NOSIGNAL) != n) {
 			probe_done(k, ANS_NOSERVICE, "the question could not be sent");
 			return;
@@ -608,7 +627,9 @@ on_probe(unsigned int k, short revents)
 	p->line[p->llen] = '\0';
 	if (strchr(p->line, '\n') == NULL && p->llen < sizeof(p->line) - 1)
 		return;
-	if (strcmp(p->line, RB2_SOCKD_PEER_YES) == 0)
+	if (strcmp(p->line, RB2_SOCKD_PEER_RB2) == 0)
+		probe_done(k, ANS_RB2, NULL);
+	else if (strcmp(p->line, RB2_SOCKD_PEER_YES) == 0)
 		probe_done(k, ANS_LISTENER, NULL);
 	else if (strcmp(p->line, RB2_SOCKD_PEER_NO) == 0)
 		probe_done(k, ANS_NOLISTENER, NULL);
@@ -618,17 +639,55 @@ on_probe(unsigned int k, short revents)
 		probe_done(k, ANS_NOSERVICE, "not an rb2-sockd answer");
 }
 
+/* Expect the connection from @client (the asking host, the client's port)
+ * to @server. @return 0 when the table is full of live entries. */
+static int
+expect_add(const struct sockaddr_storage *client, const struct sockaddr_storage *server)
+{
+	uint64_t now = now_ms();
+
+	for (unsigned int k = 0; k < EXPECT_MAX; k++) {
+		if (expects[k].until_ms > now)
+			continue;
+		expects[k].client = *client;
+		expects[k].server = *server;
+		expects[k].until_ms = now + RB2_SOCKD_EXPECT_MS;
+		return 1;
+	}
+	return 0;
+}
+
+/* The accepted connection from @client to @server was expected: forget it. */
+static int
+expect_take(const struct sockaddr_storage *client, const struct sockaddr_storage *server)
+{
+	uint64_t now = now_ms();
+
+	for (unsigned int k = 0; k < EXPECT_MAX; k++) {
+		struct expect *e = &expects[k];
+
+		if (e->until_ms > now && port_of(&e->client) == port_of(client) &&
+		    same_ip(&e->client, client) && port_of(&e->server) == port_of(server) &&
+		    same_ip(&e->server, server)) {
+			e->until_ms = 0;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Another host's service asks (K_REMOTE @k): whether a program under
  * rb2-run listens at the port it names, on the address it reached us at. */
 static void
 on_remote(unsigned int k)
 {
 	struct conn *q = &conns[k];
-	struct sockaddr_storage here;
-	unsigned int port;
+	struct sockaddr_storage here, from;
+	unsigned int port, cport;
 	char tail;
 	ssize_t r = recv(q->fd, q->line + q->llen, sizeof(q->line) - 1 - q->llen, 0);
 	const char *a;
+	int l;
 
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
@@ -640,10 +699,10 @@ on_remote(unsigned int k)
 	q->line[q->llen] = '\0';
 	if (strchr(q->line, '\n') == NULL && q->llen < sizeof(q->line) - 1)
 		return;
-	if (sscanf(q->line, "rb2-sockd 1 listener %u%c", &port, &tail) != 2 || tail != '\n' ||
-	    port == 0 || port > 65535 || addrs_of(q->fd, &here, NULL) != 0) {
+	if (sscanf(q->line, "rb2-sockd 2 listener %u from %u%c", &port, &cport, &tail) != 3 ||
+	    tail != '\n' || port == 0 || port > 65535 || cport > 65535 ||
+	    addrs_of(q->fd, &here, &from) != 0) {
 		char who[INET6_ADDRSTRLEN + 8] = "another host";
-		struct sockaddr_storage from;
 
 		if (addrs_of(q->fd, &here, &from) == 0)
 			inet_ntop(from.ss_family, from.ss_family == AF_INET ?
@@ -655,8 +714,14 @@ on_remote(unsigned int k)
 		drop(k);
 		return;
 	}
+	norm(&here);
+	norm(&from);
 	set_port(&here, (uint16_t)port);
-	a = listener_at(&here) >= 0 ? RB2_SOCKD_PEER_YES : RB2_SOCKD_PEER_NO;
+	set_port(&from, (uint16_t)cport);
+	l = listener_at(&here);
+	a = l < 0 ? RB2_SOCKD_PEER_NO :
+		cport != 0 && conns[l].verbs && expect_add(&from, &here) ? RB2_SOCKD_PEER_RB2 :
+		RB2_SOCKD_PEER_YES;
 	(void)!send(q->fd, a, strlen(a), MSG_NOSIGNAL);
 	n_answered++;
 	drop(k);
@@ -742,6 +807,8 @@ on_connect(unsigned int i, int fd, const struct rb2_sockd_msg *m)
 	}
 	close(fd);
 	if (!local_addr(&c->to)) {
+		c->cport = port_of(&local);
+		c->verbs = (m->flags & RB2_SOCKD_F_VERBS) != 0;
 		ask_host(i);
 		return;
 	}
@@ -810,7 +877,16 @@ on_accepted(unsigned int i, int fd)
 	}
 	close(fd);
 	if (!local_addr(&peer)) {
-		plain(i, &n_plain_notlocal, "the client is on another host");
+		norm(&peer);
+		norm(&local);
+		if (expect_take(&peer, &local)) {
+			n_remote++;
+			reply(i, RB2_SOCKD_REMOTE, "another host: over rb2 (verbs)", -1, NULL);
+			drop(i);
+			return;
+		}
+		plain(i, &n_plain_notlocal, "the client is on another host, and not under rb2-run "
+		      "with an RDMA device");
 		return;
 	}
 	c->kind = K_SERVER;
@@ -859,7 +935,7 @@ on_message(unsigned int i)
 	switch (m.op) {
 	case RB2_SOCKD_LISTEN:
 		if (conns[i].kind == K_NEW) {
-			on_listen(i, fd);
+			on_listen(i, fd, m.flags);
 			return;
 		}
 		break;
@@ -883,10 +959,11 @@ on_message(unsigned int i)
 
 		snprintf(s, sizeof(s), "{\"pid\":%d,\"pairs\":%" PRIu64 ",\"listeners\":%" PRIu64
 			 ",\"plain\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"arenas\":%u,"
-			 "\"hosts_asked\":%" PRIu64 ",\"hosts_answered\":%" PRIu64 "}",
+			 "\"hosts_asked\":%" PRIu64 ",\"hosts_answered\":%" PRIu64
+			 ",\"remote\":%" PRIu64 "}",
 			 (int)getpid(), n_pairs, n_listeners, n_plain_nolistener +
 			 n_plain_notlocal + n_plain_noaccept + n_plain_noclient + n_plain_fail +
-			 n_plain_remote, n_bad, slot_fds, n_asked, n_answered);
+			 n_plain_remote, n_bad, slot_fds, n_asked, n_answered, n_remote);
 		reply(i, RB2_SOCKD_OK, s, -1, NULL);
 		drop(i);
 		if (fd >= 0)

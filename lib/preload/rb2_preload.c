@@ -24,6 +24,7 @@
  * names: with 64-bit file offsets the headers would rename our fcntl to
  * fcntl64. (off_t is 64 bits on this ABI either way.) */
 #undef _FILE_OFFSET_BITS
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +53,7 @@
 #include <rte_log.h>
 
 #include <rb2_noeal.h>
+#include <rb2_xport.h>
 
 #include "rb2_sockd.h"
 #include "rb2_stream.h"
@@ -108,6 +110,7 @@ struct psock {
 	uint64_t base_in, base_out;  /* its bytes at the fork: the parent's, not counted here */
 	struct rb2_stream *st;       /* NULL: kernel TCP */
 	struct rb2_noeal_arena *arena;
+	int rslot;                   /* across hosts: its arena's place (remote_arena()), else -1 */
 	pthread_mutex_t rx_lock, tx_lock;
 	int rcvtimeo_ms, sndtimeo_ms;   /* 0: none */
 	/* Times a read found nothing and a write found no room: after one,
@@ -120,6 +123,7 @@ struct psock {
 static struct psock *_Atomic *tab;
 static unsigned int tab_size;
 static int active;               /* the service's path is known: pair through it */
+static uint32_t ask_flags;       /* RB2_SOCKD_F_VERBS: this host has an RDMA device */
 static _Atomic int used;         /* this process made or accepted a TCP socket */
 static char sockd_path[108];
 static int want_stats;           /* RB2_RUN_STATS=1 */
@@ -133,7 +137,7 @@ static _Atomic uint64_t rx_seen;
 #define REASONS 8
 static struct {
 	pthread_mutex_t lock;
-	uint64_t offloaded, bytes_in, bytes_out, failed;
+	uint64_t offloaded, remote, bytes_in, bytes_out, failed;
 	struct { char why[96]; uint64_t n; } plain[REASONS];
 	uint64_t plain_other;
 	uint64_t exec_ended;
@@ -177,11 +181,116 @@ track(int fd)
 		return NULL;
 	p->refs = 1;
 	p->reg_fd = -1;
+	p->rslot = -1;
 	atomic_store_explicit(&used, 1, memory_order_relaxed);
 	pthread_mutex_init(&p->rx_lock, NULL);
 	pthread_mutex_init(&p->tx_lock, NULL);
 	atomic_store_explicit(&tab[fd], p, memory_order_release);
 	return p;
+}
+
+/* ---- Other hosts: this process's verbs transport and arenas ---------------- */
+
+/* Streams to other hosts keep their rings in arenas of this process's own
+ * (nobody else maps them), past rb2-sockd's 65536 slots of 4 MiB. */
+#define REMOTE_SLOTS 4096
+#define REMOTE_ARENA_BASE (RB2_NOEAL_ARENA_ADDR + (65536ull << 22))
+static pthread_mutex_t remote_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rb2_xport *remote_xp;
+static pid_t remote_pid;
+static uint64_t remote_used[REMOTE_SLOTS / 64];
+
+/* The process's verbs transport, opened at its first stream to another
+ * host. A device context of its own (cm=0): a child must not use its
+ * parent's (the kernel refuses it), so after a fork it opens another. */
+static struct rb2_xport *
+remote_xport(void)
+{
+	struct rb2_xport *xp;
+
+	pthread_mutex_lock(&remote_lock);
+	if (remote_xp != NULL && remote_pid != getpid())
+		remote_xp = NULL;     /* the parent's, left to it */
+	if (remote_xp == NULL) {
+		const char *dev = getenv("RB2_RUN_RDMA_DEV");
+		char args[96];
+
+		snprintf(args, sizeof(args), "cm=0%s%s", dev != NULL ? ",dev=" : "",
+			 dev != NULL ? dev : "");
+		remote_xp = rb2_xport_open("verbs", args);
+		remote_pid = getpid();
+	}
+	xp = remote_xp;
+	pthread_mutex_unlock(&remote_lock);
+	return xp;
+}
+
+/* An arena for one stream to another host, at a free place of ours. */
+static struct rb2_noeal_arena *
+remote_arena(int *slot)
+{
+	pthread_mutex_lock(&remote_lock);
+	for (int k = 0; k < REMOTE_SLOTS; k++) {
+		struct rb2_noeal_arena *a;
+
+		if (remote_used[k / 64] & (1ull << (k % 64)))
+			continue;
+		a = rb2_noeal_arena_create(RB2_STREAM_ARENA_SIZE, REMOTE_ARENA_BASE +
+					   ((uint64_t)k << 22), 0);
+		if (a == NULL && errno == EEXIST)
+			continue;            /* taken here by something else */
+		if (a != NULL) {
+			remote_used[k / 64] |= 1ull << (k % 64);
+			*slot = k;
+		}
+		pthread_mutex_unlock(&remote_lock);
+		return a;
+	}
+	pthread_mutex_unlock(&remote_lock);
+	errno = ENOSPC;
+	return NULL;
+}
+
+static void
+remote_arena_free(int slot)
+{
+	pthread_mutex_lock(&remote_lock);
+	remote_used[slot / 64] &= ~(1ull << (slot % 64));
+	pthread_mutex_unlock(&remote_lock);
+}
+
+/* REMOTE: open our end of a stream to another host over socket @fd, its
+ * queues connected over the socket itself. @return 0 or -errno. */
+static int
+open_remote(struct psock *p, int fd, int is_client)
+{
+	struct rb2_xport *xp = remote_xport();
+	int err;
+
+	if (xp == NULL)
+		return -ENODEV;
+	p->arena = remote_arena(&p->rslot);
+	if (p->arena == NULL)
+		return -errno;
+	rb2_noeal_arena_use(p->arena);
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
+	/* The peer is told to connect at once; it waits at most this long for
+	 * our half, as we for its. */
+	p->st = rb2_stream_open_remote(xp, is_client, fd, RB2_SOCKD_EXPECT_MS);
+	if (p->st == NULL) {
+		err = errno;
+		rb2_noeal_arena_detach(p->arena);
+		remote_arena_free(p->rslot);
+		p->arena = NULL;
+		p->rslot = -1;
+		return -err;
+	}
+	(void)rb2_noeal_arena_prefault(p->arena);
+	pthread_mutex_lock(&stats.lock);
+	stats.offloaded++;
+	stats.remote++;
+	pthread_mutex_unlock(&stats.lock);
+	return 0;
 }
 
 static void
@@ -198,7 +307,17 @@ stream_end(struct psock *p)
 	stats.foreign_resets += st.foreign_bytes != 0;
 	stats.foreign_bytes += st.foreign_bytes;
 	pthread_mutex_unlock(&stats.lock);
-	if (!p->inherited) {
+	if (p->rslot >= 0) {
+		/* Across hosts: the arena is this process's alone. A child's
+		 * copy of its parent's stream cannot post on the parent's
+		 * queues (the device refuses another process): it only
+		 * unmaps. */
+		if (!p->inherited)
+			rb2_stream_close(p->st);
+		rb2_noeal_arena_detach(p->arena);
+		remote_arena_free(p->rslot);
+		p->rslot = -1;
+	} else if (!p->inherited) {
 		rb2_stream_close(p->st);
 		/* The service reuses the arena's address once both ends released. */
 		rb2_noeal_arena_release(p->arena);
@@ -285,6 +404,7 @@ sockd_ask(int conn, uint16_t op, int fd, const struct sockaddr *addr, socklen_t 
 	m.magic = RB2_SOCKD_MAGIC;
 	m.version = RB2_SOCKD_VERSION;
 	m.op = op;
+	m.flags = ask_flags;
 	if (addr != NULL)
 		memcpy(&m.addr, addr, alen < sizeof(m.addr) ? alen : sizeof(m.addr));
 	ret = rb2_sockd_send(conn, &m, fd);
@@ -432,6 +552,15 @@ accepted(int lfd, int fd, int flags)
 		ret = open_stream(p, fd, afd, m.name, 0);
 		if (ret != 0)
 			reset_kernel(fd);
+	} else if (ret == 0 && m.op == RB2_SOCKD_REMOTE) {
+		/* The client's service asked ours first: it opens its end now. */
+		ret = open_remote(p, fd, 0);
+		if (ret != 0) {
+			fprintf(stderr, "rb2-run: pid %d: fd %d: the stream from another host "
+				"failed (%s): the connection is reset\n", (int)getpid(), fd,
+				strerror(-ret));
+			reset_kernel(fd);
+		}
 	} else {
 		if (afd >= 0)
 			real.close(afd);
@@ -474,6 +603,33 @@ connect_kernel(int fd, const struct sockaddr *addr, socklen_t len)
 	return err == 0 && (pf.revents & POLLOUT) ? 1 : -(err ? err : ETIMEDOUT);
 }
 
+/* REMOTE: the kernel connects, then both ends open the stream over the
+ * socket; non-blocking as the kernel's, EINPROGRESS once it is up. */
+static int
+connect_remote(struct psock *p, int fd, const struct sockaddr *addr, socklen_t len)
+{
+	int ret = connect_kernel(fd, addr, len), inprogress = ret == 1;
+
+	if (ret < 0) {
+		errno = -ret;
+		return -1;
+	}
+	ret = open_remote(p, fd, 1);
+	if (ret != 0) {
+		fprintf(stderr, "rb2-run: pid %d: fd %d: the stream to another host failed (%s): "
+			"the connection is reset\n", (int)getpid(), fd, strerror(-ret));
+		reset_kernel(fd);
+		errno = -ret == ETIMEDOUT ? ETIMEDOUT : ECONNREFUSED;
+		return -1;
+	}
+	ep_adopt(fd);
+	if (inprogress) {
+		errno = EINPROGRESS;
+		return -1;
+	}
+	return 0;
+}
+
 EXPORT int
 connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
@@ -510,6 +666,11 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 	ret = sockd_ask(conn, RB2_SOCKD_CONNECT, fd, addr, len, &m, &afd, 2000);
 	if (afd >= 0)
 		real.close(afd);
+	if (ret == 0 && m.op == RB2_SOCKD_REMOTE) {
+		/* Another host's service expects this connection over rb2. */
+		real.close(conn);
+		return connect_remote(p, fd, addr, len);
+	}
 	if (ret != 0 || m.op != RB2_SOCKD_GO) {
 		real.close(conn);
 		count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why : "rb2-sockd did not answer");
@@ -2171,7 +2332,7 @@ child_after_fork(void)
 	 * gives up, but its close never tears one down. */
 	image_pid = getpid();
 	/* Its stats line counts what it does itself. */
-	stats.offloaded = stats.bytes_in = stats.bytes_out = stats.failed = 0;
+	stats.offloaded = stats.remote = stats.bytes_in = stats.bytes_out = stats.failed = 0;
 	stats.plain_other = stats.exec_ended = stats.foreign_resets = stats.foreign_bytes = 0;
 	memset(stats.plain, 0, sizeof(stats.plain));
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
@@ -2244,6 +2405,9 @@ print_stats(void)
 	n = snprintf(line, sizeof(line), "rb2-run: pid %d: %" PRIu64 " connections over rb2 (%"
 		     PRIu64 " bytes in, %" PRIu64 " out), %" PRIu64 " failed", (int)getpid(),
 		     stats.offloaded, stats.bytes_in, stats.bytes_out, stats.failed);
+	if (stats.remote)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " of them to other "
+			      "hosts, over verbs", stats.remote);
 	for (unsigned int i = 0; i < REASONS && stats.plain[i].n; i++)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " kernel TCP: %s",
 			      stats.plain[i].n, stats.plain[i].why);
@@ -2307,6 +2471,19 @@ preload_init(void)
 	if (t != NULL && strcmp(t, "1") == 0) {
 		debug_trace = 1;
 		signal(SIGRTMIN + 3, dump_streams);
+	}
+	/* Streams to other hosts need an RDMA device here; RB2_RUN_VERBS=0
+	 * keeps every connection to another host kernel TCP. */
+	t = getenv("RB2_RUN_VERBS");
+	if (t == NULL || strcmp(t, "0") != 0) {
+		DIR *d = opendir("/sys/class/infiniband");
+		struct dirent *e;
+
+		while (d != NULL && (e = readdir(d)) != NULL)
+			if (e->d_name[0] != '.')
+				ask_flags |= RB2_SOCKD_F_VERBS;
+		if (d != NULL)
+			closedir(d);
 	}
 	t = getenv("RB2_RUN_FAULT_FLIP");
 	if (t != NULL)

@@ -44,25 +44,40 @@
 /**
  * Services of two hosts. Before a connect to another host goes ahead, the
  * client's service asks that host's, over TCP to port RB2_SOCKD_PEER_PORT
- * at the address connected to: one question (RB2_SOCKD_PEER_ASK, with the
- * port connected to) and one answer (RB2_SOCKD_PEER_YES or _NO): whether
- * a program under rb2-run listens there. The answering service takes the
- * address from its end of that TCP connection, not from the question. A
- * host where nothing answers runs no rb2 service. A service with too many
- * questions open says RB2_SOCKD_PEER_BUSY at once and closes.
+ * at the address connected to: one question (RB2_SOCKD_PEER_ASK: the port
+ * connected to, and the client's own port, or 0 when the client cannot use
+ * an RDMA device) and one answer: whether a program under rb2-run listens
+ * there. The answering service takes the addresses from its end of that
+ * TCP connection, not from the question. A host where nothing answers runs
+ * no rb2 service. A service with too many questions open says
+ * RB2_SOCKD_PEER_BUSY at once and closes.
+ *
+ * RB2_SOCKD_PEER_RB2: a program under rb2-run listens there, both ends can
+ * use RDMA, and the answering service now expects that connection, from
+ * the asking host's address and the client's port, for
+ * RB2_SOCKD_EXPECT_MS: its accept() gets RB2_SOCKD_REMOTE, as the client's
+ * connect() does, and the two open an rb2 stream over verbs whose queues
+ * connect over that TCP connection itself (rb2_stream_open_remote()).
+ * RB2_SOCKD_PEER_YES: one listens, but kernel TCP (one end has no device).
  */
 #define RB2_SOCKD_PEER_PORT 7472
-#define RB2_SOCKD_PEER_ASK "rb2-sockd 1 listener %u\n"
-#define RB2_SOCKD_PEER_YES "rb2-sockd 1 yes\n"
-#define RB2_SOCKD_PEER_NO "rb2-sockd 1 no\n"
-#define RB2_SOCKD_PEER_BUSY "rb2-sockd 1 busy\n"
+#define RB2_SOCKD_PEER_ASK "rb2-sockd 2 listener %u from %u\n"
+#define RB2_SOCKD_PEER_RB2 "rb2-sockd 2 rb2\n"
+#define RB2_SOCKD_PEER_YES "rb2-sockd 2 yes\n"
+#define RB2_SOCKD_PEER_NO "rb2-sockd 2 no\n"
+#define RB2_SOCKD_PEER_BUSY "rb2-sockd 2 busy\n"
+#define RB2_SOCKD_EXPECT_MS 15000
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define RB2_SOCKD_MAGIC 0x72623273u          /* "rb2s" */
-#define RB2_SOCKD_VERSION 1
+#define RB2_SOCKD_VERSION 2
+
+/** rb2_sockd_msg.flags of LISTEN and CONNECT: the asking process can open
+ *  an RDMA device, so its connections to other hosts may go over verbs. */
+#define RB2_SOCKD_F_VERBS 1u
 
 enum rb2_sockd_op {
 	/* requests */
@@ -77,6 +92,8 @@ enum rb2_sockd_op {
 	RB2_SOCKD_PLAIN,         /**< kernel TCP; why says why */
 	RB2_SOCKD_PAIR,          /**< fd: the arena; name: the stream's */
 	RB2_SOCKD_OK,            /**< LISTEN registered, STATS answered */
+	RB2_SOCKD_REMOTE,        /**< CONNECT: connect, then open the stream over verbs;
+				  *   ACCEPTED: the same, this end the server */
 };
 
 /** One message each way; fds travel beside it (SCM_RIGHTS, at most one). */
@@ -84,6 +101,7 @@ struct rb2_sockd_msg {
 	uint32_t magic;
 	uint16_t version;
 	uint16_t op;
+	uint32_t flags;                /**< LISTEN, CONNECT: RB2_SOCKD_F_* */
 	struct sockaddr_storage addr;  /**< CONNECT: the address connected to */
 	char name[24];                 /**< PAIR: the stream's name */
 	char why[160];                 /**< PLAIN: the reason; STATS: the counters */

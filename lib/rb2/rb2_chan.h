@@ -243,6 +243,26 @@ int rb2_rx_sleep_arm(struct rb2_rx *rx, struct rb2_xport_doorbell *db);
 void rb2_rx_sleep_disarm(struct rb2_rx *rx);
 
 /**
+ * Block until the data itself comes: for a receiver whose every
+ * publication raises a completion here (RB2_TAIL_WRITE_IMM on a transport
+ * with RB2_XPORT_CAP_IMM) and whose queue can wake (RB2_CHAN_F_SLEEP). Arms
+ * the queue's completion notification, then looks once more: a publication
+ * that lands after the look raises the doorbell @p db names, so no word
+ * goes to the sender and the sender need not look for sleepers (unlike
+ * rb2_rx_sleep_arm(), whose sleep word a remote sender sees only at its
+ * next look). What a receiver in a program that blocks in its own calls
+ * needs (rb2-run's streams across hosts). Slow path.
+ *
+ * @return 0 (armed: sleep on @p db, then rb2_rx_wait_done()); -EAGAIN (a
+ *   message is there: nothing to undo); -ENOTSUP (not such a channel); or
+ *   the channel's error.
+ */
+int rb2_rx_wait_arm(struct rb2_rx *rx, struct rb2_xport_doorbell *db);
+
+/** Awake after rb2_rx_wait_arm(): consume the doorbell's events. */
+void rb2_rx_wait_done(struct rb2_rx *rx);
+
+/**
  * Arm, sleep at most @p timeout_us, disarm: the whole of adaptive polling's
  * sleep for a receiver with one channel.
  *
@@ -674,16 +694,20 @@ rb2_tx_flush(struct rb2_tx *tx)
  * though messages it saw then are still unread: rb2_rx_peek_burst() reads
  * the sender's tail only once everything it saw is released (one load per
  * drained view, not per call). For a count of everything readable now
- * (a stream's FIONREAD). Load/store transports only (shm, and verbs with
- * WRITE sync); with completion-ring or marker sync it does nothing.
+ * (a stream's FIONREAD). Under WRITE_WITH_IMM sync it polls the
+ * completions first; with marker sync it does nothing.
  */
 static inline void
 rb2_rx_look_again(struct rb2_rx *rx)
 {
 	uint64_t t;
 
-	if (rx->poll_msg || rx->cq != NULL)
+	if (rx->poll_msg)
 		return;
+	/* WRITE_WITH_IMM: the tail is what the completions say; take in
+	 * those that came (and give credits back, as an empty look does). */
+	if (rx->cq != NULL)
+		__rb2_rx_poll_cq(rx);
 	/* Acquire, as in rb2_rx_peek_burst(); a torn read (verbs) never runs
 	 * ahead of the new value, and one behind what we hold is ignored. */
 	t = atomic_load_explicit(rx->local_tail, memory_order_acquire);

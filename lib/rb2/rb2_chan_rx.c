@@ -222,6 +222,36 @@ rb2_rx_sleep_disarm(struct rb2_rx *rx)
 }
 
 int
+rb2_rx_wait_arm(struct rb2_rx *rx, struct rb2_xport_doorbell *db)
+{
+	struct rb2_msg m;
+	int n;
+
+	if (rx->doorbell == NULL || !rx->imm_native || rx->h.p.tail_sync != RB2_TAIL_WRITE_IMM)
+		return -ENOTSUP;
+	if (rx->h.err != 0)
+		return rx->h.err;
+	/* Armed before the last look: every publication completes here, so
+	 * one that lands after the look raises the doorbell. */
+	n = rb2_xport_doorbell_arm(rx->h.qp, NULL, db);
+	if (n == 0)
+		n = rb2_rx_peek_burst(rx, &m, 1);
+	if (n != 0) {
+		rb2_xport_doorbell_done(rx->h.qp);
+		return n < 0 ? n : -EAGAIN;
+	}
+	RB2_STAT_ADD(&rx->stats, sleeps, 1);
+	return 0;
+}
+
+void
+rb2_rx_wait_done(struct rb2_rx *rx)
+{
+	if (rx->h.err == 0)
+		rb2_xport_doorbell_done(rx->h.qp);
+}
+
+int
 rb2_rx_sleep(struct rb2_rx *rx, unsigned int timeout_us)
 {
 	struct rb2_xport_doorbell db;

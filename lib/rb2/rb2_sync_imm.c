@@ -238,8 +238,12 @@ return_credits(struct rb2_rx *rx)
 /*
  * Called by the inline peek when the ring looks empty: poll the receive
  * completions (native) or the completion ring (emulated), and replenish
- * every half ring, or when the ring has run dry, so that a sender out of
- * credits goes on.
+ * every half ring. Emulated, also whenever the ring has run dry: a store.
+ * Native, not then: a WRITE, and its ACK, for every message of a ping-pong
+ * (two of the ten packets of a request between two Soft-RoCE guests). The
+ * half ring alone keeps a sender going: it is out of credits only with
+ * RB2_CQ_ENTRIES entries outstanding, so with more than half of them not
+ * consumed yet, which this receiver then sees and consumes, and returns.
  */
 void
 __rb2_rx_poll_cq(struct rb2_rx *rx)
@@ -247,7 +251,7 @@ __rb2_rx_poll_cq(struct rb2_rx *rx)
 	int got = rx->imm_native ? rb2_rx_reap(&rx->h) : (int)cq_ring_poll(rx);
 
 	if (rx->cq_consumed - rx->cq_returned >= RB2_CQ_ENTRIES / 2 ||
-	    (got <= 0 && rx->cq_consumed != rx->cq_returned))
+	    (!rx->imm_native && got <= 0 && rx->cq_consumed != rx->cq_returned))
 		return_credits(rx);
 }
 

@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,14 +75,44 @@ pat(uint64_t off, int dir)
 	return (uint8_t)((off * 2654435761u) >> 13) ^ (uint8_t)dir;
 }
 
+/* A test stuck past RB2_TEST_STUCK_S seconds (default 120) prints where
+ * each end stands (its pointers, who sleeps) and fails, rather than wait
+ * for the harness's timeout to kill it without a word. Diagnosis only: the
+ * dump is not async-signal-safe. */
+static struct rb2_stream *watched_end[2];
+
+static void
+stuck(int sig)
+{
+	(void)sig;
+	printf("FAILED: stuck; the two ends:\n");
+	for (int i = 0; i < 2; i++)
+		if (watched_end[i] != NULL)
+			rb2_stream_dump(watched_end[i], -1, stdout);
+	fflush(stdout);
+	_exit(3);
+}
+
+static void
+watch(struct rb2_stream *s, int end)
+{
+	const char *t = getenv("RB2_TEST_STUCK_S");
+
+	watched_end[end] = s;
+	signal(SIGALRM, stuck);
+	alarm(t != NULL ? (unsigned int)atoi(t) : 120);
+}
+
 /* Block until @events, as rb2-run does: arm, then poll the bell. */
 static void
 wait_for(struct rb2_stream *s, int bell, int events)
 {
 	if (rb2_stream_arm(s, events) == 0) {
-		struct pollfd p = { .fd = bell, .events = POLLIN };
+		/* Across hosts, a reader sleeps on its completion channel too. */
+		struct pollfd p[2] = { { .fd = bell, .events = POLLIN },
+				       { .fd = rb2_stream_wake_fd(s), .events = POLLIN } };
 
-		poll(&p, 1, 5000);
+		poll(p, p[1].fd >= 0 ? 2 : 1, 5000);
 		rb2_stream_disarm(s, events);
 	}
 }
@@ -147,6 +178,7 @@ client(struct rb2_stream *s, int bell)
 	char tiny[64];
 	ssize_t n;
 
+	watch(s, 0);
 	if (s == NULL || buf == NULL) {
 		printf("FAILED: client open: %s\n", strerror(errno));
 		return 1;
@@ -202,6 +234,7 @@ server(struct rb2_stream *s, int bell)
 	struct iovec iov;
 	ssize_t n;
 
+	watch(s, 1);
 	if (s == NULL || buf == NULL) {
 		printf("FAILED: server open: %s\n", strerror(errno));
 		return 1;
@@ -223,6 +256,10 @@ server(struct rb2_stream *s, int bell)
 	iov = (struct iovec){ b, sizeof(b) };
 	n = rb2_stream_recv(s, &iov, 1, 0);
 	CHECK(n == 5 && memcmp(b, "56789", 5) == 0, "server: then 5, got %zd", n);
+	/* The end may still be on its way (across hosts, a mark behind the
+	 * data): wait for it, as a blocking read does. */
+	while (!(rb2_stream_poll(s) & POLLRDHUP))
+		wait_for(s, bell, POLLIN);
 	n = rb2_stream_recv(s, &iov, 1, 0);
 	CHECK(n == 0, "server: then the end (0), got %zd", n);
 	CHECK(rb2_stream_poll(s) & POLLRDHUP, "server: POLLRDHUP after the client's SHUT_WR");

@@ -844,7 +844,10 @@ wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t unti
 		 struct spin *sp)
 {
 	for (;;) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		/* The bell, and across hosts the completion channel the data
+		 * itself makes readable. */
+		struct pollfd pf[2] = { { .fd = fd, .events = POLLIN },
+					{ .fd = rb2_stream_wake_fd(p->st), .events = POLLIN } };
 		uint64_t now = now_ns();
 		int left, r;
 
@@ -861,7 +864,7 @@ wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t unti
 		/* Slices of 50 ms: a bell read away by another thread waiting
 		 * on this socket costs at most that. */
 		left = until == UINT64_MAX ? 50 : (int)((until - now) / 1000000ull) + 1;
-		r = real.poll(&pf, 1, left < 50 ? left : 50);
+		r = real.poll(pf, pf[1].fd >= 0 && (events & POLLIN) ? 2 : 1, left < 50 ? left : 50);
 		rb2_stream_disarm(p->st, events);    /* keeps errno */
 		if (r < 0 && errno == EINTR)
 			return -EINTR;
@@ -1268,11 +1271,13 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 
 		return real.ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, mask);
 	}
-	k = malloc(n * sizeof(*k));
+	/* Room for a second fd per stream: across hosts, its completion channel. */
+	k = malloc(2 * n * sizeof(*k));
 	if (k == NULL)
 		return (int)fail(ENOMEM);
 	for (;;) {
 		int ready = 0, armed = 0, r = 0, left;
+		nfds_t extra = 0;
 		uint64_t now = now_ns();
 
 		/* The kernel's fds, without waiting (none: no system call). */
@@ -1319,15 +1324,18 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 				break;
 			}
 			k[i].events = POLLIN;
+			if ((fds[i].events & POLLIN) && rb2_stream_wake_fd(p->st) >= 0)
+				k[n + extra++] = (struct pollfd){ .fd = rb2_stream_wake_fd(p->st),
+								  .events = POLLIN };
 			armed++;
 		}
 		if (armed >= 0) {
 			if (mask != NULL) {
 				struct timespec ts = { left / 1000, (long)(left % 1000) * 1000000 };
 
-				r = real.ppoll(k, n, left < 0 ? NULL : &ts, mask);
+				r = real.ppoll(k, n + extra, left < 0 ? NULL : &ts, mask);
 			} else {
-				r = real.poll(k, n, left);
+				r = real.poll(k, n + extra, left);
 			}
 		}
 		for (nfds_t i = 0; i < n; i++) {
@@ -1575,6 +1583,21 @@ is_epoll_fd(int fd)
 
 static int ep_stream_ctl(struct ep_set *e, int op, int fd, const struct epoll_event *ev);
 
+/* Across hosts, stream @fd's second bell, its receiver's completion
+ * channel, goes into the kernel's set beside the socket, tagged as the
+ * socket's bell. It leaves the set when the stream closes (the kernel drops
+ * an entry whose file is closed). */
+static void
+ep_add_wake(int epfd, int fd)
+{
+	struct psock *p = stream_of(fd);
+	struct epoll_event kev = { .events = EPOLLIN | EPOLLET, .data.u64 = EP_TAG | (uint32_t)fd };
+	int w = p != NULL ? rb2_stream_wake_fd(p->st) : -1;
+
+	if (w >= 0)
+		(void)real.epoll_ctl(epfd, EPOLL_CTL_ADD, w, &kev);
+}
+
 EXPORT int
 epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
@@ -1637,6 +1660,7 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	ret = real.epoll_ctl(epfd, op, fd, &kev);
 	if (ret != 0)
 		return ret;
+	ep_add_wake(epfd, fd);
 	if (ep_put(e, fd, ev, 0) != 0) {
 		real.epoll_ctl(epfd, EPOLL_CTL_DEL, fd, &kev);
 		return (int)fail(ENOMEM);
@@ -1741,9 +1765,11 @@ ep_adopt(int fd)
 
 			if (it->fd != fd || !it->kernel)
 				continue;
-			if (real.epoll_ctl(e->epfd, EPOLL_CTL_MOD, fd, &kev) == 0)
+			if (real.epoll_ctl(e->epfd, EPOLL_CTL_MOD, fd, &kev) == 0) {
 				*it = (struct ep_item){ .fd = fd, .events = it->events,
 							.data = it->data };
+				ep_add_wake(e->epfd, fd);
+			}
 		}
 		pthread_mutex_unlock(&e->lock);
 	}

@@ -55,7 +55,7 @@ struct stream_ctl {
 		_Atomic uint32_t rel;    /* e freed room on direction !e, or closed */
 		_Atomic uint64_t rung;   /* bells e sent, counted before each send */
 		/* Across hosts, where the peer READs them (below): */
-		_Atomic uint64_t msgs;   /* messages e committed on direction e */
+		_Atomic uint64_t published; /* e's tail on direction e as published (slots) */
 		_Atomic uint64_t freed;  /* messages e released of direction !e */
 		char pad[32];
 	} by[2];
@@ -66,6 +66,10 @@ struct stream_ctl {
 };
 
 #define RB2_STREAM_SLOTS 256
+/* Across hosts, slots of 256 B: a slot goes whole on the wire, so a 64 B
+ * write is one WRITE of 256 B, one packet, where a 2 KiB slot made two. */
+#define RB2_STREAM_REMOTE_SLOTS 2048
+#define RB2_STREAM_REMOTE_SLOT_SIZE 256
 
 /*
  * **Across hosts** (rb2_stream_open_remote()) each end has its own copy of
@@ -81,7 +85,7 @@ struct stream_ctl {
  *
  * A sleeper must not miss the one bell it asked for, and a WRITE of its
  * flag lands some time later. Dekker across hosts: the sleeper WRITEs its
- * flag, then READs the peer's count (by[].msgs for data, by[].freed for
+ * flag, then READs the peer's count (by[].published for data, by[].freed for
  * room) on the same queue, so the READ executes at the peer after the flag
  * landed (RC orders a READ after the WRITEs before it). The peer bumps its
  * count locally and then loads the flag. Either its load saw the flag (it
@@ -104,7 +108,10 @@ struct stream_remote {
 	uint64_t freed_known;            /* the peer's by[].freed at our last READ */
 	uint64_t rung_known;             /* the peer's by[].rung at our last READ */
 	int eof;                         /* the peer's mark arrived and was read */
+	int wake_fd;                     /* our receiver's completion channel, or -1 */
+	_Atomic int rx_armed;            /* a reader waits on it (rb2_rx_wait_arm()) */
 	int mark_pending;                /* shut down writing; the mark waits for room */
+	struct rb2_msg *scratch;         /* RB2_STREAM_REMOTE_SLOTS views: FIONREAD's */
 };
 
 struct rb2_stream {
@@ -315,16 +322,25 @@ read_peer(struct rb2_stream *s, const void *count, uint64_t *out)
 	return ret;
 }
 
-/* Messages of the peer's that arrived here: released, or in the ring. */
+/* How far the peer's tail has come here (slots), to set against what it
+ * says it published (by[].published). */
 static uint64_t
 arrived(struct rb2_stream *s)
 {
-	struct rb2_msg m[RB2_STREAM_SLOTS];
-	int n;
+	struct rb2_rx_ptrs rp;
 
 	rb2_rx_look_again(s->rx);
-	n = rb2_rx_peek_burst(s->rx, m, RB2_STREAM_SLOTS);
-	return s->rm->msgs_freed + (uint64_t)(n > 0 ? n : 0);
+	rb2_rx_pointers(s->rx, &rp);
+	return rp.local_tail;
+}
+
+/* Across hosts: what our sender has published, for a sleeping reader's
+ * READ; before our look at its flag (ring_if()'s fence). */
+static inline void
+note_published(struct rb2_stream *s)
+{
+	atomic_store_explicit(&s->ctl->by[s->me].published, rb2_tx_published(s->tx),
+			      memory_order_release);
 }
 
 /* The peer closed its end, or its kernel socket closed without that: the
@@ -415,9 +431,7 @@ try_mark(struct rb2_stream *s)
 	rb2_tx_commit(s->tx, 0 | RB2_MSG_MARK);
 	(void)rb2_tx_flush(s->tx);
 	s->rm->mark_pending = 0;
-	atomic_store_explicit(&s->ctl->by[s->me].msgs,
-			      atomic_load_explicit(&s->ctl->by[s->me].msgs, memory_order_relaxed) + 1,
-			      memory_order_release);
+	note_published(s);
 	bump(&s->ctl->by[s->me].pub);
 	ring_if(s, &s->ctl->rd_sleeps[s->me]);
 	return 1;
@@ -436,7 +450,10 @@ remote_new(struct rb2_xport *xp, int is_client, int bell_fd)
 	char e = is_client ? 'c' : 's';
 	int ret;
 
-	if (s == NULL || (s->rm = calloc(1, sizeof(*s->rm))) == NULL) {
+	if (s == NULL || (s->rm = calloc(1, sizeof(*s->rm))) == NULL ||
+	    (s->rm->scratch = calloc(RB2_STREAM_REMOTE_SLOTS, sizeof(struct rb2_msg))) == NULL) {
+		if (s != NULL)
+			free(s->rm);
 		free(s);
 		errno = ENOMEM;
 		return NULL;
@@ -444,6 +461,7 @@ remote_new(struct rb2_xport *xp, int is_client, int bell_fd)
 	s->me = is_client ? 0 : 1;
 	s->bell = bell_fd;
 	s->rm->xp = xp;
+	s->rm->wake_fd = -1;
 	pthread_mutex_init(&s->rm->lock, NULL);
 	/* Names of this end's zones (both ends share an arena in tests). */
 	snprintf(up, sizeof(up), "rs.%c.u", e);
@@ -455,10 +473,20 @@ remote_new(struct rb2_xport *xp, int is_client, int bell_fd)
 	s->ctl = s->rm->mr.addr;
 	s->ctl->one = 1;
 	params(&p);
+	p.slots = RB2_STREAM_REMOTE_SLOTS;
+	p.slot_size = RB2_STREAM_REMOTE_SLOT_SIZE;
 	/* The sender READs the receiver's head when short of room: no head
 	 * WRITEs on the wire, and a sender that wants room learns it in one
 	 * READ that comes after everything the receiver freed (remote_want()). */
 	p.head_sync = RB2_HEAD_LAZY_PULL;
+	/* Every publication a WRITE_WITH_IMM, whose completion wakes a reader
+	 * asleep in the kernel on its queue's completion channel
+	 * (rb2_rx_wait_arm()): the data itself rings, as rsocket's do. */
+	p.tail_sync = RB2_TAIL_WRITE_IMM;
+	p.flags |= RB2_CHAN_F_SLEEP;
+	/* The length in the slot: a message is one WRITE (with the
+	 * immediate), not a lens[] WRITE beside it. */
+	p.flags |= RB2_CHAN_F_LEN_IN_SLOT;
 	s->tx = rb2_tx_create(is_client ? up : down, xp, &p);
 	s->rx = rb2_rx_create(is_client ? down : up, xp, &p);
 	s->rm->qp = rb2_xport_qp_create(xp, &qa);
@@ -484,6 +512,19 @@ remote_attach(struct rb2_stream *s, uint64_t peer_ctl, uint32_t rkey)
 	s->rm->peer_rkey = rkey;
 	s->rm->peer_ctl = peer_ctl;    /* last: connected */
 	return 0;
+}
+
+/* The fd a reader sleeps on, known before its first sleep (a program's
+ * epoll set holds it from the start). */
+static void
+remote_learn_wake_fd(struct rb2_stream *s)
+{
+	struct rb2_xport_doorbell db;
+
+	if (rb2_rx_wait_arm(s->rx, &db) == 0) {
+		s->rm->wake_fd = db.fd;
+		rb2_rx_wait_done(s->rx);
+	}
 }
 
 struct rb2_stream *
@@ -520,6 +561,7 @@ rb2_stream_open_remote(struct rb2_xport *xp, int is_client, int sock_fd, unsigne
 	}
 	if ((ret = remote_attach(s, theirs.addr, theirs.rkey)) < 0)
 		goto fail;
+	remote_learn_wake_fd(s);
 	return s;
 fail:
 	rb2_stream_close(s);
@@ -541,6 +583,8 @@ rb2_stream_pair_remote(struct rb2_xport *xp, int bell_a, int bell_b, struct rb2_
 	    (ret = remote_attach(c, (uint64_t)(uintptr_t)v->ctl, v->rm->mr.rkey)) < 0 ||
 	    (ret = remote_attach(v, (uint64_t)(uintptr_t)c->ctl, c->rm->mr.rkey)) < 0)
 		goto fail;
+	remote_learn_wake_fd(c);
+	remote_learn_wake_fd(v);
 	*a = c;
 	*b = v;
 	return 0;
@@ -558,7 +602,6 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 	size_t total = 0, left = 0;
 	int i = 0, ret = 0;
 	size_t ioff = 0;
-	uint64_t msgs = 0;
 
 	for (int k = 0; k < iovcnt; k++)
 		left += iov[k].iov_len;
@@ -598,7 +641,6 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 		rb2_tx_commit(s->tx, len);
 		total += len;
 		left -= len;
-		msgs++;
 	}
 	if (total > 0) {
 		int f = rb2_tx_flush(s->tx);
@@ -607,10 +649,7 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 		/* Across hosts, the count a sleeping reader READs: before our
 		 * look at its flag (ring_if()'s fence). */
 		if (s->rm != NULL)
-			atomic_store_explicit(&s->ctl->by[s->me].msgs,
-					      atomic_load_explicit(&s->ctl->by[s->me].msgs,
-								   memory_order_relaxed) + msgs,
-					      memory_order_release);
+			note_published(s);
 		bump(&s->ctl->by[s->me].pub);
 		ring_if(s, &s->ctl->rd_sleeps[s->me]);
 		if (f < 0)
@@ -645,7 +684,7 @@ at_eof(struct rb2_stream *s)
 			return 1;
 		if (!s->peer_gone || rb2_rx_peek_burst(s->rx, &m, 1) != 0)
 			return 0;
-		return read_peer(s, &s->ctl->by[!s->me].msgs, &v) < 0 || v <= arrived(s);
+		return read_peer(s, &s->ctl->by[!s->me].published, &v) < 0 || v <= arrived(s);
 	}
 	if (!s->peer_gone && !atomic_load_explicit(&s->ctl->shut[!s->me], memory_order_acquire))
 		return 0;
@@ -761,7 +800,9 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 size_t
 rb2_stream_nread(struct rb2_stream *s)
 {
-	struct rb2_msg m[RB2_STREAM_SLOTS];     /* a message takes a slot at least */
+	struct rb2_msg local[RB2_STREAM_SLOTS];  /* a message takes a slot at least */
+	struct rb2_msg *m = s->rm != NULL ? s->rm->scratch : local;
+	unsigned int max = s->rm != NULL ? RB2_STREAM_REMOTE_SLOTS : RB2_STREAM_SLOTS;
 	size_t bytes = 0;
 	int n;
 
@@ -769,7 +810,7 @@ rb2_stream_nread(struct rb2_stream *s)
 	 * reads exactly FIONREAD's count after a full read, then waits for
 	 * the next edge, which never comes if the count fell short. */
 	rb2_rx_look_again(s->rx);
-	n = rb2_rx_peek_burst(s->rx, m, RB2_STREAM_SLOTS);
+	n = rb2_rx_peek_burst(s->rx, m, max);
 	for (int k = 0; k < n; k++)
 		bytes += rb2_msg_len(&m[k]);
 	return bytes > s->off ? bytes - s->off : 0;
@@ -835,10 +876,33 @@ remote_want(struct rb2_stream *s, int events)
 	uint64_t v;
 
 	s->st.sleeps++;
+	/* A publication of ours that waits for credits (tail syncs the peer
+	 * has not acknowledged yet) goes out only when we look again: keep
+	 * looking, whatever we wait for, or both ends could wait on each
+	 * other (the peer for that data, we for room or for its answer). */
+	(void)rb2_tx_flush(s->tx);
+	if (rb2_tx_tail(s->tx) != rb2_tx_published(s->tx))
+		return events;
 	if (events & POLLIN) {
-		if (flag_then_read(s, &s->ctl->rd_sleeps[!s->me], 1, &s->ctl->by[!s->me].msgs,
-				   &v) < 0 || v > arrived(s))
-			soon |= POLLIN;          /* in flight: it comes without a bell */
+		struct rb2_xport_doorbell db;
+		int ret;
+
+		{
+			/* The data wakes us: no word to the peer. */
+			ret = rb2_rx_wait_arm(s->rx, &db);
+			if (ret == 0) {
+				r->wake_fd = db.fd;
+				atomic_fetch_add(&r->rx_armed, 1);
+			} else if (ret != -ENOTSUP) {
+				soon |= POLLIN;  /* there already, or the channel failed */
+			} else if (flag_then_read(s, &s->ctl->rd_sleeps[!s->me], 1,
+						  &s->ctl->by[!s->me].published, &v) < 0 ||
+				   v > arrived(s)) {
+				/* No completions here (shm): a flag, then the
+				 * count; in flight, it comes without a bell. */
+				soon |= POLLIN;
+			}
+		}
 	}
 	if (events & POLLOUT) {
 		if (flag_then_read(s, &s->ctl->wr_sleeps[s->me], 1, &s->ctl->by[!s->me].freed,
@@ -912,9 +976,13 @@ rb2_stream_disarm(struct rb2_stream *s, int events)
 	int err = errno;         /* the caller's wait's errno (EINTR) survives */
 
 	if (s->rm != NULL) {
-		/* Our flags live in the peer's copy. */
-		if (events & POLLIN)
+		/* Our flag for room lives in the peer's copy. */
+		if ((events & POLLIN) && atomic_load(&s->rm->rx_armed) > 0) {
+			atomic_fetch_sub(&s->rm->rx_armed, 1);
+			rb2_rx_wait_done(s->rx);
+		} else if ((events & POLLIN) && s->rm->wake_fd < 0) {
 			(void)flag_then_read(s, &s->ctl->rd_sleeps[!s->me], 0, NULL, NULL);
+		}
 		if (events & POLLOUT)
 			(void)flag_then_read(s, &s->ctl->wr_sleeps[s->me], 0, NULL, NULL);
 	} else {
@@ -1020,6 +1088,7 @@ rb2_stream_close(struct rb2_stream *s)
 		if (s->rm->mr.addr != NULL)
 			rb2_xport_mr_free(s->rm->xp, &s->rm->mr);
 		pthread_mutex_destroy(&s->rm->lock);
+		free(s->rm->scratch);
 		free(s->rm);
 	} else {
 		if (s->xp != NULL)
@@ -1054,4 +1123,10 @@ rb2_stream_dump(struct rb2_stream *s, int fd, FILE *f)
 		tp.local_head, c->rd_sleeps[d], c->wr_sleeps[d], c->by[d].pub, c->by[e].rel, rp.head,
 		rp.synced_head, rp.local_tail, c->rd_sleeps[e], c->wr_sleeps[e], c->by[e].pub, c->by[d].rel,
 		c->shut[d], c->shut[e], c->closed[d], c->closed[e], s->off);
+}
+
+int
+rb2_stream_wake_fd(const struct rb2_stream *s)
+{
+	return s->rm != NULL ? s->rm->wake_fd : -1;
 }

@@ -138,6 +138,14 @@ int rb2_stream_want(struct rb2_stream *s, int events);
  */
 void rb2_stream_edges(const struct rb2_stream *s, uint32_t *in, uint32_t *out);
 
+/**
+ * A second fd to sleep on, beside the bell: across hosts, the receiver's
+ * completion channel, which the peer's data itself makes readable (waiting
+ * for POLLIN); -1 on one host. Fixed for the stream's life: an epoll set
+ * holds it as long as the stream.
+ */
+int rb2_stream_wake_fd(const struct rb2_stream *s);
+
 /** Awake: stop asking for bells for @p events (as armed), and read away
  *  the bytes that rang. errno is left as the caller's wait set it. */
 void rb2_stream_disarm(struct rb2_stream *s, int events);

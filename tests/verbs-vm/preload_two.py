@@ -56,7 +56,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "usertools"))
 import rb2_apps  # noqa: E402
 
-MODES = ("kernel", "rsocket", "rsocket-spin", "rsocket-poll", "rb2")
+MODES = ("kernel", "rsocket", "rsocket-spin", "rsocket-poll", "rb2", "rb2-spin")
+# rb2-spin: rb2-run's waits spin this long (ns) before they sleep, as
+# rsocket-spin's do: set against rb2's p50, the cost of a wake-up. The
+# ping-pongs alone: elsewhere a spinning waiter only takes the CPU.
+RB2_SPIN_NS = 1000000000
+SPIN_APPS = ("pingpong", "sockperf")
 # rsocket reads its tunables from files here (run.sh's guest mounts a tmpfs
 # on it, so that nothing outlives the boot).
 RS_CONF = "/etc/rdma/rsocket"
@@ -78,6 +83,7 @@ def modes_of(app):
     that can be told to, as rsocket's preload here has no epoll. A recipe
     with .modes runs in those alone."""
     return [m for m in MODES if (m != "rsocket-poll" or app.can_poll) and
+            (m != "rb2-spin" or app.name in SPIN_APPS) and
             m in getattr(app, "modes", MODES)]
 
 
@@ -103,8 +109,10 @@ def mode_launch(mode, build, env, app=None):
         # a program that calls rsocket itself runs without the preload
         return [], dict(env) if getattr(app, "native", False) else dict(env,
                                                                          LD_PRELOAD=rspreload())
-    if mode == "rb2":
-        return [os.path.join(build, "apps", "rb2-run", "rb2-run")], dict(env, RB2_RUN_STATS="1")
+    if mode in ("rb2", "rb2-spin"):
+        spin = {"RB2_RUN_SPIN_NS": str(RB2_SPIN_NS)} if mode == "rb2-spin" else {}
+        return [os.path.join(build, "apps", "rb2-run", "rb2-run")], dict(env, RB2_RUN_STATS="1",
+                                                                          **spin)
     return [], dict(env)
 
 
@@ -318,7 +326,8 @@ def run_client(o, mode, app, cl):
     return figs, None
 
 
-PAIRS = (("rb2", "rsocket"), ("rb2", "rsocket-spin"), ("rb2", "rsocket-poll"), ("rb2", "kernel"),
+PAIRS = (("rb2", "rsocket"), ("rb2", "rsocket-spin"), ("rb2-spin", "rsocket-spin"),
+         ("rb2", "rb2-spin"), ("rb2", "rsocket-poll"), ("rb2", "kernel"),
          ("rsocket", "kernel"), ("rsocket-spin", "kernel"), ("rsocket-poll", "kernel"))
 
 
@@ -393,7 +402,9 @@ def drive(o):
                                      f"{RS_SPIN_US} us on both ends (default 10)",
                      "rsocket-poll": "the same as rsocket, the server told to wait in "
                                      "poll() (memcached: EVENT_NOEPOLL=1)",
-                     "rb2": "rb2-run"},
+                     "rb2": "rb2-run",
+                     "rb2-spin": f"rb2-run, its waits spinning up to {RB2_SPIN_NS} ns "
+                                 "before they sleep (RB2_RUN_SPIN_NS)"},
            "apps": {name: {mode: {"rounds": r["rounds"], "failures": r["failures"]}
                            for mode, r in modes.items()} for name, modes in res.items()}}
     summarize(out)

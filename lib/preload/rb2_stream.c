@@ -1073,7 +1073,7 @@ rb2_stream_close(struct rb2_stream *s)
 		ring_if(s, &s->ctl->wr_sleeps[!s->me]);
 		/* Across hosts, what the NIC has not sent yet would go with
 		 * the queue: wait until the peer's memory holds it all. */
-		if (s->rm != NULL && s->rm->peer_ctl != 0 && !s->peer_gone)
+		if (s->rm != NULL && s->rm->peer_ctl != 0 && !peer_closed(s))
 			(void)rb2_tx_drain(s->tx);
 	}
 	if (s->tx != NULL)

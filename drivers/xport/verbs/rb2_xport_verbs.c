@@ -33,7 +33,9 @@
  * Open arguments: dev=NAME (default: the first device with an active port),
  * port=N (default 1), gid=N (default: the IPv4-mapped RoCE GID), srq=N,
  * cm=0 (no rdma_cm: a device context of the transport's own, whose queues
- * connect over the caller's socket, "fd:N", or locally; see open_own()).
+ * connect over the caller's socket, "fd:N", or locally; see open_own()),
+ * ack_timeout=N (the QPs it connects without rdma_cm wait 4.096 us x 2^N
+ * for an ACK, VERBS_RETRY_CNT times, before they fail; default 14: 0.5 s).
  *
  * srq=N: the queues that take receives (WRITE_WITH_IMM tail sync, sleepers'
  * wake-ups) share one shared receive queue of N entries instead of a
@@ -87,6 +89,7 @@ struct verbs_dev {
 	struct ibv_context **list;  /* rdma_get_devices(), for rdma_free_devices() */
 	struct ibv_context *ctx;    /* the chosen device (shared with rdma_cm, unless own) */
 	int own;                    /* cm=0: ctx is ours alone (ibv_open_device()) */
+	uint8_t ack_timeout;        /* ack_timeout=N of the QPs it connects directly */
 	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
 	uint8_t port;
@@ -236,9 +239,9 @@ srq_open(struct verbs_dev *d)
 static int
 verbs_open(struct rb2_xport *xp, const char *args)
 {
-	static const char *const keys[] = {"dev", "port", "gid", "srq", "cm", NULL};
+	static const char *const keys[] = {"dev", "port", "gid", "srq", "cm", "ack_timeout", NULL};
 	char dev[64] = "";
-	uint32_t port = 1, gid = UINT32_MAX, srq = 0, cm = 1;
+	uint32_t port = 1, gid = UINT32_MAX, srq = 0, cm = 1, ack = VERBS_ACK_TIMEOUT;
 	struct verbs_dev *d;
 	int n = 0, ret;
 
@@ -252,12 +255,14 @@ verbs_open(struct rb2_xport *xp, const char *args)
 	    rb2_xport_arg_u32("verbs", args, "port", 1, 255, &port) < 0 ||
 	    rb2_xport_arg_u32("verbs", args, "gid", 0, 255, &gid) < 0 ||
 	    rb2_xport_arg_u32("verbs", args, "srq", 1, 1u << 20, &srq) < 0 ||
-	    rb2_xport_arg_u32("verbs", args, "cm", 0, 1, &cm) < 0) {
-		RB2_XPORT_LOG(ERR, "verbs: bad arguments '%s': expected dev=NAME,port=N (>= 1),gid=N,srq=N (>= 1),cm=0|1", args);
+	    rb2_xport_arg_u32("verbs", args, "cm", 0, 1, &cm) < 0 ||
+	    rb2_xport_arg_u32("verbs", args, "ack_timeout", 8, 24, &ack) < 0) {
+		RB2_XPORT_LOG(ERR, "verbs: bad arguments '%s': expected dev=NAME,port=N (>= 1),gid=N,srq=N (>= 1),cm=0|1,ack_timeout=8..24", args);
 		rte_free(d);
 		return -EINVAL;
 	}
 	d->port = (uint8_t)port;
+	d->ack_timeout = (uint8_t)ack;
 	d->gid_index = gid == UINT32_MAX ? -1 : (int)gid;
 	d->srq_size = srq;
 	if (!cm) {
@@ -1029,7 +1034,7 @@ qp_rts(struct verbs_dev *d, struct ibv_qp *qp, const struct qp_addr *peer, uint3
 		return -ret;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = VERBS_ACK_TIMEOUT;
+	a.timeout = d->ack_timeout;
 	a.retry_cnt = VERBS_RETRY_CNT;
 	a.rnr_retry = 7;
 	a.sq_psn = my_psn;

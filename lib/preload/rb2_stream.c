@@ -519,12 +519,16 @@ remote_attach(struct rb2_stream *s, uint64_t peer_ctl, uint32_t rkey)
 static void
 remote_learn_wake_fd(struct rb2_stream *s)
 {
-	struct rb2_xport_doorbell db;
+	struct rb2_xport_doorbell db = { .fd = -1 };
+	int ret = rb2_rx_wait_arm(s->rx, &db);
 
-	if (rb2_rx_wait_arm(s->rx, &db) == 0) {
-		s->rm->wake_fd = db.fd;
+	/* The fd comes with the arming, before the look: data that came
+	 * already (the client's first request, at the server's accept) does
+	 * not hide it. An epoll set that missed it would sleep past data. */
+	if (ret == 0)
 		rb2_rx_wait_done(s->rx);
-	}
+	if (ret == 0 || ret == -EAGAIN)
+		s->rm->wake_fd = db.fd;
 }
 
 struct rb2_stream *

@@ -83,15 +83,20 @@ struct stream_ctl {
  * - edges are counted by each end from what it sees arrive (the ring's
  *   tail, its head), not from the peer's counters.
  *
- * A sleeper must not miss the one bell it asked for, and a WRITE of its
+ * A reader waiting for data sleeps on its receiver's completion channel
+ * where every publication completes there (verbs, WRITE_WITH_IMM:
+ * rb2_rx_wait_arm()): the data wakes it, and nobody rings.
+ *
+ * A writer waiting for room (and a reader, where nothing completes: shm,
+ * in the tests) must not miss the one bell it asks for, and a WRITE of its
  * flag lands some time later. Dekker across hosts: the sleeper WRITEs its
  * flag, then READs the peer's count (by[].published for data, by[].freed for
  * room) on the same queue, so the READ executes at the peer after the flag
  * landed (RC orders a READ after the WRITEs before it). The peer bumps its
  * count locally and then loads the flag. Either its load saw the flag (it
  * rings), or its bump came before the flag landed, so before the READ: the
- * sleeper then sees a count above what it has seen arrive, and does not
- * sleep: the data is in flight and comes without a bell.
+ * sleeper then sees the count moved, and does not sleep: the data or the
+ * room is on its way and comes without a bell.
  *
  * The control queue is a QP of its own: its WRs never take room the
  * channels counted on, and its completions (the READs) come back to it
@@ -202,14 +207,15 @@ peer_addr(const struct rb2_stream *s, const volatile void *field)
 
 /* Post @n WRs on the control queue and wait for the last, signaled one
  * (@wait), reaping the driver's own completions meanwhile. Under rm->lock.
- * @return 0, or -errno: the queue failed, or no answer within 2 s (the
- * liveness probe fails a QP whose peer is gone within about 0.5 s). */
+ * @return 0, or -errno: the queue failed, or no answer within 6 s (a QP
+ * whose peer stopped answering fails by itself in about 4 s: rb2-run's
+ * ack_timeout). */
 static int
 ctl_post(struct rb2_stream *s, struct rb2_xport_wr *wr, unsigned int n, int wait)
 {
 	struct stream_remote *r = s->rm;
 	struct rb2_xport_wc wc[4];
-	uint64_t deadline = rte_get_timer_cycles() + 2 * rte_get_timer_hz();
+	uint64_t deadline = rte_get_timer_cycles() + 6 * rte_get_timer_hz();
 	int ret, got = 0;
 
 	while ((ret = rb2_xport_post(r->qp, wr, n)) == -ENOSPC) {
@@ -889,23 +895,20 @@ remote_want(struct rb2_stream *s, int events)
 		return events;
 	if (events & POLLIN) {
 		struct rb2_xport_doorbell db;
-		int ret;
+		/* The data wakes us: no word to the peer. */
+		int ret = rb2_rx_wait_arm(s->rx, &db);
 
-		{
-			/* The data wakes us: no word to the peer. */
-			ret = rb2_rx_wait_arm(s->rx, &db);
-			if (ret == 0) {
-				r->wake_fd = db.fd;
-				atomic_fetch_add(&r->rx_armed, 1);
-			} else if (ret != -ENOTSUP) {
-				soon |= POLLIN;  /* there already, or the channel failed */
-			} else if (flag_then_read(s, &s->ctl->rd_sleeps[!s->me], 1,
-						  &s->ctl->by[!s->me].published, &v) < 0 ||
-				   v > arrived(s)) {
-				/* No completions here (shm): a flag, then the
-				 * count; in flight, it comes without a bell. */
-				soon |= POLLIN;
-			}
+		if (ret == 0) {
+			r->wake_fd = db.fd;
+			atomic_fetch_add(&r->rx_armed, 1);
+		} else if (ret != -ENOTSUP) {
+			soon |= POLLIN;          /* there already, or the channel failed */
+		} else if (flag_then_read(s, &s->ctl->rd_sleeps[!s->me], 1,
+					  &s->ctl->by[!s->me].published, &v) < 0 ||
+			   v > arrived(s)) {
+			/* No completions here (shm): a flag, then the count;
+			 * in flight, it comes without a bell. */
+			soon |= POLLIN;
 		}
 	}
 	if (events & POLLOUT) {

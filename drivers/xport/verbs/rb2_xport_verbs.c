@@ -1080,8 +1080,8 @@ local_qp_rts(struct verbs_dev *d, struct ibv_qp *qp, struct ibv_qp *peer_qp)
  * The device is the one this transport opened (dev=, or the first with an
  * active port), not the route's, as rdma_cm would pick: a host with two
  * RDMA devices names the right one. With no CM, a peer's process that ends
- * is seen by the liveness probe (its QP is gone, so no ACK comes) within
- * about a second, or sooner by whoever owns the socket.
+ * is seen by the liveness probe (its QP is gone, so no ACK comes) once the
+ * retries run out (ack_timeout), or sooner by whoever owns the socket.
  */
 static int
 verbs_qp_exchange_fd(struct rb2_xport_qp *qp, int fd, const void *blob, size_t len,

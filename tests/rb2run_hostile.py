@@ -17,14 +17,18 @@ import struct
 import sys
 import time
 
-MAGIC, VERSION = 0x72623273, 1
+MAGIC, VERSION = 0x72623273, 2
 LISTEN, CONNECT, CONNECTED, ACCEPTED, STATS = 1, 2, 3, 4, 5
-GO, PLAIN, PAIR, OK = 100, 101, 102, 103
-SIZE = 4 + 2 + 2 + 128 + 24 + 160          # struct rb2_sockd_msg
+GO, PLAIN, PAIR, OK, REMOTE = 100, 101, 102, 103, 104
+# struct rb2_sockd_msg: magic, version, op, flags, 4 bytes of padding (the
+# address is 8-aligned), addr (sockaddr_storage), name, why
+WHY_AT = 4 + 2 + 2 + 4 + 4 + 128 + 24
+SIZE = WHY_AT + 160
 
 
 def msg(op, addr=b"", magic=MAGIC, version=VERSION):
-    return struct.pack("<IHH", magic, version, op) + addr.ljust(128, b"\0") + bytes(24 + 160)
+    return (struct.pack("<IHHI", magic, version, op, 0) + bytes(4) + addr.ljust(128, b"\0") +
+            bytes(24 + 160))
 
 
 def inet(port):
@@ -53,8 +57,8 @@ def ask(path, data, fds=()):
     if len(got) != SIZE:
         return "a reply of %d bytes" % len(got), rfds
     op = struct.unpack_from("<H", got, 6)[0]
-    why = got[4 + 2 + 2 + 128 + 24:].split(b"\0")[0].decode(errors="replace")
-    name = {GO: "GO", PLAIN: "PLAIN", PAIR: "PAIR", OK: "OK"}.get(op, str(op))
+    why = got[WHY_AT:].split(b"\0")[0].decode(errors="replace")
+    name = {GO: "GO", PLAIN: "PLAIN", PAIR: "PAIR", OK: "OK", REMOTE: "REMOTE"}.get(op, str(op))
     return "%s%s" % (name, ": " + why if why else ""), rfds
 
 

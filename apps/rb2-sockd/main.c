@@ -11,7 +11,9 @@
  *
  * For a connect to another host, it asks that host's service whether an
  * rb2-run program listens there (RB2_SOCKD_PEER_* in rb2_sockd.h), and
- * answers such questions from other hosts.
+ * answers such questions from other hosts. Where both ends can use RDMA,
+ * the answer makes both sides' programs open a stream over verbs on that
+ * connection (REMOTE), which the two programs set up between themselves.
  *
  *   rb2-sockd [--socket PATH] [--daemon] [--accept-timeout-ms N] [--no-huge] [--slots N]
  *             [--peer-port N]
@@ -1205,7 +1207,8 @@ usage(FILE *f)
 "                         fixed place; a closed one's is reused)\n"
 "  --peer-port N          the TCP port where this host's and other hosts'\n"
 "                         services ask each other whether a program under\n"
-"                         rb2-run listens at an address (default %u for root's\n"
+"                         rb2-run listens at an address, and so whether the\n"
+"                         connection goes over verbs (default %u for root's\n"
 "                         service, which answers there on every address; 0 for\n"
 "                         a user's: none asked, none answered)\n"
 "  --stats                print the running service's counters (JSON)\n"

@@ -50,9 +50,11 @@ usage(FILE *f)
 "usage: rb2-run [--stats] [--socket PATH] [--no-service] [--allow-io-uring] [--]\n"
 "              PROGRAM [ARGS...]\n"
 "Runs PROGRAM unmodified; its TCP connections to programs that also run\n"
-"under rb2-run on this host go over rb2 shared-memory rings, and every other\n"
-"connection stays kernel TCP, counted. No EAL arguments, hugepages or file\n"
-"prefixes: rb2-run starts the host's service (rb2-sockd) when none runs.\n"
+"under rb2-run go over rb2: on this host through shared-memory rings, to\n"
+"another host running rb2-sockd over RDMA verbs where both ends have a\n"
+"device. Every other connection stays kernel TCP, counted. No EAL arguments,\n"
+"hugepages or file prefixes: rb2-run starts the host's service (rb2-sockd)\n"
+"when none runs.\n"
 "  --stats        at exit, each process prints one line: connections over rb2,\n"
 "                 bytes each way, and those left to the kernel with the reason\n"
 "                 (the same as RB2_RUN_STATS=1)\n"
@@ -67,7 +69,8 @@ usage(FILE *f)
 "                 user other than root, turning it off sets no_new_privs: a\n"
 "                 set-user-ID program started under it runs without its\n"
 "                 privileges.\n"
-"Environment: RB2_PRELOAD_LIB (the library), RB2_RUN_CONNECT_TIMEOUT_MS.\n");
+"Environment: RB2_PRELOAD_LIB (the library), RB2_RUN_CONNECT_TIMEOUT_MS,\n"
+"RB2_RUN_VERBS=0 (other hosts: kernel TCP), RB2_RUN_RDMA_DEV (the device).\n");
 }
 
 /* The file next to us, or in the build tree's layout, or installed. */

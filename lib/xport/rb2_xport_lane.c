@@ -396,6 +396,13 @@ lane_vq_post(struct rb2_xport_qp *qp, const struct rb2_xport_wr *wrs, unsigned i
 		return la->err;
 	if (unlikely(n > la->max_pending))
 		return -EINVAL;
+	/* Room in this queue's completion ring for what it has not polled
+	 * yet. A queue that posts much and polls little (a channel reaps when
+	 * it needs to) filled its ring as the lane reaped for it, and the lane
+	 * failed with EOVERFLOW (the soak's seed 346433978114). -ENOSPC: the
+	 * caller polls, which empties the ring, and retries. */
+	if (unlikely(q->tail - q->head > q->mask / 2))
+		return -ENOSPC;
 	if (la->npend + n > la->max_pending) {
 		int ret = rb2_xport_lane_flush(la);
 

@@ -59,9 +59,10 @@ struct stream_ctl {
 		_Atomic uint64_t freed;  /* messages e released of direction !e */
 		char pad[32];
 	} by[2];
-	/* Across hosts: what this end's READs land in, and the words its
-	 * flag WRITEs come from (registered memory, never the peer's). */
-	alignas(64) uint64_t got[2];
+	/* Across hosts: where this end's READs land (one at a time, under the
+	 * control queue's lock), and the words its flag WRITEs come from
+	 * (registered memory, never the peer's). */
+	alignas(64) uint64_t got;
 	uint32_t one, zero;
 };
 
@@ -255,6 +256,25 @@ ctl_failed(struct rb2_stream *s, int err)
 	s->peer_gone = 1;
 }
 
+/* Run @n WRs on the control queue, under its lock; when @out is given, the
+ * last is a signaled READ into ctl->got, waited for, and *@out its value.
+ * A failure means the peer is gone (ctl_failed()). */
+static int
+ctl_exec(struct rb2_stream *s, struct rb2_xport_wr *w, unsigned int n, uint64_t *out)
+{
+	int ret;
+
+	pthread_mutex_lock(&s->rm->lock);
+	ret = ctl_post(s, w, n, out != NULL);
+	if (ret == 0 && out != NULL)
+		*out = atomic_load_explicit((_Atomic uint64_t *)&s->ctl->got,
+					    memory_order_acquire);
+	pthread_mutex_unlock(&s->rm->lock);
+	if (ret < 0)
+		ctl_failed(s, ret);
+	return ret;
+}
+
 /* Store @val in our @field and WRITE it to the peer's copy of it. */
 static void
 publish_word(struct rb2_stream *s, _Atomic uint32_t *field, uint32_t val)
@@ -266,13 +286,8 @@ publish_word(struct rb2_stream *s, _Atomic uint32_t *field, uint32_t val)
 			.remote = peer_addr(s, field), .rkey = s->rm->peer_rkey,
 			.len = sizeof(uint32_t), .opcode = RB2_WR_WRITE, .flags = RB2_WR_INLINE,
 		};
-		int ret;
 
-		pthread_mutex_lock(&s->rm->lock);
-		ret = ctl_post(s, &w, 1, 0);
-		pthread_mutex_unlock(&s->rm->lock);
-		if (ret < 0)
-			ctl_failed(s, ret);
+		(void)ctl_exec(s, &w, 1, NULL);
 	}
 }
 
@@ -288,21 +303,12 @@ flag_then_read(struct rb2_stream *s, const void *flag, uint32_t val, const void 
 		{ .local = val ? &s->ctl->one : &s->ctl->zero, .lkey = r->mr.lkey,
 		  .remote = peer_addr(s, flag), .rkey = r->peer_rkey, .len = sizeof(uint32_t),
 		  .opcode = RB2_WR_WRITE, .flags = RB2_WR_INLINE },
-		{ .wr_id = 1, .local = &s->ctl->got[0], .lkey = r->mr.lkey,
+		{ .wr_id = 1, .local = &s->ctl->got, .lkey = r->mr.lkey,
 		  .remote = count != NULL ? peer_addr(s, count) : 0, .rkey = r->peer_rkey,
 		  .len = sizeof(uint64_t), .opcode = RB2_WR_READ, .flags = RB2_WR_SIGNALED },
 	};
-	int ret;
 
-	pthread_mutex_lock(&r->lock);
-	ret = ctl_post(s, w, count != NULL ? 2 : 1, count != NULL);
-	if (ret == 0 && count != NULL)
-		*out = atomic_load_explicit((_Atomic uint64_t *)&s->ctl->got[0],
-					    memory_order_acquire);
-	pthread_mutex_unlock(&r->lock);
-	if (ret < 0)
-		ctl_failed(s, ret);
-	return ret;
+	return ctl_exec(s, w, count != NULL ? 2 : 1, count != NULL ? out : NULL);
 }
 
 /* READ the peer's 64-bit @count. */
@@ -311,21 +317,12 @@ read_peer(struct rb2_stream *s, const void *count, uint64_t *out)
 {
 	struct stream_remote *r = s->rm;
 	struct rb2_xport_wr w = {
-		.wr_id = 1, .local = &s->ctl->got[1], .lkey = r->mr.lkey,
+		.wr_id = 1, .local = &s->ctl->got, .lkey = r->mr.lkey,
 		.remote = peer_addr(s, count), .rkey = r->peer_rkey,
 		.len = sizeof(uint64_t), .opcode = RB2_WR_READ, .flags = RB2_WR_SIGNALED,
 	};
-	int ret;
 
-	pthread_mutex_lock(&r->lock);
-	ret = ctl_post(s, &w, 1, 1);
-	if (ret == 0)
-		*out = atomic_load_explicit((_Atomic uint64_t *)&s->ctl->got[1],
-					    memory_order_acquire);
-	pthread_mutex_unlock(&r->lock);
-	if (ret < 0)
-		ctl_failed(s, ret);
-	return ret;
+	return ctl_exec(s, &w, 1, out);
 }
 
 /* How far the peer's tail has come here (slots), to set against what it

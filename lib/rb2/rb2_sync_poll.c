@@ -60,9 +60,16 @@ poll_rx_init(struct rb2_rx *rx)
 
 /* Zero the last 8 bytes of slots @first..@last, where markers are looked
  * for (and with RB2_CHAN_F_LEN_IN_SLOT the first 8, where headers are):
- * nothing left there can pass for a later message's marker. Plain
- * stores: the head push that returns these slots to the sender orders them
- * before the sender's next WRITE there. */
+ * nothing left there can pass for a later message's marker. The head push
+ * that returns these slots to the sender orders the zeroes before the
+ * sender's next WRITE there.
+ *
+ * Relaxed atomic stores (a plain mov on x86): a wrap padding is zeroed on
+ * sight of its header, which is the first word of a WRITE that goes on to
+ * land the padding's other slots; nothing orders those after the sight (no
+ * marker follows them), so a plain store there would race with the WRITE
+ * still landing. What lands late is the sender's mirror, an earlier lap's
+ * marker, which no later message's marker equals. */
 static inline void
 zero_slot_ends(struct rb2_rx *rx, uint32_t first, uint32_t last)
 {
@@ -70,11 +77,7 @@ zero_slot_ends(struct rb2_rx *rx, uint32_t first, uint32_t last)
 		RB2_MARKER_SIZE;
 
 	for (uint32_t s = first; s <= last; s++, end += rx->slot_size) {
-		*(uint64_t *)end = 0;
-		/* RB2_CHAN_F_LEN_IN_SLOT: and the slot's start, where
-		 * headers are looked for. Atomic: a padding's header is
-		 * zeroed on sight, and nothing orders it after the WRITE
-		 * that brought it but that sight (no marker follows it). */
+		atomic_store_explicit((_Atomic uint64_t *)(uintptr_t)end, 0, memory_order_relaxed);
 		if (rx->leader != 0)
 			atomic_store_explicit((_Atomic uint64_t *)(uintptr_t)(end + RB2_MARKER_SIZE -
 									  rx->slot_size),

@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include <rte_cycles.h>
 #include <rte_log.h>
 
 #include "rb2_chan.h"
@@ -65,7 +66,30 @@
 #define RB2_SHADOW_NOTICES 3
 #define RB2_SHADOW_SLEEP 4
 
-#define RB2_POST_SPINS 10000000u /* reaps before a full queue is an error */
+/* How long the channel waits, reaping, for a completion of its own (room
+ * in a full queue, a head READ, the sleep word's WRITE) before it fails: a
+ * time, not a count of reaps, and longer than a transport's own retries,
+ * which fail the queue first when the peer is gone (verbs: 7 tries of up to
+ * 0.54 s at ack_timeout=17). A count of reaps is no bound in time: what a
+ * reap costs depends on the transport and the machine, and a retransmission
+ * waits out an ack timeout. */
+#define RB2_POST_WAIT_MS 10000
+
+/* The wait's clock, read every 1024th call (@p spins counts them): nonzero
+ * once RB2_POST_WAIT_MS passed since the first read, kept in *@p until
+ * (0 before it). */
+static inline int
+rb2_post_wait_over(uint64_t *until, uint32_t spins)
+{
+	uint64_t now;
+
+	if ((spins & 1023) != 1023)
+		return 0;
+	now = rte_get_timer_cycles();
+	if (*until == 0)
+		*until = now + rte_get_timer_hz() * RB2_POST_WAIT_MS / 1000;
+	return now > *until;
+}
 #define RB2_STATUS_CHECK_US 1000 /* idle halves ask after their peer this often */
 #define RB2_GONE_GRACE_US 2000   /* a dead sender's last WRITEs may still land */
 
@@ -144,7 +168,7 @@ typedef int (*rb2_reap_t)(struct rb2_chan_half *h);
 /*
  * Post a chain, reaping completions while the send or completion queue is
  * full: the one post -> reap -> retry loop of the channel. A NIC completes in
- * microseconds; RB2_POST_SPINS reaps turn a wedged one into an error.
+ * microseconds; RB2_POST_WAIT_MS turns a wedged one into an error.
  * @return 0, or the error (the caller fails the half).
  */
 static inline int
@@ -152,8 +176,10 @@ rb2_chan_post(struct rb2_chan_half *h, const struct rb2_xport_wr *w, unsigned in
 	      rb2_reap_t reap)
 {
 	int ret = rb2_xport_post(h->qp, w, n);
+	uint64_t until = 0;
 
-	for (uint32_t spins = 0; unlikely(ret == -ENOSPC) && spins < RB2_POST_SPINS; spins++) {
+	for (uint32_t spins = 0; unlikely(ret == -ENOSPC) && !rb2_post_wait_over(&until, spins);
+	     spins++) {
 		int got = reap(h);
 
 		ret = got < 0 ? got : rb2_xport_post(h->qp, w, n);

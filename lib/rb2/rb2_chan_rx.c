@@ -146,6 +146,7 @@ static int
 publish_sleep(struct rb2_rx *rx, uint64_t v, int landed)
 {
 	struct rb2_xport_wr w;
+	uint64_t until = 0;
 	int ret;
 
 	if (rx->peer_sleep != NULL) {
@@ -164,7 +165,7 @@ publish_sleep(struct rb2_rx *rx, uint64_t v, int landed)
 		return 0;
 	rx->sleep_writes++;
 	for (uint32_t spins = 0; rx->sleep_acked != rx->sleep_writes; spins++) {
-		if (spins == RB2_POST_SPINS) {
+		if (rb2_post_wait_over(&until, spins)) {
 			rb2_rx_fail(rx, -ETIMEDOUT, "the sleep word's WRITE never completed");
 			return -ETIMEDOUT;
 		}

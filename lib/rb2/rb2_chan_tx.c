@@ -146,10 +146,11 @@ static int
 admit(struct rb2_tx *tx, enum rb2_publish how)
 {
 	uint32_t want = wrs_needed(tx, how);
+	uint64_t until = 0;
 
 	if (admitted(tx, want))
 		return 1;
-	for (uint32_t spins = 0; spins < RB2_POST_SPINS && tx->h.err == 0; spins++) {
+	for (uint32_t spins = 0; !rb2_post_wait_over(&until, spins) && tx->h.err == 0; spins++) {
 		rb2_tx_reap(&tx->h);
 		if (admitted(tx, want))
 			return 1;

@@ -66,13 +66,14 @@ pull_once(struct rb2_tx *tx, uint64_t *land)
 		.len = PULL_WORDS * sizeof(uint64_t), .lkey = tx->h.mr.lkey,
 		.rkey = tx->h.peer.rkey, .opcode = RB2_WR_READ, .flags = RB2_WR_SIGNALED,
 	};
+	uint64_t until = 0;
 
 	rb2_tx_post(tx, &w, 1);
 	if (tx->h.err != 0)
 		return tx->h.err;
 	tx->pull_inflight++;
 	for (uint32_t spins = 0; tx->pull_inflight > 0 && tx->h.err == 0 &&
-	     spins < RB2_POST_SPINS; spins++)
+	     !rb2_post_wait_over(&until, spins); spins++)
 		rb2_tx_reap(&tx->h);
 	if (tx->pull_inflight > 0 && tx->h.err == 0)
 		rb2_tx_fail(tx, -ETIMEDOUT, "the head READ did not complete");

@@ -35,7 +35,9 @@
  * cm=0 (no rdma_cm: a device context of the transport's own, whose queues
  * connect over the caller's socket, "fd:N", or locally; see open_own()),
  * ack_timeout=N (the QPs it connects without rdma_cm wait 4.096 us x 2^N
- * for an ACK, VERBS_RETRY_CNT times, before they fail; default 14: 0.5 s).
+ * for an ACK, VERBS_RETRY_CNT times, before they fail; default 14: 67 ms),
+ * retry_cnt=N (their retries, 1..7, default VERBS_RETRY_CNT; 7 is "without
+ * limit" on Soft-RoCE: for a caller that learns of a dead peer another way).
  *
  * srq=N: the queues that take receives (WRITE_WITH_IMM tail sync, sleepers'
  * wake-ups) share one shared receive queue of N entries instead of a
@@ -90,6 +92,7 @@ struct verbs_dev {
 	struct ibv_context *ctx;    /* the chosen device (shared with rdma_cm, unless own) */
 	int own;                    /* cm=0: ctx is ours alone (ibv_open_device()) */
 	uint8_t ack_timeout;        /* ack_timeout=N of the QPs it connects directly */
+	uint8_t retry_cnt;          /* retry_cnt=N of those */
 	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
 	uint8_t port;
@@ -239,9 +242,11 @@ srq_open(struct verbs_dev *d)
 static int
 verbs_open(struct rb2_xport *xp, const char *args)
 {
-	static const char *const keys[] = {"dev", "port", "gid", "srq", "cm", "ack_timeout", NULL};
+	static const char *const keys[] = {"dev", "port", "gid", "srq", "cm", "ack_timeout",
+					   "retry_cnt", NULL};
 	char dev[64] = "";
 	uint32_t port = 1, gid = UINT32_MAX, srq = 0, cm = 1, ack = VERBS_ACK_TIMEOUT;
+	uint32_t retry = VERBS_RETRY_CNT;
 	struct verbs_dev *d;
 	int n = 0, ret;
 
@@ -256,13 +261,15 @@ verbs_open(struct rb2_xport *xp, const char *args)
 	    rb2_xport_arg_u32("verbs", args, "gid", 0, 255, &gid) < 0 ||
 	    rb2_xport_arg_u32("verbs", args, "srq", 1, 1u << 20, &srq) < 0 ||
 	    rb2_xport_arg_u32("verbs", args, "cm", 0, 1, &cm) < 0 ||
-	    rb2_xport_arg_u32("verbs", args, "ack_timeout", 8, 24, &ack) < 0) {
-		RB2_XPORT_LOG(ERR, "verbs: bad arguments '%s': expected dev=NAME,port=N (>= 1),gid=N,srq=N (>= 1),cm=0|1,ack_timeout=8..24", args);
+	    rb2_xport_arg_u32("verbs", args, "ack_timeout", 8, 24, &ack) < 0 ||
+	    rb2_xport_arg_u32("verbs", args, "retry_cnt", 1, 7, &retry) < 0) {
+		RB2_XPORT_LOG(ERR, "verbs: bad arguments '%s': expected dev=NAME,port=N (>= 1),gid=N,srq=N (>= 1),cm=0|1,ack_timeout=8..24,retry_cnt=1..7", args);
 		rte_free(d);
 		return -EINVAL;
 	}
 	d->port = (uint8_t)port;
 	d->ack_timeout = (uint8_t)ack;
+	d->retry_cnt = (uint8_t)retry;
 	d->gid_index = gid == UINT32_MAX ? -1 : (int)gid;
 	d->srq_size = srq;
 	if (!cm) {
@@ -1035,7 +1042,7 @@ qp_rts(struct verbs_dev *d, struct ibv_qp *qp, const struct qp_addr *peer, uint3
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = d->ack_timeout;
-	a.retry_cnt = VERBS_RETRY_CNT;
+	a.retry_cnt = d->retry_cnt;
 	a.rnr_retry = 7;
 	a.sq_psn = my_psn;
 	a.max_rd_atomic = verbs_rd_depth(d);

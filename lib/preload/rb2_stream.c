@@ -72,6 +72,16 @@ struct stream_ctl {
 #define RB2_STREAM_REMOTE_SLOTS 2048
 #define RB2_STREAM_REMOTE_SLOT_SIZE 256
 
+/* The socket options that make the kernel socket tell a silent peer host
+ * (rb2_stream.h): the socket carries no data, so nothing else would. */
+static const struct { int level, name, val; } liveness[] = {
+	{ SOL_SOCKET, SO_KEEPALIVE, 1 },
+	{ IPPROTO_TCP, TCP_KEEPIDLE, RB2_STREAM_KEEPIDLE_S },
+	{ IPPROTO_TCP, TCP_KEEPINTVL, RB2_STREAM_KEEPINTVL_S },
+	{ IPPROTO_TCP, TCP_KEEPCNT, RB2_STREAM_KEEPCNT },
+	{ IPPROTO_TCP, TCP_USER_TIMEOUT, RB2_STREAM_USER_TIMEOUT_MS },
+};
+
 /*
  * **Across hosts** (rb2_stream_open_remote()) each end has its own copy of
  * the control words, in its own registered memory, and no word is shared:
@@ -118,6 +128,8 @@ struct stream_remote {
 	_Atomic int rx_armed;            /* a reader waits on it (rb2_rx_wait_arm()) */
 	int mark_pending;                /* shut down writing; the mark waits for room */
 	struct rb2_msg *scratch;         /* RB2_STREAM_REMOTE_SLOTS views: FIONREAD's */
+	int live;                        /* the socket is TCP, with the stream's liveness[] */
+	int app_opt[RTE_DIM(liveness)];  /* the program's values of those (rb2_stream_opt()) */
 };
 
 struct rb2_stream {
@@ -134,6 +146,9 @@ struct rb2_stream {
 	int corked;              /* the program set TCP_CORK on the bell's socket */
 	int broken;              /* bytes came on the bell's socket that no bell sent */
 	int peer_gone;           /* the peer's kernel socket closed: its process ended */
+	int dead;                /* across hosts, the peer's host stopped answering: the
+				    kernel socket's error (ETIMEDOUT), with peer_gone */
+	int dead_told;           /* a call returned it: reads get 0, writes EPIPE */
 	uint64_t bell_bytes;     /* bytes read off the bell's socket */
 	uint32_t off;            /* bytes of the first unreleased message already read */
 	struct rb2_stream_stats st;
@@ -244,26 +259,38 @@ ctl_post(struct rb2_stream *s, struct rb2_xport_wr *wr, unsigned int n, int wait
 	return 0;
 }
 
-/* The control queue failed: the peer's host or process is gone. Say so
- * once; the stream then reads to its end and writes fail. */
+static void read_bells(struct rb2_stream *s);
+
+/* Across hosts, a queue failed: the peer's process or its host is gone.
+ * A process that ended closed its kernel socket first (a FIN): then the
+ * stream reads to its end. With no FIN, its host stopped answering: reads
+ * and writes fail with ETIMEDOUT, as TCP's after its timeout. Said once. */
 static void
-ctl_failed(struct rb2_stream *s, int err)
+peer_failed(struct rb2_stream *s, int err, const char *what)
 {
-	if (!s->peer_gone)
-		fprintf(stderr, "rb2-run: pid %d: fd %d: the stream's control queue to the other "
-			"host failed (%s): the peer is gone\n", (int)getpid(), s->bell,
-			strerror(-err));
+	if (s->peer_gone)
+		return;
+	read_bells(s);
+	if (s->peer_gone)
+		return;
 	s->peer_gone = 1;
+	s->dead = ETIMEDOUT;
+	fprintf(stderr, "rb2-run: pid %d: fd %d: %s to the other host failed (%s) with no end "
+		"from the peer: its host stopped answering; the connection times out\n",
+		(int)getpid(), s->bell, what, strerror(-err));
 }
 
 /* Run @n WRs on the control queue, under its lock; when @out is given, the
  * last is a signaled READ into ctl->got, waited for, and *@out its value.
- * A failure means the peer is gone (ctl_failed()). */
+ * A failure means the peer is gone (peer_failed()). */
 static int
 ctl_exec(struct rb2_stream *s, struct rb2_xport_wr *w, unsigned int n, uint64_t *out)
 {
 	int ret;
 
+	/* A dead host answers nothing: each WR would wait out the deadline. */
+	if (s->dead)
+		return -ENOTCONN;
 	pthread_mutex_lock(&s->rm->lock);
 	ret = ctl_post(s, w, n, out != NULL);
 	if (ret == 0 && out != NULL)
@@ -271,7 +298,7 @@ ctl_exec(struct rb2_stream *s, struct rb2_xport_wr *w, unsigned int n, uint64_t 
 					    memory_order_acquire);
 	pthread_mutex_unlock(&s->rm->lock);
 	if (ret < 0)
-		ctl_failed(s, ret);
+		peer_failed(s, ret, "the stream's control queue");
 	return ret;
 }
 
@@ -362,6 +389,18 @@ static inline int
 peer_reset(const struct rb2_stream *s)
 {
 	return s->broken || atomic_load_explicit(&s->ctl->reset[!s->me], memory_order_acquire);
+}
+
+/* The peer's host stopped answering: the first call to ask gets the
+ * error, as from TCP after its timeout; then reads get @after (0: the
+ * end), writes -EPIPE. */
+static inline int
+dead_told(struct rb2_stream *s, int after)
+{
+	if (s->dead_told)
+		return after;
+	s->dead_told = 1;
+	return -s->dead;
 }
 
 struct rb2_stream *
@@ -534,6 +573,50 @@ remote_learn_wake_fd(struct rb2_stream *s)
 		s->rm->wake_fd = db.fd;
 }
 
+/* Is @fd a TCP socket? */
+static int
+is_tcp(int fd)
+{
+	int proto = 0;
+	socklen_t l = sizeof(proto);
+
+	return syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l) == 0 &&
+		proto == IPPROTO_TCP;
+}
+
+/* Which of liveness[] (level, name) is, or -1. */
+static int
+liveness_index(int level, int name)
+{
+	for (unsigned int i = 0; i < RTE_DIM(liveness); i++)
+		if (liveness[i].level == level && liveness[i].name == name)
+			return (int)i;
+	return -1;
+}
+
+int
+rb2_stream_keep_opt(struct rb2_stream *s, int level, int name, int val)
+{
+	int i = s->rm != NULL && s->rm->live ? liveness_index(level, name) : -1;
+
+	if (i < 0)
+		return 0;
+	s->rm->app_opt[i] = name == SO_KEEPALIVE && level == SOL_SOCKET ? val != 0 : val;
+	(void)syscall(SYS_setsockopt, s->bell, level, name, &liveness[i].val, sizeof(int));
+	return 1;
+}
+
+int
+rb2_stream_opt(const struct rb2_stream *s, int level, int name, int *val)
+{
+	int i = s->rm != NULL && s->rm->live ? liveness_index(level, name) : -1;
+
+	if (i < 0)
+		return 0;
+	*val = s->rm->app_opt[i];
+	return 1;
+}
+
 struct rb2_stream *
 rb2_stream_open_remote(struct rb2_xport *xp, int is_client, int sock_fd, unsigned int timeout_ms)
 {
@@ -544,6 +627,22 @@ rb2_stream_open_remote(struct rb2_xport *xp, int is_client, int sock_fd, unsigne
 
 	if (s == NULL)
 		return NULL;
+	/* What the program would read back from kernel TCP, then ours, on a
+	 * TCP socket (the tests' unix socket pairs have no keepalive).
+	 * System calls, not libc's: rb2-run's own would keep them from the
+	 * kernel. */
+	s->rm->live = is_tcp(sock_fd);
+	for (unsigned int i = 0; s->rm->live && i < RTE_DIM(liveness); i++) {
+		socklen_t l = sizeof(int);
+
+		if (syscall(SYS_getsockopt, sock_fd, liveness[i].level, liveness[i].name,
+			    &s->rm->app_opt[i], &l) != 0 ||
+		    syscall(SYS_setsockopt, sock_fd, liveness[i].level, liveness[i].name,
+			    &liveness[i].val, sizeof(int)) != 0) {
+			ret = -errno;
+			goto fail;
+		}
+	}
 	snprintf(peer, sizeof(peer), "fd:%d", sock_fd);
 	/* Over the socket, in one order on both ends: "up", "down", control. */
 	if (is_client) {
@@ -614,6 +713,8 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 		left += iov[k].iov_len;
 	if (s->wr_shut || peer_reset(s))
 		return -EPIPE;
+	if (s->dead)
+		return dead_told(s, -EPIPE);
 	if (peer_closed(s)) {
 		/* As TCP: the first write after the peer closed is taken (and
 		 * answered with a reset), the next ones fail. */
@@ -649,6 +750,11 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 		total += len;
 		left -= len;
 	}
+	if (ret < 0 && ret != -ENOBUFS && ret != -ECONNRESET && s->rm != NULL) {
+		peer_failed(s, ret, "a channel");
+		if (s->dead && total == 0)
+			return dead_told(s, -EPIPE);
+	}
 	if (total > 0) {
 		int f = rb2_tx_flush(s->tx);
 
@@ -659,6 +765,11 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 			note_published(s);
 		bump(&s->ctl->by[s->me].pub);
 		ring_if(s, &s->ctl->rd_sleeps[s->me]);
+		if (f < 0 && f != -ECONNRESET && s->rm != NULL) {
+			peer_failed(s, f, "a channel");
+			if (s->dead)
+				return dead_told(s, -EPIPE);
+		}
 		if (f < 0)
 			return f;
 		return (ssize_t)total;
@@ -689,7 +800,7 @@ at_eof(struct rb2_stream *s)
 		 * unless its queue is gone. */
 		if (s->rm->eof)
 			return 1;
-		if (!s->peer_gone || rb2_rx_peek_burst(s->rx, &m, 1) != 0)
+		if (s->dead || !s->peer_gone || rb2_rx_peek_burst(s->rx, &m, 1) != 0)
 			return 0;
 		return read_peer(s, &s->ctl->by[!s->me].published, &v) < 0 || v <= arrived(s);
 	}
@@ -797,6 +908,12 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 	}
 	if (marked || (s->rm != NULL && s->rm->eof))
 		return 0;
+	/* Across hosts, a channel that failed with no end from the peer: its
+	 * host is gone, unless its process's FIN is here. */
+	if (n < 0 && n != -ECONNRESET && s->rm != NULL)
+		peer_failed(s, n, "a channel");
+	if (s->dead)
+		return dead_told(s, 0);
 	if (n == 0)
 		return at_eof(s) ? 0 : -EAGAIN;
 	/* The peer's process is gone and we read all it sent: the end, as
@@ -832,6 +949,8 @@ rb2_stream_poll(struct rb2_stream *s)
 
 	if (peer_reset(s))
 		return POLLIN | POLLOUT | POLLRDHUP | POLLHUP | (s->rst_seen ? 0 : POLLERR);
+	if (s->dead)
+		return POLLIN | POLLOUT | POLLHUP | (s->dead_told ? 0 : POLLERR);
 	if (s->rm != NULL && s->rm->mark_pending)
 		(void)try_mark(s);
 	n = rb2_rx_peek_burst(s->rx, &m, 1);
@@ -972,15 +1091,40 @@ found_foreign(struct rb2_stream *s)
 		s->st.foreign_bytes);
 }
 
-void
-rb2_stream_disarm(struct rb2_stream *s, int events)
+/* The bell's bytes: read them away, so the socket stops being readable.
+ * A read that did not fill the buffer found them all: no second call to
+ * learn so (a bell after it makes the socket readable again, and a kernel
+ * epoll entry fires anew). The socket's end is the peer's process's; its
+ * error (keepalive's ETIMEDOUT, across hosts) is the peer's host's. */
+static void
+read_bells(struct rb2_stream *s)
 {
 	char buf[64];
 	long n;
+
+	do {
+		n = syscall(SYS_recvfrom, s->bell, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL);
+		if (n > 0) {
+			s->bell_bytes += (uint64_t)n;
+		} else if (n == 0 || errno == ECONNRESET) {
+			s->peer_gone = 1;    /* every holder of the peer's socket closed it */
+		} else if (errno != EAGAIN && errno != EINTR && !s->peer_gone) {
+			s->peer_gone = 1;
+			s->dead = errno;
+			fprintf(stderr, "rb2-run: pid %d: fd %d: the kernel socket under the "
+				"stream failed (%s): the other host stopped answering\n",
+				(int)getpid(), s->bell, strerror(errno));
+		}
+	} while (n == (long)sizeof(buf));
+}
+
+void
+rb2_stream_disarm(struct rb2_stream *s, int events)
+{
 	int err = errno;         /* the caller's wait's errno (EINTR) survives */
 
 	if (s->rm != NULL) {
-		/* Our flag for room lives in the peer's copy. */
+		/* Our flags live in the peer's copy. */
 		if ((events & POLLIN) && atomic_load(&s->rm->rx_armed) > 0) {
 			atomic_fetch_sub(&s->rm->rx_armed, 1);
 			rb2_rx_wait_done(s->rx);
@@ -995,17 +1139,7 @@ rb2_stream_disarm(struct rb2_stream *s, int events)
 		if (events & POLLOUT)
 			atomic_store_explicit(&s->ctl->wr_sleeps[s->me], 0, memory_order_relaxed);
 	}
-	/* The bell's bytes: read them away, so the socket stops being readable.
-	 * A read that did not fill the buffer found them all: no second call
-	 * to learn so (a bell after it makes the socket readable again, and
-	 * a kernel epoll entry fires anew). */
-	do {
-		n = syscall(SYS_recvfrom, s->bell, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL);
-		if (n > 0)
-			s->bell_bytes += (uint64_t)n;
-		else if (n == 0 || errno == ECONNRESET)
-			s->peer_gone = 1;    /* every holder of the peer's socket closed it */
-	} while (n == (long)sizeof(buf));
+	read_bells(s);
 	/* More than the peer rang: someone wrote on the kernel socket past
 	 * rb2-run's calls, and those bytes cannot join the stream in order.
 	 * Across hosts the peer's count is READ, and only then: the peer
@@ -1101,6 +1235,12 @@ rb2_stream_close(struct rb2_stream *s)
 			rte_memzone_free(s->ctl_mz);
 	}
 	free(s);
+}
+
+int
+rb2_stream_take_error(struct rb2_stream *s)
+{
+	return s->dead ? -dead_told(s, 0) : 0;
 }
 
 void

@@ -74,6 +74,41 @@ struct rb2_stream *rb2_stream_open_remote(struct rb2_xport *xp, int is_client, i
 					  unsigned int timeout_ms);
 
 /**
+ * Across hosts, whether the peer's host still answers is the kernel
+ * socket's business: rb2_stream_open_remote() turns on TCP keepalive on
+ * @p sock_fd (if it is TCP), probing after RB2_STREAM_KEEPIDLE_S silent
+ * seconds, every RB2_STREAM_KEEPINTVL_S, RB2_STREAM_KEEPCNT times, and
+ * gives bytes sent on it (bells) RB2_STREAM_USER_TIMEOUT_MS to be
+ * acknowledged. So a peer host that dies, or a link that stops carrying
+ * anything, fails the stream with ETIMEDOUT about 5 s after the last packet
+ * from there, where kernel TCP's defaults take 2 h 11 min (keepalive) or
+ * 15 min (retransmissions).
+ */
+#define RB2_STREAM_KEEPIDLE_S 2
+#define RB2_STREAM_KEEPINTVL_S 1
+#define RB2_STREAM_KEEPCNT 3
+#define RB2_STREAM_USER_TIMEOUT_MS 5000
+
+/**
+ * The program set socket option (@p level, @p name) to @p val on the
+ * stream's socket, and the kernel took it. If it is one that tells a dead
+ * peer host (SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT,
+ * TCP_USER_TIMEOUT) on a stream across hosts over TCP, the stream puts its
+ * own value back, and keeps the program's for rb2_stream_opt(): the
+ * program's own (Redis: 300 s idle) must not loosen the stream's liveness.
+ * @return 1 if so, else 0.
+ */
+int rb2_stream_keep_opt(struct rb2_stream *s, int level, int name, int val);
+
+/**
+ * @return 1 with the program's value of (@p level, @p name) in *@p val if
+ *   the stream holds that option (rb2_stream_keep_opt()): what the kernel
+ *   said before the stream set its own, or what the program set since;
+ *   else 0 (the kernel socket's value is the program's).
+ */
+int rb2_stream_opt(const struct rb2_stream *s, int level, int name, int *val);
+
+/**
  * Both ends of a stream in this process, as across hosts (their own
  * control words, flags WRITten, counts READ), their queues paired
  * directly: for tests of the remote protocol on any transport. @p bell_a
@@ -89,7 +124,9 @@ int rb2_stream_pair_remote(struct rb2_xport *xp, int bell_a, int bell_b, struct 
  *   at all), -EPIPE (this end shut down writing, or the peer closed or its
  *   process ended), or another channel error. As TCP's, the first write
  *   after the peer closed is taken and dropped (TCP's peer answers it with
- *   a reset); the ones after it get -EPIPE.
+ *   a reset); the ones after it get -EPIPE. Across hosts, when the peer's
+ *   host stopped answering: -ETIMEDOUT once (unless a read told it), then
+ *   -EPIPE.
  */
 ssize_t rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt);
 
@@ -98,7 +135,10 @@ ssize_t rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcn
  * @return the bytes copied, 0 at the end of the stream (the peer shut down
  *   writing, closed, or its process ended, and everything it sent was read:
  *   the kernel sends a FIN for a process that exits with sockets open),
- *   -EAGAIN (nothing yet), or another channel error (-EPROTO).
+ *   -EAGAIN (nothing yet), or another channel error (-EPROTO). Across
+ *   hosts, once everything that arrived is read: -ETIMEDOUT (or the kernel
+ *   socket's other error) once when the peer's host stopped answering
+ *   (RB2_STREAM_KEEPIDLE_S), as TCP's after its timeout, then 0.
  */
 ssize_t rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int peek);
 
@@ -162,6 +202,13 @@ void rb2_stream_shutdown_wr(struct rb2_stream *s);
  *  the peer's next read fails with ECONNRESET (what this end had sent is
  *  dropped), its poll says POLLERR|POLLHUP, its writes get EPIPE. */
 void rb2_stream_close(struct rb2_stream *s);
+
+/**
+ * The error that ended the stream without an end from the peer, for
+ * getsockopt(SO_ERROR): once, as the kernel's, then 0. Across hosts,
+ * ETIMEDOUT when the peer's host stopped answering; else 0.
+ */
+int rb2_stream_take_error(struct rb2_stream *s);
 
 /** What went through this end. */
 struct rb2_stream_stats {

@@ -4,7 +4,8 @@
 """Both ends of a TCP connection for tests/test_rb2run.sh, plain sockets
 only, so that they run the same under rb2-run and without it.
 
-  rb2run_peer.py server PORT         accept one connection; read to the end;
+  rb2run_peer.py server PORT [PAUSE] accept one connection (say "accepted");
+                                     PAUSE seconds later, read to the end;
                                      answer "LEN SHA256" of what came, and
                                      then that many bytes of the pattern back;
                                      close
@@ -35,9 +36,18 @@ only, so that they run the same under rb2-run and without it.
                                      the writes and reads interleaved
   rb2run_peer.py uring               print what io_uring_setup answers (a
                                      raw system call, as liburing makes it)
+  rb2run_peer.py source PORT         send the pattern, 16 KiB every 10 ms,
+                                     until a write fails
+  rb2run_peer.py sink PORT           accept one connection; read until the
+                                     end or an error; print how many bytes
+                                     came in order, what ended it, and how
+                                     long after the last byte
 The pattern: byte i is (i * 7 + i // 251) & 0xff.
+The host is 127.0.0.1, or RB2_PEER_HOST (across hosts: the server's
+address, on both sides); a connect retries for 10 s while it is refused.
 """
 import ctypes
+import errno
 import hashlib
 import os
 import random
@@ -62,19 +72,37 @@ def pattern(n, start=0):
     return bytes(out)
 
 
+HOST = os.environ.get("RB2_PEER_HOST", "127.0.0.1")
+
+
+def connect_to(port):
+    """A connection to HOST:port, retried while refused (the server on
+    another host may not listen yet), for 10 s."""
+    until = time.monotonic() + 10
+    while True:
+        try:
+            return socket.create_connection((HOST, port))
+        except ConnectionRefusedError:
+            if time.monotonic() > until:
+                raise
+            time.sleep(0.1)
+
+
 def listen_on(port, backlog):
-    """A listener on 127.0.0.1:port; says "listening" once it is."""
+    """A listener on HOST:port; says "listening" once it is."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", port))
+    s.bind((HOST, port))
     s.listen(backlog)
     print("listening", flush=True)
     return s
 
 
-def server(port):
+def server(port, pause=0.0):
     s = listen_on(port, 8)
     c, _ = s.accept()
+    print("accepted", flush=True)
+    time.sleep(pause)
     h, n = hashlib.sha256(), 0
     while True:
         d = c.recv(random.randint(1, 200000))
@@ -102,7 +130,7 @@ def count(port):
 
 
 def client(ports, total):
-    conns = [socket.create_connection(("127.0.0.1", p)) for p in ports]
+    conns = [connect_to(p) for p in ports]
     sent, rng = 0, random.Random(7)
     while sent < total:
         k = min(total - sent, rng.randint(1, 100000))
@@ -148,7 +176,7 @@ def echo(port, n):
 def many(port, n, total):
     whole = 0
     for i in range(n):
-        c = socket.create_connection(("127.0.0.1", port))
+        c = connect_to(port)
         c.sendall(pattern(total, i))
         c.shutdown(socket.SHUT_WR)
         back = bytearray()
@@ -184,8 +212,8 @@ def idle(port):
 
 
 def wake(port, seconds):
-    a = socket.create_connection(("127.0.0.1", port))
-    b = socket.create_connection(("127.0.0.1", port))
+    a = connect_to(port)
+    b = connect_to(port)
     time.sleep(seconds)
     a.sendall(b"ping-a")
     b.sendall(b"ping-b")
@@ -203,12 +231,45 @@ def waitall(port):
 
 
 def trickle(port):
-    c = socket.create_connection(("127.0.0.1", port))
+    c = connect_to(port)
     for i in range(8):
         c.sendall(pattern(1000, 1000 * i))
         time.sleep(0.02)
     time.sleep(0.2)
     c.close()
+
+
+def source(port):
+    c = connect_to(port)
+    sent = 0
+    try:
+        while True:
+            c.sendall(pattern(16384, sent))
+            sent += 16384
+            time.sleep(0.01)
+    except OSError as e:
+        print("source: %d bytes, then %s" % (sent, errno.errorcode.get(e.errno, e)), flush=True)
+
+
+def sink(port):
+    s = listen_on(port, 1)
+    c, _ = s.accept()
+    n, last, why = 0, time.monotonic(), "the end"
+    while True:
+        try:
+            d = c.recv(1 << 16)
+        except OSError as e:
+            why = errno.errorcode.get(e.errno, str(e))
+            break
+        if not d:
+            break
+        if d != pattern(len(d), n):
+            why = "bytes out of order at %d" % n
+            break
+        n += len(d)
+        last = time.monotonic()
+    print("sink: %d bytes in order, then %s, %.1f s after the last byte"
+          % (n, why, time.monotonic() - last), flush=True)
 
 
 def uring():
@@ -222,7 +283,11 @@ def uring():
 
 if __name__ == "__main__":
     if sys.argv[1] == "server":
-        server(int(sys.argv[2]))
+        server(int(sys.argv[2]), float(sys.argv[3]) if len(sys.argv) > 3 else 0.0)
+    elif sys.argv[1] == "source":
+        source(int(sys.argv[2]))
+    elif sys.argv[1] == "sink":
+        sink(int(sys.argv[2]))
     elif sys.argv[1] == "count":
         count(int(sys.argv[2]))
     elif sys.argv[1] == "waitall":

@@ -180,7 +180,9 @@ suite|two|two-bench)
 	for t in rb2-connperf rb2-http rb2-kv rb2-nf rb2-perf rb2-raasbench rb2-raasd rb2-tracegen; do
 		targets+=("apps/$t/$t")
 	done
-	targets+=(tests/test_verbs tests/test_raas_app tests/test_stream) ;;
+	targets+=(tests/test_verbs tests/test_raas_app tests/test_stream)
+	[ "$what" = two ] && targets+=(apps/rb2-run/rb2-run apps/rb2-sockd/rb2-sockd
+				       lib/preload/librb2_preload.so) ;;
 preload)
 	targets=(apps/rb2-run/rb2-run apps/rb2-sockd/rb2-sockd lib/preload/librb2_preload.so
 		 tests/rb2run_pingpong) ;;

@@ -372,21 +372,123 @@ else
 	fi
 fi
 
+# rb2-run across the wire: unmodified programs (rb2run_peer.py, plain
+# sockets) under rb2-run on both guests, their connections over verbs. Each
+# guest's rb2-sockd is started first: B's service remembers for 30 s that a
+# host did not answer, and A's must answer B's first question.
+rrun=$RB2_BUILD/apps/rb2-run/rb2-run
+sockd=$RB2_BUILD/apps/rb2-sockd/rb2-sockd
+rpeer=/rb2/tests/rb2run_peer.py
+export RB2_PEER_HOST=169.254.77.1 RB2_RUN_STATS=1  # A's address, on both sides
+rr_result() { # NAME RC FILE WANT...: PASS if RC is 0 and FILE has each WANT
+	local name=$1 rc=$2 f=$3 w; shift 3
+	grep -vE "^(listening|accepted)$" "$f"
+	for w in "$@"; do grep -q -- "$w" "$f" || rc="no '$w'"; done
+	if [ "$rc" = 0 ]; then pass=$((pass + 1)); echo "PASS two_guests_rb2run_$name ($side)";
+	else fail=$((fail + 1)); echo "FAIL two_guests_rb2run_$name ($side: $rc)"; fi
+}
+verbs_line="of them to other hosts, over verbs"
+# B waits until A's program listens there, registered with A's service:
+# asked as a client without a device, A's service answers "yes" and expects
+# nothing. (A connect between A's listen() and its registration would be
+# kernel TCP, rightly, and the check for verbs would fail.)
+rr_wait_listener() { # PORT
+	local ans
+	for _ in $(seq 100); do
+		ans=$(exec 3<>/dev/tcp/169.254.77.1/7472 && printf 'rb2-sockd 2 listener %s from 0\n' "$1" >&3 &&
+		      timeout 2 head -n 1 <&3) 2>/dev/null
+		[ "$ans" = "rb2-sockd 2 yes" ] && return 0
+		sleep 0.3
+	done
+	echo "INFO no rb2-run listener on A's port $1 after 30 s"
+}
+"$sockd" --daemon > /dev/null 2>&1
+# Loss on the wire (netem, both sides): RC retransmits, so every byte
+# arrives exactly once, in order, both ways. Not reordering: Soft-RoCE
+# (Debian 12's kernel) leaves a READ uncompleted for good under netem's
+# "delay 2ms reorder 25% 50%", and the stream, whose sender READs the
+# reader's head when its ring is full, then times out (doc/guides/apps/
+# rb2-run.md, Limits).
+export RB2_NOEAL_LOG=7   # the channels' own messages too, if one fails
+rr_netem() { # NAME PORT NETEM-ARGS...
+	local name=$1 port=$2; shift 2
+	tc qdisc replace dev eth0 root netem "$@"
+	echo "INFO rb2-run under netem $* ($side)"
+	if [ $side = server ]; then
+		timeout -k 5 180 "$rrun" -- python3 "$rpeer" server "$port" > /tmp/rr-$name 2>&1
+		rr_result "$name" $? /tmp/rr-$name "$verbs_line"
+	else
+		rr_wait_listener "$port"
+		timeout -k 5 180 "$rrun" -- python3 "$rpeer" client "$port" 2000000 > /tmp/rr-$name 2>&1
+		rr_result "$name" $? /tmp/rr-$name "up: whole, down: whole" "$verbs_line"
+	fi
+	tc qdisc del dev eth0 root
+}
+rr_netem netem_loss 21600 loss 1%
+unset RB2_NOEAL_LOG
+# A's service stops while a connection over verbs is open: that connection
+# goes on (no service is in its data path) and delivers every byte both
+# ways; a new connect from B finds no service there and is kernel TCP,
+# which the stats line says.
+if [ $side = server ]; then
+	"$rrun" -- python3 "$rpeer" server 21610 4 > /tmp/rr-svc1 2>&1 &
+	s1=$!
+	"$rrun" -- python3 "$rpeer" server 21620 > /tmp/rr-svc2 2>&1 &
+	s2=$!
+	for _ in $(seq 300); do grep -q accepted /tmp/rr-svc1 && break; sleep 0.1; done
+	"$sockd" --stop > /dev/null 2>&1
+	echo "INFO rb2-sockd stopped on A ($(grep -c accepted /tmp/rr-svc1) accepted)"
+	timeout 120 tail --pid=$s1 -f /dev/null; wait $s1
+	rr_result open_connection_outlives_the_service $? /tmp/rr-svc1 "$verbs_line"
+	timeout 120 tail --pid=$s2 -f /dev/null; wait $s2
+	rr_result connect_without_the_service $? /tmp/rr-svc2 "1 kernel TCP"
+else
+	rr_wait_listener 21610
+	rr_wait_listener 21620
+	timeout -k 5 180 "$rrun" -- python3 "$rpeer" client 21610 2000000 > /tmp/rr-svc1 2>&1 &
+	c1=$!
+	sleep 3                                      # A stops its service once it accepted
+	timeout -k 5 180 "$rrun" -- python3 "$rpeer" client 21620 2000000 > /tmp/rr-svc2 2>&1
+	rr_result connect_without_the_service $? /tmp/rr-svc2 "up: whole, down: whole" \
+		"kernel TCP: another host, which runs no rb2-sockd"
+	wait $c1
+	rr_result open_connection_outlives_the_service $? /tmp/rr-svc1 "up: whole, down: whole" \
+		"$verbs_line"
+	# B's service remembers that A's did not answer: forget it.
+	"$sockd" --stop > /dev/null 2>&1
+	"$sockd" --daemon > /dev/null 2>&1
+fi
+[ $side = server ] && "$sockd" --daemon > /dev/null 2>&1
+
 # Last (unless run.sh's RB2_VM_GUESTKILL=0): guest B is killed (its QEMU,
 # from the host) while it streams to A, once A prints "guestkill: streaming".
 # Nothing reaches A any more, not even a DISCONNECT: A's receiver must report
 # it within the bound, having delivered everything published to it
-# (test_verbs death_server()).
+# (test_verbs death_server()). So must a program under rb2-run, reading a
+# connection over verbs from B: its read fails with ETIMEDOUT about 5 s
+# after B's last packet (rb2_stream.h, RB2_STREAM_KEEPIDLE_S), where kernel
+# TCP would wait 2 h 11 min; 10 s here, for TCG.
 if [ "$RB2_GUESTKILL" != 1 ]; then
 	echo "two guests ($side): $pass passed, $fail failed"
 elif [ $side = server ]; then
+	"$rrun" -- python3 "$rpeer" sink 21630 > /tmp/rr-sink 2>&1 &
+	sk=$!
 	# Its output goes to the console as it comes: the host watches for it.
 	"$tv" $eal -- server guestkill "$addr:21200" 2>&1 | tee /tmp/guestkill |
 		grep --line-buffered -vE "^(TELEMETRY|EAL)"
 	if [ "${PIPESTATUS[0]}" -eq 0 ]; then pass=$((pass + 1)); echo "PASS two_guests_guestkill (server)";
 	else fail=$((fail + 1)); echo "FAIL two_guests_guestkill (server)"; fi
+	timeout 60 tail --pid=$sk -f /dev/null
+	kill $sk 2>/dev/null
+	after=$(sed -n 's/^sink: [1-9][0-9]* bytes in order, then ETIMEDOUT, \([0-9]*\)\..*/\1/p' /tmp/rr-sink)
+	rc="not ETIMEDOUT within 10 s"
+	[ -n "$after" ] && [ "$after" -lt 10 ] && rc=0
+	rr_result guestkill_read_times_out "$rc" /tmp/rr-sink "$verbs_line"
 	echo "two guests ($side): $pass passed, $fail failed"
 else
+	rr_wait_listener 21630
+	"$rrun" -- python3 "$rpeer" source 21630 > /dev/null 2>&1 &
+	sleep 2
 	# B's result is this line: it does not live to write a status.
 	echo "two guests ($side): $pass passed, $fail failed"
 	"$tv" $eal -- client guestkill "$addr:21200" > /dev/null 2>&1

@@ -67,6 +67,13 @@ struct stream_ctl {
 };
 
 #define RB2_STREAM_SLOTS 256
+/* Across hosts, how long a control READ may take: the peer's flag, count or
+ * bell count (a peer host that answers nothing is the kernel socket's to
+ * find, in about 5 s); and after the peer's FIN, what it published, which
+ * its process's queues, gone with it, never answer: a short wait, once, so
+ * a server's one thread does not stall on each client that exited. */
+#define RB2_STREAM_CTL_MS 6000
+#define RB2_STREAM_GONE_MS 200
 /* Across hosts, slots of 256 B: a slot goes whole on the wire, so a 64 B
  * write is one WRITE of 256 B, one packet, where a 2 KiB slot made two. */
 #define RB2_STREAM_REMOTE_SLOTS 2048
@@ -123,11 +130,13 @@ struct stream_remote {
 	uint64_t msgs_freed;             /* messages this end released (what by[me].freed says) */
 	uint64_t freed_known;            /* the peer's by[].freed at our last READ */
 	uint64_t rung_known;             /* the peer's by[].rung at our last READ */
-	int eof;                         /* the peer's mark arrived and was read */
+	int eof;                         /* the end: the peer's mark was read, or its process
+					    ended and all it published is here */
 	int wake_fd;                     /* our receiver's completion channel, or -1 */
 	_Atomic int rx_armed;            /* a reader waits on it (rb2_rx_wait_arm()) */
 	int mark_pending;                /* shut down writing; the mark waits for room */
 	struct rb2_msg *scratch;         /* RB2_STREAM_REMOTE_SLOTS views: FIONREAD's */
+	int ctl_stuck;                   /* a READ timed out: no more READs */
 	int live;                        /* the socket is TCP, with the stream's liveness[] */
 	int app_opt[RTE_DIM(liveness)];  /* the program's values of those (rb2_stream_opt()) */
 };
@@ -222,16 +231,17 @@ peer_addr(const struct rb2_stream *s, const volatile void *field)
 }
 
 /* Post @n WRs on the control queue and wait for the last, signaled one
- * (@wait), reaping the driver's own completions meanwhile. Under rm->lock.
- * @return 0, or -errno: the queue failed, or no answer within 6 s (a QP
- * whose peer stopped answering fails by itself in about 4 s: rb2-run's
- * ack_timeout). */
+ * (@wait), reaping the driver's own completions meanwhile, for at most
+ * @ms. Under rm->lock. @return 0, or -errno: the queue failed, or no answer
+ * within @ms (rb2-run's queues retry without limit on Soft-RoCE, so a peer
+ * that stopped answering never fails them there). */
 static int
-ctl_post(struct rb2_stream *s, struct rb2_xport_wr *wr, unsigned int n, int wait)
+ctl_post(struct rb2_stream *s, struct rb2_xport_wr *wr, unsigned int n, int wait,
+	 unsigned int ms)
 {
 	struct stream_remote *r = s->rm;
 	struct rb2_xport_wc wc[4];
-	uint64_t deadline = rte_get_timer_cycles() + 6 * rte_get_timer_hz();
+	uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() * ms / 1000;
 	int ret, got = 0;
 
 	while ((ret = rb2_xport_post(r->qp, wr, n)) == -ENOSPC) {
@@ -251,8 +261,12 @@ ctl_post(struct rb2_stream *s, struct rb2_xport_wr *wr, unsigned int n, int wait
 				return -EIO;
 			got |= wc[i].wr_id == 1;
 		}
-		if (!got && rte_get_timer_cycles() > deadline)
+		if (!got && rte_get_timer_cycles() > deadline) {
+			/* Its completion may still come: no READ after it
+			 * could tell its own from this one's. */
+			r->ctl_stuck = 1;
 			return -ETIMEDOUT;
+		}
 	}
 	if (!wait)
 		(void)rb2_xport_poll(r->qp, wc, RTE_DIM(wc));  /* the driver's own */
@@ -281,18 +295,19 @@ peer_failed(struct rb2_stream *s, int err, const char *what)
 }
 
 /* Run @n WRs on the control queue, under its lock; when @out is given, the
- * last is a signaled READ into ctl->got, waited for, and *@out its value.
- * A failure means the peer is gone (peer_failed()). */
+ * last is a signaled READ into ctl->got, waited for (at most @ms), and *@out
+ * its value. A failure means the peer is gone (peer_failed()). */
 static int
-ctl_exec(struct rb2_stream *s, struct rb2_xport_wr *w, unsigned int n, uint64_t *out)
+ctl_exec(struct rb2_stream *s, struct rb2_xport_wr *w, unsigned int n, uint64_t *out,
+	 unsigned int ms)
 {
 	int ret;
 
 	/* A dead host answers nothing: each WR would wait out the deadline. */
-	if (s->dead)
+	if (s->dead || (out != NULL && s->rm->ctl_stuck))
 		return -ENOTCONN;
 	pthread_mutex_lock(&s->rm->lock);
-	ret = ctl_post(s, w, n, out != NULL);
+	ret = ctl_post(s, w, n, out != NULL, ms);
 	if (ret == 0 && out != NULL)
 		*out = atomic_load_explicit((_Atomic uint64_t *)&s->ctl->got,
 					    memory_order_acquire);
@@ -314,7 +329,7 @@ publish_word(struct rb2_stream *s, _Atomic uint32_t *field, uint32_t val)
 			.len = sizeof(uint32_t), .opcode = RB2_WR_WRITE, .flags = RB2_WR_INLINE,
 		};
 
-		(void)ctl_exec(s, &w, 1, NULL);
+		(void)ctl_exec(s, &w, 1, NULL, RB2_STREAM_CTL_MS);
 	}
 }
 
@@ -335,12 +350,13 @@ flag_then_read(struct rb2_stream *s, const void *flag, uint32_t val, const void 
 		  .len = sizeof(uint64_t), .opcode = RB2_WR_READ, .flags = RB2_WR_SIGNALED },
 	};
 
-	return ctl_exec(s, w, count != NULL ? 2 : 1, count != NULL ? out : NULL);
+	return ctl_exec(s, w, count != NULL ? 2 : 1, count != NULL ? out : NULL,
+			RB2_STREAM_CTL_MS);
 }
 
-/* READ the peer's 64-bit @count. */
+/* READ the peer's 64-bit @count, waiting at most @ms. */
 static int
-read_peer(struct rb2_stream *s, const void *count, uint64_t *out)
+read_peer(struct rb2_stream *s, const void *count, uint64_t *out, unsigned int ms)
 {
 	struct stream_remote *r = s->rm;
 	struct rb2_xport_wr w = {
@@ -349,7 +365,7 @@ read_peer(struct rb2_stream *s, const void *count, uint64_t *out)
 		.len = sizeof(uint64_t), .opcode = RB2_WR_READ, .flags = RB2_WR_SIGNALED,
 	};
 
-	return ctl_exec(s, &w, 1, out);
+	return ctl_exec(s, &w, 1, out, ms);
 }
 
 /* How far the peer's tail has come here (slots), to set against what it
@@ -802,7 +818,12 @@ at_eof(struct rb2_stream *s)
 			return 1;
 		if (s->dead || !s->peer_gone || rb2_rx_peek_burst(s->rx, &m, 1) != 0)
 			return 0;
-		return read_peer(s, &s->ctl->by[!s->me].published, &v) < 0 || v <= arrived(s);
+		if (read_peer(s, &s->ctl->by[!s->me].published, &v, RB2_STREAM_GONE_MS) < 0 ||
+		    v <= arrived(s)) {
+			s->rm->eof = 1;      /* once: the READ is not asked again */
+			return 1;
+		}
+		return 0;
 	}
 	if (!s->peer_gone && !atomic_load_explicit(&s->ctl->shut[!s->me], memory_order_acquire))
 		return 0;
@@ -1149,7 +1170,7 @@ rb2_stream_disarm(struct rb2_stream *s, int events)
 		uint64_t v;
 
 		if (!s->broken && s->bell_bytes > s->rm->rung_known &&
-		    read_peer(s, &s->ctl->by[!s->me].rung, &v) == 0) {
+		    read_peer(s, &s->ctl->by[!s->me].rung, &v, RB2_STREAM_CTL_MS) == 0) {
 			s->rm->rung_known = v;
 			if (s->bell_bytes > v)
 				found_foreign(s);

@@ -15,7 +15,11 @@ and select but not epoll.
 
 Figures are named by what they measure: a key ending in _ns, _us or _s, or
 with _cpu_ or _per_ in it, is a cost (lower is better); any other is a rate.
+
+A recipe's checks() are clients too, whose parse() raises ValueError unless
+what came back is right, byte for byte (tests/verbs-vm/preload_two.py check).
 """
+import hashlib
 import json
 import os
 import re
@@ -68,6 +72,30 @@ def listening(port, rdma=False):
     return bool(r.stdout.strip())
 
 
+def content(name, size):
+    """@size bytes that both hosts can make alone: SHA-256 of @name and a
+    counter, end to end."""
+    out = bytearray()
+    for i in range((size + 31) // 32):
+        out += hashlib.sha256(b"%s-%d" % (name.encode(), i)).digest()
+    return bytes(out[:size])
+
+
+def _shell(cmd):
+    """A check's argv: one shell line (the launcher wraps the shell, and
+    every program it starts inherits it)."""
+    return ["sh", "-c", cmd]
+
+
+def _expect(what, want):
+    """parse() for a check: its output must be @want (stripped)."""
+    def parse(out):
+        if out.strip() != want:
+            raise ValueError(f"{what}: got {out.strip()[-300:]!r}, want {want[-300:]!r}")
+        return {}
+    return parse
+
+
 def _need(m, what, out):
     if not m:
         raise ValueError(f"no {what} in the output: {out[-300:]!r}")
@@ -103,6 +131,9 @@ class Sockperf:
                        stderr=True),
                 Client("throughput", ["sockperf", "throughput"] + base, rate, stderr=True)]
 
+    def checks(self, addr, port, workdir):
+        return self.clients(addr, port, 2)[:1]
+
 
 class Redis:
     """redis-server; redis-benchmark GET and SET with 1 and 50 clients."""
@@ -132,6 +163,33 @@ class Redis:
                               parse, f"redis_c{c}_cpu_us_per_req", 2 * n))
         return out
 
+    def checks(self, addr, port, workdir):
+        cli = f"redis-cli -h {addr} -p {port}"
+        value = content("redis", 3000).hex()
+
+        def bench_ok(text):
+            text = text.replace("\r", "\n")
+            if "rror" in text or "requests per second" not in text:
+                raise ValueError(f"redis-benchmark: {text[-300:]!r}")
+            return {}
+
+        def saved(text):
+            if "rdb_last_bgsave_status:ok" not in text or "rror" in text:
+                raise ValueError(f"BGSAVE: {text[-300:]!r}")
+            return {}
+        # BGSAVE forks the server while 10 clients keep it busy
+        bgsave = (f"redis-benchmark -h {addr} -p {port} -c 10 -n 20000 -t set -q > bg.out 2>&1 &"
+                  f" sleep 0.5; {cli} bgsave; sleep 0.5;"
+                  f" until {cli} info persistence | grep -q rdb_bgsave_in_progress:0;"
+                  f" do sleep 0.2; done; wait; cat bg.out;"
+                  f" {cli} info persistence | grep rdb_last_bgsave_status")
+        return [Client("set-get", _shell(f"{cli} set rb2check {value} && {cli} get rb2check"),
+                       _expect("SET then GET of 3000 B", "OK\n" + value)),
+                Client("benchmark-P16", ["redis-benchmark", "-h", addr, "-p", str(port), "-t",
+                                         "get,set", "-n", "20000", "-c", "50", "-P", "16", "-q"],
+                       bench_ok),
+                Client("bgsave", _shell(bgsave), saved)]
+
 
 class Memcached:
     """memcached with 4 threads under memcslap's 4 simulated users: the
@@ -143,7 +201,8 @@ class Memcached:
 
     def server(self, addr, port, workdir):
         user = ["-u", "root"] if os.geteuid() == 0 else []
-        return ["memcached", "-t", "4", "-l", addr, "-p", str(port), "-U", "0"] + user
+        return ["memcached", "-t", "4", "-l", addr, "-p", str(port), "-U", "0", "-I",
+                "2m"] + user
 
     def clients(self, addr, port, seconds, scale=1.0):
         n = max(100, int(20000 * scale))
@@ -159,6 +218,22 @@ class Memcached:
                                     f"--execute-number={n}"], parse,
                        "memcslap_cpu_us_per_req", 4 * n, stderr=True)]
 
+    def checks(self, addr, port, workdir):
+        """memccp stores files of 1 B, 3000 B and 1 MB (made in @workdir),
+        memccat reads each back: the SHA-256 of what came (memccat ends a
+        value with a newline of its own, dropped here)."""
+        sums = []
+        for name, size in (("one", 1), ("small", 3000), ("big", 1 << 20)):
+            with open(os.path.join(workdir, name), "wb") as f:
+                f.write(content(name, size))
+            sums.append(hashlib.sha256(content(name, size)).hexdigest())
+        srv = f"--servers={addr}:{port}"
+        cmd = (f"cd {workdir} && memccp {srv} one small big && for f in one small big;"
+               f" do memccat {srv} $f | head -c -1 | sha256sum | cut -d' ' -f1; done")
+        return [self.clients(addr, port, 2, 0.05)[0],
+                Client("memccp-memccat", _shell(cmd),
+                       _expect("memccat's values", "\n".join(sums)))]
+
 
 class Nginx:
     """nginx, a master and 2 workers, sendfile on, serving a 1 KB file to
@@ -167,12 +242,16 @@ class Nginx:
     tools = ("nginx", "wrk")
     # Debian's nginx is built with epoll alone ("invalid event type poll")
     can_poll = False
+    FILES = (("700b", 700), ("5m", 5 << 20))   # checks(): fetched byte for byte
 
     def server(self, addr, port, workdir):
         d = os.path.join(workdir, "nginx")
         os.makedirs(os.path.join(d, "www"), exist_ok=True)
         with open(os.path.join(d, "www", "1k"), "wb") as f:
             f.write(os.urandom(1024))
+        for name, size in self.FILES:
+            with open(os.path.join(d, "www", name), "wb") as f:
+                f.write(content(name, size))
         user = "user root;\n" if os.geteuid() == 0 else ""
         with open(os.path.join(d, "nginx.conf"), "w") as f:
             f.write(f"""{user}worker_processes 2;
@@ -210,6 +289,13 @@ http {{
         return [Client("wrk", ["wrk", "-t1", "-c8", f"-d{seconds}s", "--latency",
                                f"http://{addr}:{port}/1k"], parse, "nginx_cpu_us_per_req")]
 
+    def checks(self, addr, port, workdir):
+        cmd = "; ".join(f"curl -sf http://{addr}:{port}/{name} | sha256sum | cut -d' ' -f1"
+                        for name, _ in self.FILES)
+        want = "\n".join(hashlib.sha256(content(n, size)).hexdigest() for n, size in self.FILES)
+        return [Client("curl", _shell(cmd), _expect("the files curl fetched", want)),
+                self.clients(addr, port, 2)[0]]
+
 
 class Iperf3:
     """iperf3, one stream, client to server and server to client (-R):
@@ -239,6 +325,9 @@ class Iperf3:
                               ["iperf3", "-c", addr, "-p", str(port), "-t", str(seconds),
                                "-J"] + extra, parse, f"iperf3{way}_cpu_s_per_gb"))
         return out
+
+    def checks(self, addr, port, workdir):
+        return self.clients(addr, port, 2)
 
 
 class PingPong:

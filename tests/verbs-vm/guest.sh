@@ -43,7 +43,7 @@ if [ "$what" = pppoe ]; then
 	rc=$?
 	exit
 fi
-if [ "$what" = two ] || [ "$what" = two-bench ] || [ "$what" = preload ]; then
+if [ "$what" = two ] || [ "$what" = two-bench ] || [ "$what" = preload ] || [ "$what" = apps ]; then
 	# Two guests on one virtual wire: A is .1 (servers), B is .2 (clients).
 	modprobe virtio_net
 	for i in $(seq 50); do [ -e /sys/class/net/eth0 ] && break; sleep 0.1; done
@@ -67,7 +67,7 @@ two) RB2_ROLE=$role RB2_PEER_IP=$peer RB2_GUESTKILL=${guestkill:-0} \
 	bash /rb2/tests/verbs-vm/suite-two.sh 2>&1 | stamp; rc=${PIPESTATUS[0]} ;;
 perf) RB2_OUT=$out bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
 perf-lat) RB2_OUT=$out RB2_PERF_LAT_ONLY=3 bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
-preload)
+preload|apps)
 	# rsocket's preload opens rdma_cm's character device. Its tunables
 	# (preload_two.py writes polling_time) live in this boot only.
 	modprobe rdma_ucm || { echo "guest: no rdma_ucm module"; exit 1; }
@@ -75,6 +75,9 @@ preload)
 	pl=/rb2/tests/verbs-vm/preload_two.py
 	if [ "$role" = -a ]; then
 		python3 $pl serve --addr 169.254.77.1 --build "$build"
+	elif [ "$what" = apps ]; then
+		python3 $pl check --peer 169.254.77.1 --build "$build" --out "$out/apps.json" \
+			${apps:+$([ "$apps" = all ] || echo --apps "$apps")}
 	else
 		python3 $pl drive --peer 169.254.77.1 --build "$build" --out "$out/preload.json" \
 			--rounds "${rounds:-3}" ${apps:+$([ "$apps" = all ] || echo --apps "$apps")}

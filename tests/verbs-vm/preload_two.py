@@ -21,6 +21,14 @@ they are verbs programs), which give the round trip of rxe0 itself.
   preload_two.py serve --addr A --ctl PORT --build BUILD        (guest A)
   preload_two.py drive --peer A --ctl PORT --build BUILD --out FILE
                  [--rounds 3] [--seconds 3] [--scale 0.05] [--apps LIST]  (guest B)
+  preload_two.py check --peer A --ctl PORT --build BUILD --out FILE  (guest B)
+
+check: the programs' checks (rb2_apps: checks()) instead of their figures,
+under rb2-run and under rsocket's preload: values read back, files fetched
+byte for byte, BGSAVE during traffic, both directions of iperf3. Under
+rb2-run each must pass with every connection over verbs and none failed
+(its processes' stats lines say so): a PASS or FAIL line each. What rsocket
+cannot run is an INFO line with the reason; the JSON (FILE) keeps both.
 
 B drives: over a control connection (kernel TCP) it asks A to start a
 server in a mode, runs the clients in the same mode, and asks A to stop it.
@@ -216,6 +224,19 @@ def send(sock, obj):
 
 # ---- guest A ---------------------------------------------------------------
 
+def blocked_in(pid):
+    """Where each thread of @pid waits: its kernel wait channel and system
+    call number (/proc), for a server that does not end."""
+    out = []
+    for t in sorted(glob.glob(f"/proc/{pid}/task/*")):
+        try:
+            out.append(f"{os.path.basename(t)}: {open(t + '/wchan').read()} "
+                       f"syscall {open(t + '/syscall').read().split(' ')[0]}")
+        except OSError:
+            pass
+    return "; ".join(out)
+
+
 class Server:
     """One program's server in one mode, on A."""
 
@@ -256,9 +277,10 @@ class Server:
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
+                where = blocked_in(self.proc.pid)
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
-                how = "killed: SIGTERM did not end it within 10 s"
+                how = f"killed: SIGTERM did not end it within 10 s ({where})"
         else:
             how = f"had exited ({self.proc.returncode})"
         return {"ended": how, "stderr": self.stderr()}
@@ -355,15 +377,18 @@ def summarize(out):
             out["ratios"][key] = dict(ratio, lower_is_better=rb2_apps.cost(key))
 
 
-def drive(o):
+def connect_ctl(o):
+    """The control connection to A's serve (retried while A boots)."""
     for _ in range(600):
         try:
-            ctl = socket.create_connection((o.peer, o.ctl), timeout=600)
-            break
+            return socket.create_connection((o.peer, o.ctl), timeout=600)
         except OSError:
             time.sleep(0.5)
-    else:
-        sys.exit(f"preload_two: A's control port {o.peer}:{o.ctl} never answered")
+    sys.exit(f"preload_two: A's control port {o.peer}:{o.ctl} never answered")
+
+
+def drive(o):
+    ctl = connect_ctl(o)
     replies = lines(ctl)
     table = apps(o)
     run = [table[a] for a in o.apps.split(",")]
@@ -414,6 +439,75 @@ def drive(o):
     return 0
 
 
+def over_verbs(stderr):
+    """None if rb2-run's stats lines in @stderr show connections to the
+    other host over verbs, and none kernel TCP or failed; else why not."""
+    stats = [ln for ln in stderr.splitlines() if "connections over rb2" in ln]
+    if not any("of them to other hosts, over verbs" in ln for ln in stats):
+        return f"no connection over verbs: {stats[-3:]!r}"
+    bad = [ln for ln in stats if "kernel TCP" in ln or not re.search(r", 0 failed", ln)]
+    return f"kernel TCP or failed: {bad[:2]!r}" if bad else None
+
+
+def check(o):
+    """The checks of each program under rb2-run and rsocket's preload; @return
+    1 if one failed under rb2-run."""
+    ctl = connect_ctl(o)
+    replies = lines(ctl)
+    table = apps(o)
+    work = tempfile.mkdtemp(prefix="check-")
+    res, failed, port = {}, 0, 32000
+    # Each check takes seconds; rsocket's preload hangs in some: what it
+    # cannot run within a minute, it cannot run.
+    limit_of = {"rb2": 180, "rsocket": 60}
+    for name in o.apps.split(","):
+        app = table[name]
+        for mode in ("rb2", "rsocket"):
+            port += 1
+            send(ctl, {"cmd": "start", "app": name, "mode": mode, "port": port})
+            rep = next(replies)
+            checks = app.checks(o.peer, port, work) if rep["ok"] else []
+            limit = limit_of[mode]
+            for cl in checks if rep["ok"] else [rb2_apps.Client("(server)", [], None)]:
+                why = rep["error"] if not rep["ok"] else None
+                if why is None:
+                    pre, env = mode_launch(mode, o.build, os.environ, app)
+                    try:
+                        r = subprocess.run(pre + cl.argv, capture_output=True, text=True,
+                                           env=env, timeout=limit, cwd=work,
+                                           start_new_session=True)
+                        out = r.stdout + r.stderr if cl.stderr else r.stdout
+                        why = f"exit {r.returncode}: {(r.stdout + r.stderr)[-300:]!r}" \
+                            if r.returncode != 0 else None
+                        if why is None:
+                            cl.parse(out)
+                        if why is None and mode == "rb2":
+                            why = over_verbs(r.stderr)
+                    except subprocess.TimeoutExpired:
+                        why = f"hung: no result within {limit} s"
+                    except ValueError as e:
+                        why = str(e)
+                res.setdefault(name, {}).setdefault(mode, {})[cl.name] = why or "ok"
+                what = f"{name} {cl.name}"
+                if mode == "rb2":
+                    failed += why is not None
+                    print(f"{'FAIL' if why else 'PASS'} two_guests_app_{name}_{cl.name} (rb2-run"
+                          f"{': ' + why if why else ', over verbs'})", flush=True)
+                else:
+                    print(f"INFO rsocket's preload: {what}: {why or 'ok'}", flush=True)
+            send(ctl, {"cmd": "stop"})
+            end = next(replies)
+            if mode == "rb2" and end["ended"] != "terminated":
+                failed += 1
+                print(f"FAIL two_guests_app_{name}_server (rb2-run: {end['ended']}: "
+                      f"{end['stderr'][-200:]!r})", flush=True)
+    send(ctl, {"cmd": "bye"})
+    with open(o.out, "w") as f:
+        json.dump({"checks": res, "what": "server in guest A, clients in guest B"}, f, indent=1)
+    print(f"check: {failed} failed under rb2-run; wrote {o.out}")
+    return 1 if failed else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="role", required=True)
@@ -429,7 +523,11 @@ def main():
     d.add_argument("--scale", type=float, default=0.05,
                    help="request counts of redis-benchmark and memcslap, times this")
     d.add_argument("--apps", default=",".join(["pingpong"] + list(rb2_apps.ALL)))
-    for p in (s, d):
+    c = sub.add_parser("check")
+    c.add_argument("--peer", required=True)
+    c.add_argument("--out", required=True)
+    c.add_argument("--apps", default=",".join(rb2_apps.ALL))
+    for p in (s, d, c):
         p.add_argument("--ctl", type=int, default=21999)
         p.add_argument("--build", required=True)
     o = ap.parse_args()
@@ -441,7 +539,7 @@ def main():
             json.dump(out, f, indent=1)
         return 0
     o.build = os.path.abspath(o.build)
-    return serve(o) if o.role == "serve" else drive(o)
+    return serve(o) if o.role == "serve" else check(o) if o.role == "check" else drive(o)
 
 
 if __name__ == "__main__":

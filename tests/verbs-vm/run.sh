@@ -8,7 +8,7 @@
 # uncompressed vmlinux, and a busybox initramfs that mounts the rootfs and the
 # project over 9p. The guest runs tests/verbs-vm/guest.sh against BUILD.
 #
-#   tests/verbs-vm/run.sh BUILD [suite|two|two-bench|preload|perf|perf-lat|eval|eval-quick|cases|pppoe]
+#   tests/verbs-vm/run.sh BUILD [suite|two|two-bench|preload|apps|perf|perf-lat|eval|eval-quick|cases|pppoe]
 #   (default: suite)
 #
 # suite: one guest, two processes over rxe0 on a dummy netdev.
@@ -36,6 +36,11 @@
 #        (rstream, rstream-block through the socket calls; rstream-native,
 #        rstream-native-block through rsocket's own) and perftest's
 #        ib_send_lat and ib_write_lat.
+# apps:  the same programs' checks (values read back, files byte for byte,
+#        BGSAVE during traffic, iperf3 both ways), server in A, clients in
+#        B, under rb2-run (each must pass, every connection over verbs) and
+#        under rsocket's preload (what it cannot run is reported); JSON in
+#        BUILD/verbs-vm/apps.json. RB2_PRELOAD_APPS: some of them.
 # cases: the case studies alone (Fig. 8-10) over rxe, into doc/eval/verbs (replacing
 #        only those figures of its results.json).
 # pppoe: a real PPPoE session between two namespaces in the guest (Linux's
@@ -51,12 +56,12 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(cd "${1:?usage: run.sh BUILD [suite|perf]}" && pwd)
 what=${2:-suite}
 guestkill=${RB2_VM_GUESTKILL:-1} # two: end by killing guest B mid-stream (0: do not)
-case "$what" in two-bench|preload) guestkill=0 ;; esac
+case "$what" in two-bench|preload|apps) guestkill=0 ;; esac
 cache=$build/verbs-vm
 mirror=${RB2_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 case "$what" in
 eval) timeout_s=${RB2_VM_TIMEOUT:-7200} ;;
-eval-quick|two|cases|preload) timeout_s=${RB2_VM_TIMEOUT:-2400} ;; # two: faults on the wire are slow
+eval-quick|two|cases|preload|apps) timeout_s=${RB2_VM_TIMEOUT:-2400} ;; # two: faults on the wire are slow
 *) timeout_s=${RB2_VM_TIMEOUT:-1200} ;;
 esac
 
@@ -183,7 +188,7 @@ suite|two|two-bench)
 	targets+=(tests/test_verbs tests/test_raas_app tests/test_stream)
 	[ "$what" = two ] && targets+=(apps/rb2-run/rb2-run apps/rb2-sockd/rb2-sockd
 				       lib/preload/librb2_preload.so) ;;
-preload)
+preload|apps)
 	targets=(apps/rb2-run/rb2-run apps/rb2-sockd/rb2-sockd lib/preload/librb2_preload.so
 		 tests/rb2run_pingpong) ;;
 esac
@@ -217,7 +222,7 @@ guest_status() { # ROLE
 rm -f "$cache"/status*
 echo "verbs-vm: booting (QEMU TCG, $what)"
 set +e
-if [ "$what" = two ] || [ "$what" = two-bench ] || [ "$what" = preload ]; then
+if [ "$what" = two ] || [ "$what" = two-bench ] || [ "$what" = preload ] || [ "$what" = apps ]; then
 	port=$((20000 + $$ % 20000))
 	# The wire: a UDP datagram a frame between the two QEMUs, or with
 	# RB2_VM_WIRE=tcp QEMU's TCP stream. Its listening end sets no
@@ -255,10 +260,10 @@ if [ "$what" = two ] || [ "$what" = two-bench ] || [ "$what" = preload ]; then
 	done
 	wait $bpid 2>/dev/null
 	wait $apid
-	grep -hE "^(PASS|FAIL|INFO|stream|kill|guestkill|lat|two|preload|\{)" "$cache/guest-a.log" \
+	grep -hE "^(PASS|FAIL|INFO|stream|kill|guestkill|lat|two|preload|check|\{)" "$cache/guest-a.log" \
 		"$cache/guest-b.log"
 	guest_status -a; ra=$?
-	if [ "$what" = two-bench ] || [ "$what" = preload ]; then
+	if [ "$what" = two-bench ] || [ "$what" = preload ] || [ "$what" = apps ]; then
 		guest_status -b; rb=$?
 		exit $(( ra != 0 || rb != 0 ))
 	fi

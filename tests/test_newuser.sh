@@ -253,7 +253,10 @@ grep -q '"/rb2/kv/stats": {"keys": 0' "$tmp/tel" &&
 	>"$tmp/hsrv" 2>&1 ) &
 pids+=("$!")
 wait_for "$tmp/hsrv" serving || { fail "rb2-http did not join the service"; cat "$tmp/hsrv"; }
-( trap - EXIT; exec timeout -s INT 20 $http $(sec 0) $quiet -- client --port 7200 \
+# --foreground: timeout passes a signal to the client alone. Without it,
+# timeout sends it to the client and then to its process group again, and a
+# second SIGINT kills the client, perhaps before it has left the service.
+( trap - EXIT; exec timeout --foreground -s INT 20 $http $(sec 0) $quiet -- client --port 7200 \
 	--path /gen/1024 --requests 100000000 >"$tmp/hcli" 2>&1 ) &
 hcli=$!
 if wait_for "$tmp/hcli" "%"; then ok "a client sharing the service's lcore reports progress by time"
@@ -276,6 +279,8 @@ if [ "$(grep -c ") left: " "$tmp/raasd")" -ge 2 ] &&
 	ok "clients that exit normally are reported as left, with no failure logged"
 else
 	fail "a normal exit through the service"; cat "$tmp/raasd"
+	echo "the http client's last lines:"; tail -n 5 "$tmp/hcli"
+	echo "the kv client's:"; tail -n 5 "$tmp/kvn"
 fi
 kill -9 "$raasd_pid"
 for _ in $(seq 100); do kill -0 "$rsrv" 2>/dev/null || break; sleep 0.1; done

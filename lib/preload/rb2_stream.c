@@ -407,6 +407,18 @@ peer_reset(const struct rb2_stream *s)
 	return s->broken || atomic_load_explicit(&s->ctl->reset[!s->me], memory_order_acquire);
 }
 
+/* A channel call of ours returned @err. Across hosts, a channel that
+ * failed (not for room, not the peer's reset) with no end from the peer
+ * means its host is gone, unless its process's FIN is here (peer_failed()).
+ * @return whether the peer's host is gone. */
+static int
+channel_dead(struct rb2_stream *s, int err)
+{
+	if (err < 0 && err != -ENOBUFS && err != -ECONNRESET && s->rm != NULL)
+		peer_failed(s, err, "a channel");
+	return s->dead;
+}
+
 /* The peer's host stopped answering: the first call to ask gets the
  * error, as from TCP after its timeout; then reads get @after (0: the
  * end), writes -EPIPE. */
@@ -766,11 +778,8 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 		total += len;
 		left -= len;
 	}
-	if (ret < 0 && ret != -ENOBUFS && ret != -ECONNRESET && s->rm != NULL) {
-		peer_failed(s, ret, "a channel");
-		if (s->dead && total == 0)
-			return dead_told(s, -EPIPE);
-	}
+	if (channel_dead(s, ret) && total == 0)
+		return dead_told(s, -EPIPE);
 	if (total > 0) {
 		int f = rb2_tx_flush(s->tx);
 
@@ -781,11 +790,8 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 			note_published(s);
 		bump(&s->ctl->by[s->me].pub);
 		ring_if(s, &s->ctl->rd_sleeps[s->me]);
-		if (f < 0 && f != -ECONNRESET && s->rm != NULL) {
-			peer_failed(s, f, "a channel");
-			if (s->dead)
-				return dead_told(s, -EPIPE);
-		}
+		if (f < 0 && channel_dead(s, f))
+			return dead_told(s, -EPIPE);
 		if (f < 0)
 			return f;
 		return (ssize_t)total;
@@ -929,11 +935,7 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 	}
 	if (marked || (s->rm != NULL && s->rm->eof))
 		return 0;
-	/* Across hosts, a channel that failed with no end from the peer: its
-	 * host is gone, unless its process's FIN is here. */
-	if (n < 0 && n != -ECONNRESET && s->rm != NULL)
-		peer_failed(s, n, "a channel");
-	if (s->dead)
+	if (channel_dead(s, n))
 		return dead_told(s, 0);
 	if (n == 0)
 		return at_eof(s) ? 0 : -EAGAIN;

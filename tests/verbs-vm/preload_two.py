@@ -449,6 +449,22 @@ def over_verbs(stderr):
     return f"kernel TCP or failed: {bad[:2]!r}" if bad else None
 
 
+def run_check(o, mode, app, cl, work, limit):
+    """One check @cl of @app in @mode, from B: @return None, or why it failed."""
+    pre, env = mode_launch(mode, o.build, os.environ, app)
+    try:
+        r = subprocess.run(pre + cl.argv, capture_output=True, text=True, env=env,
+                           timeout=limit, cwd=work, start_new_session=True)
+        if r.returncode != 0:
+            return f"exit {r.returncode}: {(r.stdout + r.stderr)[-300:]!r}"
+        cl.parse(r.stdout + r.stderr if cl.stderr else r.stdout)
+    except subprocess.TimeoutExpired:
+        return f"hung: no result within {limit} s"
+    except ValueError as e:
+        return str(e)
+    return over_verbs(r.stderr) if mode == "rb2" else None
+
+
 def check(o):
     """The checks of each program under rb2-run and rsocket's preload; @return
     1 if one failed under rb2-run."""
@@ -466,35 +482,19 @@ def check(o):
             port += 1
             send(ctl, {"cmd": "start", "app": name, "mode": mode, "port": port})
             rep = next(replies)
-            checks = app.checks(o.peer, port, work) if rep["ok"] else []
-            limit = limit_of[mode]
-            for cl in checks if rep["ok"] else [rb2_apps.Client("(server)", [], None)]:
-                why = rep["error"] if not rep["ok"] else None
-                if why is None:
-                    pre, env = mode_launch(mode, o.build, os.environ, app)
-                    try:
-                        r = subprocess.run(pre + cl.argv, capture_output=True, text=True,
-                                           env=env, timeout=limit, cwd=work,
-                                           start_new_session=True)
-                        out = r.stdout + r.stderr if cl.stderr else r.stdout
-                        why = f"exit {r.returncode}: {(r.stdout + r.stderr)[-300:]!r}" \
-                            if r.returncode != 0 else None
-                        if why is None:
-                            cl.parse(out)
-                        if why is None and mode == "rb2":
-                            why = over_verbs(r.stderr)
-                    except subprocess.TimeoutExpired:
-                        why = f"hung: no result within {limit} s"
-                    except ValueError as e:
-                        why = str(e)
-                res.setdefault(name, {}).setdefault(mode, {})[cl.name] = why or "ok"
-                what = f"{name} {cl.name}"
+            if rep["ok"]:
+                whys = {cl.name: run_check(o, mode, app, cl, work, limit_of[mode])
+                        for cl in app.checks(o.peer, port, work)}
+            else:
+                whys = {"(server)": rep["error"]}
+            for what, why in whys.items():
+                res.setdefault(name, {}).setdefault(mode, {})[what] = why or "ok"
                 if mode == "rb2":
                     failed += why is not None
-                    print(f"{'FAIL' if why else 'PASS'} two_guests_app_{name}_{cl.name} (rb2-run"
+                    print(f"{'FAIL' if why else 'PASS'} two_guests_app_{name}_{what} (rb2-run"
                           f"{': ' + why if why else ', over verbs'})", flush=True)
                 else:
-                    print(f"INFO rsocket's preload: {what}: {why or 'ok'}", flush=True)
+                    print(f"INFO rsocket's preload: {name} {what}: {why or 'ok'}", flush=True)
             send(ctl, {"cmd": "stop"})
             end = next(replies)
             if mode == "rb2" and end["ended"] != "terminated":

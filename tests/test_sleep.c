@@ -328,3 +328,150 @@ Test(rb2_sleep, a_transport_that_cannot_wake_refuses)
 	cr_assert_null(rb2_rx_create("l", xp, &p));
 	cr_assert_eq(rte_errno, ENOTSUP);
 }
+
+/*
+ * RB2_CHAN_F_ROOM_WAKE: a sender short of room sleeps on its own doorbell,
+ * and the receiver's head push (every gamma slots, with a wake-up behind
+ * it) wakes it. Nothing is READ: the head READ is what Soft-RoCE leaves
+ * uncompleted under reordering.
+ */
+static void
+room_params(struct rb2_chan_params *p)
+{
+	rb2_chan_params_init(p);
+	p->slots = 64;
+	p->gamma = 16;
+	p->alpha = p->beta = 1;
+	p->flags |= RB2_CHAN_F_LAZY_HEAD | RB2_CHAN_F_LEN_IN_SLOT | RB2_CHAN_F_ROOM_WAKE;
+}
+
+static void
+room_wakes_the_sender(const char *spec)
+{
+	struct rb2_chan_params p;
+	struct rb2_xport_doorbell db;
+	struct rb2_tx_stats ts;
+	uint8_t b[16] = {0};
+	unsigned int sent = 0;
+	void *slot;
+
+	room_params(&p);
+	open_pairs(spec, &p, 1);
+	cr_assert_eq(rb2_tx_wait_arm(txs[0], &db), -EAGAIN, "room: no sleep");
+	while (rb2_tx_send(txs[0], b, sizeof(b)) == 0)
+		sent++;
+	cr_assert_eq(sent, p.slots - 1, "one slot a message, the ring less one");
+	cr_assert_eq(rb2_tx_wait_arm(txs[0], &db), 0, "short of room: armed");
+	/* Fewer than gamma released: no push, so the doorbell stays. */
+	for (unsigned int i = 0; i < p.gamma - 1; i++)
+		cr_assert_eq(rb2_rx_recv(rxs[0], b, sizeof(b)), 16);
+	cr_assert_eq(__atomic_load_n(db.word, __ATOMIC_ACQUIRE), db.seen, "no push yet");
+	cr_assert_eq(rb2_rx_recv(rxs[0], b, sizeof(b)), 16);
+	cr_assert_eq(rb2_xport_doorbell_wait(&db, 1, SLEEP_TIMEOUT_US), 0,
+		     "the push at gamma rang the sender's doorbell");
+	rb2_tx_wait_done(txs[0]);
+	cr_assert_eq(rb2_tx_reserve(txs[0], 16, &slot), 0, "room after the push");
+	rb2_tx_stats_get(txs[0], &ts);
+	cr_assert_eq(ts.room_sleeps, 1);
+	cr_assert_eq(ts.head_reads, 0, "nothing READ");
+}
+
+Test(rb2_sleep, room_wakes_the_sender_loadstore)
+{
+	room_wakes_the_sender("shm,mode=loadstore");
+}
+
+Test(rb2_sleep, room_wakes_the_sender_copy)
+{
+	room_wakes_the_sender("shm,mode=copy");
+}
+
+/* The reader on its lcore, with pauses; the writer sleeps whenever the
+ * ring is full. Every message arrives once, in order; no sleep runs out. */
+struct room_reader {
+	uint64_t expect, got, bad;
+};
+
+static int
+room_reader_main(void *arg)
+{
+	struct room_reader *r = arg;
+	uint64_t rnd = 0x2545f4914f6cdd1dull;
+
+	while (r->got < r->expect) {
+		uint64_t v;
+		int n = rb2_rx_recv(rxs[0], &v, sizeof(v));
+
+		if (n == -EAGAIN)
+			continue;
+		if (n < 0)
+			return -1;
+		r->bad += v != r->got++;
+		if (rb2_test_rand(&rnd) % 64 == 0)
+			rte_delay_us_sleep(200);
+	}
+	return 0;
+}
+
+Test(rb2_sleep, a_writer_that_sleeps_for_room_loses_nothing)
+{
+	struct rb2_chan_params p;
+	struct room_reader r = { .expect = 20000 };
+	unsigned int lc = rte_get_next_lcore(-1, 1, 0);
+	uint64_t timeouts = 0;
+	struct rb2_tx_stats ts;
+
+	room_params(&p);
+	p.lcore_id = lc;
+	open_pairs("shm,mode=copy", &p, 1);
+	cr_assert_eq(rb2_lcore_launch(room_reader_main, &r, lc), 0);
+	for (uint64_t i = 0; i < r.expect; i++) {
+		int ret;
+
+		while ((ret = rb2_tx_send(txs[0], &i, sizeof(i))) == -ENOBUFS) {
+			struct rb2_xport_doorbell db;
+
+			if (rb2_tx_wait_arm(txs[0], &db) == 0) {
+				timeouts += rb2_xport_doorbell_wait(&db, 1, SLEEP_TIMEOUT_US) ==
+					    -ETIMEDOUT;
+				rb2_tx_wait_done(txs[0]);
+			}
+		}
+		cr_assert_eq(ret, 0);
+	}
+	rb2_tx_flush(txs[0]);
+	cr_assert_eq(rb2_lcore_wait(lc), 0);
+	rb2_tx_stats_get(txs[0], &ts);
+	cr_assert_eq(r.got, r.expect);
+	cr_assert_eq(r.bad, 0, "%" PRIu64 " out of order", r.bad);
+	cr_assert_gt(ts.room_sleeps, 0, "the writer never slept");
+	cr_assert_eq(timeouts, 0, "%" PRIu64 " of %" PRIu64 " sleeps ran out: a lost wake-up",
+		     timeouts, (uint64_t)ts.room_sleeps);
+	cr_assert_eq(ts.head_reads, 0, "nothing READ");
+}
+
+/* The flag needs lazy push and a transport that wakes; a message leaves
+ * gamma slots; a channel without it refuses to sleep for room. */
+Test(rb2_sleep, the_room_flag_is_checked)
+{
+	struct rb2_chan_params p;
+	struct rb2_xport_doorbell db;
+	char why[200];
+
+	room_params(&p);
+	cr_assert_eq(rb2_chan_max_msg(&p), (p.slots - p.gamma) / 2 * p.slot_size -
+		     rb2_chan_msg_overhead(&p));
+	p.head_sync = RB2_HEAD_LAZY_PULL;
+	cr_assert_eq(rb2_chan_params_check(&p, why, sizeof(why)), -EINVAL);
+	cr_assert(strstr(why, "lazy push") != NULL, "%s", why);
+	room_params(&p);
+	xp = rb2_xport_open_spec("loop");
+	cr_assert_not_null(xp);
+	cr_assert_null(rb2_tx_create("l", xp, &p));
+	cr_assert_eq(rte_errno, ENOTSUP);
+	rb2_xport_close(xp);
+	xp = NULL;
+	rb2_chan_params_init(&p);
+	open_pairs("shm", &p, 1);
+	cr_assert_eq(rb2_tx_wait_arm(txs[0], &db), -ENOTSUP);
+}

@@ -133,9 +133,17 @@ rb2_chan_len_in_slot(const struct rb2_chan_params *p)
 uint32_t
 rb2_chan_max_msg(const struct rb2_chan_params *p)
 {
+	uint32_t most = p->slots / 2;
+
 	if (p->msg_size != 0)
 		return p->msg_size;
-	return (uint32_t)((uint64_t)(p->slots / 2) * p->slot_size) - rb2_chan_msg_overhead(p);
+	/* RB2_CHAN_F_ROOM_WAKE with a lazy head: a message and its wrap skip
+	 * (2 x its slots at most) leave gamma slots, so that a sender short
+	 * of room is owed a push (rb2_chan_core.h). */
+	if ((p->flags & (RB2_CHAN_F_ROOM_WAKE | RB2_CHAN_F_LAZY_HEAD)) ==
+	    (RB2_CHAN_F_ROOM_WAKE | RB2_CHAN_F_LAZY_HEAD))
+		most = RTE_MIN(most, (p->slots - p->gamma) / 2);
+	return (uint32_t)((uint64_t)most * p->slot_size) - rb2_chan_msg_overhead(p);
 }
 
 #define WHY(...) do { if (why) snprintf(why, len, __VA_ARGS__); } while (0)
@@ -152,8 +160,8 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 		return -EINVAL;
 	}
 	if (p->flags & ~(RB2_CHAN_F_NO_ELASTIC | RB2_CHAN_F_UNALIGNED | RB2_CHAN_F_SLEEP |
-			 RB2_CHAN_F_LAZY_HEAD | RB2_CHAN_F_LEN_IN_SLOT)) {
-		WHY("invalid flags=0x%x: only RB2_CHAN_F_NO_ELASTIC, RB2_CHAN_F_UNALIGNED, RB2_CHAN_F_SLEEP, RB2_CHAN_F_LAZY_HEAD and RB2_CHAN_F_LEN_IN_SLOT exist",
+			 RB2_CHAN_F_LAZY_HEAD | RB2_CHAN_F_LEN_IN_SLOT | RB2_CHAN_F_ROOM_WAKE)) {
+		WHY("invalid flags=0x%x: only RB2_CHAN_F_NO_ELASTIC, RB2_CHAN_F_UNALIGNED, RB2_CHAN_F_SLEEP, RB2_CHAN_F_LAZY_HEAD, RB2_CHAN_F_LEN_IN_SLOT and RB2_CHAN_F_ROOM_WAKE exist",
 		    p->flags);
 		return -EINVAL;
 	}
@@ -192,6 +200,16 @@ rb2_chan_params_check(const struct rb2_chan_params *p, char *why, size_t len)
 	}
 	if (p->head_sync != RB2_HEAD_LAZY_PUSH && p->head_sync != RB2_HEAD_LAZY_PULL) {
 		WHY("head_sync=%d: expected lazy push (0) or lazy pull (1)", (int)p->head_sync);
+		return -EINVAL;
+	}
+	if ((p->flags & RB2_CHAN_F_ROOM_WAKE) && p->head_sync != RB2_HEAD_LAZY_PUSH) {
+		WHY("RB2_CHAN_F_ROOM_WAKE wakes the sender with the head's push: it needs lazy push (head_sync 0), not lazy pull");
+		return -EINVAL;
+	}
+	if ((p->flags & RB2_CHAN_F_ROOM_WAKE) && (p->flags & RB2_CHAN_F_LAZY_HEAD) &&
+	    p->msg_size == 0 && (p->slots - p->gamma) / 2 == 0) {
+		WHY("invalid gamma=%u with RB2_CHAN_F_ROOM_WAKE and a lazy head: a message and gamma must fit the %u slots (gamma <= slots - 2)",
+		    p->gamma, p->slots);
 		return -EINVAL;
 	}
 	if (p->tail_sync != RB2_TAIL_WRITE_TWICE && p->tail_sync != RB2_TAIL_POLL_MSG &&
@@ -326,6 +344,12 @@ half_create(const char *name, struct rb2_xport *xp, const struct rb2_chan_params
 		return NULL;
 	}
 	p = *in;
+	if ((p.flags & RB2_CHAN_F_ROOM_WAKE) && !(rb2_xport_caps(xp) & RB2_XPORT_CAP_WAKE)) {
+		RB2_CHAN_LOG(ERR, "channel '%s': RB2_CHAN_F_ROOM_WAKE needs a transport that can wake a sleeping sender; %s cannot: drop the flag, or use shm or verbs",
+			     name, rb2_xport_name(xp));
+		rte_errno = ENOTSUP;
+		return NULL;
+	}
 	if ((p.flags & RB2_CHAN_F_SLEEP) && !(rb2_xport_caps(xp) & RB2_XPORT_CAP_WAKE)) {
 		RB2_CHAN_LOG(ERR, "channel '%s': RB2_CHAN_F_SLEEP (adaptive polling) needs a transport that can wake a sleeping receiver; %s cannot yet: keep the receiver polling (no sleep flag), or use shm",
 			     name, rb2_xport_name(xp));
@@ -371,6 +395,11 @@ half_create(const char *name, struct rb2_xport *xp, const struct rb2_chan_params
 		attr.wake = 1;
 		if (rb2_xport_caps(xp) & RB2_XPORT_CAP_IMM)
 			attr.recv_depth += RB2_WAKE_RECVS;
+	}
+	if (is_tx && (p.flags & RB2_CHAN_F_ROOM_WAKE)) {
+		attr.wake = 1;     /* the receiver's pushes wake us */
+		if (rb2_xport_caps(xp) & RB2_XPORT_CAP_IMM)
+			attr.recv_depth = RB2_ROOM_WAKE_RECVS;
 	}
 	qp = rb2_xport_qp_create(xp, &attr);
 	if (qp == NULL) {
@@ -498,6 +527,8 @@ rb2_tx_create(const char *name, struct rb2_xport *xp,
 	}
 	if (p->flags & RB2_CHAN_F_SLEEP)
 		tx->rx_sleep = RTE_PTR_ADD(base, RB2_REGION_SLEEP_OFF);
+	if (p->flags & RB2_CHAN_F_ROOM_WAKE)
+		tx->room_bell = RTE_PTR_ADD(base, RB2_REGION_DOORBELL_OFF);
 	tx->tail_shadow = RTE_PTR_ADD(base, RB2_REGION_SHADOW_OFF);
 	/* lens[] always goes through the local mirror and slot transmission,
 	 * even in load/store mode: stored one entry per message into the
@@ -580,7 +611,9 @@ rb2_tx_drain(struct rb2_tx *tx)
 
 	if (ret < 0)
 		return ret;
-	if (tx->peer_head_pub == NULL)
+	if (tx->room_bell != NULL)
+		rb2_tx_fence(tx);       /* no READ on such a channel */
+	else if (tx->peer_head_pub == NULL)
 		(void)rb2_tx_read_head(tx, atomic_load_explicit(tx->local_head,
 								memory_order_relaxed));
 	return tx->h.err;
@@ -677,7 +710,7 @@ rb2_chan_desc_check(const void *blob, size_t len, int role,
 		return -EPROTO;
 	}
 	if ((d.flags & ~RB2_CHAN_F_LAZY_HEAD) != (p->flags & RB2_CHAN_F_WIRE)) {
-		WHYD("peer flags 0x%x differ from ours 0x%x (both halves must set RB2_CHAN_F_UNALIGNED, RB2_CHAN_F_SLEEP and RB2_CHAN_F_LEN_IN_SLOT alike)",
+		WHYD("peer flags 0x%x differ from ours 0x%x (both halves must set RB2_CHAN_F_UNALIGNED, RB2_CHAN_F_SLEEP, RB2_CHAN_F_LEN_IN_SLOT and RB2_CHAN_F_ROOM_WAKE alike)",
 		     d.flags & ~RB2_CHAN_F_LAZY_HEAD, p->flags & RB2_CHAN_F_WIRE);
 		return -EPROTO;
 	}
@@ -749,6 +782,24 @@ tx_attach(struct rb2_tx *tx, const struct rb2_chan_desc *peer)
 	/* A receiver with RB2_CHAN_F_LAZY_HEAD does not push its head when it
 	 * drains: when no push is due, we READ it (__rb2_tx_make_room()). */
 	tx->peer_gamma = peer->flags & RB2_CHAN_F_LAZY_HEAD ? RTE_MAX(peer->gamma, 1u) : 0;
+	if (tx->room_bell != NULL) {
+		/* Its pushes wake us: no READ ever. What we may send leaves
+		 * its gamma (rb2_chan_max_msg(), with the receiver's). */
+		if (tx->peer_gamma != 0 && tx->msg_size == 0)
+			tx->max_len = RTE_MIN(tx->max_len,
+					      (uint32_t)((uint64_t)((peer->slots - peer->gamma) / 2) *
+							 tx->slot_size) - rb2_chan_msg_overhead(&tx->h.p));
+		tx->peer_gamma = 0;
+		if ((rb2_xport_caps(tx->h.xp) & RB2_XPORT_CAP_IMM) && tx->wake_recvs == 0) {
+			ret = rb2_xport_post_recv(tx->h.qp, RB2_ROOM_WAKE_RECVS);
+			if (ret < 0) {
+				RB2_CHAN_LOG(ERR, "channel '%s': posting %d receives for room wake-ups: %s",
+					     tx->h.name, RB2_ROOM_WAKE_RECVS, rte_strerror(-ret));
+				return ret;
+			}
+			tx->wake_recvs = RB2_ROOM_WAKE_RECVS;
+		}
+	}
 	if (tx->h.tail->tx_attach != NULL)
 		tx->h.tail->tx_attach(tx, base);
 	/* Capacity N - 1: full when tail - local_head == N - 1. */

@@ -165,7 +165,8 @@ int rb2_rx_connect(struct rb2_rx *rx, const char *peer, unsigned int timeout_ms)
  * queue's requests in order). Before destroying a sender whose receiver
  * must get every byte (a stream's close): destroying the queue drops the
  * WRs the NIC has not sent yet. Nothing to wait for on load/store
- * transports.
+ * transports. Under RB2_CHAN_F_ROOM_WAKE, a signaled zero-length WRITE
+ * instead of the READ (RC acknowledges in order).
  *
  * @return 0, or the error that failed the channel (-ETIMEDOUT: no answer).
  */
@@ -263,6 +264,27 @@ int rb2_rx_wait_arm(struct rb2_rx *rx, struct rb2_xport_doorbell *db);
 void rb2_rx_wait_done(struct rb2_rx *rx);
 
 /**
+ * Block until the receiver frees room: for a sender of a channel with
+ * RB2_CHAN_F_ROOM_WAKE, whose receiver follows each head push with a
+ * wake-up into this sender's doorbell. Flushes, arms the doorbell @p db
+ * names, then looks once more for room for a one-slot message: a push that
+ * lands after the look raises it. Nothing is READ and no word goes to the
+ * receiver: a sender short of room with everything published is always
+ * owed a push (rb2_chan_max_msg() leaves gamma slots for it), and the push
+ * wakes it. A larger message may need more than one wake-up. Slow path.
+ *
+ * @return 0 (armed: sleep on @p db, then rb2_tx_wait_done()); -EAGAIN
+ *   (there is room, or a publication is held back and needs another look:
+ *   nothing to undo); -ENOTSUP (no RB2_CHAN_F_ROOM_WAKE); or the channel's
+ *   error.
+ */
+int rb2_tx_wait_arm(struct rb2_tx *tx, struct rb2_xport_doorbell *db);
+
+/** Awake after rb2_tx_wait_arm(): consume the doorbell's events and the
+ *  wake-ups' receive completions (posted again). */
+void rb2_tx_wait_done(struct rb2_tx *tx);
+
+/**
  * Arm, sleep at most @p timeout_us, disarm: the whole of adaptive polling's
  * sleep for a receiver with one channel.
  *
@@ -310,7 +332,9 @@ rb2_tx_check(struct rb2_tx *tx)
  * rb2_tx_check(). A receiver with RB2_CHAN_F_LAZY_HEAD (the default) does not
  * push its head when it drains, and lazy pull never does: then, while the
  * head it last pushed is behind, this READs the head (one round trip on
- * verbs per call). Poll it; do not spin on tx->local_head.
+ * verbs per call). Poll it; do not spin on tx->local_head. Under
+ * RB2_CHAN_F_ROOM_WAKE nothing is READ: with a lazy head, 1 comes only once
+ * a push covers everything.
  *
  * @return 1: every committed message was released; 0: not yet; or the
  *   channel's error (-ECONNRESET: the receiver is gone).

@@ -117,7 +117,8 @@ extern "C" {
  * head), so the sender wakes it once it has published past that. */
 #define RB2_REGION_SLEEP_OFF (RB2_REGION_PTR_OFF + 24)
 /** Offset in RB_R of the receiver's doorbell (RB2_CHAN_F_SLEEP): a 32-bit
- * word the sender's transport changes to wake it (rb2_xport_wake()). */
+ * word the sender's transport changes to wake it (rb2_xport_wake()); in
+ * RB_S, the sender's (RB2_CHAN_F_ROOM_WAKE), which the receiver's changes. */
 #define RB2_REGION_DOORBELL_OFF (RB2_REGION_PTR_OFF + 32)
 
 /**
@@ -253,6 +254,21 @@ struct rb2_chan_params {
  * 8-byte aligned. No effect on a fixed-size channel (its length is known).
  */
 #define RB2_CHAN_F_LEN_IN_SLOT (1u << 4)
+/**
+ * ROOM_WAKE (both halves; lazy push): the sender may sleep until the
+ * receiver frees room (rb2_tx_wait_arm()), and nothing is READ. Every head
+ * push is followed, in its chain, by an RB2_WR_WAKE into the sender's
+ * doorbell word (RB_S + RB2_REGION_DOORBELL_OFF): on verbs a zero-length
+ * WRITE_WITH_IMM whose receive completion raises the sender's completion
+ * channel, so room wakes a writer as WRITE_WITH_IMM data wakes a reader.
+ * With RB2_CHAN_F_LAZY_HEAD the sender never READs the head either: gamma
+ * plus the slots of the largest message must fit the ring, so that a
+ * sender short of room with everything published is always owed a push.
+ * A channel without READs survives what a READ may not: Soft-RoCE (Debian
+ * 12's kernel) leaves a READ uncompleted under reordering on the link,
+ * though its QP retries without limit. Needs RB2_XPORT_CAP_WAKE.
+ */
+#define RB2_CHAN_F_ROOM_WAKE (1u << 5)
 /** The largest rb2_chan_params.eager. */
 #define RB2_EAGER_MAX 255
 /** rb2_chan_params.eager: 1 on load/store transports, 0 over WRs. */
@@ -261,7 +277,8 @@ struct rb2_chan_params {
 #define RB2_EAGER_LOADSTORE 1
 
 /** Flags both halves must agree on (they travel in the descriptor). */
-#define RB2_CHAN_F_WIRE (RB2_CHAN_F_UNALIGNED | RB2_CHAN_F_SLEEP | RB2_CHAN_F_LEN_IN_SLOT)
+#define RB2_CHAN_F_WIRE (RB2_CHAN_F_UNALIGNED | RB2_CHAN_F_SLEEP | RB2_CHAN_F_LEN_IN_SLOT | \
+			 RB2_CHAN_F_ROOM_WAKE)
 /** Where the slots start in an UNALIGNED region, past the cache line. */
 #define RB2_UNALIGNED_OFF 8
 
@@ -305,6 +322,8 @@ struct rb2_chan_desc {
 	X(eager_advances, "pointer advancements at commit after an idle flush (params.eager)") \
 	X(full_events, "reservations refused: ring full") \
 	X(wakeups, "sleeping receivers woken (RB2_CHAN_F_SLEEP)") \
+	X(room_sleeps, "times the sender slept for room (RB2_CHAN_F_ROOM_WAKE)") \
+	X(room_wakeups, "room wake-ups received (a receive completion: verbs)") \
 	X(wrs, "WRs posted (each a WRITE, READ or wake-up)") \
 	X(chains, "WR chains posted (a doorbell each; on a lane, the lane rings)") \
 	X(signaled_wrs, "of which signaled (a completion each)") \
@@ -314,7 +333,7 @@ struct rb2_chan_desc {
 #define RB2_RX_STATS(X)                                       \
 	X(messages, "messages released")                      \
 	X(bytes, "payload bytes released")                    \
-	X(head_pushes, "head WRITEs posted (lazy or idle push)") \
+	X(head_pushes, "head WRITEs posted (lazy or idle push), each with a wake-up under RB2_CHAN_F_ROOM_WAKE") \
 	X(idle_pushes, "of which pushed because the ring drained") \
 	X(cqes, "completion entries polled (WRITE_WITH_IMM sync)") \
 	X(cq_returns, "receive-queue replenishments WRITTEN back") \
@@ -446,6 +465,11 @@ struct rb2_tx {
 	 * sleep we last woke it from. NULL: the receiver never sleeps. */
 	_Atomic uint64_t *rx_sleep;
 	uint64_t woken;
+	/* RB2_CHAN_F_ROOM_WAKE: our doorbell (in RB_S), which the receiver's
+	 * wake-up behind each head push changes; receives posted for those
+	 * wake-ups (verbs). NULL: we never sleep for room. */
+	uint32_t *room_bell;
+	uint32_t wake_recvs;
 	/* Admission window (params.max_inflight, 0: none): WRs posted and not
 	 * seen complete, and the application's rule, if it gave one. */
 	uint32_t max_inflight;

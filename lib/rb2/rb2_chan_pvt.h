@@ -55,6 +55,10 @@
  * (RB2_CHAN_F_SLEEP on a transport with RB2_XPORT_CAP_IMM), re-posted as
  * they are consumed; a sender wakes a sleep once. */
 #define RB2_WAKE_RECVS 4
+/* Receives a sender keeps posted for its receiver's wake-ups behind head
+ * pushes (RB2_CHAN_F_ROOM_WAKE), re-posted whenever it reaps. A push comes
+ * per gamma slots released, and the sender reaps at every publication. */
+#define RB2_ROOM_WAKE_RECVS 16
 
 /* The receiver's shadow line (rx->head_shadow): [0] its head (the lazy push
  * WRITE's source, or what lazy pull READs), [RB2_PULL_CHECK] the head's
@@ -280,6 +284,10 @@ struct rb2_tail_ops {
  * head it had) when the READ failed or came back torn. */
 void rb2_rx_store_head(struct rb2_rx *rx);
 uint64_t rb2_tx_read_head(struct rb2_tx *tx, uint64_t had);
+/* Wait until everything posted has landed at the peer, without a READ: a
+ * zero-length signaled WRITE, waited for (rb2_tx_drain() under
+ * RB2_CHAN_F_ROOM_WAKE). Fails the sender if it does not complete. */
+void rb2_tx_fence(struct rb2_tx *tx);
 
 /* The sender's view of the head: what the receiver pushed (local_head), or
  * what we READ (RB2_CHAN_F_LAZY_HEAD's fallback), whichever is further.

@@ -35,6 +35,7 @@ rb2_tx_reap(struct rb2_chan_half *h)
 {
 	struct rb2_tx *tx = rb2_half_tx(h);
 	struct rb2_xport_wc wc[8];
+	unsigned int wakes = 0;
 	int n;
 
 	/* Also the driver's own completions (a NIC recycles its send queue
@@ -48,9 +49,15 @@ rb2_tx_reap(struct rb2_chan_half *h)
 			if (wc[i].status != RB2_WC_SUCCESS) {
 				char what[96];
 
-				snprintf(what, sizeof(what), "a WRITE completed with '%s'",
-					 rb2_xport_wc_status_str(h->xp, wc[i].status));
+				snprintf(what, sizeof(what), "a %s completed with '%s'",
+					 wc[i].opcode == RB2_WC_RECV_IMM ? "room wake-up's receive" :
+					 "WRITE", rb2_xport_wc_status_str(h->xp, wc[i].status));
 				rb2_tx_fail(tx, -EIO, what);
+				continue;
+			}
+			if (wc[i].opcode == RB2_WC_RECV_IMM) {
+				wakes++;   /* a head push's wake-up (RB2_CHAN_F_ROOM_WAKE) */
+				continue;
 			}
 			if (tx->max_inflight != 0 && tx->wr_inflight > 0)
 				tx->wr_inflight--;  /* with a window, every WR completes */
@@ -60,7 +67,53 @@ rb2_tx_reap(struct rb2_chan_half *h)
 				tx->pull_inflight--;
 		}
 	}
+	if (wakes > 0) {
+		int ret = rb2_xport_post_recv(h->qp, wakes);
+
+		RB2_STAT_ADD(&tx->stats, room_wakeups, wakes);
+		if (ret < 0)
+			rb2_tx_fail(tx, ret, "re-posting room wake-up receives");
+	}
 	return h->err;
+}
+
+int
+rb2_tx_wait_arm(struct rb2_tx *tx, struct rb2_xport_doorbell *db)
+{
+	void *slot;
+	int ret;
+
+	if (tx->room_bell == NULL)
+		return -ENOTSUP;
+	if (tx->h.err != 0)
+		return tx->h.err;
+	/* What is committed must be out: its release is the push we wait for. */
+	if (rb2_tx_flush(tx) != 0)
+		return tx->h.err;
+	if (tx->tail != tx->pub_tail)
+		return -EAGAIN;            /* held back (credits): look again */
+	/* Armed before the last look: a push that lands after the look
+	 * raises the doorbell. The look is a reservation of one slot, which
+	 * leaves nothing behind (a reservation is only a position). */
+	ret = rb2_xport_doorbell_arm(tx->h.qp, tx->room_bell, db);
+	if (ret < 0)
+		return ret;
+	ret = rb2_tx_reserve(tx, 0, &slot);
+	if (ret != -ENOBUFS) {
+		rb2_xport_doorbell_done(tx->h.qp);
+		return ret < 0 ? ret : -EAGAIN;
+	}
+	RB2_STAT_ADD(&tx->stats, room_sleeps, 1);
+	return 0;
+}
+
+void
+rb2_tx_wait_done(struct rb2_tx *tx)
+{
+	if (tx->room_bell == NULL || tx->h.err != 0)
+		return;
+	rb2_xport_doorbell_done(tx->h.qp);
+	rb2_tx_reap(&tx->h);     /* the wake-up's receive, posted again */
 }
 
 void

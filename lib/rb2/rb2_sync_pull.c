@@ -55,6 +55,25 @@ pull_publish(struct rb2_rx *rx)
 	return 0;
 }
 
+/* Post @w (signaled, WRID_PULL) and wait for its completion, at most
+ * RB2_POST_WAIT_MS; 0 when it completed. */
+static int
+post_wait(struct rb2_tx *tx, const struct rb2_xport_wr *w, const char *what)
+{
+	uint64_t until = 0;
+
+	rb2_tx_post(tx, w, 1);
+	if (tx->h.err != 0)
+		return tx->h.err;
+	tx->pull_inflight++;
+	for (uint32_t spins = 0; tx->pull_inflight > 0 && tx->h.err == 0 &&
+	     !rb2_post_wait_over(&until, spins); spins++)
+		rb2_tx_reap(&tx->h);
+	if (tx->pull_inflight > 0 && tx->h.err == 0)
+		rb2_tx_fail(tx, -ETIMEDOUT, what);
+	return tx->h.err;
+}
+
 /* One READ of the receiver's head and complement; 0 when it completed. */
 static int
 pull_once(struct rb2_tx *tx, uint64_t *land)
@@ -66,18 +85,24 @@ pull_once(struct rb2_tx *tx, uint64_t *land)
 		.len = PULL_WORDS * sizeof(uint64_t), .lkey = tx->h.mr.lkey,
 		.rkey = tx->h.peer.rkey, .opcode = RB2_WR_READ, .flags = RB2_WR_SIGNALED,
 	};
-	uint64_t until = 0;
 
-	rb2_tx_post(tx, &w, 1);
-	if (tx->h.err != 0)
-		return tx->h.err;
-	tx->pull_inflight++;
-	for (uint32_t spins = 0; tx->pull_inflight > 0 && tx->h.err == 0 &&
-	     !rb2_post_wait_over(&until, spins); spins++)
-		rb2_tx_reap(&tx->h);
-	if (tx->pull_inflight > 0 && tx->h.err == 0)
-		rb2_tx_fail(tx, -ETIMEDOUT, "the head READ did not complete");
-	return tx->h.err;
+	return post_wait(tx, &w, "the head READ did not complete");
+}
+
+void
+rb2_tx_fence(struct rb2_tx *tx)
+{
+	/* RC completes a WR once the peer acknowledged it, and acknowledges
+	 * in order: everything posted before has landed. */
+	struct rb2_xport_wr w = {
+		.wr_id = WRID_PULL, .local = tx->tail_shadow,
+		.remote = tx->h.peer.addr + RB2_REGION_SHADOW_OFF, .len = 0,
+		.lkey = tx->h.mr.lkey, .rkey = tx->h.peer.rkey, .opcode = RB2_WR_WRITE,
+		.flags = RB2_WR_SIGNALED,
+	};
+
+	if (tx->h.err == 0)
+		(void)post_wait(tx, &w, "the fence's WRITE did not complete");
 }
 
 uint64_t

@@ -108,9 +108,10 @@ static void
 wait_for(struct rb2_stream *s, int bell, int events)
 {
 	if (rb2_stream_arm(s, events) == 0) {
-		/* Across hosts, a reader sleeps on its completion channel too. */
+		/* Across hosts, a reader or a writer sleeps on its completion
+		 * channel too. */
 		struct pollfd p[2] = { { .fd = bell, .events = POLLIN },
-				       { .fd = rb2_stream_wake_fd(s), .events = POLLIN } };
+				       { .fd = rb2_stream_wake_fd(s, events), .events = POLLIN } };
 
 		poll(p, p[1].fd >= 0 ? 2 : 1, 5000);
 		rb2_stream_disarm(s, events);

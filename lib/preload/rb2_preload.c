@@ -853,10 +853,11 @@ wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t unti
 		 struct spin *sp)
 {
 	for (;;) {
-		/* The bell, and across hosts the completion channel the data
-		 * itself makes readable. */
+		/* The bell, and across hosts the completion channels the data
+		 * (reading) or the freed room (writing) itself makes readable. */
 		struct pollfd pf[2] = { { .fd = fd, .events = POLLIN },
-					{ .fd = rb2_stream_wake_fd(p->st), .events = POLLIN } };
+					{ .fd = rb2_stream_wake_fd(p->st, events & (POLLIN | POLLOUT)),
+					  .events = POLLIN } };
 		uint64_t now = now_ns();
 		int left, r;
 
@@ -873,7 +874,7 @@ wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t unti
 		/* Slices of 50 ms: a bell read away by another thread waiting
 		 * on this socket costs at most that. */
 		left = until == UINT64_MAX ? 50 : (int)((until - now) / 1000000ull) + 1;
-		r = real.poll(pf, pf[1].fd >= 0 && (events & POLLIN) ? 2 : 1, left < 50 ? left : 50);
+		r = real.poll(pf, pf[1].fd >= 0 ? 2 : 1, left < 50 ? left : 50);
 		rb2_stream_disarm(p->st, events);    /* keeps errno */
 		if (r < 0 && errno == EINTR)
 			return -EINTR;
@@ -1281,7 +1282,7 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 		return real.ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, mask);
 	}
 	/* Room for a second fd per stream: across hosts, its completion channel. */
-	k = malloc(2 * n * sizeof(*k));
+	k = malloc(3 * n * sizeof(*k));     /* each stream: its bell and two wake fds */
 	if (k == NULL)
 		return (int)fail(ENOMEM);
 	for (;;) {
@@ -1333,9 +1334,13 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 				break;
 			}
 			k[i].events = POLLIN;
-			if ((fds[i].events & POLLIN) && rb2_stream_wake_fd(p->st) >= 0)
-				k[n + extra++] = (struct pollfd){ .fd = rb2_stream_wake_fd(p->st),
-								  .events = POLLIN };
+			for (int w = 0; w < 2; w++) {
+				int ev = w == 0 ? POLLIN : POLLOUT;
+
+				if ((fds[i].events & ev) && rb2_stream_wake_fd(p->st, ev) >= 0)
+					k[n + extra++] = (struct pollfd){
+						.fd = rb2_stream_wake_fd(p->st, ev), .events = POLLIN };
+			}
 			armed++;
 		}
 		if (armed >= 0) {
@@ -1592,19 +1597,22 @@ is_epoll_fd(int fd)
 
 static int ep_stream_ctl(struct ep_set *e, int op, int fd, const struct epoll_event *ev);
 
-/* Across hosts, stream @fd's second bell, its receiver's completion
- * channel, goes into the kernel's set beside the socket, tagged as the
- * socket's bell. It leaves the set when the stream closes (the kernel drops
- * an entry whose file is closed). */
+/* Across hosts, stream @fd's other bells, its receiver's and its sender's
+ * completion channels, go into the kernel's set beside the socket, tagged
+ * as the socket's bell. They leave the set when the stream closes (the
+ * kernel drops an entry whose file is closed). */
 static void
 ep_add_wake(int epfd, int fd)
 {
 	struct psock *p = stream_of(fd);
 	struct epoll_event kev = { .events = EPOLLIN | EPOLLET, .data.u64 = EP_TAG | (uint32_t)fd };
-	int w = p != NULL ? rb2_stream_wake_fd(p->st) : -1;
 
-	if (w >= 0)
-		(void)real.epoll_ctl(epfd, EPOLL_CTL_ADD, w, &kev);
+	for (int w = 0; p != NULL && w < 2; w++) {
+		int wfd = rb2_stream_wake_fd(p->st, w == 0 ? POLLIN : POLLOUT);
+
+		if (wfd >= 0)
+			(void)real.epoll_ctl(epfd, EPOLL_CTL_ADD, wfd, &kev);
+	}
 }
 
 EXPORT int

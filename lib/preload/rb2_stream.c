@@ -103,11 +103,14 @@ static const struct { int level, name, val; } liveness[] = {
  *
  * A reader waiting for data sleeps on its receiver's completion channel
  * where every publication completes there (verbs, WRITE_WITH_IMM:
- * rb2_rx_wait_arm()): the data wakes it, and nobody rings.
+ * rb2_rx_wait_arm()): the data wakes it, and nobody rings. A writer waiting
+ * for room sleeps on its sender's (RB2_CHAN_F_ROOM_WAKE: rb2_tx_wait_arm()):
+ * the reader's head push, every quarter ring, comes with a wake-up. So on
+ * verbs nothing is READ on the way of the data: Soft-RoCE leaves a READ
+ * uncompleted under reordering on the link, where WRITEs get through.
  *
- * A writer waiting for room (and a reader, where nothing completes: shm,
- * in the tests) must not miss the one bell it asks for, and a WRITE of its
- * flag lands some time later. Dekker across hosts: the sleeper WRITEs its
+ * Where nothing completes (shm, in the tests), a sleeper must not miss the
+ * one bell it asks for, and a WRITE of its flag lands some time later. Dekker across hosts: the sleeper WRITEs its
  * flag, then READs the peer's count (by[].published for data, by[].freed for
  * room) on the same queue, so the READ executes at the peer after the flag
  * landed (RC orders a READ after the WRITEs before it). The peer bumps its
@@ -134,6 +137,8 @@ struct stream_remote {
 					    ended and all it published is here */
 	int wake_fd;                     /* our receiver's completion channel, or -1 */
 	_Atomic int rx_armed;            /* a reader waits on it (rb2_rx_wait_arm()) */
+	int room_fd;                     /* our sender's completion channel, or -1 */
+	_Atomic int tx_armed;            /* a writer waits on it (rb2_tx_wait_arm()) */
 	int mark_pending;                /* shut down writing; the mark waits for room */
 	struct rb2_msg *scratch;         /* RB2_STREAM_REMOTE_SLOTS views: FIONREAD's */
 	int ctl_stuck;                   /* a READ timed out: no more READs */
@@ -532,6 +537,7 @@ remote_new(struct rb2_xport *xp, int is_client, int bell_fd)
 	s->bell = bell_fd;
 	s->rm->xp = xp;
 	s->rm->wake_fd = -1;
+	s->rm->room_fd = -1;
 	pthread_mutex_init(&s->rm->lock, NULL);
 	/* Names of this end's zones (both ends share an arena in tests). */
 	snprintf(up, sizeof(up), "rs.%c.u", e);
@@ -545,10 +551,17 @@ remote_new(struct rb2_xport *xp, int is_client, int bell_fd)
 	params(&p);
 	p.slots = RB2_STREAM_REMOTE_SLOTS;
 	p.slot_size = RB2_STREAM_REMOTE_SLOT_SIZE;
-	/* The sender READs the receiver's head when short of room: no head
-	 * WRITEs on the wire, and a sender that wants room learns it in one
-	 * READ that comes after everything the receiver freed (remote_want()). */
-	p.head_sync = RB2_HEAD_LAZY_PULL;
+	/* Where completions wake (verbs), the head is pushed every quarter
+	 * ring with a wake-up behind it, and a writer short of room sleeps
+	 * until then: nothing is READ. Elsewhere the sender READs the head
+	 * when short of room (remote_want()). */
+	if (rb2_xport_caps(xp) & RB2_XPORT_CAP_IMM) {
+		p.head_sync = RB2_HEAD_LAZY_PUSH;
+		p.gamma = p.slots / 4;
+		p.flags |= RB2_CHAN_F_LAZY_HEAD | RB2_CHAN_F_ROOM_WAKE;
+	} else {
+		p.head_sync = RB2_HEAD_LAZY_PULL;
+	}
 	/* Every publication a WRITE_WITH_IMM, whose completion wakes a reader
 	 * asleep in the kernel on its queue's completion channel
 	 * (rb2_rx_wait_arm()): the data itself rings, as rsocket's do. */
@@ -584,8 +597,8 @@ remote_attach(struct rb2_stream *s, uint64_t peer_ctl, uint32_t rkey)
 	return 0;
 }
 
-/* The fd a reader sleeps on, known before its first sleep (a program's
- * epoll set holds it from the start). */
+/* The fds a reader and a writer sleep on, known before their first sleep
+ * (a program's epoll set holds them from the start). */
 static void
 remote_learn_wake_fd(struct rb2_stream *s)
 {
@@ -599,6 +612,12 @@ remote_learn_wake_fd(struct rb2_stream *s)
 		rb2_rx_wait_done(s->rx);
 	if (ret == 0 || ret == -EAGAIN)
 		s->rm->wake_fd = db.fd;
+	db.fd = -1;
+	ret = rb2_tx_wait_arm(s->tx, &db);
+	if (ret == 0)
+		rb2_tx_wait_done(s->tx);
+	if (ret == 0 || ret == -EAGAIN)
+		s->rm->room_fd = db.fd;
 }
 
 /* Is @fd a TCP socket? */
@@ -1051,8 +1070,17 @@ remote_want(struct rb2_stream *s, int events)
 		}
 	}
 	if (events & POLLOUT) {
-		if (flag_then_read(s, &s->ctl->wr_sleeps[s->me], 1, &s->ctl->by[!s->me].freed,
-				   &v) < 0) {
+		struct rb2_xport_doorbell db;
+		/* The reader's head push wakes us: no word to the peer. */
+		int ret = rb2_tx_wait_arm(s->tx, &db);
+
+		if (ret == 0) {
+			r->room_fd = db.fd;
+			atomic_fetch_add(&r->tx_armed, 1);
+		} else if (ret != -ENOTSUP) {
+			soon |= POLLOUT;         /* room, or the channel failed */
+		} else if (flag_then_read(s, &s->ctl->wr_sleeps[s->me], 1,
+					  &s->ctl->by[!s->me].freed, &v) < 0) {
 			soon |= POLLOUT;
 		} else if (v != r->freed_known) {
 			/* The reader freed room since we last asked: our
@@ -1154,8 +1182,12 @@ rb2_stream_disarm(struct rb2_stream *s, int events)
 		} else if ((events & POLLIN) && s->rm->wake_fd < 0) {
 			(void)flag_then_read(s, &s->ctl->rd_sleeps[!s->me], 0, NULL, NULL);
 		}
-		if (events & POLLOUT)
+		if ((events & POLLOUT) && atomic_load(&s->rm->tx_armed) > 0) {
+			atomic_fetch_sub(&s->rm->tx_armed, 1);
+			rb2_tx_wait_done(s->tx);
+		} else if (events & POLLOUT) {
 			(void)flag_then_read(s, &s->ctl->wr_sleeps[s->me], 0, NULL, NULL);
+		}
 	} else {
 		if (events & POLLIN)
 			atomic_store_explicit(&s->ctl->rd_sleeps[!s->me], 0, memory_order_relaxed);
@@ -1293,7 +1325,9 @@ rb2_stream_dump(struct rb2_stream *s, int fd, FILE *f)
 }
 
 int
-rb2_stream_wake_fd(const struct rb2_stream *s)
+rb2_stream_wake_fd(const struct rb2_stream *s, int events)
 {
-	return s->rm != NULL ? s->rm->wake_fd : -1;
+	if (s->rm == NULL)
+		return -1;
+	return events & POLLIN ? s->rm->wake_fd : events & POLLOUT ? s->rm->room_fd : -1;
 }

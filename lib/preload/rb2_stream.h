@@ -179,12 +179,14 @@ int rb2_stream_want(struct rb2_stream *s, int events);
 void rb2_stream_edges(const struct rb2_stream *s, uint32_t *in, uint32_t *out);
 
 /**
- * A second fd to sleep on, beside the bell: across hosts, the receiver's
- * completion channel, which the peer's data itself makes readable (waiting
- * for POLLIN); -1 on one host. Fixed for the stream's life: an epoll set
- * holds it as long as the stream.
+ * A second fd to sleep on, beside the bell, for @p events (POLLIN or
+ * POLLOUT): across hosts on verbs, the receiver's completion channel, which
+ * the peer's data itself makes readable (POLLIN), or the sender's, which
+ * the peer's head push, as it frees room, makes readable (POLLOUT); -1 on
+ * one host. Fixed for the stream's life: an epoll set holds both as long as
+ * the stream.
  */
-int rb2_stream_wake_fd(const struct rb2_stream *s);
+int rb2_stream_wake_fd(const struct rb2_stream *s, int events);
 
 /** Awake: stop asking for bells for @p events (as armed), and read away
  *  the bytes that rang. errno is left as the caller's wait set it. */

@@ -403,12 +403,11 @@ rr_wait_listener() { # PORT
 	echo "INFO no rb2-run listener on A's port $1 after 30 s"
 }
 "$sockd" --daemon > /dev/null 2>&1
-# Loss on the wire (netem, both sides): RC retransmits, so every byte
-# arrives exactly once, in order, both ways. Not reordering: Soft-RoCE
-# (Debian 12's kernel) leaves a READ uncompleted for good under netem's
-# "delay 2ms reorder 25% 50%", and the stream, whose sender READs the
-# reader's head when its ring is full, then times out (doc/guides/apps/
-# rb2-run.md, Limits).
+# Loss and reordering on the wire (netem, both sides): RC retransmits and
+# puts packets back in order, so every byte arrives exactly once, in order,
+# both ways. The streams READ nothing: Soft-RoCE (Debian 12's kernel) leaves
+# a READ uncompleted for good under reordering, so a sender that READ the
+# reader's head when its ring was full timed out here.
 export RB2_NOEAL_LOG=7   # the channels' own messages too, if one fails
 rr_netem() { # NAME PORT NETEM-ARGS...
 	local name=$1 port=$2; shift 2
@@ -425,6 +424,7 @@ rr_netem() { # NAME PORT NETEM-ARGS...
 	tc qdisc del dev eth0 root
 }
 rr_netem netem_loss 21600 loss 1%
+rr_netem netem_reorder 21605 delay 2ms reorder 25% 50%
 unset RB2_NOEAL_LOG
 # A's service stops while a connection over verbs is open: that connection
 # goes on (no service is in its data path) and delivers every byte both

@@ -366,6 +366,12 @@ main(void)
 		SAY("getpeername: %s, the peer's port: %s", getpeername(fd, (struct sockaddr *)&pa, &pl), ntohs(pa.sin_port) == peer_port ? "yes" : "no");
 		SAY("getsockname: %s, a port: %s, len %u", getsockname(fd, (struct sockaddr *)&la, &ll), la.sin_port != 0 ? "yes" : "no", (unsigned int)ll);
 	}
+	/* rb2-run's own descriptors (the stream's arena) sit high: the
+	 * program's next one is numbered as without it (wrk sizes its event
+	 * loop by its connection count and refuses a socket numbered past). */
+	k = socket(AF_INET, SOCK_STREAM, 0);
+	say("the next socket's number, one connection open: fd + %d", k - fd);
+	close(k);
 	gl = sizeof(v);
 	SAY("SO_ERROR: %s, value %d", getsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &gl), v);
 	say("TCP_NODELAY set: %s", CALL(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int))));

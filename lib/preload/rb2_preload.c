@@ -191,6 +191,10 @@ track(int fd)
 
 /* ---- Other hosts: this process's verbs transport and arenas ---------------- */
 
+/* Below a descriptor limit of twice this, our descriptors stay where the
+ * kernel puts them (preload_init()). */
+#define RB2_RUN_FD_FLOOR_MIN 64
+
 /* Streams to other hosts keep their rings in arenas of this process's own
  * (nobody else maps them), past rb2-sockd's 65536 slots of 4 MiB. */
 #define REMOTE_SLOTS 4096
@@ -2520,6 +2524,14 @@ preload_init(void)
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (1u << 20))
 		rl.rlim_max = 1u << 20;
 	tab_size = (unsigned int)rl.rlim_max;
+	/* Our own descriptors (arenas, completion channels: one or two a
+	 * connection) go to the upper half of the program's limit, so that
+	 * its own are numbered as without rb2-run: wrk sizes its event loop
+	 * by its connection count (10 + 3 a connection), and refuses a
+	 * socket numbered past it. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur >= RB2_RUN_FD_FLOOR_MIN * 2)
+		rb2_xport_fd_floor_set((int)RTE_MIN(rl.rlim_cur / 2, (rlim_t)1 << 19));
 	tab = calloc(tab_size, sizeof(*tab));
 	eps = calloc(tab_size, sizeof(*eps));
 	if (tab == NULL || eps == NULL || rb2_sockd_path(sockd_path, sizeof(sockd_path)) != 0)

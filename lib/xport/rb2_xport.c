@@ -10,6 +10,8 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <limits.h>
 #include <poll.h>
@@ -655,6 +657,29 @@ rb2_xport_arg_u32(const char *drv, const char *args, const char *key, uint32_t m
 	}
 	*val = (uint32_t)v;
 	return 1;
+}
+
+static _Atomic int fd_floor;
+
+void
+rb2_xport_fd_floor_set(int floor)
+{
+	atomic_store_explicit(&fd_floor, floor > 0 ? floor : 0, memory_order_relaxed);
+}
+
+int
+rb2_xport_fd_raise(int fd)
+{
+	int floor = atomic_load_explicit(&fd_floor, memory_order_relaxed);
+	int hi;
+
+	if (fd < 0 || floor == 0 || fd >= floor)
+		return fd;
+	hi = fcntl(fd, F_DUPFD_CLOEXEC, floor);
+	if (hi < 0)
+		return fd;
+	close(fd);
+	return hi;
 }
 
 int

@@ -274,6 +274,25 @@ const char *rb2_xport_wc_status_str(const struct rb2_xport *xp, int status);
  */
 unsigned int rb2_xport_drivers(const char **names, unsigned int n);
 
+/**
+ * Descriptors of the transport's own (a sleeper's completion channel, an
+ * arena's memfd) go at @p floor or above from now on, process-wide (0, the
+ * default: where the kernel puts them, the lowest free). For a library
+ * inside someone else's program (rb2-run): the program's own descriptors
+ * are then numbered as they would be without it, and an event loop sized
+ * by its connection count (wrk: 10 + 3 per connection) or a select() set
+ * does not meet numbers it never expected.
+ */
+void rb2_xport_fd_floor_set(int floor);
+
+/**
+ * Move @p fd to the lowest free descriptor at or above the floor
+ * (rb2_xport_fd_floor_set()), close-on-exec, and close @p fd.
+ * @return the new descriptor, or @p fd itself: no floor, @p fd above it
+ *   already, or nothing free there (EMFILE).
+ */
+int rb2_xport_fd_raise(int fd);
+
 /** Log type of the transport layer (for rte_log_set_level()). */
 extern int rb2_xport_logtype;
 

@@ -461,7 +461,8 @@ def run_check(o, mode, app, cl, work, limit):
     except subprocess.TimeoutExpired:
         return f"hung: no result within {limit} s"
     except ValueError as e:
-        return str(e)
+        said = [ln for ln in r.stderr.splitlines() if ln.startswith("rb2-run")]
+        return f"{e}; its stderr: {said[-4:]!r}" if said else str(e)
     return over_verbs(r.stderr) if mode == "rb2" else None
 
 

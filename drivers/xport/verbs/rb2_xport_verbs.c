@@ -564,6 +564,10 @@ verbs_qp_create(struct rb2_xport *xp, struct rb2_xport_qp *qp,
 	 * does the waiting). */
 	if (attr->wake) {
 		v->cc = ibv_create_comp_channel(d->ctx);
+		/* At the process's floor for our descriptors, if it set one,
+		 * before the CQ names it (the kernel takes the file then). */
+		if (v->cc != NULL)
+			v->cc->fd = rb2_xport_fd_raise(v->cc->fd);
 		if (v->cc == NULL ||
 		    fcntl(v->cc->fd, F_SETFL, fcntl(v->cc->fd, F_GETFL) | O_NONBLOCK) < 0) {
 			RB2_XPORT_LOG(ERR, "verbs: ibv_create_comp_channel: %s", strerror(errno));

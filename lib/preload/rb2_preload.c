@@ -142,7 +142,27 @@ static struct {
 	uint64_t plain_other;
 	uint64_t exec_ended;
 	uint64_t foreign_resets, foreign_bytes;   /* bytes past our calls: reset */
+	uint64_t wrs, doorbells;         /* across hosts: send WRs, and their posts */
 } stats = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Add what stream @p moved to the process's figures (caller holds the lock
+ * or is alone). A fork child's copy counts bytes since the fork, and no
+ * WRs: it cannot post on its parent's queues. */
+static void
+stats_add_stream(struct psock *p)
+{
+	struct rb2_stream_stats st;
+
+	rb2_stream_stats(p->st, &st);
+	stats.bytes_in += st.bytes_in - p->base_in;
+	stats.bytes_out += st.bytes_out - p->base_out;
+	stats.foreign_resets += st.foreign_bytes != 0;
+	stats.foreign_bytes += st.foreign_bytes;
+	if (!p->inherited) {
+		stats.wrs += st.wrs;
+		stats.doorbells += st.doorbells;
+	}
+}
 
 static void
 count_plain(const char *why)
@@ -309,16 +329,10 @@ open_remote(struct psock *p, int fd, int is_client)
 static void
 stream_end(struct psock *p)
 {
-	struct rb2_stream_stats st;
-
 	if (p->st == NULL)
 		return;
-	rb2_stream_stats(p->st, &st);
 	pthread_mutex_lock(&stats.lock);
-	stats.bytes_in += st.bytes_in - p->base_in;
-	stats.bytes_out += st.bytes_out - p->base_out;
-	stats.foreign_resets += st.foreign_bytes != 0;
-	stats.foreign_bytes += st.foreign_bytes;
+	stats_add_stream(p);
 	pthread_mutex_unlock(&stats.lock);
 	if (p->rslot >= 0) {
 		/* Across hosts: the arena is this process's alone. A child's
@@ -2415,6 +2429,7 @@ child_after_fork(void)
 	/* Its stats line counts what it does itself. */
 	stats.offloaded = stats.remote = stats.bytes_in = stats.bytes_out = stats.failed = 0;
 	stats.plain_other = stats.exec_ended = stats.foreign_resets = stats.foreign_bytes = 0;
+	stats.wrs = stats.doorbells = 0;
 	memset(stats.plain, 0, sizeof(stats.plain));
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
@@ -2473,22 +2488,17 @@ print_stats(void)
 	/* Streams still open at exit: their bytes count too. */
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
-		struct rb2_stream_stats st;
 
-		if (p != NULL && p->st != NULL) {
-			rb2_stream_stats(p->st, &st);
-			stats.bytes_in += st.bytes_in - p->base_in;
-			stats.bytes_out += st.bytes_out - p->base_out;
-			stats.foreign_resets += st.foreign_bytes != 0;
-			stats.foreign_bytes += st.foreign_bytes;
-		}
+		if (p != NULL && p->st != NULL)
+			stats_add_stream(p);
 	}
 	n = snprintf(line, sizeof(line), "rb2-run: pid %d: %" PRIu64 " connections over rb2 (%"
 		     PRIu64 " bytes in, %" PRIu64 " out), %" PRIu64 " failed", (int)getpid(),
 		     stats.offloaded, stats.bytes_in, stats.bytes_out, stats.failed);
 	if (stats.remote)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " of them to other "
-			      "hosts, over verbs", stats.remote);
+			      "hosts, over verbs (%" PRIu64 " WRs in %" PRIu64 " doorbells)",
+			      stats.remote, stats.wrs, stats.doorbells);
 	for (unsigned int i = 0; i < REASONS && stats.plain[i].n; i++)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " kernel TCP: %s",
 			      stats.plain[i].n, stats.plain[i].why);

@@ -142,6 +142,7 @@ struct stream_remote {
 	int mark_pending;                /* shut down writing; the mark waits for room */
 	struct rb2_msg *scratch;         /* RB2_STREAM_REMOTE_SLOTS views: FIONREAD's */
 	int ctl_stuck;                   /* a READ timed out: no more READs */
+	uint64_t ctl_wrs, ctl_posts;     /* WRs and posts on the control queue */
 	int live;                        /* the socket is TCP, with the stream's liveness[] */
 	int app_opt[RTE_DIM(liveness)];  /* the program's values of those (rb2_stream_opt()) */
 };
@@ -256,6 +257,8 @@ ctl_post(struct rb2_stream *s, struct rb2_xport_wr *wr, unsigned int n, int wait
 	}
 	if (ret < 0)
 		return ret;
+	r->ctl_wrs += n;
+	r->ctl_posts++;
 	while (wait && !got) {
 		int k = rb2_xport_poll(r->qp, wc, RTE_DIM(wc));
 
@@ -1302,6 +1305,15 @@ void
 rb2_stream_stats(const struct rb2_stream *s, struct rb2_stream_stats *st)
 {
 	*st = s->st;
+	if (s->rm != NULL) {
+		struct rb2_tx_stats ts;
+		struct rb2_rx_stats rs;
+
+		rb2_tx_stats_get(s->tx, &ts);
+		rb2_rx_stats_get(s->rx, &rs);
+		st->wrs = ts.wrs + rs.wrs + s->rm->ctl_wrs;
+		st->doorbells = ts.chains + rs.chains + s->rm->ctl_posts;
+	}
 }
 
 void

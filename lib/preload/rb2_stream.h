@@ -218,6 +218,10 @@ struct rb2_stream_stats {
 	/* Bytes found on the bell's socket that no bell sent (the connection
 	 * was reset for them): a lower bound of what was lost. */
 	uint64_t foreign_bytes;
+	/* Across hosts: the send WRs this end posted (data and its
+	 * publication, head and credit WRITEs, wake-ups, control words) and
+	 * the posts that carried them, a doorbell each. 0 on one host. */
+	uint64_t wrs, doorbells;
 };
 
 void rb2_stream_stats(const struct rb2_stream *s, struct rb2_stream_stats *st);

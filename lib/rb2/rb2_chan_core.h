@@ -338,6 +338,7 @@ struct rb2_chan_desc {
 	X(cqes, "completion entries polled (WRITE_WITH_IMM sync)") \
 	X(cq_returns, "receive-queue replenishments WRITTEN back") \
 	X(wrs, "WRs posted (head WRITEs, notices, sleep words, credit returns, bulk READs)") \
+	X(chains, "WR chains posted (a doorbell each)") \
 	X(empty_events, "polls that found the ring empty") \
 	X(sleeps, "times the receiver went to sleep (RB2_CHAN_F_SLEEP)") \
 	X(sleep_aborts, "sleeps called off: a message came as it said it sleeps") \

@@ -91,8 +91,10 @@ rb2_rx_post(struct rb2_rx *rx, const struct rb2_xport_wr *w, unsigned int n)
 	 * it, and receives of WRITE_WITH_IMM are counted on the way. */
 	int ret = rb2_chan_post(&rx->h, w, n, rb2_rx_reap);
 
-	if (ret >= 0)
+	if (ret >= 0) {
 		RB2_STAT_ADD(&rx->stats, wrs, n);
+		RB2_STAT_ADD(&rx->stats, chains, 1);
+	}
 	return ret;
 }
 

@@ -53,9 +53,7 @@ rb2_tx_reap(struct rb2_chan_half *h)
 					 wc[i].opcode == RB2_WC_RECV_IMM ? "room wake-up's receive" :
 					 "WRITE", rb2_xport_wc_status_str(h->xp, wc[i].status));
 				rb2_tx_fail(tx, -EIO, what);
-				continue;
-			}
-			if (wc[i].opcode == RB2_WC_RECV_IMM) {
+			} else if (wc[i].opcode == RB2_WC_RECV_IMM) {
 				wakes++;   /* a head push's wake-up (RB2_CHAN_F_ROOM_WAKE) */
 				continue;
 			}

@@ -42,6 +42,17 @@ only, so that they run the same under rb2-run and without it.
                                      end or an error; print how many bytes
                                      came in order, what ended it, and how
                                      long after the last byte
+  rb2run_peer.py scale-sink PORT     accept connections for ever; read each
+                                     to its end, then answer the byte count
+                                     it read ("N\n") and close it
+  rb2run_peer.py scale PORT N SECONDS
+                                     open N connections to a scale-sink,
+                                     count the RDMA QPs this host has then
+                                     (iproute2's rdma, if any), write 64 KiB
+                                     at a time on whichever can take it for
+                                     SECONDS, half-close all, and print JSON:
+                                     the bytes the sink read, the seconds
+                                     until its last answer, the QPs added
 The pattern: byte i is (i * 7 + i // 251) & 0xff.
 The host is 127.0.0.1, or RB2_PEER_HOST (across hosts: the server's
 address, on both sides); a connect retries for 10 s while it is refused.
@@ -272,6 +283,88 @@ def sink(port):
           % (n, why, time.monotonic() - last), flush=True)
 
 
+def scale_sink(port):
+    import selectors
+    s = listen_on(port, 1024)
+    sel = selectors.DefaultSelector()
+    sel.register(s, selectors.EVENT_READ, None)
+    got = {}
+    while True:
+        for key, _ in sel.select():
+            if key.data is None:
+                c, _ = s.accept()
+                c.setblocking(False)
+                got[c] = 0
+                sel.register(c, selectors.EVENT_READ, c)
+                continue
+            c = key.data
+            try:
+                d = c.recv(1 << 16)
+            except BlockingIOError:
+                continue
+            if d:
+                got[c] += len(d)
+                continue
+            sel.unregister(c)
+            c.setblocking(True)
+            c.sendall(b"%d\n" % got.pop(c))
+            c.close()
+
+
+def rdma_qps():
+    """QPs on this host's RDMA devices (iproute2's rdma), or None."""
+    import re
+    import subprocess
+    try:
+        out = subprocess.run(["rdma", "resource", "show"], capture_output=True, text=True,
+                             timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    qps = [int(m) for m in re.findall(r"\bqp (\d+)", out)]
+    return sum(qps) if qps else None
+
+
+def scale(port, n, seconds):
+    import json
+    import selectors
+    q0 = rdma_qps()
+    t0 = time.monotonic()
+    conns = [connect_to(port) for _ in range(n)]
+    t_conn = time.monotonic() - t0
+    q1 = rdma_qps()
+    sel = selectors.DefaultSelector()
+    for c in conns:
+        c.setblocking(False)
+        sel.register(c, selectors.EVENT_WRITE, c)
+    chunk = pattern(1 << 16)
+    start = time.monotonic()
+    until = start + seconds
+    while time.monotonic() < until:
+        for key, _ in sel.select(timeout=max(0.0, until - time.monotonic())):
+            try:
+                key.data.send(chunk)
+            except BlockingIOError:
+                pass
+    total = 0
+    for c in conns:
+        sel.unregister(c)
+        c.setblocking(True)
+        c.shutdown(socket.SHUT_WR)
+    for c in conns:
+        line = b""
+        while not line.endswith(b"\n"):
+            d = c.recv(64)
+            if not d:
+                break
+            line += d
+        total += int(line or b"0")
+        c.close()
+    took = time.monotonic() - start
+    print(json.dumps({"connections": n, "bytes": total, "seconds": took,
+                      "connect_seconds": t_conn,
+                      "qps_added": None if q0 is None or q1 is None else q1 - q0}), flush=True)
+
+
 def uring():
     libc = ctypes.CDLL(None, use_errno=True)
     params = ctypes.create_string_buffer(120)       # struct io_uring_params
@@ -304,5 +397,9 @@ if __name__ == "__main__":
         trickle(int(sys.argv[2]))
     elif sys.argv[1] == "uring":
         uring()
+    elif sys.argv[1] == "scale-sink":
+        scale_sink(int(sys.argv[2]))
+    elif sys.argv[1] == "scale":
+        scale(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
     else:
         sys.exit(client([int(p) for p in sys.argv[2].split(",")], int(sys.argv[3])))

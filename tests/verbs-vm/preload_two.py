@@ -164,6 +164,43 @@ class Rstream:
                                 parse, requests=2 * self.count)]
 
 
+class Scale:
+    """The scaling table: 1, 16, 256 and 1000 connections from one client
+    process to one server process (tests/rb2run_peer.py scale and
+    scale-sink, plain sockets), each written on whenever it takes 64 KiB,
+    for the run's seconds: the aggregate Gbit/s the sink read, and the
+    RDMA QPs the client's host has per connection while they are open
+    (iproute2's rdma)."""
+    name = "scale"
+    tools = ()
+    can_poll = False
+    modes = ("kernel", "rsocket", "rb2")
+    COUNTS = (1, 16, 256, 1000)
+    PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "rb2run_peer.py")
+
+    def server(self, addr, port, workdir):
+        return ["env", f"RB2_PEER_HOST={addr}", "python3", self.PEER, "scale-sink", str(port)]
+
+    def clients(self, addr, port, seconds, scale=1.0):
+        out = []
+        for n in self.COUNTS:
+            def parse(text, n=n):
+                try:
+                    res = json.loads(text.strip().splitlines()[-1])
+                except (ValueError, IndexError) as e:
+                    raise ValueError(f"no JSON from the scale client ({e}): {text[-300:]!r}")
+                figs = {f"scale_c{n}_gbps": 8 * res["bytes"] / res["seconds"] / 1e9,
+                        f"scale_c{n}_connect_s": res["connect_seconds"], "_bytes": res["bytes"]}
+                if res["qps_added"] is not None:
+                    figs[f"scale_c{n}_rdma_qps_per_conn"] = res["qps_added"] / n
+                return figs
+            cl = rb2_apps.Client(f"c{n}", ["env", f"RB2_PEER_HOST={addr}", "python3", self.PEER,
+                                           "scale", str(port), str(n), str(seconds)], parse)
+            cl.deadline = 600         # 1000 connections set up one after the other
+            out.append(cl)
+        return out
+
+
 class PerftestLat:
     """perftest's ib_send_lat or ib_write_lat between the guests over rxe0,
     64 B, polling: the verbs round trip with nothing on top, halved, as
@@ -203,6 +240,7 @@ def apps(o):
                 rstream=Rstream(False), **{"rstream-block": Rstream(True, 200),
                                            "rstream-native": Rstream(False, native=True),
                                            "rstream-native-block": Rstream(True, 200, True),
+                                           "scale": Scale(),
                                            "ib_send_lat": PerftestLat("send"),
                                            "ib_write_lat": PerftestLat("write")})
 
@@ -321,7 +359,7 @@ def rxe_counters():
 def run_client(o, mode, app, cl):
     """@return (figures, None) or (None, why)."""
     pre, env = mode_launch(mode, o.build, os.environ, app)
-    deadline = 4 * o.seconds + 120
+    deadline = getattr(cl, "deadline", 4 * o.seconds + 120)
     c0 = rxe_counters()
     try:
         r = subprocess.run(pre + cl.argv, capture_output=True, text=True, env=env,

@@ -9,6 +9,8 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -511,4 +513,38 @@ Test(rb2_xport, tcp_exchange_swaps_blobs_and_bounds_its_waits)
 	cr_assert_lt(rte_get_timer_cycles() - t0, 3 * rte_get_timer_hz(), "active: waited too long");
 	cr_assert_eq(rb2_xport_tcp_exchange("no-port", RB2_XPORT_ACTIVE, "x", 1, a.got, 8, 300),
 		     -EINVAL);
+}
+
+/* The transport's own descriptors go to the floor: the next free one at or
+ * above it, closing the low one; past the soft limit, only if it may grow
+ * the limit, which it then does up to the hard one. Criterion runs each
+ * test in its own process: the limits changed here end with it. */
+Test(rb2_xport, own_descriptors_go_to_the_floor)
+{
+	struct rlimit rl;
+	int fd, hi;
+
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	fd = open("/dev/null", O_RDONLY);
+	cr_assert_eq(rb2_xport_fd_raise(fd), fd, "no floor: where it is");
+	rb2_xport_fd_floor_set(100, 0);
+	hi = rb2_xport_fd_raise(fd);
+	cr_assert_geq(hi, 100);
+	cr_assert_eq(fcntl(fd, F_GETFD), -1, "the low one is closed");
+	cr_assert_neq(fcntl(hi, F_GETFD) & FD_CLOEXEC, 0, "close-on-exec");
+	close(hi);
+	if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > rl.rlim_cur + 64) {
+		rl.rlim_cur = 128;
+		cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+		rb2_xport_fd_floor_set(128, 0);
+		fd = open("/dev/null", O_RDONLY);
+		cr_assert_eq(rb2_xport_fd_raise(fd), fd, "past the soft limit, not to grow it: stays");
+		rb2_xport_fd_floor_set(128, 1);
+		hi = rb2_xport_fd_raise(fd);
+		cr_assert_geq(hi, 128, "the limit grew for it");
+		cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+		cr_assert_geq(rl.rlim_cur, 192);
+		close(hi);
+	}
+	rb2_xport_fd_floor_set(0, 0);
 }

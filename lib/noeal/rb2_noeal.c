@@ -496,7 +496,8 @@ rb2_noeal_arena_detach(struct rb2_noeal_arena *a)
 	if (cur == a)
 		cur = NULL;
 	munmap(a->h, a->size);
-	close(a->fd);
+	if (a->fd >= 0)
+		close(a->fd);
 	free(a);
 }
 
@@ -539,6 +540,14 @@ int
 rb2_noeal_arena_fd(const struct rb2_noeal_arena *a)
 {
 	return a->fd;
+}
+
+void
+rb2_noeal_arena_drop_fd(struct rb2_noeal_arena *a)
+{
+	if (a->fd >= 0)
+		close(a->fd);
+	a->fd = -1;
 }
 
 void *

@@ -114,8 +114,14 @@ void rb2_noeal_arena_release(struct rb2_noeal_arena *a);
  *  -errno (-EINVAL: not an arena). */
 int rb2_noeal_arena_holders(int fd);
 
-/** The arena's memfd (owned by the arena; dup it to keep it). */
+/** The arena's memfd (owned by the arena; dup it to keep it), or -1 once
+ *  dropped. */
 int rb2_noeal_arena_fd(const struct rb2_noeal_arena *a);
+
+/** Close the arena's memfd: the mapping stays, and a fork child shares it.
+ *  For a process that never hands the arena on (rb2-run's side of a
+ *  stream): one descriptor fewer a connection. */
+void rb2_noeal_arena_drop_fd(struct rb2_noeal_arena *a);
 
 /** Where the arena is mapped, and its size. */
 void *rb2_noeal_arena_base(const struct rb2_noeal_arena *a);

@@ -211,7 +211,7 @@ track(int fd)
 
 /* ---- Other hosts: this process's verbs transport and arenas ---------------- */
 
-/* Below a descriptor limit of twice this, our descriptors stay where the
+/* Below a soft descriptor limit of this, our descriptors stay where the
  * kernel puts them (preload_init()). */
 #define RB2_RUN_FD_FLOOR_MIN 64
 
@@ -273,6 +273,7 @@ remote_arena(int *slot)
 		if (a == NULL && errno == EEXIST)
 			continue;            /* taken here by something else */
 		if (a != NULL) {
+			rb2_noeal_arena_drop_fd(a);   /* nobody else maps it */
 			remote_used[k / 64] |= 1ull << (k % 64);
 			*slot = k;
 		}
@@ -456,6 +457,7 @@ open_stream(struct psock *p, int fd, int arena_fd, const char *name, int is_clie
 	real.close(arena_fd);
 	if (p->arena == NULL)
 		return -err;
+	rb2_noeal_arena_drop_fd(p->arena);  /* mapped: no descriptor of ours stays */
 	rb2_noeal_arena_use(p->arena);
 	/* A bell is one byte, and must go at once: Nagle would hold it for
 	 * the last one's ACK, which a delayed ACK sends up to 40 ms late. */
@@ -2534,14 +2536,15 @@ preload_init(void)
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (1u << 20))
 		rl.rlim_max = 1u << 20;
 	tab_size = (unsigned int)rl.rlim_max;
-	/* Our own descriptors (arenas, completion channels: one or two a
-	 * connection) go to the upper half of the program's limit, so that
-	 * its own are numbered as without rb2-run: wrk sizes its event loop
-	 * by its connection count (10 + 3 a connection), and refuses a
-	 * socket numbered past it. */
+	/* Our own descriptors (two completion channels a connection to
+	 * another host) go past the program's soft limit, which grows for
+	 * them (up to the hard one): the program's own are numbered as
+	 * without rb2-run (wrk sizes its event loop by its connection count,
+	 * 10 + 3 a connection, and refuses a socket numbered past it), and it
+	 * keeps its whole limit for its connections. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur >= RB2_RUN_FD_FLOOR_MIN * 2)
-		rb2_xport_fd_floor_set((int)RTE_MIN(rl.rlim_cur / 2, (rlim_t)1 << 19));
+	    rl.rlim_cur >= RB2_RUN_FD_FLOOR_MIN && rl.rlim_cur < ((rlim_t)1 << 20))
+		rb2_xport_fd_floor_set((int)rl.rlim_cur, 1);
 	tab = calloc(tab_size, sizeof(*tab));
 	eps = calloc(tab_size, sizeof(*eps));
 	if (tab == NULL || eps == NULL || rb2_sockd_path(sockd_path, sizeof(sockd_path)) != 0)

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/futex.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 
 #include <rte_errno.h>
@@ -659,12 +660,33 @@ rb2_xport_arg_u32(const char *drv, const char *args, const char *key, uint32_t m
 	return 1;
 }
 
-static _Atomic int fd_floor;
+static _Atomic int fd_floor, fd_grow;
 
 void
-rb2_xport_fd_floor_set(int floor)
+rb2_xport_fd_floor_set(int floor, int grow)
 {
 	atomic_store_explicit(&fd_floor, floor > 0 ? floor : 0, memory_order_relaxed);
+	atomic_store_explicit(&fd_grow, grow != 0, memory_order_relaxed);
+}
+
+/* Room for our descriptors at @floor: the soft limit doubled (at least
+ * 64 past the floor), up to the hard one. @return whether it grew. */
+static int
+fd_room(int floor)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct rlimit rl;
+	int grew = 0;
+
+	pthread_mutex_lock(&lock);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rlim_t want = RTE_MAX(rl.rlim_cur * 2, (rlim_t)floor + 64);
+
+		rl.rlim_cur = RTE_MIN(want, rl.rlim_max);
+		grew = setrlimit(RLIMIT_NOFILE, &rl) == 0;
+	}
+	pthread_mutex_unlock(&lock);
+	return grew;
 }
 
 int
@@ -676,6 +698,11 @@ rb2_xport_fd_raise(int fd)
 	if (fd < 0 || floor == 0 || fd >= floor)
 		return fd;
 	hi = fcntl(fd, F_DUPFD_CLOEXEC, floor);
+	/* EINVAL: the floor is at the soft limit or past it; EMFILE: full
+	 * from there up. */
+	if (hi < 0 && (errno == EINVAL || errno == EMFILE) &&
+	    atomic_load_explicit(&fd_grow, memory_order_relaxed) && fd_room(floor))
+		hi = fcntl(fd, F_DUPFD_CLOEXEC, floor);
 	if (hi < 0)
 		return fd;
 	close(fd);

@@ -281,9 +281,12 @@ unsigned int rb2_xport_drivers(const char **names, unsigned int n);
  * inside someone else's program (rb2-run): the program's own descriptors
  * are then numbered as they would be without it, and an event loop sized
  * by its connection count (wrk: 10 + 3 per connection) or a select() set
- * does not meet numbers it never expected.
+ * does not meet numbers it never expected. With @p grow, a floor at or
+ * past the soft RLIMIT_NOFILE raises the soft limit (up to the hard one)
+ * when ours need room there: the program keeps every descriptor below its
+ * limit for itself, as many connections as over kernel TCP.
  */
-void rb2_xport_fd_floor_set(int floor);
+void rb2_xport_fd_floor_set(int floor, int grow);
 
 /**
  * Move @p fd to the lowest free descriptor at or above the floor

@@ -335,6 +335,21 @@ main(int argc, char **argv)
 		}
 		CHECK(rb2_noeal_arena_zones(a) == 0, "%u zones left in the arena",
 		      rb2_noeal_arena_zones(a));
+		/* Its memfd dropped (rb2-run's side): the mapping stays. */
+		{
+			int fd = rb2_noeal_arena_fd(a);
+			const struct rte_memzone *z;
+
+			rb2_noeal_arena_drop_fd(a);
+			CHECK(rb2_noeal_arena_fd(a) == -1 && fcntl(fd, F_GETFD) == -1,
+			      "the dropped memfd is closed");
+			z = rte_memzone_reserve("dropped", 4096, SOCKET_ID_ANY, 0);
+			CHECK(z != NULL, "a zone in an arena whose memfd was dropped");
+			if (z != NULL) {
+				memset(z->addr, 0x5a, 4096);
+				rte_memzone_free(z);
+			}
+		}
 		rb2_noeal_arena_detach(a);
 	}
 	printf("noeal: %d failure(s)\n", fails);

@@ -40,8 +40,6 @@
 #include <rte_random.h>
 #include <rte_ring.h>
 
-#include <rb2_xport.h>
-
 #include "rb2_noeal.h"
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -411,7 +409,6 @@ rb2_noeal_arena_create(size_t size, uintptr_t addr, unsigned int flags)
 			return NULL;
 		}
 	}
-	fd = rb2_xport_fd_raise(fd);   /* the mapping stays; a number of ours */
 	h->addr = addr;
 	h->size = size;
 	h->huge = (uint64_t)huge;
@@ -465,7 +462,6 @@ rb2_noeal_arena_attach(int fd)
 	own = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (own < 0)
 		return NULL;
-	own = rb2_xport_fd_raise(own);
 	h = map_at(own, (uintptr_t)probe.addr, (size_t)probe.size);
 	if (h == NULL) {
 		err = errno;

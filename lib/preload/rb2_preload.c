@@ -875,8 +875,10 @@ wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t unti
 	for (;;) {
 		/* The bell, and across hosts the completion channels the data
 		 * (reading) or the freed room (writing) itself makes readable. */
-		struct pollfd pf[2] = { { .fd = fd, .events = POLLIN },
-					{ .fd = rb2_stream_wake_fd(p->st, events & (POLLIN | POLLOUT)),
+		struct pollfd pf[3] = { { .fd = fd, .events = POLLIN },
+					{ .fd = rb2_stream_wake_fd(p->st, events & POLLIN),
+					  .events = POLLIN },
+					{ .fd = rb2_stream_wake_fd(p->st, events & POLLOUT),
 					  .events = POLLIN } };
 		uint64_t now = now_ns();
 		int left, r;
@@ -894,7 +896,7 @@ wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t unti
 		/* Slices of 50 ms: a bell read away by another thread waiting
 		 * on this socket costs at most that. */
 		left = until == UINT64_MAX ? 50 : (int)((until - now) / 1000000ull) + 1;
-		r = real.poll(pf, pf[1].fd >= 0 ? 2 : 1, left < 50 ? left : 50);
+		r = real.poll(pf, 3, left < 50 ? left : 50);   /* poll skips fd -1 */
 		rb2_stream_disarm(p->st, events);    /* keeps errno */
 		if (r < 0 && errno == EINTR)
 			return -EINTR;
@@ -1301,8 +1303,9 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 
 		return real.ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, mask);
 	}
-	/* Room for a second fd per stream: across hosts, its completion channel. */
-	k = malloc(3 * n * sizeof(*k));     /* each stream: its bell and two wake fds */
+	/* Room for two more fds per stream: across hosts, its completion
+	 * channels (reading and writing). */
+	k = malloc(3 * n * sizeof(*k));
 	if (k == NULL)
 		return (int)fail(ENOMEM);
 	for (;;) {

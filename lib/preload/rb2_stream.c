@@ -110,10 +110,11 @@ static const struct { int level, name, val; } liveness[] = {
  * uncompleted under reordering on the link, where WRITEs get through.
  *
  * Where nothing completes (shm, in the tests), a sleeper must not miss the
- * one bell it asks for, and a WRITE of its flag lands some time later. Dekker across hosts: the sleeper WRITEs its
- * flag, then READs the peer's count (by[].published for data, by[].freed for
- * room) on the same queue, so the READ executes at the peer after the flag
- * landed (RC orders a READ after the WRITEs before it). The peer bumps its
+ * one bell it asks for, and a WRITE of its flag lands some time later.
+ * Dekker across hosts: the sleeper WRITEs its flag, then READs the peer's
+ * count (by[].published for data, by[].freed for room) on the same queue,
+ * so the READ executes at the peer after the flag landed (RC orders a READ
+ * after the WRITEs before it). The peer bumps its
  * count locally and then loads the flag. Either its load saw the flag (it
  * rings), or its bump came before the flag landed, so before the READ: the
  * sleeper then sees the count moved, and does not sleep: the data or the

@@ -275,8 +275,8 @@ const char *rb2_xport_wc_status_str(const struct rb2_xport *xp, int status);
 unsigned int rb2_xport_drivers(const char **names, unsigned int n);
 
 /**
- * Descriptors of the transport's own (a sleeper's completion channel, an
- * arena's memfd) go at @p floor or above from now on, process-wide (0, the
+ * Descriptors of the transport's own (a sleeper's completion channel) go
+ * at @p floor or above from now on, process-wide (0, the
  * default: where the kernel puts them, the lowest free). For a library
  * inside someone else's program (rb2-run): the program's own descriptors
  * are then numbered as they would be without it, and an event loop sized

@@ -39,7 +39,8 @@ JSON says which and how each failed.
 Per client B also counts the RoCE packets rxe0 sent and received (its
 hw_counters), per request where the client makes requests: what crossed
 the wire for each, whatever library put it there. Every counter that moved
-(RDMA sends and receives, retries, RNR NAKs) is kept in the round's "_rxe".
+(RDMA sends and receives, retries, RNR NAKs) is kept in the round's
+"_rxe_CLIENT", one per client.
 Under rb2-run it also takes rb2's own counters from the client's stats
 line: the send WRs its streams posted and their doorbells, per request.
 
@@ -381,10 +382,10 @@ def run_client(o, mode, app, cl):
     if c0 and c1 and n:
         figs[f"{app.name}_{cl.name}_rxe_pkts_per_req"] = (
             delta.get("sent_pkts", 0) + delta.get("rcvd_pkts", 0)) / n
-    figs["_rxe"] = delta            # every counter that moved, for the record
+    figs[f"_rxe_{cl.name}"] = delta   # every counter that moved, for the record
     if mode.startswith("rb2"):
         stats = [ln for ln in r.stderr.splitlines() if "connections over rb2" in ln]
-        figs["_rb2_run_stats"] = stats[-1] if stats else "no stats line"
+        figs[f"_rb2_run_stats_{cl.name}"] = stats[-1] if stats else "no stats line"
         # rb2's own counters, the client's side: the send WRs its streams
         # posted and the doorbells that carried them.
         m = re.search(r"\((\d+) WRs in (\d+) doorbells\)", stats[-1]) if stats else None

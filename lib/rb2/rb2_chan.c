@@ -758,6 +758,25 @@ peer_hold(struct rb2_chan_half *h, const struct rb2_chan_desc *peer)
 	return 0;
 }
 
+/* A sleeping half's wake-ups are receive completions where there are
+ * (RB2_XPORT_CAP_IMM): post @n receives for them, once (*@posted). */
+static int
+post_wake_recvs(struct rb2_chan_half *h, uint32_t *posted, uint32_t n, const char *what)
+{
+	int ret;
+
+	if (!(rb2_xport_caps(h->xp) & RB2_XPORT_CAP_IMM) || *posted != 0)
+		return 0;
+	ret = rb2_xport_post_recv(h->qp, n);
+	if (ret < 0) {
+		RB2_CHAN_LOG(ERR, "channel '%s': posting %u receives for %s: %s", h->name, n, what,
+			     rte_strerror(-ret));
+		return ret;
+	}
+	*posted = n;
+	return 0;
+}
+
 /* Both halves know their peer: derive remote addresses and go live. */
 static int
 tx_attach(struct rb2_tx *tx, const struct rb2_chan_desc *peer)
@@ -785,20 +804,18 @@ tx_attach(struct rb2_tx *tx, const struct rb2_chan_desc *peer)
 	if (tx->room_bell != NULL) {
 		/* Its pushes wake us: no READ ever. What we may send leaves
 		 * its gamma (rb2_chan_max_msg(), with the receiver's). */
-		if (tx->peer_gamma != 0 && tx->msg_size == 0)
-			tx->max_len = RTE_MIN(tx->max_len,
-					      (uint32_t)((uint64_t)((peer->slots - peer->gamma) / 2) *
-							 tx->slot_size) - rb2_chan_msg_overhead(&tx->h.p));
-		tx->peer_gamma = 0;
-		if ((rb2_xport_caps(tx->h.xp) & RB2_XPORT_CAP_IMM) && tx->wake_recvs == 0) {
-			ret = rb2_xport_post_recv(tx->h.qp, RB2_ROOM_WAKE_RECVS);
-			if (ret < 0) {
-				RB2_CHAN_LOG(ERR, "channel '%s': posting %d receives for room wake-ups: %s",
-					     tx->h.name, RB2_ROOM_WAKE_RECVS, rte_strerror(-ret));
-				return ret;
-			}
-			tx->wake_recvs = RB2_ROOM_WAKE_RECVS;
+		if (tx->peer_gamma != 0) {
+			struct rb2_chan_params q = tx->h.p;
+
+			q.slots = peer->slots;
+			q.gamma = peer->gamma;
+			q.flags |= RB2_CHAN_F_LAZY_HEAD;
+			tx->max_len = RTE_MIN(tx->max_len, rb2_chan_max_msg(&q));
 		}
+		tx->peer_gamma = 0;
+		ret = post_wake_recvs(&tx->h, &tx->wake_recvs, RB2_ROOM_WAKE_RECVS, "room wake-ups");
+		if (ret < 0)
+			return ret;
 	}
 	if (tx->h.tail->tx_attach != NULL)
 		tx->h.tail->tx_attach(tx, base);
@@ -827,16 +844,9 @@ rx_attach(struct rb2_rx *rx, const struct rb2_chan_desc *peer)
 	if (rx->h.tail->rx_attach != NULL && (ret = rx->h.tail->rx_attach(rx)) < 0)
 		return ret;
 	/* A sleeper's wake-ups are receive completions where there are. */
-	if (rx->doorbell != NULL && (rb2_xport_caps(rx->h.xp) & RB2_XPORT_CAP_IMM) &&
-	    rx->wake_recvs == 0) {
-		ret = rb2_xport_post_recv(rx->h.qp, RB2_WAKE_RECVS);
-		if (ret < 0) {
-			RB2_CHAN_LOG(ERR, "channel '%s': posting %d receives for wake-ups: %s",
-				     rx->h.name, RB2_WAKE_RECVS, rte_strerror(-ret));
-			return ret;
-		}
-		rx->wake_recvs = RB2_WAKE_RECVS;
-	}
+	if (rx->doorbell != NULL &&
+	    (ret = post_wake_recvs(&rx->h, &rx->wake_recvs, RB2_WAKE_RECVS, "wake-ups")) < 0)
+		return ret;
 	rx->h.err = 0;
 	return 0;
 }

@@ -703,6 +703,15 @@ rb2_xport_fd_raise(int fd)
 	if (hi < 0 && (errno == EINVAL || errno == EMFILE) &&
 	    atomic_load_explicit(&fd_grow, memory_order_relaxed) && fd_room(floor))
 		hi = fcntl(fd, F_DUPFD_CLOEXEC, floor);
+	/* No room past the floor, and the limit cannot grow: its top quarter,
+	 * where the program's own come last. */
+	if (hi < 0) {
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		    rl.rlim_cur / 4 * 3 > (rlim_t)fd && rl.rlim_cur / 4 * 3 < (rlim_t)floor)
+			hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)(rl.rlim_cur / 4 * 3));
+	}
 	if (hi < 0)
 		return fd;
 	close(fd);

@@ -284,13 +284,17 @@ unsigned int rb2_xport_drivers(const char **names, unsigned int n);
  * does not meet numbers it never expected. With @p grow, a floor at or
  * past the soft RLIMIT_NOFILE raises the soft limit (up to the hard one)
  * when ours need room there: the program keeps every descriptor below its
- * limit for itself, as many connections as over kernel TCP.
+ * limit for itself, as many connections as over kernel TCP. Where the soft
+ * limit cannot grow (it is the hard one), ours go in its top quarter
+ * instead, which a program meets only past three quarters of its limit.
  */
 void rb2_xport_fd_floor_set(int floor, int grow);
 
 /**
  * Move @p fd to the lowest free descriptor at or above the floor
- * (rb2_xport_fd_floor_set()), close-on-exec, and close @p fd.
+ * (rb2_xport_fd_floor_set()), or in the soft limit's top quarter where the
+ * floor is past the limit and the limit cannot grow; close-on-exec; and
+ * close @p fd.
  * @return the new descriptor, or @p fd itself: no floor, @p fd above it
  *   already, or nothing free there (EMFILE).
  */

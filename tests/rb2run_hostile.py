@@ -17,7 +17,7 @@ import struct
 import sys
 import time
 
-MAGIC, VERSION = 0x72623273, 2
+MAGIC, VERSION = 0x72623273, 3
 LISTEN, CONNECT, CONNECTED, ACCEPTED, STATS = 1, 2, 3, 4, 5
 GO, PLAIN, PAIR, OK, REMOTE = 100, 101, 102, 103, 104
 # struct rb2_sockd_msg: magic, version, op, flags, 4 bytes of padding (the

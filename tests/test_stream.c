@@ -7,8 +7,12 @@
  * two processes without the EAL, woken through a socket, as rb2-run's
  * connections are. Each check runs a client and a server over one arena,
  * with a socketpair for the bells, in one of three ways (argv[1]):
- *   - (none): two processes on one host, as rb2-run's connections on one
- *     host (rb2_stream_open(), shm);
+ *   - (none): two processes on one host (rb2_stream_open(), shm), woken
+ *     through the socket alone;
+ *   - shm-efd: the same with a pair of eventfds, as rb2-run's connections
+ *     on one host: each end sleeps on its eventfd only, never on the
+ *     socket, so a bell that went to the socket (or nowhere) leaves a
+ *     sleeper asleep, and fails the check;
  *   - remote-shm: the protocol of a stream across hosts (each end its own
  *     control words, flags WRITten into the peer's, counts READ back, the
  *     end a mark in the ring), both ends in one process on two threads,
@@ -38,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -103,17 +108,26 @@ watch(struct rb2_stream *s, int end)
 	alarm(t != NULL ? (unsigned int)atoi(t) : 120);
 }
 
+static int efd_only;     /* shm-efd: sleep on the eventfd alone */
+
 /* Block until @events, as rb2-run does: arm, then poll the bell. */
 static void
 wait_for(struct rb2_stream *s, int bell, int events)
 {
 	if (rb2_stream_arm(s, events) == 0) {
 		/* Across hosts, a reader or a writer sleeps on its completion
-		 * channel too. */
+		 * channel too; on one host with eventfds, on that alone. */
 		struct pollfd p[2] = { { .fd = bell, .events = POLLIN },
 				       { .fd = rb2_stream_wake_fd(s, events), .events = POLLIN } };
+		int n;
 
-		poll(p, p[1].fd >= 0 ? 2 : 1, 5000);
+		if (efd_only) {
+			n = poll(&p[1], 1, 5000);
+			CHECK(n == 1, "asleep on the eventfd for %s, no bell came in 5 s",
+			      events & POLLIN ? "data" : "room");
+		} else {
+			poll(p, p[1].fd >= 0 ? 2 : 1, 5000);
+		}
 		rb2_stream_disarm(s, events);
 	}
 }
@@ -338,10 +352,23 @@ main(int argc, char **argv)
 		pthread_join(t, NULL);
 		rb2_xport_close(xp);
 	} else {
+		int efd[2] = { -1, -1 }, *bells = NULL;
+
+		if (strcmp(mode, "shm-efd") == 0) {
+			efd[0] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+			efd[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+			if (efd[0] < 0 || efd[1] < 0) {
+				printf("FAILED: eventfd: %s\n", strerror(errno));
+				return 1;
+			}
+			bells = efd;
+			efd_only = 1;
+		}
 		pid = fork();
 		if (pid == 0) {
 			close(sv[1]);
-			s = strcmp(mode, "shm") == 0 ? rb2_stream_open("t1", 1, sv[0], 5000) :
+			s = strcmp(mode, "remote-verbs") != 0 ?
+				rb2_stream_open("t1", 1, sv[0], bells, 5000) :
 				open_verbs(1, sv[0], &xp);
 			if (s == NULL) {
 				printf("FAILED: client open: %s\n", strerror(errno));
@@ -350,7 +377,7 @@ main(int argc, char **argv)
 			_exit(client(s, sv[0]));
 		}
 		close(sv[0]);
-		s = strcmp(mode, "shm") == 0 ? rb2_stream_open("t1", 0, sv[1], 5000) :
+		s = strcmp(mode, "remote-verbs") != 0 ? rb2_stream_open("t1", 0, sv[1], bells, 5000) :
 			open_verbs(0, sv[1], &xp);
 		if (s == NULL)
 			printf("FAILED: server open: %s\n", strerror(errno));

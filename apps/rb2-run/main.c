@@ -70,7 +70,9 @@ usage(FILE *f)
 "                 set-user-ID program started under it runs without its\n"
 "                 privileges.\n"
 "Environment: RB2_PRELOAD_LIB (the library), RB2_RUN_CONNECT_TIMEOUT_MS,\n"
-"RB2_RUN_VERBS=0 (other hosts: kernel TCP), RB2_RUN_RDMA_DEV (the device).\n");
+"RB2_RUN_VERBS=0 (other hosts: kernel TCP), RB2_RUN_RDMA_DEV (the device),\n"
+"RB2_RUN_SPIN_NS (spin before sleeping), RB2_RUN_BELL=socket (wake a peer on\n"
+"this host with a byte on its TCP socket, not its eventfd: for comparison).\n");
 }
 
 /* The file next to us, or in the build tree's layout, or installed. */

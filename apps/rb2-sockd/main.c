@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -256,7 +257,8 @@ drop(unsigned int i)
 }
 
 static void
-reply(unsigned int i, uint16_t op, const char *why, int fd, const char *name)
+reply_fds(unsigned int i, uint16_t op, const char *why, const int *fds, unsigned int nfds,
+	  const char *name)
 {
 	struct rb2_sockd_msg m;
 
@@ -268,7 +270,13 @@ reply(unsigned int i, uint16_t op, const char *why, int fd, const char *name)
 		snprintf(m.why, sizeof(m.why), "%s", why);
 	if (name != NULL)
 		snprintf(m.name, sizeof(m.name), "%s", name);
-	rb2_sockd_send(conns[i].fd, &m, fd);
+	rb2_sockd_send(conns[i].fd, &m, fds, nfds);
+}
+
+static void
+reply(unsigned int i, uint16_t op, const char *why, const char *name)
+{
+	reply_fds(i, op, why, NULL, 0, name);
 }
 
 static void
@@ -281,7 +289,7 @@ plain(unsigned int i, uint64_t *counter, const char *fmt, ...)
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	(*counter)++;
-	reply(i, RB2_SOCKD_PLAIN, why, -1, NULL);
+	reply(i, RB2_SOCKD_PLAIN, why, NULL);
 	drop(i);
 }
 
@@ -369,7 +377,8 @@ pair(unsigned int cl, unsigned int sv)
 {
 	struct rb2_noeal_arena *a = NULL;
 	char name[24];
-	unsigned int tries = 0, k = 0;
+	unsigned int tries = 0, k = 0, nfds;
+	int fds[RB2_SOCKD_MAX_FDS];
 
 	/* The next slot whose last users are done with it (or never were). */
 	while (tries++ < n_slots) {
@@ -399,8 +408,18 @@ pair(unsigned int cl, unsigned int sv)
 	if (slot_fd[k] >= 0)
 		slot_fds++;
 	snprintf(name, sizeof(name), "s%" PRIu64, ++stream_id);
-	reply(cl, RB2_SOCKD_PAIR, NULL, rb2_noeal_arena_fd(a), name);
-	reply(sv, RB2_SOCKD_PAIR, NULL, rb2_noeal_arena_fd(a), name);
+	/* The bells: each end sleeps on its own and rings the other's. Where
+	 * eventfds cannot be made, none go: the ends ring on their socket. */
+	fds[0] = rb2_noeal_arena_fd(a);
+	fds[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	fds[2] = fds[1] >= 0 ? eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) : -1;
+	nfds = fds[2] >= 0 ? 3 : 1;
+	if (nfds == 1 && fds[1] >= 0)
+		close(fds[1]);
+	reply_fds(cl, RB2_SOCKD_PAIR, NULL, fds, nfds, name);
+	reply_fds(sv, RB2_SOCKD_PAIR, NULL, fds, nfds, name);
+	for (unsigned int f = 1; f < nfds; f++)
+		close(fds[f]);
 	rb2_noeal_arena_detach(a);
 	n_pairs++;
 	drop(cl);
@@ -451,7 +470,7 @@ on_listen(unsigned int i, int fd, uint32_t flags)
 	c->kind = K_LISTENER;
 	c->verbs = (flags & RB2_SOCKD_F_VERBS) != 0;
 	n_listeners++;
-	reply(i, RB2_SOCKD_OK, NULL, -1, NULL);
+	reply(i, RB2_SOCKD_OK, NULL, NULL);
 }
 
 static int add_tcp(int fd, enum kind kind, int peer, unsigned int timeout_ms);
@@ -536,7 +555,7 @@ probe_done(unsigned int k, enum answer ans, const char *detail)
 		break;
 	case ANS_RB2:
 		n_remote++;
-		reply((unsigned int)cl, RB2_SOCKD_REMOTE, "another host: over rb2 (verbs)", -1,
+		reply((unsigned int)cl, RB2_SOCKD_REMOTE, "another host: over rb2 (verbs)",
 		      NULL);
 		drop((unsigned int)cl);
 		break;
@@ -822,7 +841,7 @@ on_connect(unsigned int i, int fd, const struct rb2_sockd_msg *m)
 	c->kind = K_CLIENT;
 	c->peer = -1;
 	c->deadline_ms = now_ms() + accept_timeout_ms;
-	reply(i, RB2_SOCKD_GO, NULL, -1, NULL);
+	reply(i, RB2_SOCKD_GO, NULL, NULL);
 }
 
 /* The client @cl is connected and @sv accepted it: both are here. */
@@ -883,7 +902,7 @@ on_accepted(unsigned int i, int fd)
 		norm(&local);
 		if (expect_take(&peer, &local)) {
 			n_remote++;
-			reply(i, RB2_SOCKD_REMOTE, "another host: over rb2 (verbs)", -1, NULL);
+			reply(i, RB2_SOCKD_REMOTE, "another host: over rb2 (verbs)", NULL);
 			drop(i);
 			return;
 		}
@@ -921,7 +940,7 @@ static void
 on_message(unsigned int i)
 {
 	struct rb2_sockd_msg m;
-	int fd, ret = rb2_sockd_recv(conns[i].fd, &m, &fd);
+	int fd, ret = rb2_sockd_recv(conns[i].fd, &m, &fd, 1);
 
 	if (ret == -EAGAIN)
 		return;
@@ -966,7 +985,7 @@ on_message(unsigned int i)
 			 (int)getpid(), n_pairs, n_listeners, n_plain_nolistener +
 			 n_plain_notlocal + n_plain_noaccept + n_plain_noclient + n_plain_fail +
 			 n_plain_remote, n_bad, slot_fds, n_asked, n_answered, n_remote);
-		reply(i, RB2_SOCKD_OK, s, -1, NULL);
+		reply(i, RB2_SOCKD_OK, s, NULL);
 		drop(i);
 		if (fd >= 0)
 			close(fd);
@@ -1170,9 +1189,9 @@ ask(const char *path, uint16_t op, struct rb2_sockd_msg *out)
 		fprintf(stderr, "rb2-sockd: none running at %s (%s)\n", path, strerror(errno));
 		return 1;
 	}
-	ret = rb2_sockd_send(fd, &m, -1);
+	ret = rb2_sockd_send(fd, &m, NULL, 0);
 	if (ret == 0)
-		ret = rb2_sockd_recv(fd, out, &got);
+		ret = rb2_sockd_recv(fd, out, &got, 1);
 	close(fd);
 	return ret == 0 ? 0 : 1;
 }

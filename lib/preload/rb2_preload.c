@@ -127,6 +127,7 @@ static uint32_t ask_flags;       /* RB2_SOCKD_F_VERBS: this host has an RDMA dev
 static _Atomic int used;         /* this process made or accepted a TCP socket */
 static char sockd_path[108];
 static int want_stats;           /* RB2_RUN_STATS=1 */
+static int use_efd = 1;          /* RB2_RUN_BELL=socket: 0, bells on the socket alone */
 static unsigned int connect_timeout_ms = 5000;
 /* RB2_RUN_FAULT_FLIP=N (tests only): flip a bit of the N-th byte this
  * process receives over rb2, so a test can show that it catches one. */
@@ -327,6 +328,8 @@ open_remote(struct psock *p, int fd, int is_client)
 	return 0;
 }
 
+static void ep_drop_wake(int wfd);
+
 static void
 stream_end(struct psock *p)
 {
@@ -346,14 +349,17 @@ stream_end(struct psock *p)
 		remote_arena_free(p->rslot);
 		p->rslot = -1;
 	} else if (!p->inherited) {
+		ep_drop_wake(rb2_stream_wake_fd(p->st, POLLIN));
 		rb2_stream_close(p->st);
 		/* The service reuses the arena's address once both ends released. */
 		rb2_noeal_arena_release(p->arena);
 	} else {
 		/* A child's copy of its parent's stream: the parent still uses
-		 * it, so nothing of it is closed. Only this process's mapping
-		 * goes, so that the address is free here for a later connection
-		 * (the stream's small local state is left behind). */
+		 * it, so nothing of it is closed but this process's descriptors.
+		 * Only this process's mapping goes, so that the address is free
+		 * here for a later connection (the stream's small local state is
+		 * left behind). */
+		rb2_stream_forget(p->st);
 		rb2_noeal_arena_detach(p->arena);
 	}
 	p->st = NULL;
@@ -422,7 +428,7 @@ sockd_open(void)
 /* A request, and its reply within @timeout_ms. @return 0 or -errno. */
 static int
 sockd_ask(int conn, uint16_t op, int fd, const struct sockaddr *addr, socklen_t alen,
-	  struct rb2_sockd_msg *out, int *out_fd, unsigned int timeout_ms)
+	  struct rb2_sockd_msg *out, int out_fds[RB2_SOCKD_MAX_FDS], unsigned int timeout_ms)
 {
 	struct rb2_sockd_msg m;
 	struct pollfd p = { .fd = conn, .events = POLLIN };
@@ -435,7 +441,9 @@ sockd_ask(int conn, uint16_t op, int fd, const struct sockaddr *addr, socklen_t 
 	m.flags = ask_flags;
 	if (addr != NULL)
 		memcpy(&m.addr, addr, alen < sizeof(m.addr) ? alen : sizeof(m.addr));
-	ret = rb2_sockd_send(conn, &m, fd);
+	for (unsigned int i = 0; i < RB2_SOCKD_MAX_FDS; i++)
+		out_fds[i] = -1;
+	ret = rb2_sockd_send(conn, &m, &fd, fd >= 0 ? 1 : 0);
 	if (ret != 0)
 		return ret;
 	do
@@ -443,26 +451,53 @@ sockd_ask(int conn, uint16_t op, int fd, const struct sockaddr *addr, socklen_t 
 	while (ret < 0 && errno == EINTR);
 	if (ret == 0)
 		return -ETIMEDOUT;
-	return rb2_sockd_recv(conn, out, out_fd);
+	return rb2_sockd_recv(conn, out, out_fds, RB2_SOCKD_MAX_FDS);
 }
 
-/* PAIR: map the arena and open our end of the stream on socket @fd. */
-static int
-open_stream(struct psock *p, int fd, int arena_fd, const char *name, int is_client)
+/* The fds a reply brought that nobody took. */
+static void
+close_fds(int fds[RB2_SOCKD_MAX_FDS])
 {
-	int err;
+	for (unsigned int i = 0; i < RB2_SOCKD_MAX_FDS; i++) {
+		if (fds[i] >= 0)
+			real.close(fds[i]);
+		fds[i] = -1;
+	}
+}
 
-	p->arena = rb2_noeal_arena_attach(arena_fd);
+/* PAIR: map the arena (@fds[0]) and open our end of the stream on socket
+ * @fd, with the pair's bells (@fds[1], @fds[2]) if they came. The fds are
+ * taken. */
+static int
+open_stream(struct psock *p, int fd, int fds[RB2_SOCKD_MAX_FDS], const char *name,
+	    int is_client)
+{
+	int err, efd[2];
+
+	p->arena = rb2_noeal_arena_attach(fds[0]);
 	err = errno;
-	real.close(arena_fd);
-	if (p->arena == NULL)
+	real.close(fds[0]);
+	if (p->arena == NULL) {
+		fds[0] = -1;
+		close_fds(fds);
 		return -err;
+	}
 	rb2_noeal_arena_drop_fd(p->arena);  /* mapped: no descriptor of ours stays */
 	rb2_noeal_arena_use(p->arena);
-	/* A bell is one byte, and must go at once: Nagle would hold it for
-	 * the last one's ACK, which a delayed ACK sends up to 40 ms late. */
+	/* The bells go past the program's soft limit (rb2_xport_fd_raise()):
+	 * its own descriptors are numbered as without rb2-run. */
+	efd[0] = rb2_xport_fd_raise(fds[1]);
+	efd[1] = rb2_xport_fd_raise(fds[2]);
+	/* A bell on the socket is one byte, and must go at once: Nagle would
+	 * hold it for the last one's ACK, which a delayed ACK sends up to
+	 * 40 ms late. */
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
-	p->st = rb2_stream_open(name, is_client, fd, connect_timeout_ms);
+	p->st = rb2_stream_open(name, is_client, fd, use_efd ? efd : NULL, connect_timeout_ms);
+	if (!use_efd) {
+		for (int i = 0; i < 2; i++)
+			if (efd[i] >= 0)
+				real.close(efd[i]);
+	}
 	if (p->st == NULL) {
 		err = errno;
 		rb2_noeal_arena_detach(p->arena);
@@ -531,7 +566,7 @@ listen(int fd, int backlog)
 	struct psock *p = get(fd);
 	int ret = real.listen(fd, backlog), conn;
 	struct rb2_sockd_msg m;
-	int got = -1;
+	int got[RB2_SOCKD_MAX_FDS];
 
 	if (ret != 0 || p == NULL || p->reg_fd >= 0)
 		return ret;
@@ -542,14 +577,13 @@ listen(int fd, int backlog)
 		count_plain("rb2-sockd is not running");
 		return ret;
 	}
-	if (sockd_ask(conn, RB2_SOCKD_LISTEN, fd, NULL, 0, &m, &got, 2000) == 0 &&
+	if (sockd_ask(conn, RB2_SOCKD_LISTEN, fd, NULL, 0, &m, got, 2000) == 0 &&
 	    m.op == RB2_SOCKD_OK) {
 		p->reg_fd = conn;
 	} else {
 		real.close(conn);
 	}
-	if (got >= 0)
-		real.close(got);
+	close_fds(got);
 	return ret;
 }
 
@@ -559,7 +593,7 @@ accepted(int lfd, int fd, int flags)
 {
 	struct psock *l = get(lfd), *p;
 	struct rb2_sockd_msg m;
-	int conn, afd = -1, ret;
+	int conn, afd[RB2_SOCKD_MAX_FDS], ret;
 
 	if (l == NULL || fd < 0)
 		return fd;
@@ -574,10 +608,10 @@ accepted(int lfd, int fd, int flags)
 		count_plain("rb2-sockd is not running");
 		return fd;
 	}
-	ret = sockd_ask(conn, RB2_SOCKD_ACCEPTED, fd, NULL, 0, &m, &afd,
+	ret = sockd_ask(conn, RB2_SOCKD_ACCEPTED, fd, NULL, 0, &m, afd,
 			connect_timeout_ms + 1000);
 	real.close(conn);
-	if (ret == 0 && m.op == RB2_SOCKD_PAIR && afd >= 0) {
+	if (ret == 0 && m.op == RB2_SOCKD_PAIR && afd[0] >= 0) {
 		ret = open_stream(p, fd, afd, m.name, 0);
 		if (ret != 0)
 			reset_kernel(fd);
@@ -591,8 +625,7 @@ accepted(int lfd, int fd, int flags)
 			reset_kernel(fd);
 		}
 	} else {
-		if (afd >= 0)
-			real.close(afd);
+		close_fds(afd);
 		count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why :
 			    "rb2-sockd did not answer");
 	}
@@ -666,7 +699,7 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 	struct sockaddr_storage local;
 	socklen_t ll = sizeof(local);
 	struct rb2_sockd_msg m;
-	int conn, afd = -1, ret, inprogress;
+	int conn, afd[RB2_SOCKD_MAX_FDS], ret, inprogress;
 
 	if (p == NULL || p->st != NULL || addr == NULL ||
 	    (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
@@ -692,9 +725,8 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 			return real.connect(fd, addr, len);
 		}
 	}
-	ret = sockd_ask(conn, RB2_SOCKD_CONNECT, fd, addr, len, &m, &afd, 2000);
-	if (afd >= 0)
-		real.close(afd);
+	ret = sockd_ask(conn, RB2_SOCKD_CONNECT, fd, addr, len, &m, afd, 2000);
+	close_fds(afd);
 	if (ret == 0 && m.op == RB2_SOCKD_REMOTE) {
 		/* Another host's service expects this connection over rb2. */
 		real.close(conn);
@@ -712,10 +744,10 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 		return -1;
 	}
 	inprogress = ret == 1;
-	ret = sockd_ask(conn, RB2_SOCKD_CONNECTED, fd, NULL, 0, &m, &afd,
+	ret = sockd_ask(conn, RB2_SOCKD_CONNECTED, fd, NULL, 0, &m, afd,
 			connect_timeout_ms + 1000);
 	real.close(conn);
-	if (ret == 0 && m.op == RB2_SOCKD_PAIR && afd >= 0) {
+	if (ret == 0 && m.op == RB2_SOCKD_PAIR && afd[0] >= 0) {
 		ret = open_stream(p, fd, afd, m.name, 1);
 		if (ret != 0) {
 			reset_kernel(fd);
@@ -724,8 +756,7 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 		}
 		ep_adopt(fd);
 	} else {
-		if (afd >= 0)
-			real.close(afd);
+		close_fds(afd);
 		count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why : "rb2-sockd did not answer");
 	}
 	/* Connected already, but a non-blocking connect says what the
@@ -1557,6 +1588,20 @@ ep_forget_fd(int fd)
 	pthread_mutex_lock(&ep_all_lock);
 	for (struct ep_set *e = ep_all; e != NULL; e = e->next)
 		ep_remove(e, fd);
+	pthread_mutex_unlock(&ep_all_lock);
+}
+
+/* A stream on one host ends: its eventfd leaves every set it was added to
+ * (ep_add_wake()). The kernel would keep the entries: the peer holds the
+ * same eventfd, so its file stays open when ours closes. */
+static void
+ep_drop_wake(int wfd)
+{
+	if (wfd < 0)
+		return;
+	pthread_mutex_lock(&ep_all_lock);
+	for (struct ep_set *e = ep_all; e != NULL; e = e->next)
+		(void)real.epoll_ctl(e->epfd, EPOLL_CTL_DEL, wfd, NULL);
 	pthread_mutex_unlock(&ep_all_lock);
 }
 
@@ -2572,6 +2617,9 @@ preload_init(void)
 	t = getenv("RB2_RUN_SPIN_NS");
 	if (t != NULL)
 		spin_ns = strtoull(t, NULL, 10);
+	/* The old bell, for comparison: a byte on the connection's socket. */
+	t = getenv("RB2_RUN_BELL");
+	use_efd = t == NULL || strcmp(t, "socket") != 0;
 	t = getenv("RB2_RUN_DEBUG");
 	if (t != NULL && strcmp(t, "1") == 0) {
 		debug_trace = 1;

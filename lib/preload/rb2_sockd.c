@@ -34,27 +34,29 @@ rb2_sockd_path(char *buf, unsigned int len)
 }
 
 int
-rb2_sockd_send(int sock, const struct rb2_sockd_msg *m, int fd)
+rb2_sockd_send(int sock, const struct rb2_sockd_msg *m, const int *fds, unsigned int nfds)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(RB2_SOCKD_MAX_FDS * sizeof(int))];
 		struct cmsghdr align;
 	} c;
 	struct iovec iov = { (void *)m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t n;
 
-	if (fd >= 0) {
+	if (nfds > RB2_SOCKD_MAX_FDS)
+		return -EINVAL;
+	if (nfds > 0) {
 		struct cmsghdr *cm;
 
 		memset(&c, 0, sizeof(c));
 		mh.msg_control = c.buf;
-		mh.msg_controllen = sizeof(c.buf);
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
 		cm = CMSG_FIRSTHDR(&mh);
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
 	}
 	do
 		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
@@ -63,46 +65,53 @@ rb2_sockd_send(int sock, const struct rb2_sockd_msg *m, int fd)
 }
 
 int
-rb2_sockd_recv(int sock, struct rb2_sockd_msg *m, int *fd)
+rb2_sockd_recv(int sock, struct rb2_sockd_msg *m, int *fds, unsigned int max)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(RB2_SOCKD_MAX_FDS * sizeof(int))];
 		struct cmsghdr align;
 	} c;
 	struct iovec iov = { m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
 			     .msg_controllen = sizeof(c.buf) };
 	struct cmsghdr *cm;
+	unsigned int got = 0, extra = 0;
 	ssize_t n;
 
-	*fd = -1;
+	for (unsigned int i = 0; i < max; i++)
+		fds[i] = -1;
 	do
 		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
 	for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm))
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-		    cm->cmsg_len >= CMSG_LEN(sizeof(int))) {
-			int extra = ((int)cm->cmsg_len - (int)CMSG_LEN(0)) / (int)sizeof(int);
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+			int k = ((int)cm->cmsg_len - (int)CMSG_LEN(0)) / (int)sizeof(int);
 
-			memcpy(fd, CMSG_DATA(cm), sizeof(int));
-			/* More than one: not ours to keep. */
-			for (int i = 1; i < extra; i++) {
+			/* More than @max: not a message of ours, and those
+			 * past it are not ours to keep. */
+			for (int i = 0; i < k; i++) {
 				int x;
 
 				memcpy(&x, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-				close(x);
+				if (got < max) {
+					fds[got++] = x;
+				} else {
+					close(x);
+					extra++;
+				}
 			}
 		}
-	if (n == 0)
-		return -ECONNRESET;
-	if (n != (ssize_t)sizeof(*m) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	if (n == 0 || n != (ssize_t)sizeof(*m) || extra > 0 ||
+	    (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    m->magic != RB2_SOCKD_MAGIC || m->version != RB2_SOCKD_VERSION) {
-		if (*fd >= 0)
-			close(*fd);
-		*fd = -1;
-		return -EPROTO;
+		for (unsigned int i = 0; i < max; i++) {
+			if (fds[i] >= 0)
+				close(fds[i]);
+			fds[i] = -1;
+		}
+		return n == 0 ? -ECONNRESET : -EPROTO;
 	}
 	m->name[sizeof(m->name) - 1] = '\0';
 	m->why[sizeof(m->why) - 1] = '\0';

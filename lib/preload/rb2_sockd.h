@@ -31,8 +31,10 @@
  *   kernel connect()
  *   CONNECTED(socket) ------------>      waits for the accept ...   accept()
  *                                        ... <---- ACCEPTED(accepted socket)
- *           <---- PAIR(arena, name) ---- matched by port ---- PAIR(arena, name) ---->
+ *        <---- PAIR(arena, bells, name) -- by port -- PAIR(arena, bells, name) ---->
  *   rb2_stream_open(client)                                   rb2_stream_open(server)
+ * The bells are two eventfds the service makes for the pair, one each end
+ * sleeps on and the other rings: a wake-up without the loopback TCP path.
  * A server that does not accept within the timeout: the client gets PLAIN,
  * and the service remembers, so that the late accept gets PLAIN too: both
  * ends always agree.
@@ -73,7 +75,10 @@ extern "C" {
 #endif
 
 #define RB2_SOCKD_MAGIC 0x72623273u          /* "rb2s" */
-#define RB2_SOCKD_VERSION 2
+#define RB2_SOCKD_VERSION 3
+
+/** The most fds one message carries: PAIR's arena and the two ends' bells. */
+#define RB2_SOCKD_MAX_FDS 3
 
 /** rb2_sockd_msg.flags of LISTEN and CONNECT: the asking process can open
  *  an RDMA device, so its connections to other hosts may go over verbs. */
@@ -90,13 +95,16 @@ enum rb2_sockd_op {
 	/* replies */
 	RB2_SOCKD_GO = 100,      /**< connect, then send CONNECTED */
 	RB2_SOCKD_PLAIN,         /**< kernel TCP; why says why */
-	RB2_SOCKD_PAIR,          /**< fd: the arena; name: the stream's */
+	RB2_SOCKD_PAIR,          /**< fds: the arena, then the client's and the
+				  *   server's bells (eventfds: rb2_stream_open());
+				  *   name: the stream's */
 	RB2_SOCKD_OK,            /**< LISTEN registered, STATS answered */
 	RB2_SOCKD_REMOTE,        /**< CONNECT: connect, then open the stream over verbs;
 				  *   ACCEPTED: the same, this end the server */
 };
 
-/** One message each way; fds travel beside it (SCM_RIGHTS, at most one). */
+/** One message each way; fds travel beside it (SCM_RIGHTS, at most
+ *  RB2_SOCKD_MAX_FDS). */
 struct rb2_sockd_msg {
 	uint32_t magic;
 	uint16_t version;
@@ -111,12 +119,15 @@ struct rb2_sockd_msg {
  *  else $XDG_RUNTIME_DIR/rb2/sockd.sock, else /tmp/rb2-UID/sockd.sock. */
 int rb2_sockd_path(char *buf, unsigned int len);
 
-/** Send @p m with @p fd (or -1) on @p sock. @return 0 or -errno. */
-int rb2_sockd_send(int sock, const struct rb2_sockd_msg *m, int fd);
+/** Send @p m with the @p nfds fds of @p fds (at most RB2_SOCKD_MAX_FDS)
+ *  on @p sock. @return 0 or -errno. */
+int rb2_sockd_send(int sock, const struct rb2_sockd_msg *m, const int *fds, unsigned int nfds);
 
-/** Receive into @p m and, if one came, an fd into @p *fd (else -1).
- *  @return 0, -EPROTO (not one of ours), -ECONNRESET (closed), or -errno. */
-int rb2_sockd_recv(int sock, struct rb2_sockd_msg *m, int *fd);
+/** Receive into @p m, and the fds that came with it into @p fds (up to
+ *  @p max; the others -1).
+ *  @return 0, -EPROTO (not one of ours: also more fds than @p max, all
+ *  closed), -ECONNRESET (closed), or -errno. */
+int rb2_sockd_recv(int sock, struct rb2_sockd_msg *m, int *fds, unsigned int max);
 
 #ifdef __cplusplus
 }

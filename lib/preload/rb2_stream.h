@@ -19,14 +19,17 @@
  * as TCP's do.
  *
  * **Waking a sleeper.** Each end has a "bell", a file descriptor whose
- * readability wakes it: rb2-run uses the connection's kernel TCP socket,
- * which carries no data once the stream is up. A reader with nothing to
- * read says so in the control zone, looks once more, and then blocks in
- * the kernel on its bell (poll, epoll, select: the program's own call). A
- * writer that publishes sees the flag and sends one byte on its socket,
- * which makes the peer's socket readable. A writer short of room does the
- * same the other way. Nobody sends a byte while the peer is polling, so a
- * busy stream makes no system calls.
+ * readability wakes it. On one host it is an eventfd of the end's own,
+ * which the peer holds too (rb2-sockd makes the pair's two); the
+ * connection's kernel TCP socket, which carries no data once the stream
+ * is up, wakes it too, when the peer's process ends (a FIN), and stands
+ * in for the eventfds where there are none. A reader with nothing to read
+ * says so in the control zone, looks once more, and then blocks in the
+ * kernel on its bells (poll, epoll, select: the program's own call). A
+ * writer that publishes sees the flag and rings: one write(2) of the
+ * peer's eventfd, or one byte sent on its socket. A writer short of room
+ * does the same the other way. Nobody rings while the peer is polling, so
+ * a busy stream makes no system calls.
  *
  * All calls are non-blocking; one thread at a time per end (the caller
  * locks).
@@ -55,10 +58,15 @@ struct rb2_xport;
  * Open one end of stream @p name in the current arena (rb2_noeal_arena_use())
  * and connect it to the other end, which must open within @p timeout_ms.
  * @p bell_fd is this end's socket: a byte sent on it wakes the peer.
+ * @p efd, if not NULL, holds the two ends' eventfds (non-blocking), the
+ * client's and the server's, which both ends hold: each sleeps on its own
+ * and rings the other's (rb2_stream_wake_fd()). The stream owns them from
+ * the call on, whether it succeeds or not. An end without them sleeps on
+ * its socket alone, and its peer rings it there.
  * @return the stream, or NULL with errno (ETIMEDOUT: no peer came).
  */
 struct rb2_stream *rb2_stream_open(const char *name, int is_client, int bell_fd,
-				   unsigned int timeout_ms);
+				   const int efd[2], unsigned int timeout_ms);
 
 /**
  * Open one end of a stream to another host, over @p xp (verbs), through
@@ -179,11 +187,12 @@ int rb2_stream_want(struct rb2_stream *s, int events);
 void rb2_stream_edges(const struct rb2_stream *s, uint32_t *in, uint32_t *out);
 
 /**
- * A second fd to sleep on, beside the bell, for @p events (POLLIN or
- * POLLOUT): across hosts on verbs, the receiver's completion channel, which
- * the peer's data itself makes readable (POLLIN), or the sender's, which
- * the peer's head push, as it frees room, makes readable (POLLOUT); -1 on
- * one host. Fixed for the stream's life: an epoll set holds both as long as
+ * A second fd to sleep on, beside the bell's socket, for @p events (POLLIN
+ * or POLLOUT): on one host, this end's eventfd (both events), which the
+ * peer rings; across hosts on verbs, the receiver's completion channel,
+ * which the peer's data itself makes readable (POLLIN), or the sender's,
+ * which the peer's head push, as it frees room, makes readable (POLLOUT);
+ * else -1. Fixed for the stream's life: an epoll set holds it as long as
  * the stream.
  */
 int rb2_stream_wake_fd(const struct rb2_stream *s, int events);
@@ -204,6 +213,11 @@ void rb2_stream_shutdown_wr(struct rb2_stream *s);
  *  the peer's next read fails with ECONNRESET (what this end had sent is
  *  dropped), its poll says POLLERR|POLLHUP, its writes get EPIPE. */
 void rb2_stream_close(struct rb2_stream *s);
+
+/** A copy of a stream that this process inherited across fork(), while the
+ *  stream stays its parent's: close this process's descriptors of it (its
+ *  eventfds), and touch nothing the two share. */
+void rb2_stream_forget(struct rb2_stream *s);
 
 /**
  * The error that ended the stream without an end from the peer, for

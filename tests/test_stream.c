@@ -114,7 +114,7 @@ static int efd_only;     /* shm-efd: sleep on the eventfd alone */
 static void
 wait_for(struct rb2_stream *s, int bell, int events)
 {
-	if (rb2_stream_arm(s, events) == 0) {
+	if (rb2_stream_arm(s, events, rb2_stream_wait_id()) == 0) {
 		/* Across hosts, a reader or a writer sleeps on its completion
 		 * channel too; on one host with eventfds, on that alone. */
 		struct pollfd p[2] = { { .fd = bell, .events = POLLIN },
@@ -127,6 +127,8 @@ wait_for(struct rb2_stream *s, int bell, int events)
 			      events & POLLIN ? "data" : "room");
 		} else {
 			poll(p, p[1].fd >= 0 ? 2 : 1, 5000);
+			if (p[0].revents)
+				rb2_stream_heard(s, RB2_STREAM_HEARD_SOCK);
 		}
 		rb2_stream_disarm(s, events);
 	}

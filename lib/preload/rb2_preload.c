@@ -883,6 +883,18 @@ spin_done(struct spin *sp)
 static int wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t until,
 			    struct spin *sp);
 
+/* What a wait saw of stream @p's socket (@sock) and wake fd (@wake): their
+ * revents, or -1 if it cannot tell (it failed). The stream's next disarm
+ * reads what was readable (rb2_stream_heard()). */
+static void
+heard(struct psock *p, int sock, int wake)
+{
+	int what = (sock != 0 ? RB2_STREAM_HEARD_SOCK : 0) | (wake != 0 ? RB2_STREAM_HEARD_WAKE : 0);
+
+	if (what != 0)
+		rb2_stream_heard(p->st, what);
+}
+
 /* Block until the stream of @p (socket @fd) has @events, or @timeout_ms
  * passes (-1: never). @return 0, -EINTR, -ETIMEDOUT. */
 static int
@@ -922,12 +934,13 @@ wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t unti
 		if (now - t0 < sp->ns)
 			continue;
 		spin_end(sp, 1);
-		if (rb2_stream_arm(p->st, events) != 0)
+		if (rb2_stream_arm(p->st, events, 0) != 0)
 			return 0;
 		/* Slices of 50 ms: a bell read away by another thread waiting
 		 * on this socket costs at most that. */
 		left = until == UINT64_MAX ? 50 : (int)((until - now) / 1000000ull) + 1;
 		r = real.poll(pf, 3, left < 50 ? left : 50);   /* poll skips fd -1 */
+		heard(p, r < 0 ? -1 : pf[0].revents, r < 0 ? -1 : pf[1].revents | pf[2].revents);
 		rb2_stream_disarm(p->st, events);    /* keeps errno */
 		if (r < 0 && errno == EINTR)
 			return -EINTR;
@@ -1342,6 +1355,7 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 	for (;;) {
 		int ready = 0, armed = 0, r = 0, left;
 		nfds_t extra = 0;
+		uint64_t wait;
 		uint64_t now = now_ns();
 
 		/* The kernel's fds, without waiting (none: no system call). */
@@ -1376,14 +1390,16 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 		if (now - t0 < sp->ns)
 			continue;
 		spin_end(sp, 1);
-		/* Sleep: every stream armed, then the kernel waits on all. */
+		/* Sleep: every stream armed, then the kernel waits on all; one
+		 * bell wakes this wait, so one is all a peer rings. */
+		wait = rb2_stream_wait_id();
 		for (nfds_t i = 0; i < n; i++) {
 			struct psock *p = stream_of(fds[i].fd);
 
 			k[i] = fds[i];
 			if (p == NULL)
 				continue;
-			if (rb2_stream_arm(p->st, fds[i].events & (POLLIN | POLLOUT)) != 0) {
+			if (rb2_stream_arm(p->st, fds[i].events & (POLLIN | POLLOUT), wait) != 0) {
 				armed = -1;
 				break;
 			}
@@ -1409,8 +1425,12 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 		for (nfds_t i = 0; i < n; i++) {
 			struct psock *p = stream_of(fds[i].fd);
 
-			if (p != NULL)
-				rb2_stream_disarm(p->st, fds[i].events & (POLLIN | POLLOUT));
+			if (p == NULL)
+				continue;
+			/* The wake fds' revents are past n, in no order: any of
+			 * them readable is heard by every stream. */
+			heard(p, armed < 0 || r < 0 ? -1 : k[i].revents, armed < 0 || r < 0 ? -1 : 0);
+			rb2_stream_disarm(p->st, fds[i].events & (POLLIN | POLLOUT));
 		}
 		if (armed >= 0 && r < 0) {
 			free(k);
@@ -1541,7 +1561,8 @@ struct ep_set {
 static struct ep_set *ep_all;
 static pthread_mutex_t ep_all_lock = PTHREAD_MUTEX_INITIALIZER;
 
-#define EP_TAG 0x7262320000000000ull  /* "rb2" in the kernel's data: a bell */
+#define EP_TAG 0x7262320000000000ull  /* "rb2" in the kernel's data: a stream's socket */
+#define EP_TAG_WAKE 0x7262330000000000ull /* "rb3": its wake fd (ep_add_wake()) */
 
 static struct ep_set *
 ep_get(int epfd, int make)
@@ -1673,7 +1694,8 @@ static void
 ep_add_wake(int epfd, int fd)
 {
 	struct psock *p = stream_of(fd);
-	struct epoll_event kev = { .events = EPOLLIN | EPOLLET, .data.u64 = EP_TAG | (uint32_t)fd };
+	struct epoll_event kev = { .events = EPOLLIN | EPOLLET,
+				   .data.u64 = EP_TAG_WAKE | (uint32_t)fd };
 
 	for (int w = 0; p != NULL && w < 2; w++) {
 		int wfd = rb2_stream_wake_fd(p->st, w == 0 ? POLLIN : POLLOUT);
@@ -1989,12 +2011,12 @@ ep_ready_at(struct ep_set *e, struct epoll_event *out, int max, int look, int de
 	return n;
 }
 
-/* About to sleep (@on): ask every stream entry of @e, and of the sets
+/* About to sleep (@on) in the wait named @wait: ask every stream entry of @e, and of the sets
  * nested in it, for a bell; awake (!@on): no more bells. @return how many
  * entries have something on its way that comes without a bell (across
  * hosts): then the caller must not block. */
 static int
-ep_arm(struct ep_set *e, int on, int depth)
+ep_arm(struct ep_set *e, int on, uint64_t wait, int depth)
 {
 	int soon = 0;
 
@@ -2011,7 +2033,7 @@ ep_arm(struct ep_set *e, int on, int depth)
 			if (in == NULL || in == e || (on && it->off))
 				continue;
 			pthread_mutex_unlock(&e->lock);
-			soon += ep_arm(in, on, depth + 1);
+			soon += ep_arm(in, on, wait, depth + 1);
 			pthread_mutex_lock(&e->lock);
 			if (i >= e->n || e->it[i].fd != fd)
 				break;               /* changed meanwhile: the next wait arms anew */
@@ -2019,10 +2041,15 @@ ep_arm(struct ep_set *e, int on, int depth)
 		}
 		if (p == NULL || it->kernel || (on && (it->off || it->gone)))
 			continue;
-		if (on)
-			soon += rb2_stream_want(p->st, ev) != 0;
-		else
+		if (on) {
+			soon += rb2_stream_want(p->st, ev, wait) != 0;
+		} else {
+			/* A nested set's kernel events are its own, unseen
+			 * here: its sockets are read. */
+			if (depth > 0)
+				rb2_stream_heard(p->st, RB2_STREAM_HEARD_SOCK);
 			rb2_stream_disarm(p->st, ev);
+		}
 	}
 	pthread_mutex_unlock(&e->lock);
 	return soon;
@@ -2031,7 +2058,7 @@ ep_arm(struct ep_set *e, int on, int depth)
 static void
 ep_disarm(struct ep_set *e)
 {
-	(void)ep_arm(e, 0, 0);
+	(void)ep_arm(e, 0, 0, 0);
 }
 
 static int epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms,
@@ -2074,7 +2101,7 @@ epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 			/* Sleep: ask every stream entry for a bell, then look once
 			 * more (an edge-triggered entry may hold data already
 			 * reported: that is no reason not to sleep). */
-			sleep = ep_arm(e, 1, 0) > 0 ? -1 : 1;
+			sleep = ep_arm(e, 1, rb2_stream_wait_id(), 0) > 0 ? -1 : 1;
 			n = ep_ready(e, evs, max);
 			if (n > 0)
 				sleep = -1;
@@ -2097,6 +2124,24 @@ epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 		}
 		k = mask ? real.epoll_pwait(epfd, evs + n, max - n, sleep > 0 ? left : 0, mask) :
 			real.epoll_wait(epfd, evs + n, max - n, sleep > 0 ? left : 0);
+		/* A stream's socket or wake fd readable: what its disarm reads,
+		 * below, or at once when this wait did not sleep (the kernel
+		 * reports an edge once: a FIN seen here and left unread would
+		 * be seen by no later sleep). */
+		for (int i = n; i < n + k; i++) {
+			uint64_t tag = evs[i].data.u64 & ~0xffffffffull;
+			struct psock *p;
+
+			if (tag != EP_TAG && tag != EP_TAG_WAKE)
+				continue;
+			p = stream_of((int)(uint32_t)evs[i].data.u64);
+			if (p == NULL)
+				continue;
+			rb2_stream_heard(p->st, tag == EP_TAG ? RB2_STREAM_HEARD_SOCK :
+					 RB2_STREAM_HEARD_WAKE);
+			if (sleep == 0)
+				rb2_stream_disarm(p->st, 0);
+		}
 		if (sleep != 0)
 			ep_disarm(e);
 		if (k < 0)
@@ -2104,11 +2149,12 @@ epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 		/* Drop the bells: their streams are looked at next round. Drop
 		 * too a nested set's kernel event already reported above. */
 		for (int i = n; i < n + k;) {
+			uint64_t tag = evs[i].data.u64 & ~0xffffffffull;
 			int dup = 0;
 
 			for (int j = 0; j < n && !dup; j++)
 				dup = evs[j].data.u64 == evs[i].data.u64;
-			if ((evs[i].data.u64 & ~0xffffffffull) == EP_TAG || dup) {
+			if (tag == EP_TAG || tag == EP_TAG_WAKE || dup) {
 				evs[i] = evs[n + k - 1];
 				k--;
 			} else {

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -49,16 +50,20 @@ struct stream_ctl {
 	/* Who sleeps: set by a sleeper, cleared by whoever rings it. */
 	alignas(64) _Atomic uint32_t rd_sleeps[2]; /* direction d's reader wants a bell for data */
 	_Atomic uint32_t wr_sleeps[2];   /* direction d's writer wants a bell for room */
+	/* ... in which wait (rb2_stream_wait_id()), one host only: stored
+	 * before the flag, read after it. */
+	_Atomic uint64_t rd_wait[2], wr_wait[2];
 	/* Per end e, written by e alone: events for edge-triggered waiters, as
 	 * the kernel's wake-ups, and its bells. */
 	alignas(64) struct {
 		_Atomic uint32_t pub;    /* e published on direction e, or shut it down */
 		_Atomic uint32_t rel;    /* e freed room on direction !e, or closed */
-		_Atomic uint64_t rung;   /* bells e sent, counted before each send */
+		_Atomic uint64_t rung;   /* bells e sent on its socket, counted before each */
+		_Atomic uint64_t efd_rung; /* ... and on the peer's eventfd */
 		/* Across hosts, where the peer READs them (below): */
 		_Atomic uint64_t published; /* e's tail on direction e as published (slots) */
 		_Atomic uint64_t freed;  /* messages e released of direction !e */
-		char pad[32];
+		char pad[24];
 	} by[2];
 	/* Across hosts: where this end's READs land (one at a time, under the
 	 * control queue's lock), and the words its flag WRITEs come from
@@ -159,6 +164,8 @@ struct rb2_stream {
 	int bell;
 	int wake_efd;            /* one host: the eventfd we sleep on, or -1 */
 	int ring_efd;            /* ... and the peer's, which we ring */
+	_Atomic uint64_t efd_heard; /* rings of our eventfd read away */
+	_Atomic int heard;       /* RB2_STREAM_HEARD_*: the kernel said so (rb2_stream_heard()) */
 	int wr_shut;
 	int reset;               /* a write after the peer's close was taken */
 	int rst_seen;            /* a read reported the peer's reset */
@@ -197,6 +204,9 @@ ring(struct rb2_stream *s)
 	 * softirq to the peer's socket: 11% of all samples under memcslap. */
 	if (s->ring_efd >= 0 &&
 	    atomic_load_explicit(&s->ctl->efd_listen[!s->me], memory_order_acquire)) {
+		/* Counted first: the peer reads its eventfd only while the
+		 * count is ahead of what it read. */
+		atomic_fetch_add_explicit(&s->ctl->by[s->me].efd_rung, 1, memory_order_release);
 		(void)syscall(SYS_write, s->ring_efd, &one, sizeof(one));
 		return;
 	}
@@ -219,16 +229,84 @@ rb2_stream_corked(struct rb2_stream *s, int corked)
 	s->corked = corked != 0;
 }
 
-/* After publishing data (@dir = ours) or freeing room (@dir = the peer's):
- * ring the peer if it asked. Seq-cst: our publication before our look at
- * its flag, as its flag before its last look at the ring (Dekker). */
+/* The wait this thread rang last (rb2_stream_wait_id()). */
+static __thread uint64_t rang_wait;
+
+/* After publishing data (@flag: our direction's reader's) or freeing room
+ * (the peer's writer's): ring the peer if it asked, unless this thread rang
+ * the same wait of its already (@wait: where the sleeper names it; NULL
+ * across hosts). Seq-cst: our publication before our look at its flag, as
+ * its flag before its last look at the ring (Dekker).
+ *
+ * Not ringing a wait rung before is safe: the first bell wakes it (or found
+ * it awake), and it looks at every stream it waits on after it disarms;
+ * what it missed of ours there, its next arming's look sees, by the same
+ * Dekker (our look at the flag came before its new flag). */
 static void
-ring_if(struct rb2_stream *s, _Atomic uint32_t *flag)
+ring_if(struct rb2_stream *s, _Atomic uint32_t *flag, _Atomic uint64_t *wait)
 {
+	uint64_t w;
+
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(flag, memory_order_relaxed) != 0 &&
-	    atomic_exchange_explicit(flag, 0, memory_order_relaxed) != 0)
-		ring(s);
+	if (atomic_load_explicit(flag, memory_order_relaxed) == 0 ||
+	    atomic_exchange_explicit(flag, 0, memory_order_acq_rel) == 0)
+		return;
+	w = wait != NULL ? atomic_load_explicit(wait, memory_order_relaxed) : 0;
+	if (w != 0 && w == rang_wait) {
+		s->st.bells_spared++;
+		return;
+	}
+	rang_wait = w;
+	ring(s);
+}
+
+/* ring_if() for the reader of direction @d, and for the writer. */
+static void
+ring_reader(struct rb2_stream *s, int d)
+{
+	ring_if(s, &s->ctl->rd_sleeps[d], s->rm == NULL ? &s->ctl->rd_wait[d] : NULL);
+}
+
+static void
+ring_writer(struct rb2_stream *s, int d)
+{
+	ring_if(s, &s->ctl->wr_sleeps[d], s->rm == NULL ? &s->ctl->wr_wait[d] : NULL);
+}
+
+static _Atomic uint64_t next_wait;   /* 0: not seeded in this process yet */
+
+/* A child names its waits otherwise than its parent. */
+static void
+wait_ids_reseed(void)
+{
+	atomic_store_explicit(&next_wait, 0, memory_order_relaxed);
+}
+
+static void
+wait_ids_fork_hook(void)
+{
+	(void)pthread_atfork(NULL, NULL, wait_ids_reseed);
+}
+
+uint64_t
+rb2_stream_wait_id(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	uint64_t id = atomic_load_explicit(&next_wait, memory_order_relaxed);
+
+	if (id == 0) {
+		/* A random base: another process's waits are named otherwise. */
+		uint64_t base;
+
+		(void)pthread_once(&once, wait_ids_fork_hook);
+		if (getrandom(&base, sizeof(base), GRND_NONBLOCK) != (ssize_t)sizeof(base))
+			base = (uint64_t)getpid() << 32 ^ rte_get_timer_cycles();
+		(void)atomic_compare_exchange_strong(&next_wait, &id, base | 1);
+	}
+	do
+		id = atomic_fetch_add_explicit(&next_wait, 1, memory_order_relaxed);
+	while (id == 0);                  /* 0 names no wait */
+	return id;
 }
 
 /* One more event on @ctr: only this end writes it (its caller holds the
@@ -548,7 +626,7 @@ try_mark(struct rb2_stream *s)
 	s->rm->mark_pending = 0;
 	note_published(s);
 	bump(&s->ctl->by[s->me].pub);
-	ring_if(s, &s->ctl->rd_sleeps[s->me]);
+	ring_reader(s, s->me);
 	return 1;
 }
 
@@ -849,7 +927,7 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 		if (s->rm != NULL)
 			note_published(s);
 		bump(&s->ctl->by[s->me].pub);
-		ring_if(s, &s->ctl->rd_sleeps[s->me]);
+		ring_reader(s, s->me);
 		if (f < 0 && channel_dead(s, f))
 			return dead_told(s, -EPIPE);
 		if (f < 0)
@@ -986,7 +1064,7 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 					      memory_order_release);
 		}
 		bump(&s->ctl->by[s->me].rel);
-		ring_if(s, &s->ctl->wr_sleeps[!s->me]);
+		ring_writer(s, !s->me);
 	}
 	if (total > 0) {
 		if (!peek)
@@ -1134,14 +1212,20 @@ remote_want(struct rb2_stream *s, int events)
 }
 
 int
-rb2_stream_want(struct rb2_stream *s, int events)
+rb2_stream_want(struct rb2_stream *s, int events, uint64_t wait)
 {
 	if (s->rm != NULL)
 		return remote_want(s, events);
-	if (events & POLLIN)
-		atomic_store_explicit(&s->ctl->rd_sleeps[!s->me], 1, memory_order_relaxed);
-	if (events & POLLOUT)
-		atomic_store_explicit(&s->ctl->wr_sleeps[s->me], 1, memory_order_relaxed);
+	/* The wait's name, then the flag: a ringer that sees the flag sees
+	 * this name (or a later one's). */
+	if (events & POLLIN) {
+		atomic_store_explicit(&s->ctl->rd_wait[!s->me], wait, memory_order_relaxed);
+		atomic_store_explicit(&s->ctl->rd_sleeps[!s->me], 1, memory_order_release);
+	}
+	if (events & POLLOUT) {
+		atomic_store_explicit(&s->ctl->wr_wait[s->me], wait, memory_order_relaxed);
+		atomic_store_explicit(&s->ctl->wr_sleeps[s->me], 1, memory_order_release);
+	}
 	s->st.sleeps++;
 	/* The flag before the caller's last look (ring_if()'s other half). */
 	atomic_thread_fence(memory_order_seq_cst);
@@ -1149,11 +1233,11 @@ rb2_stream_want(struct rb2_stream *s, int events)
 }
 
 int
-rb2_stream_arm(struct rb2_stream *s, int events)
+rb2_stream_arm(struct rb2_stream *s, int events, uint64_t wait)
 {
 	int ev;
 
-	ev = rb2_stream_want(s, events);
+	ev = rb2_stream_want(s, events, wait);
 	ev |= rb2_stream_poll(s) & (events | POLLERR | POLLHUP | POLLRDHUP);
 	if (ev != 0)
 		rb2_stream_disarm(s, events);
@@ -1174,8 +1258,8 @@ found_foreign(struct rb2_stream *s)
 	publish_word(s, &s->ctl->closed[s->me], 1);
 	bump(&s->ctl->by[s->me].pub);
 	bump(&s->ctl->by[s->me].rel);
-	ring_if(s, &s->ctl->rd_sleeps[s->me]);
-	ring_if(s, &s->ctl->wr_sleeps[!s->me]);
+	ring_reader(s, s->me);
+	ring_writer(s, !s->me);
 	fprintf(stderr, "rb2-run: pid %d: fd %d: at least %" PRIu64 " bytes came on the kernel "
 		"socket under an rb2 connection, past rb2-run's calls (io_uring, a raw system "
 		"call, or a program started by posix_spawn() or system()); they cannot join the "
@@ -1183,17 +1267,38 @@ found_foreign(struct rb2_stream *s)
 		s->st.foreign_bytes);
 }
 
-/* The bell's bytes: read them away, so the socket stops being readable.
- * A read that did not fill the buffer found them all: no second call to
- * learn so (a bell after it makes the socket readable again, and a kernel
- * epoll entry fires anew). The socket's end is the peer's process's; its
- * error (keepalive's ETIMEDOUT, across hosts) is the peer's host's. */
+/* The bells: read them away, so that the socket and the eventfd stop
+ * being readable. Each costs a system call, and a thread that sleeps on 50
+ * streams disarms them all on each wake: 100 calls before it looked at
+ * anything, long enough for the peer to finish its whole batch and sleep
+ * too, so that the two fell into step (Redis and redis-benchmark -c 50: one
+ * sleep each per 50 requests, a quarter of the rate). So on one host the
+ * eventfd is read only while the peer's count of rings is ahead of what was
+ * read, and the socket only when the caller's wait saw it readable
+ * (rb2_stream_heard()); across hosts, the socket is read every time.
+ *
+ * A socket read that did not fill the buffer found every byte: no second
+ * call to learn so (a bell after it makes the socket readable again, and a
+ * kernel epoll entry fires anew). The socket's end is the peer's process's;
+ * its error (keepalive's ETIMEDOUT, across hosts) is the peer's host's. */
 static void
 read_bells(struct rb2_stream *s)
 {
+	int heard = atomic_exchange_explicit(&s->heard, 0, memory_order_acquire);
 	char buf[64];
 	long n;
 
+	if (s->wake_efd >= 0 &&
+	    ((heard & RB2_STREAM_HEARD_WAKE) ||
+	     atomic_load_explicit(&s->ctl->by[!s->me].efd_rung, memory_order_acquire) !=
+	     atomic_load_explicit(&s->efd_heard, memory_order_relaxed))) {
+		uint64_t v;
+
+		if (syscall(SYS_read, s->wake_efd, &v, sizeof(v)) == (long)sizeof(v))
+			atomic_fetch_add_explicit(&s->efd_heard, v, memory_order_relaxed);
+	}
+	if (s->rm == NULL && !(heard & RB2_STREAM_HEARD_SOCK))
+		return;
 	do {
 		n = syscall(SYS_recvfrom, s->bell, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL);
 		if (n > 0) {
@@ -1208,11 +1313,12 @@ read_bells(struct rb2_stream *s)
 				(int)getpid(), s->bell, strerror(errno));
 		}
 	} while (n == (long)sizeof(buf));
-	if (s->wake_efd >= 0) {
-		uint64_t v;
+}
 
-		(void)syscall(SYS_read, s->wake_efd, &v, sizeof(v));  /* non-blocking */
-	}
+void
+rb2_stream_heard(struct rb2_stream *s, int what)
+{
+	atomic_fetch_or_explicit(&s->heard, what, memory_order_release);
 }
 
 void
@@ -1235,10 +1341,15 @@ rb2_stream_disarm(struct rb2_stream *s, int events)
 			(void)flag_then_read(s, &s->ctl->wr_sleeps[s->me], 0, NULL, NULL);
 		}
 	} else {
+		/* An exchange: a ringer that spared us its bell (ring_if())
+		 * published before its exchange, which ours then follows, so
+		 * the caller's look after this sees what it published. */
 		if (events & POLLIN)
-			atomic_store_explicit(&s->ctl->rd_sleeps[!s->me], 0, memory_order_relaxed);
+			(void)atomic_exchange_explicit(&s->ctl->rd_sleeps[!s->me], 0,
+						       memory_order_acq_rel);
 		if (events & POLLOUT)
-			atomic_store_explicit(&s->ctl->wr_sleeps[s->me], 0, memory_order_relaxed);
+			(void)atomic_exchange_explicit(&s->ctl->wr_sleeps[s->me], 0,
+						       memory_order_acq_rel);
 	}
 	read_bells(s);
 	/* More than the peer rang: someone wrote on the kernel socket past
@@ -1282,7 +1393,7 @@ rb2_stream_shutdown_wr(struct rb2_stream *s)
 	atomic_store_explicit(&s->ctl->shut[s->me], 1, memory_order_release);
 	bump(&s->ctl->by[s->me].pub);
 	/* A reader asleep must wake to see the end. */
-	ring_if(s, &s->ctl->rd_sleeps[s->me]);
+	ring_reader(s, s->me);
 }
 
 void
@@ -1309,7 +1420,7 @@ rb2_stream_close(struct rb2_stream *s)
 		publish_word(s, &s->ctl->closed[s->me], 1);
 		bump(&s->ctl->by[s->me].rel);
 		/* A writer waiting for room learns that nobody will read. */
-		ring_if(s, &s->ctl->wr_sleeps[!s->me]);
+		ring_writer(s, !s->me);
 		/* Across hosts, what the NIC has not sent yet would go with
 		 * the queue: wait until the peer's memory holds it all. */
 		if (s->rm != NULL && s->rm->peer_ctl != 0 && !peer_closed(s))

@@ -157,13 +157,28 @@ size_t rb2_stream_nread(struct rb2_stream *s);
 int rb2_stream_poll(struct rb2_stream *s);
 
 /**
- * About to block waiting for @p events (POLLIN: data; POLLOUT: room): tell
- * the peer to ring the bell, then look once more.
+ * A new wait's name, unique in practice across processes (a random base per
+ * process, then a count): rb2_stream_want() and rb2_stream_arm() take it.
+ *
+ * A thread that sleeps on many streams at once (epoll over 50 connections)
+ * asks each for a bell, and one bell wakes it, to look at them all. A peer
+ * that publishes on several of them rings the first, and then, seeing the
+ * same wait named on the others, rings no more: its thread rang that wait
+ * already. Without it, redis-benchmark's 50 connections rang Redis's one
+ * wait up to 50 times (a write(2) each) per sleep, and the two fell into
+ * step: 0.26 M SETs/s where 0.7-1.3 M were possible (doc/eval/rb2-run.md).
+ */
+uint64_t rb2_stream_wait_id(void);
+
+/**
+ * About to block waiting for @p events (POLLIN: data; POLLOUT: room) in the
+ * wait named @p wait (rb2_stream_wait_id(); 0: none): tell the peer to ring
+ * the bell, then look once more.
  * @return the events ready after all (do not block then; nothing is left
  *   armed), or 0: block on the bell, then call rb2_stream_disarm(). A
  *   thread waiting to read and one waiting to write may arm one end at once.
  */
-int rb2_stream_arm(struct rb2_stream *s, int events);
+int rb2_stream_arm(struct rb2_stream *s, int events, uint64_t wait);
 
 /**
  * Ask for bells for @p events without looking: the caller looks itself
@@ -175,7 +190,7 @@ int rb2_stream_arm(struct rb2_stream *s, int events);
  *   room the peer made before our request for a bell reached it, which
  *   comes without one): then do not block, look again.
  */
-int rb2_stream_want(struct rb2_stream *s, int events);
+int rb2_stream_want(struct rb2_stream *s, int events, uint64_t wait);
 
 /**
  * The kernel's edges, counted: @p in moves on whenever the peer publishes
@@ -197,8 +212,22 @@ void rb2_stream_edges(const struct rb2_stream *s, uint32_t *in, uint32_t *out);
  */
 int rb2_stream_wake_fd(const struct rb2_stream *s, int events);
 
+/** rb2_stream_heard(): the socket was readable (a bell on it, the peer's
+ *  FIN, bytes written past rb2-run), or the eventfd was. */
+#define RB2_STREAM_HEARD_SOCK 1
+#define RB2_STREAM_HEARD_WAKE 2
+
+/**
+ * The caller's wait saw what @p what names readable (RB2_STREAM_HEARD_*),
+ * or does not know (a wait that failed): the next rb2_stream_disarm()
+ * reads it. On one host a disarm reads the socket only then; every wait
+ * that sleeps on the socket must say what it saw there.
+ */
+void rb2_stream_heard(struct rb2_stream *s, int what);
+
 /** Awake: stop asking for bells for @p events (as armed), and read away
- *  the bytes that rang. errno is left as the caller's wait set it. */
+ *  the bells that rang (rb2_stream_heard()). errno is left as the caller's
+ *  wait set it. */
 void rb2_stream_disarm(struct rb2_stream *s, int events);
 
 /** The program corked (TCP_CORK) the bell's socket, or uncorked it: a
@@ -229,6 +258,8 @@ int rb2_stream_take_error(struct rb2_stream *s);
 /** What went through this end. */
 struct rb2_stream_stats {
 	uint64_t bytes_out, bytes_in, bells_rung, sleeps;
+	/* Bells not rung: the peer's wait was rung already (rb2_stream_wait_id()). */
+	uint64_t bells_spared;
 	/* Bytes found on the bell's socket that no bell sent (the connection
 	 * was reset for them): a lower bound of what was lost. */
 	uint64_t foreign_bytes;

@@ -8,10 +8,14 @@ the ratio, and every round's figure.
 
   usertools/rb2_run_bench.py [--build build] [--rounds 3] [--seconds 3]
   usertools/rb2_run_bench.py --nginx-spin 2000,0 [--rounds 3] [--seconds 5]
+  usertools/rb2_run_bench.py --bells memcached,nginx,redis [--rounds 3]
 
 --nginx-spin runs nginx and wrk alone, over the kernel and under rb2-run with
 its default spin and with each RB2_RUN_SPIN_NS given: what a waiting thread's
 spin does to the rate and to wrk's p50 and p99 on this machine's vCPUs.
+--bells runs the apps named over the kernel and under rb2-run with each bell
+that wakes a sleeping peer: its eventfd (the default), and a byte on the
+connection's TCP socket (RB2_RUN_BELL=socket).
 
 Also, each round, the layer's own cost: the same 64 B round trip on a bare rb2
 channel (rb2-perf --mode lat) and through blocking send()/recv()
@@ -220,24 +224,44 @@ class Bench:
                 "iperf3_cpu_s_per_gb": cpu_s / (got["bytes"] / 1e9)}
 
 
-def nginx_spin(b, rounds, spins):
-    """nginx under each spin setting ("default": rb2-run's own), interleaved
-    with kernel TCP; the median of the rounds and every round's figures."""
-    configs = [("kernel", "kernel", None), ("default", "rb2", None)] + \
-        [(f"spin_{ns}_ns", "rb2", str(ns)) for ns in spins]
+def compare(b, rounds, configs, apps, what):
+    """@apps (names of rb2_apps.ALL) under each of @configs, (label, mode,
+    extra environment), interleaved, each round in the other order; the
+    median of the rounds and every round's figures."""
     env = dict(b.env)
     figs = {label: [] for label, _, _ in configs}
     for k in range(rounds):
-        for label, mode, ns in configs if k % 2 == 0 else configs[::-1]:
-            b.env = dict(env, RB2_RUN_SPIN_NS=ns) if ns is not None else dict(env)
-            figs[label].append(b.app(mode, rb2_apps.ALL["nginx"]))
-            print(f"round {k + 1}/{rounds} {label}: {figs[label][-1]}", file=sys.stderr)
+        for label, mode, extra in configs if k % 2 == 0 else configs[::-1]:
+            b.env = dict(env, **extra)
+            fig = {}
+            for name in apps:
+                fig.update(b.app(mode, rb2_apps.ALL[name]))
+            figs[label].append(fig)
+            print(f"round {k + 1}/{rounds} {label}: {fig}", file=sys.stderr)
     b.env = env
-    return {"rounds": rounds, "host_cpus": os.cpu_count(),
-            "what": "nginx (2 workers, 1 KB file) under wrk -t1 -c8 --latency",
+    return {"rounds": rounds, "host_cpus": os.cpu_count(), "what": what,
             "configs": {label: {key: statistics.median(r[key] for r in figs[label])
                                 for key in figs[label][0]} | {"rounds": figs[label]}
                         for label in figs}}
+
+
+def nginx_spin(b, rounds, spins):
+    """nginx under each spin setting ("default": rb2-run's own), interleaved
+    with kernel TCP."""
+    configs = [("kernel", "kernel", {}), ("default", "rb2", {})] + \
+        [(f"spin_{ns}_ns", "rb2", {"RB2_RUN_SPIN_NS": str(ns)}) for ns in spins]
+    return compare(b, rounds, configs, ["nginx"],
+                   "nginx (2 workers, 1 KB file) under wrk -t1 -c8 --latency")
+
+
+def bells(b, rounds, apps):
+    """@apps over kernel TCP and under rb2-run with each bell: a peer's
+    eventfd (the default) and a byte on the connection's socket
+    (RB2_RUN_BELL=socket)."""
+    configs = [("kernel", "kernel", {}), ("eventfd", "rb2", {}),
+               ("socket", "rb2", {"RB2_RUN_BELL": "socket"})]
+    return compare(b, rounds, configs, apps,
+                   "the bell that wakes a sleeping peer on one host: eventfd or socket")
 
 
 def main():
@@ -247,7 +271,12 @@ def main():
     ap.add_argument("--seconds", type=int, default=3, help="sockperf's run per round")
     ap.add_argument("--nginx-spin", metavar="NS[,NS...]",
                     help="nginx alone, under each RB2_RUN_SPIN_NS too")
+    ap.add_argument("--bells", metavar="APP[,APP...]",
+                    help="these of %s alone, under rb2-run with each bell too "
+                         "(eventfd, socket)" % ",".join(rb2_apps.ALL))
     o = ap.parse_args()
+    if o.bells and any(a not in rb2_apps.ALL for a in o.bells.split(",")):
+        ap.error(f"--bells: apps are among {','.join(rb2_apps.ALL)}: {o.bells}")
     try:
         spins = [int(x) for x in o.nginx_spin.split(",")] if o.nginx_spin else None
     except ValueError:
@@ -260,9 +289,11 @@ def main():
                 sys.exit(f"rb2_run_bench: {tool} is not installed (apt-get install "
                          f"{rb2_apps.PACKAGES})")
     b = Bench(o.build, o.seconds)
-    if spins is not None:
+    if spins is not None or o.bells:
         try:
-            print(json.dumps(nginx_spin(b, o.rounds, spins), indent=1))
+            res = nginx_spin(b, o.rounds, spins) if spins is not None else \
+                bells(b, o.rounds, o.bells.split(","))
+            print(json.dumps(res, indent=1))
         finally:
             b.close()
         return

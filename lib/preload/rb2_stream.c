@@ -383,6 +383,7 @@ peer_failed(struct rb2_stream *s, int err, const char *what)
 {
 	if (s->peer_gone)
 		return;
+	rb2_stream_heard(s, RB2_STREAM_HEARD_SOCK);    /* a FIN there, maybe */
 	read_bells(s);
 	if (s->peer_gone)
 		return;
@@ -1275,7 +1276,8 @@ found_foreign(struct rb2_stream *s)
  * sleep each per 50 requests, a quarter of the rate). So on one host the
  * eventfd is read only while the peer's count of rings is ahead of what was
  * read, and the socket only when the caller's wait saw it readable
- * (rb2_stream_heard()); across hosts, the socket is read every time.
+ * (rb2_stream_heard()), across hosts too (its error, keepalive's ETIMEDOUT,
+ * makes it readable).
  *
  * A socket read that did not fill the buffer found every byte: no second
  * call to learn so (a bell after it makes the socket readable again, and a
@@ -1297,7 +1299,7 @@ read_bells(struct rb2_stream *s)
 		if (syscall(SYS_read, s->wake_efd, &v, sizeof(v)) == (long)sizeof(v))
 			atomic_fetch_add_explicit(&s->efd_heard, v, memory_order_relaxed);
 	}
-	if (s->rm == NULL && !(heard & RB2_STREAM_HEARD_SOCK))
+	if (!(heard & RB2_STREAM_HEARD_SOCK))
 		return;
 	do {
 		n = syscall(SYS_recvfrom, s->bell, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL);

@@ -220,8 +220,8 @@ int rb2_stream_wake_fd(const struct rb2_stream *s, int events);
 /**
  * The caller's wait saw what @p what names readable (RB2_STREAM_HEARD_*),
  * or does not know (a wait that failed): the next rb2_stream_disarm()
- * reads it. On one host a disarm reads the socket only then; every wait
- * that sleeps on the socket must say what it saw there.
+ * reads it. A disarm reads the socket only then; every wait that sleeps
+ * on the socket must say what it saw there.
  */
 void rb2_stream_heard(struct rb2_stream *s, int what);
 

@@ -486,18 +486,16 @@ open_stream(struct psock *p, int fd, int fds[RB2_SOCKD_MAX_FDS], const char *nam
 	rb2_noeal_arena_use(p->arena);
 	/* The bells go past the program's soft limit (rb2_xport_fd_raise()):
 	 * its own descriptors are numbered as without rb2-run. */
-	efd[0] = rb2_xport_fd_raise(fds[1]);
-	efd[1] = rb2_xport_fd_raise(fds[2]);
+	for (int i = 0; i < 2; i++) {
+		if (!use_efd && fds[1 + i] >= 0)
+			real.close(fds[1 + i]);
+		efd[i] = use_efd ? rb2_xport_fd_raise(fds[1 + i]) : -1;
+	}
 	/* A bell on the socket is one byte, and must go at once: Nagle would
 	 * hold it for the last one's ACK, which a delayed ACK sends up to
 	 * 40 ms late. */
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
-	p->st = rb2_stream_open(name, is_client, fd, use_efd ? efd : NULL, connect_timeout_ms);
-	if (!use_efd) {
-		for (int i = 0; i < 2; i++)
-			if (efd[i] >= 0)
-				real.close(efd[i]);
-	}
+	p->st = rb2_stream_open(name, is_client, fd, efd, connect_timeout_ms);
 	if (p->st == NULL) {
 		err = errno;
 		rb2_noeal_arena_detach(p->arena);
@@ -1427,9 +1425,10 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 
 			if (p == NULL)
 				continue;
-			/* The wake fds' revents are past n, in no order: any of
-			 * them readable is heard by every stream. */
-			heard(p, armed < 0 || r < 0 ? -1 : k[i].revents, armed < 0 || r < 0 ? -1 : 0);
+			/* The socket as the kernel saw it. The wake fd needs no
+			 * word: its eventfd is read while the peer's count of
+			 * rings is ahead of what was read. */
+			heard(p, armed < 0 || r < 0 ? -1 : k[i].revents, 0);
 			rb2_stream_disarm(p->st, fds[i].events & (POLLIN | POLLOUT));
 		}
 		if (armed >= 0 && r < 0) {
@@ -2011,10 +2010,11 @@ ep_ready_at(struct ep_set *e, struct epoll_event *out, int max, int look, int de
 	return n;
 }
 
-/* About to sleep (@on) in the wait named @wait: ask every stream entry of @e, and of the sets
- * nested in it, for a bell; awake (!@on): no more bells. @return how many
- * entries have something on its way that comes without a bell (across
- * hosts): then the caller must not block. */
+/* About to sleep (@on) in the wait named @wait (rb2_stream_wait_id()): ask
+ * every stream entry of @e, and of the sets nested in it, for a bell;
+ * awake (!@on): no more bells. @return how many entries have something on
+ * its way that comes without a bell (across hosts): then the caller must
+ * not block. */
 static int
 ep_arm(struct ep_set *e, int on, uint64_t wait, int depth)
 {

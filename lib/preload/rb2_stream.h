@@ -165,8 +165,9 @@ int rb2_stream_poll(struct rb2_stream *s);
  * that publishes on several of them rings the first, and then, seeing the
  * same wait named on the others, rings no more: its thread rang that wait
  * already. Without it, redis-benchmark's 50 connections rang Redis's one
- * wait up to 50 times (a write(2) each) per sleep, and the two fell into
- * step: 0.26 M SETs/s where 0.7-1.3 M were possible (doc/eval/rb2-run.md).
+ * wait up to 50 times per sleep, a write(2) each. Redis and
+ * redis-benchmark -c 50 did 0.48-0.97 M SETs/s that way, and 1.05-1.11 M
+ * with it (two runs each; doc/eval/rb2-run.md).
  */
 uint64_t rb2_stream_wait_id(void);
 

@@ -305,9 +305,14 @@ class Server:
         return f"nothing listened on port {self.port} within 60 s: {self.stderr()}"
 
     def stderr(self):
+        """The tail of the server's stderr, after every line rb2-run said
+        (its stats, and why a stream failed), which a traceback's tail
+        would push out."""
         self.err.flush()
         self.err.seek(0)
-        return self.err.read()[-400:]
+        text = self.err.read()
+        said = [ln for ln in text.splitlines() if ln.startswith("rb2-run")][-20:]
+        return "\n".join(said + ["..."] if said else []) + text[-400:]
 
     def stop(self):
         """SIGTERM to its process group, SIGKILL after 10 s. @return how it

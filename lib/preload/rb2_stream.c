@@ -252,10 +252,8 @@ ring_if(struct rb2_stream *s, _Atomic uint32_t *flag, _Atomic uint64_t *wait)
 	    atomic_exchange_explicit(flag, 0, memory_order_acq_rel) == 0)
 		return;
 	w = wait != NULL ? atomic_load_explicit(wait, memory_order_relaxed) : 0;
-	if (w != 0 && w == rang_wait) {
-		s->st.bells_spared++;
+	if (w != 0 && w == rang_wait)
 		return;
-	}
 	rang_wait = w;
 	ring(s);
 }
@@ -547,23 +545,26 @@ rb2_stream_open(const char *name, int is_client, int bell_fd, const int efd[2],
 	struct rb2_stream *s = calloc(1, sizeof(*s));
 	struct rb2_chan_params p;
 	char up[RB2_CHAN_NAMESIZE], down[RB2_CHAN_NAMESIZE], cz[RTE_MEMZONE_NAMESIZE];
-	int ret = -ENOMEM;
+	int ret = -ENOMEM, wake = -1, peer = -1;
 
+	/* The bells, taken: both, or neither. */
+	if (efd != NULL) {
+		wake = efd[is_client ? 0 : 1];
+		peer = efd[is_client ? 1 : 0];
+		if (wake < 0 || peer < 0) {
+			close_fd(&wake);
+			close_fd(&peer);
+		}
+	}
 	if (s == NULL) {
-		for (int i = 0; efd != NULL && i < 2; i++)
-			close_fd(&(int){ efd[i] });
+		close_fd(&wake);
+		close_fd(&peer);
 		goto fail;
 	}
 	s->me = is_client ? 0 : 1;
 	s->bell = bell_fd;
-	s->wake_efd = s->ring_efd = -1;
-	if (efd != NULL && efd[0] >= 0 && efd[1] >= 0) {
-		s->wake_efd = efd[s->me];
-		s->ring_efd = efd[!s->me];
-	} else {
-		for (int i = 0; efd != NULL && i < 2; i++)
-			close_fd(&(int){ efd[i] });
-	}
+	s->wake_efd = wake;
+	s->ring_efd = peer;
 	snprintf(up, sizeof(up), "%s.u", name);
 	snprintf(down, sizeof(down), "%s.d", name);
 	snprintf(cz, sizeof(cz), "%s.c", name);

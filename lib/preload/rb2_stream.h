@@ -259,8 +259,6 @@ int rb2_stream_take_error(struct rb2_stream *s);
 /** What went through this end. */
 struct rb2_stream_stats {
 	uint64_t bytes_out, bytes_in, bells_rung, sleeps;
-	/* Bells not rung: the peer's wait was rung already (rb2_stream_wait_id()). */
-	uint64_t bells_spared;
 	/* Bytes found on the bell's socket that no bell sent (the connection
 	 * was reset for them): a lower bound of what was lost. */
 	uint64_t foreign_bytes;

@@ -31,7 +31,10 @@
  *     the server closes; the client's write then fails with EPIPE;
  *   - sleepers: a reader blocked on its bell is woken by the writer (the
  *     bells rung are counted), and a writer blocked on a full ring is woken
- *     by the reader.
+ *     by the reader;
+ *   - wait names (rb2_stream_wait_id()) carry the process's pid above a
+ *     count, so no two waits of live processes share one: a parent's and
+ *     its fork child's differ, and one process's never repeat in a row.
  */
 
 #define _GNU_SOURCE
@@ -315,6 +318,34 @@ open_verbs(int is_client, int bell, struct rb2_xport **xp)
 	return rb2_stream_open_remote(*xp, is_client, bell, 10000);
 }
 
+/* The names a peer's bells are spared by (rb2_stream_wait_id()). */
+static void
+check_wait_ids(void)
+{
+	uint64_t a = rb2_stream_wait_id(), b = rb2_stream_wait_id();
+	int fd[2], status = 0;
+	uint64_t kid;
+	pid_t pid;
+
+	CHECK(a != 0 && b != 0 && a != b, "wait ids %#lx then %#lx", (unsigned long)a,
+	      (unsigned long)b);
+	CHECK(a >> 42 == (uint64_t)getpid(), "wait id %#lx does not carry pid %d",
+	      (unsigned long)a, (int)getpid());
+	if (pipe(fd) != 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		kid = rb2_stream_wait_id();
+		_exit(write(fd[1], &kid, sizeof(kid)) == sizeof(kid) ? 0 : 1);
+	}
+	CHECK(read(fd[0], &kid, sizeof(kid)) == sizeof(kid) && kid >> 42 == (uint64_t)pid,
+	      "a fork child's wait id %#lx does not carry its pid %d", (unsigned long)kid,
+	      (int)pid);
+	waitpid(pid, &status, 0);
+	close(fd[0]);
+	close(fd[1]);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -326,6 +357,7 @@ main(int argc, char **argv)
 	pid_t pid;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	check_wait_ids();
 	if (a == NULL || socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
 		printf("FAILED: arena or socketpair: %s\n", strerror(errno));
 		return 1;

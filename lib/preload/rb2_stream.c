@@ -271,40 +271,52 @@ ring_writer(struct rb2_stream *s, int d)
 	ring_if(s, &s->ctl->wr_sleeps[d], s->rm == NULL ? &s->ctl->wr_wait[d] : NULL);
 }
 
-static _Atomic uint64_t next_wait;   /* 0: not seeded in this process yet */
+/* A wait's name: this process's pid in the top 22 bits (Linux's pids stay
+ * below 2^22, PID_MAX_LIMIT), a count in the low 42, from a random start.
+ * Two live processes of one pid namespace never share a name, and a
+ * process repeats one only after 2^42 waits. */
+#define WAIT_COUNT_BITS 42
+#define WAIT_COUNT_MASK ((UINT64_C(1) << WAIT_COUNT_BITS) - 1)
 
-/* A child names its waits otherwise than its parent. */
+static _Atomic uint64_t wait_pid;   /* this process's pid << WAIT_COUNT_BITS */
+static _Atomic uint64_t wait_count;
+
+/* Names this process's waits by its pid, from a random count: a pid used
+ * again (by a process that ended, or in another pid namespace) counts
+ * elsewhere. Runs once, and again in a child after fork. */
 static void
-wait_ids_reseed(void)
+wait_ids_seed(void)
 {
-	atomic_store_explicit(&next_wait, 0, memory_order_relaxed);
+	uint64_t start;
+
+	if (getrandom(&start, sizeof(start), GRND_NONBLOCK) != (ssize_t)sizeof(start))
+		start = rte_get_timer_cycles();
+	atomic_store_explicit(&wait_count, start, memory_order_relaxed);
+	atomic_store_explicit(&wait_pid, (uint64_t)getpid() << WAIT_COUNT_BITS,
+			      memory_order_relaxed);
 }
 
 static void
-wait_ids_fork_hook(void)
+wait_ids_init(void)
 {
-	(void)pthread_atfork(NULL, NULL, wait_ids_reseed);
+	wait_ids_seed();
+	(void)pthread_atfork(NULL, NULL, wait_ids_seed);
 }
 
 uint64_t
 rb2_stream_wait_id(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	uint64_t id = atomic_load_explicit(&next_wait, memory_order_relaxed);
+	uint64_t count;
 
-	if (id == 0) {
-		/* A random base: another process's waits are named otherwise. */
-		uint64_t base;
-
-		(void)pthread_once(&once, wait_ids_fork_hook);
-		if (getrandom(&base, sizeof(base), GRND_NONBLOCK) != (ssize_t)sizeof(base))
-			base = (uint64_t)getpid() << 32 ^ rte_get_timer_cycles();
-		(void)atomic_compare_exchange_strong(&next_wait, &id, base | 1);
-	}
-	do
-		id = atomic_fetch_add_explicit(&next_wait, 1, memory_order_relaxed);
-	while (id == 0);                  /* 0 names no wait */
-	return id;
+	(void)pthread_once(&once, wait_ids_init);
+	count = atomic_fetch_add_explicit(&wait_count, 1, memory_order_relaxed) &
+		WAIT_COUNT_MASK;
+	/* This thread is about to wait, so what it rang before belongs to a
+	 * pass over its streams that is over: ring afresh in the next. */
+	rang_wait = 0;
+	/* Never 0, which names no wait: no process has pid 0. */
+	return atomic_load_explicit(&wait_pid, memory_order_relaxed) | count;
 }
 
 /* One more event on @ctr: only this end writes it (its caller holds the

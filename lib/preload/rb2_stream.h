@@ -157,8 +157,11 @@ size_t rb2_stream_nread(struct rb2_stream *s);
 int rb2_stream_poll(struct rb2_stream *s);
 
 /**
- * A new wait's name, unique in practice across processes (a random base per
- * process, then a count): rb2_stream_want() and rb2_stream_arm() take it.
+ * A new wait's name: the process's pid in the top 22 bits, a count from a
+ * random start in the low 42, never 0. No two live processes of one pid
+ * namespace share one (a fork child names by its own pid), and a process
+ * repeats one after 2^42 waits. rb2_stream_want() and rb2_stream_arm() take
+ * it. The calling thread is about to wait: it forgets which wait it rang.
  *
  * A thread that sleeps on many streams at once (epoll over 50 connections)
  * asks each for a bell, and one bell wakes it, to look at them all. A peer

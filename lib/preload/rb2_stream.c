@@ -75,7 +75,7 @@ struct stream_ctl {
 #define RB2_STREAM_SLOTS 256
 /* Across hosts, how long a control READ may take: the peer's flag, count or
  * bell count (a peer host that answers nothing is the kernel socket's to
- * find, in about 5 s); and after the peer's FIN, what it published, which
+ * find, in about 10 s); and after the peer's FIN, what it published, which
  * its process's queues, gone with it, never answer: a short wait, once, so
  * a server's one thread does not stall on each client that exited. */
 #define RB2_STREAM_CTL_MS 6000

@@ -87,15 +87,19 @@ struct rb2_stream *rb2_stream_open_remote(struct rb2_xport *xp, int is_client, i
  * @p sock_fd (if it is TCP), probing after RB2_STREAM_KEEPIDLE_S silent
  * seconds, every RB2_STREAM_KEEPINTVL_S, RB2_STREAM_KEEPCNT times, and
  * gives bytes sent on it (bells) RB2_STREAM_USER_TIMEOUT_MS to be
- * acknowledged. So a peer host that dies, or a link that stops carrying
- * anything, fails the stream with ETIMEDOUT about 5 s after the last packet
- * from there, where kernel TCP's defaults take 2 h 11 min (keepalive) or
- * 15 min (retransmissions).
+ * acknowledged; with TCP_USER_TIMEOUT set, the kernel also ends a socket
+ * whose probes go unanswered only once that long passed since its last
+ * packet. So a peer host that dies, or a link that stops carrying
+ * anything, fails the stream with ETIMEDOUT about 10 s after the last
+ * packet from there, where kernel TCP's defaults take 2 h 11 min
+ * (keepalive) or 15 min (retransmissions). 5 s failed a live host: 3 of
+ * 1273 connections between two TCG guests whose link 1000 connections
+ * overran (doc/eval/rb2-run-two.md, "Many connections").
  */
 #define RB2_STREAM_KEEPIDLE_S 2
 #define RB2_STREAM_KEEPINTVL_S 1
-#define RB2_STREAM_KEEPCNT 3
-#define RB2_STREAM_USER_TIMEOUT_MS 5000
+#define RB2_STREAM_KEEPCNT 8
+#define RB2_STREAM_USER_TIMEOUT_MS 10000
 
 /**
  * The program set socket option (@p level, @p name) to @p val on the

@@ -209,14 +209,26 @@ linger(struct rb2_conn_ep *ep, uint16_t port, uint32_t conns, int listen)
 
 	uint32_t host = getenv("RB2_TEST_HOST") ? (uint32_t)atoi(getenv("RB2_TEST_HOST")) : 0;
 
+	int said = 0;
+
 	for (uint32_t i = 0; !listen && i < conns; i++)
 		cd[n++] = rb2_conn_connect_host(ep, host, port);
 	while (time(NULL) - t0 < 60 && ret >= 0) {
+		uint32_t open = 0;
 		int c;
 
 		while (listen && n < conns && (c = rb2_conn_accept(ep, port)) >= 0)
 			cd[n++] = c;
 		ret = rb2_conn_ep_poll(ep);
+		/* Say once that all are open: the script kills the service on
+		 * this line, not after a fixed wait a slow guest may overrun. */
+		for (uint32_t i = 0; !said && i < n; i++)
+			open += rb2_conn_status(ep, cd[i]) == 0;
+		if (!said && n == conns && open == conns) {
+			printf("linger: %u connections open\n", conns);
+			fflush(stdout);
+			said = 1;
+		}
 	}
 	for (uint32_t i = 0; i < n; i++)
 		failed += rb2_conn_status(ep, cd[i]) == ret;

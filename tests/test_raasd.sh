@@ -32,7 +32,7 @@ pfx=rb2t-raas-$$
 . "$(dirname "$0")/case_study_lib.sh"
 
 if ! have_hugepages; then
-	echo "SKIP: DPDK multi-process needs hugepages: as root, dpdk-hugepages.py -p 2M --setup 1G"
+	echo "SKIP: DPDK multi-process needs hugepages: as root, usertools/rb2-hugepages.sh 1024"
 	exit 77
 fi
 
@@ -179,7 +179,7 @@ fi
 app linger-c linger 9 100 listen & l1=$!; pids+=("$l1")
 wait_for "$tmp/linger-c" listening
 app linger-d linger 9 100 connect & l2=$!; pids+=("$l2")
-sleep 1
+wait_for "$tmp/linger-d" "connections open"
 # Telemetry, while they hold their connections: both links, 100 each.
 tel=$(command -v dpdk-telemetry.py || true)
 if [ -n "$tel" ]; then

@@ -283,10 +283,16 @@ if [ $src -eq 0 ] && [ $crc -eq 0 ] && grep -q "shared receive queue of 512" /tm
 else
 	fail=$((fail + 1)); raas; echo "FAIL raasd_two_services_over_verbs (server $src, client $crc)"
 fi
+# Each side says when it is ready (listening; all 200 open): under TCG a
+# fixed wait was sometimes too short for service 2 to take the application.
+said() { # FILE PATTERN: until FILE has it, 60 s at most
+	for _ in $(seq 600); do grep -q "$2" "$1" && return 0; sleep 0.1; done
+	return 1
+}
 "$app" $(sec 0 1) -- orphan orph 8 200 > /tmp/raas-orph 2>&1 & o=$!
-sleep 1
+said /tmp/raas-orph "listening on"
 RB2_TEST_HOST=1 "$app" $(sec 1 2) -- linger ling 8 200 connect > /tmp/raas-ling 2>&1 & l=$!
-sleep 3
+said /tmp/raas-ling "connections open"
 kill -9 $raasd_2
 t0=$(date +%s%N)
 wait $o; orc=$?; wait $l; lrc=$?

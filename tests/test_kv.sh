@@ -170,7 +170,7 @@ grep -q "stopped" "$tmp/server" && ok "the server stops on SIGINT and reports" |
 
 # 3. Through the host service.
 if ! have_hugepages; then
-	echo "SKIP (part 3 only): DPDK multi-process needs hugepages: as root, dpdk-hugepages.py -p 2M --setup 1G"
+	echo "SKIP (part 3 only): DPDK multi-process needs hugepages: as root, usertools/rb2-hugepages.sh 1024"
 	[ $fails -eq 0 ]; exit
 fi
 start_raasd

@@ -467,7 +467,7 @@ hugepages_usable(char *why, size_t len)
 	if (f != NULL)
 		fclose(f);
 	if (free_pages < 128) {
-		snprintf(why, len, "%ld free hugepages (need 128 x 2 MiB); as root: dpdk-hugepages.py -p 2M --setup 1G",
+		snprintf(why, len, "%ld free hugepages (need 128 x 2 MiB); as root: usertools/rb2-hugepages.sh 1024",
 			 free_pages);
 		return 0;
 	}

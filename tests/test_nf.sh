@@ -514,7 +514,7 @@ print(sum(1 for lt, ts, d, o in r.read_capture('$tmp/g.pcap')
 twoproc)
 	free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
 	if [ "${free:-0}" -lt 128 ] || ! mountpoint -q /dev/hugepages; then
-		echo "SKIP: DPDK multi-process needs hugepages: as root, dpdk-hugepages.py -p 2M --setup 1G"
+		echo "SKIP: DPDK multi-process needs hugepages: as root, usertools/rb2-hugepages.sh 1024"
 		exit 77
 	fi
 	"$gen" -o "$tmp/g.pcap" --packets 400000 --flows 30000 --seed 7 --ipv6 0.1 --nonip 0.02 >/dev/null

@@ -275,7 +275,7 @@ PY
 twoproc)
 	free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
 	if [ "${free:-0}" -lt 128 ] || ! mountpoint -q /dev/hugepages; then
-		echo "SKIP: DPDK multi-process needs hugepages: as root, dpdk-hugepages.py -p 2M --setup 1G"
+		echo "SKIP: DPDK multi-process needs hugepages: as root, usertools/rb2-hugepages.sh 1024"
 		exit 77
 	fi
 	"$gen" -o "$tmp/t.pcap" --packets 60000 --flows 2000 --seed 9 --ipv6 0.1 --nonip 0.01 \

@@ -13,7 +13,12 @@
 # exits 0 whether or not the kernel found the pages (the callers then fall
 # back to --no-huge and say so).
 set -u
-want_mb=${1:?usage: rb2-hugepages.sh MIB}
+usage="usage: rb2-hugepages.sh MIB: make at least MIB MiB of 2 MiB hugepages free (as root)"
+case "${1:-}" in
+-h|--help) echo "$usage"; exit 0 ;;
+''|*[!0-9]*) echo "rb2-hugepages: '${1:-}' is not a size in MiB; $usage" >&2; exit 2 ;;
+esac
+want_mb=$1
 sys=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
 if [ "$(id -u)" -ne 0 ] || [ ! -w "$sys" ]; then
 	echo "rb2-hugepages: not root: the reservation is left as it is"

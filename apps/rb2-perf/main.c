@@ -672,7 +672,7 @@ main(int argc, char **argv)
 		 * shared between the processes of a DPDK group. */
 		fprintf(stderr, "rb2-perf: --server/--client over %s are two processes of one DPDK group, "
 			"which needs hugepages: drop --no-huge and reserve some (as root: "
-			"dpdk-hugepages.py -p 2M --setup 1G), give both the same --file-prefix, and "
+			"dpdk-hugepages.py -p 2M -r 1G), give both the same --file-prefix, and "
 			"start the second with --proc-type=secondary\n", o.transport);
 		rb2_eal_cleanup();
 		return 2;

@@ -224,7 +224,7 @@ preload(struct rb2_stage *st, struct replay *r, int allow_non_ip)
 				if (!warned++)
 					rte_log(RTE_LOG_WARNING, replay_logtype, "replay: hugepage memory ran out after "
 						"%" PRIu64 " records; the rest goes to ordinary pages "
-						"(reserve more: dpdk-hugepages.py -p 2M --setup 4G)\n", r->n);
+						"(reserve more: dpdk-hugepages.py -p 2M -r 4G)\n", r->n);
 			}
 			r->nchunks++;
 		}

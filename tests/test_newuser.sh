@@ -160,7 +160,7 @@ else
 fi
 
 # 9, 10. Help and options in the wrong place, before any EAL starts.
-for app in kv http raasd connperf raasbench nf; do
+for app in kv http raasd connperf raasbench nf perf flowbench; do
 	expect "rb2-$app --help without '--' prints its own usage" 0 "^usage: rb2-$app" \
 		"$build/apps/rb2-$app/rb2-$app" --help
 	grep -q -- "--log-level=lib.\*:error" "$tmp/out" &&

@@ -315,34 +315,39 @@ parse_designs(const char *prog, const char *arg, void *dst)
 	return bench_parse_names(prog, "designs", arg, design_name, NDESIGNS, dst);
 }
 
+#define SYNOPSIS "[EAL args] -- --trace FILE [options]"
+
+/* The options, with their defaults; the table below writes into them. */
+static const char *trace, *json, *reader = "rb2";
+static unsigned int rounds = 5, mask = 1u << D_RB2 | 1u << D_RTE_HASH;
+static uint64_t flows = 1 << 20;
+
+static struct bench_opt table[] = {
+	{ .type = BENCH_TEXT, .help = "The NF's flow table against rte_hash as the flow "
+	  "table, on one capture's records, in interleaved rounds (see the source's head)." },
+	{ "trace", BENCH_STR, &trace, .arg = "FILE", .help = "the capture (pcap, pcapng)" },
+	{ "flows", BENCH_U64, &flows, 64, 1u << 31, .arg = "N",
+	  .help = "each table's capacity (default 1M)" },
+	{ "rounds", BENCH_UINT, &rounds, 1, 1000, .arg = "R",
+	  .help = "interleaved rounds (default 5)" },
+	{ "designs", BENCH_CALL, &mask, .call = parse_designs, .arg = "LIST",
+	  .help = "rb2, rte_hash, none (default rb2,rte_hash)" },
+	{ "reader", BENCH_STR, &reader, .arg = "WHICH",
+	  .help = "the capture's reader: rb2 (default), libpcap, or both: then it is "
+	  "read by each in turn, --rounds times, timed, and their records compared" },
+	{ "json", BENCH_STR, &json, .arg = "FILE", .help = "the figures as JSON" },
+	{ .name = "help", .type = BENCH_HELP },
+	{ .type = BENCH_END },
+};
+
 static int
 flowbench_main(int argc, char **argv)
 {
-	const char *trace = NULL, *json = NULL, *reader = "rb2";
-	unsigned int rounds = 5, mask = 1u << D_RB2 | 1u << D_RTE_HASH;
-	uint64_t flows = 1 << 20;
-	struct bench_opt opts[] = {
-		{ .type = BENCH_TEXT, .help = "The NF's flow table against rte_hash as the flow "
-		  "table, on one capture's records, in interleaved rounds (see the source's head)." },
-		{ "trace", BENCH_STR, &trace, .arg = "FILE", .help = "the capture (pcap, pcapng)" },
-		{ "flows", BENCH_U64, &flows, 64, 1u << 31, .arg = "N",
-		  .help = "each table's capacity (default 1M)" },
-		{ "rounds", BENCH_UINT, &rounds, 1, 1000, .arg = "R",
-		  .help = "interleaved rounds (default 5)" },
-		{ "designs", BENCH_CALL, &mask, .call = parse_designs, .arg = "LIST",
-		  .help = "rb2, rte_hash, none (default rb2,rte_hash)" },
-		{ "reader", BENCH_STR, &reader, .arg = "WHICH",
-		  .help = "the capture's reader: rb2 (default), libpcap, or both: then it is "
-		  "read by each in turn, --rounds times, timed, and their records compared" },
-		{ "json", BENCH_STR, &json, .arg = "FILE", .help = "the figures as JSON" },
-		{ .name = "help", .type = BENCH_HELP },
-		{ .type = BENCH_END },
-	};
 	struct ctx c = { .flows = 0 };
 	json_t *doc, *ds, *read = NULL;
 	double *fig;
 
-	if (bench_opts_parse(PROG, "[EAL args] -- --trace FILE [options]", opts, argc, argv) < 0)
+	if (bench_opts_parse(PROG, SYNOPSIS, table, argc, argv) < 0)
 		return 1;
 	if (trace == NULL) {
 		fprintf(stderr, PROG ": give --trace FILE (rb2-tracegen makes one)\n");
@@ -399,19 +404,19 @@ flowbench_main(int argc, char **argv)
 	return bench_json_emit(doc, json, PROG) < 0;
 }
 
+static void
+app_usage(FILE *f)
+{
+	bench_opts_usage(f, PROG, SYNOPSIS, table);
+}
+
 int
 main(int argc, char **argv)
 {
-	int ret = rte_eal_init(argc, argv);
+	struct option *lo = bench_opts_long(table);
+	const struct rb2_app app = { .name = PROG, .usage = app_usage, .options = lo };
+	int ret = rb2_app_run(&app, argc, argv, flowbench_main);
 
-	if (ret < 0) {
-		fprintf(stderr, PROG ": EAL initialization failed: %s\n", rte_strerror(rte_errno));
-		return 1;
-	}
-	argc -= ret;
-	argv += ret;
-	argv[0] = (char *)PROG;
-	ret = flowbench_main(argc, argv);
-	rte_eal_cleanup();
+	free(lo);
 	return ret;
 }

@@ -293,9 +293,9 @@ static struct bench_opt table[] = {
 };
 
 static void
-usage(FILE *f, const char *prog)
+app_usage(FILE *f)
 {
-	bench_opts_usage(f, prog, SYNOPSIS, table);
+	bench_opts_usage(f, "rb2-perf", SYNOPSIS, table);
 }
 
 static int
@@ -632,38 +632,16 @@ spec_caps(const char *spec)
 	return caps;
 }
 
-int
-main(int argc, char **argv)
+/* After the EAL (rb2_app_run()): every return goes through its cleanup. */
+static int
+perf_main(int argc, char **argv)
 {
 	struct perf_opts o;
 	json_t *doc;
 	int ret;
 
-	/* "--help" after "--", or with no "--" at all, is ours; before "--"
-	 * it is the EAL's own. */
-	for (int i = 1, seen_dd = 0; i < argc; i++) {
-		int has_dd = seen_dd;
-		for (int j = i + 1; !has_dd && j < argc; j++)
-			has_dd = strcmp(argv[j], "--") == 0;
-		seen_dd |= strcmp(argv[i], "--") == 0;
-		if ((strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) &&
-		    (seen_dd || !has_dd)) {
-			usage(stdout, argv[0]);
-			return EXIT_SUCCESS;
-		}
-	}
-
-	ret = rb2_eal_init(argc, argv, 30); /* a secondary waits for its primary */
-	if (ret < 0) {
-		fprintf(stderr, "rb2-perf: EAL initialisation failed: %s (check the EAL args before --; without hugepages add --no-huge)\n",
-			rte_strerror(rte_errno));
-		return EXIT_FAILURE;
-	}
-	argv[ret] = argv[0];
-	if (parse_args(argc - ret, argv + ret, &o) < 0) {
-		rb2_eal_cleanup();
+	if (parse_args(argc, argv, &o) < 0)
 		return 2;
-	}
 	o.tx_lcore = rte_get_main_lcore();
 	o.rx_lcore = rte_get_next_lcore(o.tx_lcore, 1, 0);
 	if ((o.server || o.client != NULL) && !rte_eal_has_hugepages() &&
@@ -674,20 +652,16 @@ main(int argc, char **argv)
 			"which needs hugepages: drop --no-huge and reserve some (as root: "
 			"dpdk-hugepages.py -p 2M -r 1G), give both the same --file-prefix, and "
 			"start the second with --proc-type=secondary\n", o.transport);
-		rb2_eal_cleanup();
 		return 2;
 	}
 	if (o.mode != MODE_OPS && !(o.server || o.client != NULL) &&
 	    (rte_lcore_count() < 2 || o.rx_lcore >= RTE_MAX_LCORE)) {
 		fprintf(stderr, "rb2-perf: needs two lcores, one per half of the channel; EAL has %u (use -l 0-1)\n",
 			rte_lcore_count());
-		rb2_eal_cleanup();
 		return 2;
 	}
-	if (json_file_check(o.json) < 0) {
-		rb2_eal_cleanup();
+	if (json_file_check(o.json) < 0)
 		return 2;
-	}
 	doc = o.json != NULL ? perf_json_begin(&o) : NULL;
 	if (o.server || o.client != NULL) {
 		/* One side per process, on the main lcore. */
@@ -707,6 +681,16 @@ main(int argc, char **argv)
 		json_object_set_new(doc, "failed", json_true());
 	if (doc != NULL && bench_json_save(doc, o.json, "rb2-perf") < 0 && ret == 0)
 		ret = -1;
-	rb2_eal_cleanup();
 	return ret == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct option *lo = bench_opts_long(table);
+	const struct rb2_app app = { .name = "rb2-perf", .usage = app_usage, .options = lo };
+	int ret = rb2_app_run(&app, argc, argv, perf_main);
+
+	free(lo);
+	return ret;
 }

@@ -144,7 +144,14 @@ static struct {
 	uint64_t exec_ended;
 	uint64_t foreign_resets, foreign_bytes;   /* bytes past our calls: reset */
 	uint64_t wrs, doorbells;         /* across hosts: send WRs, and their posts */
+	/* Across hosts, where a stream's set-up went, summed over the streams
+	 * opened (stats.remote): asking our service, the kernel's connect (the
+	 * client's), the arena, then rb2_stream_open_remote() (this end's
+	 * queues; connecting them to the peer's), and prefaulting the arena. */
+	uint64_t su_service, su_kernel, su_arena, su_open, su_connect, su_prefault;
 } stats = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t now_ns(void);
 
 /* Add what stream @p moved to the process's figures (caller holds the lock
  * or is alone). A fork child's copy counts bytes since the fork, and no
@@ -295,11 +302,15 @@ remote_arena_free(int slot)
 }
 
 /* REMOTE: open our end of a stream to another host over socket @fd, its
- * queues connected over the socket itself. @return 0 or -errno. */
+ * queues connected over the socket itself; @service_ns and @kernel_ns are
+ * what asking the service and the kernel's connect took before (the stats
+ * line's set-up figures). @return 0 or -errno. */
 static int
-open_remote(struct psock *p, int fd, int is_client)
+open_remote(struct psock *p, int fd, int is_client, uint64_t service_ns, uint64_t kernel_ns)
 {
 	struct rb2_xport *xp = remote_xport();
+	struct rb2_stream_stats st;
+	uint64_t t0 = now_ns(), t1, t2;
 	int err;
 
 	if (xp == NULL)
@@ -307,6 +318,7 @@ open_remote(struct psock *p, int fd, int is_client)
 	p->arena = remote_arena(&p->rslot);
 	if (p->arena == NULL)
 		return -errno;
+	t1 = now_ns();
 	rb2_noeal_arena_use(p->arena);
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
 	/* The peer is told to connect at once; it waits at most this long for
@@ -320,10 +332,18 @@ open_remote(struct psock *p, int fd, int is_client)
 		p->rslot = -1;
 		return -err;
 	}
+	t2 = now_ns();
 	(void)rb2_noeal_arena_prefault(p->arena);
+	rb2_stream_stats(p->st, &st);
 	pthread_mutex_lock(&stats.lock);
 	stats.offloaded++;
 	stats.remote++;
+	stats.su_service += service_ns;
+	stats.su_kernel += kernel_ns;
+	stats.su_arena += t1 - t0;
+	stats.su_open += st.open_ns;
+	stats.su_connect += st.connect_ns;
+	stats.su_prefault += now_ns() - t2;
 	pthread_mutex_unlock(&stats.lock);
 	return 0;
 }
@@ -592,6 +612,7 @@ accepted(int lfd, int fd, int flags)
 	struct psock *l = get(lfd), *p;
 	struct rb2_sockd_msg m;
 	int conn, afd[RB2_SOCKD_MAX_FDS], ret;
+	uint64_t t0;
 
 	if (l == NULL || fd < 0)
 		return fd;
@@ -601,6 +622,7 @@ accepted(int lfd, int fd, int flags)
 	p->nonblock = (flags & SOCK_NONBLOCK) != 0;
 	if (l->reg_fd < 0)
 		return fd;              /* not registered: nobody paired through it */
+	t0 = now_ns();
 	conn = sockd_open();
 	if (conn < 0) {
 		count_plain("rb2-sockd is not running");
@@ -615,7 +637,7 @@ accepted(int lfd, int fd, int flags)
 			reset_kernel(fd);
 	} else if (ret == 0 && m.op == RB2_SOCKD_REMOTE) {
 		/* The client's service asked ours first: it opens its end now. */
-		ret = open_remote(p, fd, 0);
+		ret = open_remote(p, fd, 0, now_ns() - t0, 0);
 		if (ret != 0) {
 			fprintf(stderr, "rb2-run: pid %d: fd %d: the stream from another host "
 				"failed (%s): the connection is reset\n", (int)getpid(), fd,
@@ -666,15 +688,17 @@ connect_kernel(int fd, const struct sockaddr *addr, socklen_t len)
 /* REMOTE: the kernel connects, then both ends open the stream over the
  * socket; non-blocking as the kernel's, EINPROGRESS once it is up. */
 static int
-connect_remote(struct psock *p, int fd, const struct sockaddr *addr, socklen_t len)
+connect_remote(struct psock *p, int fd, const struct sockaddr *addr, socklen_t len,
+	       uint64_t service_ns)
 {
+	uint64_t t0 = now_ns();
 	int ret = connect_kernel(fd, addr, len), inprogress = ret == 1;
 
 	if (ret < 0) {
 		errno = -ret;
 		return -1;
 	}
-	ret = open_remote(p, fd, 1);
+	ret = open_remote(p, fd, 1, service_ns, now_ns() - t0);
 	if (ret != 0) {
 		fprintf(stderr, "rb2-run: pid %d: fd %d: the stream to another host failed (%s): "
 			"the connection is reset\n", (int)getpid(), fd, strerror(-ret));
@@ -698,6 +722,7 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 	socklen_t ll = sizeof(local);
 	struct rb2_sockd_msg m;
 	int conn, afd[RB2_SOCKD_MAX_FDS], ret, inprogress;
+	uint64_t t0;
 
 	if (p == NULL || p->st != NULL || addr == NULL ||
 	    (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
@@ -723,12 +748,13 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 			return real.connect(fd, addr, len);
 		}
 	}
+	t0 = now_ns();
 	ret = sockd_ask(conn, RB2_SOCKD_CONNECT, fd, addr, len, &m, afd, 2000);
 	close_fds(afd);
 	if (ret == 0 && m.op == RB2_SOCKD_REMOTE) {
 		/* Another host's service expects this connection over rb2. */
 		real.close(conn);
-		return connect_remote(p, fd, addr, len);
+		return connect_remote(p, fd, addr, len, now_ns() - t0);
 	}
 	if (ret != 0 || m.op != RB2_SOCKD_GO) {
 		real.close(conn);
@@ -2526,6 +2552,8 @@ child_after_fork(void)
 	stats.offloaded = stats.remote = stats.bytes_in = stats.bytes_out = stats.failed = 0;
 	stats.plain_other = stats.exec_ended = stats.foreign_resets = stats.foreign_bytes = 0;
 	stats.wrs = stats.doorbells = 0;
+	stats.su_service = stats.su_kernel = stats.su_arena = stats.su_open = 0;
+	stats.su_connect = stats.su_prefault = 0;
 	memset(stats.plain, 0, sizeof(stats.plain));
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
@@ -2591,10 +2619,17 @@ print_stats(void)
 	n = snprintf(line, sizeof(line), "rb2-run: pid %d: %" PRIu64 " connections over rb2 (%"
 		     PRIu64 " bytes in, %" PRIu64 " out), %" PRIu64 " failed", (int)getpid(),
 		     stats.offloaded, stats.bytes_in, stats.bytes_out, stats.failed);
-	if (stats.remote)
+	if (stats.remote) {
+		double k = 1e6 * (double)stats.remote;
+
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " of them to other "
-			      "hosts, over verbs (%" PRIu64 " WRs in %" PRIu64 " doorbells)",
-			      stats.remote, stats.wrs, stats.doorbells);
+			      "hosts, over verbs (%" PRIu64 " WRs in %" PRIu64 " doorbells; set-up "
+			      "per stream, mean ms: service %.2f, kernel connect %.2f, arena %.2f, "
+			      "queues %.2f, connecting them %.2f, prefault %.2f)",
+			      stats.remote, stats.wrs, stats.doorbells, stats.su_service / k,
+			      stats.su_kernel / k, stats.su_arena / k, stats.su_open / k,
+			      stats.su_connect / k, stats.su_prefault / k);
+	}
 	for (unsigned int i = 0; i < REASONS && stats.plain[i].n; i++)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " kernel TCP: %s",
 			      stats.plain[i].n, stats.plain[i].why);

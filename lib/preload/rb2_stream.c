@@ -20,6 +20,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_common.h>
@@ -797,9 +798,19 @@ rb2_stream_opt(const struct rb2_stream *s, int level, int name, int *val)
 	return 1;
 }
 
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 struct rb2_stream *
 rb2_stream_open_remote(struct rb2_xport *xp, int is_client, int sock_fd, unsigned int timeout_ms)
 {
+	uint64_t t0 = mono_ns();
 	struct rb2_stream *s = remote_new(xp, is_client, sock_fd);
 	struct { uint64_t addr; uint32_t rkey, magic; } mine, theirs;
 	char peer[32];
@@ -807,6 +818,7 @@ rb2_stream_open_remote(struct rb2_xport *xp, int is_client, int sock_fd, unsigne
 
 	if (s == NULL)
 		return NULL;
+	s->st.open_ns = mono_ns() - t0;
 	/* What the program would read back from kernel TCP, then ours, on a
 	 * TCP socket (the tests' unix socket pairs have no keepalive).
 	 * System calls, not libc's: rb2-run's own would keep them from the
@@ -848,6 +860,7 @@ rb2_stream_open_remote(struct rb2_xport *xp, int is_client, int sock_fd, unsigne
 	if ((ret = remote_attach(s, theirs.addr, theirs.rkey)) < 0)
 		goto fail;
 	remote_learn_wake_fd(s);
+	s->st.connect_ns = mono_ns() - t0 - s->st.open_ns;
 	return s;
 fail:
 	rb2_stream_close(s);

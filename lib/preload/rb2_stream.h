@@ -273,6 +273,11 @@ struct rb2_stream_stats {
 	 * publication, head and credit WRITEs, wake-ups, control words) and
 	 * the posts that carried them, a doorbell each. 0 on one host. */
 	uint64_t wrs, doorbells;
+	/* Across hosts, how long rb2_stream_open_remote() took: making this
+	 * end's queues, rings and registrations, then connecting them to the
+	 * peer's over the socket (which waits for the peer's end too). 0 on
+	 * one host. */
+	uint64_t open_ns, connect_ns;
 };
 
 void rb2_stream_stats(const struct rb2_stream *s, struct rb2_stream_stats *st);

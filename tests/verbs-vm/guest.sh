@@ -16,6 +16,8 @@ role=$(sed -n 's/.*rb2.role=\([^ ]*\).*/\1/p' /proc/cmdline)
 guestkill=$(sed -n 's/.*rb2.guestkill=\([^ ]*\).*/\1/p' /proc/cmdline)
 rounds=$(sed -n 's/.*rb2.rounds=\([^ ]*\).*/\1/p' /proc/cmdline)
 apps=$(sed -n 's/.*rb2.apps=\([^ ]*\).*/\1/p' /proc/cmdline)
+scale=$(sed -n 's/.*rb2.scale=\([^ ]*\).*/\1/p' /proc/cmdline)
+[ -z "$scale" ] || export RB2_PRELOAD_SCALE_COUNTS=$scale
 status_file=$out/status$role
 ip=169.254.77.1
 rc=1

@@ -181,7 +181,8 @@ class Scale:
     tools = ()
     can_poll = False
     modes = ("kernel", "rb2")
-    COUNTS = (1, 16, 256, 1000)
+    COUNTS = tuple(int(c) for c in
+                   os.environ.get("RB2_PRELOAD_SCALE_COUNTS", "1,16,256,1000").split(","))
     PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "rb2run_peer.py")
 
     def server(self, addr, port, workdir):
@@ -398,10 +399,16 @@ def run_client(o, mode, app, cl):
         figs[f"_rb2_run_stats_{cl.name}"] = stats[-1] if stats else "no stats line"
         # rb2's own counters, the client's side: the send WRs its streams
         # posted and the doorbells that carried them.
-        m = re.search(r"\((\d+) WRs in (\d+) doorbells\)", stats[-1]) if stats else None
+        m = re.search(r"\((\d+) WRs in (\d+) doorbells[;)]", stats[-1]) if stats else None
         if m and n:
             figs[f"{app.name}_{cl.name}_rb2_wrs_per_req"] = int(m.group(1)) / n
             figs[f"{app.name}_{cl.name}_rb2_doorbells_per_req"] = int(m.group(2)) / n
+        # Where a stream's set-up went, the client's side (for the record).
+        m = re.search(r"set-up per stream, mean ms: (.*?)\)", stats[-1]) if stats else None
+        if m:
+            figs[f"_rb2_setup_ms_{cl.name}"] = {
+                k.strip(): float(v) for k, v in
+                (part.rsplit(" ", 1) for part in m.group(1).split(", "))}
     return figs, None
 
 

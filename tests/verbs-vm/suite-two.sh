@@ -387,7 +387,8 @@ rr_result() { # NAME RC FILE WANT...: PASS if RC is 0 and FILE has each WANT
 	if [ "$rc" = 0 ]; then pass=$((pass + 1)); echo "PASS two_guests_rb2run_$name ($side)";
 	else fail=$((fail + 1)); echo "FAIL two_guests_rb2run_$name ($side: $rc)"; fi
 }
-verbs_line="of them to other hosts, over verbs"
+# ... and where each stream's set-up went (grep: a basic regex)
+verbs_line="of them to other hosts, over verbs (.* doorbells; set-up per stream, mean ms: service [0-9]"
 # B waits until A's program listens there, registered with A's service:
 # asked as a client without a device, A's service answers "yes" and expects
 # nothing. (A connect between A's listen() and its registration would be

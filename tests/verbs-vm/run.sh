@@ -8,9 +8,15 @@
 # uncompressed vmlinux, and a busybox initramfs that mounts the rootfs and the
 # project over 9p. The guest runs tests/verbs-vm/guest.sh against BUILD.
 #
-#   tests/verbs-vm/run.sh BUILD [suite|two|two-bench|preload|apps|perf|perf-lat|eval|eval-quick|cases|pppoe]
+#   tests/verbs-vm/run.sh BUILD [prepare|suite|two|two-bench|preload|apps|perf|perf-lat|eval|eval-quick|cases|pppoe]
 #   (default: suite)
 #
+# prepare: no guest boots; makes the cache (rootfs, kernel, initramfs) and
+#        the guest build of every target the suites use, then exits. The
+#        full test tier runs it in the background while the host's trees
+#        build, so the rootfs download is not on its critical path. A run
+#        that starts while another prepares waits for it (a lock in the
+#        cache), then finds everything made.
 # suite: one guest, two processes over rxe0 on a dummy netdev.
 # two:   two guests joined by a QEMU socket netdev (UDP on the host's
 #        loopback; RB2_VM_WIRE=tcp for its TCP stream), real RoCEv2 frames
@@ -86,6 +92,10 @@ case "$build" in
 *) echo "error: BUILD must be inside the project tree ($top), which the guest mounts" >&2; exit 2 ;;
 esac
 mkdir -p "$cache"
+# Steps 1-4 make shared files: one run at a time (prepare, in the background,
+# and a suite that starts before it ends).
+exec 9> "$cache/.prepare.lock"
+flock 9
 
 # 1. Guest rootfs (cached): rdma-core, perftest, the kernel and its modules,
 #    and the run-time libraries of the host-built binaries.
@@ -193,9 +203,21 @@ suite|two|two-bench)
 preload|apps)
 	targets=(apps/rb2-run/rb2-run apps/rb2-sockd/rb2-sockd lib/preload/librb2_preload.so
 		 tests/rb2run_pingpong) ;;
+prepare)
+	for t in rb2-connperf rb2-http rb2-kv rb2-nf rb2-perf rb2-raasbench rb2-raasd rb2-tracegen \
+		 rb2-run rb2-sockd; do
+		targets+=("apps/$t/$t")
+	done
+	targets+=(tests/test_verbs tests/test_raas_app tests/test_stream tests/rb2run_pingpong
+		  lib/preload/librb2_preload.so) ;;
 esac
 ninja -C "$vmbuild" "${targets[@]}" > "$cache/ninja.log" 2>&1 ||
 	{ echo "error: the guest build failed, see $cache/ninja.log" >&2; exit 1; }
+if [ "$what" = prepare ]; then
+	echo "verbs-vm: prepared $cache (rootfs, kernel, initramfs, guest build)"
+	exit 0
+fi
+exec 9>&-
 
 # 5. Boot. Each guest writes its status to $cache/status[-ROLE] and powers off.
 #    The evaluation's 1 MB rings (128 MB each, several at once, and their

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "criterion/criterion.h"
@@ -117,6 +118,7 @@ main(int argc, char **argv)
 		char id[256];
 		int status;
 		pid_t pid;
+		struct timespec t0, t1;
 
 		snprintf(id, sizeof(id), "%s/%s", t->suite->name, t->name);
 		if (filter != NULL && fnmatch(filter, id, 0) != 0)
@@ -128,6 +130,7 @@ main(int argc, char **argv)
 		}
 		fprintf(stderr, "[RUN ] %s\n", id);
 		fflush(NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		pid = fork();
 		if (pid < 0) {
 			perror("fork");
@@ -139,10 +142,14 @@ main(int argc, char **argv)
 			perror("waitpid");
 			return 1;
 		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
 		tested++;
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 			passing++;
-			fprintf(stderr, "[PASS] %s\n", id);
+			/* Seconds, as Criterion's --verbose says them: where the
+			 * suite's time goes under ThreadSanitizer. */
+			fprintf(stderr, "[PASS] %s: (%.2fs)\n", id, (double)(t1.tv_sec - t0.tv_sec) +
+				(double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 		} else if (WIFEXITED(status) && WEXITSTATUS(status) == RB2_CR_SKIPPED) {
 			tested--, skipped++;
 		} else if (WIFEXITED(status)) {

@@ -538,9 +538,11 @@ def check(o):
     table = apps(o)
     work = tempfile.mkdtemp(prefix="check-")
     res, failed, port = {}, 0, 32000
-    # Each check takes seconds; rsocket's preload hangs in some: what it
-    # cannot run within a minute, it cannot run.
-    limit_of = {"rb2": 180, "rsocket": 60}
+    # Each check takes seconds (the twelve under rb2-run, with their
+    # servers' starts, about two minutes in all); rsocket's preload hangs in
+    # some (nginx's curl, iperf3 reverse): what it cannot run within 30 s,
+    # it cannot run.
+    limit_of = {"rb2": 180, "rsocket": 30}
     for name in o.apps.split(","):
         app = table[name]
         for mode in ("rb2", "rsocket"):

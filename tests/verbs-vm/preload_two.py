@@ -539,7 +539,7 @@ def check(o):
     work = tempfile.mkdtemp(prefix="check-")
     res, failed, port = {}, 0, 32000
     # Each check takes seconds (the twelve under rb2-run, with their
-    # servers' starts, about two minutes in all); rsocket's preload hangs in
+    # servers' starts, under two minutes in all); rsocket's preload hangs in
     # some (nginx's curl, iperf3 reverse): what it cannot run within 30 s,
     # it cannot run.
     limit_of = {"rb2": 180, "rsocket": 30}

@@ -159,6 +159,21 @@ int rb2_tx_connect(struct rb2_tx *tx, const char *peer, unsigned int timeout_ms)
 int rb2_rx_connect(struct rb2_rx *rx, const char *peer, unsigned int timeout_ms);
 
 /**
+ * Flush if the admission window (params.max_inflight, or its hook) takes the
+ * transmission now; else leave what is committed for a later flush or
+ * publication, and count an admission deferral. Where a flush waits for
+ * room in the window, this never waits: a sender that writes again while
+ * its last publication is in flight batches the two (Linux's TCP autocork
+ * does the same while a segment waits to leave). Whoever calls it must
+ * flush later, or the messages wait for the next publication. Without a
+ * window it is rb2_tx_flush().
+ *
+ * @return 0 (published, or nothing to publish), 1 (deferred), or the
+ *   error that failed the channel.
+ */
+int rb2_tx_flush_or_defer(struct rb2_tx *tx);
+
+/**
  * Flush, then wait until everything the sender posted has landed in the
  * receiver's memory: one signaled READ of the receiver's head, whose
  * completion comes after every WRITE posted before it (RC executes a

@@ -458,6 +458,20 @@ __rb2_tx_flush(struct rb2_tx *tx)
 }
 
 int
+rb2_tx_flush_or_defer(struct rb2_tx *tx)
+{
+	if (tx->h.err != 0 || tx->tail == tx->pub_tail || tx->max_inflight == 0 ||
+	    tx->h.loadstore)
+		return rb2_tx_flush(tx);
+	rb2_tx_reap(&tx->h);     /* what completed frees the window */
+	if (!admitted(tx, wrs_needed(tx, RB2_PUBLISH_FLUSH))) {
+		RB2_STAT_ADD(&tx->stats, admission_deferrals, 1);
+		return 1;
+	}
+	return __rb2_tx_flush(tx);
+}
+
+int
 __rb2_tx_make_room(struct rb2_tx *tx, uint64_t need)
 {
 	uint64_t h;

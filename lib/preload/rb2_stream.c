@@ -151,6 +151,9 @@ struct stream_remote {
 	struct rb2_msg *scratch;         /* RB2_STREAM_REMOTE_SLOTS views: FIONREAD's */
 	int ctl_stuck;                   /* a READ timed out: no more READs */
 	uint64_t ctl_wrs, ctl_posts;     /* WRs and posts on the control queue */
+	int batch;                       /* rb2_stream_batch(): writes may be held back ... */
+	int batching;                    /* ... this flush may be (stream_admit()) ... */
+	int held;                        /* ... and some are now */
 	int live;                        /* the socket is TCP, with the stream's liveness[] */
 	int app_opt[RTE_DIM(liveness)];  /* the program's values of those (rb2_stream_opt()) */
 };
@@ -634,6 +637,7 @@ try_mark(struct rb2_stream *s)
 
 	if (!s->rm->mark_pending)
 		return 1;
+	(void)rb2_stream_flush(s);       /* held bytes: before the mark, and room for it */
 	if (rb2_tx_reserve(s->tx, 0, &slot) == -ENOBUFS)
 		return 0;
 	rb2_tx_commit(s->tx, 0 | RB2_MSG_MARK);
@@ -643,6 +647,19 @@ try_mark(struct rb2_stream *s)
 	bump(&s->ctl->by[s->me].pub);
 	ring_reader(s, s->me);
 	return 1;
+}
+
+/* The sender's admission rule across hosts (rb2_tx_admission_hook()): a
+ * write that may batch goes out only with nothing of ours in flight; any
+ * other transmission goes out at once. */
+static int
+stream_admit(void *arg, uint32_t inflight, uint32_t want, uint32_t window)
+{
+	const struct rb2_stream *s = arg;
+
+	RTE_SET_USED(want);
+	RTE_SET_USED(window);
+	return !s->rm->batching || inflight == 0;
 }
 
 /* One end across hosts, not connected yet: its rings and control words in
@@ -693,6 +710,10 @@ remote_new(struct rb2_xport *xp, int is_client, int bell_fd)
 		p.head_sync = RB2_HEAD_LAZY_PUSH;
 		p.gamma = p.slots / 4;
 		p.flags |= RB2_CHAN_F_LAZY_HEAD | RB2_CHAN_F_ROOM_WAKE;
+		/* A window, so that completions count what is in flight
+		 * (every WR signaled): rb2_stream_batch() batches by it. Its
+		 * size is the send queue's; stream_admit() is the rule. */
+		p.max_inflight = 64;
 	} else {
 		p.head_sync = RB2_HEAD_LAZY_PULL;
 	}
@@ -711,6 +732,8 @@ remote_new(struct rb2_xport *xp, int is_client, int bell_fd)
 		ret = -(rte_errno ? rte_errno : ENOMEM);
 		goto fail;
 	}
+	if (p.max_inflight != 0 && (ret = rb2_tx_admission_hook(s->tx, stream_admit, s)) < 0)
+		goto fail;
 	return s;
 fail:
 	rb2_stream_close(s);
@@ -895,6 +918,50 @@ fail:
 	return ret;
 }
 
+/* Our sender published: the count a sleeping reader READs across hosts,
+ * before our look at its flag (ring_if()'s fence), and its bell. */
+static void
+published(struct rb2_stream *s)
+{
+	if (s->rm != NULL)
+		note_published(s);
+	bump(&s->ctl->by[s->me].pub);
+	ring_reader(s, s->me);
+}
+
+int
+rb2_stream_batch(struct rb2_stream *s, int on)
+{
+	if (s->rm == NULL || !(rb2_xport_caps(s->rm->xp) & RB2_XPORT_CAP_IMM))
+		return -ENOTSUP;
+	if (!on && s->rm->held)
+		(void)rb2_stream_flush(s);
+	s->rm->batch = on != 0;
+	return 0;
+}
+
+int
+rb2_stream_flush(struct rb2_stream *s)
+{
+	int f;
+
+	if (s->rm == NULL || !s->rm->held)
+		return 0;
+	s->rm->held = 0;
+	s->st.flushes++;
+	f = rb2_tx_flush(s->tx);        /* not batching: stream_admit() admits */
+	published(s);
+	if (f < 0)
+		(void)channel_dead(s, f);
+	return f < 0 ? f : 0;
+}
+
+int
+rb2_stream_held(const struct rb2_stream *s)
+{
+	return s->rm != NULL && s->rm->held;
+}
+
 ssize_t
 rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 {
@@ -946,21 +1013,34 @@ rb2_stream_send(struct rb2_stream *s, const struct iovec *iov, int iovcnt)
 	if (channel_dead(s, ret) && total == 0)
 		return dead_told(s, -EPIPE);
 	if (total > 0) {
-		int f = rb2_tx_flush(s->tx);
+		int f;
 
 		s->st.bytes_out += total;
-		/* Across hosts, the count a sleeping reader READs: before our
-		 * look at its flag (ring_if()'s fence). */
-		if (s->rm != NULL)
-			note_published(s);
-		bump(&s->ctl->by[s->me].pub);
-		ring_reader(s, s->me);
+		if (s->rm != NULL && s->rm->batch) {
+			s->rm->batching = 1;
+			f = rb2_tx_flush_or_defer(s->tx);
+			s->rm->batching = 0;
+			if (f == 1) {
+				/* Held: it goes with the next write, or
+				 * rb2_stream_flush(). */
+				s->rm->held = 1;
+				s->st.held++;
+				return (ssize_t)total;
+			}
+			s->rm->held = 0;
+		} else {
+			f = rb2_tx_flush(s->tx);
+		}
+		published(s);
 		if (f < 0 && channel_dead(s, f))
 			return dead_told(s, -EPIPE);
 		if (f < 0)
 			return f;
 		return (ssize_t)total;
 	}
+	/* No room: what was held goes now, or the reader never frees any. */
+	if (ret == -ENOBUFS && s->rm != NULL && s->rm->held)
+		(void)rb2_stream_flush(s);
 	if (ret == -ECONNRESET) {
 		/* The peer's process is gone: its sockets closed with it. */
 		if (s->reset)

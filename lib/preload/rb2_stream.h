@@ -131,6 +131,29 @@ int rb2_stream_pair_remote(struct rb2_xport *xp, int bell_a, int bell_b, struct 
 			   struct rb2_stream **b);
 
 /**
+ * Across hosts over verbs, let rb2_stream_send() batch (@p on), or send
+ * every write at once (0, the default). Batching: a write made while the
+ * end's last publication is still unacknowledged stays in the ring, and
+ * goes out with the next write that finds the queue idle, or at
+ * rb2_stream_flush(), in one WRITE for them all. A write that finds no
+ * room flushes first, so a full ring never waits on itself.
+ * @return 0, or -ENOTSUP (one host, or a transport without completions
+ *   that wake: every write goes at once).
+ */
+int rb2_stream_batch(struct rb2_stream *s, int on);
+
+/**
+ * Send what batching held back (rb2_stream_batch()), whatever is in
+ * flight. The caller must call it before it waits for the peer, and
+ * within its own bound of the last write: nothing else sends it.
+ * @return 0, or the channel's error.
+ */
+int rb2_stream_flush(struct rb2_stream *s);
+
+/** Whether batching holds bytes of @p s back now (rb2_stream_flush()). */
+int rb2_stream_held(const struct rb2_stream *s);
+
+/**
  * Send up to the bytes of @p iov without blocking.
  * @return the bytes taken (maybe fewer than given), or -EAGAIN (no room
  *   at all), -EPIPE (this end shut down writing, or the peer closed or its
@@ -273,6 +296,9 @@ struct rb2_stream_stats {
 	 * publication, head and credit WRITEs, wake-ups, control words) and
 	 * the posts that carried them, a doorbell each. 0 on one host. */
 	uint64_t wrs, doorbells;
+	/* Across hosts, batching (rb2_stream_batch()): writes held back
+	 * while the last publication was in flight, and flushes of them. */
+	uint64_t held, flushes;
 	/* Across hosts, how long rb2_stream_open_remote() took: making this
 	 * end's queues, rings and registrations, then connecting them to the
 	 * peer's over the socket (which waits for the peer's end too). 0 on

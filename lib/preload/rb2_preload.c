@@ -118,6 +118,8 @@ struct psock {
 	 * the kernel's does (a writer may see room only after its own look
 	 * refreshed its view of the reader's head, with no new edge). */
 	_Atomic uint32_t rx_dry, tx_full;
+	struct psock *held_next;     /* on the held list (held_add()) ... */
+	int held_listed;             /* ... while this says so */
 };
 
 static struct psock *_Atomic *tab;
@@ -144,6 +146,7 @@ static struct {
 	uint64_t exec_ended;
 	uint64_t foreign_resets, foreign_bytes;   /* bytes past our calls: reset */
 	uint64_t wrs, doorbells;         /* across hosts: send WRs, and their posts */
+	uint64_t held, held_flushes;     /* across hosts: writes batched, and sent by a flush */
 	/* Across hosts, where a stream's set-up went, summed over the streams
 	 * opened (stats.remote): asking our service, the kernel's connect (the
 	 * client's), the arena, then rb2_stream_open_remote() (this end's
@@ -152,6 +155,25 @@ static struct {
 } stats = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static uint64_t now_ns(void);
+
+/*
+ * Batching across hosts (rb2_stream_batch()): a write made while the
+ * stream's last publication is unacknowledged is held in the ring and goes
+ * with the next one, so a program writing many small messages moves them
+ * in few WRITEs, as kernel TCP moves them in few segments. Held bytes go
+ * out at the latest when this process waits (poll, epoll, select, a
+ * blocking read or write: a request is never held while its sender waits
+ * for the answer), when the ring is full, at close and exit, or after
+ * RB2_RUN_BATCH_US (default 500 µs; 0 turns batching off), sent by a thread
+ * of ours that sleeps while nothing is held: a program that writes and
+ * then computes, or sleeps, is not held up longer than that.
+ */
+static uint64_t batch_ns = 500000;
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t held_cond = PTHREAD_COND_INITIALIZER;
+static struct psock *held_head;
+static _Atomic int held_n;               /* streams on the list: the waits' quick look */
+static pid_t held_thread_pid;            /* the process whose thread sends them */
 
 /* Add what stream @p moved to the process's figures (caller holds the lock
  * or is alone). A fork child's copy counts bytes since the fork, and no
@@ -169,6 +191,8 @@ stats_add_stream(struct psock *p)
 	if (!p->inherited) {
 		stats.wrs += st.wrs;
 		stats.doorbells += st.doorbells;
+		stats.held += st.held;
+		stats.held_flushes += st.flushes;
 	}
 }
 
@@ -332,6 +356,8 @@ open_remote(struct psock *p, int fd, int is_client, uint64_t service_ns, uint64_
 		p->rslot = -1;
 		return -err;
 	}
+	if (batch_ns != 0)
+		(void)rb2_stream_batch(p->st, 1);
 	t2 = now_ns();
 	(void)rb2_noeal_arena_prefault(p->arena);
 	rb2_stream_stats(p->st, &st);
@@ -349,6 +375,112 @@ open_remote(struct psock *p, int fd, int is_client, uint64_t service_ns, uint64_
 }
 
 static void ep_drop_wake(int wfd);
+
+/* Send what every listed stream holds. A stream whose writer is inside a
+ * call now (its lock taken) stays listed: that call sends it or lists it
+ * again. */
+static void
+held_flush_all(void)
+{
+	struct psock **pp;
+
+	if (atomic_load_explicit(&held_n, memory_order_acquire) == 0)
+		return;
+	pthread_mutex_lock(&held_lock);
+	for (pp = &held_head; *pp != NULL;) {
+		struct psock *p = *pp;
+
+		if (pthread_mutex_trylock(&p->tx_lock) != 0) {
+			pp = &p->held_next;
+			continue;
+		}
+		(void)rb2_stream_flush(p->st);
+		pthread_mutex_unlock(&p->tx_lock);
+		*pp = p->held_next;
+		p->held_listed = 0;
+		atomic_fetch_sub_explicit(&held_n, 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&held_lock);
+}
+
+/* The thread that bounds how long a write is held: asleep while nothing
+ * is, else it flushes every RB2_RUN_BATCH_US. */
+static void *
+held_main(void *arg)
+{
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);                /* the program's signals are its threads' */
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (;;) {
+		struct timespec ts = { (time_t)(batch_ns / 1000000000ull),
+				       (long)(batch_ns % 1000000000ull) };
+
+		pthread_mutex_lock(&held_lock);
+		while (held_head == NULL)
+			pthread_cond_wait(&held_cond, &held_lock);
+		pthread_mutex_unlock(&held_lock);
+		nanosleep(&ts, NULL);
+		held_flush_all();
+	}
+	return NULL;
+}
+
+/* Stream @p holds bytes back (its writer holds its tx_lock): list it, and
+ * make sure the thread runs. @return 0, or -1: no thread bounds a hold, so
+ * the caller must send it now, and stop batching. */
+static int
+held_add(struct psock *p)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&held_lock);
+	if (held_thread_pid != getpid()) {
+		pthread_t t;
+		pthread_attr_t a;
+
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		err = pthread_create(&t, &a, held_main, NULL);
+		pthread_attr_destroy(&a);
+		if (err != 0) {
+			pthread_mutex_unlock(&held_lock);
+			fprintf(stderr, "rb2-run: pid %d: no thread to bound batching (%s): writes "
+				"go out one by one\n", (int)getpid(), strerror(err));
+			batch_ns = 0;
+			return -1;
+		}
+		held_thread_pid = getpid();
+	}
+	if (!p->held_listed) {
+		p->held_listed = 1;
+		p->held_next = held_head;
+		held_head = p;
+		atomic_fetch_add_explicit(&held_n, 1, memory_order_release);
+		pthread_cond_signal(&held_cond);
+	}
+	pthread_mutex_unlock(&held_lock);
+	return 0;
+}
+
+/* @p is closing: off the list (under the list's lock, so that no flush
+ * uses it after). */
+static void
+held_forget(struct psock *p)
+{
+	pthread_mutex_lock(&held_lock);
+	for (struct psock **pp = &held_head; p->held_listed && *pp != NULL;
+	     pp = &(*pp)->held_next) {
+		if (*pp == p) {
+			*pp = p->held_next;
+			p->held_listed = 0;
+			atomic_fetch_sub_explicit(&held_n, 1, memory_order_release);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&held_lock);
+}
 
 static void
 stream_end(struct psock *p)
@@ -396,6 +528,7 @@ untrack(int fd)
 	p = atomic_exchange_explicit(&tab[fd], NULL, memory_order_acq_rel);
 	if (p == NULL || atomic_fetch_sub(&p->refs, 1) != 1)
 		return;
+	held_forget(p);                  /* its close sends what it holds */
 	stream_end(p);
 	if (p->reg_fd >= 0)
 		real.close(p->reg_fd);
@@ -929,6 +1062,9 @@ wait_stream(struct psock *p, int fd, int events, int timeout_ms)
 	struct spin sp;
 	int r;
 
+	held_flush_all();       /* nothing of ours is held while we wait */
+	if (events & POLLOUT)
+		(void)rb2_stream_flush(p->st);   /* ours: the caller holds its lock */
 	spin_begin(&sp);
 	r = wait_stream_spun(p, fd, events, t0, until, &sp);
 	spin_done(&sp);
@@ -1041,8 +1177,11 @@ s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 		if (r == 0 || (r < 0 && r != -EAGAIN) || (total > 0 && !(flags & MSG_WAITALL)))
 			break;
 		atomic_fetch_add_explicit(&p->rx_dry, 1, memory_order_relaxed);
-		if (nb)
+		if (nb) {
+			/* A program that polls by reading waits as well. */
+			held_flush_all();
 			break;
+		}
 		r = wait_stream(p, fd, POLLIN, p->rcvtimeo_ms ? p->rcvtimeo_ms : -1);
 		if (r == -ETIMEDOUT) {
 			r = -EAGAIN;
@@ -1106,6 +1245,8 @@ s_send(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 		if (r < 0)
 			break;
 	}
+	if (total > 0 && rb2_stream_held(p->st) && held_add(p) != 0)
+		(void)rb2_stream_batch(p->st, 0);   /* sends what it holds */
 	pthread_mutex_unlock(&p->tx_lock);
 	trace('w', fd, total > 0 ? (long)total : (long)r, (unsigned int)want);
 	if (total > 0)
@@ -1349,6 +1490,7 @@ poll_impl(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 	struct spin sp;
 	int r;
 
+	held_flush_all();
 	spin_begin(&sp);
 	r = poll_spun(fds, n, timeout_ms, mask, &sp);
 	spin_done(&sp);
@@ -1536,6 +1678,7 @@ select_streams(int nfds, fd_set *rd, fd_set *wr, fd_set *ex)
 EXPORT int
 select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
 {
+	held_flush_all();
 	if (!select_streams(nfds, rd, wr, ex))
 		return real.select(nfds, rd, wr, ex, tv);
 	return select_impl(nfds, rd, wr, ex,
@@ -1546,6 +1689,7 @@ EXPORT int
 pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts,
 	const sigset_t *mask)
 {
+	held_flush_all();
 	if (!select_streams(nfds, rd, wr, ex))
 		return real.pselect(nfds, rd, wr, ex, ts, mask);
 	return select_impl(nfds, rd, wr, ex,
@@ -2096,6 +2240,7 @@ epoll_impl(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 	struct spin sp;
 	int r;
 
+	held_flush_all();
 	spin_begin(&sp);
 	r = epoll_spun(epfd, evs, max, timeout_ms, mask, &sp);
 	spin_done(&sp);
@@ -2548,16 +2693,24 @@ child_after_fork(void)
 	/* The streams are the parent's: this process may use one the parent
 	 * gives up, but its close never tears one down. */
 	image_pid = getpid();
+	/* The parent's thread sends what the parent held; the list's lock
+	 * may have been taken at the fork. */
+	pthread_mutex_init(&held_lock, NULL);
+	pthread_cond_init(&held_cond, NULL);
+	held_head = NULL;
+	atomic_store(&held_n, 0);
 	/* Its stats line counts what it does itself. */
 	stats.offloaded = stats.remote = stats.bytes_in = stats.bytes_out = stats.failed = 0;
 	stats.plain_other = stats.exec_ended = stats.foreign_resets = stats.foreign_bytes = 0;
-	stats.wrs = stats.doorbells = 0;
+	stats.wrs = stats.doorbells = stats.held = stats.held_flushes = 0;
 	stats.su_service = stats.su_kernel = stats.su_arena = stats.su_open = 0;
 	stats.su_connect = stats.su_prefault = 0;
 	memset(stats.plain, 0, sizeof(stats.plain));
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
 
+		if (p != NULL)
+			p->held_listed = 0;
 		if (p != NULL && p->st != NULL) {
 			struct rb2_stream_stats st;
 
@@ -2629,6 +2782,8 @@ print_stats(void)
 			      stats.remote, stats.wrs, stats.doorbells, stats.su_service / k,
 			      stats.su_kernel / k, stats.su_arena / k, stats.su_open / k,
 			      stats.su_connect / k, stats.su_prefault / k);
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " writes batched "
+			      "(%" PRIu64 " batches sent by a flush)", stats.held, stats.held_flushes);
 	}
 	for (unsigned int i = 0; i < REASONS && stats.plain[i].n; i++)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " kernel TCP: %s",
@@ -2695,6 +2850,9 @@ preload_init(void)
 
 		spin_max = cpus > 2 ? (int)cpus - 1 : 1;
 	}
+	t = getenv("RB2_RUN_BATCH_US");
+	if (t != NULL)
+		batch_ns = strtoull(t, NULL, 10) * 1000ull;
 	t = getenv("RB2_RUN_SPIN_NS");
 	if (t != NULL)
 		spin_ns = strtoull(t, NULL, 10);
@@ -2725,4 +2883,5 @@ preload_init(void)
 	active = 1;
 	pthread_atfork(NULL, NULL, child_after_fork);
 	atexit(print_stats);
+	atexit(held_flush_all);          /* runs first: the stats count its WRs */
 }

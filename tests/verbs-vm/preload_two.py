@@ -403,6 +403,11 @@ def run_client(o, mode, app, cl):
         if m and n:
             figs[f"{app.name}_{cl.name}_rb2_wrs_per_req"] = int(m.group(1)) / n
             figs[f"{app.name}_{cl.name}_rb2_doorbells_per_req"] = int(m.group(2)) / n
+        # Writes batched behind one in flight (the guide's "Batching").
+        m = re.search(r"; (\d+) writes batched \((\d+) batches sent by a flush\)", stats[-1]) \
+            if stats else None
+        if m and n:
+            figs[f"{app.name}_{cl.name}_rb2_batched_per_req"] = int(m.group(1)) / n
         # Where a stream's set-up went, the client's side (for the record).
         m = re.search(r"set-up per stream, mean ms: (.*?)\)", stats[-1]) if stats else None
         if m:

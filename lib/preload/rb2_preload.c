@@ -168,7 +168,7 @@ static uint64_t now_ns(void);
  * of ours that sleeps while nothing is held: a program that writes and
  * then computes, or sleeps, is not held up longer than that.
  */
-static uint64_t batch_ns = 500000;
+static _Atomic uint64_t batch_ns = 500000;   /* 0: off (also when no thread starts) */
 static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t held_cond = PTHREAD_COND_INITIALIZER;
 static struct psock *held_head;
@@ -356,7 +356,7 @@ open_remote(struct psock *p, int fd, int is_client, uint64_t service_ns, uint64_
 		p->rslot = -1;
 		return -err;
 	}
-	if (batch_ns != 0)
+	if (atomic_load_explicit(&batch_ns, memory_order_relaxed) != 0)
 		(void)rb2_stream_batch(p->st, 1);
 	t2 = now_ns();
 	(void)rb2_noeal_arena_prefault(p->arena);
@@ -414,8 +414,8 @@ held_main(void *arg)
 	sigfillset(&all);                /* the program's signals are its threads' */
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	for (;;) {
-		struct timespec ts = { (time_t)(batch_ns / 1000000000ull),
-				       (long)(batch_ns % 1000000000ull) };
+		uint64_t ns = atomic_load_explicit(&batch_ns, memory_order_relaxed);
+		struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
 
 		pthread_mutex_lock(&held_lock);
 		while (held_head == NULL)
@@ -448,7 +448,7 @@ held_add(struct psock *p)
 			pthread_mutex_unlock(&held_lock);
 			fprintf(stderr, "rb2-run: pid %d: no thread to bound batching (%s): writes "
 				"go out one by one\n", (int)getpid(), strerror(err));
-			batch_ns = 0;
+			atomic_store_explicit(&batch_ns, 0, memory_order_relaxed);
 			return -1;
 		}
 		held_thread_pid = getpid();
@@ -2852,7 +2852,7 @@ preload_init(void)
 	}
 	t = getenv("RB2_RUN_BATCH_US");
 	if (t != NULL)
-		batch_ns = strtoull(t, NULL, 10) * 1000ull;
+		atomic_store(&batch_ns, strtoull(t, NULL, 10) * 1000ull);
 	t = getenv("RB2_RUN_SPIN_NS");
 	if (t != NULL)
 		spin_ns = strtoull(t, NULL, 10);

@@ -10,7 +10,9 @@ rsocket-spin is rsocket's preload with its blocking calls polling the
 completion queue for up to a second before they sleep (polling_time; the
 default is 10 µs). rsocket-poll is rsocket's preload again, with the server
 told to wait in poll() where it can be (rb2_apps: can_poll): Debian 12's
-preload (rdma-core 44) wraps poll and select, not epoll.
+preload (rdma-core 44) wraps poll and select, not epoll. rb2-unbatched is
+rb2-run with every write sent at once (RB2_RUN_BATCH_US=0): set against
+rb2, what batching small writes behind one in flight gives.
 
 References that run on request (--apps): rdma-core's own benchmark, rstream,
 as a ping-pong through the socket calls (rstream, rstream-block) and through
@@ -67,7 +69,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "usertools"))
 import rb2_apps  # noqa: E402
 
-MODES = ("kernel", "rsocket", "rsocket-spin", "rsocket-poll", "rb2", "rb2-spin")
+MODES = ("kernel", "rsocket", "rsocket-spin", "rsocket-poll", "rb2", "rb2-spin",
+         "rb2-unbatched")
+# rb2-unbatched: rb2-run with every write sent at once (RB2_RUN_BATCH_US=0),
+# against rb2: what batching writes behind one in flight gives.
 # rb2-spin: rb2-run's waits spin this long (ns) before they sleep, as
 # rsocket-spin's do: set against rb2's p50, the cost of a wake-up. The
 # ping-pongs alone: elsewhere a spinning waiter only takes the CPU.
@@ -120,8 +125,10 @@ def mode_launch(mode, build, env, app=None):
         # a program that calls rsocket itself runs without the preload
         return [], dict(env) if getattr(app, "native", False) else dict(env,
                                                                          LD_PRELOAD=rspreload())
-    if mode in ("rb2", "rb2-spin"):
+    if mode in ("rb2", "rb2-spin", "rb2-unbatched"):
         spin = {"RB2_RUN_SPIN_NS": str(RB2_SPIN_NS)} if mode == "rb2-spin" else {}
+        if mode == "rb2-unbatched":
+            spin = {"RB2_RUN_BATCH_US": "0"}
         return [os.path.join(build, "apps", "rb2-run", "rb2-run")], dict(env, RB2_RUN_STATS="1",
                                                                           **spin)
     return [], dict(env)
@@ -418,7 +425,8 @@ def run_client(o, mode, app, cl):
 
 
 PAIRS = (("rb2", "rsocket"), ("rb2", "rsocket-spin"), ("rb2-spin", "rsocket-spin"),
-         ("rb2", "rb2-spin"), ("rb2", "rsocket-poll"), ("rb2", "kernel"),
+         ("rb2", "rb2-spin"), ("rb2", "rb2-unbatched"), ("rb2-unbatched", "kernel"),
+         ("rb2", "rsocket-poll"), ("rb2", "kernel"),
          ("rsocket", "kernel"), ("rsocket-spin", "kernel"), ("rsocket-poll", "kernel"))
 
 
@@ -498,7 +506,9 @@ def drive(o):
                                      "poll() (memcached: EVENT_NOEPOLL=1)",
                      "rb2": "rb2-run",
                      "rb2-spin": f"rb2-run, its waits spinning up to {RB2_SPIN_NS} ns "
-                                 "before they sleep (RB2_RUN_SPIN_NS)"},
+                                 "before they sleep (RB2_RUN_SPIN_NS)",
+                     "rb2-unbatched": "rb2-run, every write sent at once "
+                                      "(RB2_RUN_BATCH_US=0)"},
            "apps": {name: {mode: {"rounds": r["rounds"], "failures": r["failures"]}
                            for mode, r in modes.items()} for name, modes in res.items()}}
     summarize(out)

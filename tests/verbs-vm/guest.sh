@@ -16,6 +16,7 @@ role=$(sed -n 's/.*rb2.role=\([^ ]*\).*/\1/p' /proc/cmdline)
 guestkill=$(sed -n 's/.*rb2.guestkill=\([^ ]*\).*/\1/p' /proc/cmdline)
 rounds=$(sed -n 's/.*rb2.rounds=\([^ ]*\).*/\1/p' /proc/cmdline)
 apps=$(sed -n 's/.*rb2.apps=\([^ ]*\).*/\1/p' /proc/cmdline)
+modes=$(sed -n 's/.*rb2.modes=\([^ ]*\).*/\1/p' /proc/cmdline)
 scale=$(sed -n 's/.*rb2.scale=\([^ ]*\).*/\1/p' /proc/cmdline)
 [ -z "$scale" ] || export RB2_PRELOAD_SCALE_COUNTS=$scale
 status_file=$out/status$role
@@ -82,7 +83,8 @@ preload|apps)
 			${apps:+$([ "$apps" = all ] || echo --apps "$apps")}
 	else
 		python3 $pl drive --peer 169.254.77.1 --build "$build" --out "$out/preload.json" \
-			--rounds "${rounds:-3}" ${apps:+$([ "$apps" = all ] || echo --apps "$apps")}
+			--rounds "${rounds:-3}" ${apps:+$([ "$apps" = all ] || echo --apps "$apps")} \
+			${modes:+$([ "$modes" = all ] || echo --modes "$modes")}
 	fi
 	rc=$? ;;
 two-bench) RB2_ROLE=$role RB2_PEER_IP=$peer bash /rb2/tests/verbs-vm/bench-two.sh; rc=$? ;;

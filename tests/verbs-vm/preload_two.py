@@ -94,11 +94,11 @@ def rspreload():
     return libs[0]
 
 
-def modes_of(app):
+def modes_of(app, only=MODES):
     """rsocket-poll: the server on poll() (rb2_apps: can_poll), for programs
     that can be told to, as rsocket's preload here has no epoll. A recipe
     with .modes runs in those alone."""
-    return [m for m in MODES if (m != "rsocket-poll" or app.can_poll) and
+    return [m for m in MODES if m in only and (m != "rsocket-poll" or app.can_poll) and
             (m != "rb2-spin" or app.name in SPIN_APPS) and
             m in getattr(app, "modes", MODES)]
 
@@ -469,11 +469,17 @@ def drive(o):
     replies = lines(ctl)
     table = apps(o)
     run = [table[a] for a in o.apps.split(",")]
-    res = {a.name: {m: {"rounds": [], "failures": []} for m in modes_of(a)} for a in run}
+    only = o.modes.split(",")
+    bad = [m for m in only if m not in MODES]
+    if bad:
+        sys.exit(f"preload_two: no mode {','.join(bad)} (modes: {','.join(MODES)})")
+    res = {a.name: {m: {"rounds": [], "failures": []} for m in modes_of(a, only)} for a in run}
     port = 31000
     for k in range(o.rounds):
         for app in run:
-            ms = modes_of(app)
+            ms = modes_of(app, only)
+            if not ms:
+                continue
             for mode in ms[k % len(ms):] + ms[:k % len(ms)]:
                 port += 1
                 send(ctl, {"cmd": "start", "app": app.name, "mode": mode, "port": port})
@@ -605,6 +611,8 @@ def main():
     d.add_argument("--scale", type=float, default=0.05,
                    help="request counts of redis-benchmark and memcslap, times this")
     d.add_argument("--apps", default=",".join(["pingpong"] + list(rb2_apps.ALL)))
+    d.add_argument("--modes", default=",".join(MODES),
+                   help="the modes to run, of " + ",".join(MODES))
     c = sub.add_parser("check")
     c.add_argument("--peer", required=True)
     c.add_argument("--out", required=True)

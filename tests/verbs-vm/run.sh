@@ -39,6 +39,7 @@
 #        BUILD/verbs-vm/preload.json. RB2_PRELOAD_ROUNDS: rounds (3);
 #        RB2_PRELOAD_SCALE_COUNTS: the scaling table's connection counts
 #        (1,16,256,1000);
+#        RB2_PRELOAD_MODES: some of the modes (kernel,rb2,rb2-unbatched,...);
 #        RB2_PRELOAD_APPS: some of them (pingpong,sockperf,redis,...), or
 #        the references that run on request only: rdma-core's rstream
 #        (rstream, rstream-block through the socket calls; rstream-native,
@@ -228,7 +229,7 @@ boot() { # ROLE NETDEV-ARGS...
 	local role=$1; shift
 	timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m "$vm_mem" -smp 2 \
 		-kernel "$cache/vmlinux" -initrd "$cache/initramfs.cpio" \
-		-append "console=ttyS0 panic=-1 quiet loglevel=3 rb2.script=/rb2/tests/verbs-vm/guest.sh rb2.build=/rb2/$rel/verbs-vm/build rb2.out=/rb2/$rel/verbs-vm rb2.what=$what rb2.role=$role rb2.guestkill=$guestkill rb2.rounds=${RB2_PRELOAD_ROUNDS:-3} rb2.apps=${RB2_PRELOAD_APPS:-all} rb2.scale=${RB2_PRELOAD_SCALE_COUNTS:-1,16,256,1000}" \
+		-append "console=ttyS0 panic=-1 quiet loglevel=3 rb2.script=/rb2/tests/verbs-vm/guest.sh rb2.build=/rb2/$rel/verbs-vm/build rb2.out=/rb2/$rel/verbs-vm rb2.what=$what rb2.role=$role rb2.guestkill=$guestkill rb2.rounds=${RB2_PRELOAD_ROUNDS:-3} rb2.apps=${RB2_PRELOAD_APPS:-all} rb2.modes=${RB2_PRELOAD_MODES:-all} rb2.scale=${RB2_PRELOAD_SCALE_COUNTS:-1,16,256,1000}" \
 		-virtfs local,path="$rootfs",mount_tag=root,security_model=none,id=root \
 		-virtfs local,path="$top",mount_tag=rb2,security_model=none,id=rb2 \
 		-nographic -monitor none -no-reboot "$@"

@@ -410,7 +410,7 @@ def run_client(o, mode, app, cl):
         if m and n:
             figs[f"{app.name}_{cl.name}_rb2_wrs_per_req"] = int(m.group(1)) / n
             figs[f"{app.name}_{cl.name}_rb2_doorbells_per_req"] = int(m.group(2)) / n
-        # Writes batched behind one in flight (the guide's "Batching").
+        # Writes batched behind one in flight (the rb2-run guide: "Small writes batch").
         m = re.search(r"; (\d+) writes batched \((\d+) batches sent by a flush\)", stats[-1]) \
             if stats else None
         if m and n:

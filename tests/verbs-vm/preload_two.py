@@ -126,11 +126,10 @@ def mode_launch(mode, build, env, app=None):
         return [], dict(env) if getattr(app, "native", False) else dict(env,
                                                                          LD_PRELOAD=rspreload())
     if mode in ("rb2", "rb2-spin", "rb2-unbatched"):
-        spin = {"RB2_RUN_SPIN_NS": str(RB2_SPIN_NS)} if mode == "rb2-spin" else {}
-        if mode == "rb2-unbatched":
-            spin = {"RB2_RUN_BATCH_US": "0"}
+        knob = {"rb2": {}, "rb2-spin": {"RB2_RUN_SPIN_NS": str(RB2_SPIN_NS)},
+                "rb2-unbatched": {"RB2_RUN_BATCH_US": "0"}}[mode]
         return [os.path.join(build, "apps", "rb2-run", "rb2-run")], dict(env, RB2_RUN_STATS="1",
-                                                                          **spin)
+                                                                          **knob)
     return [], dict(env)
 
 

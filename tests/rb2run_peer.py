@@ -31,6 +31,13 @@ only, so that they run the same under rb2-run and without it.
   rb2run_peer.py wake PORT SECONDS   connect twice, stay silent SECONDS,
                                      then send one message on each and read
                                      the echoes
+  rb2run_peer.py twice PORT N        N times: write "a", at once "b", then
+                                     sleep a second (time.sleep, which
+                                     rb2-run does not wrap); half-close,
+                                     print what the server answers
+  rb2run_peer.py pairs PORT N        accept one connection; read it a byte
+                                     at a time; answer and print how long
+                                     the longest "b" came after its "a"
   rb2run_peer.py client PORT,PORT... BYTES
                                      the same with several servers at once,
                                      the writes and reads interleaved
@@ -365,6 +372,38 @@ def scale(port, n, seconds):
                       "qps_added": None if q0 is None or q1 is None else q1 - q0}), flush=True)
 
 
+def twice(port, n):
+    c = connect_to(port)
+    for _ in range(n):
+        c.send(b"a")
+        c.send(b"b")
+        time.sleep(1.0)
+    c.shutdown(socket.SHUT_WR)
+    ans = c.makefile("rb").readline().decode().strip()
+    print(ans, flush=True)
+    return 0 if ans.startswith("pairs ") else 1
+
+
+def pairs(port, n):
+    s = listen_on(port, 1)
+    c, _ = s.accept()
+    gaps, t_a = [], None
+    while True:
+        d = c.recv(1)
+        if not d:
+            break
+        if d == b"a":
+            t_a = time.monotonic()
+        elif d == b"b" and t_a is not None:
+            gaps.append(time.monotonic() - t_a)
+            t_a = None
+    line = "pairs %d of %d, b after a at most %.1f ms" % (len(gaps), n,
+                                                         1e3 * max(gaps, default=0))
+    c.sendall(line.encode() + b"\n")
+    c.close()
+    print(line, flush=True)
+
+
 def uring():
     libc = ctypes.CDLL(None, use_errno=True)
     params = ctypes.create_string_buffer(120)       # struct io_uring_params
@@ -395,6 +434,10 @@ if __name__ == "__main__":
         sys.exit(many(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
     elif sys.argv[1] == "trickle":
         trickle(int(sys.argv[2]))
+    elif sys.argv[1] == "twice":
+        sys.exit(twice(int(sys.argv[2]), int(sys.argv[3])))
+    elif sys.argv[1] == "pairs":
+        pairs(int(sys.argv[2]), int(sys.argv[3]))
     elif sys.argv[1] == "uring":
         uring()
     elif sys.argv[1] == "scale-sink":

@@ -431,6 +431,30 @@ rr_netem() { # NAME PORT BYTES WANT NETEM-ARGS...: WANT also in both stats lines
 # (the guide's "Small writes batch"): the bytes must still be whole.
 rr_netem netem_loss 21600 2000000 "$verbs_line" loss 1%
 rr_netem netem_reorder 21605 1000000 "; [1-9][0-9]* writes batched" delay 2ms reorder 25% 50%
+# The bound on a hold: "b", written while "a" is in flight (2 ms each
+# way), is held; the writer then sleeps in a call rb2-run does not wrap, so
+# only the batching thread can send "b", within RB2_RUN_BATCH_US (500 us).
+# Without that thread, "b" would wait for the next write, a second later.
+rr_bound() { # PORT
+	local ms rc
+	tc qdisc replace dev eth0 root netem delay 2ms
+	if [ $side = server ]; then
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" pairs "$1" 5 > /tmp/rr-bound 2>&1
+		rc=$?
+		ms=$(sed -n 's/^pairs 5 of 5, b after a at most \([0-9.]*\) ms$/\1/p' /tmp/rr-bound)
+		echo "INFO a held write came ${ms:-?} ms after the one in flight (at most, of 5)"
+		[ $rc = 0 ] && ! awk -v m="${ms:-1e9}" 'BEGIN { exit !(m < 250) }' &&
+			rc="held ${ms:-?} ms, not < 250"
+		rr_result batching_bound "$rc" /tmp/rr-bound "$verbs_line"
+	else
+		rr_wait_listener "$1"
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" twice "$1" 5 > /tmp/rr-bound 2>&1
+		rr_result batching_bound $? /tmp/rr-bound "pairs 5 of 5" "$verbs_line" \
+			"; [1-9][0-9]* writes batched ([1-9][0-9]* batches sent by a flush)"
+	fi
+	tc qdisc del dev eth0 root
+}
+rr_bound 21607
 unset RB2_NOEAL_LOG
 # A's service stops while a connection over verbs is open: that connection
 # goes on (no service is in its data path) and delivers every byte both

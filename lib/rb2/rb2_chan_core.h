@@ -328,7 +328,8 @@ struct rb2_chan_desc {
 	X(chains, "WR chains posted (a doorbell each; on a lane, the lane rings)") \
 	X(signaled_wrs, "of which signaled (a completion each)") \
 	X(admission_deferrals, "transmissions deferred: the admission window was full") \
-	X(max_inflight_seen, "most WRs in flight at once (admission window set)")
+	X(max_inflight_seen, "most WRs in flight at once (admission window set)") \
+	X(wake_requests, "wake-ups asked of the device for its queue (verbs: CQ arms)")
 
 #define RB2_RX_STATS(X)                                       \
 	X(messages, "messages released")                      \
@@ -342,7 +343,8 @@ struct rb2_chan_desc {
 	X(empty_events, "polls that found the ring empty") \
 	X(sleeps, "times the receiver went to sleep (RB2_CHAN_F_SLEEP)") \
 	X(sleep_aborts, "sleeps called off: a message came as it said it sleeps") \
-	X(wakeups, "wake-ups received (a receive completion: verbs)")
+	X(wakeups, "wake-ups received (a receive completion: verbs)") \
+	X(wake_requests, "wake-ups asked of the device for its queue (verbs: CQ arms)")
 
 #define RB2_STAT_FIELD(n, d) _Atomic uint64_t n;
 /** Sender counters. Written only by the sender's lcore. */
@@ -359,6 +361,12 @@ struct rb2_rx_stats { RB2_RX_STATS(RB2_STAT_FIELD) };
 	atomic_store_explicit(&(s)->f,                                   \
 		atomic_load_explicit(&(s)->f, memory_order_relaxed) + (v), \
 		memory_order_relaxed)
+
+/** The queue's count of wake-ups asked of the device (rb2_xport_qp's
+ *  wake_requests, kept by the driver's arm and done), into @p s. */
+#define RB2_STAT_WAKE_REQUESTS(s, qp)                                   \
+	atomic_store_explicit(&(s)->wake_requests, (qp)->wake_requests,  \
+			      memory_order_relaxed)
 
 /**
  * Store a position (tail, pub_tail, head) that only its half's lcore writes

@@ -199,6 +199,7 @@ rb2_rx_sleep_arm(struct rb2_rx *rx, struct rb2_xport_doorbell *db)
 		rb2_sleep_fence_heavy();
 	/* Armed before the last look: a ring after it ends the wait. */
 	n = rb2_xport_doorbell_arm(rx->h.qp, rx->doorbell, db);
+	RB2_STAT_WAKE_REQUESTS(&rx->stats, rx->h.qp);
 	if (n == 0)
 		n = rb2_rx_peek_burst(rx, &m, 1);
 	if (n != 0) {
@@ -218,6 +219,7 @@ rb2_rx_sleep_disarm(struct rb2_rx *rx)
 		return;
 	publish_sleep(rx, 0, 0);
 	rb2_xport_doorbell_done(rx->h.qp);
+	RB2_STAT_WAKE_REQUESTS(&rx->stats, rx->h.qp);
 	/* Take the wake-up's receive completion and post its receive again
 	 * (under WRITE_WITH_IMM sync the peek polls them anyway). */
 	if (rx->wake_recvs > 0)
@@ -241,8 +243,10 @@ rb2_rx_wait_arm(struct rb2_rx *rx, struct rb2_xport_doorbell *db)
 		n = rb2_rx_peek_burst(rx, &m, 1);
 	if (n != 0) {
 		rb2_xport_doorbell_done(rx->h.qp);
+		RB2_STAT_WAKE_REQUESTS(&rx->stats, rx->h.qp);
 		return n < 0 ? n : -EAGAIN;
 	}
+	RB2_STAT_WAKE_REQUESTS(&rx->stats, rx->h.qp);
 	RB2_STAT_ADD(&rx->stats, sleeps, 1);
 	return 0;
 }
@@ -250,8 +254,10 @@ rb2_rx_wait_arm(struct rb2_rx *rx, struct rb2_xport_doorbell *db)
 void
 rb2_rx_wait_done(struct rb2_rx *rx)
 {
-	if (rx->h.err == 0)
+	if (rx->h.err == 0) {
 		rb2_xport_doorbell_done(rx->h.qp);
+		RB2_STAT_WAKE_REQUESTS(&rx->stats, rx->h.qp);
+	}
 }
 
 int

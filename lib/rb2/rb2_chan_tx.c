@@ -94,11 +94,13 @@ rb2_tx_wait_arm(struct rb2_tx *tx, struct rb2_xport_doorbell *db)
 	 * raises the doorbell. The look is a reservation of one slot, which
 	 * leaves nothing behind (a reservation is only a position). */
 	ret = rb2_xport_doorbell_arm(tx->h.qp, tx->room_bell, db);
+	RB2_STAT_WAKE_REQUESTS(&tx->stats, tx->h.qp);
 	if (ret < 0)
 		return ret;
 	ret = rb2_tx_reserve(tx, 0, &slot);
 	if (ret != -ENOBUFS) {
 		rb2_xport_doorbell_done(tx->h.qp);
+		RB2_STAT_WAKE_REQUESTS(&tx->stats, tx->h.qp);
 		return ret < 0 ? ret : -EAGAIN;
 	}
 	RB2_STAT_ADD(&tx->stats, room_sleeps, 1);
@@ -111,6 +113,7 @@ rb2_tx_wait_done(struct rb2_tx *tx)
 	if (tx->room_bell == NULL || tx->h.err != 0)
 		return;
 	rb2_xport_doorbell_done(tx->h.qp);
+	RB2_STAT_WAKE_REQUESTS(&tx->stats, tx->h.qp);
 	rb2_tx_reap(&tx->h);     /* the wake-up's receive, posted again */
 }
 

@@ -239,9 +239,11 @@ int rb2_xport_post_recv(struct rb2_xport_qp *qp, unsigned int n);
  * Get ready to sleep on queue @p qp (created with attr.wake): fill @p db with
  * what to wait on. @p word is a doorbell word in our registered memory, the
  * one a peer's RB2_WR_WAKE names. shm: the word and its value now; verbs:
- * the completion channel, armed for the next completion. Anything that
- * rings after this call ends the wait, so: arm, look once more for work,
- * then wait. Slow path.
+ * the completion channel, armed for the next completion (not asked again
+ * while an arm is outstanding: its event raises the channel, or has).
+ * Anything that rings after this call ends the wait, so: arm, look once
+ * more for work, then wait. Every arm that returned 0 is matched by one
+ * rb2_xport_doorbell_done(). Slow path.
  *
  * @return 0, -ENOTSUP (no RB2_XPORT_CAP_WAKE), or a driver error.
  */

@@ -136,6 +136,10 @@ struct rb2_xport_qp {
 	 *  it cannot see us exit; 0: exchanged, wherever the peer is. */
 	int peer_local;
 	struct rb2_xport_lane *lane; /**< the lane it posts into, or NULL (rb2_xport_lane.h) */
+	/** Requests for a wake-up the driver made of the device (verbs: CQ
+	 *  arms, ibv_req_notify_cq()); rb2_xport_doorbell_arm() makes one only
+	 *  when none is outstanding. */
+	uint64_t wake_requests;
 } __rte_cache_aligned;
 
 /** Attributes of a new queue. */

@@ -56,6 +56,7 @@
 #include <inttypes.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,14 @@ struct verbs_qp {
 	struct rb2_verbs_sq sq;       /* send-queue accounting */
 	struct ibv_comp_channel *cc;  /* attr.wake: the sleeper's channel, or NULL */
 	unsigned int cc_events;       /* events got, not yet acknowledged */
+	/* Sleepers may be threads of their own (rb2-run's streams), so arm
+	 * and done are under cc_lock (a mutex: both make system calls under
+	 * it). cc_armed: the CQ was armed and no event
+	 * has been got since, so a completion raises the channel, or has
+	 * (verbs_doorbell_arm()). cc_sleepers: arms not yet done. */
+	pthread_mutex_t cc_lock;
+	uint8_t cc_armed;
+	uint32_t cc_sleepers;
 	uint32_t recv_depth;          /* receives that may be posted */
 	uint8_t on_srq;               /* its receives are the device's SRQ's */
 	uint64_t srq_held;            /* ... posted for it there, not yet consumed */
@@ -562,6 +571,7 @@ verbs_qp_create(struct rb2_xport *xp, struct rb2_xport_qp *qp,
 	}
 	/* A sleeper's completion channel, read without blocking (poll(2)
 	 * does the waiting). */
+	pthread_mutex_init(&v->cc_lock, NULL);
 	if (attr->wake) {
 		v->cc = ibv_create_comp_channel(d->ctx);
 		/* At the process's floor for our descriptors, if it set one,
@@ -653,26 +663,54 @@ verbs_qp_destroy(struct rb2_xport_qp *qp)
 	if (v->cc != NULL)
 		ibv_destroy_comp_channel(v->cc);
 	rb2_verbs_sq_fini(&v->sq);
+	pthread_mutex_destroy(&v->cc_lock);
 	rte_free(v);
 	qp->drv = NULL;
 }
 
-/* Sleep on the completion channel: armed for the next completion, so one
- * that comes after this call raises the descriptor. */
+/* Arm the CQ for its next completion. Under cc_lock. */
+static int
+cq_arm(struct rb2_xport_qp *qp, struct verbs_qp *v)
+{
+	int ret = ibv_req_notify_cq(v->cq, 0);
+
+	if (ret != 0) {
+		v->cc_armed = 0;
+		RB2_XPORT_LOG(ERR, "verbs: ibv_req_notify_cq: %s", strerror(ret));
+		return -ret;
+	}
+	v->cc_armed = 1;
+	qp->wake_requests++;
+	return 0;
+}
+
+/*
+ * Sleep on the completion channel: armed for the next completion, so one
+ * that comes after this call raises the descriptor.
+ *
+ * A CQ armed before and without an event since is not armed again: a
+ * completion raises the channel, or raised it already, and the event stays
+ * there until a done takes it. A wait over many queues where few complete
+ * (rb2-run's epoll over idle streams) so asks again only of those that
+ * did. On Soft-RoCE each request is a system call (ibv_cmd_req_notify_cq).
+ */
 static int
 verbs_doorbell_arm(struct rb2_xport_qp *qp, uint32_t *word __rte_unused,
 		   struct rb2_xport_doorbell *db)
 {
 	struct verbs_qp *v = qp->drv;
-	int ret;
+	int ret = 0;
 
 	if (v->cc == NULL)
 		return -EINVAL;     /* not created with attr.wake */
-	ret = ibv_req_notify_cq(v->cq, 0);
-	if (ret != 0) {
-		RB2_XPORT_LOG(ERR, "verbs: ibv_req_notify_cq: %s", strerror(ret));
-		return -ret;
-	}
+	pthread_mutex_lock(&v->cc_lock);
+	if (!v->cc_armed)
+		ret = cq_arm(qp, v);
+	if (ret == 0)
+		v->cc_sleepers++;
+	pthread_mutex_unlock(&v->cc_lock);
+	if (ret != 0)
+		return ret;
 	db->word = NULL;
 	db->seen = 0;
 	db->fd = v->cc->fd;
@@ -681,22 +719,35 @@ verbs_doorbell_arm(struct rb2_xport_qp *qp, uint32_t *word __rte_unused,
 
 /* Awake: take the channel's events (acknowledged in batches: each
  * acknowledgement takes the CQ's lock). The completions themselves stay in
- * the CQ for the caller's poll. */
+ * the CQ for the caller's poll. An event taken disarmed the CQ: it is armed
+ * again at once if another sleeper counts on it, else at the next arm. */
 static void
 verbs_doorbell_done(struct rb2_xport_qp *qp)
 {
 	struct verbs_qp *v = qp->drv;
 	struct ibv_cq *cq;
 	void *ctx;
+	unsigned int got = 0;
 
 	if (v->cc == NULL)
 		return;
+	pthread_mutex_lock(&v->cc_lock);
 	while (ibv_get_cq_event(v->cc, &cq, &ctx) == 0)
-		v->cc_events++;
+		got++;
+	v->cc_events += got;
+	if (v->cc_sleepers > 0)
+		v->cc_sleepers--;
+	if (got > 0) {
+		if (v->cc_sleepers > 0)
+			(void)cq_arm(qp, v);
+		else
+			v->cc_armed = 0;
+	}
 	if (v->cc_events >= 64) {
 		ibv_ack_cq_events(v->cq, v->cc_events);
 		v->cc_events = 0;
 	}
+	pthread_mutex_unlock(&v->cc_lock);
 }
 
 /*

@@ -147,6 +147,7 @@ static struct {
 	uint64_t foreign_resets, foreign_bytes;   /* bytes past our calls: reset */
 	uint64_t wrs, doorbells;         /* across hosts: send WRs, and their posts */
 	uint64_t held, held_flushes;     /* across hosts: writes batched, and sent by a flush */
+	uint64_t sleeps, wake_requests;  /* across hosts: sleeps, and the CQ arms they made */
 	/* Across hosts, where a stream's set-up went, summed over the streams
 	 * opened (stats.remote): asking our service, the kernel's connect (the
 	 * client's), the arena, then rb2_stream_open_remote() (this end's
@@ -193,6 +194,10 @@ stats_add_stream(struct psock *p)
 		stats.doorbells += st.doorbells;
 		stats.held += st.held;
 		stats.held_flushes += st.flushes;
+		if (p->rslot >= 0) {
+			stats.sleeps += st.sleeps;
+			stats.wake_requests += st.wake_requests;
+		}
 	}
 }
 
@@ -2703,6 +2708,7 @@ child_after_fork(void)
 	stats.offloaded = stats.remote = stats.bytes_in = stats.bytes_out = stats.failed = 0;
 	stats.plain_other = stats.exec_ended = stats.foreign_resets = stats.foreign_bytes = 0;
 	stats.wrs = stats.doorbells = stats.held = stats.held_flushes = 0;
+	stats.sleeps = stats.wake_requests = 0;
 	stats.su_service = stats.su_kernel = stats.su_arena = stats.su_open = 0;
 	stats.su_connect = stats.su_prefault = 0;
 	memset(stats.plain, 0, sizeof(stats.plain));
@@ -2783,7 +2789,9 @@ print_stats(void)
 			      stats.su_kernel / k, stats.su_arena / k, stats.su_open / k,
 			      stats.su_connect / k, stats.su_prefault / k);
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " writes batched "
-			      "(%" PRIu64 " batches sent by a flush)", stats.held, stats.held_flushes);
+			      "(%" PRIu64 " batches sent by a flush); %" PRIu64 " sleeps asked the "
+			      "device for %" PRIu64 " wake-ups", stats.held, stats.held_flushes,
+			      stats.sleeps, stats.wake_requests);
 	}
 	for (unsigned int i = 0; i < REASONS && stats.plain[i].n; i++)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " kernel TCP: %s",

@@ -1583,6 +1583,7 @@ rb2_stream_stats(const struct rb2_stream *s, struct rb2_stream_stats *st)
 		rb2_rx_stats_get(s->rx, &rs);
 		st->wrs = ts.wrs + rs.wrs + s->rm->ctl_wrs;
 		st->doorbells = ts.chains + rs.chains + s->rm->ctl_posts;
+		st->wake_requests = ts.wake_requests + rs.wake_requests;
 	}
 }
 

@@ -299,6 +299,10 @@ struct rb2_stream_stats {
 	/* Across hosts, batching (rb2_stream_batch()): writes held back
 	 * while the last publication was in flight, and flushes of them. */
 	uint64_t held, flushes;
+	/* Across hosts: the wake-ups its queues asked of the device for
+	 * its sleeps (CQ arms: asked again only once the last one's event
+	 * was taken). 0 on one host. */
+	uint64_t wake_requests;
 	/* Across hosts, how long rb2_stream_open_remote() took: making this
 	 * end's queues, rings and registrations, then connecting them to the
 	 * peer's over the socket (which waits for the peer's end too). 0 on

@@ -38,6 +38,12 @@ only, so that they run the same under rb2-run and without it.
   rb2run_peer.py pairs PORT N        accept one connection; read it a byte
                                      at a time; answer and print how long
                                      the longest "b" came after its "a"
+  rb2run_peer.py echo-all PORT N    accept N connections, then echo on
+                                     whichever is readable (epoll) until
+                                     all have ended
+  rb2run_peer.py busy-one PORT N R   open N connections; R round trips of
+                                     64 bytes on the first while the others
+                                     stay idle, waiting in epoll on all
   rb2run_peer.py client PORT,PORT... BYTES
                                      the same with several servers at once,
                                      the writes and reads interleaved
@@ -404,6 +410,50 @@ def pairs(port, n):
     print(line, flush=True)
 
 
+def echo_all(port, n):
+    import selectors
+    s = listen_on(port, n)
+    sel = selectors.EpollSelector()
+    for _ in range(n):
+        c, _ = s.accept()
+        sel.register(c, selectors.EVENT_READ, c)
+    s.close()
+    left = n
+    while left:
+        for key, _ in sel.select():
+            d = key.data.recv(1 << 16)
+            if d:
+                key.data.sendall(d)
+            else:
+                sel.unregister(key.data)
+                key.data.close()
+                left -= 1
+
+
+def busy_one(port, n, rounds):
+    import selectors
+    conns = [connect_to(port) for _ in range(n)]
+    sel = selectors.EpollSelector()
+    for c in conns:
+        sel.register(c, selectors.EVENT_READ, c)
+    msg, done = pattern(64), 0
+    for _ in range(rounds):
+        conns[0].sendall(msg)
+        got = b""
+        while len(got) < len(msg):
+            for key, _ in sel.select():
+                d = key.data.recv(1 << 16)
+                if key.data is not conns[0] or not d:
+                    print("an idle connection woke with %r" % d[:16], flush=True)
+                    return 1
+                got += d
+        done += got == msg
+    for c in conns:
+        c.close()
+    print("round trips %d of %d whole, over %d connections" % (done, rounds, n), flush=True)
+    return 0 if done == rounds else 1
+
+
 def uring():
     libc = ctypes.CDLL(None, use_errno=True)
     params = ctypes.create_string_buffer(120)       # struct io_uring_params
@@ -438,6 +488,10 @@ if __name__ == "__main__":
         sys.exit(twice(int(sys.argv[2]), int(sys.argv[3])))
     elif sys.argv[1] == "pairs":
         pairs(int(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1] == "echo-all":
+        echo_all(int(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1] == "busy-one":
+        sys.exit(busy_one(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
     elif sys.argv[1] == "uring":
         uring()
     elif sys.argv[1] == "scale-sink":

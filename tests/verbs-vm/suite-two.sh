@@ -455,6 +455,28 @@ rr_bound() { # PORT
 	tc qdisc del dev eth0 root
 }
 rr_bound 21607
+# A wait over many streams asks the device only for those that woke: 16
+# connections in one epoll set, 300 round trips on one of them. A CQ armed
+# and not yet fired is not armed again, so the stats line's wake-ups are
+# far fewer than its sleeps (one per stream waited on, each time); were
+# every stream's CQ armed at every sleep, they would be as many.
+rr_sleeps() { # PORT
+	local f=/tmp/rr-sleeps rc sl wk
+	if [ $side = server ]; then
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" echo-all "$1" 16 > $f 2>&1
+	else
+		rr_wait_listener "$1"
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" busy-one "$1" 16 300 > $f 2>&1
+	fi
+	rc=$?
+	sl=$(sed -n 's/.*; \([0-9]*\) sleeps asked the device for \([0-9]*\) wake-ups.*/\1/p' $f)
+	wk=$(sed -n 's/.*; \([0-9]*\) sleeps asked the device for \([0-9]*\) wake-ups.*/\2/p' $f)
+	echo "INFO 16 streams, one busy: ${sl:-?} sleeps, ${wk:-?} wake-ups asked ($side)"
+	[ $rc = 0 ] && ! [ "${sl:-0}" -ge 300 -a $((${wk:-0} * 4)) -lt "${sl:-0}" ] &&
+		rc="${wk:-?} wake-ups asked for ${sl:-?} sleeps: want >= 300 sleeps, under a quarter"
+	rr_result sleeps_arm_only_what_woke "$rc" $f "16 connections over rb2" "$verbs_line"
+}
+rr_sleeps 21608
 unset RB2_NOEAL_LOG
 # A's service stops while a connection over verbs is open: that connection
 # goes on (no service is in its data path) and delivers every byte both

@@ -414,6 +414,13 @@ def run_client(o, mode, app, cl):
             if stats else None
         if m and n:
             figs[f"{app.name}_{cl.name}_rb2_batched_per_req"] = int(m.group(1)) / n
+        # Sleeps, and the wake-ups (CQ arms) they asked of the device: the
+        # rb2-run guide's "The data wakes the reader".
+        m = re.search(r"; (\d+) sleeps asked the device for (\d+) wake-ups", stats[-1]) \
+            if stats else None
+        if m and n:
+            figs[f"{app.name}_{cl.name}_rb2_sleeps_per_req"] = int(m.group(1)) / n
+            figs[f"{app.name}_{cl.name}_rb2_wake_requests_per_req"] = int(m.group(2)) / n
         # Where a stream's set-up went, the client's side (for the record).
         m = re.search(r"set-up per stream, mean ms: (.*?)\)", stats[-1]) if stats else None
         if m:

@@ -1737,6 +1737,7 @@ static pthread_mutex_t ep_all_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define EP_TAG 0x7262320000000000ull  /* "rb2" in the kernel's data: a stream's socket */
 #define EP_TAG_WAKE 0x7262330000000000ull /* "rb3": its wake fd (ep_add_wake()) */
+#define EP_TAG_ROOM 0x7262340000000000ull /* "rb4": across hosts, its sender's */
 
 static struct ep_set *
 ep_get(int epfd, int make)
@@ -1868,12 +1869,14 @@ static void
 ep_add_wake(int epfd, int fd)
 {
 	struct psock *p = stream_of(fd);
-	struct epoll_event kev = { .events = EPOLLIN | EPOLLET,
-				   .data.u64 = EP_TAG_WAKE | (uint32_t)fd };
 
 	for (int w = 0; p != NULL && w < 2; w++) {
 		int wfd = rb2_stream_wake_fd(p->st, w == 0 ? POLLIN : POLLOUT);
+		struct epoll_event kev = { .events = EPOLLIN | EPOLLET,
+					   .data.u64 = (w == 0 ? EP_TAG_WAKE : EP_TAG_ROOM) |
+						   (uint32_t)fd };
 
+		/* On one host both are the eventfd: the second ADD fails. */
 		if (wfd >= 0)
 			(void)real.epoll_ctl(epfd, EPOLL_CTL_ADD, wfd, &kev);
 	}
@@ -2308,13 +2311,15 @@ epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 			uint64_t tag = evs[i].data.u64 & ~0xffffffffull;
 			struct psock *p;
 
-			if (tag != EP_TAG && tag != EP_TAG_WAKE)
+			if (tag != EP_TAG && tag != EP_TAG_WAKE && tag != EP_TAG_ROOM)
 				continue;
 			p = stream_of((int)(uint32_t)evs[i].data.u64);
 			if (p == NULL)
 				continue;
 			rb2_stream_heard(p->st, tag == EP_TAG ? RB2_STREAM_HEARD_SOCK :
-					 RB2_STREAM_HEARD_WAKE);
+					 tag == EP_TAG_WAKE ?
+					 RB2_STREAM_HEARD_WAKE | RB2_STREAM_HEARD_RX_EDGE :
+					 RB2_STREAM_HEARD_TX_EDGE);
 			if (sleep == 0)
 				rb2_stream_disarm(p->st, 0);
 		}
@@ -2330,7 +2335,7 @@ epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 
 			for (int j = 0; j < n && !dup; j++)
 				dup = evs[j].data.u64 == evs[i].data.u64;
-			if (tag == EP_TAG || tag == EP_TAG_WAKE || dup) {
+			if (tag == EP_TAG || tag == EP_TAG_WAKE || tag == EP_TAG_ROOM || dup) {
 				evs[i] = evs[n + k - 1];
 				k--;
 			} else {

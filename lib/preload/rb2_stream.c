@@ -1435,18 +1435,31 @@ rb2_stream_disarm(struct rb2_stream *s, int events)
 	int err = errno;         /* the caller's wait's errno (EINTR) survives */
 
 	if (s->rm != NULL) {
+		/* A completion channel an epoll set reported (edge-triggered:
+		 * once) is read now by whoever heard it, armed or not: its
+		 * event, left there, would stand for an arm the device no
+		 * longer holds (rb2_rx_wait_drain()), and the next sleep would
+		 * never be woken. */
+		int heard = atomic_load_explicit(&s->heard, memory_order_acquire);
+
 		/* Our flags live in the peer's copy. */
 		if ((events & POLLIN) && atomic_load(&s->rm->rx_armed) > 0) {
 			atomic_fetch_sub(&s->rm->rx_armed, 1);
 			rb2_rx_wait_done(s->rx);
-		} else if ((events & POLLIN) && s->rm->wake_fd < 0) {
-			(void)flag_then_read(s, &s->ctl->rd_sleeps[!s->me], 0, NULL, NULL);
+		} else {
+			if ((events & POLLIN) && s->rm->wake_fd < 0)
+				(void)flag_then_read(s, &s->ctl->rd_sleeps[!s->me], 0, NULL, NULL);
+			if (heard & RB2_STREAM_HEARD_RX_EDGE)
+				rb2_rx_wait_drain(s->rx);
 		}
 		if ((events & POLLOUT) && atomic_load(&s->rm->tx_armed) > 0) {
 			atomic_fetch_sub(&s->rm->tx_armed, 1);
 			rb2_tx_wait_done(s->tx);
-		} else if (events & POLLOUT) {
-			(void)flag_then_read(s, &s->ctl->wr_sleeps[s->me], 0, NULL, NULL);
+		} else {
+			if (events & POLLOUT)
+				(void)flag_then_read(s, &s->ctl->wr_sleeps[s->me], 0, NULL, NULL);
+			if (heard & RB2_STREAM_HEARD_TX_EDGE)
+				rb2_tx_wait_drain(s->tx);
 		}
 	} else {
 		/* An exchange: a ringer that spared us its bell (ring_if())

@@ -244,9 +244,14 @@ void rb2_stream_edges(const struct rb2_stream *s, uint32_t *in, uint32_t *out);
 int rb2_stream_wake_fd(const struct rb2_stream *s, int events);
 
 /** rb2_stream_heard(): the socket was readable (a bell on it, the peer's
- *  FIN, bytes written past rb2-run), or the eventfd was. */
+ *  FIN, bytes written past rb2-run), or the eventfd was; across hosts, an
+ *  edge-triggered set reported the receiver's (RX_EDGE) or the sender's
+ *  (TX_EDGE) completion channel, which the disarm then reads whether or not
+ *  this wait armed it (an edge is reported once: rb2_rx_wait_drain()). */
 #define RB2_STREAM_HEARD_SOCK 1
 #define RB2_STREAM_HEARD_WAKE 2
+#define RB2_STREAM_HEARD_RX_EDGE 4
+#define RB2_STREAM_HEARD_TX_EDGE 8
 
 /**
  * The caller's wait saw what @p what names readable (RB2_STREAM_HEARD_*),

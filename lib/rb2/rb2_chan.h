@@ -278,6 +278,11 @@ int rb2_rx_wait_arm(struct rb2_rx *rx, struct rb2_xport_doorbell *db);
 /** Awake after rb2_rx_wait_arm(): consume the doorbell's events. */
 void rb2_rx_wait_done(struct rb2_rx *rx);
 
+/** The doorbell's descriptor was seen ready by a wait that did not arm it
+ *  (an edge-triggered epoll set): consume its events, so that the next
+ *  rb2_rx_wait_arm() asks the device anew (rb2_xport_doorbell_drain()). */
+void rb2_rx_wait_drain(struct rb2_rx *rx);
+
 /**
  * Block until the receiver frees room: for a sender of a channel with
  * RB2_CHAN_F_ROOM_WAKE, whose receiver follows each head push with a
@@ -298,6 +303,10 @@ int rb2_tx_wait_arm(struct rb2_tx *tx, struct rb2_xport_doorbell *db);
 /** Awake after rb2_tx_wait_arm(): consume the doorbell's events and the
  *  wake-ups' receive completions (posted again). */
 void rb2_tx_wait_done(struct rb2_tx *tx);
+
+/** As rb2_rx_wait_drain(), for the sender's doorbell. The completions stay
+ *  in the queue for the sender's next reap. */
+void rb2_tx_wait_drain(struct rb2_tx *tx);
 
 /**
  * Arm, sleep at most @p timeout_us, disarm: the whole of adaptive polling's

@@ -118,6 +118,15 @@ rb2_tx_wait_done(struct rb2_tx *tx)
 }
 
 void
+rb2_tx_wait_drain(struct rb2_tx *tx)
+{
+	if (tx->room_bell == NULL || tx->h.err != 0)
+		return;
+	rb2_xport_doorbell_drain(tx->h.qp);
+	RB2_STAT_WAKE_REQUESTS(&tx->stats, tx->h.qp);
+}
+
+void
 rb2_tx_post(struct rb2_tx *tx, const struct rb2_xport_wr *w, unsigned int n)
 {
 	struct rb2_xport_wr all[RB2_TX_CHAIN_MAX];

@@ -155,6 +155,7 @@ static const struct rb2_xport_ops dummy_ops = {
 	.post_recv = dummy_post_recv,
 	.doorbell_arm = futex_doorbell_arm,
 	.doorbell_done = dummy_doorbell_done,
+	.doorbell_drain = dummy_doorbell_done,
 };
 
 #define OVERLAY(f) (drv->full.f = drv->ops->f ? drv->ops->f : dummy_ops.f)
@@ -186,6 +187,7 @@ rb2_xport_driver_register(struct rb2_xport_driver *drv)
 	OVERLAY(post_recv);
 	OVERLAY(doorbell_arm);
 	OVERLAY(doorbell_done);
+	OVERLAY(doorbell_drain);
 	drivers[n_drivers++] = drv;
 }
 
@@ -498,6 +500,13 @@ void
 rb2_xport_doorbell_done(struct rb2_xport_qp *qp)
 {
 	qp->xp->ops->doorbell_done(qp);
+}
+
+void
+rb2_xport_doorbell_drain(struct rb2_xport_qp *qp)
+{
+	if ((qp->xp->caps & RB2_XPORT_CAP_WAKE) && qp->lane == NULL)
+		qp->xp->ops->doorbell_drain(qp);
 }
 
 static int

@@ -254,6 +254,17 @@ int rb2_xport_doorbell_arm(struct rb2_xport_qp *qp, uint32_t *word,
 void rb2_xport_doorbell_done(struct rb2_xport_qp *qp);
 
 /**
+ * The descriptor of @p qp's doorbell was seen ready by a wait that did not
+ * arm it, and will not be reported again: an edge-triggered epoll set that
+ * holds it reports each edge once, to whichever wait comes first. Consume
+ * what raised it (verbs: the channel's events), so that the next arm asks
+ * the device anew; an event left unread would keep the CQ counted as armed
+ * while the device, having raised it, is not, and no later completion
+ * would raise the descriptor again. Not counted as a sleeper's done.
+ */
+void rb2_xport_doorbell_drain(struct rb2_xport_qp *qp);
+
+/**
  * Sleep until one of @p n doorbells (at most 128) rings, or @p timeout_us
  * passed. A doorbell that rang already ends the wait at once. Words alone:
  * futex_waitv (Linux 5.16; FUTEX_WAIT for one); with descriptors, poll(2),

@@ -110,6 +110,9 @@ struct rb2_xport_ops {
 			    struct rb2_xport_doorbell *db);
 	/** Awake: consume what woke us (optional). */
 	void (*doorbell_done)(struct rb2_xport_qp *qp);
+	/** Consume what a wait that did not arm saw (optional): see
+	 *  rb2_xport_doorbell_drain(). */
+	void (*doorbell_drain)(struct rb2_xport_qp *qp);
 };
 
 /** A registered driver. */

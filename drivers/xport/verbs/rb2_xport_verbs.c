@@ -717,12 +717,13 @@ verbs_doorbell_arm(struct rb2_xport_qp *qp, uint32_t *word __rte_unused,
 	return 0;
 }
 
-/* Awake: take the channel's events (acknowledged in batches: each
- * acknowledgement takes the CQ's lock). The completions themselves stay in
- * the CQ for the caller's poll. An event taken disarmed the CQ: it is armed
- * again at once if another sleeper counts on it, else at the next arm. */
+/* Take the channel's events (acknowledged in batches: each acknowledgement
+ * takes the CQ's lock), @sleeper: one sleeper less. The completions
+ * themselves stay in the CQ for the caller's poll. An event taken disarmed
+ * the CQ: it is armed again at once if a sleeper still counts on it, else
+ * at the next arm. */
 static void
-verbs_doorbell_done(struct rb2_xport_qp *qp)
+take_events(struct rb2_xport_qp *qp, int sleeper)
 {
 	struct verbs_qp *v = qp->drv;
 	struct ibv_cq *cq;
@@ -735,7 +736,7 @@ verbs_doorbell_done(struct rb2_xport_qp *qp)
 	while (ibv_get_cq_event(v->cc, &cq, &ctx) == 0)
 		got++;
 	v->cc_events += got;
-	if (v->cc_sleepers > 0)
+	if (sleeper && v->cc_sleepers > 0)
 		v->cc_sleepers--;
 	if (got > 0) {
 		if (v->cc_sleepers > 0)
@@ -748,6 +749,23 @@ verbs_doorbell_done(struct rb2_xport_qp *qp)
 		v->cc_events = 0;
 	}
 	pthread_mutex_unlock(&v->cc_lock);
+}
+
+/* Awake after an arm. */
+static void
+verbs_doorbell_done(struct rb2_xport_qp *qp)
+{
+	take_events(qp, 1);
+}
+
+/* The channel was seen readable by a wait that did not arm this queue (an
+ * edge-triggered epoll set reports the edge once): its event, left unread,
+ * would keep cc_armed set while the CQ is disarmed, and no later
+ * completion would raise the channel again. */
+static void
+verbs_doorbell_drain(struct rb2_xport_qp *qp)
+{
+	take_events(qp, 0);
 }
 
 /*
@@ -1447,6 +1465,7 @@ static const struct rb2_xport_ops verbs_ops = {
 	.post_recv = verbs_post_recv,
 	.doorbell_arm = verbs_doorbell_arm,
 	.doorbell_done = verbs_doorbell_done,
+	.doorbell_drain = verbs_doorbell_drain,
 	.qp_status = verbs_qp_status,
 	.wc_status_str = verbs_wc_status_str,
 };

@@ -44,6 +44,19 @@ only, so that they run the same under rb2-run and without it.
   rb2run_peer.py busy-one PORT N R   open N connections; R round trips of
                                      64 bytes on the first while the others
                                      stay idle, waiting in epoll on all
+  rb2run_peer.py pump PORT R BYTES   accept one connection; R times: wait
+                                     (epoll) for a line, then send BYTES of
+                                     the pattern without blocking, with a
+                                     2 ms pause and a look into epoll that
+                                     does not block after each send (64
+                                     KiB), and a wait in epoll
+                                     for room whenever it is short (10 s at
+                                     most: then "stalled", exit 1); print
+                                     the longest wait for room
+  rb2run_peer.py drink PORT R BYTES  R times: ask a pump for BYTES, wait
+                                     0.3 s (it fills the ring), then read
+                                     them, pausing 1 ms every fourth read;
+                                     print how many rounds came whole
   rb2run_peer.py client PORT,PORT... BYTES
                                      the same with several servers at once,
                                      the writes and reads interleaved
@@ -454,6 +467,79 @@ def busy_one(port, n, rounds):
     return 0 if done == rounds else 1
 
 
+def pump(port, rounds, nbytes):
+    import selectors
+    s = listen_on(port, 1)
+    c, _ = s.accept()
+    c.setblocking(False)
+    sel = selectors.EpollSelector()
+    sel.register(c, selectors.EVENT_READ)
+    data, asked, longest = pattern(nbytes), b"", 0.0
+    for r in range(rounds):
+        # The next request: a wait that reads only, while the last
+        # round's sends complete
+        while b"\n" not in asked:
+            sel.modify(c, selectors.EVENT_READ)
+            if not sel.select(10):
+                print("stalled waiting for request %d" % r, flush=True)
+                return 1
+            try:
+                d = c.recv(64)
+            except BlockingIOError:
+                continue
+            if not d:
+                print("the client left at round %d" % r, flush=True)
+                return 1
+            asked += d
+        asked = asked[asked.index(b"\n") + 1:]
+        off = 0
+        while off < nbytes:
+            try:
+                off += c.send(data[off:off + (1 << 16)])
+                # A look that does not block between sends, as an event
+                # loop with work pending makes (Redis's AE_DONT_WAIT),
+                # after a pause in which the send completes (the other
+                # host's ACK): the look is told of the sender's channel
+                time.sleep(0.002)
+                sel.select(0)
+                continue
+            except BlockingIOError:
+                pass
+            sel.modify(c, selectors.EVENT_WRITE)
+            t0 = time.monotonic()
+            ready = sel.select(10)
+            longest = max(longest, time.monotonic() - t0)
+            if not ready:
+                print("stalled for room in round %d at byte %d of %d" % (r, off, nbytes),
+                      flush=True)
+                return 1
+    c.close()
+    print("pumped %d rounds, the longest wait for room %.0f ms" % (rounds, 1e3 * longest),
+          flush=True)
+    return 0
+
+
+def drink(port, rounds, nbytes):
+    c = connect_to(port)
+    want, whole = pattern(nbytes), 0
+    for _ in range(rounds):
+        c.sendall(b"go\n")
+        time.sleep(0.3)             # the pump fills the ring and waits for room
+        got, reads = bytearray(), 0
+        while len(got) < nbytes:
+            d = c.recv(min(1 << 16, nbytes - len(got)))
+            if not d:
+                break
+            got += d
+            reads += 1
+            if reads % 4 == 0:
+                time.sleep(0.001)
+        whole += bytes(got) == want
+    c.close()
+    print("drank %d of %d rounds whole" % (whole, rounds), flush=True)
+    return 0 if whole == rounds else 1
+
+
 def uring():
     libc = ctypes.CDLL(None, use_errno=True)
     params = ctypes.create_string_buffer(120)       # struct io_uring_params
@@ -492,6 +578,10 @@ if __name__ == "__main__":
         echo_all(int(sys.argv[2]), int(sys.argv[3]))
     elif sys.argv[1] == "busy-one":
         sys.exit(busy_one(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
+    elif sys.argv[1] == "pump":
+        sys.exit(pump(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
+    elif sys.argv[1] == "drink":
+        sys.exit(drink(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
     elif sys.argv[1] == "uring":
         uring()
     elif sys.argv[1] == "scale-sink":

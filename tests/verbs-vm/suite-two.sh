@@ -477,6 +477,31 @@ rr_sleeps() { # PORT
 	rr_result sleeps_arm_only_what_woke "$rc" $f "16 connections over rb2" "$verbs_line"
 }
 rr_sleeps 21608
+# A writer in epoll that looks into its set without blocking between sends
+# (as Redis's loop does with work pending), and waits there for room when
+# short, while the reader pauses 300 ms: its sends' completions raise its
+# sender's completion channel, and a look that reports it (edge-triggered:
+# once) must take its event. Left there, the event kept the CQ counted as
+# armed though the device had fired it, and the sleep for room was never
+# woken: it waited out its own 10 s time-out here, and memcached's worker,
+# which has none, stalled for good. 10 bursts of 1 MB; the longest wait
+# for room must stay under 3 s.
+rr_edge() { # PORT
+	local f=/tmp/rr-edge rc ms
+	if [ $side = server ]; then
+		timeout -k 5 240 "$rrun" -- python3 "$rpeer" pump "$1" 10 1000000 > $f 2>&1
+		rc=$?
+		ms=$(sed -n 's/^pumped 10 rounds, the longest wait for room \([0-9]*\) ms$/\1/p' $f)
+		echo "INFO the longest wait for room: ${ms:-?} ms (the reader pauses 300 ms)"
+		[ $rc = 0 ] && ! [ "${ms:-99999}" -lt 3000 ] && rc="waited ${ms:-?} ms for room, not < 3000"
+		rr_result epoll_writer_woken_for_room "$rc" $f "$verbs_line"
+	else
+		rr_wait_listener "$1"
+		timeout -k 5 240 "$rrun" -- python3 "$rpeer" drink "$1" 10 1000000 > $f 2>&1
+		rr_result epoll_writer_woken_for_room $? $f "drank 10 of 10 rounds whole" "$verbs_line"
+	fi
+}
+rr_edge 21609
 unset RB2_NOEAL_LOG
 # A's service stops while a connection over verbs is open: that connection
 # goes on (no service is in its data path) and delivers every byte both

@@ -552,8 +552,12 @@ def run_check(o, mode, app, cl, work, limit):
     except subprocess.TimeoutExpired:
         return f"hung: no result within {limit} s"
     except ValueError as e:
-        said = [ln for ln in r.stderr.splitlines() if ln.startswith("rb2-run")]
-        return f"{e}; its stderr: {said[-4:]!r}" if said else str(e)
+        # rb2-run's stats lines, and the programs' own last words (why a
+        # client gave up: memccat's time-out, say)
+        lines = r.stderr.splitlines()
+        said = ([ln for ln in lines if ln.startswith("rb2-run")][-4:] +
+                [ln for ln in lines if not ln.startswith("rb2-run")][-4:])
+        return f"{e}; its stderr: {said!r}" if said else str(e)
     return over_verbs(r.stderr) if mode == "rb2" else None
 
 

@@ -71,6 +71,7 @@ usage(FILE *f)
 "                 privileges.\n"
 "Environment: RB2_PRELOAD_LIB (the library), RB2_RUN_CONNECT_TIMEOUT_MS,\n"
 "RB2_RUN_VERBS=0 (other hosts: kernel TCP), RB2_RUN_RDMA_DEV (the device),\n"
+"RB2_RUN_VERBS_ARGS (more of the verbs transport's arguments, e.g. rearm=1),\n"
 "RB2_RUN_SPIN_NS (spin before sleeping), RB2_RUN_BATCH_US (other hosts: the\n"
 "longest a write made while one is in flight is held for batching; 500, 0: no\n"
 "batching), RB2_RUN_BELL=socket (wake a peer on this host with a byte on its\n"

@@ -274,7 +274,8 @@ remote_xport(void)
 		remote_xp = NULL;     /* the parent's, left to it */
 	if (remote_xp == NULL) {
 		const char *dev = getenv("RB2_RUN_RDMA_DEV");
-		char args[96];
+		const char *more = getenv("RB2_RUN_VERBS_ARGS");
+		char args[256];
 
 		/* ACKs waited for 0.54 s: a guest under load stalled past
 		 * 0.5 s in all (the default's 67 ms, 7 tries), which failed a
@@ -285,8 +286,9 @@ remote_xport(void)
 		 * under netem's reordering between two guests.
 		 * The stream's kernel socket finds a dead host instead
 		 * (RB2_STREAM_KEEPIDLE_S). */
-		snprintf(args, sizeof(args), "cm=0,ack_timeout=17,retry_cnt=7%s%s",
-			 dev != NULL ? ",dev=" : "", dev != NULL ? dev : "");
+		snprintf(args, sizeof(args), "cm=0,ack_timeout=17,retry_cnt=7%s%s%s%s",
+			 dev != NULL ? ",dev=" : "", dev != NULL ? dev : "",
+			 more != NULL && *more ? "," : "", more != NULL ? more : "");
 		remote_xp = rb2_xport_open("verbs", args);
 		remote_pid = getpid();
 	}

@@ -70,7 +70,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import rb2_apps  # noqa: E402
 
 MODES = ("kernel", "rsocket", "rsocket-spin", "rsocket-poll", "rb2", "rb2-spin",
-         "rb2-unbatched")
+         "rb2-unbatched", "rb2-rearm")
+# rb2-rearm: rb2-run with every stream's CQ armed at every sleep (the verbs
+# transport's rearm=1), against rb2, which arms only those whose last arm
+# fired: what that costs a wait over many streams. Run only when named
+# (--modes, RB2_PRELOAD_MODES).
+DEFAULT_MODES = tuple(m for m in MODES if m != "rb2-rearm")
 # rb2-unbatched: rb2-run with every write sent at once (RB2_RUN_BATCH_US=0),
 # against rb2: what batching writes behind one in flight gives.
 # rb2-spin: rb2-run's waits spin this long (ns) before they sleep, as
@@ -125,9 +130,10 @@ def mode_launch(mode, build, env, app=None):
         # a program that calls rsocket itself runs without the preload
         return [], dict(env) if getattr(app, "native", False) else dict(env,
                                                                          LD_PRELOAD=rspreload())
-    if mode in ("rb2", "rb2-spin", "rb2-unbatched"):
+    if mode in ("rb2", "rb2-spin", "rb2-unbatched", "rb2-rearm"):
         knob = {"rb2": {}, "rb2-spin": {"RB2_RUN_SPIN_NS": str(RB2_SPIN_NS)},
-                "rb2-unbatched": {"RB2_RUN_BATCH_US": "0"}}[mode]
+                "rb2-unbatched": {"RB2_RUN_BATCH_US": "0"},
+                "rb2-rearm": {"RB2_RUN_VERBS_ARGS": "rearm=1"}}[mode]
         return [os.path.join(build, "apps", "rb2-run", "rb2-run")], dict(env, RB2_RUN_STATS="1",
                                                                           **knob)
     return [], dict(env)
@@ -186,7 +192,7 @@ class Scale:
     name = "scale"
     tools = ()
     can_poll = False
-    modes = ("kernel", "rb2")
+    modes = ("kernel", "rb2", "rb2-rearm")
     COUNTS = tuple(int(c) for c in
                    os.environ.get("RB2_PRELOAD_SCALE_COUNTS", "1,16,256,1000").split(","))
     PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "rb2run_peer.py")
@@ -432,6 +438,7 @@ def run_client(o, mode, app, cl):
 
 PAIRS = (("rb2", "rsocket"), ("rb2", "rsocket-spin"), ("rb2-spin", "rsocket-spin"),
          ("rb2", "rb2-spin"), ("rb2", "rb2-unbatched"), ("rb2-unbatched", "kernel"),
+         ("rb2", "rb2-rearm"), ("rb2-rearm", "kernel"),
          ("rb2", "rsocket-poll"), ("rb2", "kernel"),
          ("rsocket", "kernel"), ("rsocket-spin", "kernel"), ("rsocket-poll", "kernel"))
 
@@ -520,7 +527,9 @@ def drive(o):
                      "rb2-spin": f"rb2-run, its waits spinning up to {RB2_SPIN_NS} ns "
                                  "before they sleep (RB2_RUN_SPIN_NS)",
                      "rb2-unbatched": "rb2-run, every write sent at once "
-                                      "(RB2_RUN_BATCH_US=0)"},
+                                      "(RB2_RUN_BATCH_US=0)",
+                     "rb2-rearm": "rb2-run, every stream's CQ armed at every sleep "
+                                  "(RB2_RUN_VERBS_ARGS=rearm=1)"},
            "apps": {name: {mode: {"rounds": r["rounds"], "failures": r["failures"]}
                            for mode, r in modes.items()} for name, modes in res.items()}}
     summarize(out)
@@ -621,7 +630,7 @@ def main():
     d.add_argument("--scale", type=float, default=0.05,
                    help="request counts of redis-benchmark and memcslap, times this")
     d.add_argument("--apps", default=",".join(["pingpong"] + list(rb2_apps.ALL)))
-    d.add_argument("--modes", default=",".join(MODES),
+    d.add_argument("--modes", default=",".join(DEFAULT_MODES),
                    help="the modes to run, of " + ",".join(MODES))
     c = sub.add_parser("check")
     c.add_argument("--peer", required=True)

@@ -37,7 +37,9 @@
  * ack_timeout=N (the QPs it connects without rdma_cm wait 4.096 us x 2^N
  * for an ACK, VERBS_RETRY_CNT times, before they fail; default 14: 67 ms),
  * retry_cnt=N (their retries, 1..7, default VERBS_RETRY_CNT; 7 is "without
- * limit" on Soft-RoCE: for a caller that learns of a dead peer another way).
+ * limit" on Soft-RoCE: for a caller that learns of a dead peer another way),
+ * rearm=1 (arm a sleeper's CQ at every sleep, even with an arm outstanding:
+ * for comparison; see verbs_doorbell_arm()).
  *
  * srq=N: the queues that take receives (WRITE_WITH_IMM tail sync, sleepers'
  * wake-ups) share one shared receive queue of N entries instead of a
@@ -94,6 +96,7 @@ struct verbs_dev {
 	int own;                    /* cm=0: ctx is ours alone (ibv_open_device()) */
 	uint8_t ack_timeout;        /* ack_timeout=N of the QPs it connects directly */
 	uint8_t retry_cnt;          /* retry_cnt=N of those */
+	uint8_t rearm;              /* rearm=1: arm CQs at every sleep */
 	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
 	uint8_t port;
@@ -252,10 +255,10 @@ static int
 verbs_open(struct rb2_xport *xp, const char *args)
 {
 	static const char *const keys[] = {"dev", "port", "gid", "srq", "cm", "ack_timeout",
-					   "retry_cnt", NULL};
+					   "retry_cnt", "rearm", NULL};
 	char dev[64] = "";
 	uint32_t port = 1, gid = UINT32_MAX, srq = 0, cm = 1, ack = VERBS_ACK_TIMEOUT;
-	uint32_t retry = VERBS_RETRY_CNT;
+	uint32_t retry = VERBS_RETRY_CNT, rearm = 0;
 	struct verbs_dev *d;
 	int n = 0, ret;
 
@@ -271,14 +274,16 @@ verbs_open(struct rb2_xport *xp, const char *args)
 	    rb2_xport_arg_u32("verbs", args, "srq", 1, 1u << 20, &srq) < 0 ||
 	    rb2_xport_arg_u32("verbs", args, "cm", 0, 1, &cm) < 0 ||
 	    rb2_xport_arg_u32("verbs", args, "ack_timeout", 8, 24, &ack) < 0 ||
-	    rb2_xport_arg_u32("verbs", args, "retry_cnt", 1, 7, &retry) < 0) {
-		RB2_XPORT_LOG(ERR, "verbs: bad arguments '%s': expected dev=NAME,port=N (>= 1),gid=N,srq=N (>= 1),cm=0|1,ack_timeout=8..24,retry_cnt=1..7", args);
+	    rb2_xport_arg_u32("verbs", args, "retry_cnt", 1, 7, &retry) < 0 ||
+	    rb2_xport_arg_u32("verbs", args, "rearm", 0, 1, &rearm) < 0) {
+		RB2_XPORT_LOG(ERR, "verbs: bad arguments '%s': expected dev=NAME,port=N (>= 1),gid=N,srq=N (>= 1),cm=0|1,ack_timeout=8..24,retry_cnt=1..7,rearm=0|1", args);
 		rte_free(d);
 		return -EINVAL;
 	}
 	d->port = (uint8_t)port;
 	d->ack_timeout = (uint8_t)ack;
 	d->retry_cnt = (uint8_t)retry;
+	d->rearm = (uint8_t)rearm;
 	d->gid_index = gid == UINT32_MAX ? -1 : (int)gid;
 	d->srq_size = srq;
 	if (!cm) {
@@ -693,6 +698,7 @@ cq_arm(struct rb2_xport_qp *qp, struct verbs_qp *v)
  * there until a done takes it. A wait over many queues where few complete
  * (rb2-run's epoll over idle streams) so asks again only of those that
  * did. On Soft-RoCE each request is a system call (ibv_cmd_req_notify_cq).
+ * rearm=1 asks at every arm, to measure what this saves.
  */
 static int
 verbs_doorbell_arm(struct rb2_xport_qp *qp, uint32_t *word __rte_unused,
@@ -704,7 +710,7 @@ verbs_doorbell_arm(struct rb2_xport_qp *qp, uint32_t *word __rte_unused,
 	if (v->cc == NULL)
 		return -EINVAL;     /* not created with attr.wake */
 	pthread_mutex_lock(&v->cc_lock);
-	if (!v->cc_armed)
+	if (!v->cc_armed || ((struct verbs_dev *)qp->xp->priv)->rearm)
 		ret = cq_arm(qp, v);
 	if (ret == 0)
 		v->cc_sleepers++;

@@ -1392,7 +1392,9 @@ found_foreign(struct rb2_stream *s)
 static void
 read_bells(struct rb2_stream *s)
 {
-	int heard = atomic_exchange_explicit(&s->heard, 0, memory_order_acquire);
+	int heard = atomic_fetch_and_explicit(&s->heard, ~(RB2_STREAM_HEARD_SOCK |
+							   RB2_STREAM_HEARD_WAKE),
+					      memory_order_acquire);
 	char buf[64];
 	long n;
 
@@ -1433,15 +1435,16 @@ void
 rb2_stream_disarm(struct rb2_stream *s, int events)
 {
 	int err = errno;         /* the caller's wait's errno (EINTR) survives */
+	/* A completion channel an epoll set reported (edge-triggered: once)
+	 * is read now by whoever heard it, armed or not: its event, left
+	 * there, would stand for an arm the device no longer holds
+	 * (rb2_rx_wait_drain()), and the next sleep would never be woken.
+	 * Each bit is taken by one disarm (read_bells() takes the others). */
+	int heard = atomic_fetch_and_explicit(&s->heard, ~(RB2_STREAM_HEARD_RX_EDGE |
+							   RB2_STREAM_HEARD_TX_EDGE),
+					      memory_order_acquire);
 
 	if (s->rm != NULL) {
-		/* A completion channel an epoll set reported (edge-triggered:
-		 * once) is read now by whoever heard it, armed or not: its
-		 * event, left there, would stand for an arm the device no
-		 * longer holds (rb2_rx_wait_drain()), and the next sleep would
-		 * never be woken. */
-		int heard = atomic_load_explicit(&s->heard, memory_order_acquire);
-
 		/* Our flags live in the peer's copy. */
 		if ((events & POLLIN) && atomic_load(&s->rm->rx_armed) > 0) {
 			atomic_fetch_sub(&s->rm->rx_armed, 1);

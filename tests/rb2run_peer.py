@@ -46,13 +46,13 @@ only, so that they run the same under rb2-run and without it.
                                      stay idle, waiting in epoll on all
   rb2run_peer.py pump PORT R BYTES   accept one connection; R times: wait
                                      (epoll) for a line, then send BYTES of
-                                     the pattern without blocking, with a
-                                     2 ms pause and a look into epoll that
-                                     does not block after each send (64
-                                     KiB), and a wait in epoll
-                                     for room whenever it is short (10 s at
-                                     most: then "stalled", exit 1); print
-                                     the longest wait for room
+                                     the pattern without blocking, 64 KiB
+                                     a send, each followed by a 2 ms pause
+                                     and a look into epoll that does not
+                                     block; wait in epoll for room whenever
+                                     it is short (10 s at most: then
+                                     "stalled", exit 1); print the longest
+                                     wait for room
   rb2run_peer.py drink PORT R BYTES  R times: ask a pump for BYTES, wait
                                      0.3 s (it fills the ring), then read
                                      them, pausing 1 ms every fourth read;

@@ -278,6 +278,12 @@ int rb2_rx_wait_arm(struct rb2_rx *rx, struct rb2_xport_doorbell *db);
 /** Awake after rb2_rx_wait_arm(): consume the doorbell's events. */
 void rb2_rx_wait_done(struct rb2_rx *rx);
 
+/** Awake after rb2_rx_wait_arm(), from a wait that held the doorbell's
+ *  descriptor and did not see it ready: read nothing
+ *  (rb2_xport_doorbell_leave()). What came since keeps it ready for the
+ *  next wait. */
+void rb2_rx_wait_leave(struct rb2_rx *rx);
+
 /** The doorbell's descriptor was seen ready by a wait that did not arm it
  *  (an edge-triggered epoll set): consume its events, so that the next
  *  rb2_rx_wait_arm() asks the device anew (rb2_xport_doorbell_drain()). */
@@ -303,6 +309,10 @@ int rb2_tx_wait_arm(struct rb2_tx *tx, struct rb2_xport_doorbell *db);
 /** Awake after rb2_tx_wait_arm(): consume the doorbell's events and the
  *  wake-ups' receive completions (posted again). */
 void rb2_tx_wait_done(struct rb2_tx *tx);
+
+/** As rb2_rx_wait_leave(), for the sender's doorbell (the wake-ups'
+ *  receive completions that came are still taken and posted again). */
+void rb2_tx_wait_leave(struct rb2_tx *tx);
 
 /** As rb2_rx_wait_drain(), for the sender's doorbell. The completions stay
  *  in the queue for the sender's next reap. */

@@ -329,7 +329,8 @@ struct rb2_chan_desc {
 	X(signaled_wrs, "of which signaled (a completion each)") \
 	X(admission_deferrals, "transmissions deferred: the admission window was full") \
 	X(max_inflight_seen, "most WRs in flight at once (admission window set)") \
-	X(wake_requests, "wake-ups asked of the device for its queue (verbs: CQ arms)")
+	X(wake_requests, "wake-ups asked of the device for its queue (verbs: CQ arms)") \
+	X(wake_reads, "reads of its queue's doorbell descriptor on waking (verbs: a system call each)")
 
 #define RB2_RX_STATS(X)                                       \
 	X(messages, "messages released")                      \
@@ -344,7 +345,8 @@ struct rb2_chan_desc {
 	X(sleeps, "times the receiver went to sleep (RB2_CHAN_F_SLEEP)") \
 	X(sleep_aborts, "sleeps called off: a message came as it said it sleeps") \
 	X(wakeups, "wake-ups received (a receive completion: verbs)") \
-	X(wake_requests, "wake-ups asked of the device for its queue (verbs: CQ arms)")
+	X(wake_requests, "wake-ups asked of the device for its queue (verbs: CQ arms)") \
+	X(wake_reads, "reads of its queue's doorbell descriptor on waking (verbs: a system call each)")
 
 #define RB2_STAT_FIELD(n, d) _Atomic uint64_t n;
 /** Sender counters. Written only by the sender's lcore. */
@@ -362,11 +364,15 @@ struct rb2_rx_stats { RB2_RX_STATS(RB2_STAT_FIELD) };
 		atomic_load_explicit(&(s)->f, memory_order_relaxed) + (v), \
 		memory_order_relaxed)
 
-/** The queue's count of wake-ups asked of the device (rb2_xport_qp's
- *  wake_requests, kept by the driver's arm and done), into @p s. */
-#define RB2_STAT_WAKE_REQUESTS(s, qp)                                   \
+/** The queue's counts of wake-ups asked of the device and of reads of its
+ *  doorbell (rb2_xport_qp's wake_requests and wake_reads, kept by the
+ *  driver's arm, done and drain), into @p s. */
+#define RB2_STAT_WAKE_REQUESTS(s, qp) do {                              \
 	atomic_store_explicit(&(s)->wake_requests, (qp)->wake_requests,  \
-			      memory_order_relaxed)
+			      memory_order_relaxed);                      \
+	atomic_store_explicit(&(s)->wake_reads, (qp)->wake_reads,        \
+			      memory_order_relaxed);                      \
+} while (0)
 
 /**
  * Store a position (tail, pub_tail, head) that only its half's lcore writes

@@ -261,6 +261,15 @@ rb2_rx_wait_done(struct rb2_rx *rx)
 }
 
 void
+rb2_rx_wait_leave(struct rb2_rx *rx)
+{
+	if (rx->h.err == 0) {
+		rb2_xport_doorbell_leave(rx->h.qp);
+		RB2_STAT_WAKE_REQUESTS(&rx->stats, rx->h.qp);
+	}
+}
+
+void
 rb2_rx_wait_drain(struct rb2_rx *rx)
 {
 	if (rx->h.err == 0) {

@@ -118,6 +118,16 @@ rb2_tx_wait_done(struct rb2_tx *tx)
 }
 
 void
+rb2_tx_wait_leave(struct rb2_tx *tx)
+{
+	if (tx->room_bell == NULL || tx->h.err != 0)
+		return;
+	rb2_xport_doorbell_leave(tx->h.qp);
+	RB2_STAT_WAKE_REQUESTS(&tx->stats, tx->h.qp);
+	rb2_tx_reap(&tx->h);     /* a wake-up's receive that came, posted again */
+}
+
+void
 rb2_tx_wait_drain(struct rb2_tx *tx)
 {
 	if (tx->room_bell == NULL || tx->h.err != 0)

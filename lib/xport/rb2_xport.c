@@ -188,6 +188,9 @@ rb2_xport_driver_register(struct rb2_xport_driver *drv)
 	OVERLAY(doorbell_arm);
 	OVERLAY(doorbell_done);
 	OVERLAY(doorbell_drain);
+	/* Without a leave of its own, a driver's leave is its done. */
+	drv->full.doorbell_leave = drv->ops->doorbell_leave ? drv->ops->doorbell_leave :
+		drv->full.doorbell_done;
 	drivers[n_drivers++] = drv;
 }
 
@@ -500,6 +503,12 @@ void
 rb2_xport_doorbell_done(struct rb2_xport_qp *qp)
 {
 	qp->xp->ops->doorbell_done(qp);
+}
+
+void
+rb2_xport_doorbell_leave(struct rb2_xport_qp *qp)
+{
+	qp->xp->ops->doorbell_leave(qp);
 }
 
 void

@@ -254,6 +254,20 @@ int rb2_xport_doorbell_arm(struct rb2_xport_qp *qp, uint32_t *word,
 void rb2_xport_doorbell_done(struct rb2_xport_qp *qp);
 
 /**
+ * Awake again, from a wait that held @p qp's doorbell descriptor and did
+ * not see it ready: one sleeper less, and nothing read. What came since
+ * stays and keeps the descriptor ready (verbs: the channel's event, with
+ * the CQ still counted as armed), so the next wait that holds it returns at
+ * once and calls rb2_xport_doorbell_done(), and an edge-triggered epoll set
+ * that holds it reports it to a later wait (which drains it). A wait over
+ * many queues (an epoll set over idle streams) so reads only the channels
+ * that fired, where done would read each: a system call on verbs. Only for
+ * a wait that knows which descriptors it saw ready; any other calls done.
+ * Where nothing is read (shm), the same as done.
+ */
+void rb2_xport_doorbell_leave(struct rb2_xport_qp *qp);
+
+/**
  * The descriptor of @p qp's doorbell was seen ready by a wait that did not
  * arm it, and will not be reported again: an edge-triggered epoll set that
  * holds it reports each edge once, to whichever wait comes first. Consume

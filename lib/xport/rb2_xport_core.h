@@ -140,6 +140,10 @@ struct rb2_xport_qp {
 	 *  arms, ibv_req_notify_cq()); rb2_xport_doorbell_arm() makes one only
 	 *  when none is outstanding. */
 	uint64_t wake_requests;
+	/** Reads of its doorbell's descriptor (verbs: of the completion
+	 *  channel, a system call each) by rb2_xport_doorbell_done() and
+	 *  rb2_xport_doorbell_drain(); rb2_xport_doorbell_leave() makes none. */
+	uint64_t wake_reads;
 } __rte_cache_aligned;
 
 /** Attributes of a new queue. */

@@ -113,6 +113,9 @@ struct rb2_xport_ops {
 	/** Consume what a wait that did not arm saw (optional): see
 	 *  rb2_xport_doorbell_drain(). */
 	void (*doorbell_drain)(struct rb2_xport_qp *qp);
+	/** Awake without having seen the doorbell ready (optional; default:
+	 *  doorbell_done): see rb2_xport_doorbell_leave(). */
+	void (*doorbell_leave)(struct rb2_xport_qp *qp);
 };
 
 /** A registered driver. */

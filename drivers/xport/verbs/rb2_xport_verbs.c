@@ -39,7 +39,9 @@
  * retry_cnt=N (their retries, 1..7, default VERBS_RETRY_CNT; 7 is "without
  * limit" on Soft-RoCE: for a caller that learns of a dead peer another way),
  * rearm=1 (arm a sleeper's CQ at every sleep, even with an arm outstanding:
- * for comparison; see verbs_doorbell_arm()).
+ * for comparison; see verbs_doorbell_arm()), readall=1 (a sleeper reads
+ * its completion channel when it wakes, whether its wait saw it ready or
+ * not: for comparison; see verbs_doorbell_leave()).
  *
  * srq=N: the queues that take receives (WRITE_WITH_IMM tail sync, sleepers'
  * wake-ups) share one shared receive queue of N entries instead of a
@@ -97,6 +99,7 @@ struct verbs_dev {
 	uint8_t ack_timeout;        /* ack_timeout=N of the QPs it connects directly */
 	uint8_t retry_cnt;          /* retry_cnt=N of those */
 	uint8_t rearm;              /* rearm=1: arm CQs at every sleep */
+	uint8_t readall;            /* readall=1: a leave reads the channel as a done */
 	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
 	uint8_t port;
@@ -255,10 +258,10 @@ static int
 verbs_open(struct rb2_xport *xp, const char *args)
 {
 	static const char *const keys[] = {"dev", "port", "gid", "srq", "cm", "ack_timeout",
-					   "retry_cnt", "rearm", NULL};
+					   "retry_cnt", "rearm", "readall", NULL};
 	char dev[64] = "";
 	uint32_t port = 1, gid = UINT32_MAX, srq = 0, cm = 1, ack = VERBS_ACK_TIMEOUT;
-	uint32_t retry = VERBS_RETRY_CNT, rearm = 0;
+	uint32_t retry = VERBS_RETRY_CNT, rearm = 0, readall = 0;
 	struct verbs_dev *d;
 	int n = 0, ret;
 
@@ -275,8 +278,9 @@ verbs_open(struct rb2_xport *xp, const char *args)
 	    rb2_xport_arg_u32("verbs", args, "cm", 0, 1, &cm) < 0 ||
 	    rb2_xport_arg_u32("verbs", args, "ack_timeout", 8, 24, &ack) < 0 ||
 	    rb2_xport_arg_u32("verbs", args, "retry_cnt", 1, 7, &retry) < 0 ||
-	    rb2_xport_arg_u32("verbs", args, "rearm", 0, 1, &rearm) < 0) {
-		RB2_XPORT_LOG(ERR, "verbs: bad arguments '%s': expected dev=NAME,port=N (>= 1),gid=N,srq=N (>= 1),cm=0|1,ack_timeout=8..24,retry_cnt=1..7,rearm=0|1", args);
+	    rb2_xport_arg_u32("verbs", args, "rearm", 0, 1, &rearm) < 0 ||
+	    rb2_xport_arg_u32("verbs", args, "readall", 0, 1, &readall) < 0) {
+		RB2_XPORT_LOG(ERR, "verbs: bad arguments '%s': expected dev=NAME,port=N (>= 1),gid=N,srq=N (>= 1),cm=0|1,ack_timeout=8..24,retry_cnt=1..7,rearm=0|1,readall=0|1", args);
 		rte_free(d);
 		return -EINVAL;
 	}
@@ -284,6 +288,7 @@ verbs_open(struct rb2_xport *xp, const char *args)
 	d->ack_timeout = (uint8_t)ack;
 	d->retry_cnt = (uint8_t)retry;
 	d->rearm = (uint8_t)rearm;
+	d->readall = (uint8_t)readall;
 	d->gid_index = gid == UINT32_MAX ? -1 : (int)gid;
 	d->srq_size = srq;
 	if (!cm) {
@@ -724,12 +729,12 @@ verbs_doorbell_arm(struct rb2_xport_qp *qp, uint32_t *word __rte_unused,
 }
 
 /* Take the channel's events (acknowledged in batches: each acknowledgement
- * takes the CQ's lock), @sleeper: one sleeper less. The completions
- * themselves stay in the CQ for the caller's poll. An event taken disarmed
- * the CQ: it is armed again at once if a sleeper still counts on it, else
- * at the next arm. */
+ * takes the CQ's lock) if @read, @sleeper: one sleeper less. The
+ * completions themselves stay in the CQ for the caller's poll. An event
+ * taken disarmed the CQ: it is armed again at once if a sleeper still
+ * counts on it, else at the next arm. */
 static void
-take_events(struct rb2_xport_qp *qp, int sleeper)
+take_events(struct rb2_xport_qp *qp, int sleeper, int read)
 {
 	struct verbs_qp *v = qp->drv;
 	struct ibv_cq *cq;
@@ -739,8 +744,11 @@ take_events(struct rb2_xport_qp *qp, int sleeper)
 	if (v->cc == NULL)
 		return;
 	pthread_mutex_lock(&v->cc_lock);
-	while (ibv_get_cq_event(v->cc, &cq, &ctx) == 0)
-		got++;
+	if (read) {
+		qp->wake_reads++;
+		while (ibv_get_cq_event(v->cc, &cq, &ctx) == 0)
+			got++;
+	}
 	v->cc_events += got;
 	if (sleeper && v->cc_sleepers > 0)
 		v->cc_sleepers--;
@@ -761,7 +769,18 @@ take_events(struct rb2_xport_qp *qp, int sleeper)
 static void
 verbs_doorbell_done(struct rb2_xport_qp *qp)
 {
-	take_events(qp, 1);
+	take_events(qp, 1, 1);
+}
+
+/* Awake, the channel not seen readable: reading it would be a system call
+ * (a read(2) that finds nothing, for each idle stream of rb2-run's epoll
+ * set at every wake). An event that came since stays in the channel, the
+ * CQ counted as armed, as after an arm that did not fire: the channel is
+ * readable, so the next wait that holds it sees it at once. */
+static void
+verbs_doorbell_leave(struct rb2_xport_qp *qp)
+{
+	take_events(qp, 1, ((struct verbs_dev *)qp->xp->priv)->readall);
 }
 
 /* The channel was seen readable by a wait that did not arm this queue (an
@@ -771,7 +790,7 @@ verbs_doorbell_done(struct rb2_xport_qp *qp)
 static void
 verbs_doorbell_drain(struct rb2_xport_qp *qp)
 {
-	take_events(qp, 0);
+	take_events(qp, 0, 1);
 }
 
 /*
@@ -1472,6 +1491,7 @@ static const struct rb2_xport_ops verbs_ops = {
 	.doorbell_arm = verbs_doorbell_arm,
 	.doorbell_done = verbs_doorbell_done,
 	.doorbell_drain = verbs_doorbell_drain,
+	.doorbell_leave = verbs_doorbell_leave,
 	.qp_status = verbs_qp_status,
 	.wc_status_str = verbs_wc_status_str,
 };

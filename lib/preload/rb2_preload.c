@@ -147,7 +147,8 @@ static struct {
 	uint64_t foreign_resets, foreign_bytes;   /* bytes past our calls: reset */
 	uint64_t wrs, doorbells;         /* across hosts: send WRs, and their posts */
 	uint64_t held, held_flushes;     /* across hosts: writes batched, and sent by a flush */
-	uint64_t sleeps, wake_requests;  /* across hosts: sleeps, and the CQ arms they made */
+	uint64_t sleeps, wake_requests;  /* across hosts: sleeps, and the CQ arms they made, */
+	uint64_t wake_reads;             /* ... and the reads of channels on waking */
 	/* Across hosts, where a stream's set-up went, summed over the streams
 	 * opened (stats.remote): asking our service, the kernel's connect (the
 	 * client's), the arena, then rb2_stream_open_remote() (this end's
@@ -197,6 +198,7 @@ stats_add_stream(struct psock *p)
 		if (p->rslot >= 0) {
 			stats.sleeps += st.sleeps;
 			stats.wake_requests += st.wake_requests;
+			stats.wake_reads += st.wake_reads;
 		}
 	}
 }
@@ -1047,13 +1049,17 @@ spin_done(struct spin *sp)
 static int wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t until,
 			    struct spin *sp);
 
-/* What a wait saw of stream @p's socket (@sock) and wake fd (@wake): their
- * revents, or -1 if it cannot tell (it failed). The stream's next disarm
- * reads what was readable (rb2_stream_heard()). */
+/* What a wait saw of stream @p's socket (@sock) and wake fds, for reading
+ * (@rx) and writing (@tx): their revents, or -1 if it cannot tell (it
+ * failed). The stream's next disarm reads what was readable
+ * (rb2_stream_heard()): across hosts, only the completion channels named
+ * here, if it is rb2_stream_disarm_seen(). */
 static void
-heard(struct psock *p, int sock, int wake)
+heard(struct psock *p, int sock, int rx, int tx)
 {
-	int what = (sock != 0 ? RB2_STREAM_HEARD_SOCK : 0) | (wake != 0 ? RB2_STREAM_HEARD_WAKE : 0);
+	int what = (sock != 0 ? RB2_STREAM_HEARD_SOCK : 0) |
+		   (rx != 0 || tx != 0 ? RB2_STREAM_HEARD_WAKE : 0) |
+		   (rx != 0 ? RB2_STREAM_HEARD_RX_EDGE : 0) | (tx != 0 ? RB2_STREAM_HEARD_TX_EDGE : 0);
 
 	if (what != 0)
 		rb2_stream_heard(p->st, what);
@@ -1107,8 +1113,13 @@ wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t unti
 		 * on this socket costs at most that. */
 		left = until == UINT64_MAX ? 50 : (int)((until - now) / 1000000ull) + 1;
 		r = real.poll(pf, 3, left < 50 ? left : 50);   /* poll skips fd -1 */
-		heard(p, r < 0 ? -1 : pf[0].revents, r < 0 ? -1 : pf[1].revents | pf[2].revents);
-		rb2_stream_disarm(p->st, events);    /* keeps errno */
+		if (r < 0) {
+			heard(p, -1, -1, -1);
+			rb2_stream_disarm(p->st, events);    /* keeps errno */
+		} else {
+			heard(p, pf[0].revents, pf[1].revents, pf[2].revents);
+			rb2_stream_disarm_seen(p->st, events);
+		}
 		if (r < 0 && errno == EINTR)
 			return -EINTR;
 	}
@@ -1509,7 +1520,7 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 {
 	struct pollfd *k = NULL;
 	uint64_t t0 = now_ns();
-	int streams = 0;
+	int streams = 0, *wx;
 
 	for (nfds_t i = 0; i < n; i++)
 		streams += stream_of(fds[i].fd) != NULL;
@@ -1521,10 +1532,12 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 		return real.ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, mask);
 	}
 	/* Room for two more fds per stream: across hosts, its completion
-	 * channels (reading and writing). */
-	k = malloc(3 * n * sizeof(*k));
+	 * channels (reading and writing), and where each went (wx[2i],
+	 * wx[2i+1]: their places in k, or -1). */
+	k = malloc(3 * n * sizeof(*k) + 2 * n * sizeof(int));
 	if (k == NULL)
 		return (int)fail(ENOMEM);
+	wx = (int *)(k + 3 * n);
 	for (;;) {
 		int ready = 0, armed = 0, r = 0, left;
 		nfds_t extra = 0;
@@ -1570,6 +1583,7 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 			struct psock *p = stream_of(fds[i].fd);
 
 			k[i] = fds[i];
+			wx[2 * i] = wx[2 * i + 1] = -1;
 			if (p == NULL)
 				continue;
 			if (rb2_stream_arm(p->st, fds[i].events & (POLLIN | POLLOUT), wait) != 0) {
@@ -1580,9 +1594,11 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 			for (int w = 0; w < 2; w++) {
 				int ev = w == 0 ? POLLIN : POLLOUT;
 
-				if ((fds[i].events & ev) && rb2_stream_wake_fd(p->st, ev) >= 0)
-					k[n + extra++] = (struct pollfd){
-						.fd = rb2_stream_wake_fd(p->st, ev), .events = POLLIN };
+				if (!(fds[i].events & ev) || rb2_stream_wake_fd(p->st, ev) < 0)
+					continue;
+				wx[2 * i + w] = (int)(n + extra);
+				k[n + extra++] = (struct pollfd){
+					.fd = rb2_stream_wake_fd(p->st, ev), .events = POLLIN };
 			}
 			armed++;
 		}
@@ -1600,11 +1616,18 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 
 			if (p == NULL)
 				continue;
-			/* The socket as the kernel saw it. The wake fd needs no
-			 * word: its eventfd is read while the peer's count of
-			 * rings is ahead of what was read. */
-			heard(p, armed < 0 || r < 0 ? -1 : k[i].revents, 0);
-			rb2_stream_disarm(p->st, fds[i].events & (POLLIN | POLLOUT));
+			/* The socket as the kernel saw it, and across hosts its
+			 * completion channels: only those readable are read.
+			 * (One host's eventfd is read while the peer's count of
+			 * rings is ahead of what was read.) */
+			if (armed < 0 || r < 0) {
+				heard(p, -1, 0, 0);
+				rb2_stream_disarm(p->st, fds[i].events & (POLLIN | POLLOUT));
+				continue;
+			}
+			heard(p, k[i].revents, wx[2 * i] >= 0 ? k[wx[2 * i]].revents : 0,
+			      wx[2 * i + 1] >= 0 ? k[wx[2 * i + 1]].revents : 0);
+			rb2_stream_disarm_seen(p->st, fds[i].events & (POLLIN | POLLOUT));
 		}
 		if (armed >= 0 && r < 0) {
 			free(k);
@@ -2225,10 +2248,16 @@ ep_arm(struct ep_set *e, int on, uint64_t wait, int depth)
 			soon += rb2_stream_want(p->st, ev, wait) != 0;
 		} else {
 			/* A nested set's kernel events are its own, unseen
-			 * here: its sockets are read. */
-			if (depth > 0)
+			 * here: its sockets and channels are read. This set's
+			 * were reported to the wait (an edge each, which
+			 * epoll_spun() told the stream of); one that came
+			 * after stays for a later wait to report. */
+			if (depth > 0) {
 				rb2_stream_heard(p->st, RB2_STREAM_HEARD_SOCK);
-			rb2_stream_disarm(p->st, ev);
+				rb2_stream_disarm(p->st, ev);
+			} else {
+				rb2_stream_disarm_seen(p->st, ev);
+			}
 		}
 	}
 	pthread_mutex_unlock(&e->lock);
@@ -2715,7 +2744,7 @@ child_after_fork(void)
 	stats.offloaded = stats.remote = stats.bytes_in = stats.bytes_out = stats.failed = 0;
 	stats.plain_other = stats.exec_ended = stats.foreign_resets = stats.foreign_bytes = 0;
 	stats.wrs = stats.doorbells = stats.held = stats.held_flushes = 0;
-	stats.sleeps = stats.wake_requests = 0;
+	stats.sleeps = stats.wake_requests = stats.wake_reads = 0;
 	stats.su_service = stats.su_kernel = stats.su_arena = stats.su_open = 0;
 	stats.su_connect = stats.su_prefault = 0;
 	memset(stats.plain, 0, sizeof(stats.plain));
@@ -2797,8 +2826,9 @@ print_stats(void)
 			      stats.su_connect / k, stats.su_prefault / k);
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " writes batched "
 			      "(%" PRIu64 " batches sent by a flush); %" PRIu64 " sleeps asked the "
-			      "device for %" PRIu64 " wake-ups", stats.held, stats.held_flushes,
-			      stats.sleeps, stats.wake_requests);
+			      "device for %" PRIu64 " wake-ups and read its channels %" PRIu64
+			      " times", stats.held, stats.held_flushes, stats.sleeps,
+			      stats.wake_requests, stats.wake_reads);
 	}
 	for (unsigned int i = 0; i < REASONS && stats.plain[i].n; i++)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " kernel TCP: %s",

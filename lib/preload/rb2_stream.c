@@ -1347,7 +1347,7 @@ rb2_stream_arm(struct rb2_stream *s, int events, uint64_t wait)
 	ev = rb2_stream_want(s, events, wait);
 	ev |= rb2_stream_poll(s) & (events | POLLERR | POLLHUP | POLLRDHUP);
 	if (ev != 0)
-		rb2_stream_disarm(s, events);
+		rb2_stream_disarm_seen(s, events);   /* no wait: nothing seen */
 	return ev;
 }
 
@@ -1431,8 +1431,10 @@ rb2_stream_heard(struct rb2_stream *s, int what)
 	atomic_fetch_or_explicit(&s->heard, what, memory_order_release);
 }
 
-void
-rb2_stream_disarm(struct rb2_stream *s, int events)
+/* Awake (rb2_stream_disarm()); @seen: the caller's wait told of every
+ * completion channel it saw readable (rb2_stream_disarm_seen()). */
+static void
+disarm(struct rb2_stream *s, int events, int seen)
 {
 	int err = errno;         /* the caller's wait's errno (EINTR) survives */
 	/* A completion channel an epoll set reported (edge-triggered: once)
@@ -1446,9 +1448,14 @@ rb2_stream_disarm(struct rb2_stream *s, int events)
 
 	if (s->rm != NULL) {
 		/* Our flags live in the peer's copy. */
+		/* An armed half whose channel the wait did not see readable
+		 * reads nothing (seen): a system call saved per idle stream. */
 		if ((events & POLLIN) && atomic_load(&s->rm->rx_armed) > 0) {
 			atomic_fetch_sub(&s->rm->rx_armed, 1);
-			rb2_rx_wait_done(s->rx);
+			if (seen && !(heard & RB2_STREAM_HEARD_RX_EDGE))
+				rb2_rx_wait_leave(s->rx);
+			else
+				rb2_rx_wait_done(s->rx);
 		} else {
 			if ((events & POLLIN) && s->rm->wake_fd < 0)
 				(void)flag_then_read(s, &s->ctl->rd_sleeps[!s->me], 0, NULL, NULL);
@@ -1457,7 +1464,10 @@ rb2_stream_disarm(struct rb2_stream *s, int events)
 		}
 		if ((events & POLLOUT) && atomic_load(&s->rm->tx_armed) > 0) {
 			atomic_fetch_sub(&s->rm->tx_armed, 1);
-			rb2_tx_wait_done(s->tx);
+			if (seen && !(heard & RB2_STREAM_HEARD_TX_EDGE))
+				rb2_tx_wait_leave(s->tx);
+			else
+				rb2_tx_wait_done(s->tx);
 		} else {
 			if (events & POLLOUT)
 				(void)flag_then_read(s, &s->ctl->wr_sleeps[s->me], 0, NULL, NULL);
@@ -1496,6 +1506,18 @@ rb2_stream_disarm(struct rb2_stream *s, int events)
 		found_foreign(s);
 	}
 	errno = err;
+}
+
+void
+rb2_stream_disarm(struct rb2_stream *s, int events)
+{
+	disarm(s, events, 0);
+}
+
+void
+rb2_stream_disarm_seen(struct rb2_stream *s, int events)
+{
+	disarm(s, events, 1);
 }
 
 void
@@ -1600,6 +1622,7 @@ rb2_stream_stats(const struct rb2_stream *s, struct rb2_stream_stats *st)
 		st->wrs = ts.wrs + rs.wrs + s->rm->ctl_wrs;
 		st->doorbells = ts.chains + rs.chains + s->rm->ctl_posts;
 		st->wake_requests = ts.wake_requests + rs.wake_requests;
+		st->wake_reads = ts.wake_reads + rs.wake_reads;
 	}
 }
 

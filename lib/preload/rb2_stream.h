@@ -266,6 +266,19 @@ void rb2_stream_heard(struct rb2_stream *s, int what);
  *  wait set it. */
 void rb2_stream_disarm(struct rb2_stream *s, int events);
 
+/**
+ * As rb2_stream_disarm(), from a wait that held this stream's wake fds
+ * (rb2_stream_wake_fd()) and told rb2_stream_heard() of each it saw
+ * readable (RB2_STREAM_HEARD_RX_EDGE, RB2_STREAM_HEARD_TX_EDGE), or from no
+ * wait at all (the stream's own look found what it waited for). Across
+ * hosts, a completion channel it did not tell of is not read: the read is
+ * a system call, which a wait over many streams would make for each idle
+ * one at every wake. An event that came since stays there, and keeps the
+ * fd readable for the next wait (rb2_xport_doorbell_leave()). A wait that
+ * cannot tell (a nested epoll set's) calls rb2_stream_disarm().
+ */
+void rb2_stream_disarm_seen(struct rb2_stream *s, int events);
+
 /** The program corked (TCP_CORK) the bell's socket, or uncorked it: a
  *  bell then uncorks it for its byte (else held up to 200 ms). */
 void rb2_stream_corked(struct rb2_stream *s, int corked);
@@ -308,6 +321,10 @@ struct rb2_stream_stats {
 	 * its sleeps (CQ arms: asked again only once the last one's event
 	 * was taken). 0 on one host. */
 	uint64_t wake_requests;
+	/* Across hosts: the reads of its queues' completion channels on
+	 * waking, a system call each: only of those the wait saw readable
+	 * where it could tell (rb2_stream_disarm_seen()). 0 on one host. */
+	uint64_t wake_reads;
 	/* Across hosts, how long rb2_stream_open_remote() took: making this
 	 * end's queues, rings and registrations, then connecting them to the
 	 * peer's over the socket (which waits for the peer's end too). 0 on

@@ -70,12 +70,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import rb2_apps  # noqa: E402
 
 MODES = ("kernel", "rsocket", "rsocket-spin", "rsocket-poll", "rb2", "rb2-spin",
-         "rb2-unbatched", "rb2-rearm")
+         "rb2-unbatched", "rb2-rearm", "rb2-readall")
 # rb2-rearm: rb2-run with every stream's CQ armed at every sleep (the verbs
 # transport's rearm=1), against rb2, which arms only those whose last arm
-# fired: what that costs a wait over many streams. Run only when named
-# (--modes, RB2_PRELOAD_MODES).
-DEFAULT_MODES = tuple(m for m in MODES if m != "rb2-rearm")
+# fired: what that costs a wait over many streams. rb2-readall: every
+# armed stream's completion channel read on waking (readall=1), against
+# rb2, which reads only those its wait saw readable. Both run only when
+# named (--modes, RB2_PRELOAD_MODES).
+DEFAULT_MODES = tuple(m for m in MODES if m not in ("rb2-rearm", "rb2-readall"))
 # rb2-unbatched: rb2-run with every write sent at once (RB2_RUN_BATCH_US=0),
 # against rb2: what batching writes behind one in flight gives.
 # rb2-spin: rb2-run's waits spin this long (ns) before they sleep, as
@@ -130,10 +132,11 @@ def mode_launch(mode, build, env, app=None):
         # a program that calls rsocket itself runs without the preload
         return [], dict(env) if getattr(app, "native", False) else dict(env,
                                                                          LD_PRELOAD=rspreload())
-    if mode in ("rb2", "rb2-spin", "rb2-unbatched", "rb2-rearm"):
+    if mode in ("rb2", "rb2-spin", "rb2-unbatched", "rb2-rearm", "rb2-readall"):
         knob = {"rb2": {}, "rb2-spin": {"RB2_RUN_SPIN_NS": str(RB2_SPIN_NS)},
                 "rb2-unbatched": {"RB2_RUN_BATCH_US": "0"},
-                "rb2-rearm": {"RB2_RUN_VERBS_ARGS": "rearm=1"}}[mode]
+                "rb2-rearm": {"RB2_RUN_VERBS_ARGS": "rearm=1"},
+                "rb2-readall": {"RB2_RUN_VERBS_ARGS": "readall=1"}}[mode]
         return [os.path.join(build, "apps", "rb2-run", "rb2-run")], dict(env, RB2_RUN_STATS="1",
                                                                           **knob)
     return [], dict(env)
@@ -192,7 +195,7 @@ class Scale:
     name = "scale"
     tools = ()
     can_poll = False
-    modes = ("kernel", "rb2", "rb2-rearm")
+    modes = ("kernel", "rb2", "rb2-rearm", "rb2-readall")
     COUNTS = tuple(int(c) for c in
                    os.environ.get("RB2_PRELOAD_SCALE_COUNTS", "1,16,256,1000").split(","))
     PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "rb2run_peer.py")
@@ -422,11 +425,13 @@ def run_client(o, mode, app, cl):
             figs[f"{app.name}_{cl.name}_rb2_batched_per_req"] = int(m.group(1)) / n
         # Sleeps, and the wake-ups (CQ arms) they asked of the device: the
         # rb2-run guide's "The data wakes the reader".
-        m = re.search(r"; (\d+) sleeps asked the device for (\d+) wake-ups", stats[-1]) \
-            if stats else None
+        m = re.search(r"; (\d+) sleeps asked the device for (\d+) wake-ups"
+                      r"(?: and read its channels (\d+) times)?", stats[-1]) if stats else None
         if m and n:
             figs[f"{app.name}_{cl.name}_rb2_sleeps_per_req"] = int(m.group(1)) / n
             figs[f"{app.name}_{cl.name}_rb2_wake_requests_per_req"] = int(m.group(2)) / n
+            if m.group(3) is not None:
+                figs[f"{app.name}_{cl.name}_rb2_wake_reads_per_req"] = int(m.group(3)) / n
         # Where a stream's set-up went, the client's side (for the record).
         m = re.search(r"set-up per stream, mean ms: (.*?)\)", stats[-1]) if stats else None
         if m:
@@ -439,6 +444,7 @@ def run_client(o, mode, app, cl):
 PAIRS = (("rb2", "rsocket"), ("rb2", "rsocket-spin"), ("rb2-spin", "rsocket-spin"),
          ("rb2", "rb2-spin"), ("rb2", "rb2-unbatched"), ("rb2-unbatched", "kernel"),
          ("rb2", "rb2-rearm"), ("rb2-rearm", "kernel"),
+         ("rb2", "rb2-readall"), ("rb2-readall", "kernel"),
          ("rb2", "rsocket-poll"), ("rb2", "kernel"),
          ("rsocket", "kernel"), ("rsocket-spin", "kernel"), ("rsocket-poll", "kernel"))
 
@@ -529,7 +535,9 @@ def drive(o):
                      "rb2-unbatched": "rb2-run, every write sent at once "
                                       "(RB2_RUN_BATCH_US=0)",
                      "rb2-rearm": "rb2-run, every stream's CQ armed at every sleep "
-                                  "(RB2_RUN_VERBS_ARGS=rearm=1)"},
+                                  "(RB2_RUN_VERBS_ARGS=rearm=1)",
+                     "rb2-readall": "rb2-run, every armed stream's completion channel "
+                                    "read on waking (RB2_RUN_VERBS_ARGS=readall=1)"},
            "apps": {name: {mode: {"rounds": r["rounds"], "failures": r["failures"]}
                            for mode, r in modes.items()} for name, modes in res.items()}}
     summarize(out)

@@ -662,17 +662,17 @@ stream_admit(void *arg, uint32_t inflight, uint32_t want, uint32_t window)
 	return !s->rm->batching || inflight == 0;
 }
 
-/* One end across hosts, not connected yet: its rings and control words in
- * the current arena, registered with @xp. */
+/* One end across hosts, not connected yet, for either role: its rings and
+ * control words in the current arena, registered with @xp, their zones
+ * named with @tag (both ends share an arena in tests). */
 static struct rb2_stream *
-remote_new(struct rb2_xport *xp, int is_client, int bell_fd)
+remote_new(struct rb2_xport *xp, char tag)
 {
 	struct rb2_stream *s = calloc(1, sizeof(*s));
 	struct rb2_xport_qp_attr qa = { .lcore_id = rte_lcore_id(), .sq_depth = 16,
 					.cq_depth = 16, .max_inline = 16 };
 	struct rb2_chan_params p;
-	char up[RB2_CHAN_NAMESIZE], down[RB2_CHAN_NAMESIZE], cz[RTE_MEMZONE_NAMESIZE];
-	char e = is_client ? 'c' : 's';
+	char tn[RB2_CHAN_NAMESIZE], rn[RB2_CHAN_NAMESIZE], cz[RTE_MEMZONE_NAMESIZE];
 	int ret;
 
 	if (s == NULL || (s->rm = calloc(1, sizeof(*s->rm))) == NULL ||
@@ -683,17 +683,16 @@ remote_new(struct rb2_xport *xp, int is_client, int bell_fd)
 		errno = ENOMEM;
 		return NULL;
 	}
-	s->me = is_client ? 0 : 1;
-	s->bell = bell_fd;
+	s->bell = -1;
 	s->wake_efd = s->ring_efd = -1;
 	s->rm->xp = xp;
 	s->rm->wake_fd = -1;
 	s->rm->room_fd = -1;
 	pthread_mutex_init(&s->rm->lock, NULL);
-	/* Names of this end's zones (both ends share an arena in tests). */
-	snprintf(up, sizeof(up), "rs.%c.u", e);
-	snprintf(down, sizeof(down), "rs.%c.d", e);
-	snprintf(cz, sizeof(cz), "rs.%c.k", e);
+	/* This end's sender, receiver and control words. */
+	snprintf(tn, sizeof(tn), "rs.%c.t", tag);
+	snprintf(rn, sizeof(rn), "rs.%c.r", tag);
+	snprintf(cz, sizeof(cz), "rs.%c.k", tag);
 	ret = rb2_xport_mr_alloc(xp, cz, sizeof(struct stream_ctl), SOCKET_ID_ANY, &s->rm->mr);
 	if (ret < 0)
 		goto fail;
@@ -725,8 +724,8 @@ remote_new(struct rb2_xport *xp, int is_client, int bell_fd)
 	/* The length in the slot: a message is one WRITE (with the
 	 * immediate), not a lens[] WRITE beside it. */
 	p.flags |= RB2_CHAN_F_LEN_IN_SLOT;
-	s->tx = rb2_tx_create(is_client ? up : down, xp, &p);
-	s->rx = rb2_rx_create(is_client ? down : up, xp, &p);
+	s->tx = rb2_tx_create(tn, xp, &p);
+	s->rx = rb2_rx_create(rn, xp, &p);
 	s->rm->qp = rb2_xport_qp_create(xp, &qa);
 	if (s->tx == NULL || s->rx == NULL || s->rm->qp == NULL) {
 		ret = -(rte_errno ? rte_errno : ENOMEM);
@@ -831,17 +830,26 @@ mono_ns(void)
 }
 
 struct rb2_stream *
-rb2_stream_open_remote(struct rb2_xport *xp, int is_client, int sock_fd, unsigned int timeout_ms)
+rb2_stream_make_remote(struct rb2_xport *xp)
 {
 	uint64_t t0 = mono_ns();
-	struct rb2_stream *s = remote_new(xp, is_client, sock_fd);
+	struct rb2_stream *s = remote_new(xp, 'e');
+
+	if (s != NULL)
+		s->st.open_ns = mono_ns() - t0;
+	return s;
+}
+
+int
+rb2_stream_join_remote(struct rb2_stream *s, int is_client, int sock_fd, unsigned int timeout_ms)
+{
+	uint64_t t0 = mono_ns();
 	struct { uint64_t addr; uint32_t rkey, magic; } mine, theirs;
 	char peer[32];
 	int ret, n;
 
-	if (s == NULL)
-		return NULL;
-	s->st.open_ns = mono_ns() - t0;
+	s->me = is_client ? 0 : 1;
+	s->bell = sock_fd;
 	/* What the program would read back from kernel TCP, then ours, on a
 	 * TCP socket (the tests' unix socket pairs have no keepalive).
 	 * System calls, not libc's: rb2-run's own would keep them from the
@@ -883,23 +891,42 @@ rb2_stream_open_remote(struct rb2_xport *xp, int is_client, int sock_fd, unsigne
 	if ((ret = remote_attach(s, theirs.addr, theirs.rkey)) < 0)
 		goto fail;
 	remote_learn_wake_fd(s);
-	s->st.connect_ns = mono_ns() - t0 - s->st.open_ns;
-	return s;
+	s->st.connect_ns = mono_ns() - t0;
+	return 0;
 fail:
 	rb2_stream_close(s);
-	errno = -ret;
-	return NULL;
+	return ret;
+}
+
+struct rb2_stream *
+rb2_stream_open_remote(struct rb2_xport *xp, int is_client, int sock_fd, unsigned int timeout_ms)
+{
+	struct rb2_stream *s = rb2_stream_make_remote(xp);
+	int ret;
+
+	if (s == NULL)
+		return NULL;
+	ret = rb2_stream_join_remote(s, is_client, sock_fd, timeout_ms);
+	if (ret < 0) {
+		errno = -ret;
+		return NULL;
+	}
+	return s;
 }
 
 int
 rb2_stream_pair_remote(struct rb2_xport *xp, int bell_a, int bell_b, struct rb2_stream **a,
 		       struct rb2_stream **b)
 {
-	struct rb2_stream *c = remote_new(xp, 1, bell_a), *v = remote_new(xp, 0, bell_b);
+	struct rb2_stream *c = remote_new(xp, 'c'), *v = remote_new(xp, 's');
 	int ret = -ENOMEM;
 
 	if (c == NULL || v == NULL)
 		goto fail;
+	c->me = 0;
+	c->bell = bell_a;
+	v->me = 1;
+	v->bell = bell_b;
 	if ((ret = rb2_chan_pair(c->tx, v->rx)) < 0 || (ret = rb2_chan_pair(v->tx, c->rx)) < 0 ||
 	    (ret = rb2_xport_qp_connect_local(c->rm->qp, v->rm->qp)) < 0 ||
 	    (ret = remote_attach(c, (uint64_t)(uintptr_t)v->ctl, v->rm->mr.rkey)) < 0 ||

@@ -82,6 +82,25 @@ struct rb2_stream *rb2_stream_open_remote(struct rb2_xport *xp, int is_client, i
 					  unsigned int timeout_ms);
 
 /**
+ * The first half of rb2_stream_open_remote(), which needs no peer: an end
+ * of a stream to another host, for either role, its rings, control words
+ * and queues in the current arena and registered with @p xp. On Soft-RoCE
+ * these are system calls that took a quarter of a connection's set-up
+ * (doc/eval/rb2-run-two.md): made ahead, off the program's thread, they are
+ * off the connect's way. Its stats' open_ns is what making it took.
+ * @return the end, or NULL with errno.
+ */
+struct rb2_stream *rb2_stream_make_remote(struct rb2_xport *xp);
+
+/**
+ * The second half: connect end @p s (rb2_stream_make_remote(), never
+ * joined) to the other end over @p sock_fd, as rb2_stream_open_remote().
+ * @return 0, or -errno: then @p s is closed.
+ */
+int rb2_stream_join_remote(struct rb2_stream *s, int is_client, int sock_fd,
+			   unsigned int timeout_ms);
+
+/**
  * Across hosts, whether the peer's host still answers is the kernel
  * socket's business: rb2_stream_open_remote() turns on TCP keepalive on
  * @p sock_fd (if it is TCP), probing after RB2_STREAM_KEEPIDLE_S silent

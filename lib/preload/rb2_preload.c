@@ -334,6 +334,126 @@ remote_arena_free(int slot)
 	pthread_mutex_unlock(&remote_lock);
 }
 
+/* ---- Other hosts: ends made ahead ------------------------------------------ */
+
+/*
+ * A thread of the process's own makes ends of streams to other hosts
+ * before their connections (rb2_stream_make_remote()), each in an arena of
+ * its own, prefaulted: a connect or an accept takes one and only joins it
+ * to the peer's, the device's system calls off its way. RB2_RUN_AHEAD ends
+ * wait (default 2, at most AHEAD_MAX; 0: none). The thread starts at the
+ * process's second stream to another host: a client of one connection
+ * (redis-cli, curl) makes none it would not use. It stops for good at its first failure (out of arenas, or of
+ * memory the device may pin: RLIMIT_MEMLOCK); the ends it made are still
+ * taken, and connects make their own, failing as they would have.
+ */
+#define AHEAD_MAX 16
+struct made {
+	struct rb2_stream *st;
+	struct rb2_noeal_arena *arena;
+	int slot;
+};
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t taken;            /* the maker waits for a take */
+	pthread_cond_t idle;             /* a fork waits for the maker */
+	struct made m[AHEAD_MAX];
+	unsigned int n, want;
+	int making;                      /* the maker is in the transport's calls */
+	pid_t pid;                       /* whose maker runs: a fork child starts its own */
+	uint64_t asked;                  /* ends needed before the maker started */
+	uint64_t used;                   /* ends taken (the stats line) */
+} ahead = { .lock = PTHREAD_MUTEX_INITIALIZER, .taken = PTHREAD_COND_INITIALIZER,
+	    .idle = PTHREAD_COND_INITIALIZER, .want = 2 };
+
+static void *
+ahead_main(void *arg)
+{
+	struct rb2_xport *xp = arg;
+	sigset_t all;
+
+	sigfillset(&all);                /* the program's signals are its threads' */
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (;;) {
+		struct made m;
+
+		pthread_mutex_lock(&ahead.lock);
+		while (ahead.n >= ahead.want)
+			pthread_cond_wait(&ahead.taken, &ahead.lock);
+		ahead.making = 1;
+		pthread_mutex_unlock(&ahead.lock);
+		m.st = NULL;
+		m.arena = remote_arena(&m.slot);
+		if (m.arena != NULL) {
+			rb2_noeal_arena_use(m.arena);
+			m.st = rb2_stream_make_remote(xp);
+			if (m.st == NULL) {
+				rb2_noeal_arena_detach(m.arena);
+				remote_arena_free(m.slot);
+			} else {
+				(void)rb2_noeal_arena_prefault(m.arena);
+			}
+		}
+		pthread_mutex_lock(&ahead.lock);
+		if (m.st != NULL)
+			ahead.m[ahead.n++] = m;
+		else
+			ahead.want = 0;
+		ahead.making = 0;
+		pthread_cond_broadcast(&ahead.idle);
+		pthread_mutex_unlock(&ahead.lock);
+		if (m.st == NULL)
+			return NULL;
+	}
+}
+
+/* A fork waits until the maker is out of the transport's calls, whose
+ * locks the child would otherwise find taken for good, and keeps it out
+ * (ahead.lock held) until the fork is done. */
+static void
+ahead_prefork(void)
+{
+	pthread_mutex_lock(&ahead.lock);
+	while (ahead.making)
+		pthread_cond_wait(&ahead.idle, &ahead.lock);
+}
+
+static void
+ahead_postfork_parent(void)
+{
+	pthread_mutex_unlock(&ahead.lock);
+}
+
+/* An end made ahead for @xp, the process's transport, into @m, and the
+ * maker started if it is not running. @return 1, or 0: none waits. */
+static int
+ahead_take(struct rb2_xport *xp, struct made *m)
+{
+	int got = 0;
+
+	pthread_mutex_lock(&ahead.lock);
+	if (ahead.want > 0 && ahead.pid != getpid() && ++ahead.asked >= 2) {
+		pthread_t t;
+		pthread_attr_t a;
+
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &a, ahead_main, xp) == 0)
+			ahead.pid = getpid();
+		else
+			ahead.want = 0;      /* every connect makes its own */
+		pthread_attr_destroy(&a);
+	}
+	if (ahead.n > 0) {
+		*m = ahead.m[--ahead.n];
+		ahead.used++;
+		got = 1;
+	}
+	pthread_cond_signal(&ahead.taken);
+	pthread_mutex_unlock(&ahead.lock);
+	return got;
+}
+
 /* REMOTE: open our end of a stream to another host over socket @fd, its
  * queues connected over the socket itself; @service_ns and @kernel_ns are
  * what asking the service and the kernel's connect took before (the stats
@@ -343,32 +463,47 @@ open_remote(struct psock *p, int fd, int is_client, uint64_t service_ns, uint64_
 {
 	struct rb2_xport *xp = remote_xport();
 	struct rb2_stream_stats st;
-	uint64_t t0 = now_ns(), t1, t2;
-	int err;
+	uint64_t t0 = now_ns(), t1 = t0, t2 = 0, t3 = 0;
+	struct made m;
+	int ret, made = 0;
 
 	if (xp == NULL)
 		return -ENODEV;
-	p->arena = remote_arena(&p->rslot);
-	if (p->arena == NULL)
-		return -errno;
-	t1 = now_ns();
-	rb2_noeal_arena_use(p->arena);
+	if (!ahead_take(xp, &m)) {
+		m.arena = remote_arena(&m.slot);
+		if (m.arena == NULL)
+			return -errno;
+		t1 = now_ns();
+		rb2_noeal_arena_use(m.arena);
+		m.st = rb2_stream_make_remote(xp);
+		if (m.st == NULL) {
+			ret = -errno;
+			rb2_noeal_arena_detach(m.arena);
+			remote_arena_free(m.slot);
+			return ret;
+		}
+		made = 1;
+	}
+	rb2_noeal_arena_use(m.arena);
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
 	/* The peer is told to connect at once; it waits at most this long for
 	 * our half, as we for its. */
-	p->st = rb2_stream_open_remote(xp, is_client, fd, RB2_SOCKD_EXPECT_MS);
-	if (p->st == NULL) {
-		err = errno;
-		rb2_noeal_arena_detach(p->arena);
-		remote_arena_free(p->rslot);
-		p->arena = NULL;
-		p->rslot = -1;
-		return -err;
+	ret = rb2_stream_join_remote(m.st, is_client, fd, RB2_SOCKD_EXPECT_MS);
+	if (ret < 0) {
+		rb2_noeal_arena_detach(m.arena);
+		remote_arena_free(m.slot);
+		return ret;
 	}
+	p->arena = m.arena;
+	p->rslot = m.slot;
+	p->st = m.st;
 	if (atomic_load_explicit(&batch_ns, memory_order_relaxed) != 0)
 		(void)rb2_stream_batch(p->st, 1);
-	t2 = now_ns();
-	(void)rb2_noeal_arena_prefault(p->arena);
+	if (made) {                      /* an end made ahead was prefaulted */
+		t2 = now_ns();
+		(void)rb2_noeal_arena_prefault(p->arena);
+		t3 = now_ns();
+	}
 	rb2_stream_stats(p->st, &st);
 	pthread_mutex_lock(&stats.lock);
 	stats.offloaded++;
@@ -376,9 +511,9 @@ open_remote(struct psock *p, int fd, int is_client, uint64_t service_ns, uint64_
 	stats.su_service += service_ns;
 	stats.su_kernel += kernel_ns;
 	stats.su_arena += t1 - t0;
-	stats.su_open += st.open_ns;
+	stats.su_open += made ? st.open_ns : 0;
 	stats.su_connect += st.connect_ns;
-	stats.su_prefault += now_ns() - t2;
+	stats.su_prefault += t3 - t2;
 	pthread_mutex_unlock(&stats.lock);
 	return 0;
 }
@@ -2740,6 +2875,15 @@ child_after_fork(void)
 	pthread_cond_init(&held_cond, NULL);
 	held_head = NULL;
 	atomic_store(&held_n, 0);
+	/* The ends made ahead hold the parent's queues: the child's first
+	 * stream to another host starts a maker of its own. */
+	pthread_mutex_init(&ahead.lock, NULL);
+	pthread_cond_init(&ahead.taken, NULL);
+	pthread_cond_init(&ahead.idle, NULL);
+	ahead.making = 0;
+	ahead.n = 0;
+	ahead.pid = 0;
+	ahead.asked = ahead.used = 0;
 	/* Its stats line counts what it does itself. */
 	stats.offloaded = stats.remote = stats.bytes_in = stats.bytes_out = stats.failed = 0;
 	stats.plain_other = stats.exec_ended = stats.foreign_resets = stats.foreign_bytes = 0;
@@ -2824,6 +2968,8 @@ print_stats(void)
 			      stats.remote, stats.wrs, stats.doorbells, stats.su_service / k,
 			      stats.su_kernel / k, stats.su_arena / k, stats.su_open / k,
 			      stats.su_connect / k, stats.su_prefault / k);
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " of their ends "
+			      "made ahead", ahead.used);
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " writes batched "
 			      "(%" PRIu64 " batches sent by a flush); %" PRIu64 " sleeps asked the "
 			      "device for %" PRIu64 " wake-ups and read its channels %" PRIu64
@@ -2922,11 +3068,14 @@ preload_init(void)
 		if (d != NULL)
 			closedir(d);
 	}
+	t = getenv("RB2_RUN_AHEAD");
+	if (t != NULL)
+		ahead.want = (unsigned int)RTE_MIN(strtoul(t, NULL, 10), (unsigned long)AHEAD_MAX);
 	t = getenv("RB2_RUN_FAULT_FLIP");
 	if (t != NULL)
 		flip_at = strtoull(t, NULL, 10);
 	active = 1;
-	pthread_atfork(NULL, NULL, child_after_fork);
+	pthread_atfork(ahead_prefork, ahead_postfork_parent, child_after_fork);
 	atexit(print_stats);
 	atexit(held_flush_all);          /* runs first: the stats count its WRs */
 }

@@ -464,7 +464,7 @@ rr_bound 21607
 # its reads are as few; were every armed stream's read on waking (a system
 # call each), they would be as many as the sleeps.
 rr_sleeps() { # PORT
-	local f=/tmp/rr-sleeps rc sl wk rd
+	local f=/tmp/rr-sleeps rc sl wk rd ah
 	if [ $side = server ]; then
 		timeout -k 5 120 "$rrun" -- python3 "$rpeer" echo-all "$1" 16 > $f 2>&1
 	else
@@ -481,6 +481,13 @@ rr_sleeps() { # PORT
 	[ "$rc" = 0 ] && ! { [ -n "$rd" ] && [ $((rd * 4)) -lt "${sl:-0}" ]; } &&
 		rc="channels read ${rd:-?} times for ${sl:-?} sleeps: want under a quarter"
 	rr_result sleeps_ask_and_read_only_what_woke "$rc" $f "16 connections over rb2" "$verbs_line"
+	# Of 16 connects or accepts one after another, the first two make
+	# their ends, the second starts the thread that makes the next ones
+	# ahead, and the others take them (RB2_RUN_AHEAD).
+	ah=$(sed -n 's/.*; \([0-9]*\) of their ends made ahead.*/\1/p' $f)
+	echo "INFO ${ah:-?} of 16 ends made ahead ($side)"
+	grep "rb2-run: pid" $f > $f.ahead
+	rr_result ends_made_ahead 0 $f.ahead "; [1-9][0-9]* of their ends made ahead"
 }
 rr_sleeps 21608
 # A writer in epoll that looks into its set without blocking between sends

@@ -343,9 +343,10 @@ remote_arena_free(int slot)
  * to the peer's, the device's system calls off its way. RB2_RUN_AHEAD ends
  * wait (default 2, at most AHEAD_MAX; 0: none). The thread starts at the
  * process's second stream to another host: a client of one connection
- * (redis-cli, curl) makes none it would not use. It stops for good at its first failure (out of arenas, or of
- * memory the device may pin: RLIMIT_MEMLOCK); the ends it made are still
- * taken, and connects make their own, failing as they would have.
+ * (redis-cli, curl) makes none it would not use. It stops for good at its
+ * first failure (out of arenas, or of memory the device may pin:
+ * RLIMIT_MEMLOCK); the ends it made are still taken, and connects make
+ * their own, failing as they would have.
  */
 #define AHEAD_MAX 16
 struct made {
@@ -465,7 +466,7 @@ open_remote(struct psock *p, int fd, int is_client, uint64_t service_ns, uint64_
 	struct rb2_stream_stats st;
 	uint64_t t0 = now_ns(), t1 = t0, t2 = 0, t3 = 0;
 	struct made m;
-	int ret, made = 0;
+	int ret, here = 0;               /* made on this thread, not ahead */
 
 	if (xp == NULL)
 		return -ENODEV;
@@ -482,7 +483,7 @@ open_remote(struct psock *p, int fd, int is_client, uint64_t service_ns, uint64_
 			remote_arena_free(m.slot);
 			return ret;
 		}
-		made = 1;
+		here = 1;
 	}
 	rb2_noeal_arena_use(m.arena);
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
@@ -499,7 +500,7 @@ open_remote(struct psock *p, int fd, int is_client, uint64_t service_ns, uint64_
 	p->st = m.st;
 	if (atomic_load_explicit(&batch_ns, memory_order_relaxed) != 0)
 		(void)rb2_stream_batch(p->st, 1);
-	if (made) {                      /* an end made ahead was prefaulted */
+	if (here) {                      /* an end made ahead was prefaulted */
 		t2 = now_ns();
 		(void)rb2_noeal_arena_prefault(p->arena);
 		t3 = now_ns();
@@ -511,7 +512,7 @@ open_remote(struct psock *p, int fd, int is_client, uint64_t service_ns, uint64_
 	stats.su_service += service_ns;
 	stats.su_kernel += kernel_ns;
 	stats.su_arena += t1 - t0;
-	stats.su_open += made ? st.open_ns : 0;
+	stats.su_open += here ? st.open_ns : 0;
 	stats.su_connect += st.connect_ns;
 	stats.su_prefault += t3 - t2;
 	pthread_mutex_unlock(&stats.lock);

@@ -74,9 +74,9 @@ usage(FILE *f)
 "RB2_RUN_VERBS_ARGS (more of the verbs transport's arguments, e.g. rearm=1),\n"
 "RB2_RUN_SPIN_NS (spin before sleeping), RB2_RUN_BATCH_US (other hosts: the\n"
 "longest a write made while one is in flight is held for batching; 500, 0: no\n"
-"batching), RB2_RUN_AHEAD (other hosts: the ends of streams made ahead of their\n"
-"connections; 2, 0: none), RB2_RUN_BELL=socket (wake a peer on this host with a\n"
-"byte on its TCP socket, not its eventfd: for comparison).\n");
+"batching), RB2_RUN_AHEAD (other hosts: ends of streams made ahead of their\n"
+"connections by a thread; 0, none), RB2_RUN_BELL=socket (wake a peer on this\n"
+"host with a byte on its TCP socket, not its eventfd: for comparison).\n");
 }
 
 /* The file next to us, or in the build tree's layout, or installed. */

@@ -341,7 +341,11 @@ remote_arena_free(int slot)
  * before their connections (rb2_stream_make_remote()), each in an arena of
  * its own, prefaulted: a connect or an accept takes one and only joins it
  * to the peer's, the device's system calls off its way. RB2_RUN_AHEAD ends
- * wait (default 2, at most AHEAD_MAX; 0: none). The thread starts at the
+ * wait (at most AHEAD_MAX; 0, the default: none). Off by default: between
+ * two TCG guests, whose four vCPUs share the host's two cores, the work
+ * only moved, and set-up took as long (doc/eval/rb2-run-two.md, "Ends made
+ * ahead"). It pays only where a core is idle while the program connects.
+ * The thread starts at the
  * process's second stream to another host: a client of one connection
  * (redis-cli, curl) makes none it would not use. It stops for good at its
  * first failure (out of arenas, or of memory the device may pin:
@@ -365,7 +369,7 @@ static struct {
 	uint64_t asked;                  /* ends needed before the maker started */
 	uint64_t used;                   /* ends taken (the stats line) */
 } ahead = { .lock = PTHREAD_MUTEX_INITIALIZER, .taken = PTHREAD_COND_INITIALIZER,
-	    .idle = PTHREAD_COND_INITIALIZER, .want = 2 };
+	    .idle = PTHREAD_COND_INITIALIZER, .want = 0 };
 
 static void *
 ahead_main(void *arg)

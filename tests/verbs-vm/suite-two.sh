@@ -466,10 +466,10 @@ rr_bound 21607
 rr_sleeps() { # PORT
 	local f=/tmp/rr-sleeps rc sl wk rd ah
 	if [ $side = server ]; then
-		timeout -k 5 120 "$rrun" -- python3 "$rpeer" echo-all "$1" 16 > $f 2>&1
+		RB2_RUN_AHEAD=2 timeout -k 5 120 "$rrun" -- python3 "$rpeer" echo-all "$1" 16 > $f 2>&1
 	else
 		rr_wait_listener "$1"
-		timeout -k 5 120 "$rrun" -- python3 "$rpeer" busy-one "$1" 16 300 > $f 2>&1
+		RB2_RUN_AHEAD=2 timeout -k 5 120 "$rrun" -- python3 "$rpeer" busy-one "$1" 16 300 > $f 2>&1
 	fi
 	rc=$?
 	sl=$(sed -n 's/.*; \([0-9]*\) sleeps asked the device for \([0-9]*\) wake-ups.*/\1/p' $f)
@@ -481,9 +481,9 @@ rr_sleeps() { # PORT
 	[ "$rc" = 0 ] && ! { [ -n "$rd" ] && [ $((rd * 4)) -lt "${sl:-0}" ]; } &&
 		rc="channels read ${rd:-?} times for ${sl:-?} sleeps: want under a quarter"
 	rr_result sleeps_ask_and_read_only_what_woke "$rc" $f "16 connections over rb2" "$verbs_line"
-	# Of 16 connects or accepts one after another, the first two make
-	# their ends, the second starts the thread that makes the next ones
-	# ahead, and the others take them (RB2_RUN_AHEAD).
+	# With RB2_RUN_AHEAD=2, of 16 connects or accepts one after another,
+	# the first two make their ends, the second starts the thread that
+	# makes the next ones ahead, and the others take them.
 	ah=$(sed -n 's/.*; \([0-9]*\) of their ends made ahead.*/\1/p' $f)
 	echo "INFO ${ah:-?} of 16 ends made ahead ($side)"
 	grep "rb2-run: pid" $f > $f.ahead

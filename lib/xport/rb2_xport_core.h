@@ -142,7 +142,8 @@ struct rb2_xport_qp {
 	uint64_t wake_requests;
 	/** Reads of its doorbell's descriptor (verbs: of the completion
 	 *  channel, a system call each) by rb2_xport_doorbell_done() and
-	 *  rb2_xport_doorbell_drain(); rb2_xport_doorbell_leave() makes none. */
+	 *  rb2_xport_doorbell_drain(); rb2_xport_doorbell_leave() makes none
+	 *  (verbs with readall=1: one). */
 	uint64_t wake_reads;
 } __rte_cache_aligned;
 

@@ -829,15 +829,22 @@ mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-struct rb2_stream *
-rb2_stream_make_remote(struct rb2_xport *xp)
+/* rb2_stream_make_remote(), its zones named with @tag. */
+static struct rb2_stream *
+make_remote(struct rb2_xport *xp, char tag)
 {
 	uint64_t t0 = mono_ns();
-	struct rb2_stream *s = remote_new(xp, 'e');
+	struct rb2_stream *s = remote_new(xp, tag);
 
 	if (s != NULL)
 		s->st.open_ns = mono_ns() - t0;
 	return s;
+}
+
+struct rb2_stream *
+rb2_stream_make_remote(struct rb2_xport *xp)
+{
+	return make_remote(xp, 'e');
 }
 
 int
@@ -901,7 +908,9 @@ fail:
 struct rb2_stream *
 rb2_stream_open_remote(struct rb2_xport *xp, int is_client, int sock_fd, unsigned int timeout_ms)
 {
-	struct rb2_stream *s = rb2_stream_make_remote(xp);
+	/* Named by role: the two ends may share an arena (a test's, made
+	 * before its fork). */
+	struct rb2_stream *s = make_remote(xp, is_client ? 'c' : 's');
 	int ret;
 
 	if (s == NULL)

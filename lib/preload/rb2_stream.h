@@ -87,7 +87,10 @@ struct rb2_stream *rb2_stream_open_remote(struct rb2_xport *xp, int is_client, i
  * and queues in the current arena and registered with @p xp. On Soft-RoCE
  * these are system calls that took a quarter of a connection's set-up
  * (doc/eval/rb2-run-two.md): made ahead, off the program's thread, they are
- * off the connect's way. Its stats' open_ns is what making it took.
+ * off the connect's way. Its stats' open_ns is what making it took. Its
+ * zones' names are the same for every end made so: one such end an arena
+ * (rb2_stream_open_remote() names them by role, so that two ends can share
+ * one).
  * @return the end, or NULL with errno.
  */
 struct rb2_stream *rb2_stream_make_remote(struct rb2_xport *xp);

@@ -107,33 +107,35 @@ rb2_tx_wait_arm(struct rb2_tx *tx, struct rb2_xport_doorbell *db)
 	return 0;
 }
 
-void
-rb2_tx_wait_done(struct rb2_tx *tx)
+/* Awake (or told of the doorbell): @take what it holds (done, leave or
+ * drain), then, if @reap, the wake-up receives that came, posted again. */
+static void
+wait_end(struct rb2_tx *tx, void (*take)(struct rb2_xport_qp *), int reap)
 {
 	if (tx->room_bell == NULL || tx->h.err != 0)
 		return;
-	rb2_xport_doorbell_done(tx->h.qp);
+	take(tx->h.qp);
 	RB2_STAT_WAKE_REQUESTS(&tx->stats, tx->h.qp);
-	rb2_tx_reap(&tx->h);     /* the wake-up's receive, posted again */
+	if (reap)
+		rb2_tx_reap(&tx->h);
+}
+
+void
+rb2_tx_wait_done(struct rb2_tx *tx)
+{
+	wait_end(tx, rb2_xport_doorbell_done, 1);
 }
 
 void
 rb2_tx_wait_leave(struct rb2_tx *tx)
 {
-	if (tx->room_bell == NULL || tx->h.err != 0)
-		return;
-	rb2_xport_doorbell_leave(tx->h.qp);
-	RB2_STAT_WAKE_REQUESTS(&tx->stats, tx->h.qp);
-	rb2_tx_reap(&tx->h);     /* a wake-up's receive that came, posted again */
+	wait_end(tx, rb2_xport_doorbell_leave, 1);
 }
 
 void
 rb2_tx_wait_drain(struct rb2_tx *tx)
 {
-	if (tx->room_bell == NULL || tx->h.err != 0)
-		return;
-	rb2_xport_doorbell_drain(tx->h.qp);
-	RB2_STAT_WAKE_REQUESTS(&tx->stats, tx->h.qp);
+	wait_end(tx, rb2_xport_doorbell_drain, 0);
 }
 
 void

@@ -386,6 +386,63 @@ Test(rb2_sleep, room_wakes_the_sender_copy)
 	room_wakes_the_sender("shm,mode=copy");
 }
 
+/*
+ * WRITE_WITH_IMM sync under RB2_CHAN_F_ROOM_WAKE: a sender that has used its
+ * receiver's credits holds its next publication (the slots are there, the
+ * tail is not), and sleeps until they come back: the return of credits
+ * rings its doorbell. Without that wake-up it could only look again and
+ * again, at full speed, for as long as the receiver did not read.
+ */
+static void
+credits_wake_the_sender(const char *spec)
+{
+	struct rb2_chan_params p;
+	struct rb2_xport_doorbell db;
+	struct rb2_tx_stats ts;
+	uint64_t v = 0;
+
+	room_params(&p);
+	p.slots = 256;
+	p.gamma = 128;        /* no head push, with its wake-up, in what follows */
+	p.tail_sync = RB2_TAIL_WRITE_IMM;
+	open_pairs(spec, &p, 1);
+	/* One publication a message (alpha 1), a credit each. */
+	for (v = 0; v < 64; v++)
+		cr_assert_eq(rb2_tx_send(txs[0], &v, sizeof(v)), 0);
+	cr_assert_eq(rb2_tx_flush_or_defer(txs[0]), 0, "64 credits, 64 publications");
+	cr_assert_eq(rb2_tx_send(txs[0], &v, sizeof(v)), 0, "room for the 65th");
+	cr_assert_eq(rb2_tx_flush_or_defer(txs[0]), 1, "its publication waits for a credit");
+	cr_assert_eq(rb2_tx_wait_arm(txs[0], &db), 0, "held for credits: armed, not 'look again'");
+	cr_assert_eq(__atomic_load_n(db.word, __ATOMIC_ACQUIRE), db.seen, "nothing rang yet");
+	for (uint64_t i = 0; i < 64; i++) {
+		uint64_t got = ~0ull;
+
+		cr_assert_eq(rb2_rx_recv(rxs[0], &got, sizeof(got)), (int)sizeof(got));
+		cr_assert_eq(got, i);
+	}
+	cr_assert_eq(rb2_xport_doorbell_wait(&db, 1, SLEEP_TIMEOUT_US), 0,
+		     "the return of credits rang the sender's doorbell");
+	rb2_tx_wait_done(txs[0]);
+	cr_assert_eq(rb2_tx_flush_or_defer(txs[0]), 0, "awake: the 65th goes out");
+	cr_assert_eq(rb2_rx_recv(rxs[0], &v, sizeof(v)), (int)sizeof(v));
+	cr_assert_eq(v, 64);
+	rb2_tx_stats_get(txs[0], &ts);
+	cr_assert_eq(ts.held_sleeps, 1);
+	cr_assert_geq(ts.credit_waits, 2);
+	/* Everything published and room: nothing to sleep for. */
+	cr_assert_eq(rb2_tx_wait_arm(txs[0], &db), -EAGAIN);
+}
+
+Test(rb2_sleep, credits_wake_the_sender_loadstore)
+{
+	credits_wake_the_sender("shm,mode=loadstore");
+}
+
+Test(rb2_sleep, credits_wake_the_sender_copy)
+{
+	credits_wake_the_sender("shm,mode=copy");
+}
+
 /* The reader on its lcore, with pauses; the writer sleeps whenever the
  * ring is full. Every message arrives once, in order; no sleep runs out. */
 struct room_reader {

@@ -164,12 +164,15 @@ int rb2_rx_connect(struct rb2_rx *rx, const char *peer, unsigned int timeout_ms)
  * publication, and count an admission deferral. Where a flush waits for
  * room in the window, this never waits: a sender that writes again while
  * its last publication is in flight batches the two (Linux's TCP autocork
- * does the same while a segment waits to leave). Whoever calls it must
- * flush later, or the messages wait for the next publication. Without a
- * window it is rb2_tx_flush().
+ * does the same while a segment waits to leave). Nor does it wait for the
+ * receiver's credits (WRITE_WITH_IMM sync), which rb2_tx_flush() waits up
+ * to a second for: the slots go out, and their publication waits (a credit
+ * wait counted). Whoever calls it must flush later, or the messages wait
+ * for the next publication; under RB2_CHAN_F_ROOM_WAKE, rb2_tx_wait_arm()
+ * sleeps until that can go.
  *
- * @return 0 (published, or nothing to publish), 1 (deferred), or the
- *   error that failed the channel.
+ * @return 0 (published, or nothing to publish), 1 (deferred, or published
+ *   in part), or the error that failed the channel.
  */
 int rb2_tx_flush_or_defer(struct rb2_tx *tx);
 
@@ -290,17 +293,21 @@ void rb2_rx_wait_leave(struct rb2_rx *rx);
 void rb2_rx_wait_drain(struct rb2_rx *rx);
 
 /**
- * Block until the receiver frees room: for a sender of a channel with
- * RB2_CHAN_F_ROOM_WAKE, whose receiver follows each head push with a
- * wake-up into this sender's doorbell. Flushes, arms the doorbell @p db
- * names, then looks once more for room for a one-slot message: a push that
- * lands after the look raises it. Nothing is READ and no word goes to the
+ * Block until the receiver frees room, or takes what this sender holds: for
+ * a sender of a channel with RB2_CHAN_F_ROOM_WAKE, whose receiver follows
+ * each head push, and each return of credits (WRITE_WITH_IMM sync) of half
+ * its completion entries or more, with a wake-up into this sender's
+ * doorbell. Flushes as rb2_tx_flush_or_defer() does, arms the doorbell
+ * @p db names, then looks once more: for the credits a held publication
+ * waits for, else for room for a one-slot message. What lands after the
+ * look raises the doorbell. Nothing is READ and no word goes to the
  * receiver: a sender short of room with everything published is always
- * owed a push (rb2_chan_max_msg() leaves gamma slots for it), and the push
- * wakes it. A larger message may need more than one wake-up. Slow path.
+ * owed a push (rb2_chan_max_msg() leaves gamma slots for it), and one out
+ * of credits a return, each with its wake-up. A larger message may need
+ * more than one wake-up. Slow path.
  *
- * @return 0 (armed: sleep on @p db, then rb2_tx_wait_done()); -EAGAIN
- *   (there is room, or a publication is held back and needs another look:
+ * @return 0 (armed: sleep on @p db, then rb2_tx_wait_done(); awake,
+ *   flush again); -EAGAIN (everything is published and there is room:
  *   nothing to undo); -ENOTSUP (no RB2_CHAN_F_ROOM_WAKE); or the channel's
  *   error.
  */

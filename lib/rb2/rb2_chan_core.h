@@ -261,7 +261,9 @@ struct rb2_chan_params {
  * doorbell word (RB_S + RB2_REGION_DOORBELL_OFF): on verbs a zero-length
  * WRITE_WITH_IMM whose receive completion raises the sender's completion
  * channel, so room wakes a writer as WRITE_WITH_IMM data wakes a reader.
- * With RB2_CHAN_F_LAZY_HEAD the sender never READs the head either: gamma
+ * Under WRITE_WITH_IMM tail sync a return of credits of half the entries
+ * or more is followed by one too, so a sender whose publication waits for
+ * credits sleeps as well. With RB2_CHAN_F_LAZY_HEAD the sender never READs the head either: gamma
  * plus the slots of the largest message must fit the ring, so that a
  * sender short of room with everything published is always owed a push.
  * A channel without READs survives what a READ may not: Soft-RoCE (Debian
@@ -323,6 +325,7 @@ struct rb2_chan_desc {
 	X(full_events, "reservations refused: ring full") \
 	X(wakeups, "sleeping receivers woken (RB2_CHAN_F_SLEEP)") \
 	X(room_sleeps, "times the sender slept for room (RB2_CHAN_F_ROOM_WAKE)") \
+	X(held_sleeps, "of which with a publication held: for the receiver's credits, or the admission window") \
 	X(room_wakeups, "room wake-ups received (a receive completion: verbs)") \
 	X(wrs, "WRs posted (each a WRITE, READ or wake-up)") \
 	X(chains, "WR chains posted (a doorbell each; on a lane, the lane rings)") \
@@ -338,7 +341,7 @@ struct rb2_chan_desc {
 	X(head_pushes, "head WRITEs posted (lazy or idle push), each with a wake-up under RB2_CHAN_F_ROOM_WAKE") \
 	X(idle_pushes, "of which pushed because the ring drained") \
 	X(cqes, "completion entries polled (WRITE_WITH_IMM sync)") \
-	X(cq_returns, "receive-queue replenishments WRITTEN back") \
+	X(cq_returns, "receive-queue replenishments WRITTEN back (under RB2_CHAN_F_ROOM_WAKE, half a ring or more with a wake-up)") \
 	X(wrs, "WRs posted (head WRITEs, notices, sleep words, credit returns, bulk READs)") \
 	X(chains, "WR chains posted (a doorbell each)") \
 	X(empty_events, "polls that found the ring empty") \

@@ -209,6 +209,18 @@ rb2_chan_word_wr(struct rb2_xport_wr *w, const struct rb2_chan_half *h, void *lo
 	w->imm = 0;
 }
 
+/* Fill @w with a wake-up (RB2_WR_WAKE) into the peer's doorbell: behind a
+ * publication for a sleeping receiver, behind a head push or a credit
+ * return for a sender asleep for room or credits (RB2_CHAN_F_ROOM_WAKE). */
+static inline void
+rb2_chan_wake_wr(struct rb2_xport_wr *w, const struct rb2_chan_half *h)
+{
+	*w = (struct rb2_xport_wr){
+		.remote = h->peer.addr + RB2_REGION_DOORBELL_OFF,
+		.rkey = h->peer.rkey, .opcode = RB2_WR_WAKE,
+	};
+}
+
 /* ---- rb2_chan_tx.c ------------------------------------------------------- */
 
 /* Fail the sender with @err (once, logged with @what); reservations fail. */

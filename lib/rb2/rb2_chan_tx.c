@@ -79,24 +79,40 @@ int
 rb2_tx_wait_arm(struct rb2_tx *tx, struct rb2_xport_doorbell *db)
 {
 	void *slot;
-	int ret;
+	int held, ret;
 
 	if (tx->room_bell == NULL)
 		return -ENOTSUP;
 	if (tx->h.err != 0)
 		return tx->h.err;
 	/* What is committed must be out: its release is the push we wait for. */
-	if (rb2_tx_flush(tx) != 0)
-		return tx->h.err;
-	if (tx->tail != tx->pub_tail)
-		return -EAGAIN;            /* held back (credits): look again */
+	held = rb2_tx_flush_or_defer(tx);
+	if (held < 0)
+		return held;
 	/* Armed before the last look: a push that lands after the look
-	 * raises the doorbell. The look is a reservation of one slot, which
-	 * leaves nothing behind (a reservation is only a position). */
+	 * raises the doorbell. */
 	ret = rb2_xport_doorbell_arm(tx->h.qp, tx->room_bell, db);
 	RB2_STAT_WAKE_REQUESTS(&tx->stats, tx->h.qp);
 	if (ret < 0)
 		return ret;
+	/* Held (only credits hold a flush, bar an admission hook, whose
+	 * window a WR's completion frees): the credit return's wake-up, or
+	 * that completion, rings after a look that finds none. */
+	if (held == 1) {
+		held = rb2_tx_flush_or_defer(tx);
+		if (held == 1) {
+			RB2_STAT_ADD(&tx->stats, room_sleeps, 1);
+			RB2_STAT_ADD(&tx->stats, held_sleeps, 1);
+			return 0;
+		}
+		if (held < 0) {
+			rb2_xport_doorbell_done(tx->h.qp);
+			RB2_STAT_WAKE_REQUESTS(&tx->stats, tx->h.qp);
+			return held;
+		}
+	}
+	/* The look for room is a reservation of one slot, which leaves
+	 * nothing behind (a reservation is only a position). */
 	ret = rb2_tx_reserve(tx, 0, &slot);
 	if (ret != -ENOBUFS) {
 		rb2_xport_doorbell_done(tx->h.qp);
@@ -372,10 +388,7 @@ wake_check(struct rb2_tx *tx)
 	if (likely(sleep == 0 || sleep == tx->woken || tx->pub_tail < sleep))
 		return;
 	tx->woken = sleep;             /* once per sleep */
-	w = (struct rb2_xport_wr){
-		.remote = tx->h.peer.addr + RB2_REGION_DOORBELL_OFF,
-		.rkey = tx->h.peer.rkey, .opcode = RB2_WR_WAKE,
-	};
+	rb2_chan_wake_wr(&w, &tx->h);
 	rb2_tx_post(tx, &w, 1);
 	RB2_STAT_ADD(&tx->stats, wakeups, 1);
 }
@@ -460,6 +473,18 @@ __rb2_tx_advance_eager(struct rb2_tx *tx)
 	__rb2_tx_advance(tx);
 }
 
+/* A flush's transmission and publication, once: under WRITE_WITH_IMM sync
+ * the publication may still wait for the receiver's credits. */
+static void
+flush_once(struct rb2_tx *tx)
+{
+	RB2_STAT_ADD(&tx->stats, flushes, 1);
+	if (tx->h.loadstore)
+		sync_tail_ls(tx, RB2_PUBLISH_FLUSH);
+	else
+		sync_tail_wrs(tx, RB2_PUBLISH_FLUSH);
+}
+
 int
 __rb2_tx_flush(struct rb2_tx *tx)
 {
@@ -471,28 +496,28 @@ __rb2_tx_flush(struct rb2_tx *tx)
 			wake_check(tx);
 		return tx->h.err;
 	}
-	RB2_STAT_ADD(&tx->stats, flushes, 1);
-	if (tx->h.loadstore)
-		sync_tail_ls(tx, RB2_PUBLISH_FLUSH);
-	else
-		sync_tail_wrs(tx, RB2_PUBLISH_FLUSH);
+	flush_once(tx);
 	if (tx->h.tail->tx_flushed != NULL)
-		tx->h.tail->tx_flushed(tx);
+		tx->h.tail->tx_flushed(tx);   /* WRITE_WITH_IMM: waits for credits */
 	return tx->h.err;
 }
 
 int
 rb2_tx_flush_or_defer(struct rb2_tx *tx)
 {
-	if (tx->h.err != 0 || tx->tail == tx->pub_tail || tx->max_inflight == 0 ||
-	    tx->h.loadstore)
+	if (tx->h.err != 0 || tx->tail == tx->pub_tail)
 		return rb2_tx_flush(tx);
-	rb2_tx_reap(&tx->h);     /* what completed frees the window */
-	if (!admitted(tx, wrs_needed(tx, RB2_PUBLISH_FLUSH))) {
-		RB2_STAT_ADD(&tx->stats, admission_deferrals, 1);
-		return 1;
+	if (tx->max_inflight != 0 && !tx->h.loadstore) {
+		rb2_tx_reap(&tx->h);     /* what completed frees the window */
+		if (!admitted(tx, wrs_needed(tx, RB2_PUBLISH_FLUSH))) {
+			RB2_STAT_ADD(&tx->stats, admission_deferrals, 1);
+			return 1;
+		}
 	}
-	return __rb2_tx_flush(tx);
+	flush_once(tx);
+	if (tx->h.err != 0)
+		return tx->h.err;
+	return tx->tail != tx->pub_tail;  /* held for credits (counted) */
 }
 
 int

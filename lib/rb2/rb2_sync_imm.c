@@ -204,12 +204,23 @@ cq_ring_poll(struct rb2_rx *rx)
 	return got;
 }
 
-/* Give the sender its credits back: one WRITE of the count consumed (native:
- * after re-posting the receives they stand for). */
+/*
+ * Give the sender its credits back: one WRITE of the count consumed (native:
+ * after re-posting the receives they stand for). Under RB2_CHAN_F_ROOM_WAKE
+ * a wake-up follows a return of half the entries or more, for a sender that
+ * sleeps for credits (rb2_tx_wait_arm()). No smaller return can find one
+ * asleep: it slept with all RB2_CQ_ENTRIES entries unreturned, and until we
+ * have consumed half of them we return only on an empty look (emulated),
+ * which then has consumed them all. So a ping-pong pays one wake-up per
+ * half ring of messages (native), or none (emulated, whose returns on an
+ * empty look are each of a few).
+ */
 static void
 return_credits(struct rb2_rx *rx)
 {
-	struct rb2_xport_wr w;
+	uint64_t back = rx->cq_consumed - rx->cq_returned;
+	struct rb2_xport_wr w[2];
+	unsigned int n = 0;
 	int ret;
 
 	if (rx->imm_native) {
@@ -225,12 +236,18 @@ return_credits(struct rb2_rx *rx)
 	if (rx->peer_credit != NULL) {
 		/* Release: pairs with the sender's acquire load of its credit. */
 		atomic_store_explicit(rx->peer_credit, rx->cq_consumed, memory_order_release);
-		return;
+	} else {
+		rx->head_shadow[RB2_SHADOW_CREDITS] = rx->cq_consumed;
+		rb2_chan_word_wr(&w[n++], &rx->h, &rx->head_shadow[RB2_SHADOW_CREDITS],
+				 RB2_REGION_CREDIT_OFF, 0, 0);
 	}
-	rx->head_shadow[RB2_SHADOW_CREDITS] = rx->cq_consumed;
-	rb2_chan_word_wr(&w, &rx->h, &rx->head_shadow[RB2_SHADOW_CREDITS], RB2_REGION_CREDIT_OFF,
-			 0, 0);
-	ret = rb2_rx_post(rx, &w, 1);
+	/* Behind the credit in chain order (on shm, after its store): a
+	 * sender woken by it finds the credit. */
+	if ((rx->h.p.flags & RB2_CHAN_F_ROOM_WAKE) && back >= RB2_CQ_ENTRIES / 2)
+		rb2_chan_wake_wr(&w[n++], &rx->h);
+	if (n == 0)
+		return;
+	ret = rb2_rx_post(rx, w, n);
 	if (unlikely(ret < 0))
 		rb2_rx_fail(rx, ret, "posting the credit WRITE: %s", rte_strerror(-ret));
 }

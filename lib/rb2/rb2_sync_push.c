@@ -36,10 +36,7 @@ push_publish(struct rb2_rx *rx)
 	 * sender is always owed one (rb2_tx_wait_arm()), so no word need
 	 * say that it sleeps, and the push comes only every gamma slots. */
 	if (rx->h.p.flags & RB2_CHAN_F_ROOM_WAKE)
-		w[n++] = (struct rb2_xport_wr){
-			.remote = rx->h.peer.addr + RB2_REGION_DOORBELL_OFF,
-			.rkey = rx->h.peer.rkey, .opcode = RB2_WR_WAKE,
-		};
+		rb2_chan_wake_wr(&w[n++], &rx->h);
 	return n > 0 ? rb2_rx_post(rx, w, n) : 0;
 }
 

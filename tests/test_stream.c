@@ -36,6 +36,11 @@
  *   - sleepers: a reader blocked on its bell is woken by the writer (the
  *     bells rung are counted), and a writer blocked on a full ring is woken
  *     by the reader;
+ *   - a writer ahead of a reader that sleeps 1.5 s: 600 small writes, all
+ *     read in order. Across hosts with batching they use up the reader's
+ *     credits; no write waits for them, and the writer, waiting for the
+ *     answer, sleeps (CPU under a quarter of the wait) until their return
+ *     wakes it;
  *   - wait names (rb2_stream_wait_id()) carry the process's pid above a
  *     count, so no two waits of live processes share one: a parent's and
  *     its fork child's differ, and one process's never repeat in a row.
@@ -43,6 +48,7 @@
 
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -52,6 +58,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rb2_noeal.h>
@@ -123,25 +130,33 @@ static int batch;        /* remote-verbs: the ends batch (rb2_stream_batch()) */
 static void
 wait_for(struct rb2_stream *s, int bell, int events)
 {
+	int sev;
+
 	if (batch)
 		CHECK(rb2_stream_flush(s) == 0, "flushing what batching held");
-	if (rb2_stream_arm(s, events, rb2_stream_wait_id()) == 0) {
+	/* With a publication held for the peer's credits, for those too. */
+	sev = rb2_stream_sleep_events(s, events);
+	if (rb2_stream_arm(s, sev, rb2_stream_wait_id()) == 0) {
 		/* Across hosts, a reader or a writer sleeps on its completion
-		 * channel too; on one host with eventfds, on that alone. */
-		struct pollfd p[2] = { { .fd = bell, .events = POLLIN },
-				       { .fd = rb2_stream_wake_fd(s, events), .events = POLLIN } };
+		 * channels too; on one host with eventfds, on that alone. */
+		struct pollfd p[3] = { { .fd = bell, .events = POLLIN },
+				       { .fd = rb2_stream_wake_fd(s, sev), .events = POLLIN },
+				       { .fd = -1, .events = POLLIN } };
 		int n;
 
+		if ((sev & POLLIN) && (sev & (POLLOUT | RB2_STREAM_HELD)) &&
+		    rb2_stream_wake_fd(s, POLLOUT) != p[1].fd)
+			p[2].fd = rb2_stream_wake_fd(s, POLLOUT);
 		if (efd_only) {
 			n = poll(&p[1], 1, 5000);
 			CHECK(n == 1, "asleep on the eventfd for %s, no bell came in 5 s",
 			      events & POLLIN ? "data" : "room");
 		} else {
-			poll(p, p[1].fd >= 0 ? 2 : 1, 5000);
+			poll(p, 3, 5000);         /* poll skips fd -1 */
 			if (p[0].revents)
 				rb2_stream_heard(s, RB2_STREAM_HEARD_SOCK);
 		}
-		rb2_stream_disarm(s, events);
+		rb2_stream_disarm(s, sev);
 	}
 }
 
@@ -197,6 +212,96 @@ recv_check(struct rb2_stream *s, int bell, size_t len, int dir, size_t *bad)
 	return got;
 }
 
+/*
+ * A writer ahead of a reader that does not read (the server sleeps first):
+ * small writes use up the reader's credits (one a publication, 64) long
+ * before they fill its ring. Across hosts with batching, as rb2-run's
+ * streams run, no write may wait for them, and the writer, waiting for the
+ * answer, sleeps until their return wakes it rather than looking again at
+ * full speed.
+ */
+#define AHEAD_WRITES 600
+#define AHEAD_SIZE 16
+#define AHEAD_READER_SLEEP_US 1500000
+
+static uint64_t
+now_us(int thread_cpu)
+{
+	struct timespec t;
+
+	clock_gettime(thread_cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000 + (uint64_t)t.tv_nsec / 1000;
+}
+
+static void
+ahead_writer(struct rb2_stream *s, int bell)
+{
+	uint64_t worst = 0, t0, c0, wall, cpu;
+	struct rb2_stream_stats st;
+	uint8_t m[AHEAD_SIZE];
+	char ack = 0;
+	ssize_t n;
+
+	for (uint32_t i = 0; i < AHEAD_WRITES; i++) {
+		struct iovec iov = { m, sizeof(m) };
+
+		for (uint32_t j = 0; j < AHEAD_SIZE; j++)
+			m[j] = pat((uint64_t)i * AHEAD_SIZE + j, 2);
+		for (;;) {
+			t0 = now_us(0);
+			n = rb2_stream_send(s, &iov, 1);
+			if (now_us(0) - t0 > worst)
+				worst = now_us(0) - t0;
+			if (n != -EAGAIN)
+				break;
+			wait_for(s, bell, POLLOUT);      /* one host: a ring of 255 slots */
+		}
+		CHECK(n == AHEAD_SIZE, "client: write %u of %u ahead of the reader: %zd", i + 1,
+		      AHEAD_WRITES, n);
+	}
+	t0 = now_us(0);
+	c0 = now_us(1);
+	for (;;) {
+		struct iovec iov = { &ack, 1 };
+
+		n = rb2_stream_recv(s, &iov, 1, 0);
+		if (n != -EAGAIN)
+			break;
+		wait_for(s, bell, POLLIN);
+	}
+	wall = now_us(0) - t0;
+	cpu = now_us(1) - c0;
+	CHECK(n == 1 && ack == 'k', "client: the reader's answer: %zd", n);
+	rb2_stream_stats(s, &st);
+	printf("client: %u writes ahead of the reader: the longest took %" PRIu64 " us; "
+	       "%" PRIu64 " ms waiting for its answer took %" PRIu64 " ms of CPU; "
+	       "%" PRIu64 " credit waits, %" PRIu64 " sleeps with a publication held\n",
+	       AHEAD_WRITES, worst, wall / 1000, cpu / 1000, st.credit_waits, st.held_sleeps);
+	if (!batch)
+		return;                  /* without batching a write waits for credits */
+	CHECK(st.credit_waits > 0, "client: the reader's credits never ran out: the check "
+	      "did not test what it is for");
+	CHECK(st.held_sleeps > 0, "client: never slept with a publication held for credits");
+	CHECK(worst < 200000, "client: a write took %" PRIu64 " us: it waited for credits",
+	      worst);
+	CHECK(cpu < wall / 4, "client: %" PRIu64 " ms of CPU in %" PRIu64 " ms waiting: it "
+	      "looked again instead of sleeping", cpu / 1000, wall / 1000);
+}
+
+static void
+ahead_reader(struct rb2_stream *s, int bell)
+{
+	size_t bad = 0, got;
+	struct iovec iov = { (void *)"k", 1 };
+
+	usleep(AHEAD_READER_SLEEP_US);
+	got = recv_check(s, bell, (size_t)AHEAD_WRITES * AHEAD_SIZE, 2, &bad);
+	CHECK(got == (size_t)AHEAD_WRITES * AHEAD_SIZE && bad == 0,
+	      "server: %zu of %u bytes written ahead, %zu bad", got,
+	      AHEAD_WRITES * AHEAD_SIZE, bad);
+	CHECK(rb2_stream_send(s, &iov, 1) == 1, "server: the answer");
+}
+
 static int
 client(struct rb2_stream *s, int bell)
 {
@@ -216,6 +321,7 @@ client(struct rb2_stream *s, int bell)
 	CHECK(send_all(s, bell, buf, BULK) == BULK, "client: bulk send");
 	got = recv_check(s, bell, BULK, 1, &bad);
 	CHECK(got == BULK && bad == 0, "client: %zu of %u bytes back, %zu bad", got, BULK, bad);
+	ahead_writer(s, bell);
 	/* Boundaries: three writes of 10, then half-close. */
 	for (int k = 0; k < 3; k++) {
 		struct iovec iov = { (void *)"0123456789", 10 };
@@ -276,6 +382,7 @@ server(struct rb2_stream *s, int bell)
 	for (size_t i = 0; i < BULK; i++)
 		buf[i] = pat(i, 1);
 	CHECK(send_all(s, bell, buf, BULK) == BULK, "server: bulk send");
+	ahead_reader(s, bell);
 	/* The three writes of 10 are there: read 25, then 5. */
 	while (rb2_stream_nread(s) < 30 && !(rb2_stream_poll(s) & POLLRDHUP))
 		wait_for(s, bell, POLLIN);

@@ -148,7 +148,8 @@ static struct {
 	uint64_t wrs, doorbells;         /* across hosts: send WRs, and their posts */
 	uint64_t held, held_flushes;     /* across hosts: writes batched, and sent by a flush */
 	uint64_t sleeps, wake_requests;  /* across hosts: sleeps, and the CQ arms they made, */
-	uint64_t wake_reads;             /* ... and the reads of channels on waking */
+	uint64_t wake_reads;             /* ... and the reads of channels on waking, */
+	uint64_t held_sleeps;            /* ... and those with a write held for credits */
 	/* Across hosts, where a stream's set-up went, summed over the streams
 	 * opened (stats.remote): asking our service, the kernel's connect (the
 	 * client's), the arena, then rb2_stream_open_remote() (this end's
@@ -199,6 +200,7 @@ stats_add_stream(struct psock *p)
 			stats.sleeps += st.sleeps;
 			stats.wake_requests += st.wake_requests;
 			stats.wake_reads += st.wake_reads;
+			stats.held_sleeps += st.held_sleeps;
 		}
 	}
 }
@@ -527,7 +529,9 @@ static void ep_drop_wake(int wfd);
 
 /* Send what every listed stream holds. A stream whose writer is inside a
  * call now (its lock taken) stays listed: that call sends it or lists it
- * again. */
+ * again. So does one whose publication waits for the peer's credits: the
+ * thread tries it again after RB2_RUN_BATCH_US, and a wait on it sleeps
+ * until the credits come (rb2_stream_sleep_events()). */
 static void
 held_flush_all(void)
 {
@@ -538,13 +542,19 @@ held_flush_all(void)
 	pthread_mutex_lock(&held_lock);
 	for (pp = &held_head; *pp != NULL;) {
 		struct psock *p = *pp;
+		int still;
 
 		if (pthread_mutex_trylock(&p->tx_lock) != 0) {
 			pp = &p->held_next;
 			continue;
 		}
 		(void)rb2_stream_flush(p->st);
+		still = rb2_stream_held(p->st);
 		pthread_mutex_unlock(&p->tx_lock);
+		if (still) {
+			pp = &p->held_next;
+			continue;
+		}
 		*pp = p->held_next;
 		p->held_listed = 0;
 		atomic_fetch_sub_explicit(&held_n, 1, memory_order_release);
@@ -1229,15 +1239,8 @@ wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t unti
 		 struct spin *sp)
 {
 	for (;;) {
-		/* The bell, and across hosts the completion channels the data
-		 * (reading) or the freed room (writing) itself makes readable. */
-		struct pollfd pf[3] = { { .fd = fd, .events = POLLIN },
-					{ .fd = rb2_stream_wake_fd(p->st, events & POLLIN),
-					  .events = POLLIN },
-					{ .fd = rb2_stream_wake_fd(p->st, events & POLLOUT),
-					  .events = POLLIN } };
 		uint64_t now = now_ns();
-		int left, r;
+		int left, r, sev;
 
 		if (rb2_stream_poll(p->st) & (events | POLLERR | POLLHUP))
 			return 0;
@@ -1247,7 +1250,18 @@ wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t unti
 		if (now - t0 < sp->ns)
 			continue;
 		spin_end(sp, 1);
-		if (rb2_stream_arm(p->st, events, 0) != 0)
+		/* The bell, and across hosts the completion channels the data
+		 * (reading) or the freed room or credits (writing, or a held
+		 * publication) themselves make readable. */
+		sev = rb2_stream_sleep_events(p->st, events);
+		struct pollfd pf[3] = { { .fd = fd, .events = POLLIN },
+					{ .fd = rb2_stream_wake_fd(p->st, sev & POLLIN),
+					  .events = POLLIN },
+					{ .fd = rb2_stream_wake_fd(p->st, sev & (POLLOUT |
+										    RB2_STREAM_HELD)),
+					  .events = POLLIN } };
+
+		if (rb2_stream_arm(p->st, sev, 0) != 0)
 			return 0;
 		/* Slices of 50 ms: a bell read away by another thread waiting
 		 * on this socket costs at most that. */
@@ -1255,10 +1269,10 @@ wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t unti
 		r = real.poll(pf, 3, left < 50 ? left : 50);   /* poll skips fd -1 */
 		if (r < 0) {
 			heard(p, -1, -1, -1);
-			rb2_stream_disarm(p->st, events);    /* keeps errno */
+			rb2_stream_disarm(p->st, sev);    /* keeps errno */
 		} else {
 			heard(p, pf[0].revents, pf[1].revents, pf[2].revents);
-			rb2_stream_disarm_seen(p->st, events);
+			rb2_stream_disarm_seen(p->st, sev);
 		}
 		if (r < 0 && errno == EINTR)
 			return -EINTR;
@@ -1660,7 +1674,7 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 {
 	struct pollfd *k = NULL;
 	uint64_t t0 = now_ns();
-	int streams = 0, *wx;
+	int streams = 0, *wx, *aev;
 
 	for (nfds_t i = 0; i < n; i++)
 		streams += stream_of(fds[i].fd) != NULL;
@@ -1673,11 +1687,13 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 	}
 	/* Room for two more fds per stream: across hosts, its completion
 	 * channels (reading and writing), and where each went (wx[2i],
-	 * wx[2i+1]: their places in k, or -1). */
-	k = malloc(3 * n * sizeof(*k) + 2 * n * sizeof(int));
+	 * wx[2i+1]: their places in k, or -1); and what each stream armed
+	 * (aev[i], rb2_stream_sleep_events()), which its disarm takes. */
+	k = malloc(3 * n * sizeof(*k) + 3 * n * sizeof(int));
 	if (k == NULL)
 		return (int)fail(ENOMEM);
 	wx = (int *)(k + 3 * n);
+	aev = wx + 2 * n;
 	for (;;) {
 		int ready = 0, armed = 0, r = 0, left;
 		nfds_t extra = 0;
@@ -1688,6 +1704,7 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 		for (nfds_t i = 0; i < n; i++) {
 			k[i] = fds[i];
 			k[i].revents = 0;
+			aev[i] = 0;
 			if (stream_of(fds[i].fd) != NULL)
 				k[i].fd = -1;
 		}
@@ -1726,15 +1743,17 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 			wx[2 * i] = wx[2 * i + 1] = -1;
 			if (p == NULL)
 				continue;
-			if (rb2_stream_arm(p->st, fds[i].events & (POLLIN | POLLOUT), wait) != 0) {
+			aev[i] = rb2_stream_sleep_events(p->st, fds[i].events & (POLLIN | POLLOUT));
+			if (rb2_stream_arm(p->st, aev[i], wait) != 0) {
+				aev[i] = 0;              /* nothing is left armed */
 				armed = -1;
 				break;
 			}
 			k[i].events = POLLIN;
 			for (int w = 0; w < 2; w++) {
-				int ev = w == 0 ? POLLIN : POLLOUT;
+				int ev = w == 0 ? POLLIN : POLLOUT | RB2_STREAM_HELD;
 
-				if (!(fds[i].events & ev) || rb2_stream_wake_fd(p->st, ev) < 0)
+				if (!(aev[i] & ev) || rb2_stream_wake_fd(p->st, ev) < 0)
 					continue;
 				wx[2 * i + w] = (int)(n + extra);
 				k[n + extra++] = (struct pollfd){
@@ -1762,12 +1781,12 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 			 * rings is ahead of what was read.) */
 			if (armed < 0 || r < 0) {
 				heard(p, -1, 0, 0);
-				rb2_stream_disarm(p->st, fds[i].events & (POLLIN | POLLOUT));
+				rb2_stream_disarm(p->st, aev[i]);
 				continue;
 			}
 			heard(p, k[i].revents, wx[2 * i] >= 0 ? k[wx[2 * i]].revents : 0,
 			      wx[2 * i + 1] >= 0 ? k[wx[2 * i + 1]].revents : 0);
-			rb2_stream_disarm_seen(p->st, fds[i].events & (POLLIN | POLLOUT));
+			rb2_stream_disarm_seen(p->st, aev[i]);
 		}
 		if (armed >= 0 && r < 0) {
 			free(k);
@@ -1886,6 +1905,8 @@ struct ep_item {
 	int gone;                   /* a stream's entry the program deleted: the
 				     * kernel's bell entry stays, for a later ADD */
 	int excl;                   /* added with EPOLLEXCLUSIVE */
+	int armed;                  /* what the last sleep armed: the events
+				     * and rb2_stream_sleep_events()' more */
 };
 
 struct ep_set {
@@ -2151,7 +2172,8 @@ ep_stream_ctl(struct ep_set *e, int op, int fd, const struct epoll_event *ev)
 		else if (ev->events & EPOLLEXCLUSIVE)
 			err = 1;             /* the kernel's entry was made without it */
 		else
-			*it = (struct ep_item){ .fd = fd, .events = ev->events, .data = ev->data };
+			*it = (struct ep_item){ .fd = fd, .events = ev->events, .data = ev->data,
+						.armed = it->armed };   /* a sleep's, to disarm */
 		break;
 	case EPOLL_CTL_MOD:
 		/* In the kernel's order of checks. */
@@ -2164,7 +2186,8 @@ ep_stream_ctl(struct ep_set *e, int op, int fd, const struct epoll_event *ev)
 		else if (it->excl)
 			err = EINVAL;
 		else
-			*it = (struct ep_item){ .fd = fd, .events = ev->events, .data = ev->data };
+			*it = (struct ep_item){ .fd = fd, .events = ev->events, .data = ev->data,
+						.armed = it->armed };   /* a sleep's, to disarm */
 		break;
 	default:                         /* DEL */
 		if (it == NULL || it->gone)
@@ -2385,8 +2408,11 @@ ep_arm(struct ep_set *e, int on, uint64_t wait, int depth)
 		if (p == NULL || it->kernel || (on && (it->off || it->gone)))
 			continue;
 		if (on) {
-			soon += rb2_stream_want(p->st, ev, wait) != 0;
+			it->armed = rb2_stream_sleep_events(p->st, ev);
+			soon += rb2_stream_want(p->st, it->armed, wait) != 0;
 		} else {
+			ev = it->armed;
+			it->armed = 0;
 			/* A nested set's kernel events are its own, unseen
 			 * here: its sockets and channels are read. This set's
 			 * were reported to the wait (an edge each, which
@@ -2893,7 +2919,7 @@ child_after_fork(void)
 	stats.offloaded = stats.remote = stats.bytes_in = stats.bytes_out = stats.failed = 0;
 	stats.plain_other = stats.exec_ended = stats.foreign_resets = stats.foreign_bytes = 0;
 	stats.wrs = stats.doorbells = stats.held = stats.held_flushes = 0;
-	stats.sleeps = stats.wake_requests = stats.wake_reads = 0;
+	stats.sleeps = stats.wake_requests = stats.wake_reads = stats.held_sleeps = 0;
 	stats.su_service = stats.su_kernel = stats.su_arena = stats.su_open = 0;
 	stats.su_connect = stats.su_prefault = 0;
 	memset(stats.plain, 0, sizeof(stats.plain));
@@ -2978,8 +3004,9 @@ print_stats(void)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " writes batched "
 			      "(%" PRIu64 " batches sent by a flush); %" PRIu64 " sleeps asked the "
 			      "device for %" PRIu64 " wake-ups and read its channels %" PRIu64
-			      " times", stats.held, stats.held_flushes, stats.sleeps,
-			      stats.wake_requests, stats.wake_reads);
+			      " times, %" PRIu64 " of them with a write held for the reader's "
+			      "credits", stats.held, stats.held_flushes, stats.sleeps,
+			      stats.wake_requests, stats.wake_reads, stats.held_sleeps);
 	}
 	for (unsigned int i = 0; i < REASONS && stats.plain[i].n; i++)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " kernel TCP: %s",

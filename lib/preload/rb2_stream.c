@@ -983,9 +983,11 @@ rb2_stream_flush(struct rb2_stream *s)
 
 	if (s->rm == NULL || !s->rm->held)
 		return 0;
-	s->rm->held = 0;
 	s->st.flushes++;
-	f = rb2_tx_flush(s->tx);        /* not batching: stream_admit() admits */
+	/* Not batching: stream_admit() admits. What waits for the reader's
+	 * credits stays held, for a wait to sleep on (rb2_stream_sleep_events()). */
+	f = rb2_tx_flush_or_defer(s->tx);
+	s->rm->held = f == 1;
 	published(s);
 	if (f < 0)
 		(void)channel_dead(s, f);
@@ -1302,16 +1304,19 @@ static int
 remote_want(struct rb2_stream *s, int events)
 {
 	struct stream_remote *r = s->rm;
-	int soon = 0;
+	int soon = 0, held;
 	uint64_t v;
 
 	s->st.sleeps++;
-	/* A publication of ours that waits for credits (tail syncs the peer
-	 * has not acknowledged yet) goes out only when we look again: keep
-	 * looking, whatever we wait for, or both ends could wait on each
-	 * other (the peer for that data, we for room or for its answer). */
-	(void)rb2_tx_flush(s->tx);
-	if (rb2_tx_tail(s->tx) != rb2_tx_published(s->tx))
+	/* A publication of ours that waits for the peer's credits goes out
+	 * only when we look again, or both ends could wait on each other
+	 * (the peer for that data, we for room or for its answer). The
+	 * credits' return rings our sender (rb2_tx_wait_arm()): a wait that
+	 * asks for it (rb2_stream_sleep_events()) sleeps until then; one
+	 * that does not, or a sender that cannot sleep, looks again. */
+	held = rb2_tx_flush_or_defer(s->tx) == 1;
+	if (held && (!(events & (POLLOUT | RB2_STREAM_HELD)) ||
+		     !(rb2_xport_caps(r->xp) & RB2_XPORT_CAP_IMM)))
 		return events;
 	if (events & POLLIN) {
 		struct rb2_xport_doorbell db;
@@ -1331,14 +1336,17 @@ remote_want(struct rb2_stream *s, int events)
 			soon |= POLLIN;
 		}
 	}
-	if (events & POLLOUT) {
+	if ((events & POLLOUT) || (held && (events & RB2_STREAM_HELD))) {
 		struct rb2_xport_doorbell db;
-		/* The reader's head push wakes us: no word to the peer. */
+		/* The reader's head push, or its return of credits, wakes us:
+		 * no word to the peer. */
 		int ret = rb2_tx_wait_arm(s->tx, &db);
 
 		if (ret == 0) {
 			r->room_fd = db.fd;
 			atomic_fetch_add(&r->tx_armed, 1);
+		} else if (ret == -EAGAIN && !(events & POLLOUT)) {
+			/* Held alone: out now, nothing to wait for here. */
 		} else if (ret != -ENOTSUP) {
 			soon |= POLLOUT;         /* room, or the channel failed */
 		} else if (flag_then_read(s, &s->ctl->wr_sleeps[s->me], 1,
@@ -1352,6 +1360,14 @@ remote_want(struct rb2_stream *s, int events)
 		}
 	}
 	return soon;
+}
+
+int
+rb2_stream_sleep_events(const struct rb2_stream *s, int events)
+{
+	if (s->rm != NULL && rb2_tx_tail(s->tx) != rb2_tx_published(s->tx))
+		events |= RB2_STREAM_HELD;
+	return events;
 }
 
 int
@@ -1498,7 +1514,7 @@ disarm(struct rb2_stream *s, int events, int seen)
 			if (heard & RB2_STREAM_HEARD_RX_EDGE)
 				rb2_rx_wait_drain(s->rx);
 		}
-		if ((events & POLLOUT) && atomic_load(&s->rm->tx_armed) > 0) {
+		if ((events & (POLLOUT | RB2_STREAM_HELD)) && atomic_load(&s->rm->tx_armed) > 0) {
 			atomic_fetch_sub(&s->rm->tx_armed, 1);
 			if (seen && !(heard & RB2_STREAM_HEARD_TX_EDGE))
 				rb2_tx_wait_leave(s->tx);
@@ -1659,6 +1675,8 @@ rb2_stream_stats(const struct rb2_stream *s, struct rb2_stream_stats *st)
 		st->doorbells = ts.chains + rs.chains + s->rm->ctl_posts;
 		st->wake_requests = ts.wake_requests + rs.wake_requests;
 		st->wake_reads = ts.wake_reads + rs.wake_reads;
+		st->credit_waits = ts.credit_waits;
+		st->held_sleeps = ts.held_sleeps;
 	}
 }
 
@@ -1687,5 +1705,6 @@ rb2_stream_wake_fd(const struct rb2_stream *s, int events)
 {
 	if (s->rm == NULL)
 		return events & (POLLIN | POLLOUT) ? s->wake_efd : -1;
-	return events & POLLIN ? s->rm->wake_fd : events & POLLOUT ? s->rm->room_fd : -1;
+	return events & POLLIN ? s->rm->wake_fd :
+		events & (POLLOUT | RB2_STREAM_HELD) ? s->rm->room_fd : -1;
 }

@@ -223,6 +223,21 @@ int rb2_stream_poll(struct rb2_stream *s);
  */
 uint64_t rb2_stream_wait_id(void);
 
+/** Not a poll event: what a wait arms for a publication of ours held
+ *  across hosts (rb2_stream_sleep_events()). Never ready itself. */
+#define RB2_STREAM_HELD (1 << 24)
+
+/**
+ * The events a wait for @p events arms on this stream, asks its wake fds
+ * for, and disarms: @p events, and RB2_STREAM_HELD too while a publication
+ * of ours is held across hosts (its slots are in the peer's ring, its tail
+ * waits for the peer's credits), whose return rings the sender's completion
+ * channel as room does. The wait sleeps until then, where without it it
+ * could only look again at once. Readiness is still what @p events asks:
+ * the held publication is sent by the next write, wait or flush.
+ */
+int rb2_stream_sleep_events(const struct rb2_stream *s, int events);
+
 /**
  * About to block waiting for @p events (POLLIN: data; POLLOUT: room) in the
  * wait named @p wait (rb2_stream_wait_id(); 0: none): tell the peer to ring
@@ -255,11 +270,12 @@ int rb2_stream_want(struct rb2_stream *s, int events, uint64_t wait);
 void rb2_stream_edges(const struct rb2_stream *s, uint32_t *in, uint32_t *out);
 
 /**
- * A second fd to sleep on, beside the bell's socket, for @p events (POLLIN
- * or POLLOUT): on one host, this end's eventfd (both events), which the
- * peer rings; across hosts on verbs, the receiver's completion channel,
- * which the peer's data itself makes readable (POLLIN), or the sender's,
- * which the peer's head push, as it frees room, makes readable (POLLOUT);
+ * A second fd to sleep on, beside the bell's socket, for @p events (POLLIN,
+ * POLLOUT or RB2_STREAM_HELD): on one host, this end's eventfd (both
+ * events), which the peer rings; across hosts on verbs, the receiver's
+ * completion channel, which the peer's data itself makes readable
+ * (POLLIN), or the sender's, which the peer's head push, as it frees room,
+ * and its return of credits make readable (POLLOUT, RB2_STREAM_HELD);
  * else -1. Fixed for the stream's life: an epoll set holds it as long as
  * the stream.
  */
@@ -347,6 +363,10 @@ struct rb2_stream_stats {
 	 * waking, a system call each: only of those the wait saw readable
 	 * where it could tell (rb2_stream_disarm_seen()). 0 on one host. */
 	uint64_t wake_reads;
+	/* Across hosts: publications that waited for the peer's credits
+	 * (each look counted), and sleeps with one held, until the credits'
+	 * return woke it (rb2_stream_sleep_events()). 0 on one host. */
+	uint64_t credit_waits, held_sleeps;
 	/* Across hosts, how long rb2_stream_open_remote() took: making this
 	 * end's queues, rings and registrations, then connecting them to the
 	 * peer's over the socket (which waits for the peer's end too). 0 on

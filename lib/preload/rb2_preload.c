@@ -1196,7 +1196,7 @@ spin_done(struct spin *sp)
 	spin_end(sp, 0);
 }
 
-static int wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t until,
+static int wait_stream_spun(struct psock *p, int events, uint64_t t0, uint64_t until,
 			    struct spin *sp);
 
 /* What a wait saw of stream @p's socket (@sock) and wake fds, for reading
@@ -1215,10 +1215,10 @@ heard(struct psock *p, int sock, int rx, int tx)
 		rb2_stream_heard(p->st, what);
 }
 
-/* Block until the stream of @p (socket @fd) has @events, or @timeout_ms
+/* Block until the stream of @p has @events, or @timeout_ms
  * passes (-1: never). @return 0, -EINTR, -ETIMEDOUT. */
 static int
-wait_stream(struct psock *p, int fd, int events, int timeout_ms)
+wait_stream(struct psock *p, int events, int timeout_ms)
 {
 	uint64_t t0 = now_ns(), until = timeout_ms < 0 ? UINT64_MAX :
 		t0 + (uint64_t)timeout_ms * 1000000ull;
@@ -1229,13 +1229,13 @@ wait_stream(struct psock *p, int fd, int events, int timeout_ms)
 	if (events & POLLOUT)
 		(void)rb2_stream_flush(p->st);   /* ours: the caller holds its lock */
 	spin_begin(&sp);
-	r = wait_stream_spun(p, fd, events, t0, until, &sp);
+	r = wait_stream_spun(p, events, t0, until, &sp);
 	spin_done(&sp);
 	return r;
 }
 
 static int
-wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t until,
+wait_stream_spun(struct psock *p, int events, uint64_t t0, uint64_t until,
 		 struct spin *sp)
 {
 	for (;;) {
@@ -1254,7 +1254,7 @@ wait_stream_spun(struct psock *p, int fd, int events, uint64_t t0, uint64_t unti
 		 * (reading) or the freed room or credits (writing, or a held
 		 * publication) themselves make readable. */
 		sev = rb2_stream_sleep_events(p->st, events);
-		struct pollfd pf[3] = { { .fd = fd, .events = POLLIN },
+		struct pollfd pf[3] = { { .fd = rb2_stream_bell_fd(p->st), .events = POLLIN },
 					{ .fd = rb2_stream_wake_fd(p->st, sev & POLLIN),
 					  .events = POLLIN },
 					{ .fd = rb2_stream_wake_fd(p->st, sev & (POLLOUT |
@@ -1354,7 +1354,7 @@ s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 			held_flush_all();
 			break;
 		}
-		r = wait_stream(p, fd, POLLIN, p->rcvtimeo_ms ? p->rcvtimeo_ms : -1);
+		r = wait_stream(p, POLLIN, p->rcvtimeo_ms ? p->rcvtimeo_ms : -1);
 		if (r == -ETIMEDOUT) {
 			r = -EAGAIN;
 			break;
@@ -1411,7 +1411,7 @@ s_send(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 		atomic_fetch_add_explicit(&p->tx_full, 1, memory_order_relaxed);
 		if (nb)
 			break;
-		r = wait_stream(p, fd, POLLOUT, p->sndtimeo_ms ? p->sndtimeo_ms : -1);
+		r = wait_stream(p, POLLOUT, p->sndtimeo_ms ? p->sndtimeo_ms : -1);
 		if (r == -ETIMEDOUT)
 			r = -EAGAIN;
 		if (r < 0)
@@ -1749,6 +1749,7 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 				armed = -1;
 				break;
 			}
+			k[i].fd = rb2_stream_bell_fd(p->st);   /* -1 at its end */
 			k[i].events = POLLIN;
 			for (int w = 0; w < 2; w++) {
 				int ev = w == 0 ? POLLIN : POLLOUT | RB2_STREAM_HELD;

@@ -1267,8 +1267,11 @@ rb2_stream_poll(struct rb2_stream *s)
 		ev |= at_eof(s) || n == -ECONNRESET ? POLLIN | POLLRDHUP : POLLIN | POLLERR | POLLHUP;
 	else if (at_eof(s))
 		ev |= POLLIN | POLLRDHUP;
+	/* A write fails at once. Both ways shut (POLLHUP) once the peer's end
+	 * is here: across hosts, its FIN or its closed word may overtake
+	 * the last WRITEs, and a reader must wait for them. */
 	if (peer_closed(s))
-		ev |= POLLOUT | (s->wr_shut ? POLLHUP : 0);  /* a write fails at once */
+		ev |= POLLOUT | (s->wr_shut && s->rm == NULL ? POLLHUP : 0);
 	else if (!s->wr_shut && (w = rb2_tx_reserve(s->tx, 1, &slot)) != -ENOBUFS)
 		ev |= POLLOUT | (w < 0 ? POLLERR : 0);     /* reserving again returns it */
 	if (s->wr_shut && (ev & POLLRDHUP))
@@ -1397,7 +1400,10 @@ rb2_stream_arm(struct rb2_stream *s, int events, uint64_t wait)
 	int ev;
 
 	ev = rb2_stream_want(s, events, wait);
-	ev |= rb2_stream_poll(s) & (events | POLLERR | POLLHUP | POLLRDHUP);
+	/* Not POLLRDHUP: a reader gets POLLIN with it, and a writer must
+	 * not wake for the peer's half-close, or it would look at once,
+	 * again and again, for the room it waits for. */
+	ev |= rb2_stream_poll(s) & (events | POLLERR | POLLHUP);
 	if (ev != 0)
 		rb2_stream_disarm_seen(s, events);   /* no wait: nothing seen */
 	return ev;
@@ -1698,6 +1704,12 @@ rb2_stream_dump(struct rb2_stream *s, int fd, FILE *f)
 		tp.local_head, c->rd_sleeps[d], c->wr_sleeps[d], c->by[d].pub, c->by[e].rel, rp.head,
 		rp.synced_head, rp.local_tail, c->rd_sleeps[e], c->wr_sleeps[e], c->by[e].pub, c->by[d].rel,
 		c->shut[d], c->shut[e], c->closed[d], c->closed[e], s->off);
+}
+
+int
+rb2_stream_bell_fd(const struct rb2_stream *s)
+{
+	return s->peer_gone ? -1 : s->bell;
 }
 
 int

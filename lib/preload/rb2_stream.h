@@ -270,6 +270,14 @@ int rb2_stream_want(struct rb2_stream *s, int events, uint64_t wait);
 void rb2_stream_edges(const struct rb2_stream *s, uint32_t *in, uint32_t *out);
 
 /**
+ * The bell's socket, for a wait to sleep on; -1 once its end was read (the
+ * peer's process closed it): at its end a socket stays readable, and a
+ * poll on it would return at once, again and again, while the peer's last
+ * WRITEs, which its FIN may overtake across hosts, are still on their way.
+ */
+int rb2_stream_bell_fd(const struct rb2_stream *s);
+
+/**
  * A second fd to sleep on, beside the bell's socket, for @p events (POLLIN,
  * POLLOUT or RB2_STREAM_HELD): on one host, this end's eventfd (both
  * events), which the peer rings; across hosts on verbs, the receiver's

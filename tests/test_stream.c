@@ -409,6 +409,79 @@ server(struct rb2_stream *s, int bell)
 	return fails != 0;
 }
 
+/*
+ * A writer that closes ahead of a reader that does not read (across hosts):
+ * 200 writes of 16 B, each its own publication, use up the reader's 64
+ * credits, and the writer closes. The reader, awake 6 s later, must get
+ * every byte and then the end, or a reset: never the end after part of
+ * them, which is what a close that gave up on its unpublished bytes
+ * without a word made of them.
+ */
+#define CLOSE_AHEAD_WRITES 200
+
+static int
+close_ahead_writer(struct rb2_stream *s, int bell)
+{
+	uint8_t m[AHEAD_SIZE];
+
+	if (s == NULL) {
+		printf("FAILED: close ahead: the writer's open: %s\n", strerror(errno));
+		return 1;
+	}
+	for (uint32_t i = 0; i < CLOSE_AHEAD_WRITES; i++) {
+		struct iovec iov = { m, sizeof(m) };
+		ssize_t n;
+
+		for (uint32_t j = 0; j < AHEAD_SIZE; j++)
+			m[j] = pat((uint64_t)i * AHEAD_SIZE + j, 3);
+		while ((n = rb2_stream_send(s, &iov, 1)) == -EAGAIN)
+			wait_for(s, bell, POLLOUT);
+		CHECK(n == AHEAD_SIZE, "close ahead: write %u: %zd", i + 1, n);
+		if (batch)
+			(void)rb2_stream_flush(s);
+	}
+	rb2_stream_close(s);
+	close(bell);                     /* the process's end, as at its exit */
+	return fails != 0;
+}
+
+static void
+close_ahead_reader(struct rb2_stream *s, int bell)
+{
+	const size_t total = (size_t)CLOSE_AHEAD_WRITES * AHEAD_SIZE;
+	size_t got = 0, bad = 0;
+	uint8_t buf[4096];
+	ssize_t n;
+
+	if (s == NULL) {
+		printf("FAILED: close ahead: the reader's open: %s\n", strerror(errno));
+		fails++;
+		return;
+	}
+	usleep(6000000);   /* past the writer's close, which gives up within seconds */
+	for (;;) {
+		struct iovec iov = { buf, sizeof(buf) };
+
+		n = rb2_stream_recv(s, &iov, 1, 0);
+		if (n == -EAGAIN) {
+			wait_for(s, bell, POLLIN);
+			continue;
+		}
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n; i++)
+			bad += buf[i] != pat(got + (size_t)i, 3);
+		got += (size_t)n;
+	}
+	printf("close ahead: the reader got %zu of %zu bytes, then %s\n", got, total,
+	       n == 0 ? "the end" : strerror((int)-n));
+	CHECK(bad == 0, "close ahead: %zu bytes off the pattern", bad);
+	CHECK((n == 0 && got == total) || n == -ECONNRESET,
+	      "close ahead: the end after %zu of %zu bytes, with no reset: the rest was lost "
+	      "without a word", got, total);
+	rb2_stream_close(s);
+}
+
 /* remote-shm: the client on a thread of its own. */
 struct end {
 	struct rb2_stream *s;
@@ -425,6 +498,39 @@ client_thread(void *arg)
 	rng = 777;
 	client(e->s, e->bell);
 	return NULL;
+}
+
+static struct rb2_stream *open_verbs(int is_client, int bell, struct rb2_xport **xp);
+
+/* The writer that closes ahead, on a stream pair of its own (across hosts
+ * with batching, as rb2-run's: without it each write would wait up to a
+ * second for the credits, and the close would come after the reader woke). */
+static void
+close_ahead(void)
+{
+	struct rb2_xport *xp = NULL;
+	int sv[2], status = 0;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+		printf("FAILED: close ahead: socketpair: %s\n", strerror(errno));
+		fails++;
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		struct rb2_xport *cxp = NULL;
+
+		close(sv[1]);
+		_exit(close_ahead_writer(open_verbs(1, sv[0], &cxp), sv[0]));
+	}
+	close(sv[0]);
+	close_ahead_reader(open_verbs(0, sv[1], &xp), sv[1]);
+	close(sv[1]);
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "close ahead: the writer failed");
+	if (xp != NULL)
+		rb2_xport_close(xp);
 }
 
 /* A process's end over verbs: its transport, then the stream over @bell. */
@@ -550,6 +656,8 @@ main(int argc, char **argv)
 		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the client failed");
 		if (xp != NULL)
 			rb2_xport_close(xp);
+		if (batch)
+			close_ahead();
 	}
 	CHECK(rb2_noeal_arena_zones(a) == 0, "%u zones left in the arena after both closed",
 	      rb2_noeal_arena_zones(a));

@@ -1616,6 +1616,21 @@ rb2_stream_close(struct rb2_stream *s)
 			while (!try_mark(s) && !s->peer_gone && !peer_closed(s) &&
 			       rte_get_timer_cycles() < until)
 				rte_pause();
+			/* Published in part: the reader has not returned the
+			 * credits for the rest (it did not read while the flushes
+			 * waited). The bytes are in its memory, but no tail says
+			 * so: a reader that took our FIN for the end would miss
+			 * them without a word. TCP's answer to bytes it cannot
+			 * deliver is a reset: the reader's next read fails with
+			 * ECONNRESET, and we say what was lost. */
+			if (!peer_closed(s) && rb2_tx_tail(s->tx) != rb2_tx_published(s->tx)) {
+				fprintf(stderr, "rb2-run: pid %d: fd %d: closed with the last %" PRIu64
+					" ring slots of its writes unpublished: the reader on the other "
+					"host returned no credits for them while the close waited; they "
+					"are lost, and the connection is reset\n", (int)getpid(), s->bell,
+					rb2_tx_tail(s->tx) - rb2_tx_published(s->tx));
+				publish_word(s, &s->ctl->reset[s->me], 1);
+			}
 		}
 		/* Bytes the peer sent that nobody read: TCP answers with a
 		 * reset, not a FIN. */

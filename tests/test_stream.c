@@ -188,17 +188,20 @@ send_all(struct rb2_stream *s, int bell, const uint8_t *buf, size_t len)
 	return (ssize_t)done;
 }
 
-/* Read @len bytes (or to the end) in random pieces; count bytes off the pattern. */
+/* Read @len bytes (or to the end) in random pieces; count bytes off the
+ * pattern. @end, if not NULL: the read that stopped it short (0, the end,
+ * or an error), else 1. */
 static size_t
-recv_check(struct rb2_stream *s, int bell, size_t len, int dir, size_t *bad)
+recv_check(struct rb2_stream *s, int bell, size_t len, int dir, size_t *bad, ssize_t *end)
 {
 	static __thread uint8_t buf[300000];
 	size_t got = 0;
+	ssize_t n = 1;
 
 	while (got < len) {
 		struct iovec iov = { buf, 1 + rnd(sizeof(buf) - 1) };
-		ssize_t n = rb2_stream_recv(s, &iov, 1, 0);
 
+		n = rb2_stream_recv(s, &iov, 1, 0);
 		if (n == -EAGAIN) {
 			wait_for(s, bell, POLLIN);
 			continue;
@@ -209,6 +212,8 @@ recv_check(struct rb2_stream *s, int bell, size_t len, int dir, size_t *bad)
 			*bad += buf[i] != pat(got + (size_t)i, dir);
 		got += (size_t)n;
 	}
+	if (end != NULL)
+		*end = n > 0 ? 1 : n;
 	return got;
 }
 
@@ -295,7 +300,7 @@ ahead_reader(struct rb2_stream *s, int bell)
 	struct iovec iov = { (void *)"k", 1 };
 
 	usleep(AHEAD_READER_SLEEP_US);
-	got = recv_check(s, bell, (size_t)AHEAD_WRITES * AHEAD_SIZE, 2, &bad);
+	got = recv_check(s, bell, (size_t)AHEAD_WRITES * AHEAD_SIZE, 2, &bad, NULL);
 	CHECK(got == (size_t)AHEAD_WRITES * AHEAD_SIZE && bad == 0,
 	      "server: %zu of %u bytes written ahead, %zu bad", got,
 	      AHEAD_WRITES * AHEAD_SIZE, bad);
@@ -319,7 +324,7 @@ client(struct rb2_stream *s, int bell)
 	for (size_t i = 0; i < BULK; i++)
 		buf[i] = pat(i, 0);
 	CHECK(send_all(s, bell, buf, BULK) == BULK, "client: bulk send");
-	got = recv_check(s, bell, BULK, 1, &bad);
+	got = recv_check(s, bell, BULK, 1, &bad, NULL);
 	CHECK(got == BULK && bad == 0, "client: %zu of %u bytes back, %zu bad", got, BULK, bad);
 	ahead_writer(s, bell);
 	/* Boundaries: three writes of 10, then half-close. */
@@ -377,7 +382,7 @@ server(struct rb2_stream *s, int bell)
 		printf("FAILED: server open: %s\n", strerror(errno));
 		return 1;
 	}
-	got = recv_check(s, bell, BULK, 0, &bad);
+	got = recv_check(s, bell, BULK, 0, &bad, NULL);
 	CHECK(got == BULK && bad == 0, "server: %zu of %u bytes, %zu bad", got, BULK, bad);
 	for (size_t i = 0; i < BULK; i++)
 		buf[i] = pat(i, 1);
@@ -449,8 +454,7 @@ static void
 close_ahead_reader(struct rb2_stream *s, int bell)
 {
 	const size_t total = (size_t)CLOSE_AHEAD_WRITES * AHEAD_SIZE;
-	size_t got = 0, bad = 0;
-	uint8_t buf[4096];
+	size_t got, bad = 0;
 	ssize_t n;
 
 	if (s == NULL) {
@@ -459,20 +463,7 @@ close_ahead_reader(struct rb2_stream *s, int bell)
 		return;
 	}
 	usleep(6000000);   /* past the writer's close, which gives up within seconds */
-	for (;;) {
-		struct iovec iov = { buf, sizeof(buf) };
-
-		n = rb2_stream_recv(s, &iov, 1, 0);
-		if (n == -EAGAIN) {
-			wait_for(s, bell, POLLIN);
-			continue;
-		}
-		if (n <= 0)
-			break;
-		for (ssize_t i = 0; i < n; i++)
-			bad += buf[i] != pat(got + (size_t)i, 3);
-		got += (size_t)n;
-	}
+	got = recv_check(s, bell, SIZE_MAX, 3, &bad, &n);   /* to the end */
 	printf("close ahead: the reader got %zu of %zu bytes, then %s\n", got, total,
 	       n == 0 ? "the end" : strerror((int)-n));
 	CHECK(bad == 0, "close ahead: %zu bytes off the pattern", bad);

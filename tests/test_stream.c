@@ -417,7 +417,7 @@ server(struct rb2_stream *s, int bell)
 /*
  * A writer that closes ahead of a reader that does not read (across hosts):
  * 200 writes of 16 B, each its own publication, use up the reader's 64
- * credits, and the writer closes. The reader, awake 6 s later, must get
+ * credits, and the writer closes. The reader, awake 16 s later, must get
  * every byte and then the end, or a reset: never the end after part of
  * them, which is what a close that gave up on its unpublished bytes
  * without a word made of them.
@@ -462,7 +462,7 @@ close_ahead_reader(struct rb2_stream *s, int bell)
 		fails++;
 		return;
 	}
-	usleep(6000000);   /* past the writer's close, which gives up within seconds */
+	usleep(16000000);  /* past the writer's close: 10 s after its last progress */
 	got = recv_check(s, bell, SIZE_MAX, 3, &bad, &n);   /* to the end */
 	printf("close ahead: the reader got %zu of %zu bytes, then %s\n", got, total,
 	       n == 0 ? "the end" : strerror((int)-n));

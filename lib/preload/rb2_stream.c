@@ -81,6 +81,8 @@ struct stream_ctl {
  * a server's one thread does not stall on each client that exited. */
 #define RB2_STREAM_CTL_MS 6000
 #define RB2_STREAM_GONE_MS 200
+/* A close waits this long for a reader that takes nothing (linger()). */
+#define RB2_STREAM_LINGER_MS 10000
 /* Across hosts, slots of 256 B: a slot goes whole on the wire, so a 64 B
  * write is one WRITE of 256 B, one packet, where a 2 KiB slot made two. */
 #define RB2_STREAM_REMOTE_SLOTS 2048
@@ -1600,6 +1602,41 @@ rb2_stream_shutdown_wr(struct rb2_stream *s)
 	ring_reader(s, s->me);
 }
 
+/* Across hosts, closing with writes that wait for the reader's credits: as
+ * kernel TCP goes on sending after a close, wait for them while the reader
+ * reads, asleep until its return of credits rings (rb2_tx_wait_arm()). A
+ * reader that takes nothing for RB2_STREAM_LINGER_MS is given up on. */
+static void
+linger(struct rb2_stream *s)
+{
+	uint64_t hz = rte_get_timer_hz(), pub = rb2_tx_published(s->tx);
+	uint64_t last = rte_get_timer_cycles();
+
+	while (!peer_closed(s) && rb2_tx_tail(s->tx) != rb2_tx_published(s->tx)) {
+		struct rb2_xport_doorbell db;
+		uint64_t now = rte_get_timer_cycles();
+		int ret;
+
+		if (rb2_tx_published(s->tx) != pub) {
+			pub = rb2_tx_published(s->tx);
+			last = now;
+		} else if (now - last > hz * RB2_STREAM_LINGER_MS / 1000) {
+			break;
+		}
+		ret = rb2_tx_wait_arm(s->tx, &db);
+		if (ret == 0) {
+			(void)rb2_xport_doorbell_wait(&db, 1, 100000);
+			rb2_tx_wait_done(s->tx);
+		} else if (ret == -ENOTSUP) {
+			usleep(1000);
+		} else if (ret != -EAGAIN) {
+			break;                   /* the channel failed */
+		}
+		if (rb2_tx_flush_or_defer(s->tx) < 0)
+			break;
+	}
+}
+
 void
 rb2_stream_close(struct rb2_stream *s)
 {
@@ -1616,19 +1653,22 @@ rb2_stream_close(struct rb2_stream *s)
 			while (!try_mark(s) && !s->peer_gone && !peer_closed(s) &&
 			       rte_get_timer_cycles() < until)
 				rte_pause();
+			linger(s);
 			/* Published in part: the reader has not returned the
-			 * credits for the rest (it did not read while the flushes
-			 * waited). The bytes are in its memory, but no tail says
-			 * so: a reader that took our FIN for the end would miss
-			 * them without a word. TCP's answer to bytes it cannot
-			 * deliver is a reset: the reader's next read fails with
-			 * ECONNRESET, and we say what was lost. */
+			 * credits for the rest (it read nothing for
+			 * RB2_STREAM_LINGER_MS). The bytes are in its memory,
+			 * but no tail says so: a reader that took our FIN for
+			 * the end would miss them without a word. TCP's answer
+			 * to bytes it cannot deliver is a reset: the reader's
+			 * next read fails with ECONNRESET, and we say what was
+			 * lost. */
 			if (!peer_closed(s) && rb2_tx_tail(s->tx) != rb2_tx_published(s->tx)) {
 				fprintf(stderr, "rb2-run: pid %d: fd %d: closed with the last %" PRIu64
 					" ring slots of its writes unpublished: the reader on the other "
-					"host returned no credits for them while the close waited; they "
+					"host read nothing for the %d s the close waited; they "
 					"are lost, and the connection is reset\n", (int)getpid(), s->bell,
-					rb2_tx_tail(s->tx) - rb2_tx_published(s->tx));
+					rb2_tx_tail(s->tx) - rb2_tx_published(s->tx),
+					RB2_STREAM_LINGER_MS / 1000);
 				publish_word(s, &s->ctl->reset[s->me], 1);
 			}
 		}

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <stdatomic.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <rte_cycles.h>
 #include <rte_launch.h>
@@ -24,6 +25,7 @@
 
 #define IDLE_PASSES 120          /* RDMAbox's MAX_RETRY */
 #define SLEEP_TIMEOUT_US 1000000 /* a lost wake-up costs this much */
+#define CREDIT_NAP_US 300000     /* a late reader's nap before it drains */
 #define WAKE_BOUND_US 200000     /* a loaded 2-vCPU box stalls for tens of ms */
 
 static struct rb2_xport *xp;
@@ -441,6 +443,89 @@ Test(rb2_sleep, credits_wake_the_sender_loadstore)
 Test(rb2_sleep, credits_wake_the_sender_copy)
 {
 	credits_wake_the_sender("shm,mode=copy");
+}
+
+/* A reader that drains the channel only after a nap. */
+struct late_reader {
+	uint64_t expect, got, bad;
+};
+
+static int
+late_reader_main(void *arg)
+{
+	struct late_reader *r = arg;
+
+	rte_delay_us_sleep(CREDIT_NAP_US);
+	while (r->got < r->expect) {
+		uint64_t v;
+		int n = rb2_rx_recv(rxs[0], &v, sizeof(v));
+
+		if (n == -EAGAIN)
+			continue;
+		if (n < 0)
+			return -1;
+		r->bad += v != r->got++;
+	}
+	return 0;
+}
+
+static uint64_t
+thread_cpu_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (uint64_t)t.tv_sec * 1000000 + (uint64_t)t.tv_nsec / 1000;
+}
+
+/*
+ * A flush must publish, so it waits for the credits a late reader holds (up
+ * to a second). Under RB2_CHAN_F_ROOM_WAKE it waits asleep: their return
+ * rings the doorbell. Spinning instead, the flush would burn the whole nap.
+ */
+static void
+a_flush_sleeps_for_credits(const char *spec)
+{
+	struct rb2_chan_params p;
+	struct late_reader r = { .expect = 65 };
+	unsigned int lc = rte_get_next_lcore(-1, 1, 0);
+	uint64_t t0, c0, wall, cpu;
+	struct rb2_tx_stats ts;
+
+	room_params(&p);
+	p.slots = 256;
+	p.gamma = 128;
+	p.tail_sync = RB2_TAIL_WRITE_IMM;
+	p.lcore_id = lc;
+	open_pairs(spec, &p, 1);
+	cr_assert_eq(rb2_lcore_launch(late_reader_main, &r, lc), 0);
+	for (uint64_t v = 0; v < 65; v++)
+		cr_assert_eq(rb2_tx_send(txs[0], &v, sizeof(v)), 0);
+	t0 = rte_get_timer_cycles();
+	c0 = thread_cpu_us();
+	cr_assert_eq(rb2_tx_flush(txs[0]), 0);
+	wall = (rte_get_timer_cycles() - t0) * 1000000 / rte_get_timer_hz();
+	cpu = thread_cpu_us() - c0;
+	cr_assert_eq(rb2_tx_published(txs[0]), rb2_tx_tail(txs[0]), "the 65th went out");
+	cr_assert_eq(rb2_lcore_wait(lc), 0);
+	cr_assert_eq(r.got, r.expect);
+	cr_assert_eq(r.bad, 0);
+	rb2_tx_stats_get(txs[0], &ts);
+	cr_assert_geq(wall, CREDIT_NAP_US / 2, "the flush took %" PRIu64 " us: it did not wait "
+		      "for the late reader, so the check tests nothing", wall);
+	cr_assert_lt(cpu, wall / 4, "%" PRIu64 " us of CPU in a flush of %" PRIu64 " us: it "
+		     "waited for credits at full speed", cpu, wall);
+	cr_assert_gt(ts.held_sleeps, 0, "the flush never slept for credits");
+}
+
+Test(rb2_sleep, a_flush_sleeps_for_credits_loadstore)
+{
+	a_flush_sleeps_for_credits("shm,mode=loadstore");
+}
+
+Test(rb2_sleep, a_flush_sleeps_for_credits_copy)
+{
+	a_flush_sleeps_for_credits("shm,mode=copy");
 }
 
 /* The reader on its lcore, with pauses; the writer sleeps whenever the

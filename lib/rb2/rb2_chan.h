@@ -735,7 +735,10 @@ rb2_tx_send(struct rb2_tx *tx, const void *buf, uint32_t len)
 /**
  * Transmit every committed slot and WRITE the tail, overriding the batching
  * thresholds. Call when the sending loop is idle: with nothing pending it is
- * one compare.
+ * one compare. Under WRITE_WITH_IMM tail sync the publication needs one of
+ * the receiver's credits: the flush waits up to a second for its return,
+ * asleep on the sender's doorbell under RB2_CHAN_F_ROOM_WAKE, else looking
+ * again; after that, the next flush or publication tries again.
  *
  * @return 0, or the error that failed the channel.
  */

@@ -227,6 +227,12 @@ rb2_chan_wake_wr(struct rb2_xport_wr *w, const struct rb2_chan_half *h)
 void rb2_tx_fail(struct rb2_tx *tx, int err, const char *what);
 /* Reap the sender's completions (tail WRITEs, head READs). */
 int rb2_tx_reap(struct rb2_chan_half *h);
+/* Under RB2_CHAN_F_ROOM_WAKE: flush; while a publication still waits for
+ * the receiver's credits, sleep on the sender's doorbell until their return
+ * rings it, at most @p timeout_us. @return 0 (woken, or timed out: look
+ * again), -EAGAIN (nothing held), -ENOTSUP (no doorbell), or the channel's
+ * error. */
+int rb2_tx_credit_sleep(struct rb2_tx *tx, unsigned int timeout_us);
 /* Post a chain on the sender's queue; a failure fails the sender. */
 void rb2_tx_post(struct rb2_tx *tx, const struct rb2_xport_wr *w, unsigned int n);
 /* Post the receiver's own WRs (head WRITEs, notices, sleep words, credit

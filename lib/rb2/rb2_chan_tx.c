@@ -75,8 +75,10 @@ rb2_tx_reap(struct rb2_chan_half *h)
 	return h->err;
 }
 
-int
-rb2_tx_wait_arm(struct rb2_tx *tx, struct rb2_xport_doorbell *db)
+/* rb2_tx_wait_arm(), and with @p room 0 the credit sleep, which waits only
+ * for what holds a publication: -EAGAIN once nothing does. */
+static int
+wait_arm(struct rb2_tx *tx, struct rb2_xport_doorbell *db, int room)
 {
 	void *slot;
 	int held, ret;
@@ -111,6 +113,11 @@ rb2_tx_wait_arm(struct rb2_tx *tx, struct rb2_xport_doorbell *db)
 			return held;
 		}
 	}
+	if (!room) {
+		rb2_xport_doorbell_done(tx->h.qp);
+		RB2_STAT_WAKE_REQUESTS(&tx->stats, tx->h.qp);
+		return -EAGAIN;
+	}
 	/* The look for room is a reservation of one slot, which leaves
 	 * nothing behind (a reservation is only a position). */
 	ret = rb2_tx_reserve(tx, 0, &slot);
@@ -121,6 +128,25 @@ rb2_tx_wait_arm(struct rb2_tx *tx, struct rb2_xport_doorbell *db)
 	}
 	RB2_STAT_ADD(&tx->stats, room_sleeps, 1);
 	return 0;
+}
+
+int
+rb2_tx_wait_arm(struct rb2_tx *tx, struct rb2_xport_doorbell *db)
+{
+	return wait_arm(tx, db, 1);
+}
+
+int
+rb2_tx_credit_sleep(struct rb2_tx *tx, unsigned int timeout_us)
+{
+	struct rb2_xport_doorbell db;
+	int ret = wait_arm(tx, &db, 0);
+
+	if (ret != 0)
+		return ret;
+	ret = rb2_xport_doorbell_wait(&db, 1, timeout_us);
+	rb2_tx_wait_done(tx);
+	return ret == -ETIMEDOUT || ret == -EINTR ? 0 : ret;
 }
 
 /* Awake (or told of the doorbell): @take what it holds (done, leave or

@@ -141,22 +141,31 @@ imm_publish(struct rb2_tx *tx, struct rb2_xport_wr *w, enum rb2_publish how)
  * receiver hands credits back when it drains, so wait for one (up to a
  * second; the next flush tries again after that). A sender that finishes
  * with a flush, as a pipeline stage sending its end of stream, would
- * otherwise leave its last messages unpublished.
+ * otherwise leave its last messages unpublished. Under
+ * RB2_CHAN_F_ROOM_WAKE the wait sleeps: the return of credits that lets
+ * the publication go rings the sender's doorbell (return_credits()), so a
+ * reader that drains late costs the sender no CPU. Without it the sender
+ * looks again at full speed, as it must: nothing would wake it.
  */
 static void
 imm_flushed(struct rb2_tx *tx)
 {
-	uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz();
+	uint64_t hz = rte_get_timer_hz(), deadline = rte_get_timer_cycles() + hz;
 
-	while (tx->pub_tail != tx->tail && tx->h.err == 0 &&
-	       rte_get_timer_cycles() < deadline) {
+	while (tx->pub_tail != tx->tail && tx->h.err == 0) {
+		uint64_t now = rte_get_timer_cycles();
 		struct rb2_xport_wr w;
 		int gone;
 
-		rte_pause();
-		if (!tx->h.loadstore)
-			rb2_tx_reap(&tx->h);
-		rb2_tx_post(tx, &w, imm_publish(tx, &w, RB2_PUBLISH_FLUSH));
+		if (now >= deadline)
+			break;
+		if (rb2_tx_credit_sleep(tx, (unsigned int)((deadline - now) * 1000000 / hz)) ==
+		    -ENOTSUP) {
+			rte_pause();
+			if (!tx->h.loadstore)
+				rb2_tx_reap(&tx->h);
+			rb2_tx_post(tx, &w, imm_publish(tx, &w, RB2_PUBLISH_FLUSH));
+		}
 		gone = rb2_chan_peer_check(&tx->h);
 		if (gone < 0)
 			rb2_tx_fail(tx, gone, "the receiver is gone");

@@ -40,7 +40,8 @@
  *     read in order. Across hosts with batching they use up the reader's
  *     credits; no write waits for them, and the writer, waiting for the
  *     answer, sleeps (CPU under a quarter of the wait) until their return
- *     wakes it;
+ *     wakes it. Without batching (RB2_TEST_BATCH=0) every write publishes,
+ *     so the writes wait for the credits: asleep, under the same bound;
  *   - wait names (rb2_stream_wait_id()) carry the process's pid above a
  *     count, so no two waits of live processes share one: a parent's and
  *     its fork child's differ, and one process's never repeat in a row.
@@ -241,12 +242,14 @@ now_us(int thread_cpu)
 static void
 ahead_writer(struct rb2_stream *s, int bell)
 {
-	uint64_t worst = 0, t0, c0, wall, cpu;
+	uint64_t worst = 0, t0, c0, wall, cpu, wwall, wcpu;
 	struct rb2_stream_stats st;
 	uint8_t m[AHEAD_SIZE];
 	char ack = 0;
 	ssize_t n;
 
+	wwall = now_us(0);
+	wcpu = now_us(1);
 	for (uint32_t i = 0; i < AHEAD_WRITES; i++) {
 		struct iovec iov = { m, sizeof(m) };
 
@@ -264,6 +267,8 @@ ahead_writer(struct rb2_stream *s, int bell)
 		CHECK(n == AHEAD_SIZE, "client: write %u of %u ahead of the reader: %zd", i + 1,
 		      AHEAD_WRITES, n);
 	}
+	wwall = now_us(0) - wwall;
+	wcpu = now_us(1) - wcpu;
 	t0 = now_us(0);
 	c0 = now_us(1);
 	for (;;) {
@@ -278,12 +283,21 @@ ahead_writer(struct rb2_stream *s, int bell)
 	cpu = now_us(1) - c0;
 	CHECK(n == 1 && ack == 'k', "client: the reader's answer: %zd", n);
 	rb2_stream_stats(s, &st);
-	printf("client: %u writes ahead of the reader: the longest took %" PRIu64 " us; "
-	       "%" PRIu64 " ms waiting for its answer took %" PRIu64 " ms of CPU; "
-	       "%" PRIu64 " credit waits, %" PRIu64 " sleeps with a publication held\n",
-	       AHEAD_WRITES, worst, wall / 1000, cpu / 1000, st.credit_waits, st.held_sleeps);
-	if (!batch)
-		return;                  /* without batching a write waits for credits */
+	printf("client: %u writes ahead of the reader took %" PRIu64 " ms (%" PRIu64 " ms of "
+	       "CPU), the longest %" PRIu64 " us; %" PRIu64 " ms waiting for its answer took %"
+	       PRIu64 " ms of CPU; %" PRIu64 " credit waits, %" PRIu64 " sleeps with a "
+	       "publication held\n", AHEAD_WRITES, wwall / 1000, wcpu / 1000, worst, wall / 1000,
+	       cpu / 1000, st.credit_waits, st.held_sleeps);
+	if (!batch) {
+		/* Each write publishes, so one waits for the credits the
+		 * sleeping reader holds: asleep until their return rings. */
+		CHECK(st.credit_waits > 0 && wwall > AHEAD_READER_SLEEP_US / 2,
+		      "client: the writes never waited for the reader's credits (%" PRIu64
+		      " ms): the check did not test what it is for", wwall / 1000);
+		CHECK(wcpu < wwall / 4, "client: %" PRIu64 " ms of CPU in %" PRIu64 " ms of writes: "
+		      "a write waited for credits at full speed", wcpu / 1000, wwall / 1000);
+		return;
+	}
 	CHECK(st.credit_waits > 0, "client: the reader's credits never ran out: the check "
 	      "did not test what it is for");
 	CHECK(st.held_sleeps > 0, "client: never slept with a publication held for credits");

@@ -1602,6 +1602,26 @@ rb2_stream_shutdown_wr(struct rb2_stream *s)
 	ring_reader(s, s->me);
 }
 
+/* Across hosts: asleep until the reader frees room or returns credits
+ * (rb2_tx_wait_arm()), at most @p us. @return 0 (woken, or timed out),
+ * -EAGAIN (room, and nothing held: nothing to wait for), or the channel's
+ * error. */
+static int
+tx_sleep(struct rb2_stream *s, unsigned int us)
+{
+	struct rb2_xport_doorbell db;
+	int ret = rb2_tx_wait_arm(s->tx, &db);
+
+	if (ret == 0) {
+		(void)rb2_xport_doorbell_wait(&db, 1, us);
+		rb2_tx_wait_done(s->tx);
+	} else if (ret == -ENOTSUP) {
+		usleep(RTE_MIN(us, 1000u));  /* no doorbell for the sender */
+		ret = 0;
+	}
+	return ret;
+}
+
 /* Across hosts, closing with writes that wait for the reader's credits: as
  * kernel TCP goes on sending after a close, wait for them while the reader
  * reads, asleep until its return of credits rings (rb2_tx_wait_arm()). A
@@ -1613,7 +1633,6 @@ linger(struct rb2_stream *s)
 	uint64_t last = rte_get_timer_cycles();
 
 	while (!peer_closed(s) && rb2_tx_tail(s->tx) != rb2_tx_published(s->tx)) {
-		struct rb2_xport_doorbell db;
 		uint64_t now = rte_get_timer_cycles();
 		int ret;
 
@@ -1623,15 +1642,9 @@ linger(struct rb2_stream *s)
 		} else if (now - last > hz * RB2_STREAM_LINGER_MS / 1000) {
 			break;
 		}
-		ret = rb2_tx_wait_arm(s->tx, &db);
-		if (ret == 0) {
-			(void)rb2_xport_doorbell_wait(&db, 1, 100000);
-			rb2_tx_wait_done(s->tx);
-		} else if (ret == -ENOTSUP) {
-			usleep(1000);
-		} else if (ret != -EAGAIN) {
+		ret = tx_sleep(s, 100000);
+		if (ret < 0 && ret != -EAGAIN)
 			break;                   /* the channel failed */
-		}
 		if (rb2_tx_flush_or_defer(s->tx) < 0)
 			break;
 	}
@@ -1648,11 +1661,18 @@ rb2_stream_close(struct rb2_stream *s)
 		if (s->rm != NULL && s->rm->peer_ctl != 0) {
 			/* The mark waits for room: a reader that reads gives it
 			 * soon; one that does not is told of the close below. */
-			uint64_t until = rte_get_timer_cycles() + rte_get_timer_hz();
+			uint64_t hz = rte_get_timer_hz(), until = rte_get_timer_cycles() + hz;
 
-			while (!try_mark(s) && !s->peer_gone && !peer_closed(s) &&
-			       rte_get_timer_cycles() < until)
-				rte_pause();
+			while (!try_mark(s) && !s->peer_gone && !peer_closed(s)) {
+				uint64_t now = rte_get_timer_cycles();
+				int ret;
+
+				if (now >= until)
+					break;
+				ret = tx_sleep(s, (unsigned int)((until - now) * 1000000 / hz));
+				if (ret < 0 && ret != -EAGAIN)
+					break;           /* the channel failed */
+			}
 			linger(s);
 			/* Published in part: the reader has not returned the
 			 * credits for the rest (it read nothing for

@@ -60,6 +60,15 @@ else
 	fail=$((fail + 1)); tail -30 /tmp/stream_remote.out
 	echo "FAIL stream_across_hosts_queues_over_its_socket"
 fi
+# Every write published at once: a writer ahead of its reader waits for the
+# reader's credits in each write, asleep (the "ahead" phase's CPU check).
+if RB2_TEST_BATCH=0 timeout -k 5 300 "$RB2_BUILD/tests/test_stream" remote-verbs > /tmp/stream_remote_nb.out 2>&1; then
+	pass=$((pass + 1)); grep -E "^client: .*ahead|failure" /tmp/stream_remote_nb.out
+	echo "PASS stream_across_hosts_unbatched_writes_sleep_for_credits"
+else
+	fail=$((fail + 1)); tail -30 /tmp/stream_remote_nb.out
+	echo "FAIL stream_across_hosts_unbatched_writes_sleep_for_credits"
+fi
 pair elastic_threshold elastic 20000
 # In one guest, rxe runs a WRITE and its loopback ACK inside ibv_post_send,
 # so a tail WRITE is never in flight when the next one comes due: deferrals

@@ -38,6 +38,16 @@ only, so that they run the same under rb2-run and without it.
   rb2run_peer.py pairs PORT N        accept one connection; read it a byte
                                      at a time; answer and print how long
                                      the longest "b" came after its "a"
+  rb2run_peer.py ahead PORT N SECONDS
+                                     send N writes of 16 bytes of the
+                                     pattern as fast as they go, then sleep
+                                     SECONDS (time.sleep, which rb2-run does
+                                     not wrap), and read the answer; print
+                                     the process's CPU (all its threads)
+                                     during the sleep
+  rb2run_peer.py late PORT N SECONDS accept one connection; sleep SECONDS
+                                     before reading N * 16 bytes, check the
+                                     pattern, answer "k"
   rb2run_peer.py echo-all PORT N    accept N connections, then echo on
                                      whichever is readable (epoll) until
                                      all have ended
@@ -423,6 +433,37 @@ def pairs(port, n):
     print(line, flush=True)
 
 
+def ahead(port, n, seconds):
+    c = connect_to(port)
+    for i in range(n):
+        c.send(pattern(16, 16 * i))
+    t0, c0 = time.monotonic(), time.process_time()
+    time.sleep(seconds)
+    wall, cpu = time.monotonic() - t0, time.process_time() - c0
+    ans = c.recv(1)
+    print("ahead: %d writes of 16 B, then %.0f ms of CPU in %.0f ms asleep; answer %r"
+          % (n, 1e3 * cpu, 1e3 * wall, ans), flush=True)
+    return 0 if ans == b"k" else 1
+
+
+def late(port, n, seconds):
+    s = listen_on(port, 1)
+    c, _ = s.accept()
+    time.sleep(seconds)
+    got = bytearray()
+    while len(got) < 16 * n:
+        d = c.recv(16 * n - len(got))
+        if not d:
+            break
+        got += d
+    whole = bytes(got) == pattern(16 * n)
+    c.sendall(b"k")
+    print("late: %d of %d bytes, %s" % (len(got), 16 * n, "whole" if whole else "NOT whole"),
+          flush=True)
+    c.close()
+    return 0 if whole else 1
+
+
 def echo_all(port, n):
     import selectors
     s = listen_on(port, n)
@@ -574,6 +615,10 @@ if __name__ == "__main__":
         sys.exit(twice(int(sys.argv[2]), int(sys.argv[3])))
     elif sys.argv[1] == "pairs":
         pairs(int(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1] == "ahead":
+        sys.exit(ahead(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])))
+    elif sys.argv[1] == "late":
+        sys.exit(late(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])))
     elif sys.argv[1] == "echo-all":
         echo_all(int(sys.argv[2]), int(sys.argv[3]))
     elif sys.argv[1] == "busy-one":

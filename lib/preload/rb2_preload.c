@@ -530,15 +530,17 @@ static void ep_drop_wake(int wfd);
 /* Send what every listed stream holds. A stream whose writer is inside a
  * call now (its lock taken) stays listed: that call sends it or lists it
  * again. So does one whose publication waits for the peer's credits: the
- * thread tries it again after RB2_RUN_BATCH_US, and a wait on it sleeps
- * until the credits come (rb2_stream_sleep_events()). */
-static void
-held_flush_all(void)
+ * thread tries it again (held_main()), and a wait on it sleeps until the
+ * credits come (rb2_stream_sleep_events()). @return how many streams left
+ * the list. */
+static unsigned int
+held_flush_pass(void)
 {
+	unsigned int sent = 0;
 	struct psock **pp;
 
 	if (atomic_load_explicit(&held_n, memory_order_acquire) == 0)
-		return;
+		return 0;
 	pthread_mutex_lock(&held_lock);
 	for (pp = &held_head; *pp != NULL;) {
 		struct psock *p = *pp;
@@ -557,16 +559,38 @@ held_flush_all(void)
 		}
 		*pp = p->held_next;
 		p->held_listed = 0;
+		sent++;
 		atomic_fetch_sub_explicit(&held_n, 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&held_lock);
+	return sent;
 }
 
-/* The thread that bounds how long a write is held: asleep while nothing
- * is, else it flushes every RB2_RUN_BATCH_US. */
+static void
+held_flush_all(void)
+{
+	(void)held_flush_pass();
+}
+
+/*
+ * The thread that bounds how long a write is held: asleep while nothing
+ * is, else it flushes every RB2_RUN_BATCH_US. A pass that sends nothing
+ * leaves only streams whose publication waits for the reader's credits:
+ * the next pass then comes twice as late, up to HELD_IDLE_MAX_NS, until one
+ * sends something or a write is newly held. Such a stream needs the thread
+ * only while its program waits elsewhere: a wait of ours on it sleeps until
+ * the credits' return wakes it. Retrying every RB2_RUN_BATCH_US for as long
+ * as a reader did not read cost a program asleep in its own calls 2000
+ * wake-ups a second. (Kernel TCP, facing a closed window, probes at
+ * intervals that grow from 200 ms.)
+ */
+#define HELD_IDLE_MAX_NS 20000000ull
+static uint64_t held_added;              /* under held_lock: streams ever listed */
+
 static void *
 held_main(void *arg)
 {
+	uint64_t idle_ns = 0;            /* the back-off; 0 while passes send */
 	sigset_t all;
 
 	(void)arg;
@@ -577,11 +601,34 @@ held_main(void *arg)
 		struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
 
 		pthread_mutex_lock(&held_lock);
-		while (held_head == NULL)
+		while (held_head == NULL) {
 			pthread_cond_wait(&held_cond, &held_lock);
+			idle_ns = 0;
+		}
+		if (idle_ns > ns) {
+			/* Backing off, unless a write is held anew: it is owed
+			 * its RB2_RUN_BATCH_US, no more. */
+			uint64_t added = held_added, t;
+			struct timespec until;
+
+			clock_gettime(CLOCK_MONOTONIC, &until);
+			t = (uint64_t)until.tv_nsec + idle_ns;
+			until.tv_sec += (time_t)(t / 1000000000ull);
+			until.tv_nsec = (long)(t % 1000000000ull);
+			while (held_added == added &&
+			       pthread_cond_clockwait(&held_cond, &held_lock, CLOCK_MONOTONIC,
+						      &until) != ETIMEDOUT)
+				;
+			if (held_added != added)
+				idle_ns = 0;
+		}
 		pthread_mutex_unlock(&held_lock);
-		nanosleep(&ts, NULL);
-		held_flush_all();
+		if (idle_ns <= ns)
+			nanosleep(&ts, NULL);
+		if (held_flush_pass() > 0)
+			idle_ns = 0;
+		else
+			idle_ns = RTE_MIN(RTE_MAX(idle_ns, ns) * 2, HELD_IDLE_MAX_NS);
 	}
 	return NULL;
 }
@@ -616,6 +663,7 @@ held_add(struct psock *p)
 		p->held_listed = 1;
 		p->held_next = held_head;
 		held_head = p;
+		held_added++;
 		atomic_fetch_add_explicit(&held_n, 1, memory_order_release);
 		pthread_cond_signal(&held_cond);
 	}

@@ -511,6 +511,32 @@ rr_sleeps() { # PORT
 	rr_result ends_made_ahead 0 $f.ahead "; [1-9][0-9]* of their ends made ahead"
 }
 rr_sleeps 21608
+# A writer ahead of a reader that sleeps 3 s: 2000 writes of 16 B use up the
+# reader's 64 credits, and the last ones wait for them, held. The writer then
+# sleeps 2 s in a call rb2-run does not wrap, so only rb2-run's own thread
+# can send them once the credits come back. While they do not, that thread
+# backs off: the process took 43 ms of CPU in the 2 s, against 353 ms when
+# the thread tried every RB2_RUN_BATCH_US. The check fails above an eighth
+# of the sleep, which leaves room for TCG's 4x swings. Every byte arrives.
+rr_ahead() { # PORT
+	local f=/tmp/rr-ahead rc cpu wall
+	if [ $side = server ]; then
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" late "$1" 2000 3 > $f 2>&1
+		rr_result writer_ahead_idles "$?" $f "late: 32000 of 32000 bytes, whole" "$verbs_line"
+	else
+		rr_wait_listener "$1"
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" ahead "$1" 2000 2 > $f 2>&1
+		rc=$?
+		cpu=$(sed -n 's/^ahead: .* then \([0-9]*\) ms of CPU in \([0-9]*\) ms asleep.*/\1/p' $f)
+		wall=$(sed -n 's/^ahead: .* then \([0-9]*\) ms of CPU in \([0-9]*\) ms asleep.*/\2/p' $f)
+		echo "INFO a writer ahead of its reader, asleep: ${cpu:-?} ms of CPU in ${wall:-?} ms"
+		[ $rc = 0 ] && ! [ $((${cpu:-99999} * 8)) -lt "${wall:-0}" ] &&
+			rc="${cpu:-?} ms of CPU in ${wall:-?} ms asleep: over an eighth of a core"
+		rr_result writer_ahead_idles "$rc" $f "$verbs_line" \
+			"times, [1-9][0-9]* of them with a write held for the reader's credits"
+	fi
+}
+rr_ahead 21611
 # A writer in epoll that looks into its set without blocking between sends
 # (as Redis's loop does with work pending), and waits there for room when
 # short, while the reader pauses 300 ms: its sends' completions raise its

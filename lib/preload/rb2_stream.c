@@ -48,6 +48,7 @@ struct stream_ctl {
 	_Atomic uint32_t reset[2];       /* end e closed with bytes unread: TCP's RST */
 	_Atomic uint32_t ends;           /* ends open; the last to close frees this */
 	_Atomic uint32_t efd_listen[2];  /* end e sleeps on its eventfd too: ring it there */
+	_Atomic uint32_t joined[2];      /* one host: end e's channels are connected */
 	/* Who sleeps: set by a sleeper, cleared by whoever rings it. */
 	alignas(64) _Atomic uint32_t rd_sleeps[2]; /* direction d's reader wants a bell for data */
 	_Atomic uint32_t wr_sleeps[2];   /* direction d's writer wants a bell for room */
@@ -556,6 +557,21 @@ close_fd(int *fd)
 	*fd = -1;
 }
 
+/* One host: until the peer's end says its channels are connected, at most
+ * @p timeout_ms. It connects right after ours exist, so this is short. */
+static int
+wait_joined(const struct rb2_stream *s, unsigned int timeout_ms)
+{
+	uint64_t until = rte_get_timer_cycles() + rte_get_timer_hz() * timeout_ms / 1000;
+
+	while (!atomic_load_explicit(&s->ctl->joined[!s->me], memory_order_acquire)) {
+		if (rte_get_timer_cycles() > until)
+			return -ETIMEDOUT;
+		usleep(20);
+	}
+	return 0;
+}
+
 struct rb2_stream *
 rb2_stream_open(const char *name, int is_client, int bell_fd, const int efd[2],
 		unsigned int timeout_ms)
@@ -620,6 +636,14 @@ rb2_stream_open(const char *name, int is_client, int bell_fd, const int efd[2],
 		    (ret = rb2_tx_connect(s->tx, down, timeout_ms)) != 0)
 			goto fail;
 	}
+	/* Return only once the peer's channels are connected too. An end that
+	 * returned first could write, then close (or exec) and destroy its
+	 * channels while the peer was still connecting to them: the peer's
+	 * open failed, and the bytes written were lost without a word (the
+	 * exec check of test_rb2run.sh, about once in 30 runs). */
+	atomic_store_explicit(&s->ctl->joined[s->me], 1, memory_order_release);
+	if ((ret = wait_joined(s, timeout_ms)) != 0)
+		goto fail;
 	return s;
 fail:
 	if (ret == -ENOMEM && rte_errno != 0)

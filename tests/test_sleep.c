@@ -445,17 +445,22 @@ Test(rb2_sleep, credits_wake_the_sender_copy)
 	credits_wake_the_sender("shm,mode=copy");
 }
 
-/* A reader that drains the channel only after a nap. */
-struct late_reader {
+/* A reader on its lcore: @expect messages, each its own index, in order
+ * (@bad counts those out of place), after a nap of @nap_us, and pausing
+ * 200 us about every 64th message if @pauses. */
+struct lcore_reader {
 	uint64_t expect, got, bad;
+	unsigned int nap_us;
+	int pauses;
 };
 
 static int
-late_reader_main(void *arg)
+lcore_reader_main(void *arg)
 {
-	struct late_reader *r = arg;
+	struct lcore_reader *r = arg;
+	uint64_t rnd = 0x2545f4914f6cdd1dull;
 
-	rte_delay_us_sleep(CREDIT_NAP_US);
+	rte_delay_us_sleep(r->nap_us);
 	while (r->got < r->expect) {
 		uint64_t v;
 		int n = rb2_rx_recv(rxs[0], &v, sizeof(v));
@@ -465,6 +470,8 @@ late_reader_main(void *arg)
 		if (n < 0)
 			return -1;
 		r->bad += v != r->got++;
+		if (r->pauses && rb2_test_rand(&rnd) % 64 == 0)
+			rte_delay_us_sleep(200);
 	}
 	return 0;
 }
@@ -487,7 +494,7 @@ static void
 a_flush_sleeps_for_credits(const char *spec)
 {
 	struct rb2_chan_params p;
-	struct late_reader r = { .expect = 65 };
+	struct lcore_reader r = { .expect = 65, .nap_us = CREDIT_NAP_US };
 	unsigned int lc = rte_get_next_lcore(-1, 1, 0);
 	uint64_t t0, c0, wall, cpu;
 	struct rb2_tx_stats ts;
@@ -498,7 +505,7 @@ a_flush_sleeps_for_credits(const char *spec)
 	p.tail_sync = RB2_TAIL_WRITE_IMM;
 	p.lcore_id = lc;
 	open_pairs(spec, &p, 1);
-	cr_assert_eq(rb2_lcore_launch(late_reader_main, &r, lc), 0);
+	cr_assert_eq(rb2_lcore_launch(lcore_reader_main, &r, lc), 0);
 	for (uint64_t v = 0; v < 65; v++)
 		cr_assert_eq(rb2_tx_send(txs[0], &v, sizeof(v)), 0);
 	t0 = rte_get_timer_cycles();
@@ -530,35 +537,10 @@ Test(rb2_sleep, a_flush_sleeps_for_credits_copy)
 
 /* The reader on its lcore, with pauses; the writer sleeps whenever the
  * ring is full. Every message arrives once, in order; no sleep runs out. */
-struct room_reader {
-	uint64_t expect, got, bad;
-};
-
-static int
-room_reader_main(void *arg)
-{
-	struct room_reader *r = arg;
-	uint64_t rnd = 0x2545f4914f6cdd1dull;
-
-	while (r->got < r->expect) {
-		uint64_t v;
-		int n = rb2_rx_recv(rxs[0], &v, sizeof(v));
-
-		if (n == -EAGAIN)
-			continue;
-		if (n < 0)
-			return -1;
-		r->bad += v != r->got++;
-		if (rb2_test_rand(&rnd) % 64 == 0)
-			rte_delay_us_sleep(200);
-	}
-	return 0;
-}
-
 Test(rb2_sleep, a_writer_that_sleeps_for_room_loses_nothing)
 {
 	struct rb2_chan_params p;
-	struct room_reader r = { .expect = 20000 };
+	struct lcore_reader r = { .expect = 20000, .pauses = 1 };
 	unsigned int lc = rte_get_next_lcore(-1, 1, 0);
 	uint64_t timeouts = 0;
 	struct rb2_tx_stats ts;
@@ -566,7 +548,7 @@ Test(rb2_sleep, a_writer_that_sleeps_for_room_loses_nothing)
 	room_params(&p);
 	p.lcore_id = lc;
 	open_pairs("shm,mode=copy", &p, 1);
-	cr_assert_eq(rb2_lcore_launch(room_reader_main, &r, lc), 0);
+	cr_assert_eq(rb2_lcore_launch(lcore_reader_main, &r, lc), 0);
 	for (uint64_t i = 0; i < r.expect; i++) {
 		int ret;
 

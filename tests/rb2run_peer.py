@@ -48,6 +48,15 @@ only, so that they run the same under rb2-run and without it.
   rb2run_peer.py late PORT N SECONDS accept one connection; sleep SECONDS
                                      before reading N * 16 bytes, check the
                                      pattern, answer "k"
+  rb2run_peer.py exit-ahead PORT N  send N writes of 16 bytes of the
+                                     pattern as fast as they go, and exit
+                                     (exit(), so its handlers run) with the
+                                     socket open
+  rb2run_peer.py late-end PORT N SECONDS
+                                     accept one connection; sleep SECONDS,
+                                     then read to the end; print what came
+                                     and how it ended; exit 0 only if it was
+                                     N * 16 bytes of the pattern, then the end
   rb2run_peer.py echo-all PORT N    accept N connections, then echo on
                                      whichever is readable (epoll) until
                                      all have ended
@@ -464,6 +473,36 @@ def late(port, n, seconds):
     return 0 if whole else 1
 
 
+def exit_ahead(port, n):
+    c = connect_to(port)
+    for i in range(n):
+        c.send(pattern(16, 16 * i))
+    c.detach()  # Python's teardown does not close it: the process's exit does
+    print("exit-ahead: %d writes of 16 B, exiting with the socket open" % n, flush=True)
+    return 0
+
+
+def late_end(port, n, seconds):
+    s = listen_on(port, 1)
+    c, _ = s.accept()
+    time.sleep(seconds)
+    got, end = bytearray(), "the end"
+    while True:
+        try:
+            d = c.recv(65536)
+        except OSError as e:
+            end = os.strerror(e.errno)
+            break
+        if not d:
+            break
+        got += d
+    whole = bytes(got) == pattern(16 * n)
+    print("late-end: %d of %d bytes, %s, then %s"
+          % (len(got), 16 * n, "whole" if whole else "NOT whole", end), flush=True)
+    c.close()
+    return 0 if whole and end == "the end" else 1
+
+
 def echo_all(port, n):
     import selectors
     s = listen_on(port, n)
@@ -619,6 +658,10 @@ if __name__ == "__main__":
         sys.exit(ahead(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])))
     elif sys.argv[1] == "late":
         sys.exit(late(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])))
+    elif sys.argv[1] == "exit-ahead":
+        sys.exit(exit_ahead(int(sys.argv[2]), int(sys.argv[3])))
+    elif sys.argv[1] == "late-end":
+        sys.exit(late_end(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])))
     elif sys.argv[1] == "echo-all":
         echo_all(int(sys.argv[2]), int(sys.argv[3]))
     elif sys.argv[1] == "busy-one":

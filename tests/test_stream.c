@@ -42,6 +42,13 @@
  *     answer, sleeps (CPU under a quarter of the wait) until their return
  *     wakes it. Without batching (RB2_TEST_BATCH=0) every write publishes,
  *     so the writes wait for the credits: asleep, under the same bound;
+ *   - across hosts with batching, a writer 200 writes ahead of a reader
+ *     that does not read, whose process then ends: after a close (the
+ *     reader wakes past the close's 10 s wait), after
+ *     rb2_stream_end_at_exit() (rb2-run's exit; the reader wakes within
+ *     its wait) and with neither. The reader gets every byte and the
+ *     end, or a reset, never the end after part of them: all and the end
+ *     after the exit's, a reset after neither;
  *   - wait names (rb2_stream_wait_id()) carry the process's pid above a
  *     count, so no two waits of live processes share one: a parent's and
  *     its fork child's differ, and one process's never repeat in a row.
@@ -434,22 +441,36 @@ server(struct rb2_stream *s, int bell)
 }
 
 /*
- * A writer that closes ahead of a reader that does not read (across hosts):
+ * A writer that ends ahead of a reader that does not read (across hosts):
  * 200 writes of 16 B, each its own publication, use up the reader's 64
- * credits, and the writer closes. The reader, awake 16 s later, must get
- * every byte and then the end, or a reset: never the end after part of
- * them, which is what a close that gave up on its unpublished bytes
- * without a word made of them.
+ * credits, and the writer's process ends, in one of three ways (enum
+ * ahead_end). The reader, awake later, must get every byte and then the
+ * end, or a reset: never the end after part of them, which is what a
+ * close that gave up on its unpublished bytes, or an exit with the
+ * stream open, made of them without a word.
  */
 #define CLOSE_AHEAD_WRITES 200
 
+enum ahead_end {
+	AHEAD_CLOSE,     /* rb2_stream_close(); the reader sleeps past its 10 s */
+	AHEAD_EXIT,      /* rb2_stream_end_at_exit() (rb2-run's exit), read within it */
+	AHEAD_DIE,       /* neither: the reader must get a reset */
+};
+
+static const char *const ahead_end_name[] = {
+	[AHEAD_CLOSE] = "close ahead",
+	[AHEAD_EXIT] = "exit ahead",
+	[AHEAD_DIE] = "die ahead",
+};
+
 static int
-close_ahead_writer(struct rb2_stream *s, int bell)
+end_ahead_writer(struct rb2_stream *s, int bell, enum ahead_end how)
 {
+	const char *what = ahead_end_name[how];
 	uint8_t m[AHEAD_SIZE];
 
 	if (s == NULL) {
-		printf("FAILED: close ahead: the writer's open: %s\n", strerror(errno));
+		printf("FAILED: %s: the writer's open: %s\n", what, strerror(errno));
 		return 1;
 	}
 	for (uint32_t i = 0; i < CLOSE_AHEAD_WRITES; i++) {
@@ -459,39 +480,47 @@ close_ahead_writer(struct rb2_stream *s, int bell)
 		for (uint32_t j = 0; j < AHEAD_SIZE; j++)
 			m[j] = pat((uint64_t)i * AHEAD_SIZE + j, 3);
 		while ((n = rb2_stream_send(s, &iov, 1)) == -EAGAIN)
-			wait_for(s, bell, POLLOUT);
-		CHECK(n == AHEAD_SIZE, "close ahead: write %u: %zd", i + 1, n);
+			wait_for(s, bell, POLLIN);
+		CHECK(n == AHEAD_SIZE, "%s: write %u: %zd", what, i + 1, n);
 		if (batch)
 			(void)rb2_stream_flush(s);
 	}
-	rb2_stream_close(s);
+	if (how == AHEAD_CLOSE)
+		rb2_stream_close(s);
+	else if (how == AHEAD_EXIT)
+		CHECK(rb2_stream_end_at_exit(s, 10000) == 0, "%s: the end did not go", what);
 	close(bell);                     /* the process's end, as at its exit */
 	return fails != 0;
 }
 
 static void
-close_ahead_reader(struct rb2_stream *s, int bell)
+end_ahead_reader(struct rb2_stream *s, int bell, enum ahead_end how)
 {
+	const char *what = ahead_end_name[how];
 	const size_t total = (size_t)CLOSE_AHEAD_WRITES * AHEAD_SIZE;
 	size_t got, bad = 0;
 	ssize_t n;
 
 	if (s == NULL) {
-		printf("FAILED: close ahead: the reader's open: %s\n", strerror(errno));
+		printf("FAILED: %s: the reader's open: %s\n", what, strerror(errno));
 		fails++;
 		return;
 	}
-	usleep(16000000);  /* past the writer's close: 10 s after its last progress */
+	/* Past the close's 10 s without progress; within the exit's wait. */
+	usleep(how == AHEAD_CLOSE ? 16000000 : 1000000);
 	got = recv_check(s, bell, SIZE_MAX, 3, &bad, &n);   /* to the end */
-	printf("close ahead: the reader got %zu of %zu bytes, then %s\n", got, total,
+	printf("%s: the reader got %zu of %zu bytes, then %s\n", what, got, total,
 	       n == 0 ? "the end" : strerror((int)-n));
-	CHECK(bad == 0, "close ahead: %zu bytes off the pattern", bad);
+	CHECK(bad == 0, "%s: %zu bytes off the pattern", what, bad);
 	CHECK((n == 0 && got == total) || n == -ECONNRESET,
-	      "close ahead: the end after %zu of %zu bytes, with no reset: the rest was lost "
-	      "without a word", got, total);
+	      "%s: the end after %zu of %zu bytes, with no reset: the rest was lost "
+	      "without a word", what, got, total);
+	/* The exit sends everything to a reader that reads; a process that
+	 * died leaves a reset, whatever arrived. */
+	CHECK(how != AHEAD_EXIT || n == 0, "%s: %s, not the end", what, strerror((int)-n));
+	CHECK(how != AHEAD_DIE || n == -ECONNRESET, "%s: the end, not a reset", what);
 	rb2_stream_close(s);
 }
-
 /* remote-shm: the client on a thread of its own. */
 struct end {
 	struct rb2_stream *s;
@@ -512,18 +541,18 @@ client_thread(void *arg)
 
 static struct rb2_stream *open_verbs(int is_client, int bell, struct rb2_xport **xp);
 
-/* The writer that closes ahead, on a stream pair of its own (across hosts
+/* The writer that ends ahead, on a stream pair of its own (across hosts
  * with batching, as rb2-run's: without it each write would wait up to a
- * second for the credits, and the close would come after the reader woke). */
+ * second for the credits, and the end would come after the reader woke). */
 static void
-close_ahead(void)
+end_ahead(enum ahead_end how)
 {
 	struct rb2_xport *xp = NULL;
 	int sv[2], status = 0;
 	pid_t pid;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
-		printf("FAILED: close ahead: socketpair: %s\n", strerror(errno));
+		printf("FAILED: %s: socketpair: %s\n", ahead_end_name[how], strerror(errno));
 		fails++;
 		return;
 	}
@@ -531,14 +560,24 @@ close_ahead(void)
 	if (pid == 0) {
 		struct rb2_xport *cxp = NULL;
 
+		/* An arena of its own, as an rb2-run process has for its
+		 * streams to other hosts: what an exit leaves in it goes with
+		 * the process, not into the test's. */
 		close(sv[1]);
-		_exit(close_ahead_writer(open_verbs(1, sv[0], &cxp), sv[0]));
+		if (rb2_noeal_arena_create(2 * RB2_STREAM_ARENA_SIZE,
+					   RB2_NOEAL_ARENA_ADDR + (1ull << 36), 0) == NULL) {
+			printf("FAILED: %s: the writer's arena: %s\n", ahead_end_name[how],
+			       strerror(errno));
+			_exit(1);
+		}
+		_exit(end_ahead_writer(open_verbs(1, sv[0], &cxp), sv[0], how));
 	}
 	close(sv[0]);
-	close_ahead_reader(open_verbs(0, sv[1], &xp), sv[1]);
+	end_ahead_reader(open_verbs(0, sv[1], &xp), sv[1], how);
 	close(sv[1]);
 	waitpid(pid, &status, 0);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "close ahead: the writer failed");
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: the writer failed",
+	      ahead_end_name[how]);
 	if (xp != NULL)
 		rb2_xport_close(xp);
 }
@@ -667,8 +706,11 @@ main(int argc, char **argv)
 		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the client failed");
 		if (xp != NULL)
 			rb2_xport_close(xp);
-		if (batch)
-			close_ahead();
+		if (batch) {
+			end_ahead(AHEAD_CLOSE);
+			end_ahead(AHEAD_EXIT);
+			end_ahead(AHEAD_DIE);
+		}
 	}
 	CHECK(rb2_noeal_arena_zones(a) == 0, "%u zones left in the arena after both closed",
 	      rb2_noeal_arena_zones(a));

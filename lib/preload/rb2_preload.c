@@ -573,6 +573,59 @@ held_flush_all(void)
 }
 
 /*
+ * The process exits with connections to other hosts open. The kernel
+ * closes its sockets and keeps sending their bytes, then the FIN; but a
+ * stream's writes held for the reader's credits, and what its NIC has not
+ * sent, die with the process's queues. So each stream sends what a close
+ * would (rb2_stream_end_at_exit()), all of them within EXIT_END_MS, which
+ * bounds how long a reader that reads nothing can keep the process (the
+ * last stream's wait for its WRITEs to land, rb2_tx_drain(), may add its
+ * own bound; streams left when the time is up are not tried). A
+ * stream that does not end in time, or whose lock another thread holds,
+ * is reset at its reader, never taken for a clean end, and said here.
+ * Runs first of our exit handlers: the stats line counts its WRs. A
+ * process that dies by a signal or _exit() runs none of this: its readers
+ * get a reset (rb2_stream.c, at_eof()).
+ */
+#define EXIT_END_MS 10000
+
+static void
+streams_end_at_exit(void)
+{
+	uint64_t until = now_ns() + EXIT_END_MS * 1000000ull;
+	unsigned int ended = 0, cut = 0;
+
+	held_flush_all();
+	if (remote_xp == NULL || remote_pid != getpid())
+		return;                  /* no stream of this process is remote */
+	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
+		struct psock *p = atomic_load(&tab[fd]);
+		uint64_t now = now_ns();
+		int ret = -EBUSY;
+
+		if (p == NULL || p->st == NULL || p->rslot < 0 || p->inherited)
+			continue;
+		if (now < until && pthread_mutex_trylock(&p->tx_lock) == 0) {
+			if (pthread_mutex_trylock(&p->rx_lock) == 0) {
+				ret = rb2_stream_end_at_exit(p->st,
+					(unsigned int)((until - now) / 1000000) + 1);
+				pthread_mutex_unlock(&p->rx_lock);
+			}
+			pthread_mutex_unlock(&p->tx_lock);
+		}
+		if (ret == 0)
+			ended++;
+		else
+			cut++;
+	}
+	if (cut > 0)
+		fprintf(stderr, "rb2-run: pid %d: exit: %u of %u connection(s) to other hosts "
+			"could not send their end (another thread in a call, or no room or "
+			"answer within %d s): their readers get a reset\n", (int)getpid(), cut,
+			cut + ended, EXIT_END_MS / 1000);
+}
+
+/*
  * The thread that bounds how long a write is held: asleep while nothing
  * is, else it flushes every RB2_RUN_BATCH_US. A pass that sends nothing
  * leaves only streams whose publication waits for the reader's credits:
@@ -3158,5 +3211,5 @@ preload_init(void)
 	active = 1;
 	pthread_atfork(ahead_prefork, ahead_postfork_parent, child_after_fork);
 	atexit(print_stats);
-	atexit(held_flush_all);          /* runs first: the stats count its WRs */
+	atexit(streams_end_at_exit);     /* runs first: the stats count its WRs */
 }

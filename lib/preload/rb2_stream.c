@@ -182,6 +182,9 @@ struct rb2_stream {
 	int dead;                /* across hosts, the peer's host stopped answering: the
 				    kernel socket's error (ETIMEDOUT), with peer_gone */
 	int dead_told;           /* a call returned it: reads get 0, writes EPIPE */
+	int cut;                 /* across hosts, the peer's process ended with no mark,
+				    and what it published can no longer be asked: reset */
+	int close_sent;          /* send_close() ran */
 	uint64_t bell_bytes;     /* bytes read off the bell's socket */
 	uint32_t off;            /* bytes of the first unreleased message already read */
 	struct rb2_stream_stats st;
@@ -521,7 +524,26 @@ peer_closed(const struct rb2_stream *s)
 static inline int
 peer_reset(const struct rb2_stream *s)
 {
-	return s->broken || atomic_load_explicit(&s->ctl->reset[!s->me], memory_order_acquire);
+	return s->broken || s->cut ||
+		atomic_load_explicit(&s->ctl->reset[!s->me], memory_order_acquire);
+}
+
+/* A read of a reset connection: as TCP's RST, one read fails with
+ * ECONNRESET (a peek does not take it), then the end. */
+static ssize_t
+reset_told(struct rb2_stream *s, int peek)
+{
+	if (s->rst_seen || peek)
+		return s->rst_seen ? 0 : -ECONNRESET;
+	s->rst_seen = 1;
+	return -ECONNRESET;
+}
+
+/* What poll says of a reset connection: POLLERR until a read took it. */
+static int
+reset_events(const struct rb2_stream *s)
+{
+	return POLLIN | POLLOUT | POLLRDHUP | POLLHUP | (s->rst_seen ? 0 : POLLERR);
 }
 
 /* A channel call of ours returned @err. Across hosts, a channel that
@@ -1125,16 +1147,29 @@ at_eof(struct rb2_stream *s)
 		uint64_t v;
 
 		/* Across hosts the end is the peer's mark, in order behind its
-		 * data. Without it, the kernel socket's FIN (the peer's process
-		 * ended) is the end once nothing more is on its way: the FIN
-		 * may overtake the last WRITEs, so ask the peer what it sent,
-		 * unless its queue is gone. */
+		 * data: a close sends it, and so does an exit under rb2-run
+		 * (rb2_stream_end_at_exit()). Without it, the kernel socket's
+		 * FIN (the peer's process ended) is the end once nothing more
+		 * is on its way: the FIN may overtake the last WRITEs, so ask
+		 * the peer what it sent. If its queue is gone with its
+		 * process, nobody can say whether all it wrote is here:
+		 * writes held for credits, or never sent by its NIC, went
+		 * with it. A clean end would pass that loss off as the whole
+		 * stream, so it is a reset, said once (the kernel, which
+		 * keeps a dead process's bytes, would give a FIN). */
 		if (s->rm->eof)
 			return 1;
-		if (s->dead || !s->peer_gone || rb2_rx_peek_burst(s->rx, &m, 1) != 0)
+		if (s->dead || s->cut || !s->peer_gone || rb2_rx_peek_burst(s->rx, &m, 1) != 0)
 			return 0;
-		if (read_peer(s, &s->ctl->by[!s->me].published, &v, RB2_STREAM_GONE_MS) < 0 ||
-		    v <= arrived(s)) {
+		if (read_peer(s, &s->ctl->by[!s->me].published, &v, RB2_STREAM_GONE_MS) < 0) {
+			s->cut = 1;
+			fprintf(stderr, "rb2-run: pid %d: fd %d: the process on the other host "
+				"ended without the end of its bytes, and its queues went with it: "
+				"what it wrote may not all be here; the connection is reset\n",
+				(int)getpid(), s->bell);
+			return 0;
+		}
+		if (v <= arrived(s)) {
 			s->rm->eof = 1;      /* once: the READ is not asked again */
 			return 1;
 		}
@@ -1157,12 +1192,8 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 
 	/* The peer closed with our bytes unread: as TCP's RST, one read fails
 	 * with ECONNRESET, and what it had sent is dropped; then the end. */
-	if (peer_reset(s)) {
-		if (s->rst_seen || peek)
-			return s->rst_seen ? 0 : -ECONNRESET;
-		s->rst_seen = 1;
-		return -ECONNRESET;
-	}
+	if (peer_reset(s))
+		return reset_told(s, peek);
 	while (i < iovcnt && iov[i].iov_len == 0)
 		i++;
 	if (i == iovcnt)
@@ -1246,11 +1277,17 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 		return 0;
 	if (channel_dead(s, n))
 		return dead_told(s, 0);
-	if (n == 0)
-		return at_eof(s) ? 0 : -EAGAIN;
-	/* The peer's process is gone and we read all it sent: the end, as
-	 * the kernel's FIN when a process exits with its sockets open. */
-	return at_eof(s) || n == -ECONNRESET ? 0 : n;
+	if (n == 0 || n == -ECONNRESET) {
+		if (at_eof(s))
+			return 0;
+		if (peer_reset(s))
+			return reset_told(s, peek);  /* at_eof() found the end cut */
+		/* -ECONNRESET: the peer's process is gone and we read all it
+		 * sent: the end, as the kernel's FIN when a process exits with
+		 * its sockets open. */
+		return n == 0 ? -EAGAIN : 0;
+	}
+	return at_eof(s) ? 0 : n;
 }
 
 size_t
@@ -1280,7 +1317,7 @@ rb2_stream_poll(struct rb2_stream *s)
 	int ev = 0, n, w;
 
 	if (peer_reset(s))
-		return POLLIN | POLLOUT | POLLRDHUP | POLLHUP | (s->rst_seen ? 0 : POLLERR);
+		return reset_events(s);
 	if (s->dead)
 		return POLLIN | POLLOUT | POLLHUP | (s->dead_told ? 0 : POLLERR);
 	if (s->rm != NULL && s->rm->mark_pending)
@@ -1293,6 +1330,8 @@ rb2_stream_poll(struct rb2_stream *s)
 		ev |= at_eof(s) || n == -ECONNRESET ? POLLIN | POLLRDHUP : POLLIN | POLLERR | POLLHUP;
 	else if (at_eof(s))
 		ev |= POLLIN | POLLRDHUP;
+	if (s->cut)
+		return reset_events(s);          /* at_eof() found the end cut */
 	/* A write fails at once. Both ways shut (POLLHUP) once the peer's end
 	 * is here: across hosts, its FIN or its closed word may overtake
 	 * the last WRITEs, and a reader must wait for them. */
@@ -1649,15 +1688,16 @@ tx_sleep(struct rb2_stream *s, unsigned int us)
 /* Across hosts, closing with writes that wait for the reader's credits: as
  * kernel TCP goes on sending after a close, wait for them while the reader
  * reads, asleep until its return of credits rings (rb2_tx_wait_arm()). A
- * reader that takes nothing for RB2_STREAM_LINGER_MS is given up on. */
+ * reader that takes nothing for RB2_STREAM_LINGER_MS is given up on, and
+ * so is any once the cycle count passes @until (0: no such bound). */
 static void
-linger(struct rb2_stream *s)
+linger(struct rb2_stream *s, uint64_t until)
 {
 	uint64_t hz = rte_get_timer_hz(), pub = rb2_tx_published(s->tx);
 	uint64_t last = rte_get_timer_cycles();
 
 	while (!peer_closed(s) && rb2_tx_tail(s->tx) != rb2_tx_published(s->tx)) {
-		uint64_t now = rte_get_timer_cycles();
+		uint64_t now = rte_get_timer_cycles(), us = 100000;
 		int ret;
 
 		if (rb2_tx_published(s->tx) != pub) {
@@ -1666,7 +1706,11 @@ linger(struct rb2_stream *s)
 		} else if (now - last > hz * RB2_STREAM_LINGER_MS / 1000) {
 			break;
 		}
-		ret = tx_sleep(s, 100000);
+		if (until != 0 && now >= until)
+			break;
+		if (until != 0)
+			us = RTE_MIN(us, (until - now) * 1000000 / hz + 1);
+		ret = tx_sleep(s, (unsigned int)us);
 		if (ret < 0 && ret != -EAGAIN)
 			break;                   /* the channel failed */
 		if (rb2_tx_flush_or_defer(s->tx) < 0)
@@ -1674,61 +1718,90 @@ linger(struct rb2_stream *s)
 	}
 }
 
+/*
+ * What a close sends the peer (rb2_stream_close(), rb2_stream_end_at_exit()):
+ * the end behind the last byte written, or a reset where bytes cannot be
+ * delivered; the closed word; across hosts, a wait until the peer's memory
+ * holds it all. Across hosts the waits for room and credits end at @until
+ * (cycles; 0: the mark waits a second, the writes RB2_STREAM_LINGER_MS
+ * without progress). Once per stream. @return 0, or -ETIMEDOUT: some
+ * writes did not go (the peer is told of a reset), or the end may not have
+ * reached the peer.
+ */
+static int
+send_close(struct rb2_stream *s, uint64_t until)
+{
+	struct rb2_msg m;
+	int ret = 0;
+
+	if (s->close_sent)
+		return 0;
+	s->close_sent = 1;
+	if (s->tx != NULL)
+		rb2_stream_shutdown_wr(s);
+	if (s->rm != NULL && s->rm->peer_ctl != 0) {
+		/* The mark waits for room: a reader that reads gives it
+		 * soon; one that does not is told of the close below. */
+		uint64_t hz = rte_get_timer_hz();
+		uint64_t mark_until = until != 0 ? until : rte_get_timer_cycles() + hz;
+
+		while (!try_mark(s) && !s->peer_gone && !peer_closed(s)) {
+			uint64_t now = rte_get_timer_cycles();
+			int r;
+
+			if (now >= mark_until)
+				break;
+			r = tx_sleep(s, (unsigned int)((mark_until - now) * 1000000 / hz));
+			if (r < 0 && r != -EAGAIN)
+				break;           /* the channel failed */
+		}
+		linger(s, until);
+		/* Published in part: the reader has not returned the credits
+		 * for the rest (it read nothing for RB2_STREAM_LINGER_MS, or
+		 * not enough before @until). The bytes are in its memory, but
+		 * no tail says so: a reader that took our FIN for the end
+		 * would miss them without a word. TCP's answer to bytes it
+		 * cannot deliver is a reset: the reader's next read fails
+		 * with ECONNRESET, and we say what was lost. */
+		if (!peer_closed(s) && rb2_tx_tail(s->tx) != rb2_tx_published(s->tx)) {
+			fprintf(stderr, "rb2-run: pid %d: fd %d: closed with the last %" PRIu64
+				" ring slots of its writes unpublished: the reader on the other "
+				"host did not read them in the %s; they are lost, and the "
+				"connection is reset\n", (int)getpid(), s->bell,
+				rb2_tx_tail(s->tx) - rb2_tx_published(s->tx),
+				until != 0 ? "time its process's exit waited" : "10 s the close waited");
+			publish_word(s, &s->ctl->reset[s->me], 1);
+			ret = -ETIMEDOUT;
+		}
+	}
+	/* Bytes the peer sent that nobody read: TCP answers with a
+	 * reset, not a FIN. */
+	if (s->rx != NULL && (s->off > 0 || rb2_rx_peek_burst(s->rx, &m, 1) > 0))
+		publish_word(s, &s->ctl->reset[s->me], 1);
+	publish_word(s, &s->ctl->closed[s->me], 1);
+	bump(&s->ctl->by[s->me].rel);
+	/* A writer waiting for room learns that nobody will read. */
+	ring_writer(s, !s->me);
+	/* Across hosts, what the NIC has not sent yet would go with
+	 * the queue: wait until the peer's memory holds it all. */
+	if (s->rm != NULL && s->rm->peer_ctl != 0 && !peer_closed(s))
+		ret = rb2_tx_drain(s->tx) < 0 ? -ETIMEDOUT : ret;
+	return ret;
+}
+
+int
+rb2_stream_end_at_exit(struct rb2_stream *s, unsigned int ms)
+{
+	if (s->ctl == NULL || s->rm == NULL)
+		return 0;
+	return send_close(s, rte_get_timer_cycles() + (uint64_t)ms * rte_get_timer_hz() / 1000 + 1);
+}
+
 void
 rb2_stream_close(struct rb2_stream *s)
 {
-	if (s->ctl != NULL) {
-		struct rb2_msg m;
-
-		if (s->tx != NULL)
-			rb2_stream_shutdown_wr(s);
-		if (s->rm != NULL && s->rm->peer_ctl != 0) {
-			/* The mark waits for room: a reader that reads gives it
-			 * soon; one that does not is told of the close below. */
-			uint64_t hz = rte_get_timer_hz(), until = rte_get_timer_cycles() + hz;
-
-			while (!try_mark(s) && !s->peer_gone && !peer_closed(s)) {
-				uint64_t now = rte_get_timer_cycles();
-				int ret;
-
-				if (now >= until)
-					break;
-				ret = tx_sleep(s, (unsigned int)((until - now) * 1000000 / hz));
-				if (ret < 0 && ret != -EAGAIN)
-					break;           /* the channel failed */
-			}
-			linger(s);
-			/* Published in part: the reader has not returned the
-			 * credits for the rest (it read nothing for
-			 * RB2_STREAM_LINGER_MS). The bytes are in its memory,
-			 * but no tail says so: a reader that took our FIN for
-			 * the end would miss them without a word. TCP's answer
-			 * to bytes it cannot deliver is a reset: the reader's
-			 * next read fails with ECONNRESET, and we say what was
-			 * lost. */
-			if (!peer_closed(s) && rb2_tx_tail(s->tx) != rb2_tx_published(s->tx)) {
-				fprintf(stderr, "rb2-run: pid %d: fd %d: closed with the last %" PRIu64
-					" ring slots of its writes unpublished: the reader on the other "
-					"host read nothing for the %d s the close waited; they "
-					"are lost, and the connection is reset\n", (int)getpid(), s->bell,
-					rb2_tx_tail(s->tx) - rb2_tx_published(s->tx),
-					RB2_STREAM_LINGER_MS / 1000);
-				publish_word(s, &s->ctl->reset[s->me], 1);
-			}
-		}
-		/* Bytes the peer sent that nobody read: TCP answers with a
-		 * reset, not a FIN. */
-		if (s->rx != NULL && (s->off > 0 || rb2_rx_peek_burst(s->rx, &m, 1) > 0))
-			publish_word(s, &s->ctl->reset[s->me], 1);
-		publish_word(s, &s->ctl->closed[s->me], 1);
-		bump(&s->ctl->by[s->me].rel);
-		/* A writer waiting for room learns that nobody will read. */
-		ring_writer(s, !s->me);
-		/* Across hosts, what the NIC has not sent yet would go with
-		 * the queue: wait until the peer's memory holds it all. */
-		if (s->rm != NULL && s->rm->peer_ctl != 0 && !peer_closed(s))
-			(void)rb2_tx_drain(s->tx);
-	}
+	if (s->ctl != NULL)
+		(void)send_close(s, 0);
 	if (s->tx != NULL)
 		rb2_tx_destroy(s->tx);
 	if (s->rx != NULL)

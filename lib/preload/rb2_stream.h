@@ -338,6 +338,19 @@ void rb2_stream_shutdown_wr(struct rb2_stream *s);
  *  dropped), its poll says POLLERR|POLLHUP, its writes get EPIPE. */
 void rb2_stream_close(struct rb2_stream *s);
 
+/**
+ * The process ends with @p s open, across hosts: send what rb2_stream_close()
+ * sends (what was written, then the end; a reset if bytes the peer sent are
+ * unread, or if some of ours cannot go), waiting at most @p ms for the
+ * reader's credits and the NIC, as the kernel goes on sending a dead
+ * process's bytes. The stream stays allocated, shut both ways: the process
+ * is ending. Without it, the peer's read, finding the process gone and its
+ * queues with it, fails with ECONNRESET, since nobody can say what did not
+ * arrive. Once; a no-op on one host, where the ring outlives the process.
+ * @return 0, or -ETIMEDOUT: the end may not have reached the peer.
+ */
+int rb2_stream_end_at_exit(struct rb2_stream *s, unsigned int ms);
+
 /** A copy of a stream that this process inherited across fork(), while the
  *  stream stays its parent's: close this process's descriptors of it (its
  *  eventfds), and touch nothing the two share. */

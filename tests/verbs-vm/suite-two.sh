@@ -537,6 +537,28 @@ rr_ahead() { # PORT
 	fi
 }
 rr_ahead 21611
+# A writer that exits with its connection open, ahead of a reader that
+# sleeps 3 s: its last writes wait for the reader's credits when it exits.
+# The kernel would go on sending a dead process's bytes, then the FIN; here
+# they would die with its queues, so rb2-run's exit handler sends them and
+# the end first, waiting (at most 10 s) for the reader. The reader gets all
+# 32000 bytes, then the end. Without the handler it gets part, then a reset
+# (never the end after part: rb2_stream.c's at_eof()).
+rr_exit_ahead() { # PORT
+	local f=/tmp/rr-exit-ahead rc
+	if [ $side = server ]; then
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" late-end "$1" 2000 3 > $f 2>&1
+		rr_result exit_sends_the_end "$?" $f "late-end: 32000 of 32000 bytes, whole, then the end" \
+			"$verbs_line"
+	else
+		rr_wait_listener "$1"
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" exit-ahead "$1" 2000 > $f 2>&1
+		rc=$?
+		grep -q "could not send their end" $f && rc="its exit could not send the end"
+		rr_result exit_sends_the_end "$rc" $f "exiting with the socket open" "$verbs_line"
+	fi
+}
+rr_exit_ahead 21612
 # A writer in epoll that looks into its set without blocking between sends
 # (as Redis's loop does with work pending), and waits there for room when
 # short, while the reader pauses 300 ms: its sends' completions raise its

@@ -52,6 +52,9 @@ only, so that they run the same under rb2-run and without it.
                                      pattern as fast as they go, and exit
                                      (exit(), so its handlers run) with the
                                      socket open
+  rb2run_peer.py close-ahead PORT N send N writes of 16 bytes of the
+                                     pattern as fast as they go, close, and
+                                     print how long the close took; exit
   rb2run_peer.py late-end PORT N SECONDS
                                      accept one connection; sleep SECONDS,
                                      then read to the end; print what came
@@ -482,6 +485,17 @@ def exit_ahead(port, n):
     return 0
 
 
+def close_ahead(port, n):
+    c = connect_to(port)
+    for i in range(n):
+        c.send(pattern(16, 16 * i))
+    t0 = time.monotonic()
+    c.close()
+    print("close-ahead: %d writes of 16 B; the close took %.0f ms"
+          % (n, 1e3 * (time.monotonic() - t0)), flush=True)
+    return 0
+
+
 def late_end(port, n, seconds):
     s = listen_on(port, 1)
     c, _ = s.accept()
@@ -660,6 +674,8 @@ if __name__ == "__main__":
         sys.exit(late(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])))
     elif sys.argv[1] == "exit-ahead":
         sys.exit(exit_ahead(int(sys.argv[2]), int(sys.argv[3])))
+    elif sys.argv[1] == "close-ahead":
+        sys.exit(close_ahead(int(sys.argv[2]), int(sys.argv[3])))
     elif sys.argv[1] == "late-end":
         sys.exit(late_end(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])))
     elif sys.argv[1] == "echo-all":

@@ -44,11 +44,13 @@
  *     so the writes wait for the credits: asleep, under the same bound;
  *   - across hosts with batching, a writer 200 writes ahead of a reader
  *     that does not read, whose process then ends: after a close (the
- *     reader wakes past the close's 10 s wait), after
+ *     reader wakes past the close's 10 s wait), after rb2-run's close
+ *     behind a slow reader (rb2_stream_close_would_wait() says so at once;
+ *     the rest on a duplicate of the bell's socket), after
  *     rb2_stream_end_at_exit() (rb2-run's exit; the reader wakes within
  *     its wait) and with neither. The reader gets every byte and the
  *     end, or a reset, never the end after part of them: all and the end
- *     after the exit's, a reset after neither;
+ *     after the exit's and the close behind, a reset after neither;
  *   - wait names (rb2_stream_wait_id()) carry the process's pid above a
  *     count, so no two waits of live processes share one: a parent's and
  *     its fork child's differ, and one process's never repeat in a row.
@@ -453,12 +455,15 @@ server(struct rb2_stream *s, int bell)
 
 enum ahead_end {
 	AHEAD_CLOSE,     /* rb2_stream_close(); the reader sleeps past its 10 s */
+	AHEAD_BEHIND,    /* rb2-run's close behind a slow reader: the first step
+			    returns at once, the rest on a duplicate bell */
 	AHEAD_EXIT,      /* rb2_stream_end_at_exit() (rb2-run's exit), read within it */
 	AHEAD_DIE,       /* neither: the reader must get a reset */
 };
 
 static const char *const ahead_end_name[] = {
 	[AHEAD_CLOSE] = "close ahead",
+	[AHEAD_BEHIND] = "close behind",
 	[AHEAD_EXIT] = "exit ahead",
 	[AHEAD_DIE] = "die ahead",
 };
@@ -485,7 +490,23 @@ end_ahead_writer(struct rb2_stream *s, int bell, enum ahead_end how)
 		if (batch)
 			(void)rb2_stream_flush(s);
 	}
-	if (how == AHEAD_CLOSE)
+	if (how == AHEAD_BEHIND) {
+		struct timespec t0, t1;
+		int w, dup_bell;
+		long ms;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		w = rb2_stream_close_would_wait(s);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		CHECK(w == 1, "%s: the close would not wait for a reader out of credits", what);
+		ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		CHECK(ms < 500, "%s: its first step took %ld ms: it waited for a credit", what, ms);
+		dup_bell = dup(bell);
+		rb2_stream_move_bell(s, dup_bell);
+		close(bell);
+		bell = dup_bell;
+	}
+	if (how == AHEAD_CLOSE || how == AHEAD_BEHIND)
 		rb2_stream_close(s);
 	else if (how == AHEAD_EXIT)
 		CHECK(rb2_stream_end_at_exit(s, 10000) == 0, "%s: the end did not go", what);
@@ -506,7 +527,8 @@ end_ahead_reader(struct rb2_stream *s, int bell, enum ahead_end how)
 		fails++;
 		return;
 	}
-	/* Past the close's 10 s without progress; within the exit's wait. */
+	/* Past the close's 10 s without progress; within the exit's wait and
+	 * the close's behind it. */
 	usleep(how == AHEAD_CLOSE ? 16000000 : 1000000);
 	got = recv_check(s, bell, SIZE_MAX, 3, &bad, &n);   /* to the end */
 	printf("%s: the reader got %zu of %zu bytes, then %s\n", what, got, total,
@@ -515,9 +537,10 @@ end_ahead_reader(struct rb2_stream *s, int bell, enum ahead_end how)
 	CHECK((n == 0 && got == total) || n == -ECONNRESET,
 	      "%s: the end after %zu of %zu bytes, with no reset: the rest was lost "
 	      "without a word", what, got, total);
-	/* The exit sends everything to a reader that reads; a process that
-	 * died leaves a reset, whatever arrived. */
-	CHECK(how != AHEAD_EXIT || n == 0, "%s: %s, not the end", what, strerror((int)-n));
+	/* The exit, and the close behind, send everything to a reader that
+	 * reads; a process that died leaves a reset, whatever arrived. */
+	CHECK((how != AHEAD_EXIT && how != AHEAD_BEHIND) || n == 0, "%s: %s, not the end", what,
+	      strerror((int)-n));
 	CHECK(how != AHEAD_DIE || n == -ECONNRESET, "%s: the end, not a reset", what);
 	rb2_stream_close(s);
 }
@@ -708,6 +731,7 @@ main(int argc, char **argv)
 			rb2_xport_close(xp);
 		if (batch) {
 			end_ahead(AHEAD_CLOSE);
+			end_ahead(AHEAD_BEHIND);
 			end_ahead(AHEAD_EXIT);
 			end_ahead(AHEAD_DIE);
 		}

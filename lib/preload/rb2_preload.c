@@ -144,6 +144,7 @@ static struct {
 	struct { char why[96]; uint64_t n; } plain[REASONS];
 	uint64_t plain_other;
 	uint64_t exec_ended;
+	uint64_t closes_behind;          /* across hosts: closes finished in the background */
 	uint64_t foreign_resets, foreign_bytes;   /* bytes past our calls: reset */
 	uint64_t wrs, doorbells;         /* across hosts: send WRs, and their posts */
 	uint64_t held, held_flushes;     /* across hosts: writes batched, and sent by a flush */
@@ -336,6 +337,16 @@ remote_arena_free(int slot)
 	pthread_mutex_unlock(&remote_lock);
 }
 
+/* In a thread of ours: the program's signals go to its own threads. */
+static void
+block_signals(void)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+}
+
 /* ---- Other hosts: ends made ahead ------------------------------------------ */
 
 /*
@@ -377,10 +388,8 @@ static void *
 ahead_main(void *arg)
 {
 	struct rb2_xport *xp = arg;
-	sigset_t all;
 
-	sigfillset(&all);                /* the program's signals are its threads' */
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	block_signals();
 	for (;;) {
 		struct made m;
 
@@ -572,6 +581,134 @@ held_flush_all(void)
 	(void)held_flush_pass();
 }
 
+/* ---- Closes that wait for the reader, finished in the background ----------- */
+
+/*
+ * A close across hosts whose writes wait for the reader's credits, or whose
+ * end waits for room, would block the program for as long as the reader
+ * takes to read (up to RB2_STREAM_LINGER_MS without progress). Kernel TCP's
+ * close returns at once and sends the rest behind it. So such a close goes
+ * on in a thread of its own, one per such close (each sleeps on its own
+ * sender's completion channel until the credits come), and the program's
+ * fd is free at once. The thread holds a duplicate of the kernel socket,
+ * so that the FIN still comes after the end (the reader takes a FIN with no
+ * end for a process that died), and closes it last. A program that set
+ * SO_LINGER gets the blocking close it asked for. The exit handler waits
+ * for these threads (streams_end_at_exit()).
+ */
+struct closer {
+	struct rb2_stream *st;
+	struct rb2_noeal_arena *arena;
+	int rslot, fd;           /* fd: the duplicate of the kernel socket */
+	struct closer *next;
+};
+static pthread_mutex_t closer_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t closer_done;       /* on CLOCK_MONOTONIC (closer_init()) */
+static struct closer *closers;           /* under closer_lock: still closing */
+
+static void
+closer_init(void)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&closer_done, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+/* @c is done: off the list, and the exit handler told. */
+static void
+closer_unlist(struct closer *c)
+{
+	pthread_mutex_lock(&closer_lock);
+	for (struct closer **cc = &closers; *cc != NULL; cc = &(*cc)->next) {
+		if (*cc == c) {
+			*cc = c->next;
+			break;
+		}
+	}
+	pthread_cond_broadcast(&closer_done);
+	pthread_mutex_unlock(&closer_lock);
+}
+
+static void *
+closer_main(void *arg)
+{
+	struct closer *c = arg;
+
+	block_signals();
+	rb2_stream_close(c->st);
+	real.close(c->fd);               /* the FIN, behind the end */
+	rb2_noeal_arena_detach(c->arena);
+	remote_arena_free(c->rslot);
+	closer_unlist(c);
+	free(c);
+	return NULL;
+}
+
+/* Close @p, the last of @fd's psock, in the background if it would wait for
+ * its reader. @return 1 if it does (p's stream is gone from it), else 0. */
+static int
+close_in_background(struct psock *p, int fd)
+{
+	struct linger l = { 0, 0 };
+	socklen_t len = sizeof(l);
+	pthread_attr_t attr;
+	struct closer *c;
+	pthread_t t;
+	int ret;
+
+	if (p->st == NULL || p->rslot < 0 || p->inherited)
+		return 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff)
+		return 0;                /* the program asked to wait */
+	if (!rb2_stream_close_would_wait(p->st))
+		return 0;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return 0;
+	c->fd = real.fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (c->fd < 0) {
+		free(c);
+		return 0;
+	}
+	c->st = p->st;
+	c->arena = p->arena;
+	c->rslot = p->rslot;
+	rb2_stream_move_bell(c->st, c->fd);
+	pthread_mutex_lock(&closer_lock);
+	c->next = closers;
+	closers = c;
+	pthread_mutex_unlock(&closer_lock);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = pthread_create(&t, &attr, closer_main, c);
+	pthread_attr_destroy(&attr);
+	if (ret != 0) {
+		/* No thread: the close blocks, as before there were any. */
+		closer_unlist(c);
+		rb2_stream_move_bell(c->st, fd);
+		real.close(c->fd);
+		free(c);
+		return 0;
+	}
+	/* Its completion channels and the kernel socket leave the program's
+	 * epoll sets: they live on, and with the duplicate the kernel would
+	 * keep the socket's entries, reporting a closed fd. */
+	ep_drop_wake(rb2_stream_wake_fd(p->st, POLLIN));
+	ep_drop_wake(rb2_stream_wake_fd(p->st, POLLOUT));
+	ep_drop_wake(fd);
+	pthread_mutex_lock(&stats.lock);
+	stats_add_stream(p);
+	stats.closes_behind++;
+	pthread_mutex_unlock(&stats.lock);
+	p->st = NULL;
+	p->arena = NULL;
+	p->rslot = -1;
+	return 1;
+}
+
 /*
  * The process exits with connections to other hosts open. The kernel
  * closes its sockets and keeps sending their bytes, then the FIN; but a
@@ -598,6 +735,18 @@ streams_end_at_exit(void)
 	held_flush_all();
 	if (remote_xp == NULL || remote_pid != getpid())
 		return;                  /* no stream of this process is remote */
+	/* Closes going on in the background first: they were made first. */
+	pthread_mutex_lock(&closer_lock);
+	while (closers != NULL) {
+		struct timespec ts = { (time_t)(until / 1000000000ull),
+				       (long)(until % 1000000000ull) };
+
+		if (pthread_cond_timedwait(&closer_done, &closer_lock, &ts) == ETIMEDOUT)
+			break;
+	}
+	for (struct closer *c = closers; c != NULL; c = c->next)
+		cut++;
+	pthread_mutex_unlock(&closer_lock);
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
 		uint64_t now = now_ns();
@@ -621,8 +770,9 @@ streams_end_at_exit(void)
 	if (cut > 0)
 		fprintf(stderr, "rb2-run: pid %d: exit: %u of %u connection(s) to other hosts "
 			"could not send their end (another thread in a call, or no room or "
-			"answer within %d s): their readers get a reset\n", (int)getpid(), cut,
-			cut + ended, EXIT_END_MS / 1000);
+			"answer within %d s, or a close still waiting for its reader): their "
+			"readers get a reset\n", (int)getpid(), cut, cut + ended,
+			EXIT_END_MS / 1000);
 }
 
 /*
@@ -644,11 +794,9 @@ static void *
 held_main(void *arg)
 {
 	uint64_t idle_ns = 0;            /* the back-off; 0 while passes send */
-	sigset_t all;
 
 	(void)arg;
-	sigfillset(&all);                /* the program's signals are its threads' */
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	block_signals();
 	for (;;) {
 		uint64_t ns = atomic_load_explicit(&batch_ns, memory_order_relaxed);
 		struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
@@ -789,7 +937,8 @@ untrack(int fd)
 	if (p == NULL || atomic_fetch_sub(&p->refs, 1) != 1)
 		return;
 	held_forget(p);                  /* its close sends what it holds */
-	stream_end(p);
+	if (!close_in_background(p, fd))
+		stream_end(p);
 	if (p->reg_fd >= 0)
 		real.close(p->reg_fd);
 	free(p);
@@ -3008,6 +3157,13 @@ child_after_fork(void)
 	pthread_cond_init(&held_cond, NULL);
 	held_head = NULL;
 	atomic_store(&held_n, 0);
+	/* The parent's closes in the background are its threads': the child
+	 * drops its copies of their sockets, which would hold their FINs. */
+	pthread_mutex_init(&closer_lock, NULL);
+	closer_init();
+	for (struct closer *c = closers; c != NULL; c = c->next)
+		real.close(c->fd);
+	closers = NULL;
 	/* The ends made ahead hold the parent's queues: the child's first
 	 * stream to another host starts a maker of its own. */
 	pthread_mutex_init(&ahead.lock, NULL);
@@ -3020,6 +3176,7 @@ child_after_fork(void)
 	/* Its stats line counts what it does itself. */
 	stats.offloaded = stats.remote = stats.bytes_in = stats.bytes_out = stats.failed = 0;
 	stats.plain_other = stats.exec_ended = stats.foreign_resets = stats.foreign_bytes = 0;
+	stats.closes_behind = 0;
 	stats.wrs = stats.doorbells = stats.held = stats.held_flushes = 0;
 	stats.sleeps = stats.wake_requests = stats.wake_reads = stats.held_sleeps = 0;
 	stats.su_service = stats.su_kernel = stats.su_arena = stats.su_open = 0;
@@ -3119,6 +3276,9 @@ print_stats(void)
 	if (stats.exec_ended)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64
 			      " ended at exec (not FD_CLOEXEC)", stats.exec_ended);
+	if (stats.closes_behind)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " closed while "
+			      "their readers lagged, finished in the background", stats.closes_behind);
 	if (stats.foreign_resets)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " reset for %" PRIu64
 			      " bytes written past rb2-run's calls (lost)", stats.foreign_resets,
@@ -3209,6 +3369,7 @@ preload_init(void)
 	if (t != NULL)
 		flip_at = strtoull(t, NULL, 10);
 	active = 1;
+	closer_init();
 	pthread_atfork(ahead_prefork, ahead_postfork_parent, child_after_fork);
 	atexit(print_stats);
 	atexit(streams_end_at_exit);     /* runs first: the stats count its WRs */

@@ -169,6 +169,7 @@ struct rb2_stream {
 	struct stream_ctl *ctl;
 	int me;                  /* 0: client, 1: server */
 	int bell;
+	int fd_shown;            /* the program's fd, for messages (the bell may move) */
 	int wake_efd;            /* one host: the eventfd we sleep on, or -1 */
 	int ring_efd;            /* ... and the peer's, which we ring */
 	_Atomic uint64_t efd_heard; /* rings of our eventfd read away */
@@ -411,7 +412,7 @@ peer_failed(struct rb2_stream *s, int err, const char *what)
 	s->dead = ETIMEDOUT;
 	fprintf(stderr, "rb2-run: pid %d: fd %d: %s to the other host failed (%s) with no end "
 		"from the peer: its host stopped answering; the connection times out\n",
-		(int)getpid(), s->bell, what, strerror(-err));
+		(int)getpid(), s->fd_shown, what, strerror(-err));
 }
 
 /* Run @n WRs on the control queue, under its lock; when @out is given, the
@@ -618,7 +619,7 @@ rb2_stream_open(const char *name, int is_client, int bell_fd, const int efd[2],
 		goto fail;
 	}
 	s->me = is_client ? 0 : 1;
-	s->bell = bell_fd;
+	s->bell = s->fd_shown = bell_fd;
 	s->wake_efd = wake;
 	s->ring_efd = peer;
 	snprintf(up, sizeof(up), "%s.u", name);
@@ -677,9 +678,11 @@ fail:
 }
 
 /* Across hosts: put the mark (the end of our bytes) in the ring, once
- * there is room for it. @return whether it is there. */
+ * there is room for it, and publish it, waiting up to a second for a
+ * credit if @wait (rb2_tx_flush()), else as far as the credits go now.
+ * @return whether it is in the ring. */
 static int
-try_mark(struct rb2_stream *s)
+put_mark(struct rb2_stream *s, int wait)
 {
 	void *slot;
 
@@ -689,12 +692,21 @@ try_mark(struct rb2_stream *s)
 	if (rb2_tx_reserve(s->tx, 0, &slot) == -ENOBUFS)
 		return 0;
 	rb2_tx_commit(s->tx, 0 | RB2_MSG_MARK);
-	(void)rb2_tx_flush(s->tx);
+	if (wait)
+		(void)rb2_tx_flush(s->tx);
+	else
+		(void)rb2_tx_flush_or_defer(s->tx);
 	s->rm->mark_pending = 0;
 	note_published(s);
 	bump(&s->ctl->by[s->me].pub);
 	ring_reader(s, s->me);
 	return 1;
+}
+
+static int
+try_mark(struct rb2_stream *s)
+{
+	return put_mark(s, 1);
 }
 
 /* The sender's admission rule across hosts (rb2_tx_admission_hook()): a
@@ -731,7 +743,7 @@ remote_new(struct rb2_xport *xp, char tag)
 		errno = ENOMEM;
 		return NULL;
 	}
-	s->bell = -1;
+	s->bell = s->fd_shown = -1;
 	s->wake_efd = s->ring_efd = -1;
 	s->rm->xp = xp;
 	s->rm->wake_fd = -1;
@@ -904,7 +916,7 @@ rb2_stream_join_remote(struct rb2_stream *s, int is_client, int sock_fd, unsigne
 	int ret, n;
 
 	s->me = is_client ? 0 : 1;
-	s->bell = sock_fd;
+	s->bell = s->fd_shown = sock_fd;
 	/* What the program would read back from kernel TCP, then ours, on a
 	 * TCP socket (the tests' unix socket pairs have no keepalive).
 	 * System calls, not libc's: rb2-run's own would keep them from the
@@ -981,9 +993,9 @@ rb2_stream_pair_remote(struct rb2_xport *xp, int bell_a, int bell_b, struct rb2_
 	if (c == NULL || v == NULL)
 		goto fail;
 	c->me = 0;
-	c->bell = bell_a;
+	c->bell = c->fd_shown = bell_a;
 	v->me = 1;
-	v->bell = bell_b;
+	v->bell = v->fd_shown = bell_b;
 	if ((ret = rb2_chan_pair(c->tx, v->rx)) < 0 || (ret = rb2_chan_pair(v->tx, c->rx)) < 0 ||
 	    (ret = rb2_xport_qp_connect_local(c->rm->qp, v->rm->qp)) < 0 ||
 	    (ret = remote_attach(c, (uint64_t)(uintptr_t)v->ctl, v->rm->mr.rkey)) < 0 ||
@@ -1166,7 +1178,7 @@ at_eof(struct rb2_stream *s)
 			fprintf(stderr, "rb2-run: pid %d: fd %d: the process on the other host "
 				"ended without the end of its bytes, and its queues went with it: "
 				"what it wrote may not all be here; the connection is reset\n",
-				(int)getpid(), s->bell);
+				(int)getpid(), s->fd_shown);
 			return 0;
 		}
 		if (v <= arrived(s)) {
@@ -1493,7 +1505,7 @@ found_foreign(struct rb2_stream *s)
 	fprintf(stderr, "rb2-run: pid %d: fd %d: at least %" PRIu64 " bytes came on the kernel "
 		"socket under an rb2 connection, past rb2-run's calls (io_uring, a raw system "
 		"call, or a program started by posix_spawn() or system()); they cannot join the "
-		"stream in order, so the connection is reset\n", (int)getpid(), s->bell,
+		"stream in order, so the connection is reset\n", (int)getpid(), s->fd_shown,
 		s->st.foreign_bytes);
 }
 
@@ -1543,7 +1555,7 @@ read_bells(struct rb2_stream *s)
 			s->dead = errno;
 			fprintf(stderr, "rb2-run: pid %d: fd %d: the kernel socket under the "
 				"stream failed (%s): the other host stopped answering\n",
-				(int)getpid(), s->bell, strerror(errno));
+				(int)getpid(), s->fd_shown, strerror(errno));
 		}
 	} while (n == (long)sizeof(buf));
 }
@@ -1767,7 +1779,7 @@ send_close(struct rb2_stream *s, uint64_t until)
 			fprintf(stderr, "rb2-run: pid %d: fd %d: closed with the last %" PRIu64
 				" ring slots of its writes unpublished: the reader on the other "
 				"host did not read them in the %s; they are lost, and the "
-				"connection is reset\n", (int)getpid(), s->bell,
+				"connection is reset\n", (int)getpid(), s->fd_shown,
 				rb2_tx_tail(s->tx) - rb2_tx_published(s->tx),
 				until != 0 ? "time its process's exit waited" : "10 s the close waited");
 			publish_word(s, &s->ctl->reset[s->me], 1);
@@ -1787,6 +1799,31 @@ send_close(struct rb2_stream *s, uint64_t until)
 	if (s->rm != NULL && s->rm->peer_ctl != 0 && !peer_closed(s))
 		ret = rb2_tx_drain(s->tx) < 0 ? -ETIMEDOUT : ret;
 	return ret;
+}
+
+int
+rb2_stream_close_would_wait(struct rb2_stream *s)
+{
+	if (s->ctl == NULL || s->rm == NULL || s->rm->peer_ctl == 0 || s->tx == NULL)
+		return 0;
+	/* rb2_stream_shutdown_wr() without its flushes' wait for a credit:
+	 * what they would wait for is the rest of the close's. */
+	if (!s->wr_shut) {
+		s->wr_shut = 1;
+		s->rm->mark_pending = 1;
+	}
+	if (peer_closed(s))
+		return 0;
+	(void)put_mark(s, 0);
+	(void)rb2_tx_flush_or_defer(s->tx);
+	published(s);
+	return s->rm->mark_pending || rb2_tx_tail(s->tx) != rb2_tx_published(s->tx);
+}
+
+void
+rb2_stream_move_bell(struct rb2_stream *s, int fd)
+{
+	s->bell = fd;
 }
 
 int

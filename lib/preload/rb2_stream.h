@@ -339,6 +339,22 @@ void rb2_stream_shutdown_wr(struct rb2_stream *s);
 void rb2_stream_close(struct rb2_stream *s);
 
 /**
+ * The first step of rb2_stream_close(), across hosts: shut down writing, and
+ * send the held writes and the end if the reader's credits and room let
+ * them go now. @return 1 if the rest of the close would wait for the reader
+ * (writes held for its credits, or the end for room: up to
+ * RB2_STREAM_LINGER_MS without progress), else 0; always 0 on one host.
+ */
+int rb2_stream_close_would_wait(struct rb2_stream *s);
+
+/**
+ * Ring and read bells on @p fd from now on: a duplicate of the bell's socket
+ * that outlives the program's descriptor, for a close finished in the
+ * background. Messages still name the program's descriptor.
+ */
+void rb2_stream_move_bell(struct rb2_stream *s, int fd);
+
+/**
  * The process ends with @p s open, across hosts: send what rb2_stream_close()
  * sends (what was written, then the end; a reset if bytes the peer sent are
  * unread, or if some of ours cannot go), waiting at most @p ms for the

@@ -559,6 +559,31 @@ rr_exit_ahead() { # PORT
 	fi
 }
 rr_exit_ahead 21612
+# The same writer closes instead: kernel TCP's close returns at once and
+# sends the rest behind it, and so does rb2-run's, in a thread of its own
+# that holds the kernel socket until the end is sent (the FIN after it).
+# The check fails if the close took a second or more: blocking, it waited
+# for the reader's 3 s sleep. The reader gets all 32000 bytes, then the end;
+# the writer's exit waits for the close in the background.
+rr_close_ahead() { # PORT
+	local f=/tmp/rr-close-ahead rc ms
+	if [ $side = server ]; then
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" late-end "$1" 2000 3 > $f 2>&1
+		rr_result close_returns_at_once "$?" $f \
+			"late-end: 32000 of 32000 bytes, whole, then the end" "$verbs_line"
+	else
+		rr_wait_listener "$1"
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" close-ahead "$1" 2000 > $f 2>&1
+		rc=$?
+		ms=$(sed -n 's/^close-ahead: .* the close took \([0-9]*\) ms$/\1/p' $f)
+		echo "INFO a close ahead of its reader took ${ms:-?} ms"
+		[ $rc = 0 ] && ! [ "${ms:-99999}" -lt 1000 ] && rc="the close took ${ms:-?} ms"
+		grep -q "could not send their end" $f && rc="its exit could not send the end"
+		rr_result close_returns_at_once "$rc" $f "$verbs_line" \
+			"; 1 closed while their readers lagged, finished in the background"
+	fi
+}
+rr_close_ahead 21613
 # A writer in epoll that looks into its set without blocking between sends
 # (as Redis's loop does with work pending), and waits there for room when
 # short, while the reader pauses 300 ms: its sends' completions raise its

@@ -52,8 +52,10 @@ only, so that they run the same under rb2-run and without it.
                                      pattern as fast as they go, and exit
                                      (exit(), so its handlers run) with the
                                      socket open
-  rb2run_peer.py close-ahead PORT N send N writes of 16 bytes of the
-                                     pattern as fast as they go, close, and
+  rb2run_peer.py close-ahead PORT N [linger]
+                                     send N writes of 16 bytes of the
+                                     pattern as fast as they go, close (with
+                                     SO_LINGER on, 30 s, if "linger"), and
                                      print how long the close took; exit
   rb2run_peer.py late-end PORT N SECONDS
                                      accept one connection; sleep SECONDS,
@@ -111,6 +113,7 @@ import hashlib
 import os
 import random
 import socket
+import struct
 import sys
 import time
 
@@ -485,8 +488,10 @@ def exit_ahead(port, n):
     return 0
 
 
-def close_ahead(port, n):
+def close_ahead(port, n, linger):
     c = connect_to(port)
+    if linger:
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 30))
     for i in range(n):
         c.send(pattern(16, 16 * i))
     t0 = time.monotonic()
@@ -675,7 +680,8 @@ if __name__ == "__main__":
     elif sys.argv[1] == "exit-ahead":
         sys.exit(exit_ahead(int(sys.argv[2]), int(sys.argv[3])))
     elif sys.argv[1] == "close-ahead":
-        sys.exit(close_ahead(int(sys.argv[2]), int(sys.argv[3])))
+        sys.exit(close_ahead(int(sys.argv[2]), int(sys.argv[3]),
+                             len(sys.argv) > 4 and sys.argv[4] == "linger"))
     elif sys.argv[1] == "late-end":
         sys.exit(late_end(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])))
     elif sys.argv[1] == "echo-all":

@@ -48,9 +48,11 @@
  *     behind a slow reader (rb2_stream_close_would_wait() says so at once;
  *     the rest on a duplicate of the bell's socket), after
  *     rb2_stream_end_at_exit() (rb2-run's exit; the reader wakes within
- *     its wait) and with neither. The reader gets every byte and the
- *     end, or a reset, never the end after part of them: all and the end
- *     after the exit's and the close behind, a reset after neither;
+ *     its wait), after one whose 300 ms run out first (it must return
+ *     -ETIMEDOUT within 1 s), and with neither. The reader gets every
+ *     byte and the end, or a reset, never the end after part of them: all
+ *     and the end after the exit's and the close behind, a reset after the
+ *     exit out of time and after neither;
  *   - wait names (rb2_stream_wait_id()) carry the process's pid above a
  *     count, so no two waits of live processes share one: a parent's and
  *     its fork child's differ, and one process's never repeat in a row.
@@ -458,6 +460,7 @@ enum ahead_end {
 	AHEAD_BEHIND,    /* rb2-run's close behind a slow reader: the first step
 			    returns at once, the rest on a duplicate bell */
 	AHEAD_EXIT,      /* rb2_stream_end_at_exit() (rb2-run's exit), read within it */
+	AHEAD_EXIT_LATE, /* rb2_stream_end_at_exit() with 300 ms: out of time, a reset */
 	AHEAD_DIE,       /* neither: the reader must get a reset */
 };
 
@@ -465,6 +468,7 @@ static const char *const ahead_end_name[] = {
 	[AHEAD_CLOSE] = "close ahead",
 	[AHEAD_BEHIND] = "close behind",
 	[AHEAD_EXIT] = "exit ahead",
+	[AHEAD_EXIT_LATE] = "exit ahead, out of time",
 	[AHEAD_DIE] = "die ahead",
 };
 
@@ -510,6 +514,19 @@ end_ahead_writer(struct rb2_stream *s, int bell, enum ahead_end how)
 		rb2_stream_close(s);
 	else if (how == AHEAD_EXIT)
 		CHECK(rb2_stream_end_at_exit(s, 10000) == 0, "%s: the end did not go", what);
+	if (how == AHEAD_EXIT_LATE) {
+		struct timespec t0, t1;
+		long ms;
+		int r;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		r = rb2_stream_end_at_exit(s, 300);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		printf("%s: the exit's end returned %d after %ld ms\n", what, r, ms);
+		CHECK(r == -ETIMEDOUT, "%s: %d, not -ETIMEDOUT, with the reader asleep", what, r);
+		CHECK(ms < 1000, "%s: it took %ld ms for a bound of 300", what, ms);
+	}
 	close(bell);                     /* the process's end, as at its exit */
 	return fails != 0;
 }
@@ -541,7 +558,8 @@ end_ahead_reader(struct rb2_stream *s, int bell, enum ahead_end how)
 	 * reads; a process that died leaves a reset, whatever arrived. */
 	CHECK((how != AHEAD_EXIT && how != AHEAD_BEHIND) || n == 0, "%s: %s, not the end", what,
 	      strerror((int)-n));
-	CHECK(how != AHEAD_DIE || n == -ECONNRESET, "%s: the end, not a reset", what);
+	CHECK((how != AHEAD_DIE && how != AHEAD_EXIT_LATE) || n == -ECONNRESET,
+	      "%s: the end, not a reset", what);
 	rb2_stream_close(s);
 }
 /* remote-shm: the client on a thread of its own. */
@@ -733,6 +751,7 @@ main(int argc, char **argv)
 			end_ahead(AHEAD_CLOSE);
 			end_ahead(AHEAD_BEHIND);
 			end_ahead(AHEAD_EXIT);
+			end_ahead(AHEAD_EXIT_LATE);
 			end_ahead(AHEAD_DIE);
 		}
 	}

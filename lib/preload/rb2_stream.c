@@ -1730,6 +1730,23 @@ linger(struct rb2_stream *s, uint64_t until)
 	}
 }
 
+/* Across hosts, connected: rb2_stream_shutdown_wr() without its flushes'
+ * wait for a credit. The held writes and the end go as far as the reader's
+ * credits and room let them now; the rest is the close's to wait for. */
+static void
+shut_wr_now(struct rb2_stream *s)
+{
+	if (!s->wr_shut) {
+		s->wr_shut = 1;
+		s->rm->mark_pending = 1;
+	}
+	if (peer_closed(s))
+		return;
+	(void)put_mark(s, 0);
+	(void)rb2_tx_flush_or_defer(s->tx);
+	published(s);
+}
+
 /*
  * What a close sends the peer (rb2_stream_close(), rb2_stream_end_at_exit()):
  * the end behind the last byte written, or a reset where bytes cannot be
@@ -1749,7 +1766,9 @@ send_close(struct rb2_stream *s, uint64_t until)
 	if (s->close_sent)
 		return 0;
 	s->close_sent = 1;
-	if (s->tx != NULL)
+	if (s->tx != NULL && until != 0 && s->rm != NULL && s->rm->peer_ctl != 0)
+		shut_wr_now(s);              /* no wait past @until for a credit */
+	else if (s->tx != NULL)
 		rb2_stream_shutdown_wr(s);
 	if (s->rm != NULL && s->rm->peer_ctl != 0) {
 		/* The mark waits for room: a reader that reads gives it
@@ -1757,7 +1776,7 @@ send_close(struct rb2_stream *s, uint64_t until)
 		uint64_t hz = rte_get_timer_hz();
 		uint64_t mark_until = until != 0 ? until : rte_get_timer_cycles() + hz;
 
-		while (!try_mark(s) && !s->peer_gone && !peer_closed(s)) {
+		while (!put_mark(s, until == 0) && !s->peer_gone && !peer_closed(s)) {
 			uint64_t now = rte_get_timer_cycles();
 			int r;
 
@@ -1795,9 +1814,11 @@ send_close(struct rb2_stream *s, uint64_t until)
 	/* A writer waiting for room learns that nobody will read. */
 	ring_writer(s, !s->me);
 	/* Across hosts, what the NIC has not sent yet would go with
-	 * the queue: wait until the peer's memory holds it all. */
-	if (s->rm != NULL && s->rm->peer_ctl != 0 && !peer_closed(s))
-		ret = rb2_tx_drain(s->tx) < 0 ? -ETIMEDOUT : ret;
+	 * the queue: wait until the peer's memory holds it all. Not after a
+	 * reset: the reader drops what it has, and the drain's flush would
+	 * wait another second for a credit. */
+	if (s->rm != NULL && s->rm->peer_ctl != 0 && !peer_closed(s) && ret == 0)
+		ret = rb2_tx_drain(s->tx) < 0 ? -ETIMEDOUT : 0;
 	return ret;
 }
 
@@ -1806,17 +1827,9 @@ rb2_stream_close_would_wait(struct rb2_stream *s)
 {
 	if (s->ctl == NULL || s->rm == NULL || s->rm->peer_ctl == 0 || s->tx == NULL)
 		return 0;
-	/* rb2_stream_shutdown_wr() without its flushes' wait for a credit:
-	 * what they would wait for is the rest of the close's. */
-	if (!s->wr_shut) {
-		s->wr_shut = 1;
-		s->rm->mark_pending = 1;
-	}
+	shut_wr_now(s);
 	if (peer_closed(s))
 		return 0;
-	(void)put_mark(s, 0);
-	(void)rb2_tx_flush_or_defer(s->tx);
-	published(s);
 	return s->rm->mark_pending || rb2_tx_tail(s->tx) != rb2_tx_published(s->tx);
 }
 

@@ -358,8 +358,9 @@ void rb2_stream_move_bell(struct rb2_stream *s, int fd);
  * The process ends with @p s open, across hosts: send what rb2_stream_close()
  * sends (what was written, then the end; a reset if bytes the peer sent are
  * unread, or if some of ours cannot go), waiting at most @p ms for the
- * reader's credits and the NIC, as the kernel goes on sending a dead
- * process's bytes. The stream stays allocated, shut both ways: the process
+ * reader's credits and room, as the kernel goes on sending a dead
+ * process's bytes; then for the NIC to send what was posted
+ * (rb2_tx_drain(), with its own bound). The stream stays allocated, shut both ways: the process
  * is ending. Without it, the peer's read, finding the process gone and its
  * queues with it, fails with ECONNRESET, since nobody can say what did not
  * arrive. Once; a no-op on one host, where the ring outlives the process.

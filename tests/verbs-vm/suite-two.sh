@@ -563,27 +563,37 @@ rr_exit_ahead 21612
 # sends the rest behind it, and so does rb2-run's, in a thread of its own
 # that holds the kernel socket until the end is sent (the FIN after it).
 # The check fails if the close took a second or more: blocking, it waited
-# for the reader's 3 s sleep. The reader gets all 32000 bytes, then the end;
-# the writer's exit waits for the close in the background.
-rr_close_ahead() { # PORT
-	local f=/tmp/rr-close-ahead rc ms
+# for the reader's 3 s sleep (2836 ms). The reader gets all 32000 bytes,
+# then the end; the writer's exit waits for the close in the background.
+# With SO_LINGER on, the program asked to wait: the close blocks until the
+# reader has taken everything (it must take a second or more), and nothing
+# goes to the background; the reader gets the same.
+rr_close_ahead() { # NAME PORT [linger]
+	local f=/tmp/rr-$1 rc ms linger=${3:-}
 	if [ $side = server ]; then
-		timeout -k 5 120 "$rrun" -- python3 "$rpeer" late-end "$1" 2000 3 > $f 2>&1
-		rr_result close_returns_at_once "$?" $f \
-			"late-end: 32000 of 32000 bytes, whole, then the end" "$verbs_line"
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" late-end "$2" 2000 3 > $f 2>&1
+		rr_result "$1" "$?" $f "late-end: 32000 of 32000 bytes, whole, then the end" \
+			"$verbs_line"
 	else
-		rr_wait_listener "$1"
-		timeout -k 5 120 "$rrun" -- python3 "$rpeer" close-ahead "$1" 2000 > $f 2>&1
+		rr_wait_listener "$2"
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" close-ahead "$2" 2000 $linger > $f 2>&1
 		rc=$?
 		ms=$(sed -n 's/^close-ahead: .* the close took \([0-9]*\) ms$/\1/p' $f)
-		echo "INFO a close ahead of its reader took ${ms:-?} ms"
-		[ $rc = 0 ] && ! [ "${ms:-99999}" -lt 1000 ] && rc="the close took ${ms:-?} ms"
+		echo "INFO a close ahead of its reader${linger:+ (SO_LINGER)} took ${ms:-?} ms"
 		grep -q "could not send their end" $f && rc="its exit could not send the end"
-		rr_result close_returns_at_once "$rc" $f "$verbs_line" \
-			"; 1 closed while their readers lagged, finished in the background"
+		if [ -z "$linger" ]; then
+			[ "$rc" = 0 ] && ! [ "${ms:-99999}" -lt 1000 ] && rc="the close took ${ms:-?} ms"
+			rr_result "$1" "$rc" $f "$verbs_line" \
+				"; 1 closed while their readers lagged, finished in the background"
+		else
+			[ "$rc" = 0 ] && ! [ "${ms:-0}" -ge 1000 ] && rc="the close took ${ms:-?} ms"
+			grep -q "finished in the background" $f && rc="the close went to the background"
+			rr_result "$1" "$rc" $f "$verbs_line"
+		fi
 	fi
 }
-rr_close_ahead 21613
+rr_close_ahead close_returns_at_once 21613
+rr_close_ahead close_with_linger_waits 21614 linger
 # A writer in epoll that looks into its set without blocking between sends
 # (as Redis's loop does with work pending), and waits there for room when
 # short, while the reader pauses 300 ms: its sends' completions raise its

@@ -93,17 +93,29 @@ for k in ("rb2", "raw_cacheline"):
     assert 0 < l["min_ns"] <= l["p50_ns"] <= l["p99_ns"] <= l["p99_9_ns"] <= l["max_ns"], l
 PY
 # Adaptive polling against polling: the sleeper slept and was woken, its idle
-# CPU is a small fraction of the poller's, and nothing was lost.
-"$perf" "${eal[@]}" --file-prefix "smk$$w" -- --mode wake --rounds 1 --paced 200 \
-	--count $(n 100000) --json "$tmp/wake.json" > "$tmp/wake.txt" || fail "--mode wake"
-python3 - "$tmp/wake.json" <<'PY'
+# CPU is a small fraction of the poller's, and nothing was lost. The idle
+# CPU is a measurement on a loaded machine (a full-tier rehearsal under ASan
+# once saw the sleeper at 21% against the poller's 99%): that one ratio gets
+# a second run, and fails only if both miss it.
+for try in 1 2; do
+	"$perf" "${eal[@]}" --file-prefix "smk$$w" -- --mode wake --rounds 1 --paced 200 \
+		--count $(n 100000) --json "$tmp/wake.json" > "$tmp/wake.txt" || fail "--mode wake"
+	rc=0
+	python3 - "$tmp/wake.json" "$try" <<'PY' || rc=$?
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["mode"] == "wake" and d["errors"] == 0 and d["samples"] == 200, d
 assert d["sleeps"] > 100, d
-assert d["idle_cpu_pct_adaptive"] * 5 < d["idle_cpu_pct_poll"], d
 assert d["busy_mps_adaptive"] > 0 and d["busy_mps_poll"] > 0, d
+if not d["idle_cpu_pct_adaptive"] * 5 < d["idle_cpu_pct_poll"]:
+    print("idle CPU, run %s: adaptive %.1f%%, polling %.1f%%: not under a fifth"
+          % (sys.argv[2], d["idle_cpu_pct_adaptive"], d["idle_cpu_pct_poll"]), file=sys.stderr)
+    sys.exit(3)
 PY
+	[ $rc = 0 ] && break
+	[ $rc = 3 ] && [ $try = 1 ] && continue
+	fail "--mode wake: see above"
+done
 expect_error "mode wake runs one design" --mode wake --designs l5
 expect_error "bw --channels takes one count" --channels 1,8
 # Doorbells across channels: on a lane, one doorbell per sender pass for all

@@ -588,14 +588,23 @@ held_flush_all(void)
  * end waits for room, would block the program for as long as the reader
  * takes to read (up to RB2_STREAM_LINGER_MS without progress). Kernel TCP's
  * close returns at once and sends the rest behind it. So such a close goes
- * on in a thread of its own, one per such close (each sleeps on its own
- * sender's completion channel until the credits come), and the program's
- * fd is free at once. The thread holds a duplicate of the kernel socket,
- * so that the FIN still comes after the end (the reader takes a FIN with no
- * end for a process that died), and closes it last. A program that set
- * SO_LINGER gets the blocking close it asked for. The exit handler waits
- * for these threads (streams_end_at_exit()).
+ * on in the background, and the program's fd is free at once. One thread,
+ * the closer, finishes all of them: it steps each (rb2_stream_close_step(),
+ * which sends what the reader's credits and room let go, without waiting)
+ * and naps between passes, from CLOSER_NAP_MIN_NS doubling up to
+ * CLOSER_NAP_MAX_NS while none moves, as the flusher backs off (held_main()).
+ * A thread per close, each asleep on its sender's completion channel, would
+ * learn of the credits sooner, but a server closing on a thousand slow
+ * readers would run a thousand threads; kernel TCP runs none. The closer
+ * exits when the last close is done. Each close holds a duplicate of the
+ * kernel socket, so that the FIN still comes after the end (the reader
+ * takes a FIN with no end for a process that died), and closes it last. A
+ * program that set SO_LINGER gets the blocking close it asked for. The exit
+ * handler waits for these closes (streams_end_at_exit()).
  */
+#define CLOSER_NAP_MIN_NS 1000000ull
+#define CLOSER_NAP_MAX_NS 20000000ull
+
 struct closer {
 	struct rb2_stream *st;
 	struct rb2_noeal_arena *arena;
@@ -603,8 +612,11 @@ struct closer {
 	struct closer *next;
 };
 static pthread_mutex_t closer_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t closer_done;       /* on CLOCK_MONOTONIC (closer_init()) */
-static struct closer *closers;           /* under closer_lock: still closing */
+static pthread_cond_t closer_done;       /* a close ended; on CLOCK_MONOTONIC (closer_init()) */
+static pthread_cond_t closer_more;       /* a close was added, for the closer */
+static struct closer *closers;           /* under closer_lock: still closing, newest first */
+static pid_t closer_pid;                 /* under closer_lock: the process whose closer runs */
+static uint64_t closer_added;            /* under closer_lock: closes ever listed */
 
 static void
 closer_init(void)
@@ -614,13 +626,19 @@ closer_init(void)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&closer_done, &ca);
+	pthread_cond_init(&closer_more, &ca);
 	pthread_condattr_destroy(&ca);
 }
 
-/* @c is done: off the list, and the exit handler told. */
+/* @c's close will not wait any more: finish it, off the list, and the exit
+ * handler told. */
 static void
-closer_unlist(struct closer *c)
+closer_finish(struct closer *c)
 {
+	rb2_stream_close(c->st);
+	real.close(c->fd);               /* the FIN, behind the end */
+	rb2_noeal_arena_detach(c->arena);
+	remote_arena_free(c->rslot);
 	pthread_mutex_lock(&closer_lock);
 	for (struct closer **cc = &closers; *cc != NULL; cc = &(*cc)->next) {
 		if (*cc == c) {
@@ -630,20 +648,48 @@ closer_unlist(struct closer *c)
 	}
 	pthread_cond_broadcast(&closer_done);
 	pthread_mutex_unlock(&closer_lock);
+	free(c);
 }
 
 static void *
 closer_main(void *arg)
 {
-	struct closer *c = arg;
+	uint64_t nap_ns = CLOSER_NAP_MIN_NS;
 
+	(void)arg;
 	block_signals();
-	rb2_stream_close(c->st);
-	real.close(c->fd);               /* the FIN, behind the end */
-	rb2_noeal_arena_detach(c->arena);
-	remote_arena_free(c->rslot);
-	closer_unlist(c);
-	free(c);
+	pthread_mutex_lock(&closer_lock);
+	while (closers != NULL) {
+		struct closer *c = closers, *next;
+		uint64_t added = closer_added, t;
+		struct timespec until;
+		int moved = 0;
+
+		/* Stepped outside the lock, which the program's closes take
+		 * to add theirs at the head: the rest of the list is this
+		 * thread's alone to change. */
+		pthread_mutex_unlock(&closer_lock);
+		for (; c != NULL; c = next) {
+			int r = rb2_stream_close_step(c->st);
+
+			next = c->next;
+			if (r == 0)
+				closer_finish(c);
+			moved |= r != 1;
+		}
+		nap_ns = moved ? CLOSER_NAP_MIN_NS : RTE_MIN(nap_ns * 2, CLOSER_NAP_MAX_NS);
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		t = (uint64_t)until.tv_nsec + nap_ns;
+		until.tv_sec += (time_t)(t / 1000000000ull);
+		until.tv_nsec = (long)(t % 1000000000ull);
+		pthread_mutex_lock(&closer_lock);
+		/* A close added meanwhile is stepped at once. */
+		while (closers != NULL && closer_added == added &&
+		       pthread_cond_timedwait(&closer_more, &closer_lock, &until) != ETIMEDOUT)
+			;
+	}
+	closer_pid = 0;
+	pthread_mutex_unlock(&closer_lock);
 	return NULL;
 }
 
@@ -654,9 +700,7 @@ close_in_background(struct psock *p, int fd)
 {
 	struct linger l = { 0, 0 };
 	socklen_t len = sizeof(l);
-	pthread_attr_t attr;
 	struct closer *c;
-	pthread_t t;
 	int ret;
 
 	if (p->st == NULL || p->rslot < 0 || p->inherited)
@@ -678,16 +722,21 @@ close_in_background(struct psock *p, int fd)
 	c->rslot = p->rslot;
 	rb2_stream_move_bell(c->st, c->fd);
 	pthread_mutex_lock(&closer_lock);
-	c->next = closers;
-	closers = c;
-	pthread_mutex_unlock(&closer_lock);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = pthread_create(&t, &attr, closer_main, c);
-	pthread_attr_destroy(&attr);
+	ret = 0;
+	if (closer_pid != getpid()) {
+		pthread_attr_t attr;
+		pthread_t t;
+
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		ret = pthread_create(&t, &attr, closer_main, NULL);
+		pthread_attr_destroy(&attr);
+		if (ret == 0)
+			closer_pid = getpid();
+	}
 	if (ret != 0) {
-		/* No thread: the close blocks, as before there were any. */
-		closer_unlist(c);
+		/* No closer: the close blocks, as the program's own. */
+		pthread_mutex_unlock(&closer_lock);
 		rb2_stream_move_bell(c->st, fd);
 		real.close(c->fd);
 		free(c);
@@ -695,7 +744,9 @@ close_in_background(struct psock *p, int fd)
 	}
 	/* Its completion channels and the kernel socket leave the program's
 	 * epoll sets: they live on, and with the duplicate the kernel would
-	 * keep the socket's entries, reporting a closed fd. */
+	 * keep the socket's entries, reporting a closed fd. All before the
+	 * closer, which may finish the stream at once, sees it listed; a
+	 * closer just started waits for the lock. */
 	ep_drop_wake(rb2_stream_wake_fd(p->st, POLLIN));
 	ep_drop_wake(rb2_stream_wake_fd(p->st, POLLOUT));
 	ep_drop_wake(fd);
@@ -703,6 +754,11 @@ close_in_background(struct psock *p, int fd)
 	stats_add_stream(p);
 	stats.closes_behind++;
 	pthread_mutex_unlock(&stats.lock);
+	c->next = closers;
+	closers = c;
+	closer_added++;
+	pthread_cond_signal(&closer_more);
+	pthread_mutex_unlock(&closer_lock);
 	p->st = NULL;
 	p->arena = NULL;
 	p->rslot = -1;
@@ -3164,6 +3220,7 @@ child_after_fork(void)
 	for (struct closer *c = closers; c != NULL; c = c->next)
 		real.close(c->fd);
 	closers = NULL;
+	closer_pid = 0;
 	/* The ends made ahead hold the parent's queues: the child's first
 	 * stream to another host starts a maker of its own. */
 	pthread_mutex_init(&ahead.lock, NULL);

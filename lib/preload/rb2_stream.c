@@ -186,6 +186,8 @@ struct rb2_stream {
 	int cut;                 /* across hosts, the peer's process ended with no mark,
 				    and what it published can no longer be asked: reset */
 	int close_sent;          /* send_close() ran */
+	uint64_t close_moved;    /* rb2_stream_close_step(): what had gone at ... */
+	uint64_t close_moved_at; /* ... this time (cycles), or 0 before its first step */
 	uint64_t bell_bytes;     /* bytes read off the bell's socket */
 	uint32_t off;            /* bytes of the first unreleased message already read */
 	struct rb2_stream_stats st;
@@ -1753,12 +1755,13 @@ shut_wr_now(struct rb2_stream *s)
  * delivered; the closed word; across hosts, a wait until the peer's memory
  * holds it all. Across hosts the waits for room and credits end at @until
  * (cycles; 0: the mark waits a second, the writes RB2_STREAM_LINGER_MS
- * without progress). Once per stream. @return 0, or -ETIMEDOUT: some
+ * without progress); @waited names that wait in the message of a reset.
+ * Once per stream. @return 0, or -ETIMEDOUT: some
  * writes did not go (the peer is told of a reset), or the end may not have
  * reached the peer.
  */
 static int
-send_close(struct rb2_stream *s, uint64_t until)
+send_close(struct rb2_stream *s, uint64_t until, const char *waited)
 {
 	struct rb2_msg m;
 	int ret = 0;
@@ -1799,8 +1802,7 @@ send_close(struct rb2_stream *s, uint64_t until)
 				" ring slots of its writes unpublished: the reader on the other "
 				"host did not read them in the %s; they are lost, and the "
 				"connection is reset\n", (int)getpid(), s->fd_shown,
-				rb2_tx_tail(s->tx) - rb2_tx_published(s->tx),
-				until != 0 ? "time its process's exit waited" : "10 s the close waited");
+				rb2_tx_tail(s->tx) - rb2_tx_published(s->tx), waited);
 			publish_word(s, &s->ctl->reset[s->me], 1);
 			ret = -ETIMEDOUT;
 		}
@@ -1833,6 +1835,28 @@ rb2_stream_close_would_wait(struct rb2_stream *s)
 	return s->rm->mark_pending || rb2_tx_tail(s->tx) != rb2_tx_published(s->tx);
 }
 
+int
+rb2_stream_close_step(struct rb2_stream *s)
+{
+	uint64_t now = rte_get_timer_cycles(), moved;
+
+	if (s->close_sent || !rb2_stream_close_would_wait(s))
+		return 0;
+	/* Progress: a publication, or the end put in the ring. */
+	moved = 2 * rb2_tx_published(s->tx) + !s->rm->mark_pending;
+	if (s->close_moved_at == 0 || moved != s->close_moved) {
+		s->close_moved = moved;
+		s->close_moved_at = now;
+		return 2;
+	}
+	if (now - s->close_moved_at <= rte_get_timer_hz() * RB2_STREAM_LINGER_MS / 1000)
+		return 1;
+	/* As the blocking close's linger(): the reader took nothing for
+	 * that long, so what is left is lost and the reader is reset. */
+	(void)send_close(s, now + 1, "10 s the close waited");
+	return 0;
+}
+
 void
 rb2_stream_move_bell(struct rb2_stream *s, int fd)
 {
@@ -1844,14 +1868,15 @@ rb2_stream_end_at_exit(struct rb2_stream *s, unsigned int ms)
 {
 	if (s->ctl == NULL || s->rm == NULL)
 		return 0;
-	return send_close(s, rte_get_timer_cycles() + (uint64_t)ms * rte_get_timer_hz() / 1000 + 1);
+	return send_close(s, rte_get_timer_cycles() + (uint64_t)ms * rte_get_timer_hz() / 1000 + 1,
+			  "time its process's exit waited");
 }
 
 void
 rb2_stream_close(struct rb2_stream *s)
 {
 	if (s->ctl != NULL)
-		(void)send_close(s, 0);
+		(void)send_close(s, 0, "10 s the close waited");
 	if (s->tx != NULL)
 		rb2_tx_destroy(s->tx);
 	if (s->rx != NULL)

@@ -348,6 +348,19 @@ void rb2_stream_close(struct rb2_stream *s);
 int rb2_stream_close_would_wait(struct rb2_stream *s);
 
 /**
+ * One step of a close that rb2_stream_close_would_wait() said would wait,
+ * for a thread that finishes many (rb2-run's closer) rather than blocking in
+ * each: send what the reader's credits and room let go now, without
+ * waiting. @return 2 while the close still waits for the reader, having
+ * sent more since the last step (or on the first), 1 while it waits with
+ * nothing sent; 0 once rb2_stream_close() will not wait: everything went,
+ * the peer closed, or the
+ * reader took nothing for RB2_STREAM_LINGER_MS, in which case the reader is
+ * reset here, as the blocking close does.
+ */
+int rb2_stream_close_step(struct rb2_stream *s);
+
+/**
  * Ring and read bells on @p fd from now on: a duplicate of the bell's socket
  * that outlives the program's descriptor, for a close finished in the
  * background. Messages still name the program's descriptor.

@@ -52,16 +52,21 @@ only, so that they run the same under rb2-run and without it.
                                      pattern as fast as they go, and exit
                                      (exit(), so its handlers run) with the
                                      socket open
-  rb2run_peer.py close-ahead PORT N [linger]
+  rb2run_peer.py close-ahead PORT N [linger | CONNS]
                                      send N writes of 16 bytes of the
                                      pattern as fast as they go, close (with
                                      SO_LINGER on, 30 s, if "linger"), and
-                                     print how long the close took; exit
-  rb2run_peer.py late-end PORT N SECONDS
-                                     accept one connection; sleep SECONDS,
-                                     then read to the end; print what came
-                                     and how it ended; exit 0 only if it was
-                                     N * 16 bytes of the pattern, then the end
+                                     print how long the close took; exit.
+                                     With CONNS, on each of CONNS
+                                     connections, and print the longest
+                                     close and how many threads the process
+                                     gained from before the closes
+  rb2run_peer.py late-end PORT N SECONDS [CONNS]
+                                     accept one connection (or CONNS); sleep
+                                     SECONDS, then read each to the end;
+                                     print what came and how it ended; exit
+                                     0 only if each was N * 16 bytes of the
+                                     pattern, then the end
   rb2run_peer.py echo-all PORT N    accept N connections, then echo on
                                      whichever is readable (epoll) until
                                      all have ended
@@ -488,38 +493,52 @@ def exit_ahead(port, n):
     return 0
 
 
-def close_ahead(port, n, linger):
-    c = connect_to(port)
-    if linger:
-        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 30))
-    for i in range(n):
-        c.send(pattern(16, 16 * i))
-    t0 = time.monotonic()
-    c.close()
-    print("close-ahead: %d writes of 16 B; the close took %.0f ms"
-          % (n, 1e3 * (time.monotonic() - t0)), flush=True)
+def close_ahead(port, n, linger, conns=1):
+    cs = [connect_to(port) for _ in range(conns)]
+    for c in cs:
+        if linger:
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 30))
+        for i in range(n):
+            c.send(pattern(16, 16 * i))
+    threads = len(os.listdir("/proc/self/task"))
+    took = 0.0
+    for c in cs:
+        t0 = time.monotonic()
+        c.close()
+        took = max(took, time.monotonic() - t0)
+    if conns == 1:
+        print("close-ahead: %d writes of 16 B; the close took %.0f ms"
+              % (n, 1e3 * took), flush=True)
+    else:
+        print("close-ahead: %d connections, %d writes of 16 B each; the longest "
+              "close took %.0f ms; %d threads more after the closes"
+              % (conns, n, 1e3 * took, len(os.listdir("/proc/self/task")) - threads),
+              flush=True)
     return 0
 
 
-def late_end(port, n, seconds):
-    s = listen_on(port, 1)
-    c, _ = s.accept()
+def late_end(port, n, seconds, conns=1):
+    s = listen_on(port, conns)
+    cs = [s.accept()[0] for _ in range(conns)]
     time.sleep(seconds)
-    got, end = bytearray(), "the end"
-    while True:
-        try:
-            d = c.recv(65536)
-        except OSError as e:
-            end = os.strerror(e.errno)
-            break
-        if not d:
-            break
-        got += d
-    whole = bytes(got) == pattern(16 * n)
-    print("late-end: %d of %d bytes, %s, then %s"
-          % (len(got), 16 * n, "whole" if whole else "NOT whole", end), flush=True)
-    c.close()
-    return 0 if whole and end == "the end" else 1
+    ok = True
+    for c in cs:
+        got, end = bytearray(), "the end"
+        while True:
+            try:
+                d = c.recv(65536)
+            except OSError as e:
+                end = os.strerror(e.errno)
+                break
+            if not d:
+                break
+            got += d
+        whole = bytes(got) == pattern(16 * n)
+        print("late-end: %d of %d bytes, %s, then %s"
+              % (len(got), 16 * n, "whole" if whole else "NOT whole", end), flush=True)
+        c.close()
+        ok = ok and whole and end == "the end"
+    return 0 if ok else 1
 
 
 def echo_all(port, n):
@@ -680,10 +699,12 @@ if __name__ == "__main__":
     elif sys.argv[1] == "exit-ahead":
         sys.exit(exit_ahead(int(sys.argv[2]), int(sys.argv[3])))
     elif sys.argv[1] == "close-ahead":
-        sys.exit(close_ahead(int(sys.argv[2]), int(sys.argv[3]),
-                             len(sys.argv) > 4 and sys.argv[4] == "linger"))
+        more = sys.argv[4] if len(sys.argv) > 4 else ""
+        sys.exit(close_ahead(int(sys.argv[2]), int(sys.argv[3]), more == "linger",
+                             int(more) if more.isdigit() else 1))
     elif sys.argv[1] == "late-end":
-        sys.exit(late_end(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])))
+        sys.exit(late_end(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]),
+                          int(sys.argv[5]) if len(sys.argv) > 5 else 1))
     elif sys.argv[1] == "echo-all":
         echo_all(int(sys.argv[2]), int(sys.argv[3]))
     elif sys.argv[1] == "busy-one":

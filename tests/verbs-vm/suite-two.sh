@@ -594,6 +594,31 @@ rr_close_ahead() { # NAME PORT [linger]
 }
 rr_close_ahead close_returns_at_once 21613
 rr_close_ahead close_with_linger_waits 21614 linger
+# Four such closes at once, one process: one closer thread finishes them
+# all, where a thread per close made four. The check fails if the closes
+# left the process more than one thread richer, if one took a second or
+# more, or if a reader got less than everything, then the end.
+rr_close_many() { # NAME PORT
+	local f=/tmp/rr-$1 rc ms more
+	if [ $side = server ]; then
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" late-end "$2" 2000 3 4 > $f 2>&1
+		rr_result "$1" "$?" $f "late-end: 32000 of 32000 bytes, whole, then the end" \
+			"$verbs_line"
+	else
+		rr_wait_listener "$2"
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" close-ahead "$2" 2000 4 > $f 2>&1
+		rc=$?
+		ms=$(sed -n 's/^close-ahead: .* the longest close took \([0-9]*\) ms.*$/\1/p' $f)
+		more=$(sed -n 's/^close-ahead: .*; \([0-9-]*\) threads more after the closes$/\1/p' $f)
+		echo "INFO 4 closes ahead of their readers: the longest took ${ms:-?} ms, ${more:-?} threads more"
+		grep -q "could not send their end" $f && rc="its exit could not send the end"
+		[ "$rc" = 0 ] && ! [ "${ms:-99999}" -lt 1000 ] && rc="a close took ${ms:-?} ms"
+		[ "$rc" = 0 ] && ! [ "${more:-99}" -le 1 ] && rc="${more:-?} threads more after the closes"
+		rr_result "$1" "$rc" $f "$verbs_line" \
+			"; 4 closed while their readers lagged, finished in the background"
+	fi
+}
+rr_close_many closes_share_one_thread 21615
 # A writer in epoll that looks into its set without blocking between sends
 # (as Redis's loop does with work pending), and waits there for room when
 # short, while the reader pauses 300 ms: its sends' completions raise its

@@ -2213,7 +2213,8 @@ struct ep_item {
 				     * kernel's bell entry stays, for a later ADD */
 	int excl;                   /* added with EPOLLEXCLUSIVE */
 	int armed;                  /* what the last sleep armed: the events
-				     * and rb2_stream_sleep_events()' more */
+				     * and rb2_stream_sleep_events()' more ... */
+	int arms;                   /* ... and how many waits on the set armed it */
 };
 
 struct ep_set {
@@ -2480,7 +2481,7 @@ ep_stream_ctl(struct ep_set *e, int op, int fd, const struct epoll_event *ev)
 			err = 1;             /* the kernel's entry was made without it */
 		else
 			*it = (struct ep_item){ .fd = fd, .events = ev->events, .data = ev->data,
-						.armed = it->armed };   /* a sleep's, to disarm */
+						.armed = it->armed, .arms = it->arms };  /* a sleep's */
 		break;
 	case EPOLL_CTL_MOD:
 		/* In the kernel's order of checks. */
@@ -2494,7 +2495,7 @@ ep_stream_ctl(struct ep_set *e, int op, int fd, const struct epoll_event *ev)
 			err = EINVAL;
 		else
 			*it = (struct ep_item){ .fd = fd, .events = ev->events, .data = ev->data,
-						.armed = it->armed };   /* a sleep's, to disarm */
+						.armed = it->armed, .arms = it->arms };  /* a sleep's */
 		break;
 	default:                         /* DEL */
 		if (it == NULL || it->gone)
@@ -2715,11 +2716,15 @@ ep_arm(struct ep_set *e, int on, uint64_t wait, int depth)
 		if (p == NULL || it->kernel || (on && (it->off || it->gone)))
 			continue;
 		if (on) {
+			/* Two threads may wait on one set: each arm is
+			 * disarmed once (the stream counts its sleepers). */
 			it->armed = rb2_stream_sleep_events(p->st, ev);
+			it->arms++;
 			soon += rb2_stream_want(p->st, it->armed, wait) != 0;
 		} else {
-			ev = it->armed;
-			it->armed = 0;
+			ev = it->arms > 0 ? it->armed : 0;
+			if (it->arms > 0 && --it->arms == 0)
+				it->armed = 0;
 			/* A nested set's kernel events are its own, unseen
 			 * here: its sockets and channels are read. This set's
 			 * were reported to the wait (an edge each, which

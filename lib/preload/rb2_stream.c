@@ -174,6 +174,7 @@ struct rb2_stream {
 	int ring_efd;            /* ... and the peer's, which we ring */
 	_Atomic uint64_t efd_heard; /* rings of our eventfd read away */
 	_Atomic int heard;       /* RB2_STREAM_HEARD_*: the kernel said so (rb2_stream_heard()) */
+	_Atomic int asleep[2];   /* this process's waits armed for reading, for writing */
 	int wr_shut;
 	int reset;               /* a write after the peer's close was taken */
 	int rst_seen;            /* a read reported the peer's reset */
@@ -1455,6 +1456,12 @@ rb2_stream_sleep_events(const struct rb2_stream *s, int events)
 int
 rb2_stream_want(struct rb2_stream *s, int events, uint64_t wait)
 {
+	/* Counted before anything is armed: a disarm that sees us here
+	 * leaves what it woke for readable (disarm()). */
+	if (events & POLLIN)
+		atomic_fetch_add_explicit(&s->asleep[0], 1, memory_order_acq_rel);
+	if (events & (POLLOUT | RB2_STREAM_HELD))
+		atomic_fetch_add_explicit(&s->asleep[1], 1, memory_order_acq_rel);
 	if (s->rm != NULL)
 		return remote_want(s, events);
 	/* The wait's name, then the flag: a ringer that sees the flag sees
@@ -1569,32 +1576,58 @@ rb2_stream_heard(struct rb2_stream *s, int what)
 }
 
 /* Awake (rb2_stream_disarm()); @seen: the caller's wait told of every
- * completion channel it saw readable (rb2_stream_disarm_seen()). */
+ * completion channel it saw readable (rb2_stream_disarm_seen()).
+ *
+ * Two threads of the program may sleep on one stream (two polls, or a
+ * blocking recv beside an epoll): on the same fds, which the kernel wakes
+ * together. Each looks at its fds again before it returns; had the first
+ * read the bell away by then, the second would sleep on, though there is
+ * data for it, as the kernel's second waiter on a TCP socket never does.
+ * So while another reader sleeps here and there is something to read
+ * (or an end, or an error), the bell stays readable: the others return,
+ * and the last of them reads it. The stream is readable then, so no
+ * wait arms again meanwhile and none loops on the bell: a wait that
+ * finds data returns before it sleeps. Once the data is read, the next
+ * disarm reads the bell, and a waiter still asleep sleeps on, as it would
+ * on TCP. The sleep flags likewise stay up, for a bell to come, while a
+ * waiter of their direction sleeps. */
 static void
 disarm(struct rb2_stream *s, int events, int seen)
 {
 	int err = errno;         /* the caller's wait's errno (EINTR) survives */
+	int rx_left = (events & POLLIN) ?
+		atomic_fetch_sub_explicit(&s->asleep[0], 1, memory_order_acq_rel) - 1 :
+		atomic_load_explicit(&s->asleep[0], memory_order_acquire);
+	int tx_left = (events & (POLLOUT | RB2_STREAM_HELD)) ?
+		atomic_fetch_sub_explicit(&s->asleep[1], 1, memory_order_acq_rel) - 1 :
+		atomic_load_explicit(&s->asleep[1], memory_order_acquire);
+	int spare = rx_left > 0 && (rb2_stream_poll(s) & (POLLIN | POLLERR | POLLHUP));
 	/* A completion channel an epoll set reported (edge-triggered: once)
-	 * is read now by whoever heard it, armed or not: its event, left
-	 * there, would stand for an arm the device no longer holds
-	 * (rb2_rx_wait_drain()), and the next sleep would never be woken.
-	 * Each bit is taken by one disarm (read_bells() takes the others). */
-	int heard = atomic_fetch_and_explicit(&s->heard, ~(RB2_STREAM_HEARD_RX_EDGE |
-							   RB2_STREAM_HEARD_TX_EDGE),
+	 * is read by whoever heard it, armed or not (unless spared): its
+	 * event, left there with nobody to read it, would stand for an arm
+	 * the device no longer holds (rb2_rx_wait_drain()), and the next
+	 * sleep would never be woken. Each bit is taken by one disarm
+	 * (read_bells() takes the others). */
+	int heard = atomic_fetch_and_explicit(&s->heard,
+					      ~((spare ? 0 : RB2_STREAM_HEARD_RX_EDGE) |
+						RB2_STREAM_HEARD_TX_EDGE),
 					      memory_order_acquire);
 
+	if (spare)
+		heard &= ~RB2_STREAM_HEARD_RX_EDGE;
 	if (s->rm != NULL) {
 		/* Our flags live in the peer's copy. */
 		/* An armed half whose channel the wait did not see readable
-		 * reads nothing (seen): a system call saved per idle stream. */
+		 * reads nothing (seen): a system call saved per idle stream;
+		 * nor does one that spares it for another reader. */
 		if ((events & POLLIN) && atomic_load(&s->rm->rx_armed) > 0) {
 			atomic_fetch_sub(&s->rm->rx_armed, 1);
-			if (seen && !(heard & RB2_STREAM_HEARD_RX_EDGE))
+			if (spare || (seen && !(heard & RB2_STREAM_HEARD_RX_EDGE)))
 				rb2_rx_wait_leave(s->rx);
 			else
 				rb2_rx_wait_done(s->rx);
 		} else {
-			if ((events & POLLIN) && s->rm->wake_fd < 0)
+			if ((events & POLLIN) && s->rm->wake_fd < 0 && rx_left == 0)
 				(void)flag_then_read(s, &s->ctl->rd_sleeps[!s->me], 0, NULL, NULL);
 			if (heard & RB2_STREAM_HEARD_RX_EDGE)
 				rb2_rx_wait_drain(s->rx);
@@ -1606,7 +1639,7 @@ disarm(struct rb2_stream *s, int events, int seen)
 			else
 				rb2_tx_wait_done(s->tx);
 		} else {
-			if (events & POLLOUT)
+			if ((events & POLLOUT) && tx_left == 0)
 				(void)flag_then_read(s, &s->ctl->wr_sleeps[s->me], 0, NULL, NULL);
 			if (heard & RB2_STREAM_HEARD_TX_EDGE)
 				rb2_tx_wait_drain(s->tx);
@@ -1614,13 +1647,22 @@ disarm(struct rb2_stream *s, int events, int seen)
 	} else {
 		/* An exchange: a ringer that spared us its bell (ring_if())
 		 * published before its exchange, which ours then follows, so
-		 * the caller's look after this sees what it published. */
-		if (events & POLLIN)
+		 * the caller's look after this sees what it published. While
+		 * another waiter sleeps the flag stays up for its bell, and a
+		 * load orders our look the same way. */
+		if ((events & POLLIN) && rx_left == 0)
 			(void)atomic_exchange_explicit(&s->ctl->rd_sleeps[!s->me], 0,
 						       memory_order_acq_rel);
-		if (events & POLLOUT)
+		if ((events & POLLOUT) && tx_left == 0)
 			(void)atomic_exchange_explicit(&s->ctl->wr_sleeps[s->me], 0,
 						       memory_order_acq_rel);
+		atomic_thread_fence(memory_order_acquire);
+	}
+	/* One host's eventfd serves both directions, and the socket both
+	 * too: neither is read while spared. */
+	if (spare) {
+		errno = err;
+		return;
 	}
 	read_bells(s);
 	/* More than the peer rang: someone wrote on the kernel socket past

@@ -244,7 +244,10 @@ int rb2_stream_sleep_events(const struct rb2_stream *s, int events);
  * the bell, then look once more.
  * @return the events ready after all (do not block then; nothing is left
  *   armed), or 0: block on the bell, then call rb2_stream_disarm(). A
- *   thread waiting to read and one waiting to write may arm one end at once.
+ *   thread waiting to read and one waiting to write may arm one end at once,
+ *   and so may two waiting for the same: each arm is disarmed once, with
+ *   the same @p events (the stream counts its sleepers, so that a disarm
+ *   leaves the bell to another reader still asleep while there is data).
  */
 int rb2_stream_arm(struct rb2_stream *s, int events, uint64_t wait);
 

@@ -67,6 +67,16 @@ only, so that they run the same under rb2-run and without it.
                                      print what came and how it ended; exit
                                      0 only if each was N * 16 bytes of the
                                      pattern, then the end
+  rb2run_peer.py both-wake PORT     accept one connection; two threads
+                                     wait to read it, one in poll(), one in
+                                     epoll (5 s at most), while the peer is
+                                     silent; when
+                                     both are back, answer how long each
+                                     slept ("woke A B", in ms, or "slept
+                                     on"), then end
+  rb2run_peer.py poke PORT SECONDS   connect, stay silent SECONDS, send one
+                                     byte, print the answer; exit 0 only if
+                                     both of a both-wake's threads woke
   rb2run_peer.py echo-all PORT N    accept N connections, then echo on
                                      whichever is readable (epoll) until
                                      all have ended
@@ -541,6 +551,52 @@ def late_end(port, n, seconds, conns=1):
     return 0 if ok else 1
 
 
+def both_wake(port):
+    import select
+    import threading
+    s = listen_on(port, 1)
+    c, _ = s.accept()
+    woke = [None, None]
+
+    def sleeper(i):
+        if i == 0:
+            p = select.poll()
+            p.register(c, select.POLLIN)
+            got = p.poll(5000)
+        else:
+            p = select.epoll()
+            p.register(c.fileno(), select.EPOLLIN)
+            got = p.poll(5.0)
+        woke[i] = time.monotonic() if got else None
+
+    ts = [threading.Thread(target=sleeper, args=(i,)) for i in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    c.recv(1)
+    if woke[0] is None or woke[1] is None:
+        c.sendall(b"slept on")
+    else:
+        first = min(woke)
+        c.sendall(b"woke %.1f %.1f" % ((woke[0] - first) * 1000, (woke[1] - first) * 1000))
+    c.close()
+
+
+def poke(port, seconds):
+    c = connect_to(port)
+    time.sleep(seconds)
+    c.sendall(b"x")
+    got = b""
+    while True:
+        b = c.recv(100)
+        if not b:
+            break
+        got += b
+    print("both-wake: %s (ms after the first)" % got.decode(errors="replace"), flush=True)
+    return 0 if got.startswith(b"woke ") else 1
+
+
 def echo_all(port, n):
     import selectors
     s = listen_on(port, n)
@@ -705,6 +761,10 @@ if __name__ == "__main__":
     elif sys.argv[1] == "late-end":
         sys.exit(late_end(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]),
                           int(sys.argv[5]) if len(sys.argv) > 5 else 1))
+    elif sys.argv[1] == "both-wake":
+        both_wake(int(sys.argv[2]))
+    elif sys.argv[1] == "poke":
+        sys.exit(poke(int(sys.argv[2]), float(sys.argv[3])))
     elif sys.argv[1] == "echo-all":
         echo_all(int(sys.argv[2]), int(sys.argv[3]))
     elif sys.argv[1] == "busy-one":

@@ -38,6 +38,7 @@
 #   - passing an rb2 connection over SCM_RIGHTS, and MSG_OOB, fail with
 #     EOPNOTSUPP and a line that says so;
 #   - a thread blocked in recv or epoll_wait uses under 1% of a core;
+#   - two threads asleep on one connection (poll, epoll) both wake;
 #   - arena slots are reused while the processes that used them live on.
 # The real applications are in test_rb2run_apps.sh (the full tier).
 set -uo pipefail
@@ -407,6 +408,24 @@ if grep -q "woken: both" "$tmp/idle.cli" && grep -q echoed "$tmp/idle.srv" &&
 	ok "blocked in recv and in epoll_wait: $((t1 - t0)) ticks of CPU in 2 s (<= 2: under 1%), and both woke"
 else
 	fail "idle: $((t1 - t0)) ticks in 2 s; $(cat "$tmp/idle.cli" "$tmp/idle.srv")"
+fi
+
+# Two threads asleep on one rb2 connection, one in poll and one in epoll,
+# both wake when one byte comes, as on TCP. A first waiter that read the
+# bell away before the second looked again would leave the second asleep
+# for the rest of its 5 s.
+port=$(free_port)
+timeout 60 "$run" python3 "$peer" both-wake "$port" >"$tmp/bw.srv" 2>"$tmp/bw.srv.err" &
+for _ in $(seq 100); do grep -q listening "$tmp/bw.srv" 2>/dev/null && break; sleep 0.05; done
+timeout 60 "$run" python3 "$peer" poke "$port" 1 >"$tmp/bw.cli" 2>"$tmp/bw.cli.err"
+wait
+late=$(sed -n 's/^both-wake: woke \([0-9.]*\) \([0-9.]*\) .*/\1 \2/p' "$tmp/bw.cli" |
+	awk '{ print int($1 > $2 ? $1 : $2) }')
+if [ -n "$late" ] && [ "$late" -lt 1000 ] &&
+	grep -q " 1 connections over rb2" "$tmp/bw.srv.err"; then
+	ok "two threads asleep on one connection (poll and epoll) both woke, ${late} ms apart"
+else
+	fail "two sleepers on one connection: $(cat "$tmp/bw.cli" "$tmp/bw.cli.err" "$tmp/bw.srv.err")"
 fi
 
 # Arena slots are reused once both ends closed, while their processes live

@@ -619,6 +619,28 @@ rr_close_many() { # NAME PORT
 	fi
 }
 rr_close_many closes_share_one_thread 21615
+# Two threads of the server asleep on one connection, one in poll and one
+# in epoll, while the client is silent 2 s: one byte wakes both, as on TCP,
+# though both sleep on the same completion channel and the first awake
+# could read its event before the second looked again (the second then
+# slept out its 5 s).
+rr_both_wake() { # PORT
+	local f=/tmp/rr-both-wake rc ms
+	if [ $side = server ]; then
+		timeout -k 5 60 "$rrun" -- python3 "$rpeer" both-wake "$1" > $f 2>&1
+		rr_result two_sleepers_both_wake "$?" $f "$verbs_line"
+	else
+		rr_wait_listener "$1"
+		timeout -k 5 60 "$rrun" -- python3 "$rpeer" poke "$1" 2 > $f 2>&1
+		rc=$?
+		ms=$(sed -n 's/^both-wake: woke \([0-9.]*\) \([0-9.]*\) .*/\1 \2/p' $f |
+			awk '{ print int($1 > $2 ? $1 : $2) }')
+		echo "INFO two threads asleep on one connection: the second woke ${ms:-?} ms after the first"
+		[ "$rc" = 0 ] && ! [ "${ms:-99999}" -lt 1000 ] && rc="the second woke ${ms:-?} ms late"
+		rr_result two_sleepers_both_wake "$rc" $f "$verbs_line"
+	fi
+}
+rr_both_wake 21616
 # A writer in epoll that looks into its set without blocking between sends
 # (as Redis's loop does with work pending), and waits there for room when
 # short, while the reader pauses 300 ms: its sends' completions raise its

@@ -98,6 +98,7 @@ static struct {
 	int (*execve)(const char *, char *const[], char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);
 	int (*fexecve)(int, char *const[], char *const[]);
+	pid_t (*fork)(void);
 } real;
 
 /* ---- What this process knows of its sockets -------------------------------- */
@@ -107,6 +108,8 @@ struct psock {
 	int nonblock;                /* O_NONBLOCK, shared by dups as the kernel's */
 	int reg_fd;                  /* a listener's registration with rb2-sockd, or -1 */
 	int inherited;               /* from before a fork: the stream is the parent's */
+	int uncounted;               /* ... and the fork took no hold for this copy */
+	uint64_t held_fork;          /* the fork that took a hold for the child's copy */
 	uint64_t base_in, base_out;  /* its bytes at the fork: the parent's, not counted here */
 	struct rb2_stream *st;       /* NULL: kernel TCP */
 	struct rb2_noeal_arena *arena;
@@ -946,11 +949,16 @@ held_forget(struct psock *p)
 	pthread_mutex_unlock(&held_lock);
 }
 
-static void
+/* This process is done with @p's stream: it ends, or (one host) only this
+ * process's copy goes while a fork's lives on elsewhere. @return 1 if it
+ * lives on elsewhere, else 0. */
+static int
 stream_end(struct psock *p)
 {
+	int shared = 0;
+
 	if (p->st == NULL)
-		return;
+		return 0;
 	pthread_mutex_lock(&stats.lock);
 	stats_add_stream(p);
 	pthread_mutex_unlock(&stats.lock);
@@ -964,22 +972,28 @@ stream_end(struct psock *p)
 		rb2_noeal_arena_detach(p->arena);
 		remote_arena_free(p->rslot);
 		p->rslot = -1;
-	} else if (!p->inherited) {
+	} else if (!p->uncounted && !rb2_stream_fork_release(p->st)) {
+		/* No other process holds the end: this close is its end. */
 		ep_drop_wake(rb2_stream_wake_fd(p->st, POLLIN));
 		rb2_stream_close(p->st);
 		/* The service reuses the arena's address once both ends released. */
 		rb2_noeal_arena_release(p->arena);
 	} else {
-		/* A child's copy of its parent's stream: the parent still uses
-		 * it, so nothing of it is closed but this process's descriptors.
-		 * Only this process's mapping goes, so that the address is free
-		 * here for a later connection (the stream's small local state is
-		 * left behind). */
+		/* A fork's copy lives on in another process (parent or
+		 * child), which still uses the stream, so nothing of it is
+		 * closed but this process's descriptors: the eventfd leaves
+		 * this process's sets (the other holder keeps its file open).
+		 * Only this process's mapping goes, so that the address is
+		 * free here for a later connection (the stream's small local
+		 * state is left behind). */
+		ep_drop_wake(rb2_stream_wake_fd(p->st, POLLIN));
 		rb2_stream_forget(p->st);
 		rb2_noeal_arena_detach(p->arena);
+		shared = 1;
 	}
 	p->st = NULL;
 	p->arena = NULL;
+	return shared;
 }
 
 static void
@@ -3074,11 +3088,12 @@ stand_in(int fd)
  * rb2 connection without FD_CLOEXEC ends: the peer reads what was sent and
  * then the end, and the kernel socket is shut down both ways, so that the
  * new program reads 0 and its writes fail with EPIPE. (If the exec fails,
- * those connections stay ended.) A connection this process shares with its
- * parent (a fork child's, or any in a vfork child, which runs in the
- * parent's memory) goes on for the parent: the new program gets a stand-in
- * that reads 0 and fails writes with EPIPE, and the parent's memory is not
- * touched. glibc's exec functions call each other inside libc, so each is
+ * those connections stay ended.) A connection another process still holds
+ * (a fork's parent or child on one host; across hosts, a fork child's
+ * parent; in a vfork child, which runs in the parent's memory, every one)
+ * goes on there: the new program gets a stand-in that reads 0 and fails
+ * writes with EPIPE, and a vfork parent's memory is not touched. glibc's
+ * exec functions call each other inside libc, so each is
  * wrapped; posix_spawn() (and system()) call none of them.
  */
 static void
@@ -3088,22 +3103,28 @@ before_exec(void)
 
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
-		int fl;
+		int fl, shared;
 
 		if (p == NULL || p->st == NULL)
 			continue;
 		fl = real.fcntl((int)fd, F_GETFD);
 		if (fl < 0 || (fl & FD_CLOEXEC))
 			continue;
-		if (shared_vm || p->inherited) {
+		if (shared_vm || (p->inherited && p->rslot >= 0)) {
 			stand_in((int)fd);
 			continue;
 		}
 		pthread_mutex_lock(&p->tx_lock);
 		pthread_mutex_lock(&p->rx_lock);
-		stream_end(p);
+		shared = stream_end(p);
 		pthread_mutex_unlock(&p->rx_lock);
 		pthread_mutex_unlock(&p->tx_lock);
+		if (shared) {
+			/* It goes on in the process that shares it: a shutdown
+			 * of the kernel socket would end it there too. */
+			stand_in((int)fd);
+			continue;
+		}
 		real.shutdown((int)fd, SHUT_RDWR);
 		pthread_mutex_lock(&stats.lock);
 		stats.exec_ended++;
@@ -3206,11 +3227,67 @@ execle(const char *path, const char *arg, ...)
 
 /* ---- Start, fork, exit ------------------------------------------------------------ */
 
+/* Which fork took holds (rb2_stream_fork_hold()) for the calling thread's
+ * fork: the child counts its copies by it, and a fork that fails gives
+ * them back (fork()). */
+static _Atomic uint64_t forks_made;
+static __thread uint64_t this_fork;
+
+static void
+before_fork(void)
+{
+	this_fork = atomic_fetch_add(&forks_made, 1) + 1;
+	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
+		struct psock *p = atomic_load(&tab[fd]);
+
+		/* Once a stream, however many fds name it (dup). */
+		if (p != NULL && p->st != NULL && p->rslot < 0 && !p->uncounted &&
+		    p->held_fork != this_fork) {
+			rb2_stream_fork_hold(p->st);
+			p->held_fork = this_fork;
+		}
+	}
+	ahead_prefork();
+}
+
+/* A fork failed: the holds it took go back. */
+static void
+fork_failed(void)
+{
+	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
+		struct psock *p = atomic_load(&tab[fd]);
+
+		if (p != NULL && p->st != NULL && p->held_fork == this_fork) {
+			p->held_fork = 0;
+			(void)rb2_stream_fork_release(p->st);
+		}
+	}
+}
+
+EXPORT pid_t
+fork(void)
+{
+	pid_t pid;
+
+	if (real.fork == NULL)           /* a fork before our constructor ran */
+		real.fork = (pid_t (*)(void))dlsym(RTLD_NEXT, "fork");
+	pid = real.fork();
+	if (pid < 0) {
+		int e = errno;
+
+		fork_failed();
+		errno = e;
+	}
+	return pid;
+}
+
 static void
 child_after_fork(void)
 {
-	/* The streams are the parent's: this process may use one the parent
-	 * gives up, but its close never tears one down. */
+	/* On one host the child holds its copy of each stream as the parent
+	 * holds its own (before_fork()): whichever lets it go last ends it.
+	 * Across hosts the streams stay the parent's: this process may use
+	 * one the parent gives up, but its close never tears one down. */
 	image_pid = getpid();
 	/* The parent's thread sends what the parent held; the list's lock
 	 * may have been taken at the fork. */
@@ -3253,6 +3330,8 @@ child_after_fork(void)
 			struct rb2_stream_stats st;
 
 			p->inherited = 1;
+			/* Made while the fork took its holds: not counted. */
+			p->uncounted = p->uncounted || (p->rslot < 0 && p->held_fork != this_fork);
 			rb2_stream_stats(p->st, &st);
 			p->base_in = st.bytes_in;
 			p->base_out = st.bytes_out;
@@ -3361,7 +3440,7 @@ preload_init(void)
 	RESOLVE(sendto); RESOLVE(sendmsg); RESOLVE(sendfile); RESOLVE(shutdown); RESOLVE(poll);
 	RESOLVE(ppoll); RESOLVE(select); RESOLVE(pselect); RESOLVE(epoll_ctl); RESOLVE(epoll_wait);
 	RESOLVE(epoll_pwait); RESOLVE(fcntl); RESOLVE(ioctl); RESOLVE(dup); RESOLVE(dup2);
-	RESOLVE(dup3); RESOLVE(execve); RESOLVE(execvpe); RESOLVE(fexecve);
+	RESOLVE(dup3); RESOLVE(execve); RESOLVE(execvpe); RESOLVE(fexecve); RESOLVE(fork);
 #undef RESOLVE
 	image_pid = getpid();
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (1u << 20))
@@ -3432,7 +3511,7 @@ preload_init(void)
 		flip_at = strtoull(t, NULL, 10);
 	active = 1;
 	closer_init();
-	pthread_atfork(ahead_prefork, ahead_postfork_parent, child_after_fork);
+	pthread_atfork(before_fork, ahead_postfork_parent, child_after_fork);
 	atexit(print_stats);
 	atexit(streams_end_at_exit);     /* runs first: the stats count its WRs */
 }

@@ -47,6 +47,7 @@ struct stream_ctl {
 	_Atomic uint32_t closed[2];      /* end e closed: its reads are over */
 	_Atomic uint32_t reset[2];       /* end e closed with bytes unread: TCP's RST */
 	_Atomic uint32_t ends;           /* ends open; the last to close frees this */
+	_Atomic uint32_t forks[2];       /* one host: processes holding end e, past one */
 	_Atomic uint32_t efd_listen[2];  /* end e sleeps on its eventfd too: ring it there */
 	_Atomic uint32_t joined[2];      /* one host: end e's channels are connected */
 	/* Who sleeps: set by a sleeper, cleared by whoever rings it. */
@@ -1941,6 +1942,29 @@ rb2_stream_close(struct rb2_stream *s)
 	}
 	rb2_stream_forget(s);
 	free(s);
+}
+
+void
+rb2_stream_fork_hold(struct rb2_stream *s)
+{
+	if (s->rm == NULL)
+		atomic_fetch_add_explicit(&s->ctl->forks[s->me], 1, memory_order_relaxed);
+}
+
+int
+rb2_stream_fork_release(struct rb2_stream *s)
+{
+	uint32_t n;
+
+	if (s->rm != NULL)
+		return 0;
+	/* acq_rel: the last holder's close follows what the others did. */
+	n = atomic_load_explicit(&s->ctl->forks[s->me], memory_order_acquire);
+	while (n > 0 && !atomic_compare_exchange_weak_explicit(&s->ctl->forks[s->me], &n, n - 1,
+							       memory_order_acq_rel,
+							       memory_order_acquire))
+		;
+	return n > 0;
 }
 
 void

@@ -384,9 +384,30 @@ void rb2_stream_move_bell(struct rb2_stream *s, int fd);
  */
 int rb2_stream_end_at_exit(struct rb2_stream *s, unsigned int ms);
 
-/** A copy of a stream that this process inherited across fork(), while the
- *  stream stays its parent's: close this process's descriptors of it (its
- *  eventfds), and touch nothing the two share. */
+/**
+ * One host: a fork() is about to copy this process's end of @p s, and the
+ * child holds the end too. Call it in the parent before the fork (a
+ * forking server closes its copy as soon as fork() returns), once per fork
+ * and stream; rb2_stream_fork_release() undoes it if the fork fails. The
+ * holds are in the memory both ends share: whichever process lets its
+ * copy go last closes the end, as the kernel's last close of a socket
+ * shared across fork() does. Across hosts a child cannot post on its
+ * parent's queues, and nothing is held: a no-op.
+ */
+void rb2_stream_fork_hold(struct rb2_stream *s);
+
+/**
+ * This process lets its copy of its end of @p s go.
+ * @return 1: another process still holds the end (a fork's hold was given
+ *   up): forget the copy (rb2_stream_forget()), do not close it; 0: no
+ *   other holder, the caller's close is the end's.
+ */
+int rb2_stream_fork_release(struct rb2_stream *s);
+
+/** A copy of a stream that another process holds on (one inherited across
+ *  fork(), or one whose fork child holds it: rb2_stream_fork_release()):
+ *  close this process's descriptors of it (its eventfds), and touch
+ *  nothing the two share. */
 void rb2_stream_forget(struct rb2_stream *s);
 
 /**

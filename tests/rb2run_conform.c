@@ -750,6 +750,79 @@ main(void)
 		say("peer closes: %s", ask("C"));
 	}
 
+	/* fork: the child takes the connection on and the parent closes its
+	 * copy at once, as a forking server does after accept(): the
+	 * connection lives on in the child, to the child's own close. */
+	{
+		int go[2], st;
+		pid_t kid;
+
+		fd = connect_peer();
+		if (pipe(go) != 0)
+			return 2;
+		kid = fork();
+		if (kid == 0) {
+			uint8_t buf[8], hi[6];
+			unsigned long sum = 0, want = 0;
+			char c;
+
+			close(go[1]);
+			if (read(go[0], &c, 1) != 1)     /* the parent closed its copy */
+				_exit(3);
+			for (int i = 0; i < 6; i++)
+				hi[i] = pat((size_t)i);
+			if (send(fd, hi, 6, 0) != 6)
+				_exit(4);
+			if (recv(fd, buf, 8, MSG_WAITALL) != 8)
+				_exit(5);
+			for (int i = 0; i < 8; i++) {
+				sum += buf[i];
+				want += pat((size_t)i);
+			}
+			if (sum != want)
+				_exit(6);
+			_exit(close(fd) == 0 ? 0 : 7);
+		}
+		close(go[0]);
+		say("fork, then the parent closes its copy: %s", CALL(close(fd)));
+		if (write(go[1], "x", 1) != 1)
+			return 2;
+		close(go[1]);
+		say("peer reads the child's 6: %s", ask("R 6"));
+		say("peer sends 8 to the child: %s", ask("S 8"));
+		waitpid(kid, &st, 0);
+		say("child (sent 6, read 8, closed): exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		say("peer reads to the end: %s", ask("E"));
+		say("peer closes: %s", ask("C"));
+	}
+
+	/* fork the other way: the child lets its copy go and exits (Redis's
+	 * BGSAVE child), the parent goes on with the connection. */
+	{
+		int st;
+		pid_t kid;
+
+		fd = connect_peer();
+		kid = fork();
+		if (kid == 0)
+			_exit(close(fd) == 0 ? 0 : 1);
+		waitpid(kid, &st, 0);
+		say("the child closed its copy: exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		{
+			char hi[4];
+
+			for (int i = 0; i < 4; i++)
+				hi[i] = (char)pat((size_t)i);
+			say("send 4: %s", CALL(send(fd, hi, 4, 0)));
+		}
+		say("peer reads 4: %s", ask("R 4"));
+		say("peer sends 3: %s", ask("S 3"));
+		say("recv 3: %s", recv_sum(fd, 3, MSG_WAITALL));
+		say("close: %s", CALL(close(fd)));
+		say("peer reads to the end: %s", ask("E"));
+		say("peer closes: %s", ask("C"));
+	}
+
 	/* Our own listener: accept4's flags. */
 	{
 		struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };

@@ -21,6 +21,11 @@ only, so that they run the same under rb2-run and without it.
                                      directions arrived whole
   rb2run_peer.py echo PORT N          accept N connections one after the
                                      other; send each back what it sent
+  rb2run_peer.py fork-echo PORT N     echo's server as Python's
+                                     socketserver.ForkingTCPServer: a child
+                                     per connection, the parent closing its
+                                     copy at once; N connections, then the
+                                     children are waited for
   rb2run_peer.py many PORT N BYTES   N connections one after the other, from
                                      this one process: each sends BYTES,
                                      half-closes and reads them back
@@ -248,6 +253,30 @@ def echo(port, n):
             buf += d
         c.sendall(buf)
         c.close()
+
+
+def fork_echo(port, n):
+    import socketserver
+
+    class Echo(socketserver.BaseRequestHandler):
+        def handle(self):
+            buf = bytearray()
+            while True:
+                d = self.request.recv(1 << 16)
+                if not d:
+                    break
+                buf += d
+            self.request.sendall(buf)
+
+    class Server(socketserver.ForkingTCPServer):
+        allow_reuse_address = True
+
+    with Server(("127.0.0.1", port), Echo) as srv:
+        print("listening", flush=True)
+        for _ in range(n):
+            srv.handle_request()
+    # Leaving the with block waited for every child (block_on_close).
+    print("fork-echo: served %d" % n, flush=True)
 
 
 def many(port, n, total):
@@ -740,6 +769,8 @@ if __name__ == "__main__":
         sys.exit(wake(int(sys.argv[2]), float(sys.argv[3])))
     elif sys.argv[1] == "echo":
         echo(int(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1] == "fork-echo":
+        fork_echo(int(sys.argv[2]), int(sys.argv[3]))
     elif sys.argv[1] == "many":
         sys.exit(many(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
     elif sys.argv[1] == "trickle":

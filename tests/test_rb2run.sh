@@ -39,7 +39,10 @@
 #     EOPNOTSUPP and a line that says so;
 #   - a thread blocked in recv or epoll_wait uses under 1% of a core;
 #   - two threads asleep on one connection (poll, epoll) both wake;
-#   - arena slots are reused while the processes that used them live on.
+#   - arena slots are reused while the processes that used them live on;
+#   - a forking server (Python's socketserver.ForkingTCPServer: a child per
+#     connection, whose parent closes its copy at once): every echo whole,
+#     and each connection's arena freed by its child's close.
 # The real applications are in test_rb2run_apps.sh (the full tier).
 set -uo pipefail
 
@@ -173,14 +176,15 @@ fi
 # Conformance: one socket program (tests/rb2run_conform.c: connect, the
 # reads and writes with their flags, poll/select/epoll level, edge and
 # one-shot, non-blocking, timeouts, EINTR, dup, half-close, EPIPE and
-# SIGPIPE, sendfile, accept4's flags, non-blocking connect) prints what
-# every call returned; plainly and under rb2-run, the transcripts must be
-# the same, with every connection over rb2.
+# SIGPIPE, sendfile, accept4's flags, non-blocking connect, a connection
+# handed to a fork child whose parent closes its copy, and the reverse)
+# prints what every call returned; plainly and under rb2-run, the
+# transcripts must be the same, with every connection over rb2.
 conform=$build/tests/rb2run_conform
 if timeout 60 "$conform" >"$tmp/conform.plain" 2>&1 &&
 	timeout 60 "$run" "$conform" >"$tmp/conform.rb2" 2>"$tmp/conform.err" &&
 	diff "$tmp/conform.plain" "$tmp/conform.rb2" >"$tmp/conform.diff" &&
-	grep -q " 6 connections over rb2 ([0-9]* bytes in, [0-9]* out), 0 failed; 1 kernel TCP: no program under rb2-run listens there$" "$tmp/conform.err"; then
+	grep -q " 8 connections over rb2 ([0-9]* bytes in, [0-9]* out), 0 failed; 1 kernel TCP: no program under rb2-run listens there$" "$tmp/conform.err"; then
 	ok "conformance: $(wc -l <"$tmp/conform.plain") steps, the same plainly and under rb2-run;$(cut -d: -f3- "$tmp/conform.err")"
 else
 	fail "conformance: the transcripts differ (plain <, rb2-run >)"
@@ -445,6 +449,24 @@ if grep -q "many: 40 of 40 whole" "$tmp/sl.cli" &&
 	ok "4 arena slots, 40 connections from two live processes: all over rb2, every arena freed ($("$sockd" --socket "$sock4" --stats))"
 else
 	fail "slot reuse"; cat "$tmp/sl.cli" "$tmp/sl.cli.err"; "$sockd" --socket "$sock4" --stats
+fi
+
+# A forking server: each connection's child is its last holder, so the
+# connection lives on after the parent's close, and the child's close ends
+# it and frees its arena (4 slots for 20 connections: they must be).
+port=$(free_port)
+RB2_SOCKD_PATH=$sock4 timeout 60 "$run" python3 "$peer" fork-echo "$port" 20 >"$tmp/fe.srv" 2>"$tmp/fe.srv.err" &
+for _ in $(seq 100); do grep -q listening "$tmp/fe.srv" 2>/dev/null && break; sleep 0.05; done
+RB2_SOCKD_PATH=$sock4 timeout 60 "$run" python3 "$peer" many "$port" 20 100000 >"$tmp/fe.cli" 2>"$tmp/fe.cli.err"
+wait
+sleep 1.2                        # the service looks once a second
+if grep -q "many: 20 of 20 whole" "$tmp/fe.cli" && grep -q "fork-echo: served 20" "$tmp/fe.srv" &&
+	grep -q " 20 connections over rb2 (2000000 bytes in, 2000000 out), 0 failed$" "$tmp/fe.cli.err" &&
+	"$sockd" --socket "$sock4" --stats | grep -q '"pairs":60,.*"arenas":0,'; then
+	ok "a forking server (ForkingTCPServer, the parent closing its copy at once): 20 of 20 echoes whole over rb2, every arena freed"
+else
+	fail "forking server"; cat "$tmp/fe.srv" "$tmp/fe.srv.err" "$tmp/fe.cli" "$tmp/fe.cli.err" | head -20
+	"$sockd" --socket "$sock4" --stats
 fi
 "$sockd" --socket "$sock4" --stop >/dev/null 2>&1
 

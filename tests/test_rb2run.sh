@@ -225,9 +225,10 @@ fi
 
 # exec in a child that shares the connection with its parent: subprocess's
 # vfork (the child runs in the parent's memory) and fork. The new program
-# gets a stand-in that reads 0 and fails writes with EPIPE; the parent's
-# connection goes on: the server reads all of the parent's bytes, the ones
-# it sent after both children too.
+# gets a stand-in that reads 0 and fails writes with EPIPE (on every fd
+# that names the connection: the fork child passes a dup of it, as inetd's
+# children do); the parent's connection goes on: the server reads all of
+# the parent's bytes, the ones it sent after both children too.
 port=$(free_port)
 timeout 60 "$run" python3 "$peer" count "$port" >"$tmp/vf.srv" 2>"$tmp/vf.srv.err" &
 for _ in $(seq 100); do grep -q listening "$tmp/vf.srv" 2>/dev/null && break; sleep 0.05; done
@@ -248,7 +249,8 @@ fd = c.fileno(); os.set_inheritable(fd, True)
 subprocess.run([sys.executable, "-c", child, str(fd), "vfork"], pass_fds=(fd,), check=True)
 pid = os.fork()
 if pid == 0:
-    os.execv(sys.executable, [sys.executable, "-c", child, str(fd), "fork"])
+    d = os.dup2(fd, fd + 20)    # the new program gets the dup: a stand-in too
+    os.execv(sys.executable, [sys.executable, "-c", child, str(d), "fork"])
 os.waitpid(pid, 0)
 c.sendall(b"y" * 4000)
 c.close()' "$port" >"$tmp/vf.cli" 2>"$tmp/vf.cli.err"

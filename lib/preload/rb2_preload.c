@@ -110,6 +110,7 @@ struct psock {
 	int inherited;               /* from before a fork: the stream is the parent's */
 	int uncounted;               /* ... and the fork took no hold for this copy */
 	uint64_t held_fork;          /* the fork that took a hold for the child's copy */
+	int exec_stood_in;           /* an exec gave this process's copy up: stand-ins */
 	uint64_t base_in, base_out;  /* its bytes at the fork: the parent's, not counted here */
 	struct rb2_stream *st;       /* NULL: kernel TCP */
 	struct rb2_noeal_arena *arena;
@@ -3105,12 +3106,13 @@ before_exec(void)
 		struct psock *p = atomic_load(&tab[fd]);
 		int fl, shared;
 
-		if (p == NULL || p->st == NULL)
+		if (p == NULL || (p->st == NULL && !p->exec_stood_in))
 			continue;
 		fl = real.fcntl((int)fd, F_GETFD);
 		if (fl < 0 || (fl & FD_CLOEXEC))
 			continue;
-		if (shared_vm || (p->inherited && p->rslot >= 0)) {
+		/* p->exec_stood_in: a dup of an fd given a stand-in below. */
+		if (shared_vm || p->exec_stood_in || (p->inherited && p->rslot >= 0)) {
 			stand_in((int)fd);
 			continue;
 		}
@@ -3122,6 +3124,7 @@ before_exec(void)
 		if (shared) {
 			/* It goes on in the process that shares it: a shutdown
 			 * of the kernel socket would end it there too. */
+			p->exec_stood_in = 1;
 			stand_in((int)fd);
 			continue;
 		}

@@ -68,17 +68,17 @@ only, so that they run the same under rb2-run and without it.
                                      gained from before the closes
   rb2run_peer.py late-end PORT N SECONDS [CONNS]
                                      accept one connection (or CONNS); sleep
-                                     SECONDS, then read each to the end;
-                                     print what came and how it ended; exit
+                                     SECONDS, then read them all to the end,
+                                     whichever is readable (epoll); print
+                                     what came and how each ended; exit
                                      0 only if each was N * 16 bytes of the
                                      pattern, then the end
   rb2run_peer.py both-wake PORT     accept one connection; two threads
                                      wait to read it, one in poll(), one in
                                      epoll (5 s at most), while the peer is
-                                     silent; when
-                                     both are back, answer how long each
-                                     slept ("woke A B", in ms, or "slept
-                                     on"), then end
+                                     silent; when both are back, answer how
+                                     long each slept ("woke A B", in ms, or
+                                     "slept on"), then end
   rb2run_peer.py poke PORT SECONDS   connect, stay silent SECONDS, send one
                                      byte, print the answer; exit 0 only if
                                      both of a both-wake's threads woke
@@ -557,26 +557,37 @@ def close_ahead(port, n, linger, conns=1):
 
 
 def late_end(port, n, seconds, conns=1):
+    import selectors
     s = listen_on(port, conns)
     cs = [s.accept()[0] for _ in range(conns)]
     time.sleep(seconds)
-    ok = True
-    for c in cs:
-        got, end = bytearray(), "the end"
-        while True:
+    got = [bytearray() for _ in cs]
+    ends = ["the end"] * conns
+    # One connection: a blocking recv. Several: whichever is readable, so
+    # that each writer's close goes on while the others are read.
+    sel = selectors.DefaultSelector()
+    for i, c in enumerate(cs):
+        sel.register(c, selectors.EVENT_READ, i)
+    left = conns
+    while left > 0:
+        ready = [0] if conns == 1 else [key.data for key, _ in sel.select()]
+        for i in ready:
             try:
-                d = c.recv(65536)
+                d = cs[i].recv(65536)
             except OSError as e:
-                end = os.strerror(e.errno)
-                break
-            if not d:
-                break
-            got += d
-        whole = bytes(got) == pattern(16 * n)
+                ends[i], d = os.strerror(e.errno), b""
+            if d:
+                got[i] += d
+            else:
+                sel.unregister(cs[i])
+                left -= 1
+    ok = True
+    for i, c in enumerate(cs):
+        whole = bytes(got[i]) == pattern(16 * n)
         print("late-end: %d of %d bytes, %s, then %s"
-              % (len(got), 16 * n, "whole" if whole else "NOT whole", end), flush=True)
+              % (len(got[i]), 16 * n, "whole" if whole else "NOT whole", ends[i]), flush=True)
         c.close()
-        ok = ok and whole and end == "the end"
+        ok = ok and whole and ends[i] == "the end"
     return 0 if ok else 1
 
 

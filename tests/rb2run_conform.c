@@ -19,6 +19,8 @@
  *   L ms n   answer at once, then after ms milliseconds send n bytes
  *   R n      read exactly n bytes; answer their sum ("eof" at the end)
  *   E        read to the end; answer the byte count
+ *   X        read to the end; answer the byte count and how it ended (the
+ *            end, or the errno: a reset)
  *   W        shutdown(SHUT_WR)
  *   C        close
  *   K port   connect to the parent's listener on port, send 3 bytes
@@ -179,6 +181,14 @@ peer(int cmd_fd, int lfd)
 				reply("eof after %lu", (unsigned long)got);
 			else
 				reply("sum %lu", (unsigned long)sum);
+		} else if (op == 'X') {
+			char buf[4096];
+			uint64_t got = 0;
+			ssize_t r;
+
+			while ((r = recv(c, buf, sizeof(buf), 0)) > 0)
+				got += (uint64_t)r;
+			reply("%lu, then %s", (unsigned long)got, r == 0 ? "the end" : en(errno));
 		} else if (op == 'W') {
 			reply("%s", CALL(shutdown(c, SHUT_WR)));
 		} else if (op == 'C') {
@@ -820,6 +830,30 @@ main(void)
 		say("recv 3: %s", recv_sum(fd, 3, MSG_WAITALL));
 		say("close: %s", CALL(close(fd)));
 		say("peer reads to the end: %s", ask("E"));
+		say("peer closes: %s", ask("C"));
+	}
+
+	/* A fork child killed by a signal lets its copy go with it, as the
+	 * kernel closes a dead process's files: the parent's close is then the
+	 * last, and with bytes unread it is a reset. The child is left a
+	 * zombie (waitid's WNOWAIT) until after the close: it has ended. */
+	{
+		siginfo_t si;
+		pid_t kid;
+
+		fd = connect_peer();
+		kid = fork();
+		if (kid == 0) {
+			raise(SIGKILL);
+			_exit(1);
+		}
+		waitid(P_PID, (id_t)kid, &si, WEXITED | WNOWAIT);
+		say("the child was killed: signal %d", si.si_code == CLD_KILLED ? si.si_status : 0);
+		say("peer sends 3: %s", ask("S 3"));
+		usleep(20000);
+		say("close, the 3 unread: %s", CALL(close(fd)));
+		waitpid(kid, NULL, 0);
+		say("peer reads to the end: %s", ask("X"));
 		say("peer closes: %s", ask("C"));
 	}
 

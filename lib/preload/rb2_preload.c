@@ -3253,16 +3253,22 @@ before_fork(void)
 	ahead_prefork();
 }
 
-/* A fork failed: the holds it took go back. */
+/* The calling thread's fork returned @pid in the parent: a child takes the
+ * holds its fork took, by name, before the program can close its own copy;
+ * a fork that failed (@pid < 0) gives them back. */
 static void
-fork_failed(void)
+fork_made(pid_t pid)
 {
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
 
-		if (p != NULL && p->st != NULL && p->held_fork == this_fork) {
+		if (p == NULL || p->st == NULL || p->held_fork != this_fork)
+			continue;
+		if (pid > 0) {
+			rb2_stream_fork_child(p->st, pid);
+		} else {
 			p->held_fork = 0;
-			(void)rb2_stream_fork_release(p->st);
+			rb2_stream_fork_unhold(p->st);
 		}
 	}
 }
@@ -3275,10 +3281,10 @@ fork(void)
 	if (real.fork == NULL)           /* a fork before our constructor ran */
 		real.fork = (pid_t (*)(void))dlsym(RTLD_NEXT, "fork");
 	pid = real.fork();
-	if (pid < 0) {
+	if (pid != 0) {
 		int e = errno;
 
-		fork_failed();
+		fork_made(pid);
 		errno = e;
 	}
 	return pid;

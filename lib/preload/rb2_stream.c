@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -48,6 +49,10 @@ struct stream_ctl {
 	_Atomic uint32_t reset[2];       /* end e closed with bytes unread: TCP's RST */
 	_Atomic uint32_t ends;           /* ends open; the last to close frees this */
 	_Atomic uint32_t forks[2];       /* one host: processes holding end e, past one */
+	/* ... and which ones, as far as known (rb2_stream_fork_hold(),
+	 * rb2_stream_fork_child()), so that a release can count out those a
+	 * signal killed; 0: a free slot. */
+	_Atomic int32_t holders[2][RB2_STREAM_HOLDERS];
 	_Atomic uint32_t efd_listen[2];  /* end e sleeps on its eventfd too: ring it there */
 	_Atomic uint32_t joined[2];      /* one host: end e's channels are connected */
 	/* Who sleeps: set by a sleeper, cleared by whoever rings it. */
@@ -1944,27 +1949,108 @@ rb2_stream_close(struct rb2_stream *s)
 	free(s);
 }
 
-void
-rb2_stream_fork_hold(struct rb2_stream *s)
+/* List @pid among end e's holders, once; a full list leaves it out (it is
+ * then never counted out: its hold stays, as a holder's still alive). */
+static void
+holder_list(struct rb2_stream *s, int32_t pid)
 {
-	if (s->rm == NULL)
-		atomic_fetch_add_explicit(&s->ctl->forks[s->me], 1, memory_order_relaxed);
+	_Atomic int32_t *h = s->ctl->holders[s->me];
+
+	for (unsigned int i = 0; i < RB2_STREAM_HOLDERS; i++)
+		if (atomic_load_explicit(&h[i], memory_order_relaxed) == pid)
+			return;
+	for (unsigned int i = 0; i < RB2_STREAM_HOLDERS; i++) {
+		int32_t free_slot = 0;
+
+		if (atomic_compare_exchange_strong(&h[i], &free_slot, pid))
+			return;
+	}
 }
 
-int
-rb2_stream_fork_release(struct rb2_stream *s)
+/* Take one hold off end e's count, if any. @return whether there was one. */
+static int
+holds_drop(struct rb2_stream *s)
 {
-	uint32_t n;
-
-	if (s->rm != NULL)
-		return 0;
 	/* acq_rel: the last holder's close follows what the others did. */
-	n = atomic_load_explicit(&s->ctl->forks[s->me], memory_order_acquire);
+	uint32_t n = atomic_load_explicit(&s->ctl->forks[s->me], memory_order_acquire);
+
 	while (n > 0 && !atomic_compare_exchange_weak_explicit(&s->ctl->forks[s->me], &n, n - 1,
 							       memory_order_acq_rel,
 							       memory_order_acquire))
 		;
 	return n > 0;
+}
+
+/* Has process @pid ended? A zombie has: its files are closed, and only its
+ * parent's wait is left. A pid another process took since reads as alive,
+ * so a hold is never given up for a process that lives on. */
+static int
+holder_dead(int32_t pid)
+{
+	char path[40], buf[256], *rp;
+	FILE *f;
+	size_t n;
+
+	if (kill(pid, 0) != 0 && errno == ESRCH)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return errno == ENOENT;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	rp = strrchr(buf, ')');          /* the name may hold spaces and parentheses */
+	return rp != NULL && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+void
+rb2_stream_fork_hold(struct rb2_stream *s)
+{
+	if (s->rm != NULL)
+		return;
+	atomic_fetch_add_explicit(&s->ctl->forks[s->me], 1, memory_order_relaxed);
+	holder_list(s, (int32_t)getpid());
+}
+
+void
+rb2_stream_fork_child(struct rb2_stream *s, pid_t child)
+{
+	if (s->rm == NULL)
+		holder_list(s, (int32_t)child);
+}
+
+void
+rb2_stream_fork_unhold(struct rb2_stream *s)
+{
+	if (s->rm == NULL)
+		(void)holds_drop(s);
+}
+
+int
+rb2_stream_fork_release(struct rb2_stream *s)
+{
+	_Atomic int32_t *h;
+	int32_t me = (int32_t)getpid();
+
+	if (s->rm != NULL)
+		return 0;
+	h = s->ctl->holders[s->me];
+	for (unsigned int i = 0; i < RB2_STREAM_HOLDERS; i++) {
+		int32_t pid = atomic_load_explicit(&h[i], memory_order_relaxed);
+
+		if (pid == 0)
+			continue;
+		if (pid == me) {
+			atomic_store_explicit(&h[i], 0, memory_order_relaxed);
+			continue;
+		}
+		/* A holder killed by a signal never released its hold: count
+		 * it out here. The slot's exchange makes one process do it. */
+		if (holder_dead(pid) && atomic_compare_exchange_strong(&h[i], &pid, 0))
+			(void)holds_drop(s);
+	}
+	return holds_drop(s);
 }
 
 void

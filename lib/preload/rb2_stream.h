@@ -396,8 +396,27 @@ int rb2_stream_end_at_exit(struct rb2_stream *s, unsigned int ms);
  */
 void rb2_stream_fork_hold(struct rb2_stream *s);
 
+/** How many holders of one end are named (rb2_stream_fork_child()). */
+#define RB2_STREAM_HOLDERS 8
+
 /**
- * This process lets its copy of its end of @p s go.
+ * The fork that rb2_stream_fork_hold() held @p s for made process @p child:
+ * name it among the end's holders, in the parent, before the fork returns
+ * to the program (whose first act may be to close its copy). A named holder
+ * that a signal kills is counted out by the next rb2_stream_fork_release();
+ * one that is not named (a fork made past the wrappers, or more than
+ * RB2_STREAM_HOLDERS holders) keeps its hold for good, as if alive.
+ */
+void rb2_stream_fork_child(struct rb2_stream *s, pid_t child);
+
+/** The fork that rb2_stream_fork_hold() held @p s for failed: the hold
+ *  goes back. */
+void rb2_stream_fork_unhold(struct rb2_stream *s);
+
+/**
+ * This process lets its copy of its end of @p s go. Named holders that
+ * have ended without letting theirs go (killed by a signal: a zombie
+ * counts as ended) are counted out first.
  * @return 1: another process still holds the end (a fork's hold was given
  *   up): forget the copy (rb2_stream_forget()), do not close it; 0: no
  *   other holder, the caller's close is the end's.

@@ -70,7 +70,9 @@ only, so that they run the same under rb2-run and without it.
                                      accept one connection (or CONNS); sleep
                                      SECONDS, then read them all to the end,
                                      whichever is readable (epoll); print
-                                     what came and how each ended; exit
+                                     what came and how each ended (and,
+                                     with CONNS, how far apart the ends
+                                     came); exit
                                      0 only if each was N * 16 bytes of the
                                      pattern, then the end
   rb2run_peer.py both-wake PORT     accept one connection; two threads
@@ -569,6 +571,7 @@ def late_end(port, n, seconds, conns=1):
     for i, c in enumerate(cs):
         sel.register(c, selectors.EVENT_READ, i)
     left = conns
+    ended = []
     while left > 0:
         ready = [0] if conns == 1 else [key.data for key, _ in sel.select()]
         for i in ready:
@@ -580,7 +583,11 @@ def late_end(port, n, seconds, conns=1):
                 got[i] += d
             else:
                 sel.unregister(cs[i])
+                ended.append(time.monotonic())
                 left -= 1
+    if conns > 1:
+        print("late-end: the %d ends came within %.0f ms of each other"
+              % (conns, 1e3 * (max(ended) - min(ended))), flush=True)
     ok = True
     for i, c in enumerate(cs):
         whole = bytes(got[i]) == pattern(16 * n)

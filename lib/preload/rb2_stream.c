@@ -193,6 +193,7 @@ struct rb2_stream {
 	int cut;                 /* across hosts, the peer's process ended with no mark,
 				    and what it published can no longer be asked: reset */
 	int close_sent;          /* send_close() ran */
+	int close_draining;      /* rb2_stream_close_step() waits for rb2_tx_drain_done() */
 	uint64_t close_moved;    /* rb2_stream_close_step(): what had gone at ... */
 	uint64_t close_moved_at; /* ... this time (cycles), or 0 before its first step */
 	uint64_t bell_bytes;     /* bytes read off the bell's socket */
@@ -1798,24 +1799,21 @@ shut_wr_now(struct rb2_stream *s)
 }
 
 /*
- * What a close sends the peer (rb2_stream_close(), rb2_stream_end_at_exit()):
- * the end behind the last byte written, or a reset where bytes cannot be
- * delivered; the closed word; across hosts, a wait until the peer's memory
- * holds it all. Across hosts the waits for room and credits end at @until
- * (cycles; 0: the mark waits a second, the writes RB2_STREAM_LINGER_MS
- * without progress); @waited names that wait in the message of a reset.
- * Once per stream. @return 0, or -ETIMEDOUT: some
- * writes did not go (the peer is told of a reset), or the end may not have
- * reached the peer.
+ * What a close sends the peer (rb2_stream_close(), rb2_stream_end_at_exit(),
+ * rb2_stream_close_step()): the end behind the last byte written, or a
+ * reset where bytes cannot be delivered; the closed word. Across hosts the
+ * waits for room and credits end at @until (cycles; 0: the mark waits a
+ * second, the writes RB2_STREAM_LINGER_MS without progress); @waited names
+ * that wait in the message of a reset. Once per stream, by send_close().
+ * @return 0, or -ETIMEDOUT: some writes did not go (the peer is told of a
+ * reset).
  */
 static int
-send_close(struct rb2_stream *s, uint64_t until, const char *waited)
+close_put(struct rb2_stream *s, uint64_t until, const char *waited)
 {
 	struct rb2_msg m;
 	int ret = 0;
 
-	if (s->close_sent)
-		return 0;
 	s->close_sent = 1;
 	if (s->tx != NULL && until != 0 && s->rm != NULL && s->rm->peer_ctl != 0)
 		shut_wr_now(s);              /* no wait past @until for a credit */
@@ -1863,11 +1861,31 @@ send_close(struct rb2_stream *s, uint64_t until, const char *waited)
 	bump(&s->ctl->by[s->me].rel);
 	/* A writer waiting for room learns that nobody will read. */
 	ring_writer(s, !s->me);
-	/* Across hosts, what the NIC has not sent yet would go with
-	 * the queue: wait until the peer's memory holds it all. Not after a
-	 * reset: the reader drops what it has, and the drain's flush would
-	 * wait another second for a credit. */
-	if (s->rm != NULL && s->rm->peer_ctl != 0 && !peer_closed(s) && ret == 0)
+	return ret;
+}
+
+/* After close_put() returned @put: across hosts, what the NIC has not sent
+ * yet would go with the queue, so the close must wait until the peer's
+ * memory holds it all. Not after a reset: the reader drops what it has,
+ * and the drain's flush would wait another second for a credit. */
+static int
+close_needs_drain(struct rb2_stream *s, int put)
+{
+	return s->rm != NULL && s->rm->peer_ctl != 0 && !peer_closed(s) && put == 0;
+}
+
+/* close_put(), then the wait for what it sent to land. @return 0, or
+ * -ETIMEDOUT: some writes did not go, or the end may not have reached the
+ * peer. */
+static int
+send_close(struct rb2_stream *s, uint64_t until, const char *waited)
+{
+	int ret;
+
+	if (s->close_sent)
+		return 0;
+	ret = close_put(s, until, waited);
+	if (close_needs_drain(s, ret))
 		ret = rb2_tx_drain(s->tx) < 0 ? -ETIMEDOUT : 0;
 	return ret;
 }
@@ -1888,8 +1906,29 @@ rb2_stream_close_step(struct rb2_stream *s)
 {
 	uint64_t now = rte_get_timer_cycles(), moved;
 
-	if (s->close_sent || !rb2_stream_close_would_wait(s))
+	if (s->close_draining) {
+		/* Bounded by rb2_tx_drain_done() itself (RB2_POST_WAIT_MS),
+		 * which fails the sender when the fence is that late. */
+		if (rb2_tx_drain_done(s->tx) == 0)
+			return 1;
+		s->close_draining = 0;
 		return 0;
+	}
+	if (s->close_sent)
+		return 0;
+	if (!rb2_stream_close_would_wait(s)) {
+		/* Nothing waits for the reader any more: the end goes now,
+		 * and its landing is stepped like the rest, so that one
+		 * close's slow fence does not hold up the closer's others. */
+		if (s->ctl == NULL || s->rm == NULL || s->tx == NULL)
+			return 0;
+		if (close_needs_drain(s, close_put(s, 0, "10 s the close waited")) &&
+		    rb2_tx_drain_start(s->tx) == 0) {
+			s->close_draining = 1;
+			return 2;
+		}
+		return 0;
+	}
 	/* Progress: a publication, or the end put in the ring. */
 	moved = 2 * rb2_tx_published(s->tx) + !s->rm->mark_pending;
 	if (s->close_moved_at == 0 || moved != s->close_moved) {

@@ -354,12 +354,15 @@ int rb2_stream_close_would_wait(struct rb2_stream *s);
  * One step of a close that rb2_stream_close_would_wait() said would wait,
  * for a thread that finishes many (rb2-run's closer) rather than blocking in
  * each: send what the reader's credits and room let go now, without
- * waiting. @return 2 while the close still waits for the reader, having
- * sent more since the last step (or on the first), 1 while it waits with
- * nothing sent; 0 once rb2_stream_close() will not wait: everything went,
- * the peer closed, or the
- * reader took nothing for RB2_STREAM_LINGER_MS, in which case the reader is
- * reset here, as the blocking close does.
+ * waiting. Once everything and the end went, the wait for them to land in
+ * the peer's memory (rb2_tx_drain_start()) is stepped too, so that one
+ * close's slow fence does not hold up the others. @return 2 while the
+ * close still waits, having sent more since the last step (or on the first,
+ * or the end's send), 1 while it waits with nothing sent; 0 once
+ * rb2_stream_close() will not wait: everything went and landed (or its
+ * wait gave up after RB2_POST_WAIT_MS, failing the sender), the peer
+ * closed, or the reader took nothing for RB2_STREAM_LINGER_MS, in which
+ * case the reader is reset here, as the blocking close does.
  */
 int rb2_stream_close_step(struct rb2_stream *s);
 

@@ -619,6 +619,42 @@ rb2_tx_drain(struct rb2_tx *tx)
 	return tx->h.err;
 }
 
+int
+rb2_tx_drain_start(struct rb2_tx *tx)
+{
+	int ret = rb2_tx_flush_or_defer(tx);
+
+	if (ret < 0)
+		return ret;
+	tx->drain_until = 0;
+	if (tx->peer_head_pub != NULL && tx->room_bell == NULL)
+		return 0;                /* load/store: landed as written */
+	/* The fence on every remote channel, where rb2_tx_drain() READs the
+	 * head on some: a READ's answer would have to be waited for, and
+	 * the fence's completion proves as much. */
+	ret = rb2_tx_fence_post(tx);
+	if (ret == 0)
+		tx->drain_until = rte_get_timer_cycles() +
+				  rte_get_timer_hz() * RB2_POST_WAIT_MS / 1000;
+	return ret;
+}
+
+int
+rb2_tx_drain_done(struct rb2_tx *tx)
+{
+	if (tx->drain_until == 0)
+		return tx->h.err != 0 ? tx->h.err : 1;
+	if (rb2_tx_reap(&tx->h) != 0)
+		return tx->h.err;
+	if (tx->pull_inflight == 0) {
+		tx->drain_until = 0;
+		return 1;
+	}
+	if (rte_get_timer_cycles() > tx->drain_until)
+		rb2_tx_fail(tx, -ETIMEDOUT, RB2_FENCE_LATE);
+	return tx->h.err;
+}
+
 void
 rb2_tx_destroy(struct rb2_tx *tx)
 {

@@ -190,6 +190,29 @@ int rb2_tx_flush_or_defer(struct rb2_tx *tx);
  */
 int rb2_tx_drain(struct rb2_tx *tx);
 
+/**
+ * rb2_tx_drain() without the wait, for a caller that finishes many senders
+ * at once and must not hold the others up while one waits (rb2-run's
+ * closer): flush without waiting for credits (rb2_tx_flush_or_defer()), and
+ * post a signaled zero-length WRITE, whose completion comes after every
+ * WRITE posted before it. Then call rb2_tx_drain_done() until it is not 0.
+ * What the flush left unpublished is not covered: call it once everything
+ * committed is published. Not on a sender with a drain already started.
+ *
+ * @return 0, or the error that failed the channel.
+ */
+int rb2_tx_drain_start(struct rb2_tx *tx);
+
+/**
+ * Never waits: has what rb2_tx_drain_start() covers landed? After
+ * RB2_POST_WAIT_MS (10 s) without, the sender fails, as rb2_tx_drain()'s
+ * wait does.
+ *
+ * @return 1: landed (at once on load/store transports); 0: not yet; or the
+ *   channel's error (-ETIMEDOUT: no answer within the bound).
+ */
+int rb2_tx_drain_done(struct rb2_tx *tx);
+
 /** Destroy a half (flushing a sender first). */
 void rb2_tx_destroy(struct rb2_tx *tx);
 /** Destroy a half. */

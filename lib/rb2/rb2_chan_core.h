@@ -460,6 +460,7 @@ struct rb2_tx {
 	uint64_t skip_at;             /**< where the last wrap padding starts (free-running) */
 	uint32_t tail_inflight;       /**< signaled tail WRITEs not completed */
 	uint32_t pull_inflight;       /**< head READs not completed */
+	uint64_t drain_until;         /**< rb2_tx_drain_start()'s bound (TSC), or 0 */
 	/* Lazy pull on load/store transports: the receiver's published head. */
 	_Atomic uint64_t *peer_head_pub;
 	/* The receiver's gamma if it has RB2_CHAN_F_LAZY_HEAD (we READ its

@@ -306,6 +306,10 @@ uint64_t rb2_tx_read_head(struct rb2_tx *tx, uint64_t had);
  * zero-length signaled WRITE, waited for (rb2_tx_drain() under
  * RB2_CHAN_F_ROOM_WAKE). Fails the sender if it does not complete. */
 void rb2_tx_fence(struct rb2_tx *tx);
+/* The fence's WRITE, posted and counted in pull_inflight, not waited for
+ * (rb2_tx_drain_start()). @return 0, or the channel's error. */
+int rb2_tx_fence_post(struct rb2_tx *tx);
+#define RB2_FENCE_LATE "the fence's WRITE did not complete"
 
 /* The sender's view of the head: what the receiver pushed (local_head), or
  * what we READ (RB2_CHAN_F_LAZY_HEAD's fallback), whichever is further.

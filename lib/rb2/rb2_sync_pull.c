@@ -55,6 +55,16 @@ pull_publish(struct rb2_rx *rx)
 	return 0;
 }
 
+/* Post @w (signaled, WRID_PULL): rb2_tx_reap() counts its completion. */
+static int
+pull_post(struct rb2_tx *tx, const struct rb2_xport_wr *w)
+{
+	rb2_tx_post(tx, w, 1);
+	if (tx->h.err == 0)
+		tx->pull_inflight++;
+	return tx->h.err;
+}
+
 /* Post @w (signaled, WRID_PULL) and wait for its completion, at most
  * RB2_POST_WAIT_MS; 0 when it completed. */
 static int
@@ -62,10 +72,8 @@ post_wait(struct rb2_tx *tx, const struct rb2_xport_wr *w, const char *what)
 {
 	uint64_t until = 0;
 
-	rb2_tx_post(tx, w, 1);
-	if (tx->h.err != 0)
+	if (pull_post(tx, w) != 0)
 		return tx->h.err;
-	tx->pull_inflight++;
 	for (uint32_t spins = 0; tx->pull_inflight > 0 && tx->h.err == 0 &&
 	     !rb2_post_wait_over(&until, spins); spins++)
 		rb2_tx_reap(&tx->h);
@@ -89,20 +97,34 @@ pull_once(struct rb2_tx *tx, uint64_t *land)
 	return post_wait(tx, &w, "the head READ did not complete");
 }
 
-void
-rb2_tx_fence(struct rb2_tx *tx)
+/* RC completes a WR once the peer acknowledged it, and acknowledges in
+ * order: once the fence completes, everything posted before has landed. */
+static struct rb2_xport_wr
+fence_wr(struct rb2_tx *tx)
 {
-	/* RC completes a WR once the peer acknowledged it, and acknowledges
-	 * in order: everything posted before has landed. */
-	struct rb2_xport_wr w = {
+	return (struct rb2_xport_wr){
 		.wr_id = WRID_PULL, .local = tx->tail_shadow,
 		.remote = tx->h.peer.addr + RB2_REGION_SHADOW_OFF, .len = 0,
 		.lkey = tx->h.mr.lkey, .rkey = tx->h.peer.rkey, .opcode = RB2_WR_WRITE,
 		.flags = RB2_WR_SIGNALED,
 	};
+}
+
+void
+rb2_tx_fence(struct rb2_tx *tx)
+{
+	struct rb2_xport_wr w = fence_wr(tx);
 
 	if (tx->h.err == 0)
-		(void)post_wait(tx, &w, "the fence's WRITE did not complete");
+		(void)post_wait(tx, &w, RB2_FENCE_LATE);
+}
+
+int
+rb2_tx_fence_post(struct rb2_tx *tx)
+{
+	struct rb2_xport_wr w = fence_wr(tx);
+
+	return tx->h.err != 0 ? tx->h.err : pull_post(tx, &w);
 }
 
 uint64_t

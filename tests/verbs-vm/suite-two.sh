@@ -622,6 +622,36 @@ rr_close_many() { # NAME PORT
 	fi
 }
 rr_close_many closes_share_one_thread 21615
+# Eight such closes with 50 ms of delay each way (netem, both sides): once
+# a close has sent everything and its end, the wait for them to land (a
+# fence, a round trip) is stepped beside the other closes. Finished one
+# after another, each fence held up the closes behind it, and the ends
+# came a round trip apart: at least 700 ms from the first to the last.
+# The check fails at 350 ms or more. Every reader must get everything,
+# then the end.
+rr_close_spread() { # PORT
+	local f=/tmp/rr-close-spread rc ms
+	tc qdisc replace dev eth0 root netem delay 50ms
+	if [ $side = server ]; then
+		timeout -k 5 180 "$rrun" -- python3 "$rpeer" late-end "$1" 2000 3 8 > $f 2>&1
+		rc=$?
+		ms=$(sed -n 's/^late-end: the 8 ends came within \([0-9]*\) ms of each other$/\1/p' $f)
+		echo "INFO 8 closes ahead of their readers, 50 ms each way: the ends came within ${ms:-?} ms"
+		[ "$(grep -c 'late-end: 32000 of 32000 bytes, whole, then the end' $f)" = 8 ] ||
+			{ [ $rc = 0 ] && rc="not every reader got everything, then the end"; }
+		[ $rc = 0 ] && ! [ "${ms:-99999}" -lt 350 ] && rc="the ends came ${ms:-?} ms apart"
+		rr_result closes_land_side_by_side "$rc" $f "$verbs_line"
+	else
+		rr_wait_listener "$1"
+		timeout -k 5 180 "$rrun" -- python3 "$rpeer" close-ahead "$1" 2000 8 > $f 2>&1
+		rc=$?
+		grep -q "could not send their end" $f && rc="its exit could not send the end"
+		rr_result closes_land_side_by_side "$rc" $f "$verbs_line" \
+			"; 8 closed while their readers lagged, finished in the background"
+	fi
+	tc qdisc del dev eth0 root
+}
+rr_close_spread 21617
 # Two threads of the server asleep on one connection, one in poll and one
 # in epoll, while the client is silent 2 s: one byte wakes both, as on TCP,
 # though both sleep on the same completion channel and the first awake

@@ -81,9 +81,11 @@ only, so that they run the same under rb2-run and without it.
                                      silent; when both are back, answer how
                                      long each slept ("woke A B", in ms, or
                                      "slept on"), then end
-  rb2run_peer.py poke PORT SECONDS   connect, stay silent SECONDS, send one
-                                     byte, print the answer; exit 0 only if
-                                     both of a both-wake's threads woke
+  rb2run_peer.py poke PORT SECONDS   connect, set TCP_KEEPIDLE to 300 and
+                                     print what reads back; stay silent
+                                     SECONDS, send one byte, print the
+                                     answer; exit 0 only if both of a
+                                     both-wake's threads woke
   rb2run_peer.py echo-all PORT N    accept N connections, then echo on
                                      whichever is readable (epoll) until
                                      all have ended
@@ -632,6 +634,11 @@ def both_wake(port):
 
 def poke(port, seconds):
     c = connect_to(port)
+    # The program's own keepalive reads back as it set it: across hosts
+    # rb2-run keeps the stream's tighter one on the socket underneath.
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 300)
+    print("poke: TCP_KEEPIDLE set to 300, read back %d"
+          % c.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE), flush=True)
     time.sleep(seconds)
     c.sendall(b"x")
     got = b""

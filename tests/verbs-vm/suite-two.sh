@@ -671,6 +671,16 @@ rr_both_wake() { # PORT
 		echo "INFO two threads asleep on one connection: the second woke ${ms:-?} ms after the first"
 		[ "$rc" = 0 ] && ! [ "${ms:-99999}" -lt 1000 ] && rc="the second woke ${ms:-?} ms late"
 		rr_result two_sleepers_both_wake "$rc" $f "$verbs_line"
+		# The poker set its own keepalive on that connection: it must
+		# read back its 300 s, not the 2 s the stream keeps underneath
+		# (getsockopt's wrapper; unexported, the kernel's 2 came back).
+		if grep -q "^poke: TCP_KEEPIDLE set to 300, read back 300$" $f; then
+			pass=$((pass + 1))
+			echo "PASS two_guests_rb2run_getsockopt_reads_the_programs_keepalive ($side)"
+		else
+			fail=$((fail + 1))
+			echo "FAIL two_guests_rb2run_getsockopt_reads_the_programs_keepalive ($side: $(grep -m1 '^poke: TCP' $f))"
+		fi
 	fi
 }
 rr_both_wake 21616

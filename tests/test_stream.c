@@ -46,7 +46,9 @@
  *     that does not read, whose process then ends: after a close (the
  *     reader wakes past the close's 10 s wait), after rb2-run's close
  *     behind a slow reader (rb2_stream_close_would_wait() says so at once;
- *     the rest on a duplicate of the bell's socket), after
+ *     the rest stepped as its closer steps it, rb2_stream_close_step(),
+ *     the landing of the end included, on a duplicate of the bell's
+ *     socket), after
  *     rb2_stream_end_at_exit() (rb2-run's exit; the reader wakes within
  *     its wait), after one whose 300 ms run out first (it must return
  *     -ETIMEDOUT within 1 s), and with neither. The reader gets every

@@ -973,24 +973,27 @@ stream_end(struct psock *p)
 		rb2_noeal_arena_detach(p->arena);
 		remote_arena_free(p->rslot);
 		p->rslot = -1;
-	} else if (!p->uncounted && !rb2_stream_fork_release(p->st)) {
-		/* No other process holds the end: this close is its end. */
-		ep_drop_wake(rb2_stream_wake_fd(p->st, POLLIN));
-		rb2_stream_close(p->st);
-		/* The service reuses the arena's address once both ends released. */
-		rb2_noeal_arena_release(p->arena);
 	} else {
-		/* A fork's copy lives on in another process (parent or
-		 * child), which still uses the stream, so nothing of it is
-		 * closed but this process's descriptors: the eventfd leaves
-		 * this process's sets (the other holder keeps its file open).
-		 * Only this process's mapping goes, so that the address is
-		 * free here for a later connection (the stream's small local
-		 * state is left behind). */
+		/* One host: the eventfd leaves this process's epoll sets
+		 * either way (another holder keeps its file open). */
 		ep_drop_wake(rb2_stream_wake_fd(p->st, POLLIN));
-		rb2_stream_forget(p->st);
-		rb2_noeal_arena_detach(p->arena);
-		shared = 1;
+		if (!p->uncounted && !rb2_stream_fork_release(p->st)) {
+			/* No other process holds the end: this close is its end.
+			 * The service reuses the arena's address once both ends
+			 * released. */
+			rb2_stream_close(p->st);
+			rb2_noeal_arena_release(p->arena);
+		} else {
+			/* A fork's copy lives on in another process (parent or
+			 * child), which still uses the stream, so nothing of it
+			 * is closed but this process's descriptors. Only this
+			 * process's mapping goes, so that the address is free
+			 * here for a later connection (the stream's small local
+			 * state is left behind). */
+			rb2_stream_forget(p->st);
+			rb2_noeal_arena_detach(p->arena);
+			shared = 1;
+		}
 	}
 	p->st = NULL;
 	p->arena = NULL;

@@ -45,6 +45,7 @@
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -853,6 +854,46 @@ main(void)
 		usleep(20000);
 		say("close, the 3 unread: %s", CALL(close(fd)));
 		waitpid(kid, NULL, 0);
+		say("peer reads to the end: %s", ask("X"));
+		say("peer closes: %s", ask("C"));
+	}
+
+	/* The same with a holder forked inside libc, past the fork()
+	 * wrapper: a child calls daemon(), whose own child sends its pid and
+	 * kills itself; the parent waits for its end on a pidfd (it is not
+	 * the parent's to wait for). */
+	{
+		int pp[2], pfd;
+		pid_t kid, grand = 0;
+		struct pollfd pf = { .fd = -1, .events = POLLIN };
+
+		fd = connect_peer();
+		if (pipe(pp) != 0)
+			return 2;
+		kid = fork();
+		if (kid == 0) {
+			close(pp[0]);
+			if (daemon(1, 1) != 0)
+				_exit(1);
+			grand = getpid();
+			if (write(pp[1], &grand, sizeof(grand)) != sizeof(grand))
+				_exit(1);
+			raise(SIGKILL);
+			_exit(1);
+		}
+		close(pp[1]);
+		waitpid(kid, NULL, 0);
+		if (read(pp[0], &grand, sizeof(grand)) != sizeof(grand))
+			return 2;
+		close(pp[0]);
+		pfd = (int)syscall(SYS_pidfd_open, grand, 0);
+		pf.fd = pfd;
+		poll(&pf, 1, 5000);
+		close(pfd);
+		say("daemon()'s child killed itself: %s", pf.revents & POLLIN ? "ended" : "still there");
+		say("peer sends 3: %s", ask("S 3"));
+		usleep(20000);
+		say("close, the 3 unread: %s", CALL(close(fd)));
 		say("peer reads to the end: %s", ask("X"));
 		say("peer closes: %s", ask("C"));
 	}

@@ -178,14 +178,15 @@ fi
 # one-shot, non-blocking, timeouts, EINTR, dup, half-close, EPIPE and
 # SIGPIPE, sendfile, accept4's flags, non-blocking connect, a connection
 # handed to a fork child whose parent closes its copy, the reverse, and a
-# fork child killed by a signal before its parent's close)
+# fork child, or a daemon() child, killed by a signal before its parent's
+# close)
 # prints what every call returned; plainly and under rb2-run, the
 # transcripts must be the same, with every connection over rb2.
 conform=$build/tests/rb2run_conform
 if timeout 60 "$conform" >"$tmp/conform.plain" 2>&1 &&
 	timeout 60 "$run" "$conform" >"$tmp/conform.rb2" 2>"$tmp/conform.err" &&
 	diff "$tmp/conform.plain" "$tmp/conform.rb2" >"$tmp/conform.diff" &&
-	grep -q " 9 connections over rb2 ([0-9]* bytes in, [0-9]* out), 0 failed; 1 kernel TCP: no program under rb2-run listens there$" "$tmp/conform.err"; then
+	grep -q " 10 connections over rb2 ([0-9]* bytes in, [0-9]* out), 0 failed; 1 kernel TCP: no program under rb2-run listens there$" "$tmp/conform.err"; then
 	ok "conformance: $(wc -l <"$tmp/conform.plain") steps, the same plainly and under rb2-run;$(cut -d: -f3- "$tmp/conform.err")"
 else
 	fail "conformance: the transcripts differ (plain <, rb2-run >)"

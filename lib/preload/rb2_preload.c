@@ -3344,6 +3344,11 @@ child_after_fork(void)
 			p->inherited = 1;
 			/* Made while the fork took its holds: not counted. */
 			p->uncounted = p->uncounted || (p->rslot < 0 && p->held_fork != this_fork);
+			/* The child names itself too: the parent's fork()
+			 * wrapper does not run for a fork made inside libc
+			 * (daemon()), which still runs these handlers. */
+			if (p->rslot < 0 && p->held_fork == this_fork)
+				rb2_stream_fork_child(p->st, image_pid);
 			rb2_stream_stats(p->st, &st);
 			p->base_in = st.bytes_in;
 			p->base_out = st.bytes_out;

@@ -598,9 +598,10 @@ rr_close_ahead close_with_linger_waits 21614 linger
 # all, where a thread per close made four. The check fails if the closes
 # left the process more than one thread richer, if one took a second or
 # more, or if a reader got less than everything, then the end. The reader
-# reads the four as they become readable (epoll), as a server does: read
-# one after another, the last two waited behind the first two's teardowns,
-# which the closer finishes one at a time (the guide's Limits).
+# reads the four as they become readable (epoll), as a server does: a
+# reader that reads them one after another holds up the closes of those it
+# has not come to, and the exit's 10 s once ran out on the last two (the
+# guide's Limits).
 rr_close_many() { # NAME PORT
 	local f=/tmp/rr-$1 rc ms more
 	if [ $side = server ]; then

@@ -271,6 +271,18 @@ connect_peer(void)
 	return fd;
 }
 
+/* The peer sends 3 bytes, which we close @fd on unread: the peer reads to
+ * the end, a reset if our close was the connection's last. */
+static void
+close_with_3_unread(int fd)
+{
+	say("peer sends 3: %s", ask("S 3"));
+	usleep(20000);
+	say("close, the 3 unread: %s", CALL(close(fd)));
+	say("peer reads to the end: %s", ask("X"));
+	say("peer closes: %s", ask("C"));
+}
+
 /* recv of up to @n bytes: the result, and the sum of the bytes (the peer
  * sends the pattern from byte 0 each time). */
 static const char *
@@ -850,12 +862,8 @@ main(void)
 		}
 		waitid(P_PID, (id_t)kid, &si, WEXITED | WNOWAIT);
 		say("the child was killed: signal %d", si.si_code == CLD_KILLED ? si.si_status : 0);
-		say("peer sends 3: %s", ask("S 3"));
-		usleep(20000);
-		say("close, the 3 unread: %s", CALL(close(fd)));
+		close_with_3_unread(fd);
 		waitpid(kid, NULL, 0);
-		say("peer reads to the end: %s", ask("X"));
-		say("peer closes: %s", ask("C"));
 	}
 
 	/* The same with a holder forked inside libc, past the fork()
@@ -891,11 +899,7 @@ main(void)
 		poll(&pf, 1, 5000);
 		close(pfd);
 		say("daemon()'s child killed itself: %s", pf.revents & POLLIN ? "ended" : "still there");
-		say("peer sends 3: %s", ask("S 3"));
-		usleep(20000);
-		say("close, the 3 unread: %s", CALL(close(fd)));
-		say("peer reads to the end: %s", ask("X"));
-		say("peer closes: %s", ask("C"));
+		close_with_3_unread(fd);
 	}
 
 	/* Our own listener: accept4's flags. */

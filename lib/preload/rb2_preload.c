@@ -2216,6 +2216,50 @@ pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts,
  * socket's entry asks for is kept here, and its readiness is the
  * stream's; the kernel's events for it only wake the wait.
  */
+/*
+ * The sleeps on one set that armed one stream entry, counted by what each
+ * asked the stream for. Two threads may sleep on one set, and what a sleep
+ * asks for changes between them (rb2_stream_sleep_events() adds
+ * RB2_STREAM_HELD while writes are held). The stream counts its sleepers
+ * per direction (rb2_stream_want()), so each disarm gives back one arm's
+ * direction: keeping only the last arm's events would give back the wrong
+ * one, and leave a direction counted asleep for good (its flag up, and its
+ * peer ringing for nobody).
+ */
+struct ep_arms {
+	uint16_t in;                /* arms with POLLIN */
+	uint16_t out;               /* ... with POLLOUT */
+	uint16_t held;              /* ... with RB2_STREAM_HELD and not POLLOUT */
+};
+
+static void
+ep_arms_add(struct ep_arms *a, int events)
+{
+	a->in += (events & POLLIN) != 0;
+	a->out += (events & POLLOUT) != 0;
+	a->held += (events & (POLLOUT | RB2_STREAM_HELD)) == RB2_STREAM_HELD;
+}
+
+/* One arm's events, for its disarm, and no longer counted; 0: none left. */
+static int
+ep_arms_take(struct ep_arms *a)
+{
+	int ev = 0;
+
+	if (a->in > 0) {
+		a->in--;
+		ev |= POLLIN;
+	}
+	if (a->out > 0) {
+		a->out--;
+		ev |= POLLOUT;
+	} else if (a->held > 0) {
+		a->held--;
+		ev |= RB2_STREAM_HELD;
+	}
+	return ev;
+}
+
 struct ep_item {
 	int fd;
 	int kernel;                 /* the kernel's entry as asked: a TCP socket
@@ -2230,9 +2274,7 @@ struct ep_item {
 	int gone;                   /* a stream's entry the program deleted: the
 				     * kernel's bell entry stays, for a later ADD */
 	int excl;                   /* added with EPOLLEXCLUSIVE */
-	int armed;                  /* what the last sleep armed: the events
-				     * and rb2_stream_sleep_events()' more ... */
-	int arms;                   /* ... and how many waits on the set armed it */
+	struct ep_arms arms;        /* the sleeps on the set that armed it */
 };
 
 struct ep_set {
@@ -2499,7 +2541,7 @@ ep_stream_ctl(struct ep_set *e, int op, int fd, const struct epoll_event *ev)
 			err = 1;             /* the kernel's entry was made without it */
 		else
 			*it = (struct ep_item){ .fd = fd, .events = ev->events, .data = ev->data,
-						.armed = it->armed, .arms = it->arms };  /* a sleep's */
+						.arms = it->arms };  /* a sleep's */
 		break;
 	case EPOLL_CTL_MOD:
 		/* In the kernel's order of checks. */
@@ -2513,7 +2555,7 @@ ep_stream_ctl(struct ep_set *e, int op, int fd, const struct epoll_event *ev)
 			err = EINVAL;
 		else
 			*it = (struct ep_item){ .fd = fd, .events = ev->events, .data = ev->data,
-						.armed = it->armed, .arms = it->arms };  /* a sleep's */
+						.arms = it->arms };  /* a sleep's */
 		break;
 	default:                         /* DEL */
 		if (it == NULL || it->gone)
@@ -2734,15 +2776,11 @@ ep_arm(struct ep_set *e, int on, uint64_t wait, int depth)
 		if (p == NULL || it->kernel || (on && (it->off || it->gone)))
 			continue;
 		if (on) {
-			/* Two threads may wait on one set: each arm is
-			 * disarmed once (the stream counts its sleepers). */
-			it->armed = rb2_stream_sleep_events(p->st, ev);
-			it->arms++;
-			soon += rb2_stream_want(p->st, it->armed, wait) != 0;
+			ev = rb2_stream_sleep_events(p->st, ev);
+			ep_arms_add(&it->arms, ev);
+			soon += rb2_stream_want(p->st, ev, wait) != 0;
 		} else {
-			ev = it->arms > 0 ? it->armed : 0;
-			if (it->arms > 0 && --it->arms == 0)
-				it->armed = 0;
+			ev = ep_arms_take(&it->arms);
 			/* A nested set's kernel events are its own, unseen
 			 * here: its sockets and channels are read. This set's
 			 * were reported to the wait (an edge each, which

@@ -922,8 +922,9 @@ rb2_stream_join_remote(struct rb2_stream *s, int is_client, int sock_fd, unsigne
 {
 	uint64_t t0 = mono_ns();
 	struct { uint64_t addr; uint32_t rkey, magic; } mine, theirs;
+	struct rb2_xport_exch ctl;
 	char peer[32];
-	int ret, n;
+	int ret;
 
 	s->me = is_client ? 0 : 1;
 	s->bell = s->fd_shown = sock_fd;
@@ -944,24 +945,17 @@ rb2_stream_join_remote(struct rb2_stream *s, int is_client, int sock_fd, unsigne
 		}
 	}
 	snprintf(peer, sizeof(peer), "fd:%d", sock_fd);
-	/* Over the socket, in one order on both ends: "up", "down", control. */
-	if (is_client) {
-		if ((ret = rb2_tx_connect(s->tx, peer, timeout_ms)) != 0 ||
-		    (ret = rb2_rx_connect(s->rx, peer, timeout_ms)) != 0)
-			goto fail;
-	} else {
-		if ((ret = rb2_rx_connect(s->rx, peer, timeout_ms)) != 0 ||
-		    (ret = rb2_tx_connect(s->tx, peer, timeout_ms)) != 0)
-			goto fail;
-	}
+	/* Over the socket, the three queues in one exchange (one round trip
+	 * over verbs), in one order on both ends: "up", "down", control. */
 	mine = (typeof(mine)){ (uint64_t)(uintptr_t)s->ctl, s->rm->mr.rkey, 0x72623263 };
-	n = rb2_xport_qp_exchange(s->rm->qp, peer, is_client ? RB2_XPORT_ACTIVE : RB2_XPORT_PASSIVE,
-				  &mine, sizeof(mine), &theirs, sizeof(theirs), timeout_ms);
-	if (n < 0) {
-		ret = n;
+	ctl = (struct rb2_xport_exch){
+		.qp = s->rm->qp, .role = is_client ? RB2_XPORT_ACTIVE : RB2_XPORT_PASSIVE,
+		.blob = &mine, .len = sizeof(mine), .peer_blob = &theirs,
+		.peer_cap = sizeof(theirs) };
+	ret = rb2_chan_connect_both(s->tx, s->rx, is_client, peer, &ctl, 1, timeout_ms);
+	if (ret != 0)
 		goto fail;
-	}
-	if (n != (int)sizeof(theirs) || theirs.magic != mine.magic) {
+	if (ctl.peer_len != (int)sizeof(theirs) || theirs.magic != mine.magic) {
 		ret = -EPROTO;
 		goto fail;
 	}

@@ -913,6 +913,21 @@ rb2_chan_pair(struct rb2_tx *tx, struct rb2_rx *rx)
 	return rx_attach(rx, &dt);
 }
 
+/* The peer's descriptor @blob (@n bytes) for half @h, checked, into @out. */
+static int
+half_peer_desc(struct rb2_chan_half *h, const char *peer, const void *blob, size_t n,
+	       struct rb2_chan_desc *out)
+{
+	char why[160];
+
+	if (rb2_chan_desc_check(blob, n, !h->is_tx, &h->p, why, sizeof(why)) < 0) {
+		RB2_CHAN_LOG(ERR, "channel '%s': refusing peer '%s': %s", h->name, peer, why);
+		return -ECONNREFUSED;
+	}
+	memcpy(out, blob, sizeof(*out));
+	return 0;
+}
+
 /* Exchange descriptors with the peer through the transport's rendezvous. */
 static int
 half_connect(struct rb2_chan_half *h, const char *peer, unsigned int timeout_ms,
@@ -920,7 +935,6 @@ half_connect(struct rb2_chan_half *h, const char *peer, unsigned int timeout_ms,
 {
 	struct rb2_chan_desc mine;
 	uint8_t blob[RB2_XPORT_BLOB_MAX];
-	char why[160];
 	int n;
 
 	fill_desc(&mine, h);
@@ -931,12 +945,49 @@ half_connect(struct rb2_chan_half *h, const char *peer, unsigned int timeout_ms,
 			     h->name, peer, rte_strerror(-n));
 		return n;
 	}
-	if (rb2_chan_desc_check(blob, (size_t)n, !h->is_tx, &h->p, why, sizeof(why)) < 0) {
-		RB2_CHAN_LOG(ERR, "channel '%s': refusing peer '%s': %s", h->name, peer, why);
-		return -ECONNREFUSED;
+	return half_peer_desc(h, peer, blob, (size_t)n, out);
+}
+
+int
+rb2_chan_connect_both(struct rb2_tx *tx, struct rb2_rx *rx, int active, const char *peer,
+		      struct rb2_xport_exch *more, unsigned int n_more, unsigned int timeout_ms)
+{
+	enum { MOST = 8 };
+	struct rb2_xport_exch x[MOST];
+	struct rb2_chan_desc mine[2], theirs[2];
+	uint8_t blob[2][RB2_XPORT_BLOB_MAX];
+	struct rb2_chan_half *h[2];
+	int ret;
+
+	if (tx == NULL || rx == NULL || peer == NULL || (n_more > 0 && more == NULL))
+		return -EINVAL;
+	if (n_more > MOST - 2)
+		return -E2BIG;
+	h[0] = active ? &tx->h : &rx->h;
+	h[1] = active ? &rx->h : &tx->h;
+	for (unsigned int i = 0; i < 2; i++) {
+		fill_desc(&mine[i], h[i]);
+		x[i] = (struct rb2_xport_exch){
+			.qp = h[i]->qp, .role = h[i]->is_tx ? RB2_XPORT_ACTIVE : RB2_XPORT_PASSIVE,
+			.blob = &mine[i], .len = sizeof(mine[i]),
+			.peer_blob = blob[i], .peer_cap = sizeof(blob[i]) };
 	}
-	memcpy(out, blob, sizeof(*out));
-	return 0;
+	if (n_more > 0)
+		memcpy(&x[2], more, n_more * sizeof(*more));
+	ret = rb2_xport_qp_exchange_n(x, 2 + n_more, peer, timeout_ms);
+	if (ret < 0) {
+		RB2_CHAN_LOG(ERR, "channels '%s' and '%s': connecting to '%s' failed: %s",
+			     tx->h.name, rx->h.name, peer, rte_strerror(-ret));
+		return ret;
+	}
+	if (n_more > 0)
+		memcpy(more, &x[2], n_more * sizeof(*more));
+	for (unsigned int i = 0; i < 2; i++)
+		if ((ret = half_peer_desc(h[i], peer, blob[i], (size_t)x[i].peer_len,
+					  &theirs[i])) < 0)
+			return ret;
+	ret = tx_attach(tx, &theirs[active ? 0 : 1]);
+	return ret < 0 ? ret : rx_attach(rx, &theirs[active ? 1 : 0]);
 }
 
 int

@@ -32,6 +32,7 @@
 
 #include "rb2_xport_driver.h"
 #include "rb2_xport_lane_pvt.h"
+#include "rb2_xport_oob.h"
 
 RTE_LOG_REGISTER(rb2_xport_logtype, rb2.xport, INFO);
 
@@ -188,6 +189,7 @@ rb2_xport_driver_register(struct rb2_xport_driver *drv)
 	OVERLAY(doorbell_arm);
 	OVERLAY(doorbell_done);
 	OVERLAY(doorbell_drain);
+	drv->full.qp_exchange_fd_n = drv->ops->qp_exchange_fd_n;  /* optional: NULL */
 	/* Without a leave of its own, a driver's leave is its done. */
 	drv->full.doorbell_leave = drv->ops->doorbell_leave ? drv->ops->doorbell_leave :
 		drv->full.doorbell_done;
@@ -464,6 +466,37 @@ rb2_xport_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 						  timeout_ms);
 	return qp->xp->ops->qp_exchange(qp, peer, role, blob, len, peer_blob,
 					peer_cap, timeout_ms);
+}
+
+int
+rb2_xport_qp_exchange_n(struct rb2_xport_exch *x, unsigned int n, const char *peer,
+			unsigned int timeout_ms)
+{
+	int fd = rb2_xport_peer_fd(peer), one_by_one = fd < 0;
+
+	if (x == NULL || n == 0 || peer == NULL || peer[0] == '\0')
+		return -EINVAL;
+	for (unsigned int i = 0; i < n; i++) {
+		if (x[i].qp == NULL || x[i].blob == NULL || x[i].peer_blob == NULL ||
+		    x[i].qp->xp != x[0].qp->xp)
+			return -EINVAL;
+		if (x[i].len > RB2_XPORT_BLOB_MAX)
+			return -EMSGSIZE;
+		if (x[i].qp->connected)
+			return -EISCONN;
+		one_by_one |= x[i].qp->lane != NULL;
+	}
+	if (!one_by_one && x[0].qp->xp->ops->qp_exchange_fd_n != NULL)
+		return x[0].qp->xp->ops->qp_exchange_fd_n(x, n, fd, timeout_ms);
+	for (unsigned int i = 0; i < n; i++) {
+		int ret = rb2_xport_qp_exchange(x[i].qp, peer, x[i].role, x[i].blob, x[i].len,
+						x[i].peer_blob, x[i].peer_cap, timeout_ms);
+
+		if (ret < 0)
+			return ret;
+		x[i].peer_len = ret;
+	}
+	return 0;
 }
 
 void *

@@ -176,6 +176,35 @@ int rb2_xport_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 			  enum rb2_xport_role role, const void *blob, size_t len,
 			  void *peer_blob, size_t peer_cap, unsigned int timeout_ms);
 
+/** One queue of rb2_xport_qp_exchange_n(): what it sends, and where the
+ *  peer's blob for it lands. */
+struct rb2_xport_exch {
+	struct rb2_xport_qp *qp;
+	enum rb2_xport_role role;       /* as rb2_xport_qp_exchange()'s */
+	const void *blob;               /* at most RB2_XPORT_BLOB_MAX bytes */
+	size_t len;
+	void *peer_blob;
+	size_t peer_cap;
+	int peer_len;                   /* [out] the peer's blob's length */
+};
+
+/**
+ * Connect @p n queues to a peer's at one rendezvous, the i-th to the peer's
+ * i-th: what @p n calls of rb2_xport_qp_exchange() in this order would do,
+ * on both sides. Over a stream socket ("fd:N") a driver may send all the
+ * queues' addresses and blobs in one message each way (verbs does), so the
+ * set-up waits for one round trip, not @p n, and both ends create their
+ * queues before it rather than one at a time between them. Elsewhere, and
+ * for lanes, the queues are exchanged one after another. Both sides must
+ * call this (or both the @p n single calls, where no driver batches).
+ *
+ * @return
+ *   0, or the first failure's -errno (as rb2_xport_qp_exchange()'s); the
+ *   queues before it may be connected: the caller destroys them all.
+ */
+int rb2_xport_qp_exchange_n(struct rb2_xport_exch *x, unsigned int n, const char *peer,
+			    unsigned int timeout_ms);
+
 /**
  * Map a peer address for direct stores (transports with
  * RB2_XPORT_CAP_LOADSTORE only).

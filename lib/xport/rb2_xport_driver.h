@@ -88,6 +88,13 @@ struct rb2_xport_ops {
 			   enum rb2_xport_role role, const void *blob, size_t len,
 			   void *peer_blob, size_t peer_cap,
 			   unsigned int timeout_ms);
+	/** Optional: connect @n queues over the stream socket @fd in one
+	 *  exchange each way (rb2_xport_qp_exchange_n(), which checks the
+	 *  arguments and calls it for "fd:N" peers and queues of no lane
+	 *  only); each queue's post, poll and connected set as qp_exchange's,
+	 *  each x[i].peer_len set. Without it the queues go one by one. */
+	int (*qp_exchange_fd_n)(struct rb2_xport_exch *x, unsigned int n, int fd,
+				unsigned int timeout_ms);
 	/** Exchange blobs with a peer at the same rendezvous, connecting no
 	 *  queue (optional: rb2_xport_oob.h has one over TCP for drivers whose
 	 *  rendezvous is "ip:port"); returns the peer blob length. Lanes tell

@@ -70,7 +70,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import rb2_apps  # noqa: E402
 
 MODES = ("kernel", "rsocket", "rsocket-spin", "rsocket-poll", "rb2", "rb2-spin",
-         "rb2-unbatched", "rb2-rearm", "rb2-readall", "rb2-ahead")
+         "rb2-unbatched", "rb2-rearm", "rb2-readall", "rb2-ahead", "rb2-onebyone")
 # rb2-rearm: rb2-run with every stream's CQ armed at every sleep (the verbs
 # transport's rearm=1), against rb2, which arms only those whose last arm
 # fired: what that costs a wait over many streams. rb2-readall: every
@@ -78,9 +78,11 @@ MODES = ("kernel", "rsocket", "rsocket-spin", "rsocket-poll", "rb2", "rb2-spin",
 # rb2, which reads only those its wait saw readable. rb2-ahead: two ends
 # of streams kept made ahead of their connections by a thread
 # (RB2_RUN_AHEAD=2), against rb2, which makes each on the program's thread:
-# what that saves a connect. These three run only when named (--modes,
-# RB2_PRELOAD_MODES).
-ONLY_NAMED = ("rb2-rearm", "rb2-readall", "rb2-ahead")
+# what that saves a connect. rb2-onebyone: each stream's three queues
+# connected in an exchange each (the verbs transport's onebyone=1), against
+# rb2, which sends all three in one message each way: what that saves a
+# connect. These four run only when named (--modes, RB2_PRELOAD_MODES).
+ONLY_NAMED = ("rb2-rearm", "rb2-readall", "rb2-ahead", "rb2-onebyone")
 DEFAULT_MODES = tuple(m for m in MODES if m not in ONLY_NAMED)
 # rb2-unbatched: rb2-run with every write sent at once (RB2_RUN_BATCH_US=0),
 # against rb2: what batching writes behind one in flight gives.
@@ -137,12 +139,13 @@ def mode_launch(mode, build, env, app=None):
         return [], dict(env) if getattr(app, "native", False) else dict(env,
                                                                          LD_PRELOAD=rspreload())
     if mode in ("rb2", "rb2-spin", "rb2-unbatched", "rb2-rearm", "rb2-readall",
-                "rb2-ahead"):
+                "rb2-ahead", "rb2-onebyone"):
         knob = {"rb2": {}, "rb2-spin": {"RB2_RUN_SPIN_NS": str(RB2_SPIN_NS)},
                 "rb2-unbatched": {"RB2_RUN_BATCH_US": "0"},
                 "rb2-rearm": {"RB2_RUN_VERBS_ARGS": "rearm=1"},
                 "rb2-readall": {"RB2_RUN_VERBS_ARGS": "readall=1"},
-                "rb2-ahead": {"RB2_RUN_AHEAD": "2"}}[mode]
+                "rb2-ahead": {"RB2_RUN_AHEAD": "2"},
+                "rb2-onebyone": {"RB2_RUN_VERBS_ARGS": "onebyone=1"}}[mode]
         return [os.path.join(build, "apps", "rb2-run", "rb2-run")], dict(env, RB2_RUN_STATS="1",
                                                                           **knob)
     return [], dict(env)
@@ -201,7 +204,7 @@ class Scale:
     name = "scale"
     tools = ()
     can_poll = False
-    modes = ("kernel", "rb2", "rb2-rearm", "rb2-readall", "rb2-ahead")
+    modes = ("kernel", "rb2", "rb2-rearm", "rb2-readall", "rb2-ahead", "rb2-onebyone")
     COUNTS = tuple(int(c) for c in
                    os.environ.get("RB2_PRELOAD_SCALE_COUNTS", "1,16,256,1000").split(","))
     PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "rb2run_peer.py")
@@ -452,6 +455,7 @@ PAIRS = (("rb2", "rsocket"), ("rb2", "rsocket-spin"), ("rb2-spin", "rsocket-spin
          ("rb2", "rb2-rearm"), ("rb2-rearm", "kernel"),
          ("rb2", "rb2-readall"), ("rb2-readall", "kernel"),
          ("rb2", "rb2-ahead"), ("rb2-ahead", "kernel"),
+         ("rb2", "rb2-onebyone"), ("rb2-onebyone", "kernel"),
          ("rb2", "rsocket-poll"), ("rb2", "kernel"),
          ("rsocket", "kernel"), ("rsocket-spin", "kernel"), ("rsocket-poll", "kernel"))
 
@@ -546,7 +550,9 @@ def drive(o):
                      "rb2-readall": "rb2-run, every armed stream's completion channel "
                                     "read on waking (RB2_RUN_VERBS_ARGS=readall=1)",
                      "rb2-ahead": "rb2-run, two ends of streams kept made ahead of their "
-                                  "connections (RB2_RUN_AHEAD=2)"},
+                                  "connections (RB2_RUN_AHEAD=2)",
+                     "rb2-onebyone": "rb2-run, each stream's three queues connected in "
+                                     "an exchange each (RB2_RUN_VERBS_ARGS=onebyone=1)"},
            "apps": {name: {mode: {"rounds": r["rounds"], "failures": r["failures"]}
                            for mode, r in modes.items()} for name, modes in res.items()}}
     summarize(out)

@@ -41,7 +41,10 @@
  * rearm=1 (arm a sleeper's CQ at every sleep, even with an arm outstanding:
  * for comparison; see verbs_doorbell_arm()), readall=1 (a sleeper reads
  * its completion channel when it wakes, whether its wait saw it ready or
- * not: for comparison; see verbs_doorbell_leave()).
+ * not: for comparison; see verbs_doorbell_leave()), onebyone=1 (queues
+ * connected together over "fd:N" go one exchange each, one round trip
+ * each: for comparison; both sides must say so; see
+ * verbs_qp_exchange_fd_n()).
  *
  * srq=N: the queues that take receives (WRITE_WITH_IMM tail sync, sleepers'
  * wake-ups) share one shared receive queue of N entries instead of a
@@ -100,6 +103,7 @@ struct verbs_dev {
 	uint8_t retry_cnt;          /* retry_cnt=N of those */
 	uint8_t rearm;              /* rearm=1: arm CQs at every sleep */
 	uint8_t readall;            /* readall=1: a leave reads the channel as a done */
+	uint8_t onebyone;           /* onebyone=1: "fd:N" queues one exchange each */
 	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
 	uint8_t port;
@@ -258,10 +262,11 @@ static int
 verbs_open(struct rb2_xport *xp, const char *args)
 {
 	static const char *const keys[] = {"dev", "port", "gid", "srq", "cm", "ack_timeout",
-					   "retry_cnt", "rearm", "readall", NULL};
+					   "retry_cnt", "rearm", "readall", "onebyone",
+					   NULL};
 	char dev[64] = "";
 	uint32_t port = 1, gid = UINT32_MAX, srq = 0, cm = 1, ack = VERBS_ACK_TIMEOUT;
-	uint32_t retry = VERBS_RETRY_CNT, rearm = 0, readall = 0;
+	uint32_t retry = VERBS_RETRY_CNT, rearm = 0, readall = 0, onebyone = 0;
 	struct verbs_dev *d;
 	int n = 0, ret;
 
@@ -279,8 +284,9 @@ verbs_open(struct rb2_xport *xp, const char *args)
 	    rb2_xport_arg_u32("verbs", args, "ack_timeout", 8, 24, &ack) < 0 ||
 	    rb2_xport_arg_u32("verbs", args, "retry_cnt", 1, 7, &retry) < 0 ||
 	    rb2_xport_arg_u32("verbs", args, "rearm", 0, 1, &rearm) < 0 ||
-	    rb2_xport_arg_u32("verbs", args, "readall", 0, 1, &readall) < 0) {
-		RB2_XPORT_LOG(ERR, "verbs: bad arguments '%s': expected dev=NAME,port=N (>= 1),gid=N,srq=N (>= 1),cm=0|1,ack_timeout=8..24,retry_cnt=1..7,rearm=0|1,readall=0|1", args);
+	    rb2_xport_arg_u32("verbs", args, "readall", 0, 1, &readall) < 0 ||
+	    rb2_xport_arg_u32("verbs", args, "onebyone", 0, 1, &onebyone) < 0) {
+		RB2_XPORT_LOG(ERR, "verbs: bad arguments '%s': expected dev=NAME,port=N (>= 1),gid=N,srq=N (>= 1),cm=0|1,ack_timeout=8..24,retry_cnt=1..7,rearm=0|1,readall=0|1,onebyone=0|1", args);
 		rte_free(d);
 		return -EINVAL;
 	}
@@ -289,6 +295,7 @@ verbs_open(struct rb2_xport *xp, const char *args)
 	d->retry_cnt = (uint8_t)retry;
 	d->rearm = (uint8_t)rearm;
 	d->readall = (uint8_t)readall;
+	d->onebyone = (uint8_t)onebyone;
 	d->gid_index = gid == UINT32_MAX ? -1 : (int)gid;
 	d->srq_size = srq;
 	if (!cm) {
@@ -1182,73 +1189,142 @@ local_qp_rts(struct verbs_dev *d, struct ibv_qp *qp, struct ibv_qp *peer_qp)
  * towards the peer's. rb2-run connects its streams across hosts so, over
  * the program's own TCP connection: no port to listen on, nothing to find.
  *
+ * Several queues (rb2_xport_qp_exchange_n(), up to FD_EXCH_MAX) go in one
+ * message each way: each side creates all its QPs, sends their addresses
+ * and blobs together, and moves them all to RTS once the peer's came. A
+ * stream's three QPs so cost one round trip on the socket, not three, and
+ * neither side waits for the other's QP creations one by one. Each is
+ * ready only when all are: on any failure every QP made here goes.
+ *
  * The device is the one this transport opened (dev=, or the first with an
  * active port), not the route's, as rdma_cm would pick: a host with two
  * RDMA devices names the right one. With no CM, a peer's process that ends
  * is seen by the liveness probe (its QP is gone, so no ACK comes) once the
  * retries run out (ack_timeout), or sooner by whoever owns the socket.
  */
-static int
-verbs_qp_exchange_fd(struct rb2_xport_qp *qp, int fd, const void *blob, size_t len,
-		     void *peer_blob, size_t peer_cap, unsigned int timeout_ms)
-{
-	struct verbs_dev *d = qp->xp->priv;
-	struct verbs_qp *v = qp->drv;
-	struct ibv_qp_init_attr ia = qp_init_attr(qp, v);
-	struct {
-		struct qp_addr a;
-		uint8_t blob[RB2_XPORT_BLOB_MAX];
-	} mine, theirs;
-	int n, ret;
+#define FD_EXCH_MAX 8
 
-	if (len > sizeof(mine.blob))
-		return -EMSGSIZE;
+/* One queue's part of the message each side sends: its address, then its
+ * blob of @len bytes. */
+struct fd_exch_head {
+	struct qp_addr a;
+	uint32_t len;
+};
+
+static int
+verbs_qp_exchange_fd_n(struct rb2_xport_exch *x, unsigned int n, int fd, unsigned int timeout_ms)
+{
+	struct verbs_dev *d = x[0].qp->xp->priv;
+	uint8_t mine[FD_EXCH_MAX * (sizeof(struct fd_exch_head) + RB2_XPORT_BLOB_MAX)] = { 0 };
+	uint8_t theirs[sizeof(mine)];
+	struct qp_addr pa[FD_EXCH_MAX];
+	uint32_t psn[FD_EXCH_MAX];
+	size_t at = 0;
+	unsigned int made = 0, i;
+	int got, ret = 0;
+
+	if (n > FD_EXCH_MAX)
+		return -E2BIG;
+	if (d->onebyone && n > 1) {
+		for (i = 0; i < n; i++)
+			if ((ret = verbs_qp_exchange_fd_n(&x[i], 1, fd, timeout_ms)) < 0)
+				return ret;
+		return 0;
+	}
 	if (d->gid_index < 0) {
 		RB2_XPORT_LOG(ERR, "verbs: %s has no IPv4 RoCE GID to be reached by (give one: gid=N)",
 			      ibv_get_device_name(d->ctx->device));
 		return -ENODEV;
 	}
-	v->qp = ibv_create_qp(d->pd, &ia);
-	if (v->qp == NULL) {
-		RB2_XPORT_LOG(ERR, "verbs: ibv_create_qp(send %u, inline %u): %s",
-			      v->sq.depth, qp->max_inline, strerror(errno));
-		return -errno;
+	/* Every queue made before the one round trip: the peer makes its own
+	 * meanwhile. */
+	for (made = 0; made < n; made++) {
+		struct rb2_xport_qp *qp = x[made].qp;
+		struct verbs_qp *v = qp->drv;
+		struct ibv_qp_init_attr ia = qp_init_attr(qp, v);
+		struct fd_exch_head h = { .len = (uint32_t)x[made].len };
+
+		v->qp = ibv_create_qp(d->pd, &ia);
+		if (v->qp == NULL) {
+			ret = -errno;
+			RB2_XPORT_LOG(ERR, "verbs: ibv_create_qp(send %u, inline %u): %s",
+				      v->sq.depth, qp->max_inline, strerror(errno));
+			goto fail;
+		}
+		qp->max_inline = ia.cap.max_inline_data;
+		psn[made] = (uint32_t)rte_rand() & 0xffffff;
+		memset(&h.a, 0, sizeof(h.a));
+		ret = qp_addr_of(d, v->qp, psn[made], &h.a);
+		if (ret < 0) {
+			made++;                  /* its QP goes too */
+			goto fail;
+		}
+		memcpy(mine + at, &h, sizeof(h));
+		memcpy(mine + at + sizeof(h), x[made].blob, x[made].len);
+		at += sizeof(h) + x[made].len;
 	}
-	qp->max_inline = ia.cap.max_inline_data;
-	memset(&mine, 0, sizeof(mine));
-	ret = qp_addr_of(d, v->qp, (uint32_t)rte_rand() & 0xffffff, &mine.a);
-	if (ret < 0)
-		goto fail;
-	memcpy(mine.blob, blob, len);
-	n = rb2_xport_fd_exchange(fd, &mine, sizeof(mine.a) + len, &theirs, sizeof(theirs),
-				  timeout_ms);
-	if (n < 0) {
-		ret = n;
+	got = rb2_xport_fd_exchange(fd, mine, at, theirs, sizeof(theirs), timeout_ms);
+	if (got < 0) {
+		ret = got;
 		RB2_XPORT_LOG(ERR, "verbs: exchanging QP addresses over fd %d: %s", fd,
 			      strerror(-ret));
 		goto fail;
 	}
-	if ((size_t)n < sizeof(theirs.a) || (size_t)n - sizeof(theirs.a) > peer_cap ||
-	    theirs.a.mtu < IBV_MTU_256 || theirs.a.mtu > IBV_MTU_4096) {
-		RB2_XPORT_LOG(ERR, "verbs: the peer on fd %d sent a malformed QP address (%d bytes)",
-			      fd, n);
+	/* The peer's message: as many queues as ours, each blob within its
+	 * caller's room, each MTU one of the IB's. */
+	at = 0;
+	for (i = 0; i < n; i++) {
+		struct fd_exch_head h;
+
+		if ((size_t)got - at < sizeof(h))
+			break;
+		memcpy(&h, theirs + at, sizeof(h));
+		if (h.len > x[i].peer_cap || (size_t)got - at - sizeof(h) < h.len ||
+		    h.a.mtu < IBV_MTU_256 || h.a.mtu > IBV_MTU_4096)
+			break;
+		pa[i] = h.a;
+		memcpy(x[i].peer_blob, theirs + at + sizeof(h), h.len);
+		x[i].peer_len = (int)h.len;
+		at += sizeof(h) + h.len;
+	}
+	if (i < n || at != (size_t)got) {
+		RB2_XPORT_LOG(ERR, "verbs: the peer on fd %d sent a malformed message of QP addresses (%d bytes for %u queues)",
+			      fd, got, n);
 		ret = -EPROTO;
 		goto fail;
 	}
-	ret = qp_rts(d, v->qp, &theirs.a, mine.a.psn, 1);
-	if (ret < 0) {
-		RB2_XPORT_LOG(ERR, "verbs: connecting QP %u to the peer's QP %u: %s",
-			      v->qp->qp_num, theirs.a.qpn, strerror(-ret));
-		goto fail;
+	for (i = 0; i < n; i++) {
+		struct ibv_qp *q = ((struct verbs_qp *)x[i].qp->drv)->qp;
+
+		ret = qp_rts(d, q, &pa[i], psn[i], 1);
+		if (ret < 0) {
+			RB2_XPORT_LOG(ERR, "verbs: connecting QP %u to the peer's QP %u: %s",
+				      q->qp_num, pa[i].qpn, strerror(-ret));
+			goto fail;
+		}
 	}
-	set_connected(qp, v, NULL);
-	n -= (int)sizeof(theirs.a);
-	memcpy(peer_blob, theirs.blob, (size_t)n);
-	return n;
+	for (i = 0; i < n; i++)
+		set_connected(x[i].qp, x[i].qp->drv, NULL);
+	return 0;
 fail:
-	ibv_destroy_qp(v->qp);
-	v->qp = NULL;
+	for (i = 0; i < made; i++) {
+		struct verbs_qp *v = x[i].qp->drv;
+
+		ibv_destroy_qp(v->qp);
+		v->qp = NULL;
+	}
 	return ret;
+}
+
+static int
+verbs_qp_exchange_fd(struct rb2_xport_qp *qp, int fd, const void *blob, size_t len,
+		     void *peer_blob, size_t peer_cap, unsigned int timeout_ms)
+{
+	struct rb2_xport_exch x = { .qp = qp, .blob = blob, .len = len,
+				    .peer_blob = peer_blob, .peer_cap = peer_cap };
+	int ret = verbs_qp_exchange_fd_n(&x, 1, fd, timeout_ms);
+
+	return ret < 0 ? ret : x.peer_len;
 }
 
 static int
@@ -1486,6 +1562,7 @@ static const struct rb2_xport_ops verbs_ops = {
 	.qp_destroy = verbs_qp_destroy,
 	.qp_connect_local = verbs_qp_connect_local,
 	.qp_exchange = verbs_qp_exchange,
+	.qp_exchange_fd_n = verbs_qp_exchange_fd_n,
 	.oob_exchange = verbs_oob_exchange,
 	.post_recv = verbs_post_recv,
 	.doorbell_arm = verbs_doorbell_arm,

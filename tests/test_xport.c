@@ -291,6 +291,32 @@ Test(rb2_xport, shm_rendezvous_times_out_without_peer)
 	rb2_xport_close(xp);
 }
 
+/* Several queues in one exchange go over a stream socket only: its bytes
+ * keep their order, where a named rendezvous taken back to back would not
+ * (shm's frees its zone after both sides left). The exchange itself needs
+ * verbs: the guests' suite runs it (test_stream remote-verbs, rb2-run). */
+Test(rb2_xport, exchange_n_checks_its_arguments)
+{
+	struct rb2_xport *xp = rb2_xport_open("shm", NULL);
+	struct rb2_xport_qp_attr attr = {.lcore_id = rte_lcore_id()};
+	struct rb2_xport_qp *q = rb2_xport_qp_create(xp, &attr);
+	char big[RB2_XPORT_BLOB_MAX + 1] = "", peer[8];
+	struct rb2_xport_exch x = {.qp = q, .blob = big, .len = sizeof(big),
+				   .peer_blob = peer, .peer_cap = sizeof(peer)};
+
+	cr_assert_not_null(q);
+	cr_expect_eq(rb2_xport_qp_exchange_n(&x, 1, "fd:0", 50), -EMSGSIZE);
+	x.len = 8;
+	cr_expect_eq(rb2_xport_qp_exchange_n(&x, 0, "fd:0", 50), -EINVAL);
+	cr_expect_eq(rb2_xport_qp_exchange_n(&x, 1, "", 50), -EINVAL);
+	cr_expect_eq(rb2_xport_qp_exchange_n(&x, 1, "by-name", 50), -EINVAL,
+		     "a named rendezvous is refused");
+	x.qp = NULL;
+	cr_expect_eq(rb2_xport_qp_exchange_n(&x, 1, "fd:0", 50), -EINVAL);
+	rb2_xport_qp_destroy(q);
+	rb2_xport_close(xp);
+}
+
 /* Two lcores find each other by name and run a channel through it. */
 struct peer_arg {
 	struct rb2_xport *xp;

@@ -160,15 +160,16 @@ int rb2_rx_connect(struct rb2_rx *rx, const char *peer, unsigned int timeout_ms)
 
 /**
  * Connect both directions of one end at once: @p tx and @p rx to the peer's
- * @p rx and @p tx at @p peer, with @p n_more queues of the caller's beside
- * them (their blobs its own), in one exchange of the transport's
- * (rb2_xport_qp_exchange_n(): one round trip on a stream socket "fd:N" over
+ * @p rx and @p tx over the stream socket @p peer ("fd:N"), with @p n_more
+ * queues of the caller's beside them (their blobs its own), in one exchange
+ * of the transport's (rb2_xport_qp_exchange_n(): one round trip over
  * verbs). The @p active end's sender goes first, the other's receiver, so
  * the queues pair as rb2_tx_connect() then rb2_rx_connect() on the active
  * end and the reverse on the other would pair them; both ends call this.
  *
- * @return 0, or as rb2_tx_connect(), or -E2BIG (more queues than the
- *   transport exchanges at once); the caller then destroys all of them.
+ * @return 0, or as rb2_tx_connect(), or -EINVAL (@p peer is no "fd:N"),
+ *   -E2BIG (more queues than the transport exchanges at once); the caller
+ *   then destroys all of them.
  */
 int rb2_chan_connect_both(struct rb2_tx *tx, struct rb2_rx *rx, int active, const char *peer,
 			  struct rb2_xport_exch *more, unsigned int n_more,

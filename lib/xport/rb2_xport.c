@@ -472,10 +472,16 @@ int
 rb2_xport_qp_exchange_n(struct rb2_xport_exch *x, unsigned int n, const char *peer,
 			unsigned int timeout_ms)
 {
-	int fd = rb2_xport_peer_fd(peer), one_by_one = fd < 0;
+	int fd, one_by_one = 0;
 
 	if (x == NULL || n == 0 || peer == NULL || peer[0] == '\0')
 		return -EINVAL;
+	fd = rb2_xport_peer_fd(peer);
+	if (fd < 0) {
+		RB2_XPORT_LOG(ERR, "several queues connect over a stream socket (fd:N), not at '%s'",
+			      peer);
+		return -EINVAL;
+	}
 	for (unsigned int i = 0; i < n; i++) {
 		if (x[i].qp == NULL || x[i].blob == NULL || x[i].peer_blob == NULL ||
 		    x[i].qp->xp != x[0].qp->xp)

@@ -189,18 +189,21 @@ struct rb2_xport_exch {
 };
 
 /**
- * Connect @p n queues to a peer's at one rendezvous, the i-th to the peer's
- * i-th: what @p n calls of rb2_xport_qp_exchange() in this order would do,
- * on both sides. Over a stream socket ("fd:N") a driver may send all the
- * queues' addresses and blobs in one message each way (verbs does), so the
- * set-up waits for one round trip, not @p n, and both ends create their
- * queues before it rather than one at a time between them. Elsewhere, and
- * for lanes, the queues are exchanged one after another. Both sides must
- * call this (or both the @p n single calls, where no driver batches).
+ * Connect @p n queues to a peer's over a stream socket (@p peer "fd:N"),
+ * the i-th to the peer's i-th: what @p n calls of rb2_xport_qp_exchange()
+ * in this order would do, on both sides. A driver may send all the queues'
+ * addresses and blobs in one message each way (verbs does), so the set-up
+ * waits for one round trip, not @p n, and both ends create their queues
+ * before it rather than one at a time between them. Other drivers, and
+ * lanes, exchange the queues one after another over the socket, whose
+ * bytes keep their order. A named rendezvous is refused: taken back to
+ * back, shm's would find the last exchange's zone. Both sides must call
+ * this.
  *
  * @return
- *   0, or the first failure's -errno (as rb2_xport_qp_exchange()'s); the
- *   queues before it may be connected: the caller destroys them all.
+ *   0, or the first failure's -errno (as rb2_xport_qp_exchange()'s; and
+ *   -EINVAL for a peer that is no "fd:N"); the queues before it may be
+ *   connected: the caller destroys them all.
  */
 int rb2_xport_qp_exchange_n(struct rb2_xport_exch *x, unsigned int n, const char *peer,
 			    unsigned int timeout_ms);

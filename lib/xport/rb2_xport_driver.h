@@ -90,8 +90,7 @@ struct rb2_xport_ops {
 			   unsigned int timeout_ms);
 	/** Optional: connect @n queues over the stream socket @fd in one
 	 *  exchange each way (rb2_xport_qp_exchange_n(), which checks the
-	 *  arguments and calls it for "fd:N" peers and queues of no lane
-	 *  only); each queue's post, poll and connected set as qp_exchange's,
+	 *  arguments and calls it for queues of no lane only); each queue's post, poll and connected set as qp_exchange's,
 	 *  each x[i].peer_len set. Without it the queues go one by one. */
 	int (*qp_exchange_fd_n)(struct rb2_xport_exch *x, unsigned int n, int fd,
 				unsigned int timeout_ms);

@@ -13,7 +13,9 @@
 #   - a question that is not one is refused and logged, and the service
 #     answers the next; a flood of idle connections from the other host is
 #     cut at 256 open at once, and the service goes on answering and pairing;
-#   - the server's line says its client is on another host.
+#   - the server's line says its client is on another host;
+#   - questions share one link between the services, and one asked on a
+#     link the other side closes is asked again on a new one.
 # Every transfer is whole, over kernel TCP.
 #
 #   test_rb2run_hosts.sh BUILD_DIR
@@ -122,6 +124,12 @@ fi
 answered=$(stats "$b" hosts_answered)
 [ "$answered" = 2 ] && ok "B's service answered 2 questions" ||
 	fail "B's service answered $answered questions, not 2"
+# Both over one link between the services, still open for the next.
+links_a=$(inns "$a" ss -Htn state established "( dport = :7472 )" | wc -l)
+links_b=$(inns "$b" ss -Htn state established "( sport = :7472 )" | wc -l)
+[ "$links_a" = 1 ] && [ "$links_b" = 1 ] &&
+	ok "the 2 questions went over 1 link between the services, kept open" ||
+	fail "links between the services: A has $links_a, B has $links_b, not 1 and 1"
 
 # Not a question: refused and logged; the next one is answered.
 bad0=$(stats "$b" bad)
@@ -141,7 +149,10 @@ fi
 # A flood of idle connections to B's port 7472: past 256 open at once they
 # are told busy and closed at once, and logged; meanwhile (the others are closed after
 # 2 s) B's programs still pair on their host, and once the flood ends a
-# question is answered again.
+# question is answered again. A's service goes first, and its link with it,
+# so that the flood's connections are the only ones open.
+inns "$a" "$sockd" --stop >/dev/null 2>&1
+sleep 0.2
 inns "$a" python3 -c "
 import os, socket, time
 socks = [socket.create_connection(('$ipb', 7472), timeout=5) for _ in range(300)]
@@ -177,6 +188,40 @@ else
 	fail "a flood from another host"; cat "$tmp/flood.out"
 	tail -n 3 "$tmp/$b.sock.log" "$tmp"/local.*.err "$tmp"/flooded.*.err
 fi
+
+# A link the other side closes with a question on it (it went idle there,
+# or its service restarted): the question is asked again on a new link.
+# B's service is a stand-in here: it answers "no" to the first question on
+# its first connection, closes it at the second, and answers on the next.
+inns "$b" "$sockd" --stop >/dev/null 2>&1
+sleep 0.2
+inns "$b" python3 -c "
+import socket
+ls = socket.create_server(('$ipb', 7472))
+print('ready', flush=True)
+c, _ = ls.accept()
+f = c.makefile('rb')
+log = [f.readline()]
+c.sendall(b'rb2-sockd 2 no\n')
+log.append(f.readline())
+c.close()
+c, _ = ls.accept()
+log.append(c.makefile('rb').readline())
+c.sendall(b'rb2-sockd 2 no\n')
+print('questions:', sum(l.startswith(b'rb2-sockd 2 listener') for l in log), flush=True)
+c.recv(1)" >"$tmp/closer.out" 2>&1 &
+cpid=$!
+for _ in $(seq 100); do [ -s "$tmp/closer.out" ] && break; sleep 0.05; done
+if once closer1 "" "$run" && said closer1 cli "no program under rb2-run listens there" &&
+	once closer2 "" "$run" && said closer2 cli "no program under rb2-run listens there" &&
+	grep -q "questions: 3" "$tmp/closer.out"; then
+	ok "a link closed under a question: asked again on a new link, answered"
+else
+	fail "a link closed under a question"; cat "$tmp/closer.out"
+	tail -n 3 "$tmp"/closer*.cli.err
+fi
+kill "$cpid" 2>/dev/null
+wait "$cpid" 2>/dev/null
 
 [ $fails = 0 ] && echo "all passed" || echo "$fails failed"
 exit $((fails > 0))

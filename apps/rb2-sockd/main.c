@@ -58,10 +58,11 @@
 
 /*
  * K_ASKING: a client whose CONNECT goes to another host, waiting for that
- * host's answer; K_PROBE: the TCP connection that asks it; K_REMOTE: a
- * question from another host's service.
+ * host's answer; K_LINK: the TCP connection to that host's service that
+ * asks it, kept for the next questions while they come; K_REMOTE: such a
+ * connection from another host's service.
  */
-enum kind { K_FREE, K_NEW, K_LISTENER, K_CLIENT, K_SERVER, K_ASKING, K_PROBE, K_REMOTE };
+enum kind { K_FREE, K_NEW, K_LISTENER, K_CLIENT, K_SERVER, K_ASKING, K_LINK, K_REMOTE };
 
 struct conn {
 	int fd;
@@ -75,14 +76,19 @@ struct conn {
 	 * connection's client port and server address */
 	uint16_t cport;
 	struct sockaddr_storage to;
-	int connected;              /* K_CLIENT: CONNECTED came; K_PROBE: the
-				     * TCP connect is done and the question sent */
+	int connected;              /* K_CLIENT: CONNECTED came; K_LINK: the
+				     * TCP connect is done */
 	int peer;                   /* the matched other side's index, or -1
-				     * (K_ASKING: its probe; K_PROBE: the client) */
+				     * (K_ASKING: its link) */
+	uint64_t seq;               /* K_ASKING: its question's number on its
+				     * link; K_LINK: questions put on it */
+	uint64_t answered;          /* K_LINK: answers read; K_REMOTE: questions
+				     * answered */
+	int reasked;                /* K_ASKING: asked again on a new link */
 	uint64_t deadline_ms;
 	/* K_LISTENER, K_CLIENT, K_ASKING: the process can use an RDMA device */
 	int verbs;
-	/* K_PROBE, K_REMOTE: the line read so far */
+	/* K_LINK, K_REMOTE: the lines read so far */
 	char line[64];
 	unsigned int llen;
 };
@@ -111,6 +117,11 @@ static int listen_fd = -1;
 static unsigned int peer_port;
 static int peer_fd = -1;
 #define PEER_TIMEOUT_MS 250
+/* A link idle this long is closed by the asking side; the answering side
+ * closes one idle for longer, so that a question is not sent on a link
+ * the other end is closing (if it is, it is asked again on a new one). */
+#define LINK_IDLE_MS 10000
+#define REMOTE_IDLE_MS 20000
 #define STR_(x) #x
 #define STR(x) STR_(x)
 #define NOSERVICE_MS 30000
@@ -522,49 +533,115 @@ noservice_note(const struct sockaddr_storage *a)
 /* ANS_BUSY: the service has too many questions open; asked again next time. */
 enum answer { ANS_NOSERVICE, ANS_BUSY, ANS_NOLISTENER, ANS_LISTENER, ANS_RB2 };
 
-/* Probe @k's answer, to the client that asked; the probe ends. @p detail:
- * why the host runs no service, as far as can be told. */
+/* Tell client @cl (K_ASKING) the other host's answer; its request ends.
+ * @p detail: why the host runs no service, as far as can be told. */
 static void
-probe_done(unsigned int k, enum answer ans, const char *detail)
+tell(unsigned int cl, enum answer ans, const char *detail)
 {
-	int cl = conns[k].peer;
-	struct sockaddr_storage host = conns[k].to;
-
-	if (ans == ANS_NOSERVICE)
-		noservice_note(&host);
-	drop(k);
-	if (cl < 0 || conns[cl].kind != K_ASKING)
-		return;                 /* the client went meanwhile */
 	switch (ans) {
 	case ANS_NOSERVICE:
-		plain((unsigned int)cl, &n_plain_remote,
+		plain(cl, &n_plain_remote,
 		      "another host, which runs no rb2-sockd (port %u: %s)", peer_port, detail);
 		break;
 	case ANS_BUSY:
-		plain((unsigned int)cl, &n_plain_remote,
+		plain(cl, &n_plain_remote,
 		      "another host, whose rb2-sockd is too busy to answer");
 		break;
 	case ANS_NOLISTENER:
-		plain((unsigned int)cl, &n_plain_remote,
+		plain(cl, &n_plain_remote,
 		      "another host: no program under rb2-run listens there");
 		break;
 	case ANS_LISTENER:
-		plain((unsigned int)cl, &n_plain_remote,
+		plain(cl, &n_plain_remote,
 		      "another host: rb2-run listens there; kernel TCP: %s",
 		      conns[cl].verbs ? "it has no RDMA device" : "no RDMA device here");
 		break;
 	case ANS_RB2:
 		n_remote++;
-		reply((unsigned int)cl, RB2_SOCKD_REMOTE, "another host: over rb2 (verbs)",
-		      NULL);
-		drop((unsigned int)cl);
+		reply(cl, RB2_SOCKD_REMOTE, "another host: over rb2 (verbs)", NULL);
+		drop(cl);
 		break;
 	}
 }
 
+/* The client waiting for link @k's answer number @seq, or -1 (it went). */
+static int
+asker_of(unsigned int k, uint64_t seq)
+{
+	for (unsigned int i = 0; i < nconns; i++)
+		if (conns[i].kind == K_ASKING && conns[i].peer == (int)k && conns[i].seq == seq)
+			return (int)i;
+	return -1;
+}
+
+static void ask_host(unsigned int i);
+
+/* Link @k ends: every question still open on it gets @p ans, or, on a link
+ * that had answered before (the other service closed it while idle, or
+ * went away meanwhile), is asked once more on a new one. */
+static void
+link_done(unsigned int k, enum answer ans, const char *detail)
+{
+	struct sockaddr_storage host = conns[k].to;
+	uint64_t from = conns[k].answered + 1, to = conns[k].seq;
+	int again = conns[k].answered > 0;
+	int waiting[MAX_CONNS];
+	unsigned int n = 0;
+
+	for (uint64_t q = from; q <= to; q++) {
+		int cl = asker_of(k, q);
+
+		if (cl >= 0)
+			waiting[n++] = cl;
+	}
+	drop(k);
+	if (ans == ANS_NOSERVICE && !again)
+		noservice_note(&host);
+	for (unsigned int j = 0; j < n; j++) {
+		struct conn *c = &conns[waiting[j]];
+
+		if (again && !c->reasked) {
+			c->reasked = 1;
+			ask_host((unsigned int)waiting[j]);
+		} else {
+			tell((unsigned int)waiting[j], ans, detail);
+		}
+	}
+}
+
+/* Send client @i's question on its link @k. @return 0, or -1: the link
+ * failed (link_done() called). */
+static int
+link_send(unsigned int k, unsigned int i)
+{
+	char q[64];
+	int n = snprintf(q, sizeof(q), RB2_SOCKD_PEER_ASK, (unsigned int)port_of(&conns[i].to),
+			 conns[i].verbs ? (unsigned int)conns[i].cport : 0u);
+
+	if (send(conns[k].fd, q, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n) {
+		link_done(k, ANS_NOSERVICE, "the question could not be sent");
+		return -1;
+	}
+	/* The oldest question open bounds the wait. */
+	if (conns[k].seq - conns[k].answered == 1 || conns[k].deadline_ms > now_ms() +
+	    PEER_TIMEOUT_MS)
+		conns[k].deadline_ms = now_ms() + PEER_TIMEOUT_MS;
+	return 0;
+}
+
+/* The open link to host @a's service (K_LINK), or -1. */
+static int
+link_to(const struct sockaddr_storage *a)
+{
+	for (unsigned int k = 0; k < nconns; k++)
+		if (conns[k].kind == K_LINK && same_ip(&conns[k].to, a))
+			return (int)k;
+	return -1;
+}
+
 /* Client @i connects to another host: ask that host's service whether a
- * program under rb2-run listens there (K_PROBE), unless nothing answered
- * there lately. */
+ * program under rb2-run listens there, on the link to it (K_LINK), made
+ * now if there is none, unless nothing answered there lately. */
 static void
 ask_host(unsigned int i)
 {
@@ -582,82 +659,111 @@ ask_host(unsigned int i)
 		      "another host, which runs no rb2-sockd (port %u, asked lately)", peer_port);
 		return;
 	}
-	set_port(&svc, (uint16_t)peer_port);
-	fd = socket(svc.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&svc, addr_len(&svc)) != 0 &&
-	    errno != EINPROGRESS) {
-		err = errno;
-		close(fd);
-		noservice_note(&c->to);
-		plain(i, &n_plain_remote, "another host, which runs no rb2-sockd (port %u: %s)",
-		      peer_port, strerror(err));
-		return;
-	}
-	k = fd < 0 ? -1 : add_tcp(fd, K_PROBE, (int)i, PEER_TIMEOUT_MS);
+	k = link_to(&c->to);
 	if (k < 0) {
-		plain(i, &n_plain_fail, "rb2-sockd could not ask the other host (%s)",
-		      fd < 0 ? strerror(errno) : "no room");
-		if (fd >= 0)
+		set_port(&svc, (uint16_t)peer_port);
+		fd = socket(svc.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&svc, addr_len(&svc)) != 0 &&
+		    errno != EINPROGRESS) {
+			err = errno;
 			close(fd);
-		return;
+			noservice_note(&c->to);
+			plain(i, &n_plain_remote,
+			      "another host, which runs no rb2-sockd (port %u: %s)",
+			      peer_port, strerror(err));
+			return;
+		}
+		k = fd < 0 ? -1 : add_tcp(fd, K_LINK, -1, PEER_TIMEOUT_MS);
+		if (k < 0) {
+			plain(i, &n_plain_fail, "rb2-sockd could not ask the other host (%s)",
+			      fd < 0 ? strerror(errno) : "no room");
+			if (fd >= 0)
+				close(fd);
+			return;
+		}
+		conns[k].to = c->to;
 	}
-	conns[k].to = c->to;
 	n_asked++;
 	c->kind = K_ASKING;
 	c->peer = k;
+	c->seq = ++conns[k].seq;
+	/* Before the link is up, its questions wait: on_link() sends them. */
+	if (conns[k].connected)
+		(void)link_send((unsigned int)k, i);
 }
 
-/* The probe @k's connection moved: connected (ask), or the answer came. */
+/* Link @k moved: connected (its waiting questions go), or answers came,
+ * one line each, in the order of the questions. */
 static void
-on_probe(unsigned int k, short revents)
+on_link(unsigned int k, short revents)
 {
 	struct conn *p = &conns[k];
 	ssize_t r;
+	char *nl;
 
 	if (!p->connected) {
-		char q[64];
-		int err = 0, n;
+		int err = 0;
 		socklen_t l = sizeof(err);
 
 		if (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &err, &l) != 0)
 			err = errno;
 		if (err != 0) {
-			probe_done(k, ANS_NOSERVICE, strerror(err));
+			link_done(k, ANS_NOSERVICE, strerror(err));
 			return;
 		}
 		if (!(revents & POLLOUT))
 			return;
-		n = snprintf(q, sizeof(q), RB2_SOCKD_PEER_ASK, (unsigned int)port_of(&p->to),
-			     p->peer >= 0 && conns[p->peer].verbs ?
-			     (unsigned int)conns[p->peer].cport : 0u);
-		if (send(p->fd, q, (size_t)n, MSG_NOSIGNAL) != n) {
-			probe_done(k, ANS_NOSERVICE, "the question could not be sent");
-			return;
-		}
 		p->connected = 1;
+		for (uint64_t q = 1; q <= p->seq; q++) {
+			int cl = asker_of(k, q);
+
+			if (cl >= 0 && link_send(k, (unsigned int)cl) < 0)
+				return;
+		}
 		return;
 	}
 	r = recv(p->fd, p->line + p->llen, sizeof(p->line) - 1 - p->llen, 0);
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (r <= 0) {
-		probe_done(k, ANS_NOSERVICE, r == 0 ? "closed, no answer" : strerror(errno));
+		link_done(k, ANS_NOSERVICE, r == 0 ? "closed, no answer" : strerror(errno));
 		return;
 	}
 	p->llen += (unsigned int)r;
 	p->line[p->llen] = '\0';
-	if (strchr(p->line, '\n') == NULL && p->llen < sizeof(p->line) - 1)
+	while ((nl = strchr(p->line, '\n')) != NULL) {
+		size_t len = (size_t)(nl - p->line) + 1;
+		enum answer ans;
+		int cl;
+
+		if (strncmp(p->line, RB2_SOCKD_PEER_RB2, len) == 0)
+			ans = ANS_RB2;
+		else if (strncmp(p->line, RB2_SOCKD_PEER_YES, len) == 0)
+			ans = ANS_LISTENER;
+		else if (strncmp(p->line, RB2_SOCKD_PEER_NO, len) == 0)
+			ans = ANS_NOLISTENER;
+		else if (strncmp(p->line, RB2_SOCKD_PEER_BUSY, len) == 0)
+			ans = ANS_BUSY;
+		else
+			break;
+		if (p->answered == p->seq)
+			break;               /* an answer nobody asked for */
+		cl = asker_of(k, ++p->answered);
+		memmove(p->line, nl + 1, p->llen - len + 1);
+		p->llen -= (unsigned int)len;
+		if (cl >= 0)
+			tell((unsigned int)cl, ans, NULL);
+		if (ans == ANS_BUSY) {
+			/* The other service closes now: the rest go again. */
+			link_done(k, ANS_BUSY, NULL);
+			return;
+		}
+	}
+	if (nl != NULL || p->llen >= sizeof(p->line) - 1) {
+		link_done(k, ANS_NOSERVICE, "not an rb2-sockd answer");
 		return;
-	if (strcmp(p->line, RB2_SOCKD_PEER_RB2) == 0)
-		probe_done(k, ANS_RB2, NULL);
-	else if (strcmp(p->line, RB2_SOCKD_PEER_YES) == 0)
-		probe_done(k, ANS_LISTENER, NULL);
-	else if (strcmp(p->line, RB2_SOCKD_PEER_NO) == 0)
-		probe_done(k, ANS_NOLISTENER, NULL);
-	else if (strcmp(p->line, RB2_SOCKD_PEER_BUSY) == 0)
-		probe_done(k, ANS_BUSY, NULL);
-	else
-		probe_done(k, ANS_NOSERVICE, "not an rb2-sockd answer");
+	}
+	p->deadline_ms = now_ms() + (p->answered < p->seq ? PEER_TIMEOUT_MS : LINK_IDLE_MS);
 }
 
 /* Expect the connection from @client (the asking host, the client's port)
@@ -698,17 +804,15 @@ expect_take(const struct sockaddr_storage *client, const struct sockaddr_storage
 }
 
 /* Another host's service asks (K_REMOTE @k): whether a program under
- * rb2-run listens at the port it names, on the address it reached us at. */
+ * rb2-run listens at the port each question names, on the address it
+ * reached us at. One line each, answered in order; the connection stays
+ * for the next (REMOTE_IDLE_MS). */
 static void
 on_remote(unsigned int k)
 {
 	struct conn *q = &conns[k];
-	struct sockaddr_storage here, from;
-	unsigned int port, cport;
-	char tail;
 	ssize_t r = recv(q->fd, q->line + q->llen, sizeof(q->line) - 1 - q->llen, 0);
-	const char *a;
-	int l;
+	char *nl;
 
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
@@ -718,34 +822,50 @@ on_remote(unsigned int k)
 	}
 	q->llen += (unsigned int)r;
 	q->line[q->llen] = '\0';
-	if (strchr(q->line, '\n') == NULL && q->llen < sizeof(q->line) - 1)
-		return;
-	if (sscanf(q->line, "rb2-sockd 2 listener %u from %u%c", &port, &cport, &tail) != 3 ||
-	    tail != '\n' || port == 0 || port > 65535 || cport > 65535 ||
-	    addrs_of(q->fd, &here, &from) != 0) {
-		char who[INET6_ADDRSTRLEN + 8] = "another host";
+	while ((nl = strchr(q->line, '\n')) != NULL || q->llen >= sizeof(q->line) - 1) {
+		struct sockaddr_storage here, from;
+		unsigned int port, cport;
+		size_t len = nl != NULL ? (size_t)(nl - q->line) + 1 : 0;
+		char tail;
+		const char *ans;
+		int l;
 
-		if (addrs_of(q->fd, &here, &from) == 0)
-			inet_ntop(from.ss_family, from.ss_family == AF_INET ?
-				  (void *)&((struct sockaddr_in *)&from)->sin_addr :
-				  (void *)&((struct sockaddr_in6 *)&from)->sin6_addr,
-				  who, sizeof(who));
-		log_refusal(who, "not an rb2-sockd question");
-		n_bad++;
-		drop(k);
-		return;
+		if (nl == NULL ||
+		    sscanf(q->line, "rb2-sockd 2 listener %u from %u%c", &port, &cport, &tail) != 3 ||
+		    tail != '\n' || port == 0 || port > 65535 || cport > 65535 ||
+		    addrs_of(q->fd, &here, &from) != 0) {
+			char who[INET6_ADDRSTRLEN + 8] = "another host";
+
+			if (addrs_of(q->fd, &here, &from) == 0)
+				inet_ntop(from.ss_family, from.ss_family == AF_INET ?
+					  (void *)&((struct sockaddr_in *)&from)->sin_addr :
+					  (void *)&((struct sockaddr_in6 *)&from)->sin6_addr,
+					  who, sizeof(who));
+			log_refusal(who, "not an rb2-sockd question");
+			n_bad++;
+			drop(k);
+			return;
+		}
+		norm(&here);
+		norm(&from);
+		set_port(&here, (uint16_t)port);
+		set_port(&from, (uint16_t)cport);
+		l = listener_at(&here);
+		ans = l < 0 ? RB2_SOCKD_PEER_NO :
+			cport != 0 && conns[l].verbs && expect_add(&from, &here) ?
+			RB2_SOCKD_PEER_RB2 : RB2_SOCKD_PEER_YES;
+		if (send(q->fd, ans, strlen(ans), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+		    (ssize_t)strlen(ans)) {
+			drop(k);             /* the asker sees the end, and asks again */
+			return;
+		}
+		n_answered++;
+		q->answered++;
+		/* Idle from now: a question half sent keeps this bound. */
+		q->deadline_ms = now_ms() + REMOTE_IDLE_MS;
+		memmove(q->line, nl + 1, q->llen - len + 1);
+		q->llen -= (unsigned int)len;
 	}
-	norm(&here);
-	norm(&from);
-	set_port(&here, (uint16_t)port);
-	set_port(&from, (uint16_t)cport);
-	l = listener_at(&here);
-	a = l < 0 ? RB2_SOCKD_PEER_NO :
-		cport != 0 && conns[l].verbs && expect_add(&from, &here) ? RB2_SOCKD_PEER_RB2 :
-		RB2_SOCKD_PEER_YES;
-	(void)!send(q->fd, a, strlen(a), MSG_NOSIGNAL);
-	n_answered++;
-	drop(k);
 }
 
 /* A question from another host's service, unless MAX_REMOTE are open: the
@@ -1031,9 +1151,16 @@ expire(void)
 			refuse(i, "no request within %u ms", REQUEST_TIMEOUT_MS);
 			continue;
 		}
-		if (c->kind == K_PROBE && now >= c->deadline_ms) {
-			probe_done(i, ANS_NOSERVICE,
-				   "no answer within " STR(PEER_TIMEOUT_MS) " ms");
+		if (c->kind == K_LINK && now >= c->deadline_ms) {
+			if (c->answered < c->seq)
+				link_done(i, ANS_NOSERVICE,
+					  "no answer within " STR(PEER_TIMEOUT_MS) " ms");
+			else
+				drop(i);     /* idle */
+			continue;
+		}
+		if (c->kind == K_REMOTE && c->answered > 0 && now >= c->deadline_ms) {
+			drop(i);             /* idle */
 			continue;
 		}
 		if (c->kind == K_REMOTE && now >= c->deadline_ms) {
@@ -1062,7 +1189,7 @@ next_deadline(void)
 
 	for (unsigned int i = 0; i < nconns; i++)
 		if ((conns[i].kind == K_NEW || conns[i].kind == K_CLIENT ||
-		     conns[i].kind == K_SERVER || conns[i].kind == K_PROBE ||
+		     conns[i].kind == K_SERVER || conns[i].kind == K_LINK ||
 		     conns[i].kind == K_REMOTE) && conns[i].deadline_ms < first)
 			first = conns[i].deadline_ms;
 	if (first == UINT64_MAX)
@@ -1127,7 +1254,7 @@ add_conn(int fd)
 	return 0;
 }
 
-/* A TCP connection of the services' own (K_PROBE, K_REMOTE), with @p peer
+/* A TCP connection of the services' own (K_LINK, K_REMOTE), with @p peer
  * and a deadline @p timeout_ms away. @return its index, or -1. */
 static int
 add_tcp(int fd, enum kind kind, int peer, unsigned int timeout_ms)
@@ -1418,7 +1545,7 @@ main(int argc, char **argv)
 		for (unsigned int i = 0; i < nconns; i++)
 			if (conns[i].kind != K_FREE) {
 				p[n] = (struct pollfd){ .fd = conns[i].fd, .events =
-					conns[i].kind == K_PROBE && !conns[i].connected ?
+					conns[i].kind == K_LINK && !conns[i].connected ?
 					POLLOUT : POLLIN };
 				map[n++] = i;
 			}
@@ -1436,8 +1563,8 @@ main(int argc, char **argv)
 
 			if (p[k].revents == 0 || c->kind == K_FREE || c->fd != p[k].fd)
 				continue;
-			if (c->kind == K_PROBE)
-				on_probe(map[k], p[k].revents);
+			if (c->kind == K_LINK)
+				on_link(map[k], p[k].revents);
 			else if (c->kind == K_REMOTE)
 				on_remote(map[k]);
 			else

@@ -46,13 +46,16 @@
 /**
  * Services of two hosts. Before a connect to another host goes ahead, the
  * client's service asks that host's, over TCP to port RB2_SOCKD_PEER_PORT
- * at the address connected to: one question (RB2_SOCKD_PEER_ASK: the port
+ * at the address connected to: a question (RB2_SOCKD_PEER_ASK: the port
  * connected to, and the client's own port, or 0 when the client cannot use
- * an RDMA device) and one answer: whether a program under rb2-run listens
+ * an RDMA device) and an answer: whether a program under rb2-run listens
  * there. The answering service takes the addresses from its end of that
- * TCP connection, not from the question. A host where nothing answers runs
- * no rb2 service. A service with too many questions open says
- * RB2_SOCKD_PEER_BUSY at once and closes.
+ * TCP connection, not from the question. The connection stays for the next
+ * questions, one line each, answered in order, until the asking side has
+ * been idle for a while (the answering side waits longer), so a connect
+ * after the first costs one round trip, not a TCP handshake more. A host
+ * where nothing answers runs no rb2 service. A service with too many
+ * connections open says RB2_SOCKD_PEER_BUSY at once and closes.
  *
  * RB2_SOCKD_PEER_RB2: a program under rb2-run listens there, both ends can
  * use RDMA, and the answering service now expects that connection, from

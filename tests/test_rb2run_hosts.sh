@@ -181,7 +181,7 @@ wait "$fpid"
 sleep 0.3                             # B's service sees the flood's ends
 if grep -q "connected; busy: 44$" "$tmp/flood.out" && [ $lrc = 0 ] &&
 	grep -q " 1 connections over rb2" "$tmp/local.cli.err" &&
-	grep -q "more than 256 questions open at once" "$tmp/$b.sock.log" &&
+	grep -q "more than 256 links from other hosts open at once" "$tmp/$b.sock.log" &&
 	once flooded "$run" "$run" && said flooded cli "rb2-run listens there"; then
 	ok "300 idle connections from another host: the 44 past 256 told busy at once, logged; a local pair went over rb2 meanwhile; a question is answered after"
 else

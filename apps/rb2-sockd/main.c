@@ -126,7 +126,7 @@ static int peer_fd = -1;
 #define STR(x) STR_(x)
 #define NOSERVICE_MS 30000
 #define NOSERVICE_MAX 64
-#define MAX_REMOTE 256          /* questions from other hosts open at once */
+#define MAX_REMOTE 256          /* links from other hosts open at once */
 static struct { struct sockaddr_storage ip; uint64_t until_ms; } noservice[NOSERVICE_MAX];
 static uint64_t n_asked, n_answered, n_plain_remote, n_remote;
 /* Connections from other hosts this service said yes to (RB2_SOCKD_PEER_RB2):
@@ -868,7 +868,7 @@ on_remote(unsigned int k)
 	}
 }
 
-/* A question from another host's service, unless MAX_REMOTE are open: the
+/* A link from another host's service, unless MAX_REMOTE are open: the
  * hosts of the network cannot take the service from this host's programs. */
 static void
 accept_remote(void)
@@ -881,7 +881,8 @@ accept_remote(void)
 	for (unsigned int k = 0; k < nconns; k++)
 		open += conns[k].kind == K_REMOTE;
 	if (open >= MAX_REMOTE) {
-		log_refusal("another host", "more than " STR(MAX_REMOTE) " questions open at once");
+		log_refusal("another host",
+			    "more than " STR(MAX_REMOTE) " links from other hosts open at once");
 		n_bad++;
 		(void)!send(c, RB2_SOCKD_PEER_BUSY, strlen(RB2_SOCKD_PEER_BUSY), MSG_NOSIGNAL);
 		close(c);

@@ -16,7 +16,7 @@
  * connection (REMOTE), which the two programs set up between themselves.
  *
  *   rb2-sockd [--socket PATH] [--daemon] [--accept-timeout-ms N] [--no-huge] [--slots N]
- *             [--peer-port N]
+ *             [--peer-port N] [--link-idle-ms N]
  *   rb2-sockd --stats [--socket PATH]     its counters, one JSON line
  *   rb2-sockd --stop [--socket PATH]      ask it to exit
  */
@@ -117,11 +117,13 @@ static int listen_fd = -1;
 static unsigned int peer_port;
 static int peer_fd = -1;
 #define PEER_TIMEOUT_MS 250
-/* A link idle this long is closed by the asking side; the answering side
- * closes one idle for longer, so that a question is not sent on a link
- * the other end is closing (if it is, it is asked again on a new one). */
+/* A link idle this long is closed by the asking side (--link-idle-ms, at
+ * most LINK_IDLE_MS; 0: a link per question); the answering side closes
+ * one idle for longer, so that a question is not sent on a link the other
+ * end is closing (if it is, it is asked again on a new one). */
 #define LINK_IDLE_MS 10000
 #define REMOTE_IDLE_MS 20000
+static unsigned int link_idle_ms = LINK_IDLE_MS;
 #define STR_(x) #x
 #define STR(x) STR_(x)
 #define NOSERVICE_MS 30000
@@ -633,6 +635,8 @@ link_send(unsigned int k, unsigned int i)
 static int
 link_to(const struct sockaddr_storage *a)
 {
+	if (link_idle_ms == 0)
+		return -1;               /* a link per question */
 	for (unsigned int k = 0; k < nconns; k++)
 		if (conns[k].kind == K_LINK && same_ip(&conns[k].to, a))
 			return (int)k;
@@ -763,7 +767,7 @@ on_link(unsigned int k, short revents)
 		link_done(k, ANS_NOSERVICE, "not an rb2-sockd answer");
 		return;
 	}
-	p->deadline_ms = now_ms() + (p->answered < p->seq ? PEER_TIMEOUT_MS : LINK_IDLE_MS);
+	p->deadline_ms = now_ms() + (p->answered < p->seq ? PEER_TIMEOUT_MS : link_idle_ms);
 }
 
 /* Expect the connection from @client (the asking host, the client's port)
@@ -1336,7 +1340,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 "usage: rb2-sockd [--socket PATH] [--daemon] [--accept-timeout-ms N] [--no-huge]\n"
-"                 [--slots N] [--peer-port N]\n"
+"                 [--slots N] [--peer-port N] [--link-idle-ms N]\n"
 "       rb2-sockd --stats | --stop [--socket PATH]\n"
 "The host service of rb2-run: it pairs the two ends of each TCP connection\n"
 "between programs under rb2-run on this host, and hands both a shared-memory\n"
@@ -1358,8 +1362,30 @@ usage(FILE *f)
 "                         connection goes over verbs (default %u for root's\n"
 "                         service, which answers there on every address; 0 for\n"
 "                         a user's: none asked, none answered)\n"
+"  --link-idle-ms N       how long a link to another host's service, which\n"
+"                         the next questions to that host share, stays idle\n"
+"                         before this service closes it (0 to %u; default\n"
+"                         $RB2_SOCKD_LINK_IDLE_MS, else %u; 0: a link per\n"
+"                         question, to compare)\n"
 "  --stats                print the running service's counters (JSON)\n"
-"  --stop                 ask the running service to exit\n", RB2_SOCKD_PEER_PORT);
+"  --stop                 ask the running service to exit\n", RB2_SOCKD_PEER_PORT,
+		LINK_IDLE_MS, LINK_IDLE_MS);
+}
+
+/* link_idle_ms from @val, given as @what. @return 0, or 1: said why not. */
+static int
+link_idle_arg(const char *what, const char *val)
+{
+	char *end;
+	unsigned long v = strtoul(val, &end, 10);
+
+	if (*end != '\0' || end == val || v > LINK_IDLE_MS) {
+		fprintf(stderr, "rb2-sockd: %s %s: give 0 (a link per question) to %u\n", what,
+			val, LINK_IDLE_MS);
+		return 1;
+	}
+	link_idle_ms = (unsigned int)v;
+	return 0;
 }
 
 int
@@ -1372,6 +1398,7 @@ main(int argc, char **argv)
 		{ "no-huge", no_argument, NULL, 'n' },
 		{ "slots", required_argument, NULL, 'L' },
 		{ "peer-port", required_argument, NULL, 'P' },
+		{ "link-idle-ms", required_argument, NULL, 'I' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "stop", no_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1384,6 +1411,9 @@ main(int argc, char **argv)
 	/* Root's service is the host's, and answers other hosts; a user's
 	 * serves that user only. */
 	peer_port = geteuid() == 0 ? RB2_SOCKD_PEER_PORT : 0;
+	if (getenv("RB2_SOCKD_LINK_IDLE_MS") != NULL &&
+	    link_idle_arg("RB2_SOCKD_LINK_IDLE_MS", getenv("RB2_SOCKD_LINK_IDLE_MS")) != 0)
+		return 1;
 
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (opt) {
@@ -1426,6 +1456,10 @@ main(int argc, char **argv)
 			peer_port = (unsigned int)v;
 			break;
 		}
+		case 'I':
+			if (link_idle_arg("--link-idle-ms", optarg) != 0)
+				return 1;
+			break;
 		case 'S': query = RB2_SOCKD_STATS; break;
 		case 'X': query = -1; break;
 		case 'h': usage(stdout); return 0;

@@ -70,7 +70,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import rb2_apps  # noqa: E402
 
 MODES = ("kernel", "rsocket", "rsocket-spin", "rsocket-poll", "rb2", "rb2-spin",
-         "rb2-unbatched", "rb2-rearm", "rb2-readall", "rb2-ahead", "rb2-onebyone")
+         "rb2-unbatched", "rb2-rearm", "rb2-readall", "rb2-ahead", "rb2-onebyone",
+         "rb2-nolink")
 # rb2-rearm: rb2-run with every stream's CQ armed at every sleep (the verbs
 # transport's rearm=1), against rb2, which arms only those whose last arm
 # fired: what that costs a wait over many streams. rb2-readall: every
@@ -81,8 +82,11 @@ MODES = ("kernel", "rsocket", "rsocket-spin", "rsocket-poll", "rb2", "rb2-spin",
 # what that saves a connect. rb2-onebyone: each stream's three queues
 # connected in an exchange each (the verbs transport's onebyone=1), against
 # rb2, which sends all three in one message each way: what that saves a
-# connect. These four run only when named (--modes, RB2_PRELOAD_MODES).
-ONLY_NAMED = ("rb2-rearm", "rb2-readall", "rb2-ahead", "rb2-onebyone")
+# connect. rb2-nolink: the guests' rb2-sockd opening a TCP connection to
+# the other's for every question (RB2_SOCKD_LINK_IDLE_MS=0), against rb2,
+# whose services keep one link for them: what that saves a connect. These
+# five run only when named (--modes, RB2_PRELOAD_MODES).
+ONLY_NAMED = ("rb2-rearm", "rb2-readall", "rb2-ahead", "rb2-onebyone", "rb2-nolink")
 DEFAULT_MODES = tuple(m for m in MODES if m not in ONLY_NAMED)
 # rb2-unbatched: rb2-run with every write sent at once (RB2_RUN_BATCH_US=0),
 # against rb2: what batching writes behind one in flight gives.
@@ -128,10 +132,37 @@ def rsocket_conf(mode):
         os.remove(path)
 
 
+SOCKD_NOLINK_MARK = "/tmp/rb2-preload-nolink"
+
+
+def sockd_conf(mode, build):
+    """Make this guest's rb2-sockd the one @mode needs: rb2-nolink's asks
+    on a new link for every question (RB2_SOCKD_LINK_IDLE_MS=0, in the
+    environment rb2-run starts it with), every other mode's keeps one. The
+    other kind, if it runs, is stopped, and rb2-run starts the right one."""
+    want = mode == "rb2-nolink"
+    if os.path.exists(SOCKD_NOLINK_MARK) == want:
+        return
+    sockd = os.path.join(build, "apps", "rb2-sockd", "rb2-sockd")
+    subprocess.run([sockd, "--stop"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=False)
+    for _ in range(100):
+        if subprocess.run([sockd, "--stats"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, check=False).returncode != 0:
+            break
+        time.sleep(0.05)
+    if want:
+        open(SOCKD_NOLINK_MARK, "w").close()
+    else:
+        os.remove(SOCKD_NOLINK_MARK)
+
+
 def mode_launch(mode, build, env, app=None):
     """@return (argv prefix, environment) that put a program in @mode, and
-    set rsocket's tunables for it on this guest (rsocket_conf())."""
+    set rsocket's tunables (rsocket_conf()) and rb2-sockd (sockd_conf()) for
+    it on this guest."""
     rsocket_conf(mode)
+    sockd_conf(mode, build)
     if mode == "rsocket-poll":
         return [], dict(env, LD_PRELOAD=rspreload(), **(app.poll_env if app else {}))
     if mode in ("rsocket", "rsocket-spin"):
@@ -139,13 +170,14 @@ def mode_launch(mode, build, env, app=None):
         return [], dict(env) if getattr(app, "native", False) else dict(env,
                                                                          LD_PRELOAD=rspreload())
     if mode in ("rb2", "rb2-spin", "rb2-unbatched", "rb2-rearm", "rb2-readall",
-                "rb2-ahead", "rb2-onebyone"):
+                "rb2-ahead", "rb2-onebyone", "rb2-nolink"):
         knob = {"rb2": {}, "rb2-spin": {"RB2_RUN_SPIN_NS": str(RB2_SPIN_NS)},
                 "rb2-unbatched": {"RB2_RUN_BATCH_US": "0"},
                 "rb2-rearm": {"RB2_RUN_VERBS_ARGS": "rearm=1"},
                 "rb2-readall": {"RB2_RUN_VERBS_ARGS": "readall=1"},
                 "rb2-ahead": {"RB2_RUN_AHEAD": "2"},
-                "rb2-onebyone": {"RB2_RUN_VERBS_ARGS": "onebyone=1"}}[mode]
+                "rb2-onebyone": {"RB2_RUN_VERBS_ARGS": "onebyone=1"},
+                "rb2-nolink": {"RB2_SOCKD_LINK_IDLE_MS": "0"}}[mode]
         return [os.path.join(build, "apps", "rb2-run", "rb2-run")], dict(env, RB2_RUN_STATS="1",
                                                                           **knob)
     return [], dict(env)
@@ -204,7 +236,8 @@ class Scale:
     name = "scale"
     tools = ()
     can_poll = False
-    modes = ("kernel", "rb2", "rb2-rearm", "rb2-readall", "rb2-ahead", "rb2-onebyone")
+    modes = ("kernel", "rb2", "rb2-rearm", "rb2-readall", "rb2-ahead", "rb2-onebyone",
+             "rb2-nolink")
     COUNTS = tuple(int(c) for c in
                    os.environ.get("RB2_PRELOAD_SCALE_COUNTS", "1,16,256,1000").split(","))
     PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "rb2run_peer.py")
@@ -456,6 +489,7 @@ PAIRS = (("rb2", "rsocket"), ("rb2", "rsocket-spin"), ("rb2-spin", "rsocket-spin
          ("rb2", "rb2-readall"), ("rb2-readall", "kernel"),
          ("rb2", "rb2-ahead"), ("rb2-ahead", "kernel"),
          ("rb2", "rb2-onebyone"), ("rb2-onebyone", "kernel"),
+         ("rb2", "rb2-nolink"), ("rb2-nolink", "kernel"),
          ("rb2", "rsocket-poll"), ("rb2", "kernel"),
          ("rsocket", "kernel"), ("rsocket-spin", "kernel"), ("rsocket-poll", "kernel"))
 
@@ -552,7 +586,10 @@ def drive(o):
                      "rb2-ahead": "rb2-run, two ends of streams kept made ahead of their "
                                   "connections (RB2_RUN_AHEAD=2)",
                      "rb2-onebyone": "rb2-run, each stream's three queues connected in "
-                                     "an exchange each (RB2_RUN_VERBS_ARGS=onebyone=1)"},
+                                     "an exchange each (RB2_RUN_VERBS_ARGS=onebyone=1)",
+                     "rb2-nolink": "rb2-run, the services asking each other on a new TCP "
+                                   "connection for every connect "
+                                   "(RB2_SOCKD_LINK_IDLE_MS=0)"},
            "apps": {name: {mode: {"rounds": r["rounds"], "failures": r["failures"]}
                            for mode, r in modes.items()} for name, modes in res.items()}}
     summarize(out)

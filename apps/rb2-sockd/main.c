@@ -624,9 +624,9 @@ link_send(unsigned int k, unsigned int i)
 		link_done(k, ANS_NOSERVICE, "the question could not be sent");
 		return -1;
 	}
-	/* The oldest question open bounds the wait. */
-	if (conns[k].seq - conns[k].answered == 1 || conns[k].deadline_ms > now_ms() +
-	    PEER_TIMEOUT_MS)
+	/* The oldest question open bounds the wait: later ones keep its
+	 * deadline (on_link() moves it on at each answer). */
+	if (conns[k].seq - conns[k].answered == 1)
 		conns[k].deadline_ms = now_ms() + PEER_TIMEOUT_MS;
 	return 0;
 }

@@ -2211,12 +2211,6 @@ pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts,
 }
 
 /*
- * epoll: the kernel's epoll set holds every fd, stream sockets included
- * (their kernel sockets: readable when a bell rings). What a stream
- * socket's entry asks for is kept here, and its readiness is the
- * stream's; the kernel's events for it only wake the wait.
- */
-/*
  * The sleeps on one set that armed one stream entry, counted by what each
  * asked the stream for. Two threads may sleep on one set, and what a sleep
  * asks for changes between them (rb2_stream_sleep_events() adds
@@ -2260,6 +2254,12 @@ ep_arms_take(struct ep_arms *a)
 	return ev;
 }
 
+/*
+ * epoll: the kernel's epoll set holds every fd, stream sockets included
+ * (their kernel sockets: readable when a bell rings). What a stream
+ * socket's entry asks for is kept here, and its readiness is the
+ * stream's; the kernel's events for it only wake the wait.
+ */
 struct ep_item {
 	int fd;
 	int kernel;                 /* the kernel's entry as asked: a TCP socket

@@ -294,10 +294,12 @@ remote_xport(void)
 		 * for at the end of a WR, so a WRITE of many packets failed
 		 * under netem's reordering between two guests.
 		 * The stream's kernel socket finds a dead host instead
-		 * (RB2_STREAM_KEEPIDLE_S). */
-		snprintf(args, sizeof(args), "cm=0,ack_timeout=17,retry_cnt=7%s%s%s%s",
-			 dev != NULL ? ",dev=" : "", dev != NULL ? dev : "",
-			 more != NULL && *more ? "," : "", more != NULL ? more : "");
+		 * (RB2_STREAM_KEEPIDLE_S).
+		 * RB2_RUN_VERBS_ARGS comes first: a key given twice takes
+		 * its first value, so the user's overrides these. */
+		snprintf(args, sizeof(args), "%s%scm=0,ack_timeout=17,retry_cnt=7%s%s",
+			 more != NULL ? more : "", more != NULL && *more ? "," : "",
+			 dev != NULL ? ",dev=" : "", dev != NULL ? dev : "");
 		remote_xp = rb2_xport_open("verbs", args);
 		remote_pid = getpid();
 	}

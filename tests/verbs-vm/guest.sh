@@ -46,7 +46,8 @@ if [ "$what" = pppoe ]; then
 	rc=$?
 	exit
 fi
-if [ "$what" = two ] || [ "$what" = two-bench ] || [ "$what" = preload ] || [ "$what" = apps ]; then
+if [ "$what" = two ] || [ "$what" = two-bench ] || [ "$what" = two-reorder ] ||
+   [ "$what" = preload ] || [ "$what" = apps ]; then
 	# Two guests on one virtual wire: A is .1 (servers), B is .2 (clients).
 	modprobe virtio_net
 	for i in $(seq 50); do [ -e /sys/class/net/eth0 ] && break; sleep 0.1; done
@@ -68,6 +69,8 @@ case "$what" in
 suite) bash /rb2/tests/verbs-vm/suite.sh 2>&1 | stamp; rc=${PIPESTATUS[0]} ;;
 two) RB2_ROLE=$role RB2_PEER_IP=$peer RB2_GUESTKILL=${guestkill:-0} \
 	bash /rb2/tests/verbs-vm/suite-two.sh 2>&1 | stamp; rc=${PIPESTATUS[0]} ;;
+two-reorder) RB2_ROLE=$role RB2_OUT=$out RB2_TWO_ROUNDS=$rounds bash /rb2/tests/verbs-vm/reorder-two.sh 2>&1 | stamp
+	rc=${PIPESTATUS[0]} ;;
 perf) RB2_OUT=$out bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
 perf-lat) RB2_OUT=$out RB2_PERF_LAT_ONLY=3 bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
 preload|apps)

@@ -8,7 +8,7 @@
 # uncompressed vmlinux, and a busybox initramfs that mounts the rootfs and the
 # project over 9p. The guest runs tests/verbs-vm/guest.sh against BUILD.
 #
-#   tests/verbs-vm/run.sh BUILD [prepare|suite|two|two-bench|preload|apps|perf|perf-lat|eval|eval-quick|cases|pppoe]
+#   tests/verbs-vm/run.sh BUILD [prepare|suite|two|two-bench|two-reorder|preload|apps|perf|perf-lat|eval|eval-quick|cases|pppoe]
 #   (default: suite)
 #
 # prepare: no guest boots; makes the cache (rootfs, kernel, initramfs) and
@@ -25,6 +25,10 @@
 # two-bench: the two guests, each with a host service (rb2-raasd) linked to
 #        the other's: large messages lent against copied through both
 #        (rb2-raasbench, tests/verbs-vm/bench-two.sh); JSON lines.
+# two-reorder: the two guests; the suite's transfer under netem's
+#        reordering, at ACK timeouts 17 and 14 in turn, RB2_TWO_ROUNDS
+#        rounds (default 5; tests/verbs-vm/reorder-two.sh): JSON
+#        in $BUILD/verbs-vm/two-reorder.json.
 # perf:  rb2-perf and perftest side by side in one guest boot.
 # perf-lat: its 64 B round-trip table alone, in 3 interleaved rounds.
 # eval:  usertools/rb2-eval.py --transport verbs,dev=rxe0 with ib_write_bw
@@ -67,12 +71,12 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(cd "${1:?usage: run.sh BUILD [suite|perf]}" && pwd)
 what=${2:-suite}
 guestkill=${RB2_VM_GUESTKILL:-1} # two: end by killing guest B mid-stream (0: do not)
-case "$what" in two-bench|preload|apps) guestkill=0 ;; esac
+case "$what" in two-bench|two-reorder|preload|apps) guestkill=0 ;; esac
 cache=$build/verbs-vm
 mirror=${RB2_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 case "$what" in
 eval) timeout_s=${RB2_VM_TIMEOUT:-7200} ;;
-eval-quick|two|cases|preload|apps) timeout_s=${RB2_VM_TIMEOUT:-2400} ;; # two: faults on the wire are slow
+eval-quick|two|two-reorder|cases|preload|apps) timeout_s=${RB2_VM_TIMEOUT:-2400} ;; # two: faults on the wire are slow
 *) timeout_s=${RB2_VM_TIMEOUT:-1200} ;;
 esac
 
@@ -196,12 +200,12 @@ fi
 # programs, the header checks) would double the build on a clean machine.
 targets=()
 case "$what" in
-suite|two|two-bench)
+suite|two|two-bench|two-reorder)
 	for t in rb2-connperf rb2-http rb2-kv rb2-nf rb2-perf rb2-raasbench rb2-raasd rb2-tracegen; do
 		targets+=("apps/$t/$t")
 	done
 	targets+=(tests/test_verbs tests/test_raas_app tests/test_stream)
-	[ "$what" = two ] && targets+=(apps/rb2-run/rb2-run apps/rb2-sockd/rb2-sockd
+	[ "$what" != suite ] && [ "$what" != two-bench ] && targets+=(apps/rb2-run/rb2-run apps/rb2-sockd/rb2-sockd
 				       lib/preload/librb2_preload.so) ;;
 preload|apps)
 	targets=(apps/rb2-run/rb2-run apps/rb2-sockd/rb2-sockd lib/preload/librb2_preload.so
@@ -227,11 +231,13 @@ exec 9>&-
 #    senders' mirrors) need more than the tests' 3 GB.
 vm_mem=3G
 case "$what" in eval*) vm_mem=6G ;; esac
+rounds=${RB2_PRELOAD_ROUNDS:-3}
+[ "$what" = two-reorder ] && rounds=${RB2_TWO_ROUNDS:-5}
 boot() { # ROLE NETDEV-ARGS...
 	local role=$1; shift
 	timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m "$vm_mem" -smp 2 \
 		-kernel "$cache/vmlinux" -initrd "$cache/initramfs.cpio" \
-		-append "console=ttyS0 panic=-1 quiet loglevel=3 rb2.script=/rb2/tests/verbs-vm/guest.sh rb2.build=/rb2/$rel/verbs-vm/build rb2.out=/rb2/$rel/verbs-vm rb2.what=$what rb2.role=$role rb2.guestkill=$guestkill rb2.rounds=${RB2_PRELOAD_ROUNDS:-3} rb2.apps=${RB2_PRELOAD_APPS:-all} rb2.modes=${RB2_PRELOAD_MODES:-all} rb2.scale=${RB2_PRELOAD_SCALE_COUNTS:-1,16,256,1000}" \
+		-append "console=ttyS0 panic=-1 quiet loglevel=3 rb2.script=/rb2/tests/verbs-vm/guest.sh rb2.build=/rb2/$rel/verbs-vm/build rb2.out=/rb2/$rel/verbs-vm rb2.what=$what rb2.role=$role rb2.guestkill=$guestkill rb2.rounds=$rounds rb2.apps=${RB2_PRELOAD_APPS:-all} rb2.modes=${RB2_PRELOAD_MODES:-all} rb2.scale=${RB2_PRELOAD_SCALE_COUNTS:-1,16,256,1000}" \
 		-virtfs local,path="$rootfs",mount_tag=root,security_model=none,id=root \
 		-virtfs local,path="$top",mount_tag=rb2,security_model=none,id=rb2 \
 		-nographic -monitor none -no-reboot "$@"
@@ -249,7 +255,7 @@ guest_status() { # ROLE
 rm -f "$cache"/status*
 echo "verbs-vm: booting (QEMU TCG, $what)"
 set +e
-if [ "$what" = two ] || [ "$what" = two-bench ] || [ "$what" = preload ] || [ "$what" = apps ]; then
+if [ "$what" = two ] || [ "$what" = two-bench ] || [ "$what" = two-reorder ] || [ "$what" = preload ] || [ "$what" = apps ]; then
 	port=$((20000 + $$ % 20000))
 	# The wire: a UDP datagram a frame between the two QEMUs, or with
 	# RB2_VM_WIRE=tcp QEMU's TCP stream. Its listening end sets no
@@ -290,7 +296,7 @@ if [ "$what" = two ] || [ "$what" = two-bench ] || [ "$what" = preload ] || [ "$
 	grep -hE "^(PASS|FAIL|INFO|stream|kill|guestkill|lat|two|preload|check|\{)" "$cache/guest-a.log" \
 		"$cache/guest-b.log"
 	guest_status -a; ra=$?
-	if [ "$what" = two-bench ] || [ "$what" = preload ] || [ "$what" = apps ]; then
+	if [ "$what" = two-bench ] || [ "$what" = two-reorder ] || [ "$what" = preload ] || [ "$what" = apps ]; then
 		guest_status -b; rb=$?
 		exit $(( ra != 0 || rb != 0 ))
 	fi

@@ -72,7 +72,7 @@ usage(FILE *f)
 "Environment: RB2_PRELOAD_LIB (the library), RB2_RUN_CONNECT_TIMEOUT_MS,\n"
 "RB2_RUN_VERBS=0 (other hosts: kernel TCP), RB2_RUN_RDMA_DEV (the device),\n"
 "RB2_RUN_VERBS_ARGS (more of the verbs transport's arguments, e.g. rearm=1;\n"
-"they override rb2-run's own: cm=0,ack_timeout=17,retry_cnt=7),\n"
+"they override rb2-run's own: cm=0,ack_timeout=14,retry_cnt=7),\n"
 "RB2_RUN_SPIN_NS (spin before sleeping), RB2_RUN_BATCH_US (other hosts: the\n"
 "longest a write made while one is in flight is held for batching; 500, 0: no\n"
 "batching), RB2_RUN_AHEAD (other hosts: ends of streams made ahead of their\n"

@@ -286,18 +286,19 @@ remote_xport(void)
 		const char *more = getenv("RB2_RUN_VERBS_ARGS");
 		char args[256];
 
-		/* ACKs waited for 0.54 s: a guest under load stalled past
-		 * 0.5 s in all (the default's 67 ms, 7 tries), which failed a
-		 * busy stream. And 7 retries, which Soft-RoCE takes as no
-		 * limit: it counts each NAK for a reordered packet as a retry
-		 * and starts the count again only at an ACK, which it asks
-		 * for at the end of a WR, so a WRITE of many packets failed
-		 * under netem's reordering between two guests.
-		 * The stream's kernel socket finds a dead host instead
-		 * (RB2_STREAM_KEEPIDLE_S).
+		/* 7 retries, which Soft-RoCE takes as no limit: it counts
+		 * each NAK for a reordered packet as a retry and starts the
+		 * count again only at an ACK, which it asks for at the end
+		 * of a WR, so a WRITE of many packets failed under netem's
+		 * reordering between two guests. The stream's kernel socket
+		 * finds a dead host instead (RB2_STREAM_KEEPIDLE_S).
+		 * With retries that never end, the ACK timeout only says how
+		 * soon what a reordered or lost packet left unacknowledged
+		 * goes again: 1 MB each way under reordering took 28 s at
+		 * 0.54 s (17), 5.8 s at 67 ms (14; doc/eval/rb2-run-two.md).
 		 * RB2_RUN_VERBS_ARGS comes first: a key given twice takes
 		 * its first value, so the user's overrides these. */
-		snprintf(args, sizeof(args), "%s%scm=0,ack_timeout=17,retry_cnt=7%s%s",
+		snprintf(args, sizeof(args), "%s%scm=0,ack_timeout=14,retry_cnt=7%s%s",
 			 more != NULL ? more : "", more != NULL && *more ? "," : "",
 			 dev != NULL ? ",dev=" : "", dev != NULL ? dev : "");
 		remote_xp = rb2_xport_open("verbs", args);

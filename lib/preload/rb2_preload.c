@@ -294,8 +294,8 @@ remote_xport(void)
 		 * finds a dead host instead (RB2_STREAM_KEEPIDLE_S).
 		 * With retries that never end, the ACK timeout only says how
 		 * soon what a reordered or lost packet left unacknowledged
-		 * goes again: 1 MB each way under reordering took 28 s at
-		 * 0.54 s (17), 5.8 s at 67 ms (14; doc/eval/rb2-run-two.md).
+		 * goes again: 1 MB each way under reordering took 24.6 s at
+		 * 0.54 s (17), 5.4 s at 67 ms (14; doc/eval/rb2-run-two.md).
 		 * RB2_RUN_VERBS_ARGS comes first: a key given twice takes
 		 * its first value, so the user's overrides these. */
 		snprintf(args, sizeof(args), "%s%scm=0,ack_timeout=14,retry_cnt=7%s%s",

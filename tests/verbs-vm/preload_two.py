@@ -71,7 +71,7 @@ import rb2_apps  # noqa: E402
 
 MODES = ("kernel", "rsocket", "rsocket-spin", "rsocket-poll", "rb2", "rb2-spin",
          "rb2-unbatched", "rb2-rearm", "rb2-readall", "rb2-ahead", "rb2-onebyone",
-         "rb2-nolink")
+         "rb2-nolink", "rb2-ack17")
 # rb2-rearm: rb2-run with every stream's CQ armed at every sleep (the verbs
 # transport's rearm=1), against rb2, which arms only those whose last arm
 # fired: what that costs a wait over many streams. rb2-readall: every
@@ -84,9 +84,12 @@ MODES = ("kernel", "rsocket", "rsocket-spin", "rsocket-poll", "rb2", "rb2-spin",
 # rb2, which sends all three in one message each way: what that saves a
 # connect. rb2-nolink: the guests' rb2-sockd opening a TCP connection to
 # the other's for every question (RB2_SOCKD_LINK_IDLE_MS=0), against rb2,
-# whose services keep one link for them: what that saves a connect. These
-# five run only when named (--modes, RB2_PRELOAD_MODES).
-ONLY_NAMED = ("rb2-rearm", "rb2-readall", "rb2-ahead", "rb2-onebyone", "rb2-nolink")
+# whose services keep one link for them: what that saves a connect.
+# rb2-ack17: the queues waiting 0.54 s for an ACK (ack_timeout=17), against
+# rb2's 67 ms: what the shorter wait gives where rxe retries. These six
+# run only when named (--modes, RB2_PRELOAD_MODES).
+ONLY_NAMED = ("rb2-rearm", "rb2-readall", "rb2-ahead", "rb2-onebyone", "rb2-nolink",
+              "rb2-ack17")
 DEFAULT_MODES = tuple(m for m in MODES if m not in ONLY_NAMED)
 # rb2-unbatched: rb2-run with every write sent at once (RB2_RUN_BATCH_US=0),
 # against rb2: what batching writes behind one in flight gives.
@@ -170,14 +173,15 @@ def mode_launch(mode, build, env, app=None):
         return [], dict(env) if getattr(app, "native", False) else dict(env,
                                                                          LD_PRELOAD=rspreload())
     if mode in ("rb2", "rb2-spin", "rb2-unbatched", "rb2-rearm", "rb2-readall",
-                "rb2-ahead", "rb2-onebyone", "rb2-nolink"):
+                "rb2-ahead", "rb2-onebyone", "rb2-nolink", "rb2-ack17"):
         knob = {"rb2": {}, "rb2-spin": {"RB2_RUN_SPIN_NS": str(RB2_SPIN_NS)},
                 "rb2-unbatched": {"RB2_RUN_BATCH_US": "0"},
                 "rb2-rearm": {"RB2_RUN_VERBS_ARGS": "rearm=1"},
                 "rb2-readall": {"RB2_RUN_VERBS_ARGS": "readall=1"},
                 "rb2-ahead": {"RB2_RUN_AHEAD": "2"},
                 "rb2-onebyone": {"RB2_RUN_VERBS_ARGS": "onebyone=1"},
-                "rb2-nolink": {"RB2_SOCKD_LINK_IDLE_MS": "0"}}[mode]
+                "rb2-nolink": {"RB2_SOCKD_LINK_IDLE_MS": "0"},
+                "rb2-ack17": {"RB2_RUN_VERBS_ARGS": "ack_timeout=17"}}[mode]
         return [os.path.join(build, "apps", "rb2-run", "rb2-run")], dict(env, RB2_RUN_STATS="1",
                                                                           **knob)
     return [], dict(env)
@@ -237,7 +241,7 @@ class Scale:
     tools = ()
     can_poll = False
     modes = ("kernel", "rb2", "rb2-rearm", "rb2-readall", "rb2-ahead", "rb2-onebyone",
-             "rb2-nolink")
+             "rb2-nolink", "rb2-ack17")
     COUNTS = tuple(int(c) for c in
                    os.environ.get("RB2_PRELOAD_SCALE_COUNTS", "1,16,256,1000").split(","))
     PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "rb2run_peer.py")
@@ -490,6 +494,7 @@ PAIRS = (("rb2", "rsocket"), ("rb2", "rsocket-spin"), ("rb2-spin", "rsocket-spin
          ("rb2", "rb2-ahead"), ("rb2-ahead", "kernel"),
          ("rb2", "rb2-onebyone"), ("rb2-onebyone", "kernel"),
          ("rb2", "rb2-nolink"), ("rb2-nolink", "kernel"),
+         ("rb2", "rb2-ack17"), ("rb2-ack17", "kernel"),
          ("rb2", "rsocket-poll"), ("rb2", "kernel"),
          ("rsocket", "kernel"), ("rsocket-spin", "kernel"), ("rsocket-poll", "kernel"))
 
@@ -589,7 +594,9 @@ def drive(o):
                                      "an exchange each (RB2_RUN_VERBS_ARGS=onebyone=1)",
                      "rb2-nolink": "rb2-run, the services asking each other on a new TCP "
                                    "connection for every connect "
-                                   "(RB2_SOCKD_LINK_IDLE_MS=0)"},
+                                   "(RB2_SOCKD_LINK_IDLE_MS=0)",
+                     "rb2-ack17": "rb2-run, the queues waiting 0.54 s for an ACK "
+                                  "(RB2_RUN_VERBS_ARGS=ack_timeout=17)"},
            "apps": {name: {mode: {"rounds": r["rounds"], "failures": r["failures"]}
                            for mode, r in modes.items()} for name, modes in res.items()}}
     summarize(out)

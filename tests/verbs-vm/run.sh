@@ -44,8 +44,8 @@
 #        RB2_PRELOAD_SCALE_COUNTS: the scaling table's connection counts
 #        (1,16,256,1000);
 #        RB2_PRELOAD_MODES: some of the modes (kernel,rb2,rb2-unbatched,...;
-#        rb2-rearm, rb2-readall, rb2-ahead, rb2-onebyone and rb2-nolink
-#        run only when named);
+#        rb2-rearm, rb2-readall, rb2-ahead, rb2-onebyone, rb2-nolink and
+#        rb2-ack17 run only when named);
 #        RB2_PRELOAD_APPS: some of them (pingpong,sockperf,redis,...), or
 #        the references that run on request only: rdma-core's rstream
 #        (rstream, rstream-block through the socket calls; rstream-native,

@@ -46,9 +46,12 @@ struct stream_ctl {
 	/* State, written once or twice in a stream's life. */
 	_Atomic uint32_t shut[2];        /* direction d's writer sent its last byte */
 	_Atomic uint32_t closed[2];      /* end e closed: its reads are over */
-	_Atomic uint32_t reset[2];       /* end e closed with bytes unread: TCP's RST */
+	_Atomic uint32_t reset[2];       /* end e closed with bytes unread: TCP's RST
+					  * (across hosts, first in e's own copy
+					  * from a fork child:
+					  * rb2_stream_fork_reset()) */
 	_Atomic uint32_t ends;           /* ends open; the last to close frees this */
-	_Atomic uint32_t forks[2];       /* one host: processes holding end e, past one */
+	_Atomic uint32_t forks[2];       /* processes holding end e, past one */
 	/* ... and which ones, as far as known (rb2_stream_fork_hold(),
 	 * rb2_stream_fork_child()), so that a release can count out those a
 	 * signal killed; 0: a free slot. */
@@ -194,6 +197,7 @@ struct rb2_stream {
 				    and what it published can no longer be asked: reset */
 	int close_sent;          /* send_close() ran */
 	int close_draining;      /* rb2_stream_close_step() waits for rb2_tx_drain_done() */
+	int fork_reset_sent;     /* a fork child's reset went ahead of the end (put_mark()) */
 	uint64_t close_moved;    /* rb2_stream_close_step(): what had gone at ... */
 	uint64_t close_moved_at; /* ... this time (cycles), or 0 before its first step */
 	uint64_t bell_bytes;     /* bytes read off the bell's socket */
@@ -687,6 +691,26 @@ fail:
 	return NULL;
 }
 
+/* A fork child marked our end for a reset (rb2_stream_fork_reset()): the
+ * peer's reset word, landed (a signaled WRITE, waited for) before the end
+ * goes in the ring, which another queue carries: a read there that took
+ * the end first would report a clean close. */
+static void
+fork_reset_first(struct rb2_stream *s)
+{
+	struct stream_remote *r = s->rm;
+	uint64_t unused;
+	struct rb2_xport_wr w = {
+		.wr_id = 1, .local = (void *)&s->ctl->reset[s->me], .lkey = r->mr.lkey,
+		.remote = peer_addr(s, &s->ctl->reset[s->me]), .rkey = r->peer_rkey,
+		.len = sizeof(uint32_t), .opcode = RB2_WR_WRITE,
+		.flags = RB2_WR_INLINE | RB2_WR_SIGNALED,
+	};
+
+	s->fork_reset_sent = 1;
+	(void)ctl_exec(s, &w, 1, &unused, RB2_STREAM_CTL_MS);
+}
+
 /* Across hosts: put the mark (the end of our bytes) in the ring, once
  * there is room for it, and publish it, waiting up to a second for a
  * credit if @wait (rb2_tx_flush()), else as far as the credits go now.
@@ -698,6 +722,9 @@ put_mark(struct rb2_stream *s, int wait)
 
 	if (!s->rm->mark_pending)
 		return 1;
+	if (!s->fork_reset_sent && s->rm->peer_ctl != 0 &&
+	    atomic_load_explicit(&s->ctl->reset[s->me], memory_order_acquire))
+		fork_reset_first(s);
 	(void)rb2_stream_flush(s);       /* held bytes: before the mark, and room for it */
 	if (rb2_tx_reserve(s->tx, 0, &slot) == -ENOBUFS)
 		return 0;
@@ -1848,8 +1875,10 @@ close_put(struct rb2_stream *s, uint64_t until, const char *waited)
 		}
 	}
 	/* Bytes the peer sent that nobody read: TCP answers with a
-	 * reset, not a FIN. */
-	if (s->rx != NULL && (s->off > 0 || rb2_rx_peek_burst(s->rx, &m, 1) > 0))
+	 * reset, not a FIN. So does an end that a fork child was to use
+	 * and could not (rb2_stream_fork_reset()). */
+	if ((s->rx != NULL && (s->off > 0 || rb2_rx_peek_burst(s->rx, &m, 1) > 0)) ||
+	    atomic_load_explicit(&s->ctl->reset[s->me], memory_order_acquire))
 		publish_word(s, &s->ctl->reset[s->me], 1);
 	publish_word(s, &s->ctl->closed[s->me], 1);
 	bump(&s->ctl->by[s->me].rel);
@@ -2037,11 +2066,14 @@ holder_dead(int32_t pid)
 	return rp != NULL && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
 }
 
+static void holders_sweep(struct rb2_stream *s, int me_too);
+
 void
 rb2_stream_fork_hold(struct rb2_stream *s)
 {
-	if (s->rm != NULL)
-		return;
+	/* Holders that ended give their slots back first: a connection that
+	 * outlives many forks (Redis's BGSAVE children) keeps naming each. */
+	holders_sweep(s, 0);
 	atomic_fetch_add_explicit(&s->ctl->forks[s->me], 1, memory_order_relaxed);
 	holder_list(s, (int32_t)getpid());
 }
@@ -2049,33 +2081,31 @@ rb2_stream_fork_hold(struct rb2_stream *s)
 void
 rb2_stream_fork_child(struct rb2_stream *s, pid_t child)
 {
-	if (s->rm == NULL)
-		holder_list(s, (int32_t)child);
+	holder_list(s, (int32_t)child);
 }
 
 void
 rb2_stream_fork_unhold(struct rb2_stream *s)
 {
-	if (s->rm == NULL)
-		(void)holds_drop(s);
+	(void)holds_drop(s);
 }
 
-int
-rb2_stream_fork_release(struct rb2_stream *s)
+/* Count out the named holders that have ended, and with @me_too, the
+ * calling process's name. */
+static void
+holders_sweep(struct rb2_stream *s, int me_too)
 {
-	_Atomic int32_t *h;
+	_Atomic int32_t *h = s->ctl->holders[s->me];
 	int32_t me = (int32_t)getpid();
 
-	if (s->rm != NULL)
-		return 0;
-	h = s->ctl->holders[s->me];
 	for (unsigned int i = 0; i < RB2_STREAM_HOLDERS; i++) {
 		int32_t pid = atomic_load_explicit(&h[i], memory_order_relaxed);
 
 		if (pid == 0)
 			continue;
 		if (pid == me) {
-			atomic_store_explicit(&h[i], 0, memory_order_relaxed);
+			if (me_too)
+				atomic_store_explicit(&h[i], 0, memory_order_relaxed);
 			continue;
 		}
 		/* A holder killed by a signal never released its hold: count
@@ -2083,7 +2113,27 @@ rb2_stream_fork_release(struct rb2_stream *s)
 		if (holder_dead(pid) && atomic_compare_exchange_strong(&h[i], &pid, 0))
 			(void)holds_drop(s);
 	}
+}
+
+int
+rb2_stream_fork_release(struct rb2_stream *s)
+{
+	holders_sweep(s, 1);
 	return holds_drop(s);
+}
+
+void
+rb2_stream_fork_reset(struct rb2_stream *s)
+{
+	/* Our own copy's word: published by the close (close_put()). */
+	atomic_store_explicit(&s->ctl->reset[s->me], 1, memory_order_release);
+}
+
+int
+rb2_stream_fork_others(struct rb2_stream *s)
+{
+	holders_sweep(s, 0);
+	return atomic_load_explicit(&s->ctl->forks[s->me], memory_order_acquire) > 0;
 }
 
 void

@@ -388,14 +388,16 @@ void rb2_stream_move_bell(struct rb2_stream *s, int fd);
 int rb2_stream_end_at_exit(struct rb2_stream *s, unsigned int ms);
 
 /**
- * One host: a fork() is about to copy this process's end of @p s, and the
- * child holds the end too. Call it in the parent before the fork (a
- * forking server closes its copy as soon as fork() returns), once per fork
- * and stream; rb2_stream_fork_release() undoes it if the fork fails. The
- * holds are in the memory both ends share: whichever process lets its
- * copy go last closes the end, as the kernel's last close of a socket
- * shared across fork() does. Across hosts a child cannot post on its
- * parent's queues, and nothing is held: a no-op.
+ * A fork() is about to copy this process's end of @p s, and the child holds
+ * the end too. Call it in the parent before the fork (a forking server
+ * closes its copy as soon as fork() returns), once per fork and stream;
+ * rb2_stream_fork_release() undoes it if the fork fails. The holds are in
+ * the end's control words, which parent and child share (one host: the
+ * memory both ends share; across hosts: this end's own copy, in memory the
+ * fork shares): whichever process lets its copy go last closes the end, as
+ * the kernel's last close of a socket shared across fork() does. Across
+ * hosts only the process that opened the end can post on its queues, so
+ * there the last holder to go must be that process (rb2_stream_fork_others()).
  */
 void rb2_stream_fork_hold(struct rb2_stream *s);
 
@@ -425,6 +427,27 @@ void rb2_stream_fork_unhold(struct rb2_stream *s);
  *   other holder, the caller's close is the end's.
  */
 int rb2_stream_fork_release(struct rb2_stream *s);
+
+/**
+ * Whether another process holds this process's end of @p s too, without
+ * letting this process's copy go: named holders that have ended are
+ * counted out first, as rb2_stream_fork_release() does. Across hosts the
+ * process that opened the end closes it only once this is 0: its fork
+ * children cannot post on its queues.
+ * @return 1 if another process holds the end, else 0.
+ */
+int rb2_stream_fork_others(struct rb2_stream *s);
+
+/**
+ * Across hosts: a fork child was to use its copy of @p s, which it cannot
+ * (only the process that opened the end posts on its queues). Marks the
+ * end, in the control words parent and child share, for a reset: the
+ * close that the opening process makes once its children let their
+ * copies go (rb2_stream_fork_others()) sends a reset, not the end, so the
+ * peer never takes a connection nobody served for a clean close. Posts
+ * nothing.
+ */
+void rb2_stream_fork_reset(struct rb2_stream *s);
 
 /** A copy of a stream that another process holds on (one inherited across
  *  fork(), or one whose fork child holds it: rb2_stream_fork_release()):

@@ -111,6 +111,12 @@ struct psock {
 	int uncounted;               /* ... and the fork took no hold for this copy */
 	uint64_t held_fork;          /* the fork that took a hold for the child's copy */
 	int exec_stood_in;           /* an exec gave this process's copy up: stand-ins */
+	/* A fork child's copy of its parent's stream to another host, which
+	 * only the parent can post on (away_begin()): put aside, its fds
+	 * given stand-ins. */
+	struct rb2_stream *away_st;
+	_Atomic int away_told;       /* a call used it: said, and the end reset */
+	uint64_t away_fork;          /* the fork that put it aside (this_fork) */
 	uint64_t base_in, base_out;  /* its bytes at the fork: the parent's, not counted here */
 	struct rb2_stream *st;       /* NULL: kernel TCP */
 	struct rb2_noeal_arena *arena;
@@ -616,6 +622,7 @@ struct closer {
 	struct rb2_stream *st;
 	struct rb2_noeal_arena *arena;
 	int rslot, fd;           /* fd: the duplicate of the kernel socket */
+	_Atomic int await;       /* a fork child still holds the end: not yet */
 	struct closer *next;
 };
 static pthread_mutex_t closer_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -677,8 +684,13 @@ closer_main(void *arg)
 		 * thread's alone to change. */
 		pthread_mutex_unlock(&closer_lock);
 		for (; c != NULL; c = next) {
-			int r = rb2_stream_close_step(c->st);
+			int r;
 
+			/* A fork child holds the end on: the close begins once
+			 * it let its copy go, or ended. */
+			if (c->await && !rb2_stream_fork_others(c->st))
+				c->await = 0;
+			r = c->await ? 1 : rb2_stream_close_step(c->st);
 			next = c->next;
 			if (r == 0)
 				closer_finish(c);
@@ -701,20 +713,26 @@ closer_main(void *arg)
 }
 
 /* Close @p, the last of @fd's psock, in the background if it would wait for
- * its reader. @return 1 if it does (p's stream is gone from it), else 0. */
+ * its reader, or (across hosts) for a fork child that holds the end: the
+ * child cannot post on this process's queues, so this process ends the
+ * stream once the child let its copy go (its close, exec or end), and not
+ * before: an end sent now would read at the peer as a close while the
+ * child still holds the connection (a forking server's parent closes its
+ * copy at once). @return 1 if it does (p's stream is gone from it), else 0. */
 static int
 close_in_background(struct psock *p, int fd)
 {
 	struct linger l = { 0, 0 };
 	socklen_t len = sizeof(l);
 	struct closer *c;
-	int ret;
+	int ret, await;
 
 	if (p->st == NULL || p->rslot < 0 || p->inherited)
 		return 0;
-	if (getsockopt(fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff)
+	await = !p->uncounted && rb2_stream_fork_others(p->st);
+	if (!await && getsockopt(fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff)
 		return 0;                /* the program asked to wait */
-	if (!rb2_stream_close_would_wait(p->st))
+	if (!await && !rb2_stream_close_would_wait(p->st))
 		return 0;
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
@@ -727,6 +745,7 @@ close_in_background(struct psock *p, int fd)
 	c->st = p->st;
 	c->arena = p->arena;
 	c->rslot = p->rslot;
+	c->await = await;
 	rb2_stream_move_bell(c->st, c->fd);
 	pthread_mutex_lock(&closer_lock);
 	ret = 0;
@@ -785,9 +804,25 @@ close_in_background(struct psock *p, int fd)
  * is reset at its reader, never taken for a clean end, and said here.
  * Runs first of our exit handlers: the stats line counts its WRs. A
  * process that dies by a signal or _exit() runs none of this: its readers
- * get a reset (rb2_stream.c, at_eof()).
+ * get a reset (rb2_stream.c, at_eof()). A stream that a fork child still
+ * holds is not ended, nor waited for: the child cannot post on this
+ * process's queues, which end with it, so the end would read at the peer
+ * as a close while the child holds the connection on; the peer gets a
+ * reset once the child lets the kernel socket go.
  */
 #define EXIT_END_MS 10000
+
+/* Under closer_lock: closes in the background that do not wait for a fork
+ * child. */
+static unsigned int
+closers_ending(void)
+{
+	unsigned int n = 0;
+
+	for (struct closer *c = closers; c != NULL; c = c->next)
+		n += !c->await;
+	return n;
+}
 
 static void
 streams_end_at_exit(void)
@@ -800,22 +835,22 @@ streams_end_at_exit(void)
 		return;                  /* no stream of this process is remote */
 	/* Closes going on in the background first: they were made first. */
 	pthread_mutex_lock(&closer_lock);
-	while (closers != NULL) {
+	while (closers_ending() > 0) {
 		struct timespec ts = { (time_t)(until / 1000000000ull),
 				       (long)(until % 1000000000ull) };
 
 		if (pthread_cond_timedwait(&closer_done, &closer_lock, &ts) == ETIMEDOUT)
 			break;
 	}
-	for (struct closer *c = closers; c != NULL; c = c->next)
-		cut++;
+	cut += closers_ending();
 	pthread_mutex_unlock(&closer_lock);
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
 		uint64_t now = now_ns();
 		int ret = -EBUSY;
 
-		if (p == NULL || p->st == NULL || p->rslot < 0 || p->inherited)
+		if (p == NULL || p->st == NULL || p->rslot < 0 || p->inherited ||
+		    (!p->uncounted && rb2_stream_fork_others(p->st)))
 			continue;
 		if (now < until && pthread_mutex_trylock(&p->tx_lock) == 0) {
 			if (pthread_mutex_trylock(&p->rx_lock) == 0) {
@@ -967,10 +1002,10 @@ stream_end(struct psock *p)
 	stats_add_stream(p);
 	pthread_mutex_unlock(&stats.lock);
 	if (p->rslot >= 0) {
-		/* Across hosts: the arena is this process's alone. A child's
-		 * copy of its parent's stream cannot post on the parent's
-		 * queues (the device refuses another process): it only
-		 * unmaps. */
+		/* Across hosts: the arena is this process's alone. The
+		 * child of a fork past libc (no atfork handler put its copy
+		 * aside: away_begin()) cannot post on the parent's queues
+		 * (the kernel refuses another process): it only unmaps. */
 		if (!p->inherited)
 			rb2_stream_close(p->st);
 		rb2_noeal_arena_detach(p->arena);
@@ -1003,6 +1038,86 @@ stream_end(struct psock *p)
 	return shared;
 }
 
+/* Which fork took holds (rb2_stream_fork_hold()) for the calling thread's
+ * fork: the child counts its copies by it, and a fork that fails gives
+ * them back (fork()). */
+static _Atomic uint64_t forks_made;
+static __thread uint64_t this_fork;
+
+/*
+ * A fork child's copy of its parent's stream to another host. The kernel
+ * takes a device context's commands only from the process that opened it
+ * (ib_uverbs_write() refuses others with EACCES), so only the parent can
+ * post on the stream's queues. So in the child the copy is put aside, and
+ * each fd that names it gets a stand-in that reads as a reset connection
+ * (stand_in_reset()): the kernel socket's bells never read as data here.
+ * The child holds the end, as on one host, until its close, exec or end,
+ * and the parent ends the stream only then (close_in_background()). A call
+ * that would use it says so once, and marks the end for a reset
+ * (away_used()): the peer gets a reset, not the end, when the parent
+ * closes, so a connection the child was to serve never reads as closed
+ * cleanly.
+ */
+static void
+away_begin(struct psock *p)
+{
+	p->away_st = p->st;
+	p->st = NULL;
+	p->away_fork = this_fork;
+	atomic_store(&p->away_told, 0);
+}
+
+/* In place of @fd (keeping FD_CLOEXEC), a socket that reads as a reset
+ * connection: ECONNRESET once, then 0; writes fail with EPIPE. Plain
+ * system calls only, as in an atfork handler. */
+static void
+stand_in_reset(int fd)
+{
+	int sv[2], fl = real.fcntl(fd, F_GETFD);
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+		real.close(fd);          /* no stand-in: no fd, never the bells */
+		return;
+	}
+	/* sv[1] closes with a byte unread: its peer's next read fails with
+	 * ECONNRESET, as a unix socket's does. */
+	(void)real.write(sv[0], "r", 1);
+	real.close(sv[1]);
+	real.dup3(sv[0], fd, fl >= 0 && (fl & FD_CLOEXEC) ? O_CLOEXEC : 0);
+	real.close(sv[0]);
+}
+
+static void
+away_used(struct psock *p, int fd)
+{
+	if (atomic_exchange(&p->away_told, 1))
+		return;
+	fprintf(stderr, "rb2-run: pid %d: fd %d: a fork child cannot use its parent's connection "
+		"to another host (only the process that opened it can post on its queues): it "
+		"reads as reset here, and the peer gets a reset once the parent closes it\n",
+		(int)getpid(), fd);
+	rb2_stream_fork_reset(p->away_st);
+	pthread_mutex_lock(&stats.lock);
+	stats.failed++;
+	pthread_mutex_unlock(&stats.lock);
+}
+
+/* The child lets its copy go (close, exec): its hold goes back. */
+static void
+away_end(struct psock *p)
+{
+	if (p->away_st == NULL)
+		return;
+	if (!p->uncounted)
+		(void)rb2_stream_fork_release(p->away_st);
+	p->uncounted = 1;
+	rb2_noeal_arena_detach(p->arena);
+	remote_arena_free(p->rslot);
+	p->rslot = -1;
+	p->arena = NULL;
+	p->away_st = NULL;
+}
+
 static void
 untrack(int fd)
 {
@@ -1014,6 +1129,7 @@ untrack(int fd)
 	if (p == NULL || atomic_fetch_sub(&p->refs, 1) != 1)
 		return;
 	held_forget(p);                  /* its close sends what it holds */
+	away_end(p);
 	if (!close_in_background(p, fd))
 		stream_end(p);
 	if (p->reg_fd >= 0)
@@ -1414,8 +1530,10 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 EXPORT int
 close(int fd)
 {
-	if (get(fd) != NULL) {
-		if (stream_of(fd) != NULL)
+	struct psock *p = get(fd);
+
+	if (p != NULL) {
+		if (p->st != NULL)
 			ep_forget_fd(fd);
 		untrack(fd);
 	}
@@ -1755,12 +1873,16 @@ s_send(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 	return want == 0 ? 0 : fail((int)(r < 0 ? -r : EAGAIN));
 }
 
-/* A stream socket of ours that is up, or NULL. */
+/* A stream socket of ours that is up, or NULL. Asked by every call that
+ * would use one: a fork child's use of its parent's stream to another host
+ * resets it (away_used()). */
 static struct psock *
 stream_of(int fd)
 {
 	struct psock *p = get(fd);
 
+	if (p != NULL && p->away_st != NULL && !p->away_told)
+		away_used(p, fd);
 	return p != NULL && p->st != NULL ? p : NULL;
 }
 
@@ -3134,10 +3256,12 @@ stand_in(int fd)
  * then the end, and the kernel socket is shut down both ways, so that the
  * new program reads 0 and its writes fail with EPIPE. (If the exec fails,
  * those connections stay ended.) A connection another process still holds
- * (a fork's parent or child on one host; across hosts, a fork child's
- * parent; in a vfork child, which runs in the parent's memory, every one)
- * goes on there: the new program gets a stand-in that reads 0 and fails
- * writes with EPIPE, and a vfork parent's memory is not touched. glibc's
+ * (a fork's parent or child on one host; in a vfork child, which runs in
+ * the parent's memory, every one) goes on there: the new program gets a
+ * stand-in that reads 0 and fails writes with EPIPE, and a vfork parent's
+ * memory is not touched. A fork child's copy of its parent's connection to
+ * another host has had its stand-in since the fork (away_begin()), which
+ * the new program keeps; the child's hold goes back here. glibc's
  * exec functions call each other inside libc, so each is
  * wrapped; posix_spawn() (and system()) call none of them.
  */
@@ -3150,6 +3274,10 @@ before_exec(void)
 		struct psock *p = atomic_load(&tab[fd]);
 		int fl, shared;
 
+		/* A parent's stream put aside here (its fds have stand-ins
+		 * already): the hold goes back, CLOEXEC or not. */
+		if (p != NULL && !shared_vm)
+			away_end(p);
 		if (p == NULL || (p->st == NULL && !p->exec_stood_in))
 			continue;
 		fl = real.fcntl((int)fd, F_GETFD);
@@ -3274,12 +3402,6 @@ execle(const char *path, const char *arg, ...)
 
 /* ---- Start, fork, exit ------------------------------------------------------------ */
 
-/* Which fork took holds (rb2_stream_fork_hold()) for the calling thread's
- * fork: the child counts its copies by it, and a fork that fails gives
- * them back (fork()). */
-static _Atomic uint64_t forks_made;
-static __thread uint64_t this_fork;
-
 static void
 before_fork(void)
 {
@@ -3288,7 +3410,7 @@ before_fork(void)
 		struct psock *p = atomic_load(&tab[fd]);
 
 		/* Once a stream, however many fds name it (dup). */
-		if (p != NULL && p->st != NULL && p->rslot < 0 && !p->uncounted &&
+		if (p != NULL && p->st != NULL && !p->uncounted &&
 		    p->held_fork != this_fork) {
 			rb2_stream_fork_hold(p->st);
 			p->held_fork = this_fork;
@@ -3337,10 +3459,11 @@ fork(void)
 static void
 child_after_fork(void)
 {
-	/* On one host the child holds its copy of each stream as the parent
-	 * holds its own (before_fork()): whichever lets it go last ends it.
-	 * Across hosts the streams stay the parent's: this process may use
-	 * one the parent gives up, but its close never tears one down. */
+	/* The child holds its copy of each stream as the parent holds its
+	 * own (before_fork()). On one host whichever lets it go last ends
+	 * it; across hosts only the parent can post on the stream's queues,
+	 * so the child's copy is put aside (away_begin()) and the parent
+	 * ends the stream once the child let its copy go. */
 	image_pid = getpid();
 	/* The parent's thread sends what the parent held; the list's lock
 	 * may have been taken at the fork. */
@@ -3379,21 +3502,29 @@ child_after_fork(void)
 
 		if (p != NULL)
 			p->held_listed = 0;
+		/* Put aside in the parent, itself a fork child: nothing held. */
+		if (p != NULL && p->away_st != NULL && p->away_fork != this_fork)
+			p->uncounted = 1;
 		if (p != NULL && p->st != NULL) {
 			struct rb2_stream_stats st;
 
 			p->inherited = 1;
 			/* Made while the fork took its holds: not counted. */
-			p->uncounted = p->uncounted || (p->rslot < 0 && p->held_fork != this_fork);
+			p->uncounted = p->uncounted || p->held_fork != this_fork;
 			/* The child names itself too: the parent's fork()
 			 * wrapper does not run for a fork made inside libc
 			 * (daemon()), which still runs these handlers. */
-			if (p->rslot < 0 && p->held_fork == this_fork)
+			if (p->held_fork == this_fork)
 				rb2_stream_fork_child(p->st, image_pid);
 			rb2_stream_stats(p->st, &st);
 			p->base_in = st.bytes_in;
 			p->base_out = st.bytes_out;
+			if (p->rslot >= 0)
+				away_begin(p);
 		}
+		/* Each fd that names it, dups too. */
+		if (p != NULL && p->away_st != NULL && p->away_fork == this_fork)
+			stand_in_reset((int)fd);
 	}
 }
 

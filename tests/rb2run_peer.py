@@ -26,6 +26,23 @@ only, so that they run the same under rb2-run and without it.
                                      per connection, the parent closing its
                                      copy at once; N connections, then the
                                      children are waited for
+  rb2run_peer.py fork-away PORT      a forking server on another host's
+                                     rb2-run, three connections: (1) a child
+                                     is to serve it and reads, the parent
+                                     closing its copy at once; (2) the
+                                     parent writes "hello", a child closes
+                                     its copy unused, then the parent closes;
+                                     (3) the parent echoes to the end and
+                                     closes while a child holds its copy
+                                     unused for 3 s more. Prints what child
+                                     (1) read
+  rb2run_peer.py fork-away-client PORT
+                                     fork-away's client: (1) reads without
+                                     sending, (2) reads to the end, (3)
+                                     sends 200000 bytes, half-closes and
+                                     reads them back; exit 0 only if (1)
+                                     was reset, (2) was "hello" then the
+                                     end, (3) came back whole then the end
   rb2run_peer.py many PORT N BYTES   N connections one after the other, from
                                      this one process: each sends BYTES,
                                      half-closes and reads them back
@@ -281,6 +298,83 @@ def fork_echo(port, n):
             srv.handle_request()
     # Leaving the with block waited for every child (block_on_close).
     print("fork-echo: served %d" % n, flush=True)
+
+
+def read_to_end(c):
+    """What came, and how it ended: "the end" or "a reset"."""
+    got = bytearray()
+    try:
+        while True:
+            d = c.recv(1 << 16)
+            if not d:
+                return bytes(got), "the end"
+            got += d
+    except ConnectionResetError:
+        return bytes(got), "a reset"
+
+
+def fork_away(port):
+    s = listen_on(port, 8)
+    # (1) Accept-then-fork: the child serves, the parent lets go at once.
+    c, _ = s.accept()
+    pid = os.fork()
+    if pid == 0:
+        s.close()
+        c.settimeout(30)
+        try:
+            what = "read %r" % c.recv(100)
+        except ConnectionResetError:
+            what = "reset"
+        except OSError as e:
+            what = "error %s" % e
+        print("fork-away child 1: %s" % what, flush=True)
+        os._exit(0)
+    c.close()
+    os.waitpid(pid, 0)
+    # (2) The parent wrote; a child closes its copy unused.
+    c, _ = s.accept()
+    c.sendall(b"hello\n")
+    pid = os.fork()
+    if pid == 0:
+        c.close()
+        os._exit(0)
+    os.waitpid(pid, 0)
+    c.close()
+    # (3) The parent serves and closes; a child holds its copy on, unused.
+    c, _ = s.accept()
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(3)
+        os._exit(0)
+    buf, _ = read_to_end(c)
+    c.sendall(buf)
+    c.close()
+    os.waitpid(pid, 0)
+    print("fork-away: served 3", flush=True)
+
+
+def fork_away_client(port):
+    c = connect_to(port)
+    c.settimeout(60)
+    got, how = read_to_end(c)
+    one = "reset" if how == "a reset" and not got else "%r then %s" % (got, how)
+    c.close()
+    c = connect_to(port)
+    c.settimeout(60)
+    got, how = read_to_end(c)
+    two = "%r then %s" % (got, how)
+    c.close()
+    c = connect_to(port)
+    c.settimeout(60)
+    c.sendall(pattern(200000))
+    c.shutdown(socket.SHUT_WR)
+    got, how = read_to_end(c)
+    three = "%s then %s" % ("whole" if got == pattern(200000) else
+                            "DIFFERS (%d bytes)" % len(got), how)
+    c.close()
+    print("fork-away: (1) %s; (2) %s; (3) %s" % (one, two, three), flush=True)
+    return 0 if (one == "reset" and two == "b'hello\\n' then the end" and
+                 three == "whole then the end") else 1
 
 
 def many(port, n, total):
@@ -796,6 +890,10 @@ if __name__ == "__main__":
         echo(int(sys.argv[2]), int(sys.argv[3]))
     elif sys.argv[1] == "fork-echo":
         fork_echo(int(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1] == "fork-away":
+        fork_away(int(sys.argv[2]))
+    elif sys.argv[1] == "fork-away-client":
+        sys.exit(fork_away_client(int(sys.argv[2])))
     elif sys.argv[1] == "many":
         sys.exit(many(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
     elif sys.argv[1] == "trickle":

@@ -639,6 +639,30 @@ rr_edge() { # PORT
 	fi
 }
 rr_edge 21609
+# A forking server across hosts (tests/rb2run_peer.py fork-away). A fork
+# child cannot post on its parent's queues (the kernel refuses it the
+# parent's device context), so: (1) a child that was to serve the
+# connection reads a reset, with a line saying why, and once the parent has
+# closed its copy and the child ended, the client gets a reset too, not the
+# end (before, the parent's close sent the end at once: the client read a
+# clean close of a connection nobody served); (2) a child that closes its
+# copy unused leaves the parent's "hello" and the end to arrive; (3) the
+# parent's close waits for a child that holds its copy unused, and then
+# sends what it wrote and the end.
+rr_fork_away() { # PORT
+	local f=/tmp/rr-fork-away
+	if [ $side = server ]; then
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" fork-away "$1" > $f 2>&1
+		rr_result fork_child_across_hosts "$?" $f "fork-away child 1: reset" \
+			"a fork child cannot use its parent's connection to another host" \
+			"fork-away: served 3" "$verbs_line"
+	else
+		rr_wait_listener "$1"
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" fork-away-client "$1" > $f 2>&1
+		rr_result fork_child_across_hosts $? $f "$verbs_line"
+	fi
+}
+rr_fork_away 21618
 unset RB2_NOEAL_LOG
 # A's service stops while a connection over verbs is open: that connection
 # goes on (no service is in its data path) and delivers every byte both

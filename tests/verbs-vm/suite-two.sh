@@ -644,8 +644,8 @@ rr_edge 21609
 # parent's device context), so: (1) a child that was to serve the
 # connection reads a reset, with a line saying why, and once the parent has
 # closed its copy and the child ended, the client gets a reset too, not the
-# end (before, the parent's close sent the end at once: the client read a
-# clean close of a connection nobody served); (2) a child that closes its
+# end (an end sent at the parent's close would read as a clean close of a
+# connection nobody served); (2) a child that closes its
 # copy unused leaves the parent's "hello" and the end to arrive; (3) the
 # parent's close waits for a child that holds its copy unused, and then
 # sends what it wrote and the end.

@@ -988,6 +988,17 @@ held_forget(struct psock *p)
 	pthread_mutex_unlock(&held_lock);
 }
 
+/* Across hosts: this process's mapping of @p's arena goes, and its place is
+ * free for a later connection. */
+static void
+remote_unmap(struct psock *p)
+{
+	rb2_noeal_arena_detach(p->arena);
+	remote_arena_free(p->rslot);
+	p->rslot = -1;
+	p->arena = NULL;
+}
+
 /* This process is done with @p's stream: it ends, or (one host) only this
  * process's copy goes while a fork's lives on elsewhere. @return 1 if it
  * lives on elsewhere, else 0. */
@@ -1008,9 +1019,7 @@ stream_end(struct psock *p)
 		 * (the kernel refuses another process): it only unmaps. */
 		if (!p->inherited)
 			rb2_stream_close(p->st);
-		rb2_noeal_arena_detach(p->arena);
-		remote_arena_free(p->rslot);
-		p->rslot = -1;
+		remote_unmap(p);
 	} else {
 		/* One host: the eventfd leaves this process's epoll sets
 		 * either way (another holder keeps its file open). */
@@ -1045,12 +1054,38 @@ static _Atomic uint64_t forks_made;
 static __thread uint64_t this_fork;
 
 /*
+ * Put, in place of @fd (keeping its FD_CLOEXEC), a socket whose peer is
+ * closed: a read gets 0, or with @reset, ECONNRESET once and then 0, as a
+ * reset TCP socket's; a write EPIPE. Only this process's fd table changes
+ * (the kernel socket underneath stays open for the processes that share
+ * it), and only plain system calls run: what a vfork child, or an atfork
+ * handler, may do.
+ */
+static void
+stand_in(int fd, int reset)
+{
+	int sv[2], fl = real.fcntl(fd, F_GETFD);
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+		real.close(fd);          /* no stand-in: no fd, never the bells */
+		return;
+	}
+	/* sv[1] closing with a byte unread makes sv[0]'s next read fail with
+	 * ECONNRESET, as a unix socket's does. */
+	if (reset)
+		(void)real.write(sv[0], "r", 1);
+	real.close(sv[1]);
+	real.dup3(sv[0], fd, fl >= 0 && (fl & FD_CLOEXEC) ? O_CLOEXEC : 0);
+	real.close(sv[0]);
+}
+
+/*
  * A fork child's copy of its parent's stream to another host. The kernel
  * takes a device context's commands only from the process that opened it
  * (ib_uverbs_write() refuses others with EACCES), so only the parent can
  * post on the stream's queues. So in the child the copy is put aside, and
  * each fd that names it gets a stand-in that reads as a reset connection
- * (stand_in_reset()): the kernel socket's bells never read as data here.
+ * (stand_in()): the kernel socket's bells never read as data here.
  * The child holds the end, as on one host, until its close, exec or end,
  * and the parent ends the stream only then (close_in_background()). A call
  * that would use it says so once, and marks the end for a reset
@@ -1065,26 +1100,6 @@ away_begin(struct psock *p)
 	p->st = NULL;
 	p->away_fork = this_fork;
 	atomic_store(&p->away_told, 0);
-}
-
-/* In place of @fd (keeping FD_CLOEXEC), a socket that reads as a reset
- * connection: ECONNRESET once, then 0; writes fail with EPIPE. Plain
- * system calls only, as in an atfork handler. */
-static void
-stand_in_reset(int fd)
-{
-	int sv[2], fl = real.fcntl(fd, F_GETFD);
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-		real.close(fd);          /* no stand-in: no fd, never the bells */
-		return;
-	}
-	/* sv[1] closes with a byte unread: its peer's next read fails with
-	 * ECONNRESET, as a unix socket's does. */
-	(void)real.write(sv[0], "r", 1);
-	real.close(sv[1]);
-	real.dup3(sv[0], fd, fl >= 0 && (fl & FD_CLOEXEC) ? O_CLOEXEC : 0);
-	real.close(sv[0]);
 }
 
 static void
@@ -1111,10 +1126,7 @@ away_end(struct psock *p)
 	if (!p->uncounted)
 		(void)rb2_stream_fork_release(p->away_st);
 	p->uncounted = 1;
-	rb2_noeal_arena_detach(p->arena);
-	remote_arena_free(p->rslot);
-	p->rslot = -1;
-	p->arena = NULL;
+	remote_unmap(p);
 	p->away_st = NULL;
 }
 
@@ -3229,25 +3241,6 @@ static void print_stats(void);
  */
 static pid_t image_pid;
 
-/*
- * Put, in place of @fd, a socket whose peer is closed: a read gets 0 and a
- * write EPIPE. Only this process's fd table changes (the kernel socket
- * underneath stays open for the processes that share it), and only plain
- * system calls run: what a vfork child may do.
- */
-static void
-stand_in(int fd)
-{
-	int sv[2];
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-		real.close(fd);          /* no stand-in: no fd, never the bells */
-		return;
-	}
-	real.close(sv[1]);
-	real.dup2(sv[0], fd);            /* the copy is not FD_CLOEXEC */
-	real.close(sv[0]);
-}
 
 /*
  * A new program knows nothing of a stream: its fd would be the idle kernel
@@ -3285,7 +3278,7 @@ before_exec(void)
 			continue;
 		/* p->exec_stood_in: a dup of an fd given a stand-in below. */
 		if (shared_vm || p->exec_stood_in || (p->inherited && p->rslot >= 0)) {
-			stand_in((int)fd);
+			stand_in((int)fd, 0);
 			continue;
 		}
 		pthread_mutex_lock(&p->tx_lock);
@@ -3297,7 +3290,7 @@ before_exec(void)
 			/* It goes on in the process that shares it: a shutdown
 			 * of the kernel socket would end it there too. */
 			p->exec_stood_in = 1;
-			stand_in((int)fd);
+			stand_in((int)fd, 0);
 			continue;
 		}
 		real.shutdown((int)fd, SHUT_RDWR);
@@ -3524,7 +3517,7 @@ child_after_fork(void)
 		}
 		/* Each fd that names it, dups too. */
 		if (p != NULL && p->away_st != NULL && p->away_fork == this_fork)
-			stand_in_reset((int)fd);
+			stand_in((int)fd, 1);
 	}
 }
 

@@ -708,6 +708,8 @@ fork_reset_first(struct rb2_stream *s)
 	};
 
 	s->fork_reset_sent = 1;
+	/* ctl_exec() waits for the last WR (wr_id 1) when given somewhere
+	 * for a READ's value; after a WRITE it holds nothing of use. */
 	(void)ctl_exec(s, &w, 1, &unused, RB2_STREAM_CTL_MS);
 }
 
@@ -2066,30 +2068,6 @@ holder_dead(int32_t pid)
 	return rp != NULL && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
 }
 
-static void holders_sweep(struct rb2_stream *s, int me_too);
-
-void
-rb2_stream_fork_hold(struct rb2_stream *s)
-{
-	/* Holders that ended give their slots back first: a connection that
-	 * outlives many forks (Redis's BGSAVE children) keeps naming each. */
-	holders_sweep(s, 0);
-	atomic_fetch_add_explicit(&s->ctl->forks[s->me], 1, memory_order_relaxed);
-	holder_list(s, (int32_t)getpid());
-}
-
-void
-rb2_stream_fork_child(struct rb2_stream *s, pid_t child)
-{
-	holder_list(s, (int32_t)child);
-}
-
-void
-rb2_stream_fork_unhold(struct rb2_stream *s)
-{
-	(void)holds_drop(s);
-}
-
 /* Count out the named holders that have ended, and with @me_too, the
  * calling process's name. */
 static void
@@ -2113,6 +2091,28 @@ holders_sweep(struct rb2_stream *s, int me_too)
 		if (holder_dead(pid) && atomic_compare_exchange_strong(&h[i], &pid, 0))
 			(void)holds_drop(s);
 	}
+}
+
+void
+rb2_stream_fork_hold(struct rb2_stream *s)
+{
+	/* Holders that ended give their slots back first: a connection that
+	 * outlives many forks (Redis's BGSAVE children) keeps naming each. */
+	holders_sweep(s, 0);
+	atomic_fetch_add_explicit(&s->ctl->forks[s->me], 1, memory_order_relaxed);
+	holder_list(s, (int32_t)getpid());
+}
+
+void
+rb2_stream_fork_child(struct rb2_stream *s, pid_t child)
+{
+	holder_list(s, (int32_t)child);
+}
+
+void
+rb2_stream_fork_unhold(struct rb2_stream *s)
+{
+	(void)holds_drop(s);
 }
 
 int

@@ -172,16 +172,16 @@ def mode_launch(mode, build, env, app=None):
         # a program that calls rsocket itself runs without the preload
         return [], dict(env) if getattr(app, "native", False) else dict(env,
                                                                          LD_PRELOAD=rspreload())
-    if mode in ("rb2", "rb2-spin", "rb2-unbatched", "rb2-rearm", "rb2-readall",
-                "rb2-ahead", "rb2-onebyone", "rb2-nolink", "rb2-ack17"):
-        knob = {"rb2": {}, "rb2-spin": {"RB2_RUN_SPIN_NS": str(RB2_SPIN_NS)},
-                "rb2-unbatched": {"RB2_RUN_BATCH_US": "0"},
-                "rb2-rearm": {"RB2_RUN_VERBS_ARGS": "rearm=1"},
-                "rb2-readall": {"RB2_RUN_VERBS_ARGS": "readall=1"},
-                "rb2-ahead": {"RB2_RUN_AHEAD": "2"},
-                "rb2-onebyone": {"RB2_RUN_VERBS_ARGS": "onebyone=1"},
-                "rb2-nolink": {"RB2_SOCKD_LINK_IDLE_MS": "0"},
-                "rb2-ack17": {"RB2_RUN_VERBS_ARGS": "ack_timeout=17"}}[mode]
+    knobs = {"rb2": {}, "rb2-spin": {"RB2_RUN_SPIN_NS": str(RB2_SPIN_NS)},
+             "rb2-unbatched": {"RB2_RUN_BATCH_US": "0"},
+             "rb2-rearm": {"RB2_RUN_VERBS_ARGS": "rearm=1"},
+             "rb2-readall": {"RB2_RUN_VERBS_ARGS": "readall=1"},
+             "rb2-ahead": {"RB2_RUN_AHEAD": "2"},
+             "rb2-onebyone": {"RB2_RUN_VERBS_ARGS": "onebyone=1"},
+             "rb2-nolink": {"RB2_SOCKD_LINK_IDLE_MS": "0"},
+             "rb2-ack17": {"RB2_RUN_VERBS_ARGS": "ack_timeout=17"}}
+    if mode in knobs:
+        knob = knobs[mode]
         return [os.path.join(build, "apps", "rb2-run", "rb2-run")], dict(env, RB2_RUN_STATS="1",
                                                                           **knob)
     return [], dict(env)

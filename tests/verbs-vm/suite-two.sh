@@ -663,6 +663,34 @@ rr_fork_away() { # PORT
 	fi
 }
 rr_fork_away 21618
+# Blocked is asleep across hosts too: a server with one thread in recv and
+# one in epoll_wait on two rb2 connections from B, silent for 8 s, uses
+# less than 1% of a core over 4 s of it (its CPU from /proc, in 10 ms
+# ticks: at most 3), and both wake when the data comes. A sleeper that
+# looked every 50 ms took 5-7 ticks here (each look a status check of its
+# queues and a liveness probe, under TCG); kernel TCP's took 0.
+rr_idle() { # PORT
+	local f=/tmp/rr-idle rc=0 pid t0 t1
+	if [ $side = server ]; then
+		timeout -k 5 60 "$rrun" -- python3 "$rpeer" idle "$1" > $f 2>&1 &
+		for _ in $(seq 200); do grep -q "^listening" $f 2>/dev/null && break; sleep 0.05; done
+		sleep 2.5           # B connects (both set up within about a second), then is silent
+		pid=$(pgrep -n -f "rb2run_peer.py idle $1")
+		t0=$(awk '{print $14 + $15}' /proc/"$pid"/stat 2>/dev/null)
+		sleep 4
+		t1=$(awk '{print $14 + $15}' /proc/"$pid"/stat 2>/dev/null)
+		wait $! || rc="the server failed"
+		echo "INFO asleep in recv and in epoll_wait across hosts: $((${t1:-0} - ${t0:-0})) ticks of CPU in 4 s"
+		[ "$rc" = 0 ] && ! [ -n "$t0" ] && rc="no server process to measure"
+		[ "$rc" = 0 ] && ! [ $((t1 - t0)) -le 3 ] && rc="$((t1 - t0)) ticks in 4 s: 1% of a core or more"
+		rr_result blocked_is_asleep "$rc" $f echoed " 2 connections over rb2" "$verbs_line"
+	else
+		rr_wait_listener "$1"
+		timeout -k 5 60 "$rrun" -- python3 "$rpeer" wake "$1" 8 > $f 2>&1
+		rr_result blocked_is_asleep $? $f "woken: both" "$verbs_line"
+	fi
+}
+rr_idle 21619
 unset RB2_NOEAL_LOG
 # A's service stops while a connection over verbs is open: that connection
 # goes on (no service is in its data path) and delivers every byte both

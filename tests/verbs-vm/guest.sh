@@ -73,6 +73,7 @@ two-reorder) RB2_ROLE=$role RB2_OUT=$out RB2_TWO_ROUNDS=$rounds bash /rb2/tests/
 	rc=${PIPESTATUS[0]} ;;
 perf) RB2_OUT=$out bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
 perf-lat) RB2_OUT=$out RB2_PERF_LAT_ONLY=3 bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
+perf-wake) RB2_OUT=$out RB2_PERF_WAKE_ONLY=1 bash /rb2/tests/verbs-vm/perf.sh; rc=$? ;;
 preload|apps)
 	# rsocket's preload opens rdma_cm's character device. Its tunables
 	# (preload_two.py writes polling_time) live in this boot only.

@@ -40,6 +40,34 @@ rb() { # MODE SIZE COUNT EXTRA...
 }
 # One number out of rb2-perf's one-line JSON (the guest has no python).
 jnum() { sed -n "s/.*\"$2\": \([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
+# The wake-up: a paced message's one-way time to a receiver that sleeps,
+# against one that polls (rb2-perf --mode wake, both lcores in one process,
+# one clock), over verbs (the sleeper on its queue's completion channel,
+# raised by the WRITE_WITH_IMM) and, in the same boot, over shm (the sleeper
+# on a futex): shm's difference is what waking a thread costs this guest
+# whatever wakes it, and verbs' beyond it what the completion channel adds.
+# Each lcore has a vCPU of its own, and rxe's work runs in the sender's
+# system call, so the polling receiver takes no CPU the path needs.
+wake_section() {
+	echo "## Waking a sleeping receiver (rb2-perf --mode wake, one process)"
+	echo
+	echo "A 64 B message every 2 ms, one way, stamped with the TSC: a receiver that sleeps"
+	echo "against one that polls; over verbs, then shm, twice."
+	echo
+	local i=0
+	for t in verbs,dev=rxe0 shm verbs,dev=rxe0 shm; do
+		i=$((i + 1))
+		timeout -k 5 900 "$perf" -l 0-1 --no-pci --no-huge -m 1024 --file-prefix wk$i \
+			--log-level lib.eal:error -- --mode wake --transport $t --rounds 5 --paced 500 \
+			--gap-us 2000 --count 20000 --json /tmp/wake.json > /tmp/wake.out 2>&1 ||
+			{ failed=1; cat /tmp/wake.out; }
+		echo '```'
+		grep -vE "^(TELEMETRY|rb2_xport)" /tmp/wake.out
+		cat /tmp/wake.json
+		echo '```'
+	done
+	echo
+}
 rm -f /tmp/perf.failed
 
 {
@@ -50,6 +78,12 @@ echo
 # RB2_PERF_LAT_ONLY=N (run.sh BUILD perf-lat): the round-trip table alone,
 # its rows in N interleaved rounds, for ratios within one boot.
 lat_only=${RB2_PERF_LAT_ONLY:-}
+# RB2_PERF_WAKE_ONLY=1 (run.sh BUILD perf-wake): the wake-up section alone.
+if [ -n "${RB2_PERF_WAKE_ONLY:-}" ]; then
+	wake_section
+	echo "$failed" > /tmp/perf.failed
+	exit
+fi
 if [ -z "$lat_only" ]; then
 echo "| size | ib_write_bw Mmsg/s | rb2 Mmsg/s (var.) | ratio | rb2 Mmsg/s (fixed) | ratio |"
 echo "|---|---|---|---|---|---|"
@@ -170,6 +204,7 @@ grep -vE "^(TELEMETRY|rb2_xport|round )" /tmp/lanew.out
 cat /tmp/lanew.json
 echo '```'
 echo
+wake_section
 echo "## Lanes across processes (rb2-perf bw --server/--client --channels 8, with and without --lane)"
 echo
 echo "8 channels from one process's lcore to another's: a QP each, against one lane a side"

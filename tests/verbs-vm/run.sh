@@ -8,7 +8,7 @@
 # uncompressed vmlinux, and a busybox initramfs that mounts the rootfs and the
 # project over 9p. The guest runs tests/verbs-vm/guest.sh against BUILD.
 #
-#   tests/verbs-vm/run.sh BUILD [prepare|suite|two|two-bench|two-reorder|preload|apps|perf|perf-lat|eval|eval-quick|cases|pppoe]
+#   tests/verbs-vm/run.sh BUILD [prepare|suite|two|two-bench|two-reorder|preload|apps|perf|perf-lat|perf-wake|eval|eval-quick|cases|pppoe]
 #   (default: suite)
 #
 # prepare: no guest boots; makes the cache (rootfs, kernel, initramfs) and
@@ -31,6 +31,7 @@
 #        in $BUILD/verbs-vm/two-reorder.json.
 # perf:  rb2-perf and perftest side by side in one guest boot.
 # perf-lat: its 64 B round-trip table alone, in 3 interleaved rounds.
+# perf-wake: its wake-up section alone (a sleeping receiver against a polling one).
 # eval:  usertools/rb2-eval.py --transport verbs,dev=rxe0 with ib_write_bw
 #        next to Fig. 5, into doc/eval/verbs (eval-quick: doc/eval/verbs-quick);
 #        the guest has no gnuplot, so the host draws the plots afterwards.

@@ -176,7 +176,7 @@ perf_wake_run(const struct perf_opts *o, json_t *doc)
 		return -1;
 	}
 	if (!(rb2_xport_caps(xp) & RB2_XPORT_CAP_WAKE)) {
-		fprintf(stderr, "rb2-perf: --mode wake needs a transport that can wake a sleeping receiver (shm); %s cannot yet\n",
+		fprintf(stderr, "rb2-perf: --mode wake needs a transport that can wake a sleeping receiver (shm, verbs); %s cannot\n",
 			o->transport);
 		return -1;
 	}

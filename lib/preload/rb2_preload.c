@@ -1734,7 +1734,7 @@ wait_stream_spun(struct psock *p, int events, uint64_t t0, uint64_t until,
 		 * quiet finds nothing as a rule, and its look costs the CPU:
 		 * across hosts, 0.9 ms of a TCG guest's (a status check of
 		 * each queue, a liveness probe), so a reader asleep in 50 ms
-		 * slices took 1.5% of a core. Doubling them while quiet, to
+		 * slices took 1-1.75% of a core. Doubling them while quiet, to
 		 * 500 ms, makes that about 0.2% after the first second. */
 		left = until == UINT64_MAX ? slice : (int)((until - now) / 1000000ull) + 1;
 		r = real.poll(pf, 3, left < slice ? left : slice);   /* poll skips fd -1 */

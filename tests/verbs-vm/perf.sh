@@ -46,8 +46,8 @@ jnum() { sed -n "s/.*\"$2\": \([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
 # raised by the WRITE_WITH_IMM) and, in the same boot, over shm (the sleeper
 # on a futex): shm's difference is what waking a thread costs this guest
 # whatever wakes it, and verbs' beyond it what the completion channel adds.
-# Each lcore has a vCPU of its own, and rxe's work runs in the sender's
-# system call, so the polling receiver takes no CPU the path needs.
+# Each lcore has a vCPU of its own, so the polling receiver takes no vCPU
+# from the sender.
 wake_section() {
 	echo "## Waking a sleeping receiver (rb2-perf --mode wake, one process)"
 	echo

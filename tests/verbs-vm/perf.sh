@@ -40,6 +40,19 @@ rb() { # MODE SIZE COUNT EXTRA...
 }
 # One number out of rb2-perf's one-line JSON (the guest has no python).
 jnum() { sed -n "s/.*\"$2\": \([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
+# rb2-perf in one process (both lcores), its output and its JSON in one
+# fenced block. FILTER: the output lines left out (an extended regex).
+one_proc() { # FILE-PREFIX FILTER RB2-PERF-ARGS...
+	local pre=$1 filter=$2
+	shift 2
+	timeout -k 5 900 "$perf" -l 0-1 --no-pci --no-huge -m 1024 --file-prefix "$pre" \
+		--log-level lib.eal:error -- "$@" --json /tmp/$pre.json > /tmp/$pre.out 2>&1 ||
+		{ failed=1; cat /tmp/$pre.out; }
+	echo '```'
+	grep -vE "$filter" /tmp/$pre.out
+	cat /tmp/$pre.json
+	echo '```'
+}
 # The wake-up: a paced message's one-way time to a receiver that sleeps,
 # against one that polls (rb2-perf --mode wake, both lcores in one process,
 # one clock), over verbs (the sleeper on its queue's completion channel,
@@ -57,14 +70,8 @@ wake_section() {
 	local i=0
 	for t in verbs,dev=rxe0 shm verbs,dev=rxe0 shm; do
 		i=$((i + 1))
-		timeout -k 5 900 "$perf" -l 0-1 --no-pci --no-huge -m 1024 --file-prefix wk$i \
-			--log-level lib.eal:error -- --mode wake --transport $t --rounds 5 --paced 500 \
-			--gap-us 2000 --count 20000 --json /tmp/wake.json > /tmp/wake.out 2>&1 ||
-			{ failed=1; cat /tmp/wake.out; }
-		echo '```'
-		grep -vE "^(TELEMETRY|rb2_xport)" /tmp/wake.out
-		cat /tmp/wake.json
-		echo '```'
+		one_proc wk$i "^(TELEMETRY|rb2_xport)" --mode wake --transport $t --rounds 5 \
+			--paced 500 --gap-us 2000 --count 20000
 	done
 	echo
 }
@@ -172,37 +179,21 @@ echo "copy: through the ring (a copy in, the NIC's WRITE, a copy out); lend: the
 echo "(registration cached), the receiver READs it into its own buffer; lend-reg: registered"
 echo "on every message, both sides. GB/s are TCG's; the ratio and the crossover count."
 echo
-timeout -k 5 900 "$perf" -l 0-1 --no-pci --no-huge -m 1024 --file-prefix bk --log-level lib.eal:error -- \
-	--mode bulk --transport verbs,dev=rxe0 --rounds 5 --json /tmp/bulk.json > /tmp/bulk.out 2>&1 ||
-	{ failed=1; cat /tmp/bulk.out; }
-echo '```'
-grep -vE "^(TELEMETRY|round )" /tmp/bulk.out
-cat /tmp/bulk.json
-echo '```'
+one_proc bk "^(TELEMETRY|round )" --mode bulk --transport verbs,dev=rxe0 --rounds 5
 echo
 echo "## Doorbells across channels (rb2-perf --mode lanes, one process)"
 echo
 echo "K channels between two lcores, each on a QP of its own, against all of them on one"
 echo "lane per side (one QP, one doorbell per pass). Per message: WRs, doorbells, rate."
 echo
-timeout -k 5 900 "$perf" -l 0-1 --no-pci --no-huge -m 1024 --file-prefix ln --log-level lib.eal:error -- \
-	--mode lanes --transport verbs,dev=rxe0 --channels 1,8,64 --rounds 5 --count 20000 \
-	--json /tmp/lanes.json > /tmp/lanes.out 2>&1 || { failed=1; cat /tmp/lanes.out; }
-echo '```'
-grep -vE "^(TELEMETRY|rb2_xport|round )" /tmp/lanes.out
-cat /tmp/lanes.json
-echo '```'
+one_proc ln "^(TELEMETRY|rb2_xport|round )" --mode lanes --transport verbs,dev=rxe0 \
+	--channels 1,8,64 --rounds 5 --count 20000
 echo
 echo "The same with an admission window of 16 WRs in flight per QP: each channel's own"
 echo "where it has a QP, the lane's (all its channels together) on the lane."
 echo
-timeout -k 5 900 "$perf" -l 0-1 --no-pci --no-huge -m 1024 --file-prefix lw --log-level lib.eal:error -- \
-	--mode lanes --transport verbs,dev=rxe0 --channels 8,64 --rounds 5 --count 20000 \
-	--max-inflight 16 --json /tmp/lanew.json > /tmp/lanew.out 2>&1 || { failed=1; cat /tmp/lanew.out; }
-echo '```'
-grep -vE "^(TELEMETRY|rb2_xport|round )" /tmp/lanew.out
-cat /tmp/lanew.json
-echo '```'
+one_proc lw "^(TELEMETRY|rb2_xport|round )" --mode lanes --transport verbs,dev=rxe0 \
+	--channels 8,64 --rounds 5 --count 20000 --max-inflight 16
 echo
 wake_section
 echo "## Lanes across processes (rb2-perf bw --server/--client --channels 8, with and without --lane)"

@@ -16,9 +16,20 @@
  *       {"size", "count", "min_ns", "p50_ns", "p99_ns", "p99_9_ns", "max_ns",
  *        "mean_ns"}
  *
+ *   rb2run_pingpong pollserver PORT [ADDR]
+ *       accept any number of connections and answer each as server does,
+ *       all in one thread waiting in poll(), until killed
+ *   rb2run_pingpong clients PORT SIZE CONNS SECONDS [ADDR]
+ *       CONNS connections, each with one message of SIZE bytes out at a
+ *       time, answered before its next (redis-benchmark -c CONNS -P 1's
+ *       load), all in one thread waiting in poll(); prints JSON:
+ *       {"size", "conns", "seconds", "round_trips", "per_s"}
+ *
  * ADDR (IPv4; default 127.0.0.1) is where the server listens and the client
  * connects: across hosts, the same program compares rb2-run with rsocket's
- * preload (tests/verbs-vm/preload_two.py), which cannot run sockperf.
+ * preload (tests/verbs-vm/preload_two.py), which cannot run sockperf, Redis
+ * or memcached. Only calls that preload wraps: socket calls and poll(), no
+ * epoll, no flags in socket()'s type.
  */
 
 #include <arpa/inet.h>
@@ -26,6 +37,7 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +129,79 @@ server(const char *ip, int port)
 	return 0;
 }
 
+/* server's answers, for many connections in one poll() loop. A connection's
+ * messages are whole once their first byte is in: each blocking recv()
+ * with MSG_WAITALL takes the rest. */
+static _Noreturn void
+pollserver(const char *ip, int port)
+{
+	struct sockaddr_in a = addr_of(ip, port);
+	int one = 1, ls = socket(AF_INET, SOCK_STREAM, 0);
+	unsigned int n = 1, cap = 64;
+	struct pollfd *pf = calloc(cap, sizeof(*pf));
+	uint32_t *size = calloc(cap, sizeof(*size));
+	char *buf = NULL;
+	uint32_t buf_size = 0;
+
+	if (pf == NULL || size == NULL)
+		die("calloc");
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(ls, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(ls, 1024) != 0)
+		die("bind/listen");
+	printf("listening\n");
+	fflush(stdout);
+	pf[0] = (struct pollfd){ .fd = ls, .events = POLLIN };
+	for (;;) {
+		if (poll(pf, n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			die("poll");
+		}
+		for (unsigned int i = n; i-- > 1;) {
+			ssize_t r;
+
+			if (pf[i].revents == 0)
+				continue;
+			if (size[i] == 0) {
+				recv_all(pf[i].fd, &size[i], sizeof(size[i]));
+				if (size[i] > buf_size) {
+					buf = realloc(buf, size[i]);
+					if (buf == NULL)
+						die("realloc");
+					buf_size = size[i];
+				}
+				continue;
+			}
+			r = recv(pf[i].fd, buf, size[i], MSG_WAITALL);
+			if (r == (ssize_t)size[i]) {
+				send_all(pf[i].fd, buf, size[i]);
+				continue;
+			}
+			if (r != 0)
+				die("recv");
+			close(pf[i].fd);        /* the end: the last entry takes its place */
+			pf[i] = pf[--n];
+			size[i] = size[n];
+		}
+		if (pf[0].revents & POLLIN) {
+			int fd = accept(ls, NULL, NULL);
+
+			if (fd < 0)
+				die("accept");
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			if (n == cap) {
+				cap *= 2;
+				pf = realloc(pf, cap * sizeof(*pf));
+				size = realloc(size, cap * sizeof(*size));
+				if (pf == NULL || size == NULL)
+					die("realloc");
+			}
+			pf[n] = (struct pollfd){ .fd = fd, .events = POLLIN };
+			size[n++] = 0;
+		}
+	}
+}
+
 static int
 cmp_u64(const void *a, const void *b)
 {
@@ -171,6 +256,72 @@ client(const char *ip, int port, uint32_t size, unsigned int count)
 	return 0;
 }
 
+/* Closed loop over @conns connections, one message out on each: every
+ * answer that comes sends that connection's next, for @seconds. */
+static int
+clients(const char *ip, int port, uint32_t size, unsigned int conns, double seconds)
+{
+	struct sockaddr_in a = addr_of(ip, port);
+	struct pollfd *pf = calloc(conns, sizeof(*pf));
+	char *buf = calloc(1, size);
+	uint64_t done = 0, t0, t1, until;
+	int one = 1;
+
+	if (pf == NULL || buf == NULL)
+		die("calloc");
+	for (unsigned int i = 0; i < conns; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
+			die("connect");
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		send_all(fd, &size, sizeof(size));
+		pf[i] = (struct pollfd){ .fd = fd, .events = POLLIN };
+	}
+	t0 = now_ns();
+	until = t0 + (uint64_t)(seconds * 1e9);
+	for (unsigned int i = 0; i < conns; i++)
+		send_all(pf[i].fd, buf, size);
+	for (;;) {
+		int r = poll(pf, conns, 1000);
+
+		if (r < 0 && errno != EINTR)
+			die("poll");
+		for (unsigned int i = 0; r > 0 && i < conns; i++) {
+			if (pf[i].revents == 0)
+				continue;
+			recv_all(pf[i].fd, buf, size);
+			done++;
+			if (now_ns() < until)
+				send_all(pf[i].fd, buf, size);
+			else
+				pf[i].fd = -pf[i].fd - 1;     /* answered: out of the loop */
+		}
+		t1 = now_ns();
+		if (t1 >= until) {
+			unsigned int out = 0;
+
+			for (unsigned int i = 0; i < conns; i++)
+				out += pf[i].fd >= 0;
+			if (out == 0)
+				break;
+			if (t1 >= until + 10000000000ull) {
+				fprintf(stderr, "rb2run_pingpong: %u answers still missing 10 s "
+					"after the end\n", out);
+				return 1;
+			}
+		}
+	}
+	for (unsigned int i = 0; i < conns; i++)
+		close(-pf[i].fd - 1);
+	printf("{\"size\": %u, \"conns\": %u, \"seconds\": %.3f, \"round_trips\": %" PRIu64
+	       ", \"per_s\": %.1f}\n", size, conns, (t1 - t0) / 1e9, done,
+	       done / ((t1 - t0) / 1e9));
+	free(pf);
+	free(buf);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -180,6 +331,14 @@ main(int argc, char **argv)
 	    atoi(argv[4]) > 0)
 		return client(argc == 6 ? argv[5] : "127.0.0.1", atoi(argv[2]),
 			      (uint32_t)atoi(argv[3]), (unsigned int)atoi(argv[4]));
-	fprintf(stderr, "usage: rb2run_pingpong server PORT [ADDR] | client PORT SIZE COUNT [ADDR]\n");
+	if ((argc == 3 || argc == 4) && strcmp(argv[1], "pollserver") == 0)
+		pollserver(argc == 4 ? argv[3] : "127.0.0.1", atoi(argv[2]));
+	if ((argc == 6 || argc == 7) && strcmp(argv[1], "clients") == 0 && atoi(argv[3]) > 0 &&
+	    atoi(argv[4]) > 0 && atof(argv[5]) > 0)
+		return clients(argc == 7 ? argv[6] : "127.0.0.1", atoi(argv[2]),
+			       (uint32_t)atoi(argv[3]), (unsigned int)atoi(argv[4]), atof(argv[5]));
+	fprintf(stderr, "usage: rb2run_pingpong server PORT [ADDR] | client PORT SIZE COUNT [ADDR]\n"
+		"       rb2run_pingpong pollserver PORT [ADDR] | "
+		"clients PORT SIZE CONNS SECONDS [ADDR]\n");
 	return 2;
 }

@@ -23,6 +23,8 @@
 #     check above can fail;
 #   - one process with an rb2 peer and a plain peer at once: both whole, and
 #     its stats line tells them apart;
+#   - 50 connections in one poll() loop a side, a message out on each: all
+#     over rb2, answered;
 #   - conformance: rb2run_conform's transcript is the same plainly and under
 #     rb2-run;
 #   - exec ends an rb2 connection that is not FD_CLOEXEC, cleanly both ways;
@@ -170,6 +172,24 @@ if [ "$(grep -c "up: whole, down: whole" "$tmp/mx.cli")" = 2 ] &&
 	ok "one process, an rb2 peer and a plain one at once: both whole;$(cut -d: -f3- "$tmp/mx.cli.err")"
 else
 	fail "mixed peers"; cat "$tmp/mx.cli" "$tmp/mx.cli.err"
+fi
+
+# 50 connections in one poll() loop a side (rb2run_pingpong clients and
+# pollserver: the two-guest comparison's pingpong-conns), each with a
+# message out at a time: every one over rb2, each answered.
+p1=$(free_port)
+timeout 60 "$run" "$build/tests/rb2run_pingpong" pollserver "$p1" >"$tmp/pc.srv" 2>/dev/null &
+pcs=$!
+for _ in $(seq 100); do grep -q listening "$tmp/pc.srv" 2>/dev/null && break; sleep 0.05; done
+timeout 60 "$run" "$build/tests/rb2run_pingpong" clients "$p1" 64 50 1 >"$tmp/pc.cli" \
+	2>"$tmp/pc.cli.err"
+rc=$?
+kill "$pcs" 2>/dev/null; wait "$pcs" 2>/dev/null
+if [ "$rc" = 0 ] && grep -q '"conns": 50,' "$tmp/pc.cli" && ! grep -q '"round_trips": 0,' "$tmp/pc.cli" &&
+	grep -q " 50 connections over rb2 .*, 0 failed$" "$tmp/pc.cli.err"; then
+	ok "50 connections in one poll() loop a side, all over rb2: $(cat "$tmp/pc.cli")"
+else
+	fail "50 connections in one poll() loop (exit $rc)"; cat "$tmp/pc.cli" "$tmp/pc.cli.err"
 fi
 
 fi

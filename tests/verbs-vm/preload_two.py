@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright(c) 2026 The rb2 authors
 """The two-guest comparison of unmodified programs (run.sh BUILD preload):
-each program of usertools/rb2_apps.py, and tests/rb2run_pingpong, with its
+each program of usertools/rb2_apps.py, and tests/rb2run_pingpong (one
+connection; and 1 and 50 in a poll() loop, pingpong-conns), with its
 server in guest A and its clients in guest B, over kernel TCP, under
 rsocket's preload (librspreload.so, rdma-core) and under rb2-run, in
 interleaved rounds of one boot (each round starts with another mode).
@@ -17,8 +18,11 @@ rb2, what batching small writes behind one in flight gives.
 References that run on request (--apps): rdma-core's own benchmark, rstream,
 as a ping-pong through the socket calls (rstream, rstream-block) and through
 rsocket's own (rstream-native, rstream-native-block: no preload, rsocket
-modes only), and perftest's ib_send_lat and ib_write_lat (kernel mode only:
-they are verbs programs), which give the round trip of rxe0 itself.
+modes only), and as a stream of 64 KiB transfers each way the same two ways
+(rstream-bw, rstream-native-bw: one stream's rate with calls rsocket's
+preload takes, where iperf3 cannot run under it); and perftest's
+ib_send_lat and ib_write_lat (kernel mode only: they are verbs programs),
+which give the round trip of rxe0 itself.
 
   preload_two.py serve --addr A --ctl PORT --build BUILD        (guest A)
   preload_two.py drive --peer A --ctl PORT --build BUILD --out FILE
@@ -193,36 +197,85 @@ class Rstream:
     the preloads wrap: by default non-blocking, retrying at once on EAGAIN
     (a spinning reader); with @blocking (-T b) blocking calls with
     MSG_WAITALL. With @native, through rsocket's own calls (no -T s), no
-    preload: in the rsocket modes only. Its server takes one client, then
-    exits."""
+    preload: in the rsocket modes only. With @size above 64, its bandwidth
+    test instead: @count transfers of @size bytes from the client, then as
+    many back (-C count -I 1), in Gbit/s over both halves: one stream a
+    way at a time, what iperf3 measures, with calls rsocket's preload
+    takes (named -bw, blocking in all three uses). Its server takes one
+    client, then exits."""
     tools = ("rstream",)
     can_poll = False
 
-    def __init__(self, blocking, count=1000, native=False):
-        self.name = "rstream" + ("-native" if native else "") + ("-block" if blocking else "")
+    def __init__(self, blocking, count=1000, native=False, size=64):
+        self.name = ("rstream" + ("-native" if native else "") +
+                     ("-bw" if size > 64 else "-block" if blocking else ""))
         self.opts = ([] if native else ["-T", "s"]) + (["-T", "b"] if blocking else [])
-        self.count, self.native = count, native
+        self.count, self.native, self.size = count, native, size
         if native:
             self.modes = ("rsocket", "rsocket-spin")
 
     def args(self, port, n):
+        if self.size > 64:
+            return ["-p", str(port), "-S", str(self.size), "-C", str(n), "-I", "1"] + self.opts
         return ["-p", str(port), "-S", "64", "-C", "1", "-I", str(n)] + self.opts
 
     def server(self, addr, port, workdir):
         return ["rstream", "-b", addr] + self.args(port, self.count)
 
     def clients(self, addr, port, seconds, scale=1.0):
-        key = self.name.replace("-", "_") + "_us_per_xfer"
+        key = self.name.replace("-", "_")
+        bw = self.size > 64
 
         def parse(out):
             # name bytes xfers iters total time Gb/sec usec/xfer
-            m = re.search(r"^\S+\s+64b?\s.*\s([\d.]+)s\s+([\d.]+)\s+([\d.]+)$", out, re.M)
+            m = re.search(r"^\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+([\d.]+)s\s+([\d.]+)\s+([\d.]+)$",
+                          out, re.M)
             if not m:
                 raise ValueError(f"no result line in rstream's output: {out[-300:]!r}")
-            return {key: float(m.group(3))}
-        # the server counts the same iterations: scale leaves both as they are
-        return [rb2_apps.Client("client", ["rstream", "-s", addr] + self.args(port, self.count),
-                                parse, requests=2 * self.count)]
+            if bw:
+                # from the time: its Gb/sec has two decimals, 0.13 here
+                nbytes = 2 * self.count * self.size
+                return {key + "_gbps": 8 * nbytes / float(m.group(1)) / 1e9, "_bytes": nbytes}
+            return {key + "_us_per_xfer": float(m.group(3))}
+        # the server counts the same transfers: scale leaves both as they are
+        argv = ["rstream", "-s", addr] + self.args(port, self.count)
+        if bw:
+            return [rb2_apps.Client("client", argv, parse, key + "_cpu_s_per_gb")]
+        return [rb2_apps.Client("client", argv, parse, requests=2 * self.count)]
+
+
+class PingPongConns:
+    """tests/rb2run_pingpong's clients against its pollserver: 64 B
+    messages on 1 and on 50 connections, one out on each at a time, all in
+    one thread a side waiting in poll(): redis-benchmark -c 1 and -c 50's
+    load (-P 1), round trips a second, with the calls rsocket's preload
+    takes (it has no epoll, which Redis and memcached wait in)."""
+    name = "pingpong-conns"
+    tools = ()
+    can_poll = False
+    CONNS = (1, 50)
+
+    def __init__(self, build):
+        self.prog = os.path.join(build, "tests", "rb2run_pingpong")
+
+    def server(self, addr, port, workdir):
+        return [self.prog, "pollserver", str(port), addr]
+
+    def clients(self, addr, port, seconds, scale=1.0):
+        out = []
+        for n in self.CONNS:
+            def parse(text, n=n):
+                try:
+                    res = json.loads(text.strip().splitlines()[-1])
+                except (ValueError, IndexError) as e:
+                    raise ValueError(f"no JSON from the clients ({e}): {text[-300:]!r}")
+                if res["round_trips"] == 0:
+                    raise ValueError("no round trip")
+                return {f"pingpong_c{n}_rps": res["per_s"], "_requests": res["round_trips"]}
+            out.append(rb2_apps.Client(f"c{n}", [self.prog, "clients", str(port), "64", str(n),
+                                                 str(seconds), addr], parse,
+                                       f"pingpong_c{n}_cpu_us_per_req"))
+        return out
 
 
 class Scale:
@@ -301,13 +354,17 @@ class PerftestLat:
 
 
 def apps(o):
-    """The programs by name: rb2_apps' table, the plain ping-pong, and the
-    references (rstream in its four forms, perftest's latency tools)."""
+    """The programs by name: rb2_apps' table, the plain ping-pong on one
+    connection and on many, and the references (rstream in its six forms,
+    perftest's latency tools)."""
     # 1000 round trips at the default scale
     return dict(rb2_apps.ALL, pingpong=rb2_apps.PingPong(o.build, 64, 20000),
-                rstream=Rstream(False), **{"rstream-block": Rstream(True, 200),
+                rstream=Rstream(False), **{"pingpong-conns": PingPongConns(o.build),
+                                           "rstream-block": Rstream(True, 200),
                                            "rstream-native": Rstream(False, native=True),
                                            "rstream-native-block": Rstream(True, 200, True),
+                                           "rstream-bw": Rstream(True, 400, size=65536),
+                                           "rstream-native-bw": Rstream(True, 400, True, 65536),
                                            "scale": Scale(),
                                            "ib_send_lat": PerftestLat("send"),
                                            "ib_write_lat": PerftestLat("write")})
@@ -696,7 +753,8 @@ def main():
     d.add_argument("--seconds", type=int, default=3)
     d.add_argument("--scale", type=float, default=0.05,
                    help="request counts of redis-benchmark and memcslap, times this")
-    d.add_argument("--apps", default=",".join(["pingpong"] + list(rb2_apps.ALL)))
+    d.add_argument("--apps", default=",".join(["pingpong", "pingpong-conns"] +
+                                              list(rb2_apps.ALL)))
     d.add_argument("--modes", default=",".join(DEFAULT_MODES),
                    help="the modes to run, of " + ",".join(MODES))
     c = sub.add_parser("check")

@@ -47,11 +47,12 @@
 #        RB2_PRELOAD_MODES: some of the modes (kernel,rb2,rb2-unbatched,...;
 #        rb2-rearm, rb2-readall, rb2-ahead, rb2-onebyone, rb2-nolink and
 #        rb2-ack17 run only when named);
-#        RB2_PRELOAD_APPS: some of them (pingpong,sockperf,redis,...), or
+#        RB2_PRELOAD_APPS: some of them (pingpong,pingpong-conns,sockperf,redis,...), or
 #        the references that run on request only: rdma-core's rstream
 #        (rstream, rstream-block through the socket calls; rstream-native,
-#        rstream-native-block through rsocket's own) and perftest's
-#        ib_send_lat and ib_write_lat.
+#        rstream-native-block through rsocket's own; rstream-bw and
+#        rstream-native-bw, its bandwidth test, 64 KiB transfers) and
+#        perftest's ib_send_lat and ib_write_lat.
 # apps:  the same programs' checks (values read back, files byte for byte,
 #        BGSAVE during traffic, iperf3 both ways), server in A, clients in
 #        B, under rb2-run (each must pass, every connection over verbs) and

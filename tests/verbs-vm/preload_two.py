@@ -244,6 +244,15 @@ class Rstream:
         return [rb2_apps.Client("client", argv, parse, requests=2 * self.count)]
 
 
+def last_json(text, who):
+    """The JSON object on the last line of @text, which @who printed, or
+    ValueError saying it is not there."""
+    try:
+        return json.loads(text.strip().splitlines()[-1])
+    except (ValueError, IndexError) as e:
+        raise ValueError(f"no JSON from {who} ({e}): {text[-300:]!r}")
+
+
 class PingPongConns:
     """tests/rb2run_pingpong's clients against its pollserver: 64 B
     messages on 1 and on 50 connections, one out on each at a time, all in
@@ -265,10 +274,7 @@ class PingPongConns:
         out = []
         for n in self.CONNS:
             def parse(text, n=n):
-                try:
-                    res = json.loads(text.strip().splitlines()[-1])
-                except (ValueError, IndexError) as e:
-                    raise ValueError(f"no JSON from the clients ({e}): {text[-300:]!r}")
+                res = last_json(text, "the clients")
                 if res["round_trips"] == 0:
                     raise ValueError("no round trip")
                 return {f"pingpong_c{n}_rps": res["per_s"], "_requests": res["round_trips"]}
@@ -306,10 +312,7 @@ class Scale:
         out = []
         for n in self.COUNTS:
             def parse(text, n=n):
-                try:
-                    res = json.loads(text.strip().splitlines()[-1])
-                except (ValueError, IndexError) as e:
-                    raise ValueError(f"no JSON from the scale client ({e}): {text[-300:]!r}")
+                res = last_json(text, "the scale client")
                 figs = {f"scale_c{n}_gbps": 8 * res["bytes"] / res["seconds"] / 1e9,
                         f"scale_c{n}_connect_s": res["connect_seconds"], "_bytes": res["bytes"]}
                 if res["qps_added"] is not None:

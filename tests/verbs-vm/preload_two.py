@@ -11,7 +11,12 @@ rsocket-spin is rsocket's preload with its blocking calls polling the
 completion queue for up to a second before they sleep (polling_time; the
 default is 10 µs). rsocket-poll is rsocket's preload again, with the server
 told to wait in poll() where it can be (rb2_apps: can_poll): Debian 12's
-preload (rdma-core 44) wraps poll and select, not epoll. rb2-unbatched is
+preload (rdma-core 44) wraps poll and select, not epoll. rsocket-wake is
+rsocket-poll with rpoll()'s sleeps bounded at RS_WAKE_MS rather than 5 s
+(wake_up_interval): rpoll() waits for a new connection on the listener's
+RDMA CM channel, whose events rsocket's own listening thread takes, so a
+listener in poll() sees a connection only when its sleep's bound runs out
+(rdma-core 63 lowered the default to 500 ms for this). rb2-unbatched is
 rb2-run with every write sent at once (RB2_RUN_BATCH_US=0): set against
 rb2, what batching small writes behind one in flight gives.
 
@@ -73,8 +78,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "usertools"))
 import rb2_apps  # noqa: E402
 
-MODES = ("kernel", "rsocket", "rsocket-spin", "rsocket-poll", "rb2", "rb2-spin",
-         "rb2-unbatched", "rb2-rearm", "rb2-readall", "rb2-ahead", "rb2-onebyone",
+MODES = ("kernel", "rsocket", "rsocket-spin", "rsocket-poll", "rsocket-wake", "rb2",
+         "rb2-spin", "rb2-unbatched", "rb2-rearm", "rb2-readall", "rb2-ahead", "rb2-onebyone",
          "rb2-nolink", "rb2-ack17")
 # rb2-rearm: rb2-run with every stream's CQ armed at every sleep (the verbs
 # transport's rearm=1), against rb2, which arms only those whose last arm
@@ -108,6 +113,9 @@ RS_CONF = "/etc/rdma/rsocket"
 # rsocket-spin: its blocking calls poll the completion queue this long (µs)
 # before they sleep on the completion channel (default 10).
 RS_SPIN_US = 1000000
+# rsocket-wake: rpoll() sleeps at most this long (ms) before it looks at
+# every rsocket again (wake_up_interval, default 5000).
+RS_WAKE_MS = 10
 RXE = "/sys/class/infiniband/rxe0/ports/1/hw_counters"
 
 
@@ -120,23 +128,28 @@ def rspreload():
 
 def modes_of(app, only=MODES):
     """rsocket-poll: the server on poll() (rb2_apps: can_poll), for programs
-    that can be told to, as rsocket's preload here has no epoll. A recipe
-    with .modes runs in those alone."""
+    that can be told to, as rsocket's preload here has no epoll;
+    rsocket-wake for those and for programs that wait in poll() anyway
+    (.waits_in_poll). A recipe with .modes runs in those alone."""
     return [m for m in MODES if m in only and (m != "rsocket-poll" or app.can_poll) and
+            (m != "rsocket-wake" or app.can_poll or getattr(app, "waits_in_poll", False)) and
             (m != "rb2-spin" or app.name in SPIN_APPS) and
             m in getattr(app, "modes", MODES)]
 
 
 def rsocket_conf(mode):
-    """Write rsocket's polling_time for @mode (rsocket-spin), or remove it
-    (its default) for any other mode."""
-    path = os.path.join(RS_CONF, "polling_time")
-    if mode == "rsocket-spin":
-        os.makedirs(RS_CONF, exist_ok=True)
-        with open(path, "w") as f:
-            f.write(f"{RS_SPIN_US}\n")
-    elif os.path.exists(path):
-        os.remove(path)
+    """Write rsocket's tunables for @mode: polling_time for rsocket-spin,
+    wake_up_interval for rsocket-wake; each removed (its default) for any
+    other mode."""
+    for name, value, mine in (("polling_time", RS_SPIN_US, "rsocket-spin"),
+                              ("wake_up_interval", RS_WAKE_MS, "rsocket-wake")):
+        path = os.path.join(RS_CONF, name)
+        if mode == mine:
+            os.makedirs(RS_CONF, exist_ok=True)
+            with open(path, "w") as f:
+                f.write(f"{value}\n")
+        elif os.path.exists(path):
+            os.remove(path)
 
 
 SOCKD_NOLINK_MARK = "/tmp/rb2-preload-nolink"
@@ -170,8 +183,8 @@ def mode_launch(mode, build, env, app=None):
     it on this guest."""
     rsocket_conf(mode)
     sockd_conf(mode, build)
-    if mode == "rsocket-poll":
-        return [], dict(env, LD_PRELOAD=rspreload(), **(app.poll_env if app else {}))
+    if mode in ("rsocket-poll", "rsocket-wake"):
+        return [], dict(env, LD_PRELOAD=rspreload(), **getattr(app, "poll_env", {}))
     if mode in ("rsocket", "rsocket-spin"):
         # a program that calls rsocket itself runs without the preload
         return [], dict(env) if getattr(app, "native", False) else dict(env,
@@ -262,6 +275,7 @@ class PingPongConns:
     name = "pingpong-conns"
     tools = ()
     can_poll = False
+    waits_in_poll = True
     CONNS = (1, 50)
 
     def __init__(self, build):
@@ -555,8 +569,9 @@ PAIRS = (("rb2", "rsocket"), ("rb2", "rsocket-spin"), ("rb2-spin", "rsocket-spin
          ("rb2", "rb2-onebyone"), ("rb2-onebyone", "kernel"),
          ("rb2", "rb2-nolink"), ("rb2-nolink", "kernel"),
          ("rb2", "rb2-ack17"), ("rb2-ack17", "kernel"),
-         ("rb2", "rsocket-poll"), ("rb2", "kernel"),
-         ("rsocket", "kernel"), ("rsocket-spin", "kernel"), ("rsocket-poll", "kernel"))
+         ("rb2", "rsocket-poll"), ("rb2", "rsocket-wake"), ("rb2", "kernel"),
+         ("rsocket", "kernel"), ("rsocket-spin", "kernel"), ("rsocket-poll", "kernel"),
+         ("rsocket-wake", "kernel"))
 
 
 def summarize(out):
@@ -639,6 +654,9 @@ def drive(o):
                                      f"{RS_SPIN_US} us on both ends (default 10)",
                      "rsocket-poll": "the same as rsocket, the server told to wait in "
                                      "poll() (memcached: EVENT_NOEPOLL=1)",
+                     "rsocket-wake": f"the same as rsocket-poll, with {RS_CONF}/"
+                                     f"wake_up_interval {RS_WAKE_MS} ms on both ends "
+                                     "(default 5000)",
                      "rb2": "rb2-run",
                      "rb2-spin": f"rb2-run, its waits spinning up to {RB2_SPIN_NS} ns "
                                  "before they sleep (RB2_RUN_SPIN_NS)",

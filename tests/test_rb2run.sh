@@ -8,7 +8,8 @@
 #   test_rb2run.sh BUILD_DIR [fast]
 #
 # fast (the fast tier) runs the transfer, the flipped byte, the conformance
-# program and no service; the full tier runs everything:
+# program, the calls made before rb2-run's constructor and no service; the
+# full tier runs everything:
 #
 #   - rb2-run starts rb2-sockd itself (a private socket, stopped at the end),
 #     which keeps none of rb2-run's descriptors (a pipe capturing its output
@@ -27,6 +28,8 @@
 #     over rb2, answered;
 #   - conformance: rb2run_conform's transcript is the same plainly and under
 #     rb2-run;
+#   - a library's constructor may read, close and poll before rb2-run's has
+#     run (tests/rb2run_early_lib.c): the same results as plainly;
 #   - exec ends an rb2 connection that is not FD_CLOEXEC, cleanly both ways;
 #     in a vfork or fork child, whose parent keeps the connection, the new
 #     program gets a stand-in instead, and the parent's connection goes on;
@@ -193,6 +196,18 @@ else
 fi
 
 fi
+# A library's constructor that reads, closes and polls before rb2-run's
+# library has run its own (libcap-ng's does: PostgreSQL's server crashed on
+# a null read()): each call does what it does plainly.
+early=$build/tests/rb2run_early
+plain=$("$early" 2>&1)
+under=$("$run" --no-service "$early" 2>&1)
+if [ "$under" = "$plain" ] && ! [[ $plain == *fail* ]]; then
+	ok "calls from a library's constructor before rb2-run's: $under"
+else
+	fail "calls before rb2-run's constructor: plainly '$plain', under rb2-run '$under'"
+fi
+
 # Conformance: one socket program (tests/rb2run_conform.c: connect, the
 # reads and writes with their flags, poll/select/epoll level, edge and
 # one-shot, non-blocking, timeouts, EINTR, dup, half-close, EPIPE and

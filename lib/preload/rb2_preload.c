@@ -101,6 +101,29 @@ static struct {
 	pid_t (*fork)(void);
 } real;
 
+static void
+real_resolve(void)
+{
+#define RESOLVE(f) real.f = dlsym(RTLD_NEXT, #f)
+	RESOLVE(socket); RESOLVE(close); RESOLVE(listen); RESOLVE(accept); RESOLVE(accept4);
+	RESOLVE(connect); RESOLVE(bind); RESOLVE(read); RESOLVE(readv); RESOLVE(write);
+	RESOLVE(writev); RESOLVE(recv); RESOLVE(recvfrom); RESOLVE(recvmsg); RESOLVE(send);
+	RESOLVE(sendto); RESOLVE(sendmsg); RESOLVE(sendfile); RESOLVE(shutdown); RESOLVE(poll);
+	RESOLVE(ppoll); RESOLVE(select); RESOLVE(pselect); RESOLVE(epoll_ctl); RESOLVE(epoll_wait);
+	RESOLVE(epoll_pwait); RESOLVE(fcntl); RESOLVE(ioctl); RESOLVE(dup); RESOLVE(dup2);
+	RESOLVE(dup3); RESOLVE(execve); RESOLVE(execvpe); RESOLVE(fexecve); RESOLVE(fork);
+#undef RESOLVE
+}
+
+/* The libc call underneath wrapper f. A wrapper may run before our
+ * constructor: the preloaded library is initialised after the libraries
+ * the program links, and their constructors may read, close or fork
+ * (libcap-ng's reads /proc/sys/kernel/cap_last_cap, so every program
+ * linked with it, PostgreSQL's server among them, called a null read()).
+ * So the first call before it resolves them all. Until the constructor
+ * has run, the wrappers' tables are empty and every fd is libc's. */
+#define REAL(f) (__builtin_expect(real.f != NULL, 1) ? real.f : (real_resolve(), real.f))
+
 /* ---- What this process knows of its sockets -------------------------------- */
 
 struct psock {
@@ -650,7 +673,7 @@ static void
 closer_finish(struct closer *c)
 {
 	rb2_stream_close(c->st);
-	real.close(c->fd);               /* the FIN, behind the end */
+	REAL(close)(c->fd);               /* the FIN, behind the end */
 	rb2_noeal_arena_detach(c->arena);
 	remote_arena_free(c->rslot);
 	pthread_mutex_lock(&closer_lock);
@@ -737,7 +760,7 @@ close_in_background(struct psock *p, int fd)
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return 0;
-	c->fd = real.fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	c->fd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0);
 	if (c->fd < 0) {
 		free(c);
 		return 0;
@@ -764,7 +787,7 @@ close_in_background(struct psock *p, int fd)
 		/* No closer: the close blocks, as the program's own. */
 		pthread_mutex_unlock(&closer_lock);
 		rb2_stream_move_bell(c->st, fd);
-		real.close(c->fd);
+		REAL(close)(c->fd);
 		free(c);
 		return 0;
 	}
@@ -1064,19 +1087,19 @@ static __thread uint64_t this_fork;
 static void
 stand_in(int fd, int reset)
 {
-	int sv[2], fl = real.fcntl(fd, F_GETFD);
+	int sv[2], fl = REAL(fcntl)(fd, F_GETFD);
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-		real.close(fd);          /* no stand-in: no fd, never the bells */
+		REAL(close)(fd);          /* no stand-in: no fd, never the bells */
 		return;
 	}
 	/* sv[1] closing with a byte unread makes sv[0]'s next read fail with
 	 * ECONNRESET, as a unix socket's does. */
 	if (reset)
-		(void)real.write(sv[0], "r", 1);
-	real.close(sv[1]);
-	real.dup3(sv[0], fd, fl >= 0 && (fl & FD_CLOEXEC) ? O_CLOEXEC : 0);
-	real.close(sv[0]);
+		(void)REAL(write)(sv[0], "r", 1);
+	REAL(close)(sv[1]);
+	REAL(dup3)(sv[0], fd, fl >= 0 && (fl & FD_CLOEXEC) ? O_CLOEXEC : 0);
+	REAL(close)(sv[0]);
 }
 
 /*
@@ -1145,7 +1168,7 @@ untrack(int fd)
 	if (!close_in_background(p, fd))
 		stream_end(p);
 	if (p->reg_fd >= 0)
-		real.close(p->reg_fd);
+		REAL(close)(p->reg_fd);
 	free(p);
 }
 
@@ -1182,11 +1205,11 @@ static int
 sockd_open(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = real.socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int fd = REAL(socket)(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sockd_path);
-	if (fd >= 0 && real.connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		real.close(fd);
+	if (fd >= 0 && REAL(connect)(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		REAL(close)(fd);
 		fd = -1;
 	}
 	return fd;
@@ -1214,7 +1237,7 @@ sockd_ask(int conn, uint16_t op, int fd, const struct sockaddr *addr, socklen_t 
 	if (ret != 0)
 		return ret;
 	do
-		ret = real.poll(&p, 1, (int)timeout_ms);
+		ret = REAL(poll)(&p, 1, (int)timeout_ms);
 	while (ret < 0 && errno == EINTR);
 	if (ret == 0)
 		return -ETIMEDOUT;
@@ -1227,7 +1250,7 @@ close_fds(int fds[RB2_SOCKD_MAX_FDS])
 {
 	for (unsigned int i = 0; i < RB2_SOCKD_MAX_FDS; i++) {
 		if (fds[i] >= 0)
-			real.close(fds[i]);
+			REAL(close)(fds[i]);
 		fds[i] = -1;
 	}
 }
@@ -1243,7 +1266,7 @@ open_stream(struct psock *p, int fd, int fds[RB2_SOCKD_MAX_FDS], const char *nam
 
 	p->arena = rb2_noeal_arena_attach(fds[0]);
 	err = errno;
-	real.close(fds[0]);
+	REAL(close)(fds[0]);
 	if (p->arena == NULL) {
 		fds[0] = -1;
 		close_fds(fds);
@@ -1255,7 +1278,7 @@ open_stream(struct psock *p, int fd, int fds[RB2_SOCKD_MAX_FDS], const char *nam
 	 * its own descriptors are numbered as without rb2-run. */
 	for (int i = 0; i < 2; i++) {
 		if (!use_efd && fds[1 + i] >= 0)
-			real.close(fds[1 + i]);
+			REAL(close)(fds[1 + i]);
 		efd[i] = use_efd ? rb2_xport_fd_raise(fds[1 + i]) : -1;
 	}
 	/* A bell on the socket is one byte, and must go at once: Nagle would
@@ -1295,7 +1318,7 @@ reset_kernel(int fd)
 	struct linger l = { 1, 0 };
 
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
-	real.shutdown(fd, SHUT_RDWR);
+	REAL(shutdown)(fd, SHUT_RDWR);
 	pthread_mutex_lock(&stats.lock);
 	stats.failed++;
 	pthread_mutex_unlock(&stats.lock);
@@ -1314,7 +1337,7 @@ is_tcp(int domain, int type, int protocol)
 EXPORT int
 socket(int domain, int type, int protocol)
 {
-	int fd = real.socket(domain, type, protocol);
+	int fd = REAL(socket)(domain, type, protocol);
 
 	if (fd >= 0 && active && is_tcp(domain, type, protocol)) {
 		struct psock *p = track(fd);
@@ -1329,7 +1352,7 @@ EXPORT int
 listen(int fd, int backlog)
 {
 	struct psock *p = get(fd);
-	int ret = real.listen(fd, backlog), conn;
+	int ret = REAL(listen)(fd, backlog), conn;
 	struct rb2_sockd_msg m;
 	int got[RB2_SOCKD_MAX_FDS];
 
@@ -1346,7 +1369,7 @@ listen(int fd, int backlog)
 	    m.op == RB2_SOCKD_OK) {
 		p->reg_fd = conn;
 	} else {
-		real.close(conn);
+		REAL(close)(conn);
 	}
 	close_fds(got);
 	return ret;
@@ -1377,7 +1400,7 @@ accepted(int lfd, int fd, int flags)
 	}
 	ret = sockd_ask(conn, RB2_SOCKD_ACCEPTED, fd, NULL, 0, &m, afd,
 			connect_timeout_ms + 1000);
-	real.close(conn);
+	REAL(close)(conn);
 	if (ret == 0 && m.op == RB2_SOCKD_PAIR && afd[0] >= 0) {
 		ret = open_stream(p, fd, afd, m.name, 0);
 		if (ret != 0)
@@ -1402,13 +1425,13 @@ accepted(int lfd, int fd, int flags)
 EXPORT int
 accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	return accepted(fd, real.accept(fd, addr, len), 0);
+	return accepted(fd, REAL(accept)(fd, addr, len), 0);
 }
 
 EXPORT int
 accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
-	return accepted(fd, real.accept4(fd, addr, len, flags), flags);
+	return accepted(fd, REAL(accept4)(fd, addr, len, flags), flags);
 }
 
 /* The kernel's connect, waited for here even on a non-blocking socket, so
@@ -1421,11 +1444,11 @@ connect_kernel(int fd, const struct sockaddr *addr, socklen_t len)
 	int err = 0;
 	socklen_t el = sizeof(err);
 
-	if (real.connect(fd, addr, len) == 0)
+	if (REAL(connect)(fd, addr, len) == 0)
 		return 0;
 	if (errno != EINPROGRESS)
 		return -errno;
-	while (real.poll(&pf, 1, (int)connect_timeout_ms) < 0 && errno == EINTR)
+	while (REAL(poll)(&pf, 1, (int)connect_timeout_ms) < 0 && errno == EINTR)
 		;
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0)
 		return -errno;
@@ -1473,11 +1496,11 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 	if (p == NULL || p->st != NULL || addr == NULL ||
 	    (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
-		return real.connect(fd, addr, len);
+		return REAL(connect)(fd, addr, len);
 	conn = sockd_open();
 	if (conn < 0) {
 		count_plain("rb2-sockd is not running");
-		return real.connect(fd, addr, len);
+		return REAL(connect)(fd, addr, len);
 	}
 	/* The service checks our port with the kernel: bind it now if the
 	 * connect would have. */
@@ -1488,11 +1511,11 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 		memset(&any, 0, sizeof(any));
 		any.ss_family = local.ss_family;
-		if (real.bind(fd, (struct sockaddr *)&any, local.ss_family == AF_INET ?
+		if (REAL(bind)(fd, (struct sockaddr *)&any, local.ss_family == AF_INET ?
 			      sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) != 0) {
-			real.close(conn);
+			REAL(close)(conn);
 			count_plain("binding a port before pairing failed");
-			return real.connect(fd, addr, len);
+			return REAL(connect)(fd, addr, len);
 		}
 	}
 	t0 = now_ns();
@@ -1500,24 +1523,24 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 	close_fds(afd);
 	if (ret == 0 && m.op == RB2_SOCKD_REMOTE) {
 		/* Another host's service expects this connection over rb2. */
-		real.close(conn);
+		REAL(close)(conn);
 		return connect_remote(p, fd, addr, len, now_ns() - t0);
 	}
 	if (ret != 0 || m.op != RB2_SOCKD_GO) {
-		real.close(conn);
+		REAL(close)(conn);
 		count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why : "rb2-sockd did not answer");
-		return real.connect(fd, addr, len);
+		return REAL(connect)(fd, addr, len);
 	}
 	ret = connect_kernel(fd, addr, len);
 	if (ret < 0) {
-		real.close(conn);          /* the service forgets it */
+		REAL(close)(conn);          /* the service forgets it */
 		errno = -ret;
 		return -1;
 	}
 	inprogress = ret == 1;
 	ret = sockd_ask(conn, RB2_SOCKD_CONNECTED, fd, NULL, 0, &m, afd,
 			connect_timeout_ms + 1000);
-	real.close(conn);
+	REAL(close)(conn);
 	if (ret == 0 && m.op == RB2_SOCKD_PAIR && afd[0] >= 0) {
 		ret = open_stream(p, fd, afd, m.name, 1);
 		if (ret != 0) {
@@ -1551,7 +1574,7 @@ close(int fd)
 	}
 	if (eps != NULL && fd >= 0 && (unsigned int)fd < tab_size && atomic_load(&eps[fd]) != NULL)
 		ep_forget_set(fd);
-	return real.close(fd);
+	return REAL(close)(fd);
 }
 
 EXPORT int
@@ -1560,7 +1583,7 @@ shutdown(int fd, int how)
 	struct psock *p = get(fd);
 
 	if (p == NULL || p->st == NULL)
-		return real.shutdown(fd, how);
+		return REAL(shutdown)(fd, how);
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
 		errno = EINVAL;
 		return -1;
@@ -1737,7 +1760,7 @@ wait_stream_spun(struct psock *p, int events, uint64_t t0, uint64_t until,
 		 * slices took 1-1.75% of a core. Doubling them while quiet, to
 		 * 500 ms, makes that about 0.2% after the first second. */
 		left = until == UINT64_MAX ? slice : (int)((until - now) / 1000000ull) + 1;
-		r = real.poll(pf, 3, left < slice ? left : slice);   /* poll skips fd -1 */
+		r = REAL(poll)(pf, 3, left < slice ? left : slice);   /* poll skips fd -1 */
 		slice = r == 0 ? RTE_MIN(slice * 2, SLICE_MAX_MS) : SLICE_FIRST_MS;
 		if (r < 0) {
 			heard(p, -1, -1, -1);
@@ -1919,7 +1942,7 @@ read(int fd, void *buf, size_t len)
 	struct psock *p = stream_of(fd);
 	struct iovec v = { buf, len };
 
-	return p != NULL ? s_recv(p, fd, &v, 1, 0) : real.read(fd, buf, len);
+	return p != NULL ? s_recv(p, fd, &v, 1, 0) : REAL(read)(fd, buf, len);
 }
 
 EXPORT ssize_t
@@ -1935,7 +1958,7 @@ readv(int fd, const struct iovec *iov, int iovcnt)
 {
 	struct psock *p = stream_of(fd);
 
-	return p != NULL ? s_recv(p, fd, iov, iovcnt, 0) : real.readv(fd, iov, iovcnt);
+	return p != NULL ? s_recv(p, fd, iov, iovcnt, 0) : REAL(readv)(fd, iov, iovcnt);
 }
 
 EXPORT ssize_t
@@ -1944,7 +1967,7 @@ recv(int fd, void *buf, size_t len, int flags)
 	struct psock *p = stream_of(fd);
 	struct iovec v = { buf, len };
 
-	return p != NULL ? s_recv(p, fd, &v, 1, flags) : real.recv(fd, buf, len, flags);
+	return p != NULL ? s_recv(p, fd, &v, 1, flags) : REAL(recv)(fd, buf, len, flags);
 }
 
 EXPORT ssize_t
@@ -1964,7 +1987,7 @@ recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from, sockle
 	ssize_t r;
 
 	if (p == NULL)
-		return real.recvfrom(fd, buf, len, flags, from, fl);
+		return REAL(recvfrom)(fd, buf, len, flags, from, fl);
 	r = s_recv(p, fd, &v, 1, flags);
 	/* TCP gives no source address: the kernel leaves @from alone and
 	 * sets its length to 0. */
@@ -1989,7 +2012,7 @@ recvmsg(int fd, struct msghdr *mh, int flags)
 	ssize_t r;
 
 	if (p == NULL)
-		return real.recvmsg(fd, mh, flags);
+		return REAL(recvmsg)(fd, mh, flags);
 	r = s_recv(p, fd, mh->msg_iov, (int)mh->msg_iovlen, flags);
 	if (r >= 0) {
 		mh->msg_controllen = 0;
@@ -2005,7 +2028,7 @@ write(int fd, const void *buf, size_t len)
 	struct psock *p = stream_of(fd);
 	struct iovec v = { (void *)buf, len };
 
-	return p != NULL ? s_send(p, fd, &v, 1, 0) : real.write(fd, buf, len);
+	return p != NULL ? s_send(p, fd, &v, 1, 0) : REAL(write)(fd, buf, len);
 }
 
 EXPORT ssize_t
@@ -2013,7 +2036,7 @@ writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	struct psock *p = stream_of(fd);
 
-	return p != NULL ? s_send(p, fd, iov, iovcnt, 0) : real.writev(fd, iov, iovcnt);
+	return p != NULL ? s_send(p, fd, iov, iovcnt, 0) : REAL(writev)(fd, iov, iovcnt);
 }
 
 EXPORT ssize_t
@@ -2022,7 +2045,7 @@ send(int fd, const void *buf, size_t len, int flags)
 	struct psock *p = stream_of(fd);
 	struct iovec v = { (void *)buf, len };
 
-	return p != NULL ? s_send(p, fd, &v, 1, flags) : real.send(fd, buf, len, flags);
+	return p != NULL ? s_send(p, fd, &v, 1, flags) : REAL(send)(fd, buf, len, flags);
 }
 
 EXPORT ssize_t
@@ -2033,7 +2056,7 @@ sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to
 
 	/* A connected stream ignores the address, as TCP does. */
 	return p != NULL ? s_send(p, fd, &v, 1, flags) :
-		real.sendto(fd, buf, len, flags, to, tl);
+		REAL(sendto)(fd, buf, len, flags, to, tl);
 }
 
 EXPORT ssize_t
@@ -2066,7 +2089,7 @@ sendmsg(int fd, const struct msghdr *mh, int flags)
 				}
 			}
 		}
-		return real.sendmsg(fd, mh, flags);
+		return REAL(sendmsg)(fd, mh, flags);
 	}
 	if (mh->msg_controllen != 0)
 		return fail(EOPNOTSUPP);   /* control messages: not over a stream */
@@ -2081,10 +2104,10 @@ sendfile(int out, int in, off_t *off, size_t count)
 	size_t done = 0;
 
 	if (p == NULL)
-		return real.sendfile(out, in, off, count);
+		return REAL(sendfile)(out, in, off, count);
 	while (done < count) {
 		size_t want = count - done < sizeof(buf) ? count - done : sizeof(buf);
-		ssize_t n = off != NULL ? pread(in, buf, want, *off) : real.read(in, buf, want);
+		ssize_t n = off != NULL ? pread(in, buf, want, *off) : REAL(read)(in, buf, want);
 		struct iovec v = { buf, 0 };
 		ssize_t w;
 
@@ -2156,10 +2179,10 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 		streams += stream_of(fds[i].fd) != NULL;
 	if (streams == 0) {
 		if (mask == NULL)
-			return real.poll(fds, n, timeout_ms);
+			return REAL(poll)(fds, n, timeout_ms);
 		struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000 };
 
-		return real.ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, mask);
+		return REAL(ppoll)(fds, n, timeout_ms < 0 ? NULL : &ts, mask);
 	}
 	/* Room for two more fds per stream: across hosts, its completion
 	 * channels (reading and writing), and where each went (wx[2i],
@@ -2185,7 +2208,7 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 				k[i].fd = -1;
 		}
 		if ((nfds_t)streams < n)
-			r = real.poll(k, n, 0);
+			r = REAL(poll)(k, n, 0);
 		if (r < 0) {
 			free(k);
 			return r;
@@ -2242,9 +2265,9 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 			if (mask != NULL) {
 				struct timespec ts = { left / 1000, (long)(left % 1000) * 1000000 };
 
-				r = real.ppoll(k, n + extra, left < 0 ? NULL : &ts, mask);
+				r = REAL(ppoll)(k, n + extra, left < 0 ? NULL : &ts, mask);
 			} else {
-				r = real.poll(k, n + extra, left);
+				r = REAL(poll)(k, n + extra, left);
 			}
 		}
 		for (nfds_t i = 0; i < n; i++) {
@@ -2346,7 +2369,7 @@ select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
 {
 	held_flush_all();
 	if (!select_streams(nfds, rd, wr, ex))
-		return real.select(nfds, rd, wr, ex, tv);
+		return REAL(select)(nfds, rd, wr, ex, tv);
 	return select_impl(nfds, rd, wr, ex,
 			   tv == NULL ? -1 : (int)(tv->tv_sec * 1000 + tv->tv_usec / 1000), NULL);
 }
@@ -2357,7 +2380,7 @@ pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts,
 {
 	held_flush_all();
 	if (!select_streams(nfds, rd, wr, ex))
-		return real.pselect(nfds, rd, wr, ex, ts, mask);
+		return REAL(pselect)(nfds, rd, wr, ex, ts, mask);
 	return select_impl(nfds, rd, wr, ex,
 			   ts == NULL ? -1 : (int)(ts->tv_sec * 1000 + ts->tv_nsec / 1000000), mask);
 }
@@ -2503,7 +2526,7 @@ ep_drop_wake(int wfd)
 		return;
 	pthread_mutex_lock(&ep_all_lock);
 	for (struct ep_set *e = ep_all; e != NULL; e = e->next)
-		(void)real.epoll_ctl(e->epfd, EPOLL_CTL_DEL, wfd, NULL);
+		(void)REAL(epoll_ctl)(e->epfd, EPOLL_CTL_DEL, wfd, NULL);
 	pthread_mutex_unlock(&ep_all_lock);
 }
 
@@ -2584,7 +2607,7 @@ ep_add_wake(int epfd, int fd)
 
 		/* On one host both are the eventfd: the second ADD fails. */
 		if (wfd >= 0)
-			(void)real.epoll_ctl(epfd, EPOLL_CTL_ADD, wfd, &kev);
+			(void)REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, wfd, &kev);
 	}
 }
 
@@ -2602,7 +2625,7 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	 * them for bells. */
 	if (p == NULL && get(fd) == NULL && op != EPOLL_CTL_DEL && ev != NULL &&
 	    (ep_get(fd, 0) != NULL || (op == EPOLL_CTL_ADD && is_epoll_fd(fd)))) {
-		ret = real.epoll_ctl(epfd, op, fd, ev);
+		ret = REAL(epoll_ctl)(epfd, op, fd, ev);
 		if (ret == 0 && (e = ep_get(epfd, 1)) != NULL && ep_get(fd, 1) != NULL) {
 			if (ep_put(e, fd, ev, 1) != 0)
 				ep_remove(e, fd);
@@ -2616,7 +2639,7 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		 * remembered too: if it connects over rb2 later (nginx adds
 		 * its upstream sockets before connect()), its entry becomes a
 		 * stream's (ep_adopt()). */
-		ret = real.epoll_ctl(epfd, op, fd, ev);
+		ret = REAL(epoll_ctl)(epfd, op, fd, ev);
 		e = ep_get(epfd, ret == 0 && get(fd) != NULL && op != EPOLL_CTL_DEL);
 		if (ret != 0 || e == NULL)
 			return ret;
@@ -2628,7 +2651,7 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	}
 	e = ep_get(epfd, op != EPOLL_CTL_DEL);
 	if (e == NULL)
-		return real.epoll_ctl(epfd, op, fd, ev);
+		return REAL(epoll_ctl)(epfd, op, fd, ev);
 	if (op == EPOLL_CTL_DEL || op == EPOLL_CTL_MOD)
 		return ep_stream_ctl(e, op, fd, ev);
 	if (ev == NULL)
@@ -2647,12 +2670,12 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	 * readable) wakes one, not every wait after it. */
 	kev.events = EPOLLIN | EPOLLET | (ev->events & EPOLLEXCLUSIVE);
 	kev.data.u64 = EP_TAG | (uint32_t)fd;
-	ret = real.epoll_ctl(epfd, op, fd, &kev);
+	ret = REAL(epoll_ctl)(epfd, op, fd, &kev);
 	if (ret != 0)
 		return ret;
 	ep_add_wake(epfd, fd);
 	if (ep_put(e, fd, ev, 0) != 0) {
-		real.epoll_ctl(epfd, EPOLL_CTL_DEL, fd, &kev);
+		REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, fd, &kev);
 		return (int)fail(ENOMEM);
 	}
 	return 0;
@@ -2723,7 +2746,7 @@ ep_stream_ctl(struct ep_set *e, int op, int fd, const struct epoll_event *ev)
 		struct epoll_event kev = { 0 };
 
 		ep_remove(e, fd);
-		if (real.epoll_ctl(e->epfd, EPOLL_CTL_DEL, fd, &kev) != 0)
+		if (REAL(epoll_ctl)(e->epfd, EPOLL_CTL_DEL, fd, &kev) != 0)
 			return -1;
 		return op == EPOLL_CTL_DEL ? 0 : 1;   /* (MOD never comes here) */
 	}
@@ -2757,7 +2780,7 @@ ep_adopt(int fd)
 
 			if (it->fd != fd || !it->kernel)
 				continue;
-			if (real.epoll_ctl(e->epfd, EPOLL_CTL_MOD, fd, &kev) == 0) {
+			if (REAL(epoll_ctl)(e->epfd, EPOLL_CTL_MOD, fd, &kev) == 0) {
 				*it = (struct ep_item){ .fd = fd, .events = it->events,
 							.data = it->data };
 				ep_add_wake(e->epfd, fd);
@@ -2981,8 +3004,8 @@ epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 	unsigned int spins = 0;
 
 	if (e == NULL || !ep_streams(e))
-		return mask ? real.epoll_pwait(epfd, evs, max, timeout_ms, mask) :
-			real.epoll_wait(epfd, evs, max, timeout_ms);
+		return mask ? REAL(epoll_pwait)(epfd, evs, max, timeout_ms, mask) :
+			REAL(epoll_wait)(epfd, evs, max, timeout_ms);
 	for (;;) {
 		int n = ep_ready(e, evs, max), k, left, sleep = 0;
 		uint64_t now = now_ns();
@@ -3018,8 +3041,8 @@ epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 			if (n == 0 && (++spins & 7) != 0)
 				continue;
 		}
-		k = mask ? real.epoll_pwait(epfd, evs + n, max - n, sleep > 0 ? left : 0, mask) :
-			real.epoll_wait(epfd, evs + n, max - n, sleep > 0 ? left : 0);
+		k = mask ? REAL(epoll_pwait)(epfd, evs + n, max - n, sleep > 0 ? left : 0, mask) :
+			REAL(epoll_wait)(epfd, evs + n, max - n, sleep > 0 ? left : 0);
 		/* A stream's socket or wake fd readable: what its disarm reads,
 		 * below, or at once when this wait did not sleep (the kernel
 		 * reports an edge once: a FIN seen here and left unread would
@@ -3102,7 +3125,7 @@ fcntl(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	arg = va_arg(ap, long);
 	va_end(ap);
-	ret = real.fcntl(fd, cmd, arg);
+	ret = REAL(fcntl)(fd, cmd, arg);
 	if (ret >= 0 && cmd == F_SETFL && get(fd) != NULL)
 		get(fd)->nonblock = (arg & O_NONBLOCK) != 0;
 	if (ret >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
@@ -3141,13 +3164,13 @@ ioctl(int fd, unsigned long req, ...)
 		trace('n', fd, *(int *)arg, 0);
 		return 0;
 	}
-	return real.ioctl(fd, req, arg);
+	return REAL(ioctl)(fd, req, arg);
 }
 
 EXPORT int
 dup(int fd)
 {
-	int n = real.dup(fd);
+	int n = REAL(dup)(fd);
 
 	share(fd, n);
 	return n;
@@ -3160,7 +3183,7 @@ dup2(int fd, int nfd)
 
 	if (fd != nfd && get(nfd) != NULL)
 		untrack(nfd);
-	n = real.dup2(fd, nfd);
+	n = REAL(dup2)(fd, nfd);
 	if (fd != nfd)
 		share(fd, n);
 	return n;
@@ -3173,7 +3196,7 @@ dup3(int fd, int nfd, int flags)
 
 	if (get(nfd) != NULL)
 		untrack(nfd);
-	n = real.dup3(fd, nfd, flags);
+	n = REAL(dup3)(fd, nfd, flags);
 	share(fd, n);
 	return n;
 }
@@ -3288,7 +3311,7 @@ before_exec(void)
 			away_end(p);
 		if (p == NULL || (p->st == NULL && !p->exec_stood_in))
 			continue;
-		fl = real.fcntl((int)fd, F_GETFD);
+		fl = REAL(fcntl)((int)fd, F_GETFD);
 		if (fl < 0 || (fl & FD_CLOEXEC))
 			continue;
 		/* p->exec_stood_in: a dup of an fd given a stand-in below. */
@@ -3308,7 +3331,7 @@ before_exec(void)
 			stand_in((int)fd, 0);
 			continue;
 		}
-		real.shutdown((int)fd, SHUT_RDWR);
+		REAL(shutdown)((int)fd, SHUT_RDWR);
 		pthread_mutex_lock(&stats.lock);
 		stats.exec_ended++;
 		pthread_mutex_unlock(&stats.lock);
@@ -3321,35 +3344,35 @@ EXPORT int
 execve(const char *path, char *const argv[], char *const envp[])
 {
 	before_exec();
-	return real.execve(path, argv, envp);
+	return REAL(execve)(path, argv, envp);
 }
 
 EXPORT int
 execv(const char *path, char *const argv[])
 {
 	before_exec();
-	return real.execve(path, argv, environ);
+	return REAL(execve)(path, argv, environ);
 }
 
 EXPORT int
 execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	before_exec();
-	return real.execvpe(file, argv, envp);
+	return REAL(execvpe)(file, argv, envp);
 }
 
 EXPORT int
 execvp(const char *file, char *const argv[])
 {
 	before_exec();
-	return real.execvpe(file, argv, environ);
+	return REAL(execvpe)(file, argv, environ);
 }
 
 EXPORT int
 fexecve(int fd, char *const argv[], char *const envp[])
 {
 	before_exec();
-	return real.fexecve(fd, argv, envp);
+	return REAL(fexecve)(fd, argv, envp);
 }
 
 /* The list forms: their arguments into a vector (@envp_too: execle). */
@@ -3368,8 +3391,8 @@ exec_list(int search, const char *file, const char *arg0, va_list ap, int envp_t
 	if (envp_too)
 		envp = va_arg(ap, char *const *);
 	before_exec();
-	return search ? real.execvpe(file, (char *const *)argv, envp) :
-		real.execve(file, (char *const *)argv, envp);
+	return search ? REAL(execvpe)(file, (char *const *)argv, envp) :
+		REAL(execve)(file, (char *const *)argv, envp);
 }
 
 EXPORT int
@@ -3452,9 +3475,7 @@ fork(void)
 {
 	pid_t pid;
 
-	if (real.fork == NULL)           /* a fork before our constructor ran */
-		real.fork = (pid_t (*)(void))dlsym(RTLD_NEXT, "fork");
-	pid = real.fork();
+	pid = REAL(fork)();
 	if (pid != 0) {
 		int e = errno;
 
@@ -3484,7 +3505,7 @@ child_after_fork(void)
 	pthread_mutex_init(&closer_lock, NULL);
 	closer_init();
 	for (struct closer *c = closers; c != NULL; c = c->next)
-		real.close(c->fd);
+		REAL(close)(c->fd);
 	closers = NULL;
 	closer_pid = 0;
 	/* The ends made ahead hold the parent's queues: the child's first
@@ -3630,15 +3651,7 @@ preload_init(void)
 	struct rlimit rl;
 	const char *t;
 
-#define RESOLVE(f) real.f = dlsym(RTLD_NEXT, #f)
-	RESOLVE(socket); RESOLVE(close); RESOLVE(listen); RESOLVE(accept); RESOLVE(accept4);
-	RESOLVE(connect); RESOLVE(bind); RESOLVE(read); RESOLVE(readv); RESOLVE(write);
-	RESOLVE(writev); RESOLVE(recv); RESOLVE(recvfrom); RESOLVE(recvmsg); RESOLVE(send);
-	RESOLVE(sendto); RESOLVE(sendmsg); RESOLVE(sendfile); RESOLVE(shutdown); RESOLVE(poll);
-	RESOLVE(ppoll); RESOLVE(select); RESOLVE(pselect); RESOLVE(epoll_ctl); RESOLVE(epoll_wait);
-	RESOLVE(epoll_pwait); RESOLVE(fcntl); RESOLVE(ioctl); RESOLVE(dup); RESOLVE(dup2);
-	RESOLVE(dup3); RESOLVE(execve); RESOLVE(execvpe); RESOLVE(fexecve); RESOLVE(fork);
-#undef RESOLVE
+	real_resolve();
 	image_pid = getpid();
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (1u << 20))
 		rl.rlim_max = 1u << 20;

@@ -21,6 +21,10 @@
 #     without socket errors;
 #   - iperf3: both directions, and -P 4;
 #   - sockperf: ping-pong and throughput;
+#   - PostgreSQL, a backend forked per connection (the server as the user
+#     postgres, through root's service): pgbench's TPC-B-like run without a
+#     failed transaction, the balances summing to the history; 2 MB stored
+#     and read back byte for byte; every backend's connection over rb2;
 #   - faults: rb2-sockd killed mid-stream (the transfer goes on, whole), and
 #     a client killed mid-stream (its peer reads the end within 2 s).
 # The quickstart installs these programs; a missing one fails the test and
@@ -51,6 +55,9 @@ for p in memcached:memcached memcslap:libmemcached-tools memccp:libmemcached-too
 		{ echo "FAIL: ${p%%:*} is not installed: apt-get install ${p#*:} (usertools/rb2-quickstart.sh installs it)"; exit 1; }
 done
 export PATH=$PATH:/usr/sbin
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+[ -x "$pgbin/pgbench" ] && id postgres >/dev/null 2>&1 ||
+	{ echo "FAIL: PostgreSQL is not installed: apt-get install postgresql (usertools/rb2-quickstart.sh installs it)"; exit 1; }
 
 # over_rb2 FILE [MIN]: FILE's stats lines show at least MIN (default 1)
 # connections over rb2, every one of them: none failed, none kernel TCP.
@@ -276,6 +283,71 @@ else
 	fail "sockperf throughput"; tail -n 5 "$tmp/tp.out"
 fi
 kill "$spid"; wait "$spid" 2>/dev/null
+
+# ---- PostgreSQL: a backend forked for each connection ------------------------
+# The server accepts, forks a backend that serves the connection, and closes
+# its own copy. postgres refuses to run as root: it runs as the user postgres,
+# from copies of rb2-run and its library (the build tree may sit where that
+# user cannot read), through root's service, which serves every user.
+pg=$tmp/pg
+mkdir -p "$pg/bin"
+chmod 755 "$tmp"
+cp "$run" "$build/lib/preload/librb2_preload.so" "$pg/bin/"
+chown -R postgres "$pg"
+as_pg() { setpriv --reuid=postgres --regid=postgres --clear-groups --reset-env \
+	env RB2_SOCKD_PATH="$RB2_SOCKD_PATH" RB2_RUN_STATS=1 PATH=/usr/bin:/bin \
+	RB2_PRELOAD_LIB="$pg/bin/librb2_preload.so" "$@"; }
+port=$(free_port)
+if ! as_pg "$pgbin/initdb" -D "$pg/data" -A trust -U postgres --no-sync >"$pg/initdb.out" 2>&1; then
+	fail "PostgreSQL: initdb"; tail -n 5 "$pg/initdb.out"
+fi
+as_pg "$pg/bin/rb2-run" "$pgbin/postgres" -D "$pg/data" -k "$pg" -p "$port" \
+	-c listen_addresses=127.0.0.1 -c fsync=off >"$pg/server.out" 2>&1 &
+pgpid=$!
+wait_port "$port" || fail "PostgreSQL did not start: $(tail -n 5 "$pg/server.out")"
+# pgc SECONDS PROGRAM ARGS: a client of root's under rb2-run.
+pgc() { timeout "$1" "$run" "$pgbin/$2" -h 127.0.0.1 -p "$port" -U postgres "${@:3}"; }
+# TPC-B-like transactions from 8 clients; then every account's balance must
+# sum to the history's deltas, read back over rb2 too.
+if pgc 120 pgbench -i -q -s 1 postgres >"$pg/init.out" 2>&1 &&
+	pgc 120 pgbench -c 8 -j 2 -T 3 postgres >"$pg/bench.out" 2>&1 &&
+	grep -q "^number of failed transactions: 0 " "$pg/bench.out" &&
+	over_rb2 "$pg/init.out" && over_rb2 "$pg/bench.out" 9 &&
+	sums=$(pgc 60 psql -Atq -c "select (select sum(abalance) from pgbench_accounts) =
+		(select sum(delta) from pgbench_history), count(*) from pgbench_history" postgres \
+		2>"$pg/sums.err") && [[ $sums =~ ^t\|[1-9][0-9]*$ ]] && over_rb2 "$pg/sums.err"; then
+	ok "PostgreSQL: pgbench, 8 clients, 3 s: $(grep -o "^tps = [0-9.]*" "$pg/bench.out"), none failed; balances match the history ($sums);$(said "$pg/bench.out")"
+else
+	fail "PostgreSQL: pgbench (sums: ${sums:-})"; tail -n 5 "$pg/init.out" "$pg/bench.out"
+fi
+# 1 MB stored, its md5 taken by the server, and the value read back: byte
+# for byte both ways.
+python3 - "$pg/blob.sql" "$pg/blob.want" <<'PY'
+import hashlib, sys
+v = "".join(hashlib.sha256(b"rb2-%d" % i).hexdigest() for i in range(1 << 15))
+open(sys.argv[1], "w").write("create table blob(v text);\ninsert into blob values ('%s');\n"
+                             "select md5(v) from blob;\nselect v from blob;\n" % v)
+open(sys.argv[2], "w").write(hashlib.md5(v.encode()).hexdigest() + "\n" + v + "\n")
+PY
+if pgc 60 psql -Atq -v ON_ERROR_STOP=1 -f "$pg/blob.sql" postgres >"$pg/blob.got" \
+	2>"$pg/blob.err" && cmp -s "$pg/blob.got" "$pg/blob.want" && over_rb2 "$pg/blob.err"; then
+	ok "PostgreSQL: 2 MB stored and read back, whole both ways (the server's md5 matches)"
+else
+	fail "PostgreSQL: the stored value differs"; head -c 300 "$pg/blob.err"
+fi
+# The postmaster's line counts the connections it accepted; each backend's
+# (a child's counts from its fork on) the bytes it moved on its own.
+# SIGINT to the postmaster itself (a background job ignores it): a fast
+# shutdown.
+kill -INT "$(head -n 1 "$pg/data/postmaster.pid")"; wait "$pgpid"
+moved=$(grep -h "^rb2-run: pid [0-9]*: 0 connections over rb2" "$pg/server.out" |
+	awk '{b = substr($8, 2) + 0} b > 0 {n++; i += b; o += $11}
+	     END {printf "%d backends: %d bytes in, %d out", n, i, o}')
+if over_rb2 "$pg/server.out" 11 && [[ $moved =~ ^1[1-9]\ |^[2-9][0-9]\  ]]; then
+	ok "PostgreSQL's server: $(grep -ho "[0-9]* connections over rb2" "$pg/server.out" | sort -n | tail -n 1) accepted, none failed; $moved"
+else
+	fail "PostgreSQL's server: $(grep -h "^rb2-run: pid" "$pg/server.out" | sort | uniq -c | head -5)"
+fi
 
 # ---- Faults --------------------------------------------------------------------
 # The service is not in the data path: killed mid-stream, the transfer goes

@@ -19,9 +19,11 @@ with _cpu_ or _per_ in it, is a cost (lower is better); any other is a rate.
 A recipe's checks() are clients too, whose parse() raises ValueError unless
 what came back is right, byte for byte (tests/verbs-vm/preload_two.py check).
 """
+import glob
 import hashlib
 import json
 import os
+import pwd
 import re
 import subprocess
 
@@ -357,7 +359,82 @@ class PingPong:
                                   addr], parse, requests=n + n // 10)]     # and its warm-up
 
 
+class Postgres:
+    """PostgreSQL, whose server forks a backend for each connection it
+    accepts: pgbench's read-only transactions (-S, a primary-key SELECT
+    each) from 1 and 8 clients on a scale-4 table, transactions a second.
+    Not in ALL: postgres refuses to run as root, so the server runs as the
+    user postgres, which needs root here, and the build tree and the
+    runner's service readable by that user (missing() says what is not)."""
+    name = "postgres"
+    tools = ()
+    can_poll = False
+
+    @staticmethod
+    def bindir():
+        """The newest installed server's bin directory, or None."""
+        dirs = [d for d in glob.glob("/usr/lib/postgresql/*/bin")
+                if d.split("/")[-2].isdigit()]
+        return max(dirs, key=lambda d: int(d.split("/")[-2])) if dirs else None
+
+    @classmethod
+    def missing(cls, lib):
+        """Why this recipe cannot run here, with the preloaded library @lib
+        (which the user postgres must read), or None."""
+        if os.geteuid() != 0:
+            return "it needs root (the server runs as the user postgres)"
+        if cls.bindir() is None:
+            return "PostgreSQL is not installed (apt-get install postgresql)"
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return "there is no user postgres (apt-get install postgresql)"
+        if subprocess.run(cls.as_postgres(["test", "-r", lib])).returncode != 0:
+            return f"the user postgres cannot read {lib}: make the build tree readable"
+        return None
+
+    @staticmethod
+    def as_postgres(argv):
+        pw = pwd.getpwnam("postgres")
+        return ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}",
+                "--clear-groups"] + argv
+
+    def server(self, addr, port, workdir):
+        pw = pwd.getpwnam("postgres")
+        data = os.path.join(workdir, "pgdata")
+        subprocess.run(["rm", "-rf", data], check=True)
+        os.mkdir(data, 0o700)
+        os.chown(data, pw.pw_uid, pw.pw_gid)
+        os.chmod(workdir, 0o755)     # the service's socket, for the user postgres
+        b = self.bindir()
+        return self.as_postgres([
+            "sh", "-c", f"{b}/initdb -D {data} -A trust -U postgres --no-sync >/dev/null && "
+            f"exec {b}/postgres -D {data} -k {data} -p {port} -c listen_addresses={addr} "
+            "-c fsync=off"])
+
+    def clients(self, addr, port, seconds, scale=1.0):
+        pgbench = os.path.join(self.bindir(), "pgbench")
+        base = ["-h", addr, "-p", str(port), "-U", "postgres"]
+        out = [Client("init", [pgbench, "-i", "-q", "-s", "4"] + base + ["postgres"],
+                      lambda text: {})]
+        for c in (1, 8):
+            def parse(text, c=c):
+                if not re.search(r"^number of failed transactions: 0 ", text, re.M):
+                    raise ValueError(f"failed transactions: {text[-300:]!r}")
+                n = _need(re.search(r"^number of transactions actually processed: (\d+)",
+                                    text, re.M), "transaction count", text)
+                return {f"pgbench_c{c}_tps": float(_need(
+                    re.search(r"^tps = ([\d.]+)", text, re.M), "tps", text).group(1)),
+                        "_requests": int(n.group(1))}
+            out.append(Client(f"c{c}", [pgbench, "-S", "-c", str(c), "-j", str(min(c, 2)),
+                                        "-T", str(seconds)] + base + ["postgres"], parse,
+                              f"pgbench_c{c}_cpu_us_per_tx"))
+        return out
+
+
 ALL = {"sockperf": Sockperf(), "redis": Redis(), "memcached": Memcached(), "nginx": Nginx(),
        "iperf3": Iperf3()}
+# Recipes the benchmarks run only when asked (rb2_run_bench.py --postgres).
+MORE = {"postgres": Postgres()}
 PACKAGES = ("sockperf redis-server redis-tools memcached libmemcached-tools nginx-light wrk "
             "iperf3")

@@ -9,6 +9,7 @@ the ratio, and every round's figure.
   usertools/rb2_run_bench.py [--build build] [--rounds 3] [--seconds 3]
   usertools/rb2_run_bench.py --nginx-spin 2000,0 [--rounds 3] [--seconds 5]
   usertools/rb2_run_bench.py --bells memcached,nginx,redis [--rounds 3]
+  usertools/rb2_run_bench.py --postgres [--rounds 3] [--seconds 8]
 
 --nginx-spin runs nginx and wrk alone, over the kernel and under rb2-run with
 its default spin and with each RB2_RUN_SPIN_NS given: what a waiting thread's
@@ -16,6 +17,9 @@ spin does to the rate and to wrk's p50 and p99 on this machine's vCPUs.
 --bells runs the apps named over the kernel and under rb2-run with each bell
 that wakes a sleeping peer: its eventfd (the default), and a byte on the
 connection's TCP socket (RB2_RUN_BELL=socket).
+--postgres runs PostgreSQL alone (a backend forked per connection) under
+pgbench -S with 1 and 8 clients, over the kernel and under rb2-run: as root,
+with the build tree readable by the user postgres.
 
 Also, each round, the layer's own cost: the same 64 B round trip on a bare rb2
 channel (rb2-perf --mode lat) and through blocking send()/recv()
@@ -77,7 +81,9 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 def tree_cpu_s(roots):
     """User plus system seconds of the processes @roots and all their
-    descendants alive now, every thread included (/proc/PID/stat)."""
+    descendants alive now, every thread included, and of the children they
+    have reaped (/proc/PID/stat), such as PostgreSQL's backends, which end
+    with their connections."""
     kids, cpu = {}, {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -89,7 +95,7 @@ def tree_cpu_s(roots):
             continue
         f = st[st.rindex(")") + 2:].split()      # fields from the 3rd on
         kids.setdefault(int(f[1]), []).append(int(d))
-        cpu[int(d)] = (int(f[11]) + int(f[12])) / CLK_TCK
+        cpu[int(d)] = (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) / CLK_TCK
     seen, todo = set(), [r for r in roots if r in cpu]
     while todo:
         p = todo.pop()
@@ -235,7 +241,7 @@ def compare(b, rounds, configs, apps, what):
             b.env = dict(env, **extra)
             fig = {}
             for name in apps:
-                fig.update(b.app(mode, rb2_apps.ALL[name]))
+                fig.update(b.app(mode, (rb2_apps.ALL | rb2_apps.MORE)[name]))
             figs[label].append(fig)
             print(f"round {k + 1}/{rounds} {label}: {fig}", file=sys.stderr)
     b.env = env
@@ -274,6 +280,8 @@ def main():
     ap.add_argument("--bells", metavar="APP[,APP...]",
                     help="these of %s alone, under rb2-run with each bell too "
                          "(eventfd, socket)" % ",".join(rb2_apps.ALL))
+    ap.add_argument("--postgres", action="store_true",
+                    help="PostgreSQL alone, pgbench -S with 1 and 8 clients (as root)")
     o = ap.parse_args()
     if o.bells and any(a not in rb2_apps.ALL for a in o.bells.split(",")):
         ap.error(f"--bells: apps are among {','.join(rb2_apps.ALL)}: {o.bells}")
@@ -288,6 +296,18 @@ def main():
             if shutil.which(tool) is None:
                 sys.exit(f"rb2_run_bench: {tool} is not installed (apt-get install "
                          f"{rb2_apps.PACKAGES})")
+    if o.postgres:
+        why = rb2_apps.Postgres.missing(os.path.join(o.build, "lib", "preload",
+                                                     "librb2_preload.so"))
+        if why is not None:
+            sys.exit(f"rb2_run_bench: --postgres: {why}")
+        b = Bench(o.build, o.seconds)
+        try:
+            print(json.dumps(compare(b, o.rounds, [("kernel", "kernel", {}), ("rb2", "rb2", {})],
+                                     ["postgres"], "PostgreSQL under pgbench -S"), indent=1))
+        finally:
+            b.close()
+        return
     b = Bench(o.build, o.seconds)
     if spins is not None or o.bells:
         try:

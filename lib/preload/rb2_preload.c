@@ -2100,27 +2100,34 @@ EXPORT ssize_t
 sendfile(int out, int in, off_t *off, size_t count)
 {
 	struct psock *p = stream_of(out);
-	static __thread char buf[65536];
+	enum { BOUNCE = 65536 };
+	/* From the heap, not a static thread-local buffer: static TLS is
+	 * carved from every thread's stack, and 64 KiB more of it made
+	 * pthread_create() fail with EINVAL for threads with small stacks
+	 * (node's 32 KiB signal thread) in every program under rb2-run. */
+	char *buf;
 	size_t done = 0;
+	int err = 0;
 
 	if (p == NULL)
 		return REAL(sendfile)(out, in, off, count);
+	buf = malloc(BOUNCE);
+	if (buf == NULL)
+		return fail(ENOMEM);
 	while (done < count) {
-		size_t want = count - done < sizeof(buf) ? count - done : sizeof(buf);
+		size_t want = count - done < BOUNCE ? count - done : BOUNCE;
 		ssize_t n = off != NULL ? pread(in, buf, want, *off) : REAL(read)(in, buf, want);
 		struct iovec v = { buf, 0 };
 		ssize_t w;
 
 		if (n <= 0) {
-			if (n < 0 && done == 0)
-				return -1;
+			err = n < 0 ? errno : 0;
 			break;
 		}
 		v.iov_len = (size_t)n;
 		w = s_send(p, out, &v, 1, 0);
 		if (w <= 0) {
-			if (done == 0)
-				return -1;
+			err = errno;
 			break;
 		}
 		/* What was read but not sent is read again next time. */
@@ -2132,7 +2139,9 @@ sendfile(int out, int in, off_t *off, size_t count)
 		if (w < n)
 			break;
 	}
-	return (ssize_t)done;
+	free(buf);
+	/* An error with nothing sent is the call's; after some, a short count. */
+	return done == 0 && err != 0 ? fail(err) : (ssize_t)done;
 }
 
 EXPORT ssize_t

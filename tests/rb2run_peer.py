@@ -19,6 +19,13 @@ only, so that they run the same under rb2-run and without it.
                                      random sizes, half-close, read the answer
                                      and the bytes back; exit 0 only if both
                                      directions arrived whole
+  rb2run_peer.py rawclose PORT       accept a connection into an epoll set,
+                                     close it with syscall(SYS_close), accept
+                                     a second (on its number) into the set,
+                                     and say whether its message woke the
+                                     wait, and how soon
+  rb2run_peer.py rawclose-client PORT
+                                     rawclose's client
   rb2run_peer.py echo PORT N          accept N connections one after the
                                      other; send each back what it sent
   rb2run_peer.py fork-echo PORT N     echo's server as Python's
@@ -153,6 +160,7 @@ import errno
 import hashlib
 import os
 import random
+import select
 import socket
 import struct
 import sys
@@ -862,6 +870,48 @@ def drink(port, rounds, nbytes):
     return 0 if whole == rounds else 1
 
 
+def raw_close(port):
+    """rawclose's server: two connections in turn, each added to one epoll
+    set; the first closed with syscall(SYS_close), past close(), as libuv
+    closes its descriptors, so the second gets its number. The second's
+    byte must wake the epoll wait: prints how long after its send."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    s = listen_on(port, 2)
+    ep = select.epoll()
+    a, _ = s.accept()
+    first = a.fileno()
+    ep.register(first, select.EPOLLIN)
+    ep.poll(5)
+    a.recv(10)
+    libc.syscall(3, a.detach())          # SYS_close (x86_64)
+    b, _ = s.accept()
+    try:
+        ep.register(b.fileno(), select.EPOLLIN)
+    except FileExistsError:              # libuv's answer to EEXIST
+        ep.modify(b.fileno(), select.EPOLLIN)
+    woke = ep.poll(5)
+    got = b.recv(100) if woke else b""
+    late = time.time() - float(got) if got else None
+    print("second connection on %s fd: %s" % (
+        "the first's" if b.fileno() == first else "another",
+        "woken %.0f ms after the send" % (late * 1000) if got else "not woken in 5 s"),
+        flush=True)
+
+
+def raw_close_client(port):
+    """rawclose's client: the first connection until the server closes it,
+    then the second, whose one message, sent once the server sleeps, is the
+    time it was sent."""
+    a = connect_to(port)
+    a.sendall(b"a")
+    a.recv(1)                            # the end: closed past close()
+    a.close()
+    b = connect_to(port)
+    time.sleep(0.5)
+    b.sendall(b"%.6f" % time.time())
+    b.recv(1)
+
+
 def uring():
     libc = ctypes.CDLL(None, use_errno=True)
     params = ctypes.create_string_buffer(120)       # struct io_uring_params
@@ -927,6 +977,10 @@ if __name__ == "__main__":
         sys.exit(pump(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
     elif sys.argv[1] == "drink":
         sys.exit(drink(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
+    elif sys.argv[1] == "rawclose":
+        raw_close(int(sys.argv[2]))
+    elif sys.argv[1] == "rawclose-client":
+        raw_close_client(int(sys.argv[2]))
     elif sys.argv[1] == "uring":
         uring()
     elif sys.argv[1] == "scale-sink":

@@ -8,8 +8,8 @@
 #   test_rb2run.sh BUILD_DIR [fast]
 #
 # fast (the fast tier) runs the transfer, the flipped byte, the conformance
-# program, the calls made before rb2-run's constructor and no service; the
-# full tier runs everything:
+# program, the calls made before rb2-run's constructor, a close past close()
+# and no service; the full tier runs everything:
 #
 #   - rb2-run starts rb2-sockd itself (a private socket, stopped at the end),
 #     which keeps none of rb2-run's descriptors (a pipe capturing its output
@@ -28,6 +28,8 @@
 #     over rb2, answered;
 #   - conformance: rb2run_conform's transcript is the same plainly and under
 #     rb2-run;
+#   - a connection closed with syscall(SYS_close), as libuv closes: the next
+#     connection on its number wakes an epoll wait at once;
 #   - a library's constructor may read, close and poll before rb2-run's has
 #     run (tests/rb2run_early_lib.c), and a thread may have a 32 KiB stack:
 #     the same results as plainly;
@@ -209,6 +211,23 @@ if [ "$under" = "$plain" ] && ! [[ $plain == *fail* ]] && [[ $plain == *"stack: 
 	ok "calls from a library's constructor before rb2-run's, and a small stack: $(echo $under)"
 else
 	fail "calls before rb2-run's constructor, a small stack: plainly '$plain', under rb2-run '$under'"
+fi
+
+# A connection closed past close(), with syscall(SYS_close), as libuv (node)
+# closes: the next connection on its number, in the same epoll set, must
+# wake the wait (its stale entry kept the old bells, and node under wrk
+# slept a second at a time).
+port=$(free_port)
+timeout 30 "$run" python3 "$peer" rawclose "$port" >"$tmp/rc.srv" 2>"$tmp/rc.srv.err" &
+rpid=$!
+for _ in $(seq 100); do grep -q listening "$tmp/rc.srv" 2>/dev/null && break; sleep 0.05; done
+timeout 30 "$run" python3 "$peer" rawclose-client "$port" >"$tmp/rc.cli" 2>"$tmp/rc.cli.err"
+wait "$rpid"
+ms=$(sed -n 's/.*on the first.s fd: woken \([0-9]*\) ms after the send/\1/p' "$tmp/rc.srv")
+if [ -n "$ms" ] && [ "$ms" -lt 300 ] && grep -q " 2 connections over rb2 .* 0 failed" "$tmp/rc.srv.err"; then
+	ok "a connection closed with syscall(SYS_close): the next on its number woke its epoll wait $ms ms after the send"
+else
+	fail "closed past close(): $(tail -n 1 "$tmp/rc.srv") $(cat "$tmp/rc.srv.err")"
 fi
 
 # Conformance: one socket program (tests/rb2run_conform.c: connect, the

@@ -45,6 +45,7 @@
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
@@ -99,6 +100,8 @@ static struct {
 	int (*execvpe)(const char *, char *const[], char *const[]);
 	int (*fexecve)(int, char *const[], char *const[]);
 	pid_t (*fork)(void);
+	long (*syscall)(long, ...);
+	int (*close_range)(unsigned int, unsigned int, int);
 } real;
 
 static void
@@ -112,6 +115,7 @@ real_resolve(void)
 	RESOLVE(ppoll); RESOLVE(select); RESOLVE(pselect); RESOLVE(epoll_ctl); RESOLVE(epoll_wait);
 	RESOLVE(epoll_pwait); RESOLVE(fcntl); RESOLVE(ioctl); RESOLVE(dup); RESOLVE(dup2);
 	RESOLVE(dup3); RESOLVE(execve); RESOLVE(execvpe); RESOLVE(fexecve); RESOLVE(fork);
+	RESOLVE(syscall); RESOLVE(close_range);
 #undef RESOLVE
 }
 
@@ -1562,8 +1566,9 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 	return 0;
 }
 
-EXPORT int
-close(int fd)
+/* @fd is about to close: its stream ends, and it leaves our epoll sets. */
+static void
+closing(int fd)
 {
 	struct psock *p = get(fd);
 
@@ -1574,7 +1579,48 @@ close(int fd)
 	}
 	if (eps != NULL && fd >= 0 && (unsigned int)fd < tab_size && atomic_load(&eps[fd]) != NULL)
 		ep_forget_set(fd);
+}
+
+EXPORT int
+close(int fd)
+{
+	closing(fd);
 	return REAL(close)(fd);
+}
+
+/*
+ * libuv (node, and every program built on it) closes its descriptors with
+ * syscall(SYS_close, fd), past close(): the stream stayed, and its epoll
+ * entries with it, and the next socket of that number inherited them, so
+ * its bells woke nothing (node under wrk with 2 connections slept a second
+ * at a time). So syscall() is wrapped, for that number alone; the others go
+ * to libc's as they came (six arguments: what the kernel takes at most).
+ */
+EXPORT long
+syscall(long nr, ...)
+{
+	va_list ap;
+	long a[6];
+
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (nr == SYS_close)
+		closing((int)a[0]);
+	return REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+/* Closing every descriptor of a range (a daemon's start, a child before
+ * exec): each of ours ends as in close(). With CLOSE_RANGE_CLOEXEC nothing
+ * closes here: exec's wrapper deals with those. */
+EXPORT int
+close_range(unsigned int first, unsigned int last, int flags)
+{
+	if (!(flags & CLOSE_RANGE_CLOEXEC))
+		for (unsigned int fd = first; fd <= last && fd < tab_size; fd++)
+			closing((int)fd);
+	return REAL(close_range)(first, last, flags);
 }
 
 EXPORT int

@@ -2190,6 +2190,24 @@ sendfile(int out, int in, off_t *off, size_t count)
 	return done == 0 && err != 0 ? fail(err) : (ssize_t)done;
 }
 
+/* splice() moves a socket's bytes in the kernel, where a stream has none:
+ * a splice from one would wait on an empty socket, and into one would put
+ * bytes past the stream. Refused, said (HAProxy's splice-auto, proxies). */
+EXPORT ssize_t
+splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t len, unsigned int flags)
+{
+	static ssize_t (*real_splice)(int, loff_t *, int, loff_t *, size_t, unsigned int);
+
+	if (stream_of(in) != NULL)
+		return refuse_call(in, "splice");
+	if (stream_of(out) != NULL)
+		return refuse_call(out, "splice");
+	if (real_splice == NULL)
+		real_splice = (ssize_t (*)(int, loff_t *, int, loff_t *, size_t, unsigned int))
+			dlsym(RTLD_NEXT, "splice");
+	return real_splice(in, off_in, out, off_out, len, flags);
+}
+
 EXPORT ssize_t
 sendfile64(int out, int in, off_t *off, size_t count)
 {

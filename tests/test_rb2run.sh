@@ -27,7 +27,8 @@
 #   - 50 connections in one poll() loop a side, a message out on each: all
 #     over rb2, answered;
 #   - conformance: rb2run_conform's transcript is the same plainly and under
-#     rb2-run;
+#     rb2-run, and (full tier) rb2run_conform_chk's, the same program built
+#     with _FORTIFY_SOURCE (glibc's __recv_chk, __read_chk, __poll_chk);
 #   - a connection closed with syscall(SYS_close), as libuv closes: the next
 #     connection on its number wakes an epoll wait at once;
 #   - a library's constructor may read, close and poll before rb2-run's has
@@ -239,16 +240,23 @@ fi
 # close)
 # prints what every call returned; plainly and under rb2-run, the
 # transcripts must be the same, with every connection over rb2.
-conform=$build/tests/rb2run_conform
-if timeout 60 "$conform" >"$tmp/conform.plain" 2>&1 &&
-	timeout 60 "$run" "$conform" >"$tmp/conform.rb2" 2>"$tmp/conform.err" &&
-	diff "$tmp/conform.plain" "$tmp/conform.rb2" >"$tmp/conform.diff" &&
-	grep -q " 10 connections over rb2 ([0-9]* bytes in, [0-9]* out), 0 failed; 1 kernel TCP: no program under rb2-run listens there$" "$tmp/conform.err"; then
-	ok "conformance: $(wc -l <"$tmp/conform.plain") steps, the same plainly and under rb2-run;$(cut -d: -f3- "$tmp/conform.err")"
-else
-	fail "conformance: the transcripts differ (plain <, rb2-run >)"
-	cat "$tmp/conform.diff" "$tmp/conform.err" | head -40
-fi
+# The full tier also runs it built with _FORTIFY_SOURCE, as Debian builds its
+# packages: its recv, read and poll are glibc's __recv_chk, __read_chk and
+# __poll_chk then.
+conforms=rb2run_conform
+[ "$mode" = full ] && conforms="$conforms rb2run_conform_chk"
+for c in $conforms; do
+	conform=$build/tests/$c
+	if timeout 60 "$conform" >"$tmp/conform.plain" 2>&1 &&
+		timeout 60 "$run" "$conform" >"$tmp/conform.rb2" 2>"$tmp/conform.err" &&
+		diff "$tmp/conform.plain" "$tmp/conform.rb2" >"$tmp/conform.diff" &&
+		grep -q " 10 connections over rb2 ([0-9]* bytes in, [0-9]* out), 0 failed; 1 kernel TCP: no program under rb2-run listens there$" "$tmp/conform.err"; then
+		ok "conformance ($c): $(wc -l <"$tmp/conform.plain") steps, the same plainly and under rb2-run;$(cut -d: -f3- "$tmp/conform.err")"
+	else
+		fail "conformance ($c): the transcripts differ (plain <, rb2-run >)"
+		cat "$tmp/conform.diff" "$tmp/conform.err" | head -40
+	fi
+done
 
 if [ "$mode" = full ]; then
 # exec: an rb2 connection without FD_CLOEXEC ends before the exec. The peer

@@ -2382,6 +2382,26 @@ ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *m
 	return poll_impl(fds, n, ms, mask);
 }
 
+/* glibc's fortified poll and ppoll (_FORTIFY_SOURCE, where the array's size
+ * is known: Debian's memcached calls __poll_chk): the same, after the same
+ * check. */
+EXPORT int
+__poll_chk(struct pollfd *fds, nfds_t n, int timeout_ms, size_t fdslen)
+{
+	if (fdslen / sizeof(*fds) < n)
+		abort();
+	return poll(fds, n, timeout_ms);
+}
+
+EXPORT int
+__ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask,
+	    size_t fdslen)
+{
+	if (fdslen / sizeof(*fds) < n)
+		abort();
+	return ppoll(fds, n, ts, mask);
+}
+
 /* select and pselect over streams: the sets as a poll (@ms: -1 for ever). */
 static int
 select_impl(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, int ms, const sigset_t *mask)

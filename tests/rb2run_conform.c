@@ -495,6 +495,29 @@ main(void)
 		    (struct sockaddr *)&from, &fl), (unsigned int)fl, from.sin_port);
 	}
 
+	/* sendmmsg and recvmmsg: on TCP, each message is a send or a receive. */
+	{
+		char x[3], y[4], r1[4], r2[4];
+		struct iovec sx = { x, 3 }, sy = { y, 4 }, rx1 = { r1, 4 }, rx2 = { r2, 4 };
+		struct mmsghdr mm[2] = { { .msg_hdr = { .msg_iov = &sx, .msg_iovlen = 1 } },
+					 { .msg_hdr = { .msg_iov = &sy, .msg_iovlen = 1 } } };
+
+		for (int i = 0; i < 7; i++)
+			(i < 3 ? x : y - 3)[i] = (char)pat((size_t)i);
+		SAY("sendmmsg 3, 4: %s, lengths %u %u", sendmmsg(fd, mm, 2, MSG_NOSIGNAL),
+		    mm[0].msg_len, mm[1].msg_len);
+		say("peer reads 7: %s", ask("R 7"));
+		say("peer sends 10: %s", ask("S 10"));
+		pf = (struct pollfd){ .fd = fd, .events = POLLIN };
+		poll(&pf, 1, 2000);
+		mm[0].msg_hdr.msg_iov = &rx1;
+		mm[1].msg_hdr.msg_iov = &rx2;
+		SAY("recvmmsg 4, 4 (MSG_WAITFORONE): %s, lengths %u %u, the pattern: %s",
+		    recvmmsg(fd, mm, 2, MSG_WAITFORONE, NULL), mm[0].msg_len, mm[1].msg_len,
+		    (uint8_t)r1[0] == pat(0) && (uint8_t)r2[3] == pat(7) ? "yes" : "no");
+		say("recv 100: %s", recv_sum(fd, 100, 0));
+	}
+
 	/* MSG_WAITALL across a pause. */
 	say("peer sends 3: %s", ask("S 3"));
 	say("peer sends 5 after 50 ms: %s", ask("L 50 5"));

@@ -2190,6 +2190,68 @@ sendfile(int out, int in, off_t *off, size_t count)
 	return done == 0 && err != 0 ? fail(err) : (ssize_t)done;
 }
 
+/* sendmmsg and recvmmsg on a stream: one sendmsg or recvmsg a message, as
+ * the kernel's do on TCP. sendmmsg stops at the first error (the count so
+ * far, if any) or short message; recvmmsg at the first error. Its
+ * MSG_WAITFORONE makes the messages after the first non-blocking, and its
+ * timeout is checked between messages, as the kernel's is. */
+EXPORT int
+sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
+{
+	static int (*real_sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+	unsigned int i;
+
+	if (stream_of(fd) == NULL) {
+		if (real_sendmmsg == NULL)
+			real_sendmmsg = (int (*)(int, struct mmsghdr *, unsigned int, int))
+				dlsym(RTLD_NEXT, "sendmmsg");
+		return real_sendmmsg(fd, v, n, flags);
+	}
+	for (i = 0; i < n && i < UIO_MAXIOV; i++) {
+		ssize_t r = sendmsg(fd, &v[i].msg_hdr, flags);
+		size_t want = 0;
+
+		if (r < 0)
+			return i > 0 ? (int)i : -1;
+		v[i].msg_len = (unsigned int)r;
+		for (size_t k = 0; k < v[i].msg_hdr.msg_iovlen; k++)
+			want += v[i].msg_hdr.msg_iov[k].iov_len;
+		if ((size_t)r < want)
+			return (int)i + 1;
+	}
+	return (int)i;
+}
+
+EXPORT int
+recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *timeout)
+{
+	static int (*real_recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
+	uint64_t until = 0;
+	unsigned int i;
+
+	if (stream_of(fd) == NULL) {
+		if (real_recvmmsg == NULL)
+			real_recvmmsg = (int (*)(int, struct mmsghdr *, unsigned int, int,
+						 struct timespec *))dlsym(RTLD_NEXT, "recvmmsg");
+		return real_recvmmsg(fd, v, n, flags, timeout);
+	}
+	if (timeout != NULL)
+		until = now_ns() + (uint64_t)timeout->tv_sec * 1000000000ull +
+			(uint64_t)timeout->tv_nsec;
+	for (i = 0; i < n && i < UIO_MAXIOV; i++) {
+		int f = (flags & ~MSG_WAITFORONE) | (i > 0 && (flags & MSG_WAITFORONE) ?
+						       MSG_DONTWAIT : 0);
+		ssize_t r = recvmsg(fd, &v[i].msg_hdr, f);
+
+		if (r < 0)
+			return i > 0 ? (int)i : -1;
+		v[i].msg_len = (unsigned int)r;
+		if (timeout != NULL && now_ns() >= until)
+			return (int)i + 1;
+	}
+	return (int)i;
+}
+
 /* splice() moves a socket's bytes in the kernel, where a stream has none:
  * a splice from one would wait on an empty socket, and into one would put
  * bytes past the stream. Refused, said (HAProxy's splice-auto, proxies). */

@@ -14,7 +14,8 @@
 #     with memccp read back byte for byte with memccat;
 #   - Redis: values set and read back; BGSAVE (a fork) while 10 clients
 #     stay connected and busy; redis-benchmark -c 1 and -c 50, -P 1 and
-#     -P 16, without errors;
+#     -P 16, without errors; with 4 I/O threads, redis-benchmark -c 50 and a
+#     value read back, the threads' reads counted;
 #   - nginx, a master and 2 workers (forked after the listener), sendfile
 #     on: curl fetches 700 B and 5 MB byte for byte, also through nginx's
 #     proxy to itself (upstream sockets in epoll before their connect); wrk
@@ -164,6 +165,28 @@ if over_rb2 "$tmp/redis.err" 100; then
 else
 	fail "redis-server's stats"; cat "$tmp/redis.err"
 fi
+
+# Redis with 4 I/O threads, which read and write the clients' connections
+# beside the main thread: INFO must count reads the threads did.
+port=$(free_port)
+"$run" redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+	--io-threads 4 --io-threads-do-reads yes >"$tmp/rio.out" 2>"$tmp/rio.err" &
+rpid=$!
+wait_port "$port" || fail "redis-server --io-threads 4 did not start: $(tail -n 3 "$tmp/rio.out")"
+value=$(head -c 3000 /dev/urandom | base64 -w 0)
+if timeout 120 "$run" redis-benchmark -p "$port" -t set,get -n 2000 -c 50 -q \
+	>"$tmp/rio.bench" 2>"$tmp/rio.bench.err" && ! grep -qi "error" "$tmp/rio.bench" &&
+	over_rb2 "$tmp/rio.bench.err" 50 &&
+	"$run" redis-cli -p "$port" set big "$value" >/dev/null 2>&1 &&
+	[ "$("$run" redis-cli -p "$port" get big 2>/dev/null)" = "$value" ] &&
+	threaded=$("$run" redis-cli -p "$port" info stats 2>/dev/null | tr -d '\r' |
+		   grep "^io_threaded_reads_processed:[1-9]"); then
+	ok "redis --io-threads 4: redis-benchmark -c 50 without errors, 3000 B read back, $threaded;$(said "$tmp/rio.bench.err")"
+else
+	fail "redis --io-threads 4 (${threaded:-no threaded reads})"; tail -n 3 "$tmp/rio.bench" "$tmp/rio.bench.err"
+fi
+"$run" redis-cli -p "$port" shutdown nosave >/dev/null 2>&1
+wait "$rpid"
 
 # ---- nginx: a master and 2 workers, sendfile on ------------------------------
 port=$(free_port)

@@ -518,6 +518,39 @@ main(void)
 		say("recv 100: %s", recv_sum(fd, 100, 0));
 	}
 
+	/* stdio on the socket, the classic way: one FILE to read, one on a dup
+	 * to write. A FILE's calls are libc's own, past the wrapped ones. */
+	{
+		int d = dup(fd), d2 = dup(fd);
+		FILE *in = fdopen(d, "r"), *out = fdopen(d2, "w");
+		uint8_t b[10];
+		int good = 1;
+
+		say("fdopen r, w: %s, fileno names their fds: %s", in != NULL && out != NULL ? "two FILEs" : en(errno),
+		    in != NULL && out != NULL && fileno(in) == d && fileno(out) == d2 ? "yes" : "no");
+		if (in == NULL || out == NULL)
+			return 2;
+		say("fprintf 9: %s", CALL(fprintf(out, "hello %d\n", 42)));
+		say("fflush: %s", CALL(fflush(out)));
+		say("peer reads 9: %s", ask("R 9"));
+		say("peer sends 10: %s", ask("S 10"));
+		/* A bound on the read: a FILE past the stream would wait on the
+		 * idle kernel socket for good. */
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ .tv_sec = 2 }, sizeof(struct timeval));
+		say("fread 10: %s", CALL(fread(b, 1, 10, in)));
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ 0 }, sizeof(struct timeval));
+		for (int i = 0; i < 10; i++)
+			good &= b[i] == pat((size_t)i);
+		say("... the bytes: %s", good ? "right" : "WRONG");
+		say("fseek: %s", CALL(fseek(in, 0, SEEK_SET)));
+		say("fclose r, w: %s %s", CALL(fclose(in)), CALL(fclose(out)));
+		say("their fds closed: %s %s", CALL(fcntl(d, F_GETFD)), CALL(fcntl(d2, F_GETFD)));
+		say("peer sends 3: %s", ask("S 3"));
+		pf = (struct pollfd){ .fd = fd, .events = POLLIN };
+		SAY("poll the socket, its dups' FILEs closed: %s, revents %s", poll(&pf, 1, 2000), pev(pf.revents));
+		say("recv 100: %s", recv_sum(fd, 100, 0));
+	}
+
 	/* MSG_WAITALL across a pause. */
 	say("peer sends 3: %s", ask("S 3"));
 	say("peer sends 5 after 50 ms: %s", ask("L 50 5"));

@@ -102,6 +102,12 @@ static struct {
 	pid_t (*fork)(void);
 	long (*syscall)(long, ...);
 	int (*close_range)(unsigned int, unsigned int, int);
+	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+	int (*recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
+	ssize_t (*splice)(int, loff_t *, int, loff_t *, size_t, unsigned int);
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
+	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	FILE *(*fdopen)(int, const char *);
 } real;
 
 static void
@@ -115,7 +121,8 @@ real_resolve(void)
 	RESOLVE(ppoll); RESOLVE(select); RESOLVE(pselect); RESOLVE(epoll_ctl); RESOLVE(epoll_wait);
 	RESOLVE(epoll_pwait); RESOLVE(fcntl); RESOLVE(ioctl); RESOLVE(dup); RESOLVE(dup2);
 	RESOLVE(dup3); RESOLVE(execve); RESOLVE(execvpe); RESOLVE(fexecve); RESOLVE(fork);
-	RESOLVE(syscall); RESOLVE(close_range);
+	RESOLVE(syscall); RESOLVE(close_range); RESOLVE(sendmmsg); RESOLVE(recvmmsg);
+	RESOLVE(splice); RESOLVE(setsockopt); RESOLVE(getsockopt); RESOLVE(fdopen);
 #undef RESOLVE
 }
 
@@ -2198,15 +2205,10 @@ sendfile(int out, int in, off_t *off, size_t count)
 EXPORT int
 sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
 {
-	static int (*real_sendmmsg)(int, struct mmsghdr *, unsigned int, int);
 	unsigned int i;
 
-	if (stream_of(fd) == NULL) {
-		if (real_sendmmsg == NULL)
-			real_sendmmsg = (int (*)(int, struct mmsghdr *, unsigned int, int))
-				dlsym(RTLD_NEXT, "sendmmsg");
-		return real_sendmmsg(fd, v, n, flags);
-	}
+	if (stream_of(fd) == NULL)
+		return REAL(sendmmsg)(fd, v, n, flags);
 	for (i = 0; i < n && i < UIO_MAXIOV; i++) {
 		ssize_t r = sendmsg(fd, &v[i].msg_hdr, flags);
 		size_t want = 0;
@@ -2225,16 +2227,11 @@ sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
 EXPORT int
 recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *timeout)
 {
-	static int (*real_recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
 	uint64_t until = 0;
 	unsigned int i;
 
-	if (stream_of(fd) == NULL) {
-		if (real_recvmmsg == NULL)
-			real_recvmmsg = (int (*)(int, struct mmsghdr *, unsigned int, int,
-						 struct timespec *))dlsym(RTLD_NEXT, "recvmmsg");
-		return real_recvmmsg(fd, v, n, flags, timeout);
-	}
+	if (stream_of(fd) == NULL)
+		return REAL(recvmmsg)(fd, v, n, flags, timeout);
 	if (timeout != NULL)
 		until = now_ns() + (uint64_t)timeout->tv_sec * 1000000000ull +
 			(uint64_t)timeout->tv_nsec;
@@ -2258,22 +2255,89 @@ recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *
 EXPORT ssize_t
 splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t len, unsigned int flags)
 {
-	static ssize_t (*real_splice)(int, loff_t *, int, loff_t *, size_t, unsigned int);
-
 	if (stream_of(in) != NULL)
 		return refuse_call(in, "splice");
 	if (stream_of(out) != NULL)
 		return refuse_call(out, "splice");
-	if (real_splice == NULL)
-		real_splice = (ssize_t (*)(int, loff_t *, int, loff_t *, size_t, unsigned int))
-			dlsym(RTLD_NEXT, "splice");
-	return real_splice(in, off_in, out, off_out, len, flags);
+	return REAL(splice)(in, off_in, out, off_out, len, flags);
 }
 
 EXPORT ssize_t
 sendfile64(int out, int in, off_t *off, size_t count)
 {
 	return sendfile(out, in, off, count);
+}
+
+/* ---- stdio ---------------------------------------------------------------------- */
+
+/*
+ * A FILE reads, writes and closes through libc's internal calls, past
+ * read(), write() and close(): on a stream, fdopen()'s FILE would wait on the
+ * idle kernel socket for bytes that never come there, put its writes past
+ * the stream (a reset, for the bells' count: "Past the wrappers" in the
+ * guide), and close the fd without ending the stream. So a stream's FILE is
+ * glibc's cookie FILE, whose calls are these, each through our wrapper.
+ */
+static ssize_t
+file_read(void *cookie, char *buf, size_t len)
+{
+	return read((int)(intptr_t)cookie, buf, len);
+}
+
+/* The whole buffer, as libc's file write loops; what went, never -1
+ * (fopencookie's contract: less than asked is the error). */
+static ssize_t
+file_write(void *cookie, const char *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t w = write((int)(intptr_t)cookie, buf + done, len - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		done += (size_t)w;
+	}
+	return (ssize_t)done;
+}
+
+static int
+file_seek(void *cookie, off64_t *off, int whence)
+{
+	(void)cookie, (void)off, (void)whence;
+	errno = ESPIPE;         /* a socket's lseek() */
+	return -1;
+}
+
+static int
+file_close(void *cookie)
+{
+	return close((int)(intptr_t)cookie);
+}
+
+EXPORT FILE *
+fdopen(int fd, const char *mode)
+{
+	static const cookie_io_functions_t io = {
+		.read = file_read, .write = file_write, .seek = file_seek, .close = file_close,
+	};
+	FILE *f;
+
+	if (stream_of(fd) == NULL || mode == NULL)
+		return REAL(fdopen)(fd, mode);
+	f = fopencookie((void *)(intptr_t)fd, mode, io);
+	if (f == NULL)
+		return NULL;
+	/* glibc marks a cookie FILE's descriptor -2: "none, but open", so
+	 * fileno() fails. This one has one, which a program polls or hands
+	 * on: fileno() must name it, as fdopen()'s FILE's does. No call of
+	 * the cookie FILE's reads it (its calls are the cookie's). */
+	f->_fileno = fd;
+	if (strchr(mode, 'e') != NULL)
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return f;
 }
 
 /* ---- poll, select, epoll ------------------------------------------------------- */
@@ -3359,13 +3423,9 @@ dup3(int fd, int nfd, int flags)
 EXPORT int
 setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
-	static int (*real_setsockopt)(int, int, int, const void *, socklen_t);
 	struct psock *p = get(fd);
 	int ret;
 
-	if (real_setsockopt == NULL)
-		real_setsockopt = (int (*)(int, int, int, const void *, socklen_t))
-			dlsym(RTLD_NEXT, "setsockopt");
 	/* Timeouts a stream honours itself; everything goes to the kernel
 	 * socket too, so getsockopt reads it back. */
 	if (p != NULL && level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO) &&
@@ -3382,7 +3442,7 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	}
 	if (p != NULL && p->st != NULL && level == IPPROTO_TCP && name == TCP_REPAIR)
 		return (int)refuse_call(fd, "TCP_REPAIR");
-	ret = real_setsockopt(fd, level, name, val, len);
+	ret = REAL(setsockopt)(fd, level, name, val, len);
 	if (ret == 0 && p != NULL && p->st != NULL && val != NULL && len >= sizeof(int)) {
 		if (level == IPPROTO_TCP && name == TCP_CORK)
 			rb2_stream_corked(p->st, *(const int *)val);
@@ -3400,13 +3460,9 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 EXPORT int
 getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
-	static int (*real_getsockopt)(int, int, int, void *, socklen_t *);
 	struct psock *p = get(fd);
 	int v, err;
 
-	if (real_getsockopt == NULL)
-		real_getsockopt = (int (*)(int, int, int, void *, socklen_t *))
-			dlsym(RTLD_NEXT, "getsockopt");
 	if (p != NULL && p->st != NULL && val != NULL && len != NULL && *len >= sizeof(int)) {
 		if (level == SOL_SOCKET && name == SO_ERROR &&
 		    (err = rb2_stream_take_error(p->st)) != 0) {
@@ -3420,7 +3476,7 @@ getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 			return 0;
 		}
 	}
-	return real_getsockopt(fd, level, name, val, len);
+	return REAL(getsockopt)(fd, level, name, val, len);
 }
 
 /* ---- exec ----------------------------------------------------------------------------- */

@@ -26,6 +26,7 @@
 #undef _FILE_OFFSET_BITS
 #include <dirent.h>
 #include <dlfcn.h>
+#include <linux/sched.h>        /* struct clone_args */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -1595,19 +1596,45 @@ close(int fd)
 	return REAL(close)(fd);
 }
 
+static void before_fork(void);
+static void fork_made(pid_t pid);
+static void child_after_fork(void);
+
+/* A fork made with syscall(): SYS_fork, or SYS_clone or SYS_clone3 that
+ * makes a process (no CLONE_VM, CLONE_THREAD or CLONE_VFORK) on the
+ * caller's stack, so that the child returns here as from fork(). */
+static int
+is_raw_fork(long nr, const long *a)
+{
+	const uint64_t shares = CLONE_VM | CLONE_THREAD | CLONE_VFORK;
+
+	if (nr == SYS_fork)
+		return 1;
+	if (nr == SYS_clone)            /* flags, stack, ... */
+		return !((uint64_t)a[0] & shares) && a[1] == 0;
+	if (nr == SYS_clone3) {         /* struct clone_args *, its size */
+		const struct clone_args *ca = (const struct clone_args *)a[0];
+
+		return ca != NULL && (size_t)a[1] >= CLONE_ARGS_SIZE_VER0 &&
+		       !(ca->flags & shares) && ca->stack == 0;
+	}
+	return 0;
+}
+
 /*
  * libuv (node, and every program built on it) closes its descriptors with
  * syscall(SYS_close, fd), past close(): the stream stayed, and its epoll
  * entries with it, and the next socket of that number inherited them, so
  * its bells woke nothing (node under wrk with 2 connections slept a second
- * at a time). So syscall() is wrapped, for that number alone; the others go
- * to libc's as they came (six arguments: what the kernel takes at most).
+ * at a time). So syscall() is wrapped, for that number and for a fork
+ * (is_raw_fork()); the others go to libc's as they came (six arguments:
+ * what the kernel takes at most).
  */
 EXPORT long
 syscall(long nr, ...)
 {
 	va_list ap;
-	long a[6];
+	long a[6], r;
 
 	va_start(ap, nr);
 	for (int i = 0; i < 6; i++)
@@ -1615,7 +1642,23 @@ syscall(long nr, ...)
 	va_end(ap);
 	if (nr == SYS_close)
 		closing((int)a[0]);
-	return REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	if (!is_raw_fork(nr, a))
+		return REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	/* No atfork handler runs for a fork made past libc's fork(): ours
+	 * run around it here, so that each process holds its copy of every
+	 * stream as after fork(), and either's close leaves the other's. */
+	before_fork();
+	r = REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	if (r == 0) {
+		child_after_fork();
+	} else {
+		int e = errno;
+
+		ahead_postfork_parent();
+		fork_made(r < 0 ? -1 : (pid_t)r);
+		errno = e;
+	}
+	return r;
 }
 
 /* Closing every descriptor of a range (a daemon's start, a child before

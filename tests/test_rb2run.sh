@@ -140,6 +140,22 @@ else
 	fail "plain server"; cat "$tmp/plain_srv.cli" "$tmp/plain_srv.cli.err" | head
 fi
 
+# A daemon's stderr is gone (redis-server --daemonize yes): --stats-file
+# appends each process's line to a file instead, named relative to the
+# launcher's directory; a path that cannot be made is refused before the
+# program runs.
+printf 'exec 2>&-\nexec "$@"\n' >"$tmp/no_stderr.sh"
+if (cd "$tmp" && pair sfile "$run" "$run --stats-file sf.txt -- sh $tmp/no_stderr.sh" 1000000) &&
+	grep -q "up: whole, down: whole" "$tmp/sfile.cli" &&
+	[ "$(grep -c " 1 connections over rb2 (1000073 bytes in, 1000000 out), 0 failed$" "$tmp/sf.txt" 2>/dev/null)" = 1 ] &&
+	! grep -q "^rb2-run: pid" "$tmp/sfile.cli.err" &&
+	! "$run" --stats-file "$tmp/none/sf.txt" -- true 2>"$tmp/sfile.bad" &&
+	grep -q "^rb2-run: --stats-file $tmp/none/sf.txt: No such file or directory$" "$tmp/sfile.bad"; then
+	ok "--stats-file: the line of a program with its stderr closed is in the file, and a bad path is refused"
+else
+	fail "--stats-file"; cat "$tmp/sf.txt" "$tmp/sfile.cli.err" "$tmp/sfile.bad" 2>&1 | head
+fi
+
 # MSG_WAITALL over two iovecs waits for all 8000 bytes of 8 writes spread
 # over 160 ms, as the kernel does.
 port=$(free_port)

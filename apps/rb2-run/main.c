@@ -12,6 +12,7 @@
 
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <libgen.h>
@@ -47,8 +48,8 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-"usage: rb2-run [--stats] [--socket PATH] [--no-service] [--allow-io-uring] [--]\n"
-"              PROGRAM [ARGS...]\n"
+"usage: rb2-run [--stats | --stats-file FILE] [--socket PATH] [--no-service]\n"
+"              [--allow-io-uring] [--] PROGRAM [ARGS...]\n"
 "Runs PROGRAM unmodified; its TCP connections to programs that also run\n"
 "under rb2-run go over rb2: on this host through shared-memory rings, to\n"
 "another host running rb2-sockd over RDMA verbs where both ends have a\n"
@@ -58,6 +59,9 @@ usage(FILE *f)
 "  --stats        at exit, each process prints one line: connections over rb2,\n"
 "                 bytes each way, and those left to the kernel with the reason\n"
 "                 (the same as RB2_RUN_STATS=1)\n"
+"  --stats-file FILE  the same lines, appended to FILE, for programs that close\n"
+"                 or redirect their stderr (daemons); a process that cannot\n"
+"                 open it prints its line on stderr (RB2_RUN_STATS=/abs/path)\n"
 "  --socket PATH  the service's socket (default: $RB2_SOCKD_PATH, else\n"
 "                 /run/rb2/sockd.sock for root, else $XDG_RUNTIME_DIR/rb2/\n"
 "                 or /tmp/rb2-UID/)\n"
@@ -186,11 +190,45 @@ resolve(const char *prog, char *out, size_t len)
 	return -1;
 }
 
+/* --stats-file: RB2_RUN_STATS names the file by its absolute path (the
+ * program may change its directory before it exits), which is made now, so
+ * that a path that cannot be written is said before the program runs. */
+static int
+stats_file(const char *name)
+{
+	char cwd[PATH_MAX], abs[PATH_MAX];
+	int fd, n;
+
+	if (name[0] == '/') {
+		n = snprintf(abs, sizeof(abs), "%s", name);
+	} else {
+		if (getcwd(cwd, sizeof(cwd)) == NULL) {
+			fprintf(stderr, "rb2-run: --stats-file %s: the current directory: %s; give "
+				"an absolute path\n", name, strerror(errno));
+			return -1;
+		}
+		n = snprintf(abs, sizeof(abs), "%s/%s", cwd, name);
+	}
+	if (n < 0 || (size_t)n >= sizeof(abs)) {
+		fprintf(stderr, "rb2-run: --stats-file %s: the path is too long\n", name);
+		return -1;
+	}
+	fd = open(abs, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "rb2-run: --stats-file %s: %s\n", abs, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	setenv("RB2_RUN_STATS", abs, 1);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "stats", no_argument, NULL, 's' },
+		{ "stats-file", required_argument, NULL, 'f' },
 		{ "socket", required_argument, NULL, 'S' },
 		{ "no-service", no_argument, NULL, 'n' },
 		{ "allow-io-uring", no_argument, NULL, 'u' },
@@ -209,6 +247,10 @@ main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 's': setenv("RB2_RUN_STATS", "1", 1); break;
+		case 'f':
+			if (stats_file(optarg) != 0)
+				return 2;
+			break;
 		case 'S': setenv("RB2_SOCKD_PATH", optarg, 1); break;
 		case 'n': no_service = 1; break;
 		case 'u': allow_io_uring = 1; break;

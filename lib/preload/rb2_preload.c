@@ -173,7 +173,8 @@ static int active;               /* the service's path is known: pair through it
 static uint32_t ask_flags;       /* RB2_SOCKD_F_VERBS: this host has an RDMA device */
 static _Atomic int used;         /* this process made or accepted a TCP socket */
 static char sockd_path[108];
-static int want_stats;           /* RB2_RUN_STATS=1 */
+static int want_stats;           /* RB2_RUN_STATS=1, or a file's path */
+static char stats_path[4096];    /* RB2_RUN_STATS=/PATH: the file the line goes to */
 static int use_efd = 1;          /* RB2_RUN_BELL=socket: 0, bells on the socket alone */
 static unsigned int connect_timeout_ms = 5000;
 /* RB2_RUN_FAULT_FLIP=N (tests only): flip a bit of the N-th byte this
@@ -3896,7 +3897,26 @@ print_stats(void)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "; %" PRIu64 " reset for %" PRIu64
 			      " bytes written past rb2-run's calls (lost)", stats.foreign_resets,
 			      stats.foreign_bytes);
-	fprintf(stderr, "%s\n", line);
+	line[n < (int)sizeof(line) - 1 ? n : (int)sizeof(line) - 2] = '\n';
+	n = n < (int)sizeof(line) - 1 ? n + 1 : (int)sizeof(line) - 1;
+	/* A daemon closes or redirects its stderr (haproxy, nginx with
+	 * `daemon on`, redis-server --daemonize yes): the line goes to a file
+	 * of the user's, one write with O_APPEND, so the lines of many
+	 * processes stay whole. A process that cannot open it (one that
+	 * dropped its privileges) says it on its stderr, as without one. */
+	if (stats_path[0] != '\0') {
+		int fd = open(stats_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+
+		if (fd >= 0) {
+			ssize_t w = REAL(write)(fd, line, (size_t)n);
+
+			REAL(close)(fd);
+			if (w == n)
+				return;
+		}
+	}
+	(void)!fwrite(line, 1, (size_t)n, stderr);
+	fflush(stderr);
 }
 
 __attribute__((constructor)) static void
@@ -3933,7 +3953,9 @@ preload_init(void)
 		rte_log_set_global_level(RTE_LOG_CRIT);
 	/* Read now: nginx clears its workers' environment. */
 	t = getenv("RB2_RUN_STATS");
-	want_stats = t != NULL && strcmp(t, "1") == 0;
+	want_stats = t != NULL && (strcmp(t, "1") == 0 || t[0] == '/');
+	if (t != NULL && t[0] == '/' && strlen(t) < sizeof(stats_path))
+		strcpy(stats_path, t);
 	/* Spinners at once: the CPUs less one for the peer, at least 1. */
 	{
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);

@@ -973,6 +973,11 @@ main(void)
 
 		say("bind port 0: %s", CALL(bind(l, (struct sockaddr *)&me, sizeof(me))));
 		say("listen: %s", CALL(listen(l, 4)));
+		/* Accepted once its first bytes come (Apache's AcceptFilter,
+		 * nginx's `deferred`): the peer sends 3 after connecting. */
+		say("TCP_DEFER_ACCEPT 5: %s", CALL(setsockopt(l, IPPROTO_TCP, TCP_DEFER_ACCEPT, &(int){ 5 }, sizeof(int))));
+		gl = sizeof(v);
+		SAY("TCP_DEFER_ACCEPT get: %s, value %d", getsockopt(l, IPPROTO_TCP, TCP_DEFER_ACCEPT, &v, &gl), v);
 		getsockname(l, (struct sockaddr *)&me, &ml);
 		say("accept4, nothing there (non-blocking): %s", ({
 			fcntl(l, F_SETFL, O_NONBLOCK);

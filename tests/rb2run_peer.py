@@ -26,6 +26,13 @@ only, so that they run the same under rb2-run and without it.
                                      wait, and how soon
   rb2run_peer.py rawclose-client PORT
                                      rawclose's client
+  rb2run_peer.py lateadd PORT        a thread sleeps in epoll_wait while the
+                                     main thread adds a connection to its
+                                     set (Apache's event MPM): with a pipe
+                                     alone in it, the message after the add,
+                                     then before it; then with a connection
+                                     in it already; say how soon each woke
+  rb2run_peer.py lateadd-client PORT lateadd's client
   rb2run_peer.py echo PORT N          accept N connections one after the
                                      other; send each back what it sent
   rb2run_peer.py fork-echo PORT N     echo's server as Python's
@@ -912,6 +919,62 @@ def raw_close_client(port):
     b.recv(1)
 
 
+def late_add(port):
+    """lateadd's server: each round, a thread sleeps in epoll_wait (5 s at
+    most) while this one adds a connection to its set; the connection's
+    message must wake it. Prints the three wake-ups' delays."""
+    import threading
+    s = listen_on(port, 2)
+    c0, _ = s.accept()
+    c1, _ = s.accept()
+    late = []
+
+    def round_(ep, c, tell):
+        woke = []
+        t = threading.Thread(target=lambda: woke.append((ep.poll(5), time.time())))
+        t.start()
+        time.sleep(0.3)                      # asleep in the kernel's wait by now
+        ep.register(c.fileno(), select.EPOLLIN)
+        added = time.time()
+        if tell:
+            c.sendall(b"g")                  # the message comes after the add
+        t.join()
+        got, when = woke[0]
+        stamp = float(c.recv(100)) if got else None
+        if not got:
+            late.append("not woken in 5 s")
+        else:
+            late.append("%.0f ms" % ((when - max(stamp, added)) * 1000))
+        return ep
+
+    r, w = os.pipe()
+    for c, tell in ((c0, True), (c1, False)):
+        ep = select.epoll()
+        ep.register(r, select.EPOLLIN)       # kernel fds alone in the set
+        round_(ep, c, tell)
+        ep.close()
+    ep = select.epoll()
+    ep.register(c0.fileno(), select.EPOLLIN)  # a connection in it already
+    round_(ep, c1, True)
+    print("late adds woke: %s" % ", ".join(late), flush=True)
+    c0.close()
+    c1.close()
+
+
+def late_add_client(port):
+    """lateadd's client: the first connection's stamp when asked; the
+    second's at once, and again when asked."""
+    c0 = connect_to(port)
+    c1 = connect_to(port)
+    c0.recv(1)
+    c0.sendall(b"%.6f" % time.time())
+    c1.sendall(b"%.6f" % time.time())
+    c1.recv(1)
+    c1.sendall(b"%.6f" % time.time())
+    c0.recv(1)
+    c1.recv(1)
+
+
 def uring():
     libc = ctypes.CDLL(None, use_errno=True)
     params = ctypes.create_string_buffer(120)       # struct io_uring_params
@@ -981,6 +1044,10 @@ if __name__ == "__main__":
         raw_close(int(sys.argv[2]))
     elif sys.argv[1] == "rawclose-client":
         raw_close_client(int(sys.argv[2]))
+    elif sys.argv[1] == "lateadd":
+        late_add(int(sys.argv[2]))
+    elif sys.argv[1] == "lateadd-client":
+        late_add_client(int(sys.argv[2]))
     elif sys.argv[1] == "uring":
         uring()
     elif sys.argv[1] == "scale-sink":

@@ -8,8 +8,9 @@
 #   test_rb2run.sh BUILD_DIR [fast]
 #
 # fast (the fast tier) runs the transfer, the flipped byte, the conformance
-# program, the calls made before rb2-run's constructor, a close past close()
-# and no service; the full tier runs everything:
+# program, the calls made before rb2-run's constructor, a close past close(),
+# connections added to a set a thread sleeps in, and no service; the full
+# tier runs everything:
 #
 #   - rb2-run starts rb2-sockd itself (a private socket, stopped at the end),
 #     which keeps none of rb2-run's descriptors (a pipe capturing its output
@@ -31,6 +32,10 @@
 #     with _FORTIFY_SOURCE (glibc's __recv_chk, __read_chk, __poll_chk);
 #   - a connection closed with syscall(SYS_close), as libuv closes: the next
 #     connection on its number wakes an epoll wait at once;
+#   - a connection added to an epoll set while another thread sleeps in it
+#     (Apache's event MPM) wakes the sleeper, its message before the add or
+#     after it;
+#   - --stats-file: a program with no stderr leaves its line in the file;
 #   - a library's constructor may read, close and poll before rb2-run's has
 #     run (tests/rb2run_early_lib.c), and a thread may have a 32 KiB stack:
 #     the same results as plainly;
@@ -245,6 +250,28 @@ if [ -n "$ms" ] && [ "$ms" -lt 300 ] && grep -q " 2 connections over rb2 .* 0 fa
 	ok "a connection closed with syscall(SYS_close): the next on its number woke its epoll wait $ms ms after the send"
 else
 	fail "closed past close(): $(tail -n 1 "$tmp/rc.srv") $(cat "$tmp/rc.srv.err")"
+fi
+
+# A connection added to an epoll set while another thread sleeps in it
+# (Apache's event MPM: a worker hands a kept-alive connection to its
+# listener thread's set): its message must wake the sleeper, whether the set
+# held kernel fds alone or a connection already, and whether the message
+# came after the add or before it (each request waited for some other event).
+port=$(free_port)
+timeout 30 "$run" python3 "$peer" lateadd "$port" >"$tmp/la.srv" 2>"$tmp/la.srv.err" &
+rpid=$!
+for _ in $(seq 100); do grep -q listening "$tmp/la.srv" 2>/dev/null && break; sleep 0.05; done
+timeout 30 "$run" python3 "$peer" lateadd-client "$port" >"$tmp/la.cli" 2>"$tmp/la.cli.err"
+wait "$rpid"
+if python3 - "$tmp/la.srv" <<'PY' && grep -q " 2 connections over rb2 .* 0 failed" "$tmp/la.srv.err"
+import re, sys
+ms = re.findall(r"(?:, |: )(-?\d+|not woken in 5 s)(?: ms)?", open(sys.argv[1]).read().split("woke", 1)[-1])
+sys.exit(0 if len(ms) == 3 and all(m.isdigit() and int(m) < 300 for m in ms) else 1)
+PY
+then
+	ok "connections added to an epoll set while a thread slept in it: $(sed -n 's/late adds //p' "$tmp/la.srv") (after the add; before it; beside a connection)"
+else
+	fail "added while a thread slept in the set: $(tail -n 1 "$tmp/la.srv") $(cat "$tmp/la.srv.err")"
 fi
 
 # Conformance: one socket program (tests/rb2run_conform.c: connect, the

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/select.h>
@@ -142,6 +143,7 @@ struct psock {
 	_Atomic int refs;            /* fds that name it (dup) */
 	int nonblock;                /* O_NONBLOCK, shared by dups as the kernel's */
 	int reg_fd;                  /* a listener's registration with rb2-sockd, or -1 */
+	int defer_kept, defer_val;   /* its TCP_DEFER_ACCEPT, kept off the kernel's (keep_defer()) */
 	int inherited;               /* from before a fork: the stream is the parent's */
 	int uncounted;               /* ... and the fork took no hold for this copy */
 	uint64_t held_fork;          /* the fork that took a hold for the child's copy */
@@ -1361,6 +1363,29 @@ socket(int domain, int type, int protocol)
 	return fd;
 }
 
+/*
+ * TCP_DEFER_ACCEPT (Apache's AcceptFilter, nginx's `listen ... deferred`,
+ * haproxy's defer-accept) keeps a connection out of accept() until its
+ * first bytes come. An rb2 client sends none before the pairing, which
+ * waits for the accept: every connection waited for the service's 2 s,
+ * then went kernel TCP (Apache's event MPM: 41 requests a second). So a
+ * registered listener keeps the option's value for getsockopt, as the
+ * kernel rounded it, and the kernel's goes to 0: every client, rb2 or not,
+ * is accepted at once, as if the option had not been set, which a server
+ * that sets it must handle anyway (its timer can expire with no bytes).
+ */
+static void
+keep_defer(int fd, struct psock *p)
+{
+	socklen_t l = sizeof(p->defer_val);
+
+	if (REAL(getsockopt)(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &p->defer_val, &l) != 0)
+		return;
+	p->defer_kept = 1;
+	if (p->defer_val != 0)
+		(void)REAL(setsockopt)(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &(int){ 0 }, sizeof(int));
+}
+
 EXPORT int
 listen(int fd, int backlog)
 {
@@ -1381,6 +1406,7 @@ listen(int fd, int backlog)
 	if (sockd_ask(conn, RB2_SOCKD_LISTEN, fd, NULL, 0, &m, got, 2000) == 0 &&
 	    m.op == RB2_SOCKD_OK) {
 		p->reg_fd = conn;
+		keep_defer(fd, p);
 	} else {
 		REAL(close)(conn);
 	}
@@ -2718,6 +2744,9 @@ struct ep_item {
 struct ep_set {
 	int epfd;
 	_Atomic unsigned int fair;  /* waits that found streams ready */
+	_Atomic int sleepers;       /* threads blocked in the kernel's wait on it */
+	_Atomic int nested_in;      /* it is in another set (ep_mark_nested()) */
+	int poke_fd;                /* its poke (ep_poke()), or -1 until one is needed */
 	pthread_mutex_t lock;
 	struct ep_item *it;
 	unsigned int n, cap;
@@ -2730,6 +2759,7 @@ static pthread_mutex_t ep_all_lock = PTHREAD_MUTEX_INITIALIZER;
 #define EP_TAG 0x7262320000000000ull  /* "rb2" in the kernel's data: a stream's socket */
 #define EP_TAG_WAKE 0x7262330000000000ull /* "rb3": its wake fd (ep_add_wake()) */
 #define EP_TAG_ROOM 0x7262340000000000ull /* "rb4": across hosts, its sender's */
+#define EP_TAG_POKE 0x7262350000000000ull /* "rb5": the set's poke (ep_poke()) */
 
 static struct ep_set *
 ep_get(int epfd, int make)
@@ -2746,6 +2776,7 @@ ep_get(int epfd, int make)
 			return NULL;
 		pthread_mutex_init(&x->lock, NULL);
 		x->epfd = epfd;
+		x->poke_fd = -1;
 		if (!atomic_compare_exchange_strong(&eps[epfd], &none, x)) {
 			free(x);
 			return none;
@@ -2802,8 +2833,51 @@ ep_forget_set(int epfd)
 	if (e != NULL) {
 		pthread_mutex_lock(&e->lock);
 		e->n = 0;
+		if (e->poke_fd >= 0)
+			REAL(close)(e->poke_fd);   /* its entry went with the set */
+		e->poke_fd = -1;
+		atomic_store(&e->nested_in, 0);
 		pthread_mutex_unlock(&e->lock);
 	}
+}
+
+/*
+ * A stream entry added to @e, or changed, while a thread sleeps in the
+ * kernel's wait on it: that sleep asked the streams it knew for bells
+ * before it blocked (ep_arm()), or, on a set of kernel fds alone, none at
+ * all, so the new entry's peer rings nobody, and data already there wakes
+ * nobody, where the kernel would have woken the wait at once. Apache's
+ * event MPM does this on every request: a worker adds the connection to
+ * the set its listener thread sleeps in, and each request on a kept-alive
+ * connection waited for some other event (up to Apache's seconds). So the
+ * add pokes the set: an eventfd in the kernel's set, written, which wakes a
+ * sleeper; it loops, arms every stream entry, looks, and sleeps again. A
+ * set nested in another is poked whatever its own sleepers: a sleeper on
+ * the outer set armed the streams it saw, and the poke makes the inner set
+ * readable in the outer (once: the poke is edge-triggered).
+ */
+static void
+ep_poke(struct ep_set *e)
+{
+	static const uint64_t one = 1;
+
+	if (atomic_load(&e->sleepers) == 0 && !atomic_load(&e->nested_in))
+		return;
+	pthread_mutex_lock(&e->lock);
+	if (e->poke_fd < 0) {
+		int fd = rb2_xport_fd_raise(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+		struct epoll_event kev = { .events = EPOLLIN | EPOLLET,
+					   .data.u64 = EP_TAG_POKE | (uint32_t)e->epfd };
+
+		if (fd >= 0 && REAL(epoll_ctl)(e->epfd, EPOLL_CTL_ADD, fd, &kev) != 0) {
+			REAL(close)(fd);
+			fd = -1;
+		}
+		e->poke_fd = fd;
+	}
+	if (e->poke_fd >= 0)
+		(void)syscall(SYS_write, e->poke_fd, &one, sizeof(one));
+	pthread_mutex_unlock(&e->lock);
 }
 
 /* Record @fd's entry in @e as the program asked (@kernel: as the kernel
@@ -2915,8 +2989,12 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	e = ep_get(epfd, op != EPOLL_CTL_DEL);
 	if (e == NULL)
 		return REAL(epoll_ctl)(epfd, op, fd, ev);
-	if (op == EPOLL_CTL_DEL || op == EPOLL_CTL_MOD)
-		return ep_stream_ctl(e, op, fd, ev);
+	if (op == EPOLL_CTL_DEL || op == EPOLL_CTL_MOD) {
+		ret = ep_stream_ctl(e, op, fd, ev);
+		if (ret == 0 && op == EPOLL_CTL_MOD)
+			ep_poke(e);
+		return ret;
+	}
 	if (ev == NULL)
 		return (int)fail(EFAULT);
 	/* EPOLLEXCLUSIVE's rule, which the kernel cannot see below: with it,
@@ -2926,8 +3004,11 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	    (ev->events & ~(uint32_t)(EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP |
 				      EPOLLET | EPOLLEXCLUSIVE)))
 		return (int)fail(EINVAL);
-	if ((ret = ep_stream_ctl(e, op, fd, ev)) != 1)
+	if ((ret = ep_stream_ctl(e, op, fd, ev)) != 1) {
+		if (ret == 0)
+			ep_poke(e);      /* a deleted entry back */
 		return ret;
+	}
 	/* The kernel waits for the bell, edge-triggered: each bell wakes one
 	 * wait, and a kernel socket at its end (the peer closed; it stays
 	 * readable) wakes one, not every wait after it. */
@@ -2941,6 +3022,7 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, fd, &kev);
 		return (int)fail(ENOMEM);
 	}
+	ep_poke(e);
 	return 0;
 }
 
@@ -3021,11 +3103,15 @@ ep_stream_ctl(struct ep_set *e, int op, int fd, const struct epoll_event *ev)
 static void
 ep_mark_nested(struct ep_set *e, int fd)
 {
+	struct ep_set *in = ep_get(fd, 0);
+
 	pthread_mutex_lock(&e->lock);
 	for (unsigned int i = 0; i < e->n; i++)
 		if (e->it[i].fd == fd)
 			e->it[i].nested = 1;
 	pthread_mutex_unlock(&e->lock);
+	if (in != NULL)
+		atomic_store(&in->nested_in, 1);
 }
 
 /* Socket @fd has just become a stream: each epoll entry the program made
@@ -3035,6 +3121,8 @@ ep_adopt(int fd)
 {
 	pthread_mutex_lock(&ep_all_lock);
 	for (struct ep_set *e = ep_all; e != NULL; e = e->next) {
+		int adopted = 0;
+
 		pthread_mutex_lock(&e->lock);
 		for (unsigned int i = 0; i < e->n; i++) {
 			struct ep_item *it = &e->it[i];
@@ -3047,9 +3135,12 @@ ep_adopt(int fd)
 				*it = (struct ep_item){ .fd = fd, .events = it->events,
 							.data = it->data };
 				ep_add_wake(e->epfd, fd);
+				adopted = 1;
 			}
 		}
 		pthread_mutex_unlock(&e->lock);
+		if (adopted)
+			ep_poke(e);
 	}
 	pthread_mutex_unlock(&ep_all_lock);
 }
@@ -3245,6 +3336,19 @@ ep_disarm(struct ep_set *e)
 static int epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 		      const sigset_t *mask, struct spin *sp);
 
+/* The set's pokes out of @k events (ep_poke()). @return what is left. */
+static int
+ep_drop_pokes(struct epoll_event *evs, int k)
+{
+	for (int i = 0; i < k;) {
+		if ((evs[i].data.u64 & ~0xffffffffull) == EP_TAG_POKE)
+			evs[i] = evs[--k];
+		else
+			i++;
+	}
+	return k;
+}
+
 static int
 epoll_impl(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sigset_t *mask)
 {
@@ -3262,13 +3366,32 @@ static int
 epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sigset_t *mask,
 	   struct spin *sp)
 {
-	struct ep_set *e = ep_get(epfd, 0);
+	/* A set of a process with TCP sockets of ours is known, even while
+	 * it holds kernel fds alone: a stream added while this wait sleeps
+	 * must find it counted (ep_poke()). */
+	struct ep_set *e = ep_get(epfd, atomic_load_explicit(&used, memory_order_relaxed));
 	uint64_t t0 = now_ns();
 	unsigned int spins = 0;
 
-	if (e == NULL || !ep_streams(e))
+	if (e == NULL)
 		return mask ? REAL(epoll_pwait)(epfd, evs, max, timeout_ms, mask) :
 			REAL(epoll_wait)(epfd, evs, max, timeout_ms);
+	if (!ep_streams(e)) {
+		int k;
+
+		/* Counted before the last look: an add after it pokes. */
+		atomic_fetch_add(&e->sleepers, 1);
+		if (ep_streams(e)) {
+			atomic_fetch_sub(&e->sleepers, 1);
+		} else {
+			k = mask ? REAL(epoll_pwait)(epfd, evs, max, timeout_ms, mask) :
+				REAL(epoll_wait)(epfd, evs, max, timeout_ms);
+			atomic_fetch_sub(&e->sleepers, 1);
+			if (k <= 0 || (k = ep_drop_pokes(evs, k)) > 0 || timeout_ms == 0)
+				return k;
+			/* Poked awake: a stream came; the loop waits the rest. */
+		}
+	}
 	for (;;) {
 		int n = ep_ready(e, evs, max), k, left, sleep = 0;
 		uint64_t now = now_ns();
@@ -3282,15 +3405,19 @@ epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 			spin_end(sp, 1);
 			/* Sleep: ask every stream entry for a bell, then look once
 			 * more (an edge-triggered entry may hold data already
-			 * reported: that is no reason not to sleep). */
+			 * reported: that is no reason not to sleep). Counted as a
+			 * sleeper first: an entry added after the arm pokes. */
+			atomic_fetch_add(&e->sleepers, 1);
 			sleep = ep_arm(e, 1, rb2_stream_wait_id(), 0) > 0 ? -1 : 1;
 			n = ep_ready(e, evs, max);
 			if (n > 0)
 				sleep = -1;
 		}
 		if (n == max) {
-			if (sleep != 0)
+			if (sleep != 0) {
+				atomic_fetch_sub(&e->sleepers, 1);
 				ep_disarm(e);
+			}
 			return n;
 		}
 		/* The kernel's fds cost a system call to look at: with streams
@@ -3326,8 +3453,10 @@ epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 			if (sleep == 0)
 				rb2_stream_disarm(p->st, 0);
 		}
-		if (sleep != 0)
+		if (sleep != 0) {
+			atomic_fetch_sub(&e->sleepers, 1);
 			ep_disarm(e);
+		}
 		if (k < 0)
 			return n > 0 ? n : k;
 		/* Drop the bells: their streams are looked at next round. Drop
@@ -3338,7 +3467,8 @@ epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 
 			for (int j = 0; j < n && !dup; j++)
 				dup = evs[j].data.u64 == evs[i].data.u64;
-			if (tag == EP_TAG || tag == EP_TAG_WAKE || tag == EP_TAG_ROOM || dup) {
+			if (tag == EP_TAG || tag == EP_TAG_WAKE || tag == EP_TAG_ROOM ||
+			    tag == EP_TAG_POKE || dup) {
 				evs[i] = evs[n + k - 1];
 				k--;
 			} else {
@@ -3487,6 +3617,9 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	if (p != NULL && p->st != NULL && level == IPPROTO_TCP && name == TCP_REPAIR)
 		return (int)refuse_call(fd, "TCP_REPAIR");
 	ret = REAL(setsockopt)(fd, level, name, val, len);
+	if (ret == 0 && p != NULL && p->reg_fd >= 0 && level == IPPROTO_TCP &&
+	    name == TCP_DEFER_ACCEPT)
+		keep_defer(fd, p);
 	if (ret == 0 && p != NULL && p->st != NULL && val != NULL && len >= sizeof(int)) {
 		if (level == IPPROTO_TCP && name == TCP_CORK)
 			rb2_stream_corked(p->st, *(const int *)val);
@@ -3507,6 +3640,12 @@ getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 	struct psock *p = get(fd);
 	int v, err;
 
+	if (p != NULL && p->defer_kept && level == IPPROTO_TCP && name == TCP_DEFER_ACCEPT &&
+	    val != NULL && len != NULL && *len >= sizeof(int)) {
+		*(int *)val = p->defer_val;
+		*len = sizeof(int);
+		return 0;
+	}
 	if (p != NULL && p->st != NULL && val != NULL && len != NULL && *len >= sizeof(int)) {
 		if (level == SOL_SOCKET && name == SO_ERROR &&
 		    (err = rb2_stream_take_error(p->st)) != 0) {

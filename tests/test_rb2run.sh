@@ -36,6 +36,7 @@
 #     (Apache's event MPM) wakes the sleeper, its message before the add or
 #     after it;
 #   - --stats-file: a program with no stderr leaves its line in the file;
+#   - a seccomp filter installed with a connection over rb2 open is said;
 #   - a library's constructor may read, close and poll before rb2-run's has
 #     run (tests/rb2run_early_lib.c), and a thread may have a 32 KiB stack:
 #     the same results as plainly;
@@ -159,6 +160,17 @@ if (cd "$tmp" && pair sfile "$run" "$run --stats-file sf.txt -- sh $tmp/no_stder
 	ok "--stats-file: the line of a program with its stderr closed is in the file, and a bad path is refused"
 else
 	fail "--stats-file"; cat "$tmp/sf.txt" "$tmp/sfile.cli.err" "$tmp/sfile.bad" 2>&1 | head
+fi
+
+# A seccomp filter installed with a connection over rb2 open (sshd's
+# sandboxed child, which the kernel then killed at its next read of one): a
+# line names the cause before the filter goes in. This filter allows
+# everything, so the transfer goes on, whole.
+if pair seccomp "$run" "$run" 100000 PEER_SECCOMP=1 && grep -q "up: whole, down: whole" "$tmp/seccomp.cli" &&
+	grep -q "^rb2-run: pid [0-9]*: prctl(PR_SET_SECCOMP) installs a seccomp filter with 1 connection(s) over rb2 open: " "$tmp/seccomp.cli.err"; then
+	ok "a seccomp filter installed with a connection over rb2 open is said"
+else
+	fail "seccomp filter"; cat "$tmp/seccomp.cli" "$tmp/seccomp.cli.err" | head
 fi
 
 # MSG_WAITALL over two iovecs waits for all 8000 bytes of 8 writes spread

@@ -26,6 +26,7 @@
 #undef _FILE_OFFSET_BITS
 #include <dirent.h>
 #include <dlfcn.h>
+#include <linux/seccomp.h>
 #include <linux/sched.h>        /* struct clone_args */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +44,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
@@ -110,6 +112,7 @@ static struct {
 	int (*setsockopt)(int, int, int, const void *, socklen_t);
 	int (*getsockopt)(int, int, int, void *, socklen_t *);
 	FILE *(*fdopen)(int, const char *);
+	int (*prctl)(int, ...);
 } real;
 
 static void
@@ -124,7 +127,7 @@ real_resolve(void)
 	RESOLVE(epoll_pwait); RESOLVE(fcntl); RESOLVE(ioctl); RESOLVE(dup); RESOLVE(dup2);
 	RESOLVE(dup3); RESOLVE(execve); RESOLVE(execvpe); RESOLVE(fexecve); RESOLVE(fork);
 	RESOLVE(syscall); RESOLVE(close_range); RESOLVE(sendmmsg); RESOLVE(recvmmsg);
-	RESOLVE(splice); RESOLVE(setsockopt); RESOLVE(getsockopt); RESOLVE(fdopen);
+	RESOLVE(splice); RESOLVE(setsockopt); RESOLVE(getsockopt); RESOLVE(fdopen); RESOLVE(prctl);
 #undef RESOLVE
 }
 
@@ -1627,6 +1630,60 @@ static void before_fork(void);
 static void fork_made(pid_t pid);
 static void child_after_fork(void);
 
+/*
+ * A seccomp filter (sshd's privilege-separated child, a browser's sandbox,
+ * systemd's SystemCallFilter=) allows the calls its program makes, and
+ * fails the others or kills the process. A stream's calls are not the
+ * program's: sendto and recvfrom on the bell's socket, the peer's state
+ * read in /proc, a poll over the eventfd beside the socket (sshd's child
+ * also sets RLIMIT_NOFILE so low that a poll of two fds fails with EINVAL,
+ * and the kernel killed it with SIGSYS at its next read of a connection
+ * over rb2). Nothing can be done about a filter once it is in, and a
+ * connection that has carried data cannot go back to the kernel's TCP; so
+ * a process that installs one with connections over rb2 open says so, on
+ * stderr, before the filter goes in, naming the cause.
+ */
+static void
+seccomp_filter_said(const char *how)
+{
+	unsigned int n = 0;
+
+	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
+		struct psock *p = atomic_load(&tab[fd]);
+
+		n += p != NULL && p->st != NULL;
+	}
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+
+	if (n == 0)
+		return;
+	/* A sandbox sets RLIMIT_FSIZE to 0 first (sshd's does): a line to a
+	 * stderr that is a file would raise SIGXFSZ, and the line must not be
+	 * what kills the program. */
+	sigaction(SIGXFSZ, &ign, &old);
+	fprintf(stderr, "rb2-run: pid %d: %s installs a seccomp filter with %u connection(s) "
+		"over rb2 open: a filter that forbids rb2-run's calls on them (sendto, "
+		"recvfrom, /proc reads, eventfds) fails them or kills the process (sshd's "
+		"sandboxed child: run sshd without rb2-run)\n", (int)getpid(), how, n);
+	fflush(stderr);
+	sigaction(SIGXFSZ, &old, NULL);
+}
+
+EXPORT int
+prctl(int option, ...)
+{
+	va_list ap;
+	unsigned long a[4];
+
+	va_start(ap, option);
+	for (int i = 0; i < 4; i++)
+		a[i] = va_arg(ap, unsigned long);
+	va_end(ap);
+	if (option == PR_SET_SECCOMP && a[0] == SECCOMP_MODE_FILTER)
+		seccomp_filter_said("prctl(PR_SET_SECCOMP)");
+	return REAL(prctl)(option, a[0], a[1], a[2], a[3]);
+}
+
 /* A fork made with syscall(): SYS_fork, or SYS_clone or SYS_clone3 that
  * makes a process (no CLONE_VM, CLONE_THREAD or CLONE_VFORK) on the
  * caller's stack, so that the child returns here as from fork(). */
@@ -1669,6 +1726,8 @@ syscall(long nr, ...)
 	va_end(ap);
 	if (nr == SYS_close)
 		closing((int)a[0]);
+	if (nr == SYS_seccomp && a[0] == SECCOMP_SET_MODE_FILTER)
+		seccomp_filter_said("seccomp()");
 	if (!is_raw_fork(nr, a))
 		return REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 	/* No atfork handler runs for a fork made past libc's fork(): ours

@@ -24,7 +24,8 @@ PKGS=(meson ninja-build pkg-config gcc python3
       golang-github-google-gopacket-dev gnuplot-nox tshark tcpreplay
       qemu-system-x86 mmdebstrap busybox-static
       libhttp-parser-dev curl wrk libmemcached-tools memcached nginx-light
-      nfdump softflowd redis-server redis-tools sockperf iperf3 iproute2 postgresql)
+      nfdump softflowd redis-server redis-tools sockperf iperf3 iproute2 postgresql
+      apache2)
 
 usage() {
 	cat <<EOF

@@ -34,6 +34,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -332,6 +333,21 @@ ewait(int ep, int ms)
 		snprintf(s, 96, "%d: %s(data %lu)", n, pev((int)ev[0].events),
 			 (unsigned long)ev[0].data.u64);
 	return s;
+}
+
+/* A thread asleep in an epoll set for up to 3 s (main's late add). */
+struct late {
+	int ep;
+	const char *got;
+};
+
+static void *
+late_waiter(void *arg)
+{
+	struct late *l = arg;
+
+	l->got = ewait(l->ep, 3000);
+	return NULL;
 }
 
 static volatile sig_atomic_t sigs;
@@ -642,6 +658,34 @@ main(void)
 		say("outer epoll_wait, read: %s", ewait(outer, 0));
 		close(outer);
 		close(inner);
+	}
+
+	/* A connection added to a set while another thread sleeps in it, a
+	 * pipe alone in it before (Apache's event MPM: a worker hands a
+	 * kept-alive connection to its listener thread's set). The peer's
+	 * bytes wake that thread, with the data the program gave. */
+	{
+		struct late l = { .ep = epoll_create1(EPOLL_CLOEXEC) };
+		int pp[2];
+		pthread_t t;
+
+		if (pipe(pp) != 0)
+			return 2;
+		ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = 60 };
+		epoll_ctl(l.ep, EPOLL_CTL_ADD, pp[0], &ev);
+		if (pthread_create(&t, NULL, late_waiter, &l) != 0)
+			return 2;
+		usleep(200000);                  /* asleep in the kernel's wait by now */
+		ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = 61 };
+		say("epoll_ctl ADD while a thread sleeps in the set: %s",
+		    CALL(epoll_ctl(l.ep, EPOLL_CTL_ADD, fd, &ev)));
+		say("peer sends 3: %s", ask("S 3"));
+		pthread_join(t, NULL);
+		say("the sleeping thread's epoll_wait: %s", l.got);
+		say("recv 100: %s", recv_sum(fd, 100, 0));
+		close(l.ep);
+		close(pp[0]);
+		close(pp[1]);
 	}
 
 	/* Non-blocking: fcntl and FIONBIO. */

@@ -2798,6 +2798,7 @@ struct ep_item {
 				     * kernel's bell entry stays, for a later ADD */
 	int excl;                   /* added with EPOLLEXCLUSIVE */
 	struct ep_arms arms;        /* the sleeps on the set that armed it */
+	struct ep_arms set_arms;    /* armed by its add, for the set's sleepers (ep_poke()) */
 };
 
 struct ep_set {
@@ -2909,20 +2910,46 @@ ep_forget_set(int epfd)
  * event MPM does this on every request: a worker adds the connection to
  * the set its listener thread sleeps in, and each request on a kept-alive
  * connection waited for some other event (up to Apache's seconds). So the
- * add pokes the set: an eventfd in the kernel's set, written, which wakes a
+ * add arms the new entry for the set's sleepers, or, where that cannot do,
+ * pokes the set: an eventfd in the kernel's set, written, which wakes a
  * sleeper; it loops, arms every stream entry, looks, and sleeps again. A
  * set nested in another is poked whatever its own sleepers: a sleeper on
  * the outer set armed the streams it saw, and the poke makes the inner set
  * readable in the outer (once: the poke is edge-triggered).
  */
 static void
-ep_poke(struct ep_set *e)
+ep_poke(struct ep_set *e, int fd)
 {
 	static const uint64_t one = 1;
+	struct psock *p = stream_of(fd);
+	int wake = 1;
 
 	if (atomic_load(&e->sleepers) == 0 && !atomic_load(&e->nested_in))
 		return;
 	pthread_mutex_lock(&e->lock);
+	/* The common case, a sleeper of this set's own and nothing there yet
+	 * (Apache's kept-alive connection, its next request to come): the add
+	 * arms the entry for the sleepers, and wakes nobody; the peer's bell
+	 * will. The last sleeper to leave the set gives the arms back
+	 * (ep_sleep_end()). Poked all the same: a nested set (its sleepers are
+	 * the outer set's), something already there, or on its way without a
+	 * bell (across hosts). */
+	for (unsigned int i = 0; p != NULL && atomic_load(&e->sleepers) > 0 && i < e->n; i++) {
+		struct ep_item *it = &e->it[i];
+		int ev;
+
+		if (it->fd != fd || it->kernel || it->nested || it->gone || it->off)
+			continue;
+		ev = rb2_stream_sleep_events(p->st, (int)(it->events & (EPOLLIN | EPOLLOUT)));
+		ep_arms_add(&it->set_arms, ev);
+		wake = rb2_stream_want(p->st, ev, rb2_stream_wait_id()) != 0 ||
+		       (rb2_stream_poll(p->st) & (ev | POLLERR | POLLHUP)) != 0;
+		break;
+	}
+	if (!wake) {
+		pthread_mutex_unlock(&e->lock);
+		return;
+	}
 	if (e->poke_fd < 0) {
 		int fd = rb2_xport_fd_raise(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 		struct epoll_event kev = { .events = EPOLLIN | EPOLLET,
@@ -3051,7 +3078,7 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	if (op == EPOLL_CTL_DEL || op == EPOLL_CTL_MOD) {
 		ret = ep_stream_ctl(e, op, fd, ev);
 		if (ret == 0 && op == EPOLL_CTL_MOD)
-			ep_poke(e);
+			ep_poke(e, fd);
 		return ret;
 	}
 	if (ev == NULL)
@@ -3065,7 +3092,7 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		return (int)fail(EINVAL);
 	if ((ret = ep_stream_ctl(e, op, fd, ev)) != 1) {
 		if (ret == 0)
-			ep_poke(e);      /* a deleted entry back */
+			ep_poke(e, fd);  /* a deleted entry back */
 		return ret;
 	}
 	/* The kernel waits for the bell, edge-triggered: each bell wakes one
@@ -3081,7 +3108,7 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, fd, &kev);
 		return (int)fail(ENOMEM);
 	}
-	ep_poke(e);
+	ep_poke(e, fd);
 	return 0;
 }
 
@@ -3120,7 +3147,8 @@ ep_stream_ctl(struct ep_set *e, int op, int fd, const struct epoll_event *ev)
 			err = 1;             /* the kernel's entry was made without it */
 		else
 			*it = (struct ep_item){ .fd = fd, .events = ev->events, .data = ev->data,
-						.arms = it->arms };  /* a sleep's */
+						.arms = it->arms,     /* a sleep's */
+						.set_arms = it->set_arms };
 		break;
 	case EPOLL_CTL_MOD:
 		/* In the kernel's order of checks. */
@@ -3134,7 +3162,8 @@ ep_stream_ctl(struct ep_set *e, int op, int fd, const struct epoll_event *ev)
 			err = EINVAL;
 		else
 			*it = (struct ep_item){ .fd = fd, .events = ev->events, .data = ev->data,
-						.arms = it->arms };  /* a sleep's */
+						.arms = it->arms,     /* a sleep's */
+						.set_arms = it->set_arms };
 		break;
 	default:                         /* DEL */
 		if (it == NULL || it->gone)
@@ -3199,7 +3228,7 @@ ep_adopt(int fd)
 		}
 		pthread_mutex_unlock(&e->lock);
 		if (adopted)
-			ep_poke(e);
+			ep_poke(e, fd);
 	}
 	pthread_mutex_unlock(&ep_all_lock);
 }
@@ -3395,15 +3424,73 @@ ep_disarm(struct ep_set *e)
 static int epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 		      const sigset_t *mask, struct spin *sp);
 
-/* The set's pokes out of @k events (ep_poke()). @return what is left. */
-static int
-ep_drop_pokes(struct epoll_event *evs, int k)
+/* A sleeper leaves @e's kernel wait. The last gives back the arms the
+ * set's adds took for its sleepers (ep_poke()): a later sleep arms for
+ * itself. */
+static void
+ep_sleep_end(struct ep_set *e)
 {
-	for (int i = 0; i < k;) {
-		if ((evs[i].data.u64 & ~0xffffffffull) == EP_TAG_POKE)
-			evs[i] = evs[--k];
-		else
+	if (atomic_fetch_sub(&e->sleepers, 1) != 1)
+		return;
+	pthread_mutex_lock(&e->lock);
+	for (unsigned int i = 0; i < e->n; i++) {
+		struct ep_item *it = &e->it[i];
+		struct psock *p;
+		int ev;
+
+		if (it->set_arms.in == 0 && it->set_arms.out == 0 && it->set_arms.held == 0)
+			continue;
+		p = stream_of(it->fd);
+		while ((ev = ep_arms_take(&it->set_arms)) != 0)
+			if (p != NULL && !it->kernel)
+				rb2_stream_disarm_seen(p->st, ev);
+	}
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* The kernel's wait returned evs[@n..@n+@k): a stream's socket or wake fd
+ * readable is what its disarm reads (or, for a wait that armed nothing,
+ * @slept 0, read at once: the kernel reports an edge once, and a FIN seen
+ * here and left unread would be seen by no later sleep). */
+static void
+ep_bells_heard(struct epoll_event *evs, int n, int k, int slept)
+{
+	for (int i = n; i < n + k; i++) {
+		uint64_t tag = evs[i].data.u64 & ~0xffffffffull;
+		struct psock *p;
+
+		if (tag != EP_TAG && tag != EP_TAG_WAKE && tag != EP_TAG_ROOM)
+			continue;
+		p = stream_of((int)(uint32_t)evs[i].data.u64);
+		if (p == NULL)
+			continue;
+		rb2_stream_heard(p->st, tag == EP_TAG ? RB2_STREAM_HEARD_SOCK :
+				 tag == EP_TAG_WAKE ? RB2_STREAM_HEARD_WAKE | RB2_STREAM_HEARD_RX_EDGE :
+				 RB2_STREAM_HEARD_TX_EDGE);
+		if (!slept)
+			rb2_stream_disarm(p->st, 0);
+	}
+}
+
+/* Out of evs[@n..@n+@k): every bell and poke of ours (their streams are
+ * looked at next round), and what duplicates one of the first @n (a nested
+ * set's kernel event already reported). @return what is left of @k. */
+static int
+ep_drop_bells(struct epoll_event *evs, int n, int k)
+{
+	for (int i = n; i < n + k;) {
+		uint64_t tag = evs[i].data.u64 & ~0xffffffffull;
+		int dup = 0;
+
+		for (int j = 0; j < n && !dup; j++)
+			dup = evs[j].data.u64 == evs[i].data.u64;
+		if (tag == EP_TAG || tag == EP_TAG_WAKE || tag == EP_TAG_ROOM ||
+		    tag == EP_TAG_POKE || dup) {
+			evs[i] = evs[n + k - 1];
+			k--;
+		} else {
 			i++;
+		}
 	}
 	return k;
 }
@@ -3438,17 +3525,23 @@ epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 	if (!ep_streams(e)) {
 		int k;
 
-		/* Counted before the last look: an add after it pokes. */
+		/* Counted before the last look: an add after it arms for it,
+		 * or pokes. */
 		atomic_fetch_add(&e->sleepers, 1);
 		if (ep_streams(e)) {
-			atomic_fetch_sub(&e->sleepers, 1);
+			ep_sleep_end(e);
 		} else {
 			k = mask ? REAL(epoll_pwait)(epfd, evs, max, timeout_ms, mask) :
 				REAL(epoll_wait)(epfd, evs, max, timeout_ms);
-			atomic_fetch_sub(&e->sleepers, 1);
-			if (k <= 0 || (k = ep_drop_pokes(evs, k)) > 0 || timeout_ms == 0)
+			/* A stream added meanwhile: its bells, which are not
+			 * the program's events. */
+			if (k > 0)
+				ep_bells_heard(evs, 0, k, 0);
+			ep_sleep_end(e);
+			if (k <= 0 || (k = ep_drop_bells(evs, 0, k)) > 0 || timeout_ms == 0)
 				return k;
-			/* Poked awake: a stream came; the loop waits the rest. */
+			/* Woken by a stream added meanwhile: the loop looks,
+			 * and waits the rest. */
 		}
 	}
 	for (;;) {
@@ -3474,8 +3567,8 @@ epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 		}
 		if (n == max) {
 			if (sleep != 0) {
-				atomic_fetch_sub(&e->sleepers, 1);
 				ep_disarm(e);
+				ep_sleep_end(e);
 			}
 			return n;
 		}
@@ -3492,49 +3585,15 @@ epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 		}
 		k = mask ? REAL(epoll_pwait)(epfd, evs + n, max - n, sleep > 0 ? left : 0, mask) :
 			REAL(epoll_wait)(epfd, evs + n, max - n, sleep > 0 ? left : 0);
-		/* A stream's socket or wake fd readable: what its disarm reads,
-		 * below, or at once when this wait did not sleep (the kernel
-		 * reports an edge once: a FIN seen here and left unread would
-		 * be seen by no later sleep). */
-		for (int i = n; i < n + k; i++) {
-			uint64_t tag = evs[i].data.u64 & ~0xffffffffull;
-			struct psock *p;
-
-			if (tag != EP_TAG && tag != EP_TAG_WAKE && tag != EP_TAG_ROOM)
-				continue;
-			p = stream_of((int)(uint32_t)evs[i].data.u64);
-			if (p == NULL)
-				continue;
-			rb2_stream_heard(p->st, tag == EP_TAG ? RB2_STREAM_HEARD_SOCK :
-					 tag == EP_TAG_WAKE ?
-					 RB2_STREAM_HEARD_WAKE | RB2_STREAM_HEARD_RX_EDGE :
-					 RB2_STREAM_HEARD_TX_EDGE);
-			if (sleep == 0)
-				rb2_stream_disarm(p->st, 0);
-		}
+		if (k > 0)
+			ep_bells_heard(evs, n, k, sleep != 0);
 		if (sleep != 0) {
-			atomic_fetch_sub(&e->sleepers, 1);
 			ep_disarm(e);
+			ep_sleep_end(e);
 		}
 		if (k < 0)
 			return n > 0 ? n : k;
-		/* Drop the bells: their streams are looked at next round. Drop
-		 * too a nested set's kernel event already reported above. */
-		for (int i = n; i < n + k;) {
-			uint64_t tag = evs[i].data.u64 & ~0xffffffffull;
-			int dup = 0;
-
-			for (int j = 0; j < n && !dup; j++)
-				dup = evs[j].data.u64 == evs[i].data.u64;
-			if (tag == EP_TAG || tag == EP_TAG_WAKE || tag == EP_TAG_ROOM ||
-			    tag == EP_TAG_POKE || dup) {
-				evs[i] = evs[n + k - 1];
-				k--;
-			} else {
-				i++;
-			}
-		}
-		n += k;
+		n += ep_drop_bells(evs, n, k);
 		if (n > 0 || left == 0)
 			return n;
 	}

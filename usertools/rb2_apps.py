@@ -237,6 +237,24 @@ class Memcached:
                        _expect("memccat's values", "\n".join(sums)))]
 
 
+def _wrk_1k(server, addr, port, seconds):
+    """wrk -t1 -c8 for @seconds on the 1 KB file /1k of an HTTP @server:
+    requests a second, and wrk's p50 and p99 latency, named by the server."""
+    def parse(out):
+        if "Socket errors" in out or "Non-2xx" in out:
+            raise ValueError(f"errors reported: {out[-300:]!r}")
+        m = _need(re.search(r"Requests/sec:\s+([\d.]+)", out), "request rate", out)
+        n = _need(re.search(r"(\d+) requests in", out), "request count", out)
+        res = {f"{server}_1k_wrk_c8_rps": float(m.group(1)), "_requests": int(n.group(1))}
+        for q in ("50", "99"):
+            g = _need(re.search(rf"^\s+{q}%\s+([\d.]+)(us|ms|s)$", out, re.M), f"p{q}", out)
+            res[f"{server}_wrk_p{q}_latency_us"] = (float(g.group(1)) *
+                                                    {"us": 1, "ms": 1e3, "s": 1e6}[g.group(2)])
+        return res
+    return Client("wrk", ["wrk", "-t1", "-c8", f"-d{seconds}s", "--latency",
+                          f"http://{addr}:{port}/1k"], parse, f"{server}_cpu_us_per_req")
+
+
 class Nginx:
     """nginx, a master and 2 workers, sendfile on, serving a 1 KB file to
     wrk -t1 -c8: requests a second, and wrk's p50 and p99 latency."""
@@ -276,20 +294,7 @@ http {{
                 os.path.join(d, "error.log")]
 
     def clients(self, addr, port, seconds, scale=1.0):
-        def parse(out):
-            if "Socket errors" in out or "Non-2xx" in out:
-                raise ValueError(f"errors reported: {out[-300:]!r}")
-            m = _need(re.search(r"Requests/sec:\s+([\d.]+)", out), "request rate", out)
-            n = _need(re.search(r"(\d+) requests in", out), "request count", out)
-            res = {"nginx_1k_wrk_c8_rps": float(m.group(1)), "_requests": int(n.group(1))}
-            for q in ("50", "99"):
-                g = _need(re.search(rf"^\s+{q}%\s+([\d.]+)(us|ms|s)$", out, re.M),
-                          f"p{q}", out)
-                res[f"nginx_wrk_p{q}_latency_us"] = (float(g.group(1)) *
-                                                     {"us": 1, "ms": 1e3, "s": 1e6}[g.group(2)])
-            return res
-        return [Client("wrk", ["wrk", "-t1", "-c8", f"-d{seconds}s", "--latency",
-                               f"http://{addr}:{port}/1k"], parse, "nginx_cpu_us_per_req")]
+        return [_wrk_1k("nginx", addr, port, seconds)]
 
     def checks(self, addr, port, workdir):
         cmd = "; ".join(f"curl -sf http://{addr}:{port}/{name} | sha256sum | cut -d' ' -f1"
@@ -432,9 +437,57 @@ class Postgres:
         return out
 
 
+class Apache:
+    """Apache 2.4's event MPM in one process (-X): its listener thread and
+    16 workers, sendfile on, serving a 1 KB file to wrk -t1 -c8, as nginx.
+    Not in ALL: Apache is not among the issue's programs, and the two
+    faults it found in rb2-run (TCP_DEFER_ACCEPT, adds to the epoll set its
+    listener sleeps in) are what it adds. As root it serves as www-data,
+    which reads the work directory and the runner's service."""
+    name = "apache"
+    tools = ()
+    can_poll = False
+
+    @staticmethod
+    def missing():
+        """Why this recipe cannot run here, or None."""
+        if not os.path.exists("/usr/lib/apache2/modules/mod_mpm_event.so"):
+            return "Apache is not installed (apt-get install apache2)"
+        return None
+
+    def server(self, addr, port, workdir):
+        d = os.path.join(workdir, "apache")
+        os.makedirs(os.path.join(d, "www"), exist_ok=True)
+        with open(os.path.join(d, "www", "1k"), "wb") as f:
+            f.write(os.urandom(1024))
+        os.chmod(workdir, 0o755)     # the files and the service's socket, for www-data
+        mods = "/usr/lib/apache2/modules"
+        with open(os.path.join(d, "apache2.conf"), "w") as f:
+            f.write(f"""ServerRoot "{d}"
+ServerName localhost
+User www-data
+Group www-data
+Listen {addr}:{port}
+LoadModule mpm_event_module {mods}/mod_mpm_event.so
+LoadModule authz_core_module {mods}/mod_authz_core.so
+PidFile {d}/apache2.pid
+ErrorLog {d}/error.log
+Mutex file:{d}
+DocumentRoot "{d}/www"
+EnableSendfile On
+ThreadsPerChild 16
+MaxRequestWorkers 16
+MaxKeepAliveRequests 0
+""")
+        return ["apache2", "-X", "-f", os.path.join(d, "apache2.conf")]
+
+    def clients(self, addr, port, seconds, scale=1.0):
+        return [_wrk_1k("apache", addr, port, seconds)]
+
+
 ALL = {"sockperf": Sockperf(), "redis": Redis(), "memcached": Memcached(), "nginx": Nginx(),
        "iperf3": Iperf3()}
 # Recipes the benchmarks run only when asked (rb2_run_bench.py --postgres).
-MORE = {"postgres": Postgres()}
+MORE = {"postgres": Postgres(), "apache": Apache()}
 PACKAGES = ("sockperf redis-server redis-tools memcached libmemcached-tools nginx-light wrk "
             "iperf3")

@@ -10,6 +10,7 @@ the ratio, and every round's figure.
   usertools/rb2_run_bench.py --nginx-spin 2000,0 [--rounds 3] [--seconds 5]
   usertools/rb2_run_bench.py --bells memcached,nginx,redis [--rounds 3]
   usertools/rb2_run_bench.py --postgres [--rounds 3] [--seconds 8]
+  usertools/rb2_run_bench.py --apache [--rounds 3] [--seconds 5]
 
 --nginx-spin runs nginx and wrk alone, over the kernel and under rb2-run with
 its default spin and with each RB2_RUN_SPIN_NS given: what a waiting thread's
@@ -20,6 +21,8 @@ connection's TCP socket (RB2_RUN_BELL=socket).
 --postgres runs PostgreSQL alone (a backend forked per connection) under
 pgbench -S with 1 and 8 clients, over the kernel and under rb2-run: as root,
 with the build tree readable by the user postgres.
+--apache runs Apache's event MPM alone (one process, -X: a listener thread and
+16 workers) serving a 1 KB file to wrk -t1 -c8, as nginx is measured.
 
 Also, each round, the layer's own cost: the same 64 B round trip on a bare rb2
 channel (rb2-perf --mode lat) and through blocking send()/recv()
@@ -282,6 +285,8 @@ def main():
                          "(eventfd, socket)" % ",".join(rb2_apps.ALL))
     ap.add_argument("--postgres", action="store_true",
                     help="PostgreSQL alone, pgbench -S with 1 and 8 clients (as root)")
+    ap.add_argument("--apache", action="store_true",
+                    help="Apache's event MPM alone, a 1 KB file to wrk -t1 -c8")
     o = ap.parse_args()
     if o.bells and any(a not in rb2_apps.ALL for a in o.bells.split(",")):
         ap.error(f"--bells: apps are among {','.join(rb2_apps.ALL)}: {o.bells}")
@@ -296,15 +301,18 @@ def main():
             if shutil.which(tool) is None:
                 sys.exit(f"rb2_run_bench: {tool} is not installed (apt-get install "
                          f"{rb2_apps.PACKAGES})")
-    if o.postgres:
+    if o.postgres or o.apache:
+        name, what = ("postgres", "PostgreSQL under pgbench -S") if o.postgres else \
+            ("apache", "Apache's event MPM (-X, 16 workers), a 1 KB file to wrk -t1 -c8")
         why = rb2_apps.Postgres.missing(os.path.join(o.build, "lib", "preload",
-                                                     "librb2_preload.so"))
+                                                     "librb2_preload.so")) \
+            if o.postgres else rb2_apps.Apache.missing()
         if why is not None:
-            sys.exit(f"rb2_run_bench: --postgres: {why}")
+            sys.exit(f"rb2_run_bench: --{name}: {why}")
         b = Bench(o.build, o.seconds)
         try:
             print(json.dumps(compare(b, o.rounds, [("kernel", "kernel", {}), ("rb2", "rb2", {})],
-                                     ["postgres"], "PostgreSQL under pgbench -S"), indent=1))
+                                     [name], what), indent=1))
         finally:
             b.close()
         return

@@ -1646,6 +1646,7 @@ static void child_after_fork(void);
 static void
 seccomp_filter_said(const char *how)
 {
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
 	unsigned int n = 0;
 
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
@@ -1653,8 +1654,6 @@ seccomp_filter_said(const char *how)
 
 		n += p != NULL && p->st != NULL;
 	}
-	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
-
 	if (n == 0)
 		return;
 	/* A sandbox sets RLIMIT_FSIZE to 0 first (sshd's does): a line to a
@@ -3558,7 +3557,8 @@ epoll_spun(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sig
 			/* Sleep: ask every stream entry for a bell, then look once
 			 * more (an edge-triggered entry may hold data already
 			 * reported: that is no reason not to sleep). Counted as a
-			 * sleeper first: an entry added after the arm pokes. */
+			 * sleeper first: an entry added after the arm is armed by
+			 * its add, or pokes (ep_poke()). */
 			atomic_fetch_add(&e->sleepers, 1);
 			sleep = ep_arm(e, 1, rb2_stream_wait_id(), 0) > 0 ? -1 : 1;
 			n = ep_ready(e, evs, max);

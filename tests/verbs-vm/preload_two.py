@@ -503,6 +503,16 @@ def rxe_counters():
         return {}
 
 
+def said(r):
+    """What a program that failed printed, its own lines kept whole: the
+    stats lines of rb2-run, long, would push them out of the 300
+    characters a report keeps. They are counted instead."""
+    lines = (r.stdout + r.stderr).splitlines()
+    stats = sum(ln.startswith("rb2-run: pid ") for ln in lines)
+    own = "\n".join(ln for ln in lines if not ln.startswith("rb2-run: pid "))
+    return f"{own[-300:]!r}" + (f" (and {stats} stats line(s) of rb2-run)" if stats else "")
+
+
 def run_client(o, mode, app, cl):
     """@return (figures, None) or (None, why)."""
     pre, env = mode_launch(mode, o.build, os.environ, app)
@@ -517,7 +527,7 @@ def run_client(o, mode, app, cl):
                       for x in (e.stdout, e.stderr))
         return None, f"hung: no result within {deadline} s ({out[-200:]!r})"
     if r.returncode != 0:
-        return None, f"exit {r.returncode}: {(r.stdout + r.stderr)[-300:]!r}"
+        return None, f"exit {r.returncode}: {said(r)}"
     try:
         figs = cl.parse(r.stdout + r.stderr if cl.stderr else r.stdout)
     except ValueError as e:
@@ -701,7 +711,7 @@ def run_check(o, mode, app, cl, work, limit):
         r = subprocess.run(pre + cl.argv, capture_output=True, text=True, env=env,
                            timeout=limit, cwd=work, start_new_session=True)
         if r.returncode != 0:
-            return f"exit {r.returncode}: {(r.stdout + r.stderr)[-300:]!r}"
+            return f"exit {r.returncode}: {said(r)}"
         cl.parse(r.stdout + r.stderr if cl.stderr else r.stdout)
     except subprocess.TimeoutExpired:
         return f"hung: no result within {limit} s"

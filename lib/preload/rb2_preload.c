@@ -2377,16 +2377,34 @@ recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *
 	return (int)i;
 }
 
-/* splice() moves a socket's bytes in the kernel, where a stream has none:
- * a splice from one would wait on an empty socket, and into one would put
- * bytes past the stream. Refused, said (HAProxy's splice-auto, proxies). */
+/*
+ * splice() moves a socket's bytes in the kernel, where a stream has none: a
+ * splice from one would wait on an empty socket, and into one would put
+ * bytes past the stream. Refused with the kernel's own answer for a file
+ * that cannot splice, EINVAL, which programs take for "no splice here" and
+ * fall back from: HAProxy's splice-request and splice-response then copy
+ * through their buffers, where EOPNOTSUPP was to HAProxy a broken
+ * connection (every one failed). Said once per process, with the fd.
+ */
+static ssize_t
+refuse_splice(int fd)
+{
+	static _Atomic int said;
+
+	if (!atomic_exchange(&said, 1))
+		fprintf(stderr, "rb2-run: pid %d: fd %d is a connection over rb2: splice() is not "
+			"supported on it: EINVAL, as for a file that cannot splice (a program "
+			"copies instead)\n", (int)getpid(), fd);
+	return fail(EINVAL);
+}
+
 EXPORT ssize_t
 splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t len, unsigned int flags)
 {
 	if (stream_of(in) != NULL)
-		return refuse_call(in, "splice");
+		return refuse_splice(in);
 	if (stream_of(out) != NULL)
-		return refuse_call(out, "splice");
+		return refuse_splice(out);
 	return REAL(splice)(in, off_in, out, off_out, len, flags);
 }
 

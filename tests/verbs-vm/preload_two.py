@@ -503,7 +503,7 @@ def rxe_counters():
         return {}
 
 
-def said(r):
+def own_lines(r):
     """What a program that failed printed, its own lines kept whole: the
     stats lines of rb2-run, long, would push them out of the 300
     characters a report keeps. They are counted instead."""
@@ -527,7 +527,7 @@ def run_client(o, mode, app, cl):
                       for x in (e.stdout, e.stderr))
         return None, f"hung: no result within {deadline} s ({out[-200:]!r})"
     if r.returncode != 0:
-        return None, f"exit {r.returncode}: {said(r)}"
+        return None, f"exit {r.returncode}: {own_lines(r)}"
     try:
         figs = cl.parse(r.stdout + r.stderr if cl.stderr else r.stdout)
     except ValueError as e:
@@ -711,7 +711,7 @@ def run_check(o, mode, app, cl, work, limit):
         r = subprocess.run(pre + cl.argv, capture_output=True, text=True, env=env,
                            timeout=limit, cwd=work, start_new_session=True)
         if r.returncode != 0:
-            return f"exit {r.returncode}: {said(r)}"
+            return f"exit {r.returncode}: {own_lines(r)}"
         cl.parse(r.stdout + r.stderr if cl.stderr else r.stdout)
     except subprocess.TimeoutExpired:
         return f"hung: no result within {limit} s"

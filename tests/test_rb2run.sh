@@ -100,6 +100,18 @@ pair() {
 
 stats_of() { grep -h "^rb2-run: pid" "$@" | head -1; }
 
+# peer_mode NAME MODE: rb2run_peer.py's MODE and MODE-client, both under
+# rb2-run, 30 s at most each; their output in $tmp/NAME.{srv,cli}[.err].
+peer_mode() {
+	local name=$1 mode=$2 port spid
+	port=$(free_port)
+	timeout 30 "$run" python3 "$peer" "$mode" "$port" >"$tmp/$name.srv" 2>"$tmp/$name.srv.err" &
+	spid=$!
+	for _ in $(seq 100); do grep -q listening "$tmp/$name.srv" 2>/dev/null && break; sleep 0.05; done
+	timeout 30 "$run" python3 "$peer" "$mode-client" "$port" >"$tmp/$name.cli" 2>"$tmp/$name.cli.err"
+	wait "$spid"
+}
+
 # The service rb2-run starts keeps none of its starter's descriptors: a
 # caller that captures rb2-run's output sees its end when the program ends,
 # not when the service does.
@@ -251,12 +263,7 @@ fi
 # closes: the next connection on its number, in the same epoll set, must
 # wake the wait (its stale entry kept the old bells, and node under wrk
 # slept a second at a time).
-port=$(free_port)
-timeout 30 "$run" python3 "$peer" rawclose "$port" >"$tmp/rc.srv" 2>"$tmp/rc.srv.err" &
-rpid=$!
-for _ in $(seq 100); do grep -q listening "$tmp/rc.srv" 2>/dev/null && break; sleep 0.05; done
-timeout 30 "$run" python3 "$peer" rawclose-client "$port" >"$tmp/rc.cli" 2>"$tmp/rc.cli.err"
-wait "$rpid"
+peer_mode rc rawclose
 ms=$(sed -n 's/.*on the first.s fd: woken \([0-9]*\) ms after the send/\1/p' "$tmp/rc.srv")
 if [ -n "$ms" ] && [ "$ms" -lt 300 ] && grep -q " 2 connections over rb2 .* 0 failed" "$tmp/rc.srv.err"; then
 	ok "a connection closed with syscall(SYS_close): the next on its number woke its epoll wait $ms ms after the send"
@@ -269,12 +276,7 @@ fi
 # listener thread's set): its message must wake the sleeper, whether the set
 # held kernel fds alone or a connection already, and whether the message
 # came after the add or before it (each request waited for some other event).
-port=$(free_port)
-timeout 30 "$run" python3 "$peer" lateadd "$port" >"$tmp/la.srv" 2>"$tmp/la.srv.err" &
-rpid=$!
-for _ in $(seq 100); do grep -q listening "$tmp/la.srv" 2>/dev/null && break; sleep 0.05; done
-timeout 30 "$run" python3 "$peer" lateadd-client "$port" >"$tmp/la.cli" 2>"$tmp/la.cli.err"
-wait "$rpid"
+peer_mode la lateadd
 if python3 - "$tmp/la.srv" <<'PY' && grep -q " 2 connections over rb2 .* 0 failed" "$tmp/la.srv.err"
 import re, sys
 ms = re.findall(r"(?:, |: )(-?\d+|not woken in 5 s)(?: ms)?", open(sys.argv[1]).read().split("woke", 1)[-1])

@@ -73,6 +73,18 @@ over_rb2() {
 # The stats of FILE's rb2-run lines, one line.
 said() { grep -h "^rb2-run: pid" "$1" | cut -d: -f3- | head -3 | tr '\n' ';'; }
 
+# fetched TAG WWW ERR: curl under rb2-run fetches WWW's files small and big
+# from port $port (into $tmp/TAG.got.*, its stderr onto $tmp/ERR.err);
+# prints how many came byte for byte.
+fetched() {
+	local n=0 f
+	for f in small big; do
+		timeout 30 "$run" curl -s -o "$tmp/$1.got.$f" "http://127.0.0.1:$port/$f" \
+			2>>"$tmp/$3.err" && cmp -s "$tmp/$1.got.$f" "$2/$f" && n=$((n + 1))
+	done
+	echo $n
+}
+
 # Until something listens on port $1 (found without connecting: a probe
 # would be a connection of its own, and a kernel TCP one).
 wait_port() {
@@ -228,11 +240,7 @@ EOF
 	>"$tmp/ng.out" 2>"$tmp/ng.err" &
 npid=$!
 wait_port "$port" || fail "nginx did not start: $(cat "$tmp/ng.err" "$tmp/ng/error.log")"
-same=0
-for f in small big; do
-	timeout 30 "$run" curl -s -o "$tmp/got.$f" "http://127.0.0.1:$port/$f" 2>>"$tmp/curl.err" &&
-		cmp -s "$tmp/got.$f" "$tmp/ng/www/$f" && same=$((same + 1))
-done
+same=$(fetched ng "$tmp/ng/www" curl)
 if [ $same = 2 ] && over_rb2 "$tmp/curl.err" 2; then
 	ok "nginx (2 workers, sendfile): curl fetched 700 B and 5 MB byte for byte over rb2"
 else
@@ -305,11 +313,7 @@ EOF
 "$run" apache2 -X -f "$tmp/ap/apache2.conf" >"$tmp/ap.out" 2>"$tmp/ap.err" &
 apid=$!
 wait_port "$port" || fail "apache2 did not start: $(cat "$tmp/ap.err" "$tmp/ap/error.log")"
-same=0
-for f in small big; do
-	timeout 30 "$run" curl -s -o "$tmp/apgot.$f" "http://127.0.0.1:$port/$f" 2>>"$tmp/apcurl.err" &&
-		cmp -s "$tmp/apgot.$f" "$tmp/ap/www/$f" && same=$((same + 1))
-done
+same=$(fetched ap "$tmp/ap/www" apcurl)
 # 20 requests on one kept-alive connection: each must be answered as it
 # comes (the bound is 10 s for all; with the bug, each waited 1-4 s).
 urls=()

@@ -446,6 +446,7 @@ def idle(port):
     t.start()
     sel = selectors.EpollSelector()
     sel.register(b, selectors.EVENT_READ)
+    print("asleep", flush=True)           # the measurer's cue: both accepted
     sel.select()                          # no timeout: asleep until data
     b.sendall(b.recv(100))
     t.join()

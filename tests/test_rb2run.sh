@@ -527,15 +527,17 @@ else
 fi
 
 # Blocked is asleep: a server with one thread in recv and one in epoll_wait
-# on two rb2 connections uses less than 1% of a core while they are silent
-# for 3 s (its CPU time from /proc, in 10 ms ticks), and both wake when
-# the data comes.
+# on two rb2 connections uses less than 1% of a core over 2 s of their 4 s
+# of silence (its CPU time from /proc, in 10 ms ticks, counted from when it
+# says both are accepted), and both wake when the data comes.
 port=$(free_port)
 timeout 60 "$run" python3 "$peer" idle "$port" >"$tmp/idle.srv" 2>"$tmp/idle.srv.err" &
 ipid=$!
 for _ in $(seq 100); do grep -q listening "$tmp/idle.srv" 2>/dev/null && break; sleep 0.05; done
-timeout 60 "$run" python3 "$peer" wake "$port" 3 >"$tmp/idle.cli" 2>"$tmp/idle.cli.err" &
-sleep 0.5
+timeout 60 "$run" python3 "$peer" wake "$port" 4 >"$tmp/idle.cli" 2>"$tmp/idle.cli.err" &
+# measure from when both are accepted, not from a guess: setup is not idling
+for _ in $(seq 100); do grep -q asleep "$tmp/idle.srv" 2>/dev/null && break; sleep 0.05; done
+sleep 0.3
 spid=$(pgrep -n -f "rb2run_peer.py idle $port")
 t0=$(awk '{print $14 + $15}' /proc/"$spid"/stat)
 sleep 2

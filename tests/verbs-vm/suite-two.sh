@@ -664,7 +664,7 @@ rr_fork_away() { # PORT
 }
 rr_fork_away 21618
 # Blocked is asleep across hosts too: a server with one thread in recv and
-# one in epoll_wait on two rb2 connections from B, silent for 8 s, uses
+# one in epoll_wait on two rb2 connections from B, silent for 10 s, uses
 # less than 1% of a core over 4 s of it (its CPU from /proc, in 10 ms
 # ticks: at most 3), and both wake when the data comes. A sleeper that
 # looked every 50 ms took 4-7 ticks here (each look a status check of its
@@ -676,7 +676,10 @@ rr_idle() { # PORT
 		sp=$(pgrep -o -x rb2-sockd)
 		timeout -k 5 60 "$rrun" -- python3 "$rpeer" idle "$1" > $f 2>&1 &
 		for _ in $(seq 200); do grep -q "^listening" $f 2>/dev/null && break; sleep 0.05; done
-		sleep 2.5           # B connects (both set up within about a second), then is silent
+		# B connects, then is silent for 10 s: measure from when both are
+		# accepted: setting up is work, not idling
+		for _ in $(seq 200); do grep -q "^asleep" $f 2>/dev/null && break; sleep 0.05; done
+		sleep 0.5
 		pid=$(pgrep -n -f "rb2run_peer.py idle $1")
 		t0=$(awk '{print $14 + $15}' /proc/"$pid"/stat 2>/dev/null)
 		s0=$(awk '{print $14 + $15}' /proc/"$sp"/stat 2>/dev/null)
@@ -692,7 +695,7 @@ rr_idle() { # PORT
 		rr_result blocked_is_asleep "$rc" $f echoed " 2 connections over rb2" "$verbs_line"
 	else
 		rr_wait_listener "$1"
-		timeout -k 5 60 "$rrun" -- python3 "$rpeer" wake "$1" 8 > $f 2>&1
+		timeout -k 5 60 "$rrun" -- python3 "$rpeer" wake "$1" 10 > $f 2>&1
 		rr_result blocked_is_asleep $? $f "woken: both" "$verbs_line"
 	fi
 }

@@ -774,6 +774,43 @@ main(void)
 	close(fd);
 	close(ep);
 
+	/* stdio from before connect(), as a client that wraps its socket
+	 * first: the FILE must read, write and end the connection the socket
+	 * becomes, and the fd number's next file must be that file alone. */
+	{
+		struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(peer_port),
+			.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		int s = socket(AF_INET, SOCK_STREAM, 0), pp[2] = { -1, -1 };
+		FILE *f = fdopen(s, "r+");
+		uint8_t b[5];
+		char got[4] = "";
+		int good = 1;
+
+		if (f == NULL || write(to_peer, "A\n", 2) != 2)
+			return 2;
+		say("fdopen r+, then connect: %s", CALL(connect(s, (struct sockaddr *)&to, sizeof(to))));
+		say("peer accept: %s", answer());
+		say("fprintf 6: %s", CALL(fprintf(f, "hi %d\n", 42)));
+		say("fflush: %s", CALL(fflush(f)));
+		say("peer reads 6: %s", ask("R 6"));
+		say("peer sends 5: %s", ask("S 5"));
+		setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ .tv_sec = 2 }, sizeof(struct timeval));
+		say("fread 5: %s", CALL(fread(b, 1, 5, f)));
+		for (int i = 0; i < 5; i++)
+			good &= b[i] == pat((size_t)i);
+		say("... the bytes: %s", good ? "right" : "WRONG");
+		say("fclose: %s", CALL(fclose(f)));
+		say("peer reads to the end: %s", ask("X"));
+		say("peer closes: %s", ask("C"));
+		SAY("pipe: %s, its read end takes the socket's number: %s", pipe(pp),
+		    pp[0] == s ? "yes" : "no");
+		say("write 3 to the pipe: %s", CALL(write(pp[1], "abc", 3)));
+		SAY("read the pipe: %s, %s", read(pp[0], got, 3),
+		    memcmp(got, "abc", 3) == 0 ? "abc" : "WRONG");
+		close(pp[0]);
+		close(pp[1]);
+	}
+
 	/* Writing to a closed peer: EPIPE, and SIGPIPE without MSG_NOSIGNAL. */
 	fd = connect_peer();
 	say("peer closes: %s", ask("C"));

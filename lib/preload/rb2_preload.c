@@ -2421,8 +2421,11 @@ sendfile64(int out, int in, off_t *off, size_t count)
  * read(), write() and close(): on a stream, fdopen()'s FILE would wait on the
  * idle kernel socket for bytes that never come there, put its writes past
  * the stream (a reset, for the bells' count: "Past the wrappers" in the
- * guide), and close the fd without ending the stream. So a stream's FILE is
- * glibc's cookie FILE, whose calls are these, each through our wrapper.
+ * guide), and close the fd without ending the stream. So the FILE of any
+ * TCP socket we track is glibc's cookie FILE, whose calls are these, each
+ * through our wrapper: also one made before connect(), whose socket may
+ * become a stream under it (its fclose() would otherwise leave the stream's
+ * entry to the fd number's next file).
  */
 static ssize_t
 file_read(void *cookie, char *buf, size_t len)
@@ -2471,7 +2474,7 @@ fdopen(int fd, const char *mode)
 	};
 	FILE *f;
 
-	if (stream_of(fd) == NULL || mode == NULL)
+	if (get(fd) == NULL || mode == NULL)
 		return REAL(fdopen)(fd, mode);
 	f = fopencookie((void *)(intptr_t)fd, mode, io);
 	if (f == NULL)

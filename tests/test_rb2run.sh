@@ -41,8 +41,9 @@
 #     run (tests/rb2run_early_lib.c), and a thread may have a 32 KiB stack:
 #     the same results as plainly;
 #   - exec ends an rb2 connection that is not FD_CLOEXEC, cleanly both ways;
-#     in a vfork or fork child, whose parent keeps the connection, the new
-#     program gets a stand-in instead, and the parent's connection goes on;
+#     in a vfork or fork child, whose parent keeps the connection, and from
+#     posix_spawn and system(), the new program gets a stand-in instead,
+#     and the parent's connection goes on;
 #   - a peer killed while the other end sleeps in epoll_wait for room: it
 #     wakes within 2 s (the FIN on its kernel socket), and writes fail;
 #   - bytes written on the kernel socket past the wrappers (io_uring, raw
@@ -348,11 +349,14 @@ else
 fi
 
 # exec in a child that shares the connection with its parent: subprocess's
-# vfork (the child runs in the parent's memory) and fork. The new program
-# gets a stand-in that reads 0 and fails writes with EPIPE (on every fd
-# that names the connection: the fork child passes a dup of it, as inetd's
+# vfork (the child runs in the parent's memory), fork, posix_spawn (its file
+# actions dup the fd) and system() (a shell between). The new program gets
+# a stand-in that reads 0 and fails writes with EPIPE (on every fd that
+# names the connection: the fork child passes a dup of it, as inetd's
 # children do); the parent's connection goes on: the server reads all of
-# the parent's bytes, the ones it sent after both children too.
+# the parent's bytes, the ones it sent after the children too. Without the
+# stand-in, the spawned child's read would wait on the idle kernel socket
+# for good.
 port=$(free_port)
 timeout 60 "$run" python3 "$peer" count "$port" >"$tmp/vf.srv" 2>"$tmp/vf.srv.err" &
 for _ in $(seq 100); do grep -q listening "$tmp/vf.srv" 2>/dev/null && break; sleep 0.05; done
@@ -376,14 +380,23 @@ if pid == 0:
     d = os.dup2(fd, fd + 20)    # the new program gets the dup: a stand-in too
     os.execv(sys.executable, [sys.executable, "-c", child, str(d), "fork"])
 os.waitpid(pid, 0)
+sys.stdout.flush()
+pid = os.posix_spawn(sys.executable, [sys.executable, "-c", child, str(fd + 30), "posix_spawn"],
+                     os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, fd, fd + 30)])
+os.waitpid(pid, 0)
+with open(sys.argv[2], "w") as f:
+    f.write(child)
+os.system("%s %s %d system" % (sys.executable, sys.argv[2], fd))
 c.sendall(b"y" * 4000)
-c.close()' "$port" >"$tmp/vf.cli" 2>"$tmp/vf.cli.err"
+c.close()' "$port" "$tmp/vf_child.py" >"$tmp/vf.cli" 2>"$tmp/vf.cli.err"
 wait
 if grep -q "vfork child: read 0 bytes, write EPIPE" "$tmp/vf.cli" &&
-	grep -q "fork child: read 0 bytes, write EPIPE" "$tmp/vf.cli" &&
+	grep -q "^fork child: read 0 bytes, write EPIPE" "$tmp/vf.cli" &&
+	grep -q "posix_spawn child: read 0 bytes, write EPIPE" "$tmp/vf.cli" &&
+	grep -q "system child: read 0 bytes, write EPIPE" "$tmp/vf.cli" &&
 	grep -q "server got 5000 then the end" "$tmp/vf.srv" &&
 	grep -q " 1 connections over rb2 (0 bytes in, 5000 out), 0 failed$" "$tmp/vf.cli.err"; then
-	ok "exec in a vfork and a fork child: each new program got a stand-in, the parent's connection went on ($(tail -1 "$tmp/vf.srv"))"
+	ok "exec in a vfork and a fork child, posix_spawn and system(): each new program got a stand-in, the parent's connection went on ($(tail -1 "$tmp/vf.srv"))"
 else
 	fail "exec in a child"; cat "$tmp/vf.cli" "$tmp/vf.cli.err" "$tmp/vf.srv"
 fi
@@ -432,8 +445,8 @@ else
 fi
 
 # Bytes written on an rb2 connection's kernel socket past the wrappers (a
-# raw system call here; io_uring and programs started by posix_spawn do the
-# same) cannot join the stream: the reader finds more bytes there than bells
+# raw system call here; io_uring and programs started without rb2-run's
+# library do the same) cannot join the stream: the reader finds more bytes there than bells
 # rang, resets the connection both ways, says so and counts them.
 port=$(free_port)
 timeout 60 "$run" python3 -c '

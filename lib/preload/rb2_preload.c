@@ -36,6 +36,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -52,6 +53,8 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -113,6 +116,11 @@ static struct {
 	int (*getsockopt)(int, int, int, void *, socklen_t *);
 	FILE *(*fdopen)(int, const char *);
 	int (*prctl)(int, ...);
+	int (*posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			   const posix_spawnattr_t *, char *const[], char *const[]);
+	int (*posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			    const posix_spawnattr_t *, char *const[], char *const[]);
+	int (*system)(const char *);
 } real;
 
 static void
@@ -128,6 +136,7 @@ real_resolve(void)
 	RESOLVE(dup3); RESOLVE(execve); RESOLVE(execvpe); RESOLVE(fexecve); RESOLVE(fork);
 	RESOLVE(syscall); RESOLVE(close_range); RESOLVE(sendmmsg); RESOLVE(recvmmsg);
 	RESOLVE(splice); RESOLVE(setsockopt); RESOLVE(getsockopt); RESOLVE(fdopen); RESOLVE(prctl);
+	RESOLVE(posix_spawn); RESOLVE(posix_spawnp); RESOLVE(system);
 #undef RESOLVE
 }
 
@@ -3827,7 +3836,7 @@ static pid_t image_pid;
  * another host has had its stand-in since the fork (away_begin()), which
  * the new program keeps; the child's hold goes back here. glibc's
  * exec functions call each other inside libc, so each is
- * wrapped; posix_spawn() (and system()) call none of them.
+ * wrapped; posix_spawn() and system() call none of them (spawned_stand_ins()).
  */
 static void
 before_exec(void)
@@ -3962,6 +3971,203 @@ execle(const char *path, const char *arg, ...)
 	r = exec_list(0, path, arg, ap, 1);
 	va_end(ap);
 	return r;
+}
+
+/*
+ * posix_spawn() and system() make their child with clone(CLONE_VM |
+ * CLONE_VFORK) and exec inside libc, past every wrapper here, and the
+ * parent's connections go on: as for an exec in a vfork child, the new
+ * program must get a stand-in on each fd that names one, not the idle
+ * kernel socket (whose reads would wait for good, and whose writes would
+ * reset the parent's connection). Nothing can run in that child, so the
+ * new program's own copy of this library does it, first thing
+ * (spawned_stand_ins()): the spawn adds to its environment the inodes of
+ * the kernel sockets under this process's rb2 connections that it may
+ * inherit. Inodes, not fd numbers: the spawn's file actions may dup one
+ * anywhere (an inetd-style child on stdin and stdout). A new program
+ * without this library (a set-user-ID one) gets the kernel socket.
+ */
+#define STAND_IN_VAR "RB2_RUN_STAND_IN"
+#define STAND_IN_ENV STAND_IN_VAR "="
+#define STAND_IN_MAX 256                 /* inodes told: the rest keep their sockets */
+
+/* "RB2_RUN_STAND_IN=ino,ino,..." for this process's connections without
+ * FD_CLOEXEC, in @buf, or NULL if there are none. */
+static char *
+stand_in_entry(char *buf, size_t size)
+{
+	size_t n = strlen(STAND_IN_ENV), first = n;
+	unsigned int told = 0;
+
+	memcpy(buf, STAND_IN_ENV, n + 1);
+	for (unsigned int fd = 0; used && tab != NULL && fd < tab_size; fd++) {
+		struct psock *p = atomic_load(&tab[fd]);
+		struct stat st;
+		int fl;
+
+		if (p == NULL || p->st == NULL || p->exec_stood_in)
+			continue;
+		fl = REAL(fcntl)((int)fd, F_GETFD);
+		if (fl < 0 || (fl & FD_CLOEXEC) || fstat((int)fd, &st) != 0)
+			continue;
+		if (told++ == STAND_IN_MAX || n + 22 > size)
+			break;              /* the rest keep their kernel sockets */
+		n += (size_t)snprintf(buf + n, size - n, "%s%lu", n > first ? "," : "",
+				      (unsigned long)st.st_ino);
+	}
+	return n > first ? buf : NULL;
+}
+
+/* @envp with our entry put in (an old one left out), in @out; or @envp. */
+static char *const *
+spawn_env(char *const envp[], char *entry, char ***out)
+{
+	size_t k = 0, n = 0;
+
+	*out = NULL;
+	if (entry == NULL || envp == NULL)
+		return envp;
+	while (envp[n] != NULL)
+		n++;
+	*out = malloc((n + 2) * sizeof(char *));
+	if (*out == NULL)
+		return envp;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(envp[i], STAND_IN_ENV, strlen(STAND_IN_ENV)) != 0)
+			(*out)[k++] = envp[i];
+	(*out)[k++] = entry;
+	(*out)[k] = NULL;
+	return *out;
+}
+
+static int
+spawn(int search, pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+      const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	char buf[sizeof(STAND_IN_ENV) + STAND_IN_MAX * 21], **mine;
+	char *const *env = spawn_env(envp, stand_in_entry(buf, sizeof(buf)), &mine);
+	int ret = search ? REAL(posix_spawnp)(pid, path, fa, attr, argv, env) :
+		REAL(posix_spawn)(pid, path, fa, attr, argv, env);
+
+	free(mine);
+	return ret;
+}
+
+EXPORT int
+posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+	    const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	return spawn(0, pid, path, fa, attr, argv, envp);
+}
+
+EXPORT int
+posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+	     const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	return spawn(1, pid, file, fa, attr, argv, envp);
+}
+
+/*
+ * system() as POSIX gives it, through spawn() so that its shell learns of
+ * our connections; libc's own is used when there are none to tell. SIGINT
+ * and SIGQUIT are ignored and SIGCHLD blocked while the command runs, and
+ * the child gets them back; threads that run system() at once share the
+ * ignoring (the first sets it, the last restores it), as glibc's does.
+ */
+static pthread_mutex_t system_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned int system_users;
+static struct sigaction system_int, system_quit;
+
+EXPORT int
+system(const char *cmd)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	char buf[sizeof(STAND_IN_ENV) + STAND_IN_MAX * 21], **mine;
+	char *argv[] = { "sh", "-c", (char *)cmd, NULL };
+	char *entry = cmd != NULL ? stand_in_entry(buf, sizeof(buf)) : NULL;
+	sigset_t chld, omask, dflt;
+	posix_spawnattr_t a;
+	pid_t pid;
+	int status = -1, ret;
+
+	if (entry == NULL)
+		return REAL(system)(cmd);
+	sigemptyset(&ign.sa_mask);
+	pthread_mutex_lock(&system_lock);
+	if (system_users++ == 0) {
+		sigaction(SIGINT, &ign, &system_int);
+		sigaction(SIGQUIT, &ign, &system_quit);
+	}
+	pthread_mutex_unlock(&system_lock);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &omask);
+	sigemptyset(&dflt);
+	if (system_int.sa_handler != SIG_IGN)
+		sigaddset(&dflt, SIGINT);
+	if (system_quit.sa_handler != SIG_IGN)
+		sigaddset(&dflt, SIGQUIT);
+	posix_spawnattr_init(&a);
+	posix_spawnattr_setsigdefault(&a, &dflt);
+	posix_spawnattr_setsigmask(&a, &omask);
+	posix_spawnattr_setflags(&a, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+	ret = REAL(posix_spawn)(&pid, "/bin/sh", NULL, &a, argv,
+				spawn_env(environ, entry, &mine));
+	posix_spawnattr_destroy(&a);
+	free(mine);
+	if (ret == 0) {
+		while (waitpid(pid, &status, 0) < 0)
+			if (errno != EINTR) {
+				status = -1;
+				break;
+			}
+	} else {
+		status = W_EXITCODE(127, 0);    /* as the shell's "not found" */
+	}
+	pthread_mutex_lock(&system_lock);
+	if (--system_users == 0) {
+		sigaction(SIGINT, &system_int, NULL);
+		sigaction(SIGQUIT, &system_quit, NULL);
+	}
+	pthread_mutex_unlock(&system_lock);
+	sigprocmask(SIG_SETMASK, &omask, NULL);
+	if (ret != 0)
+		errno = ret;
+	return status;
+}
+
+/* A spawned program's first step: stand-ins on the fds its spawner named
+ * (posix_spawn() above), and the entry out of its environment, so that
+ * what it starts in turn is not told of sockets it may not have. */
+static void
+spawned_stand_ins(void)
+{
+	const char *v = getenv(STAND_IN_VAR);
+	struct rlimit rl;
+	unsigned long ino[STAND_IN_MAX];
+	unsigned int n = 0, limit;
+
+	if (v == NULL)
+		return;
+	while (*v != '\0' && n < RTE_DIM(ino)) {
+		char *end;
+
+		ino[n++] = strtoul(v, &end, 10);
+		v = *end == ',' ? end + 1 : end + strlen(end);
+	}
+	limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (unsigned int)rl.rlim_cur : 65536;
+	for (unsigned int fd = 0; fd < limit; fd++) {
+		struct stat st;
+
+		if (fstat((int)fd, &st) != 0 || !S_ISSOCK(st.st_mode))
+			continue;
+		for (unsigned int i = 0; i < n; i++)
+			if (ino[i] == (unsigned long)st.st_ino) {
+				stand_in((int)fd, 0);
+				break;
+			}
+	}
+	unsetenv(STAND_IN_VAR);
 }
 
 /* ---- Start, fork, exit ------------------------------------------------------------ */
@@ -4204,6 +4410,7 @@ preload_init(void)
 	const char *t;
 
 	real_resolve();
+	spawned_stand_ins();
 	image_pid = getpid();
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (1u << 20))
 		rl.rlim_max = 1u << 20;

@@ -1543,7 +1543,7 @@ found_foreign(struct rb2_stream *s)
 	ring_writer(s, !s->me);
 	fprintf(stderr, "rb2-run: pid %d: fd %d: at least %" PRIu64 " bytes came on the kernel "
 		"socket under an rb2 connection, past rb2-run's calls (io_uring, a raw system "
-		"call, or a program started by posix_spawn() or system()); they cannot join the "
+		"call, or a program started without rb2-run's library); they cannot join the "
 		"stream in order, so the connection is reset\n", (int)getpid(), s->fd_shown,
 		s->st.foreign_bytes);
 }

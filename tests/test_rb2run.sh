@@ -446,8 +446,9 @@ fi
 
 # Bytes written on an rb2 connection's kernel socket past the wrappers (a
 # raw system call here; io_uring and programs started without rb2-run's
-# library do the same) cannot join the stream: the reader finds more bytes there than bells
-# rang, resets the connection both ways, says so and counts them.
+# library do the same) cannot join the stream: the reader finds more bytes
+# there than bells rang, resets the connection both ways, says so and
+# counts them.
 port=$(free_port)
 timeout 60 "$run" python3 -c '
 import socket, sys

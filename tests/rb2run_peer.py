@@ -998,6 +998,100 @@ def late_add_client(port):
     c1.recv(1)
 
 
+def slow_accept(port):
+    """slowaccept's server: accepts its three connections 1.5 s after it
+    listens, each accept timed; then says "hi" on each, and answers "ping"
+    with "pong"."""
+    s = listen_on(port, 8)
+    time.sleep(1.5)
+    cs, took = [], []
+    for _ in range(3):
+        t = time.time()
+        c, _ = s.accept()
+        took.append((time.time() - t) * 1000)
+        cs.append(c)
+    for c in cs:
+        c.sendall(b"hi")
+    for c in cs:
+        if read_exactly(c, 4) == b"ping":
+            c.sendall(b"pong")
+        c.close()
+    print("accepts took %s ms" % ", ".join("%.1f" % x for x in took), flush=True)
+
+
+def read_exactly(c, n):
+    got = b""
+    while len(got) < n:
+        b = c.recv(n - len(got))
+        if not b:
+            break
+        got += b
+    return got
+
+
+def slow_accept_client(port):
+    """slowaccept's client: three non-blocking connects while the server
+    does not accept yet, each timed; one then waits in poll, one in an
+    epoll set it joined before its connect (nginx's upstreams), one in a
+    set it joins after. A read and a write before each is writable must
+    say EAGAIN (they may not touch the kernel socket under a stream), and
+    a second connect EALREADY; after it, the server's "hi" and the echo
+    come whole, and a connect says 0 (connected, as the kernel's first
+    connect after one completed; EISCONN after that)."""
+    ep_before = select.epoll()
+    socks, took = [], []
+    for i in range(3):
+        c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        c.setblocking(False)
+        if i == 1:
+            ep_before.register(c.fileno(), select.EPOLLOUT | select.EPOLLET)
+        t = time.time()
+        e = c.connect_ex((HOST, port))
+        took.append((time.time() - t) * 1000)
+        if e not in (0, errno.EINPROGRESS):
+            print("connect %d: %s" % (i, os.strerror(e)), flush=True)
+            return
+        socks.append(c)
+    early = []
+    for c in socks:
+        e = c.connect_ex((HOST, port))       # still connecting: EALREADY
+        early.append("connect %s" % errno.errorcode.get(e, e))
+        for what, call in (("read", lambda: c.recv(10)), ("write", lambda: c.send(b"ping"))):
+            try:
+                r = call()
+                # Kernel TCP: the handshake is done, so a write goes to
+                # the server's queue; under rb2-run it waits for accept.
+                early.append("%s %r" % (what, r))
+            except BlockingIOError:
+                early.append("%s EAGAIN" % what)
+    ep_after = select.epoll()
+    ep_after.register(socks[2].fileno(), select.EPOLLOUT)
+    waits = []
+    t = time.time()
+    po = select.poll()
+    po.register(socks[0].fileno(), select.POLLOUT)
+    for how, wait in (("poll", lambda: po.poll(5000)), ("epoll before", lambda: ep_before.poll(5)),
+                      ("epoll after", lambda: ep_after.poll(5))):
+        ev = wait()
+        waits.append("%s %s at %.0f ms" % (how, "writable" if ev else "NOT writable",
+                                          (time.time() - t) * 1000))
+    said = []
+    for i, c in enumerate(socks):
+        e = c.connect_ex((HOST, port))       # connected: 0 (EISCONN after)
+        c.setblocking(True)
+        err = c.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        hi = read_exactly(c, 2)
+        if early[3 * i + 2] != "write 4":    # not sent early (kernel TCP)
+            c.sendall(b"ping")
+        said.append("%s/%s/%d/%s" % (hi.decode(errors="replace"),
+                                     read_exactly(c, 4).decode(errors="replace"), err,
+                                     errno.errorcode.get(e, e)))
+        c.close()
+    print("connects returned in %s ms; before accept: %s; %s; said %s" % (
+        ", ".join("%.0f" % x for x in took), ", ".join(early), ", ".join(waits),
+        ", ".join(said)), flush=True)
+
+
 def uring():
     libc = ctypes.CDLL(None, use_errno=True)
     params = ctypes.create_string_buffer(120)       # struct io_uring_params
@@ -1071,6 +1165,10 @@ if __name__ == "__main__":
         late_add(int(sys.argv[2]))
     elif sys.argv[1] == "lateadd-client":
         late_add_client(int(sys.argv[2]))
+    elif sys.argv[1] == "slowaccept":
+        slow_accept(int(sys.argv[2]))
+    elif sys.argv[1] == "slowaccept-client":
+        slow_accept_client(int(sys.argv[2]))
     elif sys.argv[1] == "uring":
         uring()
     elif sys.argv[1] == "scale-sink":

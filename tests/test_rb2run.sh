@@ -9,7 +9,8 @@
 #
 # fast (the fast tier) runs the transfer, the flipped byte, the conformance
 # program, the calls made before rb2-run's constructor, a close past close(),
-# connections added to a set a thread sleeps in, and no service; the full
+# connections added to a set a thread sleeps in, non-blocking connects
+# before the server's accept, and no service; the full
 # tier runs everything:
 #
 #   - rb2-run starts rb2-sockd itself (a private socket, stopped at the end),
@@ -287,6 +288,25 @@ then
 	ok "connections added to an epoll set while a thread slept in it: $(sed -n 's/late adds //p' "$tmp/la.srv") (after the add; before it; beside a connection)"
 else
 	fail "added while a thread slept in the set: $(tail -n 1 "$tmp/la.srv") $(cat "$tmp/la.srv.err")"
+fi
+
+# Non-blocking connects to a server that accepts 1.5 s after it listens:
+# each must return at once (EINPROGRESS), the pairing going on in the
+# background; a read and a write before it is done say EAGAIN, not the
+# kernel socket's, and a second connect EALREADY (0 once connected, as
+# the kernel's); poll, an epoll set joined before the connect (nginx's
+# upstreams) and one joined after wake when it is writable; and the
+# server's greeting and the echo come whole, over rb2. (The connect waited
+# for the accept inside the call: 512 ms for the first.)
+peer_mode sa slowaccept
+took=$(sed -n 's/^connects returned in \([0-9, ]*\) ms.*/\1/p' "$tmp/sa.cli")
+if [ -n "$took" ] && [ "$(echo "$took" | tr ', ' '\n\n' | sort -n | tail -n 1)" -lt 300 ] &&
+	grep -q "before accept: \(connect EALREADY, read EAGAIN, write EAGAIN, \)\{2\}connect EALREADY, read EAGAIN, write EAGAIN;" "$tmp/sa.cli" &&
+	grep -q "poll writable at .*epoll before writable at .*epoll after writable at .*said \(hi/pong/0/0, \)\{2\}hi/pong/0/0$" "$tmp/sa.cli" &&
+	grep -q " 3 connections over rb2 .* 0 failed" "$tmp/sa.cli.err"; then
+	ok "non-blocking connects before the server's accept returned in $took ms, over rb2: $(sed 's/.*EAGAIN; //' "$tmp/sa.cli")"
+else
+	fail "non-blocking connects before the accept: $(cat "$tmp/sa.cli" "$tmp/sa.cli.err" "$tmp/sa.srv.err")"
 fi
 
 # Conformance: one socket program (tests/rb2run_conform.c: connect, the

@@ -177,6 +177,13 @@ struct psock {
 	 * the kernel's does (a writer may see room only after its own look
 	 * refreshed its view of the reader's head, with no new edge). */
 	_Atomic uint32_t rx_dry, tx_full;
+	/* A set-up that goes on in the background (pend_start()): until it
+	 * is done the socket is neither readable nor writable, and its calls
+	 * say EAGAIN, or wait if it blocks. pend_efd becomes readable then. */
+	_Atomic int pending;
+	int pend_efd;                /* an eventfd, -1 if none was made */
+	int pend_cancel_fd;          /* what a close shuts down to end it early */
+	int pend_cancelled;          /* ... and did */
 	struct psock *held_next;     /* on the held list (held_add()) ... */
 	int held_listed;             /* ... while this says so */
 };
@@ -304,6 +311,8 @@ track(int fd)
 	p->refs = 1;
 	p->reg_fd = -1;
 	p->rslot = -1;
+	p->pend_efd = -1;
+	p->pend_cancel_fd = -1;
 	atomic_store_explicit(&used, 1, memory_order_relaxed);
 	pthread_mutex_init(&p->rx_lock, NULL);
 	pthread_mutex_init(&p->tx_lock, NULL);
@@ -874,12 +883,15 @@ closers_ending(void)
 	return n;
 }
 
+static void pend_drain_how(int cancel);
+
 static void
 streams_end_at_exit(void)
 {
 	uint64_t until = now_ns() + EXIT_END_MS * 1000000ull;
 	unsigned int ended = 0, cut = 0;
 
+	pend_drain_how(1);               /* set-ups under way end here */
 	held_flush_all();
 	if (remote_xp == NULL || remote_pid != getpid())
 		return;                  /* no stream of this process is remote */
@@ -1196,6 +1208,8 @@ untrack(int fd)
 		stream_end(p);
 	if (p->reg_fd >= 0)
 		REAL(close)(p->reg_fd);
+	if (p->pend_efd >= 0)
+		REAL(close)(p->pend_efd);
 	free(p);
 }
 
@@ -1351,6 +1365,278 @@ reset_kernel(int fd)
 	pthread_mutex_unlock(&stats.lock);
 }
 
+/* ---- Set-ups in the background ---------------------------------------------- */
+
+/*
+ * A non-blocking connect() says EINPROGRESS and returns; the connection is
+ * writable once it is up. rb2-run's part of it may take long: on one host
+ * the pairing waits for the server's accept(), across hosts both ends make
+ * their queues and swap their addresses (65-76 ms a connection between the
+ * two TCG guests). Done inside the call, that time was the caller's: an
+ * event loop (nginx to its upstreams, redis-benchmark's 50 clients) served
+ * nobody meanwhile. So such a set-up goes on in a thread of its own
+ * (pend_start()), and an accept() across hosts returns at once too, the
+ * server's half made the same way. Until it is done (pending):
+ * - reads and writes say EAGAIN, or wait if the socket blocks
+ *   (pend_blocks()): a write must not go to the kernel socket under a
+ *   stream, and a read must not take the peer's bells for data;
+ * - poll and select wait on pend_efd instead of the socket, and report
+ *   nothing for it;
+ * - the kernel's epoll entries for the socket are muted (pend_mute()):
+ *   edge-triggered on EPOLLIN, tagged as a bell, which the wait drops;
+ * - a close ends the set-up early (shuts down what it waits on) and waits
+ *   for the thread; fork and exec wait for every set-up (pend_drain()).
+ * When it is done, the entries become the stream's (ep_adopt(), which
+ * pokes their sets' sleepers) or the kernel's again, and pend_efd is
+ * written: a poll wakes, and finds the socket writable.
+ */
+enum pend_kind {
+	PEND_PAIR,        /* one host: the service's answer to CONNECTED */
+	PEND_REMOTE,      /* another host: open_remote() */
+};
+
+struct pend_job {
+	struct psock *p;
+	int fd;
+	enum pend_kind kind;
+	int is_client;
+	int conn;                    /* PEND_PAIR: the question's socket */
+	uint64_t t0;                 /* PEND_PAIR: when the question went */
+	uint64_t service_ns, kernel_ns;   /* PEND_REMOTE: open_remote()'s */
+};
+
+static int setup_inline;                 /* RB2_RUN_SETUP=inline: none in the background */
+static pthread_mutex_t pend_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pend_done = PTHREAD_COND_INITIALIZER;
+static _Atomic int pend_count;           /* set-ups going on */
+
+static void pend_mute(int fd);
+static void pend_unmute(int fd);
+static int open_remote(struct psock *p, int fd, int is_client, uint64_t service_ns,
+		       uint64_t kernel_ns);
+
+/* The set-up of @j, done: the stream is up (@ok), or the socket is the
+ * kernel's (a fall-back) or reset. */
+static void
+pend_finish(struct pend_job *j, int ok)
+{
+	static const uint64_t one = 1;
+	struct psock *p = j->p;
+
+	pthread_mutex_lock(&pend_lock);
+	if (ok)
+		ep_adopt(j->fd);
+	else
+		pend_unmute(j->fd);
+	p->pend_cancel_fd = -1;
+	atomic_store_explicit(&p->pending, 0, memory_order_release);
+	(void)syscall(SYS_write, p->pend_efd, &one, sizeof(one));
+	atomic_fetch_sub(&pend_count, 1);
+	pthread_cond_broadcast(&pend_done);
+	pthread_mutex_unlock(&pend_lock);
+}
+
+static void
+pend_run(struct pend_job *j)
+{
+	int ret, ok = 0;
+
+	if (j->kind == PEND_PAIR) {
+		struct rb2_sockd_msg m;
+		int afd[RB2_SOCKD_MAX_FDS];
+		struct pollfd pf = { .fd = j->conn, .events = POLLIN };
+		uint64_t spent = (now_ns() - j->t0) / 1000000ull;
+		int left = (int)(connect_timeout_ms + 1000 - (spent < connect_timeout_ms + 1000 ?
+							       spent : connect_timeout_ms + 1000));
+
+		for (unsigned int i = 0; i < RB2_SOCKD_MAX_FDS; i++)
+			afd[i] = -1;
+		do
+			ret = REAL(poll)(&pf, 1, left);
+		while (ret < 0 && errno == EINTR);
+		ret = ret > 0 ? rb2_sockd_recv(j->conn, &m, afd, RB2_SOCKD_MAX_FDS) : -ETIMEDOUT;
+		pthread_mutex_lock(&pend_lock);
+		j->p->pend_cancel_fd = -1;      /* a close no longer shuts it down */
+		pthread_mutex_unlock(&pend_lock);
+		REAL(close)(j->conn);
+		if (j->p->pend_cancelled) {
+			close_fds(afd);
+			count_plain("closed by the program before the pairing");
+		} else if (ret == 0 && m.op == RB2_SOCKD_PAIR && afd[0] >= 0) {
+			ret = open_stream(j->p, j->fd, afd, m.name, 1);
+			ok = ret == 0;
+			if (!ok)
+				reset_kernel(j->fd);
+		} else {
+			close_fds(afd);
+			count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why :
+				    "rb2-sockd did not answer");
+		}
+	} else {
+		ret = open_remote(j->p, j->fd, j->is_client, j->service_ns, j->kernel_ns);
+		ok = ret == 0;
+		if (!ok && j->p->pend_cancelled) {
+			count_plain("closed by the program before the pairing");
+		} else if (!ok) {
+			fprintf(stderr, "rb2-run: pid %d: fd %d: the stream %s another host failed "
+				"(%s): the connection is reset\n", (int)getpid(), j->fd,
+				j->is_client ? "to" : "from", strerror(-ret));
+			reset_kernel(j->fd);
+		}
+	}
+	pend_finish(j, ok);
+}
+
+static void *
+pend_main(void *arg)
+{
+	struct pend_job *j = arg;
+
+	pend_run(j);
+	free(j);
+	return NULL;
+}
+
+/* Go on with @job in the background: @return 1, the socket pending; or 0,
+ * done here already (no thread could start: the caller's call waits, as
+ * before). */
+static int
+pend_start(const struct pend_job *job)
+{
+	struct pend_job *j = malloc(sizeof(*j));
+	struct psock *p = job->p;
+	sigset_t all, old;
+	pthread_attr_t at;
+	pthread_t t;
+	int err;
+
+	if (p->pend_efd < 0 && !setup_inline)
+		p->pend_efd = rb2_xport_fd_raise(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+	if (j == NULL || p->pend_efd < 0) {
+		free(j);
+		atomic_fetch_add(&pend_count, 1);
+		atomic_store(&p->pending, 1);
+		pend_run((struct pend_job *)job);
+		return 0;
+	}
+	*j = *job;
+	pthread_mutex_lock(&pend_lock);
+	atomic_fetch_add(&pend_count, 1);
+	atomic_store(&p->pending, 1);
+	p->pend_cancel_fd = j->kind == PEND_PAIR ? j->conn : j->fd;
+	pend_mute(j->fd);
+	pthread_mutex_unlock(&pend_lock);
+	/* The thread takes no signal of the program's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&t, &at, pend_main, j);
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err != 0) {
+		pend_run(j);
+		free(j);
+		return 0;
+	}
+	return 1;
+}
+
+/* Wait until @p's set-up is done. @return 0, or -1 with errno EINTR. */
+static int
+pend_wait(struct psock *p)
+{
+	while (atomic_load_explicit(&p->pending, memory_order_acquire)) {
+		struct pollfd pf = { .fd = p->pend_efd, .events = POLLIN };
+
+		if (REAL(poll)(&pf, 1, -1) < 0 && errno == EINTR) {
+			errno = EINTR;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Whether a call on @fd must not go on now: its set-up is under way, and
+ * the call may not wait (@dontwait, or a non-blocking socket): EAGAIN, as
+ * on a TCP socket still connecting. A blocking socket waits for it. */
+static int
+pend_blocks(int fd, int dontwait)
+{
+	struct psock *p;
+
+	if (atomic_load_explicit(&pend_count, memory_order_relaxed) == 0)
+		return 0;
+	p = get(fd);
+	if (p == NULL || !atomic_load_explicit(&p->pending, memory_order_acquire))
+		return 0;
+	if (dontwait || p->nonblock) {
+		errno = EAGAIN;
+		return 1;
+	}
+	return pend_wait(p) != 0;
+}
+
+static int
+pending(int fd)
+{
+	struct psock *p;
+
+	if (atomic_load_explicit(&pend_count, memory_order_relaxed) == 0)
+		return 0;
+	p = get(fd);
+	return p != NULL && atomic_load_explicit(&p->pending, memory_order_acquire);
+}
+
+/* @fd closes, or the process forks or execs: a set-up under way on it ends
+ * first. Closing the last fd of it ends it early: what it waits on (the
+ * service's answer, or the peer's addresses over the socket) is shut
+ * down, and the thread finds out at once. */
+static void
+pend_end(int fd, int cancel)
+{
+	struct psock *p = get(fd);
+
+	if (p == NULL || !atomic_load_explicit(&p->pending, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&pend_lock);
+	if (cancel && atomic_load(&p->refs) == 1 && p->pend_cancel_fd >= 0) {
+		p->pend_cancelled = 1;
+		REAL(shutdown)(p->pend_cancel_fd, SHUT_RDWR);
+	}
+	while (atomic_load(&p->pending))
+		pthread_cond_wait(&pend_done, &pend_lock);
+	pthread_mutex_unlock(&pend_lock);
+}
+
+/* Every set-up under way, done (fork: the threads do not go with the
+ * child; exec: the new program would not know of them). At exit (@cancel)
+ * each is ended early first, as by its close. */
+static void
+pend_drain_how(int cancel)
+{
+	if (atomic_load(&pend_count) == 0)
+		return;
+	pthread_mutex_lock(&pend_lock);
+	for (unsigned int fd = 0; cancel && tab != NULL && fd < tab_size; fd++) {
+		struct psock *p = atomic_load(&tab[fd]);
+
+		if (p != NULL && atomic_load(&p->pending) && p->pend_cancel_fd >= 0) {
+			p->pend_cancelled = 1;
+			REAL(shutdown)(p->pend_cancel_fd, SHUT_RDWR);
+		}
+	}
+	while (atomic_load(&pend_count) > 0)
+		pthread_cond_wait(&pend_done, &pend_lock);
+	pthread_mutex_unlock(&pend_lock);
+}
+
+static void
+pend_drain(void)
+{
+	pend_drain_how(0);
+}
+
 /* ---- Socket calls ----------------------------------------------------------- */
 
 static int
@@ -1457,14 +1743,13 @@ accepted(int lfd, int fd, int flags)
 		if (ret != 0)
 			reset_kernel(fd);
 	} else if (ret == 0 && m.op == RB2_SOCKD_REMOTE) {
-		/* The client's service asked ours first: it opens its end now. */
-		ret = open_remote(p, fd, 0, now_ns() - t0, 0);
-		if (ret != 0) {
-			fprintf(stderr, "rb2-run: pid %d: fd %d: the stream from another host "
-				"failed (%s): the connection is reset\n", (int)getpid(), fd,
-				strerror(-ret));
-			reset_kernel(fd);
-		}
+		/* The client's service asked ours first: our end is made and
+		 * joined to the client's in the background, and the program
+		 * has its socket now (pend_start()). */
+		struct pend_job j = { .p = p, .fd = fd, .kind = PEND_REMOTE,
+				      .service_ns = now_ns() - t0 };
+
+		(void)pend_start(&j);
 	} else {
 		close_fds(afd);
 		count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why :
@@ -1519,6 +1804,19 @@ connect_remote(struct psock *p, int fd, const struct sockaddr *addr, socklen_t l
 		errno = -ret;
 		return -1;
 	}
+	if (p->nonblock) {
+		/* In the background (pend_start()): EINPROGRESS now, and
+		 * writable once the stream is up. */
+		struct pend_job j = { .p = p, .fd = fd, .kind = PEND_REMOTE, .is_client = 1,
+				      .service_ns = service_ns, .kernel_ns = now_ns() - t0 };
+
+		if (!pend_start(&j) && p->st == NULL) {
+			errno = ECONNREFUSED;
+			return -1;
+		}
+		errno = EINPROGRESS;
+		return -1;
+	}
 	ret = open_remote(p, fd, 1, service_ns, now_ns() - t0);
 	if (ret != 0) {
 		fprintf(stderr, "rb2-run: pid %d: fd %d: the stream to another host failed (%s): "
@@ -1545,6 +1843,10 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 	int conn, afd[RB2_SOCKD_MAX_FDS], ret, inprogress;
 	uint64_t t0;
 
+	if (pending(fd)) {
+		errno = EALREADY;            /* as the kernel's, still connecting */
+		return -1;
+	}
 	if (p == NULL || p->st != NULL || addr == NULL ||
 	    (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
 		return REAL(connect)(fd, addr, len);
@@ -1589,8 +1891,19 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 		return -1;
 	}
 	inprogress = ret == 1;
+	/* The answer comes when the server has accepted. A non-blocking
+	 * connect waits a millisecond for it, and then goes on without it
+	 * (pend_start()): EINPROGRESS now, writable once it is paired. */
 	ret = sockd_ask(conn, RB2_SOCKD_CONNECTED, fd, NULL, 0, &m, afd,
-			connect_timeout_ms + 1000);
+			p->nonblock ? 1 : connect_timeout_ms + 1000);
+	if (ret == -ETIMEDOUT && p->nonblock) {
+		struct pend_job j = { .p = p, .fd = fd, .kind = PEND_PAIR, .is_client = 1,
+				      .conn = conn, .t0 = now_ns() };
+
+		(void)pend_start(&j);
+		errno = EINPROGRESS;
+		return -1;
+	}
 	REAL(close)(conn);
 	if (ret == 0 && m.op == RB2_SOCKD_PAIR && afd[0] >= 0) {
 		ret = open_stream(p, fd, afd, m.name, 1);
@@ -1617,7 +1930,10 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 static void
 closing(int fd)
 {
-	struct psock *p = get(fd);
+	struct psock *p;
+
+	pend_end(fd, 1);
+	p = get(fd);
 
 	if (p != NULL) {
 		if (p->st != NULL)
@@ -1770,7 +2086,11 @@ close_range(unsigned int first, unsigned int last, int flags)
 EXPORT int
 shutdown(int fd, int how)
 {
-	struct psock *p = get(fd);
+	struct psock *p;
+
+	/* Of a set-up under way, after it: its stream's, or the kernel's. */
+	pend_end(fd, 0);
+	p = get(fd);
 
 	if (p == NULL || p->st == NULL)
 		return REAL(shutdown)(fd, how);
@@ -2129,9 +2449,12 @@ stream_of(int fd)
 EXPORT ssize_t
 read(int fd, void *buf, size_t len)
 {
-	struct psock *p = stream_of(fd);
+	struct psock *p;
 	struct iovec v = { buf, len };
 
+	if (pend_blocks(fd, 0))
+		return -1;
+	p = stream_of(fd);
 	return p != NULL ? s_recv(p, fd, &v, 1, 0) : REAL(read)(fd, buf, len);
 }
 
@@ -2146,17 +2469,23 @@ __read_chk(int fd, void *buf, size_t len, size_t buflen)
 EXPORT ssize_t
 readv(int fd, const struct iovec *iov, int iovcnt)
 {
-	struct psock *p = stream_of(fd);
+	struct psock *p;
 
+	if (pend_blocks(fd, 0))
+		return -1;
+	p = stream_of(fd);
 	return p != NULL ? s_recv(p, fd, iov, iovcnt, 0) : REAL(readv)(fd, iov, iovcnt);
 }
 
 EXPORT ssize_t
 recv(int fd, void *buf, size_t len, int flags)
 {
-	struct psock *p = stream_of(fd);
+	struct psock *p;
 	struct iovec v = { buf, len };
 
+	if (pend_blocks(fd, flags & MSG_DONTWAIT))
+		return -1;
+	p = stream_of(fd);
 	return p != NULL ? s_recv(p, fd, &v, 1, flags) : REAL(recv)(fd, buf, len, flags);
 }
 
@@ -2171,11 +2500,13 @@ __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
 EXPORT ssize_t
 recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from, socklen_t *fl)
 {
-	struct psock *p = stream_of(fd);
+	struct psock *p;
 	struct iovec v = { buf, len };
-
 	ssize_t r;
 
+	if (pend_blocks(fd, flags & MSG_DONTWAIT))
+		return -1;
+	p = stream_of(fd);
 	if (p == NULL)
 		return REAL(recvfrom)(fd, buf, len, flags, from, fl);
 	r = s_recv(p, fd, &v, 1, flags);
@@ -2198,9 +2529,12 @@ __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
 EXPORT ssize_t
 recvmsg(int fd, struct msghdr *mh, int flags)
 {
-	struct psock *p = stream_of(fd);
+	struct psock *p;
 	ssize_t r;
 
+	if (pend_blocks(fd, flags & MSG_DONTWAIT))
+		return -1;
+	p = stream_of(fd);
 	if (p == NULL)
 		return REAL(recvmsg)(fd, mh, flags);
 	r = s_recv(p, fd, mh->msg_iov, (int)mh->msg_iovlen, flags);
@@ -2215,35 +2549,47 @@ recvmsg(int fd, struct msghdr *mh, int flags)
 EXPORT ssize_t
 write(int fd, const void *buf, size_t len)
 {
-	struct psock *p = stream_of(fd);
+	struct psock *p;
 	struct iovec v = { (void *)buf, len };
 
+	if (pend_blocks(fd, 0))
+		return -1;
+	p = stream_of(fd);
 	return p != NULL ? s_send(p, fd, &v, 1, 0) : REAL(write)(fd, buf, len);
 }
 
 EXPORT ssize_t
 writev(int fd, const struct iovec *iov, int iovcnt)
 {
-	struct psock *p = stream_of(fd);
+	struct psock *p;
 
+	if (pend_blocks(fd, 0))
+		return -1;
+	p = stream_of(fd);
 	return p != NULL ? s_send(p, fd, iov, iovcnt, 0) : REAL(writev)(fd, iov, iovcnt);
 }
 
 EXPORT ssize_t
 send(int fd, const void *buf, size_t len, int flags)
 {
-	struct psock *p = stream_of(fd);
+	struct psock *p;
 	struct iovec v = { (void *)buf, len };
 
+	if (pend_blocks(fd, flags & MSG_DONTWAIT))
+		return -1;
+	p = stream_of(fd);
 	return p != NULL ? s_send(p, fd, &v, 1, flags) : REAL(send)(fd, buf, len, flags);
 }
 
 EXPORT ssize_t
 sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to, socklen_t tl)
 {
-	struct psock *p = stream_of(fd);
+	struct psock *p;
 	struct iovec v = { (void *)buf, len };
 
+	if (pend_blocks(fd, flags & MSG_DONTWAIT))
+		return -1;
+	p = stream_of(fd);
 	/* A connected stream ignores the address, as TCP does. */
 	return p != NULL ? s_send(p, fd, &v, 1, flags) :
 		REAL(sendto)(fd, buf, len, flags, to, tl);
@@ -2252,8 +2598,11 @@ sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to
 EXPORT ssize_t
 sendmsg(int fd, const struct msghdr *mh, int flags)
 {
-	struct psock *p = stream_of(fd);
+	struct psock *p;
 
+	if (pend_blocks(fd, flags & MSG_DONTWAIT))
+		return -1;
+	p = stream_of(fd);
 	if (p == NULL) {
 		/* An rb2 connection passed to another process (SCM_RIGHTS over
 		 * a unix socket) would arrive as its idle kernel socket: the
@@ -2289,7 +2638,7 @@ sendmsg(int fd, const struct msghdr *mh, int flags)
 EXPORT ssize_t
 sendfile(int out, int in, off_t *off, size_t count)
 {
-	struct psock *p = stream_of(out);
+	struct psock *p;
 	enum { BOUNCE = 65536 };
 	/* From the heap, not a static thread-local buffer: static TLS is
 	 * carved from every thread's stack, and 64 KiB more of it made
@@ -2299,6 +2648,9 @@ sendfile(int out, int in, off_t *off, size_t count)
 	size_t done = 0;
 	int err = 0;
 
+	if (pend_blocks(out, 0))
+		return -1;
+	p = stream_of(out);
 	if (p == NULL)
 		return REAL(sendfile)(out, in, off, count);
 	buf = malloc(BOUNCE);
@@ -2344,6 +2696,8 @@ sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
 {
 	unsigned int i;
 
+	if (pend_blocks(fd, flags & MSG_DONTWAIT))
+		return -1;
 	if (stream_of(fd) == NULL)
 		return REAL(sendmmsg)(fd, v, n, flags);
 	for (i = 0; i < n && i < UIO_MAXIOV; i++) {
@@ -2367,6 +2721,8 @@ recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *
 	uint64_t until = 0;
 	unsigned int i;
 
+	if (pend_blocks(fd, flags & MSG_DONTWAIT))
+		return -1;
 	if (stream_of(fd) == NULL)
 		return REAL(recvmmsg)(fd, v, n, flags, timeout);
 	if (timeout != NULL)
@@ -2410,6 +2766,8 @@ refuse_splice(int fd)
 EXPORT ssize_t
 splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t len, unsigned int flags)
 {
+	if (pend_blocks(in, flags & SPLICE_F_NONBLOCK) || pend_blocks(out, flags & SPLICE_F_NONBLOCK))
+		return -1;
 	if (stream_of(in) != NULL)
 		return refuse_splice(in);
 	if (stream_of(out) != NULL)
@@ -2530,11 +2888,13 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 {
 	struct pollfd *k = NULL;
 	uint64_t t0 = now_ns();
-	int streams = 0, *wx, *aev;
+	int streams = 0, pends = 0, *wx, *aev, *pd;
 
-	for (nfds_t i = 0; i < n; i++)
+	for (nfds_t i = 0; i < n; i++) {
 		streams += stream_of(fds[i].fd) != NULL;
-	if (streams == 0) {
+		pends += pending(fds[i].fd);
+	}
+	if (streams == 0 && pends == 0) {
 		if (mask == NULL)
 			return REAL(poll)(fds, n, timeout_ms);
 		struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000 };
@@ -2544,14 +2904,17 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 	/* Room for two more fds per stream: across hosts, its completion
 	 * channels (reading and writing), and where each went (wx[2i],
 	 * wx[2i+1]: their places in k, or -1); and what each stream armed
-	 * (aev[i], rb2_stream_sleep_events()), which its disarm takes. */
-	k = malloc(3 * n * sizeof(*k) + 3 * n * sizeof(int));
+	 * (aev[i], rb2_stream_sleep_events()), which its disarm takes; and
+	 * which fds were set up in the background (pd[i]: pend_start()), whose
+	 * place in k their pend_efd takes. */
+	k = malloc(3 * n * sizeof(*k) + 4 * n * sizeof(int));
 	if (k == NULL)
 		return (int)fail(ENOMEM);
 	wx = (int *)(k + 3 * n);
 	aev = wx + 2 * n;
+	pd = aev + n;
 	for (;;) {
-		int ready = 0, armed = 0, r = 0, left;
+		int ready = 0, armed = 0, r = 0, left, again = 0;
 		nfds_t extra = 0;
 		uint64_t wait;
 		uint64_t now = now_ns();
@@ -2561,8 +2924,14 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 			k[i] = fds[i];
 			k[i].revents = 0;
 			aev[i] = 0;
-			if (stream_of(fds[i].fd) != NULL)
+			pd[i] = 0;
+			if (stream_of(fds[i].fd) != NULL) {
 				k[i].fd = -1;
+			} else if (pending(fds[i].fd)) {
+				k[i] = (struct pollfd){ .fd = get(fds[i].fd)->pend_efd,
+							.events = POLLIN };
+				pd[i] = 1;
+			}
 		}
 		if ((nfds_t)streams < n)
 			r = REAL(poll)(k, n, 0);
@@ -2573,9 +2942,17 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 		for (nfds_t i = 0; i < n; i++) {
 			struct psock *p = stream_of(fds[i].fd);
 
+			if (pd[i]) {
+				/* Still connecting: nothing yet. Done since? */
+				fds[i].revents = 0;
+				again |= k[i].revents != 0;
+				continue;
+			}
 			fds[i].revents = p != NULL ? stream_revents(p, fds[i].events) : k[i].revents;
 			ready += fds[i].revents != 0;
 		}
+		if (ready == 0 && again)
+			continue;            /* a set-up done: look again */
 		if (ready > 0 || timeout_ms == 0) {
 			free(k);
 			return ready;
@@ -2597,6 +2974,9 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 
 			k[i] = fds[i];
 			wx[2 * i] = wx[2 * i + 1] = -1;
+			if (p == NULL && pending(fds[i].fd))
+				k[i] = (struct pollfd){ .fd = get(fds[i].fd)->pend_efd,
+							.events = POLLIN };
 			if (p == NULL)
 				continue;
 			aev[i] = rb2_stream_sleep_events(p->st, fds[i].events & (POLLIN | POLLOUT));
@@ -2736,7 +3116,7 @@ select_streams(int nfds, fd_set *rd, fd_set *wr, fd_set *ex)
 {
 	for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
 		if (((rd && FD_ISSET(fd, rd)) || (wr && FD_ISSET(fd, wr)) ||
-		     (ex && FD_ISSET(fd, ex))) && stream_of(fd) != NULL)
+		     (ex && FD_ISSET(fd, ex))) && (stream_of(fd) != NULL || pending(fd)))
 			return 1;
 	return 0;
 }
@@ -3090,7 +3470,28 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		/* A kernel fd: the kernel's entry. A TCP socket of ours is
 		 * remembered too: if it connects over rb2 later (nginx adds
 		 * its upstream sockets before connect()), its entry becomes a
-		 * stream's (ep_adopt()). */
+		 * stream's (ep_adopt()). One whose set-up is under way is
+		 * muted until it is done (pend_mute()). */
+		if (op != EPOLL_CTL_DEL && ev != NULL && pending(fd)) {
+			struct epoll_event mev = { .events = EPOLLIN | EPOLLET,
+						   .data.u64 = EP_TAG | (uint32_t)fd };
+
+			pthread_mutex_lock(&pend_lock);
+			if (pending(fd) && (e = ep_get(epfd, 1)) != NULL) {
+				ret = REAL(epoll_ctl)(epfd, op, fd, &mev);
+				if (ret == 0 && ep_put(e, fd, ev, 1) != 0) {
+					(void)REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, fd, &mev);
+					ep_remove(e, fd);
+					ret = (int)fail(ENOMEM);
+				}
+				pthread_mutex_unlock(&pend_lock);
+				return ret;
+			}
+			pthread_mutex_unlock(&pend_lock);
+			p = stream_of(fd);       /* done meanwhile */
+			if (p != NULL)
+				goto stream;
+		}
 		ret = REAL(epoll_ctl)(epfd, op, fd, ev);
 		e = ep_get(epfd, ret == 0 && get(fd) != NULL && op != EPOLL_CTL_DEL);
 		if (ret != 0 || e == NULL)
@@ -3101,6 +3502,7 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			ep_remove(e, fd);    /* no memory: it stays the kernel's */
 		return 0;
 	}
+stream:
 	e = ep_get(epfd, op != EPOLL_CTL_DEL);
 	if (e == NULL)
 		return REAL(epoll_ctl)(epfd, op, fd, ev);
@@ -3258,6 +3660,48 @@ ep_adopt(int fd)
 		pthread_mutex_unlock(&e->lock);
 		if (adopted)
 			ep_poke(e, fd);
+	}
+	pthread_mutex_unlock(&ep_all_lock);
+}
+
+/* A set-up of socket @fd goes on in the background (pend_start()): each
+ * kernel entry of it waits for nothing the program sees, edge-triggered
+ * on EPOLLIN and tagged as a bell, which the waits drop. The caller holds
+ * pend_lock. */
+static void
+pend_mute(int fd)
+{
+	pthread_mutex_lock(&ep_all_lock);
+	for (struct ep_set *e = ep_all; e != NULL; e = e->next) {
+		pthread_mutex_lock(&e->lock);
+		for (unsigned int i = 0; i < e->n; i++) {
+			struct epoll_event kev = { .events = EPOLLIN | EPOLLET,
+						   .data.u64 = EP_TAG | (uint32_t)fd };
+
+			if (e->it[i].fd == fd && e->it[i].kernel)
+				(void)REAL(epoll_ctl)(e->epfd, EPOLL_CTL_MOD, fd, &kev);
+		}
+		pthread_mutex_unlock(&e->lock);
+	}
+	pthread_mutex_unlock(&ep_all_lock);
+}
+
+/* ... and it stays the kernel's (a fall-back, or reset): the entries as
+ * the program made them. The kernel reports what is ready at the MOD. */
+static void
+pend_unmute(int fd)
+{
+	pthread_mutex_lock(&ep_all_lock);
+	for (struct ep_set *e = ep_all; e != NULL; e = e->next) {
+		pthread_mutex_lock(&e->lock);
+		for (unsigned int i = 0; i < e->n; i++) {
+			struct epoll_event kev = { .events = e->it[i].events,
+						   .data = e->it[i].data };
+
+			if (e->it[i].fd == fd && e->it[i].kernel)
+				(void)REAL(epoll_ctl)(e->epfd, EPOLL_CTL_MOD, fd, &kev);
+		}
+		pthread_mutex_unlock(&e->lock);
 	}
 	pthread_mutex_unlock(&ep_all_lock);
 }
@@ -3698,6 +4142,10 @@ ioctl(int fd, unsigned long req, ...)
 	va_end(ap);
 	if (p != NULL && req == FIONBIO && arg != NULL)
 		p->nonblock = *(int *)arg != 0;
+	if (req == FIONREAD && arg != NULL && pending(fd)) {
+		*(int *)arg = 0;            /* still connecting: nothing yet */
+		return 0;
+	}
 	if (p != NULL && p->st != NULL && req == FIONREAD && arg != NULL) {
 		pthread_mutex_lock(&p->rx_lock);
 		*(int *)arg = (int)rb2_stream_nread(p->st);
@@ -3722,8 +4170,10 @@ dup2(int fd, int nfd)
 {
 	int n;
 
-	if (fd != nfd && get(nfd) != NULL)
+	if (fd != nfd && get(nfd) != NULL) {
+		pend_end(nfd, 1);
 		untrack(nfd);
+	}
 	n = REAL(dup2)(fd, nfd);
 	if (fd != nfd)
 		share(fd, n);
@@ -3735,8 +4185,10 @@ dup3(int fd, int nfd, int flags)
 {
 	int n;
 
-	if (get(nfd) != NULL)
+	if (get(nfd) != NULL) {
+		pend_end(nfd, 1);
 		untrack(nfd);
+	}
 	n = REAL(dup3)(fd, nfd, flags);
 	share(fd, n);
 	return n;
@@ -3843,6 +4295,7 @@ before_exec(void)
 {
 	int shared_vm = getpid() != image_pid;
 
+	pend_drain();
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
 		int fl, shared;
@@ -3999,6 +4452,7 @@ stand_in_entry(char *buf, size_t size)
 	size_t n = strlen(STAND_IN_ENV), first = n;
 	unsigned int told = 0;
 
+	pend_drain();                    /* each connection a stream, or not */
 	memcpy(buf, STAND_IN_ENV, n + 1);
 	for (unsigned int fd = 0; used && tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
@@ -4175,6 +4629,7 @@ spawned_stand_ins(void)
 static void
 before_fork(void)
 {
+	pend_drain();
 	this_fork = atomic_fetch_add(&forks_made, 1) + 1;
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
@@ -4474,6 +4929,10 @@ preload_init(void)
 		if (d != NULL)
 			closedir(d);
 	}
+	/* Set-ups inside the calls, as before they went to the background,
+	 * for comparison (pend_start()). */
+	t = getenv("RB2_RUN_SETUP");
+	setup_inline = t != NULL && strcmp(t, "inline") == 0;
 	t = getenv("RB2_RUN_AHEAD");
 	if (t != NULL)
 		ahead.want = (unsigned int)RTE_MIN(strtoul(t, NULL, 10), (unsigned long)AHEAD_MAX);

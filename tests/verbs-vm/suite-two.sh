@@ -700,6 +700,37 @@ rr_idle() { # PORT
 	fi
 }
 rr_idle 21619
+# Non-blocking connects from B to a server on A that accepts 1.5 s after it
+# listens (tests/rb2run_peer.py slowaccept): each connect returns once the
+# services have agreed and the kernel connected (the check fails at 1 s;
+# inside the call it waited for the accept and both ends' queues, 1.5 s and
+# more), the queues are made and joined in the background, a read and a
+# write meanwhile say EAGAIN, and a second connect EALREADY (one that went
+# ahead would join queues of its own over the same socket, and the two
+# joins would take each other's addresses). On A, each accept returns
+# before its stream's queues are made (its time is reported; inside the
+# call a stream took 65-76 ms under TCG). The greeting and the echo come
+# whole, over verbs.
+rr_slow_accept() { # PORT
+	local f=/tmp/rr-slow-accept rc took
+	if [ $side = server ]; then
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" slowaccept "$1" > $f 2>&1
+		rc=$?
+		echo "INFO $(grep "^accepts took" $f) (A, the set-ups in the background)"
+		rr_result nonblocking_connect_before_accept "$rc" $f "^accepts took" "$verbs_line"
+	else
+		rr_wait_listener "$1"
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" slowaccept-client "$1" > $f 2>&1
+		rc=$?
+		took=$(sed -n 's/^connects returned in \([0-9, ]*\) ms.*/\1/p' $f)
+		[ $rc = 0 ] && ! [ "$(echo "${took:-99999}" | tr ', ' '\n\n' | sort -n | tail -n 1)" \
+			-lt 1000 ] && rc="connects took ${took:-?} ms, not < 1000"
+		rr_result nonblocking_connect_before_accept "$rc" $f \
+			"before accept: \(connect EALREADY, read EAGAIN, write EAGAIN, \)\{2\}connect EALREADY, read EAGAIN, write EAGAIN;" \
+			"said \(hi/pong/0/0, \)\{2\}hi/pong/0/0$" "$verbs_line"
+	fi
+}
+rr_slow_accept 21622
 unset RB2_NOEAL_LOG
 # A's service stops while a connection over verbs is open: that connection
 # goes on (no service is in its data path) and delivers every byte both

@@ -24,6 +24,14 @@
  *       time, answered before its next (redis-benchmark -c CONNS -P 1's
  *       load), all in one thread waiting in poll(); prints JSON:
  *       {"size", "conns", "seconds", "round_trips", "per_s"}
+ *   rb2run_pingpong stall PORT SIZE COUNT NEW [ADDR]
+ *       one connection's round trips, as client's, while a child process
+ *       opens NEW more to the same pollserver, one after another (each
+ *       answered once, and kept open): how long the server's one thread,
+ *       which accepts them in its loop, keeps its other client waiting. At
+ *       least COUNT round trips, and on until the child is done; prints
+ *       JSON: {"size", "count", "new_conns", "connect_all_ms", "p50_ns",
+ *        "p99_ns", "max_ns", "over_10ms"}
  *
  * ADDR (IPv4; default 127.0.0.1) is where the server listens and the client
  * connects: across hosts, the same program compares rb2-run with rsocket's
@@ -43,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -322,6 +331,88 @@ clients(const char *ip, int port, uint32_t size, unsigned int conns, double seco
 	return 0;
 }
 
+/* A connection to the server, its size said: @return its fd, or exit. */
+static int
+open_conn(const struct sockaddr_in *a, uint32_t size)
+{
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0 || connect(fd, (const struct sockaddr *)a, sizeof(*a)) != 0)
+		die("connect");
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	send_all(fd, &size, sizeof(size));
+	return fd;
+}
+
+static int
+stall(const char *ip, int port, uint32_t size, unsigned int count, unsigned int conns)
+{
+	struct sockaddr_in a = addr_of(ip, port);
+	unsigned int n = 0, cap = count, over = 0;
+	uint64_t *rt = calloc(cap, sizeof(*rt)), t0, t1 = 0;
+	char *buf = calloc(1, size);
+	int fd, status, done = 0;
+	pid_t child;
+
+	if (rt == NULL || buf == NULL)
+		die("calloc");
+	fd = open_conn(&a, size);
+	for (unsigned int i = 0; i < 100; i++) {   /* warm-up */
+		send_all(fd, buf, size);
+		recv_all(fd, buf, size);
+	}
+	t0 = now_ns();
+	child = fork();
+	if (child < 0)
+		die("fork");
+	if (child == 0) {
+		int *fds = calloc(conns, sizeof(*fds));
+
+		if (fds == NULL)
+			die("calloc");
+		close(fd);
+		for (unsigned int i = 0; i < conns; i++) {
+			fds[i] = open_conn(&a, size);
+			send_all(fds[i], buf, size);
+			recv_all(fds[i], buf, size);
+		}
+		for (unsigned int i = 0; i < conns; i++)
+			close(fds[i]);
+		_exit(0);
+	}
+	while (n < count || !done) {
+		uint64_t t = now_ns();
+
+		send_all(fd, buf, size);
+		recv_all(fd, buf, size);
+		if (n == cap) {
+			cap *= 2;
+			rt = realloc(rt, cap * sizeof(*rt));
+			if (rt == NULL)
+				die("realloc");
+		}
+		rt[n] = now_ns() - t;
+		over += rt[n++] > 10000000ull;
+		if (!done && waitpid(child, &status, WNOHANG) == child) {
+			done = 1;
+			t1 = now_ns();
+			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+				fprintf(stderr, "rb2run_pingpong: the connecting child failed\n");
+				return 1;
+			}
+		}
+	}
+	close(fd);
+	qsort(rt, n, sizeof(*rt), cmp_u64);
+	printf("{\"size\": %u, \"count\": %u, \"new_conns\": %u, \"connect_all_ms\": %.1f, "
+	       "\"p50_ns\": %" PRIu64 ", \"p99_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64
+	       ", \"over_10ms\": %u}\n", size, n, conns, (t1 - t0) / 1e6, rt[n / 2],
+	       rt[(uint64_t)n * 99 / 100], rt[n - 1], over);
+	free(rt);
+	free(buf);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -337,8 +428,13 @@ main(int argc, char **argv)
 	    atoi(argv[4]) > 0 && atof(argv[5]) > 0)
 		return clients(argc == 7 ? argv[6] : "127.0.0.1", atoi(argv[2]),
 			       (uint32_t)atoi(argv[3]), (unsigned int)atoi(argv[4]), atof(argv[5]));
+	if ((argc == 6 || argc == 7) && strcmp(argv[1], "stall") == 0 && atoi(argv[3]) > 0 &&
+	    atoi(argv[4]) > 0 && atoi(argv[5]) > 0)
+		return stall(argc == 7 ? argv[6] : "127.0.0.1", atoi(argv[2]), (uint32_t)atoi(argv[3]),
+			     (unsigned int)atoi(argv[4]), (unsigned int)atoi(argv[5]));
 	fprintf(stderr, "usage: rb2run_pingpong server PORT [ADDR] | client PORT SIZE COUNT [ADDR]\n"
 		"       rb2run_pingpong pollserver PORT [ADDR] | "
-		"clients PORT SIZE CONNS SECONDS [ADDR]\n");
+		"clients PORT SIZE CONNS SECONDS [ADDR]\n"
+		"       rb2run_pingpong stall PORT SIZE COUNT NEW [ADDR]\n");
 	return 2;
 }

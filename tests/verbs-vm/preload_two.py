@@ -80,7 +80,7 @@ import rb2_apps  # noqa: E402
 
 MODES = ("kernel", "rsocket", "rsocket-spin", "rsocket-poll", "rsocket-wake", "rb2",
          "rb2-spin", "rb2-unbatched", "rb2-rearm", "rb2-readall", "rb2-ahead", "rb2-onebyone",
-         "rb2-nolink", "rb2-ack17")
+         "rb2-nolink", "rb2-ack17", "rb2-inline")
 # rb2-rearm: rb2-run with every stream's CQ armed at every sleep (the verbs
 # transport's rearm=1), against rb2, which arms only those whose last arm
 # fired: what that costs a wait over many streams. rb2-readall: every
@@ -95,10 +95,13 @@ MODES = ("kernel", "rsocket", "rsocket-spin", "rsocket-poll", "rsocket-wake", "r
 # the other's for every question (RB2_SOCKD_LINK_IDLE_MS=0), against rb2,
 # whose services keep one link for them: what that saves a connect.
 # rb2-ack17: the queues waiting 0.54 s for an ACK (ack_timeout=17), against
-# rb2's 67 ms: what the shorter wait gives where rxe retries. These six
-# run only when named (--modes, RB2_PRELOAD_MODES).
+# rb2's 67 ms: what the shorter wait gives where rxe retries. rb2-inline:
+# each stream's set-up made inside the program's connect() or accept()
+# (RB2_RUN_SETUP=inline), against rb2, which makes it in the background:
+# how long a server's event loop is held by an accept. These seven run
+# only when named (--modes, RB2_PRELOAD_MODES).
 ONLY_NAMED = ("rb2-rearm", "rb2-readall", "rb2-ahead", "rb2-onebyone", "rb2-nolink",
-              "rb2-ack17")
+              "rb2-ack17", "rb2-inline")
 DEFAULT_MODES = tuple(m for m in MODES if m not in ONLY_NAMED)
 # rb2-unbatched: rb2-run with every write sent at once (RB2_RUN_BATCH_US=0),
 # against rb2: what batching writes behind one in flight gives.
@@ -196,7 +199,8 @@ def mode_launch(mode, build, env, app=None):
              "rb2-ahead": {"RB2_RUN_AHEAD": "2"},
              "rb2-onebyone": {"RB2_RUN_VERBS_ARGS": "onebyone=1"},
              "rb2-nolink": {"RB2_SOCKD_LINK_IDLE_MS": "0"},
-             "rb2-ack17": {"RB2_RUN_VERBS_ARGS": "ack_timeout=17"}}
+             "rb2-ack17": {"RB2_RUN_VERBS_ARGS": "ack_timeout=17"},
+             "rb2-inline": {"RB2_RUN_SETUP": "inline"}}
     if mode in knobs:
         knob = knobs[mode]
         return [os.path.join(build, "apps", "rb2-run", "rb2-run")], dict(env, RB2_RUN_STATS="1",
@@ -298,6 +302,38 @@ class PingPongConns:
         return out
 
 
+class AcceptStall:
+    """tests/rb2run_pingpong stall against its pollserver: one connection's
+    64 B round trips while another process of the client's opens NEW more
+    to the same server, one after another, which the server's one thread
+    accepts in its poll loop. The round trips' p99 and longest, and the
+    time the NEW connects took: how long each accept held the server's
+    loop, its other client waiting."""
+    name = "acceptstall"
+    tools = ()
+    can_poll = False
+    modes = ("kernel", "rb2", "rb2-inline")
+    NEW = 8
+
+    def __init__(self, build):
+        self.prog = os.path.join(build, "tests", "rb2run_pingpong")
+
+    def server(self, addr, port, workdir):
+        return [self.prog, "pollserver", str(port), addr]
+
+    def clients(self, addr, port, seconds, scale=1.0):
+        n = max(200, int(2000 * scale))
+
+        def parse(text):
+            res = last_json(text, "the client")
+            return {"acceptstall_p50_ns": res["p50_ns"], "acceptstall_p99_ns": res["p99_ns"],
+                    "acceptstall_max_ns": res["max_ns"],
+                    "acceptstall_connect_all_s": res["connect_all_ms"] / 1000,
+                    "_requests": res["count"]}
+        return [rb2_apps.Client("client", [self.prog, "stall", str(port), "64", str(n),
+                                           str(self.NEW), addr], parse)]
+
+
 class Scale:
     """The scaling table: 1, 16, 256 and 1000 connections from one client
     process to one server process (tests/rb2run_peer.py scale and
@@ -383,6 +419,7 @@ def apps(o):
                                            "rstream-bw": Rstream(True, 400, size=65536),
                                            "rstream-native-bw": Rstream(True, 400, True, 65536),
                                            "scale": Scale(),
+                                           "acceptstall": AcceptStall(o.build),
                                            "ib_send_lat": PerftestLat("send"),
                                            "ib_write_lat": PerftestLat("write")})
 
@@ -684,7 +721,9 @@ def drive(o):
                                    "connection for every connect "
                                    "(RB2_SOCKD_LINK_IDLE_MS=0)",
                      "rb2-ack17": "rb2-run, the queues waiting 0.54 s for an ACK "
-                                  "(RB2_RUN_VERBS_ARGS=ack_timeout=17)"},
+                                  "(RB2_RUN_VERBS_ARGS=ack_timeout=17)",
+                     "rb2-inline": "rb2-run, each stream's set-up made inside the "
+                                   "program's connect() or accept() (RB2_RUN_SETUP=inline)"},
            "apps": {name: {mode: {"rounds": r["rounds"], "failures": r["failures"]}
                            for mode, r in modes.items()} for name, modes in res.items()}}
     summarize(out)

@@ -999,11 +999,15 @@ def late_add_client(port):
 
 
 def slow_accept(port):
-    """slowaccept's server: accepts its three connections 1.5 s after it
-    listens, each accept timed; then says "hi" on each, and answers "ping"
-    with "pong"."""
+    """slowaccept's server: accepts its four connections 1.5 s after it
+    listens, each accept timed. The first, which its client closed before
+    this accept, must read the end; then says "hi" on each of the others,
+    and answers "ping" with "pong"."""
     s = listen_on(port, 8)
     time.sleep(1.5)
+    c, _ = s.accept()
+    first = c.recv(10)
+    c.close()
     cs, took = [], []
     for _ in range(3):
         t = time.time()
@@ -1016,7 +1020,9 @@ def slow_accept(port):
         if read_exactly(c, 4) == b"ping":
             c.sendall(b"pong")
         c.close()
-    print("accepts took %s ms" % ", ".join("%.1f" % x for x in took), flush=True)
+    print("accepts took %s ms; the connection closed before its accept read %s" % (
+        ", ".join("%.1f" % x for x in took), "the end" if first == b"" else repr(first)),
+        flush=True)
 
 
 def read_exactly(c, n):
@@ -1037,7 +1043,14 @@ def slow_accept_client(port):
     say EAGAIN (they may not touch the kernel socket under a stream), and
     a second connect EALREADY; after it, the server's "hi" and the echo
     come whole, and a connect says 0 (connected, as the kernel's first
-    connect after one completed; EISCONN after that)."""
+    connect after one completed; EISCONN after that). First, a fourth
+    connects and closes at once: its close must not wait for the accept."""
+    c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    c.setblocking(False)
+    c.connect_ex((HOST, port))
+    t = time.time()
+    c.close()
+    closed = (time.time() - t) * 1000
     ep_before = select.epoll()
     socks, took = [], []
     for i in range(3):
@@ -1090,6 +1103,7 @@ def slow_accept_client(port):
     print("connects returned in %s ms; before accept: %s; %s; said %s" % (
         ", ".join("%.0f" % x for x in took), ", ".join(early), ", ".join(waits),
         ", ".join(said)), flush=True)
+    print("a close before the accept took %.0f ms" % closed, flush=True)
 
 
 def uring():

@@ -1436,6 +1436,15 @@ pend_finish(struct pend_job *j, int ok)
 	pthread_mutex_unlock(&pend_lock);
 }
 
+/* Whether the peer of TCP socket @fd has closed or reset it. */
+static int
+peer_closed(int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLRDHUP };
+
+	return REAL(poll)(&pf, 1, 0) == 1 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 static void
 pend_run(struct pend_job *j)
 {
@@ -1477,6 +1486,13 @@ pend_run(struct pend_job *j)
 		ok = ret == 0;
 		if (!ok && j->p->pend_cancelled) {
 			count_plain("closed by the program before the pairing");
+		} else if (!ok && ret == -ECONNRESET && peer_closed(j->fd)) {
+			/* The peer closed its socket before its half came (a
+			 * client that gave up, a server that closed what it
+			 * accepted): nothing was sent over rb2, so the socket
+			 * is the kernel's, and reads the end as TCP's would. */
+			count_plain(j->is_client ? "the server closed it before the pairing" :
+				    "the client closed it before the pairing");
 		} else if (!ok) {
 			fprintf(stderr, "rb2-run: pid %d: fd %d: the stream %s another host failed "
 				"(%s): the connection is reset\n", (int)getpid(), j->fd,

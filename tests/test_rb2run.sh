@@ -296,20 +296,22 @@ fi
 # kernel socket's, and a second connect EALREADY (0 once connected, as
 # the kernel's); poll, an epoll set joined before the connect (nginx's
 # upstreams) and one joined after wake when it is writable; and the
-# server's greeting and the echo come whole, over rb2. (The connect waited
-# for the accept inside the call: 512 ms for the first.) A fourth, closed
+# server's greeting and the echo come whole, over rb2. A fourth, closed
 # at once, must not wait for the accept, and its server reads the end.
+# (With each connect waiting for the accept inside the call, the first
+# took 978-1053 ms, and the others none: the server accepted by then.)
 peer_mode sa slowaccept
 took=$(sed -n 's/^connects returned in \([0-9, ]*\) ms.*/\1/p' "$tmp/sa.cli")
-closed=$(sed -n 's/^a close before the accept took \([0-9]*\) ms$/\1/p' "$tmp/sa.cli")
+closed=$(sed -n 's/^a close before the accept took \([0-9]*\) ms, .*/\1/p' "$tmp/sa.cli")
+conn4=$(sed -n 's/^a close before the accept.*, after a connect of \([0-9]*\) ms$/\1/p' "$tmp/sa.cli")
 if [ -n "$took" ] && [ "$(echo "$took" | tr ', ' '\n\n' | sort -n | tail -n 1)" -lt 300 ] &&
-	[ -n "$closed" ] && [ "$closed" -lt 300 ] &&
+	[ -n "$closed" ] && [ "$closed" -lt 300 ] && [ -n "$conn4" ] && [ "$conn4" -lt 300 ] &&
 	grep -q "closed before its accept read the end" "$tmp/sa.srv" &&
 	grep -q "; 1 kernel TCP: closed by the program before the pairing" "$tmp/sa.cli.err" &&
 	grep -q "before accept: \(connect EALREADY, read EAGAIN, write EAGAIN, \)\{2\}connect EALREADY, read EAGAIN, write EAGAIN;" "$tmp/sa.cli" &&
 	grep -q "poll writable at .*epoll before writable at .*epoll after writable at .*said \(hi/pong/0/0, \)\{2\}hi/pong/0/0$" "$tmp/sa.cli" &&
 	grep -q " 3 connections over rb2 .* 0 failed" "$tmp/sa.cli.err"; then
-	ok "non-blocking connects before the server's accept returned in $took ms, over rb2: $(sed -n 's/.*EAGAIN; //p' "$tmp/sa.cli"); one closed at once took $closed ms"
+	ok "non-blocking connects before the server's accept returned in $took ms, over rb2: $(sed -n 's/.*EAGAIN; //p' "$tmp/sa.cli"); one closed at once took $closed ms, after a connect of $conn4 ms"
 else
 	fail "non-blocking connects before the accept: $(cat "$tmp/sa.cli" "$tmp/sa.cli.err" "$tmp/sa.srv.err")"
 fi

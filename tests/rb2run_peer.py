@@ -1036,15 +1036,15 @@ def read_exactly(c, n):
 
 
 def slow_accept_client(port):
-    """slowaccept's client: three non-blocking connects while the server
-    does not accept yet, each timed; one then waits in poll, one in an
-    epoll set it joined before its connect (nginx's upstreams), one in a
-    set it joins after. A read and a write before each is writable must
-    say EAGAIN (they may not touch the kernel socket under a stream), and
-    a second connect EALREADY; after it, the server's "hi" and the echo
-    come whole, and a connect says 0 (connected, as the kernel's first
-    connect after one completed; EISCONN after that). First, a fourth
-    connects and closes at once: its close must not wait for the accept."""
+    """slowaccept's client, while the server does not accept yet: first a
+    non-blocking connect, timed, closed at once (its close must not wait
+    for the accept); then three more, each timed. Of those, one waits in
+    poll, one in an epoll set it joined before its connect (nginx's
+    upstreams), one in a set it joins after. A read and a write before
+    each is writable must say EAGAIN (they may not touch the kernel socket
+    under a stream), and a second connect EALREADY; after it, the server's
+    "hi" and the echo come whole, and a connect says 0 (connected, as the
+    kernel's first connect after one completed; EISCONN after that)."""
     c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     c.setblocking(False)
     t = time.time()

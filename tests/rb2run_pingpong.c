@@ -27,11 +27,12 @@
  *   rb2run_pingpong stall PORT SIZE COUNT NEW [ADDR]
  *       one connection's round trips, as client's, while a child process
  *       opens NEW more to the same pollserver, one after another (each
- *       answered once, and kept open): how long the server's one thread,
- *       which accepts them in its loop, keeps its other client waiting. At
- *       least COUNT round trips, and on until the child is done; prints
- *       JSON: {"size", "count", "new_conns", "connect_all_ms", "p50_ns",
- *        "p99_ns", "max_ns", "over_10ms"}
+ *       answered once, and kept open until the last), then closes them and
+ *       exits: how long the server's one thread, which accepts them in its
+ *       loop, keeps its other client waiting. At least COUNT round trips,
+ *       and on until the child is done; prints JSON: {"size", "count",
+ *       "new_conns", "connect_all_ms" (from the fork to the child's exit,
+ *       its closes included), "p50_ns", "p99_ns", "max_ns", "over_10ms"}
  *
  * ADDR (IPv4; default 127.0.0.1) is where the server listens and the client
  * connects: across hosts, the same program compares rb2-run with rsocket's

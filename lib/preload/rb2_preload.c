@@ -3489,6 +3489,9 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		 * stream's (ep_adopt()). One whose set-up is under way is
 		 * muted until it is done (pend_mute()). */
 		if (op != EPOLL_CTL_DEL && ev != NULL && pending(fd)) {
+			/* Without EPOLLEXCLUSIVE, which would refuse the MOD
+			 * that makes it the stream's (ep_adopt()); the entry
+			 * keeps it (pend_unmute()). */
 			struct epoll_event mev = { .events = EPOLLIN | EPOLLET,
 						   .data.u64 = EP_TAG | (uint32_t)fd };
 
@@ -3703,7 +3706,8 @@ pend_mute(int fd)
 }
 
 /* ... and it stays the kernel's (a fall-back, or reset): the entries as
- * the program made them. The kernel reports what is ready at the MOD. */
+ * the program made them. The kernel reports what is ready at the MOD. An
+ * entry made with EPOLLEXCLUSIVE takes no MOD: it is made again. */
 static void
 pend_unmute(int fd)
 {
@@ -3714,8 +3718,14 @@ pend_unmute(int fd)
 			struct epoll_event kev = { .events = e->it[i].events,
 						   .data = e->it[i].data };
 
-			if (e->it[i].fd == fd && e->it[i].kernel)
+			if (e->it[i].fd != fd || !e->it[i].kernel)
+				continue;
+			if (!e->it[i].excl) {
 				(void)REAL(epoll_ctl)(e->epfd, EPOLL_CTL_MOD, fd, &kev);
+			} else {
+				(void)REAL(epoll_ctl)(e->epfd, EPOLL_CTL_DEL, fd, &kev);
+				(void)REAL(epoll_ctl)(e->epfd, EPOLL_CTL_ADD, fd, &kev);
+			}
 		}
 		pthread_mutex_unlock(&e->lock);
 	}

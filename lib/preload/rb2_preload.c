@@ -1382,7 +1382,7 @@ reset_kernel(int fd)
  *   stream, and a read must not take the peer's bells for data;
  * - poll and select wait on pend_efd instead of the socket, and report
  *   nothing for it;
- * - the kernel's epoll entries for the socket are muted (pend_mute()):
+ * - the kernel's epoll entries for the socket are muted (pend_entries()):
  *   edge-triggered on EPOLLIN, tagged as a bell, which the wait drops;
  * - a close ends the set-up early (shuts down what it waits on) and waits
  *   for the thread; fork and exec wait for every set-up (pend_drain()).
@@ -1410,8 +1410,7 @@ static pthread_mutex_t pend_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pend_done = PTHREAD_COND_INITIALIZER;
 static _Atomic int pend_count;           /* set-ups going on */
 
-static void pend_mute(int fd);
-static void pend_unmute(int fd);
+static void pend_entries(int fd, int mute);
 static int open_remote(struct psock *p, int fd, int is_client, uint64_t service_ns,
 		       uint64_t kernel_ns);
 
@@ -1427,7 +1426,7 @@ pend_finish(struct pend_job *j, int ok)
 	if (ok)
 		ep_adopt(j->fd);
 	else
-		pend_unmute(j->fd);
+		pend_entries(j->fd, 0);
 	p->pend_cancel_fd = -1;
 	atomic_store_explicit(&p->pending, 0, memory_order_release);
 	(void)syscall(SYS_write, p->pend_efd, &one, sizeof(one));
@@ -1517,7 +1516,7 @@ pend_main(void *arg)
  * done here already (no thread could start: the caller's call waits, as
  * before). */
 static int
-pend_start(const struct pend_job *job)
+pend_start(struct pend_job *job)
 {
 	struct pend_job *j = malloc(sizeof(*j));
 	struct psock *p = job->p;
@@ -1532,7 +1531,7 @@ pend_start(const struct pend_job *job)
 		free(j);
 		atomic_fetch_add(&pend_count, 1);
 		atomic_store(&p->pending, 1);
-		pend_run((struct pend_job *)job);
+		pend_run(job);
 		return 0;
 	}
 	*j = *job;
@@ -1540,7 +1539,7 @@ pend_start(const struct pend_job *job)
 	atomic_fetch_add(&pend_count, 1);
 	atomic_store(&p->pending, 1);
 	p->pend_cancel_fd = j->kind == PEND_PAIR ? j->conn : j->fd;
-	pend_mute(j->fd);
+	pend_entries(j->fd, 1);
 	pthread_mutex_unlock(&pend_lock);
 	/* The thread takes no signal of the program's. */
 	sigfillset(&all);
@@ -1604,6 +1603,17 @@ pending(int fd)
 	return p != NULL && atomic_load_explicit(&p->pending, memory_order_acquire);
 }
 
+/* End @p's set-up early: shut down what it waits on, and the thread finds
+ * out at once. The caller holds pend_lock. */
+static void
+pend_cancel(struct psock *p)
+{
+	if (p->pend_cancel_fd < 0)
+		return;
+	p->pend_cancelled = 1;
+	REAL(shutdown)(p->pend_cancel_fd, SHUT_RDWR);
+}
+
 /* @fd closes, or the process forks or execs: a set-up under way on it ends
  * first. Closing the last fd of it ends it early: what it waits on (the
  * service's answer, or the peer's addresses over the socket) is shut
@@ -1616,10 +1626,8 @@ pend_end(int fd, int cancel)
 	if (p == NULL || !atomic_load_explicit(&p->pending, memory_order_acquire))
 		return;
 	pthread_mutex_lock(&pend_lock);
-	if (cancel && atomic_load(&p->refs) == 1 && p->pend_cancel_fd >= 0) {
-		p->pend_cancelled = 1;
-		REAL(shutdown)(p->pend_cancel_fd, SHUT_RDWR);
-	}
+	if (cancel && atomic_load(&p->refs) == 1)
+		pend_cancel(p);
 	while (atomic_load(&p->pending))
 		pthread_cond_wait(&pend_done, &pend_lock);
 	pthread_mutex_unlock(&pend_lock);
@@ -1637,10 +1645,8 @@ pend_drain_how(int cancel)
 	for (unsigned int fd = 0; cancel && tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
 
-		if (p != NULL && atomic_load(&p->pending) && p->pend_cancel_fd >= 0) {
-			p->pend_cancelled = 1;
-			REAL(shutdown)(p->pend_cancel_fd, SHUT_RDWR);
-		}
+		if (p != NULL && atomic_load(&p->pending))
+			pend_cancel(p);
 	}
 	while (atomic_load(&pend_count) > 0)
 		pthread_cond_wait(&pend_done, &pend_lock);
@@ -3487,11 +3493,11 @@ epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		 * remembered too: if it connects over rb2 later (nginx adds
 		 * its upstream sockets before connect()), its entry becomes a
 		 * stream's (ep_adopt()). One whose set-up is under way is
-		 * muted until it is done (pend_mute()). */
+		 * muted until it is done (pend_entries()). */
 		if (op != EPOLL_CTL_DEL && ev != NULL && pending(fd)) {
 			/* Without EPOLLEXCLUSIVE, which would refuse the MOD
 			 * that makes it the stream's (ep_adopt()); the entry
-			 * keeps it (pend_unmute()). */
+			 * keeps it (pend_entries()). */
 			struct epoll_event mev = { .events = EPOLLIN | EPOLLET,
 						   .data.u64 = EP_TAG | (uint32_t)fd };
 
@@ -3683,44 +3689,29 @@ ep_adopt(int fd)
 	pthread_mutex_unlock(&ep_all_lock);
 }
 
-/* A set-up of socket @fd goes on in the background (pend_start()): each
- * kernel entry of it waits for nothing the program sees, edge-triggered
- * on EPOLLIN and tagged as a bell, which the waits drop. The caller holds
- * pend_lock. */
+/* A set-up of socket @fd goes on in the background (pend_start()): with
+ * @mute, each kernel entry of it waits for nothing the program sees,
+ * edge-triggered on EPOLLIN and tagged as a bell, which the waits drop.
+ * Without, it stays the kernel's (a fall-back, or reset): the entries as
+ * the program made them, and the kernel reports what is ready at the MOD.
+ * An entry made with EPOLLEXCLUSIVE takes no MOD: it is made again. The
+ * caller holds pend_lock. */
 static void
-pend_mute(int fd)
+pend_entries(int fd, int mute)
 {
 	pthread_mutex_lock(&ep_all_lock);
 	for (struct ep_set *e = ep_all; e != NULL; e = e->next) {
 		pthread_mutex_lock(&e->lock);
 		for (unsigned int i = 0; i < e->n; i++) {
-			struct epoll_event kev = { .events = EPOLLIN | EPOLLET,
-						   .data.u64 = EP_TAG | (uint32_t)fd };
+			const struct ep_item *it = &e->it[i];
+			struct epoll_event kev = { .events = it->events, .data = it->data };
 
-			if (e->it[i].fd == fd && e->it[i].kernel)
-				(void)REAL(epoll_ctl)(e->epfd, EPOLL_CTL_MOD, fd, &kev);
-		}
-		pthread_mutex_unlock(&e->lock);
-	}
-	pthread_mutex_unlock(&ep_all_lock);
-}
-
-/* ... and it stays the kernel's (a fall-back, or reset): the entries as
- * the program made them. The kernel reports what is ready at the MOD. An
- * entry made with EPOLLEXCLUSIVE takes no MOD: it is made again. */
-static void
-pend_unmute(int fd)
-{
-	pthread_mutex_lock(&ep_all_lock);
-	for (struct ep_set *e = ep_all; e != NULL; e = e->next) {
-		pthread_mutex_lock(&e->lock);
-		for (unsigned int i = 0; i < e->n; i++) {
-			struct epoll_event kev = { .events = e->it[i].events,
-						   .data = e->it[i].data };
-
-			if (e->it[i].fd != fd || !e->it[i].kernel)
+			if (it->fd != fd || !it->kernel)
 				continue;
-			if (!e->it[i].excl) {
+			if (mute)
+				kev = (struct epoll_event){ .events = EPOLLIN | EPOLLET,
+							    .data.u64 = EP_TAG | (uint32_t)fd };
+			if (mute || !it->excl) {
 				(void)REAL(epoll_ctl)(e->epfd, EPOLL_CTL_MOD, fd, &kev);
 			} else {
 				(void)REAL(epoll_ctl)(e->epfd, EPOLL_CTL_DEL, fd, &kev);

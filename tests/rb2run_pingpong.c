@@ -32,7 +32,10 @@
  *       loop, keeps its other client waiting. At least COUNT round trips,
  *       and on until the child is done; prints JSON: {"size", "count",
  *       "new_conns", "connect_all_ms" (from the fork to the child's exit,
- *       its closes included), "p50_ns", "p99_ns", "max_ns", "over_10ms"}
+ *       its closes included), "p50_ns", "p99_ns", "max_ns", "over_10ms",
+ *       and where the child's time went: "child_connect_max_ms" (one
+ *       connect and its first message), "child_echo_max_ms" (one answer),
+ *       "child_close_max_ms" (one close), "child_closes_ms" (all of them)}
  *
  * ADDR (IPv4; default 127.0.0.1) is where the server listens and the client
  * connects: across hosts, the same program compares rb2-run with rsocket's
@@ -351,12 +354,15 @@ stall(const char *ip, int port, uint32_t size, unsigned int count, unsigned int 
 	struct sockaddr_in a = addr_of(ip, port);
 	unsigned int n = 0, cap = count, over = 0;
 	uint64_t *rt = calloc(cap, sizeof(*rt)), t0, t1 = 0;
+	uint64_t spent[4] = {0, 0, 0, 0};   /* the child's: connect, echo, close maxima; closes */
 	char *buf = calloc(1, size);
-	int fd, status, done = 0;
+	int fd, status, done = 0, report[2];
 	pid_t child;
 
 	if (rt == NULL || buf == NULL)
 		die("calloc");
+	if (pipe(report) != 0)
+		die("pipe");
 	fd = open_conn(&a, size);
 	for (unsigned int i = 0; i < 100; i++) {   /* warm-up */
 		send_all(fd, buf, size);
@@ -372,15 +378,29 @@ stall(const char *ip, int port, uint32_t size, unsigned int count, unsigned int 
 		if (fds == NULL)
 			die("calloc");
 		close(fd);
+		close(report[0]);
 		for (unsigned int i = 0; i < conns; i++) {
+			uint64_t t = now_ns(), u;
+
 			fds[i] = open_conn(&a, size);
+			u = now_ns();
+			spent[0] = u - t > spent[0] ? u - t : spent[0];
 			send_all(fds[i], buf, size);
 			recv_all(fds[i], buf, size);
+			t = now_ns();
+			spent[1] = t - u > spent[1] ? t - u : spent[1];
 		}
-		for (unsigned int i = 0; i < conns; i++)
+		for (unsigned int i = 0; i < conns; i++) {
+			uint64_t t = now_ns(), u;
+
 			close(fds[i]);
-		_exit(0);
+			u = now_ns();
+			spent[2] = u - t > spent[2] ? u - t : spent[2];
+			spent[3] += u - t;
+		}
+		_exit(write(report[1], spent, sizeof(spent)) == (ssize_t)sizeof(spent) ? 0 : 1);
 	}
+	close(report[1]);
 	while (n < count || !done) {
 		uint64_t t = now_ns();
 
@@ -404,11 +424,16 @@ stall(const char *ip, int port, uint32_t size, unsigned int count, unsigned int 
 		}
 	}
 	close(fd);
+	if (read(report[0], spent, sizeof(spent)) != (ssize_t)sizeof(spent))
+		die("read of the child's report");
+	close(report[0]);
 	qsort(rt, n, sizeof(*rt), cmp_u64);
 	printf("{\"size\": %u, \"count\": %u, \"new_conns\": %u, \"connect_all_ms\": %.1f, "
 	       "\"p50_ns\": %" PRIu64 ", \"p99_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64
-	       ", \"over_10ms\": %u}\n", size, n, conns, (t1 - t0) / 1e6, rt[n / 2],
-	       rt[(uint64_t)n * 99 / 100], rt[n - 1], over);
+	       ", \"over_10ms\": %u, \"child_connect_max_ms\": %.1f, \"child_echo_max_ms\": %.1f"
+	       ", \"child_close_max_ms\": %.1f, \"child_closes_ms\": %.1f}\n",
+	       size, n, conns, (t1 - t0) / 1e6, rt[n / 2], rt[(uint64_t)n * 99 / 100], rt[n - 1],
+	       over, spent[0] / 1e6, spent[1] / 1e6, spent[2] / 1e6, spent[3] / 1e6);
 	free(rt);
 	free(buf);
 	return 0;

@@ -329,6 +329,8 @@ class AcceptStall:
             return {"acceptstall_p50_ns": res["p50_ns"], "acceptstall_p99_ns": res["p99_ns"],
                     "acceptstall_max_ns": res["max_ns"],
                     "acceptstall_connect_all_s": res["connect_all_ms"] / 1000,
+                    "_acceptstall_child_ms": {k[len("child_"):]: res[k] for k in res
+                                              if k.startswith("child_")},
                     "_requests": res["count"]}
         return [rb2_apps.Client("client", [self.prog, "stall", str(port), "64", str(n),
                                            str(self.NEW), addr], parse)]

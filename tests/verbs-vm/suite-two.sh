@@ -582,6 +582,37 @@ rr_close_spread() { # PORT
 	tc qdisc del dev eth0 root
 }
 rr_close_spread 21617
+# Both ends close at about the same time, as a client and its server do
+# whenever one closes on the other's end. The client's close takes its
+# fence for one that never completes (RB2_RUN_FAULT_FENCE_LOST=1: Soft-RoCE
+# left such a fence uncompleted, with the peer's close come, in about one
+# round in ten of eight connections closed, and the close took the fence's
+# whole 10 s bound); the server closes as soon as it has read the end.
+# The client's close must end with the server's: the check fails at 2 s,
+# or if the client's run took 5 s or more (a close gone to the closer
+# would hold the exit instead). The server must read everything, then the
+# end.
+rr_close_on_close() { # PORT
+	local f=/tmp/rr-close-on-close rc ms t0 all
+	if [ $side = server ]; then
+		timeout -k 5 60 "$rrun" -- python3 "$rpeer" late-end "$1" 20 0 > $f 2>&1
+		rr_result close_on_the_peers_close "$?" $f \
+			"late-end: 320 of 320 bytes, whole, then the end" "$verbs_line"
+	else
+		rr_wait_listener "$1"
+		t0=$(date +%s%N)
+		RB2_RUN_FAULT_FENCE_LOST=1 timeout -k 5 60 "$rrun" -- python3 "$rpeer" close-ahead \
+			"$1" 20 > $f 2>&1
+		rc=$?
+		all=$(( ($(date +%s%N) - t0) / 1000000 ))
+		ms=$(sed -n 's/^close-ahead: .* the close took \([0-9]*\) ms$/\1/p' $f)
+		echo "INFO a close whose fence never completes ended with its peer's in ${ms:-?} ms (the run: $all ms)"
+		[ "$rc" = 0 ] && ! [ "${ms:-99999}" -lt 2000 ] && rc="the close took ${ms:-?} ms"
+		[ "$rc" = 0 ] && ! [ "$all" -lt 5000 ] && rc="the run took $all ms"
+		rr_result close_on_the_peers_close "$rc" $f "$verbs_line"
+	fi
+}
+rr_close_on_close 21623
 # Two threads of the server asleep on one connection, one in poll and one
 # in epoll, while the client is silent 2 s: one byte wakes both, as on TCP,
 # though both sleep on the same completion channel and the first awake

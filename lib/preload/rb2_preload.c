@@ -857,8 +857,8 @@ close_in_background(struct psock *p, int fd)
  * sent, die with the process's queues. So each stream sends what a close
  * would (rb2_stream_end_at_exit()), all of them within EXIT_END_MS, which
  * bounds how long a reader that reads nothing can keep the process (the
- * last stream's wait for its WRITEs to land, rb2_tx_drain(), may add its
- * own bound; streams left when the time is up are not tried). A
+ * last stream's wait for its WRITEs to land, a fence, may add its own
+ * bound; streams left when the time is up are not tried). A
  * stream that does not end in time, or whose lock another thread holds,
  * is reset at its reader, never taken for a clean end, and said here.
  * Runs first of our exit handlers: the stats line counts its WRs. A

@@ -378,9 +378,9 @@ void rb2_stream_move_bell(struct rb2_stream *s, int fd);
  * sends (what was written, then the end; a reset if bytes the peer sent are
  * unread, or if some of ours cannot go), waiting at most @p ms for the
  * reader's credits and room, as the kernel goes on sending a dead
- * process's bytes; then for the NIC to send what was posted
- * (rb2_tx_drain(), with its own bound). The stream stays allocated, shut both ways: the process
- * is ending. Without it, the peer's read, finding the process gone and its
+ * process's bytes; then for the NIC to send what was posted (a fence,
+ * with its own bound, over once the peer has closed). The stream stays
+ * allocated, shut both ways: the process is ending. Without it, the peer's read, finding the process gone and its
  * queues with it, fails with ECONNRESET, since nobody can say what did not
  * arrive. Once; a no-op on one host, where the ring outlives the process.
  * @return 0, or -ETIMEDOUT: the end may not have reached the peer.

@@ -1909,13 +1909,15 @@ close_needs_drain(struct rb2_stream *s, int put)
  * peer that closed reads nothing more, and it destroys its queues as soon
  * as its own close is done, after which nothing of ours is acknowledged.
  * The two ends close at about the same time whenever one closes on the
- * other's end; between the TCG guests a fence waited for alone stayed
- * uncompleted for the whole RB2_POST_WAIT_MS, the peer's closed word come,
- * in about one round in ten of eight connections closed (Soft-RoCE neither
- * completed it nor failed it after its retries: doc/eval/rb2-run-two.md,
- * "A close on a peer's close"). The closed word comes over the control
- * queue, not the data's, and may be lost with the peer's queues: the FIN
- * settles it.
+ * other's end, and a fence whose packet or ACK the wire lost goes again an
+ * ACK timeout later, when the peer may have closed on the end that came
+ * before it: nothing answers, and our queues retry without limit
+ * (retry_cnt=7), so the fence neither completes nor fails. Waited for
+ * alone, it held the close for the whole RB2_POST_WAIT_MS in about one
+ * round in ten of eight connections closed between the TCG guests
+ * (doc/eval/rb2-run-two.md, "A close on a peer's close"). The closed word
+ * comes over the control queue, not the data's, and may be lost with the
+ * peer's queues: the FIN settles it.
  */
 static int
 drain_owed_to_nobody(struct rb2_stream *s)

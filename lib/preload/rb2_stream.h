@@ -380,9 +380,9 @@ void rb2_stream_move_bell(struct rb2_stream *s, int fd);
  * reader's credits and room, as the kernel goes on sending a dead
  * process's bytes; then for the NIC to send what was posted (a fence,
  * with its own bound, over once the peer has closed). The stream stays
- * allocated, shut both ways: the process is ending. Without it, the peer's read, finding the process gone and its
- * queues with it, fails with ECONNRESET, since nobody can say what did not
- * arrive. Once; a no-op on one host, where the ring outlives the process.
+ * allocated, shut both ways: the process is ending. Without it, the
+ * peer's read, finding the process gone and its queues with it, fails with
+ * ECONNRESET, since nobody can say what did not arrive. Once; a no-op on one host, where the ring outlives the process.
  * @return 0, or -ETIMEDOUT: the end may not have reached the peer.
  */
 int rb2_stream_end_at_exit(struct rb2_stream *s, unsigned int ms);

@@ -136,9 +136,6 @@ rte_lcore_to_socket_id(unsigned int lcore_id __rte_unused)
 	return 0;
 }
 
-static uint64_t tsc_hz;
-static pthread_once_t tsc_once = PTHREAD_ONCE_INIT;
-
 static uint64_t
 mono_ns(void)
 {
@@ -148,27 +145,80 @@ mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The TSC against the monotonic clock over 5 ms, once: what the code does
- * with it is timeouts and rates, for which 0.1% is plenty. */
-static void
-tsc_measure(void)
-{
-	uint64_t n0 = mono_ns(), c0 = rte_get_tsc_cycles(), n1, c1;
-	struct timespec ts = { 0, 5000000 };
+/* A TSC reading and the monotonic clock's at the same moment: the clock
+ * read on both sides of the TSC, within a microsecond (a preemption in
+ * between spoils the pair: read again), and their midpoint taken. */
+struct tsc_pair {
+	uint64_t ns, tsc;
+};
 
-	nanosleep(&ts, NULL);
-	n1 = mono_ns();
-	c1 = rte_get_tsc_cycles();
-	tsc_hz = n1 > n0 ? (uint64_t)((double)(c1 - c0) * 1e9 / (double)(n1 - n0)) : 0;
-	if (tsc_hz == 0)
-		tsc_hz = 1000000000ull;
+static struct tsc_pair
+tsc_pair_now(void)
+{
+	struct tsc_pair p = { 0, 0 };
+
+	for (int i = 0; i < 8; i++) {
+		uint64_t a = mono_ns(), b;
+
+		p.tsc = rte_get_tsc_cycles();
+		b = mono_ns();
+		p.ns = a + (b - a) / 2;
+		if (b - a < 1000)
+			break;
+	}
+	return p;
+}
+
+/*
+ * The TSC's rate, measured against the monotonic clock from a pair taken
+ * when the library loads. Its first use is usually a program's first
+ * connection, a millisecond or so after the load: a measurement made then,
+ * over 5 ms, was 5 ms of that connection's set-up. So the first uses take
+ * the span so far (at least 200 us: each pair is off by at most half a
+ * microsecond, so the rate by at most 0.5%, plenty for the timeouts and
+ * pacing it serves), and the rate is measured again on each use until the
+ * span reaches 50 ms (0.002%), and kept from then on.
+ */
+static struct tsc_pair tsc_loaded;
+static pthread_once_t tsc_once = PTHREAD_ONCE_INIT;
+static _Atomic uint64_t tsc_hz;          /* final once tsc_final */
+static _Atomic int tsc_final;
+
+static void
+tsc_load_pair(void)
+{
+	tsc_loaded = tsc_pair_now();
+}
+
+__attribute__((constructor)) static void
+tsc_load(void)
+{
+	pthread_once(&tsc_once, tsc_load_pair);
 }
 
 uint64_t
 rte_get_tsc_hz(void)
 {
-	pthread_once(&tsc_once, tsc_measure);
-	return tsc_hz;
+	const uint64_t least_ns = 200000, final_ns = 50000000;
+	struct tsc_pair now;
+	uint64_t hz;
+
+	if (atomic_load_explicit(&tsc_final, memory_order_acquire))
+		return atomic_load_explicit(&tsc_hz, memory_order_relaxed);
+	pthread_once(&tsc_once, tsc_load_pair);   /* no constructor ran: now */
+	now = tsc_pair_now();
+	if (now.ns < tsc_loaded.ns + least_ns) {
+		rte_delay_us_sleep((unsigned int)((tsc_loaded.ns + least_ns - now.ns) / 1000) + 1);
+		now = tsc_pair_now();
+	}
+	hz = now.tsc > tsc_loaded.tsc ? (uint64_t)((double)(now.tsc - tsc_loaded.tsc) * 1e9 /
+						   (double)(now.ns - tsc_loaded.ns)) : 0;
+	if (hz == 0)
+		hz = 1000000000ull;
+	atomic_store_explicit(&tsc_hz, hz, memory_order_relaxed);
+	if (now.ns >= tsc_loaded.ns + final_ns)
+		atomic_store_explicit(&tsc_final, 1, memory_order_release);
+	return hz;
 }
 
 void

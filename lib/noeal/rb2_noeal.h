@@ -23,7 +23,7 @@
  * | rte_malloc/zmalloc(_socket), rte_free | the C heap, aligned (process-private, as a private rte_malloc is used) |
  * | rte_memzone_reserve/lookup/free     | named zones in an **arena** (below)     |
  * | rte_mem_virt2memseg_list            | "inside an attached arena"              |
- * | rte_get_tsc_hz                      | the TSC measured against CLOCK_MONOTONIC_RAW once |
+ * | rte_get_tsc_hz                      | the TSC against CLOCK_MONOTONIC_RAW since the load (kept from 50 ms) |
  * | rte_log, log types, rte_log_set_global_level | stderr, WARNING and worse by default (RB2_NOEAL_LOG=1..8) |
  * | rte_errno, rte_lcore_id             | thread-locals; every thread is LCORE_ID_ANY |
  * | sockets, lcores, rte_rand, sleeps   | one socket (0); a seeded xorshift; nanosleep |

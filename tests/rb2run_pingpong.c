@@ -36,6 +36,14 @@
  *       and where the child's time went: "child_connect_max_ms" (one
  *       connect and its first message), "child_echo_max_ms" (one answer),
  *       "child_close_max_ms" (one close), "child_closes_ms" (all of them)}
+ *   rb2run_pingpong connects PORT COUNT [ADDR]
+ *       COUNT connections to a pollserver, one after another, from a
+ *       program that has made none before: each connected (timed), one
+ *       64 B message answered, and closed (timed). What a short-lived
+ *       client pays to set a connection up; prints JSON: {"count",
+ *       "first_connect_ms" (the program's first, with whatever the socket
+ *       layer does once), "connect_p50_ms", "connect_p90_ms" (the others),
+ *       "close_p50_ms"}
  *
  * ADDR (IPv4; default 127.0.0.1) is where the server listens and the client
  * connects: across hosts, the same program compares rb2-run with rsocket's
@@ -439,6 +447,39 @@ stall(const char *ip, int port, uint32_t size, unsigned int count, unsigned int 
 	return 0;
 }
 
+static int
+connects(const char *ip, int port, unsigned int count)
+{
+	struct sockaddr_in a = addr_of(ip, port);
+	uint64_t *ct = calloc(count, sizeof(*ct)), *cl = calloc(count, sizeof(*cl));
+	char buf[64] = { 0 };
+
+	if (ct == NULL || cl == NULL)
+		die("calloc");
+	for (unsigned int i = 0; i < count; i++) {
+		uint64_t t = now_ns(), u;
+		int fd = open_conn(&a, sizeof(buf));
+
+		ct[i] = now_ns() - t;
+		send_all(fd, buf, sizeof(buf));
+		recv_all(fd, buf, sizeof(buf));
+		u = now_ns();
+		close(fd);
+		cl[i] = now_ns() - u;
+	}
+	printf("{\"count\": %u, \"first_connect_ms\": %.3f", count, ct[0] / 1e6);
+	if (count > 1) {
+		qsort(ct + 1, count - 1, sizeof(*ct), cmp_u64);
+		printf(", \"connect_p50_ms\": %.3f, \"connect_p90_ms\": %.3f",
+		       ct[1 + (count - 1) / 2] / 1e6, ct[1 + (uint64_t)(count - 1) * 9 / 10] / 1e6);
+	}
+	qsort(cl, count, sizeof(*cl), cmp_u64);
+	printf(", \"close_p50_ms\": %.3f}\n", cl[count / 2] / 1e6);
+	free(ct);
+	free(cl);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -458,9 +499,12 @@ main(int argc, char **argv)
 	    atoi(argv[4]) > 0 && atoi(argv[5]) > 0)
 		return stall(argc == 7 ? argv[6] : "127.0.0.1", atoi(argv[2]), (uint32_t)atoi(argv[3]),
 			     (unsigned int)atoi(argv[4]), (unsigned int)atoi(argv[5]));
+	if ((argc == 4 || argc == 5) && strcmp(argv[1], "connects") == 0 && atoi(argv[3]) > 0)
+		return connects(argc == 5 ? argv[4] : "127.0.0.1", atoi(argv[2]),
+				(unsigned int)atoi(argv[3]));
 	fprintf(stderr, "usage: rb2run_pingpong server PORT [ADDR] | client PORT SIZE COUNT [ADDR]\n"
 		"       rb2run_pingpong pollserver PORT [ADDR] | "
 		"clients PORT SIZE CONNS SECONDS [ADDR]\n"
-		"       rb2run_pingpong stall PORT SIZE COUNT NEW [ADDR]\n");
+		"       rb2run_pingpong stall PORT SIZE COUNT NEW [ADDR] | connects PORT COUNT [ADDR]\n");
 	return 2;
 }

@@ -33,6 +33,14 @@ only, so that they run the same under rb2-run and without it.
                                      then before it; then with a connection
                                      in it already; say how soon each woke
   rb2run_peer.py lateadd-client PORT lateadd's client
+  rb2run_peer.py closeatpair PORT    accept one connection 1 s after it
+                                     listens, timed; read it to the end;
+                                     say how long the accept took and how
+                                     the connection ended
+  rb2run_peer.py closeatpair-client PORT
+                                     a non-blocking connect, closed 1.3 s
+                                     later (past the server's accept); say
+                                     how long the close took
   rb2run_peer.py echo PORT N          accept N connections one after the
                                      other; send each back what it sent
   rb2run_peer.py fork-echo PORT N     echo's server as Python's
@@ -1025,6 +1033,38 @@ def slow_accept(port):
         flush=True)
 
 
+def close_at_pair(port):
+    """closeatpair's server: accepts 1 s after it listens, when its client
+    waits for the pairing in the background; the client closes while its
+    set-up thread holds the service's answer (RB2_RUN_FAULT_PAIR_LATE_MS).
+    The accept must not wait for a client end that never opens."""
+    s = listen_on(port, 2)
+    time.sleep(1.0)
+    t = time.time()
+    c, _ = s.accept()
+    took = (time.time() - t) * 1000
+    try:
+        got = c.recv(10)
+        how = "the end" if got == b"" else repr(got)
+    except OSError as e:
+        how = errno.errorcode.get(e.errno, str(e.errno))
+    c.close()
+    print("the accept took %.0f ms; the connection read %s" % (took, how), flush=True)
+
+
+def close_at_pair_client(port):
+    """closeatpair's client: connects without blocking (EINPROGRESS: the
+    server has not accepted), then closes 1.3 s later."""
+    c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    c.setblocking(False)
+    e = c.connect_ex((HOST, port))
+    time.sleep(1.3)
+    t = time.time()
+    c.close()
+    print("connect said %s; the close took %.0f ms" % (errno.errorcode.get(e, e),
+                                                      (time.time() - t) * 1000), flush=True)
+
+
 def read_exactly(c, n):
     got = b""
     while len(got) < n:
@@ -1185,6 +1225,10 @@ if __name__ == "__main__":
         slow_accept(int(sys.argv[2]))
     elif sys.argv[1] == "slowaccept-client":
         slow_accept_client(int(sys.argv[2]))
+    elif sys.argv[1] == "closeatpair":
+        close_at_pair(int(sys.argv[2]))
+    elif sys.argv[1] == "closeatpair-client":
+        close_at_pair_client(int(sys.argv[2]))
     elif sys.argv[1] == "uring":
         uring()
     elif sys.argv[1] == "scale-sink":

@@ -10,7 +10,8 @@
 # fast (the fast tier) runs the transfer, the flipped byte, the conformance
 # program, the calls made before rb2-run's constructor, a close past close(),
 # connections added to a set a thread sleeps in, non-blocking connects
-# before the server's accept, and no service; the full
+# before the server's accept, one closed as its pairing came, and no
+# service; the full
 # tier runs everything:
 #
 #   - rb2-run starts rb2-sockd itself (a private socket, stopped at the end),
@@ -316,6 +317,30 @@ if [ -n "$took" ] && [ "$(echo "$took" | tr ', ' '\n\n' | sort -n | tail -n 1)" 
 	ok "non-blocking connects before the server's accept returned in $took ms, over rb2: $(sed -n 's/.*EAGAIN; //p' "$tmp/sa.cli"); one closed at once took $closed ms, after a connect of $conn4 ms"
 else
 	fail "non-blocking connects before the accept: $(cat "$tmp/sa.cli" "$tmp/sa.cli.err" "$tmp/sa.srv.err")"
+fi
+
+# A non-blocking connect closed while its set-up thread holds the service's
+# answer (RB2_RUN_FAULT_PAIR_LATE_MS=1000: the close comes about 0.4 s into it):
+# the server has its end by then, and its accept() waits for the client's.
+# The thread opens the client's end all the same, and the close ends it:
+# the accept returns, and the server reads the end. (With the answer
+# dropped, the accept waited the 5 s timeout for channels that never came,
+# then reset.)
+port=$(free_port)
+timeout 30 "$run" python3 "$peer" closeatpair "$port" >"$tmp/cp.srv" 2>"$tmp/cp.srv.err" &
+spid=$!
+for _ in $(seq 100); do grep -q listening "$tmp/cp.srv" 2>/dev/null && break; sleep 0.05; done
+RB2_RUN_FAULT_PAIR_LATE_MS=1000 timeout 30 "$run" python3 "$peer" closeatpair-client "$port" \
+	>"$tmp/cp.cli" 2>"$tmp/cp.cli.err"
+wait "$spid"
+took=$(sed -n 's/^the accept took \([0-9]*\) ms; .*/\1/p' "$tmp/cp.srv")
+if [ -n "$took" ] && [ "$took" -lt 2000 ] && grep -q "read the end$" "$tmp/cp.srv" &&
+	grep -q "^connect said EINPROGRESS" "$tmp/cp.cli" &&
+	grep -q " 1 connections over rb2 .* 0 failed" "$tmp/cp.cli.err" &&
+	grep -q " 1 connections over rb2 .* 0 failed" "$tmp/cp.srv.err"; then
+	ok "a non-blocking connect closed as its pairing came: the server's accept took $took ms, and it read the end ($(sed -n 's/.*; //p' "$tmp/cp.cli"))"
+else
+	fail "a connect closed as its pairing came: $(cat "$tmp/cp.srv" "$tmp/cp.cli" "$tmp/cp.srv.err" "$tmp/cp.cli.err")"
 fi
 
 # Conformance: one socket program (tests/rb2run_conform.c: connect, the

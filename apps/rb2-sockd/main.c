@@ -269,7 +269,8 @@ drop(unsigned int i)
 	c->peer = -1;
 }
 
-static void
+/* @return 0, or -errno: the asker has shut its connection down or gone. */
+static int
 reply_fds(unsigned int i, uint16_t op, const char *why, const int *fds, unsigned int nfds,
 	  const char *name)
 {
@@ -283,13 +284,13 @@ reply_fds(unsigned int i, uint16_t op, const char *why, const int *fds, unsigned
 		snprintf(m.why, sizeof(m.why), "%s", why);
 	if (name != NULL)
 		snprintf(m.name, sizeof(m.name), "%s", name);
-	rb2_sockd_send(conns[i].fd, &m, fds, nfds);
+	return rb2_sockd_send(conns[i].fd, &m, fds, nfds);
 }
 
 static void
 reply(unsigned int i, uint16_t op, const char *why, const char *name)
 {
-	reply_fds(i, op, why, NULL, 0, name);
+	(void)reply_fds(i, op, why, NULL, 0, name);
 }
 
 static void
@@ -429,14 +430,24 @@ pair(unsigned int cl, unsigned int sv)
 	nfds = fds[2] >= 0 ? 3 : 1;
 	if (nfds == 1 && fds[1] >= 0)
 		close(fds[1]);
-	reply_fds(cl, RB2_SOCKD_PAIR, NULL, fds, nfds, name);
-	reply_fds(sv, RB2_SOCKD_PAIR, NULL, fds, nfds, name);
+	/* The client's first: one that gave up since it asked (a non-blocking
+	 * connect closed, which shuts our connection down, or a process that
+	 * ended) would never open its end, and the server's accept() would
+	 * wait for it until its timeout, then reset. Both stay kernel TCP
+	 * instead, as when the client closes before the accept. */
+	if (reply_fds(cl, RB2_SOCKD_PAIR, NULL, fds, nfds, name) != 0) {
+		rb2_noeal_arena_hold(a, 0);      /* nobody has it: the sweep frees it */
+		plain(sv, &n_plain_noclient, "the client closed it before the pairing");
+		drop(cl);
+	} else {
+		(void)reply_fds(sv, RB2_SOCKD_PAIR, NULL, fds, nfds, name);
+		n_pairs++;
+		drop(cl);
+		drop(sv);
+	}
 	for (unsigned int f = 1; f < nfds; f++)
 		close(fds[f]);
 	rb2_noeal_arena_detach(a);
-	n_pairs++;
-	drop(cl);
-	drop(sv);
 }
 
 static int

@@ -202,6 +202,10 @@ static unsigned int connect_timeout_ms = 5000;
  * process receives over rb2, so a test can show that it catches one. */
 static uint64_t flip_at;
 static _Atomic uint64_t rx_seen;
+/* RB2_RUN_FAULT_PAIR_LATE_MS=N (tests only): a set-up in the background
+ * takes the service's answer N ms after it came, so that a test can close
+ * the socket between the pairing and the thread's use of it. */
+static unsigned int pair_late_ms;
 
 /* Counters for the stats line. */
 #define REASONS 8
@@ -1462,19 +1466,28 @@ pend_run(struct pend_job *j)
 		do
 			ret = REAL(poll)(&pf, 1, left);
 		while (ret < 0 && errno == EINTR);
+		if (ret > 0 && pair_late_ms > 0)
+			usleep(pair_late_ms * 1000u);
 		ret = ret > 0 ? rb2_sockd_recv(j->conn, &m, afd, RB2_SOCKD_MAX_FDS) : -ETIMEDOUT;
 		pthread_mutex_lock(&pend_lock);
 		j->p->pend_cancel_fd = -1;      /* a close no longer shuts it down */
 		pthread_mutex_unlock(&pend_lock);
 		REAL(close)(j->conn);
-		if (j->p->pend_cancelled) {
-			close_fds(afd);
-			count_plain("closed by the program before the pairing");
-		} else if (ret == 0 && m.op == RB2_SOCKD_PAIR && afd[0] >= 0) {
+		if (ret == 0 && m.op == RB2_SOCKD_PAIR && afd[0] >= 0) {
+			/* Paired, even if the program has closed the socket
+			 * since (a queued answer reads after the shutdown): the
+			 * server has its end, and its accept() waits for ours.
+			 * So ours opens, and the close that waits for this
+			 * thread ends it: the server reads the end at once, where
+			 * an answer dropped here kept its accept waiting for our
+			 * channels until the timeout, then reset. */
 			ret = open_stream(j->p, j->fd, afd, m.name, 1);
 			ok = ret == 0;
 			if (!ok)
 				reset_kernel(j->fd);
+		} else if (j->p->pend_cancelled) {
+			close_fds(afd);
+			count_plain("closed by the program before the pairing");
 		} else {
 			close_fds(afd);
 			count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why :
@@ -4956,6 +4969,9 @@ preload_init(void)
 	t = getenv("RB2_RUN_FAULT_FLIP");
 	if (t != NULL)
 		flip_at = strtoull(t, NULL, 10);
+	t = getenv("RB2_RUN_FAULT_PAIR_LATE_MS");
+	if (t != NULL)
+		pair_late_ms = (unsigned int)strtoul(t, NULL, 10);
 	active = 1;
 	closer_init();
 	pthread_atfork(before_fork, ahead_postfork_parent, child_after_fork);

@@ -41,6 +41,13 @@ only, so that they run the same under rb2-run and without it.
                                      a non-blocking connect, closed 1.3 s
                                      later (past the server's accept); say
                                      how long the close took
+  rb2run_peer.py shutearly PORT      accept one connection 1 s after it
+                                     listens; read it to the end, answer
+                                     "bye" and close
+  rb2run_peer.py shutearly-client PORT
+                                     a non-blocking connect, then at once
+                                     shutdown(SHUT_WR), timed (the server
+                                     has not accepted); read the answer
   rb2run_peer.py echo PORT N          accept N connections one after the
                                      other; send each back what it sent
   rb2run_peer.py fork-echo PORT N     echo's server as Python's
@@ -1065,6 +1072,34 @@ def close_at_pair_client(port):
                                                       (time.time() - t) * 1000), flush=True)
 
 
+def shut_early(port):
+    """shutearly's server: accepts 1 s after it listens; its client shut
+    its side down before that. Reads to the end, answers "bye", closes."""
+    s = listen_on(port, 2)
+    time.sleep(1.0)
+    c, _ = s.accept()
+    got = c.recv(10)
+    c.sendall(b"bye")
+    c.close()
+    print("read %s, answered" % ("the end" if got == b"" else repr(got)), flush=True)
+
+
+def shut_early_client(port):
+    """shutearly's client: a non-blocking connect, at once shutdown(SHUT_WR)
+    (the kernel's returns at once, whether the server accepted or not),
+    then the server's answer read to the end."""
+    c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    c.setblocking(False)
+    e = c.connect_ex((HOST, port))
+    t = time.time()
+    c.shutdown(socket.SHUT_WR)
+    took = (time.time() - t) * 1000
+    c.setblocking(True)
+    got = read_exactly(c, 10)
+    print("connect said %s; the shutdown took %.0f ms; read %r then the end" % (
+        errno.errorcode.get(e, e), took, got), flush=True)
+
+
 def read_exactly(c, n):
     got = b""
     while len(got) < n:
@@ -1229,6 +1264,10 @@ if __name__ == "__main__":
         close_at_pair(int(sys.argv[2]))
     elif sys.argv[1] == "closeatpair-client":
         close_at_pair_client(int(sys.argv[2]))
+    elif sys.argv[1] == "shutearly":
+        shut_early(int(sys.argv[2]))
+    elif sys.argv[1] == "shutearly-client":
+        shut_early_client(int(sys.argv[2]))
     elif sys.argv[1] == "uring":
         uring()
     elif sys.argv[1] == "scale-sink":

@@ -10,8 +10,8 @@
 # fast (the fast tier) runs the transfer, the flipped byte, the conformance
 # program, the calls made before rb2-run's constructor, a close past close(),
 # connections added to a set a thread sleeps in, non-blocking connects
-# before the server's accept, one closed as its pairing came, and no
-# service; the full
+# before the server's accept, one closed as its pairing came, a shutdown
+# before the accept, and no service; the full
 # tier runs everything:
 #
 #   - rb2-run starts rb2-sockd itself (a private socket, stopped at the end),
@@ -341,6 +341,21 @@ if [ -n "$took" ] && [ "$took" -lt 2000 ] && grep -q "read the end$" "$tmp/cp.sr
 	ok "a non-blocking connect closed as its pairing came: the server's accept took $took ms, and it read the end ($(sed -n 's/.*; //p' "$tmp/cp.cli"))"
 else
 	fail "a connect closed as its pairing came: $(cat "$tmp/cp.srv" "$tmp/cp.cli" "$tmp/cp.srv.err" "$tmp/cp.cli.err")"
+fi
+
+# shutdown(SHUT_WR) right after a non-blocking connect, before the server's
+# accept: it must not wait for the accept (the kernel's does not; with the
+# shutdown waiting for the set-up, it took until the accept, 0.8 s), the
+# server must read the end and its answer come back, over kernel TCP
+# ("shut down by the program before the pairing").
+peer_mode se shutearly
+took=$(sed -n 's/.*; the shutdown took \([0-9]*\) ms; .*/\1/p' "$tmp/se.cli")
+if [ -n "$took" ] && [ "$took" -lt 300 ] && grep -q "^read the end, answered" "$tmp/se.srv" &&
+	grep -q "read b'bye' then the end" "$tmp/se.cli" &&
+	grep -q "1 kernel TCP: shut down by the program before the pairing" "$tmp/se.cli.err"; then
+	ok "a shutdown before the server's accept took $took ms; the half-close held, over kernel TCP"
+else
+	fail "a shutdown before the accept: $(cat "$tmp/se.srv" "$tmp/se.cli" "$tmp/se.cli.err")"
 fi
 
 # Conformance: one socket program (tests/rb2run_conform.c: connect, the

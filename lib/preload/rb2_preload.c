@@ -183,7 +183,8 @@ struct psock {
 	_Atomic int pending;
 	int pend_efd;                /* an eventfd, -1 if none was made */
 	int pend_cancel_fd;          /* what a close shuts down to end it early */
-	int pend_cancelled;          /* ... and did */
+	int pend_cancelled;          /* ... and did: PEND_CLOSE or PEND_SHUTDOWN */
+	int pend_on_host;            /* the set-up is one host's (PEND_PAIR) */
 	struct psock *held_next;     /* on the held list (held_add()) ... */
 	int held_listed;             /* ... while this says so */
 };
@@ -1399,6 +1400,9 @@ enum pend_kind {
 	PEND_REMOTE,      /* another host: open_remote() */
 };
 
+/* What ends a set-up early, if anything (pend_end()). */
+enum { PEND_WAIT, PEND_CLOSE, PEND_SHUTDOWN };
+
 struct pend_job {
 	struct psock *p;
 	int fd;
@@ -1487,7 +1491,9 @@ pend_run(struct pend_job *j)
 				reset_kernel(j->fd);
 		} else if (j->p->pend_cancelled) {
 			close_fds(afd);
-			count_plain("closed by the program before the pairing");
+			count_plain(j->p->pend_cancelled == PEND_SHUTDOWN ?
+				    "shut down by the program before the pairing" :
+				    "closed by the program before the pairing");
 		} else {
 			close_fds(afd);
 			count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why :
@@ -1552,6 +1558,7 @@ pend_start(struct pend_job *job)
 	atomic_fetch_add(&pend_count, 1);
 	atomic_store(&p->pending, 1);
 	p->pend_cancel_fd = j->kind == PEND_PAIR ? j->conn : j->fd;
+	p->pend_on_host = j->kind == PEND_PAIR;
 	pend_entries(j->fd, 1);
 	pthread_mutex_unlock(&pend_lock);
 	/* The thread takes no signal of the program's. */
@@ -1616,31 +1623,39 @@ pending(int fd)
 	return p != NULL && atomic_load_explicit(&p->pending, memory_order_acquire);
 }
 
-/* End @p's set-up early: shut down what it waits on, and the thread finds
- * out at once. The caller holds pend_lock. */
+/* End @p's set-up early, for a close or a shutdown (@by): shut down what
+ * it waits on, and the thread finds out at once. The caller holds
+ * pend_lock. */
 static void
-pend_cancel(struct psock *p)
+pend_cancel(struct psock *p, int by)
 {
 	if (p->pend_cancel_fd < 0)
 		return;
-	p->pend_cancelled = 1;
+	p->pend_cancelled = by;
 	REAL(shutdown)(p->pend_cancel_fd, SHUT_RDWR);
 }
 
-/* @fd closes, or the process forks or execs: a set-up under way on it ends
- * first. Closing the last fd of it ends it early: what it waits on (the
- * service's answer, or the peer's addresses over the socket) is shut
- * down, and the thread finds out at once. */
+/* @fd closes (@how PEND_CLOSE), is shut down (PEND_SHUTDOWN), or the
+ * process forks or execs (PEND_WAIT): a set-up under way on it ends first.
+ * Closing the last fd of it ends it early: what it waits on (the service's
+ * answer, or the peer's addresses over the socket) is shut down, and the
+ * thread finds out at once. So does a shutdown on one host, where what is
+ * shut down is the connection to the service, not the socket: it need not
+ * wait for the server's accept, which the kernel's does not either, and
+ * the connection stays the kernel's (or the stream's, if the service had
+ * paired it already). Across hosts the thread's wait is the socket itself,
+ * which a shutdown of one way must leave: it waits. */
 static void
-pend_end(int fd, int cancel)
+pend_end(int fd, int how)
 {
 	struct psock *p = get(fd);
 
 	if (p == NULL || !atomic_load_explicit(&p->pending, memory_order_acquire))
 		return;
 	pthread_mutex_lock(&pend_lock);
-	if (cancel && atomic_load(&p->refs) == 1)
-		pend_cancel(p);
+	if ((how == PEND_CLOSE && atomic_load(&p->refs) == 1) ||
+	    (how == PEND_SHUTDOWN && p->pend_on_host))
+		pend_cancel(p, how);
 	while (atomic_load(&p->pending))
 		pthread_cond_wait(&pend_done, &pend_lock);
 	pthread_mutex_unlock(&pend_lock);
@@ -1659,7 +1674,7 @@ pend_drain_how(int cancel)
 		struct psock *p = atomic_load(&tab[fd]);
 
 		if (p != NULL && atomic_load(&p->pending))
-			pend_cancel(p);
+			pend_cancel(p, PEND_CLOSE);
 	}
 	while (atomic_load(&pend_count) > 0)
 		pthread_cond_wait(&pend_done, &pend_lock);
@@ -1967,7 +1982,7 @@ closing(int fd)
 {
 	struct psock *p;
 
-	pend_end(fd, 1);
+	pend_end(fd, PEND_CLOSE);
 	p = get(fd);
 
 	if (p != NULL) {
@@ -2124,7 +2139,8 @@ shutdown(int fd, int how)
 	struct psock *p;
 
 	/* Of a set-up under way, after it: its stream's, or the kernel's. */
-	pend_end(fd, 0);
+	if (how == SHUT_RD || how == SHUT_WR || how == SHUT_RDWR)
+		pend_end(fd, PEND_SHUTDOWN);
 	p = get(fd);
 
 	if (p == NULL || p->st == NULL)
@@ -4201,7 +4217,7 @@ dup2(int fd, int nfd)
 	int n;
 
 	if (fd != nfd && get(nfd) != NULL) {
-		pend_end(nfd, 1);
+		pend_end(nfd, PEND_CLOSE);
 		untrack(nfd);
 	}
 	n = REAL(dup2)(fd, nfd);
@@ -4216,7 +4232,7 @@ dup3(int fd, int nfd, int flags)
 	int n;
 
 	if (get(nfd) != NULL) {
-		pend_end(nfd, 1);
+		pend_end(nfd, PEND_CLOSE);
 		untrack(nfd);
 	}
 	n = REAL(dup3)(fd, nfd, flags);

@@ -95,6 +95,19 @@ struct conn {
 
 static struct conn conns[MAX_CONNS];
 static unsigned int nconns;
+
+/* Clients that went before their server's accept came (they closed, or
+ * stopped waiting): the late accept learns why it stays kernel TCP,
+ * rather than reading that its client is not under rb2-run. The last 64,
+ * each for twice the accept timeout. */
+#define GONE_MAX 64
+static struct gone {
+	uint16_t cport;
+	struct sockaddr_storage to;
+	uint64_t until_ms;
+	const char *why;
+} gone[GONE_MAX];
+static unsigned int gone_next;
 /* Each slot's last pair, and a copy of its arena's fd while it may be in
  * use: the arena counts the ends not yet closed (rb2_noeal_arena_holders()). */
 static unsigned int n_slots = SLOTS_MAX;   /* --slots */
@@ -343,6 +356,34 @@ refuse(unsigned int i, const char *fmt, ...)
 		 (unsigned int)conns[i].uid);
 	log_refusal(who, why);
 	plain(i, &n_bad, "refused: %s", why);
+}
+
+/* Client @i goes before its pairing, for @why (to its server). */
+static void
+gone_note(unsigned int i, const char *why)
+{
+	struct gone *g = &gone[gone_next++ % GONE_MAX];
+
+	g->cport = conns[i].cport;
+	g->to = conns[i].to;
+	g->until_ms = now_ms() + 2ull * accept_timeout_ms;
+	g->why = why;
+}
+
+/* Why the client of server @i went before the pairing, or NULL. */
+static const char *
+gone_why(unsigned int i)
+{
+	uint64_t now = now_ms();
+
+	for (unsigned int k = 0; k < GONE_MAX; k++) {
+		const struct gone *g = &gone[k];
+
+		if (g->why != NULL && now < g->until_ms && g->cport == conns[i].cport &&
+		    same_ip(&g->to, &conns[i].to) && port_of(&g->to) == port_of(&conns[i].to))
+			return g->why;
+	}
+	return NULL;
 }
 
 static int
@@ -1068,8 +1109,11 @@ on_accepted(unsigned int i, int fd)
 		if (!found && round == 0)
 			read_all_pending();
 	}
-	if (!found && conns[i].kind == K_SERVER)
-		plain(i, &n_plain_noclient, "the client is not under rb2-run");
+	if (!found && conns[i].kind == K_SERVER) {
+		const char *why = gone_why(i);
+
+		plain(i, &n_plain_noclient, "%s", why != NULL ? why : "the client is not under rb2-run");
+	}
 }
 
 static void
@@ -1083,10 +1127,14 @@ on_message(unsigned int i)
 	if (ret != 0) {
 		if (fd >= 0)
 			close(fd);
-		if (ret == -EPROTO)
+		if (ret == -EPROTO) {
 			refuse(i, "not an rb2-sockd message (size, magic or version)");
-		else
-			drop(i);             /* closed: a listener's end, or a client's */
+		} else {
+			/* closed: a listener's end, or a client's */
+			if (conns[i].kind == K_CLIENT && conns[i].connected)
+				gone_note(i, "the client closed or shut it down before the pairing");
+			drop(i);
+		}
 		return;
 	}
 	switch (m.op) {
@@ -1187,9 +1235,11 @@ expire(void)
 			continue;
 		}
 		if ((c->kind == K_CLIENT || c->kind == K_SERVER) && now >= c->deadline_ms) {
-			if (c->kind == K_CLIENT)
+			if (c->kind == K_CLIENT) {
+				gone_note(i, "the client stopped waiting for this accept");
 				plain(i, &n_plain_noaccept, "the server did not accept within %u ms",
 				      accept_timeout_ms);
+			}
 			else
 				plain(i, &n_plain_noaccept, "the client did not confirm within %u ms",
 				      accept_timeout_ms);

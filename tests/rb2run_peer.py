@@ -41,6 +41,12 @@ only, so that they run the same under rb2-run and without it.
                                      a non-blocking connect, closed 1.3 s
                                      later (past the server's accept); say
                                      how long the close took
+  rb2run_peer.py closefrom PORT      accept one connection; read it to the
+                                     end; say what came
+  rb2run_peer.py closefrom-client PORT
+                                     send "abc", close the connection with
+                                     libc's closefrom(), open /dev/zero (on
+                                     its number) and read 4 bytes of it
   rb2run_peer.py shutearly PORT      accept one connection 1 s after it
                                      listens; read it to the end, answer
                                      "bye" and close
@@ -1072,6 +1078,34 @@ def close_at_pair_client(port):
                                                       (time.time() - t) * 1000), flush=True)
 
 
+def close_from(port):
+    """closefrom's server: reads its one connection to the end."""
+    s = listen_on(port, 2)
+    c, _ = s.accept()
+    got = b""
+    while True:
+        b = c.recv(100)
+        if not b:
+            break
+        got += b
+    print("read %r then the end" % got, flush=True)
+
+
+def close_from_client(port):
+    """closefrom's client: closes its connection with glibc's closefrom(),
+    which closes through glibc's own close_range, past the wrapped one;
+    then a file opened on the connection's number must read as that file,
+    not as the connection (no stale entry)."""
+    c = connect_to(port)
+    c.sendall(b"abc")
+    fd = c.detach()
+    ctypes.CDLL(None).closefrom(fd)
+    f = os.open("/dev/zero", os.O_RDONLY)
+    got = os.read(f, 4)
+    os.close(f)
+    print("closefrom(%d); /dev/zero opened on fd %d read %r" % (fd, f, got), flush=True)
+
+
 def shut_early(port):
     """shutearly's server: accepts 1 s after it listens; its client shut
     its side down before that. Reads to the end, answers "bye", closes."""
@@ -1264,6 +1298,10 @@ if __name__ == "__main__":
         close_at_pair(int(sys.argv[2]))
     elif sys.argv[1] == "closeatpair-client":
         close_at_pair_client(int(sys.argv[2]))
+    elif sys.argv[1] == "closefrom":
+        close_from(int(sys.argv[2]))
+    elif sys.argv[1] == "closefrom-client":
+        close_from_client(int(sys.argv[2]))
     elif sys.argv[1] == "shutearly":
         shut_early(int(sys.argv[2]))
     elif sys.argv[1] == "shutearly-client":

@@ -9,6 +9,7 @@
 #
 # fast (the fast tier) runs the transfer, the flipped byte, the conformance
 # program, the calls made before rb2-run's constructor, a close past close(),
+# one by closefrom(),
 # connections added to a set a thread sleeps in, non-blocking connects
 # before the server's accept, one closed as its pairing came, a shutdown
 # before the accept, and no service; the full
@@ -272,6 +273,19 @@ if [ -n "$ms" ] && [ "$ms" -lt 300 ] && grep -q " 2 connections over rb2 .* 0 fa
 	ok "a connection closed with syscall(SYS_close): the next on its number woke its epoll wait $ms ms after the send"
 else
 	fail "closed past close(): $(tail -n 1 "$tmp/rc.srv") $(cat "$tmp/rc.srv.err")"
+fi
+
+# A connection closed with glibc's closefrom(), which closes through its own
+# close_range, past the wrapped one: the server reads what was sent and the
+# end, and a file opened on the connection's number reads as that file
+# (with a stale entry left, the read went to the stream: ENOTSOCK).
+peer_mode cf closefrom
+if grep -q "^read b'abc' then the end$" "$tmp/cf.srv" &&
+	grep -q "^closefrom(\([0-9]*\)); /dev/zero opened on fd \1 read b'\(.x00\)\{4\}'$" "$tmp/cf.cli" &&
+	grep -q " 1 connections over rb2 .* 0 failed" "$tmp/cf.cli.err"; then
+	ok "a connection closed with closefrom(): the server read it whole, then the end; $(sed -n 's/^closefrom([0-9]*); //p' "$tmp/cf.cli")"
+else
+	fail "closefrom(): $(cat "$tmp/cf.srv" "$tmp/cf.srv.err" "$tmp/cf.cli" "$tmp/cf.cli.err")"
 fi
 
 # A connection added to an epoll set while another thread sleeps in it

@@ -109,6 +109,7 @@ static struct {
 	pid_t (*fork)(void);
 	long (*syscall)(long, ...);
 	int (*close_range)(unsigned int, unsigned int, int);
+	void (*closefrom)(int);
 	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
 	int (*recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
 	ssize_t (*splice)(int, loff_t *, int, loff_t *, size_t, unsigned int);
@@ -134,7 +135,8 @@ real_resolve(void)
 	RESOLVE(ppoll); RESOLVE(select); RESOLVE(pselect); RESOLVE(epoll_ctl); RESOLVE(epoll_wait);
 	RESOLVE(epoll_pwait); RESOLVE(fcntl); RESOLVE(ioctl); RESOLVE(dup); RESOLVE(dup2);
 	RESOLVE(dup3); RESOLVE(execve); RESOLVE(execvpe); RESOLVE(fexecve); RESOLVE(fork);
-	RESOLVE(syscall); RESOLVE(close_range); RESOLVE(sendmmsg); RESOLVE(recvmmsg);
+	RESOLVE(syscall); RESOLVE(close_range); RESOLVE(closefrom);
+	RESOLVE(sendmmsg); RESOLVE(recvmmsg);
 	RESOLVE(splice); RESOLVE(setsockopt); RESOLVE(getsockopt); RESOLVE(fdopen); RESOLVE(prctl);
 	RESOLVE(posix_spawn); RESOLVE(posix_spawnp); RESOLVE(system);
 #undef RESOLVE
@@ -2131,6 +2133,20 @@ close_range(unsigned int first, unsigned int last, int flags)
 		for (unsigned int fd = first; fd <= last && fd < tab_size; fd++)
 			closing((int)fd);
 	return REAL(close_range)(first, last, flags);
+}
+
+/* glibc's closefrom() closes through its own close_range, past the one
+ * above: so it is wrapped too, or a stream's entry would outlive its fd,
+ * and the next file on that number would read from the stream. */
+EXPORT void
+closefrom(int first)
+{
+	for (unsigned int fd = first > 0 ? (unsigned int)first : 0; fd < tab_size; fd++)
+		closing((int)fd);
+	if (REAL(closefrom) != NULL)
+		REAL(closefrom)(first);
+	else
+		(void)REAL(syscall)(SYS_close_range, first > 0 ? first : 0, ~0u, 0);
 }
 
 EXPORT int

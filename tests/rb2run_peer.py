@@ -41,6 +41,12 @@ only, so that they run the same under rb2-run and without it.
                                      a non-blocking connect, closed 1.3 s
                                      later (past the server's accept); say
                                      how long the close took
+  rb2run_peer.py dupclose PORT       accept one connection; 0.3 s later
+                                     send "hello", then read the answer
+  rb2run_peer.py dupclose-client PORT
+                                     dup2 the connection to fd 10, close
+                                     the original, read "hello" on 10 (it
+                                     sleeps), answer "ok" on it
   rb2run_peer.py closefrom PORT      accept one connection; read it to the
                                      end; say what came
   rb2run_peer.py closefrom-client PORT
@@ -1078,6 +1084,34 @@ def close_at_pair_client(port):
                                                       (time.time() - t) * 1000), flush=True)
 
 
+def dup_close(port):
+    """dupclose's server: "hello" 0.3 s after the accept, then the answer."""
+    s = listen_on(port, 2)
+    c, _ = s.accept()
+    time.sleep(0.3)
+    c.sendall(b"hello")
+    print("the answer: %r" % read_exactly(c, 2), flush=True)
+    c.close()
+
+
+def dup_close_client(port):
+    """dupclose's client: the connection moved to fd 10 as an inetd-style
+    child moves it to 0 and 1 (dup2, then the original closed); a read that
+    sleeps on it, then a write."""
+    c = connect_to(port)
+    fd = c.detach()
+    os.dup2(fd, 10)
+    os.close(fd)
+    d = socket.socket(fileno=10)
+    try:
+        got = read_exactly(d, 5)
+        d.sendall(b"ok")
+        print("on the dup: %r, answered" % got, flush=True)
+    except OSError as e:
+        print("on the dup: %s" % errno.errorcode.get(e.errno, e.errno), flush=True)
+    d.close()
+
+
 def close_from(port):
     """closefrom's server: reads its one connection to the end."""
     s = listen_on(port, 2)
@@ -1298,6 +1332,10 @@ if __name__ == "__main__":
         close_at_pair(int(sys.argv[2]))
     elif sys.argv[1] == "closeatpair-client":
         close_at_pair_client(int(sys.argv[2]))
+    elif sys.argv[1] == "dupclose":
+        dup_close(int(sys.argv[2]))
+    elif sys.argv[1] == "dupclose-client":
+        dup_close_client(int(sys.argv[2]))
     elif sys.argv[1] == "closefrom":
         close_from(int(sys.argv[2]))
     elif sys.argv[1] == "closefrom-client":

@@ -9,7 +9,7 @@
 #
 # fast (the fast tier) runs the transfer, the flipped byte, the conformance
 # program, the calls made before rb2-run's constructor, a close past close(),
-# one by closefrom(),
+# one by closefrom(), one moved to a dup and its original closed,
 # connections added to a set a thread sleeps in, non-blocking connects
 # before the server's accept, one closed as its pairing came, a shutdown
 # before the accept, and no service; the full
@@ -273,6 +273,19 @@ if [ -n "$ms" ] && [ "$ms" -lt 300 ] && grep -q " 2 connections over rb2 .* 0 fa
 	ok "a connection closed with syscall(SYS_close): the next on its number woke its epoll wait $ms ms after the send"
 else
 	fail "closed past close(): $(tail -n 1 "$tmp/rc.srv") $(cat "$tmp/rc.srv.err")"
+fi
+
+# A connection moved to another number as an inetd-style child moves it to
+# stdin (dup2, then the original closed): a read on the dup sleeps, wakes
+# with the data, and a write follows. (The stream stayed on the closed
+# number: both failed with EBADF.)
+peer_mode dc dupclose
+if grep -q "^on the dup: b'hello', answered$" "$tmp/dc.cli" &&
+	grep -q "^the answer: b'ok'$" "$tmp/dc.srv" &&
+	grep -q " 1 connections over rb2 .* 0 failed" "$tmp/dc.cli.err"; then
+	ok "a connection dup2()ed and its original closed: read and written on the dup, over rb2"
+else
+	fail "dup2 then close: $(cat "$tmp/dc.srv" "$tmp/dc.srv.err" "$tmp/dc.cli" "$tmp/dc.cli.err")"
 fi
 
 # A connection closed with glibc's closefrom(), which closes through its own

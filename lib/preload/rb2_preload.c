@@ -1199,6 +1199,22 @@ away_end(struct psock *p)
 	p->away_st = NULL;
 }
 
+/* @fd, closing, was one of several that name @p: if its stream rings and
+ * sleeps on that descriptor, it moves to another of them. An inetd-style
+ * dup2(s, 0) then close(s) left the stream on the closed number: every
+ * read and write failed with EBADF. */
+static void
+bell_leaves(struct psock *p, int fd)
+{
+	if (p->st == NULL || rb2_stream_bell_fd(p->st) != fd)
+		return;
+	for (unsigned int x = 0; x < tab_size; x++)
+		if ((int)x != fd && atomic_load_explicit(&tab[x], memory_order_acquire) == p) {
+			rb2_stream_move_bell(p->st, (int)x);
+			return;
+		}
+}
+
 static void
 untrack(int fd)
 {
@@ -1207,8 +1223,12 @@ untrack(int fd)
 	if (fd < 0 || (unsigned int)fd >= tab_size)
 		return;
 	p = atomic_exchange_explicit(&tab[fd], NULL, memory_order_acq_rel);
-	if (p == NULL || atomic_fetch_sub(&p->refs, 1) != 1)
+	if (p == NULL)
 		return;
+	if (atomic_fetch_sub(&p->refs, 1) != 1) {
+		bell_leaves(p, fd);
+		return;
+	}
 	held_forget(p);                  /* its close sends what it holds */
 	away_end(p);
 	if (!close_in_background(p, fd))

@@ -41,6 +41,10 @@ only, so that they run the same under rb2-run and without it.
                                      a non-blocking connect, closed 1.3 s
                                      later (past the server's accept); say
                                      how long the close took
+  rb2run_peer.py selfconnect        a connection from this process to its
+                                     own listener: a non-blocking connect
+                                     accepted after it, 100000 bytes one
+                                     way and an answer back
   rb2run_peer.py dupclose PORT       accept one connection; 0.3 s later
                                      send "hello", then read the answer
   rb2run_peer.py dupclose-client PORT
@@ -1084,6 +1088,25 @@ def close_at_pair_client(port):
                                                       (time.time() - t) * 1000), flush=True)
 
 
+def self_connect():
+    """selfconnect: one process at both ends of its connections, as a
+    program's own loopback plumbing may be (a wakeup socket pair made over
+    TCP, a test harness)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((HOST, 0))
+    s.listen(4)
+    port = s.getsockname()[1]
+    c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    c.setblocking(False)
+    c.connect_ex((HOST, port))
+    a, _ = s.accept()
+    c.setblocking(True)
+    c.sendall(b"x" * 100000)
+    got = read_exactly(a, 100000)
+    a.sendall(b"pong")
+    print("%d bytes one way, %r back" % (len(got), read_exactly(c, 4)), flush=True)
+
+
 def dup_close(port):
     """dupclose's server: "hello" 0.3 s after the accept, then the answer."""
     s = listen_on(port, 2)
@@ -1332,6 +1355,8 @@ if __name__ == "__main__":
         close_at_pair(int(sys.argv[2]))
     elif sys.argv[1] == "closeatpair-client":
         close_at_pair_client(int(sys.argv[2]))
+    elif sys.argv[1] == "selfconnect":
+        self_connect()
     elif sys.argv[1] == "dupclose":
         dup_close(int(sys.argv[2]))
     elif sys.argv[1] == "dupclose-client":

@@ -9,7 +9,8 @@
 #
 # fast (the fast tier) runs the transfer, the flipped byte, the conformance
 # program, the calls made before rb2-run's constructor, a close past close(),
-# one by closefrom(), one moved to a dup and its original closed,
+# one by closefrom(), one moved to a dup and its original closed, a
+# process connected to itself,
 # connections added to a set a thread sleeps in, non-blocking connects
 # before the server's accept, one closed as its pairing came, a shutdown
 # before the accept, and no service; the full
@@ -273,6 +274,17 @@ if [ -n "$ms" ] && [ "$ms" -lt 300 ] && grep -q " 2 connections over rb2 .* 0 fa
 	ok "a connection closed with syscall(SYS_close): the next on its number woke its epoll wait $ms ms after the send"
 else
 	fail "closed past close(): $(tail -n 1 "$tmp/rc.srv") $(cat "$tmp/rc.srv.err")"
+fi
+
+# One process at both ends of a connection: kernel TCP for both, said as
+# such. (Paired, both ends mapped the one arena in one process, which
+# cannot be: both failed, and the write got EPIPE.)
+if timeout 30 "$run" python3 "$peer" selfconnect >"$tmp/self.out" 2>"$tmp/self.err" &&
+	grep -q "^100000 bytes one way, b'pong' back$" "$tmp/self.out" &&
+	grep -q " 0 failed; 1 kernel TCP: the server is this same process; 1 kernel TCP: the client is this same process$" "$tmp/self.err"; then
+	ok "a process connected to itself: kernel TCP both ways, whole, and said so"
+else
+	fail "a process connected to itself: $(cat "$tmp/self.out" "$tmp/self.err")"
 fi
 
 # A connection moved to another number as an inetd-style child moves it to

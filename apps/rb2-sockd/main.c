@@ -120,7 +120,7 @@ static unsigned int accept_timeout_ms = 2000;
 static unsigned int arena_flags;
 static volatile sig_atomic_t stop;
 static uint64_t n_pairs, n_plain_nolistener, n_plain_notlocal, n_plain_noaccept,
-	n_plain_noclient, n_plain_fail, n_listeners, n_bad;
+	n_plain_noclient, n_plain_fail, n_plain_self, n_listeners, n_bad;
 static uint64_t stream_id;
 static int huge_warned, cap_warned;
 static int listen_fd = -1;
@@ -435,6 +435,17 @@ pair(unsigned int cl, unsigned int sv)
 	unsigned int tries = 0, k = 0, nfds;
 	int fds[RB2_SOCKD_MAX_FDS];
 
+	/* One process at both ends: both would map the one arena at its one
+	 * address in one process, which cannot be (the pairing failed both
+	 * ends and reset them). Kernel TCP for both, as the kernel's
+	 * loopback. (Not known at CONNECT: the process that registered the
+	 * listener is often not the one that accepts, a forking server's
+	 * parent.) */
+	if (conns[cl].pid == conns[sv].pid) {
+		plain(cl, &n_plain_self, "the server is this same process");
+		plain(sv, &n_plain_self, "the client is this same process");
+		return;
+	}
 	/* The next slot whose last users are done with it (or never were). */
 	while (tries++ < n_slots) {
 		k = next_slot++ % n_slots;
@@ -1168,7 +1179,7 @@ on_message(unsigned int i)
 			 ",\"remote\":%" PRIu64 "}",
 			 (int)getpid(), n_pairs, n_listeners, n_plain_nolistener +
 			 n_plain_notlocal + n_plain_noaccept + n_plain_noclient + n_plain_fail +
-			 n_plain_remote, n_bad, slot_fds, n_asked, n_answered, n_remote);
+			 n_plain_self + n_plain_remote, n_bad, slot_fds, n_asked, n_answered, n_remote);
 		reply(i, RB2_SOCKD_OK, s, NULL);
 		drop(i);
 		if (fd >= 0)

@@ -438,6 +438,14 @@ main(void)
 	say("recv 4: %s", recv_sum(fd, 4, 0));
 	say("recv 100: %s", recv_sum(fd, 100, 0));
 	say("recv MSG_DONTWAIT, nothing there: %s", recv_sum(fd, 100, MSG_DONTWAIT));
+	/* TCP's MSG_TRUNC drops what it reads, copying nothing: the buffer
+	 * may be NULL (HAProxy drains a connection so). */
+	say("peer sends 12: %s", ask("S 12"));
+	pf = (struct pollfd){ .fd = fd, .events = POLLIN };
+	poll(&pf, 1, 2000);
+	usleep(20000);
+	say("recv NULL, 5, MSG_TRUNC: %s", CALL(recv(fd, NULL, 5, MSG_TRUNC)));
+	say("recv after it: %s", recv_sum(fd, 100, 0));
 	/* FIONREAD counts everything that came, also after a partial read. */
 	say("peer sends 30: %s", ask("S 30"));
 	pf = (struct pollfd){ .fd = fd, .events = POLLIN };
@@ -810,6 +818,23 @@ main(void)
 		close(pp[0]);
 		close(pp[1]);
 	}
+
+	/* SHUT_RD, on a connection of its own (data that comes after both
+	 * ways are shut down is a reset, in Linux, which is not emulated): a
+	 * read with nothing there is the end at once, poll says so, and what
+	 * comes later is still read, as Linux's. */
+	fd = connect_peer();
+	say("shutdown SHUT_RD: %s", CALL(shutdown(fd, SHUT_RD)));
+	say("recv after SHUT_RD, nothing there: %s", recv_sum(fd, 10, 0));
+	pf = (struct pollfd){ .fd = fd, .events = POLLIN | POLLOUT | POLLRDHUP };
+	SAY("poll after SHUT_RD: %s, revents %s", poll(&pf, 1, 0), pev(pf.revents));
+	say("peer sends 3: %s", ask("S 3"));
+	usleep(20000);
+	say("recv after SHUT_RD, 3 came: %s", recv_sum(fd, 10, 0));
+	say("send after SHUT_RD: %s", CALL(send(fd, "abcd", 4, MSG_NOSIGNAL)));
+	say("peer reads 4: %s", ask("R 4"));
+	say("peer closes: %s", ask("C"));
+	close(fd);
 
 	/* Writing to a closed peer: EPIPE, and SIGPIPE without MSG_NOSIGNAL. */
 	fd = connect_peer();

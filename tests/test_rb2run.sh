@@ -418,7 +418,7 @@ for c in $conforms; do
 	if timeout 60 "$conform" >"$tmp/conform.plain" 2>&1 &&
 		timeout 60 "$run" "$conform" >"$tmp/conform.rb2" 2>"$tmp/conform.err" &&
 		diff "$tmp/conform.plain" "$tmp/conform.rb2" >"$tmp/conform.diff" &&
-		grep -q " 12 connections over rb2 ([0-9]* bytes in, [0-9]* out), 0 failed; 1 kernel TCP: no program under rb2-run listens there$" "$tmp/conform.err"; then
+		grep -q " 13 connections over rb2 ([0-9]* bytes in, [0-9]* out), 0 failed; 1 kernel TCP: no program under rb2-run listens there$" "$tmp/conform.err"; then
 		ok "conformance ($c): $(wc -l <"$tmp/conform.plain") steps, the same plainly and under rb2-run;$(cut -d: -f3- "$tmp/conform.err")"
 	else
 		fail "conformance ($c): the transcripts differ (plain <, rb2-run >)"

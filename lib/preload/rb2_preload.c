@@ -2190,7 +2190,10 @@ shutdown(int fd, int how)
 		errno = ENOTCONN;
 		return -1;
 	}
-	/* The kernel socket stays up: it is the bell both ways. */
+	/* The kernel socket stays up: it is the bell both ways. Not under
+	 * rx_lock, which a reader asleep in recv() holds. */
+	if (how != SHUT_WR)
+		rb2_stream_shutdown_rd(p->st);
 	if (how != SHUT_RD) {
 		pthread_mutex_lock(&p->tx_lock);
 		rb2_stream_shutdown_wr(p->st);
@@ -2408,6 +2411,31 @@ iov_skip(struct iovec *v, int n, size_t done)
 	return n - i;
 }
 
+static ssize_t s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags);
+
+/* TCP's MSG_TRUNC: up to @want bytes read and dropped, none copied to the
+ * caller, whose buffer may be NULL (HAProxy drains a connection so, with
+ * INT_MAX). As a read: it waits for the first bytes if it may, and after
+ * them takes only what is there, unless MSG_WAITALL. */
+static ssize_t
+s_recv_drop(struct psock *p, int fd, size_t want, int flags)
+{
+	char junk[4096];
+	size_t total = 0;
+	ssize_t r;
+
+	flags &= ~MSG_TRUNC;
+	do {
+		struct iovec j = { junk, RTE_MIN(sizeof(junk), want - total) };
+
+		r = s_recv(p, fd, &j, 1, total > 0 && !(flags & MSG_WAITALL) ?
+			   flags | MSG_DONTWAIT : flags);
+		if (r > 0)
+			total += (size_t)r;
+	} while (r > 0 && total < want);
+	return total > 0 ? (ssize_t)total : r;
+}
+
 static ssize_t
 s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 {
@@ -2426,6 +2454,8 @@ s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 	}
 	if (want == 0)
 		return 0;
+	if ((flags & MSG_TRUNC) && !peek)
+		return s_recv_drop(p, fd, want, flags);
 	pthread_mutex_lock(&p->rx_lock);
 	for (;;) {
 		r = rb2_stream_recv(p->st, v, iovcnt, peek);

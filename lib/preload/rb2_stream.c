@@ -187,6 +187,7 @@ struct rb2_stream {
 	_Atomic int heard;       /* RB2_STREAM_HEARD_*: the kernel said so (rb2_stream_heard()) */
 	_Atomic int asleep[2];   /* this process's waits armed for reading, for writing */
 	int wr_shut;
+	_Atomic int rd_shut;     /* SHUT_RD: an empty read is the end (TCP's RCV_SHUTDOWN) */
 	int reset;               /* a write after the peer's close was taken */
 	int rst_seen;            /* a read reported the peer's reset */
 	int corked;              /* the program set TCP_CORK on the bell's socket */
@@ -1332,8 +1333,11 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 			return reset_told(s, peek);  /* at_eof() found the end cut */
 		/* -ECONNRESET: the peer's process is gone and we read all it
 		 * sent: the end, as the kernel's FIN when a process exits with
-		 * its sockets open. */
-		return n == 0 ? -EAGAIN : 0;
+		 * its sockets open. Shut down for reading, a read with nothing
+		 * there is the end too, as the kernel's (what comes later is
+		 * still read, as there). */
+		return n == 0 && !atomic_load_explicit(&s->rd_shut, memory_order_relaxed) ?
+		       -EAGAIN : 0;
 	}
 	return at_eof(s) ? 0 : n;
 }
@@ -1376,7 +1380,7 @@ rb2_stream_poll(struct rb2_stream *s)
 		ev |= POLLIN | (s->rm != NULL && rb2_msg_marked(&m) ? POLLRDHUP : 0);
 	else if (n < 0)
 		ev |= at_eof(s) || n == -ECONNRESET ? POLLIN | POLLRDHUP : POLLIN | POLLERR | POLLHUP;
-	else if (at_eof(s))
+	else if (at_eof(s) || atomic_load_explicit(&s->rd_shut, memory_order_relaxed))
 		ev |= POLLIN | POLLRDHUP;
 	if (s->cut)
 		return reset_events(s);          /* at_eof() found the end cut */
@@ -1730,6 +1734,12 @@ void
 rb2_stream_disarm_seen(struct rb2_stream *s, int events)
 {
 	disarm(s, events, 1);
+}
+
+void
+rb2_stream_shutdown_rd(struct rb2_stream *s)
+{
+	atomic_store_explicit(&s->rd_shut, 1, memory_order_relaxed);
 }
 
 void

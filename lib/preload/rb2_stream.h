@@ -332,6 +332,13 @@ void rb2_stream_disarm_seen(struct rb2_stream *s, int events);
  *  bell then uncorks it for its byte (else held up to 200 ms). */
 void rb2_stream_corked(struct rb2_stream *s, int corked);
 
+/** Shut down reading (SHUT_RD): a read with nothing there returns 0, and
+ *  poll reports the end (POLLIN | POLLRDHUP), as TCP's; bytes that come
+ *  later are still read, as Linux's are. The peer is not told. A thread
+ *  asleep in a read of it already sleeps on until something comes (the
+ *  kernel's would return 0): its bells are the peer's to ring. */
+void rb2_stream_shutdown_rd(struct rb2_stream *s);
+
 /** Shut down writing (SHUT_WR): the peer reads what was sent, then 0. */
 void rb2_stream_shutdown_wr(struct rb2_stream *s);
 

@@ -733,6 +733,24 @@ main(void)
 		setitimer(ITIMER_REAL, &it, NULL);
 		r = ewait(ep, 2000);
 		say("epoll_wait, SIGALRM after 50 ms: %s, handled %d", r, (int)sigs);
+		/* With SA_RESTART (glibc's signal() sets it) the kernel restarts
+		 * a blocking recv on a socket with no SO_RCVTIMEO: the handler
+		 * runs, and the call goes on to the bytes. poll never restarts. */
+		sa2.sa_flags = SA_RESTART;
+		sigaction(SIGALRM, &sa2, NULL);
+		sigs = 0;
+		say("peer sends 5 in 300 ms: %s", ask("L 300 5"));
+		setitimer(ITIMER_REAL, &it, NULL);
+		r = recv_sum(fd, 10, 0);
+		say("recv, SIGALRM with SA_RESTART after 50 ms: %s, handled %d", r, (int)sigs);
+		sigs = 0;
+		setitimer(ITIMER_REAL, &it, NULL);
+		pf = (struct pollfd){ .fd = fd, .events = POLLIN };
+		SAY("poll, SIGALRM with SA_RESTART after 50 ms: %s, handled %d", poll(&pf, 1, 300),
+		    (int)sigs);
+		sigs = 0;
+		sa2.sa_flags = 0;
+		sigaction(SIGALRM, &sa2, NULL);
 	}
 
 	/* dup and friends. */

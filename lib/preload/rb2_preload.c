@@ -2411,6 +2411,37 @@ iov_skip(struct iovec *v, int n, size_t done)
 	return n - i;
 }
 
+/*
+ * Whether the signal that just ended a wait asked for its call to go on
+ * (SA_RESTART): the kernel restarts a blocking recv or send on a socket
+ * with no timeout for that direction, and a program whose handlers all
+ * set it (glibc's signal() does) never sees EINTR there; an rb2-run wait
+ * that said it, where the kernel's would have gone on, made such a program
+ * drop its connection. Which signal came is not told, so: every signal
+ * with a handler that this thread does not block has SA_RESTART. A system
+ * call per signal, on this path only.
+ */
+static int
+signal_restarts(void)
+{
+	sigset_t blocked;
+
+	if (pthread_sigmask(SIG_SETMASK, NULL, &blocked) != 0)
+		return 0;
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+
+		if (sig == SIGKILL || sig == SIGSTOP || sigismember(&blocked, sig) == 1 ||
+		    sigaction(sig, NULL, &sa) != 0 ||
+		    (!(sa.sa_flags & SA_SIGINFO) &&
+		     (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN)))
+			continue;
+		if (!(sa.sa_flags & SA_RESTART))
+			return 0;
+	}
+	return 1;
+}
+
 static ssize_t s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags);
 
 /* TCP's MSG_TRUNC: up to @want bytes read and dropped, none copied to the
@@ -2477,6 +2508,8 @@ s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 			break;
 		}
 		r = wait_stream(p, POLLIN, p->rcvtimeo_ms ? p->rcvtimeo_ms : -1);
+		if (r == -EINTR && p->rcvtimeo_ms == 0 && signal_restarts())
+			continue;
 		if (r == -ETIMEDOUT) {
 			r = -EAGAIN;
 			break;
@@ -2534,6 +2567,8 @@ s_send(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 		if (nb)
 			break;
 		r = wait_stream(p, POLLOUT, p->sndtimeo_ms ? p->sndtimeo_ms : -1);
+		if (r == -EINTR && p->sndtimeo_ms == 0 && signal_restarts())
+			continue;
 		if (r == -ETIMEDOUT)
 			r = -EAGAIN;
 		if (r < 0)

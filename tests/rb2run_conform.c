@@ -446,6 +446,9 @@ main(void)
 	usleep(20000);
 	say("recv NULL, 5, MSG_TRUNC: %s", CALL(recv(fd, NULL, 5, MSG_TRUNC)));
 	say("recv after it: %s", recv_sum(fd, 100, 0));
+	/* The error queue (timestamps, zero-copy reports) never waits for
+	 * bytes: with nothing in it, EAGAIN at once, on a blocking socket. */
+	say("recv MSG_ERRQUEUE, nothing queued: %s", recv_sum(fd, 10, MSG_ERRQUEUE));
 	/* FIONREAD counts everything that came, also after a partial read. */
 	say("peer sends 30: %s", ask("S 30"));
 	pf = (struct pollfd){ .fd = fd, .events = POLLIN };

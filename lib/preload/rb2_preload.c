@@ -2483,6 +2483,13 @@ s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 		v[i] = iov[i];
 		want += iov[i].iov_len;
 	}
+	if (flags & MSG_ERRQUEUE) {
+		/* The socket's error queue (timestamps, zero-copy reports):
+		 * the kernel's, which never waits for the stream's bytes. */
+		struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+
+		return REAL(recvmsg)(fd, &mh, flags);
+	}
 	if (want == 0)
 		return 0;
 	if ((flags & MSG_TRUNC) && !peek)
@@ -2687,7 +2694,7 @@ recvmsg(int fd, struct msghdr *mh, int flags)
 	if (pend_blocks(fd, flags & MSG_DONTWAIT))
 		return -1;
 	p = stream_of(fd);
-	if (p == NULL)
+	if (p == NULL || (flags & MSG_ERRQUEUE))   /* the kernel's queue, its control too */
 		return REAL(recvmsg)(fd, mh, flags);
 	r = s_recv(p, fd, mh->msg_iov, (int)mh->msg_iovlen, flags);
 	if (r >= 0) {

@@ -602,6 +602,18 @@ main(void)
 	say("epoll_wait again (level): %s", ewait(ep, 0));
 	say("recv 3: %s", recv_sum(fd, 3, 0));
 	say("epoll_wait, read: %s", ewait(ep, 0));
+	/* epoll_pwait2 (a timespec's timeout; systemd's sd-event) sleeps
+	 * until the bytes come, 100 ms on. */
+	say("peer sends 3 in 100 ms: %s", ask("L 100 3"));
+	{
+		struct epoll_event got[4];
+		struct timespec two = { 2, 0 };
+		int n = epoll_pwait2(ep, got, 4, &two, NULL), e = errno;
+
+		say("epoll_pwait2, 2 s: %s%s%s", res(n, e), n > 0 ? ", " : "",
+		    n > 0 ? pev((int)got[0].events) : "");
+	}
+	say("recv 3: %s", recv_sum(fd, 3, 0));
 	ev = (struct epoll_event){ .events = EPOLLIN | EPOLLET, .data.u64 = 42 };
 	say("epoll_ctl MOD IN|ET: %s", CALL(epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev)));
 	say("peer sends 3: %s", ask("S 3"));

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -4237,6 +4238,31 @@ EXPORT int
 epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout_ms, const sigset_t *mask)
 {
 	return epoll_impl(epfd, evs, max, timeout_ms, mask);
+}
+
+/* epoll_pwait2 (glibc 2.35; systemd's sd-event waits so): its timeout is a
+ * timespec. Unwrapped, it waited on the kernel's entries of a stream, its
+ * idle socket and its bell, and missed its data. In a process with no TCP
+ * socket of ours it is the kernel's, to the nanosecond; else the wait is
+ * epoll_pwait's, its timeout rounded up to the millisecond, as
+ * epoll_wait's is. */
+EXPORT int
+epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct timespec *timeout,
+	     const sigset_t *mask)
+{
+	long long ms = -1;
+
+	if (!atomic_load_explicit(&used, memory_order_relaxed))
+		return (int)REAL(syscall)(SYS_epoll_pwait2, epfd, evs, max, timeout, mask,
+					  mask != NULL ? _NSIG / 8 : 0);
+	if (timeout != NULL) {
+		if (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L)
+			return (int)fail(EINVAL);
+		ms = (long long)timeout->tv_sec * 1000 + (timeout->tv_nsec + 999999) / 1000000;
+		if (ms > INT_MAX)
+			ms = INT_MAX;
+	}
+	return epoll_impl(epfd, evs, max, (int)ms, mask);
 }
 
 /* ---- fcntl, ioctl, dup, socket options ------------------------------------------- */

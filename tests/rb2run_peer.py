@@ -45,6 +45,12 @@ only, so that they run the same under rb2-run and without it.
                                      own listener: a non-blocking connect
                                      accepted after it, 100000 bytes one
                                      way and an answer back
+  rb2run_peer.py closeunder PORT     accept one connection; 1 s later send
+                                     "late data"; close 0.5 s after
+  rb2run_peer.py closeunder-client PORT
+                                     a thread asleep in a read of the
+                                     connection while the main thread
+                                     closes its fd; say what the read got
   rb2run_peer.py dupclose PORT       accept one connection; 0.3 s later
                                      send "hello", then read the answer
   rb2run_peer.py dupclose-client PORT
@@ -1107,6 +1113,42 @@ def self_connect():
     print("%d bytes one way, %r back" % (len(got), read_exactly(c, 4)), flush=True)
 
 
+def close_under(port):
+    """closeunder's server: its bytes come after the client's close."""
+    s = listen_on(port, 2)
+    c, _ = s.accept()
+    time.sleep(1.0)
+    try:
+        c.sendall(b"late data")
+    except OSError:
+        pass
+    time.sleep(0.5)
+    c.close()
+
+
+def close_under_client(port):
+    """closeunder's client: one thread reads the connection (os.read, so
+    no Python object holds the fd), asleep, while the main thread closes
+    the fd 0.3 s on. The kernel's socket lives on while the read holds
+    its file, and the read gets the bytes that come."""
+    import threading
+    c = connect_to(port)
+    fd = c.detach()
+    got = []
+
+    def reader():
+        try:
+            got.append(repr(os.read(fd, 100)))
+        except OSError as e:
+            got.append(errno.errorcode.get(e.errno, str(e.errno)))
+    t = threading.Thread(target=reader)
+    t.start()
+    time.sleep(0.3)
+    os.close(fd)
+    t.join(10)
+    print("the read under the close got %s" % (got[0] if got else "nothing in 10 s"), flush=True)
+
+
 def dup_close(port):
     """dupclose's server: "hello" 0.3 s after the accept, then the answer."""
     s = listen_on(port, 2)
@@ -1357,6 +1399,10 @@ if __name__ == "__main__":
         close_at_pair_client(int(sys.argv[2]))
     elif sys.argv[1] == "selfconnect":
         self_connect()
+    elif sys.argv[1] == "closeunder":
+        close_under(int(sys.argv[2]))
+    elif sys.argv[1] == "closeunder-client":
+        close_under_client(int(sys.argv[2]))
     elif sys.argv[1] == "dupclose":
         dup_close(int(sys.argv[2]))
     elif sys.argv[1] == "dupclose-client":

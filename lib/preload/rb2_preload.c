@@ -156,6 +156,13 @@ real_resolve(void)
 
 struct psock {
 	_Atomic int refs;            /* fds that name it (dup) */
+	/* Reads and writes under way in it (psock_enter()): its last fd's
+	 * close leaves it to the last of them (psock_leave()), as the
+	 * kernel's socket lives on while a call holds its file. Under
+	 * life_lock, with gone (the last fd closed) and keep_fd (a copy of
+	 * the socket the stream then uses, past the program's fds). */
+	pthread_mutex_t life_lock;
+	int users, gone, keep_fd;
 	int nonblock;                /* O_NONBLOCK, shared by dups as the kernel's */
 	int reg_fd;                  /* a listener's registration with rb2-sockd, or -1 */
 	int defer_kept, defer_val;   /* its TCP_DEFER_ACCEPT, kept off the kernel's (keep_defer()) */
@@ -322,6 +329,8 @@ track(int fd)
 	p->pend_efd = -1;
 	p->pend_cancel_fd = -1;
 	atomic_store_explicit(&used, 1, memory_order_relaxed);
+	pthread_mutex_init(&p->life_lock, NULL);
+	p->keep_fd = -1;
 	pthread_mutex_init(&p->rx_lock, NULL);
 	pthread_mutex_init(&p->tx_lock, NULL);
 	atomic_store_explicit(&tab[fd], p, memory_order_release);
@@ -1200,6 +1209,117 @@ away_end(struct psock *p)
 	p->away_st = NULL;
 }
 
+/* Freed psocks wait here a second before their memory goes: a call that
+ * found one in the table just before its last fd closed may still take
+ * its life_lock, and then finds it gone (psock_enter()). */
+static struct limbo {
+	struct psock *p;
+	uint64_t at_ns;
+	struct limbo *next;
+} *limbo_head;
+static pthread_mutex_t limbo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+psock_free(struct psock *p)
+{
+	struct limbo *l = malloc(sizeof(*l)), *keep = NULL, *next;
+	uint64_t now = now_ns();
+
+	pthread_mutex_lock(&limbo_lock);
+	for (struct limbo *k = limbo_head; k != NULL; k = next) {
+		next = k->next;
+		if (now - k->at_ns > 1000000000ull) {
+			free(k->p);
+			free(k);
+		} else {
+			k->next = keep;
+			keep = k;
+		}
+	}
+	limbo_head = keep;
+	if (l != NULL) {
+		*l = (struct limbo){ .p = p, .at_ns = now, .next = limbo_head };
+		limbo_head = l;
+	}
+	pthread_mutex_unlock(&limbo_lock);
+	if (l == NULL)
+		free(p);     /* no room to wait: at once, as before */
+}
+
+/* The end of @p, whose last fd (@fd, or keep_fd) closed, with no call in it. */
+static void
+psock_end(struct psock *p, int fd)
+{
+	held_forget(p);                  /* its close sends what it holds */
+	away_end(p);
+	if (!close_in_background(p, fd))
+		stream_end(p);
+	if (p->reg_fd >= 0)
+		REAL(close)(p->reg_fd);
+	if (p->pend_efd >= 0)
+		REAL(close)(p->pend_efd);
+	if (p->keep_fd >= 0)
+		REAL(close)(p->keep_fd);
+	p->st = NULL;
+	psock_free(p);
+}
+
+/* @p's last fd, @fd, closes. A read or write under way in another thread
+ * (asleep in recv(), say) keeps it: the stream moves to a copy of the
+ * socket, since the program's fd closes now, and the last such call ends
+ * it. It used to end and be freed under that call, which then crashed;
+ * the kernel's socket lives on while a call holds its file, and the call
+ * gets what comes. */
+static void
+psock_release(struct psock *p, int fd)
+{
+	int users;
+
+	pthread_mutex_lock(&p->life_lock);
+	p->gone = 1;
+	users = p->users;
+	if (users > 0 && p->st != NULL) {
+		p->keep_fd = rb2_xport_fd_raise(REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0));
+		if (p->keep_fd >= 0)
+			rb2_stream_move_bell(p->st, p->keep_fd);
+		/* The copy keeps the socket's entries in the program's epoll
+		 * sets, which would report a closed fd: out, as the closer's
+		 * (close_in_background()). */
+		ep_drop_wake(rb2_stream_wake_fd(p->st, POLLIN));
+		ep_drop_wake(rb2_stream_wake_fd(p->st, POLLOUT));
+		ep_drop_wake(fd);
+	}
+	pthread_mutex_unlock(&p->life_lock);
+	if (users == 0)
+		psock_end(p, fd);
+}
+
+/* A read or write of @p begins: 0, or -1 if its last fd has closed. */
+static int
+psock_enter(struct psock *p)
+{
+	int gone;
+
+	pthread_mutex_lock(&p->life_lock);
+	gone = p->gone;
+	if (!gone)
+		p->users++;
+	pthread_mutex_unlock(&p->life_lock);
+	return gone ? -1 : 0;
+}
+
+static void
+psock_leave(struct psock *p)
+{
+	int last;
+
+	pthread_mutex_lock(&p->life_lock);
+	last = --p->users == 0 && p->gone;
+	pthread_mutex_unlock(&p->life_lock);
+	if (last)
+		psock_end(p, p->keep_fd);
+}
+
 /* @fd, closing, was one of several that name @p: if its stream rings and
  * sleeps on that descriptor, it moves to another of them. An inetd-style
  * dup2(s, 0) then close(s) left the stream on the closed number: every
@@ -1230,15 +1350,7 @@ untrack(int fd)
 		bell_leaves(p, fd);
 		return;
 	}
-	held_forget(p);                  /* its close sends what it holds */
-	away_end(p);
-	if (!close_in_background(p, fd))
-		stream_end(p);
-	if (p->reg_fd >= 0)
-		REAL(close)(p->reg_fd);
-	if (p->pend_efd >= 0)
-		REAL(close)(p->pend_efd);
-	free(p);
+	psock_release(p, fd);
 }
 
 struct ep_set;
@@ -2468,8 +2580,28 @@ s_recv_drop(struct psock *p, int fd, size_t want, int flags)
 	return total > 0 ? (ssize_t)total : r;
 }
 
+static ssize_t s_recv_in(struct psock *p, int fd, const struct iovec *iov, int iovcnt,
+			 int flags);
+
+/* A read of @p, which a close of its last fd in another thread meanwhile
+ * leaves in place (psock_enter()). */
 static ssize_t
 s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	ssize_t r;
+	int e;
+
+	if (psock_enter(p) != 0)
+		return fail(EBADF);
+	r = s_recv_in(p, fd, iov, iovcnt, flags);
+	e = errno;
+	psock_leave(p);
+	errno = e;
+	return r;
+}
+
+static ssize_t
+s_recv_in(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 {
 	int nb = p->nonblock || (flags & MSG_DONTWAIT), peek = flags & MSG_PEEK;
 	struct iovec v[1024];        /* IOV_MAX */
@@ -2545,8 +2677,27 @@ s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 	return r < 0 ? fail((int)-r) : 0;
 }
 
+static ssize_t s_send_in(struct psock *p, int fd, const struct iovec *iov, int iovcnt,
+			 int flags);
+
+/* A write of @p, as s_recv() a read. */
 static ssize_t
 s_send(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	ssize_t r;
+	int e;
+
+	if (psock_enter(p) != 0)
+		return fail(EBADF);
+	r = s_send_in(p, fd, iov, iovcnt, flags);
+	e = errno;
+	psock_leave(p);
+	errno = e;
+	return r;
+}
+
+static ssize_t
+s_send_in(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 {
 	int nb = p->nonblock || (flags & MSG_DONTWAIT);
 	struct iovec v[1024];        /* IOV_MAX */
@@ -4868,6 +5019,15 @@ child_after_fork(void)
 	 * so the child's copy is put aside (away_begin()) and the parent
 	 * ends the stream once the child let its copy go. */
 	image_pid = getpid();
+	/* Calls under way in the parent's other threads are not the child's. */
+	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
+		struct psock *p = atomic_load(&tab[fd]);
+
+		if (p != NULL) {
+			pthread_mutex_init(&p->life_lock, NULL);
+			p->users = 0;
+		}
+	}
 	/* The parent's thread sends what the parent held; the list's lock
 	 * may have been taken at the fork. */
 	pthread_mutex_init(&held_lock, NULL);

@@ -1267,9 +1267,8 @@ psock_end(struct psock *p, int fd)
 /* @p's last fd, @fd, closes. A read or write under way in another thread
  * (asleep in recv(), say) keeps it: the stream moves to a copy of the
  * socket, since the program's fd closes now, and the last such call ends
- * it. It used to end and be freed under that call, which then crashed;
- * the kernel's socket lives on while a call holds its file, and the call
- * gets what comes. */
+ * it. Ended here, it would be freed under that call; the kernel's socket
+ * lives on while a call holds its file, and the call gets what comes. */
 static void
 psock_release(struct psock *p, int fd)
 {

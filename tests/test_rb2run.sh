@@ -414,8 +414,9 @@ else
 fi
 
 # Conformance: one socket program (tests/rb2run_conform.c: connect, the
-# reads and writes with their flags, poll/select/epoll level, edge and
-# one-shot, non-blocking, timeouts, EINTR, dup, half-close, EPIPE and
+# reads and writes with their flags (MSG_TRUNC, MSG_ERRQUEUE too),
+# poll/select/epoll level, edge and one-shot, epoll_pwait2, non-blocking,
+# timeouts, EINTR and SA_RESTART, dup, half-close and SHUT_RD, EPIPE and
 # SIGPIPE, sendfile, accept4's flags, non-blocking connect, a connection
 # handed to a fork child whose parent closes its copy, the reverse, and a
 # fork child, or a daemon() child, killed by a signal before its parent's

@@ -449,6 +449,12 @@ main(void)
 	/* The error queue (timestamps, zero-copy reports) never waits for
 	 * bytes: with nothing in it, EAGAIN at once, on a blocking socket. */
 	say("recv MSG_ERRQUEUE, nothing queued: %s", recv_sum(fd, 10, MSG_ERRQUEUE));
+	/* MSG_PEEK | MSG_WAITALL waits for all of it, then shows it whole. */
+	say("peer sends 3: %s", ask("S 3"));
+	say("peer sends 5 in 200 ms: %s", ask("L 200 5"));
+	usleep(20000);
+	say("recv 8 MSG_PEEK|MSG_WAITALL: %s", recv_sum(fd, 8, MSG_PEEK | MSG_WAITALL));
+	say("recv 8 after it: %s", recv_sum(fd, 8, 0));
 	/* FIONREAD counts everything that came, also after a partial read. */
 	say("peer sends 30: %s", ask("S 30"));
 	pf = (struct pollfd){ .fd = fd, .events = POLLIN };

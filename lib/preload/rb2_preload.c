@@ -2566,6 +2566,31 @@ signal_restarts(void)
 
 static ssize_t s_recv(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags);
 
+/* TCP's MSG_PEEK | MSG_WAITALL on a blocking socket waits until @want bytes
+ * are there, or the end, or the receive timeout, and then shows them (a
+ * protocol sniffer peeks a whole header so). A peek returns what is there
+ * at once, so this naps 100 us at a time until then: a rare use, which
+ * the wait for a new publication that a sleep needs would not repay. */
+static void
+peek_wait_all(struct psock *p, size_t want)
+{
+	uint64_t until = p->rcvtimeo_ms ? now_ns() + (uint64_t)p->rcvtimeo_ms * 1000000ull :
+					  UINT64_MAX;
+
+	for (;;) {
+		size_t n;
+		int ev;
+
+		pthread_mutex_lock(&p->rx_lock);
+		n = rb2_stream_nread(p->st);
+		ev = rb2_stream_poll(p->st);
+		pthread_mutex_unlock(&p->rx_lock);
+		if (n >= want || (ev & (POLLRDHUP | POLLHUP | POLLERR)) || now_ns() >= until)
+			return;
+		usleep(100);
+	}
+}
+
 /* TCP's MSG_TRUNC: up to @want bytes read and dropped, none copied to the
  * caller, whose buffer may be NULL (HAProxy drains a connection so, with
  * INT_MAX). As a read: it waits for the first bytes if it may, and after
@@ -2636,6 +2661,8 @@ s_recv_in(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flag
 		return 0;
 	if ((flags & MSG_TRUNC) && !peek)
 		return s_recv_drop(p, fd, want, flags);
+	if (peek && (flags & MSG_WAITALL) && !nb)
+		peek_wait_all(p, want);
 	pthread_mutex_lock(&p->rx_lock);
 	for (;;) {
 		r = rb2_stream_recv(p->st, v, iovcnt, peek);

@@ -3206,10 +3206,26 @@ fdopen(int fd, const char *mode)
 /* ---- poll, select, epoll ------------------------------------------------------- */
 
 /* The events of a stream socket now, as poll reports them. */
+/* POLLRDNORM and POLLWRNORM, which TCP's poll sets with POLLIN and
+ * POLLOUT: curl asks for POLLRDNORM and takes only it as readable. */
+static inline int
+with_norm(int ev)
+{
+	return ev | (ev & POLLIN ? POLLRDNORM : 0) | (ev & POLLOUT ? POLLWRNORM : 0);
+}
+
+/* The directions @events asks for, POLLRDNORM's and POLLWRNORM's too. */
+static inline int
+io_asked(int events)
+{
+	return (events & (POLLIN | POLLOUT)) | (events & POLLRDNORM ? POLLIN : 0) |
+	       (events & POLLWRNORM ? POLLOUT : 0);
+}
+
 static short
 stream_revents(struct psock *p, short events)
 {
-	int ev = rb2_stream_poll(p->st);
+	int ev = with_norm(rb2_stream_poll(p->st));
 
 	return (short)(ev & (events | POLLERR | POLLHUP | POLLNVAL));
 }
@@ -3326,7 +3342,7 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 							.events = POLLIN };
 			if (p == NULL)
 				continue;
-			aev[i] = rb2_stream_sleep_events(p->st, fds[i].events & (POLLIN | POLLOUT));
+			aev[i] = rb2_stream_sleep_events(p->st, io_asked(fds[i].events));
 			if (rb2_stream_arm(p->st, aev[i], wait) != 0) {
 				aev[i] = 0;              /* nothing is left armed */
 				armed = -1;
@@ -3696,7 +3712,7 @@ ep_poke(struct ep_set *e, int fd)
 
 		if (it->fd != fd || it->kernel || it->nested || it->gone || it->off)
 			continue;
-		ev = rb2_stream_sleep_events(p->st, (int)(it->events & (EPOLLIN | EPOLLOUT)));
+		ev = rb2_stream_sleep_events(p->st, io_asked((int)it->events));
 		ep_arms_add(&it->set_arms, ev);
 		wake = rb2_stream_want(p->st, ev, rb2_stream_wait_id()) != 0 ||
 		       (rb2_stream_poll(p->st) & (ev | POLLERR | POLLHUP)) != 0;
@@ -4101,7 +4117,8 @@ ep_ready_at(struct ep_set *e, struct epoll_event *out, int max, int look, int de
 	for (unsigned int i = 0; i < e->n && n < max; i++) {
 		struct ep_item *it = &e->it[i];
 		struct psock *p = stream_of(it->fd);
-		int want = (int)(it->events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI));
+		int want = (int)(it->events & (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI |
+					       EPOLLRDNORM | EPOLLWRNORM));
 		int ev;
 
 		if (it->nested && !it->off && (it->events & EPOLLIN) && depth < 4) {
@@ -4129,7 +4146,7 @@ ep_ready_at(struct ep_set *e, struct epoll_event *out, int max, int look, int de
 		}
 		if (p == NULL || it->off || it->gone || it->kernel)
 			continue;
-		ev = rb2_stream_poll(p->st) & (want | POLLERR | POLLHUP);
+		ev = with_norm(rb2_stream_poll(p->st)) & (want | POLLERR | POLLHUP);
 		if (it->events & EPOLLET) {
 			uint32_t in, out;
 			uint32_t dry = atomic_load_explicit(&p->rx_dry, memory_order_relaxed);
@@ -4190,7 +4207,7 @@ ep_arm(struct ep_set *e, int on, uint64_t wait, int depth)
 	for (unsigned int i = 0; i < e->n; i++) {
 		struct ep_item *it = &e->it[i];
 		struct psock *p = stream_of(it->fd);
-		int ev = (int)(it->events & (EPOLLIN | EPOLLOUT));
+		int ev = io_asked((int)it->events);
 
 		if (it->nested && depth < 4) {
 			struct ep_set *in = ep_get(it->fd, 0);

@@ -3207,7 +3207,8 @@ fdopen(int fd, const char *mode)
 
 /* The events of a stream socket now, as poll reports them. */
 /* POLLRDNORM and POLLWRNORM, which TCP's poll sets with POLLIN and
- * POLLOUT: curl asks for POLLRDNORM and takes only it as readable. */
+ * POLLOUT: POSIX's normal-data readiness, which portable code may ask for
+ * alone (curl asks for both kinds). */
 static inline int
 with_norm(int ev)
 {

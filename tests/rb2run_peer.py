@@ -63,6 +63,13 @@ only, so that they run the same under rb2-run and without it.
                                      send "abc", close the connection with
                                      libc's closefrom(), open /dev/zero (on
                                      its number) and read 4 bytes of it
+  rb2run_peer.py shutwake PORT       accept one connection; close it 3 s on
+  rb2run_peer.py shutwake-client PORT
+                                     one thread asleep in a read of the
+                                     connection, one in a poll for POLLIN,
+                                     while the main thread shuts it down
+                                     for reading; say what each got, and
+                                     how long after the shutdown
   rb2run_peer.py shutearly PORT      accept one connection 1 s after it
                                      listens; read it to the end, answer
                                      "bye" and close
@@ -1149,6 +1156,47 @@ def close_under_client(port):
     print("the read under the close got %s" % (got[0] if got else "nothing in 10 s"), flush=True)
 
 
+def shut_wake(port):
+    """shutwake's server: sends nothing; its close comes 3 s on."""
+    s = listen_on(port, 2)
+    c, _ = s.accept()
+    time.sleep(3.0)
+    c.close()
+
+
+def shut_wake_client(port):
+    """shutwake's client: shutdown(SHUT_RD) wakes a thread asleep in a read
+    (which reads the end) and one asleep in a poll (POLLIN), at once, as
+    the kernel's wakes them: a common way to stop a reader thread."""
+    import threading
+    import select
+    c = connect_to(port)
+    got = {}
+
+    def reader():
+        d = c.recv(100)
+        got["read"] = (repr(d), time.monotonic())
+
+    def poller():
+        p = select.poll()
+        p.register(c, select.POLLIN)
+        r = p.poll(5000)
+        got["poll"] = ("POLLIN" if r and r[0][1] & select.POLLIN else repr(r),
+                       time.monotonic())
+    ts = [threading.Thread(target=reader), threading.Thread(target=poller)]
+    for t in ts:
+        t.start()
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    c.shutdown(socket.SHUT_RD)
+    for t in ts:
+        t.join(10)
+    for k in ("read", "poll"):
+        what, t = got.get(k, ("nothing in 10 s", t0))
+        print("the %s got %s, %d ms after the shutdown" % (k, what, (t - t0) * 1000),
+              flush=True)
+
+
 def dup_close(port):
     """dupclose's server: "hello" 0.3 s after the accept, then the answer."""
     s = listen_on(port, 2)
@@ -1411,6 +1459,10 @@ if __name__ == "__main__":
         close_from(int(sys.argv[2]))
     elif sys.argv[1] == "closefrom-client":
         close_from_client(int(sys.argv[2]))
+    elif sys.argv[1] == "shutwake":
+        shut_wake(int(sys.argv[2]))
+    elif sys.argv[1] == "shutwake-client":
+        shut_wake_client(int(sys.argv[2]))
     elif sys.argv[1] == "shutearly":
         shut_early(int(sys.argv[2]))
     elif sys.argv[1] == "shutearly-client":

@@ -10,7 +10,8 @@
 # fast (the fast tier) runs the transfer, the flipped byte, the conformance
 # program, the calls made before rb2-run's constructor, a close past close(),
 # one by closefrom(), one moved to a dup and its original closed, a
-# process connected to itself, a close under a read,
+# process connected to itself, a close under a read, a shutdown under
+# sleeping waits,
 # connections added to a set a thread sleeps in, non-blocking connects
 # before the server's accept, one closed as its pairing came, a shutdown
 # before the accept, and no service; the full
@@ -299,6 +300,20 @@ if grep -q "^the read under the close got b'late data'$" "$tmp/cu.cli" &&
 	ok "a read asleep in one thread while another closed the fd: it got the late bytes, over rb2"
 else
 	fail "a close under a read: $(cat "$tmp/cu.srv" "$tmp/cu.srv.err" "$tmp/cu.cli" "$tmp/cu.cli.err")"
+fi
+
+# shutdown(SHUT_RD) while one thread sleeps in a read and another in a poll:
+# both wake at once, the read with the end and the poll with POLLIN, as
+# the kernel's (with the shutdown ringing nothing, the read slept to its
+# slice's end, and the poll until the peer's close, 2.7 s).
+peer_mode sw shutwake
+read_ms=$(sed -n "s/^the read got b'', \([0-9]*\) ms after the shutdown$/\1/p" "$tmp/sw.cli")
+poll_ms=$(sed -n "s/^the poll got POLLIN, \([0-9]*\) ms after the shutdown$/\1/p" "$tmp/sw.cli")
+if [ -n "$read_ms" ] && [ -n "$poll_ms" ] && [ "$read_ms" -lt 100 ] && [ "$poll_ms" -lt 100 ] &&
+	grep -q " 1 connections over rb2 .* 0 failed" "$tmp/sw.cli.err"; then
+	ok "shutdown(SHUT_RD) woke a sleeping read ($read_ms ms, the end) and poll ($poll_ms ms), over rb2"
+else
+	fail "shutdown(SHUT_RD) under sleeping waits: $(cat "$tmp/sw.cli" "$tmp/sw.cli.err")"
 fi
 
 # A connection moved to another number as an inetd-style child moves it to

@@ -184,6 +184,7 @@ struct rb2_stream {
 	int wake_efd;            /* one host: the eventfd we sleep on, or -1 */
 	int ring_efd;            /* ... and the peer's, which we ring */
 	_Atomic uint64_t efd_heard; /* rings of our eventfd read away */
+	_Atomic uint64_t efd_self;  /* ... of them our own (rb2_stream_shutdown_rd()) */
 	_Atomic int heard;       /* RB2_STREAM_HEARD_*: the kernel said so (rb2_stream_heard()) */
 	_Atomic int asleep[2];   /* this process's waits armed for reading, for writing */
 	int wr_shut;
@@ -1581,7 +1582,8 @@ read_bells(struct rb2_stream *s)
 
 	if (s->wake_efd >= 0 &&
 	    ((heard & RB2_STREAM_HEARD_WAKE) ||
-	     atomic_load_explicit(&s->ctl->by[!s->me].efd_rung, memory_order_acquire) !=
+	     atomic_load_explicit(&s->ctl->by[!s->me].efd_rung, memory_order_acquire) +
+	     atomic_load_explicit(&s->efd_self, memory_order_acquire) !=
 	     atomic_load_explicit(&s->efd_heard, memory_order_relaxed))) {
 		uint64_t v;
 
@@ -1736,10 +1738,28 @@ rb2_stream_disarm_seen(struct rb2_stream *s, int events)
 	disarm(s, events, 1);
 }
 
+/* A thread of ours asleep reading (a blocking recv, a poll or an epoll set
+ * waiting for POLLIN) wakes at once, as the kernel wakes it for TCP's
+ * SHUT_RD: a common way to stop a reader thread. On one host we ring our
+ * own eventfd, which every such wait sleeps on. Across hosts the readers
+ * sleep on the data's completion channel, which only the device rings: a
+ * blocking recv sees the end at its slice's end (wait_stream_spun() in
+ * the library: within 0.5 s), a poll when something else wakes it.
+ * Seq-cst: the flag before our look at the sleepers, as a sleeper's count
+ * before its last look at the flag (rb2_stream_want(), then
+ * rb2_stream_arm()'s look). */
 void
 rb2_stream_shutdown_rd(struct rb2_stream *s)
 {
-	atomic_store_explicit(&s->rd_shut, 1, memory_order_relaxed);
+	static const uint64_t one = 1;
+
+	atomic_store_explicit(&s->rd_shut, 1, memory_order_seq_cst);
+	if (s->wake_efd < 0 || atomic_load_explicit(&s->asleep[0], memory_order_seq_cst) == 0)
+		return;
+	/* Counted first: read_bells() reads the eventfd while the rings it
+	 * knows of are ahead of what it read. */
+	atomic_fetch_add_explicit(&s->efd_self, 1, memory_order_release);
+	(void)syscall(SYS_write, s->wake_efd, &one, sizeof(one));
 }
 
 void

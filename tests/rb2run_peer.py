@@ -63,6 +63,17 @@ only, so that they run the same under rb2-run and without it.
                                      send "abc", close the connection with
                                      libc's closefrom(), open /dev/zero (on
                                      its number) and read 4 bytes of it
+  rb2run_peer.py keepbelow PORT      accept one connection; send "one" 1 s
+                                     on, then "two" and "three", each 1 s
+                                     after a "next"; then close
+  rb2run_peer.py keepbelow-client PORT
+                                     close every fd past the connection with
+                                     close_range(), then wait in a read of
+                                     it; then the same with libc's
+                                     closefrom(), then after a spawn
+                                     (subprocess, its stdin a copy of the
+                                     connection); say what each read got,
+                                     and the CPU time its wait took
   rb2run_peer.py shutwake PORT       accept one connection; close it 3 s on
   rb2run_peer.py shutwake-client PORT
                                      one thread asleep in a read of the
@@ -214,6 +225,7 @@ import random
 import select
 import socket
 import struct
+import subprocess
 import sys
 import time
 
@@ -1156,6 +1168,59 @@ def close_under_client(port):
     print("the read under the close got %s" % (got[0] if got else "nothing in 10 s"), flush=True)
 
 
+KEEP_BELOW_STEPS = (("close_range", b"one"), ("closefrom", b"two"), ("a spawn", b"three"))
+
+
+def keep_below(port):
+    """keepbelow's server: a word 1 s after each of its client's steps."""
+    s = listen_on(port, 2)
+    c, _ = s.accept()
+    for _, word in KEEP_BELOW_STEPS:
+        time.sleep(1.0)
+        c.sendall(word)
+        read_exactly(c, 4)
+    c.close()
+
+
+def keep_below_client(port):
+    """keepbelow's client: a sweep of the descriptors past a connection it
+    keeps (close_range, then glibc's closefrom, which goes past the wrapped
+    close_range) must leave what the connection still uses: its waits then
+    sleep, as the kernel's, and do not spin a core. Then a spawn, whose
+    vfork child copies the connection to its stdin and sweeps its other
+    descriptors before its exec (Python's subprocess), must leave the
+    connection, and this process's stdin, as they were: the child's copy
+    reads as a closed connection (rb2-run's exec), never as the stream."""
+    c = connect_to(port)
+    fd = c.fileno()
+    libc = ctypes.CDLL(None, use_errno=True)
+    for how, _ in KEEP_BELOW_STEPS:
+        if how == "close_range":
+            libc.close_range(ctypes.c_uint(fd + 1), ctypes.c_uint(0xFFFFFFFF), 0)
+        elif how == "closefrom":
+            libc.closefrom(fd + 1)
+        else:
+            # The child's stdin a copy of the connection (a dup2 in the
+            # vfork child), and this process's own stdin /dev/null.
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.close(null)
+            child = subprocess.run(["cat"], stdin=fd, stdout=subprocess.PIPE, close_fds=True,
+                                   timeout=10).stdout
+            print("the spawned cat read %r from its copy of the connection; this process's "
+                  "stdin read %r" % (child, os.read(0, 100)), flush=True)
+        cpu = time.process_time()
+        got = c.recv(100)
+        cpu = time.process_time() - cpu
+        try:
+            c.sendall(b"next")
+        except OSError as e:
+            got += (" (then %s)" % errno.errorcode.get(e.errno, e.errno)).encode()
+        print("after %s: read %r, its wait took %d ms of CPU" % (how, got, cpu * 1000),
+              flush=True)
+    c.close()
+
+
 def shut_wake(port):
     """shutwake's server: sends nothing; its close comes 3 s on."""
     s = listen_on(port, 2)
@@ -1459,6 +1524,10 @@ if __name__ == "__main__":
         close_from(int(sys.argv[2]))
     elif sys.argv[1] == "closefrom-client":
         close_from_client(int(sys.argv[2]))
+    elif sys.argv[1] == "keepbelow":
+        keep_below(int(sys.argv[2]))
+    elif sys.argv[1] == "keepbelow-client":
+        keep_below_client(int(sys.argv[2]))
     elif sys.argv[1] == "shutwake":
         shut_wake(int(sys.argv[2]))
     elif sys.argv[1] == "shutwake-client":

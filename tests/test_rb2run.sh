@@ -9,13 +9,12 @@
 #
 # fast (the fast tier) runs the transfer, the flipped byte, the conformance
 # program, the calls made before rb2-run's constructor, a close past close(),
-# one by closefrom(), one moved to a dup and its original closed, a
-# process connected to itself, a close under a read, a shutdown under
-# sleeping waits,
-# connections added to a set a thread sleeps in, non-blocking connects
-# before the server's accept, one closed as its pairing came, a shutdown
-# before the accept, and no service; the full
-# tier runs everything:
+# one by closefrom(), sweeps of the fds past a kept connection (a spawn's
+# too), one moved to a dup and its original closed, a process connected to
+# itself, a close under a read, a shutdown under sleeping waits, connections
+# added to a set a thread sleeps in, non-blocking connects before the server's
+# accept, one closed as its pairing came, a shutdown before the accept, and no
+# service; the full tier runs everything:
 #
 #   - rb2-run starts rb2-sockd itself (a private socket, stopped at the end),
 #     which keeps none of rb2-run's descriptors (a pipe capturing its output
@@ -340,6 +339,28 @@ if grep -q "^read b'abc' then the end$" "$tmp/cf.srv" &&
 	ok "a connection closed with closefrom(): the server read it whole, then the end; $(sed -n 's/^closefrom([0-9]*); //p' "$tmp/cf.cli")"
 else
 	fail "closefrom(): $(cat "$tmp/cf.srv" "$tmp/cf.srv.err" "$tmp/cf.cli" "$tmp/cf.cli.err")"
+fi
+
+# A sweep of the descriptors past a connection the program keeps (with
+# close_range, then glibc's closefrom) leaves what the connection uses: a
+# read's wait on it then sleeps (with its eventfds closed, it spun a core:
+# 1 s of CPU in a 1 s wait). Then a spawn: Python's subprocess vforks, and
+# its child, in the parent's memory, copies the connection to its stdin and
+# sweeps its other descriptors before the exec: the parent's connection and
+# stdin must stay as they were (the sweep ended the connection: the read got
+# its end), and the child's copy reads as a closed connection.
+peer_mode kb keepbelow
+kb_ok=1
+grep -q "^the spawned cat read b'' from its copy of the connection; this process's stdin read b''$" "$tmp/kb.cli" || kb_ok=0
+for step in "close_range one" "closefrom two" "a spawn three"; do
+	how=${step% *}
+	ms=$(sed -n "s/^after $how: read b'${step##* }', its wait took \([0-9]*\) ms of CPU$/\1/p" "$tmp/kb.cli")
+	{ [ -n "$ms" ] && [ "$ms" -lt 200 ]; } || kb_ok=0
+done
+if [ $kb_ok = 1 ] && grep -q " 1 connections over rb2 .* 0 failed" "$tmp/kb.cli.err"; then
+	ok "a sweep of the fds past a kept connection, and a spawn's: its waits slept ($(sed -n 's/^after \([a-z_ ]*\): .* took \([0-9]*\) ms.*/\1 \2 ms/p' "$tmp/kb.cli" | awk '{ printf "%s%s", sep, $0; sep = ", " }') of CPU), over rb2"
+else
+	fail "close_range/closefrom/a spawn past a kept connection: $(cat "$tmp/kb.srv" "$tmp/kb.srv.err" "$tmp/kb.cli" "$tmp/kb.cli.err")"
 fi
 
 # A connection added to an epoll set while another thread sleeps in it

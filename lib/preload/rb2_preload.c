@@ -26,6 +26,7 @@
 #undef _FILE_OFFSET_BITS
 #include <dirent.h>
 #include <dlfcn.h>
+#include <linux/kcmp.h>
 #include <linux/seccomp.h>
 #include <linux/sched.h>        /* struct clone_args */
 #include <errno.h>
@@ -203,6 +204,12 @@ struct psock {
 
 static struct psock *_Atomic *tab;
 static unsigned int tab_size;
+/*
+ * The process (not the thread) this image runs in: a vfork child runs in
+ * its parent's memory with a pid of its own, and must leave that memory as
+ * it found it (in_vfork_child()).
+ */
+static pid_t image_pid;
 static int active;               /* the service's path is known: pair through it */
 static uint32_t ask_flags;       /* RB2_SOCKD_F_VERBS: this host has an RDMA device */
 static _Atomic int used;         /* this process made or accepted a TCP socket */
@@ -815,7 +822,10 @@ close_in_background(struct psock *p, int fd)
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return 0;
-	c->fd = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0);
+	/* Past the program's descriptors, as keep_fd: a range it closes
+	 * leaves it (close_around_ours()), and must not leave it on a number
+	 * the program counts on. */
+	c->fd = rb2_xport_fd_raise(REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0));
 	if (c->fd < 0) {
 		free(c);
 		return 0;
@@ -2120,12 +2130,27 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 	return 0;
 }
 
-/* @fd is about to close: its stream ends, and it leaves our epoll sets. */
+/* A vfork child: its descriptor table is its own, its memory its parent's. */
+static int
+in_vfork_child(void)
+{
+	return getpid() != image_pid;
+}
+
+/* @fd is about to close: its stream ends, and it leaves our epoll sets. In
+ * a vfork child nothing of ours changes: the fd closes in its own table,
+ * and the stream, the parent's, goes on there (Python's subprocess sweeps
+ * the child's descriptors with close_range() before its exec, which would
+ * otherwise end every connection of the parent). */
 static void
 closing(int fd)
 {
-	struct psock *p;
+	struct psock *p = get(fd);
+	int epfd = eps != NULL && fd >= 0 && (unsigned int)fd < tab_size && atomic_load(&eps[fd]) != NULL;
 
+	/* Only for ours: getpid() is a system call, and close() is common. */
+	if ((p != NULL || epfd) && in_vfork_child())
+		return;
 	pend_end(fd, PEND_CLOSE);
 	p = get(fd);
 
@@ -2134,7 +2159,7 @@ closing(int fd)
 			ep_forget_fd(fd);
 		untrack(fd);
 	}
-	if (eps != NULL && fd >= 0 && (unsigned int)fd < tab_size && atomic_load(&eps[fd]) != NULL)
+	if (epfd)
 		ep_forget_set(fd);
 }
 
@@ -2265,16 +2290,175 @@ syscall(long nr, ...)
 	return r;
 }
 
+/* ---- Closing a range of descriptors ----------------------------------------- */
+
+/*
+ * close_range() and closefrom() close every descriptor of their range, and
+ * ours may be in it: a connection's eventfds and completion channels sit
+ * past the program's soft limit, and a sweep to the top (closefrom(3)) takes
+ * them. A connection the sweep keeps (below it: on fd 0, say) would lose
+ * them, and every wait on it would spin a core. So the range closes around
+ * what the connections it keeps still use (fd_keep): the same numbers are
+ * closed as without rb2-run, but for those, which the program never named.
+ */
+struct fd_keep {
+	unsigned int first, last;    /* the range asked */
+	int *fd;                     /* ours in it, still in use; unsorted */
+	unsigned int n, cap;
+	int remote;                  /* a kept stream goes to another host */
+};
+
+static void
+keep_add(struct fd_keep *k, int fd)
+{
+	if (fd < 0 || (unsigned int)fd < k->first || (unsigned int)fd > k->last)
+		return;
+	if (k->n == k->cap) {
+		unsigned int cap = k->cap != 0 ? k->cap * 2 : 16;
+		int *m = realloc(k->fd, cap * sizeof(*m));
+
+		if (m == NULL)
+			return;       /* it closes: its waits spin, as before */
+		k->fd = m;
+		k->cap = cap;
+	}
+	k->fd[k->n++] = fd;
+}
+
+static void
+keep_stream(struct fd_keep *k, const struct rb2_stream *st, const struct rb2_noeal_arena *a)
+{
+	int fds[RB2_STREAM_OWN_FDS];
+	unsigned int n = st != NULL ? rb2_stream_own_fds(st, fds) : 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		keep_add(k, fds[i]);
+	if (a != NULL)
+		keep_add(k, rb2_noeal_arena_fd(a));
+}
+
+/* Across hosts, the device's descriptors (the verbs context's, its event
+ * channels), which the transport opened and does not list: by their names
+ * in /proc. */
+static void
+keep_device_fds(struct fd_keep *k)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char path[64], to[128];
+		int fd = atoi(e->d_name);
+		ssize_t n;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, to, sizeof(to) - 1);
+		if (n <= 0)
+			continue;
+		to[n] = '\0';
+		if (strncmp(to, "/dev/infiniband/", 16) == 0 || strstr(to, "[infinibandevent]") != NULL)
+			keep_add(k, fd);
+	}
+	closedir(d);
+}
+
+static void ep_keep_pokes(struct fd_keep *k);
+
+/* Ours in [first, last] that what stays open still uses, after the range's
+ * own sockets ended (closing()). */
+static void
+keep_collect(struct fd_keep *k)
+{
+	for (unsigned int fd = 0; fd < tab_size; fd++) {
+		struct psock *p;
+
+		if (fd == k->first) {
+			if (k->last >= tab_size - 1)
+				break;
+			fd = k->last;
+			continue;
+		}
+		p = get((int)fd);
+		if (p == NULL)
+			continue;
+		keep_add(k, p->reg_fd);
+		keep_add(k, p->pend_efd);
+		keep_add(k, p->pend_cancel_fd);
+		keep_add(k, p->keep_fd);
+		keep_stream(k, p->st, p->arena);
+		keep_stream(k, p->away_st, NULL);
+		k->remote |= p->st != NULL && p->rslot >= 0;
+	}
+	/* Closes finished in the background, and the epoll sets' pokes. */
+	pthread_mutex_lock(&closer_lock);
+	for (struct closer *c = closers; c != NULL; c = c->next) {
+		keep_add(k, c->fd);
+		keep_stream(k, c->st, c->arena);
+		k->remote = 1;
+	}
+	pthread_mutex_unlock(&closer_lock);
+	ep_keep_pokes(k);
+	if (k->remote)
+		keep_device_fds(k);
+}
+
+static int
+int_order(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* close_range(@first, @last, @flags) but for ours still in use: one call
+ * for each stretch between them. -1 and errno if one failed. */
+static int
+close_around_ours(unsigned int first, unsigned int last, int flags)
+{
+	struct fd_keep k = { .first = first, .last = last };
+	unsigned int lo = first;
+	int ret = 0, err = 0;
+
+	keep_collect(&k);
+	if (k.n == 0)
+		return (int)REAL(syscall)(SYS_close_range, first, last, flags);
+	qsort(k.fd, k.n, sizeof(*k.fd), int_order);
+	for (unsigned int i = 0; i < k.n; i++) {
+		unsigned int f = (unsigned int)k.fd[i];
+
+		if (f < lo)
+			continue;     /* named twice */
+		if (f > lo && REAL(syscall)(SYS_close_range, lo, f - 1, flags) != 0) {
+			ret = -1;
+			err = errno;
+		}
+		lo = f + 1;       /* f < tab_size: no wrap */
+	}
+	if (lo <= last && REAL(syscall)(SYS_close_range, lo, last, flags) != 0) {
+		ret = -1;
+		err = errno;
+	}
+	free(k.fd);
+	errno = err != 0 ? err : errno;
+	return ret;
+}
+
 /* Closing every descriptor of a range (a daemon's start, a child before
- * exec): each of ours ends as in close(). With CLOSE_RANGE_CLOEXEC nothing
- * closes here: exec's wrapper deals with those. */
+ * exec): each of ours ends as in close(), and what the kept ones use stays
+ * (close_around_ours()). With CLOSE_RANGE_CLOEXEC nothing closes here:
+ * exec's wrapper deals with those. */
 EXPORT int
 close_range(unsigned int first, unsigned int last, int flags)
 {
-	if (!(flags & CLOSE_RANGE_CLOEXEC))
-		for (unsigned int fd = first; fd <= last && fd < tab_size; fd++)
-			closing((int)fd);
-	return REAL(close_range)(first, last, flags);
+	if ((flags & CLOSE_RANGE_CLOEXEC) || first > last || tab == NULL || in_vfork_child())
+		return REAL(close_range)(first, last, flags);
+	for (unsigned int fd = first; fd <= last && fd < tab_size; fd++)
+		closing((int)fd);
+	return close_around_ours(first, last, flags);
 }
 
 /* glibc's closefrom() closes through its own close_range, past the one
@@ -2283,12 +2467,19 @@ close_range(unsigned int first, unsigned int last, int flags)
 EXPORT void
 closefrom(int first)
 {
-	for (unsigned int fd = first > 0 ? (unsigned int)first : 0; fd < tab_size; fd++)
+	unsigned int from = first > 0 ? (unsigned int)first : 0;
+
+	if (tab == NULL || in_vfork_child()) {
+		if (REAL(closefrom) != NULL)
+			REAL(closefrom)(first);
+		return;
+	}
+	for (unsigned int fd = from; fd < tab_size; fd++)
 		closing((int)fd);
-	if (REAL(closefrom) != NULL)
+	/* Before Linux 5.9, no close_range: glibc's, which falls back to
+	 * closing one at a time, ours too. */
+	if (close_around_ours(from, ~0u, 0) != 0 && errno == ENOSYS && REAL(closefrom) != NULL)
 		REAL(closefrom)(first);
-	else
-		(void)REAL(syscall)(SYS_close_range, first > 0 ? first : 0, ~0u, 0);
 }
 
 EXPORT int
@@ -3657,6 +3848,20 @@ ep_drop_wake(int wfd)
 	pthread_mutex_unlock(&ep_all_lock);
 }
 
+/* The pokes of the sets a range of descriptors leaves open (close_range()). */
+static void
+ep_keep_pokes(struct fd_keep *k)
+{
+	pthread_mutex_lock(&ep_all_lock);
+	for (struct ep_set *e = ep_all; e != NULL; e = e->next) {
+		pthread_mutex_lock(&e->lock);
+		if (e->poke_fd >= 0 && ((unsigned int)e->epfd < k->first || (unsigned int)e->epfd > k->last))
+			keep_add(k, e->poke_fd);
+		pthread_mutex_unlock(&e->lock);
+	}
+	pthread_mutex_unlock(&ep_all_lock);
+}
+
 /* An epoll fd closes: its set goes (it stays listed, empty, for reuse). */
 static void
 ep_forget_set(int epfd)
@@ -4479,6 +4684,15 @@ share(int oldfd, int newfd)
 
 	if (newfd < 0 || p == NULL || (unsigned int)newfd >= tab_size)
 		return;
+	/* A vfork child's copy (a spawn's stdin, say) is for the program it
+	 * execs, which could not read the stream: it gets its stand-in now,
+	 * as before_exec() gives every stream the new program inherits, and
+	 * the table, the parent's, stays as it is. */
+	if (in_vfork_child()) {
+		if (p->st != NULL || p->exec_stood_in)
+			stand_in(newfd, 0);
+		return;
+	}
 	if (get(newfd) != NULL)
 		untrack(newfd);
 	atomic_fetch_add(&p->refs, 1);
@@ -4555,7 +4769,7 @@ dup2(int fd, int nfd)
 {
 	int n;
 
-	if (fd != nfd && get(nfd) != NULL) {
+	if (fd != nfd && get(nfd) != NULL && !in_vfork_child()) {
 		pend_end(nfd, PEND_CLOSE);
 		untrack(nfd);
 	}
@@ -4570,7 +4784,7 @@ dup3(int fd, int nfd, int flags)
 {
 	int n;
 
-	if (get(nfd) != NULL) {
+	if (get(nfd) != NULL && !in_vfork_child()) {
 		pend_end(nfd, PEND_CLOSE);
 		untrack(nfd);
 	}
@@ -4651,13 +4865,6 @@ getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 
 static void print_stats(void);
 
-/*
- * The process (not the thread) this image runs in: a vfork child runs in
- * its parent's memory with a pid of its own, and must leave that memory as
- * it found it.
- */
-static pid_t image_pid;
-
 
 /*
  * A new program knows nothing of a stream: its fd would be the idle kernel
@@ -4675,10 +4882,22 @@ static pid_t image_pid;
  * exec functions call each other inside libc, so each is
  * wrapped; posix_spawn() and system() call none of them (spawned_stand_ins()).
  */
+/* In a vfork child: whether @fd still holds the file its parent has on
+ * that number, or the child put another there (a spawn's dup2 onto its
+ * stdout). Where the kernel cannot tell (no kcmp), it is taken to. */
+static int
+parent_file_at(int fd)
+{
+	long r = REAL(syscall)(SYS_kcmp, (long)getpid(), (long)image_pid, (long)KCMP_FILE,
+			       (long)fd, (long)fd);
+
+	return r != 1 && r != 2;
+}
+
 static void
 before_exec(void)
 {
-	int shared_vm = getpid() != image_pid;
+	int shared_vm = in_vfork_child();
 
 	pend_drain();
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
@@ -4692,7 +4911,7 @@ before_exec(void)
 		if (p == NULL || (p->st == NULL && !p->exec_stood_in))
 			continue;
 		fl = REAL(fcntl)((int)fd, F_GETFD);
-		if (fl < 0 || (fl & FD_CLOEXEC))
+		if (fl < 0 || (fl & FD_CLOEXEC) || (shared_vm && !parent_file_at((int)fd)))
 			continue;
 		/* p->exec_stood_in: a dup of an fd given a stand-in below. */
 		if (shared_vm || p->exec_stood_in || (p->inherited && p->rslot >= 0)) {

@@ -2321,6 +2321,22 @@ rb2_stream_bell_fd(const struct rb2_stream *s)
 	return s->peer_gone ? -1 : s->bell;
 }
 
+unsigned int
+rb2_stream_own_fds(const struct rb2_stream *s, int fds[RB2_STREAM_OWN_FDS])
+{
+	int have[RB2_STREAM_OWN_FDS] = {
+		s->bell,
+		s->rm == NULL ? s->wake_efd : s->rm->wake_fd,
+		s->rm == NULL ? s->ring_efd : s->rm->room_fd,
+	};
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < RB2_STREAM_OWN_FDS; i++)
+		if (have[i] >= 0)
+			fds[n++] = have[i];
+	return n;
+}
+
 int
 rb2_stream_wake_fd(const struct rb2_stream *s, int events)
 {

@@ -280,6 +280,20 @@ void rb2_stream_edges(const struct rb2_stream *s, uint32_t *in, uint32_t *out);
  */
 int rb2_stream_bell_fd(const struct rb2_stream *s);
 
+/** Room rb2_stream_own_fds() needs. */
+#define RB2_STREAM_OWN_FDS 3
+
+/**
+ * The descriptors @p s holds open itself, into @p fds: the bell's socket,
+ * and on one host both ends' eventfds, across hosts its two completion
+ * channels. A close of a range of descriptors (close_range()) must leave
+ * them while the stream lives on. The device's own descriptors, across
+ * hosts, are its transport's, not the stream's.
+ *
+ * @return how many were written (at most RB2_STREAM_OWN_FDS).
+ */
+unsigned int rb2_stream_own_fds(const struct rb2_stream *s, int fds[RB2_STREAM_OWN_FDS]);
+
 /**
  * A second fd to sleep on, beside the bell's socket, for @p events (POLLIN,
  * POLLOUT or RB2_STREAM_HELD): on one host, this end's eventfd (both

@@ -74,6 +74,13 @@ only, so that they run the same under rb2-run and without it.
                                      (subprocess, its stdin a copy of the
                                      connection); say what each read got,
                                      and the CPU time its wait took
+  rb2run_peer.py capacity PORT       accept two connections; read nothing
+                                     for 3 s
+  rb2run_peer.py capacity-client PORT
+                                     on each, non-blocking writes (100 B on
+                                     one, 64 KiB on the other) until none
+                                     goes in for 0.2 s; print JSON: the
+                                     bytes and writes that went in
   rb2run_peer.py shutwake PORT       accept one connection; close it 3 s on
   rb2run_peer.py shutwake-client PORT
                                      one thread asleep in a read of the
@@ -220,6 +227,7 @@ address, on both sides); a connect retries for 10 s while it is refused.
 import ctypes
 import errno
 import hashlib
+import json
 import os
 import random
 import select
@@ -1221,6 +1229,34 @@ def keep_below_client(port):
     c.close()
 
 
+def capacity(port):
+    """capacity's server: takes its client's two connections, reads nothing."""
+    s = listen_on(port, 2)
+    conns = [s.accept()[0] for _ in range(2)]
+    time.sleep(3.0)
+    for c in conns:
+        c.close()
+
+
+def capacity_client(port):
+    """capacity's client: how much a connection takes in before its reader
+    reads anything, in small writes and in large ones."""
+    out = {}
+    for size in (100, 65536):
+        c = connect_to(port)
+        c.setblocking(False)
+        buf, n, writes, last = b"x" * size, 0, 0, time.monotonic()
+        while time.monotonic() - last < 0.2:
+            try:
+                n += c.send(buf)
+                writes += 1
+                last = time.monotonic()
+            except BlockingIOError:
+                time.sleep(0.005)
+        out["writes_of_%d" % size] = {"bytes": n, "writes": writes}
+    print(json.dumps(out), flush=True)
+
+
 def shut_wake(port):
     """shutwake's server: sends nothing; its close comes 3 s on."""
     s = listen_on(port, 2)
@@ -1528,6 +1564,10 @@ if __name__ == "__main__":
         keep_below(int(sys.argv[2]))
     elif sys.argv[1] == "keepbelow-client":
         keep_below_client(int(sys.argv[2]))
+    elif sys.argv[1] == "capacity":
+        capacity(int(sys.argv[2]))
+    elif sys.argv[1] == "capacity-client":
+        capacity_client(int(sys.argv[2]))
     elif sys.argv[1] == "shutwake":
         shut_wake(int(sys.argv[2]))
     elif sys.argv[1] == "shutwake-client":

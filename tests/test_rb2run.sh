@@ -58,6 +58,8 @@
 #   - passing an rb2 connection over SCM_RIGHTS and MSG_OOB fail with
 #     EOPNOTSUPP, splice with EINVAL, and a line says so;
 #   - a thread blocked in recv or epoll_wait uses under 1% of a core;
+#   - a connection takes 2047 writes of 100 B, or 512 KiB of 64 KiB ones,
+#     before its reader reads anything;
 #   - two threads asleep on one connection (poll, epoll) both wake;
 #   - arena slots are reused while the processes that used them live on;
 #   - a forking server (Python's socketserver.ForkingTCPServer: a child per
@@ -361,6 +363,23 @@ if [ $kb_ok = 1 ] && grep -q " 1 connections over rb2 .* 0 failed" "$tmp/kb.cli.
 	ok "a sweep of the fds past a kept connection, and a spawn's: its waits slept ($(sed -n 's/^after \([a-z_ ]*\): .* took \([0-9]*\) ms.*/\1 \2 ms/p' "$tmp/kb.cli" | awk '{ printf "%s%s", sep, $0; sep = ", " }') of CPU), over rb2"
 else
 	fail "close_range/closefrom/a spawn past a kept connection: $(cat "$tmp/kb.srv" "$tmp/kb.srv.err" "$tmp/kb.cli" "$tmp/kb.cli.err")"
+fi
+
+# What a connection takes in before its reader reads anything: a small
+# write takes a ring slot whole, so 2047 of them on one host (255 with 2 KiB
+# slots; the kernel's buffers took 42745 here), and 512 KiB of large ones.
+if [ "$mode" = full ]; then
+	peer_mode cap capacity
+	if python3 - "$tmp/cap.cli" <<'PY' && grep -q " 2 connections over rb2 .* 0 failed" "$tmp/cap.cli.err"
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if d["writes_of_100"]["writes"] >= 2000 and d["writes_of_65536"]["bytes"] >= 500000 else 1)
+PY
+	then
+		ok "a connection took $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%d writes of 100 B and %d bytes of 64 KiB ones" % (d["writes_of_100"]["writes"], d["writes_of_65536"]["bytes"]))' "$tmp/cap.cli") before its reader read anything, over rb2"
+	else
+		fail "a connection's capacity before its reader reads: $(cat "$tmp/cap.cli" "$tmp/cap.cli.err")"
+	fi
 fi
 
 # A connection added to an epoll set while another thread sleeps in it

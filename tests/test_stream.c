@@ -276,7 +276,7 @@ ahead_writer(struct rb2_stream *s, int bell)
 				worst = now_us(0) - t0;
 			if (n != -EAGAIN)
 				break;
-			wait_for(s, bell, POLLOUT);      /* one host: a ring of 255 slots */
+			wait_for(s, bell, POLLOUT);      /* one host: a ring of 2047 slots */
 		}
 		CHECK(n == AHEAD_SIZE, "client: write %u of %u ahead of the reader: %zd", i + 1,
 		      AHEAD_WRITES, n);

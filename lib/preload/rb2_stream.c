@@ -83,7 +83,12 @@ struct stream_ctl {
 	uint32_t one, zero;
 };
 
-#define RB2_STREAM_SLOTS 256
+/* On one host, slots of 256 B as across hosts: a small write takes a slot
+ * whole, so the ring holds 2047 small writes, where 2 KiB slots held 255
+ * (the kernel's buffers hold megabytes of them); a large write spans
+ * slots. */
+#define RB2_STREAM_SLOTS 2048
+#define RB2_STREAM_SLOT_SIZE 256
 /* Across hosts, how long a control READ may take: the peer's flag, count or
  * bell count (a peer host that answers nothing is the kernel socket's to
  * find, in about 10 s); and after the peer's FIN, what it published, which
@@ -209,6 +214,9 @@ struct rb2_stream {
 	uint32_t off;            /* bytes of the first unreleased message already read */
 	struct rb2_stream_stats st;
 	struct stream_remote *rm; /* across hosts, or NULL */
+	/* On one host, RB2_STREAM_SLOTS views for FIONREAD (rb2_stream_nread()),
+	 * made at its first use: 32 KiB, too much for a small thread's stack. */
+	struct rb2_msg *_Atomic scratch;
 };
 
 static void
@@ -216,7 +224,7 @@ params(struct rb2_chan_params *p)
 {
 	rb2_chan_params_init(p);
 	p->slots = RB2_STREAM_SLOTS;   /* 512 KiB each way: a 64 KiB write is an eighth */
-	p->slot_size = 2048;
+	p->slot_size = RB2_STREAM_SLOT_SIZE;
 }
 
 /* The bell's system calls, not libc's functions: under rb2-run, libc's
@@ -1346,11 +1354,23 @@ rb2_stream_recv(struct rb2_stream *s, const struct iovec *iov, int iovcnt, int p
 size_t
 rb2_stream_nread(struct rb2_stream *s)
 {
-	struct rb2_msg local[RB2_STREAM_SLOTS];  /* a message takes a slot at least */
-	struct rb2_msg *m = s->rm != NULL ? s->rm->scratch : local;
+	/* A message takes a slot at least: room for every one published. */
+	struct rb2_msg *m = s->rm != NULL ? s->rm->scratch : atomic_load(&s->scratch);
 	unsigned int max = s->rm != NULL ? RB2_STREAM_REMOTE_SLOTS : RB2_STREAM_SLOTS;
 	size_t bytes = 0;
 	int n;
+
+	if (m == NULL) {
+		struct rb2_msg *none = NULL;
+
+		m = calloc(RB2_STREAM_SLOTS, sizeof(*m));
+		if (m == NULL)
+			return 0;     /* no memory: nothing counted, nothing lost */
+		if (!atomic_compare_exchange_strong(&s->scratch, &none, m)) {
+			free(m);      /* another thread's came first */
+			m = none;
+		}
+	}
 
 	/* Everything published, not only what the last read saw: nginx
 	 * reads exactly FIONREAD's count after a full read, then waits for
@@ -2137,6 +2157,7 @@ rb2_stream_close(struct rb2_stream *s)
 			rte_memzone_free(s->ctl_mz);
 	}
 	rb2_stream_forget(s);
+	free(atomic_load(&s->scratch));
 	free(s);
 }
 

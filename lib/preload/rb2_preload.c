@@ -4865,6 +4865,17 @@ getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 
 static void print_stats(void);
 
+/* In a vfork child: whether @fd still holds the file its parent has on
+ * that number, or the child put another there (a spawn's dup2 onto its
+ * stdout). Where the kernel cannot tell (no kcmp), it is taken to. */
+static int
+parent_file_at(int fd)
+{
+	long r = REAL(syscall)(SYS_kcmp, (long)getpid(), (long)image_pid, (long)KCMP_FILE,
+			       (long)fd, (long)fd);
+
+	return r != 1 && r != 2;
+}
 
 /*
  * A new program knows nothing of a stream: its fd would be the idle kernel
@@ -4882,18 +4893,6 @@ static void print_stats(void);
  * exec functions call each other inside libc, so each is
  * wrapped; posix_spawn() and system() call none of them (spawned_stand_ins()).
  */
-/* In a vfork child: whether @fd still holds the file its parent has on
- * that number, or the child put another there (a spawn's dup2 onto its
- * stdout). Where the kernel cannot tell (no kcmp), it is taken to. */
-static int
-parent_file_at(int fd)
-{
-	long r = REAL(syscall)(SYS_kcmp, (long)getpid(), (long)image_pid, (long)KCMP_FILE,
-			       (long)fd, (long)fd);
-
-	return r != 1 && r != 2;
-}
-
 static void
 before_exec(void)
 {

@@ -81,6 +81,11 @@ only, so that they run the same under rb2-run and without it.
                                      one, 64 KiB on the other) until none
                                      goes in for 0.2 s; print JSON: the
                                      bytes and writes that went in
+  rb2run_peer.py pollclose PORT      accept one connection; close it 2 s on
+  rb2run_peer.py pollclose-client PORT
+                                     one thread polls the connection for
+                                     POLLIN for 1 s while the main thread
+                                     closes it; say what the poll returned
   rb2run_peer.py shutwake PORT       accept one connection; close it 3 s on
   rb2run_peer.py shutwake-client PORT
                                      one thread asleep in a read of the
@@ -1257,6 +1262,39 @@ def capacity_client(port):
     print(json.dumps(out), flush=True)
 
 
+def poll_close(port):
+    """pollclose's server: sends nothing; its close comes 2 s on."""
+    s = listen_on(port, 2)
+    c, _ = s.accept()
+    time.sleep(2.0)
+    c.close()
+
+
+def poll_close_client(port):
+    """pollclose's client: a poll asleep on a connection that another thread
+    closes returns at its timeout with POLLNVAL on it, as the kernel's: its
+    last look finds the fd closed."""
+    import threading
+    c = connect_to(port)
+    fd = c.fileno()
+    got = {}
+
+    def poller():
+        p = select.poll()
+        p.register(fd, select.POLLIN)
+        t0 = time.monotonic()
+        got["r"] = p.poll(1000)
+        got["s"] = time.monotonic() - t0
+    t = threading.Thread(target=poller)
+    t.start()
+    time.sleep(0.2)
+    c.close()
+    t.join(10)
+    print("the poll under the close returned %s after %.1f s" %
+          ([(f == fd, "POLLNVAL" if ev == select.POLLNVAL else ev) for f, ev in got.get("r", [])],
+           got.get("s", -1)), flush=True)
+
+
 def shut_wake(port):
     """shutwake's server: sends nothing; its close comes 3 s on."""
     s = listen_on(port, 2)
@@ -1568,6 +1606,10 @@ if __name__ == "__main__":
         capacity(int(sys.argv[2]))
     elif sys.argv[1] == "capacity-client":
         capacity_client(int(sys.argv[2]))
+    elif sys.argv[1] == "pollclose":
+        poll_close(int(sys.argv[2]))
+    elif sys.argv[1] == "pollclose-client":
+        poll_close_client(int(sys.argv[2]))
     elif sys.argv[1] == "shutwake":
         shut_wake(int(sys.argv[2]))
     elif sys.argv[1] == "shutwake-client":

@@ -58,6 +58,8 @@
 #   - passing an rb2 connection over SCM_RIGHTS and MSG_OOB fail with
 #     EOPNOTSUPP, splice with EINVAL, and a line says so;
 #   - a thread blocked in recv or epoll_wait uses under 1% of a core;
+#   - a poll asleep on a connection another thread closes returns at its
+#     timeout with POLLNVAL, as the kernel's;
 #   - a connection takes 2047 writes of 100 B, or 512 KiB of 64 KiB ones,
 #     before its reader reads anything;
 #   - two threads asleep on one connection (poll, epoll) both wake;
@@ -363,6 +365,19 @@ if [ $kb_ok = 1 ] && grep -q " 1 connections over rb2 .* 0 failed" "$tmp/kb.cli.
 	ok "a sweep of the fds past a kept connection, and a spawn's: its waits slept ($(sed -n 's/^after \([a-z_ ]*\): .* took \([0-9]*\) ms.*/\1 \2 ms/p' "$tmp/kb.cli" | awk '{ printf "%s%s", sep, $0; sep = ", " }') of CPU), over rb2"
 else
 	fail "close_range/closefrom/a spawn past a kept connection: $(cat "$tmp/kb.srv" "$tmp/kb.srv.err" "$tmp/kb.cli" "$tmp/kb.cli.err")"
+fi
+
+# A poll asleep on a connection that another thread closes returns at its
+# timeout with POLLNVAL on it, as the kernel's (its last look skipped the
+# closed fd, once a stream's: nothing).
+if [ "$mode" = full ]; then
+	peer_mode pc pollclose
+	if grep -q "^the poll under the close returned \[(True, 'POLLNVAL')\] after 1\.[0-9] s$" "$tmp/pc.cli" &&
+		grep -q " 1 connections over rb2 .* 0 failed" "$tmp/pc.cli.err"; then
+		ok "a poll under a close in another thread: $(sed -n 's/^the poll under the close //p' "$tmp/pc.cli"), as the kernel's, over rb2"
+	else
+		fail "a poll under a close: $(cat "$tmp/pc.srv" "$tmp/pc.srv.err" "$tmp/pc.cli" "$tmp/pc.cli.err")"
+	fi
 fi
 
 # What a connection takes in before its reader reads anything: a small

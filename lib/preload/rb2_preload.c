@@ -3469,7 +3469,7 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 	aev = wx + 2 * n;
 	pd = aev + n;
 	for (;;) {
-		int ready = 0, armed = 0, r = 0, left, again = 0;
+		int ready = 0, armed = 0, r = 0, left, again = 0, kern = 0;
 		nfds_t extra = 0;
 		uint64_t wait;
 		uint64_t now = now_ns();
@@ -3487,8 +3487,11 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 							.events = POLLIN };
 				pd[i] = 1;
 			}
+			kern += k[i].fd >= 0;
 		}
-		if ((nfds_t)streams < n)
+		/* Counted each time: a stream closed by another thread while
+		 * this slept is the kernel's fd now, which reports POLLNVAL. */
+		if (kern > 0)
 			r = REAL(poll)(k, n, 0);
 		if (r < 0) {
 			free(k);

@@ -60,6 +60,8 @@
 #   - a thread blocked in recv or epoll_wait uses under 1% of a core;
 #   - a poll asleep on a connection another thread closes returns at its
 #     timeout with POLLNVAL, as the kernel's;
+#   - a clone() child without CLONE_VM closes a connection in its own
+#     table: the next file on that number reads as that file;
 #   - a connection takes 2047 writes of 100 B, or 512 KiB of 64 KiB ones,
 #     before its reader reads anything;
 #   - two threads asleep on one connection (poll, epoll) both wake;
@@ -371,13 +373,32 @@ fi
 # timeout with POLLNVAL on it, as the kernel's (its last look skipped the
 # closed fd, once a stream's: nothing).
 if [ "$mode" = full ]; then
-	peer_mode pc pollclose
-	if grep -q "^the poll under the close returned \[(True, 'POLLNVAL')\] after 1\.[0-9] s$" "$tmp/pc.cli" &&
-		grep -q " 1 connections over rb2 .* 0 failed" "$tmp/pc.cli.err"; then
-		ok "a poll under a close in another thread: $(sed -n 's/^the poll under the close //p' "$tmp/pc.cli"), as the kernel's, over rb2"
+	peer_mode pcl pollclose
+	if grep -q "^the poll under the close returned \[(True, 'POLLNVAL')\] after 1\.[0-9] s$" "$tmp/pcl.cli" &&
+		grep -q " 1 connections over rb2 .* 0 failed" "$tmp/pcl.cli.err"; then
+		ok "a poll under a close in another thread: $(sed -n 's/^the poll under the close //p' "$tmp/pcl.cli"), as the kernel's, over rb2"
 	else
-		fail "a poll under a close: $(cat "$tmp/pc.srv" "$tmp/pc.srv.err" "$tmp/pc.cli" "$tmp/pc.cli.err")"
+		fail "a poll under a close: $(cat "$tmp/pcl.srv" "$tmp/pcl.srv.err" "$tmp/pcl.cli" "$tmp/pcl.cli.err")"
 	fi
+fi
+
+# A clone() child without CLONE_VM (past the fork handlers, as a vfork
+# child, but in memory of its own) closes a connection: its own table
+# clears, and /dev/zero opened next on that number reads zeros (while its
+# close was left alone as a vfork child's, the stale entry failed the read
+# with ENOTSOCK).
+if [ "$mode" = full ]; then
+	port=$(free_port)
+	timeout 30 "$run" python3 "$peer" pollclose "$port" >"$tmp/cl.srv" 2>"$tmp/cl.srv.err" &
+	spid=$!
+	for _ in $(seq 100); do grep -q listening "$tmp/cl.srv" 2>/dev/null && break; sleep 0.05; done
+	if timeout 30 "$run" "$build/tests/rb2run_clone" "$port" >"$tmp/cl.cli" 2>"$tmp/cl.cli.err" &&
+		grep -q " 1 connections over rb2 .* 0 failed" "$tmp/cl.cli.err"; then
+		ok "a clone() child's close of a connection: $(sed -n 's/^clone child: //p' "$tmp/cl.cli"), over rb2"
+	else
+		fail "a clone() child's close: $(cat "$tmp/cl.cli" "$tmp/cl.cli.err")"
+	fi
+	wait "$spid"
 fi
 
 # What a connection takes in before its reader reads anything: a small

@@ -2130,11 +2130,23 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 	return 0;
 }
 
-/* A vfork child: its descriptor table is its own, its memory its parent's. */
+/* A vfork child: its descriptor table is its own, its memory its parent's.
+ * A child of clone() without CLONE_VM also runs past our fork handlers,
+ * with memory of its own: kcmp tells them apart, and where it cannot, the
+ * child is taken to share its parent's. */
 static int
 in_vfork_child(void)
 {
-	return getpid() != image_pid;
+	pid_t me = getpid();
+	int e = errno, shared;
+	long r;
+
+	if (me == image_pid)
+		return 0;
+	r = REAL(syscall)(SYS_kcmp, (long)me, (long)image_pid, (long)KCMP_VM, 0L, 0L);
+	shared = r == 0 || (r < 0 && errno != ESRCH);
+	errno = e;
+	return shared;
 }
 
 /* @fd is about to close: its stream ends, and it leaves our epoll sets. In
@@ -4899,7 +4911,9 @@ parent_file_at(int fd)
 static void
 before_exec(void)
 {
-	int shared_vm = in_vfork_child();
+	/* Any process our fork handlers did not see (a vfork child, a child
+	 * of clone()) leaves the streams to the one that opened them. */
+	int shared_vm = getpid() != image_pid;
 
 	pend_drain();
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {

@@ -1262,12 +1262,17 @@ def capacity_client(port):
     print(json.dumps(out), flush=True)
 
 
-def poll_close(port):
-    """pollclose's server: sends nothing; its close comes 2 s on."""
+def accept_quiet(port, seconds):
+    """Accept one connection, send nothing, and close it @seconds on."""
     s = listen_on(port, 2)
     c, _ = s.accept()
-    time.sleep(2.0)
+    time.sleep(seconds)
     c.close()
+
+
+def poll_close(port):
+    """pollclose's server: sends nothing; its close comes 2 s on."""
+    accept_quiet(port, 2.0)
 
 
 def poll_close_client(port):
@@ -1297,10 +1302,7 @@ def poll_close_client(port):
 
 def shut_wake(port):
     """shutwake's server: sends nothing; its close comes 3 s on."""
-    s = listen_on(port, 2)
-    c, _ = s.accept()
-    time.sleep(3.0)
-    c.close()
+    accept_quiet(port, 3.0)
 
 
 def shut_wake_client(port):

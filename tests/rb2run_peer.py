@@ -44,7 +44,9 @@ only, so that they run the same under rb2-run and without it.
   rb2run_peer.py selfconnect        a connection from this process to its
                                      own listener: a non-blocking connect
                                      accepted after it, 100000 bytes one
-                                     way and an answer back
+                                     way and an answer back; then a
+                                     blocking connect before the accept,
+                                     timed
   rb2run_peer.py closeunder PORT     accept one connection; 1 s later send
                                      "late data"; close 0.5 s after
   rb2run_peer.py closeunder-client PORT
@@ -1143,6 +1145,15 @@ def self_connect():
     got = read_exactly(a, 100000)
     a.sendall(b"pong")
     print("%d bytes one way, %r back" % (len(got), read_exactly(c, 4)), flush=True)
+    # A blocking connect, before this process's accept: the kernel's
+    # returns at once (its backlog holds the connection).
+    t = time.time()
+    b = socket.create_connection((HOST, port))
+    ms = (time.time() - t) * 1000
+    a2, _ = s.accept()
+    b.sendall(b"ping")
+    print("a blocking connect before the accept took %.0f ms, and %r arrived" %
+          (ms, read_exactly(a2, 4)), flush=True)
 
 
 def close_under(port):

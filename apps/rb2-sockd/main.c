@@ -108,6 +108,8 @@ static struct gone {
 	const char *why;
 } gone[GONE_MAX];
 static unsigned int gone_next;
+/* Why a server's client went kernel TCP, when they are one process. */
+static const char self_client[] = "the client is this same process";
 /* Each slot's last pair, and a copy of its arena's fd while it may be in
  * use: the arena counts the ends not yet closed (rb2_noeal_arena_holders()). */
 static unsigned int n_slots = SLOTS_MAX;   /* --slots */
@@ -438,12 +440,11 @@ pair(unsigned int cl, unsigned int sv)
 	/* One process at both ends: both would map the one arena at its one
 	 * address in one process, which cannot be (the pairing failed both
 	 * ends and reset them). Kernel TCP for both, as the kernel's
-	 * loopback. (Not known at CONNECT: the process that registered the
-	 * listener is often not the one that accepts, a forking server's
-	 * parent.) */
+	 * loopback. (on_connected() catches most of them sooner: a process
+	 * that holds its own listener alone.) */
 	if (conns[cl].pid == conns[sv].pid) {
 		plain(cl, &n_plain_self, "the server is this same process");
-		plain(sv, &n_plain_self, "the client is this same process");
+		plain(sv, &n_plain_self, "%s", self_client);
 		return;
 	}
 	/* The next slot whose last users are done with it (or never were). */
@@ -1004,6 +1005,8 @@ on_connect(unsigned int i, int fd, const struct rb2_sockd_msg *m)
 {
 	struct conn *c = &conns[i];
 	struct sockaddr_storage local;
+	struct rb2_sockd_msg go;
+	int l;
 
 	c->to = m->addr;
 	norm(&c->to);
@@ -1021,7 +1024,8 @@ on_connect(unsigned int i, int fd, const struct rb2_sockd_msg *m)
 		ask_host(i);
 		return;
 	}
-	if (listener_at(&c->to) < 0) {
+	l = listener_at(&c->to);
+	if (l < 0) {
 		plain(i, &n_plain_nolistener, "no program under rb2-run listens there");
 		return;
 	}
@@ -1029,7 +1033,10 @@ on_connect(unsigned int i, int fd, const struct rb2_sockd_msg *m)
 	c->kind = K_CLIENT;
 	c->peer = -1;
 	c->deadline_ms = now_ms() + accept_timeout_ms;
-	reply(i, RB2_SOCKD_GO, NULL, NULL);
+	go = (struct rb2_sockd_msg){ .magic = RB2_SOCKD_MAGIC, .version = RB2_SOCKD_VERSION,
+				     .op = RB2_SOCKD_GO,
+				     .flags = conns[l].pid == c->pid ? RB2_SOCKD_F_SELF : 0 };
+	(void)rb2_sockd_send(c->fd, &go, NULL, 0);
 }
 
 /* The client @cl is connected and @sv accepted it: both are here. */
@@ -1048,10 +1055,11 @@ try_pair(unsigned int cl)
 }
 
 static void
-on_connected(unsigned int i, int fd)
+on_connected(unsigned int i, int fd, uint32_t flags)
 {
 	struct conn *c = &conns[i];
 	struct sockaddr_storage local, peer;
+	int l;
 
 	if (c->kind != K_CLIENT || fd < 0 || addrs_of(fd, &local, &peer) != 0 ||
 	    port_of(&local) != c->cport || port_of(&peer) != port_of(&c->to) ||
@@ -1063,6 +1071,20 @@ on_connected(unsigned int i, int fd)
 		return;
 	}
 	close(fd);
+	/* The process that registered the listener, and holds it alone,
+	 * connects to it: only its own accept can take the connection, to
+	 * find one process at both ends (pair()), and a blocking connect
+	 * made before that accept would wait out the accept timeout. Kernel
+	 * TCP for both now, as the kernel's loopback answers at once; the
+	 * accept learns why from the note (gone_why()). Whether another
+	 * process holds the listener (a forking server's child, which may
+	 * accept) only the asker knows (RB2_SOCKD_F_SELF). */
+	l = listener_at(&c->to);
+	if ((flags & RB2_SOCKD_F_SELF) && l >= 0 && conns[l].pid == c->pid) {
+		gone_note(i, self_client);
+		plain(i, &n_plain_self, "the server is this same process");
+		return;
+	}
 	c->connected = 1;
 	c->deadline_ms = now_ms() + accept_timeout_ms;
 	try_pair(i);
@@ -1123,7 +1145,8 @@ on_accepted(unsigned int i, int fd)
 	if (!found && conns[i].kind == K_SERVER) {
 		const char *why = gone_why(i);
 
-		plain(i, &n_plain_noclient, "%s", why != NULL ? why : "the client is not under rb2-run");
+		plain(i, why == self_client ? &n_plain_self : &n_plain_noclient, "%s",
+		      why != NULL ? why : "the client is not under rb2-run");
 	}
 }
 
@@ -1162,7 +1185,7 @@ on_message(unsigned int i)
 		}
 		break;
 	case RB2_SOCKD_CONNECTED:
-		on_connected(i, fd);
+		on_connected(i, fd, m.flags);
 		return;
 	case RB2_SOCKD_ACCEPTED:
 		if (conns[i].kind == K_NEW) {

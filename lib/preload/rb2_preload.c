@@ -168,6 +168,8 @@ struct psock {
 	int keep_fd, ended;
 	int nonblock;                /* O_NONBLOCK, shared by dups as the kernel's */
 	int reg_fd;                  /* a listener's registration with rb2-sockd, or -1 */
+	int handed_on;               /* ... which a fork, spawn, exec or SCM_RIGHTS may
+				      * have given another process (lone_listener()) */
 	int defer_kept, defer_val;   /* its TCP_DEFER_ACCEPT, kept off the kernel's (keep_defer()) */
 	int inherited;               /* from before a fork: the stream is the parent's */
 	int uncounted;               /* ... and the fork took no hold for this copy */
@@ -1415,10 +1417,12 @@ sockd_open(void)
 	return fd;
 }
 
-/* A request, and its reply within @timeout_ms. @return 0 or -errno. */
+/* A request with @flags beside ask_flags, and its reply within
+ * @timeout_ms. @return 0 or -errno. */
 static int
-sockd_ask(int conn, uint16_t op, int fd, const struct sockaddr *addr, socklen_t alen,
-	  struct rb2_sockd_msg *out, int out_fds[RB2_SOCKD_MAX_FDS], unsigned int timeout_ms)
+sockd_ask_flags(int conn, uint16_t op, uint32_t flags, int fd, const struct sockaddr *addr,
+		socklen_t alen, struct rb2_sockd_msg *out, int out_fds[RB2_SOCKD_MAX_FDS],
+		unsigned int timeout_ms)
 {
 	struct rb2_sockd_msg m;
 	struct pollfd p = { .fd = conn, .events = POLLIN };
@@ -1428,7 +1432,7 @@ sockd_ask(int conn, uint16_t op, int fd, const struct sockaddr *addr, socklen_t 
 	m.magic = RB2_SOCKD_MAGIC;
 	m.version = RB2_SOCKD_VERSION;
 	m.op = op;
-	m.flags = ask_flags;
+	m.flags = ask_flags | flags;
 	if (addr != NULL)
 		memcpy(&m.addr, addr, alen < sizeof(m.addr) ? alen : sizeof(m.addr));
 	for (unsigned int i = 0; i < RB2_SOCKD_MAX_FDS; i++)
@@ -1442,6 +1446,13 @@ sockd_ask(int conn, uint16_t op, int fd, const struct sockaddr *addr, socklen_t 
 	if (ret == 0)
 		return -ETIMEDOUT;
 	return rb2_sockd_recv(conn, out, out_fds, RB2_SOCKD_MAX_FDS);
+}
+
+static int
+sockd_ask(int conn, uint16_t op, int fd, const struct sockaddr *addr, socklen_t alen,
+	  struct rb2_sockd_msg *out, int out_fds[RB2_SOCKD_MAX_FDS], unsigned int timeout_ms)
+{
+	return sockd_ask_flags(conn, op, 0, fd, addr, alen, out, out_fds, timeout_ms);
 }
 
 /* The fds a reply brought that nobody took. */
@@ -1974,6 +1985,46 @@ accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	return accepted(fd, REAL(accept4)(fd, addr, len, flags), flags);
 }
 
+/* Whether this process alone holds its listeners at @port (the service
+ * said one is its own registration): none has been handed on by a fork,
+ * spawn, exec or SCM_RIGHTS, so only its own accept can take a
+ * connection to them. A scan of the table, made only then. */
+static int
+lone_listener(in_port_t port)
+{
+	int found = 0;
+
+	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
+		struct psock *p = atomic_load(&tab[fd]);
+		struct sockaddr_storage a;
+		socklen_t al = sizeof(a);
+
+		if (p == NULL || p->reg_fd < 0 ||
+		    getsockname((int)fd, (struct sockaddr *)&a, &al) != 0 ||
+		    (a.ss_family == AF_INET ? ((struct sockaddr_in *)&a)->sin_port :
+		     ((struct sockaddr_in6 *)&a)->sin6_port) != port)
+			continue;
+		if (p->handed_on)
+			return 0;
+		found = 1;
+	}
+	return found;
+}
+
+/* Every listener of ours may now be in another process too (@fd: one
+ * passed over SCM_RIGHTS; -1: all, at a fork, spawn or exec). */
+static void
+listeners_handed_on(int fd)
+{
+	for (unsigned int x = fd < 0 ? 0 : (unsigned int)fd;
+	     tab != NULL && x < tab_size && (fd < 0 || x == (unsigned int)fd); x++) {
+		struct psock *p = atomic_load(&tab[x]);
+
+		if (p != NULL && p->reg_fd >= 0)
+			p->handed_on = 1;
+	}
+}
+
 /* The kernel's connect, waited for here even on a non-blocking socket, so
  * that the service can see it connected. @return 0, -errno, or 1: connected,
  * and the kernel had said EINPROGRESS (which the caller says too). */
@@ -2044,7 +2095,8 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 	struct sockaddr_storage local;
 	socklen_t ll = sizeof(local);
 	struct rb2_sockd_msg m;
-	int conn, afd[RB2_SOCKD_MAX_FDS], ret, inprogress;
+	int conn, afd[RB2_SOCKD_MAX_FDS], ret, inprogress, self;
+	uint32_t go_flags;
 	uint64_t t0;
 
 	if (pending(fd)) {
@@ -2088,6 +2140,7 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 		count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why : "rb2-sockd did not answer");
 		return REAL(connect)(fd, addr, len);
 	}
+	go_flags = m.flags;
 	ret = connect_kernel(fd, addr, len);
 	if (ret < 0) {
 		REAL(close)(conn);          /* the service forgets it */
@@ -2097,9 +2150,15 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 	inprogress = ret == 1;
 	/* The answer comes when the server has accepted. A non-blocking
 	 * connect waits a millisecond for it, and then goes on without it
-	 * (pend_start()): EINPROGRESS now, writable once it is paired. */
-	ret = sockd_ask(conn, RB2_SOCKD_CONNECTED, fd, NULL, 0, &m, afd,
-			p->nonblock ? 1 : connect_timeout_ms + 1000);
+	 * (pend_start()): EINPROGRESS now, writable once it is paired. To a
+	 * listener of this process's own that no other holds, it is kernel
+	 * TCP at once: only this process's accept could take it. */
+	self = (go_flags & RB2_SOCKD_F_SELF) &&
+		lone_listener(addr->sa_family == AF_INET ?
+			      ((const struct sockaddr_in *)addr)->sin_port :
+			      ((const struct sockaddr_in6 *)addr)->sin6_port);
+	ret = sockd_ask_flags(conn, RB2_SOCKD_CONNECTED, self ? RB2_SOCKD_F_SELF : 0, fd,
+			      NULL, 0, &m, afd, p->nonblock && !self ? 1 : connect_timeout_ms + 1000);
 	if (ret == -ETIMEDOUT && p->nonblock) {
 		struct pend_job j = { .p = p, .fd = fd, .kind = PEND_PAIR, .is_client = 1,
 				      .conn = conn, .t0 = now_ns() };
@@ -3170,6 +3229,7 @@ sendmsg(int fd, const struct msghdr *mh, int flags)
 				int x;
 
 				memcpy(&x, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+				listeners_handed_on(x);
 				if (stream_of(x) != NULL) {
 					fprintf(stderr, "rb2-run: sendmsg on fd %d: fd %d is a connection "
 						"over rb2, which cannot be passed to another process "
@@ -4916,6 +4976,7 @@ before_exec(void)
 	int shared_vm = getpid() != image_pid;
 
 	pend_drain();
+	listeners_handed_on(-1);        /* a vfork child's marks its parent's */
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
 		int fl, shared;
@@ -5119,8 +5180,12 @@ spawn(int search, pid_t *pid, const char *path, const posix_spawn_file_actions_t
       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	char buf[sizeof(STAND_IN_ENV) + STAND_IN_MAX * 21], **mine;
-	char *const *env = spawn_env(envp, stand_in_entry(buf, sizeof(buf)), &mine);
-	int ret = search ? REAL(posix_spawnp)(pid, path, fa, attr, argv, env) :
+	char *const *env;
+	int ret;
+
+	listeners_handed_on(-1);
+	env = spawn_env(envp, stand_in_entry(buf, sizeof(buf)), &mine);
+	ret = search ? REAL(posix_spawnp)(pid, path, fa, attr, argv, env) :
 		REAL(posix_spawn)(pid, path, fa, attr, argv, env);
 
 	free(mine);
@@ -5164,6 +5229,7 @@ system(const char *cmd)
 	pid_t pid;
 	int status = -1, ret;
 
+	listeners_handed_on(-1);
 	if (entry == NULL)
 		return REAL(system)(cmd);
 	sigemptyset(&ign.sa_mask);
@@ -5250,6 +5316,7 @@ static void
 before_fork(void)
 {
 	pend_drain();
+	listeners_handed_on(-1);
 	this_fork = atomic_fetch_add(&forks_made, 1) + 1;
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);

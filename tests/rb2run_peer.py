@@ -47,6 +47,15 @@ only, so that they run the same under rb2-run and without it.
                                      way and an answer back; then a
                                      blocking connect before the accept,
                                      timed
+  rb2run_peer.py inherit PORT CMD... listen on PORT, then exec CMD with the
+                                     listener's fd number as its last
+                                     argument (run plainly: a supervisor's
+                                     socket activation)
+  rb2run_peer.py inherited FD        on the listener already listening on
+                                     FD: accept one connection, echo 5
+                                     bytes, close
+  rb2run_peer.py inherited-client PORT
+                                     send "hello", print what comes back
   rb2run_peer.py closeunder PORT     accept one connection; 1 s later send
                                      "late data"; close 0.5 s after
   rb2run_peer.py closeunder-client PORT
@@ -1156,6 +1165,33 @@ def self_connect():
           (ms, read_exactly(a2, 4)), flush=True)
 
 
+def inherit(port, cmd):
+    """inherit: a listener made here and passed on across an exec, as
+    systemd's socket activation or an inetd passes it."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((HOST, port))
+    s.listen(8)
+    os.set_inheritable(s.fileno(), True)
+    os.execvp(cmd[0], cmd + [str(s.fileno())])
+
+
+def inherited(fd):
+    """inherited: a server that never calls listen(); its listener came
+    listening."""
+    s = socket.socket(fileno=fd)
+    print("listening", flush=True)
+    c, _ = s.accept()
+    c.sendall(read_exactly(c, 5))
+    c.close()
+
+
+def inherited_client(port):
+    c = connect_to(port)
+    c.sendall(b"hello")
+    print("got %r" % read_exactly(c, 5), flush=True)
+
+
 def close_under(port):
     """closeunder's server: its bytes come after the client's close."""
     s = listen_on(port, 2)
@@ -1599,6 +1635,12 @@ if __name__ == "__main__":
         close_at_pair_client(int(sys.argv[2]))
     elif sys.argv[1] == "selfconnect":
         self_connect()
+    elif sys.argv[1] == "inherit":
+        inherit(int(sys.argv[2]), sys.argv[3:])
+    elif sys.argv[1] == "inherited":
+        inherited(int(sys.argv[2]))
+    elif sys.argv[1] == "inherited-client":
+        inherited_client(int(sys.argv[2]))
     elif sys.argv[1] == "closeunder":
         close_under(int(sys.argv[2]))
     elif sys.argv[1] == "closeunder-client":

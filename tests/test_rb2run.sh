@@ -48,6 +48,9 @@
 #     in a vfork or fork child, whose parent keeps the connection, and from
 #     posix_spawn and system(), the new program gets a stand-in instead,
 #     and the parent's connection goes on;
+#   - a listener that came listening across an exec (socket activation)
+#     is registered: its connection from a client under rb2-run goes over
+#     rb2;
 #   - a peer killed while the other end sleeps in epoll_wait for room: it
 #     wakes within 2 s (the FIN on its kernel socket), and writes fail;
 #   - bytes written on the kernel socket past the wrappers (io_uring, raw
@@ -566,6 +569,24 @@ if grep -q "new program: read 0 bytes, write EPIPE" "$tmp/ex.cli" &&
 	ok "exec: the inherited rb2 connection ended: $(cat "$tmp/ex.cli"), $(cat "$tmp/ex.srv" | tail -1)"
 else
 	fail "exec"; cat "$tmp/ex.cli" "$tmp/ex.cli.err" "$tmp/ex.srv"
+fi
+
+# A listener that came listening across an exec (socket activation: a plain
+# supervisor made it): the server never calls listen(), and its connection
+# from a client under rb2-run must go over rb2 all the same. (Unregistered,
+# the client was told that nobody under rb2-run listened there.)
+port=$(free_port)
+RB2_RUN_STATS=1 timeout 30 python3 "$peer" inherit "$port" "$run" -- python3 "$peer" inherited \
+	>"$tmp/ih.srv" 2>"$tmp/ih.srv.err" &
+for _ in $(seq 100); do grep -q listening "$tmp/ih.srv" 2>/dev/null && break; sleep 0.05; done
+RB2_RUN_STATS=1 timeout 30 "$run" python3 "$peer" inherited-client "$port" >"$tmp/ih.cli" 2>"$tmp/ih.cli.err"
+wait
+if grep -q "^got b'hello'$" "$tmp/ih.cli" &&
+	grep -q " 1 connections over rb2 (5 bytes in, 5 out), 0 failed$" "$tmp/ih.srv.err" &&
+	grep -q " 1 connections over rb2 (5 bytes in, 5 out), 0 failed$" "$tmp/ih.cli.err"; then
+	ok "an inherited listener (socket activation): its connection went over rb2"
+else
+	fail "an inherited listener: $(cat "$tmp/ih.cli" "$tmp/ih.cli.err" "$tmp/ih.srv" "$tmp/ih.srv.err")"
 fi
 
 # exec in a child that shares the connection with its parent: subprocess's

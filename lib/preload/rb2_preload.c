@@ -1899,22 +1899,19 @@ keep_defer(int fd, struct psock *p)
 		(void)REAL(setsockopt)(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &(int){ 0 }, sizeof(int));
 }
 
-EXPORT int
-listen(int fd, int backlog)
+/* Listener @fd, ours as @p, registered with the service: its clients
+ * under rb2-run pair with this process's accepts. Registered as long as
+ * this connection to the service is open: it closes with the listener, or
+ * with the last process holding it. */
+static void
+listener_register(int fd, struct psock *p)
 {
-	struct psock *p = get(fd);
-	int ret = REAL(listen)(fd, backlog), conn;
 	struct rb2_sockd_msg m;
-	int got[RB2_SOCKD_MAX_FDS];
+	int got[RB2_SOCKD_MAX_FDS], conn = sockd_open();
 
-	if (ret != 0 || p == NULL || p->reg_fd >= 0)
-		return ret;
-	/* Registered as long as this connection to the service is open: it
-	 * closes with the listener, or with the last process holding it. */
-	conn = sockd_open();
 	if (conn < 0) {
 		count_plain("rb2-sockd is not running");
-		return ret;
+		return;
 	}
 	if (sockd_ask(conn, RB2_SOCKD_LISTEN, fd, NULL, 0, &m, got, 2000) == 0 &&
 	    m.op == RB2_SOCKD_OK) {
@@ -1924,7 +1921,57 @@ listen(int fd, int backlog)
 		REAL(close)(conn);
 	}
 	close_fds(got);
+}
+
+EXPORT int
+listen(int fd, int backlog)
+{
+	struct psock *p = get(fd);
+	int ret = REAL(listen)(fd, backlog);
+
+	if (ret == 0 && p != NULL && p->reg_fd < 0)
+		listener_register(fd, p);
 	return ret;
+}
+
+/*
+ * Listeners this program got already listening, across an exec: systemd's
+ * or inetd's socket activation, a supervisor's, nginx's binary upgrade (its
+ * new master inherits the old one's). The program never calls listen() on
+ * them, so without this its accepts would not ask the service, and a client
+ * under rb2-run that the service sent to pair (another process had
+ * registered the port) would wait out the accept timeout. Each is tracked
+ * and registered as a listen() would; marked handed on, since the process
+ * that passed it may hold it still (lone_listener()).
+ */
+static void
+adopt_inherited_listeners(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		int fd = atoi(e->d_name), v[3] = { 0, 0, 0 };
+		socklen_t l0 = sizeof(int), l1 = sizeof(int), l2 = sizeof(int);
+		struct stat st;
+		struct psock *p;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d) ||
+		    fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+		    REAL(getsockopt)(fd, SOL_SOCKET, SO_ACCEPTCONN, &v[0], &l0) != 0 || !v[0] ||
+		    REAL(getsockopt)(fd, SOL_SOCKET, SO_DOMAIN, &v[1], &l1) != 0 ||
+		    (v[1] != AF_INET && v[1] != AF_INET6) ||
+		    REAL(getsockopt)(fd, SOL_SOCKET, SO_PROTOCOL, &v[2], &l2) != 0 ||
+		    v[2] != IPPROTO_TCP || get(fd) != NULL)
+			continue;
+		p = track(fd);
+		if (p == NULL)
+			continue;
+		p->handed_on = 1;
+		listener_register(fd, p);
+	}
+	if (d != NULL)
+		closedir(d);
 }
 
 /* After the kernel's accept: a socket of ours, over rb2 if its client is. */
@@ -5639,6 +5686,7 @@ preload_init(void)
 	if (t != NULL)
 		pair_late_ms = (unsigned int)strtoul(t, NULL, 10);
 	active = 1;
+	adopt_inherited_listeners();
 	closer_init();
 	pthread_atfork(before_fork, ahead_postfork_parent, child_after_fork);
 	atexit(print_stats);

@@ -56,6 +56,13 @@ only, so that they run the same under rb2-run and without it.
                                      bytes, close
   rb2run_peer.py inherited-client PORT
                                      send "hello", print what comes back
+  rb2run_peer.py connclose PORT      accept one connection 1 s after
+                                     listening; say what it read, and when
+  rb2run_peer.py connclose-client PORT
+                                     a blocking connect whose fd another
+                                     thread closes 0.3 s in; say what the
+                                     connect returned, and then how many
+                                     connection arenas this process maps
   rb2run_peer.py closeunder PORT     accept one connection; 1 s later send
                                      "late data"; close 0.5 s after
   rb2run_peer.py closeunder-client PORT
@@ -1192,6 +1199,51 @@ def inherited_client(port):
     print("got %r" % read_exactly(c, 5), flush=True)
 
 
+def conn_close(port):
+    """connclose's server: its accept comes after the client's close."""
+    s = listen_on(port, 2)
+    time.sleep(1.0)
+    c, _ = s.accept()
+    c.settimeout(10)
+    t = time.monotonic()
+    try:
+        got = "%d bytes, then the end" % len(c.recv(100))
+    except OSError as e:
+        got = errno.errorcode.get(e.errno, str(e.errno))
+    print("the server read %s, %.0f ms after its accept" % (got, (time.monotonic() - t) * 1000),
+          flush=True)
+
+
+def arenas_mapped():
+    with open("/proc/self/maps") as f:
+        return sum("rb2-arena" in line for line in f)
+
+
+def conn_close_client(port):
+    """connclose's client: a blocking connect, waiting for the server's
+    accept, while another thread closes its fd. The kernel's connect goes
+    on (the call holds the socket's file) and the socket closes when it
+    returns; the connection must end then, not stay open in the process."""
+    import threading
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    fd = s.fileno()
+
+    def closer():
+        time.sleep(0.3)
+        os.close(fd)
+    t = threading.Thread(target=closer)
+    t.start()
+    try:
+        s.connect((HOST, port))
+        ret = "0"
+    except OSError as e:
+        ret = errno.errorcode.get(e.errno, str(e.errno))
+    s.detach()                  # closed already
+    t.join()
+    time.sleep(1.0)             # the end goes on meanwhile
+    print("connect returned %s; %d arenas mapped after" % (ret, arenas_mapped()), flush=True)
+
+
 def close_under(port):
     """closeunder's server: its bytes come after the client's close."""
     s = listen_on(port, 2)
@@ -1641,6 +1693,10 @@ if __name__ == "__main__":
         inherited(int(sys.argv[2]))
     elif sys.argv[1] == "inherited-client":
         inherited_client(int(sys.argv[2]))
+    elif sys.argv[1] == "connclose":
+        conn_close(int(sys.argv[2]))
+    elif sys.argv[1] == "connclose-client":
+        conn_close_client(int(sys.argv[2]))
     elif sys.argv[1] == "closeunder":
         close_under(int(sys.argv[2]))
     elif sys.argv[1] == "closeunder-client":

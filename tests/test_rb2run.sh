@@ -48,6 +48,8 @@
 #     in a vfork or fork child, whose parent keeps the connection, and from
 #     posix_spawn and system(), the new program gets a stand-in instead,
 #     and the parent's connection goes on;
+#   - a blocking connect whose fd another thread closes before the accept:
+#     it returns 0 and the connection ends (no arena stays mapped);
 #   - a listener that came listening across an exec (socket activation)
 #     is registered: its connection from a client under rb2-run goes over
 #     rb2;
@@ -312,6 +314,22 @@ if grep -q "^the read under the close got b'late data'$" "$tmp/cu.cli" &&
 	ok "a read asleep in one thread while another closed the fd: it got the late bytes, over rb2"
 else
 	fail "a close under a read: $(cat "$tmp/cu.srv" "$tmp/cu.srv.err" "$tmp/cu.cli" "$tmp/cu.cli.err")"
+fi
+
+# A blocking connect waiting for the server's accept while another thread
+# closes its fd: the connect goes on, as the kernel's (it holds the socket's
+# file), returns 0, and the connection ends then: the server reads the end,
+# and the process maps no arena after. (The stream was opened on the closed
+# fd's psock and never ended: its arena stayed mapped.)
+if [ "$mode" = full ]; then
+peer_mode cc connclose
+if grep -q "^connect returned 0; 0 arenas mapped after$" "$tmp/cc.cli" &&
+	grep -q "^the server read 0 bytes, then the end, " "$tmp/cc.srv" &&
+	grep -q " 1 connections over rb2 .* 0 failed" "$tmp/cc.cli.err"; then
+	ok "a close under a blocking connect: $(cat "$tmp/cc.cli"); $(tail -n 1 "$tmp/cc.srv")"
+else
+	fail "a close under a blocking connect: $(cat "$tmp/cc.srv" "$tmp/cc.srv.err" "$tmp/cc.cli" "$tmp/cc.cli.err")"
+fi
 fi
 
 # shutdown(SHUT_RD) while one thread sleeps in a read and another in a poll:

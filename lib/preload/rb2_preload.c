@@ -1292,15 +1292,20 @@ psock_release(struct psock *p, int fd)
 	/* Seq-cst, as psock_enter()'s: either a call that comes now sees
 	 * gone, or this sees its count. */
 	atomic_store(&p->gone, 1);
-	if (atomic_load(&p->users) > 0 && p->st != NULL) {
+	/* A call under way: a read or write, or a blocking connect waiting
+	 * for its pairing (no stream yet: connect_local() opens it on the
+	 * copy). */
+	if (atomic_load(&p->users) > 0) {
 		p->keep_fd = rb2_xport_fd_raise(REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0));
-		if (p->keep_fd >= 0)
+		if (p->keep_fd >= 0 && p->st != NULL)
 			rb2_stream_move_bell(p->st, p->keep_fd);
 		/* The copy keeps the socket's entries in the program's epoll
 		 * sets, which would report a closed fd: out, as the closer's
 		 * (close_in_background()). */
-		ep_drop_wake(rb2_stream_wake_fd(p->st, POLLIN));
-		ep_drop_wake(rb2_stream_wake_fd(p->st, POLLOUT));
+		if (p->st != NULL) {
+			ep_drop_wake(rb2_stream_wake_fd(p->st, POLLIN));
+			ep_drop_wake(rb2_stream_wake_fd(p->st, POLLOUT));
+		}
 		ep_drop_wake(fd);
 	}
 	/* The last call may have left meanwhile, having seen gone: whoever
@@ -2135,6 +2140,78 @@ connect_remote(struct psock *p, int fd, const struct sockaddr *addr, socklen_t l
 	return 0;
 }
 
+/* connect() to a listener under rb2-run on this host, which the service
+ * said GO to (@go_flags) on @conn: the kernel connects, then the pairing. */
+static int
+connect_local(struct psock *p, int fd, const struct sockaddr *addr, socklen_t len, int conn,
+	      uint32_t go_flags)
+{
+	struct rb2_sockd_msg m;
+	int afd[RB2_SOCKD_MAX_FDS], ret, inprogress, self, gone, sfd;
+
+	ret = connect_kernel(fd, addr, len);
+	if (ret < 0) {
+		REAL(close)(conn);          /* the service forgets it */
+		errno = -ret;
+		return -1;
+	}
+	inprogress = ret == 1;
+	/* The answer comes when the server has accepted. A non-blocking
+	 * connect waits a millisecond for it, and then goes on without it
+	 * (pend_start()): EINPROGRESS now, writable once it is paired. To a
+	 * listener of this process's own that no other holds, it is kernel
+	 * TCP at once: only this process's accept could take it. */
+	self = (go_flags & RB2_SOCKD_F_SELF) &&
+		lone_listener(addr->sa_family == AF_INET ?
+			      ((const struct sockaddr_in *)addr)->sin_port :
+			      ((const struct sockaddr_in6 *)addr)->sin6_port);
+	ret = sockd_ask_flags(conn, RB2_SOCKD_CONNECTED, self ? RB2_SOCKD_F_SELF : 0, fd,
+			      NULL, 0, &m, afd, p->nonblock && !self ? 1 : connect_timeout_ms + 1000);
+	if (ret == -ETIMEDOUT && p->nonblock) {
+		struct pend_job j = { .p = p, .fd = fd, .kind = PEND_PAIR, .is_client = 1,
+				      .conn = conn, .t0 = now_ns() };
+
+		(void)pend_start(&j);
+		errno = EINPROGRESS;
+		return -1;
+	}
+	REAL(close)(conn);
+	if (ret == 0 && m.op == RB2_SOCKD_PAIR && afd[0] >= 0) {
+		/* Its fd closed meanwhile (a blocking connect's): the stream
+		 * goes on the copy psock_release() made, and ends as this call
+		 * leaves. Under life_lock, so that a close now waits for the
+		 * stream, and moves it to its copy as a read's. */
+		pthread_mutex_lock(&p->life_lock);
+		gone = atomic_load(&p->gone);
+		sfd = gone ? p->keep_fd : fd;
+		if (sfd >= 0) {
+			ret = open_stream(p, sfd, afd, m.name, 1);
+		} else {
+			close_fds(afd);
+			ret = -EBADF;
+		}
+		pthread_mutex_unlock(&p->life_lock);
+		if (ret != 0) {
+			if (sfd >= 0)
+				reset_kernel(sfd);
+			errno = ECONNREFUSED;
+			return -1;
+		}
+		if (!gone)
+			ep_adopt(fd);
+	} else {
+		close_fds(afd);
+		count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why : "rb2-sockd did not answer");
+	}
+	/* Connected already, but a non-blocking connect says what the
+	 * kernel said: the program then polls for POLLOUT, which is there. */
+	if (inprogress) {
+		errno = EINPROGRESS;
+		return -1;
+	}
+	return 0;
+}
+
 EXPORT int
 connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
@@ -2142,8 +2219,7 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 	struct sockaddr_storage local;
 	socklen_t ll = sizeof(local);
 	struct rb2_sockd_msg m;
-	int conn, afd[RB2_SOCKD_MAX_FDS], ret, inprogress, self;
-	uint32_t go_flags;
+	int conn, afd[RB2_SOCKD_MAX_FDS], ret, e;
 	uint64_t t0;
 
 	if (pending(fd)) {
@@ -2187,53 +2263,22 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 		count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why : "rb2-sockd did not answer");
 		return REAL(connect)(fd, addr, len);
 	}
-	go_flags = m.flags;
-	ret = connect_kernel(fd, addr, len);
-	if (ret < 0) {
-		REAL(close)(conn);          /* the service forgets it */
-		errno = -ret;
+	if (p->nonblock)
+		return connect_local(p, fd, addr, len, conn, m.flags);
+	/* A blocking connect waits for the server's accept: a close of its fd
+	 * in another thread meanwhile leaves the socket to it, as the
+	 * kernel's connect holds the socket's file, and the connection ends
+	 * when it returns (psock_release()'s copy). */
+	if (psock_enter(p) != 0) {
+		REAL(close)(conn);
+		errno = EBADF;
 		return -1;
 	}
-	inprogress = ret == 1;
-	/* The answer comes when the server has accepted. A non-blocking
-	 * connect waits a millisecond for it, and then goes on without it
-	 * (pend_start()): EINPROGRESS now, writable once it is paired. To a
-	 * listener of this process's own that no other holds, it is kernel
-	 * TCP at once: only this process's accept could take it. */
-	self = (go_flags & RB2_SOCKD_F_SELF) &&
-		lone_listener(addr->sa_family == AF_INET ?
-			      ((const struct sockaddr_in *)addr)->sin_port :
-			      ((const struct sockaddr_in6 *)addr)->sin6_port);
-	ret = sockd_ask_flags(conn, RB2_SOCKD_CONNECTED, self ? RB2_SOCKD_F_SELF : 0, fd,
-			      NULL, 0, &m, afd, p->nonblock && !self ? 1 : connect_timeout_ms + 1000);
-	if (ret == -ETIMEDOUT && p->nonblock) {
-		struct pend_job j = { .p = p, .fd = fd, .kind = PEND_PAIR, .is_client = 1,
-				      .conn = conn, .t0 = now_ns() };
-
-		(void)pend_start(&j);
-		errno = EINPROGRESS;
-		return -1;
-	}
-	REAL(close)(conn);
-	if (ret == 0 && m.op == RB2_SOCKD_PAIR && afd[0] >= 0) {
-		ret = open_stream(p, fd, afd, m.name, 1);
-		if (ret != 0) {
-			reset_kernel(fd);
-			errno = ECONNREFUSED;
-			return -1;
-		}
-		ep_adopt(fd);
-	} else {
-		close_fds(afd);
-		count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why : "rb2-sockd did not answer");
-	}
-	/* Connected already, but a non-blocking connect says what the
-	 * kernel said: the program then polls for POLLOUT, which is there. */
-	if (inprogress) {
-		errno = EINPROGRESS;
-		return -1;
-	}
-	return 0;
+	ret = connect_local(p, fd, addr, len, conn, m.flags);
+	e = errno;
+	psock_leave(p);
+	errno = e;
+	return ret;
 }
 
 /* A vfork child: its descriptor table is its own, its memory its parent's.

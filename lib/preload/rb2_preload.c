@@ -2063,8 +2063,9 @@ lone_listener(in_port_t port)
 	return found;
 }
 
-/* Every listener of ours may now be in another process too (@fd: one
- * passed over SCM_RIGHTS; -1: all, at a fork, spawn or exec). */
+/* Listeners of ours that may now be in another process too (@fd: one
+ * passed over SCM_RIGHTS; -1: all, at a spawn or system(); before_fork()
+ * and before_exec() mark them in their own walks of the table). */
 static void
 listeners_handed_on(int fd)
 {
@@ -5068,10 +5069,14 @@ before_exec(void)
 	int shared_vm = getpid() != image_pid;
 
 	pend_drain();
-	listeners_handed_on(-1);        /* a vfork child's marks its parent's */
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
 		int fl, shared;
+
+		/* The new program may hold it (a vfork child's mark is its
+		 * parent's). */
+		if (p != NULL && p->reg_fd >= 0)
+			p->handed_on = 1;
 
 		/* A parent's stream put aside here (its fds have stand-ins
 		 * already): the hold goes back, CLOEXEC or not. */
@@ -5408,10 +5413,12 @@ static void
 before_fork(void)
 {
 	pend_drain();
-	listeners_handed_on(-1);
 	this_fork = atomic_fetch_add(&forks_made, 1) + 1;
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
+
+		if (p != NULL && p->reg_fd >= 0)
+			p->handed_on = 1;        /* the child holds it too */
 
 		/* Once a stream, however many fds name it (dup). */
 		if (p != NULL && p->st != NULL && !p->uncounted &&

@@ -104,13 +104,17 @@ only, so that they run the same under rb2-run and without it.
                                      one thread polls the connection for
                                      POLLIN for 1 s while the main thread
                                      closes it; say what the poll returned
-  rb2run_peer.py shutwake PORT       accept one connection; close it 3 s on
-  rb2run_peer.py shutwake-client PORT
-                                     one thread asleep in a read of the
-                                     connection, one in a poll for POLLIN,
-                                     while the main thread shuts it down
-                                     for reading; say what each got, and
-                                     how long after the shutdown
+  rb2run_peer.py shutwake PORT [HOLD]
+                                     accept three connections; close them
+                                     HOLD s on (3)
+  rb2run_peer.py shutwake-client PORT [DELAY]
+                                     three connections, one with a thread
+                                     asleep in an epoll_wait for EPOLLIN,
+                                     one in a poll for POLLIN, one in a
+                                     read; DELAY s on (0.3) the main
+                                     thread shuts each down for reading
+                                     in turn; say what each sleeper got,
+                                     and how long after its shutdown
   rb2run_peer.py shutearly PORT      accept one connection 1 s after it
                                      listens; read it to the end, answer
                                      "bye" and close
@@ -1399,40 +1403,54 @@ def poll_close_client(port):
            got.get("s", -1)), flush=True)
 
 
-def shut_wake(port):
-    """shutwake's server: sends nothing; its close comes 3 s on."""
-    accept_quiet(port, 3.0)
+def shut_wake(port, hold=3.0):
+    """shutwake's server: takes three connections, sends nothing, and
+    closes them HOLD s on."""
+    s = listen_on(port, 4)
+    conns = [s.accept()[0] for _ in range(3)]
+    time.sleep(hold)
+    for c in conns:
+        c.close()
 
 
-def shut_wake_client(port):
-    """shutwake's client: shutdown(SHUT_RD) wakes a thread asleep in a read
-    (which reads the end) and one asleep in a poll (POLLIN), at once, as
-    the kernel's wakes them: a common way to stop a reader thread."""
+def shut_wake_client(port, delay=0.3):
+    """shutwake's client: shutdown(SHUT_RD) wakes a thread asleep in an
+    epoll_wait (EPOLLIN), one asleep in a poll (POLLIN) and one in a read
+    (which reads the end), at once, as the kernel's wakes them: a common way
+    to stop a reader thread. Each on a connection of its own, shut down in
+    turn once the last woke, so that no wake-up comes from another's."""
     import threading
     import select
-    c = connect_to(port)
+    conns = [connect_to(port) for _ in range(3)]
     got = {}
 
-    def reader():
-        d = c.recv(100)
-        got["read"] = (repr(d), time.monotonic())
+    def epoller(c):
+        ep = select.epoll()
+        ep.register(c.fileno(), select.EPOLLIN)
+        r = ep.poll(10)
+        got["epoll"] = ("EPOLLIN" if r and r[0][1] & select.EPOLLIN else repr(r),
+                        time.monotonic())
 
-    def poller():
+    def poller(c):
         p = select.poll()
         p.register(c, select.POLLIN)
-        r = p.poll(5000)
+        r = p.poll(10000)
         got["poll"] = ("POLLIN" if r and r[0][1] & select.POLLIN else repr(r),
                        time.monotonic())
-    ts = [threading.Thread(target=reader), threading.Thread(target=poller)]
+
+    def reader(c):
+        d = c.recv(100)
+        got["read"] = (repr(d), time.monotonic())
+    sleepers = (("epoll", epoller), ("poll", poller), ("read", reader))
+    ts = [threading.Thread(target=f, args=(c,)) for (_, f), c in zip(sleepers, conns)]
     for t in ts:
         t.start()
-    time.sleep(0.3)
-    t0 = time.monotonic()
-    c.shutdown(socket.SHUT_RD)
-    for t in ts:
-        t.join(10)
-    for k in ("read", "poll"):
-        what, t = got.get(k, ("nothing in 10 s", t0))
+    time.sleep(delay)           # all three asleep (TCG is slow to start them)
+    for (k, _), c, t in zip(sleepers, conns, ts):
+        t0 = time.monotonic()
+        c.shutdown(socket.SHUT_RD)
+        t.join(15)
+        what, t = got.get(k, ("nothing in 15 s", t0))
         print("the %s got %s, %d ms after the shutdown" % (k, what, (t - t0) * 1000),
               flush=True)
 
@@ -1722,9 +1740,9 @@ if __name__ == "__main__":
     elif sys.argv[1] == "pollclose-client":
         poll_close_client(int(sys.argv[2]))
     elif sys.argv[1] == "shutwake":
-        shut_wake(int(sys.argv[2]))
+        shut_wake(int(sys.argv[2]), *[float(a) for a in sys.argv[3:4]])
     elif sys.argv[1] == "shutwake-client":
-        shut_wake_client(int(sys.argv[2]))
+        shut_wake_client(int(sys.argv[2]), *[float(a) for a in sys.argv[3:4]])
     elif sys.argv[1] == "shutearly":
         shut_early(int(sys.argv[2]))
     elif sys.argv[1] == "shutearly-client":

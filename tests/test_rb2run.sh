@@ -339,9 +339,11 @@ fi
 peer_mode sw shutwake
 read_ms=$(sed -n "s/^the read got b'', \([0-9]*\) ms after the shutdown$/\1/p" "$tmp/sw.cli")
 poll_ms=$(sed -n "s/^the poll got POLLIN, \([0-9]*\) ms after the shutdown$/\1/p" "$tmp/sw.cli")
-if [ -n "$read_ms" ] && [ -n "$poll_ms" ] && [ "$read_ms" -lt 100 ] && [ "$poll_ms" -lt 100 ] &&
-	grep -q " 1 connections over rb2 .* 0 failed" "$tmp/sw.cli.err"; then
-	ok "shutdown(SHUT_RD) woke a sleeping read ($read_ms ms, the end) and poll ($poll_ms ms), over rb2"
+epoll_ms=$(sed -n "s/^the epoll got EPOLLIN, \([0-9]*\) ms after the shutdown$/\1/p" "$tmp/sw.cli")
+if [ -n "$read_ms" ] && [ -n "$poll_ms" ] && [ -n "$epoll_ms" ] && [ "$read_ms" -lt 100 ] &&
+	[ "$poll_ms" -lt 100 ] && [ "$epoll_ms" -lt 100 ] &&
+	grep -q " 3 connections over rb2 .* 0 failed" "$tmp/sw.cli.err"; then
+	ok "shutdown(SHUT_RD) woke a sleeping read ($read_ms ms, the end), poll ($poll_ms ms) and epoll_wait ($epoll_ms ms), over rb2"
 else
 	fail "shutdown(SHUT_RD) under sleeping waits: $(cat "$tmp/sw.cli" "$tmp/sw.cli.err")"
 fi

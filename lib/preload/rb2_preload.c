@@ -1386,6 +1386,7 @@ static void ep_forget_fd(int fd);
 static void ep_adopt(int fd);
 static void ep_mark_nested(struct ep_set *e, int fd);
 static void ep_forget_set(int epfd);
+static void ep_poke_sets_of(int fd);
 
 /* RB2_RUN_DEBUG=1: the last calls on streams, kept for dump_streams(). */
 static int debug_trace;
@@ -2669,8 +2670,14 @@ shutdown(int fd, int how)
 	}
 	/* The kernel socket stays up: it is the bell both ways. Not under
 	 * rx_lock, which a reader asleep in recv() holds. */
-	if (how != SHUT_WR)
+	if (how != SHUT_WR) {
 		rb2_stream_shutdown_rd(p->st);
+		/* Across hosts the device alone rings the readers' channels:
+		 * the epoll sets that hold the connection are poked instead
+		 * (a poll or a blocking read finds it at its slice's end). */
+		if (p->rslot >= 0)
+			ep_poke_sets_of(fd);
+	}
 	if (how != SHUT_RD) {
 		pthread_mutex_lock(&p->tx_lock);
 		rb2_stream_shutdown_wr(p->st);
@@ -3608,10 +3615,13 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 {
 	struct pollfd *k = NULL;
 	uint64_t t0 = now_ns();
-	int streams = 0, pends = 0, *wx, *aev, *pd;
+	int streams = 0, pends = 0, remote = 0, *wx, *aev, *pd;
 
 	for (nfds_t i = 0; i < n; i++) {
-		streams += stream_of(fds[i].fd) != NULL;
+		struct psock *p = stream_of(fds[i].fd);
+
+		streams += p != NULL;
+		remote |= p != NULL && p->rslot >= 0;
 		pends += pending(fds[i].fd);
 	}
 	if (streams == 0 && pends == 0) {
@@ -3721,6 +3731,10 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 			}
 			armed++;
 		}
+		/* Across hosts, in slices, as a blocking read's: a shutdown
+		 * (SHUT_RD) in another thread rings none of these fds there. */
+		if (remote && (left < 0 || left > SLICE_MAX_MS))
+			left = SLICE_MAX_MS;
 		if (armed >= 0) {
 			if (mask != NULL) {
 				struct timespec ts = { left / 1000, (long)(left % 1000) * 1000000 };
@@ -4110,6 +4124,24 @@ ep_poke(struct ep_set *e, int fd)
 	if (e->poke_fd >= 0)
 		(void)syscall(SYS_write, e->poke_fd, &one, sizeof(one));
 	pthread_mutex_unlock(&e->lock);
+}
+
+/* Every set that holds stream @fd, poked: its sleepers look again. */
+static void
+ep_poke_sets_of(int fd)
+{
+	pthread_mutex_lock(&ep_all_lock);
+	for (struct ep_set *e = ep_all; e != NULL; e = e->next) {
+		int in = 0;
+
+		pthread_mutex_lock(&e->lock);
+		for (unsigned int i = 0; i < e->n && !in; i++)
+			in = e->it[i].fd == fd && !e->it[i].gone;
+		pthread_mutex_unlock(&e->lock);
+		if (in)
+			ep_poke(e, fd);
+	}
+	pthread_mutex_unlock(&ep_all_lock);
 }
 
 /* Record @fd's entry in @e as the program asked (@kernel: as the kernel

@@ -1762,9 +1762,9 @@ rb2_stream_disarm_seen(struct rb2_stream *s, int events)
  * waiting for POLLIN) wakes at once, as the kernel wakes it for TCP's
  * SHUT_RD: a common way to stop a reader thread. On one host we ring our
  * own eventfd, which every such wait sleeps on. Across hosts the readers
- * sleep on the data's completion channel, which only the device rings: a
- * blocking recv sees the end at its slice's end (wait_stream_spun() in
- * the library: within 0.5 s), a poll when something else wakes it.
+ * sleep on the data's completion channel, which only the device rings:
+ * the library pokes the epoll sets that hold the connection, and a
+ * blocking recv or a poll sees the end at its slice's end (within 0.5 s).
  * Seq-cst: the flag before our look at the sleepers, as a sleeper's count
  * before its last look at the flag (rb2_stream_want(), then
  * rb2_stream_arm()'s look). */

@@ -56,13 +56,16 @@ only, so that they run the same under rb2-run and without it.
                                      bytes, close
   rb2run_peer.py inherited-client PORT
                                      send "hello", print what comes back
-  rb2run_peer.py connclose PORT      accept one connection 1 s after
-                                     listening; say what it read, and when
+  rb2run_peer.py connclose PORT [DELAY]
+                                     accept one connection DELAY s (1)
+                                     after listening; say what it read,
+                                     and when
   rb2run_peer.py connclose-client PORT
                                      a blocking connect whose fd another
                                      thread closes 0.3 s in; say what the
                                      connect returned, and then how many
                                      connection arenas this process maps
+                                     (once none, or 5 s on)
   rb2run_peer.py closeunder PORT     accept one connection; 1 s later send
                                      "late data"; close 0.5 s after
   rb2run_peer.py closeunder-client PORT
@@ -1203,10 +1206,10 @@ def inherited_client(port):
     print("got %r" % read_exactly(c, 5), flush=True)
 
 
-def conn_close(port):
+def conn_close(port, delay=1.0):
     """connclose's server: its accept comes after the client's close."""
     s = listen_on(port, 2)
-    time.sleep(1.0)
+    time.sleep(delay)
     c, _ = s.accept()
     c.settimeout(10)
     t = time.monotonic()
@@ -1244,7 +1247,9 @@ def conn_close_client(port):
         ret = errno.errorcode.get(e.errno, str(e.errno))
     s.detach()                  # closed already
     t.join()
-    time.sleep(1.0)             # the end goes on meanwhile
+    until = time.monotonic() + 5    # the end goes on meanwhile
+    while arenas_mapped() > 0 and time.monotonic() < until:
+        time.sleep(0.1)
     print("connect returned %s; %d arenas mapped after" % (ret, arenas_mapped()), flush=True)
 
 
@@ -1712,7 +1717,7 @@ if __name__ == "__main__":
     elif sys.argv[1] == "inherited-client":
         inherited_client(int(sys.argv[2]))
     elif sys.argv[1] == "connclose":
-        conn_close(int(sys.argv[2]))
+        conn_close(int(sys.argv[2]), *[float(a) for a in sys.argv[3:4]])
     elif sys.argv[1] == "connclose-client":
         conn_close_client(int(sys.argv[2]))
     elif sys.argv[1] == "closeunder":

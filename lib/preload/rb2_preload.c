@@ -2100,6 +2100,37 @@ connect_kernel(int fd, const struct sockaddr *addr, socklen_t len)
 	return err == 0 && (pf.revents & POLLOUT) ? 1 : -(err ? err : ETIMEDOUT);
 }
 
+/* open_remote() for a blocking connect(), which counts itself in @p
+ * (psock_enter()), on a copy of @fd's socket of its own: it waits up to
+ * the server's accept (15 s), and another thread's close of @fd meanwhile
+ * must leave the socket to it, as the kernel's connect holds the socket's
+ * file. Not under life_lock, which would hold that close as long. Then
+ * the stream moves to @fd or, if that closed (@gone), to psock_release()'s
+ * copy, and the call's psock_leave() ends it. A failure resets the socket.
+ * @return as open_remote(). */
+static int
+open_remote_held(struct psock *p, int fd, uint64_t service_ns, uint64_t kernel_ns, int *gone)
+{
+	int dfd = rb2_xport_fd_raise(REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0)), ret;
+
+	ret = open_remote(p, dfd >= 0 ? dfd : fd, 1, service_ns, kernel_ns);
+	pthread_mutex_lock(&p->life_lock);
+	*gone = atomic_load(&p->gone);
+	if (ret != 0) {
+		if (dfd >= 0 || !*gone)
+			reset_kernel(dfd >= 0 ? dfd : fd);
+	} else if (*gone && p->keep_fd < 0) {
+		p->keep_fd = dfd;            /* the close made no copy: ours it is */
+		dfd = -1;
+	} else if (dfd >= 0) {
+		rb2_stream_move_bell(p->st, *gone ? p->keep_fd : fd);
+	}
+	pthread_mutex_unlock(&p->life_lock);
+	if (dfd >= 0)
+		REAL(close)(dfd);
+	return ret;
+}
+
 /* REMOTE: the kernel connects, then both ends open the stream over the
  * socket; non-blocking as the kernel's, EINPROGRESS once it is up. */
 static int
@@ -2107,7 +2138,7 @@ connect_remote(struct psock *p, int fd, const struct sockaddr *addr, socklen_t l
 	       uint64_t service_ns)
 {
 	uint64_t t0 = now_ns();
-	int ret = connect_kernel(fd, addr, len), inprogress = ret == 1;
+	int ret = connect_kernel(fd, addr, len), inprogress = ret == 1, gone;
 
 	if (ret < 0) {
 		errno = -ret;
@@ -2126,15 +2157,20 @@ connect_remote(struct psock *p, int fd, const struct sockaddr *addr, socklen_t l
 		errno = EINPROGRESS;
 		return -1;
 	}
-	ret = open_remote(p, fd, 1, service_ns, now_ns() - t0);
+	if (psock_enter(p) != 0) {
+		errno = EBADF;
+		return -1;
+	}
+	ret = open_remote_held(p, fd, service_ns, now_ns() - t0, &gone);
+	psock_leave(p);
 	if (ret != 0) {
 		fprintf(stderr, "rb2-run: pid %d: fd %d: the stream to another host failed (%s): "
 			"the connection is reset\n", (int)getpid(), fd, strerror(-ret));
-		reset_kernel(fd);
 		errno = -ret == ETIMEDOUT ? ETIMEDOUT : ECONNREFUSED;
 		return -1;
 	}
-	ep_adopt(fd);
+	if (!gone)
+		ep_adopt(fd);
 	if (inprogress) {
 		errno = EINPROGRESS;
 		return -1;

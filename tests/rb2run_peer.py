@@ -72,6 +72,12 @@ only, so that they run the same under rb2-run and without it.
                                      a thread asleep in a read of the
                                      connection while the main thread
                                      closes its fd; say what the read got
+  rb2run_peer.py closesweep PORT     as closeunder
+  rb2run_peer.py closesweep-client PORT
+                                     as closeunder-client, the close
+                                     followed by a closefrom() of every fd
+                                     from it on; say also the CPU the
+                                     read's wait took
   rb2run_peer.py dupclose PORT       accept one connection; 0.3 s later
                                      send "hello", then read the answer
   rb2run_peer.py dupclose-client PORT
@@ -1266,11 +1272,14 @@ def close_under(port):
     c.close()
 
 
-def close_under_client(port):
+def close_under_client(port, sweep=False):
     """closeunder's client: one thread reads the connection (os.read, so
     no Python object holds the fd), asleep, while the main thread closes
     the fd 0.3 s on. The kernel's socket lives on while the read holds
-    its file, and the read gets the bytes that come."""
+    its file, and the read gets the bytes that come. With @sweep, a
+    closefrom() of every descriptor from that fd on follows the close: it
+    must leave what the read still uses, so that its wait sleeps (the CPU
+    it took is said)."""
     import threading
     c = connect_to(port)
     fd = c.detach()
@@ -1285,8 +1294,15 @@ def close_under_client(port):
     t.start()
     time.sleep(0.3)
     os.close(fd)
+    cpu = time.process_time()
+    if sweep:
+        ctypes.CDLL(None).closefrom(fd)
     t.join(10)
-    print("the read under the close got %s" % (got[0] if got else "nothing in 10 s"), flush=True)
+    print("the read under the close%s got %s" % (" and the sweep" if sweep else "",
+                                                 got[0] if got else "nothing in 10 s"),
+          flush=True)
+    if sweep:
+        print("the wait took %d ms of CPU" % ((time.process_time() - cpu) * 1000), flush=True)
 
 
 KEEP_BELOW_STEPS = (("close_range", b"one"), ("closefrom", b"two"), ("a spawn", b"three"))
@@ -1724,6 +1740,10 @@ if __name__ == "__main__":
         close_under(int(sys.argv[2]))
     elif sys.argv[1] == "closeunder-client":
         close_under_client(int(sys.argv[2]))
+    elif sys.argv[1] == "closesweep":
+        close_under(int(sys.argv[2]))
+    elif sys.argv[1] == "closesweep-client":
+        close_under_client(int(sys.argv[2]), sweep=True)
     elif sys.argv[1] == "dupclose":
         dup_close(int(sys.argv[2]))
     elif sys.argv[1] == "dupclose-client":

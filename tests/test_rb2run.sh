@@ -50,6 +50,8 @@
 #     and the parent's connection goes on;
 #   - a blocking connect whose fd another thread closes before the accept:
 #     it returns 0 and the connection ends (no arena stays mapped);
+#   - a closefrom() past a connection whose fd closed under a read in
+#     another thread leaves what the read uses: it gets the late bytes;
 #   - a listener that came listening across an exec (socket activation)
 #     is registered: its connection from a client under rb2-run goes over
 #     rb2;
@@ -330,12 +332,28 @@ if grep -q "^connect returned 0; 0 arenas mapped after$" "$tmp/cc.cli" &&
 else
 	fail "a close under a blocking connect: $(cat "$tmp/cc.srv" "$tmp/cc.srv.err" "$tmp/cc.cli" "$tmp/cc.cli.err")"
 fi
+
+# The same close under a read, then a closefrom() of every fd from it on:
+# the copy of the socket the read still uses, and its stream's bells, sit
+# past the program's fds and no fd of the program names them; the sweep
+# must leave them, and the read gets the late bytes, asleep. (The sweep
+# closed them: the read failed with EBADF.)
+peer_mode cs closesweep
+ms=$(sed -n "s/^the wait took \([0-9]*\) ms of CPU$/\1/p" "$tmp/cs.cli")
+if grep -q "^the read under the close and the sweep got b'late data'$" "$tmp/cs.cli" &&
+	[ -n "$ms" ] && [ "$ms" -lt 200 ] &&
+	grep -q " 1 connections over rb2 .* 0 failed" "$tmp/cs.cli.err"; then
+	ok "a sweep after a close under a read: the read got the late bytes, its wait $ms ms of CPU"
+else
+	fail "a sweep after a close under a read: $(cat "$tmp/cs.srv" "$tmp/cs.srv.err" "$tmp/cs.cli" "$tmp/cs.cli.err")"
+fi
 fi
 
-# shutdown(SHUT_RD) while one thread sleeps in a read and another in a poll:
-# both wake at once, the read with the end and the poll with POLLIN, as
-# the kernel's (with the shutdown ringing nothing, the read slept to its
-# slice's end, and the poll until the peer's close, 2.7 s).
+# shutdown(SHUT_RD) while a thread sleeps in an epoll_wait, a poll or a
+# read, each on a connection of its own: each wakes at once, the read with
+# the end and the others with POLLIN, as the kernel's (with the shutdown
+# ringing nothing, the read slept to its slice's end, and the poll until
+# the peer's close, 2.7 s).
 peer_mode sw shutwake
 read_ms=$(sed -n "s/^the read got b'', \([0-9]*\) ms after the shutdown$/\1/p" "$tmp/sw.cli")
 poll_ms=$(sed -n "s/^the poll got POLLIN, \([0-9]*\) ms after the shutdown$/\1/p" "$tmp/sw.cli")

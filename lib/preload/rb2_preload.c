@@ -166,6 +166,7 @@ struct psock {
 	_Atomic int users, gone;
 	pthread_mutex_t life_lock;
 	int keep_fd, ended;
+	struct psock *kept_next;     /* in kept_head's list while keep_fd is its copy */
 	int nonblock;                /* O_NONBLOCK, shared by dups as the kernel's */
 	int reg_fd;                  /* a listener's registration with rb2-sockd, or -1 */
 	int handed_on;               /* ... which a fork, spawn, exec or SCM_RIGHTS may
@@ -1260,10 +1261,40 @@ psock_free(struct psock *p)
 		free(p);     /* no room to wait: at once, as before */
 }
 
+/*
+ * Psocks whose last fd closed under a call (psock_release()): no fd of the
+ * program names them, so close_range() and closefrom() learn of their
+ * copies and streams here (keep_collect()), and leave them to the call.
+ */
+static struct psock *kept_head;
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+kept_add(struct psock *p)
+{
+	pthread_mutex_lock(&kept_lock);
+	p->kept_next = kept_head;
+	kept_head = p;
+	pthread_mutex_unlock(&kept_lock);
+}
+
+static void
+kept_remove(struct psock *p)
+{
+	pthread_mutex_lock(&kept_lock);
+	for (struct psock **q = &kept_head; *q != NULL; q = &(*q)->kept_next)
+		if (*q == p) {
+			*q = p->kept_next;
+			break;
+		}
+	pthread_mutex_unlock(&kept_lock);
+}
+
 /* The end of @p, whose last fd (@fd, or keep_fd) closed, with no call in it. */
 static void
 psock_end(struct psock *p, int fd)
 {
+	kept_remove(p);                  /* before its descriptors close */
 	held_forget(p);                  /* its close sends what it holds */
 	away_end(p);
 	if (!close_in_background(p, fd))
@@ -1299,6 +1330,7 @@ psock_release(struct psock *p, int fd)
 		p->keep_fd = rb2_xport_fd_raise(REAL(fcntl)(fd, F_DUPFD_CLOEXEC, 0));
 		if (p->keep_fd >= 0 && p->st != NULL)
 			rb2_stream_move_bell(p->st, p->keep_fd);
+		kept_add(p);
 		/* The copy keeps the socket's entries in the program's epoll
 		 * sets, which would report a closed fd: out, as the closer's
 		 * (close_in_background()). */
@@ -2594,6 +2626,14 @@ keep_collect(struct fd_keep *k)
 		keep_stream(k, p->away_st, NULL);
 		k->remote |= p->st != NULL && p->rslot >= 0;
 	}
+	/* Psocks whose last fd closed under a call, which still uses them. */
+	pthread_mutex_lock(&kept_lock);
+	for (struct psock *p = kept_head; p != NULL; p = p->kept_next) {
+		keep_add(k, p->keep_fd);
+		keep_stream(k, p->st, p->arena);
+		k->remote |= p->st != NULL && p->rslot >= 0;
+	}
+	pthread_mutex_unlock(&kept_lock);
 	/* Closes finished in the background, and the epoll sets' pokes. */
 	pthread_mutex_lock(&closer_lock);
 	for (struct closer *c = closers; c != NULL; c = c->next) {

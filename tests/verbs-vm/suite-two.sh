@@ -769,6 +769,78 @@ rr_slow_accept() { # PORT
 	fi
 }
 rr_slow_accept 21622
+# shutdown(SHUT_RD) on B's ends of three connections over verbs, 2 s after a
+# thread fell asleep in an epoll_wait on the first, one in a poll on the
+# second and one in a read of the third (10 s timeouts; A closes 12 s on),
+# each shut down once the last woke: each wakes, the read with the end and
+# the others with POLLIN, as the kernel's wakes them. Across hosts the
+# device alone rings the readers' channels: the epoll sets holding the
+# connection are poked (within 300 ms here), and a poll or a read finds the
+# shutdown at its slice's end (500 ms at most; the epoll wait and the poll
+# slept on to their timeouts before).
+rr_shut_wake() { # PORT
+	local f=/tmp/rr-shut-wake rc read_ms poll_ms epoll_ms
+	if [ $side = server ]; then
+		timeout -k 5 60 "$rrun" -- python3 "$rpeer" shutwake "$1" 12 > $f 2>&1
+		rr_result shutdown_rd_wakes_sleepers "$?" $f "$verbs_line"
+	else
+		rr_wait_listener "$1"
+		timeout -k 5 60 "$rrun" -- python3 "$rpeer" shutwake-client "$1" 2 > $f 2>&1
+		rc=$?
+		read_ms=$(sed -n "s/^the read got b'', \([0-9]*\) ms after the shutdown$/\1/p" $f)
+		poll_ms=$(sed -n "s/^the poll got POLLIN, \([0-9]*\) ms after the shutdown$/\1/p" $f)
+		epoll_ms=$(sed -n "s/^the epoll got EPOLLIN, \([0-9]*\) ms after the shutdown$/\1/p" $f)
+		echo "INFO shutdown(SHUT_RD) across hosts woke: read ${read_ms:-?} ms, poll ${poll_ms:-?} ms, epoll_wait ${epoll_ms:-?} ms"
+		[ "$rc" = 0 ] && ! [ "${read_ms:-99999}" -lt 1000 ] && rc="the read woke after ${read_ms:-?} ms"
+		[ "$rc" = 0 ] && ! [ "${poll_ms:-99999}" -lt 1000 ] && rc="the poll woke after ${poll_ms:-?} ms"
+		[ "$rc" = 0 ] && ! [ "${epoll_ms:-99999}" -lt 300 ] && rc="the epoll_wait woke after ${epoll_ms:-?} ms"
+		rr_result shutdown_rd_wakes_sleepers "$rc" $f "$verbs_line"
+	fi
+}
+rr_shut_wake 21624
+# A sweep of descriptors past a connection over verbs that B keeps below it
+# (close_range, glibc's closefrom), then a spawn whose vfork child sweeps its
+# own (Python's subprocess): the connection keeps what it uses (its
+# completion channels, the RDMA device's descriptors), so each wait sleeps
+# and gets the next word, and the spawned cat reads its stand-in's end.
+rr_keep_below() { # PORT
+	local f=/tmp/rr-keep-below rc ms how
+	if [ $side = server ]; then
+		timeout -k 5 60 "$rrun" -- python3 "$rpeer" keepbelow "$1" > $f 2>&1
+		rr_result sweep_keeps_a_kept_connection "$?" $f "$verbs_line"
+	else
+		rr_wait_listener "$1"
+		timeout -k 5 60 "$rrun" -- python3 "$rpeer" keepbelow-client "$1" > $f 2>&1
+		rc=$?
+		for step in "close_range one" "closefrom two" "a spawn three"; do
+			how=${step% *}
+			ms=$(sed -n "s/^after $how: read b'${step##* }', its wait took \([0-9]*\) ms of CPU$/\1/p" $f)
+			[ "$rc" = 0 ] && ! [ "${ms:-99999}" -lt 200 ] && rc="after $how: ${ms:-no word}, not < 200 ms of CPU"
+		done
+		rr_result sweep_keeps_a_kept_connection "$rc" $f "$verbs_line" \
+			"^the spawned cat read b'' from its copy of the connection; this process's stdin read b''$"
+	fi
+}
+rr_keep_below 21625
+# A blocking connect from B, waiting for A's accept (4 s after A listens),
+# while another thread closes its fd 0.3 s in: the connect goes on, as the
+# kernel's (it holds the socket's file), returns 0, and the connection ends
+# then: A reads the end, and B maps no arena after. (The stream opened on a
+# closed fd and was never ended: its arena stayed mapped.)
+rr_conn_close() { # PORT
+	local f=/tmp/rr-conn-close
+	if [ $side = server ]; then
+		timeout -k 5 60 "$rrun" -- python3 "$rpeer" connclose "$1" 4 > $f 2>&1
+		rr_result close_under_a_blocking_connect "$?" $f \
+			"^the server read 0 bytes, then the end, " "$verbs_line"
+	else
+		rr_wait_listener "$1"
+		timeout -k 5 60 "$rrun" -- python3 "$rpeer" connclose-client "$1" > $f 2>&1
+		rr_result close_under_a_blocking_connect "$?" $f \
+			"^connect returned 0; 0 arenas mapped after$" "$verbs_line"
+	fi
+}
+rr_conn_close 21626
 unset RB2_NOEAL_LOG
 # A's service stops while a connection over verbs is open: that connection
 # goes on (no service is in its data path) and delivers every byte both

@@ -88,8 +88,9 @@ extern "C" {
 #define RB2_SOCKD_F_VERBS 1u
 /** rb2_sockd_msg.flags of GO: the listener is the asking process's own
  *  registration. Of CONNECTED: the asking process alone holds that
- *  listener (no fork, spawn or SCM_RIGHTS handed it on), so only its own
- *  accept can take the connection: both ends go kernel TCP at once. */
+ *  listener (no fork, spawn, exec or SCM_RIGHTS handed it on), so only
+ *  its own accept can take the connection: both ends go kernel TCP at
+ *  once. */
 #define RB2_SOCKD_F_SELF 2u
 
 enum rb2_sockd_op {

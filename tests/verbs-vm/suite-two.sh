@@ -776,8 +776,8 @@ rr_slow_accept 21622
 # the others with POLLIN, as the kernel's wakes them. Across hosts the
 # device alone rings the readers' channels: the epoll sets holding the
 # connection are poked (within 300 ms here), and a poll or a read finds the
-# shutdown at its slice's end (500 ms at most; the epoll wait and the poll
-# slept on to their timeouts before).
+# shutdown at its slice's end (500 ms at most; before, the epoll wait slept
+# on until A's close, 8 s, and the poll to its timeout).
 rr_shut_wake() { # PORT
 	local f=/tmp/rr-shut-wake rc read_ms poll_ms epoll_ms
 	if [ $side = server ]; then
@@ -825,8 +825,9 @@ rr_keep_below 21625
 # A blocking connect from B, waiting for A's accept (4 s after A listens),
 # while another thread closes its fd 0.3 s in: the connect goes on, as the
 # kernel's (it holds the socket's file), returns 0, and the connection ends
-# then: A reads the end, and B maps no arena after. (The stream opened on a
-# closed fd and was never ended: its arena stayed mapped.)
+# then: A reads the end, and B maps no arena after. (The set-up went on over
+# the closed fd and failed: the connect said ECONNREFUSED, and A read a
+# reset.)
 rr_conn_close() { # PORT
 	local f=/tmp/rr-conn-close
 	if [ $side = server ]; then

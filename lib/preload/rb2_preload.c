@@ -2901,11 +2901,15 @@ wait_stream_spun(struct psock *p, int events, uint64_t t0, uint64_t until,
 		 * (reading) or the freed room or credits (writing, or a held
 		 * publication) themselves make readable. */
 		sev = rb2_stream_sleep_events(p->st, events);
-		struct pollfd pf[3] = { { .fd = rb2_stream_bell_fd(p->st), .events = POLLIN },
+		/* Across hosts a reader also holds the eventfd of our own
+		 * SHUT_RD (the device alone rings the channel). */
+		struct pollfd pf[4] = { { .fd = rb2_stream_bell_fd(p->st), .events = POLLIN },
 					{ .fd = rb2_stream_wake_fd(p->st, sev & POLLIN),
 					  .events = POLLIN },
 					{ .fd = rb2_stream_wake_fd(p->st, sev & (POLLOUT |
 										    RB2_STREAM_HELD)),
+					  .events = POLLIN },
+					{ .fd = sev & POLLIN ? rb2_stream_shut_fd(p->st) : -1,
 					  .events = POLLIN } };
 
 		if (rb2_stream_arm(p->st, sev, 0) != 0)
@@ -2920,7 +2924,7 @@ wait_stream_spun(struct psock *p, int events, uint64_t t0, uint64_t until,
 		 * slices took 1-1.75% of a core. Doubling them while quiet, to
 		 * 500 ms, makes that about 0.2% after the first second. */
 		left = until == UINT64_MAX ? slice : (int)((until - now) / 1000000ull) + 1;
-		r = REAL(poll)(pf, 3, left < slice ? left : slice);   /* poll skips fd -1 */
+		r = REAL(poll)(pf, 4, left < slice ? left : slice);   /* poll skips fd -1 */
 		slice = r == 0 ? RTE_MIN(slice * 2, SLICE_MAX_MS) : SLICE_FIRST_MS;
 		if (r < 0) {
 			heard(p, -1, -1, -1);
@@ -3691,13 +3695,12 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 {
 	struct pollfd *k = NULL;
 	uint64_t t0 = now_ns();
-	int streams = 0, pends = 0, remote = 0, *wx, *aev, *pd;
+	int streams = 0, pends = 0, *wx, *aev, *pd;
 
 	for (nfds_t i = 0; i < n; i++) {
 		struct psock *p = stream_of(fds[i].fd);
 
 		streams += p != NULL;
-		remote |= p != NULL && p->rslot >= 0;
 		pends += pending(fds[i].fd);
 	}
 	if (streams == 0 && pends == 0) {
@@ -3707,16 +3710,17 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 
 		return REAL(ppoll)(fds, n, timeout_ms < 0 ? NULL : &ts, mask);
 	}
-	/* Room for two more fds per stream: across hosts, its completion
+	/* Room for three more fds per stream: across hosts, its completion
 	 * channels (reading and writing), and where each went (wx[2i],
-	 * wx[2i+1]: their places in k, or -1); and what each stream armed
+	 * wx[2i+1]: their places in k, or -1), and the eventfd of our own
+	 * SHUT_RD (rb2_stream_shut_fd()); and what each stream armed
 	 * (aev[i], rb2_stream_sleep_events()), which its disarm takes; and
 	 * which fds were set up in the background (pd[i]: pend_start()), whose
 	 * place in k their pend_efd takes. */
-	k = malloc(3 * n * sizeof(*k) + 4 * n * sizeof(int));
+	k = malloc(4 * n * sizeof(*k) + 4 * n * sizeof(int));
 	if (k == NULL)
 		return (int)fail(ENOMEM);
-	wx = (int *)(k + 3 * n);
+	wx = (int *)(k + 4 * n);
 	aev = wx + 2 * n;
 	pd = aev + n;
 	for (;;) {
@@ -3805,12 +3809,11 @@ poll_spun(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, st
 				k[n + extra++] = (struct pollfd){
 					.fd = rb2_stream_wake_fd(p->st, ev), .events = POLLIN };
 			}
+			if ((aev[i] & POLLIN) && rb2_stream_shut_fd(p->st) >= 0)
+				k[n + extra++] = (struct pollfd){
+					.fd = rb2_stream_shut_fd(p->st), .events = POLLIN };
 			armed++;
 		}
-		/* Across hosts, in slices, as a blocking read's: a shutdown
-		 * (SHUT_RD) in another thread rings none of these fds there. */
-		if (remote && (left < 0 || left > SLICE_MAX_MS))
-			left = SLICE_MAX_MS;
 		if (armed >= 0) {
 			if (mask != NULL) {
 				struct timespec ts = { left / 1000, (long)(left % 1000) * 1000000 };

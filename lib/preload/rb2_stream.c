@@ -18,6 +18,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -186,7 +187,8 @@ struct rb2_stream {
 	int me;                  /* 0: client, 1: server */
 	int bell;
 	int fd_shown;            /* the program's fd, for messages (the bell may move) */
-	int wake_efd;            /* one host: the eventfd we sleep on, or -1 */
+	int wake_efd;            /* one host: the eventfd we sleep on; across hosts, the
+				    one our own SHUT_RD rings (rb2_stream_shut_fd()) */
 	int ring_efd;            /* ... and the peer's, which we ring */
 	_Atomic uint64_t efd_heard; /* rings of our eventfd read away */
 	_Atomic uint64_t efd_self;  /* ... of them our own (rb2_stream_shutdown_rd()) */
@@ -796,11 +798,17 @@ remote_new(struct rb2_xport *xp, char tag)
 		return NULL;
 	}
 	s->bell = s->fd_shown = -1;
-	s->wake_efd = s->ring_efd = -1;
+	s->ring_efd = -1;
 	s->rm->xp = xp;
 	s->rm->wake_fd = -1;
 	s->rm->room_fd = -1;
 	pthread_mutex_init(&s->rm->lock, NULL);
+	/* Past the program's fds, as the device's are. */
+	s->wake_efd = rb2_xport_fd_raise(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+	if (s->wake_efd < 0) {
+		ret = -errno;
+		goto fail;
+	}
 	/* This end's sender, receiver and control words. */
 	snprintf(tn, sizeof(tn), "rs.%c.t", tag);
 	snprintf(rn, sizeof(rn), "rs.%c.r", tag);
@@ -1600,8 +1608,10 @@ read_bells(struct rb2_stream *s)
 	char buf[64];
 	long n;
 
+	/* Across hosts the eventfd holds only our own SHUT_RD's ring: a
+	 * completion channel's wake-up (HEARD_WAKE) says nothing of it. */
 	if (s->wake_efd >= 0 &&
-	    ((heard & RB2_STREAM_HEARD_WAKE) ||
+	    (((heard & RB2_STREAM_HEARD_WAKE) && s->rm == NULL) ||
 	     atomic_load_explicit(&s->ctl->by[!s->me].efd_rung, memory_order_acquire) +
 	     atomic_load_explicit(&s->efd_self, memory_order_acquire) !=
 	     atomic_load_explicit(&s->efd_heard, memory_order_relaxed))) {
@@ -1760,14 +1770,14 @@ rb2_stream_disarm_seen(struct rb2_stream *s, int events)
 
 /* A thread of ours asleep reading (a blocking recv, a poll or an epoll set
  * waiting for POLLIN) wakes at once, as the kernel wakes it for TCP's
- * SHUT_RD: a common way to stop a reader thread. On one host we ring our
- * own eventfd, which every such wait sleeps on. Across hosts the readers
- * sleep on the data's completion channel, which only the device rings:
- * the library pokes the epoll sets that hold the connection, and a
- * blocking recv or a poll sees the end at its slice's end (within 0.5 s).
- * Seq-cst: the flag before our look at the sleepers, as a sleeper's count
- * before its last look at the flag (rb2_stream_want(), then
- * rb2_stream_arm()'s look). */
+ * SHUT_RD: a common way to stop a reader thread. We ring our own eventfd:
+ * on one host every such wait sleeps on it. Across hosts the readers sleep
+ * on the data's completion channel, which only the device rings, so a
+ * blocking recv or a poll holds this eventfd beside it
+ * (rb2_stream_shut_fd()), and the library pokes the epoll sets that hold
+ * the connection. Seq-cst: the flag before our look at the sleepers, as a
+ * sleeper's count before its last look at the flag (rb2_stream_want(),
+ * then rb2_stream_arm()'s look). */
 void
 rb2_stream_shutdown_rd(struct rb2_stream *s)
 {
@@ -2349,6 +2359,7 @@ rb2_stream_own_fds(const struct rb2_stream *s, int fds[RB2_STREAM_OWN_FDS])
 		s->bell,
 		s->rm == NULL ? s->wake_efd : s->rm->wake_fd,
 		s->rm == NULL ? s->ring_efd : s->rm->room_fd,
+		s->rm == NULL ? -1 : s->wake_efd,
 	};
 	unsigned int n = 0;
 
@@ -2356,6 +2367,12 @@ rb2_stream_own_fds(const struct rb2_stream *s, int fds[RB2_STREAM_OWN_FDS])
 		if (have[i] >= 0)
 			fds[n++] = have[i];
 	return n;
+}
+
+int
+rb2_stream_shut_fd(const struct rb2_stream *s)
+{
+	return s->rm != NULL ? s->wake_efd : -1;
 }
 
 int

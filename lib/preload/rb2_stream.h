@@ -281,12 +281,12 @@ void rb2_stream_edges(const struct rb2_stream *s, uint32_t *in, uint32_t *out);
 int rb2_stream_bell_fd(const struct rb2_stream *s);
 
 /** Room rb2_stream_own_fds() needs. */
-#define RB2_STREAM_OWN_FDS 3
+#define RB2_STREAM_OWN_FDS 4
 
 /**
  * The descriptors @p s holds open itself, into @p fds: the bell's socket,
  * and on one host both ends' eventfds, across hosts its two completion
- * channels. A close of a range of descriptors (close_range()) must leave
+ * channels and its eventfd (rb2_stream_shut_fd()). A close of a range of descriptors (close_range()) must leave
  * them while the stream lives on. The device's own descriptors, across
  * hosts, are its transport's, not the stream's.
  *
@@ -305,6 +305,15 @@ unsigned int rb2_stream_own_fds(const struct rb2_stream *s, int fds[RB2_STREAM_O
  * the stream.
  */
 int rb2_stream_wake_fd(const struct rb2_stream *s, int events);
+
+/**
+ * Across hosts, a third fd for a wait that reads (armed for POLLIN): the
+ * eventfd this process's own shutdown(SHUT_RD) rings
+ * (rb2_stream_shutdown_rd()), since only the device rings the completion
+ * channel. Read away by the next disarm. -1 on one host, where
+ * rb2_stream_wake_fd() is that eventfd already. Fixed for the stream's life.
+ */
+int rb2_stream_shut_fd(const struct rb2_stream *s);
 
 /** rb2_stream_heard(): the socket was readable (a bell on it, the peer's
  *  FIN, bytes written past rb2-run), or the eventfd was; across hosts, an

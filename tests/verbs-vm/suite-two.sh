@@ -769,31 +769,32 @@ rr_slow_accept() { # PORT
 	fi
 }
 rr_slow_accept 21622
-# shutdown(SHUT_RD) on B's ends of three connections over verbs, 2 s after a
-# thread fell asleep in an epoll_wait on the first, one in a poll on the
-# second and one in a read of the third (10 s timeouts; A closes 12 s on),
-# each shut down once the last woke: each wakes, the read with the end and
-# the others with POLLIN, as the kernel's wakes them. Across hosts the
-# device alone rings the readers' channels: the epoll sets holding the
-# connection are poked (within 300 ms here), and a poll or a read finds the
-# shutdown at its slice's end (500 ms at most; before, the epoll wait slept
-# on until A's close, 8 s, and the poll to its timeout).
+# shutdown(SHUT_RD) on B's ends of three connections over verbs, 2.3 s after
+# a thread fell asleep in an epoll_wait on the first, one in a poll on the
+# second and one in a read of the third (10 s timeouts; A closes 6 s on),
+# each shut down once the last woke: each wakes within 100 ms, the read
+# with the end and the others with POLLIN, as the kernel's wakes them.
+# Across hosts the device alone rings the readers' channels: the epoll sets
+# holding the connection are poked, and a poll or a read also sleeps on the
+# stream's eventfd, which the shutdown rings. (Before, the epoll wait slept
+# on until A's close, 8 s, and the poll to its timeout; with 0.5 s slices,
+# at 2.3 s the poll woke 200 ms late and the read 450 ms.)
 rr_shut_wake() { # PORT
 	local f=/tmp/rr-shut-wake rc read_ms poll_ms epoll_ms
 	if [ $side = server ]; then
-		timeout -k 5 60 "$rrun" -- python3 "$rpeer" shutwake "$1" 12 > $f 2>&1
+		timeout -k 5 60 "$rrun" -- python3 "$rpeer" shutwake "$1" 6 > $f 2>&1
 		rr_result shutdown_rd_wakes_sleepers "$?" $f "$verbs_line"
 	else
 		rr_wait_listener "$1"
-		timeout -k 5 60 "$rrun" -- python3 "$rpeer" shutwake-client "$1" 2 > $f 2>&1
+		timeout -k 5 60 "$rrun" -- python3 "$rpeer" shutwake-client "$1" 2.3 > $f 2>&1
 		rc=$?
 		read_ms=$(sed -n "s/^the read got b'', \([0-9]*\) ms after the shutdown$/\1/p" $f)
 		poll_ms=$(sed -n "s/^the poll got POLLIN, \([0-9]*\) ms after the shutdown$/\1/p" $f)
 		epoll_ms=$(sed -n "s/^the epoll got EPOLLIN, \([0-9]*\) ms after the shutdown$/\1/p" $f)
 		echo "INFO shutdown(SHUT_RD) across hosts woke: read ${read_ms:-?} ms, poll ${poll_ms:-?} ms, epoll_wait ${epoll_ms:-?} ms"
-		[ "$rc" = 0 ] && ! [ "${read_ms:-99999}" -lt 1000 ] && rc="the read woke after ${read_ms:-?} ms"
-		[ "$rc" = 0 ] && ! [ "${poll_ms:-99999}" -lt 1000 ] && rc="the poll woke after ${poll_ms:-?} ms"
-		[ "$rc" = 0 ] && ! [ "${epoll_ms:-99999}" -lt 300 ] && rc="the epoll_wait woke after ${epoll_ms:-?} ms"
+		[ "$rc" = 0 ] && ! [ "${read_ms:-99999}" -lt 100 ] && rc="the read woke after ${read_ms:-?} ms"
+		[ "$rc" = 0 ] && ! [ "${poll_ms:-99999}" -lt 100 ] && rc="the poll woke after ${poll_ms:-?} ms"
+		[ "$rc" = 0 ] && ! [ "${epoll_ms:-99999}" -lt 100 ] && rc="the epoll_wait woke after ${epoll_ms:-?} ms"
 		rr_result shutdown_rd_wakes_sleepers "$rc" $f "$verbs_line"
 	fi
 }

@@ -361,13 +361,17 @@ arena_lock(struct arena_hdr *h)
 	return r;
 }
 
+/* The table's slots are looked at with plain loads, and only a slot that
+ * looks right is taken with a compare-and-swap: a locked instruction on
+ * each of the 16384 slots took a connection's close 0.1-0.2 ms. */
 static int
 arena_register(struct rb2_noeal_arena *a)
 {
 	for (unsigned int i = 0; i < ARENAS_MAX; i++) {
 		struct rb2_noeal_arena *none = NULL;
 
-		if (atomic_compare_exchange_strong(&arenas[i], &none, a)) {
+		if (atomic_load_explicit(&arenas[i], memory_order_relaxed) == NULL &&
+		    atomic_compare_exchange_strong(&arenas[i], &none, a)) {
 			unsigned int hi = atomic_load(&arenas_hi);
 
 			while (hi < i + 1 && !atomic_compare_exchange_weak(&arenas_hi, &hi, i + 1))
@@ -534,10 +538,15 @@ rb2_noeal_arena_detach(struct rb2_noeal_arena *a)
 {
 	if (a == NULL)
 		return;
-	for (unsigned int i = 0; i < ARENAS_MAX; i++) {
+	/* Registered once, below arenas_hi (arena_register()). */
+	unsigned int hi = atomic_load(&arenas_hi);
+
+	for (unsigned int i = 0; i < hi; i++) {
 		struct rb2_noeal_arena *me = a;
 
-		atomic_compare_exchange_strong(&arenas[i], &me, NULL);
+		if (atomic_load_explicit(&arenas[i], memory_order_relaxed) == a &&
+		    atomic_compare_exchange_strong(&arenas[i], &me, NULL))
+			break;
 	}
 	if (cur == a)
 		cur = NULL;

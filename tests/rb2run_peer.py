@@ -66,6 +66,16 @@ only, so that they run the same under rb2-run and without it.
                                      connect returned, and then how many
                                      connection arenas this process maps
                                      (once none, or 5 s on)
+  rb2run_peer.py spawnpend PORT      accept a connection 1.5 s after
+                                     listening: "hi", then "pong" to
+                                     "ping"; another 1.5 s after that,
+                                     and say what it read
+  rb2run_peer.py spawnpend-client PORT
+                                     while a non-blocking connect waits
+                                     for the accept, a posix_spawn() and
+                                     a subprocess.run(), timed; then the
+                                     exchange; then another such connect
+                                     and an exec, timed by the new program
   rb2run_peer.py closeunder PORT     accept one connection; 1 s later send
                                      "late data"; close 0.5 s after
   rb2run_peer.py closeunder-client PORT
@@ -1125,6 +1135,25 @@ def slow_accept(port):
         flush=True)
 
 
+def spawn_pend(port):
+    """spawnpend's server: each accept 1.5 s late, while the client's
+    connect waits for it; the second connection's client execs meanwhile,
+    and its end is read."""
+    s = listen_on(port, 2)
+    time.sleep(1.5)
+    c, _ = s.accept()
+    c.sendall(b"hi")
+    if read_exactly(c, 4) == b"ping":
+        c.sendall(b"pong")
+    c.close()
+    time.sleep(1.5)
+    c, _ = s.accept()
+    got = c.recv(10)
+    print("the connection of the program that exec'd read %s" % (
+        "the end" if got == b"" else repr(got)), flush=True)
+    c.close()
+
+
 def close_at_pair(port):
     """closeatpair's server: accepts 1 s after it listens, when its client
     waits for the pairing in the background; the client closes while its
@@ -1570,6 +1599,48 @@ def read_exactly(c, n):
     return got
 
 
+def spawn_pend_client(port):
+    """spawnpend's client: a spawn while a non-blocking connect (on a
+    close-on-exec socket, Python's default) waits for the server's accept
+    need not wait for that set-up, which the new program never sees: a
+    posix_spawn() and a subprocess.run() (vfork, then execve), each timed.
+    The connection then pairs and talks, over rb2. Then another such
+    connect, and an exec: the new program says how long after the exec
+    call it ran."""
+    c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    c.setblocking(False)
+    e = c.connect_ex((HOST, port))
+    if e not in (0, errno.EINPROGRESS):
+        print("connect: %s" % os.strerror(e), flush=True)
+        return
+    t = time.monotonic()
+    pid = os.posix_spawn("/bin/true", ["true"], dict(os.environ))
+    os.waitpid(pid, 0)
+    spawn = (time.monotonic() - t) * 1000
+    t = time.monotonic()
+    subprocess.run(["true"], check=True)
+    sub = (time.monotonic() - t) * 1000
+    p = select.poll()
+    p.register(c, select.POLLOUT)
+    p.poll(10000)
+    c.setblocking(True)
+    hi = read_exactly(c, 2)
+    c.sendall(b"ping")
+    pong = read_exactly(c, 4)
+    print("while a connect waited for its accept: posix_spawn %d ms, subprocess.run %d ms; "
+          "then %r and %r" % (spawn, sub, hi, pong), flush=True)
+    c.close()
+    d = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    d.setblocking(False)
+    d.connect_ex((HOST, port))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-c",
+                              "import sys, time; print('the exec took %d ms' % "
+                              "((time.monotonic() - float(sys.argv[1])) * 1000))",
+                              repr(time.monotonic())])
+
+
 def slow_accept_client(port):
     """slowaccept's client, while the server does not accept yet: first a
     non-blocking connect, timed, closed at once (its close must not wait
@@ -1716,6 +1787,10 @@ if __name__ == "__main__":
         late_add(int(sys.argv[2]))
     elif sys.argv[1] == "lateadd-client":
         late_add_client(int(sys.argv[2]))
+    elif sys.argv[1] == "spawnpend":
+        spawn_pend(int(sys.argv[2]))
+    elif sys.argv[1] == "spawnpend-client":
+        spawn_pend_client(int(sys.argv[2]))
     elif sys.argv[1] == "slowaccept":
         slow_accept(int(sys.argv[2]))
     elif sys.argv[1] == "slowaccept-client":

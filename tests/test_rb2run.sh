@@ -13,8 +13,8 @@
 # too), one moved to a dup and its original closed, a process connected to
 # itself, a close under a read, a shutdown under sleeping waits, connections
 # added to a set a thread sleeps in, non-blocking connects before the server's
-# accept, one closed as its pairing came, a shutdown before the accept, and no
-# service; the full tier runs everything:
+# accept, a spawn and an exec meanwhile, one closed as its pairing came, a
+# shutdown before the accept, and no service; the full tier runs everything:
 #
 #   - rb2-run starts rb2-sockd itself (a private socket, stopped at the end),
 #     which keeps none of rb2-run's descriptors (a pipe capturing its output
@@ -506,6 +506,27 @@ if [ -n "$took" ] && [ "$(echo "$took" | tr ', ' '\n\n' | sort -n | tail -n 1)" 
 	ok "non-blocking connects before the server's accept returned in $took ms, over rb2: $(sed -n 's/.*EAGAIN; //p' "$tmp/sa.cli"); one closed at once took $closed ms, after a connect of $conn4 ms"
 else
 	fail "non-blocking connects before the accept: $(cat "$tmp/sa.cli" "$tmp/sa.cli.err" "$tmp/sa.srv.err")"
+fi
+
+# A spawn and an exec while a non-blocking connect on a close-on-exec
+# socket waits for the server's accept (1.5 s late): the new program never
+# sees that socket, so neither waits for its set-up. posix_spawn() and
+# subprocess.run() (vfork, then execve) go on at once, and the connection
+# then pairs and talks over rb2; an exec ends its set-up early, as the
+# close the exec is, and the server reads the end. (Each waited for the
+# set-up: the spawn 899 ms, the subprocess 1104 ms, the exec 1583 ms.)
+peer_mode sp spawnpend
+spawn_ms=$(sed -n 's/^while a connect waited for its accept: posix_spawn \([0-9]*\) ms, .*/\1/p' "$tmp/sp.cli")
+sub_ms=$(sed -n 's/^while a connect .*, subprocess.run \([0-9]*\) ms; .*/\1/p' "$tmp/sp.cli")
+exec_ms=$(sed -n 's/^the exec took \([0-9]*\) ms$/\1/p' "$tmp/sp.cli")
+if [ -n "$spawn_ms" ] && [ "$spawn_ms" -lt 300 ] && [ -n "$sub_ms" ] && [ "$sub_ms" -lt 300 ] &&
+	[ -n "$exec_ms" ] && [ "$exec_ms" -lt 700 ] &&
+	grep -q "; then b'hi' and b'pong'$" "$tmp/sp.cli" &&
+	grep -q "^the connection of the program that exec'd read the end$" "$tmp/sp.srv" &&
+	grep -q " 1 connections over rb2 .* 0 failed; 1 kernel TCP: closed by the program before the pairing" "$tmp/sp.cli.err"; then
+	ok "a spawn ($spawn_ms ms), a subprocess ($sub_ms ms) and an exec ($exec_ms ms) while a connect waited for its accept: none waited; the connection went on over rb2, the exec's ended"
+else
+	fail "a spawn or exec while a connect waited for its accept: $(cat "$tmp/sp.cli" "$tmp/sp.cli.err" "$tmp/sp.srv" "$tmp/sp.srv.err")"
 fi
 
 # A non-blocking connect closed while its set-up thread holds the service's

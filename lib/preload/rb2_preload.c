@@ -1593,7 +1593,8 @@ reset_kernel(int fd)
  * - the kernel's epoll entries for the socket are muted (pend_entries()):
  *   edge-triggered on EPOLLIN, tagged as a bell, which the wait drops;
  * - a close ends the set-up early (shuts down what it waits on) and waits
- *   for the thread; fork and exec wait for every set-up (pend_drain()).
+ *   for the thread; fork waits for every set-up (pend_drain()), a new
+ *   program for those it keeps (pend_drain_kept()).
  * When it is done, the entries become the stream's (ep_adopt(), which
  * pokes their sets' sleepers) or the kernel's again, and pend_efd is
  * written: a poll wakes, and finds the socket writable.
@@ -1888,6 +1889,45 @@ static void
 pend_drain(void)
 {
 	pend_drain_how(0);
+}
+
+/* Before a new program: a set-up under way on a descriptor it keeps (open,
+ * without FD_CLOEXEC) ends first, as pend_drain()'s. One whose every
+ * descriptor is FD_CLOEXEC or closed the new program never sees, so nothing waits for it (a server
+ * that accepts late held a spawn up to its accept): in this process's own
+ * exec (@cancel) it ends early, as by the close the exec is; in a spawn,
+ * or the exec of a child that shares our memory (vfork: Python's
+ * subprocess), it goes on in this process. */
+static void
+pend_drain_kept(int cancel)
+{
+	if (atomic_load(&pend_count) == 0)
+		return;
+	pthread_mutex_lock(&pend_lock);
+	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
+		struct psock *p = atomic_load(&tab[fd]);
+		int fl;
+
+		if (p == NULL || !atomic_load(&p->pending))
+			continue;
+		/* Not open here: a vfork child closed it (Python's, past our
+		 * close, with close_range). */
+		fl = REAL(fcntl)((int)fd, F_GETFD);
+		if (fl < 0 || (fl & FD_CLOEXEC))
+			continue;
+		while (atomic_load(&p->pending))
+			pthread_cond_wait(&pend_done, &pend_lock);
+	}
+	for (unsigned int fd = 0; cancel && tab != NULL && fd < tab_size; fd++) {
+		struct psock *p = atomic_load(&tab[fd]);
+
+		if (p == NULL || !atomic_load(&p->pending))
+			continue;
+		pend_cancel(p, PEND_CLOSE);
+		while (atomic_load(&p->pending))
+			pthread_cond_wait(&pend_done, &pend_lock);
+	}
+	pthread_mutex_unlock(&pend_lock);
 }
 
 /* ---- Socket calls ----------------------------------------------------------- */
@@ -5179,7 +5219,7 @@ before_exec(void)
 	 * of clone()) leaves the streams to the one that opened them. */
 	int shared_vm = getpid() != image_pid;
 
-	pend_drain();
+	pend_drain_kept(!shared_vm);
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
 		int fl, shared;
@@ -5341,7 +5381,7 @@ stand_in_entry(char *buf, size_t size)
 	size_t n = strlen(STAND_IN_ENV), first = n;
 	unsigned int told = 0;
 
-	pend_drain();                    /* each connection a stream, or not */
+	pend_drain_kept(0);              /* each kept connection a stream, or not */
 	memcpy(buf, STAND_IN_ENV, n + 1);
 	for (unsigned int fd = 0; used && tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);

@@ -247,6 +247,13 @@ only, so that they run the same under rb2-run and without it.
   rb2run_peer.py client PORT,PORT... BYTES
                                      the same with several servers at once,
                                      the writes and reads interleaved
+  rb2run_peer.py zerocopy PORT       accept one connection, read 196609
+                                     bytes, answer "k", read to the end
+  rb2run_peer.py zerocopy-client PORT
+                                     MSG_ZEROCOPY sends, before and after
+                                     SO_ZEROCOPY; say what poll and the
+                                     error queue report (the same plainly
+                                     and under rb2-run)
   rb2run_peer.py uring               print what io_uring_setup answers (a
                                      raw system call, as liburing makes it)
   rb2run_peer.py source PORT         send the pattern, 16 KiB every 10 ms,
@@ -1154,6 +1161,18 @@ def spawn_pend(port):
     c.close()
 
 
+def zero_copy(port):
+    """zerocopy's server: reads what the client sent, answers "k" once
+    all of it came, then reads to the end."""
+    s = listen_on(port, 2)
+    c, _ = s.accept()
+    read_exactly(c, 3 * 65536 + 1)
+    c.sendall(b"k")
+    while c.recv(65536):
+        pass
+    c.close()
+
+
 def close_at_pair(port):
     """closeatpair's server: accepts 1 s after it listens, when its client
     waits for the pairing in the background; the client closes while its
@@ -1641,6 +1660,47 @@ def spawn_pend_client(port):
                               repr(time.monotonic())])
 
 
+def zero_copy_client(port):
+    """zerocopy's client: a send with MSG_ZEROCOPY before SO_ZEROCOPY is
+    set (the flag is ignored: no report), then three after it. Once the
+    server has it all, poll must say POLLERR, and the error queue must
+    report ids 0 to 2, from the zero-copy origin, as copied (loopback
+    copies), and then be empty; the poll after it must say nothing."""
+    so_zerocopy, msg_zerocopy = 60, 0x4000000
+    c = connect_to(port)
+    c.sendall(b"x", msg_zerocopy)
+    c.setsockopt(socket.SOL_SOCKET, so_zerocopy, 1)
+    for _ in range(3):
+        c.sendall(b"z" * 65536, msg_zerocopy)
+    if read_exactly(c, 1) != b"k":
+        print("zerocopy: no answer", flush=True)
+        return
+    p = select.poll()
+    p.register(c, select.POLLIN)
+    r = p.poll(2000)
+    print("zerocopy: poll before the reports: %s" % (
+        "POLLERR" if r and r[0][1] & select.POLLERR else repr(r)), flush=True)
+    ids, seen = [], []
+    while True:
+        try:
+            _, anc, flags, _ = c.recvmsg(0, 256, socket.MSG_ERRQUEUE)
+        except BlockingIOError:
+            break
+        for level, typ, data in anc:
+            eno, origin, _, code, _, lo, hi = struct.unpack_from("=IBBBBII", data)
+            seen.append("level %d type %d errno %d origin %d code %d" % (
+                level, typ, eno, origin, code))
+            ids.extend(range(lo, hi + 1))
+        if flags & socket.MSG_CTRUNC:
+            seen.append("truncated")
+    print("zerocopy: ids reported %s; %s" % (
+        ids, ", ".join(sorted(set(seen))) or "no report"), flush=True)
+    r = p.poll(0)
+    print("zerocopy: poll after them: %r" % r, flush=True)
+    c.shutdown(socket.SHUT_WR)
+    c.close()
+
+
 def slow_accept_client(port):
     """slowaccept's client, while the server does not accept yet: first a
     non-blocking connect, timed, closed at once (its close must not wait
@@ -1791,6 +1851,10 @@ if __name__ == "__main__":
         spawn_pend(int(sys.argv[2]))
     elif sys.argv[1] == "spawnpend-client":
         spawn_pend_client(int(sys.argv[2]))
+    elif sys.argv[1] == "zerocopy":
+        zero_copy(int(sys.argv[2]))
+    elif sys.argv[1] == "zerocopy-client":
+        zero_copy_client(int(sys.argv[2]))
     elif sys.argv[1] == "slowaccept":
         slow_accept(int(sys.argv[2]))
     elif sys.argv[1] == "slowaccept-client":

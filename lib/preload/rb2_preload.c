@@ -59,6 +59,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/errqueue.h>     /* MSG_ZEROCOPY's reports; after time.h */
 
 #include <rte_log.h>
 
@@ -203,6 +204,13 @@ struct psock {
 	int pend_on_host;            /* the set-up is one host's (PEND_PAIR) */
 	struct psock *held_next;     /* on the held list (held_add()) ... */
 	int held_listed;             /* ... while this says so */
+	/* MSG_ZEROCOPY under SO_ZEROCOPY (zc_sent()): each send that took
+	 * bytes is given the next id; those not reported yet, zc_lo to
+	 * zc_hi, wait on the error queue. Changed under zc_lock; a poll
+	 * looks at zc_waiting alone, without it. */
+	pthread_mutex_t zc_lock;
+	uint32_t zc_next, zc_lo, zc_hi;
+	_Atomic int zc_waiting;
 };
 
 static struct psock *_Atomic *tab;
@@ -345,6 +353,7 @@ track(int fd)
 	p->keep_fd = -1;
 	pthread_mutex_init(&p->rx_lock, NULL);
 	pthread_mutex_init(&p->tx_lock, NULL);
+	pthread_mutex_init(&p->zc_lock, NULL);
 	atomic_store_explicit(&tab[fd], p, memory_order_release);
 	return p;
 }
@@ -3198,6 +3207,93 @@ s_recv_in(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flag
 static ssize_t s_send_in(struct psock *p, int fd, const struct iovec *iov, int iovcnt,
 			 int flags);
 
+#ifndef SO_ZEROCOPY
+#define SO_ZEROCOPY 60
+#endif
+
+/*
+ * MSG_ZEROCOPY. The kernel takes it only on a socket with SO_ZEROCOPY set
+ * (else it ignores the flag), and reports each send that took bytes on the
+ * socket's error queue, by a 32-bit id counted from 0, once the pages are
+ * free again; over loopback it copies them, and says so
+ * (SO_EE_CODE_ZEROCOPY_COPIED). A stream copies every byte into the ring
+ * before the call returns, so the report is due at once: the ids wait
+ * here, one range as the kernel's coalesce, for recvmsg(MSG_ERRQUEUE)
+ * (zc_report()), and poll and epoll say POLLERR meanwhile. A program
+ * that waits for them before it reuses a buffer would otherwise wait
+ * for good.
+ */
+static void
+zc_sent(struct psock *p, int fd)
+{
+	int on = 0;
+	socklen_t l = sizeof(on);
+
+	if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_ZEROCOPY, &on, &l) != 0 || !on)
+		return;
+	pthread_mutex_lock(&p->zc_lock);
+	if (!p->zc_waiting)
+		p->zc_lo = p->zc_next;
+	p->zc_hi = p->zc_next++;
+	p->zc_waiting = 1;
+	pthread_mutex_unlock(&p->zc_lock);
+}
+
+/* A poll's look: one load, no lock (every poll and epoll wait makes it
+ * for each stream). */
+static inline int
+zc_waiting(struct psock *p)
+{
+	return atomic_load_explicit(&p->zc_waiting, memory_order_relaxed);
+}
+
+/* recvmsg(MSG_ERRQUEUE) with ids waiting: one report of them all, in
+ * IP_RECVERR's (IPV6_RECVERR's) form, the kernel's. @return 0 (no data),
+ * or -1 with errno EAGAIN if none wait (the caller asks the kernel's queue
+ * then). */
+static ssize_t
+zc_report(struct psock *p, int fd, struct msghdr *mh)
+{
+	struct {
+		struct sock_extended_err ee;
+		struct sockaddr_in6 offender;       /* none: zeroes */
+	} err;
+	struct sockaddr_storage me;
+	socklen_t ml = sizeof(me);
+	size_t len = sizeof(err.ee);
+	int v6;
+
+	pthread_mutex_lock(&p->zc_lock);
+	if (!p->zc_waiting) {
+		pthread_mutex_unlock(&p->zc_lock);
+		return fail(EAGAIN);
+	}
+	memset(&err, 0, sizeof(err));
+	err.ee.ee_origin = SO_EE_ORIGIN_ZEROCOPY;
+	err.ee.ee_code = SO_EE_CODE_ZEROCOPY_COPIED;
+	err.ee.ee_info = p->zc_lo;
+	err.ee.ee_data = p->zc_hi;
+	v6 = syscall(SYS_getsockname, fd, &me, &ml) == 0 && me.ss_family == AF_INET6;
+	len += v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	if (mh->msg_control != NULL && mh->msg_controllen >= CMSG_SPACE(len)) {
+		struct cmsghdr *c = (struct cmsghdr *)mh->msg_control;
+
+		c->cmsg_level = v6 ? SOL_IPV6 : SOL_IP;
+		c->cmsg_type = v6 ? IPV6_RECVERR : IP_RECVERR;
+		c->cmsg_len = CMSG_LEN(len);
+		memcpy(CMSG_DATA(c), &err, len);
+		mh->msg_controllen = CMSG_SPACE(len);
+		mh->msg_flags = MSG_ERRQUEUE;
+	} else {
+		mh->msg_controllen = 0;
+		mh->msg_flags = MSG_ERRQUEUE | MSG_CTRUNC;
+	}
+	p->zc_waiting = 0;
+	pthread_mutex_unlock(&p->zc_lock);
+	mh->msg_namelen = 0;
+	return 0;
+}
+
 /* A write of @p, as s_recv() a read. */
 static ssize_t
 s_send(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
@@ -3209,6 +3305,8 @@ s_send(struct psock *p, int fd, const struct iovec *iov, int iovcnt, int flags)
 		return fail(EBADF);
 	r = s_send_in(p, fd, iov, iovcnt, flags);
 	e = errno;
+	if (r > 0 && (flags & MSG_ZEROCOPY))
+		zc_sent(p, fd);
 	psock_leave(p);
 	errno = e;
 	return r;
@@ -3364,6 +3462,10 @@ recvmsg(int fd, struct msghdr *mh, int flags)
 	if (pend_blocks(fd, flags & MSG_DONTWAIT))
 		return -1;
 	p = stream_of(fd);
+	/* MSG_ZEROCOPY's reports are ours; the rest of the error queue is
+	 * the kernel socket's. */
+	if (p != NULL && (flags & MSG_ERRQUEUE) && zc_report(p, fd, mh) == 0)
+		return 0;
 	if (p == NULL || (flags & MSG_ERRQUEUE))   /* the kernel's queue, its control too */
 		return REAL(recvmsg)(fd, mh, flags);
 	r = s_recv(p, fd, mh->msg_iov, (int)mh->msg_iovlen, flags);
@@ -3709,7 +3811,7 @@ io_asked(int events)
 static short
 stream_revents(struct psock *p, short events)
 {
-	int ev = with_norm(rb2_stream_poll(p->st));
+	int ev = with_norm(rb2_stream_poll(p->st)) | (zc_waiting(p) ? POLLERR : 0);
 
 	return (short)(ev & (events | POLLERR | POLLHUP | POLLNVAL));
 }
@@ -4671,7 +4773,8 @@ ep_ready_at(struct ep_set *e, struct epoll_event *out, int max, int look, int de
 		}
 		if (p == NULL || it->off || it->gone || it->kernel)
 			continue;
-		ev = with_norm(rb2_stream_poll(p->st)) & (want | POLLERR | POLLHUP);
+		ev = (with_norm(rb2_stream_poll(p->st)) | (zc_waiting(p) ? POLLERR : 0)) &
+			(want | POLLERR | POLLHUP);
 		if (it->events & EPOLLET) {
 			uint32_t in, out;
 			uint32_t dry = atomic_load_explicit(&p->rx_dry, memory_order_relaxed);
@@ -5631,6 +5734,7 @@ child_after_fork(void)
 
 		if (p != NULL) {
 			pthread_mutex_init(&p->life_lock, NULL);
+			pthread_mutex_init(&p->zc_lock, NULL);
 			p->users = 0;
 		}
 	}

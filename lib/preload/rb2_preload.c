@@ -1902,11 +1902,11 @@ pend_drain(void)
 
 /* Before a new program: a set-up under way on a descriptor it keeps (open,
  * without FD_CLOEXEC) ends first, as pend_drain()'s. One whose every
- * descriptor is FD_CLOEXEC or closed the new program never sees, so nothing waits for it (a server
- * that accepts late held a spawn up to its accept): in this process's own
- * exec (@cancel) it ends early, as by the close the exec is; in a spawn,
- * or the exec of a child that shares our memory (vfork: Python's
- * subprocess), it goes on in this process. */
+ * descriptor is FD_CLOEXEC or closed, the new program never sees, so
+ * nothing waits for it (a server that accepts late held a spawn up to its
+ * accept): in this process's own exec (@cancel) it ends early, as by the
+ * close the exec is; in a spawn, or the exec of a child that shares our
+ * memory (vfork: Python's subprocess), it goes on in this process. */
 static void
 pend_drain_kept(int cancel)
 {

@@ -286,9 +286,10 @@ int rb2_stream_bell_fd(const struct rb2_stream *s);
 /**
  * The descriptors @p s holds open itself, into @p fds: the bell's socket,
  * and on one host both ends' eventfds, across hosts its two completion
- * channels and its eventfd (rb2_stream_shut_fd()). A close of a range of descriptors (close_range()) must leave
- * them while the stream lives on. The device's own descriptors, across
- * hosts, are its transport's, not the stream's.
+ * channels and its eventfd (rb2_stream_shut_fd()). A close of a range of
+ * descriptors (close_range()) must leave them while the stream lives on.
+ * The device's own descriptors, across hosts, are its transport's, not the
+ * stream's.
  *
  * @return how many were written (at most RB2_STREAM_OWN_FDS).
  */

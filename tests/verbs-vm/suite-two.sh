@@ -777,8 +777,8 @@ rr_slow_accept 21622
 # Across hosts the device alone rings the readers' channels: the epoll sets
 # holding the connection are poked, and a poll or a read also sleeps on the
 # stream's eventfd, which the shutdown rings. (Before, the epoll wait slept
-# on until A's close, 8 s, and the poll to its timeout; with 0.5 s slices,
-# at 2.3 s the poll woke 200 ms late and the read 450 ms.)
+# on until A's close, 8 s, and the poll to its timeout; with the reader's
+# 0.5 s slices instead of the eventfd, the poll woke 204 ms late.)
 rr_shut_wake() { # PORT
 	local f=/tmp/rr-shut-wake rc read_ms poll_ms epoll_ms
 	if [ $side = server ]; then

@@ -2798,8 +2798,9 @@ shutdown(int fd, int how)
 	if (how != SHUT_WR) {
 		rb2_stream_shutdown_rd(p->st);
 		/* Across hosts the device alone rings the readers' channels:
-		 * the epoll sets that hold the connection are poked instead
-		 * (a poll or a blocking read finds it at its slice's end). */
+		 * a poll or a blocking read also sleeps on the stream's
+		 * eventfd, which the call above rang, and the epoll sets that
+		 * hold the connection are poked. */
 		if (p->rslot >= 0)
 			ep_poke_sets_of(fd);
 	}

@@ -676,7 +676,8 @@ fi
 
 # exec in a child that shares the connection with its parent: subprocess's
 # vfork (the child runs in the parent's memory), fork, posix_spawn (its file
-# actions dup the fd) and system() (a shell between). The new program gets
+# actions dup the fd, close-on-exec the second time: the dup2 clears the
+# flag on its copy) and system() (a shell between). The new program gets
 # a stand-in that reads 0 and fails writes with EPIPE (on every fd that
 # names the connection: the fork child passes a dup of it, as inetd's
 # children do); the parent's connection goes on: the server reads all of
@@ -710,6 +711,11 @@ sys.stdout.flush()
 pid = os.posix_spawn(sys.executable, [sys.executable, "-c", child, str(fd + 30), "posix_spawn"],
                      os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, fd, fd + 30)])
 os.waitpid(pid, 0)
+os.set_inheritable(fd, False)   # close-on-exec, as Python makes its sockets: the dup2 is kept
+pid = os.posix_spawn(sys.executable, [sys.executable, "-c", child, "0", "cloexec posix_spawn"],
+                     os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, fd, 0)])
+os.waitpid(pid, 0)
+os.set_inheritable(fd, True)
 with open(sys.argv[2], "w") as f:
     f.write(child)
 os.system("%s %s %d system" % (sys.executable, sys.argv[2], fd))
@@ -718,7 +724,8 @@ c.close()' "$port" "$tmp/vf_child.py" >"$tmp/vf.cli" 2>"$tmp/vf.cli.err"
 wait
 if grep -q "vfork child: read 0 bytes, write EPIPE" "$tmp/vf.cli" &&
 	grep -q "^fork child: read 0 bytes, write EPIPE" "$tmp/vf.cli" &&
-	grep -q "posix_spawn child: read 0 bytes, write EPIPE" "$tmp/vf.cli" &&
+	grep -q "^posix_spawn child: read 0 bytes, write EPIPE" "$tmp/vf.cli" &&
+	grep -q "^cloexec posix_spawn child: read 0 bytes, write EPIPE" "$tmp/vf.cli" &&
 	grep -q "system child: read 0 bytes, write EPIPE" "$tmp/vf.cli" &&
 	grep -q "server got 5000 then the end" "$tmp/vf.srv" &&
 	grep -q " 1 connections over rb2 (0 bytes in, 5000 out), 0 failed$" "$tmp/vf.cli.err"; then

@@ -1905,8 +1905,9 @@ pend_drain(void)
  * descriptor is FD_CLOEXEC or closed, the new program never sees, so
  * nothing waits for it (a server that accepts late held a spawn up to its
  * accept): in this process's own exec (@cancel) it ends early, as by the
- * close the exec is; in a spawn, or the exec of a child that shares our
- * memory (vfork: Python's subprocess), it goes on in this process. */
+ * close the exec is; in a spawn without file actions (whose dup2 would
+ * clear the flag: stand_in_entry()), or the exec of a child that shares
+ * our memory (vfork: Python's subprocess), it goes on in this process. */
 static void
 pend_drain_kept(int cancel)
 {
@@ -5478,14 +5479,22 @@ execle(const char *path, const char *arg, ...)
 #define STAND_IN_MAX 256                 /* inodes told: the rest keep their sockets */
 
 /* "RB2_RUN_STAND_IN=ino,ino,..." for this process's connections without
- * FD_CLOEXEC, in @buf, or NULL if there are none. */
+ * FD_CLOEXEC, in @buf, or NULL if there are none. With @dups (a spawn with
+ * file actions), those with FD_CLOEXEC too: an action's dup2 clears the flag
+ * on its copy (Python's sockets are all close-on-exec, and an inetd-style
+ * spawn dups one onto stdin and stdout), and an inode no fd of the new
+ * program names costs it nothing. */
 static char *
-stand_in_entry(char *buf, size_t size)
+stand_in_entry(char *buf, size_t size, int dups)
 {
 	size_t n = strlen(STAND_IN_ENV), first = n;
 	unsigned int told = 0;
 
-	pend_drain_kept(0);              /* each kept connection a stream, or not */
+	/* Each connection it may keep a stream, or not. */
+	if (dups)
+		pend_drain();
+	else
+		pend_drain_kept(0);
 	memcpy(buf, STAND_IN_ENV, n + 1);
 	for (unsigned int fd = 0; used && tab != NULL && fd < tab_size; fd++) {
 		struct psock *p = atomic_load(&tab[fd]);
@@ -5495,7 +5504,7 @@ stand_in_entry(char *buf, size_t size)
 		if (p == NULL || p->st == NULL || p->exec_stood_in)
 			continue;
 		fl = REAL(fcntl)((int)fd, F_GETFD);
-		if (fl < 0 || (fl & FD_CLOEXEC) || fstat((int)fd, &st) != 0)
+		if (fl < 0 || ((fl & FD_CLOEXEC) && !dups) || fstat((int)fd, &st) != 0)
 			continue;
 		if (told++ == STAND_IN_MAX || n + 22 > size)
 			break;              /* the rest keep their kernel sockets */
@@ -5536,7 +5545,7 @@ spawn(int search, pid_t *pid, const char *path, const posix_spawn_file_actions_t
 	int ret;
 
 	listeners_handed_on(-1);
-	env = spawn_env(envp, stand_in_entry(buf, sizeof(buf)), &mine);
+	env = spawn_env(envp, stand_in_entry(buf, sizeof(buf), fa != NULL), &mine);
 	ret = search ? REAL(posix_spawnp)(pid, path, fa, attr, argv, env) :
 		REAL(posix_spawn)(pid, path, fa, attr, argv, env);
 
@@ -5575,7 +5584,7 @@ system(const char *cmd)
 	struct sigaction ign = { .sa_handler = SIG_IGN };
 	char buf[sizeof(STAND_IN_ENV) + STAND_IN_MAX * 21], **mine;
 	char *argv[] = { "sh", "-c", (char *)cmd, NULL };
-	char *entry = cmd != NULL ? stand_in_entry(buf, sizeof(buf)) : NULL;
+	char *entry = cmd != NULL ? stand_in_entry(buf, sizeof(buf), 0) : NULL;
 	sigset_t chld, omask, dflt;
 	posix_spawnattr_t a;
 	pid_t pid;

@@ -628,7 +628,8 @@ if [ "$mode" = full ]; then
 # exec: an rb2 connection without FD_CLOEXEC ends before the exec. The peer
 # reads the bytes sent before it and then the end; the new program reads 0
 # from the inherited fd and its write fails with EPIPE (no bell bytes read
-# as data, no hang); the old image's stats line says so.
+# as data, no hang); the old image's stats line says so, and a line names
+# the fd and why before the exec.
 port=$(free_port)
 timeout 60 "$run" python3 "$peer" count "$port" >"$tmp/ex.srv" 2>"$tmp/ex.srv.err" &
 for _ in $(seq 100); do grep -q listening "$tmp/ex.srv" 2>/dev/null && break; sleep 0.05; done
@@ -650,7 +651,8 @@ print("new program: read", len(r), "bytes, write", w, flush=True)""", str(fd)])'
 wait
 if grep -q "new program: read 0 bytes, write EPIPE" "$tmp/ex.cli" &&
 	grep -q "server got 5000 then the end" "$tmp/ex.srv" &&
-	grep -q " 1 connections over rb2 (0 bytes in, 5000 out), 0 failed; 1 ended at exec (not FD_CLOEXEC)" "$tmp/ex.cli.err"; then
+	grep -q " 1 connections over rb2 (0 bytes in, 5000 out), 0 failed; 1 ended at exec (not FD_CLOEXEC)" "$tmp/ex.cli.err" &&
+	grep -q "^rb2-run: pid [0-9]*: exec: fd [0-9]* (ended: the peer read what was sent, then the end) names a connection over rb2, which a new program cannot take over" "$tmp/ex.cli.err"; then
 	ok "exec: the inherited rb2 connection ended: $(cat "$tmp/ex.cli"), $(cat "$tmp/ex.srv" | tail -1)"
 else
 	fail "exec"; cat "$tmp/ex.cli" "$tmp/ex.cli.err" "$tmp/ex.srv"
@@ -728,6 +730,7 @@ if grep -q "vfork child: read 0 bytes, write EPIPE" "$tmp/vf.cli" &&
 	grep -q "^cloexec posix_spawn child: read 0 bytes, write EPIPE" "$tmp/vf.cli" &&
 	grep -q "system child: read 0 bytes, write EPIPE" "$tmp/vf.cli" &&
 	grep -q "server got 5000 then the end" "$tmp/vf.srv" &&
+	[ "$(grep -c "^rb2-run: pid [0-9]*: \(exec\|spawned\): fds\? [0-9]* (it goes on in the pro.* name\(s a connection\| connections\) over rb2, which a new program cannot take over" "$tmp/vf.cli.err")" = 5 ] &&
 	grep -q " 1 connections over rb2 (0 bytes in, 5000 out), 0 failed$" "$tmp/vf.cli.err"; then
 	ok "exec in a vfork and a fork child, posix_spawn and system(): each new program got a stand-in, the parent's connection went on ($(tail -1 "$tmp/vf.srv"))"
 else

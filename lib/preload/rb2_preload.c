@@ -5302,6 +5302,55 @@ parent_file_at(int fd)
 }
 
 /*
+ * The line that says a new program got connections it cannot use, so that
+ * a server which hands each connection to a program it execs (inetd-style:
+ * git daemon's per-connection "git daemon --serve") is told why its
+ * clients see the end, rather than failing silently. Built with snprintf
+ * and written with write(2): a vfork child runs in its parent's memory,
+ * where stdio's locks may be held.
+ */
+struct exec_notice {
+	char line[640];
+	size_t n;
+	unsigned int fds;
+};
+
+static void
+exec_notice_add(struct exec_notice *x, int fd, const char *how)
+{
+	int k;
+
+	if (x->n >= sizeof(x->line) - 80)
+		return;
+	k = snprintf(x->line + x->n, sizeof(x->line) - x->n, "%s%d (%s)", x->fds ? ", " : "",
+		     fd, how);
+	if (k > 0)
+		x->n += (size_t)k;
+	x->fds++;
+}
+
+/* @who: "exec" or "spawned". */
+static void
+exec_notice_print(struct exec_notice *x, const char *who)
+{
+	char out[1024];
+	int k;
+
+	if (x->fds == 0)
+		return;
+	x->line[x->n] = '\0';
+	k = snprintf(out, sizeof(out), "rb2-run: pid %d: %s: fd%s %s name%s over rb2, which a "
+		     "new program cannot take over: in it %s the end, and writes fail with EPIPE. "
+		     "A server that hands each connection to a program it execs (inetd-style, such "
+		     "as git daemon) must run without rb2-run\n",
+		     (int)getpid(), who, x->fds > 1 ? "s" : "", x->line,
+		     x->fds > 1 ? " connections" : "s a connection",
+		     x->fds > 1 ? "they read" : "it reads");
+	if (k > 0)
+		(void)REAL(write)(2, out, RTE_MIN((size_t)k, sizeof(out) - 1));
+}
+
+/*
  * A new program knows nothing of a stream: its fd would be the idle kernel
  * socket, and the bells on it would read as data. So before an exec, every
  * rb2 connection without FD_CLOEXEC ends: the peer reads what was sent and
@@ -5323,6 +5372,7 @@ before_exec(void)
 	/* Any process our fork handlers did not see (a vfork child, a child
 	 * of clone()) leaves the streams to the one that opened them. */
 	int shared_vm = getpid() != image_pid;
+	struct exec_notice told = { .n = 0, .fds = 0 };
 
 	pend_drain_kept(!shared_vm);
 	for (unsigned int fd = 0; tab != NULL && fd < tab_size; fd++) {
@@ -5346,6 +5396,7 @@ before_exec(void)
 		/* p->exec_stood_in: a dup of an fd given a stand-in below. */
 		if (shared_vm || p->exec_stood_in || (p->inherited && p->rslot >= 0)) {
 			stand_in((int)fd, 0);
+			exec_notice_add(&told, (int)fd, "it goes on in the process that shares it");
 			continue;
 		}
 		pthread_mutex_lock(&p->tx_lock);
@@ -5358,13 +5409,16 @@ before_exec(void)
 			 * of the kernel socket would end it there too. */
 			p->exec_stood_in = 1;
 			stand_in((int)fd, 0);
+			exec_notice_add(&told, (int)fd, "it goes on in the process that shares it");
 			continue;
 		}
 		REAL(shutdown)((int)fd, SHUT_RDWR);
+		exec_notice_add(&told, (int)fd, "ended: the peer read what was sent, then the end");
 		pthread_mutex_lock(&stats.lock);
 		stats.exec_ended++;
 		pthread_mutex_unlock(&stats.lock);
 	}
+	exec_notice_print(&told, "exec");
 	if (!shared_vm)
 		print_stats();
 }
@@ -5647,6 +5701,7 @@ spawned_stand_ins(void)
 	struct rlimit rl;
 	unsigned long ino[STAND_IN_MAX];
 	unsigned int n = 0, limit;
+	struct exec_notice told = { .n = 0, .fds = 0 };
 
 	if (v == NULL)
 		return;
@@ -5665,9 +5720,12 @@ spawned_stand_ins(void)
 		for (unsigned int i = 0; i < n; i++)
 			if (ino[i] == (unsigned long)st.st_ino) {
 				stand_in((int)fd, 0);
+				exec_notice_add(&told, (int)fd,
+						"it goes on in the program that spawned this one");
 				break;
 			}
 	}
+	exec_notice_print(&told, "spawned");
 	unsetenv(STAND_IN_VAR);
 }
 

@@ -141,6 +141,14 @@ only, so that they run the same under rb2-run and without it.
                                      a non-blocking connect, then at once
                                      shutdown(SHUT_WR), timed (the server
                                      has not accepted); read the answer
+  rb2run_peer.py adoptwake PORT      accept one connection 1.5 s after it
+                                     listens; read "ping", answer "pong"
+  rb2run_peer.py adoptwake-client PORT
+                                     a non-blocking connect; on epoll's
+                                     EPOLLOUT (edge-triggered), connect()
+                                     again and a non-blocking send, as ab
+                                     and edge-triggered loops do; say what
+                                     each gave
   rb2run_peer.py echo PORT N          accept N connections one after the
                                      other; send each back what it sent
   rb2run_peer.py fork-echo PORT N     echo's server as Python's
@@ -1608,6 +1616,39 @@ def shut_early_client(port):
         errno.errorcode.get(e, e), took, got), flush=True)
 
 
+def adopt_wake(port):
+    """adoptwake's server: accepts 1.5 s late, so that the client's set-up
+    goes on in the background; "ping" read, "pong" sent."""
+    s = listen_on(port, 2)
+    time.sleep(1.5)
+    c, _ = s.accept()
+    if read_exactly(c, 4) == b"ping":
+        c.sendall(b"pong")
+    c.close()
+
+
+def adopt_wake_client(port):
+    """adoptwake's client: once epoll says EPOLLOUT the socket is
+    connected: a second connect() says EISCONN, as the kernel's, not
+    EALREADY, and a send takes its bytes (ab calls connect() again to learn
+    the result; an edge-triggered writer told EAGAIN would wait for good)."""
+    c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    c.setblocking(False)
+    e = c.connect_ex((HOST, port))
+    ep = select.epoll()
+    ep.register(c.fileno(), select.EPOLLOUT | select.EPOLLET)
+    ev = ep.poll(10)
+    again = c.connect_ex((HOST, port))
+    try:
+        sent = "%d bytes" % c.send(b"ping")
+    except BlockingIOError:
+        sent = "EAGAIN"
+    c.setblocking(True)
+    print("connect said %s; epoll said %s; connect again said %s; send took %s; read %r" % (
+        errno.errorcode.get(e, e), "EPOLLOUT" if ev and ev[0][1] & select.EPOLLOUT else ev,
+        errno.errorcode.get(again, again), sent, read_exactly(c, 4)), flush=True)
+
+
 def read_exactly(c, n):
     got = b""
     while len(got) < n:
@@ -1911,6 +1952,10 @@ if __name__ == "__main__":
         shut_early(int(sys.argv[2]))
     elif sys.argv[1] == "shutearly-client":
         shut_early_client(int(sys.argv[2]))
+    elif sys.argv[1] == "adoptwake":
+        adopt_wake(int(sys.argv[2]))
+    elif sys.argv[1] == "adoptwake-client":
+        adopt_wake_client(int(sys.argv[2]))
     elif sys.argv[1] == "uring":
         uring()
     elif sys.argv[1] == "scale-sink":

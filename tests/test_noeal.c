@@ -15,7 +15,8 @@
  *   - on an arena of hugepages (where free), then of 4 KiB pages:
  *   - the arena's zones: reserve, look up, refuse a second of one name,
  *     free, zero, reuse; a second attach in one process is refused (its
- *     range is taken), never mapped over;
+ *     range is taken), never mapped over; an arena marked no_reuse leaves
+ *     what it frees unzeroed;
  *   - a sender spawned with only the arena's fd (a fresh exec: another
  *     address-space layout) sends 1 million messages of 9-208 bytes to a
  *     receiver here, exactly once and in order, in both shm modes; after
@@ -210,9 +211,31 @@ test_zones(struct rb2_noeal_arena *a)
 	again = rb2_noeal_arena_attach(fd2);
 	CHECK(again == NULL && errno == EEXIST, "attaching twice in one process: EEXIST");
 	close(fd2);
+	/* An arena never reserved from again (rb2-run's stream's): its frees
+	 * leave the memory as it was. One of its own, so that this one's
+	 * later zones are still zeroed. */
+	again = rb2_noeal_arena_create(2u << 20, RB2_NOEAL_ARENA_ADDR + (1ull << 36),
+				       RB2_NOEAL_ARENA_NO_HUGE);
+	CHECK(again != NULL, "a second arena: %s", strerror(errno));
+	if (again != NULL) {
+		rb2_noeal_arena_no_reuse(again);
+		z3 = rte_memzone_reserve("kept", 4096, 0, 0);
+		CHECK(z3 != NULL, "reserve in the second arena");
+		if (z3 != NULL) {
+			uint8_t *m = z3->addr;
+			int kept = 1;
+
+			memset(m, 0xcd, 4096);
+			CHECK(rte_memzone_free(z3) == 0, "free in the second arena");
+			for (unsigned int i = 0; i < 4096; i++)
+				kept &= m[i] == 0xcd;
+			CHECK(kept, "a zone freed in an arena marked no_reuse is left as it was");
+		}
+		rb2_noeal_arena_detach(again);
+	}
 	rb2_noeal_arena_use(a);
 	printf("zones: reserve, lookup, EEXIST, free, zeroed reuse, ENAMETOOLONG, ENOMEM, "
-	       "double attach refused\n");
+	       "double attach refused, no zeroing where no zone is reused\n");
 }
 
 /* Pages there now, of @len bytes at @addr (mincore()), or -1. */

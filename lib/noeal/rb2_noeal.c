@@ -340,6 +340,7 @@ struct rb2_noeal_arena {
 	struct arena_hdr *h;
 	size_t size;
 	int fd;
+	int no_reuse;                /* frees here leave memory as it is */
 	struct rte_memseg_list msl;  /* rte_mem_virt2memseg_list()'s answer */
 };
 
@@ -554,6 +555,12 @@ rb2_noeal_arena_detach(struct rb2_noeal_arena *a)
 	if (a->fd >= 0)
 		close(a->fd);
 	free(a);
+}
+
+void
+rb2_noeal_arena_no_reuse(struct rb2_noeal_arena *a)
+{
+	a->no_reuse = 1;
 }
 
 void
@@ -809,7 +816,8 @@ rte_memzone_free(const struct rte_memzone *mz)
 	}
 	/* Zeroed as DPDK's heap zeroes what it frees: a reused zone's
 	 * readers (the rendezvous' magic) never see stale contents. */
-	memset(mz->addr, 0, z->cap);
+	if (!a->no_reuse)
+		memset(mz->addr, 0, z->cap);
 	memset(z->mz.name, 0, sizeof(z->mz.name));
 	z->used = 0;
 	a->h->live--;

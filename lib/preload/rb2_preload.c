@@ -432,6 +432,7 @@ remote_arena(int *slot)
 			continue;            /* taken here by something else */
 		if (a != NULL) {
 			rb2_noeal_arena_drop_fd(a);   /* nobody else maps it */
+			rb2_noeal_arena_no_reuse(a);  /* one stream's, unmapped after */
 			remote_used[k / 64] |= 1ull << (k % 64);
 			*slot = k;
 		}
@@ -1535,6 +1536,7 @@ open_stream(struct psock *p, int fd, int fds[RB2_SOCKD_MAX_FDS], const char *nam
 		return -err;
 	}
 	rb2_noeal_arena_drop_fd(p->arena);  /* mapped: no descriptor of ours stays */
+	rb2_noeal_arena_no_reuse(p->arena); /* one stream's, unmapped at its close */
 	rb2_noeal_arena_use(p->arena);
 	/* The bells go past the program's soft limit (rb2_xport_fd_raise()):
 	 * its own descriptors are numbered as without rb2-run. */

@@ -50,6 +50,7 @@
 #include <rb2_chan.h>
 #include <rb2_noeal.h>
 #include <rb2_xport.h>
+#include <rb2_xport_driver.h>
 
 #include "rb2_chan_traffic.h"
 
@@ -230,6 +231,15 @@ test_zones(struct rb2_noeal_arena *a)
 			for (unsigned int i = 0; i < 4096; i++)
 				kept &= m[i] == 0xcd;
 			CHECK(kept, "a zone freed in an arena marked no_reuse is left as it was");
+			/* Reserved again all the same: zeroed then. */
+			z3 = rte_memzone_reserve("again", 4096, 0, 0);
+			kept = z3 != NULL && z3->addr == (void *)m;
+			for (unsigned int i = 0; kept && i < 4096; i++)
+				kept &= m[i] == 0;
+			CHECK(kept && (z3->flags & RB2_MEMZONE_F_ZEROED),
+			      "reused after all, it reads zero, and says so (RB2_MEMZONE_F_ZEROED)");
+			if (z3 != NULL)
+				rte_memzone_free(z3);
 		}
 		rb2_noeal_arena_detach(again);
 	}

@@ -40,6 +40,8 @@
 #include <rte_random.h>
 #include <rte_ring.h>
 
+#include <rb2_xport_driver.h>
+
 #include "rb2_noeal.h"
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -317,7 +319,7 @@ struct zone {
 	struct rte_memzone mz;       /* what callers get: valid in every process */
 	uint64_t cap;                /* bytes behind it (>= mz.len) */
 	uint32_t used;
-	uint32_t pad;
+	uint32_t dirty;              /* freed unzeroed (rb2_noeal_arena_no_reuse()) */
 };
 
 /* The arena's first pages: the same bytes in every process. */
@@ -743,12 +745,19 @@ rte_memzone_reserve_aligned(const char *name, size_t len, int socket_id __rte_un
 		z->mz.addr_64 = h->addr + off;
 		h->brk = off + len;
 	}
+	/* Every zone reads zero: fresh memory past brk, a freed one zeroed at
+	 * its free, or here if its freer left it (a broken no_reuse promise).
+	 * The drivers then skip their own zeroing (RB2_MEMZONE_F_ZEROED). */
+	if (z->dirty) {
+		memset((void *)(uintptr_t)z->mz.addr_64, 0, z->cap);
+		z->dirty = 0;
+	}
 	snprintf(z->mz.name, sizeof(z->mz.name), "%s", name);
 	z->mz.len = len;
 	z->mz.iova = RTE_BAD_IOVA;
 	z->mz.hugepage_sz = h->huge ? HUGE_2M : 4096;
 	z->mz.socket_id = 0;
-	z->mz.flags = 0;
+	z->mz.flags = RB2_MEMZONE_F_ZEROED;
 	z->used = 1;
 	h->live++;
 	pthread_mutex_unlock(&h->lock);
@@ -818,6 +827,7 @@ rte_memzone_free(const struct rte_memzone *mz)
 	 * readers (the rendezvous' magic) never see stale contents. */
 	if (!a->no_reuse)
 		memset(mz->addr, 0, z->cap);
+	z->dirty = a->no_reuse != 0;
 	memset(z->mz.name, 0, sizeof(z->mz.name));
 	z->used = 0;
 	a->h->live--;

@@ -44,9 +44,11 @@
  * the capability, handed over a unix socket (SCM_RIGHTS) to exactly the
  * processes that should share it.
  *
- * A freed zone's memory is zeroed, as DPDK's heap zeroes freed memory (the
- * shm driver's rendezvous relies on it), unless the arena is never reserved
- * from again (rb2_noeal_arena_no_reuse()).
+ * A reserved zone reads zero, and says so (RB2_MEMZONE_F_ZEROED in its
+ * flags, rb2_xport_driver.h): fresh memory, or zeroed as DPDK's heap zeroes
+ * freed memory (the shm driver's rendezvous relies on it), at its free or,
+ * in an arena never to be reserved from again
+ * (rb2_noeal_arena_no_reuse()), when it is reused after all.
  *
  * @code
  * struct rb2_noeal_arena *a = rb2_noeal_arena_create(64 << 20, 0, 0); // creator
@@ -130,7 +132,8 @@ void rb2_noeal_arena_drop_fd(struct rb2_noeal_arena *a);
  * arena, unmapped at its close. Zeroing a stream's two 512 KiB rings at
  * each end's close was 12% of all CPU samples (ab against Python's
  * http.server, both under rb2-run), for memory nobody read again. Only
- * this process's frees of @p a are affected.
+ * this process's frees of @p a are affected; a zone so freed and reserved
+ * again is zeroed then.
  */
 void rb2_noeal_arena_no_reuse(struct rb2_noeal_arena *a);
 

@@ -50,6 +50,14 @@
 extern "C" {
 #endif
 
+/**
+ * Set in a memzone's flags (rte_memzone.flags) by an allocator whose zones
+ * read zero when reserved: lib/noeal's arenas. A driver's mr_alloc zeroes a
+ * zone only without it (DPDK's EAL sets no such bit), so that rb2-run's
+ * rings, on pages the kernel has just zeroed, are not written over twice.
+ */
+#define RB2_MEMZONE_F_ZEROED (1u << 30)
+
 /** Control operations of a driver. The fast path is per queue (post/poll). */
 struct rb2_xport_ops {
 	/** Parse @p args, probe the device, fill xp->caps/socket_id/priv. */

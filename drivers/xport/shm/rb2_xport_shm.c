@@ -261,7 +261,8 @@ shm_mr_alloc(struct rb2_xport *xp __rte_unused, const char *name, size_t len,
 			      err == EEXIST ? " (in use: by a live channel, or by one whose peer still holds it)" : "");
 		return err == EEXIST ? -EEXIST : -ENOMEM;
 	}
-	memset(mz->addr, 0, zlen);
+	if (!(mz->flags & RB2_MEMZONE_F_ZEROED))
+		memset(mz->addr, 0, zlen);
 	r = mz->addr;
 	r->mz = mz;
 	r->owner_pid = (int32_t)getpid();

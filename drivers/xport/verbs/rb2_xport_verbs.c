@@ -378,7 +378,8 @@ verbs_mr_alloc(struct rb2_xport *xp, const char *name, size_t len, int socket,
 						 RTE_CACHE_LINE_SIZE);
 	if (mz == NULL)
 		return rte_errno == EEXIST ? -EEXIST : -ENOMEM;
-	memset(mz->addr, 0, len);
+	if (!(mz->flags & RB2_MEMZONE_F_ZEROED))
+		memset(mz->addr, 0, len);
 	ibmr = ibv_reg_mr(d->pd, mz->addr, len, IBV_ACCESS_LOCAL_WRITE |
 			  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (ibmr == NULL) {

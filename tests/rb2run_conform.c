@@ -963,6 +963,84 @@ main(void)
 	}
 	close(fd);
 
+	/* splice between the connection and a pipe, both ways, with the
+	 * kernel's rules: offsets, no pipe, an empty or full pipe under
+	 * SPLICE_F_NONBLOCK, a non-blocking socket, the end. */
+	fd = connect_peer();
+	{
+		static char pb[65536];
+		int pp[2], fl;
+		loff_t off = 0;
+		unsigned long sum = 0, want = 0;
+		ssize_t r;
+
+		if (pipe(pp) != 0)
+			return 2;
+		say("peer sends 3000: %s", ask("S 3000"));
+		usleep(20000);
+		SAY("splice socket to pipe, 10000 asked: %s", splice(fd, NULL, pp[1], NULL, 10000, 0));
+		r = read(pp[0], pb, sizeof(pb));
+		for (ssize_t i = 0; i < r; i++)
+			sum += (uint8_t)pb[i];
+		for (size_t i = 0; i < 3000; i++)
+			want += pat(i);
+		say("the pipe holds %zd bytes, sum %lu (want %lu)", r, sum, want);
+		SAY("splice with an offset on the socket: %s", splice(fd, &off, pp[1], NULL, 10, 0));
+		SAY("splice with an offset on the pipe: %s", splice(fd, NULL, pp[1], &off, 10, 0));
+		SAY("splice socket to socket: %s", splice(fd, NULL, fd, NULL, 10, 0));
+		SAY("splice of 0 bytes: %s", splice(fd, NULL, pp[1], NULL, 0, 0));
+		fl = fcntl(fd, F_GETFL);
+		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+		SAY("splice from a non-blocking socket with nothing in it: %s",
+		    splice(fd, NULL, pp[1], NULL, 100, 0));
+		fcntl(fd, F_SETFL, fl);
+		/* A full pipe: SPLICE_F_NONBLOCK says EAGAIN, whatever the socket. */
+		say("peer sends 100: %s", ask("S 100"));
+		usleep(20000);
+		fl = fcntl(pp[1], F_GETFL);
+		fcntl(pp[1], F_SETFL, fl | O_NONBLOCK);
+		while (write(pp[1], pb, sizeof(pb)) > 0)
+			;
+		fcntl(pp[1], F_SETFL, fl);
+		SAY("splice into a full pipe, SPLICE_F_NONBLOCK: %s",
+		    splice(fd, NULL, pp[1], NULL, 100, SPLICE_F_NONBLOCK));
+		while (fcntl(pp[0], F_SETFL, O_NONBLOCK) == 0 && read(pp[0], pb, sizeof(pb)) > 0)
+			;
+		fcntl(pp[0], F_SETFL, 0);
+		SAY("then, the pipe drained: %s", splice(fd, NULL, pp[1], NULL, 1000, SPLICE_F_NONBLOCK));
+		SAY("read them from the pipe: %s", read(pp[0], pb, sizeof(pb)));
+		/* The other way. */
+		for (size_t i = 0; i < 5000; i++)
+			pb[i] = (char)pat(i);
+		SAY("write 5000 into the pipe: %s", write(pp[1], pb, 5000));
+		SAY("splice pipe to socket, 8000 asked: %s", splice(pp[0], NULL, fd, NULL, 8000, 0));
+		say("peer reads 5000: %s", ask("R 5000"));
+		SAY("splice from an empty pipe, SPLICE_F_NONBLOCK: %s",
+		    splice(pp[0], NULL, fd, NULL, 100, SPLICE_F_NONBLOCK));
+		SAY("splice with an offset on the pipe: %s", splice(pp[0], &off, fd, NULL, 10, 0));
+		SAY("write 200 into the pipe: %s", write(pp[1], pb, 200));
+		SAY("splice 150 of them, SPLICE_F_MORE: %s",
+		    splice(pp[0], NULL, fd, NULL, 150, SPLICE_F_MORE));
+		SAY("FIONREAD of the pipe: %s", ioctl(pp[0], FIONREAD, &fl));
+		say("... %d left", fl);
+		close(pp[1]);
+		SAY("splice the rest, the writer gone: %s", splice(pp[0], NULL, fd, NULL, 1000, 0));
+		SAY("splice again, the pipe empty and no writer: %s",
+		    splice(pp[0], NULL, fd, NULL, 1000, 0));
+		say("peer reads 200: %s", ask("R 200"));
+		close(pp[0]);
+		/* The end of the stream. */
+		if (pipe(pp) != 0)
+			return 2;
+		say("peer shuts its side down: %s", ask("W"));
+		usleep(20000);
+		SAY("splice at the end: %s", splice(fd, NULL, pp[1], NULL, 100, 0));
+		close(pp[0]);
+		close(pp[1]);
+	}
+	say("peer closes: %s", ask("C"));
+	close(fd);
+
 	/* Non-blocking connect. */
 	{
 		struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(peer_port),

@@ -3709,36 +3709,192 @@ recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *
 }
 
 /*
- * splice() moves a socket's bytes in the kernel, where a stream has none: a
- * splice from one would wait on an empty socket, and into one would put
- * bytes past the stream. Refused with the kernel's own answer for a file
- * that cannot splice, EINVAL, which programs take for "no splice here" and
- * fall back from: HAProxy's splice-request and splice-response then copy
- * through their buffers, where EOPNOTSUPP was to HAProxy a broken
- * connection (every one failed). Said once per process, with the fd.
+ * splice() between an rb2 connection and a pipe. The kernel moves a
+ * socket's bytes by reference; a stream's are in its ring, so they are
+ * copied through a buffer here, with the kernel's rules: one end must be
+ * a pipe (else EINVAL), a pipe takes no offset (ESPIPE) and a socket none
+ * either (EINVAL); the call waits for room in the pipe, or for bytes in
+ * it, unless SPLICE_F_NONBLOCK (EAGAIN), and for the socket as its
+ * O_NONBLOCK says; a pipe with no writer left and nothing in it gives 0.
+ * Nothing is lost on the way: from a stream, the bytes are peeked, written
+ * to the pipe through a non-blocking open of it of our own (the program's
+ * may block, and its flags are its own), and only what the pipe took is
+ * read off the stream; into a stream, the pipe's bytes are copied by
+ * tee() into a pipe of our own and read from there, and only what the
+ * stream took is read off the program's pipe. Another thread reading the
+ * same socket or pipe meanwhile could take the bytes between the look and
+ * the take, where the kernel's splice is one step: programs splice a
+ * connection from one thread. Before, such a splice failed with EINVAL
+ * (HAProxy then copied through its own buffers).
  */
-static ssize_t
-refuse_splice(int fd)
-{
-	static _Atomic int said;
+enum { SPLICE_CHUNK = 65536 };
 
-	if (!atomic_exchange(&said, 1))
-		fprintf(stderr, "rb2-run: pid %d: fd %d is a connection over rb2: splice() is not "
-			"supported on it: EINVAL, as for a file that cannot splice (a program "
-			"copies instead)\n", (int)getpid(), fd);
-	return fail(EINVAL);
+/* @fd's pipe capacity, or -1 if it is not a pipe. */
+static int
+pipe_capacity(int fd)
+{
+	return REAL(fcntl)(fd, F_GETPIPE_SZ);
+}
+
+/* Wait until pipe @fd has @ev (POLLOUT: room; POLLIN: bytes, or no writer
+ * left), unless @flags says SPLICE_F_NONBLOCK. @return 0, or -errno. */
+static int
+pipe_wait(int fd, short ev, unsigned int flags)
+{
+	for (;;) {
+		struct pollfd pf = { .fd = fd, .events = ev };
+		int r = REAL(poll)(&pf, 1, 0);
+
+		if (r > 0 && (pf.revents & (ev | POLLHUP | POLLERR)))
+			return 0;
+		if (flags & SPLICE_F_NONBLOCK)
+			return -EAGAIN;
+		r = REAL(poll)(&pf, 1, -1);
+		if (r < 0 && errno == EINTR)
+			return -EINTR;
+	}
+}
+
+static ssize_t
+splice_from_stream(struct psock *p, int in, int out, size_t len, unsigned int flags)
+{
+	int cap = pipe_capacity(out), wfd, err;
+	char path[40], *buf;
+	ssize_t n, w = -1;
+	struct iovec v;
+
+	if (cap < 0)
+		return fail(EINVAL);
+	if (len == 0)
+		return 0;
+	if ((err = pipe_wait(out, POLLOUT, flags)) != 0)
+		return fail(-err);
+	buf = malloc(SPLICE_CHUNK);
+	if (buf == NULL)
+		return fail(ENOMEM);
+	v = (struct iovec){ buf, RTE_MIN(len, RTE_MIN((size_t)cap, (size_t)SPLICE_CHUNK)) };
+	n = s_recv(p, in, &v, 1, MSG_PEEK);
+	if (n <= 0) {
+		err = errno;
+		free(buf);
+		return n == 0 ? 0 : fail(err);
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", out);
+	wfd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	for (;;) {
+		w = REAL(write)(wfd >= 0 ? wfd : out, buf, (size_t)n);
+		if (w >= 0 || errno != EAGAIN || (flags & SPLICE_F_NONBLOCK) ||
+		    pipe_wait(out, POLLOUT, 0) != 0)
+			break;
+	}
+	err = errno;
+	if (wfd >= 0)
+		REAL(close)(wfd);
+	if (w > 0) {
+		/* What the pipe took, off the stream: there, peeked. */
+		v.iov_len = (size_t)w;
+		(void)s_recv(p, in, &v, 1, MSG_DONTWAIT);
+	}
+	free(buf);
+	if (w < 0 && err == ENXIO)
+		err = EPIPE;             /* no reader: the open says ENXIO */
+	if (w < 0 && err == EPIPE)
+		raise(SIGPIPE);
+	return w < 0 ? fail(err) : w;
+}
+
+static ssize_t
+splice_to_stream(struct psock *p, int in, int out, size_t len, unsigned int flags)
+{
+	int cap = pipe_capacity(in), tp[2], avail = 0, err;
+	ssize_t n, w;
+	struct iovec v;
+	char *buf;
+
+	if (cap < 0)
+		return fail(EINVAL);
+	if (len == 0)
+		return 0;
+	for (;;) {
+		struct pollfd pf = { .fd = in, .events = POLLIN };
+
+		if (REAL(ioctl)(in, FIONREAD, &avail) == 0 && avail > 0)
+			break;
+		if (REAL(poll)(&pf, 1, 0) > 0 && (pf.revents & POLLHUP) && !(pf.revents & POLLIN))
+			return 0;        /* no writer left, nothing in it */
+		if ((err = pipe_wait(in, POLLIN, flags)) != 0)
+			return fail(-err);
+		if (REAL(ioctl)(in, FIONREAD, &avail) == 0 && avail == 0 &&
+		    REAL(poll)(&pf, 1, 0) > 0 && (pf.revents & POLLHUP))
+			return 0;
+	}
+	if (pipe2(tp, O_CLOEXEC | O_NONBLOCK) != 0)
+		return -1;
+	buf = malloc(SPLICE_CHUNK);
+	if (buf == NULL) {
+		REAL(close)(tp[0]);
+		REAL(close)(tp[1]);
+		return fail(ENOMEM);
+	}
+	/* A copy of the pipe's first bytes, which stay in it. */
+	n = tee(in, tp[1], RTE_MIN(len, RTE_MIN((size_t)avail, (size_t)SPLICE_CHUNK)),
+		SPLICE_F_NONBLOCK);
+	n = n > 0 ? REAL(read)(tp[0], buf, (size_t)n) : n;
+	err = errno;
+	REAL(close)(tp[0]);
+	REAL(close)(tp[1]);
+	if (n <= 0) {
+		free(buf);
+		return n == 0 ? 0 : fail(err);
+	}
+	v = (struct iovec){ buf, (size_t)n };
+	w = s_send(p, out, &v, 1, flags & SPLICE_F_MORE ? MSG_MORE : 0);
+	err = errno;
+	if (w > 0) {
+		/* What the stream took, off the program's pipe. */
+		size_t gone = 0;
+
+		while (gone < (size_t)w) {
+			ssize_t r = REAL(read)(in, buf, (size_t)w - gone);
+
+			if (r <= 0)
+				break;
+			gone += (size_t)r;
+		}
+	}
+	free(buf);
+	return w < 0 ? fail(err) : w;
 }
 
 EXPORT ssize_t
 splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t len, unsigned int flags)
 {
+	struct psock *pi, *po;
+
 	if (pend_blocks(in, flags & SPLICE_F_NONBLOCK) || pend_blocks(out, flags & SPLICE_F_NONBLOCK))
 		return -1;
-	if (stream_of(in) != NULL)
-		return refuse_splice(in);
-	if (stream_of(out) != NULL)
-		return refuse_splice(out);
-	return REAL(splice)(in, off_in, out, off_out, len, flags);
+	pi = stream_of(in);
+	po = stream_of(out);
+	if (pi == NULL && po == NULL)
+		return REAL(splice)(in, off_in, out, off_out, len, flags);
+	if (pi != NULL && po != NULL)
+		return fail(EINVAL);             /* neither end a pipe */
+	if (pi != NULL) {
+		if (pipe_capacity(out) < 0)
+			return fail(EINVAL);
+		if (off_out != NULL)
+			return fail(ESPIPE);
+		if (off_in != NULL)
+			return fail(EINVAL);
+		return splice_from_stream(pi, in, out, len, flags);
+	}
+	if (pipe_capacity(in) < 0)
+		return fail(EINVAL);
+	if (off_in != NULL)
+		return fail(ESPIPE);
+	if (off_out != NULL)
+		return fail(EINVAL);
+	return splice_to_stream(po, in, out, len, flags);
 }
 
 EXPORT ssize_t

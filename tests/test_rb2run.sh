@@ -265,6 +265,37 @@ else
 	fail "50 connections in one poll() loop (exit $rc)"; cat "$tmp/pc.cli" "$tmp/pc.cli.err"
 fi
 
+# More connections in a row than the hugepage pool has free pages: each
+# closed arena holds its first hugepage until the service's sweep, which
+# must run as soon as an arena would come on 4 KiB pages, so that every
+# connection keeps hugepages ("no free hugepages" was said within half a
+# second of 1500). A service of its own, whose log is its stderr.
+free=$(awk '/^HugePages_Free/{print $2}' /proc/meminfo)
+if [ "${free:-0}" -ge 16 ] && [ "$free" -le 4000 ]; then
+	hs=$tmp/huge.sock
+	"$sockd" --socket "$hs" 2>"$tmp/huge.log" &
+	hsp=$!
+	for _ in $(seq 100); do [ -S "$hs" ] && break; sleep 0.05; done
+	p1=$(free_port)
+	RB2_SOCKD_PATH=$hs timeout 60 "$run" "$build/tests/rb2run_pingpong" pollserver "$p1" \
+		>"$tmp/hp.srv" 2>/dev/null &
+	pcs=$!
+	for _ in $(seq 100); do grep -q listening "$tmp/hp.srv" 2>/dev/null && break; sleep 0.05; done
+	RB2_SOCKD_PATH=$hs timeout 120 "$run" "$build/tests/rb2run_pingpong" connects "$p1" \
+		$((free + 100)) >"$tmp/hp.cli" 2>"$tmp/hp.cli.err"
+	rc=$?
+	kill "$pcs" "$hsp" 2>/dev/null; wait "$pcs" "$hsp" 2>/dev/null
+	if [ "$rc" = 0 ] && grep -q "\"count\": $((free + 100))," "$tmp/hp.cli" &&
+		! grep -q "no free hugepages" "$tmp/huge.log"; then
+		ok "$((free + 100)) connections in a row with $free hugepages free: every arena on hugepages"
+	else
+		fail "$((free + 100)) connections with $free hugepages free (exit $rc)"
+		cat "$tmp/hp.cli" "$tmp/hp.cli.err" "$tmp/huge.log"
+	fi
+else
+	echo "skip: hugepages in a row: ${free:-0} hugepages free (16 to 4000 needed)"
+fi
+
 fi
 # A library's constructor that reads, closes and polls before rb2-run's
 # library has run its own (libcap-ng's does: PostgreSQL's server crashed on

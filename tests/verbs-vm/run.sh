@@ -297,6 +297,13 @@ if [ "$what" = two ] || [ "$what" = two-bench ] || [ "$what" = two-reorder ] || 
 	wait $apid
 	grep -hE "^(PASS|FAIL|INFO|stream|kill|guestkill|lat|two|preload|check|\{)" "$cache/guest-a.log" \
 		"$cache/guest-b.log"
+	# What each failed check printed, which the next run's logs replace:
+	# the lines before its FAIL (a check prints its program's output first).
+	for g in a b; do
+		grep -q "^FAIL" "$cache/guest-$g.log" || continue
+		echo "verbs-vm: guest $g, the lines before each FAIL:"
+		grep -h -B 12 "^FAIL" "$cache/guest-$g.log" | sed 's/^/  | /'
+	done
 	guest_status -a; ra=$?
 	if [ "$what" = two-bench ] || [ "$what" = two-reorder ] || [ "$what" = preload ] || [ "$what" = apps ]; then
 		guest_status -b; rb=$?

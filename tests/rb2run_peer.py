@@ -1124,11 +1124,14 @@ def late_add_client(port):
 
 
 def slow_accept(port):
-    """slowaccept's server: accepts its four connections 1.5 s after it
-    listens, each accept timed. The first, which its client closed before
-    this accept, must read the end; then says "hi" on each of the others,
-    and answers "ping" with "pong"."""
+    """slowaccept's server: accepts its four connections 1.5 s after the
+    first is in its backlog (not after it listens: a client that started
+    late under TCG made its connects as the accepts came), each accept
+    timed. The first, which its client closed before this accept, must read
+    the end; then says "hi" on each of the others, and answers "ping" with
+    "pong"."""
     s = listen_on(port, 8)
+    select.select([s], [], [], 60)
     time.sleep(1.5)
     c, _ = s.accept()
     first = c.recv(10)

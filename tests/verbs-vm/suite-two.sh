@@ -731,19 +731,19 @@ rr_idle() { # PORT
 	fi
 }
 rr_idle 21619
-# Non-blocking connects from B to a server on A that accepts 1.5 s after it
-# listens (tests/rb2run_peer.py slowaccept): each connect returns once the
-# services have agreed and the kernel connected (the check fails at 1 s;
-# inside the call it waited for the accept and both ends' queues, 1.5 s and
-# more), the queues are made and joined in the background, a read and a
-# write meanwhile say EAGAIN, and a second connect EALREADY (one that went
-# ahead would join queues of its own over the same socket, and the two
-# joins would take each other's addresses). On A, each accept returns
-# before its stream's queues are made (its time is reported; inside the
-# call a stream took 65-76 ms under TCG). The greeting and the echo come
-# whole, over verbs. A fourth connection, closed at once, must not wait
-# for the accept (the check fails at 1 s), and its server reads the end,
-# counted kernel TCP (nothing went over rb2), not failed.
+# Non-blocking connects from B to a server on A that accepts 1.5 s after the
+# first is in its backlog (tests/rb2run_peer.py slowaccept): each connect
+# returns once the services have agreed and the kernel connected (the check
+# fails at 1 s; inside the call it waited for the accept and both ends'
+# queues, 1.5 s and more), the queues are made and joined in the background, a
+# read and a write meanwhile say EAGAIN, and a second connect EALREADY (one
+# that went ahead would join queues of its own over the same socket, and the
+# two joins would take each other's addresses). On A, each accept returns
+# before its stream's queues are made (its time is reported; inside the call a
+# stream took 65-76 ms under TCG). The greeting and the echo come whole, over
+# verbs. A fourth connection, closed at once, must not wait for the accept
+# (the check fails at 1 s), and its server reads the end, counted kernel TCP
+# (nothing went over rb2), not failed.
 rr_slow_accept() { # PORT
 	local f=/tmp/rr-slow-accept rc took closed
 	if [ $side = server ]; then

@@ -13,6 +13,9 @@
  *     then kept from 50 ms on: within 1% of the clock over 100 ms, and
  *     the same at every later use;
  *   - on an arena of hugepages (where free), then of 4 KiB pages:
+ *   - a reserved range: arenas map into it and give their piece back,
+ *     nothing else lands there, and the page tables above an arena
+ *     outlive it (the next one made there adds fewer than outside);
  *   - the arena's zones: reserve, look up, refuse a second of one name,
  *     free, zero, reuse; a second attach in one process is refused (its
  *     range is taken), never mapped over; an arena marked no_reuse leaves
@@ -295,6 +298,88 @@ test_prefault(struct rb2_noeal_arena *a)
 	rte_memzone_free(big);
 }
 
+/* This process's page tables, in kB (/proc/self/status). */
+static long
+vm_pte_kb(void)
+{
+	char line[128];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "VmPTE: %ld", &kb) == 1)
+			break;
+	if (f != NULL)
+		fclose(f);
+	return kb;
+}
+
+/* Page tables an arena made at @at adds, after one made and detached there
+ * before (whose tables were freed again, unless the range is reserved). */
+static long
+arena_tables_kb(uintptr_t at, unsigned int flags)
+{
+	struct rb2_noeal_arena *a;
+	long v0 = 0, v1 = 0;
+
+	for (int i = 0; i < 2; i++) {
+		v0 = vm_pte_kb();
+		a = rb2_noeal_arena_create(4 << 20, at, flags);
+		if (a == NULL)
+			return -1;
+		v1 = vm_pte_kb();
+		rb2_noeal_arena_detach(a);
+	}
+	return v1 - v0;
+}
+
+/* A reserved range (rb2_noeal_reserve()): arenas replace a piece of it and
+ * give it back; nothing else lands there meanwhile; a second arena over a
+ * mapped one is refused as anywhere; and the page tables above an arena
+ * outlive it. */
+static void
+test_reserve(struct rb2_noeal_arena *cur, unsigned int flags)
+{
+	const uintptr_t in = 0x330000000000ull, out = 0x338000000000ull;  /* 512 GiB apart */
+	struct rb2_noeal_arena *a, *b;
+	unsigned char vec;
+	long kept, freed;
+	void *p;
+	int ret = rb2_noeal_reserve(in, 1ull << 30);
+
+	CHECK(ret == 0, "reserve: %s", strerror(-ret));
+	CHECK(rb2_noeal_reserve(in + (4 << 20), 8 << 20) == 0, "reserving inside again");
+	CHECK(rb2_noeal_reserve(in + 4096, 2 << 20) == -EINVAL, "an unaligned reservation");
+	p = mmap((void *)in, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+		 -1, 0);
+	CHECK(p == MAP_FAILED && errno == EEXIST, "a mapping landed in the reserved range");
+	a = rb2_noeal_arena_create(4 << 20, in, flags);
+	CHECK(a != NULL, "an arena in the reserved range: %s", strerror(errno));
+	if (a == NULL)
+		return;
+	memset((char *)rb2_noeal_arena_base(a) + (2 << 20), 1, 4096);   /* writable */
+	b = rb2_noeal_arena_create(4 << 20, in + (2 << 20), flags);
+	CHECK(b == NULL && errno == EEXIST, "an arena over half of a mapped one: %s",
+	      b == NULL ? strerror(errno) : "mapped");
+	b = rb2_noeal_arena_attach(rb2_noeal_arena_fd(a));
+	CHECK(b == NULL && errno == EEXIST, "the same arena attached twice: %s",
+	      b == NULL ? strerror(errno) : "mapped");
+	rb2_noeal_arena_detach(a);
+	CHECK(mincore((void *)in, 4096, &vec) == 0, "the range after a detach: %s",
+	      strerror(errno));
+	p = mmap((void *)in, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+		 -1, 0);
+	CHECK(p == MAP_FAILED && errno == EEXIST, "the range was left a hole by a detach");
+	kept = arena_tables_kb(in, flags);
+	freed = arena_tables_kb(out, flags);
+	CHECK(kept >= 0 && freed >= kept + 4,
+	      "an arena made added %ld kB of page tables in the reserved range, %ld kB "
+	      "outside: the tables above it were not kept", kept, freed);
+	printf("reserve (%s pages): an arena made adds %ld kB of page tables in a reserved "
+	       "range, %ld kB outside one\n", flags ? "4 KiB" : "2 MiB", kept, freed);
+	rb2_noeal_arena_use(cur);    /* the test's arena, for the zones after */
+}
+
 static void
 run_pair(const char *self, struct rb2_noeal_arena *a, const char *spec, const char *name,
 	 uint64_t count, int die)
@@ -391,6 +476,7 @@ main(int argc, char **argv)
 		      "RB2_NOEAL_ARENA_NO_HUGE gave hugepages");
 		test_zones(a);
 		test_prefault(a);
+		test_reserve(a, flags);
 		for (unsigned int i = 0; i < 2; i++) {
 			char name[32];
 

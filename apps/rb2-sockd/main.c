@@ -48,10 +48,8 @@
 #include "rb2_sockd.h"
 #include "rb2_stream.h"
 
-/* Arenas go at SLOT_BASE + k * RB2_STREAM_ARENA_SIZE: one range for every
- * process on the host, so the pair's address is free in both. */
-#define SLOT_BASE 0x320000000000ull
-#define SLOTS_MAX 65536u
+/* Arenas go at RB2_STREAM_ARENA_BASE + k * RB2_STREAM_ARENA_SIZE. */
+#define SLOTS_MAX RB2_STREAM_ARENA_SLOTS
 #define MAX_CONNS 4096
 #define MAX_CONNS_PER_USER 1024  /* open requests and listeners of one uid */
 #define REQUEST_TIMEOUT_MS 2000  /* a new connection sends its request by then */
@@ -449,7 +447,7 @@ static struct rb2_noeal_arena *
 slot_arena(unsigned int k)
 {
 	static uint64_t last_forced_ms;
-	uintptr_t at = SLOT_BASE + (uint64_t)k * RB2_STREAM_ARENA_SIZE;
+	uintptr_t at = RB2_STREAM_ARENA_BASE + (uint64_t)k * RB2_STREAM_ARENA_SIZE;
 	struct rb2_noeal_arena *a = rb2_noeal_arena_create(RB2_STREAM_ARENA_SIZE, at,
 							   arena_flags);
 	uint64_t now = now_ms();
@@ -1676,6 +1674,9 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	for (unsigned int k = 0; k < n_slots; k++)
 		slot_fd[k] = -1;
+	/* The slots' page tables kept from one arena to the next (an arena is
+	 * made, and mapped here, for each connection); without, as before. */
+	(void)rb2_noeal_reserve(RB2_STREAM_ARENA_BASE, (size_t)n_slots * RB2_STREAM_ARENA_SIZE);
 	/* One fd kept per open connection: as many as the hard limit allows. */
 	{
 		struct rlimit rl;

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/memfd.h>
@@ -386,21 +387,194 @@ arena_register(struct rb2_noeal_arena *a)
 	return -ENOSPC;
 }
 
+/*
+ * Reserved ranges (rb2_noeal_reserve()). An arena's mmap allocates the page
+ * tables above its pages (on x86-64 a PMD table a GiB, a PUD table 512 GiB)
+ * and its munmap frees them again when nothing else maps their span, as
+ * rb2-run's arenas, one a connection, each alone in its GiB: so every
+ * connection's first touch cleared fresh table pages (6.5% of all CPU
+ * samples under a loop of connects, in huge_pte_alloc()), and its close
+ * freed them. In a range kept mapped PROT_NONE, an arena replaces a piece
+ * of the reservation (MAP_FIXED) and its detach puts the piece back, so the
+ * tables stay. The state of each 2 MiB granule says what is there: MAP_FIXED
+ * must never land on an arena still mapped, nor on a hole that something
+ * else of the process may since have taken.
+ */
+enum { GR_RESERVED, GR_ARENA, GR_HOLE };
+#define RESERVED_MAX 4
+
+struct reserved {
+	uintptr_t base;
+	size_t len;
+	uint8_t *gr;                 /* one state per 2 MiB */
+};
+
+static struct reserved reserved[RESERVED_MAX];
+static _Atomic unsigned int nreserved;
+static pthread_mutex_t reserved_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void reserved_prepare(void) { pthread_mutex_lock(&reserved_lock); }
+static void reserved_after(void) { pthread_mutex_unlock(&reserved_lock); }
+
+/* A fork in another thread must not leave the child's lock held. */
+__attribute__((constructor)) static void
+reserved_atfork(void)
+{
+	pthread_atfork(reserved_prepare, reserved_after, reserved_after);
+}
+
+/* The reserved range holding all of [@addr, @addr + @size), or NULL. */
+static struct reserved *
+reserved_of(uintptr_t addr, size_t size)
+{
+	unsigned int n = atomic_load_explicit(&nreserved, memory_order_acquire);
+
+	for (unsigned int i = 0; i < n; i++)
+		if (addr >= reserved[i].base && addr - reserved[i].base <= reserved[i].len &&
+		    size <= reserved[i].len - (addr - reserved[i].base))
+			return &reserved[i];
+	return NULL;
+}
+
+int
+rb2_noeal_reserve(uintptr_t base, size_t len)
+{
+	struct rlimit as;
+	struct reserved *r;
+	void *p;
+	int ret = 0;
+
+	if (base % HUGE_2M != 0 || len == 0 || len % HUGE_2M != 0)
+		return -EINVAL;
+	/* PROT_NONE costs no memory, but it counts against RLIMIT_AS. */
+	if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+		return -ENOMEM;
+	pthread_mutex_lock(&reserved_lock);
+	if (reserved_of(base, len) != NULL)
+		goto out;
+	if (atomic_load_explicit(&nreserved, memory_order_relaxed) == RESERVED_MAX) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	r = &reserved[atomic_load_explicit(&nreserved, memory_order_relaxed)];
+	r->gr = calloc(len / HUGE_2M, 1);
+	if (r->gr == NULL) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	p = mmap((void *)base, len, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED || (uintptr_t)p != base) {
+		ret = p == MAP_FAILED ? -errno : -EEXIST;
+		if (p != MAP_FAILED)
+			munmap(p, len);
+		free(r->gr);
+		r->gr = NULL;
+		goto out;
+	}
+	r->base = base;
+	r->len = len;
+	atomic_fetch_add_explicit(&nreserved, 1, memory_order_release);
+out:
+	pthread_mutex_unlock(&reserved_lock);
+	return ret;
+}
+
+/* Whether every granule of [@addr, @addr + @size) in @r is in state @st. */
+static int
+granules_are(const struct reserved *r, uintptr_t addr, size_t size, uint8_t st)
+{
+	for (size_t g = (addr - r->base) / HUGE_2M; g < (addr - r->base + size) / HUGE_2M; g++)
+		if (r->gr[g] != st)
+			return 0;
+	return 1;
+}
+
+static void
+granules_set(struct reserved *r, uintptr_t addr, size_t size, uint8_t st)
+{
+	memset(r->gr + (addr - r->base) / HUGE_2M, st, size / HUGE_2M);
+}
+
+/* After a failed MAP_FIXED over the reservation (a hugetlb file short of
+ * pages): Linux 6.12 and later put the old mapping back, earlier kernels
+ * had unmapped it already. Keeps errno. @return the granules' state. */
+static uint8_t
+reserve_again(uintptr_t addr, size_t size)
+{
+	int err = errno;
+	void *q = mmap((void *)addr, size, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	uint8_t st = GR_RESERVED;
+
+	/* EEXIST: the reservation came back. Something else of the process
+	 * taking the hole in the microseconds between (the kernel places
+	 * mappings top-down from far above) is not guarded against. */
+	if (q == MAP_FAILED && errno != EEXIST)
+		st = GR_HOLE;
+	else if (q != MAP_FAILED && (uintptr_t)q != addr) {
+		munmap(q, size);
+		st = GR_HOLE;
+	}
+	errno = err;
+	return st;
+}
+
 /* Map @fd's @size bytes at @addr exactly, or fail with EEXIST. */
 static void *
 map_at(int fd, uintptr_t addr, size_t size)
 {
-	void *p = mmap((void *)addr, size, PROT_READ | PROT_WRITE,
-		       MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+	struct reserved *r = reserved_of(addr, size);
+	int how = MAP_FIXED_NOREPLACE;
+	void *p;
 
-	if (p == MAP_FAILED)
-		return NULL;
-	if ((uintptr_t)p != addr) {     /* a kernel that took it as a hint */
-		munmap(p, size);
-		errno = EEXIST;
-		return NULL;
+	if (r != NULL) {
+		pthread_mutex_lock(&reserved_lock);
+		if (granules_are(r, addr, size, GR_RESERVED)) {
+			how = MAP_FIXED;
+		} else if (!granules_are(r, addr, size, GR_HOLE)) {
+			pthread_mutex_unlock(&reserved_lock);
+			errno = EEXIST;      /* an arena of ours, or part of one */
+			return NULL;
+		}
 	}
-	return p;
+	p = mmap((void *)addr, size, PROT_READ | PROT_WRITE, MAP_SHARED | how, fd, 0);
+	if (p != MAP_FAILED && (uintptr_t)p != addr) {   /* a kernel that took it as a hint */
+		munmap(p, size);
+		p = MAP_FAILED;
+		errno = EEXIST;
+	}
+	if (r != NULL) {
+		if (p != MAP_FAILED)
+			granules_set(r, addr, size, GR_ARENA);
+		else if (how == MAP_FIXED)
+			granules_set(r, addr, size, reserve_again(addr, size));
+		pthread_mutex_unlock(&reserved_lock);
+	}
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Unmap what map_at() mapped: in a reserved range, the reservation again. */
+static void
+unmap_at(void *h, size_t size)
+{
+	struct reserved *r = reserved_of((uintptr_t)h, size);
+	void *p;
+
+	if (r == NULL) {
+		munmap(h, size);
+		return;
+	}
+	pthread_mutex_lock(&reserved_lock);
+	p = mmap(h, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+		 -1, 0);
+	if (p == h) {
+		granules_set(r, (uintptr_t)h, size, GR_RESERVED);
+	} else {
+		munmap(h, size);     /* out of map count: a plain hole then */
+		granules_set(r, (uintptr_t)h, size, GR_HOLE);
+	}
+	pthread_mutex_unlock(&reserved_lock);
 }
 
 static struct rb2_noeal_arena *
@@ -480,7 +654,7 @@ rb2_noeal_arena_create(size_t size, uintptr_t addr, unsigned int flags)
 	a = arena_wrap(h, size, fd);
 	if (a == NULL) {
 		err = errno;
-		munmap(h, size);
+		unmap_at(h, size);
 		close(fd);
 		errno = err;
 	}
@@ -529,7 +703,7 @@ rb2_noeal_arena_attach(int fd)
 	a = arena_wrap(h, (size_t)probe.size, own);
 	if (a == NULL) {
 		err = errno;
-		munmap(h, (size_t)probe.size);
+		unmap_at(h, (size_t)probe.size);
 		close(own);
 		errno = err;
 	}
@@ -553,7 +727,7 @@ rb2_noeal_arena_detach(struct rb2_noeal_arena *a)
 	}
 	if (cur == a)
 		cur = NULL;
-	munmap(a->h, a->size);
+	unmap_at(a->h, a->size);
 	if (a->fd >= 0)
 		close(a->fd);
 	free(a);

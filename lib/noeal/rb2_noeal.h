@@ -96,6 +96,24 @@ struct rb2_noeal_arena *rb2_noeal_arena_create(size_t size, uintptr_t addr,
  */
 struct rb2_noeal_arena *rb2_noeal_arena_attach(int fd);
 
+/**
+ * Reserve [@p base, @p base + @p len) of this process's address space for
+ * arenas (2 MiB-aligned): kept mapped with no access and no memory behind
+ * it, so that no other mapping of the process lands there, and so that the
+ * page tables above an arena's pages outlive it. An arena created or
+ * attached in the range replaces its piece of the reservation, and its
+ * detach puts the piece back rather than unmapping it: the kernel neither
+ * frees the table pages at the detach nor allocates and clears new ones at
+ * the next arena's first touch. Still EEXIST where an arena of this
+ * process is mapped. Reserving a range again, or one inside a reserved
+ * range, does nothing. A fork child inherits the reservation.
+ * @return 0, or -errno: -ENOMEM (RLIMIT_AS is set: a reservation counts
+ *   against it), -EEXIST (something is mapped in the range already),
+ *   -ENOSPC (4 ranges reserved already), -EINVAL. Arenas then map and
+ *   unmap as they would without.
+ */
+int rb2_noeal_reserve(uintptr_t base, size_t len);
+
 /** Unmap the arena and close its fd. Zones in it must no longer be in use here. */
 void rb2_noeal_arena_detach(struct rb2_noeal_arena *a);
 

@@ -48,6 +48,12 @@ extern "C" {
 /** The arena one stream needs (two channels of 512 KiB and the control zone). */
 #define RB2_STREAM_ARENA_SIZE (4u << 20)
 
+/** Where the host's rb2-sockd puts the arenas of streams on this host: slot
+ *  k at RB2_STREAM_ARENA_BASE + k * RB2_STREAM_ARENA_SIZE, one range for every
+ *  process on the host, so that a pair's address is free in both. */
+#define RB2_STREAM_ARENA_BASE 0x320000000000ull
+#define RB2_STREAM_ARENA_SLOTS 65536u
+
 /** The largest message a write makes. */
 #define RB2_STREAM_CHUNK (64u << 10)
 

@@ -497,8 +497,8 @@ granules_set(struct reserved *r, uintptr_t addr, size_t size, uint8_t st)
 }
 
 /* After a failed MAP_FIXED over the reservation (a hugetlb file short of
- * pages): Linux 6.12 and later put the old mapping back, earlier kernels
- * had unmapped it already. Keeps errno. @return the granules' state. */
+ * pages): a kernel may have put the old mapping back, or unmapped it
+ * before it failed. Keeps errno. @return the granules' state. */
 static uint8_t
 reserve_again(uintptr_t addr, size_t size)
 {

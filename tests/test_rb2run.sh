@@ -165,6 +165,27 @@ else
 fi
 
 if [ "$mode" = full ]; then
+# Programs LD_PRELOAD cannot reach are named before they run, and run: a
+# statically linked one, and a Go one (a copy of true(1) given the section
+# Go's linker writes). A dynamically linked C program is not named.
+printf 'int main(void) { return 3; }\n' >"$tmp/static.c"
+cp "$(type -P true)" "$tmp/gotrue"
+if ! cc -static -o "$tmp/static" "$tmp/static.c" || ! objcopy --add-section .go.buildinfo=/dev/null "$tmp/gotrue"; then
+	fail "cannot make the static and Go test programs (cc -static, objcopy)"
+else
+	"$run" --no-service -- "$tmp/static" 2>"$tmp/static.err"; static_rc=$?
+	"$run" --no-service -- "$tmp/gotrue" 2>"$tmp/gotrue.err"; go_rc=$?
+	"$run" --no-service -- true 2>"$tmp/true.err"
+	if [ $static_rc = 3 ] && [ $go_rc = 0 ] &&
+		grep -q "static is statically linked: .*, and its sockets stay kernel TCP" "$tmp/static.err" &&
+		grep -q "gotrue is a Go program: .*, and its sockets stay kernel TCP" "$tmp/gotrue.err" &&
+		! grep -q "LD_PRELOAD cannot reach" "$tmp/true.err"; then
+		ok "past libc: a static program and a Go program named before they ran (exit $static_rc, $go_rc), true(1) not"
+	else
+		fail "past libc (exit $static_rc, $go_rc)"; cat "$tmp/static.err" "$tmp/gotrue.err" "$tmp/true.err"
+	fi
+fi
+
 # A plain client to an rb2-run server, and the other way.
 if pair plain_cli "$run" "" 1000000 && grep -q "up: whole, down: whole" "$tmp/plain_cli.cli" &&
 	grep -q "1 kernel TCP: the client is not under rb2-run" "$tmp/plain_cli.srv.err"; then

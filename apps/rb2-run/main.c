@@ -11,6 +11,7 @@
  */
 
 #define _GNU_SOURCE
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -193,6 +194,63 @@ resolve(const char *prog, char *out, size_t len)
 /* --stats-file: RB2_RUN_STATS names the file by its absolute path (the
  * program may change its directory before it exits), which is made now, so
  * that a path that cannot be written is said before the program runs. */
+/*
+ * What of @path LD_PRELOAD cannot reach, if anything: NULL, or why its
+ * sockets will stay kernel TCP. A statically linked program has no loader
+ * to preload anything; a Go program makes its socket calls with the system
+ * call instruction, past libc, even when it links libc (its ELF has Go's
+ * build-info section). Read from the ELF headers (x86-64 only); anything
+ * else (a script, another format) says nothing.
+ */
+static const char *
+past_libc(const char *path)
+{
+	const char *why = NULL;
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	Elf64_Shdr sh, names;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), interp = 0;
+
+	if (fd < 0)
+		return NULL;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64 ||
+	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) || eh.e_phentsize != sizeof(ph))
+		goto out;
+	for (unsigned int i = 0; i < eh.e_phnum; i++) {
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (uint64_t)i * sizeof(ph))) !=
+		    (ssize_t)sizeof(ph))
+			goto out;
+		interp |= ph.p_type == PT_INTERP;
+	}
+	if (!interp) {
+		why = "is statically linked: no loader runs for it, so LD_PRELOAD cannot reach "
+		      "its calls";
+		goto out;
+	}
+	if (eh.e_shentsize != sizeof(sh) || eh.e_shstrndx >= eh.e_shnum ||
+	    pread(fd, &names, sizeof(names),
+		  (off_t)(eh.e_shoff + (uint64_t)eh.e_shstrndx * sizeof(sh))) != (ssize_t)sizeof(sh))
+		goto out;
+	for (unsigned int i = 0; i < eh.e_shnum; i++) {
+		char name[16] = "";
+
+		if (pread(fd, &sh, sizeof(sh), (off_t)(eh.e_shoff + (uint64_t)i * sizeof(sh))) !=
+		    (ssize_t)sizeof(sh) || sh.sh_name >= names.sh_size)
+			continue;
+		if (pread(fd, name, sizeof(name) - 1, (off_t)(names.sh_offset + sh.sh_name)) > 0 &&
+		    strcmp(name, ".go.buildinfo") == 0) {
+			why = "is a Go program: Go makes its socket calls itself, past libc, so "
+			      "LD_PRELOAD cannot reach them";
+			break;
+		}
+	}
+out:
+	close(fd);
+	return why;
+}
+
 static int
 stats_file(const char *name)
 {
@@ -241,6 +299,7 @@ main(int argc, char **argv)
 	char lib[PATH_MAX], sockd[PATH_MAX], path[108], prog[PATH_MAX], *pre;
 	const char *old;
 	int opt, no_service = 0, allow_io_uring = 0, setid;
+	const char *why;
 	struct stat st;
 
 	/* Options end at the program's name: its own options are its own. */
@@ -281,6 +340,8 @@ main(int argc, char **argv)
 	if (setid)
 		fprintf(stderr, "rb2-run: %s is set-user-ID or set-group-ID: the loader ignores "
 			"LD_PRELOAD for it, so its sockets stay kernel TCP\n", prog);
+	else if ((why = past_libc(prog)) != NULL)
+		fprintf(stderr, "rb2-run: %s %s, and its sockets stay kernel TCP\n", prog, why);
 	if (!no_service && !service_up(path)) {
 		char *args[] = { sockd, "--daemon", "--socket", path, NULL };
 		pid_t pid;

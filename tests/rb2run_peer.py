@@ -1667,9 +1667,10 @@ def spawn_pend_client(port):
     close-on-exec socket, Python's default) waits for the server's accept
     need not wait for that set-up, which the new program never sees: a
     posix_spawn() and a subprocess.run() (vfork, then execve), each timed.
-    The connection then pairs and talks, over rb2. Then another such
-    connect, and an exec: the new program says how long after the exec
-    call it ran."""
+    A fork does wait for it (the child holds the connection too), and must
+    return once the accept came. The connection then pairs and talks, over
+    rb2. Then another such connect, and an exec: the new program says how
+    long after the exec call it ran."""
     c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     c.setblocking(False)
     e = c.connect_ex((HOST, port))
@@ -1683,6 +1684,13 @@ def spawn_pend_client(port):
     t = time.monotonic()
     subprocess.run(["true"], check=True)
     sub = (time.monotonic() - t) * 1000
+    t = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    print("a fork while it waited returned in %d ms" % ((time.monotonic() - t) * 1000),
+          flush=True)
     p = select.poll()
     p.register(c, select.POLLOUT)
     p.poll(10000)

@@ -413,14 +413,25 @@ static struct reserved reserved[RESERVED_MAX];
 static _Atomic unsigned int nreserved;
 static pthread_mutex_t reserved_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void reserved_prepare(void) { pthread_mutex_lock(&reserved_lock); }
-static void reserved_after(void) { pthread_mutex_unlock(&reserved_lock); }
+/*
+ * A fork while another thread holds the lock leaves it held in the child,
+ * whose only thread is the forking one: the child makes it anew. Taking the
+ * lock before the fork instead (a prepare handler) deadlocked rb2-run: its
+ * own prepare handler waits for the set-ups under way, one of them in
+ * map_at() waiting for this lock. A granule's state is on the safe side at
+ * every instant (an arena from before its mapping until it is unmapped), so
+ * a child that forked mid-way never maps over a live mapping.
+ */
+static void
+reserved_child(void)
+{
+	pthread_mutex_init(&reserved_lock, NULL);
+}
 
-/* A fork in another thread must not leave the child's lock held. */
 __attribute__((constructor)) static void
 reserved_atfork(void)
 {
-	pthread_atfork(reserved_prepare, reserved_after, reserved_after);
+	pthread_atfork(NULL, NULL, reserved_child);
 }
 
 /* The reserved range holding all of [@addr, @addr + @size), or NULL. */
@@ -537,6 +548,7 @@ map_at(int fd, uintptr_t addr, size_t size)
 			errno = EEXIST;      /* an arena of ours, or part of one */
 			return NULL;
 		}
+		granules_set(r, addr, size, GR_ARENA);     /* before it is one */
 	}
 	p = mmap((void *)addr, size, PROT_READ | PROT_WRITE, MAP_SHARED | how, fd, 0);
 	if (p != MAP_FAILED && (uintptr_t)p != addr) {   /* a kernel that took it as a hint */
@@ -545,10 +557,9 @@ map_at(int fd, uintptr_t addr, size_t size)
 		errno = EEXIST;
 	}
 	if (r != NULL) {
-		if (p != MAP_FAILED)
-			granules_set(r, addr, size, GR_ARENA);
-		else if (how == MAP_FIXED)
-			granules_set(r, addr, size, reserve_again(addr, size));
+		if (p == MAP_FAILED)
+			granules_set(r, addr, size,
+				     how == MAP_FIXED ? reserve_again(addr, size) : GR_HOLE);
 		pthread_mutex_unlock(&reserved_lock);
 	}
 	return p == MAP_FAILED ? NULL : p;

@@ -718,6 +718,11 @@ rb2_xport_arg_u32(const char *drv, const char *args, const char *key, uint32_t m
 }
 
 static _Atomic int fd_floor, fd_grow;
+/* Where raises landed once the floor had no room and the limit could not
+ * grow (0: not so far): the next go there at once, one fcntl() where the
+ * way there took four system calls a descriptor (nginx sets its soft limit
+ * to its hard one). */
+static _Atomic int fd_top_quarter;
 
 void
 rb2_xport_fd_floor_set(int floor, int grow)
@@ -754,6 +759,14 @@ rb2_xport_fd_raise(int fd)
 
 	if (fd < 0 || floor == 0 || fd >= floor)
 		return fd;
+	hi = atomic_load_explicit(&fd_top_quarter, memory_order_relaxed);
+	if (hi > fd) {
+		hi = fcntl(fd, F_DUPFD_CLOEXEC, hi);
+		if (hi >= 0) {
+			close(fd);
+			return hi;
+		}
+	}
 	hi = fcntl(fd, F_DUPFD_CLOEXEC, floor);
 	/* EINVAL: the floor is at the soft limit or past it; EMFILE: full
 	 * from there up. */
@@ -766,8 +779,12 @@ rb2_xport_fd_raise(int fd)
 		struct rlimit rl;
 
 		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-		    rl.rlim_cur / 4 * 3 > (rlim_t)fd && rl.rlim_cur / 4 * 3 < (rlim_t)floor)
+		    rl.rlim_cur / 4 * 3 > (rlim_t)fd && rl.rlim_cur / 4 * 3 < (rlim_t)floor) {
 			hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)(rl.rlim_cur / 4 * 3));
+			if (hi >= 0)
+				atomic_store_explicit(&fd_top_quarter, (int)(rl.rlim_cur / 4 * 3),
+						      memory_order_relaxed);
+		}
 	}
 	if (hi < 0)
 		return fd;

@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <limits.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -133,15 +134,19 @@ proc_start(int32_t pid)
 {
 	char path[32], buf[512], *p;
 	unsigned long long start = 0;
-	size_t n;
-	FILE *f;
+	ssize_t n;
+	int fd;
 
+	/* One read (the file is generated whole at it), not stdio's fstat and
+	 * second read: a connection reads three of these at each end. */
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (f == NULL)
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
 	buf[n] = '\0';
 	/* After the command's closing parenthesis: state, then 19 fields to
 	 * the start time. */

@@ -191,9 +191,6 @@ resolve(const char *prog, char *out, size_t len)
 	return -1;
 }
 
-/* --stats-file: RB2_RUN_STATS names the file by its absolute path (the
- * program may change its directory before it exits), which is made now, so
- * that a path that cannot be written is said before the program runs. */
 /*
  * What of @path LD_PRELOAD cannot reach, if anything: NULL, or why its
  * sockets will stay kernel TCP. A statically linked program has no loader
@@ -251,6 +248,9 @@ out:
 	return why;
 }
 
+/* --stats-file: RB2_RUN_STATS names the file by its absolute path (the
+ * program may change its directory before it exits), which is made now, so
+ * that a path that cannot be written is said before the program runs. */
 static int
 stats_file(const char *name)
 {

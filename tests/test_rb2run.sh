@@ -594,8 +594,8 @@ fi
 # then pairs and talks over rb2; an exec ends its set-up early, as the
 # close the exec is, and the server reads the end. (Each waited for the
 # set-up: the spawn 899 ms, the subprocess 1104 ms, the exec 1583 ms.) A
-# fork waits for it, and returns once the accept came: a lock of lib/noeal
-# taken before the fork once deadlocked it against the set-up's mapping.
+# fork waits for it, and returns once the accept came: no lock that the
+# set-up needs to map its arena may be held across the fork.
 peer_mode sp spawnpend
 spawn_ms=$(sed -n 's/^while a connect waited for its accept: posix_spawn \([0-9]*\) ms, .*/\1/p' "$tmp/sp.cli")
 sub_ms=$(sed -n 's/^while a connect .*, subprocess.run \([0-9]*\) ms; .*/\1/p' "$tmp/sp.cli")

@@ -865,7 +865,15 @@ else
 	rr_wait_listener 21620
 	timeout -k 5 180 "$rrun" -- python3 "$rpeer" client 21610 2000000 > /tmp/rr-svc1 2>&1 &
 	c1=$!
-	sleep 3                                      # A stops its service once it accepted
+	# A stops its service once it accepted. The second connect waits until
+	# A's service port refuses: asked while it still ran, A's service would
+	# expect the connection over verbs, and the accept after its stop would
+	# find no service and stay kernel TCP (the guide's Limits).
+	for _ in $(seq 600); do
+		python3 -c "import socket; socket.create_connection(('$theirs', 7472), timeout=1).close()" \
+			2>/dev/null || break
+		sleep 0.1
+	done
 	timeout -k 5 180 "$rrun" -- python3 "$rpeer" client 21620 2000000 > /tmp/rr-svc2 2>&1
 	rr_result connect_without_the_service $? /tmp/rr-svc2 "up: whole, down: whole" \
 		"kernel TCP: another host, which runs no rb2-sockd"

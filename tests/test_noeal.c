@@ -80,14 +80,19 @@ params_of(struct rb2_chan_params *p)
 static int
 run_sender(int fd, const char *spec, const char *name, uint64_t count, int die)
 {
-	struct rb2_noeal_arena *a = rb2_noeal_arena_attach(fd);
+	/* Mapped with no descriptor of its own, as rb2-run's ends map theirs. */
+	struct rb2_noeal_arena *a = rb2_noeal_arena_map(fd);
 	struct rb2_xport *xp;
 	struct rb2_chan_params p;
 	struct rb2_tx *tx;
 	int ret;
 
 	if (a == NULL) {
-		fprintf(stderr, "sender: cannot attach the arena: %s\n", strerror(errno));
+		fprintf(stderr, "sender: cannot map the arena: %s\n", strerror(errno));
+		return 1;
+	}
+	if (rb2_noeal_arena_fd(a) != -1 || fcntl(fd, F_GETFD) < 0) {
+		fprintf(stderr, "sender: rb2_noeal_arena_map() kept a descriptor, or took ours\n");
 		return 1;
 	}
 	close(fd);

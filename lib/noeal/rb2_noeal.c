@@ -672,8 +672,9 @@ rb2_noeal_arena_create(size_t size, uintptr_t addr, unsigned int flags)
 	return a;
 }
 
-struct rb2_noeal_arena *
-rb2_noeal_arena_attach(int fd)
+/* Attach the arena behind @fd, with a descriptor of its own if @keep_fd. */
+static struct rb2_noeal_arena *
+attach_how(int fd, int keep_fd)
 {
 	struct arena_hdr probe, *h;
 	struct rb2_noeal_arena *a;
@@ -701,24 +702,38 @@ rb2_noeal_arena_attach(int fd)
 		errno = EINVAL;
 		return NULL;
 	}
-	own = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	own = keep_fd ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : fd;
 	if (own < 0)
 		return NULL;
 	h = map_at(own, (uintptr_t)probe.addr, (size_t)probe.size);
 	if (h == NULL) {
 		err = errno;
-		close(own);
+		if (keep_fd)
+			close(own);
 		errno = err;
 		return NULL;
 	}
-	a = arena_wrap(h, (size_t)probe.size, own);
+	a = arena_wrap(h, (size_t)probe.size, keep_fd ? own : -1);
 	if (a == NULL) {
 		err = errno;
 		unmap_at(h, (size_t)probe.size);
-		close(own);
+		if (keep_fd)
+			close(own);
 		errno = err;
 	}
 	return a;
+}
+
+struct rb2_noeal_arena *
+rb2_noeal_arena_attach(int fd)
+{
+	return attach_how(fd, 1);
+}
+
+struct rb2_noeal_arena *
+rb2_noeal_arena_map(int fd)
+{
+	return attach_how(fd, 0);
 }
 
 void

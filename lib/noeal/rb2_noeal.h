@@ -97,6 +97,14 @@ struct rb2_noeal_arena *rb2_noeal_arena_create(size_t size, uintptr_t addr,
 struct rb2_noeal_arena *rb2_noeal_arena_attach(int fd);
 
 /**
+ * Attach as rb2_noeal_arena_attach(), but keep no descriptor: as if
+ * rb2_noeal_arena_drop_fd() followed, without the duplicate made and
+ * closed (two system calls at each end of each rb2-run connection).
+ * @p fd stays the caller's, to close.
+ */
+struct rb2_noeal_arena *rb2_noeal_arena_map(int fd);
+
+/**
  * Reserve [@p base, @p base + @p len) of this process's address space for
  * arenas (2 MiB-aligned): kept mapped with no access and no memory behind
  * it, so that no other mapping of the process lands there, and so that the

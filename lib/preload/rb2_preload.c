@@ -1554,7 +1554,7 @@ open_stream(struct psock *p, int fd, int fds[RB2_SOCKD_MAX_FDS], const char *nam
 	int err, efd[2];
 
 	pthread_once(&arena_ranges_once, reserve_arena_ranges);
-	p->arena = rb2_noeal_arena_attach(fds[0]);
+	p->arena = rb2_noeal_arena_map(fds[0]); /* mapped: no descriptor of ours stays */
 	err = errno;
 	REAL(close)(fds[0]);
 	if (p->arena == NULL) {
@@ -1562,7 +1562,6 @@ open_stream(struct psock *p, int fd, int fds[RB2_SOCKD_MAX_FDS], const char *nam
 		close_fds(fds);
 		return -err;
 	}
-	rb2_noeal_arena_drop_fd(p->arena);  /* mapped: no descriptor of ours stays */
 	rb2_noeal_arena_no_reuse(p->arena); /* one stream's, unmapped at its close */
 	rb2_noeal_arena_use(p->arena);
 	/* The bells go past the program's soft limit (rb2_xport_fd_raise()):

@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <limits.h>
 #include <string.h>
+#include <time.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <linux/futex.h>
@@ -480,29 +481,68 @@ static struct {
 } peer_seen[PEER_SEEN_SLOTS];
 static atomic_flag peer_seen_busy = ATOMIC_FLAG_INIT;
 
-static int
-peer_lives(int32_t pid, uint64_t start)
+static void
+peer_seen_note(int32_t pid, uint64_t start, uint64_t now)
 {
 	unsigned int k = (unsigned int)pid % PEER_SEEN_SLOTS;
-	uint64_t now = rte_get_timer_cycles();
-	uint64_t fresh = rte_get_timer_hz() / (1000000 / PEER_SEEN_US);
-	int seen = 0;
 
-	if (!atomic_flag_test_and_set_explicit(&peer_seen_busy, memory_order_acquire)) {
-		seen = peer_seen[k].pid == pid && peer_seen[k].start == start &&
-		       now - peer_seen[k].at < fresh;
-		atomic_flag_clear_explicit(&peer_seen_busy, memory_order_release);
-	}
-	if (seen)
-		return 1;
-	if (proc_start(pid) != start)
-		return 0;
 	if (!atomic_flag_test_and_set_explicit(&peer_seen_busy, memory_order_acquire)) {
 		peer_seen[k].pid = pid;
 		peer_seen[k].start = start;
 		peer_seen[k].at = now;
 		atomic_flag_clear_explicit(&peer_seen_busy, memory_order_release);
 	}
+}
+
+/* What the table says of @pid: its start time if seen alive within
+ * PEER_SEEN_US of @now, else 0. */
+static uint64_t
+peer_seen_get(int32_t pid, uint64_t now)
+{
+	unsigned int k = (unsigned int)pid % PEER_SEEN_SLOTS;
+	uint64_t fresh = rte_get_timer_hz() / (1000000 / PEER_SEEN_US);
+	uint64_t start = 0;
+
+	if (!atomic_flag_test_and_set_explicit(&peer_seen_busy, memory_order_acquire)) {
+		if (peer_seen[k].pid == pid && now - peer_seen[k].at < fresh)
+			start = peer_seen[k].start;
+		atomic_flag_clear_explicit(&peer_seen_busy, memory_order_release);
+	}
+	return start;
+}
+
+/*
+ * The start time of a peer that joins a rendezvous (0: gone). A stream's
+ * two qps join the same peer within microseconds, and each look at /proc
+ * is three system calls: the second takes the first's answer, if fresh. A
+ * start time remembered from before a pid was reused is not that of the
+ * process now behind the pid, so the first status check reports the peer
+ * gone, which it is.
+ */
+static uint64_t
+peer_start(int32_t pid)
+{
+	uint64_t now = rte_get_timer_cycles();
+	uint64_t start = peer_seen_get(pid, now);
+
+	if (start != 0)
+		return start;
+	start = proc_start(pid);
+	if (start != 0)
+		peer_seen_note(pid, start, now);
+	return start;
+}
+
+static int
+peer_lives(int32_t pid, uint64_t start)
+{
+	uint64_t now = rte_get_timer_cycles();
+
+	if (peer_seen_get(pid, now) == start)
+		return 1;
+	if (proc_start(pid) != start)
+		return 0;
+	peer_seen_note(pid, start, now);
 	return 1;
 }
 
@@ -549,6 +589,7 @@ struct shm_rv {
 	_Atomic uint32_t magic;
 	_Atomic uint32_t ready[2];
 	_Atomic uint32_t done;
+	_Atomic uint32_t waiting[2];  /* a side sleeps on ready[i] (rv_wait()) */
 	uint32_t len[2];
 	int32_t pid[2];
 	uint8_t blob[2][RB2_XPORT_BLOB_MAX];
@@ -570,6 +611,40 @@ rv_release(const struct rte_memzone *mz)
 		atomic_store_explicit(&rv->magic, 0, memory_order_relaxed);
 		rte_memzone_free(mz);
 	}
+}
+
+/*
+ * A side's flag, and the other side's sleep on it. The two sides of a
+ * rendezvous are two processes of one connection's set-up, each on its
+ * way: a nap of 100 us at a time woke late by up to a nap, and a set-up
+ * waits here twice at each end. So the waiter sleeps on the flag's futex
+ * (shared memory: not FUTEX_PRIVATE), and the setter wakes it if it said
+ * it sleeps. Dekker, sequentially consistent: either the setter sees
+ * waiting[] and wakes, or the waiter's load sees the flag and does not
+ * sleep (and a wake that comes before the FUTEX_WAIT finds the word
+ * changed, so the wait returns at once).
+ */
+static void
+rv_ready_set(struct shm_rv *rv, int role)
+{
+	atomic_store_explicit(&rv->ready[role], 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&rv->waiting[role], memory_order_seq_cst))
+		(void)syscall(SYS_futex, &rv->ready[role], FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Sleep until the other side's flag is set, or 10 ms, or @deadline
+ * (rte_get_timer_cycles()); the caller checks which. */
+static void
+rv_wait(struct shm_rv *rv, int role, uint64_t deadline)
+{
+	_Atomic uint32_t *flag = &rv->ready[!role];
+	uint64_t now = rte_get_timer_cycles(), hz = rte_get_timer_hz();
+	uint64_t ns = now >= deadline ? 0 : (deadline - now) * 1000000000ull / hz;
+	struct timespec ts = { 0, (long)RTE_MIN(ns, 10000000ull) };
+
+	atomic_store_explicit(&rv->waiting[!role], 1, memory_order_seq_cst);
+	if (atomic_load_explicit(flag, memory_order_seq_cst) == 0 && ts.tv_nsec > 0)
+		(void)syscall(SYS_futex, flag, FUTEX_WAIT, 0, &ts, NULL, 0);
 }
 
 static int
@@ -611,6 +686,8 @@ shm_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 		atomic_store_explicit(&rv->ready[0], 0, memory_order_relaxed);
 		atomic_store_explicit(&rv->ready[1], 0, memory_order_relaxed);
 		atomic_store_explicit(&rv->done, 0, memory_order_relaxed);
+		atomic_store_explicit(&rv->waiting[0], 0, memory_order_relaxed);
+		atomic_store_explicit(&rv->waiting[1], 0, memory_order_relaxed);
 		memset(rv->len, 0, sizeof(*rv) - offsetof(struct shm_rv, len));
 		/* Release: the cleared zone before the magic; pairs with the
 		 * active side's acquire load of magic. */
@@ -634,7 +711,7 @@ shm_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 	rv->pid[role] = (int32_t)getpid();
 	/* Release: our blob before our flag; pairs with the acquire below on
 	 * the other side. */
-	atomic_store_explicit(&rv->ready[role], 1, memory_order_release);
+	rv_ready_set(rv, role);
 
 	while (!atomic_load_explicit(&rv->ready[other], memory_order_acquire)) {
 		if (deadline_passed(deadline)) {
@@ -646,7 +723,7 @@ shm_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 			rte_memzone_free(mz);
 			return -ETIMEDOUT;
 		}
-		rte_delay_us_sleep(100);
+		rv_wait(rv, role, deadline);
 	}
 	plen = rv->len[other];
 	if (plen > peer_cap) {
@@ -661,7 +738,7 @@ shm_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 		 * (it may have sent everything and died before we got here) gets
 		 * a start time no process has, so the first check reports it. */
 		s->peer_pid = rv->pid[other];
-		s->peer_start = proc_start(s->peer_pid);
+		s->peer_start = peer_start(s->peer_pid);
 		if (s->peer_start == 0)
 			s->peer_start = proc_start(getpid()) != 0 ? UINT64_MAX : 0;
 		if (s->peer_start == 0)

@@ -4,11 +4,14 @@
 """Both ends of a TCP connection for tests/test_rb2run.sh, plain sockets
 only, so that they run the same under rb2-run and without it.
 
-  rb2run_peer.py server PORT [PAUSE] accept one connection (say "accepted");
+  rb2run_peer.py server PORT [PAUSE [LATE]]
+                                     accept one connection (say "accepted");
                                      PAUSE seconds later, read to the end;
                                      answer "LEN SHA256" of what came, and
                                      then that many bytes of the pattern back;
-                                     close
+                                     close. With LATE, the accept comes LATE
+                                     seconds after a connection is in the
+                                     backlog, which it says ("queued")
   rb2run_peer.py count PORT          accept one connection; read to the end;
                                      print "server got N then the end"
   rb2run_peer.py waitall PORT        accept one connection; one recvmsg_into
@@ -341,8 +344,12 @@ def listen_on(port, backlog):
     return s
 
 
-def server(port, pause=0.0):
+def server(port, pause=0.0, late=0.0):
     s = listen_on(port, 8)
+    if late > 0:
+        select.select([s], [], [], 120)
+        print("queued", flush=True)
+        time.sleep(late)
     c, _ = s.accept()
     print("accepted", flush=True)
     time.sleep(pause)
@@ -1837,7 +1844,8 @@ def uring():
 
 if __name__ == "__main__":
     if sys.argv[1] == "server":
-        server(int(sys.argv[2]), float(sys.argv[3]) if len(sys.argv) > 3 else 0.0)
+        server(int(sys.argv[2]), float(sys.argv[3]) if len(sys.argv) > 3 else 0.0,
+               float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)
     elif sys.argv[1] == "source":
         source(int(sys.argv[2]))
     elif sys.argv[1] == "sink":

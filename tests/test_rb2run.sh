@@ -1037,6 +1037,44 @@ fi
 "$sockd" --socket "$sock4" --stop >/dev/null 2>&1
 
 fi
+# A stop while a connection waits for its server's accept (1 s late): the
+# service finishes that pairing, over rb2, and answers a connect made
+# meanwhile "kernel TCP"; --stop returns once it has exited, after that
+# accept. (It exited at once, and the waiting client fell back to TCP.)
+dport=$(free_port)
+dport2=$(free_port)
+timeout 60 "$run" python3 "$peer" server "$dport" 0 1 >"$tmp/dr.srv" 2>"$tmp/dr.srv.err" &
+dspid=$!
+timeout 60 "$run" python3 "$peer" server "$dport2" >"$tmp/dr2.srv" 2>"$tmp/dr2.srv.err" &
+dspid2=$!
+for _ in $(seq 100); do
+	grep -q listening "$tmp/dr.srv" 2>/dev/null && grep -q listening "$tmp/dr2.srv" 2>/dev/null && break
+	sleep 0.05
+done
+timeout 60 "$run" python3 "$peer" client "$dport" 1000000 >"$tmp/dr.cli" 2>"$tmp/dr.cli.err" &
+dcpid=$!
+for _ in $(seq 100); do grep -q queued "$tmp/dr.srv" 2>/dev/null && break; sleep 0.05; done
+t0=$(date +%s%N)
+"$sockd" --stop >/dev/null 2>"$tmp/dr.stop" &
+dstop=$!
+sleep 0.3
+timeout 60 "$run" python3 "$peer" client "$dport2" 1000000 >"$tmp/dr2.cli" 2>"$tmp/dr2.cli.err"
+d2rc=$?
+wait "$dstop"
+drc=$?
+stop_ms=$((($(date +%s%N) - t0) / 1000000))
+wait "$dcpid"
+d1rc=$?
+wait "$dspid" "$dspid2"
+if [ $d1rc -eq 0 ] && grep -q " 1 connections over rb2 (1000073 bytes in, 1000000 out)" "$tmp/dr.cli.err" &&
+	[ $d2rc -eq 0 ] && grep -q "kernel TCP: rb2-sockd is stopping" "$tmp/dr2.cli.err" &&
+	[ $drc -eq 0 ] && [ $stop_ms -ge 500 ] && [ $stop_ms -lt 10000 ] && [ ! -S "$RB2_SOCKD_PATH" ]; then
+	ok "a stop while a connection waits for its accept: that one over rb2, whole; one made meanwhile kernel TCP (\"rb2-sockd is stopping\"); --stop returned after $stop_ms ms, the service gone"
+else
+	fail "stop while a pairing waits (client rc $d1rc, meanwhile rc $d2rc, --stop rc $drc after $stop_ms ms)"
+	cat "$tmp/dr.cli.err" "$tmp/dr2.cli.err" "$tmp/dr.stop" "$tmp/dr.srv" | head -20
+fi
+
 # No service: everything is kernel TCP, and says so.
 "$sockd" --stop >/dev/null 2>&1
 for _ in $(seq 50); do [ -S "$RB2_SOCKD_PATH" ] || break; sleep 0.1; done

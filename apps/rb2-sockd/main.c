@@ -18,7 +18,8 @@
  *   rb2-sockd [--socket PATH] [--daemon] [--accept-timeout-ms N] [--no-huge] [--slots N]
  *             [--peer-port N] [--link-idle-ms N]
  *   rb2-sockd --stats [--socket PATH]     its counters, one JSON line
- *   rb2-sockd --stop [--socket PATH]      ask it to exit
+ *   rb2-sockd --stop [--socket PATH]      ask it to exit (SIGTERM does the same), and
+ *                                         wait until it has: serving(), below
  */
 
 #define _GNU_SOURCE
@@ -118,9 +119,13 @@ static uint64_t last_sweep_ms;
 static unsigned int next_slot;
 static unsigned int accept_timeout_ms = 2000;
 static unsigned int arena_flags;
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop;       /* signals asking it to exit */
+/* Stopping: when the first such signal came (0: not stopping), and the
+ * latest it goes then (stopping(), below). */
+static uint64_t stop_at_ms, stop_until_ms;
+static const char stopping_why[] = "rb2-sockd is stopping";
 static uint64_t n_pairs, n_plain_nolistener, n_plain_notlocal, n_plain_noaccept,
-	n_plain_noclient, n_plain_fail, n_plain_self, n_listeners, n_bad;
+	n_plain_noclient, n_plain_fail, n_plain_self, n_plain_stopping, n_listeners, n_bad;
 static uint64_t stream_id;
 static int huge_warned, cap_warned;
 static int listen_fd = -1;
@@ -949,7 +954,7 @@ on_remote(unsigned int k)
 		norm(&from);
 		set_port(&here, (uint16_t)port);
 		set_port(&from, (uint16_t)cport);
-		l = listener_at(&here);
+		l = stop_at_ms != 0 ? -1 : listener_at(&here);
 		ans = l < 0 ? RB2_SOCKD_PEER_NO :
 			cport != 0 && conns[l].verbs && expect_add(&from, &here) ?
 			RB2_SOCKD_PEER_RB2 : RB2_SOCKD_PEER_YES;
@@ -1049,6 +1054,10 @@ on_connect(unsigned int i, int fd, const struct rb2_sockd_msg *m)
 		return;
 	}
 	close(fd);
+	if (stop_at_ms != 0) {
+		plain(i, &n_plain_stopping, "%s", stopping_why);
+		return;
+	}
 	if (!local_addr(&c->to)) {
 		c->cport = port_of(&local);
 		c->verbs = (m->flags & RB2_SOCKD_F_VERBS) != 0;
@@ -1176,8 +1185,9 @@ on_accepted(unsigned int i, int fd)
 	if (!found && conns[i].kind == K_SERVER) {
 		const char *why = gone_why(i);
 
-		plain(i, why == self_client ? &n_plain_self : &n_plain_noclient, "%s",
-		      why != NULL ? why : "the client is not under rb2-run");
+		plain(i, why == self_client ? &n_plain_self : stop_at_ms != 0 ? &n_plain_stopping :
+		      &n_plain_noclient, "%s", why != NULL ? why : stop_at_ms != 0 ? stopping_why :
+		      "the client is not under rb2-run");
 	}
 }
 
@@ -1233,7 +1243,7 @@ on_message(unsigned int i)
 			 ",\"remote\":%" PRIu64 "}",
 			 (int)getpid(), n_pairs, n_listeners, n_plain_nolistener +
 			 n_plain_notlocal + n_plain_noaccept + n_plain_noclient + n_plain_fail +
-			 n_plain_self + n_plain_remote, n_bad, slot_fds, n_asked, n_answered, n_remote);
+			 n_plain_self + n_plain_remote + n_plain_stopping, n_bad, slot_fds, n_asked, n_answered, n_remote);
 		reply(i, RB2_SOCKD_OK, s, NULL);
 		drop(i);
 		if (fd >= 0)
@@ -1454,11 +1464,94 @@ ask(const char *path, uint16_t op, struct rb2_sockd_msg *out)
 	return ret == 0 ? 0 : 1;
 }
 
+/*
+ * Whether the loop goes on. A stop (SIGTERM, SIGINT, --stop) does not end
+ * what the service already answered for: a client that was told to go
+ * ahead over rb2 waits for its pairing, and another host's client told
+ * "rb2" waits 15 s for a stream that only this service can set up at the
+ * server's accept (it would then time out where it could have been kernel
+ * TCP). So the service first stops answering: other hosts' services find
+ * its port closed, and new questions, local or from a link still open,
+ * get "kernel TCP". It goes on serving what it answered for (requests
+ * still unread, clients and servers waiting for their other end, questions
+ * to other hosts, connections other hosts were told to expect) until none
+ * is left, or RB2_SOCKD_EXPECT_MS at most; a second signal ends it at once.
+ */
+static int
+pending(void)
+{
+	uint64_t now = now_ms();
+	unsigned int n = 0;
+
+	for (unsigned int k = 0; k < EXPECT_MAX; k++)
+		n += expects[k].until_ms > now;
+	for (unsigned int i = 0; i < nconns; i++)
+		n += conns[i].kind == K_NEW || conns[i].kind == K_CLIENT ||
+		     conns[i].kind == K_SERVER || conns[i].kind == K_ASKING;
+	return (int)n;
+}
+
+static int
+serving(void)
+{
+	uint64_t now = now_ms();
+	int n;
+
+	if (stop == 0)
+		return 1;
+	if (stop > 1)
+		return 0;
+	n = pending();
+	if (stop_at_ms == 0) {
+		stop_at_ms = now;
+		stop_until_ms = now + RB2_SOCKD_EXPECT_MS;
+		if (peer_fd >= 0) {
+			close(peer_fd);
+			peer_fd = -1;
+		}
+		if (n > 0)
+			say("stopping: %d connections answered for are still to be set up (at "
+			    "most %u s; a second signal stops at once); new ones stay kernel TCP",
+			    n, RB2_SOCKD_EXPECT_MS / 1000);
+	}
+	return n > 0 && now < stop_until_ms;
+}
+
+/* --stop: wait until the service @pid, asked to stop, is gone (it finishes
+ * first what it answered for: serving()), so that a service started next
+ * finds its socket free. Its socket's removal, its end or its zombie say
+ * so; one that a stop cannot end (its second signal does) is named. */
+static int
+wait_gone(pid_t pid, const char *path)
+{
+	char proc[32], st[256], *rp;
+	unsigned int i;
+
+	snprintf(proc, sizeof(proc), "/proc/%d/stat", (int)pid);
+	for (i = 0; i < (RB2_SOCKD_EXPECT_MS + 5000) / 20; i++) {
+		FILE *f = fopen(proc, "re");
+		size_t n = 0;
+
+		if (f != NULL) {
+			n = fread(st, 1, sizeof(st) - 1, f);
+			fclose(f);
+		}
+		st[n] = '\0';
+		rp = strrchr(st, ')');
+		if (access(path, F_OK) != 0 || n == 0 || (rp != NULL && rp[1] == ' ' && rp[2] == 'Z'))
+			return 0;
+		usleep(20000);
+	}
+	fprintf(stderr, "rb2-sockd: pid %d still runs %u s after the stop: kill it again to end "
+		"it at once\n", (int)pid, (RB2_SOCKD_EXPECT_MS + 5000) / 1000);
+	return 1;
+}
+
 static void
 on_signal(int sig)
 {
 	(void)sig;
-	stop = 1;
+	stop = stop + 1;
 }
 
 static void
@@ -1494,8 +1587,11 @@ usage(FILE *f)
 "                         $RB2_SOCKD_LINK_IDLE_MS, else %u; 0: a link per\n"
 "                         question, to compare)\n"
 "  --stats                print the running service's counters (JSON)\n"
-"  --stop                 ask the running service to exit\n", RB2_SOCKD_PEER_PORT,
-		LINK_IDLE_MS, LINK_IDLE_MS);
+"  --stop                 ask the running service to exit, and wait until it\n"
+"                         has: it first sets up the connections it answered\n"
+"                         for (at most %u s), answering new ones \"kernel TCP\"\n",
+		RB2_SOCKD_PEER_PORT,
+		LINK_IDLE_MS, LINK_IDLE_MS, RB2_SOCKD_EXPECT_MS / 1000);
 }
 
 /* link_idle_ms from @val, given as @what. @return 0, or 1: said why not. */
@@ -1620,7 +1716,7 @@ main(int argc, char **argv)
 			fprintf(stderr, "rb2-sockd: cannot stop it: %s\n", strerror(errno));
 			return 1;
 		}
-		return 0;
+		return wait_gone((pid_t)pid, path);
 	}
 	lfd = listen_fd = open_socket(path);
 	if (lfd == -2)
@@ -1697,10 +1793,10 @@ main(int argc, char **argv)
 			return 1;
 		close(ready[1]);
 	}
-	while (!stop) {
+	while (serving()) {
 		static struct pollfd p[MAX_CONNS + 2];
 		unsigned int map[MAX_CONNS + 2], n;
-		int r;
+		int r, wait_ms;
 
 		p[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 		/* -1 (none): poll ignores it */
@@ -1713,7 +1809,11 @@ main(int argc, char **argv)
 					POLLOUT : POLLIN };
 				map[n++] = i;
 			}
-		r = poll(p, n, next_deadline());
+		wait_ms = next_deadline();
+		/* Stopping: a look every 50 ms at what is left (pending()). */
+		if (stop_at_ms != 0 && (wait_ms < 0 || wait_ms > 50))
+			wait_ms = 50;
+		r = poll(p, n, wait_ms);
 		if (r < 0 && errno != EINTR)
 			break;
 		if (r > 0 && (p[0].revents & POLLIN)) {
@@ -1740,6 +1840,9 @@ main(int argc, char **argv)
 		expire();
 		sweep();
 	}
+	if (stop_at_ms != 0 && pending() > 0)
+		say("stopped with %d connections answered for not set up: %s", pending(),
+		    stop > 1 ? "a second signal" : "they did not come within the bound");
 	say("exiting: %" PRIu64 " connections paired", n_pairs);
 	unlink(path);
 	return 0;

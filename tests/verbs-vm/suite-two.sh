@@ -847,28 +847,42 @@ unset RB2_NOEAL_LOG
 # A's service stops while a connection over verbs is open: that connection
 # goes on (no service is in its data path) and delivers every byte both
 # ways; a new connect from B finds no service there and is kernel TCP,
-# which the stats line says.
+# which the stats line says. The stop comes while another connection from
+# B, which A's service told B to make over verbs, waits for A's accept (2 s
+# late): the stopping service sets that one up at the accept, over verbs,
+# and only then exits. (It exited at once: the accept found no service and
+# stayed kernel TCP, and B's connect failed with ETIMEDOUT after 15 s.)
 if [ $side = server ]; then
 	"$rrun" -- python3 "$rpeer" server 21610 4 > /tmp/rr-svc1 2>&1 &
 	s1=$!
 	"$rrun" -- python3 "$rpeer" server 21620 > /tmp/rr-svc2 2>&1 &
 	s2=$!
-	for _ in $(seq 300); do grep -q accepted /tmp/rr-svc1 && break; sleep 0.1; done
+	"$rrun" -- python3 "$rpeer" server 21627 0 2 > /tmp/rr-svc3 2>&1 &
+	s3=$!
+	for _ in $(seq 300); do
+		grep -q accepted /tmp/rr-svc1 && grep -q queued /tmp/rr-svc3 && break
+		sleep 0.1
+	done
 	"$sockd" --stop > /dev/null 2>&1
-	echo "INFO rb2-sockd stopped on A ($(grep -c accepted /tmp/rr-svc1) accepted)"
+	echo "INFO rb2-sockd stopped on A ($(grep -c accepted /tmp/rr-svc1) accepted;" \
+		"the late accept: $(grep -c accepted /tmp/rr-svc3))"
 	timeout 120 tail --pid=$s1 -f /dev/null; wait $s1
 	rr_result open_connection_outlives_the_service $? /tmp/rr-svc1 "$verbs_line"
+	timeout 120 tail --pid=$s3 -f /dev/null; wait $s3
+	rr_result stop_sets_up_what_it_answered_for $? /tmp/rr-svc3 "$verbs_line"
 	timeout 120 tail --pid=$s2 -f /dev/null; wait $s2
 	rr_result connect_without_the_service $? /tmp/rr-svc2 "1 kernel TCP"
 else
 	rr_wait_listener 21610
 	rr_wait_listener 21620
+	rr_wait_listener 21627
 	timeout -k 5 180 "$rrun" -- python3 "$rpeer" client 21610 2000000 > /tmp/rr-svc1 2>&1 &
 	c1=$!
-	# A stops its service once it accepted. The second connect waits until
-	# A's service port refuses: asked while it still ran, A's service would
-	# expect the connection over verbs, and the accept after its stop would
-	# find no service and stay kernel TCP (the guide's Limits).
+	timeout -k 5 180 "$rrun" -- python3 "$rpeer" client 21627 1000000 > /tmp/rr-svc3 2>&1 &
+	c3=$!
+	# A stops its service once it accepted the first, and the third is in
+	# its backlog. The second connect waits until A's service port refuses,
+	# which it does from the stop on.
 	for _ in $(seq 600); do
 		python3 -c "import socket; socket.create_connection(('$theirs', 7472), timeout=1).close()" \
 			2>/dev/null || break
@@ -879,6 +893,9 @@ else
 		"kernel TCP: another host, which runs no rb2-sockd"
 	wait $c1
 	rr_result open_connection_outlives_the_service $? /tmp/rr-svc1 "up: whole, down: whole" \
+		"$verbs_line"
+	wait $c3
+	rr_result stop_sets_up_what_it_answered_for $? /tmp/rr-svc3 "up: whole, down: whole" \
 		"$verbs_line"
 	# B's service remembers that A's did not answer: forget it.
 	"$sockd" --stop > /dev/null 2>&1

@@ -286,8 +286,83 @@ Test(rb2_xport, shm_rendezvous_times_out_without_peer)
 					   peer, sizeof(peer), 50), -ETIMEDOUT);
 	cr_expect_eq(rb2_xport_qp_exchange(q, "lonely", RB2_XPORT_PASSIVE, blob, 8,
 					   peer, sizeof(peer), 50), -ETIMEDOUT);
-	cr_expect_null(rte_memzone_lookup("rb2rv.lonely"), "a timed-out passive side withdraws");
+	cr_expect_null(rte_memzone_lookup("rb2rv.lonely"), "a timed-out side withdraws");
 	rb2_xport_qp_destroy(q);
+	rb2_xport_close(xp);
+}
+
+/* One side of a named shm rendezvous, @delay_ms late; its blob names its
+ * role. */
+struct xchg_arg {
+	struct rb2_xport *xp;
+	const char *name;
+	enum rb2_xport_role role;
+	unsigned int delay_ms;
+	int ret;
+	char got[16];
+};
+
+static int
+xchg_worker(void *arg)
+{
+	struct xchg_arg *a = arg;
+	struct rb2_xport_qp_attr attr = {.lcore_id = rte_lcore_id()};
+	struct rb2_xport_qp *q = rb2_xport_qp_create(a->xp, &attr);
+	char blob[16];
+
+	snprintf(blob, sizeof(blob), "%s", a->role == RB2_XPORT_ACTIVE ? "active" : "passive");
+	if (q == NULL) {
+		a->ret = -ENOMEM;
+		return 0;
+	}
+	rte_delay_us_sleep(a->delay_ms * 1000);
+	a->ret = rb2_xport_qp_exchange(q, a->name, a->role, blob, sizeof(blob), a->got,
+				       sizeof(a->got), 5000);
+	rb2_xport_qp_destroy(q);
+	return 0;
+}
+
+/* Whichever side comes first makes the zone (the active one napped until
+ * the passive had made it); a second side of one role is refused. */
+Test(rb2_xport, shm_rendezvous_either_side_first_one_side_a_role)
+{
+	struct rb2_xport *xp = rb2_xport_open("shm", NULL);
+	unsigned int worker = rte_get_next_lcore(rte_lcore_id(), 1, 0);
+	struct xchg_arg m = {.xp = xp};
+
+	for (int i = 0; i < 4; i++) {
+		/* The worker first, as either role; then the main lcore first. */
+		struct xchg_arg a = {.xp = xp, .name = "first", .role = i % 2 ? RB2_XPORT_PASSIVE :
+				     RB2_XPORT_ACTIVE, .delay_ms = i < 2 ? 0 : 50};
+
+		m.name = "first";
+		m.role = !a.role;
+		m.delay_ms = i < 2 ? 50 : 0;
+		cr_assert_eq(rb2_lcore_launch(xchg_worker, &a, worker), 0);
+		xchg_worker(&m);
+		rb2_lcore_wait(worker);
+		cr_expect_eq(a.ret, 16, "worker (%s, %s): %d",
+			     a.role == RB2_XPORT_ACTIVE ? "active" : "passive",
+			     i < 2 ? "first" : "second", a.ret);
+		cr_expect_eq(m.ret, 16, "main lcore: %d", m.ret);
+		cr_expect_str_eq(a.got, a.role == RB2_XPORT_ACTIVE ? "passive" : "active");
+		cr_expect_str_eq(m.got, m.role == RB2_XPORT_ACTIVE ? "passive" : "active");
+		cr_expect_null(rte_memzone_lookup("rb2rv.first"), "the zone goes after both");
+	}
+	for (int r = 0; r < 2; r++) {
+		struct xchg_arg a = {.xp = xp, .name = "twice", .role = r};
+
+		cr_assert_eq(rb2_lcore_launch(xchg_worker, &a, worker), 0);
+		m = (struct xchg_arg){.xp = xp, .name = "twice", .role = r, .delay_ms = 50};
+		xchg_worker(&m);
+		cr_expect_eq(m.ret, -EADDRINUSE, "a second %s side: %d",
+			     r == RB2_XPORT_ACTIVE ? "active" : "passive", m.ret);
+		m = (struct xchg_arg){.xp = xp, .name = "twice", .role = !r};
+		xchg_worker(&m);
+		cr_expect_eq(m.ret, 16);
+		rb2_lcore_wait(worker);
+		cr_expect_eq(a.ret, 16);
+	}
 	rb2_xport_close(xp);
 }
 

@@ -170,7 +170,7 @@ int rb2_xport_qp_connect_local(struct rb2_xport_qp *a, struct rb2_xport_qp *b);
  *   Buffer receiving the peer's blob.
  * @return
  *   The peer blob's length, or -ETIMEDOUT, -ECONNREFUSED, -EMSGSIZE
- *   (a blob too large), -EADDRINUSE (two passive sides), -ENOTSUP.
+ *   (a blob too large), -EADDRINUSE (two sides of one role: shm), -ENOTSUP.
  */
 int rb2_xport_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 			  enum rb2_xport_role role, const void *blob, size_t len,

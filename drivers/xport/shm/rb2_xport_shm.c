@@ -590,6 +590,7 @@ struct shm_rv {
 	_Atomic uint32_t ready[2];
 	_Atomic uint32_t done;
 	_Atomic uint32_t waiting[2];  /* a side sleeps on ready[i] (rv_wait()) */
+	_Atomic uint32_t claimed[2];  /* role i's side is here (rv_join()) */
 	uint32_t len[2];
 	int32_t pid[2];
 	uint8_t blob[2][RB2_XPORT_BLOB_MAX];
@@ -647,6 +648,75 @@ rv_wait(struct shm_rv *rv, int role, uint64_t deadline)
 		(void)syscall(SYS_futex, flag, FUTEX_WAIT, 0, &ts, NULL, 0);
 }
 
+/*
+ * The rendezvous zone of @zname: made by whichever side comes first, and
+ * found by the other. The passive side made it and the active one looked
+ * it up, napping 100 us at a time until it was there: on one host a
+ * stream's second channel's active end came first about every time (its
+ * peer was still finishing the first channel), and napped. Now either
+ * makes it, and both then sleep on the flags' futexes (rv_wait()). Each
+ * role claims its place once: a second side of one role (two receivers
+ * with one name) is refused.
+ * @return 0 with the zone in @out, or -EADDRINUSE, -ENOMEM, -ETIMEDOUT.
+ */
+static int
+rv_join(const char *zname, const char *peer, enum rb2_xport_role role, uint64_t deadline,
+	unsigned int timeout_ms, const struct rte_memzone **out)
+{
+	const struct rte_memzone *mz;
+	struct shm_rv *rv;
+
+	for (;;) {
+		mz = rte_memzone_reserve(zname, sizeof(*rv), SOCKET_ID_ANY, 0);
+		if (mz != NULL) {
+			rv = mz->addr;
+			/* The other side may find the zone by name and poll
+			 * magic from this moment on, so magic is only ever
+			 * written atomically (a freed zone's memory comes back
+			 * zeroed, and every release clears magic first). The
+			 * atomics are reset one by one; only the plain fields,
+			 * which nobody reads before the acquire of magic, are
+			 * cleared in bulk. */
+			for (int i = 0; i < 2; i++) {
+				atomic_store_explicit(&rv->ready[i], 0, memory_order_relaxed);
+				atomic_store_explicit(&rv->waiting[i], 0, memory_order_relaxed);
+				atomic_store_explicit(&rv->claimed[i], i == (int)role,
+						      memory_order_relaxed);
+			}
+			atomic_store_explicit(&rv->done, 0, memory_order_relaxed);
+			memset(rv->len, 0, sizeof(*rv) - offsetof(struct shm_rv, len));
+			/* Release: the cleared zone before the magic; pairs
+			 * with the other side's acquire load of magic. */
+			atomic_store_explicit(&rv->magic, RV_MAGIC, memory_order_release);
+			*out = mz;
+			return 0;
+		}
+		if (rte_errno != EEXIST)
+			return -ENOMEM;
+		mz = rte_memzone_lookup(zname);
+		if (mz != NULL && atomic_load_explicit(&((struct shm_rv *)mz->addr)->magic,
+						       memory_order_acquire) == RV_MAGIC) {
+			rv = mz->addr;
+			if (atomic_exchange_explicit(&rv->claimed[role], 1, memory_order_acq_rel)) {
+				RB2_XPORT_LOG(ERR, "shm: '%s' already has its %s side (two %s with one name?)",
+					      peer, role == RB2_XPORT_PASSIVE ? "passive" : "active",
+					      role == RB2_XPORT_PASSIVE ? "receivers" : "senders");
+				return -EADDRINUSE;
+			}
+			*out = mz;
+			return 0;
+		}
+		/* Made and not yet published, or a last rendezvous of the
+		 * name on its way out: a moment. */
+		if (deadline_passed(deadline)) {
+			RB2_XPORT_LOG(ERR, "shm: the rendezvous '%s' stayed unready for %u ms",
+				      peer, timeout_ms);
+			return -ETIMEDOUT;
+		}
+		rte_delay_us_sleep(10);
+	}
+}
+
 static int
 shm_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 		enum rb2_xport_role role, const void *blob, size_t len,
@@ -657,7 +727,7 @@ shm_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 	uint64_t deadline = rte_get_timer_cycles() +
 		rte_get_timer_hz() * timeout_ms / 1000;
 	struct shm_rv *rv;
-	int other = !role;
+	int other = !role, ret;
 	size_t plen;
 
 	if (snprintf(zname, sizeof(zname), "rb2rv.%s", peer) >=
@@ -666,45 +736,10 @@ shm_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 			      peer, sizeof(zname) - 7);
 		return -ENAMETOOLONG;
 	}
-	if (role == RB2_XPORT_PASSIVE) {
-		mz = rte_memzone_reserve(zname, sizeof(*rv), SOCKET_ID_ANY, 0);
-		if (mz == NULL) {
-			if (rte_errno == EEXIST) {
-				RB2_XPORT_LOG(ERR, "shm: '%s' already has a waiting passive side (two receivers with one name?)",
-					      peer);
-				return -EADDRINUSE;
-			}
-			return -ENOMEM;
-		}
-		rv = mz->addr;
-		/* The active side may find the zone by name and poll magic
-		 * from this moment on, so magic is only ever written
-		 * atomically (a freed zone's memory comes back zeroed, and
-		 * every release clears magic first). The atomics are reset one
-		 * by one; only the plain fields, which nobody reads before the
-		 * acquire of magic, are cleared in bulk. */
-		atomic_store_explicit(&rv->ready[0], 0, memory_order_relaxed);
-		atomic_store_explicit(&rv->ready[1], 0, memory_order_relaxed);
-		atomic_store_explicit(&rv->done, 0, memory_order_relaxed);
-		atomic_store_explicit(&rv->waiting[0], 0, memory_order_relaxed);
-		atomic_store_explicit(&rv->waiting[1], 0, memory_order_relaxed);
-		memset(rv->len, 0, sizeof(*rv) - offsetof(struct shm_rv, len));
-		/* Release: the cleared zone before the magic; pairs with the
-		 * active side's acquire load of magic. */
-		atomic_store_explicit(&rv->magic, RV_MAGIC, memory_order_release);
-	} else {
-		while ((mz = rte_memzone_lookup(zname)) == NULL ||
-		       atomic_load_explicit(&((struct shm_rv *)mz->addr)->magic,
-					    memory_order_acquire) != RV_MAGIC) {
-			if (deadline_passed(deadline)) {
-				RB2_XPORT_LOG(ERR, "shm: no peer waiting on '%s' after %u ms (start the receiving side, or check the --file-prefix of both processes)",
-					      peer, timeout_ms);
-				return -ETIMEDOUT;
-			}
-			rte_delay_us_sleep(100);
-		}
-		rv = mz->addr;
-	}
+	ret = rv_join(zname, peer, role, deadline, timeout_ms, &mz);
+	if (ret != 0)
+		return ret;
+	rv = mz->addr;
 
 	memcpy(rv->blob[role], blob, len);
 	rv->len[role] = (uint32_t)len;

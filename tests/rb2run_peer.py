@@ -21,7 +21,9 @@ only, so that they run the same under rb2-run and without it.
   rb2run_peer.py client PORT BYTES   send BYTES of the pattern in writes of
                                      random sizes, half-close, read the answer
                                      and the bytes back; exit 0 only if both
-                                     directions arrived whole
+                                     directions arrived whole. With
+                                     PEER_GO_FILE set, it connects once that
+                                     file exists (started ahead, ready)
   rb2run_peer.py rawclose PORT       accept a connection into an epoll set,
                                      close it with syscall(SYS_close), accept
                                      a second (on its number) into the set,
@@ -400,6 +402,9 @@ def allow_all_seccomp():
 
 
 def client(ports, total):
+    go = os.environ.get("PEER_GO_FILE")
+    while go and not os.path.exists(go):
+        time.sleep(0.01)
     conns = [connect_to(p) for p in ports]
     if os.environ.get("PEER_SECCOMP") == "1":
         allow_all_seccomp()

@@ -1037,13 +1037,15 @@ fi
 "$sockd" --socket "$sock4" --stop >/dev/null 2>&1
 
 fi
-# A stop while a connection waits for its server's accept (1 s late): the
-# service finishes that pairing, over rb2, and answers a connect made
-# meanwhile "kernel TCP"; --stop returns once it has exited, after that
-# accept. (It exited at once, and the waiting client fell back to TCP.)
+# A stop while a connection waits for its server's accept (1.2 s late):
+# the service finishes that pairing, over rb2, and answers a connect made
+# meanwhile "kernel TCP" (its client started ahead, and let go once the
+# service says it is stopping); --stop returns once the service has
+# exited, after that accept. (It exited at once, and the waiting client
+# fell back to TCP.)
 dport=$(free_port)
 dport2=$(free_port)
-timeout 60 "$run" python3 "$peer" server "$dport" 0 1 >"$tmp/dr.srv" 2>"$tmp/dr.srv.err" &
+timeout 60 "$run" python3 "$peer" server "$dport" 0 1.2 >"$tmp/dr.srv" 2>"$tmp/dr.srv.err" &
 dspid=$!
 timeout 60 "$run" python3 "$peer" server "$dport2" >"$tmp/dr2.srv" 2>"$tmp/dr2.srv.err" &
 dspid2=$!
@@ -1051,14 +1053,18 @@ for _ in $(seq 100); do
 	grep -q listening "$tmp/dr.srv" 2>/dev/null && grep -q listening "$tmp/dr2.srv" 2>/dev/null && break
 	sleep 0.05
 done
+PEER_GO_FILE=$tmp/dr.go timeout 60 "$run" python3 "$peer" client "$dport2" 1000000 \
+	>"$tmp/dr2.cli" 2>"$tmp/dr2.cli.err" &
+dcpid2=$!
 timeout 60 "$run" python3 "$peer" client "$dport" 1000000 >"$tmp/dr.cli" 2>"$tmp/dr.cli.err" &
 dcpid=$!
-for _ in $(seq 100); do grep -q queued "$tmp/dr.srv" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 200); do grep -q queued "$tmp/dr.srv" 2>/dev/null && break; sleep 0.02; done
 t0=$(date +%s%N)
 "$sockd" --stop >/dev/null 2>"$tmp/dr.stop" &
 dstop=$!
-sleep 0.3
-timeout 60 "$run" python3 "$peer" client "$dport2" 1000000 >"$tmp/dr2.cli" 2>"$tmp/dr2.cli.err"
+for _ in $(seq 250); do grep -q "stopping:" "$RB2_SOCKD_PATH.log" 2>/dev/null && break; sleep 0.02; done
+touch "$tmp/dr.go"
+wait "$dcpid2"
 d2rc=$?
 wait "$dstop"
 drc=$?
@@ -1072,7 +1078,7 @@ if [ $d1rc -eq 0 ] && grep -q " 1 connections over rb2 (1000073 bytes in, 100000
 	ok "a stop while a connection waits for its accept: that one over rb2, whole; one made meanwhile kernel TCP (\"rb2-sockd is stopping\"); --stop returned after $stop_ms ms, the service gone"
 else
 	fail "stop while a pairing waits (client rc $d1rc, meanwhile rc $d2rc, --stop rc $drc after $stop_ms ms)"
-	cat "$tmp/dr.cli.err" "$tmp/dr2.cli.err" "$tmp/dr.stop" "$tmp/dr.srv" | head -20
+	cat "$tmp/dr.cli.err" "$tmp/dr2.cli.err" "$tmp/dr.stop" "$tmp/dr.srv" "$RB2_SOCKD_PATH.log" | tail -20
 fi
 
 # No service: everything is kernel TCP, and says so.

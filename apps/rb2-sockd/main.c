@@ -121,7 +121,7 @@ static unsigned int accept_timeout_ms = 2000;
 static unsigned int arena_flags;
 static volatile sig_atomic_t stop;       /* signals asking it to exit */
 /* Stopping: when the first such signal came (0: not stopping), and the
- * latest it goes then (stopping(), below). */
+ * latest it goes then (serving(), below). */
 static uint64_t stop_at_ms, stop_until_ms;
 static const char stopping_why[] = "rb2-sockd is stopping";
 static uint64_t n_pairs, n_plain_nolistener, n_plain_notlocal, n_plain_noaccept,
@@ -1464,19 +1464,9 @@ ask(const char *path, uint16_t op, struct rb2_sockd_msg *out)
 	return ret == 0 ? 0 : 1;
 }
 
-/*
- * Whether the loop goes on. A stop (SIGTERM, SIGINT, --stop) does not end
- * what the service already answered for: a client that was told to go
- * ahead over rb2 waits for its pairing, and another host's client told
- * "rb2" waits 15 s for a stream that only this service can set up at the
- * server's accept (it would then time out where it could have been kernel
- * TCP). So the service first stops answering: other hosts' services find
- * its port closed, and new questions, local or from a link still open,
- * get "kernel TCP". It goes on serving what it answered for (requests
- * still unread, clients and servers waiting for their other end, questions
- * to other hosts, connections other hosts were told to expect) until none
- * is left, or RB2_SOCKD_EXPECT_MS at most; a second signal ends it at once.
- */
+/* What the service answered for and has not finished: requests still
+ * unread, clients and servers waiting for their other end, questions out
+ * to other hosts, and connections other hosts were told to expect. */
 static int
 pending(void)
 {
@@ -1491,6 +1481,17 @@ pending(void)
 	return (int)n;
 }
 
+/*
+ * Whether the loop goes on. A stop (SIGTERM, SIGINT, --stop) does not end
+ * what the service already answered for: a client that was told to go
+ * ahead over rb2 waits for its pairing, and another host's client told
+ * "rb2" waits 15 s for a stream that only this service can set up at the
+ * server's accept (it would then time out where it could have been kernel
+ * TCP). So the service first stops answering: other hosts' services find
+ * its port closed, and new questions, local or from a link still open,
+ * get "kernel TCP". It goes on serving what is pending() until none is
+ * left, or RB2_SOCKD_EXPECT_MS at most; a second signal ends it at once.
+ */
 static int
 serving(void)
 {

@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -385,6 +386,68 @@ test_reserve(struct rb2_noeal_arena *cur, unsigned int flags)
 	rb2_noeal_arena_use(cur);    /* the test's arena, for the zones after */
 }
 
+/* The hugepages behind a hugetlbfs file (its st_blocks count them). */
+static long
+huge_held(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 ? (long)(st.st_blocks / ((2 << 20) / 512)) : -1;
+}
+
+/* An arena made ahead (rb2_noeal_arena_prepare()): its first hugepage is
+ * taken from the pool at the preparation, not at the arena's first touch;
+ * its zones read zero; and a memfd that is not one, or one already made
+ * an arena, is refused. */
+static void
+test_prepared(struct rb2_noeal_arena *cur)
+{
+	const uintptr_t at = 0x334000000000ull;
+	const struct rte_memzone *z;
+	struct rb2_noeal_arena *a;
+	int fd = rb2_noeal_arena_prepare(4 << 20), again, plain;
+	long ready, touched;
+
+	if (fd == -ENOMEM) {
+		printf("an arena made ahead: no free hugepage here: not checked\n");
+		return;
+	}
+	CHECK(fd >= 0, "rb2_noeal_arena_prepare: %s", strerror(-fd));
+	if (fd < 0)
+		return;
+	again = dup(fd);
+	ready = huge_held(again);
+	a = rb2_noeal_arena_create_on(fd, 4 << 20, at);
+	CHECK(a != NULL && rb2_noeal_arena_huge(a), "an arena on a prepared memfd: %s",
+	      a == NULL ? strerror(errno) : "not on hugepages");
+	if (a == NULL) {
+		close(again);
+		return;
+	}
+	z = rte_memzone_reserve("ahead", 65536, SOCKET_ID_ANY, 0);
+	CHECK(z != NULL && ((const uint64_t *)z->addr)[0] == 0 &&
+	      ((const uint64_t *)z->addr)[8191] == 0, "a zone of the prepared arena reads zero");
+	if (z != NULL)
+		memset(z->addr, 0x5a, 65536);
+	touched = huge_held(again);
+	CHECK(ready == 1 && touched == 1, "hugepages behind the memfd: %ld once prepared, %ld "
+	      "once the arena was written (1 and 1: the preparation took its first page)",
+	      ready, touched);
+	printf("an arena made ahead: %ld hugepage behind it once prepared, %ld once written\n",
+	       ready, touched);
+	if (z != NULL)
+		rte_memzone_free(z);
+	rb2_noeal_arena_detach(a);
+	a = rb2_noeal_arena_create_on(again, 4 << 20, at);
+	CHECK(a == NULL && errno == EINVAL, "a memfd made an arena before, made one again: %s",
+	      a == NULL ? strerror(errno) : "mapped");
+	plain = memfd_create("not-an-arena", MFD_CLOEXEC);
+	a = plain < 0 ? NULL : rb2_noeal_arena_create_on(plain, 4 << 20, at);
+	CHECK(plain >= 0 && a == NULL && errno == EINVAL, "an empty memfd made an arena: %s",
+	      a == NULL ? strerror(errno) : "mapped");
+	rb2_noeal_arena_use(cur);
+}
+
 static void
 run_pair(const char *self, struct rb2_noeal_arena *a, const char *spec, const char *name,
 	 uint64_t count, int die)
@@ -482,6 +545,8 @@ main(int argc, char **argv)
 		test_zones(a);
 		test_prefault(a);
 		test_reserve(a, flags);
+		if (flags == 0)
+			test_prepared(a);
 		for (unsigned int i = 0; i < 2; i++) {
 			char name[32];
 

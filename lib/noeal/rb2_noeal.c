@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/memfd.h>
@@ -611,46 +612,22 @@ arena_wrap(struct arena_hdr *h, size_t size, int fd)
 	return a;
 }
 
-struct rb2_noeal_arena *
-rb2_noeal_arena_create(size_t size, uintptr_t addr, unsigned int flags)
+/* An arena's size: room for the header and a page, in whole 2 MiB. */
+static size_t
+arena_size(size_t size)
+{
+	return RTE_ALIGN_CEIL(RTE_MAX(size, (size_t)HDR_BYTES + 4096), HUGE_2M);
+}
+
+/* Write the header of a fresh arena mapped at @h, and wrap it. On failure
+ * the mapping and @fd go. */
+static struct rb2_noeal_arena *
+arena_init(struct arena_hdr *h, uintptr_t addr, size_t size, int fd, int huge)
 {
 	pthread_mutexattr_t ma;
-	struct arena_hdr *h = NULL;
 	struct rb2_noeal_arena *a;
-	int fd = -1, huge = 1, err;
+	int err;
 
-	if (addr == 0)
-		addr = RB2_NOEAL_ARENA_ADDR;
-	if (addr % HUGE_2M != 0) {
-		errno = EINVAL;
-		return NULL;
-	}
-	size = RTE_ALIGN_CEIL(RTE_MAX(size, (size_t)HDR_BYTES + 4096), HUGE_2M);
-	/* Hugepages where there are free ones: a hugetlb memfd's mmap fails
-	 * at once when the pool is short, so trying costs nothing. */
-	if (!(flags & RB2_NOEAL_ARENA_NO_HUGE))
-		fd = memfd_create("rb2-arena", MFD_CLOEXEC | MFD_HUGETLB);
-	if (fd >= 0 && (ftruncate(fd, (off_t)size) != 0 || (h = map_at(fd, addr, size)) == NULL)) {
-		err = errno;
-		close(fd);
-		fd = -1;
-		if (err == EEXIST) {
-			errno = EEXIST;
-			return NULL;
-		}
-	}
-	if (fd < 0) {
-		huge = 0;
-		fd = memfd_create("rb2-arena", MFD_CLOEXEC);
-		if (fd < 0)
-			return NULL;
-		if (ftruncate(fd, (off_t)size) != 0 || (h = map_at(fd, addr, size)) == NULL) {
-			err = errno;
-			close(fd);
-			errno = err;
-			return NULL;
-		}
-	}
 	h->addr = addr;
 	h->size = size;
 	h->huge = (uint64_t)huge;
@@ -670,6 +647,96 @@ rb2_noeal_arena_create(size_t size, uintptr_t addr, unsigned int flags)
 		errno = err;
 	}
 	return a;
+}
+
+struct rb2_noeal_arena *
+rb2_noeal_arena_create(size_t size, uintptr_t addr, unsigned int flags)
+{
+	struct arena_hdr *h = NULL;
+	int fd = -1, err;
+
+	if (addr == 0)
+		addr = RB2_NOEAL_ARENA_ADDR;
+	if (addr % HUGE_2M != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	size = arena_size(size);
+	/* Hugepages where there are free ones: a hugetlb memfd's mmap fails
+	 * at once when the pool is short, so trying costs nothing. */
+	if (!(flags & RB2_NOEAL_ARENA_NO_HUGE))
+		fd = memfd_create("rb2-arena", MFD_CLOEXEC | MFD_HUGETLB);
+	if (fd >= 0 && (ftruncate(fd, (off_t)size) != 0 || (h = map_at(fd, addr, size)) == NULL)) {
+		err = errno;
+		close(fd);
+		fd = -1;
+		if (err == EEXIST) {
+			errno = EEXIST;
+			return NULL;
+		}
+	}
+	if (fd >= 0)
+		return arena_init(h, addr, size, fd, 1);
+	fd = memfd_create("rb2-arena", MFD_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, (off_t)size) != 0 || (h = map_at(fd, addr, size)) == NULL) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return NULL;
+	}
+	return arena_init(h, addr, size, fd, 0);
+}
+
+int
+rb2_noeal_arena_prepare(size_t size)
+{
+	int fd = memfd_create("rb2-arena", MFD_CLOEXEC | MFD_HUGETLB), err;
+
+	if (fd < 0)
+		return -errno;
+	/* The header's hugepage allocated, and zeroed, into the file now: the
+	 * arena's first touch later maps it as it is. Where the pool has no
+	 * free page, fallocate says ENOSPC. */
+	if (ftruncate(fd, (off_t)arena_size(size)) != 0 || fallocate(fd, 0, 0, (off_t)HUGE_2M) != 0) {
+		err = errno;
+		close(fd);
+		return err == ENOSPC ? -ENOMEM : -err;
+	}
+	return fd;
+}
+
+struct rb2_noeal_arena *
+rb2_noeal_arena_create_on(int fd, size_t size, uintptr_t addr)
+{
+	struct arena_hdr *h;
+	struct stat st;
+	int err;
+
+	if (addr == 0)
+		addr = RB2_NOEAL_ARENA_ADDR;
+	size = arena_size(size);
+	if (addr % HUGE_2M != 0 || fstat(fd, &st) != 0 || (size_t)st.st_size != size) {
+		close(fd);
+		errno = EINVAL;
+		return NULL;
+	}
+	h = map_at(fd, addr, size);
+	if (h == NULL) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return NULL;
+	}
+	/* Never handed out before: the header reads zero, as a fresh one. */
+	if (h->magic != 0) {
+		unmap_at(h, size);
+		close(fd);
+		errno = EINVAL;
+		return NULL;
+	}
+	return arena_init(h, addr, size, fd, 1);
 }
 
 /* Attach the arena behind @fd, with a descriptor of its own if @keep_fd. */

@@ -445,7 +445,7 @@ fi
 peer=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/rb2run_peer.py
 port=$(free_port)
 timeout 60 "$run" python3 "$peer" server "$port" >"$tmp/fk.srv" 2>"$tmp/fk.srv.err" &
-for _ in $(seq 100); do grep -q listening "$tmp/fk.srv" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 400); do grep -q listening "$tmp/fk.srv" 2>/dev/null && break; sleep 0.05; done
 pairs() { "$sockd" --stats | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 p0=$(pairs pairs)
 timeout 60 "$run" python3 "$peer" client "$port" 30000000 >"$tmp/fk.cli" 2>"$tmp/fk.cli.err" &
@@ -478,7 +478,7 @@ while True:
         print("streaming", flush=True)
     n += len(d)' "$port" >"$tmp/kp.srv" 2>"$tmp/kp.srv.err" &
 spid=$!
-for _ in $(seq 100); do grep -q listening "$tmp/kp.srv" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 400); do grep -q listening "$tmp/kp.srv" 2>/dev/null && break; sleep 0.05; done
 "$run" python3 -c '
 import socket, sys
 c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))

@@ -73,7 +73,7 @@ once() {
 	# shellcheck disable=SC2086 # a prefix of words, or none
 	inns "$b" timeout 30 $sp "$pp" server "$port" "$ipb" >"$tmp/$name.srv" 2>"$tmp/$name.srv.err" &
 	local spid=$!
-	for _ in $(seq 100); do grep -q listening "$tmp/$name.srv" 2>/dev/null && break; sleep 0.05; done
+	for _ in $(seq 400); do grep -q listening "$tmp/$name.srv" 2>/dev/null && break; sleep 0.05; done
 	# shellcheck disable=SC2086
 	inns "$a" timeout 30 $cp "$pp" client "$port" 64 200 "$ipb" >"$tmp/$name.cli" \
 		2>"$tmp/$name.cli.err"
@@ -173,7 +173,7 @@ fpid=$!
 for _ in $(seq 100); do [ -s "$tmp/flood.out" ] && break; sleep 0.05; done
 port=$((20000 + RANDOM % 20000))
 inns "$b" timeout 30 "$run" "$pp" server "$port" 127.0.0.1 >"$tmp/local.srv" 2>"$tmp/local.srv.err" &
-for _ in $(seq 100); do grep -q listening "$tmp/local.srv" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 400); do grep -q listening "$tmp/local.srv" 2>/dev/null && break; sleep 0.05; done
 inns "$b" timeout 30 "$run" "$pp" client "$port" 64 200 127.0.0.1 >"$tmp/local.cli" 2>"$tmp/local.cli.err"
 lrc=$?
 touch "$tmp/flood.stop"

@@ -62,7 +62,7 @@ free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 wait_listening() {
-	for _ in $(seq 100); do grep -q listening "$1" 2>/dev/null && return 0; sleep 0.05; done
+	for _ in $(seq 400); do grep -q listening "$1" 2>/dev/null && return 0; sleep 0.05; done
 	return 1
 }
 

@@ -37,9 +37,14 @@
  */
 
 #include <stdatomic.h>
+#include <limits.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/syscall.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/futex.h>
 
 #include <rte_common.h>
 #include <rte_log.h>
@@ -57,6 +62,40 @@ extern "C" {
  * rings, on pages the kernel has just zeroed, are not written over twice.
  */
 #define RB2_MEMZONE_F_ZEROED (1u << 30)
+
+/*
+ * A flag in shared memory that another process may sleep on, for the
+ * short waits of a connection's set-up (the shm rendezvous, rb2-run's
+ * streams joining). A nap at a time woke late by up to the nap, and a
+ * set-up waits several times. So the waiter sleeps on the flag's futex
+ * (shared memory: not FUTEX_PRIVATE), and the setter wakes it if it said
+ * it sleeps (@p waiting, a word beside the flag). Dekker, sequentially
+ * consistent: either the setter sees @p waiting and wakes, or the
+ * waiter's load sees the flag and does not sleep (and a wake that comes
+ * before the FUTEX_WAIT finds the word changed, so the wait returns at
+ * once).
+ */
+
+/** Set @p flag to 1, and wake whoever sleeps on it. */
+static inline void
+rb2_xport_flag_set(_Atomic uint32_t *flag, _Atomic uint32_t *waiting)
+{
+	atomic_store_explicit(flag, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(waiting, memory_order_seq_cst))
+		(void)syscall(SYS_futex, flag, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/** Sleep until @p flag is not 0, or @p ns pass; the caller checks which
+ *  (and a spurious wake-up returns early too). */
+static inline void
+rb2_xport_flag_wait(_Atomic uint32_t *flag, _Atomic uint32_t *waiting, uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+
+	atomic_store_explicit(waiting, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(flag, memory_order_seq_cst) == 0 && ns > 0)
+		(void)syscall(SYS_futex, flag, FUTEX_WAIT, 0, &ts, NULL, 0);
+}
 
 /** Control operations of a driver. The fast path is per queue (post/poll). */
 struct rb2_xport_ops {

@@ -614,23 +614,14 @@ rv_release(const struct rte_memzone *mz)
 	}
 }
 
-/*
- * A side's flag, and the other side's sleep on it. The two sides of a
+/* A side's flag, and the other side's sleep on it: a futex
+ * (rb2_xport_flag_set(), rb2_xport_flag_wait()). The two sides of a
  * rendezvous are two processes of one connection's set-up, each on its
- * way: a nap of 100 us at a time woke late by up to a nap, and a set-up
- * waits here twice at each end. So the waiter sleeps on the flag's futex
- * (shared memory: not FUTEX_PRIVATE), and the setter wakes it if it said
- * it sleeps. Dekker, sequentially consistent: either the setter sees
- * waiting[] and wakes, or the waiter's load sees the flag and does not
- * sleep (and a wake that comes before the FUTEX_WAIT finds the word
- * changed, so the wait returns at once).
- */
+ * way, and a set-up waits here twice at each end. */
 static void
 rv_ready_set(struct shm_rv *rv, int role)
 {
-	atomic_store_explicit(&rv->ready[role], 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&rv->waiting[role], memory_order_seq_cst))
-		(void)syscall(SYS_futex, &rv->ready[role], FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	rb2_xport_flag_set(&rv->ready[role], &rv->waiting[role]);
 }
 
 /* Sleep until the other side's flag is set, or 10 ms, or @deadline
@@ -638,14 +629,10 @@ rv_ready_set(struct shm_rv *rv, int role)
 static void
 rv_wait(struct shm_rv *rv, int role, uint64_t deadline)
 {
-	_Atomic uint32_t *flag = &rv->ready[!role];
 	uint64_t now = rte_get_timer_cycles(), hz = rte_get_timer_hz();
-	uint64_t ns = now >= deadline ? 0 : (deadline - now) * 1000000000ull / hz;
-	struct timespec ts = { 0, (long)RTE_MIN(ns, 10000000ull) };
+	uint64_t left = now >= deadline ? 0 : RTE_MIN(deadline - now, hz / 100);
 
-	atomic_store_explicit(&rv->waiting[!role], 1, memory_order_seq_cst);
-	if (atomic_load_explicit(flag, memory_order_seq_cst) == 0 && ts.tv_nsec > 0)
-		(void)syscall(SYS_futex, flag, FUTEX_WAIT, 0, &ts, NULL, 0);
+	rb2_xport_flag_wait(&rv->ready[!role], &rv->waiting[!role], left * 1000000000ull / hz);
 }
 
 /*

@@ -78,26 +78,16 @@ params_of(struct rb2_chan_params *p)
 	p->slot_size = 128;
 }
 
+/* The sender's side in the current arena: @p count messages of @p name,
+ * then (unless @p die: killed) wait until they were taken. */
 static int
-run_sender(int fd, const char *spec, const char *name, uint64_t count, int die)
+send_all(const char *spec, const char *name, uint64_t count, int die)
 {
-	/* Mapped with no descriptor of its own, as rb2-run's ends map theirs. */
-	struct rb2_noeal_arena *a = rb2_noeal_arena_map(fd);
-	struct rb2_xport *xp;
+	struct rb2_xport *xp = rb2_xport_open_spec(spec);
 	struct rb2_chan_params p;
 	struct rb2_tx *tx;
 	int ret;
 
-	if (a == NULL) {
-		fprintf(stderr, "sender: cannot map the arena: %s\n", strerror(errno));
-		return 1;
-	}
-	if (rb2_noeal_arena_fd(a) != -1 || fcntl(fd, F_GETFD) < 0) {
-		fprintf(stderr, "sender: rb2_noeal_arena_map() kept a descriptor, or took ours\n");
-		return 1;
-	}
-	close(fd);
-	xp = rb2_xport_open_spec(spec);
 	params_of(&p);
 	tx = xp ? rb2_tx_create(name, xp, &p) : NULL;
 	if (tx == NULL || rb2_tx_connect(tx, name, 20000) != 0) {
@@ -119,8 +109,28 @@ run_sender(int fd, const char *spec, const char *name, uint64_t count, int die)
 	}
 	rb2_tx_destroy(tx);
 	rb2_xport_close(xp);
-	rb2_noeal_arena_detach(a);
 	return 0;
+}
+
+static int
+run_sender(int fd, const char *spec, const char *name, uint64_t count, int die)
+{
+	/* Mapped with no descriptor of its own, as rb2-run's ends map theirs. */
+	struct rb2_noeal_arena *a = rb2_noeal_arena_map(fd);
+	int ret;
+
+	if (a == NULL) {
+		fprintf(stderr, "sender: cannot map the arena: %s\n", strerror(errno));
+		return 1;
+	}
+	if (rb2_noeal_arena_fd(a) != -1 || fcntl(fd, F_GETFD) < 0) {
+		fprintf(stderr, "sender: rb2_noeal_arena_map() kept a descriptor, or took ours\n");
+		return 1;
+	}
+	close(fd);
+	ret = send_all(spec, name, count, die);
+	rb2_noeal_arena_detach(a);
+	return ret;
 }
 
 static int fails;
@@ -448,9 +458,13 @@ test_prepared(struct rb2_noeal_arena *cur)
 	rb2_noeal_arena_use(cur);
 }
 
+/* A sender in another process: spawned with nothing but the arena's fd
+ * (a fresh exec), or with @p forked a fork child of this process, which
+ * has used shm before (so a start time of its own, the child's, must be
+ * what the child tells its peer). */
 static void
 run_pair(const char *self, struct rb2_noeal_arena *a, const char *spec, const char *name,
-	 uint64_t count, int die)
+	 uint64_t count, int die, int forked)
 {
 	struct rb2_xport *xp = rb2_xport_open_spec(spec);
 	struct rb2_chan_params p;
@@ -474,13 +488,23 @@ run_pair(const char *self, struct rb2_noeal_arena *a, const char *spec, const ch
 	fd = fcntl(rb2_noeal_arena_fd(a), F_DUPFD, 10);
 	snprintf(fds, sizeof(fds), "%d", fd);
 	snprintf(cnt, sizeof(cnt), "%" PRIu64, count);
-	posix_spawn_file_actions_init(&fa);
-	if (posix_spawn(&pid, self, &fa, NULL, args, environ) != 0) {
-		perror("posix_spawn");
+	if (forked) {
+		pid = fork();
+		if (pid == 0) {
+			close(fd);
+			_exit(send_all(spec, name, count, die));
+		}
+	} else {
+		posix_spawn_file_actions_init(&fa);
+		if (posix_spawn(&pid, self, &fa, NULL, args, environ) != 0)
+			pid = -1;
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	if (pid < 0) {
+		perror(forked ? "fork" : "posix_spawn");
 		fails++;
 		return;
 	}
-	posix_spawn_file_actions_destroy(&fa);
 	close(fd);
 	if (rb2_rx_connect(rx, name, 20000) != 0) {
 		CHECK(0, "%s: rx_connect: %s", spec, rte_strerror(rte_errno));
@@ -499,19 +523,26 @@ run_pair(const char *self, struct rb2_noeal_arena *a, const char *spec, const ch
 		       n < 0 ? strerror(-n) : "no error", (long)(time(NULL) - t0));
 		waitpid(pid, &status, 0);
 	} else {
-		/* Keep polling so the idle push hands the last slots back. */
-		for (int i = 0; i < 5000 && waitpid(pid, &status, WNOHANG) == 0; i++) {
+		int ended = 0;
+
+		/* Keep polling so the idle push hands the last slots back. A
+		 * sender whose receiver gave up waits for good: killed. */
+		for (int i = 0; i < 5000 && !ended; i++) {
+			ended = waitpid(pid, &status, WNOHANG) == pid;
 			rb2_rx_peek_burst(rx, m, 32);
 			usleep(1000);
 		}
-		CHECK(waitpid(pid, &status, 0) == pid || WIFEXITED(status),
-		      "%s: the sender did not end", spec);
+		if (!ended) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+		}
+		CHECK(ended, "%s: the sender did not end within 5 s (killed)", spec);
 		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "%s: the sender failed (status %d)", spec, status);
 		CHECK(got == count && bad == 0, "%s: %" PRIu64 " of %" PRIu64 " messages, %"
-		      PRIu64 " bad", spec, got, count, bad);
-		printf("%s: %" PRIu64 " messages between two processes without the EAL, %"
-		       PRIu64 " bad\n", spec, got, bad);
+		      PRIu64 " bad (%s)", spec, got, count, bad, n < 0 ? strerror(-n) : "no error");
+		printf("%s: %" PRIu64 " messages between two processes without the EAL%s, %"
+		       PRIu64 " bad\n", spec, got, forked ? " (a fork child sending)" : "", bad);
 	}
 	rb2_rx_destroy(rx);
 	rb2_xport_close(xp);
@@ -551,10 +582,11 @@ main(int argc, char **argv)
 			char name[32];
 
 			snprintf(name, sizeof(name), "noeal%u", i);
-			run_pair(argv[0], a, specs[i], name, MSGS, 0);
+			run_pair(argv[0], a, specs[i], name, MSGS, 0, 0);
 			snprintf(name, sizeof(name), "noealk%u", i);
-			run_pair(argv[0], a, specs[i], name, KILLED_AFTER, 1);
+			run_pair(argv[0], a, specs[i], name, KILLED_AFTER, 1, 0);
 		}
+		run_pair(argv[0], a, specs[0], "noealf", MSGS, 0, 1);
 		CHECK(rb2_noeal_arena_zones(a) == 0, "%u zones left in the arena",
 		      rb2_noeal_arena_zones(a));
 		/* Its memfd dropped (rb2-run's side): the mapping stays. */

@@ -139,7 +139,7 @@ proc_start(int32_t pid)
 	int fd;
 
 	/* One read (the file is generated whole at it), not stdio's fstat and
-	 * second read: a connection reads three of these at each end. */
+	 * second read. */
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -191,26 +191,105 @@ region_of(void *addr)
 	return RTE_PTR_SUB(addr, RTE_CACHE_LINE_SIZE);
 }
 
-/* This process's start time, read once (0 where /proc cannot tell). */
+/* This process's start time, read once per process (0 where /proc cannot
+ * tell): a fork child that took its parent's would be taken for dead by
+ * every peer that checks it, and its regions freed under it. */
 static uint64_t
 self_start(void)
 {
 	static _Atomic uint64_t start;
-	uint64_t s = atomic_load_explicit(&start, memory_order_relaxed);
+	static _Atomic int32_t start_pid;
+	int32_t me = (int32_t)getpid();
+	uint64_t s;
 
-	if (s == 0) {
-		s = proc_start(getpid());
-		atomic_store_explicit(&start, s, memory_order_relaxed);
-	}
+	if (atomic_load_explicit(&start_pid, memory_order_acquire) == me &&
+	    (s = atomic_load_explicit(&start, memory_order_relaxed)) != 0)
+		return s;
+	s = proc_start(me);
+	atomic_store_explicit(&start, s, memory_order_relaxed);
+	atomic_store_explicit(&start_pid, me, memory_order_release);
 	return s;
 }
 
+/*
+ * Whether the process @pid that started at @start lives, for a qp's status.
+ * Every idle channel half asks every millisecond or so, and a look at /proc
+ * costs an open, a read and a close (10-20 us on the 2-vCPU VM here): with
+ * 50 connections to one peer, 100 halves per process asked, and the looks
+ * took 8% of both redis-server's and redis-benchmark's CPU (perf, -c 50
+ * under rb2-run). So a process that was seen alive is taken to be alive
+ * for PEER_SEEN_US more, for every qp of this process: one look per peer
+ * and interval, whatever the number of qps. Only life is remembered; a
+ * death is always looked up, so it is never reported late by more than
+ * PEER_SEEN_US. The table is tried, never waited for: a thread that finds
+ * it busy (or a fork child that inherited it mid-update) looks at /proc.
+ */
+#define PEER_SEEN_US 500
+#define PEER_SEEN_SLOTS 16
+
+static struct {
+	int32_t pid;
+	uint64_t start, at;
+} peer_seen[PEER_SEEN_SLOTS];
+static atomic_flag peer_seen_busy = ATOMIC_FLAG_INIT;
+
+static void
+peer_seen_note(int32_t pid, uint64_t start, uint64_t now)
+{
+	unsigned int k = (unsigned int)pid % PEER_SEEN_SLOTS;
+
+	if (!atomic_flag_test_and_set_explicit(&peer_seen_busy, memory_order_acquire)) {
+		peer_seen[k].pid = pid;
+		peer_seen[k].start = start;
+		peer_seen[k].at = now;
+		atomic_flag_clear_explicit(&peer_seen_busy, memory_order_release);
+	}
+}
+
+/* What the table says of @pid: its start time if seen alive within @us
+ * microseconds of @now, else 0. */
+static uint64_t
+peer_seen_get(int32_t pid, uint64_t now, unsigned int us)
+{
+	unsigned int k = (unsigned int)pid % PEER_SEEN_SLOTS;
+	uint64_t fresh = rte_get_timer_hz() * us / 1000000;
+	uint64_t start = 0;
+
+	if (!atomic_flag_test_and_set_explicit(&peer_seen_busy, memory_order_acquire)) {
+		if (peer_seen[k].pid == pid && now - peer_seen[k].at < fresh)
+			start = peer_seen[k].start;
+		atomic_flag_clear_explicit(&peer_seen_busy, memory_order_release);
+	}
+	return start;
+}
+
+/* Whether @pid, started at @start, lives: seen so within @us, or found so
+ * in /proc now. */
+static int
+peer_lives(int32_t pid, uint64_t start, unsigned int us)
+{
+	uint64_t now = rte_get_timer_cycles();
+
+	if (peer_seen_get(pid, now, us) == start)
+		return 1;
+	if (proc_start(pid) != start)
+		return 0;
+	peer_seen_note(pid, start, now);
+	return 1;
+}
+
 /* Whether a process may still store: without /proc to tell (start 0), it
- * is taken to be there, and the region outlives it rather than risk it. */
+ * is taken to be there, and the region outlives it rather than risk it.
+ * A close puts two regions of one peer back to back (the one it held, its
+ * own), each asking: the second takes the first's look, if that was within
+ * PUT_SEEN_US. A shorter bound than PEER_SEEN_US: a peer taken for alive
+ * that has just died leaves its region to nobody. */
+#define PUT_SEEN_US 50
+
 static int
 still_there(int32_t pid, uint64_t start)
 {
-	return pid == (int32_t)getpid() || start == 0 || proc_start(pid) == start;
+	return pid == (int32_t)getpid() || start == 0 || peer_lives(pid, start, PUT_SEEN_US);
 }
 
 /* Drop one reference; the last frees the region. When one is left and the
@@ -459,93 +538,6 @@ shm_qp_destroy(struct rb2_xport_qp *qp)
 	qp->drv = NULL;
 }
 
-/*
- * Whether the process @pid that started at @start lives, for a qp's status.
- * Every idle channel half asks every millisecond or so, and a look at /proc
- * costs an open, a read and a close (10-20 us on the 2-vCPU VM here): with
- * 50 connections to one peer, 100 halves per process asked, and the looks
- * took 8% of both redis-server's and redis-benchmark's CPU (perf, -c 50
- * under rb2-run). So a process that was seen alive is taken to be alive
- * for PEER_SEEN_US more, for every qp of this process: one look per peer
- * and interval, whatever the number of qps. Only life is remembered; a
- * death is always looked up, so it is never reported late by more than
- * PEER_SEEN_US. The table is tried, never waited for: a thread that finds
- * it busy (or a fork child that inherited it mid-update) looks at /proc.
- */
-#define PEER_SEEN_US 500
-#define PEER_SEEN_SLOTS 16
-
-static struct {
-	int32_t pid;
-	uint64_t start, at;
-} peer_seen[PEER_SEEN_SLOTS];
-static atomic_flag peer_seen_busy = ATOMIC_FLAG_INIT;
-
-static void
-peer_seen_note(int32_t pid, uint64_t start, uint64_t now)
-{
-	unsigned int k = (unsigned int)pid % PEER_SEEN_SLOTS;
-
-	if (!atomic_flag_test_and_set_explicit(&peer_seen_busy, memory_order_acquire)) {
-		peer_seen[k].pid = pid;
-		peer_seen[k].start = start;
-		peer_seen[k].at = now;
-		atomic_flag_clear_explicit(&peer_seen_busy, memory_order_release);
-	}
-}
-
-/* What the table says of @pid: its start time if seen alive within
- * PEER_SEEN_US of @now, else 0. */
-static uint64_t
-peer_seen_get(int32_t pid, uint64_t now)
-{
-	unsigned int k = (unsigned int)pid % PEER_SEEN_SLOTS;
-	uint64_t fresh = rte_get_timer_hz() / (1000000 / PEER_SEEN_US);
-	uint64_t start = 0;
-
-	if (!atomic_flag_test_and_set_explicit(&peer_seen_busy, memory_order_acquire)) {
-		if (peer_seen[k].pid == pid && now - peer_seen[k].at < fresh)
-			start = peer_seen[k].start;
-		atomic_flag_clear_explicit(&peer_seen_busy, memory_order_release);
-	}
-	return start;
-}
-
-/*
- * The start time of a peer that joins a rendezvous (0: gone). A stream's
- * two qps join the same peer within microseconds, and each look at /proc
- * is three system calls: the second takes the first's answer, if fresh. A
- * start time remembered from before a pid was reused is not that of the
- * process now behind the pid, so the first status check reports the peer
- * gone, which it is.
- */
-static uint64_t
-peer_start(int32_t pid)
-{
-	uint64_t now = rte_get_timer_cycles();
-	uint64_t start = peer_seen_get(pid, now);
-
-	if (start != 0)
-		return start;
-	start = proc_start(pid);
-	if (start != 0)
-		peer_seen_note(pid, start, now);
-	return start;
-}
-
-static int
-peer_lives(int32_t pid, uint64_t start)
-{
-	uint64_t now = rte_get_timer_cycles();
-
-	if (peer_seen_get(pid, now) == start)
-		return 1;
-	if (proc_start(pid) != start)
-		return 0;
-	peer_seen_note(pid, start, now);
-	return 1;
-}
-
 static int
 shm_qp_status(struct rb2_xport_qp *qp)
 {
@@ -553,7 +545,7 @@ shm_qp_status(struct rb2_xport_qp *qp)
 
 	if (s->peer_pid == 0)
 		return 0;
-	if (!peer_lives(s->peer_pid, s->peer_start)) {
+	if (!peer_lives(s->peer_pid, s->peer_start, PEER_SEEN_US)) {
 		RB2_XPORT_LOG(ERR, "shm: the peer process %d is gone", (int)s->peer_pid);
 		s->peer_pid = 0; /* say it once */
 		return -ECONNRESET;
@@ -593,6 +585,7 @@ struct shm_rv {
 	_Atomic uint32_t claimed[2];  /* role i's side is here (rv_join()) */
 	uint32_t len[2];
 	int32_t pid[2];
+	uint64_t start[2];            /* each side's own start time (self_start()) */
 	uint8_t blob[2][RB2_XPORT_BLOB_MAX];
 };
 
@@ -731,6 +724,7 @@ shm_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 	memcpy(rv->blob[role], blob, len);
 	rv->len[role] = (uint32_t)len;
 	rv->pid[role] = (int32_t)getpid();
+	rv->start[role] = self_start();
 	/* Release: our blob before our flag; pairs with the acquire below on
 	 * the other side. */
 	rv_ready_set(rv, role);
@@ -756,13 +750,14 @@ shm_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 	if (rv->pid[other] != (int32_t)getpid()) {
 		struct shm_qp *s = qp->drv;
 
-		/* Watched only where /proc tells. A peer that is already gone
-		 * (it may have sent everything and died before we got here) gets
-		 * a start time no process has, so the first check reports it. */
+		/* Watched only where /proc tells. The peer says its start time
+		 * itself, as it says its pid: a look at /proc here cost each
+		 * end two opens a connection (one per channel). A peer that
+		 * lied would only have itself reported gone. One that is gone
+		 * already (it may have sent everything and died before we got
+		 * here) is reported by the first check. */
 		s->peer_pid = rv->pid[other];
-		s->peer_start = peer_start(s->peer_pid);
-		if (s->peer_start == 0)
-			s->peer_start = proc_start(getpid()) != 0 ? UINT64_MAX : 0;
+		s->peer_start = rv->start[other];
 		if (s->peer_start == 0)
 			s->peer_pid = 0;
 	}

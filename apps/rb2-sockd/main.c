@@ -451,7 +451,6 @@ sweep(void)
  * zeroes as before, when the stock is out).
  */
 #define STOCK_MAX 4
-#define STOCK_RETRY_MS 50        /* after the pool had no free hugepage */
 static pthread_mutex_t stock_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t stock_low = PTHREAD_COND_INITIALIZER;
 static int stock[STOCK_MAX];
@@ -473,10 +472,17 @@ stock_main(void *arg)
 			pthread_cond_wait(&stock_low, &stock_lock);
 		pthread_mutex_unlock(&stock_lock);
 		fd = rb2_noeal_arena_prepare(RB2_STREAM_ARENA_SIZE);
-		if (fd < 0) {
-			usleep(STOCK_RETRY_MS * 1000);  /* the sweep may free some */
+		if (fd == -ENOMEM) {
+			/* The pool is out: try again at the next pairing (the
+			 * sweep may have freed some by then), not on a timer,
+			 * so an idle service stays asleep. */
+			pthread_mutex_lock(&stock_lock);
+			pthread_cond_wait(&stock_low, &stock_lock);
+			pthread_mutex_unlock(&stock_lock);
 			continue;
 		}
+		if (fd < 0)
+			return NULL;     /* no hugetlb memfds here: each pairing makes its own */
 		pthread_mutex_lock(&stock_lock);
 		stock[n_stock++] = fd;
 		pthread_mutex_unlock(&stock_lock);

@@ -455,6 +455,13 @@ test_prepared(struct rb2_noeal_arena *cur)
 	a = plain < 0 ? NULL : rb2_noeal_arena_create_on(plain, 4 << 20, at);
 	CHECK(plain >= 0 && a == NULL && errno == EINVAL, "an empty memfd made an arena: %s",
 	      a == NULL ? strerror(errno) : "mapped");
+	/* Of the right size, but on 4 KiB pages: not one prepared. */
+	plain = memfd_create("not-an-arena", MFD_CLOEXEC);
+	a = plain < 0 || ftruncate(plain, 4 << 20) != 0 ? NULL :
+		rb2_noeal_arena_create_on(plain, 4 << 20, at);
+	CHECK(plain >= 0 && a == NULL && errno == EINVAL,
+	      "a memfd of 4 KiB pages made a hugepage arena: %s",
+	      a == NULL ? strerror(errno) : "mapped");
 	rb2_noeal_arena_use(cur);
 }
 

@@ -27,8 +27,10 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/magic.h>
 #include <linux/memfd.h>
 
 #include <rte_common.h>
@@ -711,13 +713,15 @@ struct rb2_noeal_arena *
 rb2_noeal_arena_create_on(int fd, size_t size, uintptr_t addr)
 {
 	struct arena_hdr *h;
+	struct statfs sfs;
 	struct stat st;
 	int err;
 
 	if (addr == 0)
 		addr = RB2_NOEAL_ARENA_ADDR;
 	size = arena_size(size);
-	if (addr % HUGE_2M != 0 || fstat(fd, &st) != 0 || (size_t)st.st_size != size) {
+	if (addr % HUGE_2M != 0 || fstat(fd, &st) != 0 || (size_t)st.st_size != size ||
+	    fstatfs(fd, &sfs) != 0 || sfs.f_type != HUGETLBFS_MAGIC) {
 		close(fd);
 		errno = EINVAL;
 		return NULL;

@@ -104,8 +104,8 @@ int rb2_noeal_arena_prepare(size_t size);
  * rb2_noeal_arena_prepare(@p size), which the arena takes: it is closed
  * with the arena, or at once if this fails.
  * @return the arena, or NULL with errno: EINVAL (@p fd is not such a
- *   memfd of this size, or was handed out already), EEXIST (@p addr is
- *   taken here), or what mmap said.
+ *   memfd: not on hugetlbfs, of another size, or made an arena already),
+ *   EEXIST (@p addr is taken here), or what mmap said.
  */
 struct rb2_noeal_arena *rb2_noeal_arena_create_on(int fd, size_t size, uintptr_t addr);
 

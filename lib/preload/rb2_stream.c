@@ -619,16 +619,12 @@ close_fd(int *fd)
 static int
 wait_joined(const struct rb2_stream *s, unsigned int timeout_ms)
 {
-	uint64_t hz = rte_get_timer_hz(), until = rte_get_timer_cycles() + hz * timeout_ms / 1000;
+	uint64_t until = rte_get_timer_cycles() + rte_get_timer_hz() * timeout_ms / 1000;
 
 	while (!atomic_load_explicit(&s->ctl->joined[!s->me], memory_order_acquire)) {
-		uint64_t now = rte_get_timer_cycles();
-
-		if (now > until)
+		if (rte_get_timer_cycles() > until)
 			return -ETIMEDOUT;
-		/* 10 ms at most: a peer that died never sets it. */
-		rb2_xport_flag_wait(&s->ctl->joined[!s->me], &s->ctl->join_waits[!s->me],
-				    RTE_MIN(until - now, hz / 100) * 1000000000ull / hz);
+		rb2_xport_flag_wait(&s->ctl->joined[!s->me], &s->ctl->join_waits[!s->me], until);
 	}
 	return 0;
 }

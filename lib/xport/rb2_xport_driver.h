@@ -47,6 +47,7 @@
 #include <linux/futex.h>
 
 #include <rte_common.h>
+#include <rte_cycles.h>
 #include <rte_log.h>
 
 #include <rb2_xport.h>
@@ -85,12 +86,16 @@ rb2_xport_flag_set(_Atomic uint32_t *flag, _Atomic uint32_t *waiting)
 		(void)syscall(SYS_futex, flag, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-/** Sleep until @p flag is not 0, or @p ns pass; the caller checks which
- *  (and a spurious wake-up returns early too). */
+/** Sleep until @p flag is not 0, or @p deadline (rte_get_timer_cycles()),
+ *  or 10 ms at most: a peer that died never sets it. The caller checks
+ *  which (and a spurious wake-up returns early too). */
 static inline void
-rb2_xport_flag_wait(_Atomic uint32_t *flag, _Atomic uint32_t *waiting, uint64_t ns)
+rb2_xport_flag_wait(_Atomic uint32_t *flag, _Atomic uint32_t *waiting, uint64_t deadline)
 {
-	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+	uint64_t now = rte_get_timer_cycles(), hz = rte_get_timer_hz();
+	/* Capped before the product, which a long deadline would overflow. */
+	uint64_t ns = now >= deadline ? 0 : RTE_MIN(deadline - now, hz / 100) * 1000000000ull / hz;
+	struct timespec ts = { 0, (long)ns };
 
 	atomic_store_explicit(waiting, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(flag, memory_order_seq_cst) == 0 && ns > 0)

@@ -581,7 +581,7 @@ struct shm_rv {
 	_Atomic uint32_t magic;
 	_Atomic uint32_t ready[2];
 	_Atomic uint32_t done;
-	_Atomic uint32_t waiting[2];  /* a side sleeps on ready[i] (rv_wait()) */
+	_Atomic uint32_t waiting[2];  /* a side sleeps on ready[i] (rb2_xport_flag_wait()) */
 	_Atomic uint32_t claimed[2];  /* role i's side is here (rv_join()) */
 	uint32_t len[2];
 	int32_t pid[2];
@@ -617,26 +617,15 @@ rv_ready_set(struct shm_rv *rv, int role)
 	rb2_xport_flag_set(&rv->ready[role], &rv->waiting[role]);
 }
 
-/* Sleep until the other side's flag is set, or 10 ms, or @deadline
- * (rte_get_timer_cycles()); the caller checks which. */
-static void
-rv_wait(struct shm_rv *rv, int role, uint64_t deadline)
-{
-	uint64_t now = rte_get_timer_cycles(), hz = rte_get_timer_hz();
-	uint64_t left = now >= deadline ? 0 : RTE_MIN(deadline - now, hz / 100);
-
-	rb2_xport_flag_wait(&rv->ready[!role], &rv->waiting[!role], left * 1000000000ull / hz);
-}
 
 /*
  * The rendezvous zone of @zname: made by whichever side comes first, and
- * found by the other. The passive side made it and the active one looked
- * it up, napping 100 us at a time until it was there: on one host a
- * stream's second channel's active end came first about every time (its
- * peer was still finishing the first channel), and napped. Now either
- * makes it, and both then sleep on the flags' futexes (rv_wait()). Each
- * role claims its place once: a second side of one role (two receivers
- * with one name) is refused.
+ * found by the other, so that neither waits for the other to make it (on
+ * one host a stream's second channel's active end comes first about every
+ * time, its peer still finishing the first channel). Both then sleep on
+ * the flags' futexes (rb2_xport_flag_wait()). Each role claims its place
+ * once: a second side of one role (two receivers with one name) is
+ * refused.
  * @return 0 with the zone in @out, or -EADDRINUSE, -ENOMEM, -ETIMEDOUT.
  */
 static int
@@ -739,7 +728,7 @@ shm_qp_exchange(struct rb2_xport_qp *qp, const char *peer,
 			rte_memzone_free(mz);
 			return -ETIMEDOUT;
 		}
-		rv_wait(rv, role, deadline);
+		rb2_xport_flag_wait(&rv->ready[other], &rv->waiting[other], deadline);
 	}
 	plen = rv->len[other];
 	if (plen > peer_cap) {

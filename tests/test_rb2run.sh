@@ -97,6 +97,12 @@ trap '"$sockd" --stop >/dev/null 2>&1; kill $(jobs -p) 2>/dev/null; rm -rf "$tmp
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
 
+# wait_listening FILE: until a server's output says "listening", 20 s at
+# most (a Python server under rb2-run starts slowly on a loaded host).
+wait_listening() {
+	for _ in $(seq 400); do grep -q listening "$1" 2>/dev/null && return; sleep 0.05; done
+}
+
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -110,7 +116,7 @@ pair() {
 	# shellcheck disable=SC2086 # a prefix of words, or none
 	timeout 60 $sp python3 "$peer" server "$port" >"$tmp/$name.srv" 2>"$tmp/$name.srv.err" &
 	local spid=$!
-	for _ in $(seq 400); do grep -q listening "$tmp/$name.srv" 2>/dev/null && break; sleep 0.05; done
+	wait_listening "$tmp/$name.srv"
 	# shellcheck disable=SC2086
 	env "$@" timeout 60 $cp python3 "$peer" client "$port" "$bytes" >"$tmp/$name.cli" \
 		2>"$tmp/$name.cli.err"
@@ -128,7 +134,7 @@ peer_mode() {
 	port=$(free_port)
 	timeout 30 "$run" python3 "$peer" "$mode" "$port" >"$tmp/$name.srv" 2>"$tmp/$name.srv.err" &
 	spid=$!
-	for _ in $(seq 400); do grep -q listening "$tmp/$name.srv" 2>/dev/null && break; sleep 0.05; done
+	wait_listening "$tmp/$name.srv"
 	timeout 30 "$run" python3 "$peer" "$mode-client" "$port" >"$tmp/$name.cli" 2>"$tmp/$name.cli.err"
 	wait "$spid"
 }
@@ -232,7 +238,7 @@ fi
 port=$(free_port)
 timeout 30 "$run" python3 "$peer" waitall "$port" >"$tmp/wa.srv" 2>"$tmp/wa.srv.err" &
 wpid=$!
-for _ in $(seq 400); do grep -q listening "$tmp/wa.srv" 2>/dev/null && break; sleep 0.05; done
+wait_listening "$tmp/wa.srv"
 timeout 30 "$run" python3 "$peer" trickle "$port" 2>/dev/null
 wait "$wpid"
 if grep -q "waitall 8000 whole" "$tmp/wa.srv" && grep -q " 1 connections over rb2" "$tmp/wa.srv.err"; then
@@ -274,7 +280,7 @@ fi
 p1=$(free_port)
 timeout 60 "$run" "$build/tests/rb2run_pingpong" pollserver "$p1" >"$tmp/pc.srv" 2>/dev/null &
 pcs=$!
-for _ in $(seq 400); do grep -q listening "$tmp/pc.srv" 2>/dev/null && break; sleep 0.05; done
+wait_listening "$tmp/pc.srv"
 timeout 60 "$run" "$build/tests/rb2run_pingpong" clients "$p1" 64 50 1 >"$tmp/pc.cli" \
 	2>"$tmp/pc.cli.err"
 rc=$?
@@ -301,7 +307,7 @@ if [ "${free:-0}" -ge 16 ] && [ "$free" -le 4000 ]; then
 	RB2_SOCKD_PATH=$hs timeout 60 "$run" "$build/tests/rb2run_pingpong" pollserver "$p1" \
 		>"$tmp/hp.srv" 2>/dev/null &
 	pcs=$!
-	for _ in $(seq 400); do grep -q listening "$tmp/hp.srv" 2>/dev/null && break; sleep 0.05; done
+	wait_listening "$tmp/hp.srv"
 	RB2_SOCKD_PATH=$hs timeout 120 "$run" "$build/tests/rb2run_pingpong" connects "$p1" \
 		$((free + 100)) >"$tmp/hp.cli" 2>"$tmp/hp.cli.err"
 	rc=$?
@@ -491,7 +497,7 @@ if [ "$mode" = full ]; then
 	port=$(free_port)
 	timeout 30 "$run" python3 "$peer" pollclose "$port" >"$tmp/cl.srv" 2>"$tmp/cl.srv.err" &
 	spid=$!
-	for _ in $(seq 400); do grep -q listening "$tmp/cl.srv" 2>/dev/null && break; sleep 0.05; done
+	wait_listening "$tmp/cl.srv"
 	if timeout 30 "$run" "$build/tests/rb2run_clone" "$port" >"$tmp/cl.cli" 2>"$tmp/cl.cli.err" &&
 		grep -q " 1 connections over rb2 .* 0 failed" "$tmp/cl.cli.err"; then
 		ok "a clone() child's close of a connection: $(sed -n 's/^clone child: //p' "$tmp/cl.cli"), over rb2"
@@ -512,7 +518,7 @@ if [ "$mode" = full ]; then
 		port=$(free_port)
 		timeout 30 $wrap python3 "$peer" zerocopy "$port" >"$tmp/zc.$how.srv" 2>&1 &
 		spid=$!
-		for _ in $(seq 400); do grep -q listening "$tmp/zc.$how.srv" 2>/dev/null && break; sleep 0.05; done
+		wait_listening "$tmp/zc.$how.srv"
 		timeout 30 $wrap python3 "$peer" zerocopy-client "$port" >"$tmp/zc.$how.cli" 2>"$tmp/zc.$how.cli.err"
 		wait "$spid"
 	done
@@ -622,7 +628,7 @@ fi
 port=$(free_port)
 timeout 30 "$run" python3 "$peer" closeatpair "$port" >"$tmp/cp.srv" 2>"$tmp/cp.srv.err" &
 spid=$!
-for _ in $(seq 400); do grep -q listening "$tmp/cp.srv" 2>/dev/null && break; sleep 0.05; done
+wait_listening "$tmp/cp.srv"
 RB2_RUN_FAULT_PAIR_LATE_MS=1000 timeout 30 "$run" python3 "$peer" closeatpair-client "$port" \
 	>"$tmp/cp.cli" 2>"$tmp/cp.cli.err"
 wait "$spid"
@@ -705,7 +711,7 @@ if [ "$mode" = full ]; then
 # the fd and why before the exec.
 port=$(free_port)
 timeout 60 "$run" python3 "$peer" count "$port" >"$tmp/ex.srv" 2>"$tmp/ex.srv.err" &
-for _ in $(seq 400); do grep -q listening "$tmp/ex.srv" 2>/dev/null && break; sleep 0.05; done
+wait_listening "$tmp/ex.srv"
 timeout 60 "$run" python3 -c '
 import os, socket, sys
 c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
@@ -738,7 +744,7 @@ fi
 port=$(free_port)
 RB2_RUN_STATS=1 timeout 30 python3 "$peer" inherit "$port" "$run" -- python3 "$peer" inherited \
 	>"$tmp/ih.srv" 2>"$tmp/ih.srv.err" &
-for _ in $(seq 400); do grep -q listening "$tmp/ih.srv" 2>/dev/null && break; sleep 0.05; done
+wait_listening "$tmp/ih.srv"
 RB2_RUN_STATS=1 timeout 30 "$run" python3 "$peer" inherited-client "$port" >"$tmp/ih.cli" 2>"$tmp/ih.cli.err"
 wait
 if grep -q "^got b'hello'$" "$tmp/ih.cli" &&
@@ -761,7 +767,7 @@ fi
 # for good.
 port=$(free_port)
 timeout 60 "$run" python3 "$peer" count "$port" >"$tmp/vf.srv" 2>"$tmp/vf.srv.err" &
-for _ in $(seq 400); do grep -q listening "$tmp/vf.srv" 2>/dev/null && break; sleep 0.05; done
+wait_listening "$tmp/vf.srv"
 timeout 60 "$run" python3 -c '
 import os, socket, subprocess, sys
 child = """
@@ -834,7 +840,7 @@ try:
 except (BrokenPipeError, ConnectionResetError) as e:
     print("write:", type(e).__name__, flush=True)' "$port" >"$tmp/dp.srv" 2>"$tmp/dp.srv.err" &
 spid=$!
-for _ in $(seq 400); do grep -q listening "$tmp/dp.srv" 2>/dev/null && break; sleep 0.05; done
+wait_listening "$tmp/dp.srv"
 "$run" python3 -c '
 import socket, sys, time
 c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
@@ -872,7 +878,7 @@ while True:
     if not d:
         print("end after", n, flush=True); break
     n += len(d)' "$port" >"$tmp/fb.srv" 2>"$tmp/fb.srv.err" &
-for _ in $(seq 400); do grep -q listening "$tmp/fb.srv" 2>/dev/null && break; sleep 0.05; done
+wait_listening "$tmp/fb.srv"
 timeout 60 "$run" python3 -c '
 import ctypes, socket, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
@@ -916,7 +922,7 @@ fi
 # program's writes.
 port=$(free_port)
 timeout 60 "$run" python3 "$peer" echo "$port" 1 >"$tmp/sr.srv" 2>/dev/null &
-for _ in $(seq 400); do grep -q listening "$tmp/sr.srv" 2>/dev/null && break; sleep 0.05; done
+wait_listening "$tmp/sr.srv"
 timeout 60 "$run" python3 -c '
 import errno, os, socket, sys
 c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
@@ -963,7 +969,7 @@ fi
 port=$(free_port)
 timeout 60 "$run" python3 "$peer" idle "$port" >"$tmp/idle.srv" 2>"$tmp/idle.srv.err" &
 ipid=$!
-for _ in $(seq 400); do grep -q listening "$tmp/idle.srv" 2>/dev/null && break; sleep 0.05; done
+wait_listening "$tmp/idle.srv"
 timeout 60 "$run" python3 "$peer" wake "$port" 4 >"$tmp/idle.cli" 2>"$tmp/idle.cli.err" &
 # measure from when both are accepted, not from a guess: setup is not idling
 for _ in $(seq 100); do grep -q asleep "$tmp/idle.srv" 2>/dev/null && break; sleep 0.05; done
@@ -986,7 +992,7 @@ fi
 # for the rest of its 5 s.
 port=$(free_port)
 timeout 60 "$run" python3 "$peer" both-wake "$port" >"$tmp/bw.srv" 2>"$tmp/bw.srv.err" &
-for _ in $(seq 400); do grep -q listening "$tmp/bw.srv" 2>/dev/null && break; sleep 0.05; done
+wait_listening "$tmp/bw.srv"
 timeout 60 "$run" python3 "$peer" poke "$port" 1 >"$tmp/bw.cli" 2>"$tmp/bw.cli.err"
 wait
 late=$(sed -n 's/^both-wake: woke \([0-9.]*\) \([0-9.]*\) .*/\1 \2/p' "$tmp/bw.cli" |
@@ -1005,7 +1011,7 @@ sock4=$tmp/slots4.sock
 "$sockd" --socket "$sock4" --slots 4 --daemon
 port=$(free_port)
 RB2_SOCKD_PATH=$sock4 timeout 60 "$run" python3 "$peer" echo "$port" 40 >"$tmp/sl.srv" 2>"$tmp/sl.srv.err" &
-for _ in $(seq 400); do grep -q listening "$tmp/sl.srv" 2>/dev/null && break; sleep 0.05; done
+wait_listening "$tmp/sl.srv"
 RB2_SOCKD_PATH=$sock4 timeout 60 "$run" python3 "$peer" many "$port" 40 3000 >"$tmp/sl.cli" 2>"$tmp/sl.cli.err"
 wait
 sleep 1.2                        # the service looks once a second
@@ -1022,7 +1028,7 @@ fi
 # it and frees its arena (4 slots for 20 connections: they must be).
 port=$(free_port)
 RB2_SOCKD_PATH=$sock4 timeout 60 "$run" python3 "$peer" fork-echo "$port" 20 >"$tmp/fe.srv" 2>"$tmp/fe.srv.err" &
-for _ in $(seq 400); do grep -q listening "$tmp/fe.srv" 2>/dev/null && break; sleep 0.05; done
+wait_listening "$tmp/fe.srv"
 RB2_SOCKD_PATH=$sock4 timeout 60 "$run" python3 "$peer" many "$port" 20 100000 >"$tmp/fe.cli" 2>"$tmp/fe.cli.err"
 wait
 sleep 1.2                        # the service looks once a second

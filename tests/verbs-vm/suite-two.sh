@@ -440,17 +440,20 @@ rr_sleeps() { # PORT
 	rr_result ends_made_ahead 0 $f.ahead "; [1-9][0-9]* of their ends made ahead"
 }
 rr_sleeps 21608
-# A writer ahead of a reader that sleeps 3 s: 2000 writes of 16 B use up the
+# A writer ahead of a reader that sleeps 5 s: 2000 writes of 16 B use up the
 # reader's 64 credits, and the last ones wait for them, held. The writer then
 # sleeps 2 s in a call rb2-run does not wrap, so only rb2-run's own thread
 # can send them once the credits come back. While they do not, that thread
 # backs off: the process took 43 ms of CPU in the 2 s, against 353 ms when
 # the thread tried every RB2_RUN_BATCH_US. The check fails above an eighth
-# of the sleep, which leaves room for TCG's 4x swings. Every byte arrives.
+# of the sleep, which leaves room for TCG's 4x swings. The writer's read
+# after its sleep must sleep with a write still held: the reader's 5 s
+# leave 3 s for the writer's connect and writes under TCG (with 3 s, a slow
+# run once found the answer there already). Every byte arrives.
 rr_ahead() { # PORT
 	local f=/tmp/rr-ahead rc cpu wall
 	if [ $side = server ]; then
-		timeout -k 5 120 "$rrun" -- python3 "$rpeer" late "$1" 2000 3 > $f 2>&1
+		timeout -k 5 120 "$rrun" -- python3 "$rpeer" late "$1" 2000 5 > $f 2>&1
 		rr_result writer_ahead_idles "$?" $f "late: 32000 of 32000 bytes, whole" "$verbs_line"
 	else
 		rr_wait_listener "$1"

@@ -15,8 +15,11 @@
 #     cut at 256 open at once, and the service goes on answering and pairing;
 #   - the server's line says its client is on another host;
 #   - questions share one link between the services, and one asked on a
-#     link the other side closes is asked again on a new one.
-# Every transfer is whole, over kernel TCP.
+#     link the other side closes is asked again on a new one;
+#   - a pair on one host through its own address that is not loopback goes
+#     over rb2 (such a connect waits for the service's GO; to loopback it
+#     does not).
+# Every transfer between the hosts is whole, over kernel TCP.
 #
 #   test_rb2run_hosts.sh BUILD_DIR
 # Needs root (network namespaces); skips (77) without.
@@ -187,6 +190,24 @@ if grep -q "connected; busy: 44$" "$tmp/flood.out" && [ $lrc = 0 ] &&
 else
 	fail "a flood from another host"; cat "$tmp/flood.out"
 	tail -n 3 "$tmp/$b.sock.log" "$tmp"/local.*.err "$tmp"/flooded.*.err
+fi
+
+# A pair on one host through the host's own address that is not loopback:
+# the client waits for the service's GO before its SYN, as to another host
+# (only a connect to loopback sends its CONNECTED right behind its CONNECT,
+# RB2_SOCKD_F_PIPE, which the pair above and test_rb2run.sh take).
+port=$((20000 + RANDOM % 20000))
+inns "$b" timeout 30 "$run" "$pp" server "$port" "$ipb" >"$tmp/own.srv" 2>"$tmp/own.srv.err" &
+opid=$!
+for _ in $(seq 400); do grep -q listening "$tmp/own.srv" 2>/dev/null && break; sleep 0.05; done
+inns "$b" timeout 30 "$run" "$pp" client "$port" 64 200 "$ipb" >"$tmp/own.cli" 2>"$tmp/own.cli.err"
+orc=$?
+wait "$opid"
+if [ $orc = 0 ] && grep -q " 1 connections over rb2" "$tmp/own.cli.err" &&
+	grep -q " 1 connections over rb2" "$tmp/own.srv.err"; then
+	ok "a pair through the host's own address, not loopback (not pipelined): over rb2"
+else
+	fail "a pair through the host's own address"; tail -n 3 "$tmp"/own.*.err
 fi
 
 # A link the other side closes with a question on it (it went idle there,

@@ -79,6 +79,9 @@ struct conn {
 	struct sockaddr_storage to;
 	int connected;              /* K_CLIENT: CONNECTED came; K_LINK: the
 				     * TCP connect is done */
+	int pipelined;              /* K_CLIENT: its CONNECT waited for no GO
+				     * (RB2_SOCKD_F_PIPE) */
+	int self_asked;             /* ... and its own listener's GO went */
 	int peer;                   /* the matched other side's index, or -1
 				     * (K_ASKING: its link) */
 	uint64_t seq;               /* K_ASKING: its question's number on its
@@ -1147,6 +1150,8 @@ on_connect(unsigned int i, int fd, const struct rb2_sockd_msg *m)
 
 	c->to = m->addr;
 	norm(&c->to);
+	c->pipelined = (m->flags & RB2_SOCKD_F_PIPE) != 0;
+	c->self_asked = 0;
 	if (fd < 0 || addrs_of(fd, &local, NULL) != 0 || port_of(&local) == 0 ||
 	    (c->to.ss_family != AF_INET && c->to.ss_family != AF_INET6)) {
 		if (fd >= 0)
@@ -1160,6 +1165,10 @@ on_connect(unsigned int i, int fd, const struct rb2_sockd_msg *m)
 		return;
 	}
 	if (!local_addr(&c->to)) {
+		if (c->pipelined) {  /* its SYN is on its way: too late to ask */
+			refuse(i, "CONNECT without waiting for GO, to another host");
+			return;
+		}
 		c->cport = port_of(&local);
 		c->verbs = (m->flags & RB2_SOCKD_F_VERBS) != 0;
 		ask_host(i);
@@ -1174,6 +1183,8 @@ on_connect(unsigned int i, int fd, const struct rb2_sockd_msg *m)
 	c->kind = K_CLIENT;
 	c->peer = -1;
 	c->deadline_ms = now_ms() + accept_timeout_ms;
+	if (c->pipelined)
+		return;              /* connecting already: its CONNECTED follows */
 	go = (struct rb2_sockd_msg){ .magic = RB2_SOCKD_MAGIC, .version = RB2_SOCKD_VERSION,
 				     .op = RB2_SOCKD_GO,
 				     .flags = conns[l].pid == c->pid ? RB2_SOCKD_F_SELF : 0 };
@@ -1221,6 +1232,18 @@ on_connected(unsigned int i, int fd, uint32_t flags)
 	 * process holds the listener (a forking server's child, which may
 	 * accept) only the asker knows (RB2_SOCKD_F_SELF). */
 	l = listener_at(&c->to);
+	/* A pipelined client learns only now that the listener is its own
+	 * registration: it answers with a second CONNECTED. */
+	if (c->pipelined && !c->self_asked && !c->connected && l >= 0 &&
+	    conns[l].pid == c->pid) {
+		struct rb2_sockd_msg go = { .magic = RB2_SOCKD_MAGIC,
+					    .version = RB2_SOCKD_VERSION, .op = RB2_SOCKD_GO,
+					    .flags = RB2_SOCKD_F_SELF };
+
+		c->self_asked = 1;
+		(void)rb2_sockd_send(c->fd, &go, NULL, 0);
+		return;
+	}
 	if ((flags & RB2_SOCKD_F_SELF) && l >= 0 && conns[l].pid == c->pid) {
 		gone_note(i, self_client);
 		plain(i, &n_plain_self, "the server is this same process");

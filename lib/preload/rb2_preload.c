@@ -1495,16 +1495,13 @@ sockd_open(void)
 	return fd;
 }
 
-/* A request with @flags beside ask_flags, and its reply within
- * @timeout_ms. @return 0 or -errno. */
+/* A request with @flags beside ask_flags, with no wait for its reply.
+ * @return 0 or -errno. */
 static int
-sockd_ask_flags(int conn, uint16_t op, uint32_t flags, int fd, const struct sockaddr *addr,
-		socklen_t alen, struct rb2_sockd_msg *out, int out_fds[RB2_SOCKD_MAX_FDS],
-		unsigned int timeout_ms)
+sockd_tell(int conn, uint16_t op, uint32_t flags, int fd, const struct sockaddr *addr,
+	   socklen_t alen)
 {
 	struct rb2_sockd_msg m;
-	struct pollfd p = { .fd = conn, .events = POLLIN };
-	int ret;
 
 	memset(&m, 0, sizeof(m));
 	m.magic = RB2_SOCKD_MAGIC;
@@ -1513,17 +1510,58 @@ sockd_ask_flags(int conn, uint16_t op, uint32_t flags, int fd, const struct sock
 	m.flags = ask_flags | flags;
 	if (addr != NULL)
 		memcpy(&m.addr, addr, alen < sizeof(m.addr) ? alen : sizeof(m.addr));
+	return rb2_sockd_send(conn, &m, &fd, fd >= 0 ? 1 : 0);
+}
+
+/* The service's reply, readable now on @conn. @return 0 or -errno. */
+static int
+sockd_recv_reply(int conn, struct rb2_sockd_msg *out, int out_fds[RB2_SOCKD_MAX_FDS])
+{
+	int ret = rb2_sockd_recv(conn, out, out_fds, RB2_SOCKD_MAX_FDS);
+
+	/* The service closed our connection with a request of ours unread
+	 * (a pipelined CONNECTED behind the CONNECT it answered with PLAIN):
+	 * the kernel reports that once, as ECONNRESET, ahead of the reply
+	 * queued before it. The next read finds the reply, or the end. */
+	if (ret == -ECONNRESET)
+		ret = rb2_sockd_recv(conn, out, out_fds, RB2_SOCKD_MAX_FDS);
+	return ret;
+}
+
+/* The service's next reply within @timeout_ms. @return 0 or -errno. */
+static int
+sockd_reply(int conn, struct rb2_sockd_msg *out, int out_fds[RB2_SOCKD_MAX_FDS],
+	    unsigned int timeout_ms)
+{
+	struct pollfd p = { .fd = conn, .events = POLLIN };
+	int ret;
+
 	for (unsigned int i = 0; i < RB2_SOCKD_MAX_FDS; i++)
 		out_fds[i] = -1;
-	ret = rb2_sockd_send(conn, &m, &fd, fd >= 0 ? 1 : 0);
-	if (ret != 0)
-		return ret;
 	do
 		ret = REAL(poll)(&p, 1, (int)timeout_ms);
 	while (ret < 0 && errno == EINTR);
 	if (ret == 0)
 		return -ETIMEDOUT;
-	return rb2_sockd_recv(conn, out, out_fds, RB2_SOCKD_MAX_FDS);
+	return sockd_recv_reply(conn, out, out_fds);
+}
+
+/* A request and its reply within @timeout_ms. A request the service could
+ * not take (it closed our connection) may have been answered before: a
+ * pipelined CONNECT's PLAIN (RB2_SOCKD_F_PIPE). @return 0 or -errno. */
+static int
+sockd_ask_flags(int conn, uint16_t op, uint32_t flags, int fd, const struct sockaddr *addr,
+		socklen_t alen, struct rb2_sockd_msg *out, int out_fds[RB2_SOCKD_MAX_FDS],
+		unsigned int timeout_ms)
+{
+	int ret = sockd_tell(conn, op, flags, fd, addr, alen);
+
+	if (ret != 0) {
+		int got = sockd_reply(conn, out, out_fds, 0);
+
+		return got == 0 ? 0 : ret;
+	}
+	return sockd_reply(conn, out, out_fds, timeout_ms);
 }
 
 static int
@@ -1542,6 +1580,61 @@ close_fds(int fds[RB2_SOCKD_MAX_FDS])
 			REAL(close)(fds[i]);
 		fds[i] = -1;
 	}
+}
+
+/* The port of IPv4 or IPv6 address @a, in network order. */
+static in_port_t
+port_of_addr(const struct sockaddr *a)
+{
+	return a->sa_family == AF_INET ? ((const struct sockaddr_in *)a)->sin_port :
+		((const struct sockaddr_in6 *)a)->sin6_port;
+}
+
+/* Whether @a is a loopback address (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104),
+ * which no other host can have: a connect there is paired on this host, and
+ * need not wait for the service's GO before its SYN (RB2_SOCKD_F_PIPE). */
+static int
+loopback_addr(const struct sockaddr *a, socklen_t len)
+{
+	if (a->sa_family == AF_INET && len >= sizeof(struct sockaddr_in))
+		return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
+	if (a->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		const struct in6_addr *x = &((const struct sockaddr_in6 *)a)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(x) || (IN6_IS_ADDR_V4MAPPED(x) && x->s6_addr[12] == 127);
+	}
+	return 0;
+}
+
+static int lone_listener(in_port_t port);
+
+/*
+ * A pipelined connect's reply to its CONNECTED (@ret, @m: sockd_ask_flags()'s)
+ * that is GO. With RB2_SOCKD_F_SELF the service asks, as its GO to the
+ * CONNECT would have said, whether this process, whose registration the
+ * listener at @port is, holds it alone: a second CONNECTED answers, and its
+ * reply comes within @timeout_ms (a connect that waits for nothing waits
+ * for that one in full: the service answers it at once). Without, the
+ * service knows no RB2_SOCKD_F_PIPE and said GO to the CONNECT: the answer
+ * to the CONNECTED follows. @return the reply's sockd_*() result.
+ */
+static int
+pipe_go(int conn, int fd, in_port_t port, int ret, struct rb2_sockd_msg *m,
+	int afd[RB2_SOCKD_MAX_FDS], unsigned int timeout_ms)
+{
+	for (int asked = 0; ret == 0 && m->op == RB2_SOCKD_GO && asked < 2; asked++) {
+		close_fds(afd);
+		if (m->flags & RB2_SOCKD_F_SELF) {
+			int self = lone_listener(port);
+
+			ret = sockd_ask_flags(conn, RB2_SOCKD_CONNECTED, self ? RB2_SOCKD_F_SELF : 0,
+					      fd, NULL, 0, m, afd,
+					      self ? connect_timeout_ms + 1000 : timeout_ms);
+		} else {
+			ret = sockd_reply(conn, m, afd, timeout_ms);
+		}
+	}
+	return ret;
 }
 
 /* PAIR: map the arena (@fds[0]) and open our end of the stream on socket
@@ -1655,6 +1748,8 @@ struct pend_job {
 	int is_client;
 	int conn;                    /* PEND_PAIR: the question's socket */
 	uint64_t t0;                 /* PEND_PAIR: when the question went */
+	int pipelined;               /* PEND_PAIR: its CONNECT waited for no GO */
+	in_port_t port;              /* PEND_PAIR: the port connected to */
 	uint64_t service_ns, kernel_ns;   /* PEND_REMOTE: open_remote()'s */
 };
 
@@ -1719,7 +1814,9 @@ pend_run(struct pend_job *j)
 		while (ret < 0 && errno == EINTR);
 		if (ret > 0 && pair_late_ms > 0)
 			usleep(pair_late_ms * 1000u);
-		ret = ret > 0 ? rb2_sockd_recv(j->conn, &m, afd, RB2_SOCKD_MAX_FDS) : -ETIMEDOUT;
+		ret = ret > 0 ? sockd_recv_reply(j->conn, &m, afd) : -ETIMEDOUT;
+		if (j->pipelined)
+			ret = pipe_go(j->conn, j->fd, j->port, ret, &m, afd, (unsigned int)left);
 		pthread_mutex_lock(&pend_lock);
 		j->p->pend_cancel_fd = -1;      /* a close no longer shuts it down */
 		pthread_mutex_unlock(&pend_lock);
@@ -2319,7 +2416,9 @@ connect_remote(struct psock *p, int fd, const struct sockaddr *addr, socklen_t l
 }
 
 /* connect() to a listener under rb2-run on this host, which the service
- * said GO to (@go_flags) on @conn: the kernel connects, then the pairing. */
+ * said GO to (@go_flags) on @conn, or to a loopback address, whose CONNECT
+ * went without waiting for GO (@go_flags RB2_SOCKD_F_PIPE): the kernel
+ * connects, then the pairing, or the service's PLAIN. */
 static int
 connect_local(struct psock *p, int fd, const struct sockaddr *addr, socklen_t len, int conn,
 	      uint32_t go_flags)
@@ -2330,6 +2429,10 @@ connect_local(struct psock *p, int fd, const struct sockaddr *addr, socklen_t le
 	ret = connect_kernel(fd, addr, len);
 	if (ret < 0) {
 		REAL(close)(conn);          /* the service forgets it */
+		/* Refused: nobody listens there, so none under rb2-run, which
+		 * the service's answer, not awaited (RB2_SOCKD_F_PIPE), says. */
+		if (ret == -ECONNREFUSED && (go_flags & RB2_SOCKD_F_PIPE))
+			count_plain("no program under rb2-run listens there");
 		errno = -ret;
 		return -1;
 	}
@@ -2339,15 +2442,17 @@ connect_local(struct psock *p, int fd, const struct sockaddr *addr, socklen_t le
 	 * (pend_start()): EINPROGRESS now, writable once it is paired. To a
 	 * listener of this process's own that no other holds, it is kernel
 	 * TCP at once: only this process's accept could take it. */
-	self = (go_flags & RB2_SOCKD_F_SELF) &&
-		lone_listener(addr->sa_family == AF_INET ?
-			      ((const struct sockaddr_in *)addr)->sin_port :
-			      ((const struct sockaddr_in6 *)addr)->sin6_port);
+	self = (go_flags & RB2_SOCKD_F_SELF) && lone_listener(port_of_addr(addr));
 	ret = sockd_ask_flags(conn, RB2_SOCKD_CONNECTED, self ? RB2_SOCKD_F_SELF : 0, fd,
 			      NULL, 0, &m, afd, p->nonblock && !self ? 1 : connect_timeout_ms + 1000);
+	if (go_flags & RB2_SOCKD_F_PIPE)
+		ret = pipe_go(conn, fd, port_of_addr(addr), ret, &m, afd,
+			      p->nonblock ? 1 : connect_timeout_ms + 1000);
 	if (ret == -ETIMEDOUT && p->nonblock) {
 		struct pend_job j = { .p = p, .fd = fd, .kind = PEND_PAIR, .is_client = 1,
-				      .conn = conn, .t0 = now_ns() };
+				      .conn = conn, .t0 = now_ns(),
+				      .pipelined = (go_flags & RB2_SOCKD_F_PIPE) != 0,
+				      .port = port_of_addr(addr) };
 
 		(void)pend_start(&j);
 		errno = EINPROGRESS;
@@ -2398,6 +2503,7 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 	socklen_t ll = sizeof(local);
 	struct rb2_sockd_msg m;
 	int conn, afd[RB2_SOCKD_MAX_FDS], ret, e;
+	uint32_t go_flags;
 	uint64_t t0;
 
 	if (pending(fd) && pend_still(p)) {
@@ -2428,21 +2534,35 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 			return REAL(connect)(fd, addr, len);
 		}
 	}
-	t0 = now_ns();
-	ret = sockd_ask(conn, RB2_SOCKD_CONNECT, fd, addr, len, &m, afd, 2000);
-	close_fds(afd);
-	if (ret == 0 && m.op == RB2_SOCKD_REMOTE) {
-		/* Another host's service expects this connection over rb2. */
-		REAL(close)(conn);
-		return connect_remote(p, fd, addr, len, now_ns() - t0);
-	}
-	if (ret != 0 || m.op != RB2_SOCKD_GO) {
-		REAL(close)(conn);
-		count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why : "rb2-sockd did not answer");
-		return REAL(connect)(fd, addr, len);
+	if (loopback_addr(addr, len)) {
+		/* Paired on this host, if at all: the kernel connects at once,
+		 * and the CONNECTED goes right behind the CONNECT, with no GO
+		 * awaited between (RB2_SOCKD_F_PIPE). */
+		if (sockd_tell(conn, RB2_SOCKD_CONNECT, RB2_SOCKD_F_PIPE, fd, addr, len) != 0) {
+			REAL(close)(conn);
+			count_plain("rb2-sockd did not answer");
+			return REAL(connect)(fd, addr, len);
+		}
+		go_flags = RB2_SOCKD_F_PIPE;
+	} else {
+		t0 = now_ns();
+		ret = sockd_ask(conn, RB2_SOCKD_CONNECT, fd, addr, len, &m, afd, 2000);
+		close_fds(afd);
+		if (ret == 0 && m.op == RB2_SOCKD_REMOTE) {
+			/* Another host's service expects this connection over rb2. */
+			REAL(close)(conn);
+			return connect_remote(p, fd, addr, len, now_ns() - t0);
+		}
+		if (ret != 0 || m.op != RB2_SOCKD_GO) {
+			REAL(close)(conn);
+			count_plain(ret == 0 && m.op == RB2_SOCKD_PLAIN ? m.why :
+				    "rb2-sockd did not answer");
+			return REAL(connect)(fd, addr, len);
+		}
+		go_flags = m.flags & ~RB2_SOCKD_F_PIPE;
 	}
 	if (p->nonblock)
-		return connect_local(p, fd, addr, len, conn, m.flags);
+		return connect_local(p, fd, addr, len, conn, go_flags);
 	/* A blocking connect waits for the server's accept: a close of its fd
 	 * in another thread meanwhile leaves the socket to it, as the
 	 * kernel's connect holds the socket's file, and the connection ends
@@ -2452,7 +2572,7 @@ connect(int fd, const struct sockaddr *addr, socklen_t len)
 		errno = EBADF;
 		return -1;
 	}
-	ret = connect_local(p, fd, addr, len, conn, m.flags);
+	ret = connect_local(p, fd, addr, len, conn, go_flags);
 	e = errno;
 	psock_leave(p);
 	errno = e;

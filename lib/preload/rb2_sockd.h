@@ -37,7 +37,10 @@
  * sleeps on and the other rings: a wake-up without the loopback TCP path.
  * A server that does not accept within the timeout: the client gets PLAIN,
  * and the service remembers, so that the late accept gets PLAIN too: both
- * ends always agree.
+ * ends always agree. To a loopback address the client sends CONNECTED
+ * right behind CONNECT, with no GO between (RB2_SOCKD_F_PIPE): its CONNECT
+ * is queued before its SYN leaves, so before the server's ACCEPTED, which
+ * the service matches only after reading everything queued.
  */
 
 #include <stdint.h>
@@ -92,6 +95,16 @@ extern "C" {
  *  its own accept can take the connection: both ends go kernel TCP at
  *  once. */
 #define RB2_SOCKD_F_SELF 2u
+/** rb2_sockd_msg.flags of CONNECT, to a loopback address: the client does
+ *  not wait for GO, but connects at once and sends CONNECTED behind its
+ *  CONNECT (one round trip to the service fewer). The service sends no GO
+ *  then, only PLAIN at once where it would have, and, where the listener
+ *  is the client's own registration, GO with RB2_SOCKD_F_SELF as the reply
+ *  to the first CONNECTED, which the client answers with a second
+ *  CONNECTED saying whether it holds the listener alone. Loopback only: a
+ *  connection to another host must be expected there before its SYN goes
+ *  (RB2_SOCKD_PEER_ASK). */
+#define RB2_SOCKD_F_PIPE 4u
 
 enum rb2_sockd_op {
 	/* requests */

@@ -46,13 +46,13 @@ usage: $0 main [TRACE] | test [full]
          everything, as CI runs it: every unit and application test (suite
          unit) in the first two trees, the concurrent tests (suite tsan) in
          the third, the verbs suites on Soft-RoCE inside QEMU guests
-         (tests/verbs-vm/run.sh, one guest and two), libFuzzer for 10 s per
+         (tests/verbs-vm/run.sh, one guest and two), libFuzzer for 5 s per
          target, and the quick evaluation (usertools/rb2-eval.py --quick).
          About 43 minutes on 2 cores from a clean clone.
 
 environment: RB2_BUILD, RB2_BUILD_ASAN, RB2_BUILD_TSAN (build dirs), RB2_HUGEMEM (hugepages made free, default
              1G; a larger reservation is never lowered),
-             RB2_FUZZ_SECONDS (per fuzz target, default 3 in the fast tier, 10 in
+             RB2_FUZZ_SECONDS (per fuzz target, default 3 in the fast tier, 5 in
              the full), CI=true (adds -Werror)
 EOF
 }
@@ -233,8 +233,8 @@ test)
 		log "full tier: release build, then the verbs transport on Soft-RoCE in QEMU guests"
 		meson test -C "$build" --print-errorlogs --num-processes 1 --suite unit \
 			--suite verbs-vm || rc=1
-		log "full tier: libFuzzer (10 s per target); the quick evaluation"
-		RB2_FUZZ_SECONDS=${RB2_FUZZ_SECONDS:-10} meson test -C "$build" --print-errorlogs \
+		log "full tier: libFuzzer (5 s per target); the quick evaluation"
+		RB2_FUZZ_SECONDS=${RB2_FUZZ_SECONDS:-5} meson test -C "$build" --print-errorlogs \
 			--num-processes 1 --suite fuzz --suite eval --logbase testlog-extra || rc=1
 		log "full tier: ASan+UBSan build"
 		env "${asan_env[@]}" meson test -C "$build_asan" --print-errorlogs --num-processes 1 \

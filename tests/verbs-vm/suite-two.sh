@@ -66,7 +66,7 @@ done
 RB2_TEST_STAMPS=0 run sleep sleep 21100 300
 # Connections (lib/conn): 1000 over one channel pair across the wire; the
 # way back is a channel the server opens to the client (B, .2).
-RB2_TEST_BACK=169.254.77.2:21201 run conn conn 21200 100000
+RB2_TEST_BACK=169.254.77.2:21201 run conn conn 21200 50000
 
 # A host service (rb2-raasd) on each guest, linked over the wire (host ids
 # 1 and 2, one QP each way); an application on each, their secondaries:

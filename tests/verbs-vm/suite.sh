@@ -49,7 +49,7 @@ verdict() {
 
 # Counts sized to what TCG carries (a few seconds each), still thousands of
 # times round the ring.
-pair connect_stream stream 300000
+pair connect_stream stream 150000
 # rb2-run's stream across hosts: two processes, their queues connected over
 # the socket between them (rendezvous fd:N), 32 MiB each way, half-close,
 # sleepers woken by bells; a writer whose process ends ahead of its reader
@@ -257,7 +257,7 @@ else
 fi
 port=$((port + 10))
 # Connections (lib/conn): 1000 over one channel pair, so one QP each way.
-pair conn_1000_connections_one_qp_each_way conn 100000
+pair conn_1000_connections_one_qp_each_way conn 50000
 
 # Two host services (rb2-raasd, host ids 1 and 2) linked over verbs, an
 # application on each (their secondaries, so hugepages): 1000 connections
@@ -318,7 +318,7 @@ rm -f /dev/hugepages/rs*map_*
 # The other sync policies of §IV-A over a real QP: WRITE_WITH_IMM is native
 # here (receive completions, re-posted receives, credits), lazy pull READs.
 for sync in push+imm pull+wt pull+imm push+poll; do
-	RB2_TEST_SYNC=$sync pair stream_$sync stream 100000
+	RB2_TEST_SYNC=$sync pair stream_$sync stream 50000
 	RB2_TEST_SYNC=$sync pair latency_$sync lat 5000
 done
 # Each ran the policy it asked for (test_verbs prints it).

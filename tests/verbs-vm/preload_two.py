@@ -777,7 +777,7 @@ def check(o):
     # Each check takes seconds (the twelve under rb2-run, with their
     # servers' starts, under two minutes in all); rsocket's preload hangs in
     # some (nginx's curl, iperf3 forward): what it cannot run within 15 s,
-    # it cannot run. (Each such hang is the bound's time off the full tier.)
+    # it cannot run. (Each hang costs the full tier that bound.)
     limit_of = {"rb2": 180, "rsocket": 15}
     for name in o.apps.split(","):
         app = table[name]

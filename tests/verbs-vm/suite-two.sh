@@ -448,8 +448,8 @@ rr_sleeps 21608
 # the thread tried every RB2_RUN_BATCH_US. The check fails above an eighth
 # of the sleep, which leaves room for TCG's 4x swings. The writer's read
 # after its sleep must sleep with a write still held: the reader's 5 s
-# leave 3 s for the writer's connect and writes under TCG (with 3 s, a slow
-# run once found the answer there already). Every byte arrives.
+# leave 3 s for the writer's connect and writes, which take over a second
+# when TCG runs slow. Every byte arrives.
 rr_ahead() { # PORT
 	local f=/tmp/rr-ahead rc cpu wall
 	if [ $side = server ]; then

@@ -2291,8 +2291,7 @@ lone_listener(in_port_t port)
 
 		if (p == NULL || p->reg_fd < 0 ||
 		    getsockname((int)fd, (struct sockaddr *)&a, &al) != 0 ||
-		    (a.ss_family == AF_INET ? ((struct sockaddr_in *)&a)->sin_port :
-		     ((struct sockaddr_in6 *)&a)->sin6_port) != port)
+		    port_of_addr((struct sockaddr *)&a) != port)
 			continue;
 		if (p->handed_on)
 			return 0;

@@ -1848,11 +1848,14 @@ pend_run(struct pend_job *j)
 		ok = ret == 0;
 		if (!ok && j->p->pend_cancelled) {
 			count_plain("closed by the program before the pairing");
-		} else if (!ok && ret == -ECONNRESET && peer_closed(j->fd)) {
+		} else if (!ok && (ret == -ECONNRESET || ret == -EPIPE) && peer_closed(j->fd)) {
 			/* The peer closed its socket before its half came (a
 			 * client that gave up, a server that closed what it
 			 * accepted): nothing was sent over rb2, so the socket
-			 * is the kernel's, and reads the end as TCP's would. */
+			 * is the kernel's, and reads the end as TCP's would.
+			 * Which error the exchange met depends on its first
+			 * call after the close: a read, ECONNRESET; a write
+			 * the peer's kernel answered with a reset, EPIPE. */
 			count_plain(j->is_client ? "the server closed it before the pairing" :
 				    "the client closed it before the pairing");
 		} else if (!ok) {

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -170,11 +171,16 @@ peer_link(struct rb2_xport *xp, uint32_t id, const char *addr, const char *liste
 	fflush(stdout);
 	for (int first = 0; first < 2; first++) {
 		if ((first == 0) == (S.rp.host_id < id)) {
-			for (int i = 0; i < 600; i++) {      /* a minute for it to start */
-				ret = rb2_tx_connect(tx, addr, 100);
-				if (ret == 0 || S.stop)
-					break;
-			}
+			/* A minute for it to start, in attempts of seconds:
+			 * an attempt must outlast a handshake on a loaded
+			 * host. One that gave up after the passive side saw
+			 * the link established would leave that side linked
+			 * to a QP that is gone, and this one refused. */
+			time_t until = time(NULL) + 60;
+
+			do
+				ret = rb2_tx_connect(tx, addr, 3000);
+			while (ret != 0 && !S.stop && time(NULL) < until);
 		} else {
 			ret = rb2_rx_connect(rx, listen, 60000);
 		}

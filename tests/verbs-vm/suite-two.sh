@@ -21,6 +21,20 @@ run() { # NAME TEST PORT COUNT
 	else fail=$((fail + 1)); echo "FAIL two_guests_$1 ($side, $rc)"; fi
 }
 
+# Wait for a service (PID) to say "ready" in FILE, for at most 90 s of wall
+# time, and not a moment past its death (TCG makes a loop of short sleeps
+# minutes long). Its log is printed when it never got there.
+ready() { # FILE PID
+	local until=$((SECONDS + 90))
+	until grep -q ready "$1"; do
+		if ! kill -0 "$2" 2>/dev/null || [ $SECONDS -ge $until ]; then
+			echo "INFO the service never said ready: $(tail -5 "$1" | tr '\n' ' ')"
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
 # 50000 messages: about 20 s at the 2,300 a second TCG carries across the
 # wire, hundreds of times round the ring.
 run stream stream 21000 50000
@@ -78,7 +92,7 @@ me=1 other=2 mine=169.254.77.1 theirs=169.254.77.2
 "$RB2_BUILD/apps/rb2-raasd/rb2-raasd" -l 0 --no-pci -m 256 --file-prefix rs --log-level lib.eal:error \
 	-- --host-id $me --listen $mine:21300 --peer $other@$theirs:21300 > /tmp/raasd 2>&1 &
 rpid=$!
-for _ in $(seq 900); do grep -q ready /tmp/raasd && break; sleep 0.1; done
+ready /tmp/raasd $rpid
 sec="-l 0 --no-pci --proc-type=secondary --file-prefix rs --log-level lib.eal:error"
 if [ $side = server ]; then
 	"$RB2_BUILD/tests/test_raas_app" $sec -- server srv 7 1000 20 > /tmp/raas-app 2>&1; rc=$?
@@ -101,7 +115,7 @@ rm -f /dev/hugepages/rsmap_*
 "$RB2_BUILD/apps/rb2-raasd/rb2-raasd" -l 0 --no-pci -m 256 --file-prefix rs --log-level lib.eal:error \
 	-- --host-id $me --listen $mine:21320 --peer $other@$theirs:21320 > /tmp/raasd-lend 2>&1 &
 rpid=$!
-for _ in $(seq 900); do grep -q ready /tmp/raasd-lend && break; sleep 0.1; done
+ready /tmp/raasd-lend $rpid
 if [ $side = server ]; then
 	"$RB2_BUILD/tests/test_raas_app" $sec -- borrower bor 7 4 24 > /tmp/raas-lend 2>&1; rc=$?
 else
@@ -141,7 +155,7 @@ PY
 "$RB2_BUILD/apps/rb2-raasd/rb2-raasd" -l 0 --no-pci -m 256 --file-prefix rs --log-level lib.eal:error \
 	-- --host-id $me --listen $mine:21310 --peer $other@$theirs:21310 > /tmp/raasd2 2>&1 &
 rpid=$!
-for _ in $(seq 900); do grep -q ready /tmp/raasd2 && break; sleep 0.1; done
+ready /tmp/raasd2 $rpid
 if [ $side = server ]; then
 	"$RB2_BUILD/apps/rb2-kv/rb2-kv" $sec -- server --port 7100 --records 20000 > /tmp/kv-srv 2>&1 &
 	kvp=$!
@@ -561,12 +575,14 @@ rr_close_many closes_share_one_thread 21615
 # after another, each fence held up the closes behind it, and the ends
 # came a round trip apart: at least 700 ms from the first to the last.
 # The check fails at 350 ms or more. Every reader must get everything,
-# then the end.
+# then the end. The reader sleeps 6 s after its accepts: the writer's
+# 16000 sends of 16 B, made from Python under TCG, must all be made by
+# then, or a reader that has caught up leaves its close nothing to hold.
 rr_close_spread() { # PORT
 	local f=/tmp/rr-close-spread rc ms
 	tc qdisc replace dev eth0 root netem delay 50ms
 	if [ $side = server ]; then
-		timeout -k 5 180 "$rrun" -- python3 "$rpeer" late-end "$1" 2000 3 8 > $f 2>&1
+		timeout -k 5 180 "$rrun" -- python3 "$rpeer" late-end "$1" 2000 6 8 > $f 2>&1
 		rc=$?
 		ms=$(sed -n 's/^late-end: the 8 ends came within \([0-9]*\) ms of each other$/\1/p' $f)
 		echo "INFO 8 closes ahead of their readers, 50 ms each way: the ends came within ${ms:-?} ms"

@@ -144,11 +144,13 @@ configure_build() {
 # ThreadSanitizer lists every loaded module again at each dlopen, and an EAL
 # start dlopens every driver in DPDK's plugin directory (Debian's: 128, in
 # 384 files): 2 s per EAL start under TSan, half its tests' time. As root,
-# the TSan tests run in a mount namespace of their own where that directory
-# holds only the drivers rb2 uses: 1.4 s less per start, the same code under
-# test (tests/tsan/README.md). Otherwise, or if no namespace can be made,
+# the sanitizer trees' tests run in a mount namespace of their own where
+# that directory holds only the drivers rb2 uses: 1.4 s less per start
+# under TSan, the same code under test (tests/tsan/README.md); under ASan,
+# whose loads map shadow memory for each library, 8-15% of the property,
+# chan and xport tests' time. Otherwise, or if no namespace can be made,
 # they run as they are.
-tsan_drivers=(bus_vdev bus_pci mempool_ring mempool_stack net_null net_pcap net_ring net_af_packet)
+rb2_drivers=(bus_vdev bus_pci mempool_ring mempool_stack net_null net_pcap net_ring net_af_packet)
 with_rb2_drivers_only() { # CMD...
 	local pmds few=$build_tsan/eal-drivers l
 	pmds=$(ls -d "$(pkg-config --variable=libdir libdpdk)"/dpdk/pmds-* 2>/dev/null | head -n 1)
@@ -157,11 +159,11 @@ with_rb2_drivers_only() { # CMD...
 		return
 	fi
 	rm -rf "$few" && mkdir -p "$few"
-	for l in "${tsan_drivers[@]}"; do
+	for l in "${rb2_drivers[@]}"; do
 		cp -a "$pmds/librte_$l.so"* "$few/" 2>/dev/null || true
 	done
 	if unshare -m mount --bind "$few" "$pmds" 2>/dev/null; then
-		log "DPDK's plugin directory narrowed to ${#tsan_drivers[@]} drivers for these tests (a mount namespace of their own)"
+		log "DPDK's plugin directory narrowed to ${#rb2_drivers[@]} drivers for these tests (a mount namespace of their own)"
 		unshare -m sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh "$few" "$pmds" "$@"
 	else
 		"$@"
@@ -232,8 +234,8 @@ test)
 		RB2_FUZZ_SECONDS=${RB2_FUZZ_SECONDS:-3} meson test -C "$build" --print-errorlogs \
 			--num-processes 1 --suite fuzz --logbase testlog-extra || rc=1
 		log "fast tier: ASan+UBSan build"
-		env "${asan_env[@]}" meson test -C "$build_asan" --print-errorlogs --num-processes 1 \
-			--suite fast --timeout-multiplier 4 || rc=1
+		with_rb2_drivers_only env "${asan_env[@]}" meson test -C "$build_asan" \
+			--print-errorlogs --num-processes 1 --suite fast --timeout-multiplier 4 || rc=1
 		log "fast tier: ThreadSanitizer build, the concurrent tests (0 findings; tests/tsan/README.md)"
 		with_rb2_drivers_only env TSAN_OPTIONS=halt_on_error=0:atexit_sleep_ms=0 \
 			meson test -C "$build_tsan" --print-errorlogs --num-processes 1 --suite fast-tsan \
@@ -266,8 +268,8 @@ test)
 		meson test -C "$build" --print-errorlogs --num-processes 1 --suite eval \
 			--logbase testlog-extra || rc=1
 		log "full tier: ASan+UBSan tree, the unit tests"
-		env "${asan_env[@]}" meson test -C "$build_asan" --print-errorlogs --num-processes 1 \
-			--suite unit --timeout-multiplier 4 || rc=1
+		with_rb2_drivers_only env "${asan_env[@]}" meson test -C "$build_asan" \
+			--print-errorlogs --num-processes 1 --suite unit --timeout-multiplier 4 || rc=1
 		log "full tier: ThreadSanitizer tree, the concurrent tests (0 findings; tests/tsan/README.md)"
 		with_rb2_drivers_only env TSAN_OPTIONS=halt_on_error=0:atexit_sleep_ms=0 \
 			meson test -C "$build_tsan" --print-errorlogs --num-processes 1 --suite tsan \

@@ -48,9 +48,10 @@ usage: $0 main [TRACE] | test [full]
          the third, the verbs suites on Soft-RoCE inside QEMU guests
          (tests/verbs-vm/run.sh, one guest and two), libFuzzer for 5 s per
          target, and the quick evaluation (usertools/rb2-eval.py --quick).
-         About 44 minutes on 2 cores from a clean clone. The sanitizer
-         trees build, and libFuzzer runs, while the guests run (at idle
-         priority: the guests leave the CPUs idle most of the time).
+         43-45 minutes on 2 cores from a clean clone. The sanitizer
+         trees build, and libFuzzer runs, while the one-guest suite and
+         the apps run (at idle priority: the guests leave the CPUs idle
+         most of the time); the two-guest suite runs after, alone.
 
 environment: RB2_BUILD, RB2_BUILD_ASAN, RB2_BUILD_TSAN (build dirs), RB2_HUGEMEM (hugepages made free, default
              1G; a larger reservation is never lowered),
